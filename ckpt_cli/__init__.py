@@ -1,0 +1,1 @@
+"""ckpt's command line: parse arguments, call :mod:`formats`, render the result objects."""

@@ -1,0 +1,74 @@
+"""``ckpt ls``: list a checkpoint's tensors, or the checkpoints in a directory."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..exit_codes import Exit
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
+              help="Only keys matching GLOB (repeatable; any match counts).")
+@click.option("--sort", type=click.Choice(["key", "size"]), default="key", show_default=True,
+              help="Order of the tensor rows.")
+@click.option("-r", "--recursive", is_flag=True, help="For a directory: walk the whole tree of runs.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], sort: str,
+       recursive: bool, as_json: bool) -> None:
+    """List the tensors of a checkpoint, or the checkpoints in a directory.
+
+    PATH is a checkpoint prefix (run/ckpt-10), its .index or .data file, a Keras
+    weights file, or a directory. A directory lists one row per checkpoint found
+    (from its `checkpoint` state file and its *.index files); -r walks a tree.
+
+    \b
+    Examples:
+      ckpt ls run/tf_ckpts/ckpt-5
+      ckpt ls run/tf_ckpts/ckpt-5 --filter '*kernel*' --sort size
+      ckpt ls -r runs/ --json
+    """
+    from formats.api import open_checkpoint
+    from formats.scan import scan_directory
+    from formats.summary import summarise
+
+    outputs = []
+    status = Exit.OK
+    for path in paths:
+        if os.path.isdir(path):
+            infos = scan_directory(path, recursive)
+            if any(i.error for i in infos):
+                status = Exit.PROBLEM
+            outputs.append(("dir", path, infos))
+        else:
+            with open_checkpoint(path) as ckpt:
+                outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort)))
+    _render(outputs, as_json)
+    ctx.exit(status)
+
+
+def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
+    from ..render.common import print_json
+
+    if as_json:
+        docs = [_json_of(kind, path, value) for kind, path, value in outputs]
+        print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    from ..render.listing import render_directory_table, render_tensor_table
+
+    for i, (kind, path, value) in enumerate(outputs):
+        if i:
+            click.echo()
+        if kind == "dir":
+            render_directory_table(path, value)  # type: ignore[arg-type]
+        else:
+            render_tensor_table(value)
+
+
+def _json_of(kind: str, path: str, value: object) -> object:
+    if kind == "dir":
+        return {"path": path, "checkpoints": [i.to_json() for i in value]}  # type: ignore[attr-defined]
+    return value.to_json()  # type: ignore[attr-defined]

@@ -1,0 +1,106 @@
+"""The root ``ckpt`` group: global options, lazily imported subcommands, and the one error boundary."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from .exit_codes import Exit
+
+# name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
+COMMANDS: dict[str, str] = {
+    "ls": "ckpt_cli.commands.ls:ls",
+    "verify": "ckpt_cli.commands.verify:verify",
+}
+
+
+@dataclass
+class Settings:
+    """Global options, available to every command as ``ctx.obj``."""
+
+    traceback: bool = False
+    color: bool = True
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use, and the CLI's single error boundary."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("ckpt: interrupted", err=True)
+            ctx.exit(Exit.INTERRUPTED)
+        except BrokenPipeError:
+            _silence_broken_pipe()
+            ctx.exit(Exit.OK)
+        except Exception as exc:  # the one place errors become messages and exit codes
+            settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
+            ctx.exit(report_error(exc, settings.traceback))
+
+
+def report_error(exc: BaseException, show_traceback: bool) -> int:
+    """Print one line (plus a hint) for ``exc`` on stderr and return the exit code."""
+    from formats.errors import CheckpointError
+
+    if show_traceback:
+        import traceback
+
+        traceback.print_exception(exc)
+    if isinstance(exc, CheckpointError):
+        click.echo(f"ckpt: error: {exc}", err=True)
+        if exc.hint:
+            click.echo(f"  hint: {exc.hint}", err=True)
+        return int(Exit.UNREADABLE)
+    if isinstance(exc, OSError) and exc.filename:
+        click.echo(f"ckpt: error: {exc.filename}: {exc.strerror or exc}", err=True)
+        return int(Exit.UNREADABLE)
+    click.echo(f"ckpt: internal error: {type(exc).__name__}: {exc}", err=True)
+    if not show_traceback:
+        click.echo("  hint: run again with --traceback and report it", err=True)
+    return int(Exit.PROBLEM)
+
+
+def _silence_broken_pipe() -> None:
+    # stdout's reader went away (`ckpt ls | head`): point stdout at devnull so the exit flush is quiet.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _version() -> str:
+    from formats import __version__
+
+    return __version__
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--traceback", is_flag=True, help="Show the full traceback on errors.")
+@click.option("--no-color", is_flag=True, help="No colour (also: the NO_COLOR environment variable).")
+@click.version_option(_version(), "--version", prog_name="ckpt", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, traceback: bool, no_color: bool) -> None:
+    """Inspect, compare, edit and convert TensorFlow and Keras checkpoints - without TensorFlow.
+
+    \b
+    Examples:
+      ckpt ls runs/exp1/tf_ckpts              # the latest checkpoint's tensors
+      ckpt ls -r runs/                        # every checkpoint under runs/
+      ckpt verify model.ckpt-200              # read everything, check every checksum
+    """
+    ctx.obj = Settings(traceback=traceback, color=not no_color and "NO_COLOR" not in os.environ)

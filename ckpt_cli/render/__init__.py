@@ -1,0 +1,1 @@
+"""Presentation: result objects -> rich tables or JSON. No file I/O here."""

@@ -1,0 +1,46 @@
+"""Small formatting helpers and the consoles every renderer writes to."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``1.5 KiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def use_color() -> bool:
+    """Colour unless --no-color, NO_COLOR, or output that is not a terminal."""
+    ctx = click.get_current_context(silent=True)
+    settings = getattr(ctx, "obj", None) if ctx else None
+    if settings is not None and not getattr(settings, "color", True):
+        return False
+    return "NO_COLOR" not in os.environ
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich Console on stdout (or stderr) honouring the colour settings."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, no_color=not use_color(), highlight=False, soft_wrap=False, file=stream)
+
+
+def print_json(data: Any) -> None:
+    """Machine output: JSON on stdout, nothing else."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))

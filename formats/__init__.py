@@ -1,0 +1,28 @@
+"""ckpt's library: read, write and compare TensorFlow and Keras checkpoints without TensorFlow.
+
+Typical use::
+
+    from formats import open_checkpoint
+    with open_checkpoint("runs/a/tf_ckpts") as ckpt:      # a directory: its latest checkpoint
+        for key, entry in ckpt.items():
+            print(key, entry.dtype, entry.shape)
+        kernel = ckpt["net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"].read()
+
+``load_checkpoint`` and ``list_variables`` are drop-ins for TensorFlow's functions of the same names.
+This package never imports click or rich, and imports numpy only when values are read.
+"""
+from __future__ import annotations
+
+from .api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
+from .errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
+                     CorruptCheckpointError, NotACheckpointError, TensorNotFoundError, UnsupportedError)
+from .model import Checkpoint, TensorEntry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "open_checkpoint", "load_checkpoint", "list_variables", "CheckpointReader",
+    "Checkpoint", "TensorEntry",
+    "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
+    "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
+]

@@ -1,0 +1,75 @@
+"""The public entry points: :func:`open_checkpoint` and the TensorFlow drop-ins."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import UnsupportedError
+from .model import Checkpoint
+from .resolve import Target, resolve
+
+__all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]
+
+
+def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+    """Open a checkpoint from what a user would type: a prefix (``run/ckpt-10``), its ``.index`` or a
+    ``.data-*`` file, a Keras weights file, or a directory (its latest checkpoint).
+
+    Returns a read-only :class:`~formats.model.Checkpoint`; nothing is read from data files until an
+    entry's ``read()`` is called. Raises a :class:`~formats.errors.CheckpointError` subclass on bad input.
+    """
+    return open_target(resolve(path))
+
+
+def open_target(target: Target) -> Checkpoint:
+    """Open an already resolved :class:`~formats.resolve.Target`."""
+    if target.kind == "tf-bundle":
+        from .tf_bundle.checkpoint import BundleCheckpoint
+
+        return BundleCheckpoint(target.path)
+    if target.kind in ("hdf5", "zip"):
+        try:
+            from .keras_h5 import open_keras
+        except ImportError:
+            raise UnsupportedError(target.path, "Keras/HDF5 files are not supported yet") from None
+        return open_keras(target.path, target.kind)
+    raise UnsupportedError(target.path, "not a checkpoint ckpt can read")
+
+
+class CheckpointReader:
+    """Drop-in for ``tf.train.load_checkpoint(path)``'s reader, without TensorFlow."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._ckpt = open_checkpoint(path)
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Key -> shape (a list of ints), exactly the keys TensorFlow lists."""
+        return {k: list(e.shape) for k, e in self._ckpt.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, str]:
+        """Key -> dtype name (``float32``, ``bfloat16``, ``string``...; TensorFlow returns DType objects)."""
+        return {k: e.dtype for k, e in self._ckpt.items()}
+
+    def has_tensor(self, key: str) -> bool:
+        """Whether ``key`` is a tensor of the checkpoint."""
+        return key in self._ckpt
+
+    def get_tensor(self, key: str) -> Any:
+        """The tensor's value; scalars come back as numpy scalars (``bytes`` for strings), like TensorFlow."""
+        value = self._ckpt[key].read()
+        return value[()] if value.ndim == 0 else value
+
+    def close(self) -> None:
+        """Release the data files."""
+        self._ckpt.close()
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> CheckpointReader:
+    """Like ``tf.train.load_checkpoint``: a reader for the checkpoint at ``path`` (prefix or directory)."""
+    return CheckpointReader(path)
+
+
+def list_variables(path: str | os.PathLike[str]) -> list[tuple[str, list[int]]]:
+    """Like ``tf.train.list_variables``: sorted ``(key, shape)`` pairs."""
+    with open_checkpoint(path) as ckpt:
+        return sorted((k, list(e.shape)) for k, e in ckpt.items())

@@ -1,0 +1,112 @@
+"""Find every checkpoint in a directory (or a tree of runs) and summarise each one."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from .api import open_target
+from .errors import CheckpointError
+from .resolve import Target, bundle_prefixes, latest_from_state, sniff_file, weight_files
+from .state import read_state
+
+__all__ = ["CheckpointInfo", "scan_directory", "step_of"]
+
+_STEP = re.compile(r"(\d+)$")
+
+
+@dataclass
+class CheckpointInfo:
+    """One row of a directory listing; ``error`` is set (and counts are 0) when it cannot be read."""
+
+    path: str
+    step: int | None
+    format: str
+    tensors: int
+    nbytes: int
+    mtime: float
+    latest: bool
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        out: dict[str, object] = {"path": self.path, "step": self.step, "format": self.format,
+                                  "tensors": self.tensors, "nbytes": self.nbytes, "mtime": self.mtime,
+                                  "latest": self.latest}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def step_of(path: str) -> int | None:
+    """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10), or None."""
+    stem = os.path.basename(path)
+    for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
+        if stem.endswith(suffix):
+            stem = stem[:-len(suffix)]
+    match = _STEP.search(stem)
+    return int(match.group(1)) if match else None
+
+
+def _targets(directory: str) -> tuple[list[Target], str | None]:
+    prefixes = set(bundle_prefixes(directory))
+    state = read_state(directory)
+    latest = latest_from_state(directory) if state else None
+    if state:
+        for named in state.all_model_checkpoint_paths:
+            p = named if os.path.isabs(named) else os.path.join(directory, named)
+            if not os.path.isfile(p + ".index"):
+                p = os.path.join(directory, os.path.basename(named))
+            if os.path.isfile(p + ".index"):
+                prefixes.add(os.path.normpath(p))
+    targets = [Target("tf-bundle", p) for p in prefixes]
+    for f in weight_files(directory):
+        try:
+            targets.append(Target(sniff_file(f), f))
+        except CheckpointError:
+            targets.append(Target("unknown", f))
+    return targets, latest
+
+
+def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
+    mtime_path = target.path + ".index" if target.kind == "tf-bundle" else target.path
+    try:
+        mtime = os.stat(mtime_path).st_mtime
+    except OSError:
+        mtime = 0.0
+    is_latest = latest is not None and os.path.normpath(target.path) == os.path.normpath(latest)
+    info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
+    try:
+        with open_target(target) as ckpt:
+            info.format = ckpt.format
+            info.tensors = len(ckpt)
+            info.nbytes = sum(e.nbytes for e in ckpt.values())
+    except CheckpointError as exc:
+        info.error = str(exc.message)
+    return info
+
+
+def _sort_key(info: CheckpointInfo) -> tuple[str, int, str]:
+    return (os.path.dirname(info.path), info.step if info.step is not None else -1, info.path)
+
+
+def _walk(directory: str) -> list[str]:
+    folders = []
+    for root, dirs, _ in os.walk(directory):
+        dirs.sort()  # deterministic order
+        folders.append(root)
+    return folders
+
+
+def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
+    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
+    folders = _walk(directory) if recursive else [directory]
+    infos: list[CheckpointInfo] = []
+    for folder in folders:
+        try:
+            targets, latest = _targets(folder)
+        except CheckpointError as exc:
+            infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
+            continue
+        infos += [_summarise(t, latest) for t in targets]
+    return sorted(infos, key=_sort_key)

@@ -1,0 +1,85 @@
+"""``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+
+from .model import Checkpoint, TensorEntry
+
+__all__ = ["TensorRow", "CheckpointSummary", "summarise", "matches"]
+
+_NON_PARAMETER = {"string", "variant", "resource"}
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """One listed tensor."""
+
+    key: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    name: str
+    role: str
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
+
+
+@dataclass
+class CheckpointSummary:
+    """What ``ckpt ls`` shows for one checkpoint."""
+
+    path: str
+    format: str
+    rows: list[TensorRow] = field(default_factory=list)
+    total_tensors: int = 0
+    data_files: int = 0
+
+    @property
+    def tensors(self) -> int:
+        """Tensors listed (after filtering)."""
+        return len(self.rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Stored bytes of the listed tensors."""
+        return sum(r.nbytes for r in self.rows)
+
+    @property
+    def parameters(self) -> int:
+        """Elements of the listed numeric tensors."""
+        total = 0
+        for r in self.rows:
+            if r.dtype not in _NON_PARAMETER:
+                n = 1
+                for d in r.shape:
+                    n *= d
+                total += n
+        return total
+
+    def to_json(self) -> dict[str, object]:
+        """``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
+        return {"path": self.path, "format": self.format, "tensors": [r.to_json() for r in self.rows]}
+
+
+def matches(key: str, patterns: list[str]) -> bool:
+    """Whether ``key`` matches any glob (all keys match when there are none)."""
+    return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def _row(entry: TensorEntry) -> TensorRow:
+    return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes, entry.name, entry.role)
+
+
+def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "key") -> CheckpointSummary:
+    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first)."""
+    rows = [_row(e) for k, e in ckpt.items() if matches(k, patterns or [])]
+    if sort == "size":
+        rows.sort(key=lambda r: (-r.nbytes, r.key))
+    else:
+        rows.sort(key=lambda r: r.key)
+    data_files = sum(1 for f in ckpt.files if ".data-" in os.path.basename(f))
+    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), data_files)

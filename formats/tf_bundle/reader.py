@@ -1,0 +1,405 @@
+"""Reader for TensorFlow tensor bundles: ``prefix.index`` + ``prefix.data-NNNNN-of-NNNNN``.
+
+The index is parsed once (it is small); data files are memory-mapped on first
+use and never read until a tensor is asked for. Every offset, size and shape is
+checked against the file before anything is allocated, and every read checks
+the entry's CRC32C. See ``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``.
+"""
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes
+from .._crc import crc32c, mask, unmask
+from ..errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
+                      UnsupportedError)
+from .sstable import _Bad, read_table, read_varint
+from .slices import Extent, encode_slice_key
+from .wire import WireError, decode_entry, decode_header
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name"]
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+MAX_SHARDS = 1 << 20
+
+
+def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
+    """``prefix.data-%05d-of-%05d``, as TensorFlow names data files."""
+    return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
+
+
+@dataclass(frozen=True)
+class BundleHeader:
+    """The ``BundleHeaderProto`` stored under the empty key."""
+
+    num_shards: int
+    big_endian: bool
+    producer: int
+    min_consumer: int
+    bad_consumers: tuple[int, ...] = ()
+
+
+@dataclass
+class RawEntry:
+    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable."""
+
+    key: bytes
+    dtype: int
+    shape: tuple[int, ...]
+    shard_id: int
+    offset: int
+    size: int
+    crc32c: int
+    slices: list[list[Extent]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The key as text (undecodable bytes kept via surrogateescape, so it round-trips)."""
+        return self.key.decode("utf-8", "surrogateescape")
+
+
+def _parse_header(value: bytes, path: str) -> BundleHeader:
+    try:
+        num_shards, endianness, producer, min_consumer, bad = decode_header(value)
+    except WireError as exc:
+        raise CorruptCheckpointError(path, f"corrupt index: header entry is not a BundleHeaderProto ({exc})") from None
+    if not 0 <= num_shards <= MAX_SHARDS:
+        raise CorruptCheckpointError(path, f"corrupt index: header claims {num_shards} data files")
+    if endianness not in (0, 1):
+        raise CorruptCheckpointError(path, f"corrupt index: unknown endianness {endianness}")
+    return BundleHeader(num_shards, endianness == 1, producer, min_consumer, bad)
+
+
+def _parse_entries(pairs: list[tuple[bytes, bytes]], path: str) -> dict[bytes, RawEntry]:
+    entries: dict[bytes, RawEntry] = {}
+    for key, value in pairs:
+        try:
+            dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
+        except WireError as exc:
+            raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
+        if unknown_rank:
+            raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
+        if any(d < 0 for d in shape) or offset < 0 or size < 0:
+            raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
+        entries[key] = RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
+    return entries
+
+
+class BundleReader:
+    """Low-level access to one bundle: its header, raw entries and data files."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.index_path = prefix + ".index"
+        data = _read_index_bytes(self.index_path)
+        pairs = read_table(data, self.index_path)
+        if not pairs or pairs[0][0] != b"":
+            raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
+        self.header = _parse_header(pairs[0][1], self.index_path)
+        self.entries = _parse_entries(pairs[1:], self.index_path)
+        n = self.header.num_shards
+        self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
+        self._maps: dict[int, Any] = {}
+        self._check_entries()
+        self._check_files()
+
+    # -- structure -------------------------------------------------------------------------
+    def _check_entries(self) -> None:
+        for e in self.entries.values():
+            if not e.slices and e.size and not 0 <= e.shard_id < self.header.num_shards:
+                raise CorruptCheckpointError(
+                    self.index_path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
+                    f"but the header declares {self.header.num_shards}")
+
+    def _check_files(self) -> None:
+        for i, path in enumerate(self.data_paths):
+            if not os.path.isfile(path):
+                raise CheckpointNotFoundError(
+                    path, f"data file missing (shard {i + 1} of {len(self.data_paths)} of {self.prefix})")
+
+    def visible_keys(self) -> list[bytes]:
+        """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
+        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() for s in e.slices}
+        return [k for k in self.entries if k not in hidden]
+
+    def nbytes(self, e: RawEntry) -> int:
+        """Stored bytes of an entry; for a partitioned variable, of all its slices."""
+        if not e.slices:
+            return e.size
+        parts = (self.entries.get(encode_slice_key(e.key, s)) for s in e.slices)
+        return sum(p.size for p in parts if p is not None)
+
+    # -- data files ------------------------------------------------------------------------
+    def _map(self, shard: int) -> Any:
+        m = self._maps.get(shard)
+        if m is None:
+            path = self.data_paths[shard]
+            try:
+                with open(path, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            except OSError as exc:
+                raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None
+            self._maps[shard] = m
+        return m
+
+    def file_size(self, shard: int) -> int:
+        """Current size of a data file in bytes."""
+        return len(self._map(shard))
+
+    def region(self, e: RawEntry) -> memoryview:
+        """The stored bytes of a non-partitioned entry, checked to lie inside its data file."""
+        if e.size == 0:
+            return memoryview(b"")
+        m = self._map(e.shard_id)
+        if e.offset + e.size > len(m):
+            raise CorruptCheckpointError(
+                self.data_paths[e.shard_id], f"tensor {e.name!r} at bytes [{e.offset}, {e.offset + e.size}) "
+                f"runs past the end of the file ({len(m)} bytes; truncated?)")
+        return memoryview(m)[e.offset:e.offset + e.size]
+
+    def close(self) -> None:
+        """Unmap every data file."""
+        for m in self._maps.values():
+            if isinstance(m, mmap.mmap):
+                try:
+                    m.close()
+                except BufferError:  # an array still views it; the OS frees it with the last view
+                    pass
+        self._maps.clear()
+
+    # -- checks and reads ------------------------------------------------------------------
+    def _mismatch(self, e: RawEntry, actual: int, what: str = "checksum mismatch") -> ChecksumError:
+        return ChecksumError(self.data_paths[e.shard_id],
+                             f"tensor {e.name!r}: {what} (index says {unmask(e.crc32c):#010x}, "
+                             f"data gives {actual:#010x})")
+
+    def dtype_of(self, e: RawEntry) -> dtypes.DType:
+        """The entry's dtype, or an UnsupportedError for an unknown DataType number."""
+        dt = dtypes.by_enum(e.dtype)
+        if dt is None or dt.numpy_name is None:
+            raise UnsupportedError(self.index_path, f"tensor {e.name!r} has dtype {dtype_name(e.dtype)}, "
+                                   "which has no array counterpart")
+        return dt
+
+    def check(self, e: RawEntry) -> int:
+        """Verify one non-partitioned entry without building an array; return the bytes checked."""
+        dt = self.dtype_of(e)
+        if dt.fixed_width:
+            buf = self._fixed_region(e, dt)
+            actual = 0
+            for start in range(0, len(buf), 1 << 24):
+                actual = crc32c(buf[start:start + (1 << 24)], actual)
+            if actual != unmask(e.crc32c):
+                raise self._mismatch(e, actual)
+        elif dt.enum == dtypes.STRING:
+            self._read_strings(e)
+        else:
+            self._read_variants(e)
+        return e.size
+
+    def _fixed_region(self, e: RawEntry, dt: dtypes.DType) -> memoryview:
+        expected = math.prod(e.shape) * dt.itemsize
+        if e.size != expected:
+            raise CorruptCheckpointError(
+                self.index_path, f"tensor {e.name!r}: {e.size} bytes stored, but shape {list(e.shape)} "
+                f"of {dt.name} needs {expected}")
+        return self.region(e)
+
+    def read(self, e: RawEntry) -> np.ndarray:
+        """The entry's value as a numpy array (a partitioned variable assembled whole)."""
+        if e.slices:
+            return self._read_partitioned(e)
+        dt = self.dtype_of(e)
+        if dt.fixed_width:
+            return self._read_fixed(e, dt)
+        import numpy as np
+
+        values = self._read_strings(e) if dt.enum == dtypes.STRING else self._read_variants(e)
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out.reshape(e.shape)
+
+    def _read_fixed(self, e: RawEntry, dt: dtypes.DType) -> np.ndarray:
+        import numpy as np
+
+        buf = self._fixed_region(e, dt)
+        actual = crc32c(buf)
+        if actual != unmask(e.crc32c):
+            raise self._mismatch(e, actual)
+        arr = np.frombuffer(buf, dtype=dt.numpy()).copy()
+        if self.header.big_endian and dt.itemsize > 1:
+            arr.byteswap(inplace=True)
+        return arr.reshape(e.shape)
+
+    def _read_strings(self, e: RawEntry) -> list[bytes]:
+        n = math.prod(e.shape)
+        if e.size == 0 and n == 0:
+            return []
+        if n + 4 > e.size:
+            raise CorruptCheckpointError(
+                self.index_path, f"tensor {e.name!r}: {n} strings cannot fit in {e.size} stored bytes")
+        data = bytes(self.region(e))
+        order = ">" if self.header.big_endian else "<"
+        lengths, packed, pos = [], bytearray(), 0
+        try:
+            for _ in range(n):
+                length, pos = read_varint(data, pos, len(data))
+                lengths.append(length)
+                packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
+        except _Bad:
+            raise CorruptCheckpointError(self.data_paths[e.shard_id],
+                                         f"tensor {e.name!r}: string lengths run past the tensor") from None
+        crc = crc32c(packed)
+        if pos + 4 > len(data):
+            raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: no length checksum")
+        (stored,) = struct.unpack_from(order + "I", data, pos)
+        if unmask(stored) != crc:
+            raise ChecksumError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string length checksum "
+                                f"mismatch (stored {unmask(stored):#010x}, lengths give {crc:#010x})")
+        crc = crc32c(data[pos:pos + 4], crc)
+        pos += 4
+        if pos + sum(lengths) != len(data):
+            raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string lengths "
+                                         f"add up to {sum(lengths)} bytes, {len(data) - pos} are stored")
+        crc = crc32c(memoryview(data)[pos:], crc)
+        if crc != unmask(e.crc32c):
+            raise self._mismatch(e, crc)
+        values = []
+        for length in lengths:
+            values.append(data[pos:pos + length])
+            pos += length
+        return values
+
+    def _read_variants(self, e: RawEntry) -> list[bytes]:
+        n = math.prod(e.shape)
+        if e.size == 0:
+            if n:
+                raise CorruptCheckpointError(self.index_path, f"tensor {e.name!r}: {n} variants, no bytes")
+            return []
+        if 5 * n > e.size:
+            raise CorruptCheckpointError(
+                self.index_path, f"tensor {e.name!r}: {n} variant elements cannot fit in {e.size} bytes")
+        data = bytes(self.region(e))
+        where = self.data_paths[e.shard_id]
+        values, crc, pos = [], 0, 0
+        for i in range(n):
+            try:
+                length, pos = read_varint(data, pos, len(data))
+            except _Bad:
+                raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
+            if pos + length + 4 > len(data):
+                raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")
+            crc = crc32c(struct.pack("<Q", length), crc)
+            crc = crc32c(memoryview(data)[pos:pos + length], crc)
+            values.append(data[pos:pos + length])
+            pos += length
+            (stored,) = struct.unpack_from("<I", data, pos)
+            if unmask(stored) != crc:
+                raise ChecksumError(where, f"tensor {e.name!r}: checksum after variant {i} does not match "
+                                    f"(stored {unmask(stored):#010x}, computed {crc:#010x})")
+            crc = crc32c(data[pos:pos + 4], crc)
+            pos += 4
+        if pos != len(data):
+            raise CorruptCheckpointError(where, f"tensor {e.name!r}: {len(data) - pos} stray bytes after variants")
+        if crc != unmask(e.crc32c):
+            raise self._mismatch(e, crc)
+        return values
+
+    def slice_parts(self, e: RawEntry) -> list[tuple[list[Extent], RawEntry]]:
+        """The (extents, entry) of each stored slice of a partitioned variable, all validated."""
+        parts = []
+        total = 0
+        for extents in e.slices:
+            part = self.entries.get(encode_slice_key(e.key, extents))
+            if part is None:
+                raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slice "
+                                             f"{_fmt_extents(extents)} has no entry")
+            shape = _slice_shape(e, extents, self.index_path)
+            if part.shape != shape or part.dtype != e.dtype or part.slices or not self._plausible(part):
+                raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slice "
+                                             f"{_fmt_extents(extents)} entry does not match its extent")
+            total += math.prod(shape)
+            parts.append((extents, part))
+        if total != math.prod(e.shape):
+            raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slices hold "
+                                         f"{total} elements, shape {list(e.shape)} needs {math.prod(e.shape)}")
+        return parts
+
+    def _plausible(self, e: RawEntry) -> bool:
+        """Whether the entry's stored size can hold its shape and lies inside its data file."""
+        dt = dtypes.by_enum(e.dtype)
+        n = math.prod(e.shape)
+        if dt is None:
+            return False
+        if dt.fixed_width:
+            fits = e.size == n * dt.itemsize
+        else:
+            fits = e.size >= (n + 4 if dt.enum == dtypes.STRING else 5 * n)
+        return fits and (e.size == 0 or (0 <= e.shard_id < len(self.data_paths)
+                                         and e.offset + e.size <= self.file_size(e.shard_id)))
+
+    def _read_partitioned(self, e: RawEntry) -> np.ndarray:
+        import numpy as np
+
+        dt = self.dtype_of(e)
+        parts = self.slice_parts(e)
+        out = np.empty(e.shape, dtype=dt.numpy())
+        covered = np.zeros(e.shape, dtype=bool)
+        for extents, part in parts:
+            index = tuple(slice(s, s + n) if n >= 0 else slice(None) for s, n in extents)
+            if covered[index].any():
+                raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slices overlap")
+            covered[index] = True
+            out[index] = self.read(part)
+        return out
+
+
+def _slice_shape(e: RawEntry, extents: list[Extent], path: str) -> tuple[int, ...]:
+    if len(extents) != len(e.shape):
+        raise CorruptCheckpointError(path, f"partitioned tensor {e.name!r}: slice rank {len(extents)} "
+                                     f"differs from rank {len(e.shape)}")
+    shape = []
+    for (start, length), dim in zip(extents, e.shape):
+        if length < 0:
+            start, length = 0, dim
+        if start < 0 or start + length > dim:
+            raise CorruptCheckpointError(path, f"partitioned tensor {e.name!r}: slice "
+                                         f"{_fmt_extents(extents)} lies outside shape {list(e.shape)}")
+        shape.append(length)
+    return tuple(shape)
+
+
+def _fmt_extents(extents: list[Extent]) -> str:
+    return "[" + ", ".join(":" if n < 0 else f"{s}:{s + n}" for s, n in extents) + "]"
+
+
+def dtype_name(enum: int) -> str:
+    """TensorFlow's name for a DataType number, or ``unknown(N)``."""
+    dt = dtypes.by_enum(enum)
+    return dt.name if dt is not None else f"unknown({enum})"
+
+
+def _read_index_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CheckpointNotFoundError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
+    except OSError as exc:
+        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+
+
+def masked_crc(data: Any) -> int:
+    """The masked CRC32C TensorFlow stores for ``data``."""
+    return mask(crc32c(data))
