@@ -63,10 +63,12 @@ def report_error(exc: BaseException, show_traceback: bool) -> int:
         import traceback
 
         traceback.print_exception(exc)
+    from .render.common import safe_text
+
     if isinstance(exc, CheckpointError):
-        click.echo(f"ckpt: error: {exc}", err=True)
+        click.echo(safe_text(f"ckpt: error: {exc}"), err=True)
         if exc.hint:
-            click.echo(f"  hint: {exc.hint}", err=True)
+            click.echo(safe_text(f"  hint: {exc.hint}"), err=True)
         return int(Exit.UNREADABLE)
     if isinstance(exc, OSError) and exc.filename:
         click.echo(f"ckpt: error: {exc.filename}: {exc.strerror or exc}", err=True)

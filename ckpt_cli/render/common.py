@@ -41,6 +41,30 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, no_color=not use_color(), highlight=False, soft_wrap=False, file=stream)
 
 
+def safe_text(text: str) -> str:
+    """``text`` with undecodable bytes of a key (kept as surrogates) shown as ``\\xNN``."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _safe(data: Any) -> Any:
+    if isinstance(data, str):
+        return safe_text(data)
+    if isinstance(data, dict):
+        return {_safe(k): _safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_safe(v) for v in data]
+    return data
+
+
 def print_json(data: Any) -> None:
-    """Machine output: JSON on stdout, nothing else."""
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(_safe(data), indent=2, ensure_ascii=False)
+    click.echo(text)

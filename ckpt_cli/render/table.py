@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import use_color
+from .common import safe_text, use_color
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
 
@@ -52,7 +52,7 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
         out = [] if table is None else plain_table(table)
         out += ["".join(text for text, _ in line) for line in lines or []]
         if out:
-            stream.write("\n".join(out) + "\n")
+            stream.write(safe_text("\n".join(out) + "\n"))
         return
     _emit_rich(table, lines or [], stderr)
 
@@ -69,10 +69,10 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
         for name, justify in table.columns:
             rich_table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for row, style in zip(table.rows, table.row_styles):
-            rich_table.add_row(*row, style=style if use_color() else None)
+            rich_table.add_row(*map(safe_text, row), style=style if use_color() else None)
         out.print(rich_table)
     for line in lines:
         text = Text()
         for chunk, style in line:
-            text.append(chunk, style=style if use_color() else None)
+            text.append(safe_text(chunk), style=style if use_color() else None)
         out.print(text, soft_wrap=True)

@@ -1,0 +1,88 @@
+"""Build small bundles byte by byte for hostile-input tests (independent of ckpt's own writer)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from formats._crc import crc32c, mask
+from formats.proto import tfckpt_bundle_pb2 as pb
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def block(pairs: list[tuple[bytes, bytes]], restarts: list[int] | None = None) -> bytes:
+    """A block with no prefix compression (a restart at every entry unless ``restarts`` is given)."""
+    body = bytearray()
+    offsets = []
+    for key, value in pairs:
+        offsets.append(len(body))
+        body += varint(0) + varint(len(key)) + varint(len(value)) + key + value
+    restarts = offsets if restarts is None else restarts
+    for r in restarts or [0]:
+        body += struct.pack("<I", r)
+    body += struct.pack("<I", len(restarts or [0]))
+    return bytes(body)
+
+
+def with_trailer(data: bytes, kind: int = 0) -> bytes:
+    return data + bytes([kind]) + struct.pack("<I", mask(crc32c(data + bytes([kind]))))
+
+
+def table(pairs: list[tuple[bytes, bytes]], data_block: bytes | None = None, kind: int = 0) -> bytes:
+    """An SSTable holding ``pairs`` in one data block (or ``data_block`` verbatim)."""
+    raw = block(pairs) if data_block is None else data_block
+    out = bytearray(with_trailer(raw, kind))
+    data_handle = varint(0) + varint(len(raw))
+    meta_offset = len(out)
+    meta = block([])
+    out += with_trailer(meta)
+    index_offset = len(out)
+    last = pairs[-1][0] if pairs else b""
+    index = block([(last, data_handle)])
+    out += with_trailer(index)
+    footer = varint(meta_offset) + varint(len(meta)) + varint(index_offset) + varint(len(index))
+    out += footer + bytes(40 - len(footer)) + bytes.fromhex("57fb808b247547db")
+    return bytes(out)
+
+
+def header(num_shards: int = 1, big_endian: bool = False) -> bytes:
+    h = pb.BundleHeaderProto(num_shards=num_shards, endianness=1 if big_endian else 0)
+    h.version.producer = 1
+    return h.SerializeToString()
+
+
+def entry(dtype: int, shape: list[int], offset: int = 0, size: int = 0, data: bytes | None = None,
+          crc: int | None = None, shard: int = 0, slices: list[list[tuple[int, int]]] | None = None) -> bytes:
+    e = pb.BundleEntryProto(dtype=dtype, shard_id=shard, offset=offset, size=size)
+    for d in shape:
+        e.shape.dim.add(size=d)
+    if crc is not None:
+        e.crc32c = crc
+    elif data is not None:
+        e.crc32c = mask(crc32c(data))
+    for s in slices or []:
+        proto = e.slices.add()
+        for start, length in s:
+            ext = proto.extent.add(start=start)
+            if length >= 0:
+                ext.length = length
+    return e.SerializeToString()
+
+
+def bundle(directory: Path, name: str, entries: list[tuple[bytes, bytes]], data: bytes = b"",
+           num_shards: int = 1, big_endian: bool = False) -> Path:
+    """Write ``name.index`` (header + entries, keys sorted) and one data file; return the prefix."""
+    prefix = directory / name
+    pairs = [(b"", header(num_shards, big_endian))] + sorted(entries)
+    Path(f"{prefix}.index").write_bytes(table(pairs))
+    for shard in range(num_shards if num_shards < 16 else 1):
+        Path(f"{prefix}.data-{shard:05d}-of-{num_shards:05d}").write_bytes(data if shard == 0 else b"")
+    return prefix
