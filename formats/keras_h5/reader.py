@@ -1,0 +1,162 @@
+"""Lazy tensors over h5py datasets and the :class:`KerasCheckpoint` that holds them."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..dtypes import from_numpy
+from ..errors import CheckpointError, CorruptCheckpointError, UnsupportedError
+from ..model import Checkpoint, TensorEntry
+from .source import MAX_EXPANSION, H5Image, h5py_error_message
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["H5Tensor", "KerasCheckpoint", "tensor_dtype"]
+
+_SLACK = 64 << 20
+"""Unallocated chunks read as the fill value, so a little more than what is stored is fine."""
+_H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError)
+
+
+def tensor_dtype(ds: Any) -> tuple[str, Any] | None:
+    """``(TF dtype name, numpy dtype to view as or None)`` for a dataset; None when it has no TF counterpart."""
+    import numpy as np
+
+    marked = ds.attrs.get("dtype") if "dtype" in ds.attrs else None
+    if isinstance(marked, bytes):
+        marked = marked.decode("utf-8", "replace")
+    if marked == "bfloat16" and ds.dtype.itemsize == 2 and ds.dtype.kind in "Vui":
+        import ml_dtypes
+
+        return "bfloat16", np.dtype(ml_dtypes.bfloat16)
+    try:
+        return from_numpy(ds.dtype).name, None
+    except (ValueError, TypeError):
+        return None
+
+
+class H5Tensor(TensorEntry):
+    """A tensor stored as one HDF5 dataset; nothing is read until :meth:`read`."""
+
+    __slots__ = ("_ds", "_view", "_image_size", "_path")
+
+    def __init__(self, key: str, ds: Any, dtype: str, view: Any, image_size: int, path: str,
+                 name: str | None = None, role: str = "variable") -> None:
+        shape = tuple(int(d) for d in ds.shape) if ds.shape is not None else ()
+        nbytes = math.prod(shape) * ds.dtype.itemsize if dtype != "string" else _storage_size(ds)
+        super().__init__(key, shape, dtype, nbytes, name, role)
+        self._ds = ds
+        self._view = view
+        self._image_size = image_size
+        self._path = path
+
+    def storage_problem(self) -> str | None:
+        """Why the declared shape cannot be what the file stores, or None when they agree."""
+        try:
+            return _storage_problem(self._ds, self.nbytes, self.dtype, self._image_size)
+        except _H5_ERRORS as exc:
+            return h5py_error_message(exc)
+
+    def read(self) -> np.ndarray:
+        """The whole value as numpy (bfloat16 via ml_dtypes, strings as an object array of bytes)."""
+        problem = self.storage_problem()
+        if problem is not None:
+            cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
+            raise cls(self._path, f"{self.key}: {problem}")
+        try:
+            value = self._ds[()]
+        except _H5_ERRORS as exc:
+            raise CorruptCheckpointError(self._path, f"{self.key}: {h5py_error_message(exc)}") from None
+        return self._finish(value)
+
+    def _finish(self, value: Any) -> np.ndarray:
+        import numpy as np
+
+        arr = np.asarray(value)
+        if self._view is not None:
+            arr = arr.view(self._view)
+        elif self.dtype == "string":
+            flat = [x if isinstance(x, bytes) else str(x).encode() for x in arr.reshape(-1)]
+            arr = np.array(flat + [None], dtype=object)[:-1].reshape(arr.shape)
+        if arr.shape != self.shape:
+            raise CorruptCheckpointError(self._path, f"{self.key}: read shape {arr.shape}, declared {self.shape}")
+        return arr
+
+
+def _storage_size(ds: Any) -> int:
+    try:
+        return int(ds.id.get_storage_size())
+    except _H5_ERRORS:
+        return 0
+
+
+def _storage_problem(ds: Any, nbytes: int, dtype: str, image_size: int) -> str | None:
+    import h5py
+
+    plist = ds.id.get_create_plist()
+    if plist.get_external_count() > 0:
+        return "stored in external file(s): not read"
+    layout = plist.get_layout()
+    if layout == h5py.h5d.VIRTUAL:
+        return "stored in a virtual dataset mapping other files: not read"
+    if dtype == "string":
+        return None
+    stored = int(ds.id.get_storage_size())
+    if layout == h5py.h5d.CONTIGUOUS:
+        return _contiguous_problem(ds, nbytes, stored, image_size)
+    if layout == h5py.h5d.CHUNKED and nbytes > stored * MAX_EXPANSION + _SLACK:
+        return (f"declares shape {tuple(ds.shape)} ({nbytes:,} bytes) but stores only {stored:,} bytes; "
+                "refusing to allocate it")
+    if layout == h5py.h5d.COMPACT and stored < nbytes:
+        return f"declares {nbytes:,} bytes but stores {stored:,}"
+    return None
+
+
+def _contiguous_problem(ds: Any, nbytes: int, stored: int, image_size: int) -> str | None:
+    offset = ds.id.get_offset()
+    if offset is None:  # never written: reads as the fill value
+        return None if nbytes <= _SLACK else f"declares {nbytes:,} bytes but none are stored"
+    if stored != nbytes:
+        return f"declares shape {tuple(ds.shape)} ({nbytes:,} bytes) but stores {stored:,} bytes"
+    if offset + stored > image_size:
+        return (f"data at bytes {offset:,}..{offset + stored:,} runs past the end of the file "
+                f"({image_size:,} bytes): truncated?")
+    return None
+
+
+class KerasCheckpoint(Checkpoint):
+    """An opened Keras (or any) HDF5 file: ``format`` is keras2-h5, keras3-h5, keras-zip or hdf5."""
+
+    def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], image: H5Image,
+                 metadata: dict[str, Any], problems: list[tuple[str, str]]) -> None:
+        super().__init__(path, format, entries)
+        self._image = image
+        self._metadata = metadata
+        self._problems = problems
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Layout, Keras version, backend, layer order, model config (when the file has them)."""
+        return self._metadata
+
+    def structure_problems(self) -> list[tuple[str, str]]:
+        """``(where, message)`` for what is inconsistent beyond single tensors (checked by ``verify``)."""
+        found = list(self._problems)
+        if self._image.crc_check is not None:
+            try:
+                message = self._image.crc_check()
+            except OSError as exc:
+                message = f"cannot re-read the archive ({exc.strerror})"
+            if message:
+                found.append(("model.weights.h5", message))
+        return found
+
+    def close(self) -> None:
+        """Close the HDF5 file (and the archive it came from)."""
+        self._image.close()
+
+
+def wrap_errors(path: str, exc: BaseException) -> CheckpointError:
+    """A CheckpointError for an h5py failure while walking a file's structure."""
+    return CorruptCheckpointError(path, h5py_error_message(exc))
