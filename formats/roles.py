@@ -1,0 +1,133 @@
+"""What a tensor is, from its name alone: THE table of name-based optimizer conventions.
+
+TF1 optimizers (``tf.compat.v1.train.*Optimizer``) name a slot variable
+``<variable>/<optimizer name>[_N]``: the first slot an optimizer makes for a variable
+gets the bare optimizer name, later ones ``_1``, ``_2`` (TensorFlow's graph-name
+uniquifier). Adam's ``m`` is ``kernel/Adam`` and ``v`` is ``kernel/Adam_1``. A few
+scalars are optimizer state too (``beta1_power``, ``beta2_power``, ``global_step``).
+
+:func:`classify_name` reads one key; :func:`classify_names` reads a whole checkpoint's
+keys (it can check that the slotted variable exists and tell RMSProp's centered
+layout from the plain one). :data:`SLOT_SUFFIXES` and :func:`slot_key` give the
+table in both directions, for writers (``ckpt convert``).
+
+Roles (``Role``) are plain strings so they compare with and serialise as text:
+``variable``, ``slot``, ``optimizer`` (optimizer hyperparameters, step/iteration
+counters and other non-slot optimizer state, including ``global_step``),
+``iterator``, ``save_counter``, ``object_graph``, ``other``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
+           "slot_suffixes", "slot_key"]
+
+
+class Role(str, Enum):
+    """What a tensor is. A ``str`` subclass: ``Role.SLOT == "slot"``."""
+
+    VARIABLE = "variable"
+    SLOT = "slot"
+    OPTIMIZER = "optimizer"
+    ITERATOR = "iterator"
+    SAVE_COUNTER = "save_counter"
+    OBJECT_GRAPH = "object_graph"
+    OTHER = "other"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class NameRole:
+    """The role of one key; for a slot also the variable (``slot_of``), ``optimizer`` and ``slot_name``."""
+
+    role: Role
+    slot_of: str | None = None
+    optimizer: str | None = None
+    slot_name: str | None = None
+
+
+# suffix (last "/" segment) -> (optimizer, slot name). Slot names are the ones TF1's
+# optimizers pass to _zeros_slot / _get_or_make_slot (tensorflow/python/training/*.py).
+SLOT_SUFFIXES: dict[str, tuple[str, str]] = {
+    "Adam": ("Adam", "m"),
+    "Adam_1": ("Adam", "v"),
+    "Adagrad": ("Adagrad", "accumulator"),
+    "AdagradDA": ("AdagradDA", "gradient_accumulator"),
+    "AdagradDA_1": ("AdagradDA", "gradient_squared_accumulator"),
+    "ProximalAdagrad": ("ProximalAdagrad", "accumulator"),
+    "Momentum": ("Momentum", "momentum"),
+    "RMSProp": ("RMSProp", "rms"),
+    "RMSProp_1": ("RMSProp", "momentum"),   # "mg" when RMSProp_2 exists too (centered)
+    "RMSProp_2": ("RMSProp", "momentum"),   # centered=True: rms, mg, momentum
+    "Ftrl": ("Ftrl", "accum"),
+    "Ftrl_1": ("Ftrl", "linear"),
+    "Adadelta": ("Adadelta", "accum"),
+    "Adadelta_1": ("Adadelta", "accum_update"),
+}
+
+# Last "/" segment of non-slot optimizer state (TF1 Adam's power accumulators, the step counter).
+OPTIMIZER_SCALARS: dict[str, str] = {
+    "beta1_power": "Adam",
+    "beta2_power": "Adam",
+    "global_step": "",
+}
+
+_CENTERED_MG = ("RMSProp", "mg")
+
+
+def slot_suffixes(optimizer: str | None = None) -> dict[str, str]:
+    """Suffix -> slot name, for one optimizer (``"Adam"`` -> ``{"Adam": "m", "Adam_1": "v"}``) or all."""
+    return {suffix: slot for suffix, (opt, slot) in SLOT_SUFFIXES.items()
+            if optimizer is None or opt == optimizer}
+
+
+def slot_key(variable: str, optimizer: str, slot_name: str, centered: bool = False) -> str:
+    """The TF1 key of a slot: ``slot_key("dense/kernel", "Adam", "v")`` -> ``dense/kernel/Adam_1``.
+
+    Raises KeyError for an (optimizer, slot) pair the table does not know.
+    """
+    if centered and optimizer == "RMSProp":
+        suffix = {"rms": "RMSProp", "mg": "RMSProp_1", "momentum": "RMSProp_2"}.get(slot_name)
+        if suffix is not None:
+            return f"{variable}/{suffix}"
+    for suffix, pair in SLOT_SUFFIXES.items():
+        if pair == (optimizer, slot_name) and suffix != "RMSProp_2":
+            return f"{variable}/{suffix}"
+    raise KeyError(f"no name-based convention for slot {slot_name!r} of {optimizer!r}")
+
+
+def classify_name(key: str, known: Iterable[str] | None = None) -> NameRole:
+    """The role of a name-based key by convention.
+
+    With ``known`` (the checkpoint's keys), a ``<var>/Adam``-style key is a slot only if
+    ``<var>`` is one of them; without it the suffix alone decides.
+    """
+    base, _, last = key.rpartition("/")
+    if key == "_CHECKPOINTABLE_OBJECT_GRAPH":
+        return NameRole(Role.OBJECT_GRAPH)
+    if last in OPTIMIZER_SCALARS:
+        return NameRole(Role.OPTIMIZER, optimizer=OPTIMIZER_SCALARS[last] or None)
+    pair = SLOT_SUFFIXES.get(last)
+    if pair is not None and base and (known is None or base in _as_set(known)):
+        return NameRole(Role.SLOT, slot_of=base, optimizer=pair[0], slot_name=pair[1])
+    return NameRole(Role.VARIABLE)
+
+
+def classify_names(keys: Iterable[str]) -> dict[str, NameRole]:
+    """Roles for every key of a name-based checkpoint (slots only for variables that are present)."""
+    keyset = set(keys)
+    out = {k: classify_name(k, keyset) for k in sorted(keyset)}
+    for k, r in out.items():
+        if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
+                and f"{r.slot_of}/RMSProp_2" in keyset):
+            out[k] = NameRole(Role.SLOT, slot_of=r.slot_of, optimizer=_CENTERED_MG[0], slot_name=_CENTERED_MG[1])
+    return out
+
+
+def _as_set(known: Iterable[str]) -> set[str] | frozenset[str]:
+    return known if isinstance(known, (set, frozenset)) else set(known)
