@@ -84,12 +84,12 @@ def _has_hdf5_userblock(path: str) -> bool:
 
 def describe_foreign(head: bytes, tail: bytes, size: int, path: str) -> str:
     """A one-line description of a file that is not a checkpoint ckpt can read."""
-    text = head.lstrip().lower()
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
     if size == 0:
         return "file is empty"
     if head.startswith(b"version https://git-lfs"):
         return "is a Git LFS pointer, not the file itself (run `git lfs pull`)"
-    if text.startswith((b"<!doctype html", b"<html", b"<?xml")):
+    if text.startswith((b"<!doctype html", b"<html", b"<?xml")) or (text.startswith(b"<") and b"<html" in text):
         return "is an HTML/XML page, not a checkpoint (a failed download?)"
     if tail == _SSTABLE_MAGIC:
         if path.endswith(".index"):

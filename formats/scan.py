@@ -13,6 +13,7 @@ from .state import read_state
 __all__ = ["CheckpointInfo", "scan_directory", "step_of"]
 
 _STEP = re.compile(r"(\d+)$")
+_METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
 
 
 @dataclass
@@ -44,6 +45,9 @@ def step_of(path: str) -> int | None:
     for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
         if stem.endswith(suffix):
             stem = stem[:-len(suffix)]
+            while _METRIC.search(stem):  # Keras ModelCheckpoint names: weights.05-0.23 -> epoch 5
+                stem = _METRIC.sub("", stem)
+            break
     match = _STEP.search(stem)
     return int(match.group(1)) if match else None
 

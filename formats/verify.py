@@ -59,11 +59,18 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None) -> Ver
 
         return verify_bundle(ckpt, progress)
     report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files])
+    structure = getattr(ckpt, "structure_problems", None)  # e.g. Keras layer lists naming missing datasets
+    report.problems += [Problem(where, message) for where, message in (structure() if structure else [])]
     for key, entry in ckpt.items():
-        try:
-            entry.read()
-        except CheckpointError as exc:
-            report.problems.append(Problem(key, exc.message))
+        storage = getattr(entry, "storage_problem", None)  # declared shape vs. what the file stores
+        problem = storage() if storage else None
+        if problem is not None:
+            report.problems.append(Problem(key, problem))
+        else:
+            try:
+                entry.read()
+            except CheckpointError as exc:
+                report.problems.append(Problem(key, exc.message))
         report.tensors += 1
         report.bytes += entry.nbytes
         if progress:
