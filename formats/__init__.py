@@ -25,4 +25,17 @@ __all__ = [
     "Checkpoint", "TensorEntry",
     "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
+    "write_checkpoint", "update_state_file", "TensorValue",
 ]
+
+_LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
+         "TensorValue": ".sources"}
+
+
+def __getattr__(name: str) -> object:
+    """Writer names are imported on first use, so reading and listing start fast."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,91 @@
+"""Bytes TensorFlow writes into a bundle: header and entry protos, string and variant tensor layouts.
+
+The two protos are encoded by hand exactly as TensorFlow's C++ ``SerializeAsString``
+emits them (fields in number order, proto3 defaults omitted, ``shape`` always present).
+The layouts follow ``WriteStringTensor`` and ``WriteVariantTensor`` in
+``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from .._crc import crc32c, mask
+from .table_writer import encode_varint
+
+__all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
+
+_UINT32_MAX = 0xFFFFFFFF
+
+
+def _field(number: int, wire: int) -> bytes:
+    return encode_varint(number << 3 | wire)
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    if value == 0:
+        return b""
+    return _field(number, 0) + encode_varint(value & 0xFFFFFFFFFFFFFFFF)
+
+
+def _message_field(number: int, body: bytes) -> bytes:
+    return _field(number, 2) + encode_varint(len(body)) + body
+
+
+def encode_header(num_shards: int = 1, big_endian: bool = False, producer: int = 1, min_consumer: int = 0) -> bytes:
+    """A ``BundleHeaderProto``; the defaults are what TensorFlow's ``BundleWriter`` writes."""
+    version = _varint_field(1, producer) + _varint_field(2, min_consumer)
+    return _varint_field(1, num_shards) + _varint_field(2, int(big_endian)) + _message_field(3, version)
+
+
+HEADER = encode_header()
+"""``08 01 1a 02 08 01``: one shard, little-endian, producer 1, min_consumer 0."""
+
+
+def encode_shape(shape: Sequence[int]) -> bytes:
+    """A ``TensorShapeProto`` body: one ``dim`` per dimension (a size of 0 is omitted inside it)."""
+    return b"".join(_message_field(2, _varint_field(1, d)) for d in shape)
+
+
+def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, masked_crc: int,
+                 shard_id: int = 0) -> bytes:
+    """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it."""
+    out = _varint_field(1, dtype) + _message_field(2, encode_shape(shape))
+    out += _varint_field(3, shard_id) + _varint_field(4, offset) + _varint_field(5, size)
+    if masked_crc:
+        out += _field(6, 5) + struct.pack("<I", masked_crc)
+    return out
+
+
+def string_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:
+    """The pieces of a DT_STRING tensor (varint64 lengths, masked length checksum, bytes) and its CRC.
+
+    The CRC (unmasked) covers each length as uint32 LE (uint64 LE above 4 GiB), then the
+    four stored checksum bytes, then the string bytes: what the entry's ``crc32c`` masks.
+    """
+    lengths = bytearray()
+    crc = 0
+    for value in values:
+        n = len(value)
+        lengths += encode_varint(n)
+        crc = crc32c(struct.pack("<I", n) if n <= _UINT32_MAX else struct.pack("<Q", n), crc)
+    checksum = struct.pack("<I", mask(crc))
+    crc = crc32c(checksum, crc)
+    for value in values:
+        crc = crc32c(value, crc)
+    return [bytes(lengths), checksum, *values], crc
+
+
+def variant_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:
+    """The pieces of a DT_VARIANT tensor (per element: varint64 length, bytes, masked CRC) and its CRC."""
+    pieces: list[bytes] = []
+    crc = 0
+    for value in values:
+        pieces.append(encode_varint(len(value)))
+        crc = crc32c(struct.pack("<Q", len(value)), crc)
+        pieces.append(value)
+        crc = crc32c(value, crc)
+        checksum = struct.pack("<I", mask(crc))
+        pieces.append(checksum)
+        crc = crc32c(checksum, crc)
+    return pieces, crc

@@ -1,0 +1,63 @@
+"""Create or update a directory's ``checkpoint`` state file the way TensorFlow does.
+
+Mirrors ``checkpoint_management.update_checkpoint_state_internal``: the new prefix becomes
+``model_checkpoint_path`` and the last of ``all_model_checkpoint_paths`` (oldest first),
+paths are stored relative to the directory when they lie inside it, timestamps are kept
+(and one appended) when the existing file has them, and the file is replaced atomically.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from ..state import STATE_FILE, CheckpointState, format_state, read_state
+
+__all__ = ["update_state_file"]
+
+
+def _stored_path(directory: str, prefix: str, relative: bool) -> str:
+    absolute = os.path.abspath(prefix)
+    if not relative:
+        return absolute
+    rel = os.path.relpath(absolute, os.path.abspath(directory))
+    return absolute if rel.startswith(os.pardir) else rel
+
+
+def _same(directory: str, a: str, b: str) -> bool:
+    base = os.path.abspath(directory)
+    return os.path.normpath(os.path.join(base, a)) == os.path.normpath(os.path.join(base, b))
+
+
+def update_state_file(directory: str | os.PathLike[str], prefix: str | os.PathLike[str], *, keep_all: bool = True,
+                      relative: bool = True, timestamp: float | None = None) -> CheckpointState:
+    """Make ``prefix`` the latest checkpoint of ``directory``'s state file (created if absent).
+
+    With ``keep_all`` the paths already listed stay (oldest first) and ``prefix`` is moved to the
+    end; otherwise it is the only one listed. Returns the state written.
+    """
+    directory, prefix = os.fspath(directory), os.fspath(prefix)
+    path = _stored_path(directory, prefix, relative)
+    old = read_state(directory) or CheckpointState()
+    stamps = old.all_model_checkpoint_timestamps
+    timed = bool(stamps) and len(stamps) == len(old.all_model_checkpoint_paths)
+    kept = [(p, stamps[i] if timed else 0.0) for i, p in enumerate(old.all_model_checkpoint_paths)
+            if keep_all and not _same(directory, p, path)]
+    kept.append((path, time.time() if timestamp is None else timestamp))
+    state = CheckpointState(path, [p for p, _ in kept], [t for _, t in kept] if timed else [],
+                            old.last_preserved_timestamp)
+    _write_atomically(os.path.join(directory, STATE_FILE), format_state(state))
+    return state
+
+
+def _write_atomically(path: str, text: str) -> None:
+    temp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
+    try:
+        with open(temp, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+        raise

@@ -1,0 +1,271 @@
+"""Writer for TensorFlow tensor bundles (``prefix.index`` + ``prefix.data-00000-of-00001``).
+
+Byte-compatible with TensorFlow's ``BundleWriter``: tensors go to the data file in the order
+they are given (densely packed, no alignment), the index lists them in bytewise key order
+after the header, and every entry carries the masked CRC32C TensorFlow would compute.
+Tensors stream from their source to the file in bounded chunks. The files are written under
+temporary names in the output directory, flushed to disk, verified (every tensor read back
+and compared with its source) and only then renamed into place: data file first, index last.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from .. import dtypes
+from .._crc import crc32c, mask
+from ..errors import CheckpointError, CorruptCheckpointError
+from ..model import Checkpoint, TensorEntry
+from ..roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
+from ..sources import CHUNK, Source, TensorValue, bundle_origin, describe, elements, fixed_chunks
+from .encode import HEADER, encode_entry, string_layout, variant_layout
+from .reader import OBJECT_GRAPH_KEY, data_file_name
+from .table_writer import TableWriter
+
+__all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "VerificationError"]
+
+
+class OutputExistsError(CheckpointError, FileExistsError):
+    """The output checkpoint exists and ``force`` was not given."""
+
+    def __str__(self) -> str:
+        return CheckpointError.__str__(self)
+
+
+class OutputIsInputError(CheckpointError, ValueError):
+    """The output would overwrite a file of a checkpoint being read."""
+
+
+class VerificationError(CorruptCheckpointError):
+    """The written checkpoint does not read back as its sources; ``report`` lists every mismatch."""
+
+    def __init__(self, path: str, report: RoundTripReport) -> None:
+        first = report.mismatches[0]
+        more = len(report.mismatches) - 1
+        super().__init__(path, f"verification failed: {first.key!r}: {first.message}"
+                         + (f" (and {more} more)" if more else ""))
+        self.report = report
+
+
+@dataclass
+class WriteReport:
+    """What was written: the prefix, its files, tensor count, data bytes, and the verification result."""
+
+    prefix: str
+    files: list[str]
+    tensors: int = 0
+    bytes: int = 0
+    verification: RoundTripReport | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"prefix": self.prefix, "files": self.files, "tensors": self.tensors, "bytes": self.bytes,
+                "verified": None if self.verification is None else self.verification.ok}
+
+
+@dataclass
+class _Record:
+    key: bytes
+    entry: bytes
+    size: int
+    expected: Any = None  # the source itself, or a Digest of what was written
+
+
+@dataclass
+class _Guard:
+    """Refuses sources read from the files the output would replace."""
+
+    prefix: str
+    outputs: set[str] = field(default_factory=set)
+    seen: set[int] = field(default_factory=set)
+
+    def check_files(self, files: Iterable[str]) -> None:
+        for f in files:
+            if _real(f) in self.outputs:
+                raise OutputIsInputError(self.prefix, f"output would overwrite {f}, which is being read; "
+                                         "write to another prefix")
+
+    def check_source(self, source: Source) -> None:
+        reader = bundle_origin(source)
+        if reader is not None and id(reader) not in self.seen:
+            self.seen.add(id(reader))
+            self.check_files([reader.prefix, reader.index_path, *reader.data_paths])
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(os.path.abspath(path))
+
+
+def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
+                     object_graph: Any = None, *, force: bool = False, verify: bool = True,
+                     inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> WriteReport:
+    """Write a TensorFlow checkpoint at ``prefix`` that ``tf.train.load_checkpoint`` reads.
+
+    ``tensors`` maps key -> source (numpy array, :class:`~formats.sources.TensorValue`, or a
+    :class:`~formats.model.TensorEntry` of an opened checkpoint, streamed from its file), or is an
+    iterable of ``(key, source)`` pairs; data is written in that order. ``object_graph`` (a
+    serialized ``TrackableObjectGraph`` or the message) is stored as ``_CHECKPOINTABLE_OBJECT_GRAPH``.
+    An existing output is refused unless ``force``; an output that would replace a file of an
+    input (any bundle tensor's checkpoint, or ``inputs``) is always refused. With ``verify`` the
+    result is read back and compared with every source before it is renamed into place.
+    """
+    prefix = os.fspath(prefix)
+    final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
+    guard = _Guard(prefix, {_real(prefix), _real(final_index), _real(final_data)})
+    guard.check_files(_input_files(inputs))
+    pairs = _pairs(tensors, object_graph)
+    if isinstance(tensors, Mapping):
+        for source in tensors.values():
+            guard.check_source(source)
+    if not force and (os.path.lexists(final_index) or os.path.lexists(final_data)):
+        raise OutputExistsError(prefix, "output checkpoint exists (use force=True / --force to replace it)")
+    directory = os.path.dirname(os.path.abspath(prefix))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f".{os.path.basename(prefix)}.tmp-{os.urandom(4).hex()}")
+    temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
+    report = WriteReport(prefix, [final_index, final_data])
+    try:
+        keep = isinstance(tensors, Mapping)
+        records = _write_data(temp_data, pairs, guard, chunk, verify, keep)
+        _write_index(temp_index, records)
+        report.tensors, report.bytes = len(records), sum(r.size for r in records)
+        if verify:
+            report.verification = _verify(temp, prefix, records, chunk)
+        os.replace(temp_data, final_data)
+        os.replace(temp_index, final_index)
+        _fsync_dir(directory)
+    except BaseException:
+        for path in (temp_data, temp_index):
+            if os.path.lexists(path):
+                os.unlink(path)
+        raise
+    return report
+
+
+def _input_files(inputs: Iterable[str | Checkpoint]) -> Iterator[str]:
+    for item in inputs:
+        if isinstance(item, Checkpoint):
+            yield item.path
+            yield from item.files
+        else:
+            path = os.fspath(item)
+            yield path
+            yield path + ".index"
+
+
+def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
+    yield from tensors.items() if isinstance(tensors, Mapping) else tensors
+    if object_graph is not None:
+        graph = object_graph if isinstance(object_graph, bytes) else object_graph.SerializeToString()
+        yield OBJECT_GRAPH_KEY, TensorValue(graph, "string")
+
+
+def _key_bytes(key: Any) -> bytes:
+    raw = key if isinstance(key, bytes) else str(key).encode("utf-8", "surrogateescape")
+    if not raw:
+        raise ValueError("the empty key is reserved for the bundle header")
+    return raw
+
+
+def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: _Guard, chunk: int,
+                verify: bool, keep: bool) -> list[_Record]:
+    records: list[_Record] = []
+    seen: set[bytes] = set()
+    with open(path, "xb", buffering=1 << 20) as out:
+        offset = 0
+        for key, source in pairs:
+            raw_key = _key_bytes(key)
+            if raw_key in seen:
+                raise ValueError(f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
+            seen.add(raw_key)
+            guard.check_source(source)
+            record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep)
+            records.append(record)
+            offset += record.size
+        out.flush()
+        os.fsync(out.fileno())
+    return records
+
+
+def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
+                  verify: bool, keep: bool) -> _Record:
+    dt, shape = describe(source)
+    name = key.decode("utf-8", "surrogateescape")
+    h = _sha256() if verify and not (keep or isinstance(source, TensorEntry)) else None
+    if dt.fixed_width:
+        size, crc = _copy_fixed(out, source, chunk, h)
+        expected_size = math.prod(shape) * dt.itemsize
+        if size != expected_size:
+            raise CorruptCheckpointError(name, f"source gave {size} bytes for shape {list(shape)} of {dt.name}, "
+                                         f"expected {expected_size}")
+    else:
+        values = elements(source)
+        if len(values) != math.prod(shape):
+            raise CorruptCheckpointError(name, f"source gave {len(values)} elements for shape {list(shape)}")
+        pieces, crc = (string_layout if dt.enum == dtypes.STRING else variant_layout)(values)
+        size = 0
+        for piece in pieces:
+            out.write(piece)
+            size += len(piece)
+        for value in values if h is not None else ():
+            digest_update(h, value)
+    entry = encode_entry(dt.enum, shape, offset, size, mask(crc))
+    expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
+    return _Record(key, entry, size, expected if verify else None)
+
+
+def _sha256() -> Any:
+    import hashlib
+
+    return hashlib.sha256()
+
+
+def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int, int]:
+    size = crc = 0
+    for piece in fixed_chunks(source, chunk):
+        out.write(piece)
+        crc = crc32c(piece, crc)
+        size += len(piece)
+        if h is not None:
+            h.update(piece)
+    return size, crc
+
+
+def _write_index(path: str, records: list[_Record]) -> None:
+    records.sort(key=lambda r: r.key)
+    with open(path, "xb") as out:
+        table = TableWriter(out)
+        table.add(b"", HEADER)
+        for record in records:
+            table.add(record.key, record.entry)
+        table.finish()
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _verify(temp: str, prefix: str, records: list[_Record], chunk: int) -> RoundTripReport:
+    from .checkpoint import BundleCheckpoint
+
+    expected = {r.key.decode("utf-8", "surrogateescape"): r.expected for r in records}
+    with BundleCheckpoint(temp) as written:
+        report = compare_checkpoints(written, expected, path=prefix, against="sources", chunk=chunk)
+    if not report.ok:
+        raise VerificationError(prefix, report)
+    return report
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
