@@ -1,0 +1,72 @@
+"""``ckpt diff``: what differs between two checkpoints - keys, shapes, dtypes, values."""
+from __future__ import annotations
+
+import click
+
+from ..exit_codes import Exit
+
+
+@click.command()
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
+              help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
+                   "name-based vs object-based).")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+              help="Rename A's names before matching (whole '/'-segments, prefix semantics; repeatable).")
+@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename A's names with re.sub (repeatable).")
+@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON) for A.")
+@click.option("--strip-prefix-a", metavar="PREFIX", help="Remove this '/'-prefix from A's names first.")
+@click.option("--strip-prefix-b", metavar="PREFIX", help="Remove this '/'-prefix from B's names first.")
+@click.option("--atol", type=float, help="Absolute tolerance (numpy allclose: |a-b| <= atol + rtol*|b|).")
+@click.option("--rtol", type=float, help="Relative tolerance (an unset tolerance is 0 once either is given).")
+@click.option("--equal-nan", is_flag=True, help="Count NaN as equal to NaN (tolerance comparison).")
+@click.option("--keys-only", is_flag=True, help="Compare keys, shapes and dtypes only; read no values.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit status says it all.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], regexes: tuple[str, ...],
+         rules_file: str | None, strip_prefix_a: str | None, strip_prefix_b: str | None, atol: float | None,
+         rtol: float | None, equal_nan: bool, keys_only: bool, quiet: bool, as_json: bool) -> None:
+    """Compare two checkpoints: keys only in one, shape/dtype changes, value changes.
+
+    A and B are checkpoints of any supported format, or directories (their latest
+    checkpoint). Values are equal when their bytes are identical, unless --atol,
+    --rtol or --equal-nan ask for numpy allclose semantics. Rename options rewrite
+    A's names so that they match B's.
+
+    Exit status: 0 equal, 1 different, 3 an input cannot be read.
+
+    \b
+    Examples:
+      ckpt diff run_a/model.ckpt-1 run_a/model.ckpt-200
+      ckpt diff --quiet run_a/tf_ckpts run_b/tf_ckpts && echo same
+      ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
+      ckpt diff old new --map dnn/hiddenlayer_0=dense --json
+    """
+    from formats.api import open_checkpoint
+    from formats.diff import Tolerance, diff_checkpoints
+    from formats.rules import build_rules
+
+    rules = build_rules(maps, regexes, rules_file)
+    tolerance = Tolerance.of(atol, rtol, equal_nan)
+    with open_checkpoint(a) as ca, open_checkpoint(b) as cb:
+        from ..render.progress import progress_for
+
+        total = sum(e.nbytes for e in ca.values()) + sum(e.nbytes for e in cb.values())
+        with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
+            result = diff_checkpoints(ca, cb, match=match, rules=rules if rules else None,
+                                      strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b,
+                                      tolerance=tolerance, keys_only=keys_only, progress=progress)
+    if not quiet:
+        for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
+            click.echo(f"ckpt: warning: {note}", err=True)
+        if as_json:
+            from ..render.common import print_json
+
+            print_json(result.to_json())
+        else:
+            from ..render.diff import render_diff
+
+            render_diff(result, tolerance, keys_only)
+    ctx.exit(Exit.OK if result.equal else Exit.PROBLEM)

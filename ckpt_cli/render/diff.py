@@ -1,0 +1,59 @@
+"""Rendering of ``ckpt diff``: one row per difference, biggest change first, then a summary line."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import shape_text
+from .table import TextTable, emit
+
+
+def num(x: float | None) -> str:
+    """A statistic in 4 significant digits; ``-`` when undefined."""
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _percent(stats: dict[str, Any]) -> str:
+    if "frac_differ" not in stats:
+        return "-"
+    frac = stats["frac_differ"]
+    return "100%" if frac == 1 else f"{100 * frac:.3g}%"
+
+
+def _what(change: Any) -> str:
+    if change.kind == "shape":
+        return f"shape {shape_text(change.a.shape)} -> {shape_text(change.b.shape)}"
+    if change.kind == "dtype":
+        return f"dtype {change.a.dtype} -> {change.b.dtype}"
+    return "value" + (" (NaN/Inf appeared)" if change.stats.get("nonfinite_appeared") else "")
+
+
+def _label(change: Any) -> str:
+    return change.a.key if change.a.key == change.b.key else f"{change.a.key} -> {change.b.key}"
+
+
+def render_diff(result: Any, tolerance: Any, keys_only: bool) -> None:
+    """The table (changes by size, then keys on one side only) and a summary line."""
+    table = TextTable([("key", "left"), ("change", "left"), ("max|a-b|", "right"), ("mean|a-b|", "right"),
+                       ("rel L2", "right"), ("cosine", "right"), ("differ", "right")])
+    for c in result.by_size():
+        s = c.stats
+        style = "red" if c.kind != "value" or s.get("nonfinite_appeared") else "yellow"
+        cells = [num(s.get("max_abs_diff")), num(s.get("mean_abs_diff")), num(s.get("rel_l2")),
+                 num(s.get("cosine")), _percent(s)] if s else [""] * 5
+        table.add_row(_label(c), _what(c), *cells, style=style)
+    for side, keys in (("A", result.only_in_a), ("B", result.only_in_b)):
+        for key in keys:
+            table.add_row(key, f"only in {side}", "", "", "", "", "", style="cyan")
+    emit(table if table.rows else None, [[(f"{result.a} vs {result.b}", "bold"), (_summary(result, tolerance, keys_only), None)]])
+
+
+def _summary(result: Any, tolerance: Any, keys_only: bool) -> str:
+    how = ("keys, shapes and dtypes" if keys_only else "bytewise" if tolerance.bytewise else
+           f"atol={tolerance.atol:g}, rtol={tolerance.rtol:g}" + (", NaN==NaN" if tolerance.equal_nan else ""))
+    if result.equal:
+        return f": identical ({result.same} tensors; compared {how})"
+    kinds = {k: sum(1 for c in result.changed if c.kind == k) for k in ("shape", "dtype", "value")}
+    parts = [f"{len(result.changed)} changed (" + ", ".join(f"{n} {k}" for k, n in kinds.items() if n) + ")"
+             if result.changed else "0 changed",
+             f"{len(result.only_in_a)} only in A", f"{len(result.only_in_b)} only in B", f"{result.same} same"]
+    return ": " + ", ".join(parts) + f" (compared {how})"
