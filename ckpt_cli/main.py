@@ -15,6 +15,7 @@ from .exit_codes import Exit
 COMMANDS: dict[str, str] = {
     "ls": "ckpt_cli.commands.ls:ls",
     "verify": "ckpt_cli.commands.verify:verify",
+    "diff": "ckpt_cli.commands.diff:diff",
 }
 
 
