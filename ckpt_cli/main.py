@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "ls": "ckpt_cli.commands.ls:ls",
     "verify": "ckpt_cli.commands.verify:verify",
     "diff": "ckpt_cli.commands.diff:diff",
+    "stats": "ckpt_cli.commands.stats:stats",
 }
 
 

@@ -1,0 +1,46 @@
+"""``ckpt stats``: min, max, mean, std, L2 norm, zeros, NaN and Inf counts per tensor."""
+from __future__ import annotations
+
+import click
+
+from ..exit_codes import Exit
+
+
+@click.command()
+@click.argument("path", type=click.Path())
+@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
+@click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite: bool, as_json: bool) -> None:
+    """Summary statistics of a checkpoint's tensors (all, or those matching KEY|GLOB).
+
+    min, max, mean, std and L2 norm are over the finite elements; zeros, NaN and
+    Inf are counted. bfloat16/float16 are computed in float32 or wider; strings
+    and variants get a count only. Tensors are read in chunks, checksums checked.
+
+    Exit status: 0, or 1 with --check-finite when a tensor holds NaN or Inf.
+
+    \b
+    Examples:
+      ckpt stats run/tf_ckpts
+      ckpt stats run/model.ckpt-200 'dnn/*/kernel' --json
+      ckpt stats --check-finite run/tf_ckpts || echo "training diverged"
+    """
+    from formats.api import open_checkpoint
+    from formats.stats import checkpoint_stats
+
+    from ..render.progress import progress_for
+
+    with open_checkpoint(path) as ckpt:
+        with progress_for(ckpt, "reading") as progress:
+            result = checkpoint_stats(ckpt, patterns, progress=progress)
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+    else:
+        from ..render.stats import render_stats
+
+        render_stats(result, check_finite)
+    ctx.exit(Exit.PROBLEM if check_finite and result.nonfinite else Exit.OK)

@@ -1,0 +1,156 @@
+"""`ckpt stats` and formats.stats: numbers checked against numpy on the corpus, --check-finite on a checkpoint
+written with a NaN, filters, chunking, a golden table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from formats import write_checkpoint
+from formats.api import open_checkpoint
+from formats.stats import tensor_stats
+
+from .conftest import CORPUS, MANIFEST
+from .test_diff import GOLDEN, memory_checkpoint, read_all
+
+
+def expected(value: np.ndarray) -> dict[str, Any]:
+    """Statistics straight from numpy, the way the docs define them."""
+    x = value
+    if x.dtype.kind == "c":
+        x = np.abs(x.astype(np.complex128))
+    elif x.dtype.kind not in "fiub":
+        x = x.astype(np.float32)
+    x = x.astype(np.float64).ravel()
+    finite = x[np.isfinite(x)]
+    integral = value.dtype.kind in "iub"
+    out: dict[str, Any] = {"size": value.size, "zeros": int((x == 0).sum()), "nan": int(np.isnan(x).sum()),
+                           "inf": int(np.isinf(x).sum())}
+    if finite.size:
+        lo, hi = (int(value.min()), int(value.max())) if integral else (finite.min(), finite.max())
+        out.update(min=lo, max=hi, mean=finite.mean(), std=finite.std(), l2=np.linalg.norm(finite))
+    else:
+        out.update(min=None, max=None, mean=None, std=None, l2=None)
+    return out
+
+
+def close(got: dict[str, Any], want: dict[str, Any]) -> None:
+    for k, v in want.items():
+        if isinstance(v, float):
+            assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
+        else:
+            assert got[k] == v, k
+
+
+@pytest.mark.parametrize("rel", ["tf1_estimator/model.ckpt-200", "tf2_mixed/all_dtypes/ckpt-1",
+                                 "tf1_partitioned/model.ckpt-200", "seed_slots/tf_ckpts/ckpt-5"])
+def test_stats_json_matches_numpy(run_cli, rel):
+    values = read_all(rel)
+    result = run_cli("stats", "--json", CORPUS / rel)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["path"], doc["nonfinite"]) == (str(CORPUS / rel), [])
+    assert [t["key"] for t in doc["tensors"]] == sorted(MANIFEST[rel]["tensors"])
+    for t in doc["tensors"]:
+        meta = MANIFEST[rel]["tensors"][t["key"]]
+        assert (t["shape"], t["dtype"]) == (meta["shape"], meta["dtype"])
+        if meta["dtype"] in ("string", "variant"):
+            assert {k: t[k] for k in ("min", "max", "mean", "std", "l2", "zeros", "nan", "inf")} == \
+                dict.fromkeys(("min", "max", "mean", "std", "l2", "zeros", "nan", "inf"))
+            assert t["size"] == int(np.prod(meta["shape"]))
+        else:
+            close(t, expected(values[t["key"]]))
+
+
+def test_int64_extremes_are_exact():
+    rel = "tf2_mixed/all_dtypes/ckpt-1"
+    key = "typed/int64/.ATTRIBUTES/VARIABLE_VALUE"
+    value = read_all(rel)[key]
+    with open_checkpoint(CORPUS / rel) as ckpt:
+        s = tensor_stats(ckpt[key])
+    assert (s.min, s.max) == (int(value.min()), int(value.max()))
+    assert isinstance(s.min, int)
+
+
+def _write_with(tmp_path: Path, key: str, index: int, bad: float) -> Path:
+    values = read_all("tf1_estimator/model.ckpt-200")
+    values[key] = values[key].copy()
+    values[key].reshape(-1)[index] = bad
+    prefix = tmp_path / "run" / "model.ckpt-300"
+    write_checkpoint(prefix, values)
+    return prefix
+
+
+def test_check_finite_names_the_tensor_with_a_nan(run_cli, tmp_path):
+    prefix = _write_with(tmp_path, "dnn/hiddenlayer_1/kernel", 37, np.nan)
+    result = run_cli("stats", "--check-finite", prefix)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[-2:] == [f"{prefix}: 13 tensors, 1 with NaN or Inf",
+                          "not finite dnn/hiddenlayer_1/kernel: 1 NaN, 0 Inf"]
+    doc = json.loads(run_cli("stats", "--json", prefix).stdout)
+    assert doc["nonfinite"] == ["dnn/hiddenlayer_1/kernel"]
+    row = next(t for t in doc["tensors"] if t["key"] == "dnn/hiddenlayer_1/kernel")
+    assert (row["nan"], row["inf"], row["size"]) == (1, 0, 100)
+    # without --check-finite the NaN is reported but the exit status stays 0
+    assert run_cli("stats", prefix).exit_code == 0
+    assert run_cli("stats", "--check-finite", CORPUS / "tf1_estimator/model.ckpt-200").exit_code == 0
+
+
+def test_check_finite_counts_inf_and_stats_skip_it(run_cli, tmp_path):
+    prefix = _write_with(tmp_path, "dnn/logits/bias", 1, -np.inf)
+    result = run_cli("stats", "--check-finite", "--json", prefix, "dnn/logits/bias")
+    assert result.exit_code == 1
+    (row,) = json.loads(result.stdout)["tensors"]
+    original = read_all("tf1_estimator/model.ckpt-200")["dnn/logits/bias"].astype(np.float64)
+    kept = original[[0, 2]]
+    assert (row["inf"], row["nan"]) == (1, 0)
+    close(row, {"min": kept.min(), "max": kept.max(), "mean": kept.mean(), "l2": float(np.linalg.norm(kept))})
+
+
+def test_filters_keys_and_globs(run_cli):
+    path = CORPUS / "tf1_estimator/model.ckpt-200"
+    doc = json.loads(run_cli("stats", "--json", path, "dnn/*/kernel", "global_step").stdout)
+    assert [t["key"] for t in doc["tensors"]] == ["dnn/hiddenlayer_0/kernel", "dnn/hiddenlayer_1/kernel",
+                                                   "dnn/logits/kernel", "global_step"]
+    assert doc["tensors"][-1]["min"] == doc["tensors"][-1]["max"] == 200
+    result = run_cli("stats", path, "no/such/key")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == f"ckpt: error: {path}: no tensor named 'no/such/key'"
+    assert run_cli("stats", "--json", path, "zzz*").stdout.count('"key"') == 0
+
+
+def test_chunked_stats_equal_whole(tmp_path):
+    with open_checkpoint(CORPUS / "tf2_mixed/all_dtypes/ckpt-1") as ckpt:
+        for key, entry in ckpt.items():
+            if entry.dtype in ("string", "variant"):
+                continue
+            small, whole = tensor_stats(entry, chunk_elements=5).to_json(), tensor_stats(entry).to_json()
+            close(small, {k: v for k, v in whole.items()})
+
+
+def test_memory_checkpoint_nan_and_complex_nan():
+    ckpt = memory_checkpoint("m", {"c": np.array([1 + 1j, np.nan + 0j, 0j]),
+                                   "f": np.array([np.nan, np.nan], np.float16)})
+    c, f = tensor_stats(ckpt["c"]), tensor_stats(ckpt["f"])
+    assert (c.nan, c.inf, c.zeros, c.max) == (1, 0, 1, pytest.approx(2 ** 0.5))
+    assert (f.nan, f.min, f.mean, f.l2) == (2, None, None, None)
+
+
+def test_corrupt_tensor_is_an_error(run_cli, corpus_copy):
+    folder = corpus_copy("tf1_estimator")
+    data = folder / "model.ckpt-1.data-00000-of-00001"
+    blob = bytearray(data.read_bytes())
+    blob[5] ^= 1
+    data.write_bytes(bytes(blob))
+    result = run_cli("stats", folder / "model.ckpt-1")
+    assert result.exit_code == 3 and "checksum mismatch" in result.stderr
+
+
+def test_golden_table(run_cli, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    result = run_cli("stats", "tf1_estimator/model.ckpt-200")
+    assert result.stdout == (GOLDEN / "stats_estimator.txt").read_text()
