@@ -128,18 +128,20 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     temp = os.path.join(directory, f".{os.path.basename(prefix)}.tmp-{os.urandom(4).hex()}")
     temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
     report = WriteReport(prefix, [final_index, final_data])
+    leftovers = [temp_data, temp_index]
     try:
-        keep = isinstance(tensors, Mapping)
-        records = _write_data(temp_data, pairs, guard, chunk, verify, keep)
+        records = _write_data(temp_data, pairs, guard, chunk, verify, isinstance(tensors, Mapping))
         _write_index(temp_index, records)
         report.tensors, report.bytes = len(records), sum(r.size for r in records)
         if verify:
             report.verification = _verify(temp, prefix, records, chunk)
+        if not os.path.lexists(final_data):
+            leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
         os.replace(temp_data, final_data)
         os.replace(temp_index, final_index)
         _fsync_dir(directory)
     except BaseException:
-        for path in (temp_data, temp_index):
+        for path in leftovers:
             if os.path.lexists(path):
                 os.unlink(path)
         raise
