@@ -81,6 +81,8 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
     is_latest = latest is not None and os.path.normpath(target.path) == os.path.normpath(latest)
     info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
     try:
+        if target.kind == "unknown":
+            sniff_file(target.path)  # raises, saying what the file is (a Git LFS pointer, an HTML page...)
         with open_target(target) as ckpt:
             info.format = ckpt.format
             info.tensors = len(ckpt)

@@ -102,7 +102,7 @@ def h5py_error_message(exc: BaseException) -> str:
     if trunc:
         have, want = int(trunc.group(1)), int(trunc.group(2))
         return f"HDF5 file is truncated ({have:,} of {want:,} bytes present)"
-    inner = re.search(r"\(([^()]*)\)\s*$", text)
+    inner = re.search(r"\(([^()]*)\)[\s'\")]*$", text)
     detail = inner.group(1) if inner else text
     detail = " ".join(detail.split()) or type(exc).__name__
     return f"damaged HDF5 file ({detail})"
