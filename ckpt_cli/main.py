@@ -15,6 +15,7 @@ from .exit_codes import Exit
 COMMANDS: dict[str, str] = {
     "ls": "ckpt_cli.commands.ls:ls",
     "verify": "ckpt_cli.commands.verify:verify",
+    "graph": "ckpt_cli.commands.graph:graph",
     "diff": "ckpt_cli.commands.diff:diff",
     "stats": "ckpt_cli.commands.stats:stats",
 }

@@ -20,12 +20,16 @@ class TensorRow:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
-    name: str
-    role: str
+    name: str | None = None  # None unless asked for (working names out may decode an object graph)
+    role: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes}
+        """A JSON-ready dict (with ``name`` and ``role`` when they were asked for)."""
+        doc: dict[str, object] = {"key": self.key, "dtype": self.dtype, "shape": list(self.shape),
+                                  "nbytes": self.nbytes}
+        if self.name is not None:
+            doc.update(name=self.name, role=self.role)
+        return doc
 
 
 @dataclass
@@ -70,13 +74,21 @@ def matches(key: str, patterns: list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
 
 
-def _row(entry: TensorEntry) -> TensorRow:
-    return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes, entry.name, entry.role)
+def _row(entry: TensorEntry, names: bool) -> TensorRow:
+    if not names:
+        return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes)
+    return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes, entry.name, str(entry.role))
 
 
-def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "key") -> CheckpointSummary:
-    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first)."""
-    rows = [_row(e) for k, e in ckpt.items() if matches(k, patterns or [])]
+def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "key", names: bool = False,
+              include_optimizer: bool = True) -> CheckpointSummary:
+    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first).
+
+    ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
+    optimizer state (roles ``slot``/``optimizer``). Either may decode the object graph.
+    """
+    rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
+            and (include_optimizer or e.role not in ("slot", "optimizer"))]
     if sort == "size":
         rows.sort(key=lambda r: (-r.nbytes, r.key))
     else:

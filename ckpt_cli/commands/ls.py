@@ -15,10 +15,13 @@ from ..exit_codes import Exit
 @click.option("--sort", type=click.Choice(["key", "size"]), default="key", show_default=True,
               help="Order of the tensor rows.")
 @click.option("-r", "--recursive", is_flag=True, help="For a directory: walk the whole tree of runs.")
+@click.option("--tree", is_flag=True, help="Show the checkpoint as a tree of objects (slots under their variable).")
+@click.option("--names", is_flag=True, help="Add each tensor's TF1-style name and role (also to --json).")
+@click.option("--no-optimizer", is_flag=True, help="Leave out optimizer slots and optimizer state.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @click.pass_context
 def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], sort: str,
-       recursive: bool, as_json: bool) -> None:
+       recursive: bool, tree: bool, names: bool, no_optimizer: bool, as_json: bool) -> None:
     """List the tensors of a checkpoint, or the checkpoints in a directory.
 
     PATH is a checkpoint prefix (run/ckpt-10), its .index or .data file, a Keras
@@ -30,6 +33,8 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
       ckpt ls run/tf_ckpts/ckpt-5
       ckpt ls run/tf_ckpts/ckpt-5 --filter '*kernel*' --sort size
       ckpt ls -r runs/ --json
+      ckpt ls --tree run/tf_ckpts/ckpt-5 --no-optimizer
+      ckpt ls --names model.ckpt-200
     """
     from formats.api import open_checkpoint
     from formats.scan import scan_directory
@@ -45,7 +50,12 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
             outputs.append(("dir", path, infos))
         else:
             with open_checkpoint(path) as ckpt:
-                outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort)))
+                if tree:
+                    from formats.tree import build_tree
+
+                    outputs.append(("tree", path, build_tree(ckpt, not no_optimizer, patterns=list(patterns))))
+                else:
+                    outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort, names, not no_optimizer)))
     _render(outputs, as_json)
     ctx.exit(status)
 
@@ -64,6 +74,10 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
             click.echo()
         if kind == "dir":
             render_directory_table(path, value)  # type: ignore[arg-type]
+        elif kind == "tree":
+            from ..render.tree import render_tree
+
+            render_tree(value)
         else:
             render_tensor_table(value)
 

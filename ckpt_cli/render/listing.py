@@ -10,10 +10,13 @@ from .table import TextTable, emit
 
 
 def render_tensor_table(summary: Any) -> None:
-    """A table of key, dtype, shape, size, then one summary line."""
-    table = TextTable([("key", "left"), ("dtype", "left"), ("shape", "left"), ("size", "right")])
+    """A table of key, dtype, shape, size (plus name and role when the rows have them), then one summary line."""
+    names = any(row.name is not None for row in summary.rows)
+    table = TextTable([("key", "left")] + ([("name", "left"), ("role", "left")] if names else [])
+                      + [("dtype", "left"), ("shape", "left"), ("size", "right")])
     for row in summary.rows:
-        table.add_row(row.key, row.dtype, shape_text(row.shape), human_bytes(row.nbytes))
+        extra = [row.name or "", row.role or ""] if names else []
+        table.add_row(row.key, *extra, row.dtype, shape_text(row.shape), human_bytes(row.nbytes))
     shown = f" shown of {summary.total_tensors}" if summary.tensors != summary.total_tensors else ""
     files = summary.data_files
     facts = (f": {summary.format}, {summary.tensors} tensors{shown}, {summary.parameters:,} parameters, "
