@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "graph": "ckpt_cli.commands.graph:graph",
     "diff": "ckpt_cli.commands.diff:diff",
     "stats": "ckpt_cli.commands.stats:stats",
+    "show": "ckpt_cli.commands.show:show",
+    "extract": "ckpt_cli.commands.extract:extract",
 }
 
 

@@ -26,8 +26,9 @@ from .model import Checkpoint, TensorEntry
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "iter_float_chunks", "value_kind", "select_entries",
-           "parse_key_slice", "parse_index", "read_slice", "safe_text", "display_array"]
+__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "iter_float_chunks", "as_float", "value_kind", "select_entries",
+           "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
+           "display_array"]
 
 CHUNK_ELEMENTS = 1 << 20
 _NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
@@ -209,6 +210,47 @@ def safe_text(value: Any, limit: int = 200) -> str:
     return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
 
 
+def quoted_text(value: Any, limit: int = 200) -> str:
+    """A string element as a quoted literal: ``'text'`` when it is UTF-8, else ``b'...'``; escapes make control
+    characters inert; cut at ``limit``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            shown = repr(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            shown = repr(data)
+    else:
+        shown = repr(str(value))
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
+
+
+def to_jsonable(value: np.ndarray) -> Any:
+    """Nested lists for JSON: NaN/Inf as ``"nan"``/``"inf"``/``"-inf"``, complex as ``[re, im]``, bfloat16 and
+    other ml_dtypes as numbers, strings as text when UTF-8 else ``{"base64": ...}``."""
+    import base64
+
+    import numpy as np
+
+    def scalar(x: Any) -> Any:
+        if isinstance(x, (bytes, bytearray)):
+            try:
+                return bytes(x).decode("utf-8")
+            except UnicodeDecodeError:
+                return {"base64": base64.b64encode(bytes(x)).decode("ascii")}
+        if isinstance(x, complex):
+            return [scalar(x.real), scalar(x.imag)]
+        if isinstance(x, float) and not math.isfinite(x):
+            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        return x
+
+    def walk(x: Any) -> Any:
+        return [walk(v) for v in x] if isinstance(x, list) else scalar(x)
+
+    if value.dtype.kind == "V":
+        value = value.astype(np.int64 if "int" in value.dtype.name else np.float64)
+    return walk(value.tolist())
+
+
 def display_array(value: np.ndarray) -> np.ndarray:
     """A copy numpy prints sensibly: bfloat16/float8 as float32, int4/int2 as int8, strings as safe text."""
     import numpy as np
@@ -217,7 +259,7 @@ def display_array(value: np.ndarray) -> np.ndarray:
         out = np.empty(value.shape, dtype=object)
         flat = out.reshape(-1)
         for i, x in enumerate(value.reshape(-1)):
-            flat[i] = safe_text(x)
+            flat[i] = quoted_text(x)
         return out
     if value.dtype.kind == "V":  # ml_dtypes
         target = np.int8 if "int" in value.dtype.name else np.float32

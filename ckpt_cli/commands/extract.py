@@ -1,0 +1,52 @@
+"""``ckpt extract``: tensors to .npy / .npz files or a directory of .npy files."""
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("path", type=click.Path())
+@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
+@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
+              help="OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists).")
+@click.option("--format", "mode", type=click.Choice(["auto", "npy", "npz", "dir"]), default="auto",
+              show_default=True, help="Output kind; auto decides from OUT and the number of tensors.")
+@click.option("--force", is_flag=True, help="Replace existing output files.")
+@click.option("--allow-pickle", is_flag=True,
+              help="Write string tensors whose elements end in NUL bytes as pickled object arrays.")
+@click.option("--json", "as_json", is_flag=True, help="Report what was written as JSON.")
+def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bool, allow_pickle: bool,
+            as_json: bool) -> None:
+    """Write tensors (all, or those matching KEY|GLOB) to numpy files.
+
+    One tensor goes to OUT.npy, several to OUT.npz (keys kept as member names),
+    or, for a directory, one KEY.npy per tensor (keys become relative paths;
+    hostile keys such as ../../x are escaped and never leave the directory).
+    bfloat16/float8 are widened to float32 and int4 to int8; strings and variants
+    are stored as fixed-width bytes (S<n>), never pickled unless --allow-pickle.
+
+    \b
+    Examples:
+      ckpt extract run/model.ckpt-200 dnn/logits/kernel -o logits.npy
+      ckpt extract run/model.ckpt-200 'dnn/*' -o weights.npz
+      ckpt extract run/tf_ckpts -o arrays/
+    """
+    from formats.api import open_checkpoint
+    from formats.extract import extract as do_extract
+
+    with open_checkpoint(path) as ckpt:
+        report = do_extract(ckpt, patterns, out, mode, force, allow_pickle)
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(report.to_json())
+        return
+    from ..render.table import emit
+
+    widened = [t for t in report.tensors if t["stored_dtype"] not in (t["dtype"], "object") and
+               not t["stored_dtype"].startswith("|S")]
+    lines = [[("note ", "yellow"), (f"{t['key']}: {t['dtype']} stored as {t['stored_dtype']}", None)] for t in widened]
+    count = len(report.tensors)
+    lines.append([("wrote ", "green"), (report.path, "bold"),
+                  (f": {count} tensor{'s' if count != 1 else ''} ({report.mode})", None)])
+    emit(lines=lines)

@@ -1,0 +1,224 @@
+"""`ckpt show` (slices, print options, strings, bfloat16, JSON) and `ckpt extract` (.npy, .npz, directories,
+hostile keys, strings without pickle, refusal to overwrite)."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from formats import write_checkpoint
+from formats.extract import safe_relative_path
+from formats.values import parse_index
+
+from .conftest import CORPUS, MANIFEST, digest
+from .test_diff import read_all
+
+EST200 = "tf1_estimator/model.ckpt-200"
+DTYPES = "tf2_mixed/all_dtypes/ckpt-1"
+BF16 = "typed/bfloat16/.ATTRIBUTES/VARIABLE_VALUE"
+STR = "typed/string/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+# -- show ------------------------------------------------------------------------------------------------
+def test_show_slice_as_json(run_cli):
+    kernel = read_all(EST200)["dnn/logits/kernel"]
+    result = run_cli("show", "--json", CORPUS / EST200, "dnn/logits/kernel[0:3, :]")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert {k: doc[k] for k in ("key", "dtype", "shape", "slice", "value_shape")} == \
+        {"key": "dnn/logits/kernel", "dtype": "float32", "shape": [10, 3], "slice": "0:3, :", "value_shape": [3, 3]}
+    assert doc["values"] == kernel[0:3, :].tolist()
+
+
+def test_show_text_uses_numpy_print_options(run_cli):
+    kernel = read_all(EST200)["dnn/hiddenlayer_1/kernel"]
+    result = run_cli("show", "--precision", "2", "--threshold", "10", "--edgeitems", "1",
+                     CORPUS / EST200, "dnn/hiddenlayer_1/kernel[::2, 1:]")
+    with np.printoptions(precision=2, threshold=10, edgeitems=1):
+        body = np.array2string(kernel[::2, 1:], separator=" ")
+    assert result.stdout == f"dnn/hiddenlayer_1/kernel[::2, 1:] -> [5, 9]: float32 [10, 10]\n{body}\n"
+    assert "..." in body
+    full = run_cli("show", "--full", "--threshold", "10", CORPUS / EST200, "dnn/hiddenlayer_1/kernel")
+    rows = [line for line in full.stdout.splitlines()[1:] if line.lstrip().startswith("[")]
+    assert "..." not in full.stdout and len(rows) == 10
+
+
+def test_show_scalar_and_partitioned(run_cli):
+    assert run_cli("show", CORPUS / EST200, "global_step").stdout == "global_step: int64 []\n200\n"
+    rel = "tf1_partitioned/model.ckpt-200"
+    doc = json.loads(run_cli("show", "--json", CORPUS / rel, "input_layer/embedding/weights[-1]").stdout)
+    assert doc["values"] == read_all(rel)["input_layer/embedding/weights"][-1].tolist()
+
+
+def test_show_bfloat16_as_numbers(run_cli):
+    value = read_all(DTYPES)[BF16]
+    result = run_cli("show", CORPUS / DTYPES, BF16)
+    assert "bfloat16(" not in result.stdout
+    with np.printoptions(precision=6):
+        assert result.stdout.split("\n", 1)[1] == np.array2string(value.astype(np.float32)) + "\n"
+    doc = json.loads(run_cli("show", "--json", CORPUS / DTYPES, BF16).stdout)
+    assert doc["values"] == value.astype(np.float32).astype(np.float64).tolist()
+
+
+def test_show_strings_safely(run_cli, tmp_path):
+    prefix = tmp_path / "s" / "ckpt-1"
+    hostile = np.array([b"\x1b[2J\x1b]0;pwned\x07", b"\xff\xfe", "héllo".encode()], dtype=object)
+    write_checkpoint(prefix, {"s": hostile, "f": np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)})
+    result = run_cli("show", prefix, "s")
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert result.stdout == "s: string [3]\n['\\x1b[2J\\x1b]0;pwned\\x07', b'\\xff\\xfe', 'héllo']\n"
+    doc = json.loads(run_cli("show", "--json", prefix, "s").stdout)
+    assert doc["values"] == ["\x1b[2J\x1b]0;pwned\x07", {"base64": base64.b64encode(b"\xff\xfe").decode()}, "héllo"]
+    assert json.loads(run_cli("show", "--json", prefix, "f").stdout)["values"] == ["nan", "inf", "-inf", 1.5]
+
+
+def test_show_strings_of_the_corpus(run_cli):
+    result = run_cli("show", "--json", CORPUS / DTYPES, f"{STR}[0]")
+    values = read_all(DTYPES)[STR][0]
+    assert json.loads(result.stdout)["values"][:3] == [v.decode() for v in values[:3]]
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("dnn/logits/kernel[0:3, x]", "bad slice item 'x' in [0:3, x]"),
+    ("dnn/logits/kernel[11]", "bad slice for shape [10, 3]: index 11 is out of bounds for axis 0 with size 10"),
+    ("dnn/logits/kernel[::0]", "bad slice for shape [10, 3]: slice step cannot be zero"),
+    ("no/such", "no tensor named 'no/such'"),
+])
+def test_show_bad_keys_and_slices(run_cli, arg, message):
+    result = run_cli("show", CORPUS / EST200, arg)
+    assert result.exit_code == 3
+    assert message in result.stderr.splitlines()[0]
+
+
+def test_parse_index_never_evaluates():
+    assert parse_index("0:3, :") == (slice(0, 3), slice(None))
+    assert parse_index("..., -1") == (Ellipsis, -1)
+    assert parse_index(" 1 : 9 : 2 ") == (slice(1, 9, 2),)
+    for bad in ("__import__('os')", "1 2", "1:2:3:4", "", "a"):
+        if bad:
+            with pytest.raises(ValueError):
+                parse_index(bad)
+    assert parse_index("") == ()
+
+
+# -- extract ---------------------------------------------------------------------------------------------
+def test_extract_one_tensor_to_npy(run_cli, tmp_path):
+    out = tmp_path / "logits"
+    result = run_cli("extract", CORPUS / EST200, "dnn/logits/kernel", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"wrote {out}.npy: 1 tensor (npy)\n"
+    value = np.load(f"{out}.npy")
+    assert digest(value) == MANIFEST[EST200]["tensors"]["dnn/logits/kernel"]["sha256"]
+    assert os.listdir(tmp_path) == ["logits.npy"]  # no temporary file left behind
+
+
+def test_extract_many_to_npz_keeps_keys(run_cli, tmp_path):
+    out = tmp_path / "all.npz"
+    result = run_cli("extract", "--json", CORPUS / DTYPES, "-o", out)
+    report = json.loads(result.stdout)
+    assert (report["path"], report["mode"]) == (str(out), "npz")
+    stored = {t["key"]: t["stored_dtype"] for t in report["tensors"]}
+    assert stored[BF16] == "float32" and stored["typed/float16/.ATTRIBUTES/VARIABLE_VALUE"] == "float16"
+    values = read_all(DTYPES)
+    with np.load(out) as npz:  # allow_pickle is False: nothing here needs pickle
+        assert sorted(npz.files) == sorted(MANIFEST[DTYPES]["tensors"])
+        for key, want in values.items():
+            got = npz[key]
+            if want.dtype == object:
+                assert got.dtype.kind == "S" and got.tolist() == np.array(want.tolist(), dtype=got.dtype).tolist()
+                assert [bytes(x) for x in got.reshape(-1)] == list(want.reshape(-1))
+            elif want.dtype == ml_dtypes.bfloat16:
+                assert got.dtype == np.float32 and np.array_equal(got, want.astype(np.float32))
+                assert np.array_equal(got.astype(ml_dtypes.bfloat16).view(np.uint16), want.view(np.uint16))
+            else:
+                assert digest(got) == MANIFEST[DTYPES]["tensors"][key]["sha256"], key
+
+
+def test_extract_globs_to_a_directory(run_cli, tmp_path):
+    out = tmp_path / "arrays"
+    result = run_cli("extract", CORPUS / EST200, "dnn/logits/*", "global_step", "-o", f"{out}/")
+    assert result.exit_code == 0, result.stderr
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.npy"))
+    assert files == ["dnn/logits/bias.npy", "dnn/logits/bias/Adagrad.npy", "dnn/logits/kernel.npy",
+                     "dnn/logits/kernel/Adagrad.npy", "global_step.npy"]
+    for f in files:
+        key = f[:-4]
+        assert digest(np.load(out / f)) == MANIFEST[EST200]["tensors"][key]["sha256"]
+
+
+def test_hostile_keys_never_escape_the_directory(run_cli, tmp_path):
+    keys = ["../../evil", "/etc/passwd", "a/./b", "..", "%2E", "x\\..\\y", "ok/../../../up", "nul\x00", "a//b"]
+    src = tmp_path / "src" / "ckpt-1"
+    write_checkpoint(src, {k: np.array([i], np.int32) for i, k in enumerate(keys)})
+    out = tmp_path / "deep" / "out"
+    result = run_cli("extract", "--json", src, "-o", f"{out}/")
+    assert result.exit_code == 0, result.stderr
+    files = {t["key"]: t["file"] for t in json.loads(result.stdout)["tensors"]}
+    assert files == {"../../evil": "%2E%2E/%2E%2E/evil.npy", "/etc/passwd": "%/etc/passwd.npy",
+                     "a/./b": "a/%2E/b.npy", "..": "%2E%2E.npy", "%2E": "%252E.npy", "x\\..\\y": "x%5C..%5Cy.npy",
+                     "ok/../../../up": "ok/%2E%2E/%2E%2E/%2E%2E/up.npy", "nul\x00": "nul%00.npy", "a//b": "a/%/b.npy"}
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.npy"))
+    assert written == sorted(f"deep/out/{f}" for f in files.values())
+    for i, key in enumerate(keys):
+        assert np.load(out / files[key]).tolist() == [i]
+    assert (safe_relative_path("a/b"), safe_relative_path("")) == ("a/b", "%")
+
+
+def test_symlinked_subdirectory_is_refused(run_cli, tmp_path):
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    (out / "dnn").symlink_to(outside)
+    result = run_cli("extract", CORPUS / EST200, "dnn/logits/bias", "-o", out)
+    assert result.exit_code == 3 and "would be written outside" in result.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_existing_output_refused_unless_force(run_cli, tmp_path):
+    out = tmp_path / "g.npy"
+    out.write_bytes(b"keep")
+    result = run_cli("extract", CORPUS / EST200, "global_step", "-o", out)
+    assert result.exit_code == 3 and "output exists" in result.stderr and out.read_bytes() == b"keep"
+    assert run_cli("extract", "--force", CORPUS / EST200, "global_step", "-o", out).exit_code == 0
+    assert np.load(out).tolist() == 200
+
+
+def test_npy_needs_exactly_one_tensor(run_cli, tmp_path):
+    result = run_cli("extract", CORPUS / EST200, "dnn/*", "-o", tmp_path / "x.npy")
+    assert result.exit_code == 3
+    assert "a .npy file holds one tensor, 12 were selected" in result.stderr
+    assert run_cli("extract", CORPUS / EST200, "zzz*", "-o", tmp_path / "x").exit_code == 3
+
+
+def test_strings_with_trailing_nul_need_allow_pickle(run_cli, tmp_path):
+    src = tmp_path / "s" / "ckpt-1"
+    write_checkpoint(src, {"s": np.array([b"a\x00", b"b"], dtype=object)})
+    result = run_cli("extract", src, "s", "-o", tmp_path / "s.npy")
+    assert result.exit_code == 3 and "--allow-pickle" in result.stderr
+    assert not (tmp_path / "s.npy").exists()
+    assert run_cli("extract", "--allow-pickle", src, "s", "-o", tmp_path / "s.npy").exit_code == 0
+    assert np.load(tmp_path / "s.npy", allow_pickle=True).tolist() == [b"a\x00", b"b"]
+    with pytest.raises(ValueError):
+        np.load(tmp_path / "s.npy")
+
+
+def test_variants_extract_as_bytes(run_cli, tmp_path):
+    rel = "seed_slots/tf_ckpts/ckpt-3"
+    key = "iterator/.ATTRIBUTES/ITERATOR_STATE"
+    out = tmp_path / "it.npy"
+    assert run_cli("extract", CORPUS / rel, key, "-o", out).exit_code == 0
+    got = np.load(out)
+    assert [bytes(x) for x in got] == list(read_all(rel)[key])
+
+
+def test_large_tensor_streams(tmp_path, run_cli):
+    big = np.arange(3_000_000, dtype=np.float32).reshape(1000, 3000)
+    src = tmp_path / "big" / "ckpt-1"
+    write_checkpoint(src, {"w": big})
+    assert run_cli("extract", src, "-o", tmp_path / "w.npy").exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "w.npy", mmap_mode="r"), big)
