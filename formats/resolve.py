@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from . import storage
 from .errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                      UnsupportedError)
 from .state import STATE_FILE, read_state
@@ -30,6 +31,11 @@ class Target:
 def resolve(path: str | os.PathLike[str]) -> Target:
     """Resolve a user-supplied path to one checkpoint, or raise a CheckpointError saying why not."""
     p = os.fspath(path)
+    if storage.is_url(p):
+        try:
+            return _resolve_url(p.rstrip("/"))
+        except UnsupportedError as exc:  # name the URL as typed, not the object probed
+            raise UnsupportedError(p, exc.message) from None
     if p != os.sep:
         p = p.rstrip(os.sep) or p
     if os.path.isdir(p):
@@ -102,13 +108,31 @@ def describe_foreign(head: bytes, tail: bytes, size: int, path: str) -> str:
     return "not a checkpoint: unrecognised content (expected a TensorFlow bundle or a Keras weights file)"
 
 
+def _resolve_url(url: str) -> Target:
+    """Resolution for fsspec URLs: the same rules as local paths, with as few requests as possible."""
+    match = _BUNDLE_FILE.match(url)
+    if match and storage.isfile(match.group(1) + ".index"):
+        return Target("tf-bundle", match.group(1))
+    if storage.isfile(url + ".index"):
+        return Target("tf-bundle", url)
+    if storage.isfile(url):
+        if url.endswith(WEIGHT_SUFFIXES):
+            raise UnsupportedError(url, "Keras/HDF5 files are read from local disk only; download it first")
+        raise NotACheckpointError(url, "not a checkpoint (pass a bundle prefix or a directory)")
+    if storage.isdir(url):
+        return _resolve_dir(url)
+    raise CheckpointNotFoundError(url, "no such object, directory or checkpoint prefix")
+
+
 def bundle_prefixes(directory: str) -> list[str]:
-    """Prefixes of every bundle (``*.index``) directly inside ``directory``, sorted."""
-    return sorted(p[:-len(".index")] for p in glob.glob(os.path.join(glob.escape(directory), "*.index")))
+    """Prefixes of every bundle (``*.index``) directly inside ``directory`` (path or URL), sorted."""
+    return sorted(p[:-len(".index")] for p in storage.glob(directory, "*.index"))
 
 
 def weight_files(directory: str) -> list[str]:
     """Keras weight files (``*.h5``, ``*.hdf5``, ``*.keras``) directly inside ``directory``, sorted."""
+    if storage.is_url(directory):
+        return []
     found = []
     for suffix in WEIGHT_SUFFIXES:
         found += glob.glob(os.path.join(glob.escape(directory), "*" + suffix))
@@ -121,11 +145,17 @@ def latest_from_state(directory: str) -> str | None:
     if state is None:
         return None
     named = state.model_checkpoint_path
-    candidate = named if os.path.isabs(named) else os.path.join(directory, named)
-    for option in (candidate, os.path.join(directory, os.path.basename(named))):
-        if os.path.isfile(option + ".index") and not os.path.isdir(option):
-            return os.path.normpath(option)
-    raise CheckpointNotFoundError(os.path.join(directory, STATE_FILE),
+    if storage.is_url(directory):
+        options = [storage.join(directory, named.lstrip("/")), storage.join(directory, os.path.basename(named))]
+        for option in dict.fromkeys(options):
+            if storage.isfile(option + ".index"):
+                return option
+    else:
+        candidate = named if os.path.isabs(named) else os.path.join(directory, named)
+        for option in (candidate, os.path.join(directory, os.path.basename(named))):
+            if os.path.isfile(option + ".index") and not os.path.isdir(option):
+                return os.path.normpath(option)
+    raise CheckpointNotFoundError(storage.join(directory, STATE_FILE),
                                   f"names {named!r} as the latest checkpoint, but {named}.index does not exist")
 
 
@@ -137,6 +167,8 @@ def _resolve_dir(directory: str) -> Target:
     found += [Target(_kind_of(f), f) for f in weight_files(directory)]
     if len(found) == 1:
         return found[0]
+    if not found and storage.is_url(directory):
+        raise NotACheckpointError(directory, "no checkpoint under this prefix (no 'checkpoint' state file, no *.index)")
     if not found:
         nested = glob.glob(os.path.join(glob.escape(directory), "**", "*.index"), recursive=True)
         raise NotACheckpointError(directory, "no checkpoint in this directory "

@@ -5,6 +5,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from . import storage
 from .api import open_target
 from .errors import CheckpointError
 from .resolve import Target, bundle_prefixes, latest_from_state, sniff_file, weight_files
@@ -58,6 +59,11 @@ def _targets(directory: str) -> tuple[list[Target], str | None]:
     latest = latest_from_state(directory) if state else None
     if state:
         for named in state.all_model_checkpoint_paths:
+            if storage.is_url(directory):
+                p = storage.join(directory, os.path.basename(named))
+                if p in prefixes or storage.isfile(p + ".index"):
+                    prefixes.add(p)
+                continue
             p = named if os.path.isabs(named) else os.path.join(directory, named)
             if not os.path.isfile(p + ".index"):
                 p = os.path.join(directory, os.path.basename(named))
@@ -74,11 +80,8 @@ def _targets(directory: str) -> tuple[list[Target], str | None]:
 
 def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
     mtime_path = target.path + ".index" if target.kind == "tf-bundle" else target.path
-    try:
-        mtime = os.stat(mtime_path).st_mtime
-    except OSError:
-        mtime = 0.0
-    is_latest = latest is not None and os.path.normpath(target.path) == os.path.normpath(latest)
+    mtime = storage.mtime(mtime_path)
+    is_latest = latest is not None and _same(target.path, latest)
     info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
     try:
         if target.kind == "unknown":
@@ -92,8 +95,14 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
     return info
 
 
+def _same(a: str, b: str) -> bool:
+    if storage.is_url(a):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
 def _sort_key(info: CheckpointInfo) -> tuple[str, int, str]:
-    return (os.path.dirname(info.path), info.step if info.step is not None else -1, info.path)
+    return (storage.dirname(info.path), info.step if info.step is not None else -1, info.path)
 
 
 def _walk(directory: str) -> list[str]:
@@ -106,7 +115,10 @@ def _walk(directory: str) -> list[str]:
 
 def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
     """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
-    folders = _walk(directory) if recursive else [directory]
+    if storage.is_url(directory):
+        folders = [directory]  # recursion over buckets is not supported: list one prefix
+    else:
+        folders = _walk(directory) if recursive else [directory]
     infos: list[CheckpointInfo] = []
     for folder in folders:
         try:

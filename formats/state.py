@@ -85,12 +85,13 @@ def parse_state(text: bytes, path: str = "") -> CheckpointState:
 
 
 def read_state(directory: str) -> CheckpointState | None:
-    """The state file of ``directory``, or None when it has none."""
-    path = os.path.join(directory, STATE_FILE)
-    if not os.path.isfile(path):
+    """The state file of ``directory`` (a path or URL), or None when it has none."""
+    from . import storage
+
+    path = storage.join(directory, STATE_FILE)
+    if not storage.isfile(path):
         return None
-    with open(path, "rb") as f:
-        text = f.read(_MAX_STATE_BYTES + 1)
+    text = storage.read_bytes(path, limit=_MAX_STATE_BYTES)
     if len(text) > _MAX_STATE_BYTES:
         raise CorruptCheckpointError(path, "checkpoint state file is implausibly large")
     return parse_state(text, path)

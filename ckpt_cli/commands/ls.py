@@ -43,7 +43,7 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
     outputs = []
     status = Exit.OK
     for path in paths:
-        if os.path.isdir(path):
+        if _is_directory(path):
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
                 status = Exit.PROBLEM
@@ -58,6 +58,12 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
                     outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort, names, not no_optimizer)))
     _render(outputs, as_json)
     ctx.exit(status)
+
+
+def _is_directory(path: str) -> bool:
+    from formats import storage
+
+    return storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
 
 
 def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:

@@ -12,9 +12,10 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .. import dtypes
+from .. import dtypes, storage
 from .._crc import crc32c, mask, unmask
 from ..errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
@@ -120,8 +121,9 @@ class BundleReader:
                     f"but the header declares {self.header.num_shards}")
 
     def _check_files(self) -> None:
+        exists = storage.isfile if storage.is_url(self.prefix) else os.path.isfile
         for i, path in enumerate(self.data_paths):
-            if not os.path.isfile(path):
+            if not exists(path):
                 raise CheckpointNotFoundError(
                     path, f"data file missing (shard {i + 1} of {len(self.data_paths)} of {self.prefix})")
 
@@ -142,6 +144,9 @@ class BundleReader:
         m = self._maps.get(shard)
         if m is None:
             path = self.data_paths[shard]
+            if storage.is_url(path):
+                m = self._maps[shard] = _RemoteFile(path)
+                return m
             try:
                 with open(path, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
@@ -160,11 +165,31 @@ class BundleReader:
         if e.size == 0:
             return memoryview(b"")
         m = self._map(e.shard_id)
+        self._check_bounds(e, m)
+        if isinstance(m, _RemoteFile):
+            return memoryview(m.read(e.offset, e.offset + e.size))
+        return memoryview(m)[e.offset:e.offset + e.size]
+
+    def _check_bounds(self, e: RawEntry, m: Any) -> None:
         if e.offset + e.size > len(m):
             raise CorruptCheckpointError(
                 self.data_paths[e.shard_id], f"tensor {e.name!r} at bytes [{e.offset}, {e.offset + e.size}) "
                 f"runs past the end of the file ({len(m)} bytes; truncated?)")
-        return memoryview(m)[e.offset:e.offset + e.size]
+
+    def chunks(self, e: RawEntry, size: int = storage.CHUNK) -> Iterator[memoryview]:
+        """The stored bytes of a non-partitioned entry in order, at most ``size`` bytes at a time
+        (slices of the mmap locally; ranged reads, a few in flight, for remote files)."""
+        if e.size == 0:
+            return
+        m = self._map(e.shard_id)
+        self._check_bounds(e, m)
+        if isinstance(m, _RemoteFile):
+            for data in storage.iter_ranges(m.path, e.offset, e.offset + e.size, size):
+                yield memoryview(data)
+            return
+        view = memoryview(m)
+        for start in range(e.offset, e.offset + e.size, size):
+            yield view[start:min(start + size, e.offset + e.size)]
 
     def close(self) -> None:
         """Unmap every data file."""
@@ -194,10 +219,10 @@ class BundleReader:
         """Verify one non-partitioned entry without building an array; return the bytes checked."""
         dt = self.dtype_of(e)
         if dt.fixed_width:
-            buf = self._fixed_region(e, dt)
+            self._check_fixed_size(e, dt)
             actual = 0
-            for start in range(0, len(buf), 1 << 24):
-                actual = crc32c(buf[start:start + (1 << 24)], actual)
+            for chunk in self.chunks(e):
+                actual = crc32c(chunk, actual)
             if actual != unmask(e.crc32c):
                 raise self._mismatch(e, actual)
         elif dt.enum == dtypes.STRING:
@@ -206,12 +231,15 @@ class BundleReader:
             self._read_variants(e)
         return e.size
 
-    def _fixed_region(self, e: RawEntry, dt: dtypes.DType) -> memoryview:
+    def _check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
         expected = math.prod(e.shape) * dt.itemsize
         if e.size != expected:
             raise CorruptCheckpointError(
                 self.index_path, f"tensor {e.name!r}: {e.size} bytes stored, but shape {list(e.shape)} "
                 f"of {dt.name} needs {expected}")
+
+    def _fixed_region(self, e: RawEntry, dt: dtypes.DType) -> memoryview:
+        self._check_fixed_size(e, dt)
         return self.region(e)
 
     def read(self, e: RawEntry) -> np.ndarray:
@@ -388,10 +416,24 @@ def dtype_name(enum: int) -> str:
     return dt.name if dt is not None else f"unknown({enum})"
 
 
+class _RemoteFile:
+    """A data file behind a URL: its size (one metadata request) and ranged reads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.size = storage.file_size(path)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)``, fetched with one ranged request."""
+        return storage.read_range(self.path, start, stop)
+
+
 def _read_index_bytes(path: str) -> bytes:
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return storage.read_bytes(path)
     except FileNotFoundError:
         raise CheckpointNotFoundError(path, "no such file") from None
     except IsADirectoryError:

@@ -1,0 +1,129 @@
+"""Checkpoints in buckets and behind HTTP: read only what is needed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import formats
+from formats import storage
+
+from ..conftest import CORPUS
+from .conftest import CountingRangeHandler, big_bundle
+
+pytest.importorskip("fsspec")
+
+
+def _upload(fs, bucket: str, folder, prefix: str = "run") -> None:
+    for f in sorted(os.listdir(folder)):
+        fs.put_file(str(folder / f), f"{bucket}/{prefix}/{f}")
+
+
+def test_s3_ls_reads_only_the_index(s3_bucket, tmp_path, run_cli):
+    fs, bucket = s3_bucket
+    prefix, _ = big_bundle(tmp_path)
+    _upload(fs, bucket, tmp_path)
+    index_size = os.path.getsize(f"{prefix}.index")
+    storage.transfer().reset()
+    result = run_cli("ls", "--json", f"s3://{bucket}/run/ckpt-100")
+    assert result.exit_code == 0, result.stderr
+    assert [t["key"] for t in json.loads(result.stdout)["tensors"]] == ["big", "small"]
+    assert storage.transfer().bytes == index_size  # 16 MiB of data, not a byte of it fetched
+
+
+def test_s3_show_one_tensor_reads_only_that_tensor(s3_bucket, tmp_path):
+    fs, bucket = s3_bucket
+    prefix, big = big_bundle(tmp_path)
+    _upload(fs, bucket, tmp_path)
+    with formats.open_checkpoint(f"s3://{bucket}/run/ckpt-100") as ckpt:
+        storage.transfer().reset()
+        assert ckpt["small"].read().tolist() == [1.0, 2.0, 3.0]
+        assert storage.transfer().bytes == 12
+        storage.transfer().reset()
+        assert np.array_equal(ckpt["big"].read(), big)
+        assert storage.transfer().bytes == big.nbytes
+
+
+def test_s3_directory_state_file_and_verify_stream(s3_bucket, run_cli):
+    fs, bucket = s3_bucket
+    _upload(fs, bucket, CORPUS / "seed_slots/tf_ckpts", "tf_ckpts")
+    url = f"s3://{bucket}/tf_ckpts"
+    doc = json.loads(run_cli("ls", "--json", url).stdout)
+    assert [(c["path"], c["latest"]) for c in doc["checkpoints"]] == [
+        (f"{url}/ckpt-3", False), (f"{url}/ckpt-4", False), (f"{url}/ckpt-5", True)]
+    result = run_cli("verify", "--json", url)
+    assert result.exit_code == 0 and json.loads(result.stdout)["path"] == f"{url}/ckpt-5"
+
+
+def test_s3_verify_of_a_large_tensor_streams_in_chunks(s3_bucket, tmp_path, monkeypatch):
+    fs, bucket = s3_bucket
+    big_bundle(tmp_path, mib=20)
+    _upload(fs, bucket, tmp_path)
+    monkeypatch.setattr(storage, "CHUNK", 4 << 20)
+    from formats.verify import verify_checkpoint
+
+    with formats.open_checkpoint(f"s3://{bucket}/run/ckpt-100") as ckpt:
+        storage.transfer().reset()
+        raw = ckpt.reader.entries[b"big"]
+        sizes = [len(c) for c in ckpt.reader.chunks(raw, 4 << 20)]
+        assert sizes == [4 << 20] * 5 and storage.transfer().requests == 5
+        assert verify_checkpoint(ckpt).ok
+
+
+def test_s3_corrupt_remote_data_is_a_clean_error(s3_bucket, tmp_path, run_cli):
+    fs, bucket = s3_bucket
+    prefix, _ = big_bundle(tmp_path, mib=1)
+    data = bytearray(open(f"{prefix}.data-00000-of-00001", "rb").read())
+    data[-1] ^= 0xFF
+    open(f"{prefix}.data-00000-of-00001", "wb").write(bytes(data))
+    _upload(fs, bucket, tmp_path)
+    result = run_cli("verify", f"s3://{bucket}/run/ckpt-100")
+    assert result.exit_code == 1
+    assert "problem small: tensor 'small': checksum mismatch" in result.stdout
+
+
+def test_s3_missing_object_and_missing_shard(s3_bucket, tmp_path, run_cli):
+    fs, bucket = s3_bucket
+    result = run_cli("ls", f"s3://{bucket}/nothing/here")
+    assert result.exit_code == 3
+    assert result.stderr == f"ckpt: error: s3://{bucket}/nothing/here: no such object, directory or checkpoint prefix\n"
+    big_bundle(tmp_path, mib=1)
+    fs.put_file(str(tmp_path / "ckpt-100.index"), f"{bucket}/half/ckpt-100.index")
+    result = run_cli("ls", f"s3://{bucket}/half/ckpt-100")
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"ckpt: error: s3://{bucket}/half/ckpt-100.data-00000-of-00001: data file missing")
+
+
+def test_http_server_serving_a_corpus_directory(http_root, run_cli):
+    pytest.importorskip("aiohttp")
+    base, root = http_root
+    shutil.copytree(CORPUS / "seed_slots/tf_ckpts", root / "run")
+    result = run_cli("ls", "--json", f"{base}/run/ckpt-5")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "tf-object" and len(doc["tensors"]) == 15
+    assert CountingRangeHandler.sent == os.path.getsize(root / "run/ckpt-5.index")
+    with formats.open_checkpoint(f"{base}/run/ckpt-5") as ckpt:
+        kernel = ckpt["net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"].read()
+    with formats.open_checkpoint(CORPUS / "seed_slots/tf_ckpts/ckpt-5") as local:
+        assert np.array_equal(kernel, local["net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"].read())
+
+
+def test_missing_extra_is_named(monkeypatch, run_cli):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_fsspec(name, *args, **kwargs):
+        if name.startswith("fsspec"):
+            raise ImportError("No module named 'fsspec'", name="fsspec")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_fsspec)
+    result = run_cli("ls", "gs://bucket/run/ckpt-1")
+    assert result.exit_code == 3
+    assert result.stderr == ("ckpt: error: gs://bucket/run/ckpt-1: reading gs:// URLs needs an optional package: "
+                             "pip install 'tfckpt[gcs]'\n")
