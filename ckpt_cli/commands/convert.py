@@ -1,0 +1,92 @@
+"""``ckpt convert``: name-based <-> object-based checkpoints, generically or onto a template."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from ..exit_codes import Exit
+
+# --to NAME -> "module:function". Each function takes (source Checkpoint, ConvertOptions) and
+# returns a formats.convert.plan.ConversionPlan (rows, problems, and how to write them).
+TARGETS: dict[str, str] = {
+    "tf-object": "formats.convert.name_to_object:plan_tf_object",
+    "tf-name": "formats.convert.object_to_name:plan_tf_name",
+}
+
+
+def target_function(name: str) -> Any:
+    """The planning function registered for ``--to name``."""
+    module, attr = TARGETS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@click.command()
+@click.argument("src", type=click.Path())
+@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
+              help="Output checkpoint prefix (or file, for file formats).")
+@click.option("--to", "to", required=True, type=click.Choice(sorted(TARGETS)), help="Output format.")
+@click.option("--template", type=click.Path(), metavar="T",
+              help="Object-based checkpoint written by the new program: its graph and keys, SRC's values.")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+              help="Rename SRC's names before matching (whole '/'-segments, prefix semantics; repeatable).")
+@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename with re.sub (repeatable).")
+@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON).")
+@click.option("--allow-missing", is_flag=True, help="Template variables with no source keep the template's value.")
+@click.option("--slot-names", type=click.Choice(["tf2", "tf1"]), default="tf2", show_default=True,
+              help="tf-name: slot names as in TF2 (<var>/m) or TF1 (<var>/Adam, <var>/Adam_1).")
+@click.option("--dry-run", is_flag=True, help="Print the mapping table and problems; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Report the plan (and what was written) as JSON.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--no-verify", is_flag=True, help="Skip reading the output back and comparing it with SRC.")
+@click.option("--update-state", is_flag=True, help="Make OUT the latest checkpoint of its directory's state file.")
+@click.pass_context
+def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
+            regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, slot_names: str,
+            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+    """Convert SRC to another checkpoint format (name-based <-> object-based).
+
+    --to tf-object turns a TF1 name-based checkpoint into an object-based one: one
+    object per name segment, each variable's full_name set to its original name,
+    optimizer slots attached to an optimizer node. With --template T (e.g. written
+    once by model.save_weights), the output has T's object graph and keys, and each
+    variable takes SRC's tensor whose name (after --map/--regex/--rules) equals its
+    full_name; optimizer slots follow their variables. --to tf-name gives every
+    variable its full_name as key. Every problem (missing variables, shape or dtype
+    mismatches, unused tensors, rules that matched nothing) is reported before
+    anything is written.
+
+    Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
+    written), 3 an input cannot be read.
+
+    \b
+    Examples:
+      ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object
+      ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt \\
+          --map dnn/hiddenlayer_0=dense --map dnn/logits=dense_1 --dry-run
+      ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1
+    """
+    from formats.api import open_checkpoint
+    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.rules import build_rules
+
+    options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
+                             allow_missing=allow_missing, slot_names=slot_names)
+    with open_checkpoint(src) as source:
+        plan = target_function(to)(source, options)
+        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                              update_state=update_state, inputs=[src, source] + ([template] if template else []))
+    _report(result, as_json)
+    ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)
+
+
+def _report(result: Any, as_json: bool) -> None:
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+    else:
+        from ..render.convert import render_conversion
+
+        render_conversion(result)
