@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "stats": "ckpt_cli.commands.stats:stats",
     "show": "ckpt_cli.commands.show:show",
     "extract": "ckpt_cli.commands.extract:extract",
+    "doctor": "ckpt_cli.commands.doctor:doctor",
 }
 
 

@@ -1,0 +1,95 @@
+"""``ckpt doctor``: would a checkpoint load into the program that wrote a template?"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from ..exit_codes import Exit
+
+
+@click.command()
+@click.argument("ckpt_path", metavar="CKPT", type=click.Path())
+@click.option("--against", "target", required=True, type=click.Path(), metavar="TARGET",
+              help="A checkpoint or Keras weights file written by the program CKPT should load into.")
+@click.option("--ignore-optimizer", is_flag=True, help="Leave optimizer slots and state out of the comparison.")
+@click.option("--write-rules", "rules_out", type=click.Path(), metavar="FILE",
+              help="Write the suggested renames as a JSON rules file (for convert/rename/diff --rules).")
+@click.option("--force", is_flag=True, help="Replace an existing rules file.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
+@click.pass_context
+def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bool, rules_out: str | None,
+           force: bool, as_json: bool) -> None:
+    """Check whether CKPT would load where TARGET's variables are expected.
+
+    Variables are matched by TF1-style name. Lists missing, unexpected and
+    shape-mismatched variables, suggests renames (same shape and a similar name,
+    weights->kernel, biases->bias) and can write them as a rules file.
+
+    Exit status: 0 it would load, 1 it would not, 3 an input cannot be read.
+
+    \b
+    Examples:
+      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1
+      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1 --write-rules fix.json
+      ckpt convert old/model.ckpt-200 fixed/ckpt --rules fix.json
+    """
+    from formats.api import open_checkpoint
+    from formats.doctor import diagnose
+
+    with open_checkpoint(ckpt_path) as ckpt, open_checkpoint(target) as tmpl:
+        report = diagnose(ckpt, tmpl, ignore_optimizer)
+    if rules_out:
+        _write_rules(rules_out, report.rules, force)
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(report.to_json())
+    else:
+        _render(report, rules_out)
+    ctx.exit(Exit.OK if report.would_load else Exit.PROBLEM)
+
+
+def _write_rules(path: str, rules: list[Any], force: bool) -> None:
+    from formats.errors import CheckpointError
+    from formats.rules import dump_rules
+
+    if os.path.lexists(path) and not force:
+        raise CheckpointError(path, "rules file exists (use --force to replace it)")
+    temp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
+    try:
+        with open(temp, "x", encoding="utf-8") as f:
+            f.write(dump_rules(rules))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    finally:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+
+
+def _render(report: Any, rules_out: str | None) -> None:
+    from ..render.common import shape_text
+    from ..render.table import TextTable, emit
+
+    have, want = report.ckpt_entries, report.target_entries
+    table = TextTable([("variable", "left"), ("problem", "left"), ("checkpoint", "left"), ("target", "left")])
+    for n in report.mismatched:
+        a, b = have[n], want[n]
+        table.add_row(n, "shape" if a.shape != b.shape else "dtype", f"{a.dtype} {shape_text(a.shape)}",
+                      f"{b.dtype} {shape_text(b.shape)}", style="red")
+    for n in report.missing:
+        table.add_row(n, "missing", "", f"{want[n].dtype} {shape_text(want[n].shape)}", style="red")
+    for n in report.unexpected:
+        table.add_row(n, "unexpected", f"{have[n].dtype} {shape_text(have[n].shape)}", "", style="yellow")
+    lines = [[("suggest ", "cyan"), (f"{s.candidate} -> {s.missing} ({s.reason})", None)] for s in report.suggestions]
+    lines += [[("note ", "yellow"), (note, None)] for note in report.notes]
+    if rules_out:
+        lines.append([("wrote ", "green"), (f"{rules_out}: {len(report.rules)} rules, supplying "
+                                            f"{report.fixed_by_rules} of {len(report.missing)} missing", None)])
+    verdict = ("would load", "green") if report.would_load else ("would NOT load", "red")
+    counts = (f": {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
+              f"{len(report.unexpected)} unexpected")
+    lines.append([(f"{report.ckpt} ", "bold"), verdict, (f" into {report.target}{counts}", None)])
+    emit(table if table.rows else None, lines)

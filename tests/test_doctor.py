@@ -1,0 +1,128 @@
+"""`ckpt doctor`: width mismatches against 8- and 20-unit templates, renames turned into a rules file that
+`ckpt diff --rules` then accepts, optimizer notes, exit codes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from formats import write_checkpoint
+from formats.doctor import diagnose, is_optimizer_state
+
+from .conftest import CORPUS, MANIFEST
+from .test_diff import GOLDEN, memory_checkpoint, read_all
+
+EST200, ADAM200 = "tf1_estimator/model.ckpt-200", "tf1_adam/model.ckpt-200"
+WIDE = {"dnn/hiddenlayer_0/bias": [10], "dnn/hiddenlayer_0/kernel": [4, 10], "dnn/hiddenlayer_1/bias": [10],
+        "dnn/hiddenlayer_1/kernel": [10, 10], "dnn/logits/kernel": [10, 3]}
+
+
+def _template_20(tmp_path: Path) -> Path:
+    """The estimator's variables, written with 20-unit hidden layers (what a wider model would save)."""
+    shapes = {k: [20 if d == 10 else d for d in v["shape"]] for k, v in MANIFEST[EST200]["tensors"].items()}
+    values = read_all(EST200)
+    prefix = tmp_path / "wide" / "model.ckpt-1"
+    write_checkpoint(prefix, {k: np.zeros(shapes[k], values[k].dtype) for k in values})
+    return prefix
+
+
+def test_estimator_against_a_20_unit_template(run_cli, tmp_path):
+    template = _template_20(tmp_path)
+    rules = tmp_path / "fix.json"
+    result = run_cli("doctor", "--json", CORPUS / EST200, "--against", template, "--write-rules", rules)
+    assert result.exit_code == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["would_load"], doc["missing"], doc["unexpected"], doc["suggestions"]) == (False, [], [], [])
+    wide = {**WIDE, **{f"{k}/Adagrad": v for k, v in WIDE.items()}}
+    assert [(m["name"], m["ckpt"]["shape"], m["target"]["shape"]) for m in doc["mismatched"]] == \
+        sorted((k, v, [20 if d == 10 else d for d in v]) for k, v in wide.items())
+    assert doc["notes"] == ["10 variables differ in shape (different layer sizes?); no rename can fix that"]
+    assert json.loads(rules.read_text()) == {"rules": []}
+
+
+def test_estimator_against_the_8_unit_adam_run(run_cli, tmp_path):
+    result = run_cli("doctor", "--json", CORPUS / EST200, "--against", CORPUS / ADAM200)
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    ka, kb = set(MANIFEST[EST200]["tensors"]), set(MANIFEST[ADAM200]["tensors"])
+    assert [m["name"] for m in doc["missing"]] == sorted(kb - ka)
+    assert [m["name"] for m in doc["unexpected"]] == sorted(ka - kb)
+    assert {m["name"]: (m["ckpt"]["shape"], m["target"]["shape"]) for m in doc["mismatched"]} == \
+        {k: (v, [8 if d == 10 else d for d in v]) for k, v in WIDE.items()}
+    assert doc["suggestions"] == [] and doc["rules"] == []  # Adagrad accumulators are not Adam slots
+    assert doc["notes"][1] == ("optimizer differs: the checkpoint has Adagrad slots, the target expects Adam, "
+                               "Adam_1; restore the model variables only (--ignore-optimizer shows them)")
+    model_only = json.loads(run_cli("doctor", "--json", "--ignore-optimizer", CORPUS / EST200, "--against",
+                                    CORPUS / ADAM200).stdout)
+    assert (model_only["missing"], model_only["unexpected"], len(model_only["mismatched"])) == ([], [], 5)
+
+
+def test_golden_doctor_table(run_cli, monkeypatch):
+    monkeypatch.chdir(CORPUS)
+    result = run_cli("doctor", EST200, "--against", ADAM200)
+    assert result.stdout == (GOLDEN / "doctor_widths.txt").read_text()
+
+
+def _renamed(tmp_path: Path) -> Path:
+    values = read_all(EST200)
+    renames = {"dnn/hiddenlayer_0/kernel": "dnn/hiddenlayer_0/weights", "dnn/hiddenlayer_0/bias": "dnn/hiddenlayer_0/biases"}
+
+    def rename(key: str) -> str:
+        for old, new in renames.items():
+            if key == old or key.startswith(old + "/"):
+                return new + key[len(old):]
+        return key.replace("dnn/logits/", "dnn/output/")
+
+    prefix = tmp_path / "old" / "model.ckpt-200"
+    write_checkpoint(prefix, {rename(k): v for k, v in values.items()})
+    return prefix
+
+
+def test_renames_become_a_rules_file_that_diff_accepts(run_cli, tmp_path):
+    old = _renamed(tmp_path)
+    rules = tmp_path / "fix.json"
+    result = run_cli("doctor", "--json", old, "--against", CORPUS / EST200, "--write-rules", rules)
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert len(doc["missing"]) == 8 and doc["mismatched"] == [] and doc["fixed_by_rules"] == 8
+    reasons = {s["candidate"]: (s["missing"], s["reason"].split(" (")[0]) for s in doc["suggestions"]}
+    assert reasons["dnn/hiddenlayer_0/weights"] == ("dnn/hiddenlayer_0/kernel", "known rename")
+    assert reasons["dnn/hiddenlayer_0/biases/Adagrad"] == ("dnn/hiddenlayer_0/bias/Adagrad", "known rename")
+    assert reasons["dnn/output/kernel"] == ("dnn/logits/kernel", "same shape and dtype, similar name")
+    assert json.loads(rules.read_text()) == {"rules": [
+        {"map": ["dnn/hiddenlayer_0/biases", "dnn/hiddenlayer_0/bias"]},
+        {"map": ["dnn/hiddenlayer_0/weights", "dnn/hiddenlayer_0/kernel"]},
+        {"map": ["dnn/output", "dnn/logits"]}]}
+    check = run_cli("diff", "--json", "--rules", rules, old, CORPUS / EST200)
+    assert check.exit_code == 0, check.stdout
+    assert json.loads(check.stdout)["same"] == 13
+    again = run_cli("doctor", old, "--against", CORPUS / EST200, "--write-rules", rules)
+    assert again.exit_code == 3 and "rules file exists" in again.stderr
+
+
+def test_would_load_exits_0(run_cli):
+    result = run_cli("doctor", CORPUS / EST200, "--against", CORPUS / "tf1_estimator/model.ckpt-1")
+    assert result.exit_code == 0
+    assert result.stdout.endswith("would load into " + str(CORPUS / "tf1_estimator/model.ckpt-1") +
+                                  ": 0 missing, 0 mismatched, 0 unexpected\n")
+
+
+def test_names_not_keys_are_compared():
+    ckpt = memory_checkpoint("c", {"dense/kernel": np.zeros((2, 3), np.float32)})
+    target = memory_checkpoint("t", {"model/layer/kernel/.ATTRIBUTES/VARIABLE_VALUE": np.zeros((2, 3), np.float32),
+                                     "_CHECKPOINTABLE_OBJECT_GRAPH": np.array(b"g", dtype=object)},
+                               names={"model/layer/kernel/.ATTRIBUTES/VARIABLE_VALUE": "dense/kernel"})
+    assert diagnose(ckpt, target).would_load
+
+
+def test_slot_pairing_and_optimizer_names():
+    assert is_optimizer_state("dense/kernel/Adam_1") and is_optimizer_state("beta1_power")
+    assert is_optimizer_state("net/l1/kernel/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/VARIABLE_VALUE")
+    assert not is_optimizer_state("dense/kernel") and not is_optimizer_state("Adam")
+    z = np.zeros(3, np.float32)
+    ckpt = memory_checkpoint("c", {"a/weights": z, "a/weights/Adam": z, "b/w": z})
+    target = memory_checkpoint("t", {"a/kernel": z, "a/kernel/Momentum": z, "b/wx": z})
+    report = diagnose(ckpt, target)
+    assert [(s.candidate, s.missing) for s in report.suggestions] == [("a/weights", "a/kernel"), ("b/w", "b/wx")]
+    assert [str(r) for r in report.rules] == ["--map a/weights=a/kernel", "--map b/w=b/wx"]
