@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "show": "ckpt_cli.commands.show:show",
     "extract": "ckpt_cli.commands.extract:extract",
     "doctor": "ckpt_cli.commands.doctor:doctor",
+    "trend": "ckpt_cli.commands.trend:trend",
 }
 
 

@@ -1,0 +1,37 @@
+"""``ckpt trend``: per-variable norms and changes across a run's checkpoints, as sparklines."""
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("directory", type=click.Path())
+@click.argument("patterns", nargs=-1, metavar="[GLOB]...")
+@click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")
+def trend(directory: str, patterns: tuple[str, ...], as_json: bool) -> None:
+    """Show how each variable of a run evolves across its checkpoints.
+
+    DIRECTORY holds one run's checkpoints (a CheckpointManager directory, an
+    Estimator model_dir). Per variable: the L2 norm at each step and the L2 norm
+    of the change since the previous checkpoint, drawn as unicode sparklines.
+
+    \b
+    Examples:
+      ckpt trend runs/exp1/tf_ckpts
+      ckpt trend model_dir 'dnn/*/kernel'
+      ckpt trend runs/exp1/tf_ckpts --json > trend.json
+    """
+    from formats.trend import run_trend
+
+    result = run_trend(directory, patterns)
+    for note in result.notes:
+        click.echo(f"ckpt: warning: {note}", err=True)
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+        return
+    from ..render.trend import render_trend
+
+    result.notes = []
+    render_trend(result)

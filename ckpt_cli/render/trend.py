@@ -1,0 +1,39 @@
+"""Rendering of ``ckpt trend``: one row per variable with unicode sparklines of its norm and its change."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import shape_text
+from .table import TextTable, emit
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float | None]) -> str:
+    """``[1, 2, 3]`` -> ``▁▄█``: each value scaled between the row's min and max; None is a blank."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return " " * len(values)
+    lo, hi = min(known), max(known)
+    span = hi - lo
+    return "".join(" " if v is None else BARS[0 if not span else round((v - lo) / span * (len(BARS) - 1))]
+                   for v in values)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def render_trend(result: Any) -> None:
+    """The table, notes, and a summary line naming the steps."""
+    table = TextTable([("variable", "left"), ("shape", "left"), ("norm", "left"), ("first", "right"),
+                       ("last", "right"), ("change", "left"), ("last change", "right")])
+    for v in result.variables:
+        table.add_row(v.key, shape_text(v.shape), sparkline(v.norm), _num(v.norm[0]), _num(v.norm[-1]),
+                      sparkline(v.change[1:]), _num(v.change[-1]))
+    lines = [[("note ", "yellow"), (n, None)] for n in result.notes]
+    steps = ", ".join("?" if s is None else str(s) for s in result.steps)
+    count = len(result.checkpoints)
+    lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
+                                          f"{len(result.variables)} variables", None)])
+    emit(table if result.variables else None, lines)
