@@ -101,8 +101,91 @@ def _decode_slice(data: bytes) -> list[tuple[int, int]]:
     return extents
 
 
-def decode_entry(data: bytes) -> tuple[int, tuple[int, ...], bool, int, int, int, int, list[list[tuple[int, int]]]]:
+Entry = tuple[int, tuple[int, ...], bool, int, int, int, int, list[list[tuple[int, int]]]]
+
+
+def _fast_shape(data: bytes, pos: int, end: int) -> tuple[int, ...] | None:
+    """Dims of a TensorShapeProto holding only ``dim { size }`` fields, or None for anything else."""
+    dims = []
+    while pos < end:
+        if data[pos] != 0x12 or pos + 1 >= end:
+            return None
+        length = data[pos + 1]
+        if length == 0:
+            dims.append(0)
+            pos += 2
+            continue
+        if data[pos + 2] != 0x08:
+            return None
+        if length == 2 and data[pos + 3] < 0x80:
+            dims.append(data[pos + 3])
+        elif length == 3 and data[pos + 4] < 0x80:
+            dims.append((data[pos + 3] & 0x7F) | (data[pos + 4] << 7))
+        else:
+            if length >= 0x80:
+                return None
+            value, stop = _varint(data, pos + 3, pos + 2 + length)
+            if stop != pos + 2 + length or value >= 1 << 63:
+                return None
+            dims.append(value)
+        pos += 2 + length
+    return tuple(dims) if pos == end else None
+
+
+_VARINT_TAGS = {0x08: 0, 0x18: 1, 0x20: 2, 0x28: 3}
+
+
+def _fast_entry(data: bytes) -> Entry | None:
+    """Straight-line decoding of the layout TensorFlow writes (fields 1-6, no slices, non-negative
+    values); None sends anything else to the general decoder. Several times faster than it."""
+    ints = [0, 0, 0, 0]  # dtype, shard_id, offset, size
+    shape: tuple[int, ...] = ()
+    crc = 0
+    n = len(data)
+    pos = 0
+    try:
+        while pos < n:
+            tag = data[pos]
+            slot = _VARINT_TAGS.get(tag)
+            if slot is not None:
+                b = data[pos + 1]
+                if b < 0x80:
+                    ints[slot] = b
+                    pos += 2
+                elif data[pos + 2] < 0x80:
+                    ints[slot] = (b & 0x7F) | (data[pos + 2] << 7)
+                    pos += 3
+                else:
+                    value, pos = _varint(data, pos + 1, n)
+                    if value >= 1 << 63:
+                        return None
+                    ints[slot] = value
+            elif tag == 0x35:
+                if pos + 5 > n:
+                    return None
+                crc = int.from_bytes(data[pos + 1:pos + 5], "little")
+                pos += 5
+            elif tag == 0x12:
+                length = data[pos + 1]
+                if length >= 0x80 or pos + 2 + length > n:
+                    return None
+                found = _fast_shape(data, pos + 2, pos + 2 + length)
+                if found is None:
+                    return None
+                shape = found
+                pos += 2 + length
+            else:
+                return None
+    except (IndexError, WireError):
+        return None
+    return ints[0], shape, False, ints[1], ints[2], ints[3], crc, []
+
+
+def decode_entry(data: bytes) -> Entry:
     """``BundleEntryProto`` -> (dtype, shape, unknown_rank, shard_id, offset, size, crc32c, slices)."""
+    fast = _fast_entry(data)
+    if fast is not None:
+        return fast
     f = parse_fields(data)
     shapes = _messages(f, 2)
     shape, unknown = decode_shape(b"".join(shapes)) if shapes else ((), False)
