@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,20 +43,45 @@ def natural_key(path: str) -> list[tuple[int, Any]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in path.split("/")]
 
 
-def walk(h5: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every dataset and every group reachable by hard links: ``(datasets, groups)`` by path."""
+class _Opened(Mapping[str, Any]):
+    """Objects by path, each opened (once) only when looked up."""
+
+    def __init__(self, paths: list[str], opener: Any) -> None:
+        self._paths = dict.fromkeys(paths)
+        self._opener = opener
+
+    def __getitem__(self, path: str) -> Any:
+        if path not in self._paths:
+            raise KeyError(path)
+        if self._paths[path] is None:
+            self._paths[path] = self._opener(path)
+        return self._paths[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def walk(h5: Any) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """Every dataset (opened) and every group (opened on lookup) reachable by hard links, by path."""
     import h5py
 
-    datasets: dict[str, Any] = {}
-    groups: dict[str, Any] = {"": h5}
+    found: dict[int, list[str]] = {h5py.h5o.TYPE_DATASET: [], h5py.h5o.TYPE_GROUP: [""]}
 
-    def visit(name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Dataset):
-            datasets[name] = obj
-        elif isinstance(obj, h5py.Group):
-            groups[name] = obj
+    def visit(name: bytes, info: Any) -> None:
+        if name != b"." and info.type in found:
+            found[info.type].append(name.decode("utf-8", "surrogateescape"))
 
-    h5.visititems(visit)
+    h5py.h5o.visit(h5.id, visit, info=True)
+
+    def encoded(path: str) -> bytes:
+        return path.encode("utf-8", "surrogateescape")
+
+    datasets = {p: h5py.Dataset(h5py.h5d.open(h5.id, encoded(p))) for p in found[h5py.h5o.TYPE_DATASET]}
+    groups = _Opened(found[h5py.h5o.TYPE_GROUP],
+                     lambda p: h5 if p == "" else h5py.Group(h5py.h5g.open(h5.id, encoded(p))))
     return datasets, groups
 
 
@@ -104,7 +130,7 @@ def _json_attr(attrs: Any, name: str, problems: list[tuple[str, str]]) -> Any:
         return None
 
 
-def describe(h5: Any, datasets: dict[str, Any], groups: dict[str, Any], config: Any = None) -> Layout:
+def describe(h5: Any, datasets: dict[str, Any], groups: Mapping[str, Any], config: Any = None) -> Layout:
     """Recognise the layout and describe every dataset."""
     if "layer_names" in h5.attrs or "layer_names0" in h5.attrs:
         layout = _keras2(h5, "", datasets, groups)
@@ -132,7 +158,7 @@ def _strip(weight_name: str) -> str:
     return _SUFFIX.sub("", weight_name)
 
 
-def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: dict[str, Any]) -> Layout:
+def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[str, Any]) -> Layout:
     layout = Layout("keras2-h5")
     names = attr_list(group.attrs, "layer_names") or []
     for attr in ("keras_version", "backend"):
@@ -163,20 +189,25 @@ def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: L
             layout.problems.append((key, "weight_names lists this weight, but the file has no such dataset"))
 
 
-def _keras2_optimizer(groups: dict[str, Any], datasets: dict[str, Any], layout: Layout) -> None:
+def _keras2_optimizer(groups: Mapping[str, Any], datasets: dict[str, Any], layout: Layout) -> None:
     if "optimizer_weights" in groups:
         _keras2_weights(groups["optimizer_weights"], "optimizer_weights/", datasets, layout, "optimizer")
 
 
-def _keras3(datasets: dict[str, Any], groups: dict[str, Any], config: Any) -> Layout:
+def _keras3(datasets: dict[str, Any], groups: Mapping[str, Any], config: Any) -> Layout:
     layout = Layout("keras3-h5")
     vars_groups: dict[str, VarsGroup] = {}
+    children: dict[str, list[str]] = {}
+    for key in datasets:
+        parent, _, leaf = key.rpartition("/")
+        if leaf.isdigit():
+            children.setdefault(parent, []).append(leaf)
     for path in groups:
         if path == "vars" or path.endswith("/vars"):
             owner = path[:-len("vars")].rstrip("/")
             attr = groups[path].attrs
             own = _attr_text(attr, "name") if "name" in attr else None
-            members = sorted((k for k in groups[path].keys() if k.isdigit() and f"{path}/{k}" in datasets), key=int)
+            members = sorted(children.get(path, []), key=int)
             shapes = [tuple(int(d) for d in (datasets[f"{path}/{k}"].shape or ())) for k in members]
             if [int(k) for k in members] != list(range(len(members))):
                 layout.problems.append((path, f"variables are numbered {members}, not 0..{len(members) - 1}"))

@@ -23,7 +23,9 @@ def tensor_dtype(ds: Any) -> tuple[str, Any] | None:
     """``(TF dtype name, numpy dtype to view as or None)`` for a dataset; None when it has no TF counterpart."""
     import numpy as np
 
-    marked = ds.attrs.get("dtype") if "dtype" in ds.attrs else None
+    import h5py
+
+    marked = ds.attrs.get("dtype") if h5py.h5a.exists(ds.id, b"dtype") else None
     if isinstance(marked, bytes):
         marked = marked.decode("utf-8", "replace")
     if marked == "bfloat16" and ds.dtype.itemsize == 2 and ds.dtype.kind in "Vui":
