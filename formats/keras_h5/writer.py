@@ -1,0 +1,306 @@
+"""Writers for Keras weight files: the Keras 2 (tf-keras) ``save_weights`` ``.h5`` layout and the
+Keras 3 ``.weights.h5`` layout.
+
+- Keras 2: root attributes ``layer_names``, ``backend``, ``keras_version``; one group per layer
+  (created in sorted name order, as tf-keras does) with a ``weight_names`` attribute, and each weight
+  as a dataset at ``<layer>/<weight name>`` (``dense/kernel:0`` makes the subgroup ``dense``).
+  List attributes larger than 64512 bytes are split into ``name0``, ``name1``, ... exactly as
+  ``tf_keras/src/saving/legacy/hdf5_format.py`` splits them.
+- Keras 3: ``<object path>/vars/<i>`` datasets; each ``vars`` group carries the object's ``name``
+  attribute; bfloat16 is stored as Keras stores it (2-byte opaque values) with the attribute
+  ``dtype="bfloat16"``.
+
+Files are written under a temporary name next to the output, flushed to disk, read back with
+:mod:`formats.keras_h5` and compared with every source, and only then renamed into place.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CheckpointError, UnsupportedError
+from ..model import Checkpoint, TensorEntry
+from ..roundtrip import RoundTripReport, compare_checkpoints
+from ..sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
+
+__all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
+           "HDF5_OBJECT_HEADER_LIMIT", "save_attribute_list"]
+
+HDF5_OBJECT_HEADER_LIMIT = 64512
+"""tf-keras' limit on one attribute's bytes; longer lists are split into numbered chunks."""
+
+
+@dataclass
+class Keras2Layer:
+    """One layer group of a Keras 2 weights file: its name and ``(weight name, source)`` in order."""
+
+    name: str
+    weights: list[tuple[str, Source]] = field(default_factory=list)
+
+
+@dataclass
+class Keras3Group:
+    """One ``vars`` group of a Keras 3 weights file: the object path (``""`` for the model), its
+    ``name`` attribute (None for none) and its variables in index order."""
+
+    path: str
+    name: str | None = None
+    variables: list[Source] = field(default_factory=list)
+
+
+@dataclass
+class H5WriteReport:
+    """What was written: the path, the layout, tensor count, data bytes and the verification result."""
+
+    path: str
+    layout: str
+    tensors: int = 0
+    bytes: int = 0
+    verification: RoundTripReport | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"path": self.path, "layout": self.layout, "tensors": self.tensors, "bytes": self.bytes,
+                "verified": None if self.verification is None else self.verification.ok}
+
+
+def save_attribute_list(attrs: Any, name: str, data: list[bytes]) -> None:
+    """Store a list attribute the way tf-keras' ``save_attributes_to_hdf5_group`` does."""
+    import numpy as np
+
+    bad = [x for x in data if len(x) > HDF5_OBJECT_HEADER_LIMIT]
+    if bad:
+        raise ValueError(f"attribute {name!r}: an item is longer than {HDF5_OBJECT_HEADER_LIMIT} bytes")
+    data_npy = np.asarray(data)
+    num_chunks = 1
+    chunked = np.array_split(data_npy, num_chunks)
+    while any(x.nbytes > HDF5_OBJECT_HEADER_LIMIT for x in chunked):
+        num_chunks += 1
+        chunked = np.array_split(data_npy, num_chunks)
+    if num_chunks > 1:
+        for chunk_id, chunk_data in enumerate(chunked):
+            attrs["%s%d" % (name, chunk_id)] = chunk_data
+    else:
+        attrs[name] = data
+
+
+def write_keras2_h5(path: str | os.PathLike[str], layers: Sequence[Keras2Layer], *,
+                    layer_names: Sequence[str] | None = None, top_level: Sequence[tuple[str, Source]] = (),
+                    backend: str = "tensorflow", keras_version: str = "2.21.0", force: bool = False,
+                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> H5WriteReport:
+    """Write a Keras 2 ``save_weights`` ``.h5`` file that tf-keras ``load_weights`` reads.
+
+    ``layer_names`` (default: the layers' names) is the ``layer_names`` attribute, in model order; it
+    may list layers without weights, which get a group with an empty ``weight_names``. ``top_level``
+    fills ``top_level_model_weights`` (weights owned by the model itself).
+    """
+    out = os.fspath(path)
+    names = list(layer_names) if layer_names is not None else [layer.name for layer in layers]
+    by_name = {layer.name: layer for layer in layers}
+    missing = [layer.name for layer in layers if layer.name not in names]
+    if missing or len(by_name) != len(layers) or len(set(names)) != len(names):
+        raise ValueError(f"layer names must be unique and listed in layer_names (not listed: {missing})")
+    expected: dict[str, Source] = {}
+    for layer in layers:
+        expected.update(_weights(layer.name, layer.weights))
+    expected.update(_weights("top_level_model_weights", list(top_level)))
+
+    def fill(h5: Any) -> None:
+        save_attribute_list(h5.attrs, "layer_names", [n.encode("utf8") for n in names])
+        h5.attrs["backend"] = backend.encode("utf8")
+        h5.attrs["keras_version"] = keras_version.encode("utf8")
+        for name in sorted(names):
+            layer = by_name.get(name, Keras2Layer(name))
+            _keras2_group(h5.create_group(name), layer.weights, chunk)
+        _keras2_group(h5.create_group("top_level_model_weights"), list(top_level), chunk)
+
+    return _write(out, "keras2-h5", fill, expected, force, verify, inputs, chunk)
+
+
+def _weights(layer: str, weights: list[tuple[str, Source]]) -> dict[str, Source]:
+    found: dict[str, Source] = {}
+    for weight, source in weights:
+        key = f"{layer}/{weight}"
+        if not weight or weight.startswith("/") or "//" in weight or key in found:
+            raise ValueError(f"bad or repeated weight name {weight!r} in layer {layer!r}")
+        found[key] = source
+    return found
+
+
+def _keras2_group(group: Any, weights: list[tuple[str, Source]], chunk: int) -> None:
+    save_attribute_list(group.attrs, "weight_names", [w.encode("utf8") for w, _ in weights])
+    for weight, source in weights:
+        _dataset(group, weight, source, chunk, keras3=False)
+
+
+def write_keras3_h5(path: str | os.PathLike[str], groups: Sequence[Keras3Group], *, force: bool = False,
+                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> H5WriteReport:
+    """Write a Keras 3 ``.weights.h5`` file that Keras 3 ``load_weights`` reads.
+
+    Every group gets a ``vars`` subgroup (also when it has no variables, as Keras writes it for
+    objects with a name) holding datasets ``0``, ``1``, ...; groups are created in the given order.
+    """
+    out = os.fspath(path)
+    expected: dict[str, Source] = {}
+    seen: set[str] = set()
+    for group in groups:
+        if group.path in seen or group.path.startswith("/") or group.path.endswith("/") or "//" in group.path:
+            raise ValueError(f"bad or repeated object path {group.path!r}")
+        seen.add(group.path)
+        prefix = f"{group.path}/vars/" if group.path else "vars/"
+        expected.update({f"{prefix}{i}": source for i, source in enumerate(group.variables)})
+
+    def fill(h5: Any) -> None:
+        for group in groups:
+            vars_group = h5.create_group(f"{group.path}/vars" if group.path else "vars")
+            if group.name is not None:
+                vars_group.attrs["name"] = group.name
+            for i, source in enumerate(group.variables):
+                _dataset(vars_group, str(i), source, chunk, keras3=True)
+
+    return _write(out, "keras3-h5", fill, expected, force, verify, inputs, chunk)
+
+
+def _dataset(group: Any, name: str, source: Source, chunk: int, keras3: bool) -> None:
+    dt, shape = describe(source)
+    if not dt.fixed_width or dt.numpy_name is None:
+        raise UnsupportedError(name, f"a {dt.name} tensor cannot be stored in a Keras weights file")
+    np_dtype = dt.numpy()
+    bf16 = dt.name == "bfloat16"
+    ds = group.create_dataset(name, shape, dtype=np_dtype)
+    if bf16:
+        ds.attrs["dtype"] = "bfloat16"
+    _stream_into(ds, source, np_dtype, shape, chunk)
+
+
+def _stream_into(ds: Any, source: Source, np_dtype: Any, shape: tuple[int, ...], chunk: int) -> None:
+    """Copy a source into a dataset a block of rows at a time (memory stays near ``chunk`` bytes)."""
+    import numpy as np
+
+    count = math.prod(shape)
+    if count == 0:
+        return
+    row = math.prod(shape[1:]) * np_dtype.itemsize if shape else np_dtype.itemsize
+    pending = bytearray()
+    done = 0
+    for piece in fixed_chunks(source, chunk):
+        pending += piece
+        rows = len(pending) // row
+        if rows == 0:
+            continue
+        block = np.frombuffer(bytes(pending[:rows * row]), dtype=np_dtype)
+        del pending[:rows * row]
+        if shape:
+            ds[done:done + rows] = block.reshape((rows, *shape[1:]))
+        else:
+            ds[()] = block[0]
+        done += rows
+    total = shape[0] if shape else 1
+    if done != total or pending:
+        raise CheckpointError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
+
+
+def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force: bool, verify: bool,
+           inputs: Iterable[str | Checkpoint], chunk: int) -> H5WriteReport:
+    import h5py
+
+    check_output(out, expected.values(), inputs, force)
+    directory = os.path.dirname(os.path.abspath(out))
+    os.makedirs(directory, exist_ok=True)
+    temp = temp_name(out)
+    report = H5WriteReport(out, layout, len(expected))
+    try:
+        with h5py.File(temp, "w") as h5:
+            fill(h5)
+        fsync_file(temp)
+        report.bytes = sum(_nbytes(s) for s in expected.values())
+        if verify:
+            report.verification = _verify(temp, out, layout, expected, chunk)
+        os.replace(temp, out)
+        fsync_dir(directory)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+        raise
+    return report
+
+
+def _nbytes(source: Source) -> int:
+    dt, shape = describe(source)
+    return math.prod(shape) * dt.itemsize
+
+
+def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
+    from ..tf_bundle.writer import VerificationError
+    from . import open_keras
+
+    with open_keras(temp, "hdf5") as written:
+        if written.format != layout:
+            raise CheckpointError(out, f"verification failed: the file reads as {written.format}, not {layout}")
+        problems = written.structure_problems()  # type: ignore[attr-defined]
+        if problems:
+            where, message = problems[0]
+            raise CheckpointError(out, f"verification failed: {where}: {message}")
+        report = compare_checkpoints(written, expected, path=out, against="sources", chunk=chunk)
+    if not report.ok:
+        raise VerificationError(out, report)
+    return report
+
+
+def temp_name(out: str) -> str:
+    """A fresh temporary name in the output's directory."""
+    directory = os.path.dirname(os.path.abspath(out))
+    return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}")
+
+
+def fsync_file(path: str) -> None:
+    """Flush a closed file's data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(directory: str) -> None:
+    """Flush a directory entry (a rename) to disk where the platform allows."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Checkpoint], force: bool) -> None:
+    """Refuse an output that is a file being read (always) or that exists (unless ``force``)."""
+    from ..tf_bundle.writer import OutputExistsError, OutputIsInputError
+
+    real = os.path.realpath(os.path.abspath(out))
+    files: list[str] = []
+    for item in inputs:
+        files += [item.path, *item.files] if isinstance(item, Checkpoint) else [os.fspath(item)]
+    for source in sources:
+        files += source_files(source)
+    if any(os.path.realpath(os.path.abspath(f)) == real for f in files):
+        raise OutputIsInputError(out, "output would overwrite a file that is being read; write to another path")
+    if os.path.isdir(out):
+        raise OutputExistsError(out, "output is a directory")
+    if not force and os.path.lexists(out):
+        raise OutputExistsError(out, "output file exists (use force=True / --force to replace it)")
+
+
+def source_files(source: Source) -> list[str]:
+    """The files a source is read from (a bundle's files, or an HDF5 file), where known."""
+    reader = bundle_origin(source)
+    if reader is not None:
+        return [reader.prefix, reader.index_path, *reader.data_paths]
+    path = getattr(source, "_path", None) if isinstance(source, TensorEntry) else None
+    return [path] if isinstance(path, str) else []
