@@ -127,3 +127,40 @@ def test_missing_extra_is_named(monkeypatch, run_cli):
     assert result.exit_code == 3
     assert result.stderr == ("ckpt: error: gs://bucket/run/ckpt-1: reading gs:// URLs needs an optional package: "
                              "pip install 'tfckpt[gcs]'\n")
+
+
+def test_write_to_a_bucket_and_read_it_back(s3_bucket, run_cli):
+    from formats.remote_write import write_checkpoint_to
+
+    fs, bucket = s3_bucket
+    url = f"s3://{bucket}/out/ckpt-1"
+    src = CORPUS / "tf2_mixed/all_dtypes/ckpt-1"
+    with formats.open_checkpoint(src) as ckpt:
+        report = write_checkpoint_to(url, dict(ckpt.items()))
+    assert report.files == [f"{url}.data-00000-of-00001", f"{url}.index"]
+    result = run_cli("verify", url, "--against", src)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    with formats.open_checkpoint(src) as ckpt, pytest.raises(formats.CheckpointError, match="output checkpoint exists"):
+        write_checkpoint_to(url, dict(ckpt.items()))
+
+
+def test_failed_upload_leaves_no_object_under_the_final_name(s3_bucket, tmp_path, monkeypatch):
+    from formats import remote_write
+
+    fs, bucket = s3_bucket
+    prefix, _ = big_bundle(tmp_path, mib=1)
+    calls = []
+    real_put = type(fs).put_file
+
+    def flaky_put(self, lpath, rpath, *args, **kwargs):
+        calls.append(rpath)
+        if rpath.endswith(".index"):
+            raise OSError("connection reset")
+        return real_put(self, lpath, rpath, *args, **kwargs)
+
+    monkeypatch.setattr(type(fs), "put_file", flaky_put)
+    with pytest.raises(OSError, match="connection reset"):
+        remote_write.upload_checkpoint(str(prefix), f"s3://{bucket}/up/ckpt-100")
+    assert [c.rsplit("/", 1)[-1] for c in calls] == ["ckpt-100.data-00000-of-00001", "ckpt-100.index"]
+    fs.invalidate_cache()
+    assert not fs.exists(f"{bucket}/up/ckpt-100.index") and not fs.exists(f"{bucket}/up/ckpt-100.data-00000-of-00001")

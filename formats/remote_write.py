@@ -1,0 +1,71 @@
+"""Writing checkpoints to object storage: write and verify locally, then upload, index last.
+
+A bundle becomes visible under its prefix only when its ``.index`` exists, and every object
+store here publishes an object only when its upload completes (a single PUT, or the final call
+of a multipart/resumable upload), so no partial object ever appears under a final name. The
+data files go first and the index last; a failed upload removes what it had put.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from . import storage
+from .errors import CheckpointError
+
+__all__ = ["upload_checkpoint", "write_checkpoint_to"]
+
+
+class RemoteOutputExistsError(CheckpointError, FileExistsError):
+    """The remote output exists and ``force`` was not given."""
+
+    def __str__(self) -> str:
+        return CheckpointError.__str__(self)
+
+
+def _local_files(local_prefix: str) -> list[str]:
+    directory, name = os.path.split(local_prefix)
+    data = sorted(f for f in os.listdir(directory or ".") if f.startswith(name + ".data-"))
+    return [os.path.join(directory, f) for f in data] + [local_prefix + ".index"]
+
+
+def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False) -> list[str]:
+    """Upload a finished local bundle to ``url_prefix``: data files first, index last; return the URLs."""
+    fs, _ = storage.filesystem(url_prefix)
+    index_url = url_prefix + ".index"
+    if not force and storage.isfile(index_url):
+        raise RemoteOutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+    done: list[str] = []
+    try:
+        for local in _local_files(local_prefix):
+            target = url_prefix + local[len(local_prefix):]
+            fs.put_file(local, storage.filesystem(target)[1])
+            done.append(target)
+    except BaseException:
+        for target in done:
+            try:
+                fs.rm_file(storage.filesystem(target)[1])
+            except Exception:  # noqa: BLE001 - best effort clean-up; the original error matters
+                pass
+        raise
+    return done
+
+
+def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None, *, force: bool = False,
+                        **options: Any) -> Any:
+    """``write_checkpoint`` for a URL: written and verified in a local temporary directory, then uploaded."""
+    from .tf_bundle.writer import write_checkpoint
+
+    if not force and storage.isfile(url_prefix + ".index"):
+        raise RemoteOutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+    scratch = tempfile.mkdtemp(prefix="ckpt-upload-")
+    try:
+        local = os.path.join(scratch, storage.basename(url_prefix))
+        report = write_checkpoint(local, tensors, object_graph, **options)
+        report.files = upload_checkpoint(local, url_prefix, force=force)
+        report.prefix = url_prefix
+        return report
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
