@@ -16,6 +16,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Iterator
+from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes
@@ -62,18 +63,28 @@ def _bundle_source(entry: TensorEntry) -> tuple[Any, Any, dtypes.DType] | None:
     return (reader, raw, dt) if dt.fixed_width else None
 
 
-def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:
-    """The tensor's elements in C order, as flat arrays of its numpy dtype (object for strings/variants)."""
+def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
+                crc_pool: Executor | None = None) -> Iterator[np.ndarray]:
+    """The tensor's elements in C order, as flat arrays of its numpy dtype (object for strings/variants).
+
+    With ``crc_pool`` (an executor) the checksum of a streamed bundle tensor is computed there,
+    one chunk behind, so that it overlaps with the caller's work on the chunk.
+    """
     source = _bundle_source(entry)
     if source is not None:
-        yield from _stream_bundle(*source, chunk_elements)
+        yield from _stream_bundle(*source, chunk_elements, crc_pool)
         return
     flat = entry.read().reshape(-1)
     for start in range(0, flat.size, max(1, chunk_elements)):
         yield flat[start:start + chunk_elements]
 
 
-def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int) -> Iterator[np.ndarray]:
+def _chain(previous: Future[int] | None, part: memoryview) -> int:
+    return crc32c(part, previous.result() if previous is not None else 0)
+
+
+def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
+                   pool: Executor | None = None) -> Iterator[np.ndarray]:
     import numpy as np
 
     expected = math.prod(raw.shape) * dt.itemsize
@@ -84,12 +95,19 @@ def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int)
     npdt = dt.numpy()
     swap = reader.header.big_endian and dt.itemsize > 1
     step = max(1, chunk_elements) * dt.itemsize
-    crc = 0
+    crc, pending = 0, None
     for start in range(0, len(buf), step):
         part = buf[start:start + step]
-        crc = crc32c(part, crc)
+        if pool is None:
+            crc = crc32c(part, crc)
+        else:
+            if pending is not None:
+                pending.result()  # at most one chunk in flight: memory and queue stay bounded
+            pending = pool.submit(_chain, pending, part)
         arr = np.frombuffer(part, dtype=npdt)
         yield arr.byteswap() if swap else arr
+    if pending is not None:
+        crc = pending.result()
     if crc != unmask(raw.crc32c):
         raise ChecksumError(reader.data_paths[raw.shard_id], f"tensor {raw.name!r}: checksum mismatch (index says "
                             f"{unmask(raw.crc32c):#010x}, data gives {crc:#010x})")
