@@ -189,7 +189,10 @@ class BundleReader:
             return
         view = memoryview(m)
         for start in range(e.offset, e.offset + e.size, size):
-            yield view[start:min(start + size, e.offset + e.size)]
+            stop = min(start + size, e.offset + e.size)
+            _advise(m, start, stop, _MADV_POPULATE_READ)  # one syscall instead of a fault per page
+            yield view[start:stop]
+            _advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
 
     def close(self) -> None:
         """Unmap every data file."""
@@ -414,6 +417,24 @@ def dtype_name(enum: int) -> str:
     """TensorFlow's name for a DataType number, or ``unknown(N)``."""
     dt = dtypes.by_enum(enum)
     return dt.name if dt is not None else f"unknown({enum})"
+
+
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
+_PAGE = mmap.PAGESIZE
+
+
+def _advise(m: Any, start: int, stop: int, option: int) -> None:
+    """``madvise`` a byte range of a data file's map (page-aligned); a no-op where unsupported.
+
+    Dropping streamed pages (MADV_DONTNEED on a read-only file map) loses nothing: they stay in
+    the page cache and are mapped again on the next access."""
+    if not isinstance(m, mmap.mmap):
+        return
+    aligned = start - start % _PAGE
+    try:
+        m.madvise(option, aligned, stop - aligned)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 class _RemoteFile:

@@ -1,0 +1,146 @@
+"""Benchmark inputs, written with ckpt's own writer (no TensorFlow needed).
+
+- ``bert``: a BERT-base-like name-based checkpoint (~0.9 GB): embeddings and encoder layers with
+  Adam slots (``<var>/Adam``, ``<var>/Adam_1``), ``global_step`` and ``beta{1,2}_power``.
+- ``many``: 50,000 small tensors (index parsing must not be quadratic).
+- ``partitioned``: a 4-way partitioned embedding stored as slice entries, as TF1 writes it.
+- ``keras3``: a Keras 3 ``.weights.h5`` of about the same size as ``bert``'s variables.
+
+Values are generated tensor by tensor, so generating stays within bounded memory too.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+HIDDEN, FFN, VOCAB = 768, 3072, 30522
+
+
+def _bert_variables(layers: int) -> Iterator[tuple[str, tuple[int, ...]]]:
+    yield "bert/embeddings/word_embeddings", (VOCAB, HIDDEN)
+    yield "bert/embeddings/position_embeddings", (512, HIDDEN)
+    yield "bert/embeddings/token_type_embeddings", (2, HIDDEN)
+    for i in range(layers):
+        base = f"bert/encoder/layer_{i}"
+        for part in ("query", "key", "value"):
+            yield f"{base}/attention/self/{part}/kernel", (HIDDEN, HIDDEN)
+            yield f"{base}/attention/self/{part}/bias", (HIDDEN,)
+        yield f"{base}/attention/output/dense/kernel", (HIDDEN, HIDDEN)
+        yield f"{base}/intermediate/dense/kernel", (HIDDEN, FFN)
+        yield f"{base}/intermediate/dense/bias", (FFN,)
+        yield f"{base}/output/dense/kernel", (FFN, HIDDEN)
+        yield f"{base}/output/LayerNorm/gamma", (HIDDEN,)
+
+
+def _values(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape, dtype=np.float32) * 0.02
+
+
+def bert(out: Path, layers: int = 7) -> str:
+    """Write the BERT-like checkpoint under ``out`` and return its prefix."""
+    from formats import write_checkpoint
+
+    def tensors() -> Iterator[tuple[str, np.ndarray]]:
+        for i, (name, shape) in enumerate(_bert_variables(layers)):
+            for suffix in ("", "/Adam", "/Adam_1"):
+                yield name + suffix, _values(shape, i * 3 + len(suffix))
+        yield "global_step", np.array(1000, dtype=np.int64)
+        yield "beta1_power", np.array(0.9 ** 1000, dtype=np.float32)
+        yield "beta2_power", np.array(0.999 ** 1000, dtype=np.float32)
+
+    prefix = str(out / "bert" / "model.ckpt-1000")
+    write_checkpoint(prefix, tensors(), force=True, verify=False)
+    return prefix
+
+
+def many(out: Path, count: int = 50_000) -> str:
+    """Write a checkpoint of ``count`` tiny tensors and return its prefix."""
+    from formats import write_checkpoint
+
+    pairs = ((f"model/block_{i // 100:04d}/unit_{i % 100:02d}/w", np.full((4,), i, np.float32))
+             for i in range(count))
+    prefix = str(out / "many" / "ckpt-1")
+    write_checkpoint(prefix, pairs, force=True, verify=False)
+    return prefix
+
+
+def partitioned(out: Path, rows: int = 200_000, dim: int = 64, parts: int = 4) -> str:
+    """Write a name-based checkpoint whose embedding is stored as ``parts`` slices; return its prefix."""
+    from formats._crc import crc32c, mask
+    from formats.proto import tfckpt_bundle_pb2 as pb
+    from formats.tf_bundle.encode import HEADER, encode_entry
+    from formats.tf_bundle.slices import encode_slice_key
+    from formats.tf_bundle.table_writer import TableWriter
+
+    folder = out / "partitioned"
+    folder.mkdir(parents=True, exist_ok=True)
+    prefix = str(folder / "model.ckpt-1")
+    name = "input_layer/embedding/weights"
+    full = pb.BundleEntryProto(dtype=1)
+    for d in (rows, dim):
+        full.shape.dim.add(size=d)
+    entries: dict[bytes, bytes] = {}
+    offset = 0
+    with open(prefix + ".data-00000-of-00001", "wb") as data:
+        bounds = np.linspace(0, rows, parts + 1).astype(int)
+        for i in range(parts):
+            start, stop = int(bounds[i]), int(bounds[i + 1])
+            part = _values((stop - start, dim), 100 + i).tobytes()
+            data.write(part)
+            extents = [(start, stop - start), (0, -1)]
+            entries[encode_slice_key(name, extents)] = encode_entry(1, (stop - start, dim), offset, len(part),
+                                                                    mask(crc32c(part)))
+            s = full.slices.add()
+            s.extent.add(start=start, length=stop - start)
+            s.extent.add()
+            offset += len(part)
+    entries[name.encode()] = full.SerializeToString()
+    with open(prefix + ".index", "wb") as index:
+        table = TableWriter(index)
+        table.add(b"", HEADER)
+        for key in sorted(entries):
+            table.add(key, entries[key])
+        table.finish()
+    return prefix
+
+
+def keras3(out: Path, layers: int = 7) -> str:
+    """Write a Keras 3 ``.weights.h5`` with BERT-sized dense layers; return its path."""
+    import h5py
+
+    path = out / "keras3" / "model.weights.h5"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as f:
+        for i, (name, shape) in enumerate(_bert_variables(layers)):
+            layer = name.replace("/", "_")
+            group = f.require_group(f"layers/{layer}/vars")
+            group.attrs["name"] = layer
+            for j, suffix in enumerate(("", "_m", "_v")):
+                group.create_dataset(str(j), data=_values(shape, i * 3 + j))
+        f.require_group("optimizer/vars")
+    return str(path)
+
+
+def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned", "keras3")) -> dict[str, str]:
+    """Generate the named inputs (skipping ones already present) and return name -> path."""
+    out.mkdir(parents=True, exist_ok=True)
+    makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3}
+    done = {}
+    for name in which:
+        marker = out / f".{name}.done"
+        if marker.exists():
+            done[name] = marker.read_text()
+            continue
+        done[name] = makers[name](out)
+        marker.write_text(done[name])
+    return done
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(generate(Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CKPT_BENCH_DIR", "/tmp/ckpt-bench"))))
