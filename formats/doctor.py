@@ -103,7 +103,7 @@ def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: s
     out: dict[str, TensorEntry] = {}
     for key in sorted(ckpt):
         entry = ckpt[key]
-        if key == OBJECT_GRAPH_KEY or (ignore_optimizer and is_optimizer_state(entry.name)):
+        if key == OBJECT_GRAPH_KEY or entry.role == "object_graph" or (ignore_optimizer and _is_optimizer(entry)):
             continue
         if entry.name in out:
             notes.append(f"{side}: keys {out[entry.name].key!r} and {key!r} share the name {entry.name!r}")
@@ -128,8 +128,12 @@ def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = Fals
     return report
 
 
+def _is_optimizer(entry: TensorEntry) -> bool:
+    return entry.role in ("slot", "optimizer") or is_optimizer_state(entry.name)
+
+
 def _same_kind(a: TensorEntry, b: TensorEntry) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype
+    return a.shape == b.shape and a.dtype == b.dtype and _is_optimizer(a) == _is_optimizer(b)
 
 
 def _known_rename(name: str) -> str:

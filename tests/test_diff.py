@@ -194,6 +194,28 @@ def test_runs_whose_layer_widths_differ_name_each_shape_change(run_cli):
     assert doc["same"] == 1  # global_step: 200 in both
 
 
+def _generic_object_conversion(rel: str, out: Path) -> Path:
+    from formats.convert.name_to_object import plan_name_to_object
+    from formats.convert.plan import ConvertOptions, execute_plan
+
+    with open_checkpoint(CORPUS / rel) as src:
+        result = execute_plan(plan_name_to_object(src, ConvertOptions()), str(out))
+    assert result.written is not None
+    return out
+
+
+def test_name_based_vs_its_object_based_conversion_match_by_name(run_cli, tmp_path):
+    converted = _generic_object_conversion(EST200, tmp_path / "obj" / "ckpt-1")
+    with open_checkpoint(converted) as ckpt:
+        assert "_CHECKPOINTABLE_OBJECT_GRAPH" in ckpt and "dnn/logits/kernel" not in ckpt
+    by_key = run_cli("diff", "--json", CORPUS / EST200, converted)
+    assert by_key.exit_code == 1 and json.loads(by_key.stdout)["same"] == 0
+    result = run_cli("diff", "--json", "--match", "name", CORPUS / EST200, converted)
+    assert result.exit_code == 0, result.stdout
+    assert json.loads(result.stdout) == {"a": str(CORPUS / EST200), "b": str(converted), "only_in_a": [],
+                                         "only_in_b": [], "changed": [], "same": 13}
+
+
 def test_golden_table_for_widths_and_steps(run_cli, monkeypatch):
     monkeypatch.chdir(CORPUS)
     for args, name in (((EST200, ADAM200), "diff_widths.txt"), ((EST1, EST200), "diff_steps.txt"),

@@ -108,6 +108,27 @@ def test_would_load_exits_0(run_cli):
                                   ": 0 missing, 0 mismatched, 0 unexpected\n")
 
 
+def test_object_based_conversion_would_load_into_the_name_based_original(run_cli, tmp_path):
+    from .test_diff import _generic_object_conversion
+
+    converted = _generic_object_conversion(EST200, tmp_path / "obj" / "ckpt-1")
+    result = run_cli("doctor", "--json", converted, "--against", CORPUS / EST200)
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads(result.stdout)
+    assert (doc["missing"], doc["unexpected"], doc["mismatched"]) == ([], [], [])
+
+
+def test_object_slots_are_not_paired_with_variables():
+    z = np.zeros(3, np.float32)
+    ckpt = memory_checkpoint("c", {"k1": z}, names={"k1": "Adam/net/dense/kernel/m"})
+    ckpt["k1"].role = "slot"
+    target = memory_checkpoint("t", {"k2": z}, names={"k2": "Adam/net/dense/kernel/mm"})
+    assert diagnose(ckpt, target).suggestions == []
+    target["k2"].role = "slot"
+    assert [s.candidate for s in diagnose(ckpt, target).suggestions] == ["Adam/net/dense/kernel/m"]
+    assert diagnose(ckpt, target, ignore_optimizer=True).unexpected == []
+
+
 def test_names_not_keys_are_compared():
     ckpt = memory_checkpoint("c", {"dense/kernel": np.zeros((2, 3), np.float32)})
     target = memory_checkpoint("t", {"model/layer/kernel/.ATTRIBUTES/VARIABLE_VALUE": np.zeros((2, 3), np.float32),
