@@ -13,6 +13,10 @@ from ..exit_codes import Exit
 TARGETS: dict[str, str] = {
     "tf-object": "formats.convert.name_to_object:plan_tf_object",
     "tf-name": "formats.convert.object_to_name:plan_tf_name",
+    "keras2-h5": "formats.crossconvert.keras_targets:plan_keras2_h5",
+    "keras3-h5": "formats.crossconvert.keras_targets:plan_keras3_h5",
+    "npz": "formats.crossconvert.export:plan_npz",
+    "safetensors": "formats.crossconvert.export:plan_safetensors",
 }
 
 
