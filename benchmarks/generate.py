@@ -68,7 +68,7 @@ def many(out: Path, count: int = 50_000) -> str:
     return prefix
 
 
-def partitioned(out: Path, rows: int = 200_000, dim: int = 64, parts: int = 4) -> str:
+def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4) -> str:
     """Write a name-based checkpoint whose embedding is stored as ``parts`` slices; return its prefix."""
     from formats._crc import crc32c, mask
     from formats.proto import tfckpt_bundle_pb2 as pb
