@@ -373,3 +373,11 @@ def test_all_dtypes_against_itself_and_bfloat16_stats():
     (c,) = _pair({"b": x}, {"b": y})["changed"]
     assert (c["max_abs_diff"], c["differ"]) == (0.5, 1)
     assert c["cosine"] == pytest.approx((1 + 4 + 10.5) / (math.sqrt(14) * math.sqrt(1 + 4 + 12.25)))
+
+
+def test_bundle_vs_keras_hdf5_by_name(run_cli):
+    a, b = CORPUS / "seed_slots/easy_checkpoint", CORPUS / "seed_slots/easy_weights.h5"
+    assert run_cli("diff", "--quiet", a, b).exit_code == 1
+    result = run_cli("diff", "--json", "--match", "name", a, b)
+    assert result.exit_code == 0, result.stdout
+    assert json.loads(result.stdout)["same"] == 2
