@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "stats": "ckpt_cli.commands.stats:stats",
     "show": "ckpt_cli.commands.show:show",
     "extract": "ckpt_cli.commands.extract:extract",
+    "convert": "ckpt_cli.commands.convert:convert",
+    "rename": "ckpt_cli.commands.rename:rename",
     "doctor": "ckpt_cli.commands.doctor:doctor",
     "trend": "ckpt_cli.commands.trend:trend",
 }

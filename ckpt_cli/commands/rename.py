@@ -1,0 +1,66 @@
+"""``ckpt rename``: rename the variables (or objects) of a checkpoint into a new one."""
+from __future__ import annotations
+
+import click
+
+from ..exit_codes import Exit
+
+
+@click.command()
+@click.argument("src", type=click.Path())
+@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+              help="Rename by prefix (whole '/'-segments; repeatable, first matching rule wins).")
+@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename with re.sub (repeatable).")
+@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON).")
+@click.option("--add-prefix", metavar="PREFIX", help="Put every name under PREFIX.")
+@click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from names that start with it.")
+@click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
+@click.option("--dry-run", is_flag=True, help="Print the mapping table and problems; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Report the plan (and what was written) as JSON.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--no-verify", is_flag=True, help="Skip reading the output back and comparing it with SRC.")
+@click.option("--update-state", is_flag=True, help="Make OUT the latest checkpoint of its directory's state file.")
+@click.pass_context
+def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
+           rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
+           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+    """Write SRC again with variables renamed.
+
+    Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
+    rules rewrite object paths (keys without /.ATTRIBUTES/...) and the object graph
+    is rebuilt - edges renamed, objects moved to a new parent where the new path
+    asks, slot variable keys following their variables - so that TensorFlow
+    restores the result into the program with the new attribute names.
+    Collisions, rules that match nothing and renames that would break the graph
+    are reported before anything is written.
+
+    Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
+    written), 3 an input cannot be read.
+
+    \b
+    Examples:
+      ckpt rename run/tf_ckpts/ckpt-5 -o renamed/ckpt-5 --map net/l1=net/dense
+      ckpt rename model.ckpt-200 -o new/model.ckpt-200 --strip-prefix tower_0 --dry-run
+      ckpt rename ckpt-5 -o out/ckpt-5 --regex '^model/(.*)=\\1' --rename-full-names
+    """
+    from formats.api import open_checkpoint
+    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.convert.rename import plan_rename
+    from formats.rules import build_rules
+
+    rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
+    options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
+    with open_checkpoint(src) as source:
+        plan = plan_rename(source, options)
+        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                              update_state=update_state, inputs=[src, source])
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+    else:
+        from ..render.convert import render_conversion
+
+        render_conversion(result)
+    ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)

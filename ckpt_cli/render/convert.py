@@ -1,0 +1,48 @@
+"""Rendering of conversion plans (``convert``, ``rename``): the mapping table, the problems, a summary."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import human_bytes, shape_text
+from .table import Segment, TextTable, emit
+
+
+def render_conversion(result: Any) -> None:
+    """Dry run: every row; always: every problem (errors first), then one summary line."""
+    plan = result.plan
+    table = None
+    if result.dry_run:
+        table = TextTable([("SOURCE", "left"), ("KEY", "left"), ("SHAPE", "left"), ("DTYPE", "left"),
+                           ("NOTE", "left")])
+        for row in plan.rows:
+            table.add_row(row.source if row.source is not None else "-", row.key, shape_text(row.shape),
+                          row.dtype, row.note)
+        emit(table)
+    if plan.problems:
+        problems = TextTable([("", "left"), ("PROBLEM", "left"), ("KEY", "left"), ("DETAIL", "left"),
+                              ("CANDIDATES", "left")])
+        for p in sorted(plan.problems, key=lambda p: p.severity != "error"):
+            problems.add_row(p.severity, p.kind, p.key, p.message, "; ".join(p.candidates) or "-",
+                             style="red" if p.severity == "error" else "yellow")
+        if table is not None:
+            emit(lines=[[("", None)]])
+        emit(problems)
+    emit(lines=[_summary(result)])
+
+
+def _summary(result: Any) -> list[Segment]:
+    plan = result.plan
+    errors, warnings = len(plan.errors), len(plan.warnings)
+    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    if errors:
+        return [(counts, "red"), ("; nothing written", None)]
+    tensors = len(plan.rows) + (plan.object_graph is not None)
+    if result.dry_run:
+        return [("dry run", "bold"), (f": {tensors} tensors would be written ({plan.target}); {counts}", None)]
+    written = result.written
+    verified = getattr(getattr(written, "verification", None), "ok", None)
+    text = f" {result.output}: {getattr(written, 'tensors', tensors)} tensors, {human_bytes(getattr(written, 'bytes', 0))}"
+    text += ", verified" if verified else ", not verified"
+    if result.state_file:
+        text += f"; {result.state_file} updated"
+    return [("wrote", "green"), (text, None), (f"; {counts}" if warnings else "", None)]
