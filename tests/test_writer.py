@@ -18,7 +18,7 @@ from formats.tf_bundle.encode import encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import BundleReader
 from formats.tf_bundle.sstable import parse_block, read_table, read_varint
 from formats.tf_bundle.table_writer import TableWriter, short_successor, shortest_separator
-from formats.tf_bundle.writer import OutputExistsError, OutputIsInputError, VerificationError
+from formats.tf_bundle.writer import InvalidOutputError, OutputExistsError, OutputIsInputError, VerificationError
 
 from .conftest import CORPUS
 from .hostile import craft
@@ -233,6 +233,11 @@ def test_bad_keys_are_refused(tmp_path):
     with pytest.raises(ValueError, match="duplicate key '_CHECKPOINTABLE_OBJECT_GRAPH'"):
         _write(tmp_path, {"_CHECKPOINTABLE_OBJECT_GRAPH": b"x"}, object_graph=b"y")
     assert os.listdir(tmp_path / "out") == []
+    with pytest.raises(InvalidOutputError, match="output is a directory"):
+        formats.write_checkpoint(tmp_path / "out", {"a": np.int32(1)})
+    with pytest.raises(InvalidOutputError, match="output is a directory"):
+        formats.write_checkpoint(str(tmp_path) + os.sep, {"a": np.int32(1)})
+    assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
 # -- atomicity and refusals ------------------------------------------------------------------------

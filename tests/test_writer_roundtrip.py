@@ -73,3 +73,13 @@ def test_hypothesis_copy_of_a_copy_is_byte_identical(tensors, tmp_path_factory):
         formats.write_checkpoint(folder / "b", [(k, first[k]) for k in source_order(first)])
     for suffix in (".index", ".data-00000-of-00001"):
         assert (folder / ("b" + suffix)).read_bytes() == (folder / ("a" + suffix)).read_bytes()
+
+
+@pytest.mark.parametrize("rel", ["keras3_tagger/tagger.weights.h5", "keras2_tagger/tagger_weights.h5"])
+def test_keras_weights_written_as_a_bundle(rel, tmp_path):
+    with formats.open_checkpoint(CORPUS / rel) as src:
+        report = formats.write_checkpoint(tmp_path / "ckpt", src, inputs=[src])
+        assert report.verification.ok and report.tensors == len(src)
+        with formats.open_checkpoint(tmp_path / "ckpt") as out:
+            assert compare_checkpoints(out, src).ok
+            assert {k: (e.dtype, e.shape) for k, e in out.items()} == {k: (e.dtype, e.shape) for k, e in src.items()}

@@ -25,7 +25,8 @@ from .encode import HEADER, encode_entry, string_layout, variant_layout
 from .reader import OBJECT_GRAPH_KEY, data_file_name
 from .table_writer import TableWriter
 
-__all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "VerificationError"]
+__all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
+           "VerificationError"]
 
 
 class OutputExistsError(CheckpointError, FileExistsError):
@@ -37,6 +38,10 @@ class OutputExistsError(CheckpointError, FileExistsError):
 
 class OutputIsInputError(CheckpointError, ValueError):
     """The output would overwrite a file of a checkpoint being read."""
+
+
+class InvalidOutputError(CheckpointError, ValueError):
+    """What was asked cannot be written: a directory as prefix, an empty or duplicate key."""
 
 
 class VerificationError(CorruptCheckpointError):
@@ -113,6 +118,8 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     result is read back and compared with every source before it is renamed into place.
     """
     prefix = os.fspath(prefix)
+    if not os.path.basename(prefix) or os.path.isdir(prefix):
+        raise InvalidOutputError(prefix, "output is a directory; give a checkpoint prefix such as DIR/ckpt")
     final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
     guard = _Guard(prefix, {_real(prefix), _real(final_index), _real(final_data)})
     guard.check_files(_input_files(inputs))
@@ -166,10 +173,10 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
         yield OBJECT_GRAPH_KEY, TensorValue(graph, "string")
 
 
-def _key_bytes(key: Any) -> bytes:
+def _key_bytes(key: Any, prefix: str) -> bytes:
     raw = key if isinstance(key, bytes) else str(key).encode("utf-8", "surrogateescape")
     if not raw:
-        raise ValueError("the empty key is reserved for the bundle header")
+        raise InvalidOutputError(prefix, "the empty key is reserved for the bundle header")
     return raw
 
 
@@ -180,9 +187,9 @@ def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: _Guard, c
     with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
         offset = 0
         for key, source in pairs:
-            raw_key = _key_bytes(key)
+            raw_key = _key_bytes(key, guard.prefix)
             if raw_key in seen:
-                raise ValueError(f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
+                raise InvalidOutputError(guard.prefix, f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
             seen.add(raw_key)
             guard.check_source(source)
             record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep)
