@@ -1,6 +1,7 @@
 """Small formatting helpers and the consoles every renderer writes to."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -9,6 +10,7 @@ from typing import Any
 import click
 
 
+@functools.lru_cache(maxsize=4096)
 def human_bytes(n: int) -> str:
     """``1536`` -> ``1.5 KiB``."""
     value = float(n)
@@ -19,6 +21,7 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+@functools.lru_cache(maxsize=4096)
 def shape_text(shape: tuple[int, ...]) -> str:
     """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
     return "[" + ", ".join(str(d) for d in shape) + "]"

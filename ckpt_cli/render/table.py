@@ -35,14 +35,11 @@ def _rich_mode(stream: Any) -> bool:
 
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks)."""
-    grid = [[name for name, _ in table.columns]] + table.rows
-    widths = [max(len(row[i]) for row in grid) for i in range(len(table.columns))]
-    lines = []
-    for row in grid:
-        cells = [cell.rjust(w) if just == "right" else cell.ljust(w)
-                 for cell, w, (_, just) in zip(row, widths, table.columns)]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+    header = [name for name, _ in table.columns]
+    columns = list(zip(header, *table.rows)) if table.rows else [(h,) for h in header]
+    widths = [max(map(len, column)) for column in columns]
+    spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
+    return [spec.format(*row).rstrip() for row in [header, *table.rows]]
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:

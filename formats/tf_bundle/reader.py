@@ -48,7 +48,7 @@ class BundleHeader:
     bad_consumers: tuple[int, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class RawEntry:
     """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable."""
 
@@ -88,7 +88,7 @@ def _parse_entries(pairs: list[tuple[bytes, bytes]], path: str) -> dict[bytes, R
             raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
         if unknown_rank:
             raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
-        if any(d < 0 for d in shape) or offset < 0 or size < 0:
+        if (shape and min(shape) < 0) or offset < 0 or size < 0:
             raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
         entries[key] = RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
     return entries

@@ -155,6 +155,9 @@ def _fast_entry(data: bytes) -> Entry | None:
                 elif data[pos + 2] < 0x80:
                     ints[slot] = (b & 0x7F) | (data[pos + 2] << 7)
                     pos += 3
+                elif data[pos + 3] < 0x80:
+                    ints[slot] = (b & 0x7F) | ((data[pos + 2] & 0x7F) << 7) | (data[pos + 3] << 14)
+                    pos += 4
                 else:
                     value, pos = _varint(data, pos + 1, n)
                     if value >= 1 << 63:
