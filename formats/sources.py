@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -158,42 +158,15 @@ def _bundle_chunks(reader: Any, raw: Any, chunk: int, check: bool) -> Iterator[m
     if raw.size != expected:
         raise CorruptCheckpointError(reader.index_path, f"tensor {raw.name!r}: {raw.size} bytes stored, but "
                                      f"shape {list(raw.shape)} of {dt.name} needs {expected}")
-    region = reader.region(raw)
     swap = reader.header.big_endian and dt.itemsize > 1
-    release = _page_releaser(reader, raw.shard_id)
     crc = 0
-    for start in range(0, len(region), chunk):
-        piece = region[start:start + chunk]
+    for piece in reader.chunks(raw, chunk):  # pages dropped after use; ranged reads for URLs
         if check:
             crc = crc32c(piece, crc)
         yield _byteswapped(piece, dt) if swap else piece
-        release(raw.offset + start, len(piece))
     if check and crc != unmask(raw.crc32c):
         raise ChecksumError(reader.data_paths[raw.shard_id], f"tensor {raw.name!r}: checksum mismatch (index says "
                             f"{unmask(raw.crc32c):#010x}, data gives {crc:#010x})")
-
-
-def _page_releaser(reader: Any, shard: int) -> Callable[[int, int], None]:
-    """A function dropping already streamed pages of a memory-mapped data file from this process.
-
-    The pages stay in the OS page cache (nothing is lost: a later access maps them again), but they
-    no longer count towards the process's resident memory, which stays bounded by a chunk or two.
-    """
-    import mmap
-
-    m = getattr(reader, "_maps", {}).get(shard)
-    if not isinstance(m, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return lambda start, length: None
-    page = mmap.PAGESIZE
-
-    def release(start: int, length: int) -> None:
-        first = start // page * page
-        try:
-            m.madvise(mmap.MADV_DONTNEED, first, start + length - first)
-        except (OSError, ValueError):  # closed map or a platform quirk: only memory accounting suffers
-            pass
-
-    return release
 
 
 def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:

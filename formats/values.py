@@ -91,13 +91,11 @@ def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
     if raw.size != expected:
         raise CorruptCheckpointError(reader.index_path, f"tensor {raw.name!r}: {raw.size} bytes stored, but shape "
                                      f"{list(raw.shape)} of {dt.name} needs {expected}")
-    buf = reader.region(raw)
     npdt = dt.numpy()
     swap = reader.header.big_endian and dt.itemsize > 1
     step = max(1, chunk_elements) * dt.itemsize
     crc, pending = 0, None
-    for start in range(0, len(buf), step):
-        part = buf[start:start + step]
+    for part in reader.chunks(raw, step):  # bounded resident memory, ranged reads for URLs
         if pool is None:
             crc = crc32c(part, crc)
         else:
