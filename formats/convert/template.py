@@ -43,11 +43,12 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
     keys = sorted(k for k in template if k != OBJECT_GRAPH_KEY)
     labels = label_keys(graph, keys)
     used: set[str] = set()
+    missing: list[tuple[str, EntryLabel]] = []
     for key in keys:
         label = labels[key]
         match = _match(label, labels, by_name, by_slot)
         if match is None:
-            _missing(plan, template, key, label, _wanted(label, labels), tensors, options.allow_missing)
+            missing.append((key, label))
             continue
         if match.key in used:
             plan.add("duplicate-name", match.key, f"source {match.key!r} is used for more than one template "
@@ -56,11 +57,13 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
         if _check(plan, template, key, label, match, tensors):
             note = f"{match.original} -> {label.name}" if match.original != match.name else ""
             plan.add_row(match.key, key, match.entry, match.entry.shape, match.entry.dtype, note)
+    unused = [t for t in tensors if t.key not in used]
+    for key, label in missing:
+        _missing(plan, template, key, label, _wanted(label, labels), unused, options.allow_missing)
     graph_entry = template[OBJECT_GRAPH_KEY]
     plan.add_row(None, OBJECT_GRAPH_KEY, graph_entry, graph_entry.shape, graph_entry.dtype, "template object graph")
-    for t in tensors:
-        if t.key not in used:
-            plan.add("unused", t.key, f"not used ({_where(t)})", WARNING)
+    for t in unused:
+        plan.add("unused", t.key, f"not used ({_where(t)})", WARNING)
     plan.report_unused_rules(options.rules)
     return plan
 
@@ -84,13 +87,19 @@ def _missing(plan: ConversionPlan, template: Checkpoint, key: str, label: EntryL
     if label.role in KEPT_ROLES:
         plan.add_row(None, key, entry, entry.shape, entry.dtype, f"template value ({label.role})")
         return
-    candidates = nearest_candidates(wanted, entry.shape, entry.dtype, tensors, same_shape=False)
+    candidates = nearest_candidates(label.name, entry.shape, entry.dtype, _same_kind(label, tensors),
+                                    same_shape=False)
     if allow_missing:
         plan.add_row(None, key, entry, entry.shape, entry.dtype, "template value (no source)")
         plan.add("missing", key, f"no source tensor named {wanted!r}; the template's value is kept", WARNING,
                  candidates)
     else:
         plan.add("missing", key, f"no source tensor named {wanted!r}", candidates=candidates)
+
+
+def _same_kind(label: EntryLabel, tensors: list[SourceTensor]) -> list[SourceTensor]:
+    """Slots for a slot, everything else for the rest."""
+    return [t for t in tensors if (t.role == "slot") == (label.role == "slot")]
 
 
 def _wanted(label: EntryLabel, labels: dict[str, EntryLabel]) -> str:
@@ -110,7 +119,7 @@ def _check(plan: ConversionPlan, template: Checkpoint, key: str, label: EntryLab
     kind = "shape" if shape != src_shape else "dtype"
     have = shape_text(src_shape) if kind == "shape" else src_dtype
     want = shape_text(shape) if kind == "shape" else dtype
-    candidates = nearest_candidates(label.name, shape, dtype, tensors)
+    candidates = nearest_candidates(label.name, shape, dtype, _same_kind(label, tensors))
     hint = "" if candidates else f"; no source tensor has {want} {dtype if kind == 'shape' else ''}".rstrip()
     plan.add(kind, key, f"{label.name} <- {match.key}: {kind} {have} does not match the template's {want}{hint}",
              candidates=candidates)
