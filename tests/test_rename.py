@@ -1,0 +1,176 @@
+"""ckpt rename: keys of name-based checkpoints, objects of object-based ones (graph rebuilt), problems before writing."""
+from __future__ import annotations
+
+import json
+
+import formats
+
+from .conftest import CORPUS
+from .test_convert import VV, keras_like_template
+
+ESTIMATOR = CORPUS / "tf1_estimator" / "model.ckpt-200"
+SLOTS = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+SLOT = "/.OPTIMIZER_SLOT/optimizer/"
+
+
+def _open(prefix):
+    return formats.open_checkpoint(prefix)
+
+
+def _values(prefix) -> dict[str, str]:
+    """Key -> sha256 of the value (variants and strings included)."""
+    from formats.roundtrip import tensor_digest
+
+    with _open(prefix) as ckpt:
+        return {k: tensor_digest(ckpt[k]) for k in ckpt if k != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+
+
+# --- name-based -------------------------------------------------------------------------------
+
+def test_name_based_keys_renamed(run_cli, tmp_path):
+    out = tmp_path / "o" / "model.ckpt-200"
+    result = run_cli("rename", ESTIMATOR, "-o", out, "--map", "dnn/logits=dnn/head", "--add-prefix", "v2")
+    assert result.exit_code == 0, result.output
+    source, got = _values(ESTIMATOR), _values(out)
+    assert sorted(got) == sorted(["dnn/head/bias", "dnn/head/bias/Adagrad", "dnn/head/kernel", "dnn/head/kernel/Adagrad",
+                                  *(f"v2/{k}" for k in source if not k.startswith("dnn/logits"))])
+    assert got["dnn/head/kernel/Adagrad"] == source["dnn/logits/kernel/Adagrad"]
+    assert got["v2/global_step"] == source["global_step"]
+    with _open(out) as ckpt:
+        assert ckpt.format == "tf-name"
+
+
+def test_name_based_strip_prefix_and_unused_rule(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt"
+    result = run_cli("rename", ESTIMATOR, "-o", out, "--strip-prefix", "dnn", "--map", "nothing=x", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert [(p["kind"], p["key"], p["severity"]) for p in data["problems"]] == [
+        ("unmatched-rule", "--map nothing=x", "warning")]
+    assert "logits/kernel" in _values(out) and "global_step" in _values(out)
+
+
+def test_name_based_collision_writes_nothing(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt"
+    result = run_cli("rename", ESTIMATOR, "-o", out, "--regex", "hiddenlayer_[01]=hidden")
+    assert result.exit_code == 1
+    assert "collision" in result.stdout and "would both be written as 'dnn/hidden/bias'" in result.stdout
+    assert result.stdout.splitlines()[-1] == "4 errors, 0 warnings; nothing written"
+    assert not out.parent.exists()
+
+
+def test_no_rules_is_a_problem(run_cli, tmp_path):
+    result = run_cli("rename", ESTIMATOR, "-o", tmp_path / "o")
+    assert result.exit_code == 1 and "no rename rules given" in result.stdout
+
+
+# --- object-based -----------------------------------------------------------------------------
+
+def test_object_rename_edge_keys_and_slots(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt-5"
+    result = run_cli("rename", SLOTS, "-o", out, "--map", "net/l1=net/dense")
+    assert result.exit_code == 0, result.output
+    source, got = _values(SLOTS), _values(out)
+    renamed = {k.replace("net/l1/", "net/dense/"): v for k, v in source.items()}
+    assert got == renamed
+    with _open(out) as ckpt:
+        graph = ckpt.object_graph
+        net = graph.nodes[2]
+        assert [(c.local_name, c.node_id) for c in net.children] == [("dense", 6)]
+        kernel = graph.nodes[12]
+        assert kernel.attributes[0].checkpoint_key == "net/dense/kernel" + VV
+        assert kernel.attributes[0].full_name == "net/dense/kernel"
+        assert graph.path(14) == "net/dense/kernel" + SLOT + "m"
+        assert graph.nodes[14].attributes[0].checkpoint_key == "net/dense/kernel" + SLOT + "m" + VV
+        assert ckpt["net/dense/bias" + SLOT + "v" + VV].role == "slot"
+        assert len(graph.nodes) == 18
+
+
+def test_unchanged_rename_keeps_the_graph_bytes(tmp_path):
+    from formats.convert.plan import ConvertOptions
+    from formats.convert.rename import plan_rename
+    from formats.rules import build_rules
+
+    for prefix in (SLOTS, keras_like_template(tmp_path / "t", 5)):
+        with _open(prefix) as ckpt, plan_rename(ckpt, ConvertOptions(rules=build_rules(["zzz=y"]))) as plan:
+            assert plan.object_graph == ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].read().item()
+            assert [p.kind for p in plan.problems] == ["unmatched-rule"]
+
+
+def test_object_move_to_new_parent(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt"
+    result = run_cli("rename", SLOTS, "-o", out, "--map", "net/l1=model/dense", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert [(p["kind"], p["key"]) for p in data["problems"]] == [("new-object", "model")]
+    keys = set(_values(out))
+    assert "model/dense/kernel" + VV in keys and "model/dense/bias" + SLOT + "m" + VV in keys
+    assert not any(k.startswith("net/") for k in keys)
+    with _open(out) as ckpt:
+        graph = ckpt.object_graph
+        model = next(n for n in graph.nodes if graph.path(n.id) == "model")
+        assert [c.local_name for c in model.children] == ["dense"]
+        assert graph.nodes[2].children == [] and graph.nodes[2].has_checkpoint_values is False
+        assert model.has_checkpoint_values is True
+
+
+def test_rename_full_names(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt"
+    assert run_cli("rename", SLOTS, "-o", out, "--map", "net=model", "--rename-full-names").exit_code == 0
+    with _open(out) as ckpt:
+        assert ckpt["model/l1/kernel" + VV].name == "model/dense/kernel"
+        assert ckpt["optimizer/iter" + VV].name == "Adam/iter"
+        assert ckpt["model/l1/kernel" + SLOT + "m" + VV].name == "Adam/net/dense/kernel/m"
+    out2 = tmp_path / "o2" / "ckpt"
+    assert run_cli("rename", SLOTS, "-o", out2, "--map", "net=model").exit_code == 0
+    with _open(out2) as ckpt:
+        assert ckpt["model/l1/kernel" + VV].name == "net/dense/kernel"
+
+
+def test_regex_on_a_leaf_edge_keeps_children(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt"
+    assert run_cli("rename", SLOTS, "-o", out, "--regex", "^net/l1$=net/first").exit_code == 0
+    keys = set(_values(out))
+    assert "net/first/kernel" + VV in keys and "net/first/kernel" + SLOT + "v" + VV in keys
+
+
+def test_object_collision_reported(run_cli, tmp_path):
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=step", "--json")
+    assert result.exit_code == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert problems[0]["kind"] == "collision" and problems[0]["key"] == "step"
+    assert not (tmp_path / "o").exists()
+
+
+def test_graph_breaking_renames_reported(run_cli, tmp_path):
+    for rule, why in (("net/l1=net/.ATTRIBUTES", ".ATTRIBUTES is reserved"),
+                      ("net/l1=net/a.b", "is not a valid escaped name"),
+                      ("net/l1=net//x", "empty segment")):
+        result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", rule, "--json")
+        assert result.exit_code == 1, rule
+        problems = json.loads(result.stdout)["problems"]
+        assert problems[0]["kind"] == "graph" and why in problems[0]["message"], (rule, problems)
+    assert not (tmp_path / "o").exists()
+
+
+def test_keras_aliases_follow(run_cli, tmp_path):
+    template = keras_like_template(tmp_path / "t" / "ckpt", 5)
+    out = tmp_path / "o" / "ckpt"
+    result = run_cli("rename", template, "-o", out, "--regex", "^layer_with_weights-0=first")
+    assert result.exit_code == 0, result.output
+    with _open(out) as ckpt:
+        graph = ckpt.object_graph
+        root = [(c.local_name, c.node_id) for c in graph.root.children]
+        assert root[:2] == [("first", 1), ("layer-0", 1)] and root[-1] == ("root", 0)
+        assert "first/kernel" + VV in ckpt and "layer_with_weights-1/bias" + VV in ckpt
+    assert _values(out)["first/kernel" + VV] == _values(template)["layer_with_weights-0/kernel" + VV]
+
+
+def test_dry_run_table(run_cli, tmp_path):
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=net/dense", "--dry-run")
+    assert result.exit_code == 0
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["net/l1/kernel" + SLOT + "m" + VV, "net/dense/kernel" + SLOT + "m" + VV, "[1,", "5]", "float32"] in rows
+    assert ["step" + VV, "step" + VV, "[]", "int32", "unchanged"] in rows
+    assert rows[-1][:2] == ["dry", "run:"]
+    assert not (tmp_path / "o").exists()
