@@ -2,4 +2,4 @@
 from ckpt_cli.main import cli
 
 if __name__ == "__main__":
-    cli()
+    cli(prog_name="ckpt")

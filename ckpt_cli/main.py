@@ -13,6 +13,7 @@ from .exit_codes import Exit
 
 # name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
 COMMANDS: dict[str, str] = {
+    "completion": "ckpt_cli.commands.completion:completion",
     "ls": "ckpt_cli.commands.ls:ls",
     "verify": "ckpt_cli.commands.verify:verify",
     "graph": "ckpt_cli.commands.graph:graph",
@@ -92,6 +93,10 @@ def _silence_broken_pipe() -> None:
     # stdout's reader went away (`ckpt ls | head`): point stdout at devnull so the exit flush is quiet.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+if "_CKPT_COMPLETE" in os.environ:  # shell completion: register ckpt's own bash script class
+    from . import completion  # noqa: F401
 
 
 def _version() -> str:

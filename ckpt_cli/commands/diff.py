@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 from ..exit_codes import Exit
 
 
 @click.command()
-@click.argument("a", type=click.Path())
-@click.argument("b", type=click.Path())
+@click.argument("a", type=CHECKPOINT)
+@click.argument("b", type=CHECKPOINT)
 @click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
               help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
                    "name-based vs object-based).")

@@ -6,12 +6,14 @@ from typing import Any
 
 import click
 
+from ..completion import CHECKPOINT
+
 from ..exit_codes import Exit
 
 
 @click.command()
-@click.argument("ckpt_path", metavar="CKPT", type=click.Path())
-@click.option("--against", "target", required=True, type=click.Path(), metavar="TARGET",
+@click.argument("ckpt_path", metavar="CKPT", type=CHECKPOINT)
+@click.option("--against", "target", required=True, type=CHECKPOINT, metavar="TARGET",
               help="A checkpoint or Keras weights file written by the program CKPT should load into.")
 @click.option("--ignore-optimizer", is_flag=True, help="Leave optimizer slots and state out of the comparison.")
 @click.option("--write-rules", "rules_out", type=click.Path(), metavar="FILE",

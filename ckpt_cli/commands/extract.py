@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 
 @click.command()
-@click.argument("path", type=click.Path())
+@click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists).")

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 
 @click.command()
-@click.argument("path", type=click.Path())
+@click.argument("path", type=CHECKPOINT)
 @click.option("--format", "fmt", type=click.Choice(["dot", "mermaid"]), default="dot", show_default=True,
               help="Graphviz dot, or a Mermaid flowchart.")
 @click.option("--json", "as_json", is_flag=True, help="Nodes and edges as JSON instead.")

@@ -5,11 +5,13 @@ import os
 
 import click
 
+from ..completion import CHECKPOINT
+
 from ..exit_codes import Exit
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=CHECKPOINT)
 @click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
               help="Only keys matching GLOB (repeatable; any match counts).")
 @click.option("--sort", type=click.Choice(["key", "size"]), default="key", show_default=True,

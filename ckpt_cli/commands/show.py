@@ -5,12 +5,14 @@ import sys
 
 import click
 
+from ..completion import CHECKPOINT, complete_keys
+
 JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 
 
 @click.command()
-@click.argument("path", type=click.Path())
-@click.argument("key", metavar="KEY[SLICE]")
+@click.argument("path", type=CHECKPOINT)
+@click.argument("key", metavar="KEY[SLICE]", shell_complete=complete_keys)
 @click.option("--precision", type=click.IntRange(0, 30), default=6, show_default=True, help="Digits after the point.")
 @click.option("--threshold", type=click.IntRange(0), default=1000, show_default=True,
               help="Summarise (with ...) arrays with more elements than this.")

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 from ..exit_codes import Exit
 
 
 @click.command()
-@click.argument("path", type=click.Path())
+@click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 
 @click.command()
-@click.argument("directory", type=click.Path())
+@click.argument("directory", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[GLOB]...")
 @click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")
 def trend(directory: str, patterns: tuple[str, ...], as_json: bool) -> None:

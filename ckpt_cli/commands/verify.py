@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
+from ..completion import CHECKPOINT
+
 from ..exit_codes import Exit
 
 
 @click.command()
-@click.argument("path", type=click.Path())
-@click.option("--against", "against", type=click.Path(), metavar="SRC",
+@click.argument("path", type=CHECKPOINT)
+@click.option("--against", "against", type=CHECKPOINT, metavar="SRC",
               help="Compare with another checkpoint instead: same keys, shapes, dtypes and values.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
 @click.pass_context

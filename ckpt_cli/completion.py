@@ -1,0 +1,97 @@
+"""Shell completion: command names and options (click), checkpoint paths, and tensor keys.
+
+Paths complete to what ``ckpt`` accepts - directories, bundle *prefixes* (``ckpt-5``, not the
+``.index``/``.data-*`` pair) and Keras weight files - and ``ckpt show PATH <TAB>`` completes the
+checkpoint's tensor keys. ``scripts/gen_completions.py`` writes ``completions/ckpt.{bash,zsh,fish}``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+from click.shell_completion import BashComplete, CompletionItem, add_completion_class
+
+WEIGHT_SUFFIXES = (".h5", ".hdf5", ".keras")
+MAX_KEYS = 2000
+
+
+def checkpoint_candidates(incomplete: str) -> list[str]:
+    """Directories (with a trailing ``/``), bundle prefixes and weight files starting with ``incomplete``."""
+    directory, partial = os.path.split(os.path.expanduser(incomplete))
+    shown_dir = os.path.dirname(incomplete)
+    try:
+        names = sorted(os.listdir(directory or "."))
+    except OSError:
+        return []
+    out: list[str] = []
+    for name in names:
+        if not name.startswith(partial) or (name.startswith(".") and not partial.startswith(".")):
+            continue
+        full = os.path.join(directory or ".", name)
+        shown = os.path.join(shown_dir, name) if shown_dir else name
+        if os.path.isdir(full):
+            out.append(shown + "/")
+        elif name.endswith(".index"):
+            out.append(shown[:-len(".index")])
+        elif name.endswith(WEIGHT_SUFFIXES):
+            out.append(shown)
+    return out
+
+
+class CheckpointPath(click.ParamType):
+    """A checkpoint path argument: kept as text (URLs too), completed as checkpoints."""
+
+    name = "checkpoint"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return os.fspath(value)
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        return [CompletionItem(c) for c in checkpoint_candidates(incomplete)]
+
+
+CHECKPOINT = CheckpointPath()
+
+
+def complete_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Tensor keys of the checkpoint given earlier on the line (``path`` parameter) starting with ``incomplete``."""
+    path = ctx.params.get("path")
+    if not path:
+        return []
+    from formats.api import open_checkpoint
+    from formats.errors import CheckpointError
+
+    try:
+        with open_checkpoint(path) as ckpt:
+            keys = [k for k in ckpt if k.startswith(incomplete)]
+    except (CheckpointError, OSError):
+        return []
+    return [CompletionItem(k) for k in keys[:MAX_KEYS]]
+
+
+class CkptBashComplete(BashComplete):
+    """click's bash completion, plus: no space after a completed directory, so completion can go on."""
+
+    name = "bash"
+    source_template = BashComplete.source_template.replace(
+        "    return 0\n}",
+        "    if [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == */ ]]; then\n"
+        "        compopt -o nospace\n"
+        "    fi\n\n"
+        "    return 0\n}", 1)
+
+
+add_completion_class(CkptBashComplete)
+
+
+def completion_script(shell: str) -> str:
+    """The completion script click generates for ``shell`` (bash, zsh or fish)."""
+    from click.shell_completion import get_completion_class
+
+    from .main import cli
+
+    cls = get_completion_class(shell)
+    if cls is None:
+        raise click.UsageError(f"unsupported shell {shell!r} (bash, zsh, fish)")
+    return cls(cli, {}, "ckpt", "_CKPT_COMPLETE").source()
