@@ -48,8 +48,9 @@ def _left_out(plan: ConversionPlan, others: list[str], source: Checkpoint, what:
     for key in others:
         roles.setdefault(source[key].role, []).append(key)
     for role, keys in roles.items():
+        shown = keys if len(keys) <= 5 else keys[:4] + [f"(+{len(keys) - 4} more)"]
         plan.add("unused", role, f"{len(keys)} {role} tensor(s) of {what} left out (Keras weights files hold "
-                 "model weights only)", WARNING, keys)
+                 "model weights only)", WARNING, shown)
 
 
 def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[KerasVar], options: ConvertOptions) -> None:
@@ -167,7 +168,7 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         targets, rest = keras_variables(template)
         if rest:
             plan.add("unused", options.template or source.path, f"{len(rest)} optimizer tensor(s) of the template "
-                     "left out", WARNING, rest)
+                     "left out", WARNING, rest[:4] + ([f"(+{len(rest) - 4} more)"] if len(rest) > 4 else []))
         _fill(plan, targets, sources, options)
         plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template.path))
     plan.report_unused_rules(options.rules)
