@@ -108,9 +108,10 @@ def _version() -> str:
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--traceback", is_flag=True, help="Show the full traceback on errors.")
 @click.option("--no-color", is_flag=True, help="No colour (also: the NO_COLOR environment variable).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on stdout; the exit status says it all.")
 @click.version_option(_version(), "--version", prog_name="ckpt", message="%(prog)s %(version)s")
 @click.pass_context
-def cli(ctx: click.Context, traceback: bool, no_color: bool) -> None:
+def cli(ctx: click.Context, traceback: bool, no_color: bool, quiet: bool) -> None:
     """Inspect, compare, edit and convert TensorFlow and Keras checkpoints - without TensorFlow.
 
     \b
@@ -118,5 +119,21 @@ def cli(ctx: click.Context, traceback: bool, no_color: bool) -> None:
       ckpt ls runs/exp1/tf_ckpts              # the latest checkpoint's tensors
       ckpt ls -r runs/                        # every checkpoint under runs/
       ckpt verify model.ckpt-200              # read everything, check every checksum
+      ckpt -q diff run_a run_b && echo same     # exit status only, for scripts and CI
     """
     ctx.obj = Settings(traceback=traceback, color=not no_color and "NO_COLOR" not in os.environ)
+    if quiet:
+        _silence_stdout(ctx)
+
+
+def _silence_stdout(ctx: click.Context) -> None:
+    """Send the command's stdout to devnull until it finishes (errors still go to stderr)."""
+    previous = sys.stdout
+    sink = open(os.devnull, "w")  # noqa: SIM115 - closed by the context
+    sys.stdout = sink
+
+    def restore() -> None:
+        sys.stdout = previous
+        sink.close()
+
+    ctx.call_on_close(restore)

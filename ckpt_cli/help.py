@@ -1,0 +1,58 @@
+"""Help that reads the same everywhere: options grouped under the same headings in every command.
+
+Commands are declared with :func:`command` instead of ``click.command``; an option's heading comes
+from one table keyed by the option's parameter name, so ``--map`` is under "Rename rules" and
+``--json`` under "Output" wherever they appear.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import click
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only",
+                  "no_optimizer", "ignore_optimizer", "against", "target", "template"),
+    "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
+                     "slot_names"),
+    "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
+    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
+                "rules_out"),
+    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",
+               "edgeitems", "full"),
+}
+_HEADING = {name: title for title, names in GROUPS.items() for name in names}
+ORDER = ("Selection", "Rename rules", "Comparison", "Writing", "Output", "Other options")
+
+
+class CkptCommand(click.Command):
+    """A click command whose ``--help`` lists options under headings (see :data:`GROUPS`)."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            if not isinstance(param, click.Option):
+                continue
+            record = param.get_help_record(ctx)
+            if record is not None:
+                sections.setdefault(_HEADING.get(param.name or "", "Other options"), []).append(record)
+        for title in ORDER:
+            if title in sections:
+                with formatter.section(title):
+                    formatter.write_dl(sections[title])
+
+
+command = functools.partial(click.command, cls=CkptCommand)
+"""``@command()``: like ``@click.command()``, with grouped help."""
+
+
+def example_lines(cmd: click.Command) -> list[str]:
+    """The lines of a command's ``Examples:`` block (used by the help test)."""
+    text = cmd.help or ""
+    if "Examples:" not in text:
+        return []
+    block = text.split("Examples:", 1)[1]
+    return [line.strip() for line in block.splitlines() if line.strip().startswith("ckpt ")]
+
+

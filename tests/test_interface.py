@@ -1,0 +1,74 @@
+"""One interface: help with examples everywhere, grouped options, global options, golden outputs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckpt_cli.help import example_lines
+from ckpt_cli.main import COMMANDS, LazyGroup, cli
+
+from .conftest import CORPUS
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_a_summary_grouped_options_and_examples(run_cli, name):
+    result = run_cli(name, "--help")
+    assert result.exit_code == 0
+    cmd = LazyGroup().get_command(None, name)  # type: ignore[arg-type]
+    summary = (cmd.help or "").strip().splitlines()[0]
+    assert summary.endswith(".") and len(summary) <= 100
+    examples = example_lines(cmd)
+    assert len(examples) >= 2, f"{name}: needs at least two examples"
+    assert all(f"ckpt {name}" in e or e.startswith("ckpt ") for e in examples)
+    assert "Examples:" in result.stdout
+    headings = [line for line in result.stdout.splitlines() if line and not line.startswith(" ") and
+                line.endswith(":") and line not in ("Examples:",)]
+    assert headings[-1] == "Other options:"  # --help itself; every other option sits under a heading
+
+
+def test_root_lists_every_command_with_one_line(run_cli):
+    result = run_cli("--help")
+    listed = [line.split()[0] for line in result.stdout.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == sorted(COMMANDS)
+
+
+def test_version(run_cli):
+    from formats import __version__
+
+    assert run_cli("--version").stdout == f"ckpt {__version__}\n"
+
+
+def test_quiet_prints_nothing_and_keeps_the_exit_status(run_cli, corpus_copy):
+    assert run_cli("-q", "verify", CORPUS / "tf1_adam").stdout == ""
+    assert run_cli("-q", "ls", "--json", CORPUS / "tf1_adam/model.ckpt-1").stdout == ""
+    result = run_cli("-q", "ls", CORPUS / "nope")
+    assert result.exit_code == 3 and result.stderr.startswith("ckpt: error: ")
+
+
+def test_golden_ls_table_and_directory(run_cli):
+    path = CORPUS / "seed_slots/tf_ckpts/ckpt-5"
+    got = run_cli("ls", path).stdout.replace(str(CORPUS), "CORPUS")
+    assert got == (GOLDEN / "ls_seed_slots_ckpt5.txt").read_text()
+
+
+def test_golden_error(run_cli):
+    result = run_cli("ls", CORPUS / "seed_slots/tf_ckpts/ckpt-50")
+    got = result.stderr.replace(str(CORPUS), "CORPUS")
+    assert result.exit_code == 3
+    assert got == (GOLDEN / "error_missing_prefix.txt").read_text()
+
+
+def test_terminal_rendering_at_fixed_width_without_colour():
+    env = dict(os.environ, CKPT_FORCE_RICH="1", COLUMNS="72", NO_COLOR="1")
+    out = subprocess.run([sys.executable, "-m", "ckpt_cli", "ls", str(CORPUS / "seed_slots/tf_ckpts/ckpt-5")],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    got = out.replace(str(CORPUS), "CORPUS")
+    assert "\x1b[" not in got
+    assert got == (GOLDEN / "ls_seed_slots_ckpt5_terminal72.txt").read_text()
+    assert max(len(line) for line in got.splitlines()[:-1]) <= 72  # the summary line is never wrapped
