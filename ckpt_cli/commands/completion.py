@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
 
-@click.command()
+
+@command()
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell: str) -> None:
     """Print the completion script for SHELL (commands, options, checkpoint paths, tensor keys).

@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from ..help import command
+
 from ..exit_codes import Exit
 
 # --to NAME -> "module:function". Each function takes (source Checkpoint, ConvertOptions) and
@@ -26,7 +28,7 @@ def target_function(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-@click.command()
+@command()
 @click.argument("src", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="Output checkpoint prefix (or file, for file formats).")

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("a", type=CHECKPOINT)
 @click.argument("b", type=CHECKPOINT)
 @click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,

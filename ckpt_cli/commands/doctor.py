@@ -6,12 +6,14 @@ from typing import Any
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("ckpt_path", metavar="CKPT", type=CHECKPOINT)
 @click.option("--against", "target", required=True, type=CHECKPOINT, metavar="TARGET",
               help="A checkpoint or Keras weights file written by the program CKPT should load into.")

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 
-@click.command()
+@command()
 @click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 
-@click.command()
+@command()
 @click.argument("path", type=CHECKPOINT)
 @click.option("--format", "fmt", type=click.Choice(["dot", "mermaid"]), default="dot", show_default=True,
               help="Graphviz dot, or a Mermaid flowchart.")

@@ -5,12 +5,14 @@ import os
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("paths", nargs=-1, required=True, type=CHECKPOINT)
 @click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
               help="Only keys matching GLOB (repeatable; any match counts).")

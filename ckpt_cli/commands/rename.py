@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("src", type=click.Path())
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW",

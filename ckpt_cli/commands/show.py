@@ -5,12 +5,14 @@ import sys
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT, complete_keys
 
 JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 
 
-@click.command()
+@command()
 @click.argument("path", type=CHECKPOINT)
 @click.argument("key", metavar="KEY[SLICE]", shell_complete=complete_keys)
 @click.option("--precision", type=click.IntRange(0, 30), default=6, show_default=True, help="Digits after the point.")

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 
-@click.command()
+@command()
 @click.argument("directory", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[GLOB]...")
 @click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")

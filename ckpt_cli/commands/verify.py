@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import click
 
+from ..help import command
+
 from ..completion import CHECKPOINT
 
 from ..exit_codes import Exit
 
 
-@click.command()
+@command()
 @click.argument("path", type=CHECKPOINT)
 @click.option("--against", "against", type=CHECKPOINT, metavar="SRC",
               help="Compare with another checkpoint instead: same keys, shapes, dtypes and values.")
