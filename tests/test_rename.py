@@ -59,6 +59,14 @@ def test_name_based_collision_writes_nothing(run_cli, tmp_path):
     assert not out.parent.exists()
 
 
+def test_empty_or_reserved_key_is_refused(run_cli, tmp_path):
+    for regex, message in (("^global_step$=", "empty key"), ("^global_step$=_CHECKPOINTABLE_OBJECT_GRAPH",
+                                                             "the object graph's key")):
+        result = run_cli("rename", ESTIMATOR, "-o", tmp_path / "o", "--regex", regex)
+        assert result.exit_code == 1 and message in result.stdout, result.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_no_rules_is_a_problem(run_cli, tmp_path):
     result = run_cli("rename", ESTIMATOR, "-o", tmp_path / "o")
     assert result.exit_code == 1 and "no rename rules given" in result.stdout

@@ -22,6 +22,7 @@ __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "Conversion
            "write_tf_bundle", "shape_text", "ERROR", "WARNING"]
 
 ERROR = "error"
+RESERVED_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 WARNING = "warning"
 
 
@@ -127,9 +128,16 @@ class ConversionPlan:
             self.add("unmatched-rule", str(rule), f"rule {rule} matched nothing", WARNING)
 
     def check_collisions(self) -> None:
-        """An error for every output key that two rows would write."""
+        """An error for every output key that two rows would write, that is empty, or that is reserved."""
         seen: dict[str, PlanRow] = {}
         for row in self.rows:
+            if not row.key:
+                self.add("collision", row.source or "", f"{row.source!r} would be written under the empty key, "
+                         "which is reserved for the bundle header")
+                continue
+            if row.key == RESERVED_KEY and row.source not in (None, RESERVED_KEY):
+                self.add("collision", row.key, f"{row.source!r} would be written as {RESERVED_KEY}, the object "
+                         "graph's key")
             first = seen.setdefault(row.key, row)
             if first is not row:
                 self.add("collision", row.key, f"{first.source!r} and {row.source!r} would both be written "
