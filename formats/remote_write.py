@@ -56,8 +56,13 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
 def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None, *, force: bool = False,
                         **options: Any) -> Any:
     """``write_checkpoint`` for a URL: written and verified in a local temporary directory, then uploaded."""
-    from .tf_bundle.writer import write_checkpoint
+    from .tf_bundle.writer import OutputIsInputError, write_checkpoint
 
+    pairs = tensors.values() if hasattr(tensors, "values") else []
+    for source in pairs:
+        reader = getattr(source, "_reader", None)
+        if reader is not None and getattr(reader, "prefix", None) == url_prefix:
+            raise OutputIsInputError(url_prefix, "output is the checkpoint being read; write elsewhere")
     if not force and storage.isfile(url_prefix + ".index"):
         raise RemoteOutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
     scratch = tempfile.mkdtemp(prefix="ckpt-upload-")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -106,7 +106,8 @@ def _real(path: str) -> str:
 
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
                      object_graph: Any = None, *, force: bool = False, verify: bool = True,
-                     inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> WriteReport:
+                     inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK,
+                     progress: Callable[[int, int], None] | None = None) -> WriteReport:
     """Write a TensorFlow checkpoint at ``prefix`` that ``tf.train.load_checkpoint`` reads.
 
     ``tensors`` maps key -> source (numpy array, :class:`~formats.sources.TensorValue`, or a
@@ -116,8 +117,17 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     An existing output is refused unless ``force``; an output that would replace a file of an
     input (any bundle tensor's checkpoint, or ``inputs``) is always refused. With ``verify`` the
     result is read back and compared with every source before it is renamed into place.
+    ``progress(bytes_done, tensors_done)`` is called after each tensor. A URL prefix (``s3://...``)
+    is written and verified locally, then uploaded (:mod:`formats.remote_write`).
     """
     prefix = os.fspath(prefix)
+    from .. import storage
+
+    if storage.is_url(prefix):
+        from ..remote_write import write_checkpoint_to
+
+        return write_checkpoint_to(prefix, tensors, object_graph, force=force, verify=verify, inputs=inputs,  # type: ignore[no-any-return]
+                                   chunk=chunk, progress=progress)
     if not os.path.basename(prefix) or os.path.isdir(prefix):
         raise InvalidOutputError(prefix, "output is a directory; give a checkpoint prefix such as DIR/ckpt")
     final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
@@ -137,7 +147,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     report = WriteReport(prefix, [final_index, final_data])
     leftovers = [temp_data, temp_index]
     try:
-        records = _write_data(temp_data, pairs, guard, chunk, verify, isinstance(tensors, Mapping))
+        records = _write_data(temp_data, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress)
         _write_index(temp_index, records)
         report.tensors, report.bytes = len(records), sum(r.size for r in records)
         if verify:
@@ -181,7 +191,7 @@ def _key_bytes(key: Any, prefix: str) -> bytes:
 
 
 def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: _Guard, chunk: int,
-                verify: bool, keep: bool) -> list[_Record]:
+                verify: bool, keep: bool, progress: Callable[[int, int], None] | None = None) -> list[_Record]:
     records: list[_Record] = []
     seen: set[bytes] = set()
     with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
@@ -196,6 +206,8 @@ def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: _Guard, c
             records.append(record)
             offset += record.size
             syncer.wrote(record.size)
+            if progress is not None:
+                progress(offset, len(records))
         out.flush()
         syncer.close()
         os.fsync(out.fileno())
