@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from .api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
 from .errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
-                     CorruptCheckpointError, NotACheckpointError, TensorNotFoundError, UnsupportedError)
+                     CorruptCheckpointError, InvalidOutputError, NotACheckpointError, OutputExistsError,
+                     OutputIsInputError, TensorNotFoundError, UnsupportedError)
 from .model import Checkpoint, TensorEntry
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ __all__ = [
     "Checkpoint", "TensorEntry",
     "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
+    "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
     "write_checkpoint", "update_state_file", "TensorValue",
 ]
 

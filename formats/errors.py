@@ -53,3 +53,18 @@ class TensorNotFoundError(CheckpointError, KeyError):
 
 class AmbiguousCheckpointError(CheckpointError, ValueError):
     """A directory holds several checkpoints and nothing says which one is meant."""
+
+
+class OutputExistsError(CheckpointError, FileExistsError):
+    """The output checkpoint exists and ``force`` was not given."""
+
+    def __str__(self) -> str:
+        return CheckpointError.__str__(self)
+
+
+class OutputIsInputError(CheckpointError, ValueError):
+    """The output would overwrite a file of a checkpoint being read."""
+
+
+class InvalidOutputError(CheckpointError, ValueError):
+    """What was asked cannot be written: a directory as prefix, an empty or duplicate key."""

@@ -13,16 +13,9 @@ import tempfile
 from typing import Any
 
 from . import storage
-from .errors import CheckpointError
+from .errors import OutputExistsError, OutputIsInputError
 
 __all__ = ["upload_checkpoint", "write_checkpoint_to"]
-
-
-class RemoteOutputExistsError(CheckpointError, FileExistsError):
-    """The remote output exists and ``force`` was not given."""
-
-    def __str__(self) -> str:
-        return CheckpointError.__str__(self)
 
 
 def _local_files(local_prefix: str) -> list[str]:
@@ -36,7 +29,7 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
     fs, _ = storage.filesystem(url_prefix)
     index_url = url_prefix + ".index"
     if not force and storage.isfile(index_url):
-        raise RemoteOutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+        raise OutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
     done: list[str] = []
     try:
         for local in _local_files(local_prefix):
@@ -56,7 +49,7 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
 def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None, *, force: bool = False,
                         **options: Any) -> Any:
     """``write_checkpoint`` for a URL: written and verified in a local temporary directory, then uploaded."""
-    from .tf_bundle.writer import OutputIsInputError, write_checkpoint
+    from .tf_bundle.writer import write_checkpoint
 
     pairs = tensors.values() if hasattr(tensors, "values") else []
     for source in pairs:
@@ -64,7 +57,7 @@ def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None,
         if reader is not None and getattr(reader, "prefix", None) == url_prefix:
             raise OutputIsInputError(url_prefix, "output is the checkpoint being read; write elsewhere")
     if not force and storage.isfile(url_prefix + ".index"):
-        raise RemoteOutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+        raise OutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
     scratch = tempfile.mkdtemp(prefix="ckpt-upload-")
     try:
         local = os.path.join(scratch, storage.basename(url_prefix))

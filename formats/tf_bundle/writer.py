@@ -17,7 +17,8 @@ from typing import Any, BinaryIO
 
 from .. import dtypes
 from .._crc import crc32c, mask, unmask
-from ..errors import CheckpointError, CorruptCheckpointError
+from ..errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
+                      OutputIsInputError)
 from ..model import Checkpoint, TensorEntry
 from ..roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
 from ..sources import CHUNK, Source, TensorValue, bundle_origin, describe, elements, fixed_chunks
@@ -27,21 +28,6 @@ from .table_writer import TableWriter
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
-
-
-class OutputExistsError(CheckpointError, FileExistsError):
-    """The output checkpoint exists and ``force`` was not given."""
-
-    def __str__(self) -> str:
-        return CheckpointError.__str__(self)
-
-
-class OutputIsInputError(CheckpointError, ValueError):
-    """The output would overwrite a file of a checkpoint being read."""
-
-
-class InvalidOutputError(CheckpointError, ValueError):
-    """What was asked cannot be written: a directory as prefix, an empty or duplicate key."""
 
 
 class VerificationError(CorruptCheckpointError):
