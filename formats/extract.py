@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -51,6 +51,15 @@ class ExtractReport:
     path: str
     mode: str
     tensors: list[dict[str, Any]] = field(default_factory=list)
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    _bytes: int = field(default=0, repr=False)
+
+    def add(self, entry: TensorEntry, record: dict[str, Any]) -> None:
+        """Record one written tensor and report progress."""
+        self.tensors.append(record)
+        self._bytes += entry.nbytes
+        if self.progress is not None:
+            self.progress(self._bytes, len(self.tensors))
 
     def to_json(self) -> dict[str, Any]:
         """``{"path", "mode", "tensors": [{"key", "file", "dtype", "stored_dtype", "shape"}]}``."""
@@ -90,26 +99,29 @@ def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
 
 
 def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[str], mode: str = "auto",
-            force: bool = False, allow_pickle: bool = False) -> ExtractReport:
-    """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc."""
+            force: bool = False, allow_pickle: bool = False,
+            progress: Callable[[int, int], None] | None = None) -> ExtractReport:
+    """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
+
+    ``progress(bytes_done, tensors_done)`` is called after each tensor is written."""
     entries = select_entries(ckpt, list(patterns))
     if not entries:
         raise ExtractError(ckpt.path, "no tensor matches " + " ".join(repr(p) for p in patterns))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
     inputs = {os.path.realpath(f) for f in ckpt.files}
-    report = ExtractReport(path, mode)
+    report = ExtractReport(path, mode, progress=progress)
     if mode == "dir":
         _write_dir(entries, path, force, allow_pickle, inputs, report)
         return report
     _check_target(path, force, inputs)
     with _AtomicFile(path) as f:
         if mode == "npy":
-            report.tensors.append(_write_npy(f, entries[0], allow_pickle) | {"file": os.path.basename(path)})
+            report.add(entries[0], _write_npy(f, entries[0], allow_pickle) | {"file": os.path.basename(path)})
         else:
             with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
                 for entry in entries:
                     with zf.open(entry.key + ".npy", "w", force_zip64=True) as member:
-                        report.tensors.append(_write_npy(member, entry, allow_pickle) | {"file": entry.key + ".npy"})
+                        report.add(entry, _write_npy(member, entry, allow_pickle) | {"file": entry.key + ".npy"})
     return report
 
 
@@ -141,7 +153,7 @@ def _write_dir(entries: list[TensorEntry], root: str, force: bool, allow_pickle:
         if os.path.commonpath([real_root, os.path.realpath(os.path.dirname(target))]) != real_root:
             raise ExtractError(target, f"key {entry.key!r} would be written outside {root} (symlink?)")
         with _AtomicFile(target) as f:
-            report.tensors.append(_write_npy(f, entry, allow_pickle) | {"file": rel})
+            report.add(entry, _write_npy(f, entry, allow_pickle) | {"file": rel})
 
 
 def _check_layout(files: list[str], root: str) -> None:

@@ -222,3 +222,17 @@ def test_large_tensor_streams(tmp_path, run_cli):
     write_checkpoint(src, {"w": big})
     assert run_cli("extract", src, "-o", tmp_path / "w.npy").exit_code == 0
     assert np.array_equal(np.load(tmp_path / "w.npy", mmap_mode="r"), big)
+
+
+def test_extract_reports_progress(tmp_path):
+    import formats
+    from formats.extract import extract
+
+    from .conftest import CORPUS
+
+    seen = []
+    with formats.open_checkpoint(CORPUS / "tf1_adam/model.ckpt-200") as ckpt:
+        extract(ckpt, ["dnn/logits/*"], tmp_path / "out.npz", progress=lambda done, n: seen.append((done, n)))
+    assert [n for _, n in seen] == [1, 2, 3, 4, 5, 6]
+    assert seen[-1][0] == sum(e.nbytes for k, e in formats.open_checkpoint(CORPUS / "tf1_adam/model.ckpt-200").items()
+                              if k.startswith("dnn/logits/"))

@@ -386,3 +386,14 @@ def test_state_file_only_latest_and_absolute_outside(tmp_path, corpus_copy):
     elsewhere = tmp_path / "other" / "ckpt"
     formats.update_state_file(folder, elsewhere, keep_all=False)
     assert f'model_checkpoint_path: "{elsewhere}"' in (folder / "checkpoint").read_text()
+
+
+def test_progress_is_reported_after_each_tensor(tmp_path):
+    import numpy as np
+
+    from formats import write_checkpoint
+
+    seen = []
+    write_checkpoint(tmp_path / "p", {"a": np.zeros(3, np.float32), "b": np.zeros(5, np.int64)},
+                     progress=lambda done, n: seen.append((done, n)))
+    assert seen == [(12, 1), (52, 2)]

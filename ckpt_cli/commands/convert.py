@@ -75,14 +75,18 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     """
     from formats.api import open_checkpoint
     from formats.convert.plan import ConvertOptions, execute_plan
+
+    from ..render.progress import progress_for
     from formats.rules import build_rules
 
     options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
                              allow_missing=allow_missing, slot_names=slot_names)
     with open_checkpoint(src) as source:
         plan = target_function(to)(source, options)
-        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                              update_state=update_state, inputs=[src, source] + ([template] if template else []))
+        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
+            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                                  update_state=update_state, progress=progress,
+                                  inputs=[src, source] + ([template] if template else []))
     _report(result, as_json)
     ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)
 

@@ -38,8 +38,14 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
     from formats.api import open_checkpoint
     from formats.extract import extract as do_extract
 
+    from ..render.progress import progress_for
+
+    from formats.values import select_entries
+
     with open_checkpoint(path) as ckpt:
-        report = do_extract(ckpt, patterns, out, mode, force, allow_pickle)
+        total = sum(e.nbytes for e in select_entries(ckpt, list(patterns)))
+        with progress_for(ckpt, "extracting", total=total) as progress:
+            report = do_extract(ckpt, patterns, out, mode, force, allow_pickle, progress)
     if as_json:
         from ..render.common import print_json
 

@@ -48,6 +48,8 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
     """
     from formats.api import open_checkpoint
     from formats.convert.plan import ConvertOptions, execute_plan
+
+    from ..render.progress import progress_for
     from formats.convert.rename import plan_rename
     from formats.rules import build_rules
 
@@ -55,8 +57,10 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
     options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
     with open_checkpoint(src) as source:
         plan = plan_rename(source, options)
-        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                              update_state=update_state, inputs=[src, source])
+        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
+            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                                  update_state=update_state, progress=progress,
+                                  inputs=[src, source])
     if as_json:
         from ..render.common import print_json
 

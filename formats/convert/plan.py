@@ -92,6 +92,7 @@ class ConversionPlan:
     object_graph: bytes | None = None
     writer: Writer | None = None
     resources: list[Any] = field(default_factory=list, repr=False)
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
     @property
     def errors(self) -> list[Problem]:
@@ -190,16 +191,19 @@ def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool
     from ..tf_bundle.writer import write_checkpoint
 
     return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph,
-                            force=force, verify=verify, inputs=inputs)
+                            force=force, verify=verify, inputs=inputs, progress=plan.progress)
 
 
 def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, force: bool = False,
-                 verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = ()) -> ConversionResult:
+                 verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
+                 progress: Callable[[int, int], None] | None = None) -> ConversionResult:
     """Write ``plan`` at ``output`` unless it has errors or ``dry_run``; closes the plan's resources.
 
     ``inputs`` are paths or checkpoints the output must not replace. With ``update_state`` the
     output becomes the latest checkpoint of its directory's ``checkpoint`` file (bundles only).
+    ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs.
     """
+    plan.progress = progress
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:
         if dry_run or not plan.ok:
