@@ -46,16 +46,28 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
     return done
 
 
+def _refuse_input(url_prefix: str, tensors: Any, inputs: Any) -> None:
+    """Refuse an output URL that is one of the checkpoints being read (a source's bundle or an input)."""
+    from collections.abc import Mapping
+
+    if isinstance(tensors, Mapping):
+        sources = list(tensors.values())
+    elif isinstance(tensors, (list, tuple)):
+        sources = [pair[1] for pair in tensors]
+    else:
+        sources = []  # a one-shot iterator is not consumed here; ``inputs`` still guards it
+    named = [getattr(getattr(s, "_reader", None), "prefix", None) for s in sources]
+    named += [i if isinstance(i, str) else getattr(i, "path", None) for i in inputs]
+    if url_prefix.rstrip("/") in {str(n).rstrip("/") for n in named if n}:
+        raise OutputIsInputError(url_prefix, "output is the checkpoint being read; write elsewhere")
+
+
 def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None, *, force: bool = False,
                         **options: Any) -> Any:
     """``write_checkpoint`` for a URL: written and verified in a local temporary directory, then uploaded."""
     from .tf_bundle.writer import write_checkpoint
 
-    pairs = tensors.values() if hasattr(tensors, "values") else []
-    for source in pairs:
-        reader = getattr(source, "_reader", None)
-        if reader is not None and getattr(reader, "prefix", None) == url_prefix:
-            raise OutputIsInputError(url_prefix, "output is the checkpoint being read; write elsewhere")
+    _refuse_input(url_prefix, tensors, options.get("inputs", ()))
     if not force and storage.isfile(url_prefix + ".index"):
         raise OutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
     scratch = tempfile.mkdtemp(prefix="ckpt-upload-")

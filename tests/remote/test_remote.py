@@ -164,3 +164,19 @@ def test_failed_upload_leaves_no_object_under_the_final_name(s3_bucket, tmp_path
     assert [c.rsplit("/", 1)[-1] for c in calls] == ["ckpt-100.data-00000-of-00001", "ckpt-100.index"]
     fs.invalidate_cache()
     assert not fs.exists(f"{bucket}/up/ckpt-100.index") and not fs.exists(f"{bucket}/up/ckpt-100.data-00000-of-00001")
+
+
+def test_convert_from_and_to_a_bucket_round_trips(s3_bucket, run_cli):
+    fs, bucket = s3_bucket
+    _upload(fs, bucket, CORPUS / "tf1_estimator", "est")
+    src = f"s3://{bucket}/est/model.ckpt-200"
+    out = f"s3://{bucket}/tf2/ckpt-1"
+    result = run_cli("convert", src, "-o", out, "--to", "tf-object")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    back = f"s3://{bucket}/tf1/model.ckpt-200"
+    result = run_cli("convert", out, "-o", back, "--to", "tf-name", "--slot-names", "tf1")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    result = run_cli("verify", back, "--against", CORPUS / "tf1_estimator/model.ckpt-200")
+    assert result.exit_code == 0, result.stdout
+    result = run_cli("convert", out, "-o", out, "--to", "tf-name", "--force")
+    assert result.exit_code == 3 and "output is the checkpoint being read" in result.stderr
