@@ -80,13 +80,26 @@ def report_error(exc: BaseException, show_traceback: bool) -> int:
         if exc.hint:
             click.echo(safe_text(f"  hint: {exc.hint}"), err=True)
         return int(Exit.UNREADABLE)
-    if isinstance(exc, OSError) and exc.filename:
-        click.echo(f"ckpt: error: {exc.filename}: {exc.strerror or exc}", err=True)
-        return int(Exit.UNREADABLE)
+    if isinstance(exc, OSError):  # e.g. a full disk while writing: writers leave no partial output
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(safe_text(f"ckpt: error: {where}{exc.strerror or exc}"), err=True)
+        hint = _OS_HINTS.get(exc.errno or 0)
+        if hint:
+            click.echo(f"  hint: {hint}", err=True)
+        return int(Exit.UNREADABLE if exc.errno in _READ_ERRNOS else Exit.PROBLEM)
     click.echo(f"ckpt: internal error: {type(exc).__name__}: {exc}", err=True)
     if not show_traceback:
         click.echo("  hint: run again with --traceback and report it", err=True)
     return int(Exit.PROBLEM)
+
+
+_READ_ERRNOS = {2, 13, 20, 21, 1}  # ENOENT, EACCES, ENOTDIR, EISDIR, EPERM: an input cannot be read
+_OS_HINTS = {
+    28: "the output's disk is full; nothing was left under the output name",  # ENOSPC
+    122: "disk quota exceeded; nothing was left under the output name",  # EDQUOT
+    27: "the file size limit was reached; nothing was left under the output name",  # EFBIG
+    30: "the output is on a read-only file system",  # EROFS
+}
 
 
 def _silence_broken_pipe() -> None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from .atomic import ensure_space
 from .errors import CheckpointError
 from .model import Checkpoint, TensorEntry
 from .values import iter_chunks, select_entries
@@ -109,6 +110,8 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
         raise ExtractError(ckpt.path, "no tensor matches " + " ".join(repr(p) for p in patterns))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
     inputs = {os.path.realpath(f) for f in ckpt.files}
+    ensure_space(os.path.dirname(os.path.abspath(path)) if mode != "dir" else _existing_parent(path),
+                 sum(e.nbytes for e in entries))
     report = ExtractReport(path, mode, progress=progress)
     if mode == "dir":
         _write_dir(entries, path, force, allow_pickle, inputs, report)
@@ -123,6 +126,13 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
                     with zf.open(entry.key + ".npy", "w", force_zip64=True) as member:
                         report.add(entry, _write_npy(member, entry, allow_pickle) | {"file": entry.key + ".npy"})
     return report
+
+
+def _existing_parent(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
 
 
 def _check_target(path: str, force: bool, inputs: set[str]) -> None:

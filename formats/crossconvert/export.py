@@ -27,7 +27,7 @@ from ..dtypes import by_name
 from ..errors import CheckpointError
 from ..model import Checkpoint
 from ..object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
-from ..sources import CHUNK, fixed_chunks
+from ..sources import CHUNK, describe, fixed_chunks
 
 __all__ = ["plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "SAFETENSORS_DTYPES",
            "ExportReport"]
@@ -117,11 +117,13 @@ def _npz_dtype(dtype: str) -> str:
 
 
 def _atomic(output: str, force: bool, inputs: list[Any], sources: list[Any], write: Any) -> None:
-    from ..keras_h5.writer import check_output, fsync_dir, fsync_file, temp_name
+    from ..atomic import ensure_space, fsync_dir, fsync_file, temp_name
+    from ..keras_h5.writer import check_output
 
     check_output(output, sources, inputs, force)
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
+    ensure_space(directory, sum(_source_bytes(s) for s in sources))
     temp = temp_name(output)
     try:
         write(temp)
@@ -224,3 +226,8 @@ def _verify_safetensors(temp: str, output: str, plan: ConversionPlan, header_siz
 
             if first_difference(pieces(), fixed_chunks(row.value, CHUNK)) is not None:
                 raise CheckpointError(output, f"verification failed: {row.key!r}: values differ")
+
+
+def _source_bytes(source: Any) -> int:
+    dt, shape = describe(source)
+    return math.prod(shape) * dt.itemsize

@@ -25,6 +25,7 @@ from ..errors import CheckpointError, UnsupportedError
 from ..model import Checkpoint, TensorEntry
 from ..roundtrip import RoundTripReport, compare_checkpoints
 from ..sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
+from ..atomic import ensure_space, fsync_dir, fsync_file, temp_name
 
 __all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
            "HDF5_OBJECT_HEADER_LIMIT", "save_attribute_list"]
@@ -210,6 +211,7 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
     check_output(out, expected.values(), inputs, force)
     directory = os.path.dirname(os.path.abspath(out))
     os.makedirs(directory, exist_ok=True)
+    ensure_space(directory, sum(_nbytes(s) for s in expected.values()))
     temp = temp_name(out)
     report = H5WriteReport(out, layout, len(expected))
     try:
@@ -248,35 +250,6 @@ def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk
     if not report.ok:
         raise VerificationError(out, report)
     return report
-
-
-def temp_name(out: str) -> str:
-    """A fresh temporary name in the output's directory."""
-    directory = os.path.dirname(os.path.abspath(out))
-    return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}")
-
-
-def fsync_file(path: str) -> None:
-    """Flush a closed file's data to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(directory: str) -> None:
-    """Flush a directory entry (a rename) to disk where the platform allows."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
 def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Checkpoint], force: bool) -> None:

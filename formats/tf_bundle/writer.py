@@ -25,6 +25,7 @@ from ..sources import CHUNK, Source, TensorValue, bundle_origin, describe, eleme
 from .encode import HEADER, encode_entry, string_layout, variant_layout
 from .reader import OBJECT_GRAPH_KEY, data_file_name
 from .table_writer import TableWriter
+from ..atomic import ensure_space, fsync_dir
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
@@ -86,6 +87,24 @@ class _Guard:
             self.check_files([reader.prefix, reader.index_path, *reader.data_paths])
 
 
+def _planned_bytes(tensors: Any) -> int:
+    """Bytes the fixed-width sources will take (0 for what cannot be known without consuming it)."""
+    if isinstance(tensors, Mapping):
+        sources = list(tensors.values())
+    elif isinstance(tensors, (list, tuple)):
+        sources = [pair[1] for pair in tensors]
+    else:
+        return 0
+    total = 0
+    for source in sources:
+        try:
+            dt, shape = describe(source)
+        except (CheckpointError, ValueError, TypeError):
+            continue  # reported properly when the tensor is written
+        total += math.prod(shape) * dt.itemsize
+    return total
+
+
 def _real(path: str) -> str:
     return os.path.realpath(os.path.abspath(path))
 
@@ -128,6 +147,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     directory = os.path.dirname(os.path.abspath(prefix))
     if not os.path.isdir(directory):
         os.makedirs(directory, exist_ok=True)
+    ensure_space(directory, _planned_bytes(tensors))
     temp = os.path.join(directory, f".{os.path.basename(prefix)}.tmp-{os.urandom(4).hex()}")
     temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
     report = WriteReport(prefix, [final_index, final_data])
@@ -142,7 +162,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
             leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
         os.replace(temp_data, final_data)
         os.replace(temp_index, final_index)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except BaseException:
         for path in leftovers:
             if os.path.lexists(path):
@@ -318,15 +338,3 @@ def _verify(temp: str, prefix: str, records: list[_Record], chunk: int) -> Round
         raise VerificationError(prefix, report)
     return report
 
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
