@@ -82,8 +82,9 @@ class _Running:
         """Fold in one chunk of finite float64 values."""
         if not x.size:
             return
-        n, mean = x.size, float(x.mean())
-        m2 = float(((x - mean) ** 2).sum())
+        n, mean = x.size, float(x.sum()) / x.size
+        d = x - mean
+        m2 = float(d @ d)
         delta, total = mean - self.mean, self.n + n
         self.m2 += m2 + delta * delta * self.n * n / total
         self.mean += delta * n / total
@@ -112,12 +113,15 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Te
             nan_mask = np.isnan(x)
             x = np.abs(x)
             x[nan_mask] = np.nan
+        zeros += x.size - int(np.count_nonzero(x))  # NaN is non-zero
         finite = np.isfinite(x)
+        if finite.all():  # the usual case: no mask, no copy
+            run.add(x)
+            continue
         nans = int(np.isnan(x).sum())
-        zeros += int((x == 0).sum())
         nan += nans
         inf += int(x.size - finite.sum()) - nans
-        run.add(x[finite] if nans or inf else x)
+        run.add(x[finite])
     out.zeros, out.nan, out.inf = zeros, nan, inf
     if run.n:
         out.min, out.max, out.mean = (exact[0], exact[1], run.mean) if exact else (run.lo, run.hi, run.mean)
