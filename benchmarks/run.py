@@ -19,6 +19,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,15 +52,22 @@ class Row:
 
 
 def run(cmd: list[str] | str, runs: int) -> Timing:
-    """Median wall time of ``runs`` executions and the largest peak RSS among them."""
+    """Median wall time of ``runs`` executions and the largest peak RSS among them.
+
+    The peak comes from GNU time when it is installed (the child's own maximum), else from
+    ``wait4`` (which also counts the pages the forked child shared with this process)."""
+    argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    gnu_time = shutil.which("time") if os.path.exists("/usr/bin/time") else None
     times, peaks = [], []
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, shell=isinstance(cmd, str), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        times.append(time.perf_counter() - start)
-        peaks.append(usage.ru_maxrss)
+        with tempfile.NamedTemporaryFile("r") as rss:
+            full = ["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv] if gnu_time else argv
+            start = time.perf_counter()
+            proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            times.append(time.perf_counter() - start)
+            text = rss.read().strip().splitlines()
+            peaks.append(int(text[-1]) if gnu_time and text and text[-1].isdigit() else usage.ru_maxrss)
         if os.waitstatus_to_exitcode(status) not in (0, 1):
             raise SystemExit(f"benchmark command failed: {cmd}")
     return Timing(statistics.median(times), max(peaks))

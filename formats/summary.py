@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ._gc import paused_gc
 from .model import Checkpoint, TensorEntry
 
 __all__ = ["TensorRow", "CheckpointSummary", "summarise", "matches"]
@@ -87,11 +88,12 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
     ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
     optimizer state (roles ``slot``/``optimizer``). Either may decode the object graph.
     """
-    if not patterns and include_optimizer and not names:
-        rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
-    else:
-        rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
-                and (include_optimizer or e.role not in ("slot", "optimizer"))]
+    with paused_gc():
+        if not patterns and include_optimizer and not names:
+            rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
+        else:
+            rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
+                    and (include_optimizer or e.role not in ("slot", "optimizer"))]
     if sort == "size":
         rows.sort(key=lambda r: (-r.nbytes, r.key))
     else:

@@ -40,6 +40,7 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
       ckpt ls --tree run/tf_ckpts/ckpt-5 --no-optimizer
       ckpt ls --names model.ckpt-200
     """
+    from formats._gc import paused_gc
     from formats.api import open_checkpoint
     from formats.scan import scan_directory
     from formats.summary import summarise
@@ -60,7 +61,8 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
                     outputs.append(("tree", path, build_tree(ckpt, not no_optimizer, patterns=list(patterns))))
                 else:
                     outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort, names, not no_optimizer)))
-    _render(outputs, as_json)
+    with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
+        _render(outputs, as_json)
     ctx.exit(status)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from .._gc import paused_gc
 from ..model import Checkpoint, TensorEntry
 from .reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
 
@@ -114,10 +115,11 @@ class BundleCheckpoint(Checkpoint):
     """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``."""
 
     def __init__(self, prefix: str) -> None:
-        self.reader = BundleReader(prefix)
-        self._labels = _Labels(self.reader, OBJECT_GRAPH_KEY.encode() in self.reader.entries)
-        entries = {t.key: t for t in (BundleTensor(self.reader, self.reader.entries[k], self._labels)
-                                      for k in self.reader.visible_keys())}
+        with paused_gc():
+            self.reader = BundleReader(prefix)
+            self._labels = _Labels(self.reader, OBJECT_GRAPH_KEY.encode() in self.reader.entries)
+            entries = {t.key: t for t in (BundleTensor(self.reader, self.reader.entries[k], self._labels)
+                                          for k in self.reader.visible_keys())}
         fmt = "tf-object" if OBJECT_GRAPH_KEY in entries else "tf-name"
         super().__init__(prefix, fmt, entries)  # type: ignore[arg-type]
 
