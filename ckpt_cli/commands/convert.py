@@ -6,12 +6,16 @@ from typing import Any
 
 import click
 
-from ..help import command
-
+from ..completion import CHECKPOINT
 from ..exit_codes import Exit
+from ..help import command
+from ..options import rule_options, write_options
+
 
 # --to NAME -> "module:function". Each function takes (source Checkpoint, ConvertOptions) and
 # returns a formats.convert.plan.ConversionPlan (rows, problems, and how to write them).
+
+
 TARGETS: dict[str, str] = {
     "tf-object": "formats.convert.name_to_object:plan_tf_object",
     "tf-name": "formats.convert.object_to_name:plan_tf_name",
@@ -29,24 +33,17 @@ def target_function(name: str) -> Any:
 
 
 @command()
-@click.argument("src", type=click.Path())
+@click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="Output checkpoint prefix (or file, for file formats).")
 @click.option("--to", "to", required=True, type=click.Choice(sorted(TARGETS)), help="Output format.")
-@click.option("--template", type=click.Path(), metavar="T",
+@click.option("--template", type=CHECKPOINT, metavar="T",
               help="Object-based checkpoint written by the new program: its graph and keys, SRC's values.")
-@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
-              help="Rename SRC's names before matching (whole '/'-segments, prefix semantics; repeatable).")
-@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename with re.sub (repeatable).")
-@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON).")
+@rule_options("SRC's")
 @click.option("--allow-missing", is_flag=True, help="Template variables with no source keep the template's value.")
 @click.option("--slot-names", type=click.Choice(["tf2", "tf1"]), default="tf2", show_default=True,
               help="tf-name: slot names as in TF2 (<var>/m) or TF1 (<var>/Adam, <var>/Adam_1).")
-@click.option("--dry-run", is_flag=True, help="Print the mapping table and problems; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Report the plan (and what was written) as JSON.")
-@click.option("--force", is_flag=True, help="Replace an existing output.")
-@click.option("--no-verify", is_flag=True, help="Skip reading the output back and comparing it with SRC.")
-@click.option("--update-state", is_flag=True, help="Make OUT the latest checkpoint of its directory's state file.")
+@write_options()
 @click.pass_context
 def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
             regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, slot_names: str,

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import click
 
-from ..help import command
-
 from ..completion import CHECKPOINT
-
 from ..exit_codes import Exit
+from ..help import command
+from ..options import rule_options
 
 
 @command()
@@ -16,10 +15,7 @@ from ..exit_codes import Exit
 @click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
               help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
                    "name-based vs object-based).")
-@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
-              help="Rename A's names before matching (whole '/'-segments, prefix semantics; repeatable).")
-@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename A's names with re.sub (repeatable).")
-@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON) for A.")
+@rule_options("A's")
 @click.option("--strip-prefix-a", metavar="PREFIX", help="Remove this '/'-prefix from A's names first.")
 @click.option("--strip-prefix-b", metavar="PREFIX", help="Remove this '/'-prefix from B's names first.")
 @click.option("--atol", type=float, help="Absolute tolerance (numpy allclose: |a-b| <= atol + rtol*|b|).")

@@ -6,11 +6,9 @@ from typing import Any
 
 import click
 
-from ..help import command
-
 from ..completion import CHECKPOINT
-
 from ..exit_codes import Exit
+from ..help import command
 
 
 @command()

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..help import command
-
 from ..completion import CHECKPOINT
+from ..help import command
 
 
 @command()

@@ -5,11 +5,9 @@ import os
 
 import click
 
-from ..help import command
-
 from ..completion import CHECKPOINT
-
 from ..exit_codes import Exit
+from ..help import command
 
 
 @command()

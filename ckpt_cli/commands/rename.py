@@ -3,26 +3,20 @@ from __future__ import annotations
 
 import click
 
-from ..help import command
-
+from ..completion import CHECKPOINT
 from ..exit_codes import Exit
+from ..help import command
+from ..options import rule_options, write_options
 
 
 @command()
-@click.argument("src", type=click.Path())
+@click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
-@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
-              help="Rename by prefix (whole '/'-segments; repeatable, first matching rule wins).")
-@click.option("--regex", "regexes", multiple=True, metavar="PAT=REPL", help="Rename with re.sub (repeatable).")
-@click.option("--rules", "rules_file", type=click.Path(), metavar="FILE", help="Rename rules file (TOML or JSON).")
+@rule_options()
 @click.option("--add-prefix", metavar="PREFIX", help="Put every name under PREFIX.")
 @click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from names that start with it.")
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
-@click.option("--dry-run", is_flag=True, help="Print the mapping table and problems; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Report the plan (and what was written) as JSON.")
-@click.option("--force", is_flag=True, help="Replace an existing output.")
-@click.option("--no-verify", is_flag=True, help="Skip reading the output back and comparing it with SRC.")
-@click.option("--update-state", is_flag=True, help="Make OUT the latest checkpoint of its directory's state file.")
+@write_options()
 @click.pass_context
 def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
            rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,

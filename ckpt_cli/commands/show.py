@@ -5,9 +5,9 @@ import sys
 
 import click
 
+from ..completion import CHECKPOINT, complete_keys
 from ..help import command
 
-from ..completion import CHECKPOINT, complete_keys
 
 JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import click
 
-from ..help import command
-
 from ..completion import CHECKPOINT
-
 from ..exit_codes import Exit
+from ..help import command
 
 
 @command()
