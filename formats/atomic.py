@@ -7,10 +7,12 @@ error before any byte is written (HDF5 in particular does not fail gracefully mi
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space"]
+__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 
@@ -54,3 +56,22 @@ def ensure_space(directory: str, needed: int) -> None:
     if needed + MARGIN > free:
         raise OSError(errno.ENOSPC, f"No space left on device ({needed + MARGIN:,} bytes needed, "
                       f"{free:,} free in {directory})")
+
+
+@contextlib.contextmanager
+def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
+    """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
+    flushed and renamed to ``out``; on any error it is removed. ``needed`` bytes are checked first."""
+    directory = os.path.dirname(os.path.abspath(out))
+    os.makedirs(directory, exist_ok=True)
+    ensure_space(directory, needed)
+    temp = temp_name(out)
+    try:
+        yield temp
+        fsync_file(temp)
+        os.replace(temp, out)
+        fsync_dir(directory)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+        raise

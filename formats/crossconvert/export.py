@@ -117,23 +117,12 @@ def _npz_dtype(dtype: str) -> str:
 
 
 def _atomic(output: str, force: bool, inputs: list[Any], sources: list[Any], write: Any) -> None:
-    from ..atomic import ensure_space, fsync_dir, fsync_file, temp_name
+    from ..atomic import atomic_output
     from ..keras_h5.writer import check_output
 
     check_output(output, sources, inputs, force)
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
-    ensure_space(directory, sum(_source_bytes(s) for s in sources))
-    temp = temp_name(output)
-    try:
+    with atomic_output(output, sum(_source_bytes(s) for s in sources)) as temp:
         write(temp)
-        fsync_file(temp)
-        os.replace(temp, output)
-        fsync_dir(directory)
-    except BaseException:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        raise
 
 
 def _write_npz(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,

@@ -25,7 +25,7 @@ from ..errors import CheckpointError, UnsupportedError
 from ..model import Checkpoint, TensorEntry
 from ..roundtrip import RoundTripReport, compare_checkpoints
 from ..sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
-from ..atomic import ensure_space, fsync_dir, fsync_file, temp_name
+from ..atomic import atomic_output
 
 __all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
            "HDF5_OBJECT_HEADER_LIMIT", "save_attribute_list"]
@@ -209,24 +209,13 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
     import h5py
 
     check_output(out, expected.values(), inputs, force)
-    directory = os.path.dirname(os.path.abspath(out))
-    os.makedirs(directory, exist_ok=True)
-    ensure_space(directory, sum(_nbytes(s) for s in expected.values()))
-    temp = temp_name(out)
     report = H5WriteReport(out, layout, len(expected))
-    try:
+    with atomic_output(out, sum(_nbytes(s) for s in expected.values())) as temp:
         with h5py.File(temp, "w") as h5:
             fill(h5)
-        fsync_file(temp)
         report.bytes = sum(_nbytes(s) for s in expected.values())
         if verify:
             report.verification = _verify(temp, out, layout, expected, chunk)
-        os.replace(temp, out)
-        fsync_dir(directory)
-    except BaseException:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        raise
     return report
 
 
