@@ -7,7 +7,6 @@ from one table keyed by the option's parameter name, so ``--map`` is under "Rena
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import click
 

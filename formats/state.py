@@ -1,7 +1,6 @@
 """The ``checkpoint`` state file TensorFlow keeps in a checkpoint directory (text-format CheckpointState)."""
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 

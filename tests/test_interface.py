@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ckpt_cli.help import example_lines
-from ckpt_cli.main import COMMANDS, LazyGroup, cli
+from ckpt_cli.main import COMMANDS, LazyGroup
 
 from .conftest import CORPUS
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np

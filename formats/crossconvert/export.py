@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import struct
 import zipfile
 from typing import Any

@@ -18,7 +18,7 @@ import functools
 from typing import Any
 
 from ..api import open_checkpoint
-from ..convert.plan import ERROR, WARNING, ConversionPlan, ConvertOptions
+from ..convert.plan import WARNING, ConversionPlan, ConvertOptions
 from ..errors import CheckpointError
 from ..model import Checkpoint
 from .matching import match_variables

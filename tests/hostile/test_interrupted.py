@@ -3,7 +3,6 @@ name, and the input untouched."""
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
