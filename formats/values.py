@@ -16,7 +16,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes
@@ -68,19 +68,46 @@ def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
     """The tensor's elements in C order, as flat arrays of its numpy dtype (object for strings/variants).
 
     With ``crc_pool`` (an executor) the checksum of a streamed bundle tensor is computed there,
-    one chunk behind, so that it overlaps with the caller's work on the chunk.
+    overlapping with the caller's work on the same chunk.
     """
     source = _bundle_source(entry)
     if source is not None:
         yield from _stream_bundle(*source, chunk_elements, crc_pool)
+        return
+    parts = _row_partitions(entry)
+    if parts is not None:  # a variable partitioned along its first axis: its slices in order are C order
+        reader, dt = parts[0], parts[1]
+        for raw in parts[2]:
+            yield from _stream_bundle(reader, raw, dt, chunk_elements, crc_pool)
         return
     flat = entry.read().reshape(-1)
     for start in range(0, flat.size, max(1, chunk_elements)):
         yield flat[start:start + chunk_elements]
 
 
-def _chain(previous: Future[int] | None, part: memoryview) -> int:
-    return crc32c(part, previous.result() if previous is not None else 0)
+def _row_partitions(entry: TensorEntry) -> tuple[Any, dtypes.DType, list[Any]] | None:
+    """(reader, dtype, slice entries in order) when a partitioned bundle variable is split along axis 0
+    only, into slices that tile it without gaps; None otherwise."""
+    from .tf_bundle.checkpoint import BundleTensor
+
+    if not isinstance(entry, BundleTensor) or not entry.raw.slices:
+        return None
+    reader, raw = entry._reader, entry.raw
+    dt = reader.dtype_of(raw)
+    if not dt.fixed_width or not raw.shape:
+        return None
+    parts = reader.slice_parts(raw)
+    for extents, _ in parts:
+        if any(not (n < 0 or (s == 0 and n == dim)) for (s, n), dim in zip(extents[1:], raw.shape[1:])):
+            return None
+    parts.sort(key=lambda p: p[0][0][0] if p[0][0][1] >= 0 else 0)
+    row = 0
+    for extents, _ in parts:
+        start, length = extents[0] if extents[0][1] >= 0 else (0, raw.shape[0])
+        if start != row:
+            return None
+        row = start + length
+    return (reader, dt, [part for _, part in parts]) if row == raw.shape[0] else None
 
 
 def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
@@ -94,18 +121,17 @@ def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
     npdt = dt.numpy()
     swap = reader.header.big_endian and dt.itemsize > 1
     step = max(1, chunk_elements) * dt.itemsize
-    crc, pending = 0, None
+    crc = 0
     for part in reader.chunks(raw, step):  # bounded resident memory, ranged reads for URLs
-        if pool is None:
+        # the checksum of a chunk runs on the pool while the caller works on that same chunk, and is
+        # finished before the next chunk is asked for (which drops this chunk's pages)
+        pending = pool.submit(crc32c, part, crc) if pool is not None else None
+        if pending is None:
             crc = crc32c(part, crc)
-        else:
-            if pending is not None:
-                pending.result()  # at most one chunk in flight: memory and queue stay bounded
-            pending = pool.submit(_chain, pending, part)
         arr = np.frombuffer(part, dtype=npdt)
         yield arr.byteswap() if swap else arr
-    if pending is not None:
-        crc = pending.result()
+        if pending is not None:
+            crc = pending.result()
     if crc != unmask(raw.crc32c):
         raise ChecksumError(reader.data_paths[raw.shard_id], f"tensor {raw.name!r}: checksum mismatch (index says "
                             f"{unmask(raw.crc32c):#010x}, data gives {crc:#010x})")

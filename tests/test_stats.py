@@ -154,3 +154,23 @@ def test_golden_table(run_cli, monkeypatch):
     monkeypatch.chdir(CORPUS)
     result = run_cli("stats", "tf1_estimator/model.ckpt-200")
     assert result.stdout == (GOLDEN / "stats_estimator.txt").read_text()
+
+
+def test_partitioned_variables_stream_slice_by_slice():
+    import numpy as np
+
+    import formats
+    from formats.values import _row_partitions, iter_chunks
+
+    from .conftest import CORPUS
+
+    with formats.open_checkpoint(CORPUS / "tf1_partitioned/model.ckpt-200") as ckpt:
+        entry = ckpt["input_layer/embedding/weights"]
+        reader, dt, parts = _row_partitions(entry)
+        assert [p.shape for p in parts] == [(33, 8), (32, 8), (32, 8)]
+        streamed = np.concatenate(list(iter_chunks(entry, chunk_elements=50)))
+        assert np.array_equal(streamed, entry.read().reshape(-1))
+    with formats.open_checkpoint(CORPUS / "tf2_mixed/sharded/ckpt") as ckpt:  # split along both axes
+        entry = ckpt["w/1/.ATTRIBUTES/VARIABLE_VALUE"]
+        assert _row_partitions(entry) is None
+        assert np.array_equal(np.concatenate(list(iter_chunks(entry))), entry.read().reshape(-1))
