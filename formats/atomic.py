@@ -12,7 +12,7 @@ import errno
 import os
 from collections.abc import Iterator
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output"]
+__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 
@@ -62,6 +62,7 @@ def ensure_space(directory: str, needed: int) -> None:
 def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
     flushed and renamed to ``out``; on any error it is removed. ``needed`` bytes are checked first."""
+    refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
     os.makedirs(directory, exist_ok=True)
     ensure_space(directory, needed)
@@ -75,3 +76,14 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
         if os.path.lexists(temp):
             os.unlink(temp)
         raise
+
+
+def refuse_url(out: str) -> None:
+    """Single-file outputs (Keras HDF5, npz, safetensors, extracted arrays) are written locally only."""
+    from .storage import is_url
+
+    if is_url(out):
+        from .errors import UnsupportedError
+
+        raise UnsupportedError(out, "this output is written to local disk only; write it locally and upload it "
+                               "(TensorFlow bundles can be written to a URL directly)")

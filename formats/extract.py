@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from .atomic import ensure_space
+from .atomic import ensure_space, refuse_url
 from .errors import CheckpointError
 from .model import Checkpoint, TensorEntry
 from .values import iter_chunks, select_entries
@@ -108,6 +108,7 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
     entries = select_entries(ckpt, list(patterns))
     if not entries:
         raise ExtractError(ckpt.path, "no tensor matches " + " ".join(repr(p) for p in patterns))
+    refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
     inputs = {os.path.realpath(f) for f in ckpt.files}
     ensure_space(os.path.dirname(os.path.abspath(path)) if mode != "dir" else _existing_parent(path),
