@@ -202,3 +202,11 @@ def test_tree_prefix_drawing() -> None:
     assert tree_prefix((False, True)) == "└── "
     assert tree_prefix((True, False, True)) == "│   └── "
     assert tree_prefix((False, True, False)) == "    ├── "
+
+
+def test_tree_of_a_directory_is_the_tree_of_its_latest_checkpoint(run_cli):
+    from .conftest import CORPUS
+
+    folder = run_cli("ls", "--tree", CORPUS / "seed_slots/tf_ckpts").stdout
+    latest = run_cli("ls", "--tree", CORPUS / "seed_slots/tf_ckpts/ckpt-5").stdout
+    assert folder == latest and "slot m of optimizer" in folder

@@ -28,7 +28,8 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
 
     PATH is a checkpoint prefix (run/ckpt-10), its .index or .data file, a Keras
     weights file, or a directory. A directory lists one row per checkpoint found
-    (from its `checkpoint` state file and its *.index files); -r walks a tree.
+    (from its `checkpoint` state file and its *.index files); -r walks a tree;
+    with --tree, a directory shows its latest checkpoint.
 
     \b
     Examples:
@@ -46,7 +47,7 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
     outputs = []
     status = Exit.OK
     for path in paths:
-        if _is_directory(path):
+        if _is_directory(path) and not tree:
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
                 status = Exit.PROBLEM
