@@ -72,6 +72,28 @@ class H5Tensor(TensorEntry):
             raise CorruptCheckpointError(self._path, f"{self.key}: {h5py_error_message(exc)}") from None
         return self._finish(value)
 
+    def check(self, block_bytes: int = 8 << 20) -> None:
+        """Read every stored value without keeping it: large datasets in row blocks through one reused
+        buffer (no fresh memory per tensor); raises like :meth:`read`."""
+        import numpy as np
+
+        if self.dtype == "string" or len(self.shape) == 0 or self.nbytes <= block_bytes or not self.shape[0]:
+            self.read()
+            return
+        problem = self.storage_problem()
+        if problem is not None:
+            cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
+            raise cls(self._path, f"{self.key}: {problem}")
+        rows = self.shape[0]
+        step = max(1, block_bytes // max(1, self.nbytes // rows))
+        buf = np.empty((min(step, rows), *self.shape[1:]), dtype=self._ds.dtype)
+        try:
+            for start in range(0, rows, step):
+                n = min(step, rows - start)
+                self._ds.read_direct(buf, np.s_[start:start + n], np.s_[0:n])
+        except _H5_ERRORS as exc:
+            raise CorruptCheckpointError(self._path, f"{self.key}: {h5py_error_message(exc)}") from None
+
     def _finish(self, value: Any) -> np.ndarray:
         import numpy as np
 
