@@ -72,3 +72,10 @@ def test_terminal_rendering_at_fixed_width_without_colour():
     assert "\x1b[" not in got
     assert got == (GOLDEN / "ls_seed_slots_ckpt5_terminal72.txt").read_text()
     assert max(len(line) for line in got.splitlines()[:-1]) <= 72  # the summary line is never wrapped
+
+
+def test_ckpt_alone_lists_the_commands():
+    out = subprocess.run([sys.executable, "-m", "ckpt_cli"], capture_output=True, text=True)
+    assert "Commands:" in out.stdout + out.stderr
+    listed = [line.split()[0] for line in (out.stdout + out.stderr).split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == sorted(COMMANDS)
