@@ -6,7 +6,7 @@ import click
 from ..help import command
 
 
-@command()
+@command(short_help="Print the shell completion script (bash, zsh, fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell: str) -> None:
     """Print the completion script for SHELL (commands, options, checkpoint paths, tensor keys).

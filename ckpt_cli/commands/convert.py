@@ -32,7 +32,7 @@ def target_function(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-@command()
+@command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).")
 @click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="Output checkpoint prefix (or file, for file formats).")

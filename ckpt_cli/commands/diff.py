@@ -9,7 +9,7 @@ from ..help import command
 from ..options import rule_options
 
 
-@command()
+@command(short_help="Compare two checkpoints: what changed, and by how much.")
 @click.argument("a", type=CHECKPOINT)
 @click.argument("b", type=CHECKPOINT)
 @click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,

@@ -11,7 +11,7 @@ from ..exit_codes import Exit
 from ..help import command
 
 
-@command()
+@command(short_help="Will CKPT load where TARGET's variables are expected?")
 @click.argument("ckpt_path", metavar="CKPT", type=CHECKPOINT)
 @click.option("--against", "target", required=True, type=CHECKPOINT, metavar="TARGET",
               help="A checkpoint or Keras weights file written by the program CKPT should load into.")

@@ -7,7 +7,7 @@ from ..completion import CHECKPOINT
 from ..help import command
 
 
-@command()
+@command(short_help="Write tensors to .npy / .npz files.")
 @click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",

@@ -7,7 +7,7 @@ from ..completion import CHECKPOINT
 from ..help import command
 
 
-@command()
+@command(short_help="Draw a TF2 checkpoint's object graph (dot, mermaid).")
 @click.argument("path", type=CHECKPOINT)
 @click.option("--format", "fmt", type=click.Choice(["dot", "mermaid"]), default="dot", show_default=True,
               help="Graphviz dot, or a Mermaid flowchart.")

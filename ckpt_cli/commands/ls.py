@@ -10,7 +10,7 @@ from ..exit_codes import Exit
 from ..help import command
 
 
-@command()
+@command(short_help="List a checkpoint's tensors, or a directory's checkpoints.")
 @click.argument("paths", nargs=-1, required=True, type=CHECKPOINT)
 @click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
               help="Only keys matching GLOB (repeatable; any match counts).")

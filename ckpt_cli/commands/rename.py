@@ -9,7 +9,7 @@ from ..help import command
 from ..options import rule_options, write_options
 
 
-@command()
+@command(short_help="Write a checkpoint again with variables renamed.")
 @click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
 @rule_options()

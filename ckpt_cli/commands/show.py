@@ -12,7 +12,7 @@ from ..help import command
 JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 
 
-@command()
+@command(short_help="Print a tensor's values, or a slice of them.")
 @click.argument("path", type=CHECKPOINT)
 @click.argument("key", metavar="KEY[SLICE]", shell_complete=complete_keys)
 @click.option("--precision", type=click.IntRange(0, 30), default=6, show_default=True, help="Digits after the point.")

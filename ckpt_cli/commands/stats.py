@@ -8,7 +8,7 @@ from ..exit_codes import Exit
 from ..help import command
 
 
-@command()
+@command(short_help="Statistics of a checkpoint's tensors; catch NaN and Inf.")
 @click.argument("path", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")

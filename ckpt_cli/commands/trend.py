@@ -7,7 +7,7 @@ from ..completion import CHECKPOINT
 from ..help import command
 
 
-@command()
+@command(short_help="How each variable evolves across a run's checkpoints.")
 @click.argument("directory", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[GLOB]...")
 @click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")

@@ -8,7 +8,7 @@ from ..exit_codes import Exit
 from ..help import command
 
 
-@command()
+@command(short_help="Check every checksum and every data file of a checkpoint.")
 @click.argument("path", type=CHECKPOINT)
 @click.option("--against", "against", type=CHECKPOINT, metavar="SRC",
               help="Compare with another checkpoint instead: same keys, shapes, dtypes and values.")
