@@ -11,16 +11,17 @@ import math
 import mmap
 import os
 import struct
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import dtypes, storage
-from .._crc import crc32c, mask, unmask
+from .._crc import crc32c, unmask
 from ..errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from .sstable import _Bad, read_table, read_varint
+from .datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
 from .slices import Extent, encode_slice_key
+from .sstable import _Bad, read_table, read_varint
 from .wire import WireError, decode_entry, decode_header
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class BundleReader:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.index_path = prefix + ".index"
-        data = _read_index_bytes(self.index_path)
+        data = read_index_bytes(self.index_path)
         pairs = read_table(data, self.index_path)
         if not pairs or pairs[0][0] != b"":
             raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
@@ -143,17 +144,7 @@ class BundleReader:
     def _map(self, shard: int) -> Any:
         m = self._maps.get(shard)
         if m is None:
-            path = self.data_paths[shard]
-            if storage.is_url(path):
-                m = self._maps[shard] = _RemoteFile(path)
-                return m
-            try:
-                with open(path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-            except OSError as exc:
-                raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None
-            self._maps[shard] = m
+            m = self._maps[shard] = open_data_file(self.data_paths[shard])
         return m
 
     def file_size(self, shard: int) -> int:
@@ -166,7 +157,7 @@ class BundleReader:
             return memoryview(b"")
         m = self._map(e.shard_id)
         self._check_bounds(e, m)
-        if isinstance(m, _RemoteFile):
+        if isinstance(m, RemoteFile):
             return memoryview(m.read(e.offset, e.offset + e.size))
         return memoryview(m)[e.offset:e.offset + e.size]
 
@@ -183,16 +174,16 @@ class BundleReader:
             return
         m = self._map(e.shard_id)
         self._check_bounds(e, m)
-        if isinstance(m, _RemoteFile):
+        if isinstance(m, RemoteFile):
             for data in storage.iter_ranges(m.path, e.offset, e.offset + e.size, size):
                 yield memoryview(data)
             return
         view = memoryview(m)
         for start in range(e.offset, e.offset + e.size, size):
             stop = min(start + size, e.offset + e.size)
-            _advise(m, start, stop, _MADV_POPULATE_READ)  # one syscall instead of a fault per page
+            advise(m, start, stop, MADV_POPULATE_READ)  # one syscall instead of a fault per page
             yield view[start:stop]
-            _advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
+            advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
 
     def close(self) -> None:
         """Unmap every data file."""
@@ -417,52 +408,3 @@ def dtype_name(enum: int) -> str:
     """TensorFlow's name for a DataType number, or ``unknown(N)``."""
     dt = dtypes.by_enum(enum)
     return dt.name if dt is not None else f"unknown({enum})"
-
-
-_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-_PAGE = mmap.PAGESIZE
-
-
-def _advise(m: Any, start: int, stop: int, option: int) -> None:
-    """``madvise`` a byte range of a data file's map (page-aligned); a no-op where unsupported.
-
-    Dropping streamed pages (MADV_DONTNEED on a read-only file map) loses nothing: they stay in
-    the page cache and are mapped again on the next access."""
-    if not isinstance(m, mmap.mmap):
-        return
-    aligned = start - start % _PAGE
-    try:
-        m.madvise(option, aligned, stop - aligned)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-class _RemoteFile:
-    """A data file behind a URL: its size (one metadata request) and ranged reads."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.size = storage.file_size(path)
-
-    def __len__(self) -> int:
-        return self.size
-
-    def read(self, start: int, stop: int) -> bytes:
-        """Bytes ``[start, stop)``, fetched with one ranged request."""
-        return storage.read_range(self.path, start, stop)
-
-
-def _read_index_bytes(path: str) -> bytes:
-    try:
-        return storage.read_bytes(path)
-    except FileNotFoundError:
-        raise CheckpointNotFoundError(path, "no such file") from None
-    except IsADirectoryError:
-        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
-    except OSError as exc:
-        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-
-
-def masked_crc(data: Any) -> int:
-    """The masked CRC32C TensorFlow stores for ``data``."""
-    return mask(crc32c(data))

@@ -1,0 +1,68 @@
+"""Access to a bundle's files: the index read whole, data files memory-mapped (local) or read by
+byte range (URLs), and the madvise calls that keep streamed reads fast and their memory bounded."""
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any
+
+from .. import storage
+from ..errors import CheckpointNotFoundError
+
+__all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
+
+
+def open_data_file(path: str) -> Any:
+    """A read-only map of a local data file (``b""`` when empty), or a :class:`RemoteFile` for a URL."""
+    if storage.is_url(path):
+        return RemoteFile(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except OSError as exc:
+        raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None
+
+
+MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
+_PAGE = mmap.PAGESIZE
+
+
+def advise(m: Any, start: int, stop: int, option: int) -> None:
+    """``madvise`` a byte range of a data file's map (page-aligned); a no-op where unsupported.
+
+    Dropping streamed pages (MADV_DONTNEED on a read-only file map) loses nothing: they stay in
+    the page cache and are mapped again on the next access."""
+    if not isinstance(m, mmap.mmap):
+        return
+    aligned = start - start % _PAGE
+    try:
+        m.madvise(option, aligned, stop - aligned)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+class RemoteFile:
+    """A data file behind a URL: its size (one metadata request) and ranged reads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.size = storage.file_size(path)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)``, fetched with one ranged request."""
+        return storage.read_range(self.path, start, stop)
+
+
+def read_index_bytes(path: str) -> bytes:
+    try:
+        return storage.read_bytes(path)
+    except FileNotFoundError:
+        raise CheckpointNotFoundError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
+    except OSError as exc:
+        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
