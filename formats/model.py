@@ -6,7 +6,7 @@ Entries carry metadata (key, shape, dtype, size) and read their value only when
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import TensorNotFoundError
@@ -14,7 +14,12 @@ from .errors import TensorNotFoundError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TensorEntry", "Checkpoint"]
+__all__ = ["TensorEntry", "Checkpoint", "shape_text"]
+
+
+def shape_text(shape: Iterable[int]) -> str:
+    """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
+    return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 class TensorEntry:

@@ -9,11 +9,12 @@ iterator), a :class:`Digest` recorded while writing stands in for it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CheckpointError
+from .model import shape_text
 from .sources import CHUNK, Source, describe, elements, fixed_chunks
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",
@@ -110,7 +111,7 @@ def _compare(actual: Source, expected: Source | Digest, chunk: int, check_crc: b
     if dt_a.name != dt_name:
         return "dtype", f"dtype {dt_a.name}, source has {dt_name}"
     if shape_a != tuple(shape_b):
-        return "shape", f"shape {_shape(shape_a)}, source has {_shape(shape_b)}"
+        return "shape", f"shape {shape_text(shape_a)}, source has {shape_text(shape_b)}"
     if isinstance(expected, Digest):
         got = tensor_digest(actual, chunk)
         return None if got == expected.sha256 else ("value", f"values differ (sha256 {got[:12]}..., "
@@ -132,8 +133,6 @@ def _compare(actual: Source, expected: Source | Digest, chunk: int, check_crc: b
     return None
 
 
-def _shape(shape: Iterable[int]) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 def first_difference(xs: Iterator[memoryview], ys: Iterator[memoryview]) -> int | None:

@@ -10,7 +10,6 @@ tensor.
 """
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes
 from ._crc import crc32c, unmask
-from .errors import ChecksumError, CorruptCheckpointError, UnsupportedError
+from .errors import UnsupportedError
 from .model import TensorEntry
 
 if TYPE_CHECKING:
@@ -154,10 +153,7 @@ def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iter
 
 def _bundle_chunks(reader: Any, raw: Any, chunk: int, check: bool) -> Iterator[memoryview]:
     dt = reader.dtype_of(raw)
-    expected = math.prod(raw.shape) * dt.itemsize
-    if raw.size != expected:
-        raise CorruptCheckpointError(reader.index_path, f"tensor {raw.name!r}: {raw.size} bytes stored, but "
-                                     f"shape {list(raw.shape)} of {dt.name} needs {expected}")
+    reader.check_fixed_size(raw, dt)
     swap = reader.header.big_endian and dt.itemsize > 1
     crc = 0
     for piece in reader.chunks(raw, chunk):  # pages dropped after use; ranged reads for URLs
@@ -165,8 +161,7 @@ def _bundle_chunks(reader: Any, raw: Any, chunk: int, check: bool) -> Iterator[m
             crc = crc32c(piece, crc)
         yield _byteswapped(piece, dt) if swap else piece
     if check and crc != unmask(raw.crc32c):
-        raise ChecksumError(reader.data_paths[raw.shard_id], f"tensor {raw.name!r}: checksum mismatch (index says "
-                            f"{unmask(raw.crc32c):#010x}, data gives {crc:#010x})")
+        raise reader.checksum_error(raw, crc)
 
 
 def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes
 from ._crc import crc32c, unmask
-from .errors import ChecksumError, CorruptCheckpointError, TensorNotFoundError
+from .errors import TensorNotFoundError
 from .model import Checkpoint, TensorEntry
 
 if TYPE_CHECKING:
@@ -114,10 +114,7 @@ def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
                    pool: Executor | None = None) -> Iterator[np.ndarray]:
     import numpy as np
 
-    expected = math.prod(raw.shape) * dt.itemsize
-    if raw.size != expected:
-        raise CorruptCheckpointError(reader.index_path, f"tensor {raw.name!r}: {raw.size} bytes stored, but shape "
-                                     f"{list(raw.shape)} of {dt.name} needs {expected}")
+    reader.check_fixed_size(raw, dt)
     npdt = dt.numpy()
     swap = reader.header.big_endian and dt.itemsize > 1
     step = max(1, chunk_elements) * dt.itemsize
@@ -133,8 +130,7 @@ def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
         if pending is not None:
             crc = pending.result()
     if crc != unmask(raw.crc32c):
-        raise ChecksumError(reader.data_paths[raw.shard_id], f"tensor {raw.name!r}: checksum mismatch (index says "
-                            f"{unmask(raw.crc32c):#010x}, data gives {crc:#010x})")
+        raise reader.checksum_error(raw, crc)
 
 
 def as_float(chunk: np.ndarray) -> np.ndarray:

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from formats.model import shape_text as _shape_text
+
 
 @functools.lru_cache(maxsize=4096)
 def human_bytes(n: int) -> str:
@@ -21,10 +23,8 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-@functools.lru_cache(maxsize=4096)
-def shape_text(shape: tuple[int, ...]) -> str:
-    """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
-    return "[" + ", ".join(str(d) for d in shape) + "]"
+shape_text = functools.lru_cache(maxsize=4096)(_shape_text)
+"""``formats.model.shape_text``, cached: listings repeat the same few shapes many times."""
 
 
 def use_color() -> bool:

@@ -19,7 +19,7 @@ from ..rules import RuleSet
 from ..sources import Source
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
-           "write_tf_bundle", "shape_text", "ERROR", "WARNING"]
+           "write_tf_bundle", "ERROR", "WARNING"]
 
 ERROR = "error"
 RESERVED_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -221,6 +221,3 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     return result
 
 
-def shape_text(shape: Iterable[int]) -> str:
-    """``(3, 4)`` -> ``[3, 4]``."""
-    return "[" + ", ".join(str(d) for d in shape) + "]"

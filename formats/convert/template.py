@@ -19,7 +19,8 @@ from ..api import open_checkpoint
 from ..errors import UnsupportedError
 from ..model import Checkpoint
 from ..object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
-from .plan import WARNING, ConversionPlan, ConvertOptions, shape_text
+from ..model import shape_text
+from .plan import WARNING, ConversionPlan, ConvertOptions
 from .sources import SourceTensor, source_tensors
 
 __all__ = ["plan_onto_template", "nearest_candidates"]

@@ -196,7 +196,8 @@ class BundleReader:
         self._maps.clear()
 
     # -- checks and reads ------------------------------------------------------------------
-    def _mismatch(self, e: RawEntry, actual: int, what: str = "checksum mismatch") -> ChecksumError:
+    def checksum_error(self, e: RawEntry, actual: int, what: str = "checksum mismatch") -> ChecksumError:
+        """The error for an entry whose data gives CRC ``actual`` instead of the index's."""
         return ChecksumError(self.data_paths[e.shard_id],
                              f"tensor {e.name!r}: {what} (index says {unmask(e.crc32c):#010x}, "
                              f"data gives {actual:#010x})")
@@ -213,19 +214,20 @@ class BundleReader:
         """Verify one non-partitioned entry without building an array; return the bytes checked."""
         dt = self.dtype_of(e)
         if dt.fixed_width:
-            self._check_fixed_size(e, dt)
+            self.check_fixed_size(e, dt)
             actual = 0
             for chunk in self.chunks(e):
                 actual = crc32c(chunk, actual)
             if actual != unmask(e.crc32c):
-                raise self._mismatch(e, actual)
+                raise self.checksum_error(e, actual)
         elif dt.enum == dtypes.STRING:
             self._read_strings(e)
         else:
             self._read_variants(e)
         return e.size
 
-    def _check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
+    def check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
+        """Raise unless a fixed-width entry stores exactly the bytes its shape needs."""
         expected = math.prod(e.shape) * dt.itemsize
         if e.size != expected:
             raise CorruptCheckpointError(
@@ -233,7 +235,7 @@ class BundleReader:
                 f"of {dt.name} needs {expected}")
 
     def _fixed_region(self, e: RawEntry, dt: dtypes.DType) -> memoryview:
-        self._check_fixed_size(e, dt)
+        self.check_fixed_size(e, dt)
         return self.region(e)
 
     def read(self, e: RawEntry) -> np.ndarray:
@@ -256,7 +258,7 @@ class BundleReader:
         buf = self._fixed_region(e, dt)
         actual = crc32c(buf)
         if actual != unmask(e.crc32c):
-            raise self._mismatch(e, actual)
+            raise self.checksum_error(e, actual)
         arr = np.frombuffer(buf, dtype=dt.numpy()).copy()
         if self.header.big_endian and dt.itemsize > 1:
             arr.byteswap(inplace=True)
@@ -294,7 +296,7 @@ class BundleReader:
                                          f"add up to {sum(lengths)} bytes, {len(data) - pos} are stored")
         crc = crc32c(memoryview(data)[pos:], crc)
         if crc != unmask(e.crc32c):
-            raise self._mismatch(e, crc)
+            raise self.checksum_error(e, crc)
         values = []
         for length in lengths:
             values.append(data[pos:pos + length])
@@ -333,7 +335,7 @@ class BundleReader:
         if pos != len(data):
             raise CorruptCheckpointError(where, f"tensor {e.name!r}: {len(data) - pos} stray bytes after variants")
         if crc != unmask(e.crc32c):
-            raise self._mismatch(e, crc)
+            raise self.checksum_error(e, crc)
         return values
 
     def slice_parts(self, e: RawEntry) -> list[tuple[list[Extent], RawEntry]]:
