@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from . import storage
 from .errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                      UnsupportedError)
-from .state import STATE_FILE, read_state
+from .state import STATE_FILE, CheckpointState, read_state
 
 __all__ = ["Target", "resolve", "sniff_file", "bundle_prefixes", "WEIGHT_SUFFIXES"]
 
@@ -139,22 +139,32 @@ def weight_files(directory: str) -> list[str]:
     return sorted(found)
 
 
-def latest_from_state(directory: str) -> str | None:
-    """The prefix the directory's state file names as latest (fixing stale absolute paths), or None."""
-    state = read_state(directory)
-    if state is None:
-        return None
-    named = state.model_checkpoint_path
+def locate_named(directory: str, named: str, known: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """The existing prefix a state file's path ``named`` means: as written (relative to ``directory``),
+    else its basename in ``directory`` (absolute paths go stale when runs are copied); None if neither.
+    Prefixes in ``known`` are taken as existing without probing the storage."""
     if storage.is_url(directory):
         options = [storage.join(directory, named.lstrip("/")), storage.join(directory, os.path.basename(named))]
         for option in dict.fromkeys(options):
-            if storage.isfile(option + ".index"):
+            if option in known or storage.isfile(option + ".index"):
                 return option
-    else:
-        candidate = named if os.path.isabs(named) else os.path.join(directory, named)
-        for option in (candidate, os.path.join(directory, os.path.basename(named))):
-            if os.path.isfile(option + ".index") and not os.path.isdir(option):
-                return os.path.normpath(option)
+        return None
+    candidate = named if os.path.isabs(named) else os.path.join(directory, named)
+    for option in (candidate, os.path.join(directory, os.path.basename(named))):
+        if os.path.isfile(option + ".index") and not os.path.isdir(option):
+            return os.path.normpath(option)
+    return None
+
+
+def latest_from_state(directory: str, state: CheckpointState | None = None) -> str | None:
+    """The prefix the directory's state file (or ``state``, already read) names as latest, or None."""
+    state = read_state(directory) if state is None else state
+    if state is None:
+        return None
+    named = state.model_checkpoint_path
+    found = locate_named(directory, named)
+    if found is not None:
+        return found
     raise CheckpointNotFoundError(storage.join(directory, STATE_FILE),
                                   f"names {named!r} as the latest checkpoint, but {named}.index does not exist")
 

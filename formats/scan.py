@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from . import storage
 from .api import open_target
 from .errors import CheckpointError
-from .resolve import Target, bundle_prefixes, latest_from_state, sniff_file, weight_files
+from .resolve import Target, bundle_prefixes, latest_from_state, locate_named, sniff_file, weight_files
 from .state import read_state
 
 __all__ = ["CheckpointInfo", "scan_directory", "step_of"]
@@ -56,19 +56,11 @@ def step_of(path: str) -> int | None:
 def _targets(directory: str) -> tuple[list[Target], str | None]:
     prefixes = set(bundle_prefixes(directory))
     state = read_state(directory)
-    latest = latest_from_state(directory) if state else None
-    if state:
-        for named in state.all_model_checkpoint_paths:
-            if storage.is_url(directory):
-                p = storage.join(directory, os.path.basename(named))
-                if p in prefixes or storage.isfile(p + ".index"):
-                    prefixes.add(p)
-                continue
-            p = named if os.path.isabs(named) else os.path.join(directory, named)
-            if not os.path.isfile(p + ".index"):
-                p = os.path.join(directory, os.path.basename(named))
-            if os.path.isfile(p + ".index"):
-                prefixes.add(os.path.normpath(p))
+    latest = latest_from_state(directory, state) if state else None
+    for named in state.all_model_checkpoint_paths if state else []:
+        found = locate_named(directory, named, prefixes)
+        if found is not None:
+            prefixes.add(found)
     targets = [Target("tf-bundle", p) for p in prefixes]
     for f in weight_files(directory):
         try:
