@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from .atomic import ensure_space, refuse_url
+from .atomic import atomic_output, ensure_space, refuse_url
 from .errors import CheckpointError
 from .model import Checkpoint, TensorEntry
 from .values import iter_chunks, select_entries
@@ -118,7 +118,7 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
         _write_dir(entries, path, force, allow_pickle, inputs, report)
         return report
     _check_target(path, force, inputs)
-    with _AtomicFile(path) as f:
+    with atomic_output(path) as temp, open(temp, "xb") as f:
         if mode == "npy":
             report.add(entries[0], _write_npy(f, entries[0], allow_pickle) | {"file": os.path.basename(path)})
         else:
@@ -163,7 +163,7 @@ def _write_dir(entries: list[TensorEntry], root: str, force: bool, allow_pickle:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if os.path.commonpath([real_root, os.path.realpath(os.path.dirname(target))]) != real_root:
             raise ExtractError(target, f"key {entry.key!r} would be written outside {root} (symlink?)")
-        with _AtomicFile(target) as f:
+        with atomic_output(target) as temp, open(temp, "xb") as f:
             report.add(entry, _write_npy(f, entry, allow_pickle) | {"file": rel})
 
 
@@ -173,31 +173,6 @@ def _check_layout(files: list[str], root: str) -> None:
     clash = sorted(folders.intersection(files))
     if clash:
         raise ExtractError(root, f"{clash[0]!r} would be both a file and a directory", hint="write a .npz instead")
-
-
-class _AtomicFile:
-    """Open a temporary file beside ``path``; on success fsync and rename it into place, else remove it."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        directory = os.path.dirname(os.path.abspath(path))
-        self.temp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
-
-    def __enter__(self) -> IO[bytes]:
-        self.file = open(self.temp, "xb")
-        return self.file
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        try:
-            if kind is None:
-                self.file.flush()
-                os.fsync(self.file.fileno())
-            self.file.close()
-            if kind is None:
-                os.replace(self.temp, self.path)
-        finally:
-            if os.path.lexists(self.temp):
-                os.unlink(self.temp)
 
 
 # -- one .npy --------------------------------------------------------------------------------------

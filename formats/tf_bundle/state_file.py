@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..atomic import atomic_output
 from ..state import STATE_FILE, CheckpointState, format_state, read_state
 
 __all__ = ["update_state_file"]
@@ -50,14 +51,5 @@ def update_state_file(directory: str | os.PathLike[str], prefix: str | os.PathLi
 
 
 def _write_atomically(path: str, text: str) -> None:
-    temp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
-    try:
-        with open(temp, "x", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        raise
+    with atomic_output(path) as temp, open(temp, "x", encoding="utf-8") as f:
+        f.write(text)

@@ -25,7 +25,7 @@ from ..sources import CHUNK, Source, TensorValue, bundle_origin, describe, eleme
 from .encode import HEADER, encode_entry, string_layout, variant_layout
 from .reader import OBJECT_GRAPH_KEY, data_file_name
 from .table_writer import TableWriter
-from ..atomic import ensure_space, fsync_dir
+from ..atomic import ensure_space, fsync_dir, temp_name
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
@@ -148,7 +148,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     if not os.path.isdir(directory):
         os.makedirs(directory, exist_ok=True)
     ensure_space(directory, _planned_bytes(tensors))
-    temp = os.path.join(directory, f".{os.path.basename(prefix)}.tmp-{os.urandom(4).hex()}")
+    temp = temp_name(prefix)
     temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
     report = WriteReport(prefix, [final_index, final_data])
     leftovers = [temp_data, temp_index]
