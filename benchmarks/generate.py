@@ -70,8 +70,8 @@ def many(out: Path, count: int = 50_000) -> str:
 
 def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4) -> str:
     """Write a name-based checkpoint whose embedding is stored as ``parts`` slices; return its prefix."""
-    from formats._crc import crc32c, mask
-    from formats.proto import tfckpt_bundle_pb2 as pb
+    from formats.io.crc import crc32c, mask
+    from formats.concepts.proto import tfckpt_bundle_pb2 as pb
     from formats.tf_bundle.encode import HEADER, encode_entry
     from formats.tf_bundle.slices import encode_slice_key
     from formats.tf_bundle.table_writer import TableWriter

@@ -60,7 +60,7 @@ def complete_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -
     if not path:
         return []
     from formats.api import open_checkpoint
-    from formats.errors import CheckpointError
+    from formats.core.errors import CheckpointError
 
     try:
         with open_checkpoint(path) as ckpt:

@@ -67,7 +67,7 @@ class LazyGroup(click.Group):
 
 def report_error(exc: BaseException, show_traceback: bool) -> int:
     """Print one line (plus a hint) for ``exc`` on stderr and return the exit code."""
-    from formats.errors import CheckpointError
+    from formats.core.errors import CheckpointError
 
     if show_traceback:
         import traceback

@@ -19,7 +19,7 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 
 def rule_options(whose: str = "") -> Callable[[F], F]:
-    """``--map``, ``--regex`` and ``--rules`` (see :mod:`formats.rules`); ``whose`` names the side renamed."""
+    """``--map``, ``--regex`` and ``--rules`` (see :mod:`formats.ops.rules`); ``whose`` names the side renamed."""
     subject = f"{whose} names" if whose else "names"
     return _stack(
         click.option("--map", "maps", multiple=True, metavar="OLD=NEW",

@@ -13,11 +13,11 @@ This package never imports click or rich, and imports numpy only when values are
 """
 from __future__ import annotations
 
-from .api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
-from .errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
+from formats.api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
+from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
                      CorruptCheckpointError, InvalidOutputError, NotACheckpointError, OutputExistsError,
                      OutputIsInputError, TensorNotFoundError, UnsupportedError)
-from .model import Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, TensorEntry
 
 __version__ = "0.1.0"
 
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
-         "TensorValue": ".sources"}
+         "TensorValue": ".core.sources"}
 
 
 def __getattr__(name: str) -> object:

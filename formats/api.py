@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import UnsupportedError
-from .model import Checkpoint
-from .resolve import Target, resolve
+from formats.core.errors import UnsupportedError
+from formats.core.model import Checkpoint
+from formats.discover.resolve import Target, resolve
 
 __all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]
 
@@ -15,21 +15,21 @@ def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     """Open a checkpoint from what a user would type: a prefix (``run/ckpt-10``), its ``.index`` or a
     ``.data-*`` file, a Keras weights file, or a directory (its latest checkpoint).
 
-    Returns a read-only :class:`~formats.model.Checkpoint`; nothing is read from data files until an
-    entry's ``read()`` is called. Raises a :class:`~formats.errors.CheckpointError` subclass on bad input.
+    Returns a read-only :class:`~formats.core.model.Checkpoint`; nothing is read from data files until an
+    entry's ``read()`` is called. Raises a :class:`~formats.core.errors.CheckpointError` subclass on bad input.
     """
     return open_target(resolve(path))
 
 
 def open_target(target: Target) -> Checkpoint:
-    """Open an already resolved :class:`~formats.resolve.Target`."""
+    """Open an already resolved :class:`~formats.discover.resolve.Target`."""
     if target.kind == "tf-bundle":
-        from .tf_bundle.checkpoint import BundleCheckpoint
+        from formats.tf_bundle.checkpoint import BundleCheckpoint
 
         return BundleCheckpoint(target.path)
     if target.kind in ("hdf5", "zip"):
         try:
-            from .keras_h5 import open_keras
+            from formats.keras_h5 import open_keras
         except ImportError:
             raise UnsupportedError(target.path, "Keras/HDF5 files are not supported yet") from None
         return open_keras(target.path, target.kind)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import formats
-from formats.proto import tfckpt_bundle_pb2 as pb
+from formats.concepts.proto import tfckpt_bundle_pb2 as pb
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import formats
-from formats.errors import AmbiguousCheckpointError, CheckpointNotFoundError
-from formats.state import CheckpointState, format_state, parse_state
+from formats.core.errors import AmbiguousCheckpointError, CheckpointNotFoundError
+from formats.concepts.state import CheckpointState, format_state, parse_state
 from formats.tf_bundle.slices import SliceKeyError, decode_slice_key, encode_slice_key
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of

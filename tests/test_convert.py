@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import formats
-from formats.convert.graph_build import GraphBuilder, encode_object_graph
-from formats.object_graph import ChildRef, ObjectNode
+from formats.ops.convert.graph_build import GraphBuilder, encode_object_graph
+from formats.concepts.object_graph import ChildRef, ObjectNode
 
 from .conftest import CORPUS
 
@@ -38,7 +38,7 @@ def keras_like_template(prefix: Path, units: int, inputs: int = 4, dtype: str = 
         layer = "dense" if i == 0 else f"dense_{i}"
         for j, (name, shape) in enumerate((("kernel", (a, b)), ("bias", (b,)))):
             key = f"layer_with_weights-{i}/{name}{VV}"
-            from formats.object_graph import Attribute
+            from formats.concepts.object_graph import Attribute
 
             nodes.append(ObjectNode(4 + 2 * i + j, attributes=[Attribute("VARIABLE_VALUE", f"{layer}/{name}", key)]))
             tensors[key] = rng.normal(size=shape).astype(dtype)
@@ -80,8 +80,8 @@ def test_generic_estimator_keys_full_names_and_values(run_cli, tmp_path):
 
 def test_generic_graph_mirrors_tensorflow(tmp_path):
     out = tmp_path / "ckpt"
-    from formats.convert.name_to_object import plan_name_to_object
-    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.name_to_object import plan_name_to_object
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
 
     with formats.open_checkpoint(ADAM) as src:
         execute_plan(plan_name_to_object(src, ConvertOptions()), str(out))

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from formats.api import open_checkpoint
-from formats.crossconvert import convert_file
+from formats.ops.convert.cross import convert_file
 from formats.keras_h5.writer import Keras2Layer, write_keras2_h5
-from formats.rules import build_rules
+from formats.ops.rules import build_rules
 
 from .conftest import CORPUS
 
@@ -89,8 +89,8 @@ def test_reverse_directions_return_identical_bytes(tmp_path: Path) -> None:
         assert list(got) == list(want)
         assert all(got[k].read().tobytes() == want[k].read().tobytes() for k in want)
         assert got.metadata["layers"] == want.metadata["layers"]
-    from formats.convert.name_to_object import plan_tf_object
-    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.name_to_object import plan_tf_object
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
 
     with open_checkpoint(str(k2)) as src:
         plan = plan_tf_object(src, ConvertOptions(template=str(BUNDLE), allow_missing=True))

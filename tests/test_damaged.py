@@ -154,7 +154,7 @@ def test_traceback_flag_shows_the_traceback(tmp_path, run_cli):
 
 def test_corrupt_entry_protos_and_shard_ids_are_errors(corpus_copy):
     from formats.tf_bundle.reader import _parse_entries
-    from formats.errors import CorruptCheckpointError
+    from formats.core.errors import CorruptCheckpointError
 
     with pytest.raises(CorruptCheckpointError, match="not parseable"):
         _parse_entries([(b"k", b"\x08")], "x.index")  # varint cut short

@@ -1,4 +1,4 @@
-"""`ckpt diff` and formats.diff: corpus runs with expected numbers computed here with numpy, tolerances,
+"""`ckpt diff` and formats.ops.compare.diff: corpus runs with expected numbers computed here with numpy, tolerances,
 name matching, rename rules, checksums while streaming, output modes, a golden table.
 
 Also home of small helpers the other issue-7 tests import: in-memory checkpoints and `patch_value`,
@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formats import dtypes
-from formats._crc import crc32c, mask
+from formats.core import dtypes
+from formats.io.crc import crc32c, mask
 from formats.api import open_checkpoint
-from formats.diff import Tolerance, diff_checkpoints
-from formats.model import Checkpoint, TensorEntry
-from formats.rules import build_rules
+from formats.ops.compare.diff import Tolerance, diff_checkpoints
+from formats.core.model import Checkpoint, TensorEntry
+from formats.ops.rules import build_rules
 from formats.tf_bundle.sstable import FOOTER_SIZE, parse_block, read_varint
 
 from .conftest import CORPUS, MANIFEST, digest
@@ -194,8 +194,8 @@ def test_runs_whose_layer_widths_differ_name_each_shape_change(run_cli):
 
 
 def _generic_object_conversion(rel: str, out: Path) -> Path:
-    from formats.convert.name_to_object import plan_name_to_object
-    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.name_to_object import plan_name_to_object
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
 
     with open_checkpoint(CORPUS / rel) as src:
         result = execute_plan(plan_name_to_object(src, ConvertOptions()), str(out))

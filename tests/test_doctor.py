@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from formats import write_checkpoint
-from formats.doctor import diagnose, is_optimizer_state
+from formats.ops.inspect.doctor import diagnose, is_optimizer_state
 
 from .conftest import CORPUS, MANIFEST
 from .test_diff import GOLDEN, memory_checkpoint, read_all

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from formats.graph_drawing import DrawEdge, DrawNode, Drawing
+from formats.ops.inspect.graph_drawing import DrawEdge, DrawNode, Drawing
 
 from .conftest import CORPUS
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import formats
-from formats.errors import CheckpointError, CorruptCheckpointError, NotACheckpointError, UnsupportedError
+from formats.core.errors import CheckpointError, CorruptCheckpointError, NotACheckpointError, UnsupportedError
 from formats.keras_h5.naming import to_snake_case
-from formats.verify import verify_checkpoint
+from formats.ops.compare.verify import verify_checkpoint
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of
 
@@ -410,7 +410,7 @@ def test_foreign_files_named_h5(tmp_path, content, expected):
 
 
 def test_importing_formats_and_listing_a_bundle_does_not_import_h5py():
-    code = ("import sys, formats; from formats.summary import summarise; from formats.scan import scan_directory\n"
+    code = ("import sys, formats; from formats.ops.inspect.summary import summarise; from formats.discover.scan import scan_directory\n"
             f"summarise(formats.open_checkpoint({str(CORPUS / 'tf1_adam/model.ckpt-200')!r}))\n"
             f"scan_directory({str(CORPUS / 'tf1_adam')!r})\n"
             "print('h5py' in sys.modules)")

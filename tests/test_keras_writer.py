@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from formats.api import open_checkpoint
-from formats.errors import UnsupportedError
+from formats.core.errors import UnsupportedError
 from formats.keras_h5.writer import (HDF5_OBJECT_HEADER_LIMIT, Keras2Layer, Keras3Group, write_keras2_h5,
                                      write_keras3_h5)
-from formats.sources import TensorValue
+from formats.core.sources import TensorValue
 from formats.tf_bundle.writer import OutputExistsError, OutputIsInputError
 
 from .conftest import CORPUS

@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formats import open_checkpoint
-from formats.errors import ChecksumError, CorruptCheckpointError
-from formats.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, attribute_key, decode_object_graph,
+from formats.core.errors import ChecksumError, CorruptCheckpointError
+from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, attribute_key, decode_object_graph,
                                   escape_local_name, split_path, unescape_local_name)
-from formats.roles import Role, classify_name, classify_names, slot_key, slot_suffixes
-from formats.variant import describe_variant
+from formats.concepts.roles import Role, classify_name, classify_names, slot_key, slot_suffixes
+from formats.concepts.variant import describe_variant
 
 from .conftest import CORPUS, MANIFEST, entries_of
 

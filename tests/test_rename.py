@@ -19,7 +19,7 @@ def _open(prefix):
 
 def _values(prefix) -> dict[str, str]:
     """Key -> sha256 of the value (variants and strings included)."""
-    from formats.roundtrip import tensor_digest
+    from formats.core.roundtrip import tensor_digest
 
     with _open(prefix) as ckpt:
         return {k: tensor_digest(ckpt[k]) for k in ckpt if k != "_CHECKPOINTABLE_OBJECT_GRAPH"}
@@ -95,9 +95,9 @@ def test_object_rename_edge_keys_and_slots(run_cli, tmp_path):
 
 
 def test_unchanged_rename_keeps_the_graph_bytes(tmp_path):
-    from formats.convert.plan import ConvertOptions
-    from formats.convert.rename import plan_rename
-    from formats.rules import build_rules
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.rename import plan_rename
+    from formats.ops.rules import build_rules
 
     for prefix in (SLOTS, keras_like_template(tmp_path / "t", 5)):
         with _open(prefix) as ckpt, plan_rename(ckpt, ConvertOptions(rules=build_rules(["zzz=y"]))) as plan:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from formats.rules import RuleError, build_rules, dump_rules, load_rules, parse_pair
+from formats.ops.rules import RuleError, build_rules, dump_rules, load_rules, parse_pair
 
 
 def test_map_has_segment_prefix_semantics():

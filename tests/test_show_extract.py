@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from formats import write_checkpoint
-from formats.extract import safe_relative_path
-from formats.values import parse_index
+from formats.ops.inspect.extract import safe_relative_path
+from formats.core.values import parse_index
 
 from .conftest import CORPUS, MANIFEST, digest
 from .test_diff import read_all
@@ -225,7 +225,7 @@ def test_large_tensor_streams(tmp_path, run_cli):
 
 def test_extract_reports_progress(tmp_path):
     import formats
-    from formats.extract import extract
+    from formats.ops.inspect.extract import extract
 
     from .conftest import CORPUS
 

@@ -1,4 +1,4 @@
-"""`ckpt stats` and formats.stats: numbers checked against numpy on the corpus, --check-finite on a checkpoint
+"""`ckpt stats` and formats.ops.inspect.stats: numbers checked against numpy on the corpus, --check-finite on a checkpoint
 written with a NaN, filters, chunking, a golden table."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from formats import write_checkpoint
 from formats.api import open_checkpoint
-from formats.stats import tensor_stats
+from formats.ops.inspect.stats import tensor_stats
 
 from .conftest import CORPUS, MANIFEST
 from .test_diff import GOLDEN, memory_checkpoint, read_all
@@ -160,7 +160,7 @@ def test_partitioned_variables_stream_slice_by_slice():
     import numpy as np
 
     import formats
-    from formats.values import _row_partitions, iter_chunks
+    from formats.core.values import _row_partitions, iter_chunks
 
     from .conftest import CORPUS
 

@@ -8,9 +8,9 @@ import pytest
 
 from ckpt_cli.render.tree import tree_prefix
 from formats import open_checkpoint
-from formats.model import Checkpoint, TensorEntry
-from formats.summary import summarise
-from formats.tree import TreeNode, build_tree
+from formats.core.model import Checkpoint, TensorEntry
+from formats.ops.inspect.summary import summarise
+from formats.ops.inspect.tree import TreeNode, build_tree
 
 from .conftest import CORPUS
 

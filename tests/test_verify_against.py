@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 import formats
-from formats.roundtrip import compare_checkpoints, tensor_digest
+from formats.core.roundtrip import compare_checkpoints, tensor_digest
 
 from .conftest import CORPUS, MANIFEST
 

@@ -6,7 +6,7 @@ import glob
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats.proto import tfckpt_bundle_pb2 as pb
+from formats.concepts.proto import tfckpt_bundle_pb2 as pb
 from formats.tf_bundle.sstable import read_table
 from formats.tf_bundle.wire import _fast_entry, decode_entry, decode_header
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import formats
-from formats._crc import crc32c, mask
-from formats.sources import TensorValue
+from formats.io.crc import crc32c, mask
+from formats.core.sources import TensorValue
 from formats.tf_bundle import writer as writer_module
 from formats.tf_bundle.checkpoint import BundleCheckpoint
 from formats.tf_bundle.encode import encode_entry, string_layout, variant_layout

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import formats
-from formats.roundtrip import compare_checkpoints
+from formats.core.roundtrip import compare_checkpoints
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of
 from .interop.conftest import canonical, checkpoints, source_order

@@ -13,16 +13,16 @@ from ..options import rule_options, write_options
 
 
 # --to NAME -> "module:function". Each function takes (source Checkpoint, ConvertOptions) and
-# returns a formats.convert.plan.ConversionPlan (rows, problems, and how to write them).
+# returns a formats.ops.convert.plan.ConversionPlan (rows, problems, and how to write them).
 
 
 TARGETS: dict[str, str] = {
-    "tf-object": "formats.convert.name_to_object:plan_tf_object",
-    "tf-name": "formats.convert.object_to_name:plan_tf_name",
-    "keras2-h5": "formats.crossconvert.keras_targets:plan_keras2_h5",
-    "keras3-h5": "formats.crossconvert.keras_targets:plan_keras3_h5",
-    "npz": "formats.crossconvert.export:plan_npz",
-    "safetensors": "formats.crossconvert.export:plan_safetensors",
+    "tf-object": "formats.ops.convert.name_to_object:plan_tf_object",
+    "tf-name": "formats.ops.convert.object_to_name:plan_tf_name",
+    "keras2-h5": "formats.ops.convert.cross.keras_targets:plan_keras2_h5",
+    "keras3-h5": "formats.ops.convert.cross.keras_targets:plan_keras3_h5",
+    "npz": "formats.ops.convert.cross.export:plan_npz",
+    "safetensors": "formats.ops.convert.cross.export:plan_safetensors",
 }
 
 
@@ -71,10 +71,10 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
       ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1
     """
     from formats.api import open_checkpoint
-    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
 
     from ..render.progress import progress_for
-    from formats.rules import build_rules
+    from formats.ops.rules import build_rules
 
     options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
                              allow_missing=allow_missing, slot_names=slot_names)

@@ -45,8 +45,8 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
     """
     from formats.api import open_checkpoint
-    from formats.diff import Tolerance, diff_checkpoints
-    from formats.rules import build_rules
+    from formats.ops.compare.diff import Tolerance, diff_checkpoints
+    from formats.ops.rules import build_rules
 
     rules = build_rules(maps, regexes, rules_file)
     tolerance = Tolerance.of(atol, rtol, equal_nan)

@@ -38,7 +38,7 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
       ckpt convert old/model.ckpt-200 fixed/ckpt --rules fix.json
     """
     from formats.api import open_checkpoint
-    from formats.doctor import diagnose
+    from formats.ops.inspect.doctor import diagnose
 
     with open_checkpoint(ckpt_path) as ckpt, open_checkpoint(target) as tmpl:
         report = diagnose(ckpt, tmpl, ignore_optimizer)
@@ -54,8 +54,8 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
 
 
 def _write_rules(path: str, rules: list[Any], force: bool) -> None:
-    from formats.errors import CheckpointError
-    from formats.rules import dump_rules
+    from formats.core.errors import CheckpointError
+    from formats.ops.rules import dump_rules
 
     if os.path.lexists(path) and not force:
         raise CheckpointError(path, "rules file exists (use --force to replace it)")

@@ -35,11 +35,11 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
       ckpt extract run/tf_ckpts -o arrays/
     """
     from formats.api import open_checkpoint
-    from formats.extract import extract as do_extract
+    from formats.ops.inspect.extract import extract as do_extract
 
     from ..render.progress import progress_for
 
-    from formats.values import select_entries
+    from formats.core.values import select_entries
 
     with open_checkpoint(path) as ckpt:
         total = sum(e.nbytes for e in select_entries(ckpt, list(patterns)))

@@ -25,7 +25,7 @@ def graph(path: str, fmt: str, as_json: bool) -> None:
       ckpt graph run/tf_ckpts --format mermaid
     """
     from formats.api import open_checkpoint
-    from formats.graph_drawing import build_drawing
+    from formats.ops.inspect.graph_drawing import build_drawing
 
     with open_checkpoint(path) as ckpt:
         drawing = build_drawing(ckpt)

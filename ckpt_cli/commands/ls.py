@@ -39,10 +39,10 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
       ckpt ls --tree run/tf_ckpts/ckpt-5 --no-optimizer
       ckpt ls --names model.ckpt-200
     """
-    from formats._gc import paused_gc
+    from formats.core._gc import paused_gc
     from formats.api import open_checkpoint
-    from formats.scan import scan_directory
-    from formats.summary import summarise
+    from formats.discover.scan import scan_directory
+    from formats.ops.inspect.summary import summarise
 
     outputs = []
     status = Exit.OK
@@ -55,7 +55,7 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
         else:
             with open_checkpoint(path) as ckpt:
                 if tree:
-                    from formats.tree import build_tree
+                    from formats.ops.inspect.tree import build_tree
 
                     outputs.append(("tree", path, build_tree(ckpt, not no_optimizer, patterns=list(patterns))))
                 else:
@@ -66,7 +66,7 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
 
 
 def _is_directory(path: str) -> bool:
-    from formats import storage
+    from formats.io import storage
 
     return storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
 

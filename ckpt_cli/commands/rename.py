@@ -41,11 +41,11 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
       ckpt rename ckpt-5 -o out/ckpt-5 --regex '^model/(.*)=\\1' --rename-full-names
     """
     from formats.api import open_checkpoint
-    from formats.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
 
     from ..render.progress import progress_for
-    from formats.convert.rename import plan_rename
-    from formats.rules import build_rules
+    from formats.ops.convert.rename import plan_rename
+    from formats.ops.rules import build_rules
 
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
     options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)

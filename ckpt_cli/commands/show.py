@@ -38,7 +38,7 @@ def show(path: str, key: str, precision: int, threshold: int, edgeitems: int, fu
     import numpy as np
 
     from formats.api import open_checkpoint
-    from formats.values import display_array, parse_key_slice, read_slice, to_jsonable
+    from formats.core.values import display_array, parse_key_slice, read_slice, to_jsonable
 
     with open_checkpoint(path) as ckpt:
         name, index, text = parse_key_slice(ckpt, key)

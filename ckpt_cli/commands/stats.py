@@ -30,7 +30,7 @@ def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite
       ckpt stats --check-finite run/tf_ckpts || echo "training diverged"
     """
     from formats.api import open_checkpoint
-    from formats.stats import checkpoint_stats
+    from formats.ops.inspect.stats import checkpoint_stats
 
     from ..render.progress import progress_for
 

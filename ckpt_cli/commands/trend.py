@@ -24,7 +24,7 @@ def trend(directory: str, patterns: tuple[str, ...], as_json: bool) -> None:
       ckpt trend model_dir 'dnn/*/kernel'
       ckpt trend runs/exp1/tf_ckpts --json > trend.json
     """
-    from formats.trend import run_trend
+    from formats.ops.inspect.trend import run_trend
 
     result = run_trend(directory, patterns)
     for note in result.notes:

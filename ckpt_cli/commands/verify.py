@@ -33,7 +33,7 @@ def verify(ctx: click.Context, path: str, against: str | None, as_json: bool) ->
         _verify_against(ctx, path, against, as_json)
         return
     from formats.api import open_checkpoint
-    from formats.verify import verify_checkpoint
+    from formats.ops.compare.verify import verify_checkpoint
 
     from ..render.progress import progress_for
 
@@ -53,7 +53,7 @@ def verify(ctx: click.Context, path: str, against: str | None, as_json: bool) ->
 
 def _verify_against(ctx: click.Context, path: str, against: str, as_json: bool) -> None:
     from formats.api import open_checkpoint
-    from formats.roundtrip import compare_checkpoints
+    from formats.core.roundtrip import compare_checkpoints
 
     from ..render.progress import progress_for
 

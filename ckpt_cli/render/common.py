@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from formats.model import shape_text as _shape_text
+from formats.core.model import shape_text as _shape_text
 
 
 @functools.lru_cache(maxsize=4096)
@@ -24,7 +24,7 @@ def human_bytes(n: int) -> str:
 
 
 shape_text = functools.lru_cache(maxsize=4096)(_shape_text)
-"""``formats.model.shape_text``, cached: listings repeat the same few shapes many times."""
+"""``formats.core.model.shape_text``, cached: listings repeat the same few shapes many times."""
 
 
 def use_color() -> bool:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CheckpointError, UnsupportedError
-from ..model import Checkpoint, TensorEntry
-from .reader import H5Tensor, KerasCheckpoint, tensor_dtype, wrap_errors
+from formats.core.errors import CheckpointError, UnsupportedError
+from formats.core.model import Checkpoint, TensorEntry
+from formats.keras_h5.reader import H5Tensor, KerasCheckpoint, tensor_dtype, wrap_errors
 
 __all__ = ["open_keras", "KerasCheckpoint", "H5Tensor"]
 
@@ -18,7 +18,7 @@ _H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError
 
 def open_keras(path: str, kind: str) -> Checkpoint:
     """Open a Keras/HDF5 file; ``kind`` is ``hdf5`` (a file) or ``zip`` (a ``.keras`` archive)."""
-    from .source import open_hdf5_file, open_keras_zip
+    from formats.keras_h5.source import open_hdf5_file, open_keras_zip
 
     if kind not in ("hdf5", "zip"):
         raise UnsupportedError(path, f"not a Keras/HDF5 file (kind {kind!r})")
@@ -34,7 +34,7 @@ def open_keras(path: str, kind: str) -> Checkpoint:
 
 
 def _build(path: str, image: Any) -> KerasCheckpoint:
-    from .layouts import describe, walk
+    from formats.keras_h5.layouts import describe, walk
 
     config = image.extras.get("config.json")
     datasets, groups = walk(image.file)

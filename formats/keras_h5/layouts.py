@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .naming import VarsGroup, name_groups, optimizer_names
+from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
 
 __all__ = ["Layout", "Described", "walk", "describe", "attr_list", "natural_key"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import from_numpy
-from ..errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from ..model import Checkpoint, TensorEntry
-from .source import MAX_EXPANSION, H5Image, h5py_error_message
+from formats.core.dtypes import from_numpy
+from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
+from formats.core.model import Checkpoint, TensorEntry
+from formats.keras_h5.source import MAX_EXPANSION, H5Image, h5py_error_message
 
 if TYPE_CHECKING:
     import numpy as np

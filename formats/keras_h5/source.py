@@ -2,7 +2,7 @@
 member of a ``.keras`` zip archive (never extracted to disk).
 
 h5py's own exceptions (``OSError``, ``ValueError``, ``KeyError``) are turned into one-line
-:class:`~formats.errors.CheckpointError` messages here.
+:class:`~formats.core.errors.CheckpointError` messages here.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
+from formats.core.errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
 
 __all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "h5py_error_message", "WEIGHTS_MEMBER",
            "MAX_EXPANSION"]

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CheckpointError, UnsupportedError
-from ..model import Checkpoint, TensorEntry
-from ..roundtrip import RoundTripReport, compare_checkpoints
-from ..sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
-from ..atomic import atomic_output
+from formats.core.errors import CheckpointError, UnsupportedError
+from formats.core.model import Checkpoint, TensorEntry
+from formats.core.roundtrip import RoundTripReport, compare_checkpoints
+from formats.core.sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
+from formats.io.atomic import atomic_output
 
 __all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
            "HDF5_OBJECT_HEADER_LIMIT", "save_attribute_list"]
@@ -225,8 +225,8 @@ def _nbytes(source: Source) -> int:
 
 
 def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
-    from ..tf_bundle.writer import VerificationError
-    from . import open_keras
+    from formats.tf_bundle.writer import VerificationError
+    from formats.keras_h5 import open_keras
 
     with open_keras(temp, "hdf5") as written:
         if written.format != layout:
@@ -243,7 +243,7 @@ def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk
 
 def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Checkpoint], force: bool) -> None:
     """Refuse an output that is a file being read (always) or that exists (unless ``force``)."""
-    from ..tf_bundle.writer import OutputExistsError, OutputIsInputError
+    from formats.tf_bundle.writer import OutputExistsError, OutputIsInputError
 
     real = os.path.realpath(os.path.abspath(out))
     files: list[str] = []

@@ -1,17 +1,17 @@
-"""The :class:`~formats.model.Checkpoint` view of a tensor bundle."""
+"""The :class:`~formats.core.model.Checkpoint` view of a tensor bundle."""
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
 
-from .._gc import paused_gc
-from ..model import Checkpoint, TensorEntry
-from .reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
+from formats.core._gc import paused_gc
+from formats.core.model import Checkpoint, TensorEntry
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..object_graph import EntryLabel, ObjectGraph
+    from formats.concepts.object_graph import EntryLabel, ObjectGraph
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
@@ -21,7 +21,7 @@ class BundleTensor(TensorEntry):
 
     ``name`` and ``role`` (and, for slots, ``slot_of``/``optimizer``/``slot_name``) are worked out
     on first use, for all entries at once: from the object graph for ``tf-object`` checkpoints,
-    from the naming conventions of :mod:`formats.roles` for ``tf-name`` ones.
+    from the naming conventions of :mod:`formats.concepts.roles` for ``tf-name`` ones.
     """
 
     __slots__ = ("raw", "_reader", "_labels")
@@ -63,7 +63,7 @@ class BundleTensor(TensorEntry):
 
     @property
     def label(self) -> EntryLabel:
-        """Everything known about this key (:class:`formats.object_graph.EntryLabel`)."""
+        """Everything known about this key (:class:`formats.concepts.object_graph.EntryLabel`)."""
         return self._labels.get(self.key)
 
     def read(self) -> np.ndarray:
@@ -83,8 +83,8 @@ class _Labels:
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
         if self._graph is None and self._object_based:
-            from ..errors import CorruptCheckpointError
-            from ..object_graph import decode_object_graph
+            from formats.core.errors import CorruptCheckpointError
+            from formats.concepts.object_graph import decode_object_graph
 
             raw = self._reader.entries[OBJECT_GRAPH_KEY.encode()]
             if raw.dtype != 7 or raw.shape != () or raw.slices:
@@ -100,8 +100,8 @@ class _Labels:
         return self._labels[key]
 
     def _compute(self) -> dict[str, EntryLabel]:
-        from ..object_graph import EntryLabel, label_keys
-        from ..roles import classify_names
+        from formats.concepts.object_graph import EntryLabel, label_keys
+        from formats.concepts.roles import classify_names
 
         keys = [k.decode("utf-8", "surrogateescape") for k in self._reader.visible_keys()]
         graph = self.graph()
@@ -125,7 +125,7 @@ class BundleCheckpoint(Checkpoint):
 
     @property
     def object_graph(self) -> ObjectGraph | None:
-        """The decoded :class:`~formats.object_graph.ObjectGraph` (decoded on first use), or None for tf-name."""
+        """The decoded :class:`~formats.concepts.object_graph.ObjectGraph` (decoded on first use), or None for tf-name."""
         return self._labels.graph()
 
     @property

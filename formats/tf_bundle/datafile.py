@@ -6,8 +6,8 @@ import mmap
 import os
 from typing import Any
 
-from .. import storage
-from ..errors import CheckpointNotFoundError
+from formats.io import storage
+from formats.core.errors import CheckpointNotFoundError
 
 __all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from .._crc import crc32c, mask
-from .table_writer import encode_varint
+from formats.io.crc import crc32c, mask
+from formats.tf_bundle.table_writer import encode_varint
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
 

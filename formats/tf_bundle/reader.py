@@ -15,14 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import dtypes, storage
-from .._crc import crc32c, unmask
-from ..errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
+from formats.core import dtypes
+
+from formats.io import storage
+from formats.io.crc import crc32c, unmask
+from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from .datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
-from .slices import Extent, encode_slice_key
-from .sstable import _Bad, read_table, read_varint
-from .wire import WireError, decode_entry, decode_header
+from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
+from formats.tf_bundle.slices import Extent, encode_slice_key
+from formats.tf_bundle.sstable import _Bad, read_table, read_varint
+from formats.tf_bundle.wire import WireError, decode_entry, decode_header
 
 if TYPE_CHECKING:
     import numpy as np

@@ -4,15 +4,15 @@ Layout (``tensorflow/core/lib/io/{table,block,format}.cc``): data blocks, a
 metaindex block, an index block, then a 48-byte footer ending in a magic number.
 Each block is followed by a 5-byte trailer (compression type + masked CRC32C).
 Every structural field is bounds-checked; any inconsistency raises
-:class:`~formats.errors.CorruptCheckpointError` naming the file.
+:class:`~formats.core.errors.CorruptCheckpointError` naming the file.
 """
 from __future__ import annotations
 
 import struct
 
-from .._crc import crc32c, unmask
-from ..errors import CorruptCheckpointError
-from . import snappy
+from formats.io.crc import crc32c, unmask
+from formats.core.errors import CorruptCheckpointError
+from formats.tf_bundle import snappy
 
 __all__ = ["MAGIC", "FOOTER_SIZE", "read_table", "parse_block", "read_varint"]
 

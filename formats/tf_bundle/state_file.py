@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 
-from ..atomic import atomic_output
-from ..state import STATE_FILE, CheckpointState, format_state, read_state
+from formats.io.atomic import atomic_output
+from formats.concepts.state import STATE_FILE, CheckpointState, format_state, read_state
 
 __all__ = ["update_state_file"]
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import os
 
-from ..errors import CheckpointError
-from ..verify import Problem, Progress, VerifyReport
-from .checkpoint import BundleCheckpoint
-from .reader import BundleReader, RawEntry
+from formats.core.errors import CheckpointError
+from formats.ops.compare.verify import Problem, Progress, VerifyReport
+from formats.tf_bundle.checkpoint import BundleCheckpoint
+from formats.tf_bundle.reader import BundleReader, RawEntry
 
 __all__ = ["verify_bundle"]
 

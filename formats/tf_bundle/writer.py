@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from .. import dtypes
-from .._crc import crc32c, mask, unmask
-from ..errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
+from formats.core import dtypes
+from formats.io.crc import crc32c, mask, unmask
+from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
                       OutputIsInputError)
-from ..model import Checkpoint, TensorEntry
-from ..roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
-from ..sources import CHUNK, Source, TensorValue, bundle_origin, describe, elements, fixed_chunks
-from .encode import HEADER, encode_entry, string_layout, variant_layout
-from .reader import OBJECT_GRAPH_KEY, data_file_name
-from .table_writer import TableWriter
-from ..atomic import ensure_space, fsync_dir, temp_name
+from formats.core.model import Checkpoint, TensorEntry
+from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
+from formats.core.sources import CHUNK, Source, TensorValue, bundle_origin, describe, elements, fixed_chunks
+from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
+from formats.tf_bundle.table_writer import TableWriter
+from formats.io.atomic import ensure_space, fsync_dir, temp_name
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
@@ -115,21 +115,21 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
                      progress: Callable[[int, int], None] | None = None) -> WriteReport:
     """Write a TensorFlow checkpoint at ``prefix`` that ``tf.train.load_checkpoint`` reads.
 
-    ``tensors`` maps key -> source (numpy array, :class:`~formats.sources.TensorValue`, or a
-    :class:`~formats.model.TensorEntry` of an opened checkpoint, streamed from its file), or is an
+    ``tensors`` maps key -> source (numpy array, :class:`~formats.core.sources.TensorValue`, or a
+    :class:`~formats.core.model.TensorEntry` of an opened checkpoint, streamed from its file), or is an
     iterable of ``(key, source)`` pairs; data is written in that order. ``object_graph`` (a
     serialized ``TrackableObjectGraph`` or the message) is stored as ``_CHECKPOINTABLE_OBJECT_GRAPH``.
     An existing output is refused unless ``force``; an output that would replace a file of an
     input (any bundle tensor's checkpoint, or ``inputs``) is always refused. With ``verify`` the
     result is read back and compared with every source before it is renamed into place.
     ``progress(bytes_done, tensors_done)`` is called after each tensor. A URL prefix (``s3://...``)
-    is written and verified locally, then uploaded (:mod:`formats.remote_write`).
+    is written and verified locally, then uploaded (:mod:`formats.io.remote_write`).
     """
     prefix = os.fspath(prefix)
-    from .. import storage
+    from formats.io import storage
 
     if storage.is_url(prefix):
-        from ..remote_write import write_checkpoint_to
+        from formats.io.remote_write import write_checkpoint_to
 
         return write_checkpoint_to(prefix, tensors, object_graph, force=force, verify=verify, inputs=inputs,  # type: ignore[no-any-return]
                                    chunk=chunk, progress=progress)
@@ -328,7 +328,7 @@ def _write_index(path: str, records: list[_Record]) -> None:
 
 
 def _verify(temp: str, prefix: str, records: list[_Record], chunk: int) -> RoundTripReport:
-    from .checkpoint import BundleCheckpoint
+    from formats.tf_bundle.checkpoint import BundleCheckpoint
 
     expected = {r.key.decode("utf-8", "surrogateescape"): r.expected for r in records}
     with BundleCheckpoint(temp) as written:

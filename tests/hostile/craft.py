@@ -4,8 +4,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from formats._crc import crc32c, mask
-from formats.proto import tfckpt_bundle_pb2 as pb
+from formats.io.crc import crc32c, mask
+from formats.concepts.proto import tfckpt_bundle_pb2 as pb
 
 
 def varint(n: int) -> bytes:

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import formats
-from formats._crc import crc32c, mask
-from formats.errors import (CheckpointNotFoundError, ChecksumError, CorruptCheckpointError,
+from formats.io.crc import crc32c, mask
+from formats.core.errors import (CheckpointNotFoundError, ChecksumError, CorruptCheckpointError,
                             UnsupportedError)
-from formats.verify import verify_checkpoint
+from formats.ops.compare.verify import verify_checkpoint
 
 from .craft import block, bundle, entry, header, table, varint, with_trailer
 

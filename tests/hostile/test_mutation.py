@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import formats
-from formats.errors import CheckpointError
-from formats.verify import verify_checkpoint
+from formats.core.errors import CheckpointError
+from formats.ops.compare.verify import verify_checkpoint
 
 from ..conftest import CORPUS
 

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
-from formats.sources import TensorValue
+from formats.core.sources import TensorValue
 
 # TF dtype name -> how to build a value of that dtype from hypothesis data
 RAW_DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",

@@ -79,7 +79,7 @@ def test_to_tf_name_keys_are_full_names(run_cli, tmp_path):
     result = run_cli("convert", SLOTS, "-o", out, "--to", "tf-name")
     assert result.exit_code == 0, result.output
     from formats.api import open_checkpoint
-    from formats.object_graph import label_keys
+    from formats.concepts.object_graph import label_keys
 
     written = tf.train.load_checkpoint(str(out))
     source = tf.train.load_checkpoint(str(SLOTS))

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formats.crossconvert import convert_file
+from formats.ops.convert.cross import convert_file
 
 from ..conftest import CORPUS
 

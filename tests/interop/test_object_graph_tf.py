@@ -6,7 +6,7 @@ import os
 import pytest
 
 from formats import open_checkpoint
-from formats.object_graph import attribute_key, split_path
+from formats.concepts.object_graph import attribute_key, split_path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf = pytest.importorskip("tensorflow")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import formats
-from formats import storage
+from formats.io import storage
 
 from ..conftest import CORPUS
 from .conftest import CountingRangeHandler, big_bundle
@@ -63,7 +63,7 @@ def test_s3_verify_of_a_large_tensor_streams_in_chunks(s3_bucket, tmp_path, monk
     big_bundle(tmp_path, mib=20)
     _upload(fs, bucket, tmp_path)
     monkeypatch.setattr(storage, "CHUNK", 4 << 20)
-    from formats.verify import verify_checkpoint
+    from formats.ops.compare.verify import verify_checkpoint
 
     with formats.open_checkpoint(f"s3://{bucket}/run/ckpt-100") as ckpt:
         storage.transfer().reset()
@@ -130,7 +130,7 @@ def test_missing_extra_is_named(monkeypatch, run_cli):
 
 
 def test_write_to_a_bucket_and_read_it_back(s3_bucket, run_cli):
-    from formats.remote_write import write_checkpoint_to
+    from formats.io.remote_write import write_checkpoint_to
 
     fs, bucket = s3_bucket
     url = f"s3://{bucket}/out/ckpt-1"
@@ -145,7 +145,7 @@ def test_write_to_a_bucket_and_read_it_back(s3_bucket, run_cli):
 
 
 def test_failed_upload_leaves_no_object_under_the_final_name(s3_bucket, tmp_path, monkeypatch):
-    from formats import remote_write
+    from formats.io import remote_write
 
     fs, bucket = s3_bucket
     prefix, _ = big_bundle(tmp_path, mib=1)

@@ -1,0 +1,366 @@
+"""The object graph of a TF2 checkpoint: the objects that wrote it, and which key belongs to which.
+
+An object-based checkpoint stores a serialized ``TrackableObjectGraph`` under
+``_CHECKPOINTABLE_OBJECT_GRAPH``. Node 0 is the root (the ``tf.train.Checkpoint``);
+edges are attribute names (``net``, ``l1``, ``kernel``). A node's path is the
+breadth-first path from the root (first path found wins, TensorFlow's rule), with
+each local name escaped (``.`` -> ``..`` then ``/`` -> ``.S``) and joined by ``/``.
+Keys are ``<path>/.ATTRIBUTES/<escaped attribute name>``, and for slot variables
+``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot name>/.ATTRIBUTES/...``.
+
+:func:`decode_object_graph` gives an :class:`ObjectGraph` that mirrors the proto
+field by field, in order; :meth:`ObjectGraph.map_keys` ties stored keys to
+``(node, attribute)`` and :func:`label_keys` gives every key its TF1 name and role.
+Protobuf is imported only when a graph is decoded.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from formats.core.errors import CorruptCheckpointError
+
+__all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
+           "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
+           "RegisteredSaver", "ObjectNode", "ObjectGraph", "decode_object_graph", "EntryLabel", "label_keys"]
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+ATTRIBUTES = ".ATTRIBUTES"
+OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
+
+
+def escape_local_name(name: str) -> str:
+    """One path segment as TensorFlow writes it: ``.`` -> ``..`` first, then ``/`` -> ``.S``."""
+    return name.replace(".", "..").replace("/", ".S")
+
+
+def unescape_local_name(segment: str) -> str:
+    """Undo :func:`escape_local_name`; ValueError for a ``.`` not followed by ``.`` or ``S``."""
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch != ".":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = segment[i + 1:i + 2]
+        if nxt == ".":
+            out.append(".")
+        elif nxt == "S":
+            out.append("/")
+        else:
+            raise ValueError(f"bad escape at {i} in path segment {segment!r}")
+        i += 2
+    return "".join(out)
+
+
+def split_path(path: str) -> list[str]:
+    """``"nested/a.Sb"`` -> ``["nested", "a/b"]`` (the unescaped local names; ``""`` is the root)."""
+    return [unescape_local_name(s) for s in path.split("/")] if path else []
+
+
+def attribute_key(path: str, attribute: str) -> str:
+    """``<path>/.ATTRIBUTES/<escaped attribute>``, TensorFlow's ``checkpoint_key``."""
+    return f"{path}/{ATTRIBUTES}/{escape_local_name(attribute)}"
+
+
+def slot_variable_key(variable_path: str, optimizer_path: str, slot_name: str) -> str:
+    """The object path of a slot variable: ``<var>/.OPTIMIZER_SLOT/<optimizer>/<escaped slot>``."""
+    return f"{variable_path}/{OPTIMIZER_SLOT}/{optimizer_path}/{escape_local_name(slot_name)}"
+
+
+@dataclass(frozen=True)
+class ChildRef:
+    """An edge: the child ``node_id`` under attribute ``local_name``."""
+
+    node_id: int
+    local_name: str
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A ``SerializedTensor``: attribute ``name``, the TF1-style ``full_name`` and its ``checkpoint_key``."""
+
+    name: str
+    full_name: str
+    checkpoint_key: str
+    optional_restore: bool = False
+
+
+@dataclass(frozen=True)
+class SlotVariableRef:
+    """On an optimizer node: the slot ``slot_name`` of node ``original_variable_node_id`` is node ``slot_variable_node_id``."""
+
+    original_variable_node_id: int
+    slot_name: str
+    slot_variable_node_id: int
+
+
+@dataclass(frozen=True)
+class RegisteredSaver:
+    """A node saved by a registered saver (``name``) rather than through attributes."""
+
+    name: str
+    object_name: str
+
+
+@dataclass
+class ObjectNode:
+    """One ``TrackableObject``: the proto's fields, in order, plus its ``id`` (index in the graph)."""
+
+    id: int
+    children: list[ChildRef] = field(default_factory=list)
+    attributes: list[Attribute] = field(default_factory=list)
+    slot_variables: list[SlotVariableRef] = field(default_factory=list)
+    registered_saver: RegisteredSaver | None = None
+    has_checkpoint_values: bool | None = None
+
+
+class ObjectGraph:
+    """The decoded graph: ``nodes`` (node 0 is the root) and paths computed once, breadth-first."""
+
+    def __init__(self, nodes: list[ObjectNode], source: str = "") -> None:
+        self.nodes = nodes
+        self.source = source
+        self._check_ids()
+        self._paths: dict[int, str] = {}
+        self._parents: dict[int, tuple[int, str]] = {}
+        self._aliases: dict[int, list[str]] = {}
+        self._traverse()
+        self._slots = self._slot_map()
+
+    def _check_ids(self) -> None:
+        n = len(self.nodes)
+        if not n:
+            raise CorruptCheckpointError(self.source, "the object graph has no nodes (no root)")
+        for node in self.nodes:
+            ids = [c.node_id for c in node.children]
+            ids += [i for s in node.slot_variables for i in (s.original_variable_node_id, s.slot_variable_node_id)]
+            bad = [i for i in ids if not 0 <= i < n]
+            if bad:
+                raise CorruptCheckpointError(
+                    self.source, f"object graph node {node.id} refers to node {bad[0]}, but there are {n} nodes")
+
+    def _traverse(self) -> None:
+        # TensorFlow's breadth-first traversal: a node's path is fixed when it is first discovered.
+        self._paths[0] = ""
+        queue = deque([0])
+        while queue:
+            current = queue.popleft()
+            for ref in self.nodes[current].children:
+                path = _join(self._paths[current], escape_local_name(ref.local_name))
+                if ref.node_id in self._paths:
+                    self._aliases.setdefault(ref.node_id, []).append(path)
+                    continue
+                self._paths[ref.node_id] = path
+                self._parents[ref.node_id] = (current, ref.local_name)
+                queue.append(ref.node_id)
+
+    def _slot_map(self) -> dict[int, tuple[int, SlotVariableRef]]:
+        slots: dict[int, tuple[int, SlotVariableRef]] = {}
+        for node in self.nodes:
+            for ref in node.slot_variables:
+                slots.setdefault(ref.slot_variable_node_id, (node.id, ref))
+                if ref.slot_variable_node_id not in self._paths and ref.original_variable_node_id in self._paths:
+                    self._paths[ref.slot_variable_node_id] = slot_variable_key(
+                        self._paths[ref.original_variable_node_id], self._paths.get(node.id, ""), ref.slot_name)
+        return slots
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def root(self) -> ObjectNode:
+        """Node 0."""
+        return self.nodes[0]
+
+    def path(self, node_id: int) -> str | None:
+        """The node's escaped path (``""`` for the root, None when unreachable).
+
+        Slot variables, which no node has as a child, get the path TensorFlow gives them:
+        ``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot name>``.
+        """
+        return self._paths.get(node_id)
+
+    def aliases(self, node_id: int) -> list[str]:
+        """Other paths reaching the node (one per further edge into it, in breadth-first order)."""
+        return list(self._aliases.get(node_id, []))
+
+    def parent(self, node_id: int) -> tuple[int, str] | None:
+        """``(parent id, local name)`` of the edge that gave the node its path (None for root/slots)."""
+        return self._parents.get(node_id)
+
+    def slot_of(self, node_id: int) -> tuple[int, SlotVariableRef] | None:
+        """For a slot variable node: ``(optimizer node id, its SlotVariableRef)``; else None."""
+        return self._slots.get(node_id)
+
+    def local_name(self, node_id: int) -> str:
+        """The unescaped name of the node's first edge (``root`` for node 0, the slot name for slots)."""
+        if node_id == 0:
+            return "root"
+        parent = self._parents.get(node_id)
+        if parent is not None:
+            return parent[1]
+        slot = self._slots.get(node_id)
+        return slot[1].slot_name if slot else f"node {node_id}"
+
+    def map_keys(self, keys: list[str]) -> dict[str, tuple[int, Attribute]]:
+        """Stored key -> ``(node id, attribute)`` for every key some attribute accounts for.
+
+        A key equals an attribute's ``checkpoint_key``, or extends it: objects saved through
+        ``_serialize_to_tensors`` append the escaped tensor name (``.../ITERATOR`` is stored as
+        ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
+        """
+        by_key = {a.checkpoint_key: (n.id, a) for n in self.nodes for a in n.attributes}
+        out: dict[str, tuple[int, Attribute]] = {}
+        for key in keys:
+            hit = by_key.get(key)
+            marker = key.find(f"/{ATTRIBUTES}/") if hit is None else -1
+            if marker >= 0:
+                start = marker + len(ATTRIBUTES) + 2
+                hit = next((by_key[key[:i]] for i in range(len(key) - 1, start - 1, -1) if key[:i] in by_key), None)
+            if hit is not None:
+                out[key] = hit
+        return out
+
+    def is_optimizer(self, node_id: int) -> bool:
+        """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`)."""
+        return _looks_like_optimizer(self, self.nodes[node_id])
+
+    def optimizer_of(self, node_id: int) -> int | None:
+        """The optimizer node on the node's first path (itself included), if any."""
+        current: int | None = node_id
+        while current is not None:
+            if self.is_optimizer(current):
+                return current
+            parent = self._parents.get(current)
+            current = parent[0] if parent else None
+        return None
+
+
+def _looks_like_optimizer(graph: ObjectGraph, node: ObjectNode) -> bool:
+    """An optimizer is a node that owns slot variables, a Keras optimizer (children ``_iterations`` and
+    ``_variables``), or a legacy Keras optimizer (a child ``iter`` whose full name ends in ``/iter``)."""
+    if node.slot_variables:
+        return True
+    names = {c.local_name: c.node_id for c in node.children}
+    if "_iterations" in names and "_variables" in names:
+        return True
+    it = names.get("iter")
+    return it is not None and any(a.full_name.endswith("/iter") for a in graph.nodes[it].attributes)
+
+
+def _join(prefix: str, segment: str) -> str:
+    return f"{prefix}/{segment}" if prefix else segment
+
+
+def decode_object_graph(data: bytes, source: str = "") -> ObjectGraph:
+    """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not one."""
+    from google.protobuf.message import DecodeError
+
+    from formats.concepts.proto.tfckpt_bundle_pb2 import TrackableObjectGraph
+
+    try:
+        proto = TrackableObjectGraph.FromString(bytes(data))
+    except DecodeError as exc:
+        raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
+    nodes = [_node(i, p) for i, p in enumerate(proto.nodes)]
+    return ObjectGraph(nodes, source)
+
+
+def _node(index: int, p: object) -> ObjectNode:
+    node = ObjectNode(
+        id=index,
+        children=[ChildRef(c.node_id, c.local_name) for c in p.children],  # type: ignore[attr-defined]
+        attributes=[Attribute(a.name, a.full_name, a.checkpoint_key, a.optional_restore)
+                    for a in p.attributes],  # type: ignore[attr-defined]
+        slot_variables=[SlotVariableRef(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id)
+                        for s in p.slot_variables])  # type: ignore[attr-defined]
+    if p.HasField("registered_saver"):  # type: ignore[attr-defined]
+        rs = p.registered_saver  # type: ignore[attr-defined]
+        node.registered_saver = RegisteredSaver(rs.name, rs.object_name)
+    if p.HasField("has_checkpoint_values"):  # type: ignore[attr-defined]
+        node.has_checkpoint_values = bool(p.has_checkpoint_values.value)  # type: ignore[attr-defined]
+    return node
+
+
+@dataclass(frozen=True)
+class EntryLabel:
+    """What the graph says about one stored key: its TF1 ``name``, ``role`` and, for a slot, the
+    variable's key (``slot_of``), the optimizer's path (``optimizer``) and ``slot_name``."""
+
+    name: str
+    role: str
+    node_id: int | None = None
+    attribute: str | None = None
+    slot_of: str | None = None
+    optimizer: str | None = None
+    slot_name: str | None = None
+
+
+def label_keys(graph: ObjectGraph, keys: list[str]) -> dict[str, EntryLabel]:
+    """Name and role of every key of an object-based checkpoint.
+
+    Roles: ``slot`` for the optimizer's slot variables (from ``slot_variables``, or for Keras
+    optimizers that keep slots in ``_variables`` from a full name ``<Optimizer>/<slot>/<variable
+    full name>`` naming a model variable); ``iterator`` (attribute ``ITERATOR``);
+    ``save_counter``; ``optimizer`` for everything else under an optimizer (hyperparameters,
+    ``iter``/``_iterations``); ``variable`` for other ``VARIABLE_VALUE`` attributes;
+    ``object_graph``; ``other`` (keys no attribute accounts for, or other attributes).
+    """
+    mapping = graph.map_keys(keys)
+    var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
+    keras_slots = _keras_slots(graph, mapping)
+    return {key: _label(graph, key, mapping.get(key), var_keys, keras_slots) for key in keys}
+
+
+def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_keys: dict[int, str],
+           keras_slots: dict[int, tuple[int, str]]) -> EntryLabel:
+    if key == OBJECT_GRAPH_KEY:
+        return EntryLabel(key, "object_graph")
+    if hit is None:
+        return EntryLabel(key, "other")
+    node_id, attr = hit
+    base = {"name": attr.full_name or key, "node_id": node_id, "attribute": attr.name}
+    slot = graph.slot_of(node_id)
+    if slot is not None:
+        opt_id, ref = slot
+        orig = ref.original_variable_node_id
+        return EntryLabel(**base, role="slot", slot_of=var_keys.get(orig, graph.path(orig)),
+                          optimizer=graph.path(opt_id), slot_name=ref.slot_name)
+    opt_id = graph.optimizer_of(node_id)
+    if node_id in keras_slots:
+        orig, slot_name = keras_slots[node_id]
+        return EntryLabel(**base, role="slot", slot_of=var_keys.get(orig, graph.path(orig)),
+                          optimizer=graph.path(opt_id) if opt_id is not None else None, slot_name=slot_name)
+    if attr.name == "ITERATOR":
+        return EntryLabel(**base, role="iterator")
+    if graph.path(node_id) == "save_counter":
+        return EntryLabel(**base, role="save_counter")
+    if opt_id is not None:
+        return EntryLabel(**base, role="optimizer", optimizer=graph.path(opt_id))
+    return EntryLabel(**base, role="variable" if attr.name == "VARIABLE_VALUE" else "other")
+
+
+def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) -> dict[int, tuple[int, str]]:
+    """Slot node -> (variable node, slot name) for Keras optimizers (``Adam/m/net/dense/kernel``).
+
+    Only nodes under an optimizer whose full name is ``<A>/<slot>/<rest>`` with ``rest`` the full
+    name of exactly one model variable (a VARIABLE_VALUE not under any optimizer) count.
+    """
+    model: dict[str, list[int]] = {}
+    candidates: list[tuple[int, str]] = []
+    for node_id, attr in mapping.values():
+        if attr.name != "VARIABLE_VALUE" or graph.slot_of(node_id) is not None:
+            continue
+        if graph.optimizer_of(node_id) is None:
+            model.setdefault(attr.full_name, []).append(node_id)
+        else:
+            candidates.append((node_id, attr.full_name))
+    out: dict[int, tuple[int, str]] = {}
+    for node_id, full_name in candidates:
+        parts = full_name.split("/", 2)
+        if len(parts) == 3 and parts[1] and len(model.get(parts[2], [])) == 1:
+            out[node_id] = (model[parts[2]][0], parts[1])
+    return out

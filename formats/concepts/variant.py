@@ -1,0 +1,77 @@
+"""What a DT_VARIANT tensor holds (a dataset iterator's state, ...), from its serialized elements.
+
+Each element of a variant tensor in a bundle is a serialized ``VariantTensorDataProto``
+(``type_name``, ``metadata``, nested ``tensors``). TensorFlow's Python reader cannot
+return these at all; :func:`describe_variant` names them.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from formats.core.model import TensorEntry
+
+__all__ = ["VariantElement", "VariantSummary", "describe_variant", "describe_variant_values"]
+
+UNDECODABLE = "<undecodable>"
+
+
+@dataclass(frozen=True)
+class VariantElement:
+    """One element: its ``type_name`` (``tensorflow::Iterator``), serialized size, metadata size, nested tensors."""
+
+    type_name: str
+    nbytes: int
+    metadata_bytes: int
+    tensors: int
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """All elements of a variant tensor."""
+
+    elements: tuple[VariantElement, ...]
+
+    @property
+    def type_names(self) -> list[str]:
+        """Distinct type names, in order of first appearance."""
+        return list(dict.fromkeys(e.type_name for e in self.elements))
+
+    @property
+    def nbytes(self) -> int:
+        """Total serialized bytes of the elements."""
+        return sum(e.nbytes for e in self.elements)
+
+    def text(self) -> str:
+        """``5 x tensorflow::Iterator, 1015 B serialized`` (or ``empty``)."""
+        if not self.elements:
+            return "empty"
+        kinds = ", ".join(f"{sum(e.type_name == t for e in self.elements)} x {t}" for t in self.type_names)
+        return f"{kinds}, {self.nbytes} B serialized"
+
+    def to_json(self) -> dict[str, object]:
+        """``{"type_names": [...], "elements": n, "nbytes": n}``."""
+        return {"type_names": self.type_names, "elements": len(self.elements), "nbytes": self.nbytes}
+
+
+def describe_variant_values(values: Iterable[bytes]) -> VariantSummary:
+    """Decode serialized ``VariantTensorDataProto`` elements (undecodable ones named ``<undecodable>``)."""
+    from google.protobuf.message import DecodeError
+
+    from formats.concepts.proto.tfckpt_bundle_pb2 import VariantTensorDataProto
+
+    out = []
+    for raw in values:
+        try:
+            msg = VariantTensorDataProto.FromString(bytes(raw))
+        except DecodeError:
+            out.append(VariantElement(UNDECODABLE, len(raw), 0, 0))
+            continue
+        out.append(VariantElement(msg.type_name, len(raw), len(msg.metadata), len(msg.tensors)))
+    return VariantSummary(tuple(out))
+
+
+def describe_variant(entry: TensorEntry) -> VariantSummary:
+    """Read a variant entry (checksums checked) and describe its elements."""
+    values = entry.read()
+    return describe_variant_values(values.reshape(-1).tolist())

@@ -1,0 +1,306 @@
+"""A tensor's values, a piece at a time: chunked iteration, ``key[slice]`` parsing, safe display.
+
+:func:`iter_chunks` yields a tensor's elements in C order as flat numpy arrays of at most
+``chunk_elements`` elements. For a fixed-width, unpartitioned tensor of a TensorFlow bundle the
+chunks are views straight into the memory-mapped data file and the entry's CRC32C is computed as
+they stream by (a :class:`~formats.core.errors.ChecksumError` is raised when the last chunk has been
+consumed), so memory stays bounded by one chunk. Every other entry (partitioned variables, strings,
+variants, HDF5) is read whole with ``entry.read()`` and then cut into chunks.
+
+Consumers must run an iterator to its end (that is when the checksum is compared) and must not keep
+a chunk after asking for the next one.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from formats.core import dtypes
+from formats.io.crc import crc32c, unmask
+from formats.core.errors import TensorNotFoundError
+from formats.core.model import Checkpoint, TensorEntry
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "iter_float_chunks", "as_float", "value_kind", "select_entries",
+           "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
+           "display_array"]
+
+CHUNK_ELEMENTS = 1 << 20
+_NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
+
+
+def value_kind(dtype: str) -> str:
+    """``float``, ``int``, ``bool``, ``complex``, ``bytes`` (string, variant) or ``other`` for a TF dtype name."""
+    if dtype in ("string", "variant"):
+        return "bytes"
+    try:
+        dt = dtypes.by_name(dtype.removesuffix("_ref"))
+    except ValueError:
+        return "other"
+    if dt.numpy_name is None:
+        return "other"
+    if dt.name.startswith(("bfloat", "float")):
+        return "float"
+    if dt.name.startswith(("int", "uint", "qint", "quint")):
+        return "int"
+    return {"bool": "bool", "complex64": "complex", "complex128": "complex"}.get(dt.name, "other")
+
+
+def _bundle_source(entry: TensorEntry) -> tuple[Any, Any, dtypes.DType] | None:
+    """(reader, raw entry, dtype) when ``entry`` can be streamed from a bundle's mmap, else None."""
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    if not isinstance(entry, BundleTensor) or entry.raw.slices:
+        return None
+    reader, raw = entry._reader, entry.raw
+    dt = reader.dtype_of(raw)
+    return (reader, raw, dt) if dt.fixed_width else None
+
+
+def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
+                crc_pool: Executor | None = None) -> Iterator[np.ndarray]:
+    """The tensor's elements in C order, as flat arrays of its numpy dtype (object for strings/variants).
+
+    With ``crc_pool`` (an executor) the checksum of a streamed bundle tensor is computed there,
+    overlapping with the caller's work on the same chunk.
+    """
+    source = _bundle_source(entry)
+    if source is not None:
+        yield from _stream_bundle(*source, chunk_elements, crc_pool)
+        return
+    parts = _row_partitions(entry)
+    if parts is not None:  # a variable partitioned along its first axis: its slices in order are C order
+        reader, dt = parts[0], parts[1]
+        for raw in parts[2]:
+            yield from _stream_bundle(reader, raw, dt, chunk_elements, crc_pool)
+        return
+    flat = entry.read().reshape(-1)
+    for start in range(0, flat.size, max(1, chunk_elements)):
+        yield flat[start:start + chunk_elements]
+
+
+def _row_partitions(entry: TensorEntry) -> tuple[Any, dtypes.DType, list[Any]] | None:
+    """(reader, dtype, slice entries in order) when a partitioned bundle variable is split along axis 0
+    only, into slices that tile it without gaps; None otherwise."""
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    if not isinstance(entry, BundleTensor) or not entry.raw.slices:
+        return None
+    reader, raw = entry._reader, entry.raw
+    dt = reader.dtype_of(raw)
+    if not dt.fixed_width or not raw.shape:
+        return None
+    parts = reader.slice_parts(raw)
+    for extents, _ in parts:
+        if any(not (n < 0 or (s == 0 and n == dim)) for (s, n), dim in zip(extents[1:], raw.shape[1:])):
+            return None
+    parts.sort(key=lambda p: p[0][0][0] if p[0][0][1] >= 0 else 0)
+    row = 0
+    for extents, _ in parts:
+        start, length = extents[0] if extents[0][1] >= 0 else (0, raw.shape[0])
+        if start != row:
+            return None
+        row = start + length
+    return (reader, dt, [part for _, part in parts]) if row == raw.shape[0] else None
+
+
+def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
+                   pool: Executor | None = None) -> Iterator[np.ndarray]:
+    import numpy as np
+
+    reader.check_fixed_size(raw, dt)
+    npdt = dt.numpy()
+    swap = reader.header.big_endian and dt.itemsize > 1
+    step = max(1, chunk_elements) * dt.itemsize
+    crc = 0
+    for part in reader.chunks(raw, step):  # bounded resident memory, ranged reads for URLs
+        # the checksum of a chunk runs on the pool while the caller works on that same chunk, and is
+        # finished before the next chunk is asked for (which drops this chunk's pages)
+        pending = pool.submit(crc32c, part, crc) if pool is not None else None
+        if pending is None:
+            crc = crc32c(part, crc)
+        arr = np.frombuffer(part, dtype=npdt)
+        yield arr.byteswap() if swap else arr
+        if pending is not None:
+            crc = pending.result()
+    if crc != unmask(raw.crc32c):
+        raise reader.checksum_error(raw, crc)
+
+
+def as_float(chunk: np.ndarray) -> np.ndarray:
+    """A numeric chunk as float64 (complex128 for complex); bfloat16/float16/float8 go through float32."""
+    import numpy as np
+
+    if chunk.dtype.kind == "c":
+        return chunk.astype(np.complex128)
+    if chunk.dtype.kind not in "fiub":  # ml_dtypes (bfloat16, float8, int4) report kind 'V'
+        chunk = chunk.astype(np.float32)
+    return chunk.astype(np.float64)
+
+
+def iter_float_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:
+    """:func:`iter_chunks` converted with :func:`as_float` (numeric tensors only)."""
+    for chunk in iter_chunks(entry, chunk_elements):
+        yield as_float(chunk)
+
+
+def select_entries(ckpt: Checkpoint, patterns: list[str] | tuple[str, ...]) -> list[TensorEntry]:
+    """Entries whose key equals or glob-matches one of ``patterns`` (all when none), sorted by key.
+
+    A pattern without glob characters that names no key raises :class:`TensorNotFoundError`.
+    """
+    if not patterns:
+        return [ckpt[k] for k in sorted(ckpt)]
+    for p in patterns:
+        if p not in ckpt and not any(c in p for c in "*?["):
+            raise TensorNotFoundError(ckpt.path, f"no tensor named {p!r}", hint="`ckpt ls` lists the keys")
+    keys = [k for k in sorted(ckpt) if any(k == p or fnmatch.fnmatchcase(k, p) for p in patterns)]
+    return [ckpt[k] for k in keys]
+
+
+# -- key[slice] ------------------------------------------------------------------------------------
+_INT = re.compile(r"^[-+]?\d+$")
+
+
+def _parse_item(part: str, text: str) -> Any:
+    item = part.strip()
+    if item == "...":
+        return Ellipsis
+    if _INT.match(item):
+        return int(item)
+    bounds = [b.strip() for b in item.split(":")]
+    if 2 <= len(bounds) <= 3 and all(not b or _INT.match(b) for b in bounds):
+        return slice(*(int(b) if b else None for b in bounds))
+    raise ValueError(f"bad slice item {item!r} in [{text}]")
+
+
+def parse_index(text: str) -> tuple[Any, ...]:
+    """``"0:3, :"`` -> ``(slice(0, 3), slice(None))``; ints, ``a:b:c`` and ``...`` only (never eval)."""
+    if not text.strip():
+        return ()
+    return tuple(_parse_item(part, text) for part in text.split(","))
+
+
+def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] | None, str]:
+    """Split ``dense/kernel[0:3, :]`` into (key, index, slice text); a key that itself ends in ``]`` wins."""
+    if text in ckpt:
+        return text, None, ""
+    if text.endswith("]"):
+        for pos in [i for i, c in enumerate(text) if c == "["][::-1]:
+            key, inner = text[:pos], text[pos + 1:-1]
+            if key in ckpt:
+                try:
+                    return key, parse_index(inner), inner
+                except ValueError as exc:
+                    raise TensorNotFoundError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
+    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}", hint="`ckpt ls` lists the keys")
+
+
+def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:
+    """``entry``'s value, or just ``value[index]``; a bundle tensor is checksummed in chunks, then only the
+    slice is copied out of the mmap (so a small slice of a huge tensor costs little memory)."""
+    import numpy as np
+
+    source = _bundle_source(entry)
+    if source is None:
+        value = entry.read()
+        return value if index is None else _apply(value, index, entry)
+    for _ in iter_chunks(entry):  # checks the CRC without holding more than one chunk
+        pass
+    reader, raw, dt = source
+    whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
+    picked = whole if index is None else _apply(whole, index, entry)
+    out = np.array(picked, copy=True)
+    if reader.header.big_endian and dt.itemsize > 1:
+        out.byteswap(inplace=True)
+    return out
+
+
+def _apply(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
+    import numpy as np
+
+    try:
+        return np.asarray(value[index])
+    except (IndexError, ValueError) as exc:
+        raise TensorNotFoundError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
+
+
+# -- safe display ----------------------------------------------------------------------------------
+def safe_text(value: Any, limit: int = 200) -> str:
+    """A string element as printable text: UTF-8 without control characters is shown as is, anything
+    else as a Python bytes literal (escapes keep terminal control sequences inert); cut at ``limit``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            text = data.decode("utf-8")
+            shown = text if text.isprintable() else repr(data)
+        except UnicodeDecodeError:
+            shown = repr(data)
+    else:
+        text = str(value)
+        shown = text if text.isprintable() else repr(text)
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
+
+
+def quoted_text(value: Any, limit: int = 200) -> str:
+    """A string element as a quoted literal: ``'text'`` when it is UTF-8, else ``b'...'``; escapes make control
+    characters inert; cut at ``limit``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            shown = repr(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            shown = repr(data)
+    else:
+        shown = repr(str(value))
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
+
+
+def to_jsonable(value: np.ndarray) -> Any:
+    """Nested lists for JSON: NaN/Inf as ``"nan"``/``"inf"``/``"-inf"``, complex as ``[re, im]``, bfloat16 and
+    other ml_dtypes as numbers, strings as text when UTF-8 else ``{"base64": ...}``."""
+    import base64
+
+    import numpy as np
+
+    def scalar(x: Any) -> Any:
+        if isinstance(x, (bytes, bytearray)):
+            try:
+                return bytes(x).decode("utf-8")
+            except UnicodeDecodeError:
+                return {"base64": base64.b64encode(bytes(x)).decode("ascii")}
+        if isinstance(x, complex):
+            return [scalar(x.real), scalar(x.imag)]
+        if isinstance(x, float) and not math.isfinite(x):
+            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        return x
+
+    def walk(x: Any) -> Any:
+        return [walk(v) for v in x] if isinstance(x, list) else scalar(x)
+
+    if value.dtype.kind == "V":
+        value = value.astype(np.int64 if "int" in value.dtype.name else np.float64)
+    return walk(value.tolist())
+
+
+def display_array(value: np.ndarray) -> np.ndarray:
+    """A copy numpy prints sensibly: bfloat16/float8 as float32, int4/int2 as int8, strings as safe text."""
+    import numpy as np
+
+    if value.dtype == object or value.dtype.kind in "SU":
+        out = np.empty(value.shape, dtype=object)
+        flat = out.reshape(-1)
+        for i, x in enumerate(value.reshape(-1)):
+            flat[i] = quoted_text(x)
+        return out
+    if value.dtype.kind == "V":  # ml_dtypes
+        target = np.int8 if "int" in value.dtype.name else np.float32
+        return value.astype(target)
+    return value
+

@@ -1,0 +1,122 @@
+"""Find every checkpoint in a directory (or a tree of runs) and summarise each one."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from formats.io import storage
+from formats.api import open_target
+from formats.core.errors import CheckpointError
+from formats.discover.resolve import Target, bundle_prefixes, latest_from_state, locate_named, sniff_file, weight_files
+from formats.concepts.state import read_state
+
+__all__ = ["CheckpointInfo", "scan_directory", "step_of"]
+
+_STEP = re.compile(r"(\d+)$")
+_METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
+
+
+@dataclass
+class CheckpointInfo:
+    """One row of a directory listing; ``error`` is set (and counts are 0) when it cannot be read."""
+
+    path: str
+    step: int | None
+    format: str
+    tensors: int
+    nbytes: int
+    mtime: float
+    latest: bool
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        out: dict[str, object] = {"path": self.path, "step": self.step, "format": self.format,
+                                  "tensors": self.tensors, "nbytes": self.nbytes, "mtime": self.mtime,
+                                  "latest": self.latest}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def step_of(path: str) -> int | None:
+    """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10), or None."""
+    stem = os.path.basename(path)
+    for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
+        if stem.endswith(suffix):
+            stem = stem[:-len(suffix)]
+            while _METRIC.search(stem):  # Keras ModelCheckpoint names: weights.05-0.23 -> epoch 5
+                stem = _METRIC.sub("", stem)
+            break
+    match = _STEP.search(stem)
+    return int(match.group(1)) if match else None
+
+
+def _targets(directory: str) -> tuple[list[Target], str | None]:
+    prefixes = set(bundle_prefixes(directory))
+    state = read_state(directory)
+    latest = latest_from_state(directory, state) if state else None
+    for named in state.all_model_checkpoint_paths if state else []:
+        found = locate_named(directory, named, prefixes)
+        if found is not None:
+            prefixes.add(found)
+    targets = [Target("tf-bundle", p) for p in prefixes]
+    for f in weight_files(directory):
+        try:
+            targets.append(Target(sniff_file(f), f))
+        except CheckpointError:
+            targets.append(Target("unknown", f))
+    return targets, latest
+
+
+def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
+    mtime_path = target.path + ".index" if target.kind == "tf-bundle" else target.path
+    mtime = storage.mtime(mtime_path)
+    is_latest = latest is not None and _same(target.path, latest)
+    info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
+    try:
+        if target.kind == "unknown":
+            sniff_file(target.path)  # raises, saying what the file is (a Git LFS pointer, an HTML page...)
+        with open_target(target) as ckpt:
+            info.format = ckpt.format
+            info.tensors = len(ckpt)
+            info.nbytes = sum(e.nbytes for e in ckpt.values())
+    except CheckpointError as exc:
+        info.error = str(exc.message)
+    return info
+
+
+def _same(a: str, b: str) -> bool:
+    if storage.is_url(a):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _sort_key(info: CheckpointInfo) -> tuple[str, int, str]:
+    return (storage.dirname(info.path), info.step if info.step is not None else -1, info.path)
+
+
+def _walk(directory: str) -> list[str]:
+    folders = []
+    for root, dirs, _ in os.walk(directory):
+        dirs.sort()  # deterministic order
+        folders.append(root)
+    return folders
+
+
+def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
+    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
+    if storage.is_url(directory):
+        folders = [directory]  # recursion over buckets is not supported: list one prefix
+    else:
+        folders = _walk(directory) if recursive else [directory]
+    infos: list[CheckpointInfo] = []
+    for folder in folders:
+        try:
+            targets, latest = _targets(folder)
+        except CheckpointError as exc:
+            infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
+            continue
+        infos += [_summarise(t, latest) for t in targets]
+    return sorted(infos, key=_sort_key)

@@ -1,0 +1,36 @@
+"""Conversions between Keras and TensorFlow formats: Keras 2 ``.h5``, Keras 3 ``.weights.h5``,
+Keras TF-format bundles, and exports to ``.npz`` and ``.safetensors``.
+
+Each ``plan_*`` function takes ``(source Checkpoint, ConvertOptions)`` and returns a
+:class:`~formats.ops.convert.plan.ConversionPlan` whose ``writer`` writes the target format; run it
+with :func:`~formats.ops.convert.plan.execute_plan` (or :func:`convert_file`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from formats.ops.convert.cross.export import plan_npz, plan_safetensors
+from formats.ops.convert.cross.keras_targets import plan_keras2_h5, plan_keras3_h5
+
+__all__ = ["plan_keras2_h5", "plan_keras3_h5", "plan_npz", "plan_safetensors", "PLANNERS", "convert_file"]
+
+PLANNERS = {"keras2-h5": plan_keras2_h5, "keras3-h5": plan_keras3_h5, "npz": plan_npz,
+            "safetensors": plan_safetensors}
+"""``--to`` name -> planning function, for the targets this package provides."""
+
+
+def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
+                 template: str | None = None, rules: Any = None, allow_missing: bool = False,
+                 dry_run: bool = False, force: bool = False, verify: bool = True) -> Any:
+    """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key); returns the
+    :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors)."""
+    from formats.api import open_checkpoint
+    from formats.ops.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.rules import RuleSet
+
+    options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing)
+    with open_checkpoint(os.fspath(src)) as source:
+        plan = PLANNERS[to](source, options)
+        inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])
+        return execute_plan(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify, inputs=inputs)

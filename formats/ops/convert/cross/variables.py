@@ -1,0 +1,170 @@
+"""The model weights of a Keras-related checkpoint, seen the same way whatever the format.
+
+Each :class:`KerasVar` has the Keras name used for matching (a bundle attribute's ``full_name``,
+a Keras 2 weight name without ``:0``, or the Keras 3 reader's ``<layer>/<role>``, all after rename
+rules), the top-level layer it belongs to, its position in model order, and whether it is
+trainable (where the file says so). Optimizer state, slots and the object graph are not weights.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from formats.core.model import Checkpoint, TensorEntry
+from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, ObjectGraph
+from formats.ops.rules import RuleSet
+
+__all__ = ["KerasVar", "keras_variables", "split_name", "NON_TRAINABLE", "order_key"]
+
+NON_TRAINABLE = {"moving_mean", "moving_variance"}
+"""Keras weights that are never trainable (batch normalization statistics)."""
+_VALUE = f"/{ATTRIBUTES}/VARIABLE_VALUE"
+_SUFFIX = re.compile(r":\d+$")
+_NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
+
+
+@dataclass
+class KerasVar:
+    """One model weight of a source or template checkpoint."""
+
+    key: str                 # the stored key
+    original: str            # the Keras name as stored (before rules)
+    name: str                # the Keras name after rules (what matching uses)
+    layer: str               # the top-level layer or object path owning it
+    order: int               # position in model order (or file order)
+    entry: TensorEntry
+    object_path: str = ""    # bundle: the key without /.ATTRIBUTES/VARIABLE_VALUE
+    trainable: bool | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape."""
+        return tuple(self.entry.shape)
+
+    @property
+    def dtype(self) -> str:
+        """The tensor's TF dtype name."""
+        return str(self.entry.dtype)
+
+    @property
+    def kind(self) -> str:
+        """The last segment of the name (``kernel``, ``gamma``, ...)."""
+        return split_name(self.name)[1]
+
+    @property
+    def owner(self) -> str:
+        """The name without its last segment (``lstm/lstm_cell``)."""
+        return split_name(self.name)[0]
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``"lstm/lstm_cell/kernel"`` -> ``("lstm/lstm_cell", "kernel")``."""
+    owner, _, kind = name.rpartition("/")
+    return owner, kind
+
+
+def order_key(path: str) -> list[tuple[str, int]]:
+    """Sort key for Keras 3 object paths: ``dense_2`` before ``dense_10`` (Keras numbers repeats)."""
+    out = []
+    for part in path.split("/"):
+        m = _NUM.match(part)
+        out.append((m.group(1), int(m.group(2)) if m and m.group(2) else -1) if m else (part, -1))
+    return out
+
+
+def keras_variables(ckpt: Checkpoint, rules: RuleSet | None = None) -> tuple[list[KerasVar], list[str]]:
+    """The model weights of ``ckpt`` in model order, and the keys of everything else."""
+    apply = rules.apply if rules else (lambda name: name)
+    if ckpt.format == "tf-object" and ckpt.object_graph is not None:
+        found = _bundle_vars(ckpt, ckpt.object_graph)
+    elif ckpt.format == "keras3-h5" or ckpt.format == "keras-zip":
+        found = _keras3_vars(ckpt)
+    else:
+        found = _plain_vars(ckpt)
+    for var in found:
+        var.name = apply(var.original)
+    taken = {v.key for v in found}
+    return found, [k for k in ckpt if k not in taken]
+
+
+def _plain_vars(ckpt: Checkpoint) -> list[KerasVar]:
+    out = []
+    for i, key in enumerate(ckpt):
+        entry = ckpt[key]
+        if entry.role != "variable" or key == OBJECT_GRAPH_KEY:
+            continue
+        name = _SUFFIX.sub("", str(entry.name or key))
+        layer = key.split("/", 1)[0] if ckpt.format == "keras2-h5" else split_name(name)[0]
+        out.append(KerasVar(key, name, name, layer, i, entry, trainable=_guess_trainable(name)))
+    return out
+
+
+def _guess_trainable(name: str) -> bool | None:
+    return False if split_name(name)[1] in NON_TRAINABLE else None
+
+
+def _keras3_vars(ckpt: Checkpoint) -> list[KerasVar]:
+    keys = [k for k in ckpt if ckpt[k].role == "variable"]
+    keys.sort(key=lambda k: (order_key(k.rsplit("/vars/", 1)[0]), int(k.rsplit("/", 1)[1])
+                             if k.rsplit("/", 1)[1].isdigit() else 0))
+    out = []
+    for i, key in enumerate(keys):
+        entry = ckpt[key]
+        owner = key.rsplit("/vars/", 1)[0] if "/vars/" in key else ""
+        name = str(entry.name or key)
+        out.append(KerasVar(key, name, name, owner, i, entry, object_path=owner,
+                            trainable=_guess_trainable(name)))
+    return out
+
+
+def _bundle_vars(ckpt: Checkpoint, graph: ObjectGraph) -> list[KerasVar]:
+    """Variables of a Keras TF-format bundle, in object graph order (children in creation order)."""
+    by_node: dict[int, str] = {}
+    for node in graph.nodes:
+        for attr in node.attributes:
+            if attr.name == "VARIABLE_VALUE" and attr.checkpoint_key in ckpt:
+                by_node[node.id] = attr.checkpoint_key
+    trainable = {ref.original_variable_node_id for n in graph.nodes for ref in n.slot_variables}
+    ordered = _graph_order(graph, set(by_node))
+    out = []
+    for i, node_id in enumerate(ordered):
+        key = by_node[node_id]
+        entry = ckpt[key]
+        if entry.role != "variable":
+            continue
+        path = key[:-len(_VALUE)] if key.endswith(_VALUE) else key
+        top = path.split("/", 1)[0] if "/" in path else ""
+        flag = (node_id in trainable) if trainable else _guess_trainable(str(entry.name))
+        name = str(entry.name or path)
+        out.append(KerasVar(key, name, name, top, i, entry, object_path=path, trainable=flag))
+    return out
+
+
+def _graph_order(graph: ObjectGraph, wanted: set[int]) -> list[int]:
+    """Depth-first from the root, children in stored order; layers ``layer_with_weights-N`` by N."""
+    root_children = list(graph.root.children)
+    rank = {ref.local_name: i for i, ref in enumerate(root_children)}
+
+    def top_rank(name: str) -> tuple[int, int]:
+        m = re.fullmatch(r"layer_with_weights-(\d+)", name)
+        return (0, int(m.group(1))) if m else (1, rank[name])
+
+    seen: set[int] = set()
+    order: list[int] = []
+
+    def visit(node_id: int) -> None:
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in wanted:
+                order.append(current)
+            stack.extend(ref.node_id for ref in reversed(graph.nodes[current].children))
+
+    seen.add(0)
+    for ref in sorted(root_children, key=lambda r: top_rank(r.local_name)):
+        visit(ref.node_id)
+    order += [n for n in sorted(wanted) if n not in seen]  # unreachable leftovers, stable
+    return order

@@ -1,0 +1,143 @@
+"""Name-based -> object-based, generically: one object per name segment (``ckpt convert --to tf-object``).
+
+``dnn/hiddenlayer_0/kernel`` becomes root -> ``dnn`` -> ``hiddenlayer_0`` -> ``kernel`` with the
+attribute ``VARIABLE_VALUE`` whose ``full_name`` is the (renamed) original name, so that a TF1
+``Saver`` restores the result by name (``Saver`` falls back to ``full_name`` -> ``checkpoint_key``
+for object-based checkpoints) and ``tf.train.Checkpoint`` restores it into objects of the same
+structure. Recognised optimizer slots (``<var>/Adam``, ``<var>/Adam_1``, ``<var>/Adagrad``, ...)
+become slot variables of an optimizer node (root child ``optimizer``) linked to their variable,
+as TensorFlow writes them: ``SlotVariableReference``s on the optimizer node, keys
+``<var path>/.OPTIMIZER_SLOT/optimizer/<slot>/.ATTRIBUTES/VARIABLE_VALUE``. TF1 Adam's unscoped
+``beta1_power`` / ``beta2_power`` become children of the optimizer node. Nodes are numbered
+breadth-first (children in name order), slot variables last, like TensorFlow's traversal.
+With ``--template`` the work is done by :mod:`formats.ops.convert.template` instead.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from formats.core.model import Checkpoint
+from formats.concepts.object_graph import split_path
+from formats.concepts.roles import OPTIMIZER_SCALARS
+from formats.ops.convert.graph_build import GraphBuilder
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.convert.sources import SourceTensor, is_object_based, source_tensors
+
+__all__ = ["plan_tf_object", "plan_name_to_object"]
+
+OPTIMIZER_NODE = "optimizer"
+
+
+def plan_tf_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
+    """The ``--to tf-object`` target: onto ``options.template`` if given, else generic."""
+    if options.template:
+        from formats.ops.convert.template import plan_onto_template
+
+        return plan_onto_template(source, options)
+    return plan_name_to_object(source, options)
+
+
+def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
+    """Plan the generic conversion of a name-based checkpoint to an object-based one."""
+    plan = ConversionPlan(source.path, "tf-object")
+    if is_object_based(source):
+        plan.add("unsupported", source.path, "the source is already object-based; use --template T to map it "
+                 "onto another program's objects, or `ckpt rename` to rename its objects")
+        return plan
+    tensors = source_tensors(source, options.rules)
+    slots = [t for t in tensors if t.role == "slot"]
+    by_name = {t.name: t for t in tensors}
+    optimizers = _optimizer_names(slots, {t.name.split("/", 1)[0] for t in tensors})
+    moved = [t for t in tensors if optimizers and _is_optimizer_scalar(t, optimizers)]
+    plain = [t for t in tensors if t.role != "slot" and t not in moved]
+    bad = [t for t in plain + moved if _bad_name(t.name)]
+    for t in bad:
+        plan.add("unsupported", t.key, f"name {t.name!r} has an empty segment; it cannot be an object path")
+    if bad:
+        return plan
+    builder = GraphBuilder()
+    tree = _tree([t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers])
+    _grow(builder, tree)
+    nodes = {t.name: builder.object(t.name.split("/")) for t in plain}
+    opt_nodes = {o: builder.object([n]) for o, n in optimizers.items()}
+    for t in plain:
+        key = builder.variable(nodes[t.name], t.name)
+        _note_children(plan, builder, nodes[t.name], t)
+        plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, _note(t))
+    for t in moved:
+        node = builder.child(opt_nodes[t.optimizer or ""], t.name)
+        key = builder.variable(node, t.name)
+        plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, f"{t.optimizer} state")
+    for t in _slot_order(slots):
+        var = by_name.get(t.slot_of or "")
+        if var is None or t.slot_of not in nodes:  # pragma: no cover - classify_names requires the variable
+            continue
+        key = builder.slot(opt_nodes[t.optimizer or ""], nodes[t.slot_of], t.slot_name or "", t.name)
+        plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, f"slot {t.slot_name} of {t.slot_of}")
+    plan.object_graph = builder.encode()
+    for name in optimizers.values():
+        if name != OPTIMIZER_NODE:
+            plan.add("fallback", name, f"optimizer node named {name!r}", WARNING)
+    plan.check_collisions()
+    plan.report_unused_rules(options.rules)
+    return plan
+
+
+def _optimizer_names(slots: list[SourceTensor], taken: set[str]) -> dict[str, str]:
+    """Optimizer kind (``Adam``) -> the root child holding it (``optimizer``, or one per kind)."""
+    kinds = sorted({t.optimizer or "" for t in slots})
+    out = {}
+    for kind in kinds:
+        base = OPTIMIZER_NODE if len(kinds) == 1 else f"{OPTIMIZER_NODE}_{kind}"
+        name, n = base, 0
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        out[kind] = name
+    return out
+
+
+def _is_optimizer_scalar(t: SourceTensor, optimizers: dict[str, str]) -> bool:
+    return "/" not in t.name and OPTIMIZER_SCALARS.get(t.name) in optimizers
+
+
+def _bad_name(name: str) -> bool:
+    return any(not segment for segment in name.split("/"))
+
+
+def _tree(names: list[str]) -> dict[str, Any]:
+    """Nested dicts of name segments (names starting with NUL are single root children)."""
+    root: dict[str, Any] = {}
+    for name in names:
+        node = root
+        for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
+            node = node.setdefault(segment, {})
+    return root
+
+
+def _grow(builder: GraphBuilder, tree: dict[str, Any]) -> None:
+    """Create the tree's objects breadth-first, children in name order (TensorFlow's numbering)."""
+    queue: list[tuple[int, dict[str, Any]]] = [(0, tree)]
+    while queue:
+        node, children = queue.pop(0)
+        for name in sorted(children):
+            queue.append((builder.child(node, name), children[name]))
+
+
+def _slot_order(slots: list[SourceTensor]) -> list[SourceTensor]:
+    """Slots by optimizer, then slot name in table order (m before v), then variable name."""
+    return sorted(slots, key=lambda t: (t.optimizer or "", t.name.rsplit("/", 1)[-1], t.slot_of or ""))
+
+
+def _note(t: SourceTensor) -> str:
+    notes = [] if t.name == t.original else [f"renamed from {t.original}"]
+    if t.role == "optimizer":
+        notes.append("optimizer state")
+    return "; ".join(notes)
+
+
+def _note_children(plan: ConversionPlan, builder: GraphBuilder, node: int, t: SourceTensor) -> None:
+    if builder.nodes[node].children:
+        names = ", ".join(split_path(builder.paths[c.node_id])[-1] for c in builder.nodes[node].children)
+        plan.add("fallback", t.key, f"variable {t.name!r} is also a scope (children: {names})", WARNING)

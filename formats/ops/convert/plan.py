@@ -1,0 +1,223 @@
+"""The result of planning a conversion, before anything is written: rows, problems, and how to write them.
+
+Every converter (``ckpt convert --to ...`` targets and ``ckpt rename``) produces a
+:class:`ConversionPlan`: one :class:`PlanRow` per output tensor (source key -> output key,
+shape, dtype, a note, and the value to write), plus every :class:`Problem` found on the way.
+Problems with severity ``error`` stop the write; ``warning`` ones (unused source tensors,
+rules that matched nothing, fallbacks) are reported and the output is written anyway.
+:func:`execute_plan` writes a plan with its ``writer`` (the TensorFlow bundle writer unless
+the target set another one) and optionally updates the directory's ``checkpoint`` state file.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.ops.rules import RuleSet
+from formats.core.sources import Source
+
+__all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
+           "write_tf_bundle", "ERROR", "WARNING"]
+
+ERROR = "error"
+RESERVED_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+WARNING = "warning"
+
+
+@dataclass
+class ConvertOptions:
+    """What the user asked for: rename ``rules``, a ``template`` path, and the target's switches."""
+
+    rules: RuleSet = field(default_factory=RuleSet)
+    template: str | None = None
+    allow_missing: bool = False
+    slot_names: str = "tf2"
+    rename_full_names: bool = False
+
+
+@dataclass
+class PlanRow:
+    """One output tensor: where it comes from (``source`` key, None for made-up values), its output
+    ``key``, ``shape``, ``dtype``, a short ``note``, and ``value`` (the source to stream)."""
+
+    source: str | None
+    key: str
+    shape: tuple[int, ...]
+    dtype: str
+    note: str = ""
+    value: Source = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (without the value)."""
+        return {"source": self.source, "key": self.key, "shape": list(self.shape), "dtype": self.dtype,
+                "note": self.note}
+
+
+@dataclass
+class Problem:
+    """Something wrong or noteworthy. ``kind``: missing, shape, dtype, unused, unmatched-rule, collision,
+    duplicate-name, graph, unsupported, fallback; ``severity``: error (nothing is written) or warning."""
+
+    kind: str
+    key: str
+    message: str
+    severity: str = ERROR
+    candidates: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"kind": self.kind, "key": self.key, "message": self.message, "severity": self.severity,
+                "candidates": list(self.candidates)}
+
+
+Writer = Callable[["ConversionPlan", str, bool, bool, list[Any]], Any]
+
+
+@dataclass
+class ConversionPlan:
+    """Rows and problems for converting ``source`` to ``target`` (optionally onto ``template``).
+
+    ``object_graph`` is the serialized ``TrackableObjectGraph`` to store (None for name-based
+    output); ``writer`` writes the plan (default :func:`write_tf_bundle`); ``resources`` are
+    opened checkpoints the rows stream from, closed by :meth:`close`.
+    """
+
+    source: str
+    target: str
+    template: str | None = None
+    rows: list[PlanRow] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    object_graph: bytes | None = None
+    writer: Writer | None = None
+    resources: list[Any] = field(default_factory=list, repr=False)
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+
+    @property
+    def errors(self) -> list[Problem]:
+        """Problems that stop the write."""
+        return [p for p in self.problems if p.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Problems reported without stopping the write."""
+        return [p for p in self.problems if p.severity != ERROR]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing stops the write."""
+        return not self.errors
+
+    def add(self, kind: str, key: str, message: str, severity: str = ERROR,
+            candidates: Iterable[str] = ()) -> Problem:
+        """Record a problem and return it."""
+        problem = Problem(kind, key, message, severity, list(candidates))
+        self.problems.append(problem)
+        return problem
+
+    def add_row(self, source: str | None, key: str, value: Source, shape: Iterable[int], dtype: str,
+                note: str = "") -> PlanRow:
+        """Append an output row and return it."""
+        row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value)
+        self.rows.append(row)
+        return row
+
+    def report_unused_rules(self, rules: RuleSet | None) -> None:
+        """A warning for every rule of ``rules`` that matched nothing."""
+        for rule in rules.unused() if rules else []:
+            self.add("unmatched-rule", str(rule), f"rule {rule} matched nothing", WARNING)
+
+    def check_collisions(self) -> None:
+        """An error for every output key that two rows would write, that is empty, or that is reserved."""
+        seen: dict[str, PlanRow] = {}
+        for row in self.rows:
+            if not row.key:
+                self.add("collision", row.source or "", f"{row.source!r} would be written under the empty key, "
+                         "which is reserved for the bundle header")
+                continue
+            if row.key == RESERVED_KEY and row.source not in (None, RESERVED_KEY):
+                self.add("collision", row.key, f"{row.source!r} would be written as {RESERVED_KEY}, the object "
+                         "graph's key")
+            first = seen.setdefault(row.key, row)
+            if first is not row:
+                self.add("collision", row.key, f"{first.source!r} and {row.source!r} would both be written "
+                         f"as {row.key!r}")
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict: source, target, template, rows, problems, ok."""
+        return {"source": self.source, "target": self.target, "template": self.template, "ok": self.ok,
+                "object_graph": self.object_graph is not None,
+                "rows": [r.to_json() for r in self.rows], "problems": [p.to_json() for p in self.problems]}
+
+    def close(self) -> None:
+        """Close every checkpoint the plan opened (a template, for instance)."""
+        while self.resources:
+            self.resources.pop().close()
+
+    def __enter__(self) -> ConversionPlan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class ConversionResult:
+    """A plan and what became of it: ``written`` (the writer's report) unless a dry run or errors."""
+
+    plan: ConversionPlan
+    output: str
+    dry_run: bool = False
+    written: Any = None
+    state_file: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the plan had no errors (and so was written, unless a dry run)."""
+        return self.plan.ok
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict: the plan plus output, dry_run, written and state_file."""
+        data = self.plan.to_json()
+        data.update({"output": self.output, "dry_run": self.dry_run,
+                     "written": None if self.written is None else self.written.to_json(),
+                     "state_file": self.state_file})
+        return data
+
+
+def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any]) -> Any:
+    """Write the plan's rows (and object graph) as a TensorFlow bundle at ``output``."""
+    from formats.tf_bundle.writer import write_checkpoint
+
+    return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph,
+                            force=force, verify=verify, inputs=inputs, progress=plan.progress)
+
+
+def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, force: bool = False,
+                 verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
+                 progress: Callable[[int, int], None] | None = None) -> ConversionResult:
+    """Write ``plan`` at ``output`` unless it has errors or ``dry_run``; closes the plan's resources.
+
+    ``inputs`` are paths or checkpoints the output must not replace. With ``update_state`` the
+    output becomes the latest checkpoint of its directory's ``checkpoint`` file (bundles only).
+    ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs.
+    """
+    plan.progress = progress
+    result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
+    try:
+        if dry_run or not plan.ok:
+            return result
+        writer = plan.writer or write_tf_bundle
+        result.written = writer(plan, result.output, force, verify, list(inputs))
+        if update_state:
+            from formats.tf_bundle.state_file import update_state_file
+
+            directory = os.path.dirname(os.path.abspath(result.output))
+            update_state_file(directory, result.output)
+            result.state_file = os.path.join(directory, "checkpoint")
+    finally:
+        plan.close()
+    return result
+
+

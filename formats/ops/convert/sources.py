@@ -1,0 +1,67 @@
+"""The source side of a conversion: every tensor with its (renamed) TF1-style name and role.
+
+A name-based checkpoint's names are its keys, classified by :func:`formats.concepts.roles.classify_names`
+(``<var>/Adam`` is slot ``m`` of ``<var>``). An object-based checkpoint's names are the
+attributes' ``full_name``s, and slots come from its object graph (:func:`formats.concepts.object_graph.label_keys`).
+Rename rules are applied to names (for slots, to the slot's own name; the variable it belongs to
+is looked up among the renamed names).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from formats.core.model import Checkpoint, TensorEntry
+from formats.concepts.object_graph import OBJECT_GRAPH_KEY, label_keys
+from formats.concepts.roles import classify_names
+from formats.ops.rules import RuleSet
+
+__all__ = ["SourceTensor", "source_tensors", "is_object_based"]
+
+
+@dataclass
+class SourceTensor:
+    """A source tensor: its ``key``, original ``original`` name, renamed ``name``, ``role``, and for a
+    slot the renamed name of its variable (``slot_of``), ``optimizer`` and ``slot_name``."""
+
+    key: str
+    original: str
+    name: str
+    role: str
+    entry: TensorEntry
+    slot_of: str | None = None
+    optimizer: str | None = None
+    slot_name: str | None = None
+
+
+def is_object_based(ckpt: Checkpoint) -> bool:
+    """True when the checkpoint stores an object graph."""
+    return ckpt.format == "tf-object" or OBJECT_GRAPH_KEY in ckpt
+
+
+def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor]:
+    """Every tensor of ``ckpt`` except the object graph, in key order, with renamed names and roles."""
+    keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+    apply = rules.apply if rules else (lambda name: name)
+    if is_object_based(ckpt) and ckpt.object_graph is not None:
+        return _object_based(ckpt, keys, apply)
+    names = {k: str(ckpt[k].name or k) for k in keys}
+    renamed = {k: apply(names[k]) for k in keys}
+    roles = classify_names(renamed.values())
+    out = []
+    for key in keys:
+        role = roles[renamed[key]]
+        out.append(SourceTensor(key, names[key], renamed[key], str(role.role), ckpt[key], role.slot_of,
+                                role.optimizer, role.slot_name))
+    return out
+
+
+def _object_based(ckpt: Checkpoint, keys: list[str], apply: object) -> list[SourceTensor]:
+    labels = label_keys(ckpt.object_graph, keys)
+    renamed = {k: apply(labels[k].name) for k in keys}  # type: ignore[operator]
+    out = []
+    for key in keys:
+        label = labels[key]
+        slot_of = renamed.get(label.slot_of) if label.slot_of else None
+        out.append(SourceTensor(key, label.name, renamed[key], label.role, ckpt[key], slot_of,
+                                label.optimizer, label.slot_name))
+    return out

@@ -1,0 +1,220 @@
+"""``doctor``: would checkpoint CKPT load into the program that wrote TARGET?
+
+Both sides are compared by :attr:`TensorEntry.name` (the TF1-style variable name; the object graph entry
+is left out), which is what a restore matches on. The report lists:
+
+- ``missing``: names TARGET has and CKPT lacks (a strict restore fails on them);
+- ``unexpected``: names only CKPT has (harmless for a restore, usually a sign of a rename);
+- ``mismatched``: names on both sides whose shape or dtype differ (a restore fails).
+
+It would load when nothing is missing or mismatched. For each missing name it looks for a candidate
+among the unexpected ones with the same shape and dtype: a known rename (``weights`` -> ``kernel``,
+``biases`` -> ``bias``), or a similar name (``difflib`` ratio >= 0.6). Optimizer state (slots such as
+``kernel/Adam``, ``.OPTIMIZER_SLOT/``, ``beta1_power``) is only paired with state of the same optimizer;
+a different optimizer gets a note instead, and ``ignore_optimizer`` leaves all optimizer state out.
+Accepted candidates become rename rules (``map`` rules, merged into one prefix rule where a whole scope
+moved) that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules file for
+``ckpt convert --rules`` or ``ckpt diff --rules``.
+"""
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.core.model import Checkpoint, TensorEntry
+from formats.ops.rules import Rule, RuleSet
+
+__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
+SLOT_SUFFIXES = ("Adam", "Adam_1", "Adagrad", "Momentum", "RMSProp", "RMSProp_1", "Ftrl", "Ftrl_1",
+                 "Adadelta", "Adadelta_1", "AdamW", "AdamW_1", "ExponentialMovingAverage")
+NON_SLOT_STATE = {"beta1_power", "beta2_power"}
+
+
+def _slot(name: str) -> str | None:
+    """The optimizer slot suffix of a TF1 name (``Adam_1``), ``.OPTIMIZER_SLOT`` for object keys, else None."""
+    if "/.OPTIMIZER_SLOT/" in name:
+        return ".OPTIMIZER_SLOT/" + name.split("/.OPTIMIZER_SLOT/", 1)[1]
+    last = name.rsplit("/", 1)[-1]
+    return last if "/" in name and last in SLOT_SUFFIXES else None
+
+
+def is_optimizer_state(name: str) -> bool:
+    """Whether ``name`` is optimizer state rather than a model variable."""
+    return _slot(name) is not None or name in NON_SLOT_STATE or name.startswith("optimizer/")
+
+
+@dataclass
+class Suggestion:
+    """A candidate for a missing name: the CKPT name that probably is it, why, and the rule that renames it."""
+
+    missing: str
+    candidate: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"missing", "candidate", "reason"}``."""
+        return {"missing": self.missing, "candidate": self.candidate, "reason": self.reason}
+
+
+def _describe(entry: TensorEntry) -> dict[str, Any]:
+    return {"key": entry.key, "shape": list(entry.shape), "dtype": entry.dtype}
+
+
+@dataclass
+class DoctorReport:
+    """What :func:`diagnose` found; ``would_load`` when nothing is missing or mismatched."""
+
+    ckpt: str
+    target: str
+    ckpt_entries: dict[str, TensorEntry] = field(default_factory=dict, repr=False)
+    target_entries: dict[str, TensorEntry] = field(default_factory=dict, repr=False)
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fixed_by_rules: int = 0
+
+    @property
+    def would_load(self) -> bool:
+        """True when every TARGET name is in CKPT with the same shape and dtype."""
+        return not (self.missing or self.mismatched)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON; ``rules`` in the rules-file layout (``{"map": [old, new]}`` items)."""
+        return {
+            "ckpt": self.ckpt, "target": self.target, "would_load": self.would_load,
+            "missing": [{"name": n, **_describe(self.target_entries[n])} for n in self.missing],
+            "unexpected": [{"name": n, **_describe(self.ckpt_entries[n])} for n in self.unexpected],
+            "mismatched": [{"name": n, "ckpt": _describe(self.ckpt_entries[n]),
+                            "target": _describe(self.target_entries[n])} for n in self.mismatched],
+            "suggestions": [s.to_json() for s in self.suggestions],
+            "rules": [{r.kind: [r.old, r.new]} for r in self.rules],
+            "fixed_by_rules": self.fixed_by_rules, "notes": self.notes}
+
+
+def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: str) -> dict[str, TensorEntry]:
+    out: dict[str, TensorEntry] = {}
+    for key in sorted(ckpt):
+        entry = ckpt[key]
+        if key == OBJECT_GRAPH_KEY or entry.role == "object_graph" or (ignore_optimizer and _is_optimizer(entry)):
+            continue
+        if entry.name in out:
+            notes.append(f"{side}: keys {out[entry.name].key!r} and {key!r} share the name {entry.name!r}")
+            continue
+        out[entry.name] = entry
+    return out
+
+
+def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = False) -> DoctorReport:
+    """Compare ``ckpt`` with ``target`` by variable name; see the module doc."""
+    report = DoctorReport(ckpt.path, target.path)
+    have = report.ckpt_entries = _by_name(ckpt, ignore_optimizer, report.notes, "checkpoint")
+    want = report.target_entries = _by_name(target, ignore_optimizer, report.notes, "target")
+    report.missing = sorted(n for n in want if n not in have)
+    report.unexpected = sorted(n for n in have if n not in want)
+    report.mismatched = sorted(n for n in want if n in have and
+                               (want[n].shape, want[n].dtype) != (have[n].shape, have[n].dtype))
+    report.suggestions = _suggest(report)
+    report.rules = _rules(report)
+    report.fixed_by_rules = _fixed(report)
+    _optimizer_note(report)
+    return report
+
+
+def _is_optimizer(entry: TensorEntry) -> bool:
+    return entry.role in ("slot", "optimizer") or is_optimizer_state(entry.name)
+
+
+def _same_kind(a: TensorEntry, b: TensorEntry) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and _is_optimizer(a) == _is_optimizer(b)
+
+
+def _known_rename(name: str) -> str:
+    return "/".join(KNOWN_RENAMES.get(s, s) for s in name.split("/"))
+
+
+def _suggest(report: DoctorReport) -> list[Suggestion]:
+    have, want = report.ckpt_entries, report.target_entries
+    free = list(report.unexpected)
+    out = []
+    for name in report.missing:
+        pool = [c for c in free if _same_kind(have[c], want[name]) and _slot(c) == _slot(name)]
+        known = [c for c in pool if _known_rename(c) != c and
+                 _known_rename(c).rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1]]
+        if known:
+            pick, why = _closest(name, known), "known rename"
+        else:
+            close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+            if not close:
+                continue
+            pick = close[0]
+            why = f"same shape and dtype, similar name ({difflib.SequenceMatcher(None, name, pick).ratio():.2f})"
+        free.remove(pick)
+        out.append(Suggestion(name, pick, why))
+    return out
+
+
+def _closest(name: str, candidates: list[str]) -> str:
+    return max(candidates, key=lambda c: (difflib.SequenceMatcher(None, name, _known_rename(c)).ratio(), c))
+
+
+def _split(old: str, new: str) -> tuple[str, str]:
+    """The differing prefixes of two names that share a tail of whole segments (``""`` when none is shared)."""
+    a, b = old.split("/"), new.split("/")
+    n = 0
+    while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return "/".join(a[:len(a) - n]), "/".join(b[:len(b) - n])
+
+
+def _rules(report: DoctorReport) -> list[Rule]:
+    """One map rule per suggestion, merged into a prefix rule where a whole scope moved consistently."""
+    groups: dict[tuple[str, str], list[Suggestion]] = defaultdict(list)
+    for s in report.suggestions:
+        groups[_split(s.candidate, s.missing)].append(s)
+    rules = []
+    for (old, new), items in sorted(groups.items()):
+        if len(items) > 1 and _prefix_is_safe(report, old, new):
+            rules.append(Rule("map", old, new))
+        else:
+            rules.extend(Rule("map", s.candidate, s.missing) for s in items)
+    return rules
+
+
+def _prefix_is_safe(report: DoctorReport, old: str, new: str) -> bool:
+    """A prefix rule is safe when every CKPT name it rewrites lands on a TARGET name."""
+    rule = Rule("map", old, new)
+    for name in report.ckpt_entries:
+        renamed = rule.apply(name)
+        if renamed is not None and renamed not in report.target_entries:
+            return False
+    return True
+
+
+def _fixed(report: DoctorReport) -> int:
+    """How many missing names the rules would supply (with the right shape and dtype)."""
+    rules = RuleSet(list(report.rules))
+    renamed = {rules.apply(n): e for n, e in report.ckpt_entries.items()}
+    return sum(1 for n in report.missing if n in renamed and _same_kind(renamed[n], report.target_entries[n]))
+
+
+def _optimizer_note(report: DoctorReport) -> None:
+    shapes = [n for n in report.mismatched if report.ckpt_entries[n].shape != report.target_entries[n].shape]
+    if shapes:
+        report.notes.append(f"{len(shapes)} variable{'s' if len(shapes) != 1 else ''} differ in shape (different "
+                            "layer sizes?); no rename can fix that")
+    theirs = sorted({_slot(n) or "" for n in report.missing if _slot(n)})
+    ours = sorted({_slot(n) or "" for n in report.unexpected if _slot(n)})
+    if theirs and ours and theirs != ours:
+        report.notes.append(f"optimizer differs: the checkpoint has {', '.join(ours)} slots, the target expects "
+                            f"{', '.join(theirs)}; restore the model variables only (--ignore-optimizer shows them)")
+    elif any(is_optimizer_state(n) for n in report.missing):
+        report.notes.append("optimizer state is missing; a restore of the model variables alone can still work "
+                            "(--ignore-optimizer)")

@@ -1,0 +1,142 @@
+"""``stats``: per-tensor summary statistics, computed a chunk at a time.
+
+For every numeric tensor: element count, min, max, mean, std (population), L2 norm, and the number
+of zeros, NaNs and Infs. min/max/mean/std/L2 are over the finite elements only. Values are converted
+to float64 chunk by chunk (bfloat16, float16 and float8 go through float32 first); complex tensors are
+summarised by their magnitudes. Strings and variants get a count only. Bundle tensors are streamed
+from the memory-mapped data file with their checksum checked (see :mod:`formats.core.values`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from formats.core.model import Checkpoint, TensorEntry
+from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, select_entries, value_kind
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats"]
+
+
+@dataclass
+class TensorStats:
+    """Statistics of one tensor; the float fields are None when there is no finite element (or no number)."""
+
+    key: str
+    dtype: str
+    shape: tuple[int, ...]
+    size: int = 0
+    min: float | int | None = None
+    max: float | int | None = None
+    mean: float | None = None
+    std: float | None = None
+    l2: float | None = None
+    zeros: int | None = None
+    nan: int | None = None
+    inf: int | None = None
+
+    @property
+    def finite(self) -> bool:
+        """False when the tensor holds a NaN or an Inf."""
+        return not (self.nan or self.inf)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"key", "dtype", "shape", "size", "min", "max", "mean", "std", "l2", "zeros", "nan", "inf"}``."""
+        return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "size": self.size, "min": self.min,
+                "max": self.max, "mean": self.mean, "std": self.std, "l2": self.l2, "zeros": self.zeros,
+                "nan": self.nan, "inf": self.inf}
+
+
+@dataclass
+class CheckpointStats:
+    """The statistics of the selected tensors of one checkpoint."""
+
+    path: str
+    format: str
+    tensors: list[TensorStats] = field(default_factory=list)
+
+    @property
+    def nonfinite(self) -> list[TensorStats]:
+        """Tensors holding a NaN or an Inf."""
+        return [t for t in self.tensors if not t.finite]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "format", "tensors": [...], "nonfinite": [keys]}``."""
+        return {"path": self.path, "format": self.format, "tensors": [t.to_json() for t in self.tensors],
+                "nonfinite": [t.key for t in self.nonfinite]}
+
+
+class _Running:
+    """Count, min, max, mean and M2 (Chan et al.'s parallel update), plus sum of squares, of finite values."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = self.m2 = self.sq = 0.0
+        self.lo, self.hi = math.inf, -math.inf
+
+    def add(self, x: np.ndarray) -> None:
+        """Fold in one chunk of finite float64 values."""
+        if not x.size:
+            return
+        n, mean = x.size, float(x.sum()) / x.size
+        d = x - mean
+        m2 = float(d @ d)
+        delta, total = mean - self.mean, self.n + n
+        self.m2 += m2 + delta * delta * self.n * n / total
+        self.mean += delta * n / total
+        self.n = total
+        self.sq += float(x @ x)
+        self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+
+
+def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
+    """The :class:`TensorStats` of one tensor, reading it in chunks of ``chunk_elements``."""
+    import numpy as np
+
+    out = TensorStats(entry.key, entry.dtype, entry.shape, entry.size)
+    if value_kind(entry.dtype) in ("bytes", "other"):
+        return out
+    run, zeros, nan, inf = _Running(), 0, 0, 0
+    exact: list[int] = []  # integer min/max kept exact (float64 cannot hold every int64)
+    integral = value_kind(entry.dtype) in ("int", "bool")
+    for chunk in iter_chunks(entry, chunk_elements):
+        if integral and chunk.size:
+            as_int = chunk.astype(np.int64) if chunk.dtype.kind in "bV" else chunk
+            exact = [int(v) for v in (as_int.min(), as_int.max(), *exact)]
+            exact = [min(exact), max(exact)]
+        x = as_float(chunk)
+        if x.dtype.kind == "c":
+            nan_mask = np.isnan(x)
+            x = np.abs(x)
+            x[nan_mask] = np.nan
+        zeros += x.size - int(np.count_nonzero(x))  # NaN is non-zero
+        finite = np.isfinite(x)
+        if finite.all():  # the usual case: no mask, no copy
+            run.add(x)
+            continue
+        nans = int(np.isnan(x).sum())
+        nan += nans
+        inf += int(x.size - finite.sum()) - nans
+        run.add(x[finite])
+    out.zeros, out.nan, out.inf = zeros, nan, inf
+    if run.n:
+        out.min, out.max, out.mean = (exact[0], exact[1], run.mean) if exact else (run.lo, run.hi, run.mean)
+        out.std, out.l2 = math.sqrt(max(run.m2, 0.0) / run.n), math.sqrt(run.sq)
+    return out
+
+
+def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
+                     progress: Callable[[int, int], None] | None = None) -> CheckpointStats:
+    """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key."""
+    result = CheckpointStats(ckpt.path, ckpt.format)
+    done = 0
+    for entry in select_entries(ckpt, list(patterns)):
+        result.tensors.append(tensor_stats(entry, chunk_elements))
+        done += entry.nbytes
+        if progress is not None:
+            progress(done, len(result.tensors))
+    return result

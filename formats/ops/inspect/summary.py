@@ -1,0 +1,102 @@
+"""``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from formats.core._gc import paused_gc
+from formats.core.model import Checkpoint, TensorEntry
+
+__all__ = ["TensorRow", "CheckpointSummary", "summarise", "matches"]
+
+_NON_PARAMETER = {"string", "variant", "resource"}
+
+
+class TensorRow(NamedTuple):
+    """One listed tensor (a NamedTuple: cheap to build for indexes with tens of thousands of keys)."""
+
+    key: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    name: str | None = None  # None unless asked for (working names out may decode an object graph)
+    role: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (with ``name`` and ``role`` when they were asked for)."""
+        doc: dict[str, object] = {"key": self.key, "dtype": self.dtype, "shape": list(self.shape),
+                                  "nbytes": self.nbytes}
+        if self.name is not None:
+            doc.update(name=self.name, role=self.role)
+        return doc
+
+
+@dataclass
+class CheckpointSummary:
+    """What ``ckpt ls`` shows for one checkpoint."""
+
+    path: str
+    format: str
+    rows: list[TensorRow] = field(default_factory=list)
+    total_tensors: int = 0
+    data_files: int = 0
+
+    @property
+    def tensors(self) -> int:
+        """Tensors listed (after filtering)."""
+        return len(self.rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Stored bytes of the listed tensors."""
+        return sum(r.nbytes for r in self.rows)
+
+    @property
+    def parameters(self) -> int:
+        """Elements of the listed numeric tensors."""
+        total = 0
+        for r in self.rows:
+            if r.dtype not in _NON_PARAMETER:
+                n = 1
+                for d in r.shape:
+                    n *= d
+                total += n
+        return total
+
+    def to_json(self) -> dict[str, object]:
+        """``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
+        return {"path": self.path, "format": self.format, "tensors": [r.to_json() for r in self.rows]}
+
+
+def matches(key: str, patterns: list[str]) -> bool:
+    """Whether ``key`` matches any glob (all keys match when there are none)."""
+    return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def _row(entry: TensorEntry, names: bool) -> TensorRow:
+    if not names:
+        return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes)
+    return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes, entry.name, str(entry.role))
+
+
+def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "key", names: bool = False,
+              include_optimizer: bool = True) -> CheckpointSummary:
+    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first).
+
+    ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
+    optimizer state (roles ``slot``/``optimizer``). Either may decode the object graph.
+    """
+    with paused_gc():
+        if not patterns and include_optimizer and not names:
+            rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
+        else:
+            rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
+                    and (include_optimizer or e.role not in ("slot", "optimizer"))]
+    if sort == "size":
+        rows.sort(key=lambda r: (-r.nbytes, r.key))
+    else:
+        rows.sort(key=lambda r: r.key)
+    data_files = sum(1 for f in ckpt.files if ".data-" in os.path.basename(f))
+    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), data_files)

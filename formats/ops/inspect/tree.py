@@ -1,0 +1,242 @@
+"""A checkpoint as a tree (``ckpt ls --tree``), as data.
+
+For an object-based checkpoint the tree is the object graph: each object at its
+first breadth-first path, slot variables under the variable they belong to,
+optimizers with their hyperparameters, shared objects once (their other paths in
+``aliases``). Every other checkpoint (TF1 names, Keras HDF5 keys) is split on ``/``;
+name-based slots (``kernel/Adam``) then land under their variable by themselves.
+
+A :class:`TreeNode` row shows its own tensor (``key``/``dtype``/``shape``, ``own_nbytes``,
+``own_parameters``) if it has one (a variable: its slots are its children);
+``nbytes``/``parameters`` are always the totals of its whole subtree.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from formats.core.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from formats.core.model import Checkpoint, TensorEntry
+    from formats.concepts.object_graph import ObjectGraph
+
+__all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES"]
+
+OPTIMIZER_ROLES = frozenset({"slot", "optimizer"})
+_NON_PARAMETER = {"string", "variant", "resource"}
+
+
+@dataclass
+class TreeNode:
+    """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
+
+    label: str
+    key: str | None = None
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    role: str | None = None
+    note: str = ""
+    aliases: list[str] = field(default_factory=list)
+    children: list[TreeNode] = field(default_factory=list)
+    nbytes: int = 0
+    parameters: int = 0
+    tensors: int = 0
+    own_nbytes: int = 0
+    own_parameters: int = 0
+
+    def total(self) -> None:
+        """Recompute ``nbytes``/``parameters``/``tensors`` of this subtree from own tensors upwards."""
+        for child in self.children:
+            child.total()
+        self.nbytes = self.own_nbytes + sum(c.nbytes for c in self.children)
+        self.parameters = self.own_parameters + sum(c.parameters for c in self.children)
+        self.tensors = (self.key is not None) + sum(c.tensors for c in self.children)
+
+    def walk(self) -> Iterator[tuple[int, tuple[bool, ...], TreeNode]]:
+        """Yield ``(depth, last-flags of each ancestor level, node)`` for the children, depth first."""
+        yield from _walk(self, ())
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready nested dict."""
+        doc: dict[str, object] = {"label": self.label}
+        if self.key is not None:
+            doc.update(key=self.key, dtype=self.dtype, shape=list(self.shape or ()), role=self.role)
+        doc.update(nbytes=self.nbytes, parameters=self.parameters)
+        if self.note:
+            doc["note"] = self.note
+        if self.aliases:
+            doc["aliases"] = list(self.aliases)
+        if self.children:
+            doc["children"] = [c.to_json() for c in self.children]
+        return doc
+
+
+def _walk(node: TreeNode, lasts: tuple[bool, ...]) -> Iterator[tuple[int, tuple[bool, ...], TreeNode]]:
+    for i, child in enumerate(node.children):
+        flags = lasts + (i == len(node.children) - 1,)
+        yield len(flags) - 1, flags, child
+        yield from _walk(child, flags)
+
+
+@dataclass
+class CheckpointTree:
+    """The tree of one checkpoint; ``root`` is not shown, its children are the top rows."""
+
+    path: str
+    format: str
+    root: TreeNode
+    hidden: int = 0  # tensors left out (--no-optimizer, patterns)
+
+    def to_json(self) -> dict[str, object]:
+        """``{"path", "format", "tensors", "nbytes", "parameters", "hidden", "tree": [...]}``."""
+        return {"path": self.path, "format": self.format, "tensors": self.root.tensors,
+                "nbytes": self.root.nbytes, "parameters": self.root.parameters, "hidden": self.hidden,
+                "tree": [c.to_json() for c in self.root.children]}
+
+
+def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_variants: bool = True,
+               patterns: list[str] | None = None) -> CheckpointTree:
+    """The tree of ``ckpt``: the object graph when it has one, else its keys split on ``/``.
+
+    ``include_optimizer=False`` leaves out slots and optimizer state (roles ``slot`` and
+    ``optimizer``) and any object left empty by that; ``patterns`` (globs) keep only matching
+    keys. ``describe_variants`` reads variant tensors (small: a dataset iterator's state) to name
+    what they hold.
+    """
+    from formats.ops.inspect.summary import matches
+
+    keep = [k for k, e in ckpt.items() if (include_optimizer or e.role not in OPTIMIZER_ROLES)
+            and matches(k, patterns or [])]
+    graph = ckpt.object_graph
+    root = _graph_tree(ckpt, graph, keep) if graph is not None else _key_tree(ckpt, keep)
+    for node in [n for _, _, n in root.walk()]:
+        if node.key is not None:
+            _fill(node, ckpt[node.key], describe_variants)
+    root.total()
+    return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep))
+
+
+def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
+    node.dtype, node.shape, node.role = entry.dtype, entry.shape, entry.role
+    node.own_nbytes = entry.nbytes
+    node.own_parameters = 0 if entry.dtype in _NON_PARAMETER else entry.size
+    notes = [_role_note(entry)] if _role_note(entry) else []
+    if entry.dtype == "variant" and describe_variants:
+        notes.append(_variant_note(entry))
+    if node.note:
+        notes.append(node.note)
+    node.note = "; ".join(notes)
+
+
+def _role_note(entry: TensorEntry) -> str:
+    role = entry.role
+    if role == "slot":
+        slot, opt = getattr(entry, "slot_name", None), getattr(entry, "optimizer", None)
+        return f"slot {slot} of {opt}" if slot and opt else "optimizer slot"
+    return {"optimizer": "optimizer state", "iterator": "iterator state", "save_counter": "save counter",
+            "object_graph": "object graph"}.get(role, "")
+
+
+def _variant_note(entry: TensorEntry) -> str:
+    from formats.concepts.variant import describe_variant
+
+    try:
+        return describe_variant(entry).text()
+    except CheckpointError as exc:
+        return f"unreadable: {exc.message}"
+
+
+def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
+    root = TreeNode("")
+    index: dict[tuple[str, ...], TreeNode] = {(): root}
+    for key in sorted(keys):
+        parts = tuple(key.split("/"))
+        for depth in range(1, len(parts) + 1):
+            if parts[:depth] not in index:
+                node = TreeNode(parts[depth - 1])
+                index[parts[:depth - 1]].children.append(node)
+                index[parts[:depth]] = node
+        index[parts].key = key
+    return root
+
+
+def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str]) -> TreeNode:
+    mapping = graph.map_keys(keys)
+    own: dict[int, list[str]] = {}
+    for key in keys:
+        if key in mapping:
+            own.setdefault(mapping[key][0], []).append(key)
+    slots = _slot_homes(ckpt, graph, mapping)
+    placed = {slot_id for entries in slots.values() for _, slot_id in entries}
+    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(ckpt, keys))
+    root = builder.build(0, "")
+    root.children += [TreeNode(k, key=k) for k in keys if k not in mapping]
+    return root
+
+
+def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
+    """Optimizer path -> its class name, when all its ``Adam/...``-style full names agree on one."""
+    seen: dict[str, set[str]] = {}
+    for key in keys:
+        entry = ckpt[key]
+        optimizer = getattr(entry, "optimizer", None)
+        if optimizer is not None and entry.role in OPTIMIZER_ROLES and "/" in entry.name:
+            seen.setdefault(optimizer, set()).add(entry.name.split("/", 1)[0])
+    return {path: names.pop() for path, names in seen.items() if len(names) == 1}
+
+
+def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int, list[tuple[str, int]]]:
+    """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles."""
+    homes: dict[int, list[tuple[str, int]]] = {}
+    seen: set[int] = set()
+    for key, (node_id, _) in mapping.items():
+        entry = ckpt[key]
+        slot_of = getattr(entry, "slot_of", None)
+        if entry.role != "slot" or node_id in seen or slot_of not in mapping:
+            continue
+        seen.add(node_id)
+        homes.setdefault(mapping[slot_of][0], []).append((getattr(entry, "slot_name", None) or "slot", node_id))
+    return {var: sorted(slots, key=lambda s: s[1]) for var, slots in homes.items()}
+
+
+class _GraphBuilder:
+    """Builds the object tree: each node once, at its first path (slots under their variable)."""
+
+    def __init__(self, graph: ObjectGraph, own: dict[int, list[str]], slots: dict[int, list[tuple[str, int]]],
+                 placed: set[int], kinds: dict[str, str]) -> None:
+        self.graph, self.own, self.slots, self.placed, self.kinds = graph, own, slots, placed, kinds
+
+    def build(self, node_id: int, label: str) -> TreeNode:
+        node = TreeNode(label, aliases=self._aliases(node_id))
+        if self.graph.is_optimizer(node_id):
+            kind = self.kinds.get(self.graph.path(node_id) or "")
+            node.note = f"optimizer ({kind})" if kind else "optimizer"
+        keys = self.own.get(node_id, [])
+        for ref in self.graph.nodes[node_id].children:
+            if self.graph.parent(ref.node_id) == (node_id, ref.local_name) and ref.node_id not in self.placed:
+                self._add(node, self.build(ref.node_id, ref.local_name))
+        for slot_name, slot_id in self.slots.get(node_id, []):
+            self._add(node, self.build(slot_id, slot_name))
+        if len(keys) == 1:
+            node.key = keys[0]
+        else:
+            node.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
+        return node
+
+    @staticmethod
+    def _add(parent: TreeNode, child: TreeNode) -> None:
+        if child.key is not None or child.children:
+            parent.children.append(child)
+
+    def _aliases(self, node_id: int) -> list[str]:
+        if node_id in self.placed and self.graph.parent(node_id) is not None:
+            path = self.graph.path(node_id)
+            return [p for p in [path, *self.graph.aliases(node_id)] if p is not None]
+        return self.graph.aliases(node_id)
+
+
+def _attribute_label(key: str) -> str:
+    marker = key.rfind("/.ATTRIBUTES/")
+    return key[marker + len("/.ATTRIBUTES/"):] if marker >= 0 else key

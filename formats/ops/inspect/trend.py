@@ -1,0 +1,129 @@
+"""``trend``: how a run's variables evolve over its checkpoints.
+
+For a directory holding the checkpoints of one run (a ``CheckpointManager`` directory, an Estimator
+``model_dir``), ordered by step: per numeric variable, its L2 norm at each checkpoint (over finite
+elements) and the L2 norm of its change since the previous checkpoint (``||x_t - x_{t-1}||``; ``None``
+for the first checkpoint, where the variable is absent, or where its shape changed). Values stream in
+chunks; at most two checkpoints are open at a time. Unreadable checkpoints are skipped with a note.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from typing import Any
+
+from formats.core.errors import CheckpointError, CheckpointNotFoundError
+from formats.core.model import Checkpoint, TensorEntry
+from formats.ops.inspect.stats import tensor_stats
+from formats.core.values import as_float, iter_chunks, value_kind
+
+__all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
+
+
+@dataclass
+class VariableTrend:
+    """One variable across the run: ``norm[i]`` and ``change[i]`` belong to checkpoint ``i``."""
+
+    key: str
+    shape: tuple[int, ...]
+    dtype: str
+    norm: list[float | None] = field(default_factory=list)
+    change: list[float | None] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"key", "shape", "dtype", "norm": [...], "change": [...]}`` (shape and dtype of the last checkpoint)."""
+        return {"key": self.key, "shape": list(self.shape), "dtype": self.dtype, "norm": self.norm,
+                "change": self.change}
+
+
+@dataclass
+class TrendResult:
+    """The checkpoints of the run (oldest first) and every variable's trend."""
+
+    path: str
+    checkpoints: list[str] = field(default_factory=list)
+    steps: list[int | None] = field(default_factory=list)
+    variables: list[VariableTrend] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "checkpoints": [{"path", "step"}], "variables": [...]}``."""
+        return {"path": self.path, "checkpoints": [{"path": p, "step": s} for p, s in zip(self.checkpoints, self.steps)],
+                "variables": [v.to_json() for v in self.variables]}
+
+
+def change_norm(a: TensorEntry, b: TensorEntry) -> float:
+    """``||b - a||`` (L2, float64) of two tensors of the same shape, streamed in chunks."""
+    total = 0.0
+    for x, y in zip_longest(iter_chunks(a), iter_chunks(b)):
+        d = as_float(y) - as_float(x)
+        total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float(d @ d)
+    return math.sqrt(total)
+
+
+def _wanted(entry: TensorEntry, patterns: Sequence[str]) -> bool:
+    if value_kind(entry.dtype) in ("bytes", "other"):
+        return False
+    return not patterns or any(fnmatch.fnmatchcase(entry.key, p) for p in patterns)
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is None or math.isfinite(x) else None
+
+
+def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -> TrendResult:
+    """The :class:`TrendResult` of the checkpoints in ``directory`` (variables filtered by key globs)."""
+    from formats.api import open_checkpoint
+    from formats.discover.scan import scan_directory
+
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise CheckpointNotFoundError(directory, "not a directory (trend needs a run's checkpoint directory)")
+    result = TrendResult(directory)
+    infos = sorted(scan_directory(directory), key=lambda i: (i.step is None, i.step or 0, i.path))
+    trends: dict[str, VariableTrend] = {}
+    previous: Checkpoint | None = None
+    try:
+        for info in infos:
+            if info.error:
+                result.notes.append(f"skipped {info.path}: {info.error}")
+                continue
+            try:
+                ckpt = open_checkpoint(info.path)
+            except CheckpointError as exc:
+                result.notes.append(f"skipped {info.path}: {exc.message}")
+                continue
+            _add(result, trends, previous, ckpt, info.step, patterns)
+            if previous is not None:
+                previous.close()
+            previous = ckpt
+    finally:
+        if previous is not None:
+            previous.close()
+    result.variables = [trends[k] for k in sorted(trends)]
+    return result
+
+
+def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkpoint | None, ckpt: Checkpoint,
+         step: int | None, patterns: Sequence[str]) -> None:
+    index = len(result.checkpoints)
+    result.checkpoints.append(ckpt.path)
+    result.steps.append(step)
+    for key in sorted(ckpt):
+        entry = ckpt[key]
+        if not _wanted(entry, patterns):
+            continue
+        trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index))
+        trend.norm.append(_finite(tensor_stats(entry).l2))
+        old = previous.get(key) if previous is not None else None
+        same = old is not None and old.shape == entry.shape and _wanted(old, ())
+        trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
+        trend.shape, trend.dtype = entry.shape, entry.dtype
+    for trend in trends.values():
+        if len(trend.norm) <= index:
+            trend.norm.append(None)
+            trend.change.append(None)
