@@ -12,7 +12,6 @@ from typing import Any
 import click
 from click.shell_completion import BashComplete, CompletionItem, add_completion_class
 
-WEIGHT_SUFFIXES = (".h5", ".hdf5", ".keras")
 MAX_KEYS = 2000
 
 
@@ -24,6 +23,9 @@ def checkpoint_candidates(incomplete: str) -> list[str]:
         names = sorted(os.listdir(directory or "."))
     except OSError:
         return []
+    from formats.core.registry import suffixes as registered_suffixes
+
+    suffixes = tuple(s for s in registered_suffixes() if s != ".index")
     out: list[str] = []
     for name in names:
         if not name.startswith(partial) or (name.startswith(".") and not partial.startswith(".")):
@@ -34,7 +36,7 @@ def checkpoint_candidates(incomplete: str) -> list[str]:
             out.append(shown + "/")
         elif name.endswith(".index"):
             out.append(shown[:-len(".index")])
-        elif name.endswith(WEIGHT_SUFFIXES):
+        elif name.endswith(suffixes):
             out.append(shown)
     return out
 

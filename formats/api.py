@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from formats.core.errors import UnsupportedError
 from formats.core.model import Checkpoint
 from formats.discover.resolve import Target, resolve
 
@@ -22,18 +21,8 @@ def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
 
 
 def open_target(target: Target) -> Checkpoint:
-    """Open an already resolved :class:`~formats.discover.resolve.Target`."""
-    if target.kind == "tf-bundle":
-        from formats.tf_bundle.checkpoint import BundleCheckpoint
-
-        return BundleCheckpoint(target.path)
-    if target.kind in ("hdf5", "zip"):
-        try:
-            from formats.keras_h5 import open_keras
-        except ImportError:
-            raise UnsupportedError(target.path, "Keras/HDF5 files are not supported yet") from None
-        return open_keras(target.path, target.kind)
-    raise UnsupportedError(target.path, "not a checkpoint ckpt can read")
+    """Open an already resolved :class:`~formats.discover.resolve.Target` with its registered format."""
+    return target.open()  # type: ignore[no-any-return]
 
 
 class CheckpointReader:

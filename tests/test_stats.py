@@ -160,7 +160,8 @@ def test_partitioned_variables_stream_slice_by_slice():
     import numpy as np
 
     import formats
-    from formats.core.values import _row_partitions, iter_chunks
+    from formats.core.values import iter_chunks
+    from formats.tf_bundle.checkpoint import _row_partitions
 
     from .conftest import CORPUS
 

@@ -68,3 +68,7 @@ class OutputIsInputError(CheckpointError, ValueError):
 
 class InvalidOutputError(CheckpointError, ValueError):
     """What was asked cannot be written: a directory as prefix, an empty or duplicate key."""
+
+
+class PluginError(CheckpointError, RuntimeError):
+    """A format registered by another package (entry point ``tfckpt.formats``) failed to load."""

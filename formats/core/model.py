@@ -1,20 +1,94 @@
-"""The common model every reader produces: a :class:`Checkpoint` mapping keys to :class:`TensorEntry`.
+"""The contract every format fulfils: a :class:`Checkpoint` mapping keys to :class:`TensorEntry`.
 
-Entries carry metadata (key, shape, dtype, size) and read their value only when
-:meth:`TensorEntry.read` is called. Nothing here imports numpy at module level.
+A format's entries must implement :meth:`TensorEntry.read`; every other capability has a default
+that works for any format, and a format overrides what it can do better:
+
+===========================  ========================================================  ==================
+capability                   what it is for                                            default
+===========================  ========================================================  ==================
+``TensorEntry.read()``       the whole value                                           (required)
+``iter_chunks(n)``           the value in C order, ``n`` elements at a time, with the  ``read()`` cut up
+                             format's own checks (diff, stats, trend, extract)
+``byte_chunks(n)``           canonical little-endian bytes, ``n`` at a time (writers)  ``read()`` as bytes
+``read_slice(index)``        ``value[index]`` without holding the whole (``show``)     ``read()[index]``
+``check()``                  read every stored byte, keep nothing (``verify``)         run ``iter_chunks``
+``problem()``                what is wrong before reading (declared vs stored size)    ``None``
+``files``                    the files the value is read from (the output guard)       ``()``
+``name``/``role``/           the TensorFlow meaning: variable name, what it is,        key, ``variable``,
+``slot_of``/``optimizer``/   for a slot the variable it belongs to, its optimizer and  ``None``
+``slot_name``                slot name
+``Checkpoint.problems()``    structure/storage problems found without reading values   ``[]``
+``Checkpoint.files``         every file that makes up the checkpoint                   ``[path]``
+``Checkpoint.metadata``      format facts (header fields, Keras config, ...)           ``{}``
+``Checkpoint.object_graph``  the decoded TF2 object graph                              ``None``
+===========================  ========================================================  ==================
+
+Nothing here imports numpy at module level.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import TensorNotFoundError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import numpy as np
 
-__all__ = ["TensorEntry", "Checkpoint", "shape_text"]
+__all__ = ["TensorEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "CHUNK_ELEMENTS",
+           "CHUNK_BYTES", "OBJECT_GRAPH_KEY"]
+
+CHUNK_ELEMENTS = 1 << 20
+"""Default number of elements per chunk for :meth:`TensorEntry.iter_chunks`."""
+CHUNK_BYTES = 8 << 20
+"""Default chunk size in bytes for :meth:`TensorEntry.byte_chunks`."""
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+"""The key under which a TF2 object-based checkpoint stores its serialized object graph."""
+
+
+class Role(str, Enum):
+    """What a tensor is. A ``str`` subclass: ``Role.SLOT == "slot"``.
+
+    ``optimizer`` covers optimizer hyperparameters, step/iteration counters and other non-slot
+    optimizer state (``global_step`` included).
+    """
+
+    VARIABLE = "variable"
+    SLOT = "slot"
+    OPTIMIZER = "optimizer"
+    ITERATOR = "iterator"
+    SAVE_COUNTER = "save_counter"
+    OBJECT_GRAPH = "object_graph"
+    OTHER = "other"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FormatName(str, Enum):
+    """The names of the built-in formats, as ``Checkpoint.format`` reports them (plugins add their own)."""
+
+    TF_OBJECT = "tf-object"
+    TF_NAME = "tf-name"
+    TF_V1 = "tf-v1"
+    SAVED_MODEL = "saved-model"
+    KERAS2_H5 = "keras2-h5"
+    KERAS2_MODEL_H5 = "keras2-model-h5"
+    KERAS3_H5 = "keras3-h5"
+    KERAS_ZIP = "keras-zip"
+    KERAS3_DIR = "keras3-dir"
+    KERAS3_SHARDED = "keras3-sharded"
+    HDF5 = "hdf5"
+    NPZ = "npz"
+    SAFETENSORS = "safetensors"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def shape_text(shape: Iterable[int]) -> str:
@@ -22,35 +96,88 @@ def shape_text(shape: Iterable[int]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: where (a key or a file) and what."""
+
+    where: str
+    message: str
+
+
 class TensorEntry:
     """One tensor of a checkpoint: metadata now, value on :meth:`read`.
 
-    ``dtype`` is TensorFlow's dtype name (``float32``, ``bfloat16``, ``string``,
-    ``variant``, ...); ``shape`` a tuple of ints; ``nbytes`` the bytes the value
-    occupies in storage. ``name`` is the TF1-style variable name behind the key
-    (the key itself unless a format knows better) and ``role`` what the tensor is
-    (``variable``, ``slot``, ``optimizer``, ``object_graph``, ...).
+    ``dtype`` is TensorFlow's dtype name (``float32``, ``bfloat16``, ``string``, ``variant``, ...);
+    ``shape`` a tuple of ints; ``nbytes`` the bytes the value occupies in storage. ``name`` is the
+    TF1-style variable name behind the key (the key itself unless a format knows better), ``role``
+    what the tensor is (a :class:`Role`); for a slot, ``slot_of`` is the key of its variable,
+    ``optimizer`` the optimizer and ``slot_name`` the slot's name (``m``, ``v``, ``accumulator``).
     """
 
-    __slots__ = ("key", "shape", "dtype", "nbytes", "name", "role")
+    __slots__ = ("key", "shape", "dtype", "nbytes", "name", "role", "slot_of", "optimizer", "slot_name")
 
     def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int,
-                 name: str | None = None, role: str = "variable") -> None:
+                 name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,
+                 optimizer: str | None = None, slot_name: str | None = None) -> None:
         self.key = key
         self.shape = shape
         self.dtype = dtype
         self.nbytes = nbytes
         self.name = key if name is None else name
         self.role = role
+        self.slot_of = slot_of
+        self.optimizer = optimizer
+        self.slot_name = slot_name
 
     @property
     def size(self) -> int:
         """Number of elements (product of the shape; 1 for a scalar)."""
         return math.prod(self.shape)
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files this tensor's value is read from (used to refuse overwriting an input)."""
+        return ()
+
     def read(self) -> np.ndarray:
         """The whole value as a numpy array (checksums verified where the format has them)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement read()")
+
+    def problem(self) -> str | None:
+        """Why the stored value cannot be what the metadata declares, found without reading it; else None."""
+        return None
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The elements in C order as flat arrays of at most ``chunk_elements`` (object arrays for strings).
+
+        Run the iterator to its end: formats with checksums compare them after the last chunk. A
+        chunk may be a view into a memory map, valid only until the next one is asked for. ``pool``
+        lets a format overlap its checks with the caller's work.
+        """
+        flat = self.read().reshape(-1)
+        for start in range(0, flat.size, max(1, chunk_elements)):
+            yield flat[start:start + chunk_elements]
+
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """Canonical bytes (C order, little-endian) of a fixed-width tensor, at most ``chunk`` each.
+
+        ``check=False`` lets a format skip checks the caller has already made.
+        """
+        from formats.core.sources import array_chunks
+
+        return array_chunks(self.read(), chunk)
+
+    def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
+        """``value[index]`` (the whole value when ``index`` is None)."""
+        from formats.core.sources import apply_index
+
+        value = self.read()
+        return value if index is None else apply_index(value, index, self)
+
+    def check(self) -> None:
+        """Read every stored byte with the format's checks, keeping nothing; raises CheckpointError."""
+        for _ in self.iter_chunks():
+            pass
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key!r} {self.dtype}{list(self.shape)}>"
@@ -59,13 +186,13 @@ class TensorEntry:
 class Checkpoint(Mapping[str, TensorEntry]):
     """A read-only mapping of key -> :class:`TensorEntry`, usable as a context manager.
 
-    ``path`` is what was opened (a bundle prefix or a file), ``format`` one of
-    ``tf-object``, ``tf-name``, ``keras2-h5``, ``keras3-h5``, ``keras-zip``, ``hdf5``.
+    ``path`` is what was opened (a bundle prefix, a file or a directory), ``format`` the name its
+    format registered (:class:`FormatName` for the built-in ones).
     """
 
     def __init__(self, path: str, format: str, entries: dict[str, TensorEntry]) -> None:
         self.path = path
-        self.format = format
+        self.format = str(format)
         self._entries = entries
 
     def __getitem__(self, key: str) -> TensorEntry:
@@ -97,6 +224,11 @@ class Checkpoint(Mapping[str, TensorEntry]):
     def object_graph(self) -> Any:
         """The decoded object graph of an object-based checkpoint, else None."""
         return None
+
+    def problems(self) -> list[Problem]:
+        """Structure and storage problems found without reading tensor values (``verify`` adds each
+        entry's :meth:`TensorEntry.problem` and :meth:`TensorEntry.check`)."""
+        return []
 
     def close(self) -> None:
         """Release open files and memory maps; entries must not be read afterwards."""

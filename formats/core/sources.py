@@ -16,16 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
-from formats.io.crc import crc32c, unmask
-from formats.core.errors import UnsupportedError
-from formats.core.model import TensorEntry
+from formats.core.errors import TensorNotFoundError, UnsupportedError
+from formats.core.model import CHUNK_BYTES, TensorEntry
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "bundle_origin"]
+__all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "array_chunks", "apply_index"]
 
-CHUNK = 8 << 20
+CHUNK = CHUNK_BYTES
 """Default chunk size in bytes for streaming copies and comparisons."""
 
 
@@ -65,8 +64,7 @@ def _entry_dtype(entry: TensorEntry) -> dtypes.DType:
 
 
 def _where(entry: TensorEntry) -> str:
-    reader = getattr(entry, "_reader", None)
-    return getattr(reader, "prefix", "") or ""
+    return entry.files[0] if entry.files else ""
 
 
 def _as_array(source: Source) -> tuple[np.ndarray, dtypes.DType]:
@@ -129,49 +127,30 @@ def elements(source: Source) -> list[bytes]:
     return [_to_bytes(x) for x in arr.reshape(-1)]
 
 
-def bundle_origin(source: Source) -> Any:
-    """The :class:`~formats.tf_bundle.reader.BundleReader` a bundle tensor streams from, else None."""
-    if isinstance(source, TensorEntry):
-        reader = getattr(source, "_reader", None)
-        if reader is not None and hasattr(reader, "region"):
-            return reader
-    return None
-
-
 def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iterator[memoryview]:
     """Canonical bytes (C order, little-endian) of a fixed-width source, at most ``chunk`` bytes each.
 
-    A bundle tensor's CRC32C is checked as it streams by (``ChecksumError`` once the stream is
-    consumed) unless ``check`` is False, for callers that checked those bytes already.
+    A checkpoint entry streams through :meth:`TensorEntry.byte_chunks` with its format's checks
+    (a bundle's CRC32C: ``ChecksumError`` once the stream is consumed) unless ``check`` is False,
+    for callers that checked those bytes already.
     """
-    reader = bundle_origin(source)
-    if reader is not None and not source.raw.slices:  # type: ignore[union-attr]
-        return _bundle_chunks(reader, source.raw, chunk, check)  # type: ignore[union-attr]
-    arr = source.read() if isinstance(source, TensorEntry) else _as_array(source)[0]
-    return _array_chunks(arr, chunk)
+    if isinstance(source, TensorEntry):
+        return source.byte_chunks(chunk, check)
+    return array_chunks(_as_array(source)[0], chunk)
 
 
-def _bundle_chunks(reader: Any, raw: Any, chunk: int, check: bool) -> Iterator[memoryview]:
-    dt = reader.dtype_of(raw)
-    reader.check_fixed_size(raw, dt)
-    swap = reader.header.big_endian and dt.itemsize > 1
-    crc = 0
-    for piece in reader.chunks(raw, chunk):  # pages dropped after use; ranged reads for URLs
-        if check:
-            crc = crc32c(piece, crc)
-        yield _byteswapped(piece, dt) if swap else piece
-    if check and crc != unmask(raw.crc32c):
-        raise reader.checksum_error(raw, crc)
-
-
-def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:
+def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
+    """``value[index]``, or a TensorNotFoundError naming the entry when the index does not fit its shape."""
     import numpy as np
 
-    arr = np.frombuffer(piece, dtype=dt.numpy().newbyteorder(">"))
-    return memoryview(arr.astype(dt.numpy())).cast("B")
+    try:
+        return np.asarray(value[index])
+    except (IndexError, ValueError) as exc:
+        raise TensorNotFoundError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
 
 
-def _array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
+def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
+    """An array's canonical bytes (C order, little-endian) in chunks of at most ``chunk`` bytes."""
     import numpy as np
 
     if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):

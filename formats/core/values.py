@@ -20,9 +20,8 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
-from formats.io.crc import crc32c, unmask
 from formats.core.errors import TensorNotFoundError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,7 +30,6 @@ __all__ = ["CHUNK_ELEMENTS", "iter_chunks", "iter_float_chunks", "as_float", "va
            "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
            "display_array"]
 
-CHUNK_ELEMENTS = 1 << 20
 _NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
 
 
@@ -52,85 +50,11 @@ def value_kind(dtype: str) -> str:
     return {"bool": "bool", "complex64": "complex", "complex128": "complex"}.get(dt.name, "other")
 
 
-def _bundle_source(entry: TensorEntry) -> tuple[Any, Any, dtypes.DType] | None:
-    """(reader, raw entry, dtype) when ``entry`` can be streamed from a bundle's mmap, else None."""
-    from formats.tf_bundle.checkpoint import BundleTensor
-
-    if not isinstance(entry, BundleTensor) or entry.raw.slices:
-        return None
-    reader, raw = entry._reader, entry.raw
-    dt = reader.dtype_of(raw)
-    return (reader, raw, dt) if dt.fixed_width else None
-
-
 def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
                 crc_pool: Executor | None = None) -> Iterator[np.ndarray]:
-    """The tensor's elements in C order, as flat arrays of its numpy dtype (object for strings/variants).
-
-    With ``crc_pool`` (an executor) the checksum of a streamed bundle tensor is computed there,
-    overlapping with the caller's work on the same chunk.
-    """
-    source = _bundle_source(entry)
-    if source is not None:
-        yield from _stream_bundle(*source, chunk_elements, crc_pool)
-        return
-    parts = _row_partitions(entry)
-    if parts is not None:  # a variable partitioned along its first axis: its slices in order are C order
-        reader, dt = parts[0], parts[1]
-        for raw in parts[2]:
-            yield from _stream_bundle(reader, raw, dt, chunk_elements, crc_pool)
-        return
-    flat = entry.read().reshape(-1)
-    for start in range(0, flat.size, max(1, chunk_elements)):
-        yield flat[start:start + chunk_elements]
-
-
-def _row_partitions(entry: TensorEntry) -> tuple[Any, dtypes.DType, list[Any]] | None:
-    """(reader, dtype, slice entries in order) when a partitioned bundle variable is split along axis 0
-    only, into slices that tile it without gaps; None otherwise."""
-    from formats.tf_bundle.checkpoint import BundleTensor
-
-    if not isinstance(entry, BundleTensor) or not entry.raw.slices:
-        return None
-    reader, raw = entry._reader, entry.raw
-    dt = reader.dtype_of(raw)
-    if not dt.fixed_width or not raw.shape:
-        return None
-    parts = reader.slice_parts(raw)
-    for extents, _ in parts:
-        if any(not (n < 0 or (s == 0 and n == dim)) for (s, n), dim in zip(extents[1:], raw.shape[1:])):
-            return None
-    parts.sort(key=lambda p: p[0][0][0] if p[0][0][1] >= 0 else 0)
-    row = 0
-    for extents, _ in parts:
-        start, length = extents[0] if extents[0][1] >= 0 else (0, raw.shape[0])
-        if start != row:
-            return None
-        row = start + length
-    return (reader, dt, [part for _, part in parts]) if row == raw.shape[0] else None
-
-
-def _stream_bundle(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
-                   pool: Executor | None = None) -> Iterator[np.ndarray]:
-    import numpy as np
-
-    reader.check_fixed_size(raw, dt)
-    npdt = dt.numpy()
-    swap = reader.header.big_endian and dt.itemsize > 1
-    step = max(1, chunk_elements) * dt.itemsize
-    crc = 0
-    for part in reader.chunks(raw, step):  # bounded resident memory, ranged reads for URLs
-        # the checksum of a chunk runs on the pool while the caller works on that same chunk, and is
-        # finished before the next chunk is asked for (which drops this chunk's pages)
-        pending = pool.submit(crc32c, part, crc) if pool is not None else None
-        if pending is None:
-            crc = crc32c(part, crc)
-        arr = np.frombuffer(part, dtype=npdt)
-        yield arr.byteswap() if swap else arr
-        if pending is not None:
-            crc = pending.result()
-    if crc != unmask(raw.crc32c):
-        raise reader.checksum_error(raw, crc)
+    """The tensor's elements in C order (:meth:`TensorEntry.iter_chunks`); with ``crc_pool`` a format
+    may run its checksums there, overlapping with the caller's work on the same chunk."""
+    return entry.iter_chunks(chunk_elements, crc_pool)
 
 
 def as_float(chunk: np.ndarray) -> np.ndarray:
@@ -203,32 +127,8 @@ def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] |
 
 
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:
-    """``entry``'s value, or just ``value[index]``; a bundle tensor is checksummed in chunks, then only the
-    slice is copied out of the mmap (so a small slice of a huge tensor costs little memory)."""
-    import numpy as np
-
-    source = _bundle_source(entry)
-    if source is None:
-        value = entry.read()
-        return value if index is None else _apply(value, index, entry)
-    for _ in iter_chunks(entry):  # checks the CRC without holding more than one chunk
-        pass
-    reader, raw, dt = source
-    whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
-    picked = whole if index is None else _apply(whole, index, entry)
-    out = np.array(picked, copy=True)
-    if reader.header.big_endian and dt.itemsize > 1:
-        out.byteswap(inplace=True)
-    return out
-
-
-def _apply(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
-    import numpy as np
-
-    try:
-        return np.asarray(value[index])
-    except (IndexError, ValueError) as exc:
-        raise TensorNotFoundError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
+    """``entry``'s value, or just ``value[index]`` (:meth:`TensorEntry.read_slice`)."""
+    return entry.read_slice(index)
 
 
 # -- safe display ----------------------------------------------------------------------------------

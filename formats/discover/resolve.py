@@ -1,58 +1,81 @@
-"""Turn what people type (a prefix, an ``.index``/``.data`` file, a weights file, a directory)
-into one checkpoint, and sniff what a file is before any reader touches it."""
+"""Turn what people type (a prefix, an ``.index``/``.data`` file, a weights file, a directory) into one
+checkpoint, by asking the format registry; directories follow their ``checkpoint`` state file."""
 from __future__ import annotations
 
 import glob
 import os
-import re
 from dataclasses import dataclass
+from typing import Any
 
-from formats.io import storage
-from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
-                     UnsupportedError)
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
+from formats.core import registry
+from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
+                                 UnsupportedError)
+from formats.core.foreign import describe_file
+from formats.io import storage
 
-__all__ = ["Target", "resolve", "sniff_file", "bundle_prefixes", "WEIGHT_SUFFIXES"]
-
-_BUNDLE_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")
-_SSTABLE_MAGIC = bytes.fromhex("57fb808b247547db")
-_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-WEIGHT_SUFFIXES = (".h5", ".hdf5", ".keras")
+__all__ = ["Target", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
+           "latest_from_state"]
 
 
 @dataclass(frozen=True)
 class Target:
-    """A resolved checkpoint: ``kind`` is ``tf-bundle`` (``path`` is the prefix), ``hdf5`` or ``zip``."""
+    """A resolved checkpoint: ``kind`` is the registry name of its format, ``path`` what that format opens."""
 
     kind: str
     path: str
+
+    def open(self) -> Any:
+        """Open it with its format."""
+        return registry.get_format(self.kind).open(self.path)
 
 
 def resolve(path: str | os.PathLike[str]) -> Target:
     """Resolve a user-supplied path to one checkpoint, or raise a CheckpointError saying why not."""
     p = os.fspath(path)
     if storage.is_url(p):
-        try:
-            return _resolve_url(p.rstrip("/"))
-        except UnsupportedError as exc:  # name the URL as typed, not the object probed
-            raise UnsupportedError(p, exc.message) from None
+        return _resolve_url(p.rstrip("/"))
     if p != os.sep:
         p = p.rstrip(os.sep) or p
     if os.path.isdir(p):
         return _resolve_dir(p)
-    match = _BUNDLE_FILE.match(p)
-    if match and os.path.isfile(p):
-        prefix = match.group(1)
-        if os.path.isfile(prefix + ".index"):
-            return Target("tf-bundle", prefix)
-        raise CheckpointNotFoundError(prefix + ".index", f"index file missing (needed to read {os.path.basename(p)})")
-    if os.path.isfile(p + ".index"):
-        return Target("tf-bundle", p)
-    if p.endswith(".meta") and os.path.isfile(p[:-len(".meta")] + ".index"):
-        return Target("tf-bundle", p[:-len(".meta")])  # the MetaGraph's weights share its prefix
+    found = claim(p)
+    if found is not None:
+        return found
     if os.path.isfile(p):
-        return Target(sniff_file(p), p)
+        raise NotACheckpointError(p, describe_file(p))
     raise CheckpointNotFoundError(p, "no such file, directory or checkpoint prefix", hint=_did_you_mean(p))
+
+
+def claim(path: str, plugins: bool = True) -> Target | None:
+    """The first format that claims ``path`` (built-in formats first, then plugins), or None."""
+    for spec in registry.builtin_formats():
+        found = _claim_with(spec, path)
+        if found is not None:
+            return found
+    if plugins:
+        for spec in registry.plugin_formats():
+            found = _claim_with(spec, path)
+            if found is not None:
+                return found
+    return None
+
+
+def _claim_with(spec: Any, path: str) -> Target | None:
+    if storage.is_url(path) and not getattr(spec, "urls", False):
+        return None
+    claimed = registry.resolve_with(spec, path)
+    return Target(spec.name, claimed) if claimed is not None else None
+
+
+def claim_directory(directory: str) -> Target | None:
+    """A format that takes the directory itself as one checkpoint (a SavedModel), or None."""
+    for spec in registry.all_formats():
+        if registry.claims_directory(spec):
+            found = _claim_with(spec, directory)
+            if found is not None:
+                return found
+    return None
 
 
 def _did_you_mean(p: str) -> str | None:
@@ -62,61 +85,13 @@ def _did_you_mean(p: str) -> str | None:
     return "did you mean " + ", ".join(n[:-len(".index")] for n in near) + "?"
 
 
-def sniff_file(path: str) -> str:
-    """``hdf5`` or ``zip`` for files a reader handles; otherwise a NotACheckpointError saying what the file is."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1024)
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(size - 8, 0))
-            tail = f.read(8)
-    except OSError as exc:
-        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-    if head.startswith(_HDF5_MAGIC) or (size > 512 and _has_hdf5_userblock(path)):
-        return "hdf5"
-    if head.startswith(b"PK\x03\x04"):
-        return "zip"
-    raise NotACheckpointError(path, describe_foreign(head, tail, size, path))
-
-
-def _has_hdf5_userblock(path: str) -> bool:
-    with open(path, "rb") as f:
-        for offset in (512, 1024, 2048, 4096):
-            f.seek(offset)
-            if f.read(8) == _HDF5_MAGIC:
-                return True
-    return False
-
-
-def describe_foreign(head: bytes, tail: bytes, size: int, path: str) -> str:
-    """A one-line description of a file that is not a checkpoint ckpt can read."""
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
-    if size == 0:
-        return "file is empty"
-    if head.startswith(b"version https://git-lfs"):
-        return "is a Git LFS pointer, not the file itself (run `git lfs pull`)"
-    if text.startswith((b"<!doctype html", b"<html", b"<?xml")) or (text.startswith(b"<") and b"<html" in text):
-        return "is an HTML/XML page, not a checkpoint (a failed download?)"
-    if tail == _SSTABLE_MAGIC:
-        if path.endswith(".index"):
-            return "is an index file without its prefix layout"
-        return "is a single-file TensorFlow table: a V1 checkpoint (not supported; re-save with TF2)"
-    if head.startswith(b"model_checkpoint_path"):
-        return "is a checkpoint state file; pass its directory instead"
-    if head.startswith(b"\x93NUMPY"):
-        return "is a numpy .npy file, not a checkpoint"
-    return "not a checkpoint: unrecognised content (expected a TensorFlow bundle or a Keras weights file)"
-
-
 def _resolve_url(url: str) -> Target:
     """Resolution for fsspec URLs: the same rules as local paths, with as few requests as possible."""
-    match = _BUNDLE_FILE.match(url)
-    if match and storage.isfile(match.group(1) + ".index"):
-        return Target("tf-bundle", match.group(1))
-    if storage.isfile(url + ".index"):
-        return Target("tf-bundle", url)
+    found = claim(url, plugins=False)
+    if found is not None:
+        return found
     if storage.isfile(url):
-        if url.endswith(WEIGHT_SUFFIXES):
+        if url.endswith(registry.suffixes()):
             raise UnsupportedError(url, "Keras/HDF5 files are read from local disk only; download it first")
         raise NotACheckpointError(url, "not a checkpoint (pass a bundle prefix or a directory)")
     if storage.isdir(url):
@@ -124,40 +99,61 @@ def _resolve_url(url: str) -> Target:
     raise CheckpointNotFoundError(url, "no such object, directory or checkpoint prefix")
 
 
-def bundle_prefixes(directory: str) -> list[str]:
-    """Prefixes of every bundle (``*.index``) directly inside ``directory`` (path or URL), sorted."""
-    return sorted(p[:-len(".index")] for p in storage.glob(directory, "*.index"))
+def find_checkpoints(directory: str) -> list[Target]:
+    """Every checkpoint directly inside ``directory``, as the formats find them (plugins asked only for
+    local files no built-in format claimed)."""
+    found: list[Target] = []
+    seen: set[str] = set()
+    remote = storage.is_url(directory)
+    for spec in registry.builtin_formats():
+        if remote and not getattr(spec, "urls", False):
+            continue
+        for path in registry.find_with(spec, directory):
+            if path not in seen:
+                seen.add(path)
+                found.append(Target(spec.name, path))
+    if not remote:
+        found += _plugin_checkpoints(directory, seen)
+    return found
 
 
-def weight_files(directory: str) -> list[str]:
-    """Keras weight files (``*.h5``, ``*.hdf5``, ``*.keras``) directly inside ``directory``, sorted."""
-    if storage.is_url(directory):
+def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
+    owned = {os.path.basename(p) for p in seen}
+    unclaimed = [n for n in sorted(os.listdir(directory))
+                 if not any(n == o or n.startswith(o + ".") for o in owned) and not n.startswith(STATE_FILE)]
+    if not unclaimed:
         return []
-    found = []
-    for suffix in WEIGHT_SUFFIXES:
-        found += glob.glob(os.path.join(glob.escape(directory), "*" + suffix))
-    return sorted(found)
+    found: list[Target] = []
+    for spec in registry.plugin_formats():
+        for path in registry.find_with(spec, directory):
+            if path not in seen:
+                seen.add(path)
+                found.append(Target(spec.name, path))
+    return found
 
 
 def locate_named(directory: str, named: str, known: set[str] | frozenset[str] = frozenset()) -> str | None:
-    """The existing prefix a state file's path ``named`` means: as written (relative to ``directory``),
+    """The existing checkpoint a state file's path ``named`` means: as written (relative to ``directory``),
     else its basename in ``directory`` (absolute paths go stale when runs are copied); None if neither.
-    Prefixes in ``known`` are taken as existing without probing the storage."""
+    Paths in ``known`` are taken as existing without probing the storage."""
     if storage.is_url(directory):
         options = [storage.join(directory, named.lstrip("/")), storage.join(directory, os.path.basename(named))]
-        for option in dict.fromkeys(options):
-            if option in known or storage.isfile(option + ".index"):
-                return option
-        return None
-    candidate = named if os.path.isabs(named) else os.path.join(directory, named)
-    for option in (candidate, os.path.join(directory, os.path.basename(named))):
-        if os.path.isfile(option + ".index") and not os.path.isdir(option):
-            return os.path.normpath(option)
+    else:
+        candidate = named if os.path.isabs(named) else os.path.join(directory, named)
+        options = [os.path.normpath(candidate), os.path.normpath(os.path.join(directory, os.path.basename(named)))]
+    for option in dict.fromkeys(options):
+        if option in known:
+            return option
+        if not storage.is_url(option) and os.path.isdir(option):
+            continue
+        found = claim(option, plugins=False)
+        if found is not None:
+            return found.path
     return None
 
 
 def latest_from_state(directory: str, state: CheckpointState | None = None) -> str | None:
-    """The prefix the directory's state file (or ``state``, already read) names as latest, or None."""
+    """The checkpoint the directory's state file (or ``state``, already read) names as latest, or None."""
     state = read_state(directory) if state is None else state
     if state is None:
         return None
@@ -170,33 +166,24 @@ def latest_from_state(directory: str, state: CheckpointState | None = None) -> s
 
 
 def _resolve_dir(directory: str) -> Target:
+    own = claim_directory(directory)
+    if own is not None:
+        return own
     latest = latest_from_state(directory)
     if latest is not None:
-        return Target("tf-bundle", latest)
-    found = [Target("tf-bundle", p) for p in bundle_prefixes(directory)]
-    found += [Target(_kind_of(f), f) for f in weight_files(directory)]
-    if len(found) == 1:
-        return found[0]
-    if not found and storage.is_url(directory):
+        found = claim(latest, plugins=False)
+        if found is not None:
+            return found
+    found_all = find_checkpoints(directory)
+    if len(found_all) == 1:
+        return found_all[0]
+    if not found_all and storage.is_url(directory):
         raise NotACheckpointError(directory, "no checkpoint under this prefix (no 'checkpoint' state file, no *.index)")
-    if not found:
+    if not found_all:
         nested = glob.glob(os.path.join(glob.escape(directory), "**", "*.index"), recursive=True)
         raise NotACheckpointError(directory, "no checkpoint in this directory "
                                   "(no 'checkpoint' state file, no *.index, no Keras weights file)",
                                   hint="its subdirectories hold checkpoints: try `ckpt ls -r`" if nested else None)
-    names = ", ".join(os.path.basename(t.path) for t in found)
-    raise AmbiguousCheckpointError(directory, f"holds {len(found)} checkpoints and no state file names one: "
+    names = ", ".join(os.path.basename(t.path) for t in found_all)
+    raise AmbiguousCheckpointError(directory, f"holds {len(found_all)} checkpoints and no state file names one: "
                                    f"{names}", hint="pass one of them")
-
-
-def _kind_of(path: str) -> str:
-    try:
-        return sniff_file(path)
-    except NotACheckpointError:
-        return "unknown"
-
-
-def check_supported(target: Target) -> None:
-    """Raise for targets no reader handles."""
-    if target.kind not in ("tf-bundle", "hdf5", "zip"):
-        raise UnsupportedError(target.path, "not a checkpoint ckpt can read")

@@ -6,9 +6,8 @@ import re
 from dataclasses import dataclass
 
 from formats.io import storage
-from formats.api import open_target
 from formats.core.errors import CheckpointError
-from formats.discover.resolve import Target, bundle_prefixes, latest_from_state, locate_named, sniff_file, weight_files
+from formats.discover.resolve import Target, claim, find_checkpoints, latest_from_state, locate_named
 from formats.concepts.state import read_state
 
 __all__ = ["CheckpointInfo", "scan_directory", "step_of"]
@@ -54,31 +53,28 @@ def step_of(path: str) -> int | None:
 
 
 def _targets(directory: str) -> tuple[list[Target], str | None]:
-    prefixes = set(bundle_prefixes(directory))
+    targets = find_checkpoints(directory)
     state = read_state(directory)
     latest = latest_from_state(directory, state) if state else None
+    known = {t.path for t in targets}
     for named in state.all_model_checkpoint_paths if state else []:
-        found = locate_named(directory, named, prefixes)
-        if found is not None:
-            prefixes.add(found)
-    targets = [Target("tf-bundle", p) for p in prefixes]
-    for f in weight_files(directory):
-        try:
-            targets.append(Target(sniff_file(f), f))
-        except CheckpointError:
-            targets.append(Target("unknown", f))
+        found = locate_named(directory, named, known)
+        if found is not None and found not in known:
+            known.add(found)
+            claimed = claim(found, plugins=False)
+            if claimed is not None:
+                targets.append(claimed)
     return targets, latest
 
 
 def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
-    mtime_path = target.path + ".index" if target.kind == "tf-bundle" else target.path
-    mtime = storage.mtime(mtime_path)
+    files = [f for f in (target.path + ".index", target.path) if storage.isfile(f)] if not storage.is_url(target.path) \
+        else [target.path + ".index"]
+    mtime = storage.mtime(files[0]) if files else 0.0
     is_latest = latest is not None and _same(target.path, latest)
     info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
     try:
-        if target.kind == "unknown":
-            sniff_file(target.path)  # raises, saying what the file is (a Git LFS pointer, an HTML page...)
-        with open_target(target) as ckpt:
+        with target.open() as ckpt:
             info.format = ckpt.format
             info.tensors = len(ckpt)
             info.nbytes = sum(e.nbytes for e in ckpt.values())

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import from_numpy
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, Problem, TensorEntry
 from formats.keras_h5.source import MAX_EXPANSION, H5Image, h5py_error_message
 
 if TYPE_CHECKING:
@@ -53,7 +53,12 @@ class H5Tensor(TensorEntry):
         self._image_size = image_size
         self._path = path
 
-    def storage_problem(self) -> str | None:
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The HDF5 file (or ``.keras`` archive) the value is read from."""
+        return (self._path,)
+
+    def problem(self) -> str | None:
         """Why the declared shape cannot be what the file stores, or None when they agree."""
         try:
             return _storage_problem(self._ds, self.nbytes, self.dtype, self._image_size)
@@ -62,7 +67,7 @@ class H5Tensor(TensorEntry):
 
     def read(self) -> np.ndarray:
         """The whole value as numpy (bfloat16 via ml_dtypes, strings as an object array of bytes)."""
-        problem = self.storage_problem()
+        problem = self.problem()
         if problem is not None:
             cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
             raise cls(self._path, f"{self.key}: {problem}")
@@ -80,7 +85,7 @@ class H5Tensor(TensorEntry):
         if self.dtype == "string" or len(self.shape) == 0 or self.nbytes <= block_bytes or not self.shape[0]:
             self.read()
             return
-        problem = self.storage_problem()
+        problem = self.problem()
         if problem is not None:
             cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
             raise cls(self._path, f"{self.key}: {problem}")
@@ -164,16 +169,16 @@ class KerasCheckpoint(Checkpoint):
         """Layout, Keras version, backend, layer order, model config (when the file has them)."""
         return self._metadata
 
-    def structure_problems(self) -> list[tuple[str, str]]:
-        """``(where, message)`` for what is inconsistent beyond single tensors (checked by ``verify``)."""
-        found = list(self._problems)
+    def problems(self) -> list[Problem]:
+        """What is inconsistent beyond single tensors (layer lists naming missing datasets, a bad archive CRC)."""
+        found = [Problem(where, message) for where, message in self._problems]
         if self._image.crc_check is not None:
             try:
                 message = self._image.crc_check()
             except OSError as exc:
                 message = f"cannot re-read the archive ({exc.strerror})"
             if message:
-                found.append(("model.weights.h5", message))
+                found.append(Problem("model.weights.h5", message))
         return found
 
     def close(self) -> None:

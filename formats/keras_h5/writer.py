@@ -24,7 +24,7 @@ from typing import Any
 from formats.core.errors import CheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
-from formats.core.sources import CHUNK, Source, bundle_origin, describe, fixed_chunks
+from formats.core.sources import CHUNK, Source, describe, fixed_chunks
 from formats.io.atomic import atomic_output
 
 __all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
@@ -231,7 +231,7 @@ def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk
     with open_keras(temp, "hdf5") as written:
         if written.format != layout:
             raise CheckpointError(out, f"verification failed: the file reads as {written.format}, not {layout}")
-        problems = written.structure_problems()  # type: ignore[attr-defined]
+        problems = [(p.where, p.message) for p in written.problems()]
         if problems:
             where, message = problems[0]
             raise CheckpointError(out, f"verification failed: {where}: {message}")
@@ -261,8 +261,4 @@ def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Che
 
 def source_files(source: Source) -> list[str]:
     """The files a source is read from (a bundle's files, or an HDF5 file), where known."""
-    reader = bundle_origin(source)
-    if reader is not None:
-        return [reader.prefix, reader.index_path, *reader.data_paths]
-    path = getattr(source, "_path", None) if isinstance(source, TensorEntry) else None
-    return [path] if isinstance(path, str) else []
+    return list(source.files) if isinstance(source, TensorEntry) else []

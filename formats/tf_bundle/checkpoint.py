@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from formats.core._gc import paused_gc
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core import dtypes
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, Problem, TensorEntry
+from formats.core.sources import apply_index
+from formats.io.crc import crc32c, unmask
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
@@ -66,9 +72,141 @@ class BundleTensor(TensorEntry):
         """Everything known about this key (:class:`formats.concepts.object_graph.EntryLabel`)."""
         return self._labels.get(self.key)
 
+    @property
+    def bundle(self) -> BundleReader:
+        """The reader of the bundle this tensor is stored in."""
+        return self._reader
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The index and the data file(s) the value is read from."""
+        return (self._reader.index_path, *self._reader.data_paths)
+
     def read(self) -> np.ndarray:
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""
         return self._reader.read(self.raw)
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """Fixed-width values stream as views into the memory map with the CRC32C computed on the way
+        (on ``pool`` when given); variables partitioned along their first axis stream slice by slice;
+        anything else is read whole and cut up."""
+        stream = _streamable(self)
+        if stream is not None:
+            yield from _stream(*stream, chunk_elements, pool)
+            return
+        parts = _row_partitions(self)
+        if parts is not None:
+            reader, dt, slices = parts
+            for raw in slices:
+                yield from _stream(reader, raw, dt, chunk_elements, pool)
+            return
+        yield from TensorEntry.iter_chunks(self, chunk_elements)
+
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """Canonical bytes straight from the memory map (CRC32C checked unless ``check`` is False)."""
+        if self.raw.slices:
+            return TensorEntry.byte_chunks(self, chunk, check)
+        return _byte_stream(self._reader, self.raw, chunk, check)
+
+    def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
+        """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
+        import numpy as np
+
+        stream = _streamable(self)
+        if stream is None:
+            return TensorEntry.read_slice(self, index)
+        for _ in self.iter_chunks():  # checks the CRC without holding more than one chunk
+            pass
+        reader, raw, dt = stream
+        whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
+        picked = whole if index is None else apply_index(whole, index, self)
+        out = np.array(picked, copy=True)
+        if reader.header.big_endian and dt.itemsize > 1:
+            out.byteswap(inplace=True)
+        return out
+
+    def check(self) -> None:
+        """Every stored byte checked against its CRC32C (each slice of a partitioned variable)."""
+        if self.raw.slices:
+            for _, part in self._reader.slice_parts(self.raw):
+                self._reader.check(part)
+        else:
+            self._reader.check(self.raw)
+
+
+def _streamable(entry: BundleTensor) -> tuple[Any, Any, dtypes.DType] | None:
+    """(reader, raw entry, dtype) when ``entry`` can be streamed from a bundle's mmap, else None."""
+    if entry.raw.slices:
+        return None
+    reader, raw = entry._reader, entry.raw
+    dt = reader.dtype_of(raw)
+    return (reader, raw, dt) if dt.fixed_width else None
+
+
+def _row_partitions(entry: BundleTensor) -> tuple[Any, dtypes.DType, list[Any]] | None:
+    """(reader, dtype, slice entries in order) when a partitioned bundle variable is split along axis 0
+    only, into slices that tile it without gaps; None otherwise."""
+    if not entry.raw.slices:
+        return None
+    reader, raw = entry._reader, entry.raw
+    dt = reader.dtype_of(raw)
+    if not dt.fixed_width or not raw.shape:
+        return None
+    parts = reader.slice_parts(raw)
+    for extents, _ in parts:
+        if any(not (n < 0 or (s == 0 and n == dim)) for (s, n), dim in zip(extents[1:], raw.shape[1:])):
+            return None
+    parts.sort(key=lambda p: p[0][0][0] if p[0][0][1] >= 0 else 0)
+    row = 0
+    for extents, _ in parts:
+        start, length = extents[0] if extents[0][1] >= 0 else (0, raw.shape[0])
+        if start != row:
+            return None
+        row = start + length
+    return (reader, dt, [part for _, part in parts]) if row == raw.shape[0] else None
+
+
+def _stream(reader: Any, raw: Any, dt: dtypes.DType, chunk_elements: int,
+                   pool: Executor | None = None) -> Iterator[np.ndarray]:
+    import numpy as np
+
+    reader.check_fixed_size(raw, dt)
+    npdt = dt.numpy()
+    swap = reader.header.big_endian and dt.itemsize > 1
+    step = max(1, chunk_elements) * dt.itemsize
+    crc = 0
+    for part in reader.chunks(raw, step):  # bounded resident memory, ranged reads for URLs
+        # the checksum of a chunk runs on the pool while the caller works on that same chunk, and is
+        # finished before the next chunk is asked for (which drops this chunk's pages)
+        pending = pool.submit(crc32c, part, crc) if pool is not None else None
+        if pending is None:
+            crc = crc32c(part, crc)
+        arr = np.frombuffer(part, dtype=npdt)
+        yield arr.byteswap() if swap else arr
+        if pending is not None:
+            crc = pending.result()
+    if crc != unmask(raw.crc32c):
+        raise reader.checksum_error(raw, crc)
+
+
+def _byte_stream(reader: BundleReader, raw: RawEntry, chunk: int, check: bool) -> Iterator[memoryview]:
+    dt = reader.dtype_of(raw)
+    reader.check_fixed_size(raw, dt)
+    swap = reader.header.big_endian and dt.itemsize > 1
+    crc = 0
+    for piece in reader.chunks(raw, chunk):  # pages dropped after use; ranged reads for URLs
+        if check:
+            crc = crc32c(piece, crc)
+        yield _byteswapped(piece, dt) if swap else piece
+    if check and crc != unmask(raw.crc32c):
+        raise reader.checksum_error(raw, crc)
+
+
+def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:
+    import numpy as np
+
+    arr = np.frombuffer(piece, dtype=dt.numpy().newbyteorder(">"))
+    return memoryview(arr.astype(dt.numpy())).cast("B")
 
 
 class _Labels:
@@ -140,9 +278,38 @@ class BundleCheckpoint(Checkpoint):
         return {"num_shards": h.num_shards, "endianness": "big" if h.big_endian else "little",
                 "producer": h.producer, "min_consumer": h.min_consumer}
 
+    def problems(self) -> list[Problem]:
+        """Byte ranges that run past their data file or overlap, and bytes after the last tensor."""
+        return _layout_problems(self.reader)
+
     def close(self) -> None:
         """Unmap the data files."""
         self.reader.close()
+
+
+def _layout_problems(reader: BundleReader) -> list[Problem]:
+    """Byte ranges that run past their file or overlap, and bytes after the last tensor."""
+    problems: list[Problem] = []
+    ranges: dict[int, list[tuple[int, int, str]]] = {}
+    for raw in reader.entries.values():
+        if not raw.slices and raw.size:
+            ranges.setdefault(raw.shard_id, []).append((raw.offset, raw.offset + raw.size, raw.name))
+    for shard, path in enumerate(reader.data_paths):
+        size = reader.file_size(shard)
+        name = os.path.basename(path)
+        end = 0
+        last = ""
+        for start, stop, key in sorted(ranges.get(shard, [])):
+            if stop > size:
+                problems.append(Problem(key, f"bytes [{start}, {stop}) run past the end of {name} "
+                                        f"({size} bytes): truncated?"))
+            if start < end:
+                problems.append(Problem(key, f"bytes [{start}, {stop}) overlap {last!r} in {name}"))
+            if stop > end:
+                end, last = stop, key
+        if size > end:
+            problems.append(Problem(name, f"{size - end} bytes after the last tensor"))
+    return problems
 
 
 def open_bundle(prefix: str) -> BundleCheckpoint:

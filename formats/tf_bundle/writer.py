@@ -21,7 +21,8 @@ from formats.core.errors import (CheckpointError, CorruptCheckpointError, Invali
                       OutputIsInputError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
-from formats.core.sources import CHUNK, Source, TensorValue, bundle_origin, describe, elements, fixed_chunks
+from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
+from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.tf_bundle.table_writer import TableWriter
@@ -81,10 +82,10 @@ class _Guard:
                                          "write to another prefix")
 
     def check_source(self, source: Source) -> None:
-        reader = bundle_origin(source)
-        if reader is not None and id(reader) not in self.seen:
-            self.seen.add(id(reader))
-            self.check_files([reader.prefix, reader.index_path, *reader.data_paths])
+        files = source.files if isinstance(source, TensorEntry) else ()
+        if files and hash(files) not in self.seen:
+            self.seen.add(hash(files))
+            self.check_files(files)
 
 
 def _planned_bytes(tensors: Any) -> int:
@@ -301,9 +302,9 @@ def _sha256() -> Any:
 
 
 def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int, int]:
-    reader = bundle_origin(source)
     # bytes copied unchanged from a bundle: their CRC is the stored one, checked as they stream by
-    same_bytes = reader is not None and not source.raw.slices and not reader.header.big_endian
+    same_bytes = (isinstance(source, BundleTensor) and not source.raw.slices
+                  and not source.bundle.header.big_endian)
     size = crc = 0
     for piece in fixed_chunks(source, chunk):
         out.write(piece)

@@ -6,20 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from formats.core.errors import CheckpointError
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, Problem, TensorEntry
 
 __all__ = ["Problem", "VerifyReport", "verify_checkpoint", "Progress"]
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, tensors_done)`` while work goes on."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong: where (a key or a file) and what."""
-
-    where: str
-    message: str
 
 
 @dataclass
@@ -51,29 +43,29 @@ def total_bytes(ckpt: Checkpoint) -> int:
 
 
 def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None) -> VerifyReport:
-    """Check ``ckpt`` thoroughly; formats with their own structure checks (bundles) add those."""
-    from formats.tf_bundle.checkpoint import BundleCheckpoint
-
-    if isinstance(ckpt, BundleCheckpoint):
-        from formats.tf_bundle.verify import verify_bundle
-
-        return verify_bundle(ckpt, progress)
+    """Check ``ckpt`` thoroughly through the contract: the checkpoint's structure problems, then every
+    entry's storage problem or, when it has none, a full read with the format's checks."""
     report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files])
-    structure = getattr(ckpt, "structure_problems", None)  # e.g. Keras layer lists naming missing datasets
-    report.problems += [Problem(where, message) for where, message in (structure() if structure else [])]
+    report.problems += ckpt.problems()
+    broken = {p.where for p in report.problems}
     for key, entry in ckpt.items():
-        storage = getattr(entry, "storage_problem", None)  # declared shape vs. what the file stores
-        problem = storage() if storage else None
-        if problem is not None:
-            report.problems.append(Problem(key, problem))
-        else:
-            try:
-                check = getattr(entry, "check", None)  # formats that can read without keeping the value
-                check() if check is not None else entry.read()
-            except CheckpointError as exc:
-                report.problems.append(Problem(key, exc.message))
+        if key not in broken:
+            problem = _entry_problem(entry)
+            if problem is not None:
+                report.problems.append(Problem(key, problem))
         report.tensors += 1
         report.bytes += entry.nbytes
         if progress:
             progress(report.bytes, report.tensors)
     return report
+
+
+def _entry_problem(entry: TensorEntry) -> str | None:
+    problem = entry.problem()
+    if problem is not None:
+        return problem
+    try:
+        entry.check()
+    except CheckpointError as exc:
+        return exc.message
+    return None

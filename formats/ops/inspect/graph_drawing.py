@@ -104,7 +104,7 @@ def build_drawing(ckpt: Checkpoint) -> Drawing:
         entry = ckpt[key]
         if entry.role == "slot":
             kinds[node_id] = "slot"
-            var = mapping.get(getattr(entry, "slot_of", None) or "")
+            var = mapping.get(entry.slot_of or "")
             if var is not None:
                 slot_links.append(DrawEdge(var[0], node_id, "", True))
         elif attr.name == "VARIABLE_VALUE":

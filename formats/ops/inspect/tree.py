@@ -133,7 +133,7 @@ def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
 def _role_note(entry: TensorEntry) -> str:
     role = entry.role
     if role == "slot":
-        slot, opt = getattr(entry, "slot_name", None), getattr(entry, "optimizer", None)
+        slot, opt = entry.slot_name, entry.optimizer
         return f"slot {slot} of {opt}" if slot and opt else "optimizer slot"
     return {"optimizer": "optimizer state", "iterator": "iterator state", "save_counter": "save counter",
             "object_graph": "object graph"}.get(role, "")
@@ -181,7 +181,7 @@ def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
     seen: dict[str, set[str]] = {}
     for key in keys:
         entry = ckpt[key]
-        optimizer = getattr(entry, "optimizer", None)
+        optimizer = entry.optimizer
         if optimizer is not None and entry.role in OPTIMIZER_ROLES and "/" in entry.name:
             seen.setdefault(optimizer, set()).add(entry.name.split("/", 1)[0])
     return {path: names.pop() for path, names in seen.items() if len(names) == 1}
@@ -193,11 +193,11 @@ def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int
     seen: set[int] = set()
     for key, (node_id, _) in mapping.items():
         entry = ckpt[key]
-        slot_of = getattr(entry, "slot_of", None)
+        slot_of = entry.slot_of
         if entry.role != "slot" or node_id in seen or slot_of not in mapping:
             continue
         seen.add(node_id)
-        homes.setdefault(mapping[slot_of][0], []).append((getattr(entry, "slot_name", None) or "slot", node_id))
+        homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
     return {var: sorted(slots, key=lambda s: s[1]) for var, slots in homes.items()}
 
 

@@ -1,0 +1,134 @@
+"""The format registry: the one place that knows every on-disk format.
+
+A format is any object with
+
+* ``name`` (str): the registry name (``tf-bundle``, ``keras-h5``, ...);
+* ``sniff(path) -> bool``: whether ``path`` (a file, a directory or a bundle-style prefix) is its own;
+* ``open(path) -> Checkpoint``: open it (entries subclass :class:`~formats.core.model.TensorEntry`).
+
+and optionally
+
+* ``resolve(path) -> str | None``: the checkpoint ``path`` names (``x.data-00000-of-00001`` -> ``x``),
+  ``None`` when not this format's; may raise a :class:`~formats.core.errors.CheckpointError` saying
+  why a path that looks like its own cannot be opened. Default: ``path`` when ``sniff(path)``.
+* ``find(directory) -> list[str]``: the checkpoints directly inside ``directory`` (for ``ckpt ls DIR``).
+  Default: the directory's entries that ``resolve`` claims.
+* ``suffixes`` (tuple of str): file name endings of its files (completion, hints).
+* ``claims_directories`` (bool): a directory itself can be one of its checkpoints (SavedModel).
+* ``urls`` (bool): it reads fsspec URLs (``s3://...``); default False.
+* ``description`` (str): one line for ``ckpt formats`` and errors.
+
+Built-in formats are named here by module (imported only when asked); third-party formats register
+through the ``tfckpt.formats`` entry-point group, read only when no built-in format claims a path
+(so start-up never scans installed packages).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from formats.core.errors import PluginError
+
+__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
+           "resolve_with", "find_with", "suffixes", "claims_directory"]
+
+ENTRY_POINT_GROUP = "tfckpt.formats"
+
+BUILTIN: tuple[str, ...] = (
+    "formats.tf_bundle.format:FORMAT",
+    "formats.keras_h5.format:FORMAT",
+)
+"""Built-in formats in the order they are asked (``module:attribute``)."""
+
+_loaded: dict[str, Any] = {}
+_plugins: dict[tuple[str, ...], list[Any]] = {}
+
+
+def _load(ref: str) -> Any:
+    spec = _loaded.get(ref)
+    if spec is None:
+        module, _, attr = ref.partition(":")
+        spec = _loaded[ref] = getattr(importlib.import_module(module), attr)
+    return spec
+
+
+def builtin_formats() -> list[Any]:
+    """The built-in formats, imported on first use."""
+    return [_load(ref) for ref in BUILTIN]
+
+
+def plugin_formats() -> list[Any]:
+    """Formats registered by other packages under :data:`ENTRY_POINT_GROUP` (read once per ``sys.path``)."""
+    key = tuple(sys.path)
+    if key not in _plugins:
+        _plugins[key] = list(_scan_entry_points())
+    return _plugins[key]
+
+
+def _scan_entry_points() -> Iterator[Any]:
+    from importlib.metadata import entry_points
+
+    builtin_names = {spec.name for spec in builtin_formats()}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = ep.load()
+        except Exception as exc:  # a broken plugin must not break ckpt
+            raise PluginError(ep.value, f"format plugin {ep.name!r} failed to load: {type(exc).__name__}: {exc}") from None
+        missing = [a for a in ("name", "sniff", "open") if not hasattr(spec, a)]
+        if missing:
+            raise PluginError(ep.value, f"format plugin {ep.name!r} lacks {', '.join(missing)}")
+        if spec.name not in builtin_names:
+            yield spec
+
+
+def all_formats() -> list[Any]:
+    """Built-in formats first, then plugins."""
+    return builtin_formats() + plugin_formats()
+
+
+def get_format(name: str) -> Any:
+    """The format registered under ``name``; KeyError when there is none."""
+    for spec in builtin_formats():
+        if spec.name == name:
+            return spec
+    for spec in plugin_formats():
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def resolve_with(spec: Any, path: str) -> str | None:
+    """What ``spec`` makes of ``path``: the checkpoint it names, or None."""
+    resolve = getattr(spec, "resolve", None)
+    if resolve is not None:
+        return resolve(path)  # type: ignore[no-any-return]
+    return path if spec.sniff(path) else None
+
+
+def find_with(spec: Any, directory: str) -> list[str]:
+    """The checkpoints of ``spec``'s format directly inside a local ``directory``."""
+    find = getattr(spec, "find", None)
+    if find is not None:
+        return list(find(directory))
+    found = []
+    for name in sorted(os.listdir(directory)):
+        claimed = resolve_with(spec, os.path.join(directory, name))
+        if claimed is not None:
+            found.append(claimed)
+    return found
+
+
+def suffixes() -> tuple[str, ...]:
+    """Every file ending a built-in format declares (for completion and hints)."""
+    out: list[str] = []
+    for spec in builtin_formats():
+        out += [s for s in getattr(spec, "suffixes", ()) if s not in out]
+    return tuple(out)
+
+
+def claims_directory(spec: Any) -> bool:
+    """Whether a directory itself can be a checkpoint of ``spec``'s format."""
+    return bool(getattr(spec, "claims_directories", False))

@@ -1,0 +1,63 @@
+"""The ``tf-bundle`` format's registry entry: TensorFlow's tensor bundles (``prefix.index`` + ``prefix.data-*``)."""
+from __future__ import annotations
+
+import os
+import re
+
+from formats.core.errors import CheckpointNotFoundError
+from formats.core.model import Checkpoint
+from formats.io import storage
+
+__all__ = ["FORMAT", "BundleFormat", "bundle_prefixes"]
+
+_BUNDLE_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")
+
+
+def bundle_prefixes(directory: str) -> list[str]:
+    """Prefixes of every bundle (``*.index``) directly inside ``directory`` (path or URL), sorted."""
+    return sorted(p[:-len(".index")] for p in storage.glob(directory, "*.index"))
+
+
+class BundleFormat:
+    """Object-based (TF2 ``tf.train.Checkpoint``, Keras ``save_weights``) and name-based (TF1 ``Saver`` V2)
+    bundles, opened from a prefix, its ``.index``, a ``.data-*`` file or the ``.meta`` beside it."""
+
+    name = "tf-bundle"
+    description = "TensorFlow tensor bundle: prefix.index + prefix.data-NNNNN-of-NNNNN"
+    suffixes = (".index",)
+    urls = True
+
+    def resolve(self, path: str) -> str | None:
+        """The prefix ``path`` names, None when it is no bundle's; a data file without its index raises."""
+        match = _BUNDLE_FILE.match(path)
+        if match and storage.isfile(path):
+            prefix = match.group(1)
+            if storage.isfile(prefix + ".index"):
+                return prefix
+            raise CheckpointNotFoundError(prefix + ".index",
+                                          f"index file missing (needed to read {os.path.basename(path)})")
+        if storage.isfile(path + ".index"):
+            return path
+        if path.endswith(".meta") and storage.isfile(path[:-len(".meta")] + ".index"):
+            return path[:-len(".meta")]  # the MetaGraph's weights share its prefix
+        return None
+
+    def sniff(self, path: str) -> bool:
+        """Whether ``path`` names a bundle."""
+        try:
+            return self.resolve(path) is not None
+        except CheckpointNotFoundError:
+            return False
+
+    def find(self, directory: str) -> list[str]:
+        """Every bundle prefix directly inside ``directory``."""
+        return bundle_prefixes(directory)
+
+    def open(self, path: str) -> Checkpoint:
+        """Open the bundle with this prefix."""
+        from formats.tf_bundle.checkpoint import BundleCheckpoint
+
+        return BundleCheckpoint(os.fspath(path))
+
+
+FORMAT = BundleFormat()
