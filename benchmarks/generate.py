@@ -119,7 +119,7 @@ def keras3(out: Path, layers: int = 7) -> str:
             layer = name.replace("/", "_")
             group = f.require_group(f"layers/{layer}/vars")
             group.attrs["name"] = layer
-            for j, suffix in enumerate(("", "_m", "_v")):
+            for j in range(3):  # the variable, then its m and v slots
                 group.create_dataset(str(j), data=_values(shape, i * 3 + j))
         f.require_group("optimizer/vars")
     return str(path)

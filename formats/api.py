@@ -5,19 +5,9 @@ import os
 from typing import Any
 
 from formats.core.model import Checkpoint
-from formats.discover.resolve import Target, resolve
+from formats.discover.resolve import Target, open_checkpoint
 
 __all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]
-
-
-def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
-    """Open a checkpoint from what a user would type: a prefix (``run/ckpt-10``), its ``.index`` or a
-    ``.data-*`` file, a Keras weights file, or a directory (its latest checkpoint).
-
-    Returns a read-only :class:`~formats.core.model.Checkpoint`; nothing is read from data files until an
-    entry's ``read()`` is called. Raises a :class:`~formats.core.errors.CheckpointError` subclass on bad input.
-    """
-    return open_target(resolve(path))
 
 
 def open_target(target: Target) -> Checkpoint:

@@ -176,7 +176,7 @@ def test_runs_whose_layer_widths_differ_name_each_shape_change(run_cli):
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     ka, kb = set(MANIFEST[EST200]["tensors"]), set(MANIFEST[ADAM200]["tensors"])
-    assert doc["only_in_a"] == sorted(ka - kb) == [f"dnn/{l}/{w}/Adagrad" for l in ("hiddenlayer_0", "hiddenlayer_1",
+    assert doc["only_in_a"] == sorted(ka - kb) == [f"dnn/{layer}/{w}/Adagrad" for layer in ("hiddenlayer_0", "hiddenlayer_1",
                                                    "logits") for w in ("bias", "kernel")]
     assert doc["only_in_b"] == sorted(kb - ka) and len(doc["only_in_b"]) == 14
     shapes = {c["key"]: (c["a"]["shape"], c["b"]["shape"]) for c in doc["changed"] if c["kind"] == "shape"}

@@ -179,7 +179,7 @@ def test_damaged_graph_tensor_fails_cleanly_in_the_cli(corpus_copy, run_cli) -> 
     data.write_bytes(bytes(blob))
     assert run_cli("ls", prefix).exit_code == 0  # the plain listing never reads the graph
     with open_checkpoint(prefix) as ckpt, pytest.raises(ChecksumError):
-        ckpt["step/.ATTRIBUTES/VARIABLE_VALUE"].name
+        _ = ckpt["step/.ATTRIBUTES/VARIABLE_VALUE"].name
     result = run_cli("ls", "--names", prefix)
     assert result.exit_code == 3
     assert result.stderr.startswith(f"ckpt: error: {data}: tensor '_CHECKPOINTABLE_OBJECT_GRAPH': checksum")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 LARGE = 64 << 20  # bytes of work below which no bar is worth drawing
 

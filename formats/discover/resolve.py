@@ -9,12 +9,13 @@ from typing import Any
 
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
+from formats.core.model import Checkpoint
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                                  UnsupportedError)
 from formats.core.foreign import describe_file
 from formats.io import storage
 
-__all__ = ["Target", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
+__all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
            "latest_from_state"]
 
 
@@ -45,6 +46,16 @@ def resolve(path: str | os.PathLike[str]) -> Target:
     if os.path.isfile(p):
         raise NotACheckpointError(p, describe_file(p))
     raise CheckpointNotFoundError(p, "no such file, directory or checkpoint prefix", hint=_did_you_mean(p))
+
+
+def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+    """Open a checkpoint from what a user would type: a prefix (``run/ckpt-10``), its ``.index`` or a
+    ``.data-*`` file, a Keras weights file, or a directory (its latest checkpoint).
+
+    Returns a read-only :class:`~formats.core.model.Checkpoint`; nothing is read from data files until an
+    entry's ``read()`` is called. Raises a :class:`~formats.core.errors.CheckpointError` subclass on bad input.
+    """
+    return resolve(path).open()  # type: ignore[no-any-return]
 
 
 def claim(path: str, plugins: bool = True) -> Target | None:

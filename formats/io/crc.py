@@ -6,7 +6,7 @@ falling back to the ordinary import.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 _MASK_DELTA = 0xA282EAD8
 

@@ -83,7 +83,7 @@ def save_attribute_list(attrs: Any, name: str, data: list[bytes]) -> None:
         chunked = np.array_split(data_npy, num_chunks)
     if num_chunks > 1:
         for chunk_id, chunk_data in enumerate(chunked):
-            attrs["%s%d" % (name, chunk_id)] = chunk_data
+            attrs[f"{name}{chunk_id}"] = chunk_data
     else:
         attrs[name] = data
 

@@ -21,7 +21,7 @@ def _write(tmp_path) -> str:
     for i, name in enumerate(NAMES):
         setattr(module, name, tf.Variable(float(i)))
     inner = tf.Module()
-    setattr(inner, "w/.", getattr(module, "plain"))  # shared with a second, escaped path
+    setattr(inner, "w/.", module.plain)  # shared with a second, escaped path
     ckpt = tf.train.Checkpoint(mod=module, inner=inner)
     return ckpt.write(str(tmp_path / "ckpt"))
 

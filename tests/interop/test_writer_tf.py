@@ -78,7 +78,7 @@ def test_every_dtype_scalar_and_empty_identical_to_tensorflow(tmp_path):
     from .conftest import numpy_dtype
 
     tensors: dict = {}
-    for i, name in enumerate(ALL_DTYPES):
+    for name in ALL_DTYPES:
         if name == "string":
             tensors["s/scalar"], tensors["s/empty"] = np.array(b"abc", dtype=object), np.array([], dtype=object)
             tensors["s/matrix"] = np.array([[b"", b"x" * 200], [b"\0\xff", "é".encode()]], dtype=object)

@@ -20,7 +20,8 @@ import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
@@ -155,7 +156,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     """
     if match not in ("key", "name"):
         raise ValueError(f"match must be 'key' or 'name', not {match!r}")
-    from formats.api import open_checkpoint
+    from formats.discover.resolve import open_checkpoint
 
     ca = a if isinstance(a, Checkpoint) else open_checkpoint(a)
     try:

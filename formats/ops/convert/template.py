@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 
-from formats.api import open_checkpoint
+from formats.discover.resolve import open_checkpoint
 from formats.core.errors import UnsupportedError
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys

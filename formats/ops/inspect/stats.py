@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, select_entries, value_kind

@@ -77,7 +77,7 @@ def _finite(x: float | None) -> float | None:
 
 def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -> TrendResult:
     """The :class:`TrendResult` of the checkpoints in ``directory`` (variables filtered by key globs)."""
-    from formats.api import open_checkpoint
+    from formats.discover.resolve import open_checkpoint
     from formats.discover.scan import scan_directory
 
     directory = os.fspath(directory)

@@ -25,7 +25,7 @@ def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to
                  dry_run: bool = False, force: bool = False, verify: bool = True) -> Any:
     """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key); returns the
     :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors)."""
-    from formats.api import open_checkpoint
+    from formats.discover.resolve import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
     from formats.ops.rules import RuleSet
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from formats.api import open_checkpoint
+from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint
