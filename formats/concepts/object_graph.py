@@ -19,12 +19,12 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from formats.core.errors import CorruptCheckpointError
+from formats.core.model import OBJECT_GRAPH_KEY, Role
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "decode_object_graph", "EntryLabel", "label_keys"]
 
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 ATTRIBUTES = ".ATTRIBUTES"
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 
@@ -318,7 +318,7 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> dict[str, EntryLabel]:
 def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_keys: dict[int, str],
            keras_slots: dict[int, tuple[int, str]]) -> EntryLabel:
     if key == OBJECT_GRAPH_KEY:
-        return EntryLabel(key, "object_graph")
+        return EntryLabel(key, Role.OBJECT_GRAPH)
     if hit is None:
         return EntryLabel(key, "other")
     node_id, attr = hit
@@ -327,20 +327,20 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
     if slot is not None:
         opt_id, ref = slot
         orig = ref.original_variable_node_id
-        return EntryLabel(**base, role="slot", slot_of=var_keys.get(orig, graph.path(orig)),
+        return EntryLabel(**base, role=Role.SLOT, slot_of=var_keys.get(orig, graph.path(orig)),
                           optimizer=graph.path(opt_id), slot_name=ref.slot_name)
     opt_id = graph.optimizer_of(node_id)
     if node_id in keras_slots:
         orig, slot_name = keras_slots[node_id]
-        return EntryLabel(**base, role="slot", slot_of=var_keys.get(orig, graph.path(orig)),
+        return EntryLabel(**base, role=Role.SLOT, slot_of=var_keys.get(orig, graph.path(orig)),
                           optimizer=graph.path(opt_id) if opt_id is not None else None, slot_name=slot_name)
     if attr.name == "ITERATOR":
-        return EntryLabel(**base, role="iterator")
+        return EntryLabel(**base, role=Role.ITERATOR)
     if graph.path(node_id) == "save_counter":
-        return EntryLabel(**base, role="save_counter")
+        return EntryLabel(**base, role=Role.SAVE_COUNTER)
     if opt_id is not None:
-        return EntryLabel(**base, role="optimizer", optimizer=graph.path(opt_id))
-    return EntryLabel(**base, role="variable" if attr.name == "VARIABLE_VALUE" else "other")
+        return EntryLabel(**base, role=Role.OPTIMIZER, optimizer=graph.path(opt_id))
+    return EntryLabel(**base, role=Role.VARIABLE if attr.name == "VARIABLE_VALUE" else Role.OTHER)
 
 
 def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) -> dict[int, tuple[int, str]]:

@@ -20,25 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+
+from formats.core.model import OBJECT_GRAPH_KEY, Role
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
            "slot_suffixes", "slot_key"]
-
-
-class Role(str, Enum):
-    """What a tensor is. A ``str`` subclass: ``Role.SLOT == "slot"``."""
-
-    VARIABLE = "variable"
-    SLOT = "slot"
-    OPTIMIZER = "optimizer"
-    ITERATOR = "iterator"
-    SAVE_COUNTER = "save_counter"
-    OBJECT_GRAPH = "object_graph"
-    OTHER = "other"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -108,7 +94,7 @@ def classify_name(key: str, known: Iterable[str] | None = None) -> NameRole:
     ``<var>`` is one of them; without it the suffix alone decides.
     """
     base, _, last = key.rpartition("/")
-    if key == "_CHECKPOINTABLE_OBJECT_GRAPH":
+    if key == OBJECT_GRAPH_KEY:
         return NameRole(Role.OBJECT_GRAPH)
     if last in OPTIMIZER_SCALARS:
         return NameRole(Role.OPTIMIZER, optimizer=OPTIMIZER_SCALARS[last] or None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
+from formats.core.model import Role
 
 __all__ = ["Layout", "Described", "walk", "describe", "attr_list", "natural_key"]
 
@@ -25,7 +26,7 @@ class Described:
     """What a dataset is: its ``.name`` and ``.role``."""
 
     name: str
-    role: str = "variable"
+    role: str = Role.VARIABLE
 
 
 @dataclass
@@ -145,7 +146,7 @@ def describe(h5: Any, datasets: dict[str, Any], groups: Mapping[str, Any], confi
         layout = Layout("hdf5")
     for key in sorted(datasets, key=natural_key):
         if key not in layout.described:
-            role = "optimizer" if key.startswith(("optimizer_weights/", "optimizer/")) else "variable"
+            role = Role.OPTIMIZER if key.startswith(("optimizer_weights/", "optimizer/")) else Role.VARIABLE
             layout.described[key] = Described(key, role)
     return layout
 
@@ -172,7 +173,7 @@ def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[s
         if lpath not in groups:
             layout.problems.append((lpath, "layer_names lists this layer, but the file has no such group"))
             continue
-        _keras2_weights(groups[lpath], lpath + "/", datasets, layout, "variable")
+        _keras2_weights(groups[lpath], lpath + "/", datasets, layout, Role.VARIABLE)
     return layout
 
 
@@ -191,7 +192,7 @@ def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: L
 
 def _keras2_optimizer(groups: Mapping[str, Any], datasets: dict[str, Any], layout: Layout) -> None:
     if "optimizer_weights" in groups:
-        _keras2_weights(groups["optimizer_weights"], "optimizer_weights/", datasets, layout, "optimizer")
+        _keras2_weights(groups["optimizer_weights"], "optimizer_weights/", datasets, layout, Role.OPTIMIZER)
 
 
 def _keras3(datasets: dict[str, Any], groups: Mapping[str, Any], config: Any) -> Layout:
@@ -231,7 +232,7 @@ def _keras3_group(group: VarsGroup, groups: dict[str, VarsGroup], datasets: dict
         else:
             role = group.roles[i] if group.roles else str(i)
             name = f"{group.full_name}/{role}"
-        layout.described[f"{prefix}{i}"] = Described(name, "optimizer" if is_optimizer else "variable")
+        layout.described[f"{prefix}{i}"] = Described(name, Role.OPTIMIZER if is_optimizer else Role.VARIABLE)
 
 
 def _layer_order(groups: dict[str, VarsGroup], config: Any) -> list[str]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import from_numpy
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, Problem, TensorEntry
+from formats.core.model import Checkpoint, Problem, Role, TensorEntry
 from formats.keras_h5.source import MAX_EXPANSION, H5Image, h5py_error_message
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class H5Tensor(TensorEntry):
     __slots__ = ("_ds", "_view", "_image_size", "_path")
 
     def __init__(self, key: str, ds: Any, dtype: str, view: Any, image_size: int, path: str,
-                 name: str | None = None, role: str = "variable") -> None:
+                 name: str | None = None, role: str = Role.VARIABLE) -> None:
         shape = tuple(int(d) for d in ds.shape) if ds.shape is not None else ()
         nbytes = math.prod(shape) * ds.dtype.itemsize if dtype != "string" else _storage_size(ds)
         super().__init__(key, shape, dtype, nbytes, name, role)

@@ -25,13 +25,13 @@ from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, o
 from formats.tf_bundle.slices import Extent, encode_slice_key
 from formats.tf_bundle.sstable import _Bad, read_table, read_varint
 from formats.tf_bundle.wire import WireError, decode_entry, decode_header
+from formats.core.model import OBJECT_GRAPH_KEY
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name"]
 
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 MAX_SHARDS = 1 << 20
 
 

@@ -26,13 +26,13 @@ from collections.abc import Callable
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
+from formats.core.model import OBJECT_GRAPH_KEY
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["Tolerance", "Side", "Change", "DiffResult", "diff_checkpoints", "compare_entries"]
 
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _THREAD_BYTES = 1 << 22  # tensors at least this big get their checksums computed on worker threads
 Progress = Callable[[int, int], None]
 

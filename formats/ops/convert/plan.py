@@ -17,12 +17,13 @@ from typing import Any
 
 from formats.ops.rules import RuleSet
 from formats.core.sources import Source
+from formats.core.model import OBJECT_GRAPH_KEY
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
            "write_tf_bundle", "ERROR", "WARNING"]
 
 ERROR = "error"
-RESERVED_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+RESERVED_KEY = OBJECT_GRAPH_KEY
 WARNING = "warning"
 
 

@@ -25,10 +25,10 @@ from typing import Any
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
+from formats.core.model import OBJECT_GRAPH_KEY
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
 
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
 SLOT_SUFFIXES = ("Adam", "Adam_1", "Adagrad", "Momentum", "RMSProp", "RMSProp_1", "Ftrl", "Ftrl_1",
                  "Adadelta", "Adadelta_1", "AdamW", "AdamW_1", "ExponentialMovingAverage")

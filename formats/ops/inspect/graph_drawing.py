@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from formats.core.errors import UnsupportedError
+from formats.core.model import Role
 
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint
@@ -102,7 +103,7 @@ def build_drawing(ckpt: Checkpoint) -> Drawing:
     slot_links: list[DrawEdge] = []
     for key, (node_id, attr) in mapping.items():
         entry = ckpt[key]
-        if entry.role == "slot":
+        if entry.role == Role.SLOT:
             kinds[node_id] = "slot"
             var = mapping.get(entry.slot_of or "")
             if var is not None:

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from formats.core._gc import paused_gc
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import Role
 
 __all__ = ["TensorRow", "CheckpointSummary", "summarise", "matches"]
 
@@ -93,7 +94,7 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
             rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
         else:
             rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
-                    and (include_optimizer or e.role not in ("slot", "optimizer"))]
+                    and (include_optimizer or e.role not in (Role.SLOT, Role.OPTIMIZER))]
     if sort == "size":
         rows.sort(key=lambda r: (-r.nbytes, r.key))
     else:

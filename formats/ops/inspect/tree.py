@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from formats.core.errors import CheckpointError
+from formats.core.model import Role
 
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint, TensorEntry
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES"]
 
-OPTIMIZER_ROLES = frozenset({"slot", "optimizer"})
+OPTIMIZER_ROLES = frozenset({Role.SLOT, Role.OPTIMIZER})
 _NON_PARAMETER = {"string", "variant", "resource"}
 
 
@@ -132,11 +133,11 @@ def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
 
 def _role_note(entry: TensorEntry) -> str:
     role = entry.role
-    if role == "slot":
+    if role == Role.SLOT:
         slot, opt = entry.slot_name, entry.optimizer
         return f"slot {slot} of {opt}" if slot and opt else "optimizer slot"
-    return {"optimizer": "optimizer state", "iterator": "iterator state", "save_counter": "save counter",
-            "object_graph": "object graph"}.get(role, "")
+    return {Role.OPTIMIZER: "optimizer state", Role.ITERATOR: "iterator state", Role.SAVE_COUNTER: "save counter",
+            Role.OBJECT_GRAPH: "object graph"}.get(role, "")
 
 
 def _variant_note(entry: TensorEntry) -> str:
@@ -194,7 +195,7 @@ def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int
     for key, (node_id, _) in mapping.items():
         entry = ckpt[key]
         slot_of = entry.slot_of
-        if entry.role != "slot" or node_id in seen or slot_of not in mapping:
+        if entry.role != Role.SLOT or node_id in seen or slot_of not in mapping:
             continue
         seen.add(node_id)
         homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
