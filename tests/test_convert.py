@@ -307,6 +307,6 @@ def test_unreadable_source_exits_3(run_cli, tmp_path):
 
 @pytest.mark.parametrize("target", ["tf-object", "tf-name"])
 def test_targets_table_resolves(target):
-    from ckpt_cli.commands.convert import target_function
+    from formats.ops.convert.targets import planner as target_function
 
     assert callable(target_function(target))

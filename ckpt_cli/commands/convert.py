@@ -1,35 +1,16 @@
 """``ckpt convert``: name-based <-> object-based checkpoints, generically or onto a template."""
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import click
+
+from formats.ops.convert.targets import TARGETS, planner
 
 from ..completion import CHECKPOINT
 from ..exit_codes import Exit
 from ..help import command
 from ..options import rule_options, write_options
-
-
-# --to NAME -> "module:function". Each function takes (source Checkpoint, ConvertOptions) and
-# returns a formats.ops.convert.plan.ConversionPlan (rows, problems, and how to write them).
-
-
-TARGETS: dict[str, str] = {
-    "tf-object": "formats.ops.convert.name_to_object:plan_tf_object",
-    "tf-name": "formats.ops.convert.object_to_name:plan_tf_name",
-    "keras2-h5": "formats.ops.convert.cross.keras_targets:plan_keras2_h5",
-    "keras3-h5": "formats.ops.convert.cross.keras_targets:plan_keras3_h5",
-    "npz": "formats.ops.convert.cross.export:plan_npz",
-    "safetensors": "formats.ops.convert.cross.export:plan_safetensors",
-}
-
-
-def target_function(name: str) -> Any:
-    """The planning function registered for ``--to name``."""
-    module, attr = TARGETS[name].split(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 @command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).")
@@ -79,7 +60,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
                              allow_missing=allow_missing, slot_names=slot_names)
     with open_checkpoint(src) as source:
-        plan = target_function(to)(source, options)
+        plan = planner(to)(source, options)
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:
             result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
                                   update_state=update_state, progress=progress,

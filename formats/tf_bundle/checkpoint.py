@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core._gc import paused_gc
 from formats.core import dtypes
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, Problem, TensorEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
 from formats.core.sources import apply_index
 from formats.io.crc import crc32c, unmask
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
@@ -258,7 +258,7 @@ class BundleCheckpoint(Checkpoint):
             self._labels = _Labels(self.reader, OBJECT_GRAPH_KEY.encode() in self.reader.entries)
             entries = {t.key: t for t in (BundleTensor(self.reader, self.reader.entries[k], self._labels)
                                           for k in self.reader.visible_keys())}
-        fmt = "tf-object" if OBJECT_GRAPH_KEY in entries else "tf-name"
+        fmt = FormatName.TF_OBJECT if OBJECT_GRAPH_KEY in entries else FormatName.TF_NAME
         super().__init__(prefix, fmt, entries)  # type: ignore[arg-type]
 
     @property

@@ -12,12 +12,12 @@ from typing import Any
 
 from formats.ops.convert.cross.export import plan_npz, plan_safetensors
 from formats.ops.convert.cross.keras_targets import plan_keras2_h5, plan_keras3_h5
+from formats.ops.convert.targets import planner
 
 __all__ = ["plan_keras2_h5", "plan_keras3_h5", "plan_npz", "plan_safetensors", "PLANNERS", "convert_file"]
 
-PLANNERS = {"keras2-h5": plan_keras2_h5, "keras3-h5": plan_keras3_h5, "npz": plan_npz,
-            "safetensors": plan_safetensors}
-"""``--to`` name -> planning function, for the targets this package provides."""
+PLANNERS = {name: planner(name) for name in ("keras2-h5", "keras3-h5", "npz", "safetensors")}
+"""``--to`` name -> planning function, for the targets this package provides (from the one target table)."""
 
 
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
