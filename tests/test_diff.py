@@ -380,3 +380,34 @@ def test_bundle_vs_keras_hdf5_by_name(run_cli):
     result = run_cli("diff", "--json", "--match", "name", a, b)
     assert result.exit_code == 0, result.stdout
     assert json.loads(result.stdout)["same"] == 2
+
+
+def test_partitioned_against_whole_pairs_chunks_of_different_sizes(tmp_path, run_cli):
+    """Issue 14 #2: a partitioned variable streams slice by slice (33, 32, 32 rows), a whole one in fixed
+    chunks; the comparison realigns them instead of crashing."""
+    src = CORPUS / "tf1_partitioned/model.ckpt-200"
+    whole = tmp_path / "conv/ckpt-1"
+    assert run_cli("convert", src, "--to", "tf-object", "-o", whole).exit_code == 0
+    result = run_cli("diff", "--match", "name", "--json", src, whole)
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["same"] == 11 and doc["changed"] == []
+    changed = run_cli("diff", "--match", "name", "--json", CORPUS / "tf1_partitioned/model.ckpt-1", whole)
+    rows = {c["key"]: c for c in json.loads(changed.stdout)["changed"]}
+    with open_checkpoint(CORPUS / "tf1_partitioned/model.ckpt-1") as a, open_checkpoint(src) as b:
+        x = a["input_layer/embedding/weights"].read().astype(np.float64)
+        y = b["input_layer/embedding/weights"].read().astype(np.float64)
+    row = rows["input_layer/embedding/weights"]
+    assert changed.exit_code == 1 and row["kind"] == "value"
+    assert row["max_abs_diff"] == pytest.approx(float(np.abs(x - y).max()))
+    assert row["differ"] == int((x != y).sum())
+
+
+def test_paired_chunks_realigns_any_boundaries():
+    from formats.core.values import paired_chunks
+
+    data = np.arange(100)
+    a = iter([data[:33], data[33:65], data[65:]])
+    b = iter([data[i:i + 7] for i in range(0, 100, 7)])
+    pieces = list(paired_chunks(a, b))
+    assert all(x.size == y.size and np.array_equal(x, y) for x, y in pieces)
+    assert np.array_equal(np.concatenate([x for x, _ in pieces]), data)

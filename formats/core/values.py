@@ -26,7 +26,7 @@ from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "iter_float_chunks", "as_float", "value_kind", "select_entries",
+__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind", "select_entries",
            "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
            "display_array"]
 
@@ -55,6 +55,31 @@ def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
     """The tensor's elements in C order (:meth:`TensorEntry.iter_chunks`); with ``crc_pool`` a format
     may run its checksums there, overlapping with the caller's work on the same chunk."""
     return entry.iter_chunks(chunk_elements, crc_pool)
+
+
+def paired_chunks(a: Iterator[np.ndarray], b: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pieces of equal length from two chunk streams over tensors of the same size, whatever chunk sizes
+    each format yields (a partitioned variable streams slice by slice, a whole one in fixed chunks).
+
+    Each stream is advanced only once its current chunk is used up (chunks may be views valid until then),
+    and both are run to their end, which is when formats compare their checksums.
+    """
+    x = y = None
+    while True:
+        if x is None or not x.size:
+            x = next(a, None)
+        if y is None or not y.size:
+            y = next(b, None)
+        if x is None or y is None:
+            break
+        n = min(x.size, y.size)
+        if n:
+            yield x[:n], y[:n]
+        x, y = x[n:], y[n:]
+    for _ in a:
+        pass
+    for _ in b:
+        pass
 
 
 def as_float(chunk: np.ndarray) -> np.ndarray:

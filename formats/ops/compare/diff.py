@@ -19,13 +19,12 @@ import math
 import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
-from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
+from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.core.model import OBJECT_GRAPH_KEY
 
 if TYPE_CHECKING:
@@ -220,8 +219,7 @@ def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance 
 
 
 def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int, pool: Executor | None = None) -> Any:
-    # zip_longest runs both iterators to the end, which is when each checks its checksum
-    return zip_longest(iter_chunks(ea, chunk, pool), iter_chunks(eb, chunk, pool))
+    return paired_chunks(iter_chunks(ea, chunk, pool), iter_chunks(eb, chunk, pool))
 
 
 def _all_equal(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, chunk: int) -> bool:

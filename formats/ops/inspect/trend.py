@@ -13,13 +13,12 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import zip_longest
 from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.inspect.stats import tensor_stats
-from formats.core.values import as_float, iter_chunks, value_kind
+from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
 
 __all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
 
@@ -59,7 +58,7 @@ class TrendResult:
 def change_norm(a: TensorEntry, b: TensorEntry) -> float:
     """``||b - a||`` (L2, float64) of two tensors of the same shape, streamed in chunks."""
     total = 0.0
-    for x, y in zip_longest(iter_chunks(a), iter_chunks(b)):
+    for x, y in paired_chunks(iter_chunks(a), iter_chunks(b)):
         d = as_float(y) - as_float(x)
         total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float(d @ d)
     return math.sqrt(total)
