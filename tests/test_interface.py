@@ -79,3 +79,35 @@ def test_ckpt_alone_lists_the_commands():
     assert "Commands:" in out.stdout + out.stderr
     listed = [line.split()[0] for line in (out.stdout + out.stderr).split("Commands:")[1].splitlines() if line.strip()]
     assert listed == sorted(COMMANDS)
+
+
+def _terminal(width: int, *args: str) -> str:
+    env = dict(os.environ, CKPT_FORCE_RICH="1", COLUMNS=str(width), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "ckpt_cli", *args], env=env, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_narrow_terminals_never_wrap_numbers_or_dtypes():
+    """Issue 14 #8: at 60 columns every row stays one line with its numbers and dtype whole; keys that make a
+    row too wide are shortened in the middle when that makes it fit."""
+    import json
+
+    prefix = str(CORPUS / "tf1_estimator/model.ckpt-200")
+    stats = json.loads(subprocess.run([sys.executable, "-m", "ckpt_cli", "stats", "--json", prefix],
+                                      capture_output=True, text=True, check=True).stdout)["tensors"]
+    lines = _terminal(60, "stats", prefix).splitlines()
+    rows = [line for line in lines[1:] if line.strip() and not line.startswith(prefix)]
+    assert len(rows) == len(stats)  # one line per tensor
+    for line, row in zip(rows, stats):
+        cells = line.split()
+        assert cells[1] == row["dtype"] and cells[0] == row["key"]  # too many columns to fit: keys kept whole
+    keys = [row["key"] for row in stats]
+    body = [line for line in _terminal(50, "ls", prefix).splitlines()[1:] if line.startswith("dnn")]
+    assert len(body) == len([k for k in keys if k.startswith("dnn")])
+    assert all(len(line) <= 50 and line.split()[1] == "float32" for line in body)
+    shown = [line.split()[0] for line in body]
+    assert len(set(shown)) == len(shown)  # shortened keys stay distinct
+    for short, key in zip(shown, [k for k in keys if k.startswith("dnn")]):
+        head, _, tail = short.partition("…")
+        assert key.startswith(head) and key.endswith(tail), (short, key)
+    assert len({len(s) for s in shown if "…" in s}) == 1  # one width for the key column

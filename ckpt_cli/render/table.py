@@ -54,6 +54,59 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
     _emit_rich(table, lines or [], stderr)
 
 
+_FREE_TEXT = {"detail", "problem", "message", "candidates"}
+"""Columns of prose that may wrap; keys are shortened in the middle; every other column never wraps."""
+_MIN_KEY = 16
+
+
+def shorten_middle(text: str, width: int, shift: int = 0) -> str:
+    """``text`` cut to ``width`` characters by replacing a run near its middle (moved by ``shift``) with ``…``."""
+    if len(text) <= width:
+        return text
+    if width < 2:
+        return text[:width]
+    head = min(max((width - 1) // 2 + shift, 0), width - 1)
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def shorten_keys(keys: list[str], width: int) -> list[str]:
+    """Each key shortened with :func:`shorten_middle`; keys that would then read the same (``.../m/...`` and
+    ``.../v/...``) get the cut moved off the characters that tell them apart."""
+    out = [shorten_middle(k, width) for k in keys]
+    groups: dict[str, list[int]] = {}
+    for i, short in enumerate(out):
+        groups.setdefault(short, []).append(i)
+    for members in (m for m in groups.values() if len(m) > 1):
+        for step in range(1, width):
+            for shift in (step, -step):
+                tried = [shorten_middle(keys[i], width, shift) for i in members]
+                if len(set(tried)) == len(tried):
+                    for i, short in zip(members, tried):
+                        out[i] = short
+                    break
+            else:
+                continue
+            break
+    return out
+
+
+def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], int]:
+    """Rows with the first (key) column shortened to what the terminal leaves it; the natural width of each
+    column; and the width to render at (wider than the terminal when the rows cannot fit: they then overflow
+    whole, numbers intact, rather than wrap inside cells)."""
+    rows = [list(map(safe_text, row)) for row in table.rows]
+    natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
+    wraps = [name.lower() in _FREE_TEXT for name, _ in table.columns]
+    fixed = sum(w for i, w in enumerate(natural) if i and not wraps[i]) + sum(
+        min(w, 12) for i, w in enumerate(natural) if i and wraps[i]) + 2 * (len(natural) - 1)
+    room = width - fixed
+    if natural[0] > room >= _MIN_KEY:  # shortening keys makes the rows fit; otherwise they overflow whole
+        for r, short in zip(rows, shorten_keys([r[0] for r in rows], room)):
+            r[0] = short
+        natural[0] = room
+    return rows, natural, max(width, fixed + natural[0])
+
+
 def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -62,12 +115,15 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
 
     out = console(stderr=stderr)
     if table is not None and table.rows:
+        rows, natural, width = _fit(table, out.width)
         rich_table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for name, justify in table.columns:
-            rich_table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-        for row, style in zip(table.rows, table.row_styles):
-            rich_table.add_row(*map(safe_text, row), style=style if use_color() else None)
-        out.print(rich_table)
+        for i, (name, justify) in enumerate(table.columns):
+            free = name.lower() in _FREE_TEXT
+            rich_table.add_column(name, justify=justify, overflow="fold" if free else "ellipsis",  # type: ignore[arg-type]
+                                  no_wrap=not free, min_width=None if free else natural[i])
+        for row, style in zip(rows, table.row_styles):
+            rich_table.add_row(*row, style=style if use_color() else None)
+        out.print(rich_table, width=width, crop=False)
     for line in lines:
         text = Text()
         for chunk, style in line:
