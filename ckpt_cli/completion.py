@@ -56,27 +56,38 @@ class CheckpointPath(click.ParamType):
 CHECKPOINT = CheckpointPath()
 
 
-def complete_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """Tensor keys of the checkpoint given earlier on the line (``path`` parameter) starting with ``incomplete``."""
-    path = ctx.params.get("path")
-    if not path:
-        return []
-    from formats.api import open_checkpoint
-    from formats.core.errors import CheckpointError
+def key_completer(*sources: str) -> Any:
+    """A click ``shell_complete`` callback completing the tensor keys of the checkpoint named by the first of
+    the parameters ``sources`` already on the line (a directory: its latest checkpoint)."""
 
-    try:
-        with open_checkpoint(path) as ckpt:
-            keys = [k for k in ckpt if k.startswith(incomplete)]
-    except (CheckpointError, OSError):
-        return []
-    return [CompletionItem(k) for k in keys[:MAX_KEYS]]
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        path = next((ctx.params[p] for p in sources if ctx.params.get(p)), None)
+        if not path:
+            return []
+        from formats.core.errors import CheckpointError
+        from formats.discover.resolve import open_checkpoint
+
+        try:
+            with open_checkpoint(path) as ckpt:
+                keys = [k for k in ckpt if k.startswith(incomplete)]
+        except (CheckpointError, OSError):
+            return []
+        return [CompletionItem(k) for k in keys[:MAX_KEYS]]
+
+    return complete
+
+
+complete_keys = key_completer("path", "directory", "a", "src")
+"""Keys of the checkpoint given earlier on the line (``path``, ``directory``, ``a`` or ``src``)."""
 
 
 class CkptBashComplete(BashComplete):
-    """click's bash completion, plus: no space after a completed directory, so completion can go on."""
+    """click's bash completion, plus: candidates are shell-escaped (``my\\ runs/``, so a path with a space
+    stays one word), and no space follows a completed directory, so completion can go on."""
 
     name = "bash"
     source_template = BashComplete.source_template.replace(
+        "COMPREPLY+=($value)", "COMPREPLY+=(\"$(printf '%%q' \"$value\")\")", 1).replace(
         "    return 0\n}",
         "    if [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == */ ]]; then\n"
         "        compopt -o nospace\n"

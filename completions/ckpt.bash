@@ -14,7 +14,7 @@ _ckpt_completion() {
             COMPREPLY=()
             compopt -o default
         elif [[ $type == 'plain' ]]; then
-            COMPREPLY+=($value)
+            COMPREPLY+=("$(printf '%q' "$value")")
         fi
     done
 

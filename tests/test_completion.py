@@ -55,3 +55,43 @@ def test_commands_options_paths_and_keys_through_the_shell_protocol():
 def test_completion_command_prints_the_script(run_cli):
     result = run_cli("completion", "fish")
     assert result.exit_code == 0 and result.stdout == completion_script("fish")
+
+
+def _bash_complete(words: list[str], cwd: Path) -> list[str]:
+    """Run the committed bash completion function as bash would, with ``ckpt`` being this checkout's CLI."""
+    shim = cwd / "bin"
+    shim.mkdir(exist_ok=True)
+    (shim / "ckpt").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ckpt_cli "$@"\n')
+    (shim / "ckpt").chmod(0o755)
+    # as bash hands them over: each word as typed, escapes included
+    script = (f'source "{ROOT}/completions/ckpt.bash"\n'
+              f"COMP_WORDS=({' '.join(map(_sh, words))}); COMP_CWORD={len(words) - 1}\n"
+              "_ckpt_completion ckpt 2>/dev/null\n"
+              'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
+    out = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return [x for x in out.stdout.splitlines() if x]
+
+
+def _sh(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def test_bash_escapes_paths_with_spaces(tmp_path):
+    """Issue 14 #13: `ckpt ls my<TAB>` must insert `my\\ runs/`, one word, not `my runs/`."""
+    (tmp_path / "my runs").mkdir()
+    (tmp_path / "my runs" / "ckpt-1.index").write_bytes(b"")
+    assert _bash_complete(["ckpt", "ls", "my"], tmp_path) == ["my\\ runs/"]
+    assert _bash_complete(["ckpt", "ls", "my\\ runs/ck"], tmp_path) == ["my\\ runs/ckpt-1"]
+
+
+def test_keys_complete_for_stats_extract_trend_and_diff():
+    prefix = f"{CORPUS}/seed_slots/tf_ckpts/ckpt-5"
+    kernel = ["net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE",
+              "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/VARIABLE_VALUE",
+              "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/v/.ATTRIBUTES/VARIABLE_VALUE"]
+    assert _complete("stats", prefix, "net/l1/k") == kernel
+    assert _complete("extract", prefix, "net/l1/k") == kernel
+    assert _complete("trend", f"{CORPUS}/seed_slots/tf_ckpts", "net/l1/k") == kernel  # the latest checkpoint
+    assert _complete("diff", prefix, f"{CORPUS}/tf1_adam/model.ckpt-1", "--strip-prefix-b", "dnn/logits/k") == [
+        "dnn/logits/kernel", "dnn/logits/kernel/Adam", "dnn/logits/kernel/Adam_1"]

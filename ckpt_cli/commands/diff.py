@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..completion import CHECKPOINT
+from ..completion import CHECKPOINT, key_completer
 from ..exit_codes import Exit
 from ..help import command
 from ..options import rule_options
@@ -16,8 +16,8 @@ from ..options import rule_options
               help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
                    "name-based vs object-based).")
 @rule_options("A's")
-@click.option("--strip-prefix-a", metavar="PREFIX", help="Remove this '/'-prefix from A's names first.")
-@click.option("--strip-prefix-b", metavar="PREFIX", help="Remove this '/'-prefix from B's names first.")
+@click.option("--strip-prefix-a", metavar="PREFIX", shell_complete=key_completer("a"), help="Remove this '/'-prefix from A's names first.")
+@click.option("--strip-prefix-b", metavar="PREFIX", shell_complete=key_completer("b"), help="Remove this '/'-prefix from B's names first.")
 @click.option("--atol", type=float, help="Absolute tolerance (numpy allclose: |a-b| <= atol + rtol*|b|).")
 @click.option("--rtol", type=float, help="Relative tolerance (an unset tolerance is 0 once either is given).")
 @click.option("--equal-nan", is_flag=True, help="Count NaN as equal to NaN (tolerance comparison).")

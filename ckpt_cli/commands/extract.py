@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import click
 
-from ..completion import CHECKPOINT
+from ..completion import CHECKPOINT, complete_keys
 from ..help import command
 
 
 @command(short_help="Write tensors to .npy / .npz files.")
 @click.argument("path", type=CHECKPOINT)
-@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
+@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...", shell_complete=complete_keys)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists).")
 @click.option("--format", "mode", type=click.Choice(["auto", "npy", "npz", "dir"]), default="auto",

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import click
 
-from ..completion import CHECKPOINT
+from ..completion import CHECKPOINT, complete_keys
 from ..exit_codes import Exit
 from ..help import command
 
 
 @command(short_help="Statistics of a checkpoint's tensors; catch NaN and Inf.")
 @click.argument("path", type=CHECKPOINT)
-@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...")
+@click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...", shell_complete=complete_keys)
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @click.pass_context

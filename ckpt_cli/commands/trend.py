@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import click
 
-from ..completion import CHECKPOINT
+from ..completion import CHECKPOINT, complete_keys
 from ..help import command
 
 
 @command(short_help="How each variable evolves across a run's checkpoints.")
 @click.argument("directory", type=CHECKPOINT)
-@click.argument("patterns", nargs=-1, metavar="[GLOB]...")
+@click.argument("patterns", nargs=-1, metavar="[GLOB]...", shell_complete=complete_keys)
 @click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")
 def trend(directory: str, patterns: tuple[str, ...], as_json: bool) -> None:
     """Show how each variable of a run evolves across its checkpoints.
