@@ -61,7 +61,7 @@ def key_completer(*sources: str) -> Any:
     the parameters ``sources`` already on the line (a directory: its latest checkpoint)."""
 
     def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-        path = next((ctx.params[p] for p in sources if ctx.params.get(p)), None)
+        path = next((v for v in (_param_value(ctx, p) for p in sources) if v), None)
         if not path:
             return []
         from formats.core.errors import CheckpointError
@@ -75,6 +75,16 @@ def key_completer(*sources: str) -> Any:
         return [CompletionItem(k) for k in keys[:MAX_KEYS]]
 
     return complete
+
+
+def _param_value(ctx: click.Context, name: str) -> Any:
+    """A parameter's value on the line being completed. Completing an option's value (``--opt <TAB>``) stops
+    click's parsing before the arguments are bound; they are then the leftover words, in order."""
+    if ctx.params.get(name) is not None:
+        return ctx.params[name]
+    words = [w for w in ctx.args if not w.startswith("-")]
+    arguments = [p.name for p in ctx.command.params if isinstance(p, click.Argument)]
+    return words[arguments.index(name)] if name in arguments and arguments.index(name) < len(words) else None
 
 
 complete_keys = key_completer("path", "directory", "a", "src")
