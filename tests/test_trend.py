@@ -43,8 +43,10 @@ def test_variables_that_appear_or_change_shape(run_cli, tmp_path):
     doc = json.loads(run_cli("trend", "--json", run).stdout)
     assert [c["step"] for c in doc["checkpoints"]] == [1, 2, 10]
     assert doc["variables"] == [
-        {"key": "b", "shape": [], "dtype": "float32", "norm": [None, 2.0, 1.0], "change": [None, None, 3.0]},
-        {"key": "w", "shape": [3], "dtype": "float32", "norm": [5.0, 13.0, 0.0], "change": [None, None, 13.0]}]
+        {"key": "b", "shape": [], "dtype": "float32", "norm": [None, 2.0, 1.0], "change": [None, None, 3.0],
+         "nonfinite": [None, 0, 0], "nonfinite_from": None},
+        {"key": "w", "shape": [3], "dtype": "float32", "norm": [5.0, 13.0, 0.0], "change": [None, None, 13.0],
+         "nonfinite": [0, 0, 0], "nonfinite_from": None}]
 
 
 def test_filters_and_unreadable_checkpoints(run_cli, tmp_path):
@@ -74,3 +76,43 @@ def test_sparkline():
 def test_golden_table(run_cli, monkeypatch):
     monkeypatch.chdir(CORPUS)
     assert run_cli("trend", "seed_slots/tf_ckpts").stdout == (GOLDEN / "trend_seed_slots.txt").read_text()
+
+
+def _run(tmp_path, values):
+    """A run directory with one checkpoint per step (``ckpt-1``, ``ckpt-2``...) holding ``w``."""
+    for step, w in enumerate(values, start=1):
+        write_checkpoint(str(tmp_path / "run" / f"ckpt-{step}"), {"w": np.array(w, np.float32)})
+    return tmp_path / "run"
+
+
+def test_trend_flags_nan_and_inf(run_cli, tmp_path):
+    """Issue 14 #7: [1, 2, 3] -> [1, nan, inf] is flagged with the step it began at; --check-finite exits 1."""
+    run = _run(tmp_path, [[1, 2, 3], [1, np.nan, np.inf], [1, np.nan, 5]])
+    doc = json.loads(run_cli("trend", "--json", run).stdout)
+    (w,) = doc["variables"]
+    assert w["nonfinite"] == [0, 2, 1] and w["nonfinite_from"] == 1 and doc["diverged"] == ["w"]
+    assert w["norm"][0] == pytest.approx(float(np.linalg.norm([1, 2, 3])))
+    assert w["norm"][1] == 1.0 and w["change"][1] is None  # norms over finite elements; a NaN change is None
+    table = run_cli("trend", run)
+    assert table.exit_code == 0 and "NaN/Inf from step 2" in table.stdout
+    assert "diverged w: 1 NaN/Inf at the last checkpoint, first at step 2" in table.stdout
+    assert run_cli("trend", "--check-finite", run).exit_code == 1
+    healthy = _run(tmp_path / "ok", [[1, 2], [2, 3]])
+    assert run_cli("trend", "--check-finite", healthy).exit_code == 0
+
+
+def test_trend_of_an_empty_directory_is_an_error(run_cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_cli("trend", tmp_path / "empty")
+    assert result.exit_code == 3
+    assert result.stderr == f"ckpt: error: {tmp_path / 'empty'}: no checkpoint in this directory (trend needs a run's checkpoints)\n"
+
+
+def test_trend_leaves_out_checkpoints_of_other_runs(run_cli, tmp_path):
+    run = _run(tmp_path, [[1], [2], [3]])
+    write_checkpoint(str(run / "other-7"), {"z": np.array([1], np.float32)})
+    result = run_cli("trend", "--json", run)
+    doc = json.loads(result.stdout)
+    assert [c["step"] for c in doc["checkpoints"]] == [1, 2, 3]
+    assert [v["key"] for v in doc["variables"]] == ["w"]
+    assert doc["notes"] == ["left out other-7: not a checkpoint of this run"]

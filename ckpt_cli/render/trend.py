@@ -24,15 +24,23 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
+def _step(step: int | None) -> str:
+    return "?" if step is None else str(step)
+
+
 def render_trend(result: Any) -> None:
     """The table, notes, and a summary line naming the steps."""
     table = TextTable([("variable", "left"), ("shape", "left"), ("norm", "left"), ("first", "right"),
-                       ("last", "right"), ("change", "left"), ("last change", "right")])
+                       ("last", "right"), ("change", "left"), ("last change", "right"), ("finite", "left")])
     for v in result.variables:
+        start = v.nonfinite_from
+        flag = "yes" if start is None else f"NaN/Inf from step {_step(result.steps[start])}"
         table.add_row(v.key, shape_text(v.shape), sparkline(v.norm), _num(v.norm[0]), _num(v.norm[-1]),
-                      sparkline(v.change[1:]), _num(v.change[-1]))
+                      sparkline(v.change[1:]), _num(v.change[-1]), flag, style=None if start is None else "red")
     lines = [[("note ", "yellow"), (n, None)] for n in result.notes]
-    steps = ", ".join("?" if s is None else str(s) for s in result.steps)
+    lines += [[("diverged ", "red"), (f"{v.key}: {v.nonfinite[-1] or 0} NaN/Inf at the last checkpoint, first at step "
+                                      f"{_step(result.steps[v.nonfinite_from])}", None)] for v in result.diverged]
+    steps = ", ".join(_step(s) for s in result.steps)
     count = len(result.checkpoints)
     lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
                                           f"{len(result.variables)} variables", None)])

@@ -11,11 +11,12 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.core.errors import CheckpointError, CheckpointNotFoundError
+from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
@@ -32,11 +33,19 @@ class VariableTrend:
     dtype: str
     norm: list[float | None] = field(default_factory=list)
     change: list[float | None] = field(default_factory=list)
+    nonfinite: list[int | None] = field(default_factory=list)
+    """NaN and Inf elements at each checkpoint (None where the variable is absent)."""
+
+    @property
+    def nonfinite_from(self) -> int | None:
+        """Index of the first checkpoint where the variable holds a NaN or an Inf, else None."""
+        return next((i for i, n in enumerate(self.nonfinite) if n), None)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"key", "shape", "dtype", "norm": [...], "change": [...]}`` (shape and dtype of the last checkpoint)."""
+        """``{"key", "shape", "dtype", "norm", "change", "nonfinite", "nonfinite_from"}`` (shape and dtype of the
+        last checkpoint; ``nonfinite_from`` the index of the first checkpoint holding NaN or Inf, or null)."""
         return {"key": self.key, "shape": list(self.shape), "dtype": self.dtype, "norm": self.norm,
-                "change": self.change}
+                "change": self.change, "nonfinite": self.nonfinite, "nonfinite_from": self.nonfinite_from}
 
 
 @dataclass
@@ -49,18 +58,27 @@ class TrendResult:
     variables: list[VariableTrend] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def diverged(self) -> list[VariableTrend]:
+        """The variables that hold a NaN or an Inf at some checkpoint."""
+        return [v for v in self.variables if v.nonfinite_from is not None]
+
     def to_json(self) -> dict[str, Any]:
-        """``{"path", "checkpoints": [{"path", "step"}], "variables": [...]}``."""
+        """``{"path", "checkpoints": [{"path", "step"}], "variables": [...], "diverged": [keys], "notes"}``."""
         return {"path": self.path, "checkpoints": [{"path": p, "step": s} for p, s in zip(self.checkpoints, self.steps)],
-                "variables": [v.to_json() for v in self.variables]}
+                "variables": [v.to_json() for v in self.variables], "diverged": [v.key for v in self.diverged],
+                "notes": self.notes}
 
 
 def change_norm(a: TensorEntry, b: TensorEntry) -> float:
     """``||b - a||`` (L2, float64) of two tensors of the same shape, streamed in chunks."""
+    import numpy as np
+
     total = 0.0
-    for x, y in paired_chunks(iter_chunks(a), iter_chunks(b)):
-        d = as_float(y) - as_float(x)
-        total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float(d @ d)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf give a non-finite norm, reported as None
+        for x, y in paired_chunks(iter_chunks(a), iter_chunks(b)):
+            d = as_float(y) - as_float(x)
+            total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float(d @ d)
     return math.sqrt(total)
 
 
@@ -83,7 +101,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
     if not os.path.isdir(directory):
         raise CheckpointNotFoundError(directory, "not a directory (trend needs a run's checkpoint directory)")
     result = TrendResult(directory)
-    infos = sorted(scan_directory(directory), key=lambda i: (i.step is None, i.step or 0, i.path))
+    infos = _one_run(scan_directory(directory), result)
     trends: dict[str, VariableTrend] = {}
     previous: Checkpoint | None = None
     try:
@@ -107,6 +125,28 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
     return result
 
 
+def _stem(path: str) -> str:
+    """The run a checkpoint belongs to: its file name with every number masked (``ckpt-10`` -> ``ckpt-#``,
+    ``weights.05-0.23.h5`` -> ``weights.#-#.#.h#``)."""
+    return re.sub(r"\d+", "#", os.path.basename(path))
+
+
+def _one_run(infos: list[Any], result: TrendResult) -> list[Any]:
+    """The checkpoints of one run, oldest first: the run of the latest checkpoint (the state file's), else the
+    largest; files of other runs or formats are left out with a note. No checkpoint at all is an error."""
+    if not infos:
+        raise NotACheckpointError(result.path, "no checkpoint in this directory (trend needs a run's checkpoints)")
+    runs: dict[str, list[Any]] = {}
+    for info in infos:
+        runs.setdefault(_stem(info.path), []).append(info)
+    latest = [run for run, members in runs.items() if any(i.latest for i in members)]
+    chosen = latest[0] if latest else max(runs, key=lambda r: (len(runs[r]), r))
+    for run, members in sorted(runs.items()):
+        if run != chosen:
+            result.notes += [f"left out {os.path.basename(i.path)}: not a checkpoint of this run" for i in members]
+    return sorted(runs[chosen], key=lambda i: (i.step is None, i.step or 0, i.path))
+
+
 def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkpoint | None, ckpt: Checkpoint,
          step: int | None, patterns: Sequence[str]) -> None:
     index = len(result.checkpoints)
@@ -116,8 +156,11 @@ def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkp
         entry = ckpt[key]
         if not _wanted(entry, patterns):
             continue
-        trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index))
-        trend.norm.append(_finite(tensor_stats(entry).l2))
+        trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index,
+                                                     [None] * index))
+        stats = tensor_stats(entry)
+        trend.norm.append(_finite(stats.l2))
+        trend.nonfinite.append((stats.nan or 0) + (stats.inf or 0))
         old = previous.get(key) if previous is not None else None
         same = old is not None and old.shape == entry.shape and _wanted(old, ())
         trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
@@ -126,3 +169,4 @@ def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkp
         if len(trend.norm) <= index:
             trend.norm.append(None)
             trend.change.append(None)
+            trend.nonfinite.append(None)
