@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from formats import write_checkpoint
+from formats import open_checkpoint, write_checkpoint
 from formats.ops.inspect.extract import safe_relative_path
 from formats.core.values import parse_index
 
@@ -70,7 +70,8 @@ def test_show_strings_safely(run_cli, tmp_path):
     write_checkpoint(prefix, {"s": hostile, "f": np.array([np.nan, np.inf, -np.inf, 1.5], np.float32)})
     result = run_cli("show", prefix, "s")
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
-    assert result.stdout == "s: string [3]\n['\\x1b[2J\\x1b]0;pwned\\x07', b'\\xff\\xfe', 'héllo']\n"
+    # one literal style per array: a non-UTF-8 element makes every element a bytes literal (issue 14 #15)
+    assert result.stdout == "s: string [3]\n[b'\\x1b[2J\\x1b]0;pwned\\x07', b'\\xff\\xfe', b'h\\xc3\\xa9llo']\n"
     doc = json.loads(run_cli("show", "--json", prefix, "s").stdout)
     assert doc["values"] == ["\x1b[2J\x1b]0;pwned\x07", {"base64": base64.b64encode(b"\xff\xfe").decode()}, "héllo"]
     assert json.loads(run_cli("show", "--json", prefix, "f").stdout)["values"] == ["nan", "inf", "-inf", 1.5]
@@ -235,3 +236,26 @@ def test_extract_reports_progress(tmp_path):
     assert [n for _, n in seen] == [1, 2, 3, 4, 5, 6]
     assert seen[-1][0] == sum(e.nbytes for k, e in formats.open_checkpoint(CORPUS / "tf1_adam/model.ckpt-200").items()
                               if k.startswith("dnn/logits/"))
+
+
+def test_show_finds_a_tensor_by_object_path_or_variable_name(run_cli):
+    """Issue 14 #11: an object path or a TF1-style name finds its tensor, and the output names the key used."""
+    prefix = CORPUS / "seed_slots/tf_ckpts/ckpt-5"
+    key = "net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"
+    with open_checkpoint(prefix) as ckpt:
+        want = ckpt[key].read()
+    for typed in ("net/l1/kernel", "net/dense/kernel"):
+        doc = json.loads(run_cli("show", "--json", prefix, typed).stdout)
+        assert doc["key"] == key and doc["values"] == want.tolist()
+    sliced = json.loads(run_cli("show", "--json", prefix, "net/dense/kernel[0, 1:3]").stdout)
+    assert sliced["key"] == key and sliced["values"] == want[0, 1:3].tolist()
+    assert run_cli("show", prefix, "net/l1").exit_code != 0
+
+
+def test_show_uses_one_literal_style_per_array():
+    """Issue 14 #15: a string array mixing UTF-8 and other bytes prints every element as a bytes literal."""
+    from formats.core.values import display_array
+
+    mixed = np.array([b"ab", b"\x00\xff"], dtype=object)
+    assert display_array(mixed).tolist() == ["b'ab'", "b'\\x00\\xff'"]
+    assert display_array(np.array([b"ab", "c\u00e9".encode()], dtype=object)).tolist() == ["'ab'", "'c\u00e9'"]

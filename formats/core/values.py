@@ -136,14 +136,37 @@ def parse_index(text: str) -> tuple[Any, ...]:
     return tuple(_parse_item(part, text) for part in text.split(","))
 
 
-def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] | None, str]:
-    """Split ``dense/kernel[0:3, :]`` into (key, index, slice text); a key that itself ends in ``]`` wins."""
+_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def find_key(ckpt: Checkpoint, text: str) -> str | None:
+    """The key ``text`` means: the key itself, else the one tensor whose variable name is ``text``
+    (``dense/kernel`` in an object-based checkpoint) or whose object path it is (``net/l1/kernel``);
+    None when nothing matches. Several matches raise, naming them."""
     if text in ckpt:
-        return text, None, ""
+        return text
+    if text + _VALUE_SUFFIX in ckpt:
+        return text + _VALUE_SUFFIX
+    named = [k for k, e in ckpt.items() if e.name == text]
+    if len(named) > 1:
+        variables = [k for k in named if ckpt[k].role == "variable"]
+        named = variables if len(variables) == 1 else named
+    if len(named) > 1:
+        raise TensorNotFoundError(ckpt.path, f"{text!r} names {len(named)} tensors: {', '.join(sorted(named)[:5])}",
+                                  hint="pass one of the keys")
+    return named[0] if named else None
+
+
+def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] | None, str]:
+    """Split ``dense/kernel[0:3, :]`` into (key, index, slice text); a key that itself ends in ``]`` wins.
+    The key part may also be a variable name or an object path (:func:`find_key`)."""
+    found = find_key(ckpt, text)
+    if found is not None:
+        return found, None, ""
     if text.endswith("]"):
         for pos in [i for i, c in enumerate(text) if c == "["][::-1]:
-            key, inner = text[:pos], text[pos + 1:-1]
-            if key in ckpt:
+            key, inner = find_key(ckpt, text[:pos]), text[pos + 1:-1]
+            if key is not None:
                 try:
                     return key, parse_index(inner), inner
                 except ValueError as exc:
@@ -173,15 +196,22 @@ def safe_text(value: Any, limit: int = 200) -> str:
     return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
 
 
-def quoted_text(value: Any, limit: int = 200) -> str:
-    """A string element as a quoted literal: ``'text'`` when it is UTF-8, else ``b'...'``; escapes make control
-    characters inert; cut at ``limit``."""
+def _is_text(value: Any) -> bool:
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        return True
+    try:
+        bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
+    """A string element as a quoted literal: ``'text'`` when it is UTF-8 (and not ``as_bytes``), else ``b'...'``;
+    escapes make control characters inert; cut at ``limit``."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
-        try:
-            shown = repr(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            shown = repr(data)
+        shown = repr(data) if as_bytes or not _is_text(data) else repr(data.decode("utf-8"))
     else:
         shown = repr(str(value))
     return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
@@ -219,10 +249,12 @@ def display_array(value: np.ndarray) -> np.ndarray:
     import numpy as np
 
     if value.dtype == object or value.dtype.kind in "SU":
+        elements = value.reshape(-1)
+        as_bytes = any(not _is_text(x) for x in elements)  # one literal style per array: all 'x' or all b'x'
         out = np.empty(value.shape, dtype=object)
         flat = out.reshape(-1)
-        for i, x in enumerate(value.reshape(-1)):
-            flat[i] = quoted_text(x)
+        for i, x in enumerate(elements):
+            flat[i] = quoted_text(x, as_bytes=as_bytes)
         return out
     if value.dtype.kind == "V":  # ml_dtypes
         target = np.int8 if "int" in value.dtype.name else np.float32
