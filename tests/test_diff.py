@@ -411,3 +411,15 @@ def test_paired_chunks_realigns_any_boundaries():
     pieces = list(paired_chunks(a, b))
     assert all(x.size == y.size and np.array_equal(x, y) for x, y in pieces)
     assert np.array_equal(np.concatenate([x for x, _ in pieces]), data)
+
+
+def test_no_pairs_by_key_suggests_matching_by_name(tmp_path, run_cli):
+    """Issue 14 #11: a name-based vs object-based diff with 0 pairs says what to try."""
+    src = CORPUS / "tf1_estimator/model.ckpt-200"
+    conv = tmp_path / "conv/ckpt-1"
+    assert run_cli("convert", src, "--to", "tf-object", "-o", conv).exit_code == 0
+    result = run_cli("diff", src, conv)
+    assert result.exit_code == 1
+    assert "ckpt: hint: no key is in both checkpoints, but 13 tensors pair by variable name: try --match name\n" \
+        in result.stderr
+    assert "hint" not in run_cli("diff", "--match", "name", src, conv).stderr

@@ -58,7 +58,10 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
             result = diff_checkpoints(ca, cb, match=match, rules=rules if rules else None,
                                       strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b,
                                       tolerance=tolerance, keys_only=keys_only, progress=progress)
+        hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
     if not quiet:
+        if hint:
+            click.echo(f"ckpt: hint: {hint}", err=True)
         for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
             click.echo(f"ckpt: warning: {note}", err=True)
         if as_json:
@@ -70,3 +73,12 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
 
             render_diff(result, tolerance, keys_only)
     ctx.exit(Exit.OK if result.equal else Exit.PROBLEM)
+
+
+def _match_hint(ca: object, cb: object) -> str | None:
+    """When no key pairs but variable names do (name-based vs object-based, bundle vs Keras): say so."""
+    names_b = {e.name for e in cb.values()}  # type: ignore[attr-defined]
+    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined]
+    if not paired:
+        return None
+    return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"
