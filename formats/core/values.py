@@ -20,7 +20,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
-from formats.core.errors import TensorNotFoundError
+from formats.core.errors import TensorNotFoundError, UsageError
 from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 
 if TYPE_CHECKING:
@@ -122,8 +122,8 @@ def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] |
                 try:
                     return key, parse_index(inner), inner
                 except ValueError as exc:
-                    raise TensorNotFoundError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
-    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}", hint="`ckpt ls` lists the keys")
+                    raise UsageError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
+    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}")
 
 
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any, Callable
 
+from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
@@ -154,7 +155,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     called after each pair. Raises a :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
     if match not in ("key", "name"):
-        raise ValueError(f"match must be 'key' or 'name', not {match!r}")
+        raise UsageError("", f"match must be 'key' or 'name', not {match!r}")
     from formats.api import open_checkpoint
 
     ca = a if isinstance(a, Checkpoint) else open_checkpoint(a)
