@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 from ..options import rule_options, write_options
 
@@ -61,7 +61,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     anything is written.
 
     Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read.
+    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -85,7 +85,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
                                   update_state=update_state, progress=progress,
                                   inputs=[src, source] + ([template] if template else []))
     _report(result, as_json)
-    ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 
 def _report(result: Any, as_json: bool) -> None:

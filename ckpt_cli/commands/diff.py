@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 from ..options import rule_options
 
@@ -35,7 +35,7 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
     --rtol or --equal-nan ask for numpy allclose semantics. Rename options rewrite
     A's names so that they match B's.
 
-    Exit status: 0 equal, 1 different, 3 an input cannot be read.
+    Exit status: 0 equal, 1 different (all codes below).
 
     \b
     Examples:
@@ -69,4 +69,4 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
             from ..render.diff import render_diff
 
             render_diff(result, tolerance, keys_only)
-    ctx.exit(Exit.OK if result.equal else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if result.equal else ExitCode.PROBLEMS)

@@ -6,7 +6,7 @@ import os
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -45,12 +45,12 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
     from formats.ops.inspect.summary import summarise
 
     outputs = []
-    status = Exit.OK
+    status = ExitCode.OK
     for path in paths:
         if _is_directory(path) and not tree:
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
-                status = Exit.PROBLEM
+                status = ExitCode.PROBLEMS
             outputs.append(("dir", path, infos))
         else:
             with open_checkpoint(path) as ckpt:
