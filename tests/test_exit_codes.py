@@ -90,6 +90,13 @@ def test_exit_1_differences_found(run_cli):
     assert run_cli("-q", "diff", EST1, EST200).exit_code == 1
 
 
+def test_exit_1_selection_matches_nothing(run_cli):
+    result = run_cli("-q", "stats", "--check-finite", EST200, "nett/*")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [f"ckpt: error: {EST200}: no key matches 'nett/*'",
+                                          "  hint: patterns are exact keys or globs on the whole key"]
+
+
 @pytest.mark.parametrize("args, last_line", [
     (["ls", "--zzzz", "{est}"], "Error: No such option '--zzzz'."),
     (["diff", "--map", "nonsense", "{est}", "{est}"], "ckpt: error: a map rule needs OLD=NEW, got 'nonsense'"),

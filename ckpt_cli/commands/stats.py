@@ -21,8 +21,8 @@ def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite
     Inf are counted. bfloat16/float16 are computed in float32 or wider; strings
     and variants get a count only. Tensors are read in chunks, checksums checked.
 
-    Exit status: 0, or 1 with --check-finite when a tensor holds NaN or Inf (all
-    codes below).
+    Exit status: 1 when a KEY|GLOB matches no key, or with --check-finite when a
+    tensor holds NaN or Inf (all codes below).
 
     \b
     Examples:

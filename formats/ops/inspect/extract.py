@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from formats.io.atomic import atomic_output, ensure_space, refuse_url
-from formats.core.errors import InvalidOutputError, OutputExistsError, OutputIsInputError
+from formats.core.errors import InvalidOutputError, NothingSelectedError, OutputExistsError, OutputIsInputError
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.values import iter_chunks, select_entries
+from formats.core.selection import select
+from formats.core.values import iter_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,9 +107,9 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
     """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
 
     ``progress(bytes_done, tensors_done)`` is called after each tensor is written."""
-    entries = select_entries(ckpt, list(patterns))
+    entries = select(ckpt, patterns)
     if not entries:
-        raise ExtractError(ckpt.path, "no tensor matches " + " ".join(repr(p) for p in patterns))
+        raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
     refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
     inputs = {os.path.realpath(f) for f in ckpt.files}

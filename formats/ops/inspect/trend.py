@@ -8,7 +8,6 @@ chunks; at most two checkpoints are open at a time. Unreadable checkpoints are s
 """
 from __future__ import annotations
 
-import fnmatch
 import math
 import os
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.selection import nothing_selected, select_keys
 from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, value_kind
 
@@ -65,10 +65,8 @@ def change_norm(a: TensorEntry, b: TensorEntry) -> float:
     return math.sqrt(total)
 
 
-def _wanted(entry: TensorEntry, patterns: Sequence[str]) -> bool:
-    if value_kind(entry.dtype) in ("bytes", "other"):
-        return False
-    return not patterns or any(fnmatch.fnmatchcase(entry.key, p) for p in patterns)
+def _numeric(entry: TensorEntry) -> bool:
+    return value_kind(entry.dtype) not in ("bytes", "other")
 
 
 def _finite(x: float | None) -> float | None:
@@ -76,7 +74,9 @@ def _finite(x: float | None) -> float | None:
 
 
 def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -> TrendResult:
-    """The :class:`TrendResult` of the checkpoints in ``directory`` (variables filtered by key globs)."""
+    """The :class:`TrendResult` of the checkpoints in ``directory`` (variables selected by key ``patterns``,
+    exact or globs; :class:`~formats.core.errors.NothingSelectedError` when one matches no key in any
+    checkpoint)."""
     from formats.api import open_checkpoint
     from formats.discover.scan import scan_directory
 
@@ -87,6 +87,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
     infos = sorted(scan_directory(directory), key=lambda i: (i.step is None, i.step or 0, i.path))
     trends: dict[str, VariableTrend] = {}
     previous: Checkpoint | None = None
+    unmatched = set(patterns)
     try:
         for info in infos:
             if info.error:
@@ -97,33 +98,38 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
             except CheckpointError as exc:
                 result.notes.append(f"skipped {info.path}: {exc.message}")
                 continue
-            _add(result, trends, previous, ckpt, info.step, patterns)
+            unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns))
             if previous is not None:
                 previous.close()
             previous = ckpt
     finally:
         if previous is not None:
             previous.close()
+    if unmatched and result.checkpoints:
+        raise nothing_selected(directory, [p for p in dict.fromkeys(patterns) if p in unmatched])
     result.variables = [trends[k] for k in sorted(trends)]
     return result
 
 
 def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkpoint | None, ckpt: Checkpoint,
-         step: int | None, patterns: Sequence[str]) -> None:
+         step: int | None, patterns: Sequence[str]) -> list[str]:
+    """Append ``ckpt``'s norms and changes; return the patterns that matched none of its keys."""
     index = len(result.checkpoints)
     result.checkpoints.append(ckpt.path)
     result.steps.append(step)
-    for key in sorted(ckpt):
+    keys, unmatched = select_keys(sorted(ckpt), patterns)
+    for key in keys:
         entry = ckpt[key]
-        if not _wanted(entry, patterns):
+        if not _numeric(entry):
             continue
         trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index))
         trend.norm.append(_finite(tensor_stats(entry).l2))
         old = previous.get(key) if previous is not None else None
-        same = old is not None and old.shape == entry.shape and _wanted(old, ())
+        same = old is not None and old.shape == entry.shape and _numeric(old)
         trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
         trend.shape, trend.dtype = entry.shape, entry.dtype
     for trend in trends.values():
         if len(trend.norm) <= index:
             trend.norm.append(None)
             trend.change.append(None)
+    return unmatched
