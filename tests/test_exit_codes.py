@@ -29,6 +29,9 @@ def test_exit_codes_are_the_documented_numbers():
     from ckpt_cli.exit_codes import ExitCode as reexported
 
     assert reexported is ExitCode  # declared once
+    import formats
+
+    assert formats.ExitCode is ExitCode and formats.NothingSelectedError is errors.NothingSelectedError
 
 
 EXPECTED_CODES = {
