@@ -10,6 +10,29 @@ import functools
 
 import click
 
+from formats.core.errors import ExitCode
+
+#: What each exit status means, for every command's ``--help`` and the README (one table).
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.PROBLEMS: "differences or problems found (each listed), or a key selection that matches nothing",
+    ExitCode.USAGE: "usage error (unknown option, malformed --map/--regex/rules, bad slice syntax)",
+    ExitCode.INPUT: "an input cannot be read (missing, not a checkpoint, corrupt)",
+    ExitCode.OUTPUT: "the output was not written (exists without --force, would replace an input, disk full, "
+                     "failed its read-back)",
+    ExitCode.INTERNAL: "internal error (a bug: please report it with --traceback output)",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
+def format_exit_status(formatter: click.HelpFormatter) -> None:
+    """The closing block of every ``--help`` (the root's too): each exit status and its meaning."""
+    formatter.write_paragraph()
+    with formatter.indentation():
+        formatter.write_text("Exit status:")
+        with formatter.indentation():
+            formatter.write_dl([(str(int(code)), text) for code, text in EXIT_MEANINGS.items()], col_spacing=2)
+
 GROUPS: dict[str, tuple[str, ...]] = {
     "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only",
                   "no_optimizer", "ignore_optimizer", "against", "target", "template"),
@@ -26,7 +49,12 @@ ORDER = ("Selection", "Rename rules", "Comparison", "Writing", "Output", "Other 
 
 
 class CkptCommand(click.Command):
-    """A click command whose ``--help`` lists options under headings (see :data:`GROUPS`)."""
+    """A click command whose ``--help`` lists options under headings (see :data:`GROUPS`) and ends with
+    the exit statuses (:func:`format_exit_status`)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        format_exit_status(formatter)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         sections: dict[str, list[tuple[str, str]]] = {}

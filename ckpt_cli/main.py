@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from .exit_codes import Exit
+from .exit_codes import ExitCode
+from .help import format_exit_status
 
 # name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
 COMMANDS: dict[str, str] = {
@@ -49,6 +50,10 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        format_exit_status(formatter)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -56,44 +61,63 @@ class LazyGroup(click.Group):
             raise
         except KeyboardInterrupt:
             click.echo("ckpt: interrupted", err=True)
-            ctx.exit(Exit.INTERRUPTED)
+            ctx.exit(ExitCode.INTERRUPTED)
         except BrokenPipeError:
             _silence_broken_pipe()
-            ctx.exit(Exit.OK)
+            ctx.exit(ExitCode.OK)
         except Exception as exc:  # the one place errors become messages and exit codes
             settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
             ctx.exit(report_error(exc, settings.traceback))
 
 
 def report_error(exc: BaseException, show_traceback: bool) -> int:
-    """Print one line (plus a hint) for ``exc`` on stderr and return the exit code."""
+    """Print one line (plus a hint) for ``exc`` on stderr and return its exit code (see ExitCode)."""
     from formats.core.errors import CheckpointError
+
+    from .render.common import safe_text
 
     if show_traceback:
         import traceback
 
         traceback.print_exception(exc)
-    from .render.common import safe_text
-
     if isinstance(exc, CheckpointError):
-        click.echo(safe_text(f"ckpt: error: {exc}"), err=True)
-        if exc.hint:
-            click.echo(safe_text(f"  hint: {exc.hint}"), err=True)
-        return int(Exit.UNREADABLE)
-    if isinstance(exc, OSError):  # e.g. a full disk while writing: writers leave no partial output
-        where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(safe_text(f"ckpt: error: {where}{exc.strerror or exc}"), err=True)
-        hint = _OS_HINTS.get(exc.errno or 0)
-        if hint:
-            click.echo(f"  hint: {hint}", err=True)
-        return int(Exit.UNREADABLE if exc.errno in _READ_ERRNOS else Exit.PROBLEM)
-    click.echo(f"ckpt: internal error: {type(exc).__name__}: {exc}", err=True)
-    if not show_traceback:
-        click.echo("  hint: run again with --traceback and report it", err=True)
-    return int(Exit.PROBLEM)
+        code = exc.exit_code
+        message = str(exc)
+    elif isinstance(exc, OSError):  # not wrapped by the library: an input, unless only writing fails so
+        from formats.io.atomic import WRITE_ERRNOS
+
+        code = ExitCode.OUTPUT if exc.errno in WRITE_ERRNOS else ExitCode.INPUT
+        message = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
+    else:
+        click.echo(safe_text(f"ckpt: internal error: {type(exc).__name__}: {exc}; "
+                             "please report it with --traceback output"), err=True)
+        return int(ExitCode.INTERNAL)
+    click.echo(safe_text(f"ckpt: error: {message}"), err=True)
+    hint = cli_hint(exc)
+    if hint:
+        click.echo(safe_text(f"  hint: {hint}"), err=True)
+    return int(code)
 
 
-_READ_ERRNOS = {2, 13, 20, 21, 1}  # ENOENT, EACCES, ENOTDIR, EISDIR, EPERM: an input cannot be read
+def cli_hint(exc: BaseException) -> str | None:
+    """The hint for ``exc`` in command-line words: the library's hint with its keyword arguments as flags
+    (``pass force=True`` -> ``use --force``), else one per error class or per errno."""
+    import re
+
+    from formats.core.errors import TensorNotFoundError
+
+    hint = getattr(exc, "hint", None)
+    if hint:
+        return re.sub(r"\bpass (\w+)=True\b", lambda m: "use --" + m.group(1).replace("_", "-"), hint)
+    if isinstance(exc, TensorNotFoundError) and exc.path:
+        import shlex
+
+        return f"`ckpt ls {shlex.quote(exc.path)}` lists the keys"
+    if isinstance(exc, OSError):
+        return _OS_HINTS.get(exc.errno or 0)
+    return None
+
+
 _OS_HINTS = {
     28: "the output's disk is full; nothing was left under the output name",  # ENOSPC
     122: "disk quota exceeded; nothing was left under the output name",  # EDQUOT

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from formats.api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
-                     CorruptCheckpointError, InvalidOutputError, NotACheckpointError, OutputExistsError,
-                     OutputIsInputError, TensorNotFoundError, UnsupportedError)
+                                 CorruptCheckpointError, ExitCode, InvalidOutputError, NotACheckpointError,
+                                 NothingSelectedError, OutputError, OutputExistsError, OutputIsInputError,
+                                 OutputWriteError, TensorNotFoundError, UnsupportedError, UsageError,
+                                 VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 
 __version__ = "0.1.0"
@@ -26,7 +28,8 @@ __all__ = [
     "Checkpoint", "TensorEntry",
     "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
-    "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
+    "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
+    "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode",
     "write_checkpoint", "update_state_file", "TensorValue",
 ]
 

@@ -277,12 +277,12 @@ def test_refuses_existing_output_and_input(run_cli, tmp_path, corpus_copy):
     assert run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object").exit_code == 0
     before = (out.parent / "ckpt.index").read_bytes()
     result = run_cli("convert", ADAM, "-o", out, "--to", "tf-object")
-    assert result.exit_code == 3 and "output checkpoint exists" in result.stderr
+    assert result.exit_code == 4 and "output checkpoint exists" in result.stderr
     assert (out.parent / "ckpt.index").read_bytes() == before
     assert run_cli("convert", ADAM, "-o", out, "--to", "tf-object", "--force").exit_code == 0
     copy = corpus_copy("tf1_adam") / "model.ckpt-200"
     result = run_cli("convert", copy, "-o", copy, "--to", "tf-object", "--force")
-    assert result.exit_code == 3 and "which is being read" in result.stderr
+    assert result.exit_code == 4 and "which is being read" in result.stderr
 
 
 def test_dry_run_writes_nothing_and_update_state(run_cli, tmp_path):

@@ -98,7 +98,7 @@ def test_renames_become_a_rules_file_that_diff_accepts(run_cli, tmp_path):
     assert check.exit_code == 0, check.stdout
     assert json.loads(check.stdout)["same"] == 13
     again = run_cli("doctor", old, "--against", CORPUS / EST200, "--write-rules", rules)
-    assert again.exit_code == 3 and "rules file exists" in again.stderr
+    assert again.exit_code == 4 and "rules file exists" in again.stderr
 
 
 def test_would_load_exits_0(run_cli):

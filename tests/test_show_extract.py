@@ -83,15 +83,15 @@ def test_show_strings_of_the_corpus(run_cli):
     assert json.loads(result.stdout)["values"][:3] == [v.decode() for v in values[:3]]
 
 
-@pytest.mark.parametrize("arg, message", [
-    ("dnn/logits/kernel[0:3, x]", "bad slice item 'x' in [0:3, x]"),
-    ("dnn/logits/kernel[11]", "bad slice for shape [10, 3]: index 11 is out of bounds for axis 0 with size 10"),
-    ("dnn/logits/kernel[::0]", "bad slice for shape [10, 3]: slice step cannot be zero"),
-    ("no/such", "no tensor named 'no/such'"),
+@pytest.mark.parametrize("arg, message, code", [
+    ("dnn/logits/kernel[0:3, x]", "bad slice item 'x' in [0:3, x]", 2),
+    ("dnn/logits/kernel[11]", "bad slice for shape [10, 3]: index 11 is out of bounds for axis 0 with size 10", 2),
+    ("dnn/logits/kernel[::0]", "bad slice for shape [10, 3]: slice step cannot be zero", 2),
+    ("no/such", "no tensor named 'no/such'", 1),
 ])
-def test_show_bad_keys_and_slices(run_cli, arg, message):
+def test_show_bad_keys_and_slices(run_cli, arg, message, code):
     result = run_cli("show", CORPUS / EST200, arg)
-    assert result.exit_code == 3
+    assert result.exit_code == code
     assert message in result.stderr.splitlines()[0]
 
 
@@ -175,7 +175,7 @@ def test_symlinked_subdirectory_is_refused(run_cli, tmp_path):
     outside.mkdir()
     (out / "dnn").symlink_to(outside)
     result = run_cli("extract", CORPUS / EST200, "dnn/logits/bias", "-o", out)
-    assert result.exit_code == 3 and "would be written outside" in result.stderr
+    assert result.exit_code == 4 and "would be written outside" in result.stderr
     assert list(outside.iterdir()) == []
 
 
@@ -183,23 +183,23 @@ def test_existing_output_refused_unless_force(run_cli, tmp_path):
     out = tmp_path / "g.npy"
     out.write_bytes(b"keep")
     result = run_cli("extract", CORPUS / EST200, "global_step", "-o", out)
-    assert result.exit_code == 3 and "output exists" in result.stderr and out.read_bytes() == b"keep"
+    assert result.exit_code == 4 and "output exists" in result.stderr and out.read_bytes() == b"keep"
     assert run_cli("extract", "--force", CORPUS / EST200, "global_step", "-o", out).exit_code == 0
     assert np.load(out).tolist() == 200
 
 
 def test_npy_needs_exactly_one_tensor(run_cli, tmp_path):
     result = run_cli("extract", CORPUS / EST200, "dnn/*", "-o", tmp_path / "x.npy")
-    assert result.exit_code == 3
+    assert result.exit_code == 4
     assert "a .npy file holds one tensor, 12 were selected" in result.stderr
-    assert run_cli("extract", CORPUS / EST200, "zzz*", "-o", tmp_path / "x").exit_code == 3
+    assert run_cli("extract", CORPUS / EST200, "zzz*", "-o", tmp_path / "x").exit_code == 1
 
 
 def test_strings_with_trailing_nul_need_allow_pickle(run_cli, tmp_path):
     src = tmp_path / "s" / "ckpt-1"
     write_checkpoint(src, {"s": np.array([b"a\x00", b"b"], dtype=object)})
     result = run_cli("extract", src, "s", "-o", tmp_path / "s.npy")
-    assert result.exit_code == 3 and "--allow-pickle" in result.stderr
+    assert result.exit_code == 4 and "--allow-pickle" in result.stderr
     assert not (tmp_path / "s.npy").exists()
     assert run_cli("extract", "--allow-pickle", src, "s", "-o", tmp_path / "s.npy").exit_code == 0
     assert np.load(tmp_path / "s.npy", allow_pickle=True).tolist() == [b"a\x00", b"b"]

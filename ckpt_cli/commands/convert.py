@@ -8,7 +8,7 @@ import click
 from formats.ops.convert.targets import TARGETS, planner
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 from ..options import rule_options, write_options
 
@@ -42,7 +42,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     anything is written.
 
     Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read.
+    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -66,7 +66,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
                                   update_state=update_state, progress=progress,
                                   inputs=[src, source] + ([template] if template else []))
     _report(result, as_json)
-    ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 
 def _report(result: Any, as_json: bool) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT, key_completer
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 from ..options import rule_options
 
@@ -15,6 +15,9 @@ from ..options import rule_options
 @click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
               help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
                    "name-based vs object-based).")
+@click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
+              help="Only tensors whose key (with --match name: name), after the rename rules, is GLOB or "
+                   "matches it (repeatable).")
 @rule_options("A's")
 @click.option("--strip-prefix-a", metavar="PREFIX", shell_complete=key_completer("a"), help="Remove this '/'-prefix from A's names first.")
 @click.option("--strip-prefix-b", metavar="PREFIX", shell_complete=key_completer("b"), help="Remove this '/'-prefix from B's names first.")
@@ -25,7 +28,7 @@ from ..options import rule_options
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit status says it all.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @click.pass_context
-def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], regexes: tuple[str, ...],
+def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ...], maps: tuple[str, ...], regexes: tuple[str, ...],
          rules_file: str | None, strip_prefix_a: str | None, strip_prefix_b: str | None, atol: float | None,
          rtol: float | None, equal_nan: bool, keys_only: bool, quiet: bool, as_json: bool) -> None:
     """Compare two checkpoints: keys only in one, shape/dtype changes, value changes.
@@ -35,7 +38,8 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
     --rtol or --equal-nan ask for numpy allclose semantics. Rename options rewrite
     A's names so that they match B's.
 
-    Exit status: 0 equal, 1 different, 3 an input cannot be read.
+    Exit status: 0 equal, 1 different or a --filter matching nothing (all codes
+    below).
 
     \b
     Examples:
@@ -57,7 +61,8 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
         with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
             result = diff_checkpoints(ca, cb, match=match, rules=rules if rules else None,
                                       strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b,
-                                      tolerance=tolerance, keys_only=keys_only, progress=progress)
+                                      tolerance=tolerance, keys_only=keys_only, progress=progress,
+                                      patterns=patterns)
         hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
     if not quiet:
         if hint:
@@ -72,7 +77,7 @@ def diff(ctx: click.Context, a: str, b: str, match: str, maps: tuple[str, ...], 
             from ..render.diff import render_diff
 
             render_diff(result, tolerance, keys_only)
-    ctx.exit(Exit.OK if result.equal else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if result.equal else ExitCode.PROBLEMS)
 
 
 def _match_hint(ca: object, cb: object) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -29,7 +29,7 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
     shape-mismatched variables, suggests renames (same shape and a similar name,
     weights->kernel, biases->bias) and can write them as a rules file.
 
-    Exit status: 0 it would load, 1 it would not, 3 an input cannot be read.
+    Exit status: 0 it would load, 1 it would not (all codes below).
 
     \b
     Examples:
@@ -50,15 +50,15 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
         print_json(report.to_json())
     else:
         _render(report, rules_out)
-    ctx.exit(Exit.OK if report.would_load else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if report.would_load else ExitCode.PROBLEMS)
 
 
 def _write_rules(path: str, rules: list[Any], force: bool) -> None:
-    from formats.core.errors import CheckpointError
+    from formats.core.errors import OutputExistsError
     from formats.ops.rules import dump_rules
 
     if os.path.lexists(path) and not force:
-        raise CheckpointError(path, "rules file exists (use --force to replace it)")
+        raise OutputExistsError(path, "rules file exists", hint="use --force to replace it")
     temp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
     try:
         with open(temp, "x", encoding="utf-8") as f:

@@ -39,10 +39,10 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
 
     from ..render.progress import progress_for
 
-    from formats.core.values import select_entries
+    from formats.core.selection import select
 
     with open_checkpoint(path) as ckpt:
-        total = sum(e.nbytes for e in select_entries(ckpt, list(patterns)))
+        total = sum(e.nbytes for e in select(ckpt, patterns))
         with progress_for(ckpt, "extracting", total=total) as progress:
             report = do_extract(ckpt, patterns, out, mode, force, allow_pickle, progress)
     if as_json:

@@ -25,10 +25,15 @@ def graph(path: str, fmt: str, as_json: bool) -> None:
       ckpt graph run/tf_ckpts --format mermaid
     """
     from formats.api import open_checkpoint
+    from formats.core.errors import UnsupportedError
     from formats.ops.inspect.graph_drawing import build_drawing
 
     with open_checkpoint(path) as ckpt:
-        drawing = build_drawing(ckpt)
+        try:
+            drawing = build_drawing(ckpt)
+        except UnsupportedError as exc:
+            exc.hint = "`ckpt ls --tree` shows any checkpoint as a tree"
+            raise
     if as_json:
         from ..render.common import print_json
 

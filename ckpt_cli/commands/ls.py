@@ -6,7 +6,7 @@ import os
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -45,24 +45,38 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
     from formats.ops.inspect.summary import summarise
 
     outputs = []
-    status = Exit.OK
+    status = ExitCode.OK
     for path in paths:
         if _is_directory(path) and not tree:
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
-                status = Exit.PROBLEM
+                status = ExitCode.PROBLEMS
             outputs.append(("dir", path, infos))
         else:
             with open_checkpoint(path) as ckpt:
                 if tree:
                     from formats.ops.inspect.tree import build_tree
 
-                    outputs.append(("tree", path, build_tree(ckpt, not no_optimizer, patterns=list(patterns))))
+                    listing = build_tree(ckpt, not no_optimizer, patterns=list(patterns))
+                    outputs.append(("tree", path, listing))
                 else:
-                    outputs.append(("ckpt", path, summarise(ckpt, list(patterns), sort, names, not no_optimizer)))
+                    listing = summarise(ckpt, list(patterns), sort, names, not no_optimizer)
+                    outputs.append(("ckpt", path, listing))
+            _warn_unmatched(listing.path, listing.unmatched)
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     ctx.exit(status)
+
+
+def _warn_unmatched(path: str, unmatched: list[str]) -> None:
+    """A filter that matches nothing is worth a warning, not a failure, in a listing."""
+    if unmatched:
+        from formats.core.selection import nothing_selected
+
+        from ..render.common import safe_text
+
+        exc = nothing_selected(path, unmatched)
+        click.echo(safe_text(f"ckpt: warning: {exc} ({exc.hint})"), err=True)
 
 
 def _is_directory(path: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 from ..options import rule_options, write_options
 
@@ -32,7 +32,7 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
     are reported before anything is written.
 
     Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read.
+    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -63,4 +63,4 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
         from ..render.convert import render_conversion
 
         render_conversion(result)
-    ctx.exit(Exit.OK if result.ok else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)

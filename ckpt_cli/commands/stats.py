@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT, complete_keys
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -21,7 +21,8 @@ def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite
     Inf are counted. bfloat16/float16 are computed in float32 or wider; strings
     and variants get a count only. Tensors are read in chunks, checksums checked.
 
-    Exit status: 0, or 1 with --check-finite when a tensor holds NaN or Inf.
+    Exit status: 1 when a KEY|GLOB matches no key, or with --check-finite when a
+    tensor holds NaN or Inf (all codes below).
 
     \b
     Examples:
@@ -45,4 +46,4 @@ def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite
         from ..render.stats import render_stats
 
         render_stats(result, check_finite)
-    ctx.exit(Exit.PROBLEM if check_finite and result.nonfinite else Exit.OK)
+    ctx.exit(ExitCode.PROBLEMS if check_finite and result.nonfinite else ExitCode.OK)

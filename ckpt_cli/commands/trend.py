@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT, complete_keys
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -46,4 +46,4 @@ def trend(ctx: click.Context, directory: str, patterns: tuple[str, ...], check_f
 
         result.notes = []
         render_trend(result)
-    ctx.exit(Exit.PROBLEM if check_finite and result.diverged else Exit.OK)
+    ctx.exit(ExitCode.PROBLEMS if check_finite and result.diverged else ExitCode.OK)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import Exit
+from ..exit_codes import ExitCode
 from ..help import command
 
 
@@ -21,7 +21,8 @@ def verify(ctx: click.Context, path: str, against: str | None, as_json: bool) ->
     (keys, shapes, dtypes and values, compared chunk by chunk), e.g. after a conversion.
 
     Exit status: 0 when the checkpoint is sound (or the same as SRC), 1 when problems
-    or differences were found (each is listed), 3 when it cannot be opened at all.
+    or differences were found (each is listed), 3 when it cannot be opened at all
+    (all codes below).
 
     \b
     Examples:
@@ -48,7 +49,7 @@ def verify(ctx: click.Context, path: str, against: str | None, as_json: bool) ->
         from ..render.reports import render_verify
 
         render_verify(report)
-    ctx.exit(Exit.OK if report.ok else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if report.ok else ExitCode.PROBLEMS)
 
 
 def _verify_against(ctx: click.Context, path: str, against: str, as_json: bool) -> None:
@@ -68,4 +69,4 @@ def _verify_against(ctx: click.Context, path: str, against: str, as_json: bool) 
         from ..render.roundtrip import render_roundtrip
 
         render_roundtrip(report)
-    ctx.exit(Exit.OK if report.ok else Exit.PROBLEM)
+    ctx.exit(ExitCode.OK if report.ok else ExitCode.PROBLEMS)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
-from formats.core.errors import TensorNotFoundError, UnsupportedError
+from formats.core.errors import UnsupportedError, UsageError
 from formats.core.model import CHUNK_BYTES, TensorEntry
 
 if TYPE_CHECKING:
@@ -140,13 +140,13 @@ def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iter
 
 
 def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
-    """``value[index]``, or a TensorNotFoundError naming the entry when the index does not fit its shape."""
+    """``value[index]``, or a UsageError naming the entry when the index does not fit its shape."""
     import numpy as np
 
     try:
         return np.asarray(value[index])
     except (IndexError, ValueError) as exc:
-        raise TensorNotFoundError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
+        raise UsageError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
 
 
 def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:

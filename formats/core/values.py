@@ -12,7 +12,6 @@ a chunk after asking for the next one.
 """
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections.abc import Iterator
@@ -20,13 +19,13 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
-from formats.core.errors import TensorNotFoundError
+from formats.core.errors import TensorNotFoundError, UsageError
 from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind", "select_entries",
+__all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind",
            "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
            "display_array"]
 
@@ -99,20 +98,6 @@ def iter_float_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) 
         yield as_float(chunk)
 
 
-def select_entries(ckpt: Checkpoint, patterns: list[str] | tuple[str, ...]) -> list[TensorEntry]:
-    """Entries whose key equals or glob-matches one of ``patterns`` (all when none), sorted by key.
-
-    A pattern without glob characters that names no key raises :class:`TensorNotFoundError`.
-    """
-    if not patterns:
-        return [ckpt[k] for k in sorted(ckpt)]
-    for p in patterns:
-        if p not in ckpt and not any(c in p for c in "*?["):
-            raise TensorNotFoundError(ckpt.path, f"no tensor named {p!r}", hint="`ckpt ls` lists the keys")
-    keys = [k for k in sorted(ckpt) if any(k == p or fnmatch.fnmatchcase(k, p) for p in patterns)]
-    return [ckpt[k] for k in keys]
-
-
 # -- key[slice] ------------------------------------------------------------------------------------
 _INT = re.compile(r"^[-+]?\d+$")
 
@@ -170,8 +155,8 @@ def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] |
                 try:
                     return key, parse_index(inner), inner
                 except ValueError as exc:
-                    raise TensorNotFoundError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
-    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}", hint="`ckpt ls` lists the keys")
+                    raise UsageError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
+    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}")
 
 
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:

@@ -3,7 +3,9 @@
 Writers write under :func:`temp_name`, flush with :func:`fsync_file`, rename into place and
 :func:`fsync_dir`; on any failure they remove the temporary. :func:`ensure_space` refuses up front
 when the output's file system cannot hold what is about to be written, so a full disk is a clean
-error before any byte is written (HDF5 in particular does not fail gracefully mid-file).
+error before any byte is written (HDF5 in particular does not fail gracefully mid-file). What the
+operating system refuses while an output is written surfaces as
+:class:`~formats.core.errors.OutputWriteError` (:func:`write_error`).
 """
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ import errno
 import os
 from collections.abc import Iterator
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url"]
+from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
+
+__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url", "write_error",
+           "WRITE_ERRNOS"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
 
 
 def temp_name(out: str) -> str:
@@ -47,15 +53,21 @@ def fsync_dir(directory: str) -> None:
 
 
 def ensure_space(directory: str, needed: int) -> None:
-    """Raise ``OSError(ENOSPC)`` when ``directory``'s file system has less than ``needed`` bytes free."""
+    """Raise :class:`OutputWriteError` (errno ``ENOSPC``) when ``directory``'s file system has less than
+    ``needed`` bytes free."""
     try:
         st = os.statvfs(directory)
     except (OSError, AttributeError):  # pragma: no cover - no statvfs: let the write itself fail
         return
     free = st.f_bavail * st.f_frsize
     if needed + MARGIN > free:
-        raise OSError(errno.ENOSPC, f"No space left on device ({needed + MARGIN:,} bytes needed, "
-                      f"{free:,} free in {directory})")
+        raise OutputWriteError("", f"No space left on device ({needed + MARGIN:,} bytes needed, "
+                               f"{free:,} free in {directory})", errno=errno.ENOSPC)
+
+
+def write_error(exc: OSError, out: str) -> OutputWriteError:
+    """``exc``, raised by the operating system while ``out`` was written, as the library's output error."""
+    return OutputWriteError(out, exc.strerror or str(exc), errno=exc.errno)
 
 
 @contextlib.contextmanager
@@ -64,7 +76,10 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     flushed and renamed to ``out``; on any error it is removed. ``needed`` bytes are checked first."""
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise write_error(exc, out) from exc
     ensure_space(directory, needed)
     temp = temp_name(out)
     try:
@@ -72,10 +87,19 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
         fsync_file(temp)
         os.replace(temp, out)
         fsync_dir(directory)
-    except BaseException:
+    except BaseException as exc:
         if os.path.lexists(temp):
             os.unlink(temp)
+        if _is_write_error(exc, temp, out):
+            raise write_error(exc, out) from exc  # type: ignore[arg-type]
         raise
+
+
+def _is_write_error(exc: BaseException, temp: str, out: str) -> bool:
+    """An OSError about the output (its temporary, or a kind only writing raises), not about an input."""
+    if not isinstance(exc, OSError) or isinstance(exc, CheckpointError):
+        return False
+    return exc.errno in WRITE_ERRNOS or exc.filename in (temp, out)
 
 
 def refuse_url(out: str) -> None:
@@ -83,7 +107,5 @@ def refuse_url(out: str) -> None:
     from formats.io.storage import is_url
 
     if is_url(out):
-        from formats.core.errors import UnsupportedError
-
-        raise UnsupportedError(out, "this output is written to local disk only; write it locally and upload it "
-                               "(TensorFlow bundles can be written to a URL directly)")
+        raise InvalidOutputError(out, "this output is written to local disk only; write it locally and upload it "
+                                 "(TensorFlow bundles can be written to a URL directly)")

@@ -29,7 +29,7 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
     fs, _ = storage.filesystem(url_prefix)
     index_url = url_prefix + ".index"
     if not force and storage.isfile(index_url):
-        raise OutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+        raise OutputExistsError(url_prefix, "output checkpoint exists", hint="pass force=True to replace it")
     done: list[str] = []
     try:
         for local in _local_files(local_prefix):
@@ -69,7 +69,7 @@ def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None,
 
     _refuse_input(url_prefix, tensors, options.get("inputs", ()))
     if not force and storage.isfile(url_prefix + ".index"):
-        raise OutputExistsError(url_prefix, "output checkpoint exists (use --force to replace it)")
+        raise OutputExistsError(url_prefix, "output checkpoint exists", hint="pass force=True to replace it")
     scratch = tempfile.mkdtemp(prefix="ckpt-upload-")
     try:
         local = os.path.join(scratch, storage.basename(url_prefix))

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.core.errors import CheckpointError, UnsupportedError
+from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
+                                 UnsupportedError, VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, fixed_chunks
@@ -201,7 +202,7 @@ def _stream_into(ds: Any, source: Source, np_dtype: Any, shape: tuple[int, ...],
         done += rows
     total = shape[0] if shape else 1
     if done != total or pending:
-        raise CheckpointError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
+        raise CorruptCheckpointError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
 
 
 def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force: bool, verify: bool,
@@ -225,16 +226,15 @@ def _nbytes(source: Source) -> int:
 
 
 def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
-    from formats.tf_bundle.writer import VerificationError
     from formats.keras_h5 import open_keras
 
     with open_keras(temp, "hdf5") as written:
         if written.format != layout:
-            raise CheckpointError(out, f"verification failed: the file reads as {written.format}, not {layout}")
+            raise VerificationError(out, f"verification failed: the file reads as {written.format}, not {layout}")
         problems = [(p.where, p.message) for p in written.problems()]
         if problems:
             where, message = problems[0]
-            raise CheckpointError(out, f"verification failed: {where}: {message}")
+            raise VerificationError(out, f"verification failed: {where}: {message}")
         report = compare_checkpoints(written, expected, path=out, against="sources", chunk=chunk)
     if not report.ok:
         raise VerificationError(out, report)
@@ -243,8 +243,6 @@ def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk
 
 def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Checkpoint], force: bool) -> None:
     """Refuse an output that is a file being read (always) or that exists (unless ``force``)."""
-    from formats.tf_bundle.writer import OutputExistsError, OutputIsInputError
-
     real = os.path.realpath(os.path.abspath(out))
     files: list[str] = []
     for item in inputs:
@@ -254,9 +252,9 @@ def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Che
     if any(os.path.realpath(os.path.abspath(f)) == real for f in files):
         raise OutputIsInputError(out, "output would overwrite a file that is being read; write to another path")
     if os.path.isdir(out):
-        raise OutputExistsError(out, "output is a directory")
+        raise InvalidOutputError(out, "output is a directory")
     if not force and os.path.lexists(out):
-        raise OutputExistsError(out, "output file exists (use force=True / --force to replace it)")
+        raise OutputExistsError(out, "output file exists", hint="pass force=True to replace it")
 
 
 def source_files(source: Source) -> list[str]:

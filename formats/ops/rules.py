@@ -22,14 +22,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from formats.core.errors import CheckpointError
+from formats.core.errors import InputReadError, UsageError
 
 __all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules"]
 
 KINDS = ("map", "regex", "add-prefix", "strip-prefix")
 
 
-class RuleError(CheckpointError, ValueError):
+class RuleError(UsageError):
     """A rule that cannot be parsed or compiled (the path is the rules file, if any)."""
 
 
@@ -100,7 +100,7 @@ def parse_pair(kind: str, text: str, source: str = "") -> Rule:
     if kind in ("add-prefix", "strip-prefix"):
         return Rule(kind, text)
     if "=" not in text:
-        raise RuleError(source, f"--{kind} needs OLD=NEW, got {text!r}")
+        raise RuleError(source, f"a {kind} rule needs OLD=NEW, got {text!r}")
     old, new = text.split("=", 1)
     if kind == "regex":
         try:
@@ -129,7 +129,7 @@ def load_rules(path: str | os.PathLike[str]) -> list[Rule]:
         with open(source, "rb") as f:
             raw = f.read()
     except OSError as exc:
-        raise RuleError(source, f"cannot read rules file ({exc.strerror})") from None
+        raise InputReadError(source, f"cannot read rules file ({exc.strerror})", errno=exc.errno) from None
     try:
         if source.endswith(".toml"):
             try:

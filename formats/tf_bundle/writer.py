@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from formats.core import dtypes
 from formats.io.crc import crc32c, mask, unmask
 from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
-                      OutputIsInputError)
+                      OutputIsInputError, VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
@@ -30,17 +30,6 @@ from formats.io.atomic import ensure_space, fsync_dir, temp_name
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
-
-
-class VerificationError(CorruptCheckpointError):
-    """The written checkpoint does not read back as its sources; ``report`` lists every mismatch."""
-
-    def __init__(self, path: str, report: RoundTripReport) -> None:
-        first = report.mismatches[0]
-        more = len(report.mismatches) - 1
-        super().__init__(path, f"verification failed: {first.key!r}: {first.message}"
-                         + (f" (and {more} more)" if more else ""))
-        self.report = report
 
 
 @dataclass
@@ -144,7 +133,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         for source in tensors.values():
             guard.check_source(source)
     if not force and (os.path.lexists(final_index) or os.path.lexists(final_data)):
-        raise OutputExistsError(prefix, "output checkpoint exists (use force=True / --force to replace it)")
+        raise OutputExistsError(prefix, "output checkpoint exists", hint="pass force=True to replace it")
     directory = os.path.dirname(os.path.abspath(prefix))
     if not os.path.isdir(directory):
         os.makedirs(directory, exist_ok=True)

@@ -81,7 +81,7 @@ def test_full_disk_leaves_no_output_and_a_one_line_error(tmp_path, small_disk, r
     out = small_disk
     keras = CORPUS / "keras2_tagger/tagger_weights.h5"  # 31 KiB: larger than the disk too
     result = run_cli(*[a.format(src=src, out=out, keras=keras) for a in args])
-    assert result.exit_code == 1
+    assert result.exit_code == 4
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("ckpt: error: No space left on device (")
     assert lines[1] == "  hint: the output's disk is full; nothing was left under the output name"

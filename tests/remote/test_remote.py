@@ -179,7 +179,7 @@ def test_convert_from_and_to_a_bucket_round_trips(s3_bucket, run_cli):
     result = run_cli("verify", back, "--against", CORPUS / "tf1_estimator/model.ckpt-200")
     assert result.exit_code == 0, result.stdout
     result = run_cli("convert", out, "-o", out, "--to", "tf-name", "--force")
-    assert result.exit_code == 3 and "output is the checkpoint being read" in result.stderr
+    assert result.exit_code == 4 and "output is the checkpoint being read" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["convert", "{src}", "-o", "s3://b/x.npz", "--to", "npz"],
@@ -187,6 +187,6 @@ def test_convert_from_and_to_a_bucket_round_trips(s3_bucket, run_cli):
 def test_single_file_outputs_to_urls_are_refused_cleanly(tmp_path, run_cli, args):
     src = CORPUS / "tf1_adam/model.ckpt-1"
     result = run_cli(*[a.format(src=src) for a in args])
-    assert result.exit_code == 3
+    assert result.exit_code == 4
     assert result.stderr.startswith("ckpt: error: s3://b/x.npz: this output is written to local disk only")
     assert not (tmp_path / "s3:").exists() and not os.path.exists("s3:")

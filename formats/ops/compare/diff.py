@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
+from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.selection import nothing_selected, select_keys
 from formats.ops.rules import Rule, RuleSet
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.core.model import OBJECT_GRAPH_KEY
@@ -122,10 +125,10 @@ class DiffResult:
 
 # -- pairing ---------------------------------------------------------------------------------------
 def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | None,
-           side: str, notes: list[str]) -> tuple[dict[str, str], list[str]]:
-    """name -> key for one side, and the keys left unmatched because another key took their name."""
+           side: str, notes: list[str]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """name -> key for one side, and the (key, name) pairs left unmatched because another key took the name."""
     out: dict[str, str] = {}
-    clashes: list[str] = []
+    clashes: list[tuple[str, str]] = []
     stripper = Rule("strip-prefix", strip) if strip else None
     for key in sorted(ckpt):
         if match == "name" and key == OBJECT_GRAPH_KEY:
@@ -137,7 +140,7 @@ def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | Non
             name = rules.apply(name)
         if name in out:
             notes.append(f"{side}: {key!r} and {out[name]!r} both match as {name!r}; {key!r} left unmatched")
-            clashes.append(key)
+            clashes.append((key, name))
         else:
             out[name] = key
     return out, clashes
@@ -147,14 +150,17 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
                      match: str = "key", rules: RuleSet | None = None, strip_prefix_a: str | None = None,
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
                      keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS,
-                     progress: Progress | None = None) -> DiffResult:
+                     progress: Progress | None = None, patterns: Sequence[str] = ()) -> DiffResult:
     """Compare checkpoints ``a`` and ``b`` (opened :class:`Checkpoint` objects or paths; see the module doc).
 
+    ``patterns`` (exact or globs, as :func:`~formats.core.selection.select_keys`) keep only the pairs whose
+    name - the key, or with ``match="name"`` the variable name, after the rules - they select; one that
+    selects nothing on either side raises :class:`~formats.core.errors.NothingSelectedError`.
     ``keys_only`` compares keys, shapes and dtypes and reads no values. ``progress(bytes, tensors)`` is
     called after each pair. Raises a :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
     if match not in ("key", "name"):
-        raise ValueError(f"match must be 'key' or 'name', not {match!r}")
+        raise UsageError("", f"match must be 'key' or 'name', not {match!r}")
     from formats.discover.resolve import open_checkpoint
 
     ca = a if isinstance(a, Checkpoint) else open_checkpoint(a)
@@ -162,7 +168,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
         cb = b if isinstance(b, Checkpoint) else open_checkpoint(b)
         try:
             return _diff(ca, cb, match, rules, strip_prefix_a, strip_prefix_b, tolerance or Tolerance(),
-                         keys_only, chunk_elements, progress)
+                         keys_only, chunk_elements, progress, patterns)
         finally:
             if cb is not b:
                 cb.close()
@@ -172,12 +178,21 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
 
 
 def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, strip_a: str | None,
-          strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None) -> DiffResult:
+          strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None,
+          patterns: Sequence[str] = ()) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
     names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
     names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
-    result.only_in_a = sorted([names_a[n] for n in names_a if n not in names_b] + clash_a)
-    result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + clash_b)
+    if patterns:
+        selected, unmatched = select_keys(sorted(names_a.keys() | names_b.keys()), patterns)
+        if unmatched:
+            raise nothing_selected(f"{ca.path}, {cb.path}", unmatched, match)
+        keep = set(selected)
+        names_a = {n: k for n, k in names_a.items() if n in keep}
+        names_b = {n: k for n, k in names_b.items() if n in keep}
+        clash_a, clash_b = [c for c in clash_a if c[1] in keep], [c for c in clash_b if c[1] in keep]
+    result.only_in_a = sorted([names_a[n] for n in names_a if n not in names_b] + [k for k, _ in clash_a])
+    result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
     done_bytes = done = 0
     for name in sorted(n for n in names_a if n in names_b):
         ea, eb = ca[names_a[name]], cb[names_b[name]]

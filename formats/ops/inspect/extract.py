@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from formats.io.atomic import atomic_output, ensure_space, refuse_url
-from formats.core.errors import CheckpointError
+from formats.core.errors import InvalidOutputError, NothingSelectedError, OutputExistsError, OutputIsInputError
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.values import iter_chunks, select_entries
+from formats.core.selection import select
+from formats.core.values import iter_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 __all__ = ["ExtractError", "ExtractReport", "extract", "safe_relative_path"]
 
 
-class ExtractError(CheckpointError, ValueError):
-    """The output cannot be written as asked (exists, would overwrite the input, needs pickle, ...)."""
+class ExtractError(InvalidOutputError):
+    """The output cannot be written as asked (one .npy for many tensors, a key escaping the directory, needs
+    pickle, ...)."""
 
 
 @dataclass
@@ -105,9 +107,9 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
     """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
 
     ``progress(bytes_done, tensors_done)`` is called after each tensor is written."""
-    entries = select_entries(ckpt, list(patterns))
+    entries = select(ckpt, patterns)
     if not entries:
-        raise ExtractError(ckpt.path, "no tensor matches " + " ".join(repr(p) for p in patterns))
+        raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
     refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
     inputs = {os.path.realpath(f) for f in ckpt.files}
@@ -138,9 +140,9 @@ def _existing_parent(path: str) -> str:
 
 def _check_target(path: str, force: bool, inputs: set[str]) -> None:
     if os.path.realpath(path) in inputs:
-        raise ExtractError(path, "refusing to overwrite a file of the checkpoint being read")
+        raise OutputIsInputError(path, "refusing to overwrite a file of the checkpoint being read")
     if os.path.lexists(path) and not force:
-        raise ExtractError(path, "output exists (use --force to replace it)")
+        raise OutputExistsError(path, "output exists", hint="pass force=True to replace it")
     if os.path.isdir(path):
         raise ExtractError(path, "output is a directory")
 
@@ -217,7 +219,7 @@ def _bytes_array(entry: TensorEntry, allow_pickle: bool) -> np.ndarray:
     if any(x.endswith(b"\x00") for x in flat):
         if not allow_pickle:
             raise ExtractError(entry.key, f"{entry.dtype} tensor has elements ending in NUL bytes, which .npy "
-                               "fixed-width bytes would drop", hint="--allow-pickle writes an object array instead")
+                               "fixed-width bytes would drop", hint="pass allow_pickle=True to write an object array instead")
         out = np.empty(len(flat), dtype=object)
         out[:] = flat
         return out.reshape(value.shape)

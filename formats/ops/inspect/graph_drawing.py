@@ -97,7 +97,7 @@ def build_drawing(ckpt: Checkpoint) -> Drawing:
     graph = ckpt.object_graph
     if graph is None:
         raise UnsupportedError(ckpt.path, f"a {ckpt.format} checkpoint has no object graph to draw",
-                               hint="`ckpt ls --tree` shows any checkpoint as a tree")
+                               hint="formats.ops.inspect.tree.build_tree shows any checkpoint as a tree")
     mapping = graph.map_keys(list(ckpt))
     kinds: dict[int, str] = {}
     slot_links: list[DrawEdge] = []

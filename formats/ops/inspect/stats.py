@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, select_entries, value_kind
+from formats.core.selection import select
+from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,10 +133,12 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Te
 
 def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
                      progress: Callable[[int, int], None] | None = None) -> CheckpointStats:
-    """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key."""
+    """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key.
+
+    Raises :class:`~formats.core.errors.NothingSelectedError` when a pattern matches no key."""
     result = CheckpointStats(ckpt.path, ckpt.format)
     done = 0
-    for entry in select_entries(ckpt, list(patterns)):
+    for entry in select(ckpt, patterns):
         result.tensors.append(tensor_stats(entry, chunk_elements))
         done += entry.nbytes
         if progress is not None:

@@ -1,7 +1,6 @@
 """``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
 from __future__ import annotations
 
-import fnmatch
 import os
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -9,8 +8,9 @@ from typing import NamedTuple
 from formats.core._gc import paused_gc
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
+from formats.core.selection import select_keys
 
-__all__ = ["TensorRow", "CheckpointSummary", "summarise", "matches"]
+__all__ = ["TensorRow", "CheckpointSummary", "summarise"]
 
 _NON_PARAMETER = {"string", "variant", "resource"}
 
@@ -43,6 +43,7 @@ class CheckpointSummary:
     rows: list[TensorRow] = field(default_factory=list)
     total_tensors: int = 0
     data_files: int = 0
+    unmatched: list[str] = field(default_factory=list)  # patterns that matched no key
 
     @property
     def tensors(self) -> int:
@@ -71,11 +72,6 @@ class CheckpointSummary:
         return {"path": self.path, "format": self.format, "tensors": [r.to_json() for r in self.rows]}
 
 
-def matches(key: str, patterns: list[str]) -> bool:
-    """Whether ``key`` matches any glob (all keys match when there are none)."""
-    return not patterns or any(fnmatch.fnmatchcase(key, p) for p in patterns)
-
-
 def _row(entry: TensorEntry, names: bool) -> TensorRow:
     if not names:
         return TensorRow(entry.key, entry.dtype, entry.shape, entry.nbytes)
@@ -86,18 +82,21 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
               include_optimizer: bool = True) -> CheckpointSummary:
     """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first).
 
-    ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
+    Patterns are selected as by :func:`~formats.core.selection.select_keys`; those matching no key
+    are listed in ``unmatched`` (a listing does not fail on them). ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
     optimizer state (roles ``slot``/``optimizer``). Either may decode the object graph.
     """
+    unmatched: list[str] = []
     with paused_gc():
         if not patterns and include_optimizer and not names:
             rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
         else:
-            rows = [_row(e, names) for k, e in ckpt.items() if matches(k, patterns or [])
-                    and (include_optimizer or e.role not in (Role.SLOT, Role.OPTIMIZER))]
+            keys, unmatched = select_keys(ckpt, patterns or ())
+            rows = [_row(e, names) for e in map(ckpt.__getitem__, keys)
+                    if include_optimizer or e.role not in (Role.SLOT, Role.OPTIMIZER)]
     if sort == "size":
         rows.sort(key=lambda r: (-r.nbytes, r.key))
     else:
         rows.sort(key=lambda r: r.key)
     data_files = sum(1 for f in ckpt.files if ".data-" in os.path.basename(f))
-    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), data_files)
+    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), data_files, unmatched)

@@ -89,6 +89,7 @@ class CheckpointTree:
     format: str
     root: TreeNode
     hidden: int = 0  # tensors left out (--no-optimizer, patterns)
+    unmatched: list[str] = field(default_factory=list)  # patterns that matched no key
 
     def to_json(self) -> dict[str, object]:
         """``{"path", "format", "tensors", "nbytes", "parameters", "hidden", "tree": [...]}``."""
@@ -102,21 +103,21 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     """The tree of ``ckpt``: the object graph when it has one, else its keys split on ``/``.
 
     ``include_optimizer=False`` leaves out slots and optimizer state (roles ``slot`` and
-    ``optimizer``) and any object left empty by that; ``patterns`` (globs) keep only matching
-    keys. ``describe_variants`` reads variant tensors (small: a dataset iterator's state) to name
+    ``optimizer``) and any object left empty by that; ``patterns`` keep only the keys they select
+    (:func:`~formats.core.selection.select_keys`; those matching nothing are listed in ``unmatched``). ``describe_variants`` reads variant tensors (small: a dataset iterator's state) to name
     what they hold.
     """
-    from formats.ops.inspect.summary import matches
+    from formats.core.selection import select_keys
 
-    keep = [k for k, e in ckpt.items() if (include_optimizer or e.role not in OPTIMIZER_ROLES)
-            and matches(k, patterns or [])]
+    selected, unmatched = select_keys(ckpt, patterns or ())
+    keep = [k for k in selected if include_optimizer or ckpt[k].role not in OPTIMIZER_ROLES]
     graph = ckpt.object_graph
     root = _graph_tree(ckpt, graph, keep) if graph is not None else _key_tree(ckpt, keep)
     for node in [n for _, _, n in root.walk()]:
         if node.key is not None:
             _fill(node, ckpt[node.key], describe_variants)
     root.total()
-    return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep))
+    return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep), unmatched=unmatched)
 
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:

@@ -8,7 +8,6 @@ chunks; at most two checkpoints are open at a time. Unreadable checkpoints are s
 """
 from __future__ import annotations
 
-import fnmatch
 import math
 import os
 import re
@@ -18,6 +17,7 @@ from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.selection import nothing_selected, select_keys
 from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
 
@@ -82,10 +82,8 @@ def change_norm(a: TensorEntry, b: TensorEntry) -> float:
     return math.sqrt(total)
 
 
-def _wanted(entry: TensorEntry, patterns: Sequence[str]) -> bool:
-    if value_kind(entry.dtype) in ("bytes", "other"):
-        return False
-    return not patterns or any(fnmatch.fnmatchcase(entry.key, p) for p in patterns)
+def _numeric(entry: TensorEntry) -> bool:
+    return value_kind(entry.dtype) not in ("bytes", "other")
 
 
 def _finite(x: float | None) -> float | None:
@@ -93,7 +91,9 @@ def _finite(x: float | None) -> float | None:
 
 
 def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -> TrendResult:
-    """The :class:`TrendResult` of the checkpoints in ``directory`` (variables filtered by key globs)."""
+    """The :class:`TrendResult` of the checkpoints in ``directory`` (variables selected by key ``patterns``,
+    exact or globs; :class:`~formats.core.errors.NothingSelectedError` when one matches no key in any
+    checkpoint)."""
     from formats.discover.resolve import open_checkpoint
     from formats.discover.scan import scan_directory
 
@@ -104,6 +104,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
     infos = _one_run(scan_directory(directory), result)
     trends: dict[str, VariableTrend] = {}
     previous: Checkpoint | None = None
+    unmatched = set(patterns)
     try:
         for info in infos:
             if info.error:
@@ -114,13 +115,15 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
             except CheckpointError as exc:
                 result.notes.append(f"skipped {info.path}: {exc.message}")
                 continue
-            _add(result, trends, previous, ckpt, info.step, patterns)
+            unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns))
             if previous is not None:
                 previous.close()
             previous = ckpt
     finally:
         if previous is not None:
             previous.close()
+    if unmatched and result.checkpoints:
+        raise nothing_selected(directory, [p for p in dict.fromkeys(patterns) if p in unmatched])
     result.variables = [trends[k] for k in sorted(trends)]
     return result
 
@@ -148,13 +151,15 @@ def _one_run(infos: list[Any], result: TrendResult) -> list[Any]:
 
 
 def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkpoint | None, ckpt: Checkpoint,
-         step: int | None, patterns: Sequence[str]) -> None:
+         step: int | None, patterns: Sequence[str]) -> list[str]:
+    """Append ``ckpt``'s norms and changes; return the patterns that matched none of its keys."""
     index = len(result.checkpoints)
     result.checkpoints.append(ckpt.path)
     result.steps.append(step)
-    for key in sorted(ckpt):
+    keys, unmatched = select_keys(sorted(ckpt), patterns)
+    for key in keys:
         entry = ckpt[key]
-        if not _wanted(entry, patterns):
+        if not _numeric(entry):
             continue
         trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index,
                                                      [None] * index))
@@ -162,7 +167,7 @@ def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkp
         trend.norm.append(_finite(stats.l2))
         trend.nonfinite.append((stats.nan or 0) + (stats.inf or 0))
         old = previous.get(key) if previous is not None else None
-        same = old is not None and old.shape == entry.shape and _wanted(old, ())
+        same = old is not None and old.shape == entry.shape and _numeric(old)
         trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
         trend.shape, trend.dtype = entry.shape, entry.dtype
     for trend in trends.values():
@@ -170,3 +175,4 @@ def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkp
             trend.norm.append(None)
             trend.change.append(None)
             trend.nonfinite.append(None)
+    return unmatched

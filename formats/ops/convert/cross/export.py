@@ -23,7 +23,7 @@ from typing import Any
 
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
-from formats.core.errors import CheckpointError
+from formats.core.errors import VerificationError
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
 from formats.core.sources import CHUNK, describe, fixed_chunks
@@ -156,14 +156,14 @@ def _verify_npz(temp: str, output: str, plan: ConversionPlan) -> None:
 
     with np.load(temp, allow_pickle=False) as data:
         if sorted(data.files) != sorted([r.key for r in plan.rows] + [PROVENANCE_MEMBER]):
-            raise CheckpointError(output, "verification failed: the npz members are not the planned keys")
+            raise VerificationError(output, "verification failed: the npz members are not the planned keys")
         for row in plan.rows:
             arr = data[row.key]
             if arr.shape != tuple(row.shape) or arr.dtype.str != _npz_dtype(row.dtype):
-                raise CheckpointError(output, f"verification failed: {row.key!r} reads as {arr.dtype}{list(arr.shape)}")
+                raise VerificationError(output, f"verification failed: {row.key!r} reads as {arr.dtype}{list(arr.shape)}")
             got = iter([memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))])
             if first_difference(got, fixed_chunks(row.value, CHUNK)) is not None:
-                raise CheckpointError(output, f"verification failed: {row.key!r}: values differ")
+                raise VerificationError(output, f"verification failed: {row.key!r}: values differ")
 
 
 def _write_safetensors(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
@@ -199,7 +199,7 @@ def _verify_safetensors(temp: str, output: str, plan: ConversionPlan, header_siz
         (size,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(size))
         if size != header_size or sorted(k for k in header if k != "__metadata__") != sorted(r.key for r in plan.rows):
-            raise CheckpointError(output, "verification failed: the safetensors header is not the planned one")
+            raise VerificationError(output, "verification failed: the safetensors header is not the planned one")
         for row in plan.rows:
             begin, end = header[row.key]["data_offsets"]
             f.seek(8 + size + begin)
@@ -213,7 +213,7 @@ def _verify_safetensors(temp: str, output: str, plan: ConversionPlan, header_siz
                     yield memoryview(piece)
 
             if first_difference(pieces(), fixed_chunks(row.value, CHUNK)) is not None:
-                raise CheckpointError(output, f"verification failed: {row.key!r}: values differ")
+                raise VerificationError(output, f"verification failed: {row.key!r}: values differ")
 
 
 def _source_bytes(source: Any) -> int:

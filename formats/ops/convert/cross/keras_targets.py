@@ -19,7 +19,7 @@ from typing import Any
 
 from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.core.errors import CheckpointError
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import match_variables
 from formats.ops.convert.cross.variables import KerasVar, keras_variables
@@ -195,7 +195,7 @@ def _keras3_groups(path: str) -> list[tuple[str, str | None]]:
                 visit("vars", h5["vars"])
             h5.visititems(lambda n, o: None if n == "vars" else visit(n, o))
     except (OSError, ValueError, KeyError) as exc:
-        raise CheckpointError(path, f"cannot read the template's groups ({exc})") from None
+        raise CorruptCheckpointError(path, f"cannot read the template's groups ({exc})") from None
     return found
 
 
@@ -211,6 +211,6 @@ def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, 
     for owner, values in slots.items():
         group = out.setdefault(owner, Keras3Group(owner))
         if sorted(values) != list(range(len(values))):
-            raise CheckpointError(output, f"variables of {owner!r} would not be numbered 0..{len(values) - 1}")
+            raise InvalidOutputError(output, f"variables of {owner!r} would not be numbered 0..{len(values) - 1}")
         group.variables = [values[i] for i in range(len(values))]
     return write_keras3_h5(output, list(out.values()), force=force, verify=verify, inputs=inputs)

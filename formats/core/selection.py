@@ -1,0 +1,70 @@
+"""One key selection for every operation: exact keys or globs matched against the whole key.
+
+A pattern selects the keys it equals or glob-matches (:func:`fnmatch.fnmatchcase`: ``*``, ``?``,
+``[seq]``; case-sensitive; ``*`` crosses ``/``). No patterns select every key. A pattern that
+selects nothing is an error (:class:`~formats.core.errors.NothingSelectedError`, exit status 1) for
+operations that act on the selection (``stats``, ``extract``, ``trend``, ``diff``); a listing may
+report it as a warning instead (:func:`nothing_selected` builds the same message either way).
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+from formats.core.errors import NothingSelectedError
+from formats.core.model import Checkpoint, TensorEntry
+
+__all__ = ["select", "select_keys", "nothing_selected", "is_glob"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` holds a glob character (``*``, ``?`` or ``[``)."""
+    return not _GLOB_CHARS.isdisjoint(pattern)
+
+
+def _matcher(pattern: str) -> Callable[[str], bool]:
+    if not is_glob(pattern):
+        return pattern.__eq__
+    glob = re.compile(fnmatch.translate(pattern)).match
+    return lambda key: key == pattern or glob(key) is not None
+
+
+def select_keys(keys: Iterable[str], patterns: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The keys (in the order given) that equal or glob-match any of ``patterns`` - every key when there
+    are none - and the patterns that match no key (in the order given)."""
+    if not patterns:
+        return list(keys), []
+    matchers = [(p, _matcher(p)) for p in dict.fromkeys(patterns)]
+    used: set[str] = set()
+    selected = []
+    for key in keys:
+        hits = [p for p, match in matchers if match(key)]
+        if hits:
+            selected.append(key)
+            used.update(hits)
+    return selected, [p for p, _ in matchers if p not in used]
+
+
+def select(ckpt: Checkpoint, patterns: Sequence[str]) -> list[TensorEntry]:
+    """The entries of ``ckpt`` selected by ``patterns`` (all when none), sorted by key.
+
+    Raises :class:`~formats.core.errors.NothingSelectedError` naming every pattern that matches no key.
+    """
+    keys, unmatched = select_keys(ckpt, patterns)
+    if unmatched:
+        raise nothing_selected(ckpt.path, unmatched)
+    return [ckpt[k] for k in sorted(keys)]
+
+
+def nothing_selected(path: object, unmatched: Sequence[str], what: str = "key") -> NothingSelectedError:
+    """The error for ``unmatched`` patterns (``what`` is the thing matched: ``key`` or ``name``), with a hint
+    that patterns match the whole key and, for a pattern without glob characters, the glob meant."""
+    listed = " or ".join(repr(p) for p in unmatched)
+    plain = [p for p in unmatched if not is_glob(p)]
+    hint = f"patterns are exact {what}s or globs on the whole {what}"
+    if plain:
+        hint += ": try " + ", ".join(repr(f"*{p}*") for p in plain)
+    return NothingSelectedError(path, f"no {what} matches {listed}", hint=hint, patterns=tuple(unmatched))
