@@ -72,3 +72,12 @@ class InvalidOutputError(CheckpointError, ValueError):
 
 class PluginError(CheckpointError, RuntimeError):
     """A format registered by another package (entry point ``tfckpt.formats``) failed to load."""
+
+
+class VerificationError(CheckpointError, ValueError):
+    """An output did not read back as its sources (nothing was left under the output name);
+    ``report`` (a :class:`~formats.core.roundtrip.RoundTripReport`, when there is one) lists every mismatch."""
+
+    def __init__(self, path: object, message: str, hint: str | None = None, report: object = None) -> None:
+        super().__init__(path, message, hint)
+        self.report = report
