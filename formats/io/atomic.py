@@ -1,9 +1,11 @@
 """Pieces every writer shares: temporary names beside the output, fsync, and a free-space check.
 
 Writers write under :func:`temp_name`, flush with :func:`fsync_file`, rename into place and
-:func:`fsync_dir`; on any failure they remove the temporary. :func:`ensure_space` refuses up front
-when the output's file system cannot hold what is about to be written, so a full disk is a clean
-error before any byte is written (HDF5 in particular does not fail gracefully mid-file).
+:func:`fsync_dir`; on any failure they remove the temporary, and the parent directories
+:func:`make_parents` created for it (:func:`remove_created`), so an interrupted write leaves
+nothing behind. :func:`ensure_space` refuses up front when the output's file system cannot hold
+what is about to be written, so a full disk is a clean error before any byte is written (HDF5 in
+particular does not fail gracefully mid-file).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import errno
 import os
 from collections.abc import Iterator
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url"]
+__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url", "make_parents",
+           "remove_created"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 
@@ -58,16 +61,47 @@ def ensure_space(directory: str, needed: int) -> None:
                       f"{free:,} free in {directory})")
 
 
+def make_parents(path: str) -> list[str]:
+    """Create the missing directories above ``path``; return those created, outermost first."""
+    missing: list[str] = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    created: list[str] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:  # made meanwhile by someone else (or a file: the next mkdir says so)
+                continue
+            created.append(folder)
+    except BaseException:
+        remove_created(created)
+        raise
+    return created
+
+
+def remove_created(directories: list[str]) -> None:
+    """Remove the directories :func:`make_parents` created, innermost first, where they are still empty."""
+    for folder in reversed(directories):
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty (or gone): leave it
+            return
+
+
 @contextlib.contextmanager
 def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
-    flushed and renamed to ``out``; on any error it is removed. ``needed`` bytes are checked first."""
+    flushed and renamed to ``out``; on any error it is removed, with the directories created for it.
+    ``needed`` bytes are checked first."""
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
-    os.makedirs(directory, exist_ok=True)
-    ensure_space(directory, needed)
+    created = make_parents(out)
     temp = temp_name(out)
     try:
+        ensure_space(directory, needed)
         yield temp
         fsync_file(temp)
         os.replace(temp, out)
@@ -75,6 +109,7 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     except BaseException:
         if os.path.lexists(temp):
             os.unlink(temp)
+        remove_created(created)
         raise
 
 
