@@ -81,3 +81,8 @@ class VerificationError(CheckpointError, ValueError):
     def __init__(self, path: object, message: str, hint: str | None = None, report: object = None) -> None:
         super().__init__(path, message, hint)
         self.report = report
+
+
+class PickleRequiredError(InvalidOutputError):
+    """A string tensor has an element ending in NUL bytes, which fixed-width ``.npy`` bytes would drop:
+    it can only be stored pickled, which was not allowed."""
