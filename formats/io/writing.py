@@ -18,18 +18,21 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from formats.core.errors import (CheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
-                                 VerificationError)
+from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
+                                 OutputIsInputError, VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
-from formats.core.sources import Source, describe
+from formats.core.sources import CHUNK, Source, describe
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files",
-           "check_roundtrip", "planned_bytes", "sources_of", "write_text", "VerificationError"]
+           "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,41 @@ def planned_bytes(sources: Iterable[Source]) -> int:
             continue
         total += math.prod(shape) * dt.itemsize
     return total
+
+
+class StoredBytes(TensorEntry):
+    """A tensor as an output holds it, read back to be compared with its source: ``nbytes`` bytes at
+    ``offset`` of the file ``open_file()`` opens, streamed in chunks."""
+
+    __slots__ = ("_open", "_offset")
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int, open_file: Callable[[], Any],
+                 offset: int) -> None:
+        super().__init__(key, shape, dtype, nbytes)
+        self._open, self._offset = open_file, offset
+
+    def _chunks(self, chunk: int) -> Iterator[bytes]:
+        with self._open() as f:
+            f.seek(self._offset)
+            remaining = self.nbytes
+            while remaining:
+                piece = f.read(min(chunk, remaining))
+                if not piece:
+                    raise CorruptCheckpointError(self.key, f"the output ends {remaining} bytes early")
+                remaining -= len(piece)
+                yield piece
+
+    def byte_chunks(self, chunk: int = CHUNK, check: bool = True) -> Iterator[memoryview]:
+        """The stored bytes, streamed."""
+        return (memoryview(piece) for piece in self._chunks(chunk))
+
+    def read(self) -> np.ndarray:
+        """The whole value."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        return np.frombuffer(b"".join(self._chunks(CHUNK)), dtype=by_name(self.dtype).numpy()).reshape(self.shape)
 
 
 # -- the guard -------------------------------------------------------------------------------------------
@@ -213,7 +251,7 @@ def guard_output(output: str, files: Iterable[str] | None = None, *,
     if not force:
         for f in guard.files:
             if _exists(f):
-                raise OutputExistsError(output, f"{what} exists")
+                raise OutputExistsError(output, f"{what} exists" + ("" if f == output else f": {f}"))
     return guard
 
 
