@@ -34,7 +34,7 @@ from formats.core.errors import CorruptCheckpointError, InvalidOutputError, Pick
 from formats.core.model import Checkpoint
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
-from formats.io.atomic import atomic_output
+from formats.io.atomic import atomic_output, refuse_url
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
 
 if TYPE_CHECKING:
@@ -230,6 +230,7 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     """Write ``(key, source)`` pairs to an uncompressed ZIP64 ``.npz`` (member ``<key>.npy`` each, plus the
     provenance record when given), guarded, atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
+    refuse_url(out)
     names = [member_name(key) for key, _ in items]
     if len(set(names)) != len(names):
         raise InvalidOutputError(out, "two tensors would be stored under the same member name")
@@ -290,6 +291,7 @@ def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs:
     """Write one tensor to a ``.npy`` file, guarded, atomically, read back and compared (no record: a
     tensor stored as its bits is named in the report's warnings)."""
     out = os.fspath(path)
+    refuse_url(out)
     guard_output(out, inputs=inputs, sources=[source], force=force)
     report = WriteReport(out, format, [out])
     with atomic_output(out, planned_bytes([source])) as temp:

@@ -26,7 +26,7 @@ from formats.core.errors import CheckpointError, UnsupportedError, VerificationE
 from formats.core.model import Checkpoint
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, fixed_chunks
-from formats.io.atomic import atomic_output
+from formats.io.atomic import atomic_output, refuse_url
 from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
 
 __all__ = ["Keras2Layer", "Keras3Group", "write_keras2_h5", "write_keras3_h5", "HDF5_OBJECT_HEADER_LIMIT",
@@ -194,6 +194,7 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
            inputs: Iterable[str | Checkpoint], chunk: int) -> WriteReport:
     import h5py
 
+    refuse_url(out)
     guard_output(out, inputs=inputs, sources=expected.values(), force=force)
     report = WriteReport(out, layout, [out])
     for key, source in expected.items():

@@ -128,8 +128,9 @@ def _write_npz(plan: ConversionPlan, output: str, force: bool, verify: bool, inp
 
 def _write_safetensors(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
                        provenance: dict[str, Any]) -> WriteReport:
-    from formats.io.atomic import atomic_output
+    from formats.io.atomic import atomic_output, refuse_url
 
+    refuse_url(output)
     header: dict[str, Any] = {"__metadata__": {PROVENANCE_KEY: json.dumps(provenance), "format": "np"}}
     offset = 0
     for row in plan.rows:
