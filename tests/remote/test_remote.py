@@ -179,7 +179,7 @@ def test_convert_from_and_to_a_bucket_round_trips(s3_bucket, run_cli):
     result = run_cli("verify", back, "--against", CORPUS / "tf1_estimator/model.ckpt-200")
     assert result.exit_code == 0, result.stdout
     result = run_cli("convert", out, "-o", out, "--to", "tf-name", "--force")
-    assert result.exit_code == 3 and "output is the checkpoint being read" in result.stderr
+    assert result.exit_code == 3 and f"output would overwrite {out}.index, which is being read" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["convert", "{src}", "-o", "s3://b/x.npz", "--to", "npz"],
