@@ -129,6 +129,9 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     for piece in fixed_chunks(source, chunk):
         f.write(piece)
         size += len(piece)
+    if size != math.prod(shape) * dt.itemsize:
+        raise CorruptCheckpointError(key, f"source gave {size} bytes for shape {list(shape)} of {dt.name}, "
+                                     f"expected {math.prod(shape) * dt.itemsize}")
     return Written(stored.name, size)
 
 
@@ -246,12 +249,14 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
             if provenance is not None:
                 _write_record(zf, provenance)
         if verify:
-            _verify_npz(temp, out, dict(zip(names, items)), written, provenance is not None, report, chunk)
+            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, chunk)
     return report
 
 
 def _write_one(f: IO[bytes], key: str, source: Source, allow_pickle: bool, chunk: int) -> Written:
-    hashing = _Hashing(f)
+    if describe(source)[0].fixed_width:
+        return write_member(f, key, source, allow_pickle, chunk)
+    hashing = _Hashing(f)  # a string tensor may end up pickled: keep the sha256 of its bytes
     written = write_member(hashing, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
     return replace(written, digest=hashing.h.hexdigest()) if written.stored == "object" else written
 
@@ -274,26 +279,34 @@ def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
 
 
 def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
-                record: bool, report: WriteReport, chunk: int) -> None:
+                record: dict[str, Any] | None, report: WriteReport, chunk: int) -> None:
     from formats.core.errors import VerificationError
 
     with zipfile.ZipFile(temp) as zf:
         members = sorted(zf.namelist())
-        planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record else []))
+        planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record is not None else []))
         if members != planned:
             raise VerificationError(out, "verification failed: the npz members are not the planned ones")
+        if record is not None and _read_record(zf) != record:
+            raise VerificationError(out, "verification failed: the provenance record does not read back")
         report.accept(read_back(out, expected, written, lambda name: lambda: zf.open(name), chunk))
 
 
+def _read_record(zf: zipfile.ZipFile) -> Any:
+    import numpy as np
+
+    with zf.open(PROVENANCE_MEMBER + ".npy") as member:
+        return json.loads(str(np.lib.format.read_array(member, allow_pickle=False)))
+
+
 def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs: Sequence[str | Checkpoint] = (),
-              force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = CHUNK,
-              format: str = "npy") -> WriteReport:
+              force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = CHUNK) -> WriteReport:
     """Write one tensor to a ``.npy`` file, guarded, atomically, read back and compared (no record: a
     tensor stored as its bits is named in the report's warnings)."""
     out = os.fspath(path)
     refuse_url(out)
     guard_output(out, inputs=inputs, sources=[source], force=force)
-    report = WriteReport(out, format, [out])
+    report = WriteReport(out, "npy", [out])
     with atomic_output(out, planned_bytes([source])) as temp:
         with open(temp, "xb") as f:
             stored = _write_one(f, key, source, allow_pickle, chunk)

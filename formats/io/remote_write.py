@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
+from collections.abc import Callable
 
 from formats.io import storage
-from formats.io.writing import WriteReport, guard_output, sources_of
+from formats.io.writing import WriteReport, guard_output
 
-__all__ = ["upload_checkpoint", "write_checkpoint_to"]
+__all__ = ["upload_checkpoint", "write_then_upload"]
 
 
 def _local_files(local_prefix: str) -> list[str]:
@@ -45,19 +45,14 @@ def upload_checkpoint(local_prefix: str, url_prefix: str, *, force: bool = False
     return done
 
 
-def write_checkpoint_to(url_prefix: str, tensors: Any, object_graph: Any = None, *, force: bool = False,
-                        **options: Any) -> WriteReport:
-    """``write_checkpoint`` for a URL: written and verified in a local temporary directory, then uploaded."""
-    from formats.tf_bundle.writer import write_checkpoint
-
-    files = [url_prefix + ".index", url_prefix + ".data-00000-of-00001"]
-    guard_output(url_prefix, files, inputs=options.get("inputs", ()), sources=sources_of(tensors), force=force,
-                 what="output checkpoint")
+def write_then_upload(url_prefix: str, write_local: Callable[[str], WriteReport], *,
+                      force: bool = False) -> WriteReport:
+    """Write a bundle with ``write_local(local_prefix)`` (which writes and verifies it) in a local
+    temporary directory, then upload it to ``url_prefix``; the report names the URLs."""
     scratch = tempfile.mkdtemp(prefix="ckpt-upload-")
     try:
-        local = os.path.join(scratch, storage.basename(url_prefix))
-        report = write_checkpoint(local, tensors, object_graph, **options)
-        report.files = upload_checkpoint(local, url_prefix, force=force)
+        report = write_local(os.path.join(scratch, storage.basename(url_prefix)))
+        report.files = upload_checkpoint(report.path, url_prefix, force=force)
         report.path = url_prefix
         return report
     finally:

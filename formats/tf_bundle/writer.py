@@ -64,15 +64,15 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     prefix = os.fspath(prefix)
     from formats.io import storage
 
-    if storage.is_url(prefix):
-        from formats.io.remote_write import write_checkpoint_to
-
-        return write_checkpoint_to(prefix, tensors, object_graph, force=force, verify=verify, inputs=inputs,  # type: ignore[no-any-return]
-                                   chunk=chunk, progress=progress)
     final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
-    sources = sources_of(tensors)
+    sources, inputs = sources_of(tensors), list(inputs)
     guard = guard_output(prefix, [final_index, final_data], inputs=inputs, sources=sources, force=force,
                          what="output checkpoint")
+    if storage.is_url(prefix):
+        from formats.io.remote_write import write_then_upload
+
+        return write_then_upload(prefix, lambda local: write_checkpoint(
+            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress), force=force)
     pairs = _pairs(tensors, object_graph)
     directory = os.path.dirname(os.path.abspath(prefix))
     created = make_parents(prefix)
