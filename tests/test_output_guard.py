@@ -157,3 +157,18 @@ def test_library_output_directory_messages(tmp_path: Path) -> None:
         write_npz(tmp_path, [("a", np.ones(1))])
     with pytest.raises(InvalidOutputError, match="names a directory"):
         write_npy(f"{tmp_path / 'x'}/", "a", np.ones(1))
+
+
+def test_extract_to_a_directory_is_all_or_nothing(run_cli, tmp_path: Path) -> None:
+    src = tmp_path / "src" / "ckpt-1"
+    formats.write_checkpoint(src, {"a/x": np.ones(3, np.float32), "b": np.array([b"ok\x00"], dtype=object)})
+    new, existing = tmp_path / "new", tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    for out in (new, existing):
+        result = run_cli("extract", src, "-o", f"{out}/")  # "a/x" is written first, then "b" is refused
+        assert result.exit_code == 3 and "ending in NUL bytes" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["existing", "src"]
+    assert sorted(str(p.relative_to(existing)) for p in existing.rglob("*")) == ["keep.txt"]
+    assert run_cli("extract", src, "-o", f"{existing}/", "--allow-pickle").exit_code == 0
+    assert sorted(str(p.relative_to(existing)) for p in existing.rglob("*")) == ["a", "a/x.npy", "b.npy", "keep.txt"]

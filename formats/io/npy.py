@@ -26,7 +26,7 @@ import math
 import os
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
@@ -119,10 +119,12 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     dt, shape = describe(source)
     if not dt.fixed_width:
         value = _bytes_array(key, dt.name, source, allow_pickle)
-        np.lib.format.write_array(f, value, allow_pickle=value.dtype == object)
-        if value.dtype == object:
-            return Written("object", sum(len(x) for x in value.reshape(-1)))
-        return Written(value.dtype.str, value.nbytes)
+        if value.dtype != object:
+            np.lib.format.write_array(f, value, allow_pickle=False)
+            return Written(value.dtype.str, value.nbytes)
+        hashing = _Hashing(f)
+        np.lib.format.write_array(hashing, value, allow_pickle=True)
+        return Written("object", sum(len(x) for x in value.reshape(-1)), hashing.h.hexdigest())
     stored = stored_dtype(dt.name)
     _header(f, stored, shape)
     size = 0
@@ -244,21 +246,13 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
         with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name, (key, source) in zip(names, items):
                 with zf.open(name, "w", force_zip64=True) as member:
-                    written[name] = _write_one(member, key, source, allow_pickle, chunk)
+                    written[name] = write_member(member, key, source, allow_pickle, chunk)
                 _count(report, key, name, source, written[name], progress)
             if provenance is not None:
                 _write_record(zf, provenance)
         if verify:
             _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, chunk)
     return report
-
-
-def _write_one(f: IO[bytes], key: str, source: Source, allow_pickle: bool, chunk: int) -> Written:
-    if describe(source)[0].fixed_width:
-        return write_member(f, key, source, allow_pickle, chunk)
-    hashing = _Hashing(f)  # a string tensor may end up pickled: keep the sha256 of its bytes
-    written = write_member(hashing, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
-    return replace(written, digest=hashing.h.hexdigest()) if written.stored == "object" else written
 
 
 def _count(report: WriteReport, key: str, name: str, source: Source, written: Written,
@@ -309,7 +303,7 @@ def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs:
     report = WriteReport(out, "npy", [out])
     with atomic_output(out, planned_bytes([source])) as temp:
         with open(temp, "xb") as f:
-            stored = _write_one(f, key, source, allow_pickle, chunk)
+            stored = write_member(f, key, source, allow_pickle, chunk)
         _count(report, key, os.path.basename(out), source, stored, None)
         if verify:
             report.accept(read_back(out, {"": (key, source)}, {"": stored}, lambda _: lambda: open(temp, "rb"), chunk))
