@@ -39,7 +39,7 @@ EXPECTED_CODES = {
     "ChecksumError": 3, "UnsupportedError": 3, "AmbiguousCheckpointError": 3, "PluginError": 3, "InputReadError": 3,
     "TensorNotFoundError": 1, "NothingSelectedError": 1, "UsageError": 2,
     "OutputError": 4, "OutputExistsError": 4, "OutputIsInputError": 4, "InvalidOutputError": 4,
-    "OutputWriteError": 4, "VerificationError": 4,
+    "OutputWriteError": 4, "VerificationError": 4, "PickleRequiredError": 4,
 }
 
 
@@ -137,7 +137,7 @@ def test_exit_4_output_exists_or_is_an_input(run_cli, tmp_path):
     out.write_bytes(b"keep")
     result = run_cli("extract", EST200, "global_step", "-o", out)
     assert result.exit_code == 4 and out.read_bytes() == b"keep"
-    assert result.stderr.splitlines() == [f"ckpt: error: {out}: output exists", "  hint: use --force to replace it"]
+    assert result.stderr.splitlines() == [f"ckpt: error: {out}: output file exists", "  hint: use --force to replace it"]
     target = tmp_path / "o" / "ckpt"
     assert run_cli("convert", EST200, "-o", target, "--to", "tf-object").exit_code == 0
     again = run_cli("convert", EST200, "-o", target, "--to", "tf-object")

@@ -57,8 +57,10 @@ def test_keras2_corpus_file_rewritten_identically(tmp_path: Path) -> None:
         layers = [Keras2Layer(n, [(_text(w), src[f"{n}/{_text(w)}"]) for w in h5[n].attrs["weight_names"]])
                   for n in names]
         report = write_keras2_h5(out, layers, keras_version="2.21.0")
-    assert report.to_json() == {"path": str(out), "layout": "keras2-h5", "tensors": 12, "bytes": 9616,
-                                "verified": True}
+    summary = {k: v for k, v in report.to_json().items() if k != "contents"}
+    assert summary == {"path": str(out), "format": "keras2-h5", "files": [str(out)], "tensors": 12, "bytes": 9616,
+                       "verified": True, "warnings": []}
+    assert [c.stored_as for c in report.contents] == [f"{layer.name}/{w}" for layer in layers for w, _ in layer.weights]
     assert dump(out) == dump(K2)
 
 
@@ -73,7 +75,7 @@ def test_keras3_corpus_file_rewritten_identically(tmp_path: Path) -> None:
                                           [src[f"{name}/{i}"] for i in range(len(obj))]))
         h5.visititems(visit)
         report = write_keras3_h5(out, groups)
-    assert report.tensors == 34 and report.verification is not None and report.verification.ok
+    assert report.tensors == 34 and report.roundtrip is not None and report.roundtrip.ok
     assert dump(out) == dump(K3)
 
 

@@ -111,7 +111,7 @@ def test_extract_one_tensor_to_npy(run_cli, tmp_path):
     out = tmp_path / "logits"
     result = run_cli("extract", CORPUS / EST200, "dnn/logits/kernel", "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == f"wrote {out}.npy: 1 tensor (npy)\n"
+    assert result.stdout == f"wrote {out}.npy: 1 tensor, 120 B (npy), verified\n"  # 20 x 6 float32
     value = np.load(f"{out}.npy")
     assert digest(value) == MANIFEST[EST200]["tensors"]["dnn/logits/kernel"]["sha256"]
     assert os.listdir(tmp_path) == ["logits.npy"]  # no temporary file left behind
@@ -121,20 +121,24 @@ def test_extract_many_to_npz_keeps_keys(run_cli, tmp_path):
     out = tmp_path / "all.npz"
     result = run_cli("extract", "--json", CORPUS / DTYPES, "-o", out)
     report = json.loads(result.stdout)
-    assert (report["path"], report["mode"]) == (str(out), "npz")
-    stored = {t["key"]: t["stored_dtype"] for t in report["tensors"]}
-    assert stored[BF16] == "float32" and stored["typed/float16/.ATTRIBUTES/VARIABLE_VALUE"] == "float16"
+    assert (report["path"], report["format"], report["verified"]) == (str(out), "npz", True)
+    stored = {t["key"]: t["stored_dtype"] for t in report["contents"]}
+    assert stored[BF16] == "uint16" and stored["typed/float16/.ATTRIBUTES/VARIABLE_VALUE"] == "float16"
+    assert report["warnings"] == [f"{BF16}: bfloat16 stored as uint16 bits (the record keeps bfloat16)"]
     values = read_all(DTYPES)
     with np.load(out) as npz:  # allow_pickle is False: nothing here needs pickle
-        assert sorted(npz.files) == sorted(MANIFEST[DTYPES]["tensors"])
+        assert sorted(npz.files) == sorted([*MANIFEST[DTYPES]["tensors"], "__ckpt_provenance__"])
+        record = json.loads(str(npz["__ckpt_provenance__"]))
+        assert {t["key"]: t["dtype"] for t in record["tensors"]} == {
+            k: t["dtype"] for k, t in MANIFEST[DTYPES]["tensors"].items()}
         for key, want in values.items():
             got = npz[key]
             if want.dtype == object:
                 assert got.dtype.kind == "S" and got.tolist() == np.array(want.tolist(), dtype=got.dtype).tolist()
                 assert [bytes(x) for x in got.reshape(-1)] == list(want.reshape(-1))
-            elif want.dtype == ml_dtypes.bfloat16:
-                assert got.dtype == np.float32 and np.array_equal(got, want.astype(np.float32))
-                assert np.array_equal(got.astype(ml_dtypes.bfloat16).view(np.uint16), want.view(np.uint16))
+            elif want.dtype == ml_dtypes.bfloat16:  # the raw bits; the record restores the dtype
+                assert got.dtype == np.uint16 and got.tobytes() == want.tobytes()
+                assert digest(got.view(ml_dtypes.bfloat16)) == MANIFEST[DTYPES]["tensors"][key]["sha256"]
             else:
                 assert digest(got) == MANIFEST[DTYPES]["tensors"][key]["sha256"], key
 
@@ -158,7 +162,7 @@ def test_hostile_keys_never_escape_the_directory(run_cli, tmp_path):
     out = tmp_path / "deep" / "out"
     result = run_cli("extract", "--json", src, "-o", f"{out}/")
     assert result.exit_code == 0, result.stderr
-    files = {t["key"]: t["file"] for t in json.loads(result.stdout)["tensors"]}
+    files = {t["key"]: t["stored_as"] for t in json.loads(result.stdout)["contents"]}
     assert files == {"../../evil": "%2E%2E/%2E%2E/evil.npy", "/etc/passwd": "%/etc/passwd.npy",
                      "a/./b": "a/%2E/b.npy", "..": "%2E%2E.npy", "%2E": "%252E.npy", "x\\..\\y": "x%5C..%5Cy.npy",
                      "ok/../../../up": "ok/%2E%2E/%2E%2E/%2E%2E/up.npy", "nul\x00": "nul%00.npy", "a//b": "a/%/b.npy"}
@@ -183,7 +187,7 @@ def test_existing_output_refused_unless_force(run_cli, tmp_path):
     out = tmp_path / "g.npy"
     out.write_bytes(b"keep")
     result = run_cli("extract", CORPUS / EST200, "global_step", "-o", out)
-    assert result.exit_code == 4 and "output exists" in result.stderr and out.read_bytes() == b"keep"
+    assert result.exit_code == 4 and "output file exists" in result.stderr and out.read_bytes() == b"keep"
     assert run_cli("extract", "--force", CORPUS / EST200, "global_step", "-o", out).exit_code == 0
     assert np.load(out).tolist() == 200
 

@@ -232,11 +232,14 @@ def test_bad_keys_are_refused(tmp_path):
         _write(tmp_path, [("a", np.int32(1)), ("a", np.int32(2))])
     with pytest.raises(ValueError, match="duplicate key '_CHECKPOINTABLE_OBJECT_GRAPH'"):
         _write(tmp_path, {"_CHECKPOINTABLE_OBJECT_GRAPH": b"x"}, object_graph=b"y")
-    assert os.listdir(tmp_path / "out") == []
+    assert os.listdir(tmp_path) == []  # the directory created for the output is removed again
+    (tmp_path / "out").mkdir()
     with pytest.raises(InvalidOutputError, match="output is a directory"):
         formats.write_checkpoint(tmp_path / "out", {"a": np.int32(1)})
     with pytest.raises(InvalidOutputError, match="output is a directory"):
         formats.write_checkpoint(str(tmp_path) + os.sep, {"a": np.int32(1)})
+    with pytest.raises(InvalidOutputError, match="ends in a path separator, so it names a directory"):
+        formats.write_checkpoint(str(tmp_path / "new") + os.sep, {"a": np.int32(1)})
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
@@ -248,7 +251,7 @@ def test_failure_while_writing_the_index_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(writer_module, "_write_index", boom)
     with pytest.raises(OSError, match="No space left"):
         _write(tmp_path, {"a": np.arange(1000)})
-    assert os.listdir(tmp_path / "out") == []
+    assert not (tmp_path / "out").exists()  # nor the directory created for it
 
 
 def test_failure_in_a_source_midway_leaves_nothing(tmp_path, corpus_copy):
@@ -260,7 +263,7 @@ def test_failure_in_a_source_midway_leaves_nothing(tmp_path, corpus_copy):
     with formats.open_checkpoint(src) as ckpt:
         with pytest.raises(formats.ChecksumError, match="global_step"):
             _write(tmp_path, ckpt)
-    assert os.listdir(tmp_path / "out") == []
+    assert not (tmp_path / "out").exists()  # nor the directory created for it
 
 
 def test_failed_index_rename_removes_the_renamed_data_file(tmp_path, monkeypatch):
@@ -277,7 +280,7 @@ def test_failed_index_rename_removes_the_renamed_data_file(tmp_path, monkeypatch
     with pytest.raises(PermissionError):
         _write(tmp_path, {"a": np.int32(1)})
     assert [os.path.basename(c) for c in calls] == ["ckpt" + DATA, "ckpt.index"]
-    assert os.listdir(tmp_path / "out") == []
+    assert not (tmp_path / "out").exists()  # nor the directory created for it
 
 
 def test_verification_catches_a_bad_copy(tmp_path, monkeypatch):
@@ -298,7 +301,7 @@ def test_verification_catches_a_bad_copy(tmp_path, monkeypatch):
     with pytest.raises(VerificationError, match=r"'w': values differ, first at element 0 of 4") as info:
         _write(tmp_path, {"w": np.zeros(4, np.float32)})
     assert [(m.key, m.kind) for m in info.value.report.mismatches] == [("w", "value")]
-    assert os.listdir(tmp_path / "out") == []
+    assert not (tmp_path / "out").exists()  # nor the directory created for it
     monkeypatch.setattr(writer_module, "_copy_fixed", corrupting)
     prefix = _write(tmp_path, {"w": np.zeros(4, np.float32)}, verify=False)  # --no-verify trusts the copy
     assert Path(prefix + DATA).read_bytes()[0] == 0x7F
@@ -351,9 +354,12 @@ def test_copy_streams_in_bounded_memory(tmp_path):
 def test_report_describes_the_write(tmp_path):
     prefix = str(tmp_path / "ckpt")
     report = formats.write_checkpoint(prefix, {"a": np.zeros(3, np.float64), "s": b"xyz"})
-    assert report.to_json() == {"prefix": prefix, "files": [prefix + ".index", prefix + DATA], "tensors": 2,
-                                "bytes": 24 + 8, "verified": True}
-    assert report.verification is not None and report.verification.tensors == 2
+    assert report.to_json() == {
+        "path": prefix, "format": "tf-name", "files": [prefix + ".index", prefix + DATA], "tensors": 2,
+        "bytes": 24 + 8, "verified": True, "warnings": [],
+        "contents": [{"key": "a", "stored_as": "a", "dtype": "float64", "stored_dtype": "float64", "shape": [3]},
+                     {"key": "s", "stored_as": "s", "dtype": "string", "stored_dtype": "string", "shape": []}]}
+    assert report.roundtrip is not None and report.roundtrip.tensors == 2
 
 
 # -- state file ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def _rewrite(rel: str, out: Path) -> str:
     prefix = str(out / "ckpt")
     with formats.open_checkpoint(CORPUS / rel) as ckpt:
         report = formats.write_checkpoint(prefix, [(k, ckpt[k]) for k in source_order(ckpt)])
-    assert report.verification is not None and report.verification.ok
+    assert report.roundtrip is not None and report.roundtrip.ok
     return prefix
 
 
@@ -53,7 +53,7 @@ def test_rewritten_corpus_bundle_is_byte_identical(rel, tmp_path):
 def test_hypothesis_write_read_round_trip(tensors, tmp_path_factory):
     prefix = str(tmp_path_factory.mktemp("rt") / "ckpt")
     report = formats.write_checkpoint(prefix, tensors)
-    assert report.tensors == len(tensors) and report.verification.ok
+    assert report.tensors == len(tensors) and report.roundtrip.ok
     with formats.open_checkpoint(prefix) as ckpt:
         assert sorted(ckpt) == sorted(tensors)
         for key, value in tensors.items():
@@ -79,7 +79,7 @@ def test_hypothesis_copy_of_a_copy_is_byte_identical(tensors, tmp_path_factory):
 def test_keras_weights_written_as_a_bundle(rel, tmp_path):
     with formats.open_checkpoint(CORPUS / rel) as src:
         report = formats.write_checkpoint(tmp_path / "ckpt", src, inputs=[src])
-        assert report.verification.ok and report.tensors == len(src)
+        assert report.roundtrip.ok and report.tensors == len(src)
         with formats.open_checkpoint(tmp_path / "ckpt") as out:
             assert compare_checkpoints(out, src).ok
             assert {k: (e.dtype, e.shape) for k, e in out.items()} == {k: (e.dtype, e.shape) for k, e in src.items()}

@@ -1,7 +1,6 @@
 """``ckpt doctor``: would a checkpoint load into the program that wrote a template?"""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
@@ -40,38 +39,29 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
     from formats.api import open_checkpoint
     from formats.ops.inspect.doctor import diagnose
 
+    written = None
     with open_checkpoint(ckpt_path) as ckpt, open_checkpoint(target) as tmpl:
         report = diagnose(ckpt, tmpl, ignore_optimizer)
-    if rules_out:
-        _write_rules(rules_out, report.rules, force)
+        if rules_out:
+            written = _write_rules(rules_out, report.rules, force, [ckpt, tmpl, ckpt_path, target])
     if as_json:
         from ..render.common import print_json
 
-        print_json(report.to_json())
+        print_json(report.to_json() | ({"written": written.to_json()} if written else {}))
     else:
-        _render(report, rules_out)
+        _render(report, written)
     ctx.exit(ExitCode.OK if report.would_load else ExitCode.PROBLEMS)
 
 
-def _write_rules(path: str, rules: list[Any], force: bool) -> None:
-    from formats.core.errors import OutputExistsError
+def _write_rules(path: str, rules: list[Any], force: bool, inputs: list[Any]) -> Any:
+    """The rules file, written as every output is: never over an input, atomically, read back."""
+    from formats.io.writing import write_text
     from formats.ops.rules import dump_rules
 
-    if os.path.lexists(path) and not force:
-        raise OutputExistsError(path, "rules file exists", hint="use --force to replace it")
-    temp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.tmp-{os.urandom(4).hex()}")
-    try:
-        with open(temp, "x", encoding="utf-8") as f:
-            f.write(dump_rules(rules))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    finally:
-        if os.path.lexists(temp):
-            os.unlink(temp)
+    return write_text(path, dump_rules(rules), format="rules", inputs=inputs, force=force, what="rules file")
 
 
-def _render(report: Any, rules_out: str | None) -> None:
+def _render(report: Any, written: Any) -> None:
     from ..render.common import shape_text
     from ..render.table import TextTable, emit
 
@@ -87,9 +77,10 @@ def _render(report: Any, rules_out: str | None) -> None:
         table.add_row(n, "unexpected", f"{have[n].dtype} {shape_text(have[n].shape)}", "", style="yellow")
     lines = [[("suggest ", "cyan"), (f"{s.candidate} -> {s.missing} ({s.reason})", None)] for s in report.suggestions]
     lines += [[("note ", "yellow"), (note, None)] for note in report.notes]
-    if rules_out:
-        lines.append([("wrote ", "green"), (f"{rules_out}: {len(report.rules)} rules, supplying "
-                                            f"{report.fixed_by_rules} of {len(report.missing)} missing", None)])
+    if written is not None:
+        lines.append([("wrote ", "green"), (f"{written.path}: {len(report.rules)} rules, supplying "
+                                            f"{report.fixed_by_rules} of {len(report.missing)} missing"
+                                            + (", verified" if written.verified else ""), None)])
     verdict = ("would load", "green") if report.would_load else ("would NOT load", "red")
     counts = (f": {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
               f"{len(report.unexpected)} unexpected")

@@ -22,11 +22,14 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
             as_json: bool) -> None:
     """Write tensors (all, or those matching KEY|GLOB) to numpy files.
 
-    One tensor goes to OUT.npy, several to OUT.npz (keys kept as member names),
-    or, for a directory, one KEY.npy per tensor (keys become relative paths;
-    hostile keys such as ../../x are escaped and never leave the directory).
-    bfloat16/float8 are widened to float32 and int4 to int8; strings and variants
-    are stored as fixed-width bytes (S<n>), never pickled unless --allow-pickle.
+    One tensor goes to OUT.npy, several to OUT.npz (keys kept as member names,
+    plus the provenance record convert --to npz writes), or, for a directory,
+    one KEY.npy per tensor (keys become relative paths; hostile keys such as
+    ../../x are escaped and never leave the directory). Types numpy lacks
+    (bfloat16, float8, int4...) are stored as their raw bits (uint16, uint8),
+    exactly as convert --to npz stores them; strings and variants as
+    fixed-width bytes (S<n>), never pickled unless --allow-pickle. Every file is
+    read back and compared before it takes its name.
 
     \b
     Examples:
@@ -50,12 +53,6 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
 
         print_json(report.to_json())
         return
-    from ..render.table import emit
+    from ..render.reports import render_written
 
-    widened = [t for t in report.tensors if t["stored_dtype"] not in (t["dtype"], "object") and
-               not t["stored_dtype"].startswith("|S")]
-    lines = [[("note ", "yellow"), (f"{t['key']}: {t['dtype']} stored as {t['stored_dtype']}", None)] for t in widened]
-    count = len(report.tensors)
-    lines.append([("wrote ", "green"), (report.path, "bold"),
-                  (f": {count} tensor{'s' if count != 1 else ''} ({report.mode})", None)])
-    emit(lines=lines)
+    render_written(report)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import human_bytes, shape_text
+from .common import shape_text
+from .reports import written_lines
 from .table import Segment, TextTable, emit
 
 
 def render_conversion(result: Any) -> None:
-    """Dry run: every row; always: every problem (errors first), then one summary line."""
+    """Dry run: every row; always: every problem (errors first), then what was written (or a summary)."""
     plan = result.plan
     table = None
     if result.dry_run:
@@ -27,22 +28,18 @@ def render_conversion(result: Any) -> None:
         if table is not None:
             emit(lines=[[("", None)]])
         emit(problems)
-    emit(lines=[_summary(result)])
+    emit(lines=_summary(result))
 
 
-def _summary(result: Any) -> list[Segment]:
+def _summary(result: Any) -> list[list[Segment]]:
     plan = result.plan
     errors, warnings = len(plan.errors), len(plan.warnings)
     counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
     if errors:
-        return [(counts, "red"), ("; nothing written", None)]
+        return [[(counts, "red"), ("; nothing written", None)]]
     tensors = len(plan.rows) + (plan.object_graph is not None)
-    if result.dry_run:
-        return [("dry run", "bold"), (f": {tensors} tensors would be written ({plan.target}); {counts}", None)]
-    written = result.written
-    verified = getattr(getattr(written, "verification", None), "ok", None)
-    text = f" {result.output}: {getattr(written, 'tensors', tensors)} tensors, {human_bytes(getattr(written, 'bytes', 0))}"
-    text += ", verified" if verified else ", not verified"
-    if result.state_file:
-        text += f"; {result.state_file} updated"
-    return [("wrote", "green"), (text, None), (f"; {counts}" if warnings else "", None)]
+    if result.dry_run or result.written is None:
+        return [[("dry run", "bold"), (f": {tensors} tensors would be written ({plan.target}); {counts}", None)]]
+    extra = f"; {result.state_file} updated" if result.state_file else ""
+    extra += f"; {counts}" if warnings else ""
+    return written_lines(result.written, extra)

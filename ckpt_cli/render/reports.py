@@ -1,10 +1,10 @@
-"""Rendering of check reports (``verify``)."""
+"""Rendering of check reports (``verify``) and of write reports (every command that writes)."""
 from __future__ import annotations
 
 from typing import Any
 
 from .common import human_bytes
-from .table import emit
+from .table import Segment, emit
 
 
 def render_verify(report: Any) -> None:
@@ -19,3 +19,19 @@ def render_verify(report: Any) -> None:
     count = len(report.problems)
     lines.append([(f"{count} problem{'s' if count != 1 else ''} ", "red"), (report.path, "bold"), (checked, None)])
     emit(lines=lines)
+
+
+def written_lines(report: Any, extra: str = "") -> list[list[Segment]]:
+    """A :class:`formats.io.writing.WriteReport` as lines: one note per warning, then
+    ``wrote PATH: N tensors, SIZE (FORMAT), verified`` (``extra`` appended)."""
+    lines: list[list[Segment]] = [[("note ", "yellow"), (w, None)] for w in report.warnings]
+    n = report.tensors
+    text = (f": {n} tensor{'s' if n != 1 else ''}, {human_bytes(report.bytes)} ({report.format}), "
+            + ("verified" if report.verified else "not verified") + extra)
+    lines.append([("wrote ", "green"), (report.path, "bold"), (text, None)])
+    return lines
+
+
+def render_written(report: Any) -> None:
+    """Print a write report (see :func:`written_lines`)."""
+    emit(lines=written_lines(report))

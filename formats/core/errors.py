@@ -176,8 +176,8 @@ class VerificationError(OutputError, ValueError):
     :class:`~formats.core.roundtrip.RoundTripReport`), kept as ``report``.
     """
 
-    def __init__(self, path: object, detail: str | Any, hint: str | None = None) -> None:
-        self.report = None if isinstance(detail, str) else detail
+    def __init__(self, path: object, detail: str | Any, hint: str | None = None, report: Any = None) -> None:
+        self.report = report if report is not None else (None if isinstance(detail, str) else detail)
         super().__init__(path, detail if isinstance(detail, str) else _first_mismatch(detail), hint)
 
 
@@ -185,3 +185,8 @@ def _first_mismatch(report: Any) -> str:
     first = report.mismatches[0]
     more = len(report.mismatches) - 1
     return f"verification failed: {first.key!r}: {first.message}" + (f" (and {more} more)" if more else "")
+
+
+class PickleRequiredError(InvalidOutputError):
+    """A string tensor has an element ending in NUL bytes, which fixed-width ``.npy`` bytes would drop:
+    it can only be stored pickled, which was not allowed."""

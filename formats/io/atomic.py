@@ -1,9 +1,11 @@
 """Pieces every writer shares: temporary names beside the output, fsync, and a free-space check.
 
 Writers write under :func:`temp_name`, flush with :func:`fsync_file`, rename into place and
-:func:`fsync_dir`; on any failure they remove the temporary. :func:`ensure_space` refuses up front
-when the output's file system cannot hold what is about to be written, so a full disk is a clean
-error before any byte is written (HDF5 in particular does not fail gracefully mid-file). What the
+:func:`fsync_dir`; on any failure they remove the temporary, and the parent directories
+:func:`make_parents` created for it (:func:`remove_created`), so an interrupted write leaves
+nothing behind. :func:`ensure_space` refuses up front when the output's file system cannot hold
+what is about to be written, so a full disk is a clean error before any byte is written (HDF5 in
+particular does not fail gracefully mid-file). What the
 operating system refuses while an output is written surfaces as
 :class:`~formats.core.errors.OutputWriteError` (:func:`write_error`).
 """
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
 __all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url", "write_error",
-           "WRITE_ERRNOS"]
+           "WRITE_ERRNOS", "make_parents", "remove_created"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
@@ -70,19 +72,50 @@ def write_error(exc: OSError, out: str) -> OutputWriteError:
     return OutputWriteError(out, exc.strerror or str(exc), errno=exc.errno)
 
 
+def make_parents(path: str) -> list[str]:
+    """Create the missing directories above ``path``; return those created, outermost first."""
+    missing: list[str] = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    created: list[str] = []
+    try:
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:  # made meanwhile by someone else (or a file: the next mkdir says so)
+                continue
+            created.append(folder)
+    except BaseException:
+        remove_created(created)
+        raise
+    return created
+
+
+def remove_created(directories: list[str]) -> None:
+    """Remove the directories :func:`make_parents` created, innermost first, where they are still empty."""
+    for folder in reversed(directories):
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty (or gone): leave it
+            return
+
+
 @contextlib.contextmanager
 def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
-    flushed and renamed to ``out``; on any error it is removed. ``needed`` bytes are checked first."""
+    flushed and renamed to ``out``; on any error it is removed, with the directories created for it.
+    ``needed`` bytes are checked first."""
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
     try:
-        os.makedirs(directory, exist_ok=True)
+        created = make_parents(out)
     except OSError as exc:
         raise write_error(exc, out) from exc
-    ensure_space(directory, needed)
     temp = temp_name(out)
     try:
+        ensure_space(directory, needed)
         yield temp
         fsync_file(temp)
         os.replace(temp, out)
@@ -90,6 +123,7 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     except BaseException as exc:
         if os.path.lexists(temp):
             os.unlink(temp)
+        remove_created(created)
         if _is_write_error(exc, temp, out):
             raise write_error(exc, out) from exc  # type: ignore[arg-type]
         raise

@@ -10,7 +10,8 @@ Keras 3 ``.weights.h5`` layout.
   attribute; bfloat16 is stored as Keras stores it (2-byte opaque values) with the attribute
   ``dtype="bfloat16"``.
 
-Files are written under a temporary name next to the output, flushed to disk, read back with
+Like every writer (:mod:`formats.io.writing`), the output is guarded against replacing an input,
+written under a temporary name next to the output, flushed to disk, read back with
 :mod:`formats.keras_h5` and compared with every source, and only then renamed into place.
 """
 from __future__ import annotations
@@ -21,15 +22,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
-                                 UnsupportedError, VerificationError)
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.errors import InvalidOutputError, UnsupportedError, VerificationError
+from formats.core.model import Checkpoint
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, fixed_chunks
-from formats.io.atomic import atomic_output
+from formats.io.atomic import atomic_output, refuse_url
+from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
 
-__all__ = ["Keras2Layer", "Keras3Group", "H5WriteReport", "write_keras2_h5", "write_keras3_h5",
-           "HDF5_OBJECT_HEADER_LIMIT", "save_attribute_list"]
+__all__ = ["Keras2Layer", "Keras3Group", "write_keras2_h5", "write_keras3_h5", "HDF5_OBJECT_HEADER_LIMIT",
+           "save_attribute_list"]
 
 HDF5_OBJECT_HEADER_LIMIT = 64512
 """tf-keras' limit on one attribute's bytes; longer lists are split into numbered chunks."""
@@ -51,22 +52,6 @@ class Keras3Group:
     path: str
     name: str | None = None
     variables: list[Source] = field(default_factory=list)
-
-
-@dataclass
-class H5WriteReport:
-    """What was written: the path, the layout, tensor count, data bytes and the verification result."""
-
-    path: str
-    layout: str
-    tensors: int = 0
-    bytes: int = 0
-    verification: RoundTripReport | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {"path": self.path, "layout": self.layout, "tensors": self.tensors, "bytes": self.bytes,
-                "verified": None if self.verification is None else self.verification.ok}
 
 
 def save_attribute_list(attrs: Any, name: str, data: list[bytes]) -> None:
@@ -92,7 +77,7 @@ def save_attribute_list(attrs: Any, name: str, data: list[bytes]) -> None:
 def write_keras2_h5(path: str | os.PathLike[str], layers: Sequence[Keras2Layer], *,
                     layer_names: Sequence[str] | None = None, top_level: Sequence[tuple[str, Source]] = (),
                     backend: str = "tensorflow", keras_version: str = "2.21.0", force: bool = False,
-                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> H5WriteReport:
+                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> WriteReport:
     """Write a Keras 2 ``save_weights`` ``.h5`` file that tf-keras ``load_weights`` reads.
 
     ``layer_names`` (default: the layers' names) is the ``layer_names`` attribute, in model order; it
@@ -139,7 +124,7 @@ def _keras2_group(group: Any, weights: list[tuple[str, Source]], chunk: int) -> 
 
 
 def write_keras3_h5(path: str | os.PathLike[str], groups: Sequence[Keras3Group], *, force: bool = False,
-                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> H5WriteReport:
+                    verify: bool = True, inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK) -> WriteReport:
     """Write a Keras 3 ``.weights.h5`` file that Keras 3 ``load_weights`` reads.
 
     Every group gets a ``vars`` subgroup (also when it has no variables, as Keras writes it for
@@ -202,27 +187,25 @@ def _stream_into(ds: Any, source: Source, np_dtype: Any, shape: tuple[int, ...],
         done += rows
     total = shape[0] if shape else 1
     if done != total or pending:
-        raise CorruptCheckpointError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
+        raise InvalidOutputError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
 
 
 def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force: bool, verify: bool,
-           inputs: Iterable[str | Checkpoint], chunk: int) -> H5WriteReport:
+           inputs: Iterable[str | Checkpoint], chunk: int) -> WriteReport:
     import h5py
 
-    check_output(out, expected.values(), inputs, force)
-    report = H5WriteReport(out, layout, len(expected))
-    with atomic_output(out, sum(_nbytes(s) for s in expected.values())) as temp:
+    refuse_url(out)
+    guard_output(out, inputs=inputs, sources=expected.values(), force=force)
+    report = WriteReport(out, layout, [out])
+    for key, source in expected.items():
+        dt, shape = describe(source)
+        report.add(Stored(key, key, dt.name, dt.name, shape), math.prod(shape) * dt.itemsize)
+    with atomic_output(out, report.bytes) as temp:
         with h5py.File(temp, "w") as h5:
             fill(h5)
-        report.bytes = sum(_nbytes(s) for s in expected.values())
         if verify:
-            report.verification = _verify(temp, out, layout, expected, chunk)
+            report.accept(_verify(temp, out, layout, expected, chunk))
     return report
-
-
-def _nbytes(source: Source) -> int:
-    dt, shape = describe(source)
-    return math.prod(shape) * dt.itemsize
 
 
 def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
@@ -236,27 +219,4 @@ def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk
             where, message = problems[0]
             raise VerificationError(out, f"verification failed: {where}: {message}")
         report = compare_checkpoints(written, expected, path=out, against="sources", chunk=chunk)
-    if not report.ok:
-        raise VerificationError(out, report)
-    return report
-
-
-def check_output(out: str, sources: Iterable[Source], inputs: Iterable[str | Checkpoint], force: bool) -> None:
-    """Refuse an output that is a file being read (always) or that exists (unless ``force``)."""
-    real = os.path.realpath(os.path.abspath(out))
-    files: list[str] = []
-    for item in inputs:
-        files += [item.path, *item.files] if isinstance(item, Checkpoint) else [os.fspath(item)]
-    for source in sources:
-        files += source_files(source)
-    if any(os.path.realpath(os.path.abspath(f)) == real for f in files):
-        raise OutputIsInputError(out, "output would overwrite a file that is being read; write to another path")
-    if os.path.isdir(out):
-        raise InvalidOutputError(out, "output is a directory")
-    if not force and os.path.lexists(out):
-        raise OutputExistsError(out, "output file exists", hint="pass force=True to replace it")
-
-
-def source_files(source: Source) -> list[str]:
-    """The files a source is read from (a bundle's files, or an HDF5 file), where known."""
-    return list(source.files) if isinstance(source, TensorEntry) else []
+    return check_roundtrip(out, report)

@@ -3,15 +3,19 @@
 Mirrors ``checkpoint_management.update_checkpoint_state_internal``: the new prefix becomes
 ``model_checkpoint_path`` and the last of ``all_model_checkpoint_paths`` (oldest first),
 paths are stored relative to the directory when they lie inside it, timestamps are kept
-(and one appended) when the existing file has them, and the file is replaced atomically.
+(and one appended) when the existing file has them, and the file is replaced the way every
+output is written (:func:`formats.io.writing.write_text`): never over a file being read,
+atomically, read back.
 """
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
+from typing import Any
 
-from formats.io.atomic import atomic_output
 from formats.concepts.state import STATE_FILE, CheckpointState, format_state, read_state
+from formats.io.writing import write_text
 
 __all__ = ["update_state_file"]
 
@@ -30,11 +34,12 @@ def _same(directory: str, a: str, b: str) -> bool:
 
 
 def update_state_file(directory: str | os.PathLike[str], prefix: str | os.PathLike[str], *, keep_all: bool = True,
-                      relative: bool = True, timestamp: float | None = None) -> CheckpointState:
+                      relative: bool = True, timestamp: float | None = None, inputs: Iterable[Any] = ()) -> CheckpointState:
     """Make ``prefix`` the latest checkpoint of ``directory``'s state file (created if absent).
 
     With ``keep_all`` the paths already listed stay (oldest first) and ``prefix`` is moved to the
-    end; otherwise it is the only one listed. Returns the state written.
+    end; otherwise it is the only one listed. A state file that is a file of ``inputs`` (paths or
+    opened checkpoints being read) is refused. Returns the state written.
     """
     directory, prefix = os.fspath(directory), os.fspath(prefix)
     path = _stored_path(directory, prefix, relative)
@@ -46,10 +51,6 @@ def update_state_file(directory: str | os.PathLike[str], prefix: str | os.PathLi
     kept.append((path, time.time() if timestamp is None else timestamp))
     state = CheckpointState(path, [p for p, _ in kept], [t for _, t in kept] if timed else [],
                             old.last_preserved_timestamp)
-    _write_atomically(os.path.join(directory, STATE_FILE), format_state(state))
+    write_text(os.path.join(directory, STATE_FILE), format_state(state), format="state", inputs=inputs, force=True,
+               what="state file")
     return state
-
-
-def _write_atomically(path: str, text: str) -> None:
-    with atomic_output(path) as temp, open(temp, "x", encoding="utf-8") as f:
-        f.write(text)

@@ -3,49 +3,36 @@
 Byte-compatible with TensorFlow's ``BundleWriter``: tensors go to the data file in the order
 they are given (densely packed, no alignment), the index lists them in bytewise key order
 after the header, and every entry carries the masked CRC32C TensorFlow would compute.
-Tensors stream from their source to the file in bounded chunks. The files are written under
-temporary names in the output directory, flushed to disk, verified (every tensor read back
-and compared with its source) and only then renamed into place: data file first, index last.
+Tensors stream from their source to the file in bounded chunks. Like every writer
+(:mod:`formats.io.writing`), the output is guarded against replacing an input, written under
+temporary names in the output directory, flushed to disk, verified (every tensor read back and
+compared with its source) and only then renamed into place: data file first, index last.
 """
 from __future__ import annotations
 
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from formats.core import dtypes
-from formats.io.crc import crc32c, mask, unmask
-from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
-                      OutputIsInputError, VerificationError)
+from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
+                                 VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
+from formats.io.atomic import ensure_space, fsync_dir, make_parents, remove_created, temp_name
+from formats.io.crc import crc32c, mask, unmask
+from formats.io.writing import (OutputGuard, Stored, WriteReport, check_roundtrip, guard_output, planned_bytes,
+                                sources_of)
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.tf_bundle.table_writer import TableWriter
-from formats.io.atomic import ensure_space, fsync_dir, temp_name
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
-
-
-@dataclass
-class WriteReport:
-    """What was written: the prefix, its files, tensor count, data bytes, and the verification result."""
-
-    prefix: str
-    files: list[str]
-    tensors: int = 0
-    bytes: int = 0
-    verification: RoundTripReport | None = None
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {"prefix": self.prefix, "files": self.files, "tensors": self.tensors, "bytes": self.bytes,
-                "verified": None if self.verification is None else self.verification.ok}
 
 
 @dataclass
@@ -53,50 +40,9 @@ class _Record:
     key: bytes
     entry: bytes
     size: int
+    dtype: str
+    shape: tuple[int, ...]
     expected: Any = None  # the source itself, or a Digest of what was written
-
-
-@dataclass
-class _Guard:
-    """Refuses sources read from the files the output would replace."""
-
-    prefix: str
-    outputs: set[str] = field(default_factory=set)
-    seen: set[int] = field(default_factory=set)
-
-    def check_files(self, files: Iterable[str]) -> None:
-        for f in files:
-            if _real(f) in self.outputs:
-                raise OutputIsInputError(self.prefix, f"output would overwrite {f}, which is being read; "
-                                         "write to another prefix")
-
-    def check_source(self, source: Source) -> None:
-        files = source.files if isinstance(source, TensorEntry) else ()
-        if files and hash(files) not in self.seen:
-            self.seen.add(hash(files))
-            self.check_files(files)
-
-
-def _planned_bytes(tensors: Any) -> int:
-    """Bytes the fixed-width sources will take (0 for what cannot be known without consuming it)."""
-    if isinstance(tensors, Mapping):
-        sources = list(tensors.values())
-    elif isinstance(tensors, (list, tuple)):
-        sources = [pair[1] for pair in tensors]
-    else:
-        return 0
-    total = 0
-    for source in sources:
-        try:
-            dt, shape = describe(source)
-        except (CheckpointError, ValueError, TypeError):
-            continue  # reported properly when the tensor is written
-        total += math.prod(shape) * dt.itemsize
-    return total
-
-
-def _real(path: str) -> str:
-    return os.path.realpath(os.path.abspath(path))
 
 
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
@@ -118,36 +64,33 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     prefix = os.fspath(prefix)
     from formats.io import storage
 
-    if storage.is_url(prefix):
-        from formats.io.remote_write import write_checkpoint_to
-
-        return write_checkpoint_to(prefix, tensors, object_graph, force=force, verify=verify, inputs=inputs,  # type: ignore[no-any-return]
-                                   chunk=chunk, progress=progress)
-    if not os.path.basename(prefix) or os.path.isdir(prefix):
-        raise InvalidOutputError(prefix, "output is a directory; give a checkpoint prefix such as DIR/ckpt")
     final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
-    guard = _Guard(prefix, {_real(prefix), _real(final_index), _real(final_data)})
-    guard.check_files(_input_files(inputs))
+    sources, inputs = sources_of(tensors), list(inputs)
+    guard = guard_output(prefix, [final_index, final_data], inputs=inputs, sources=sources, force=force,
+                         what="output checkpoint")
+    if storage.is_url(prefix):
+        from formats.io.remote_write import write_then_upload
+
+        return write_then_upload(prefix, lambda local: write_checkpoint(
+            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress), force=force)
     pairs = _pairs(tensors, object_graph)
-    if isinstance(tensors, Mapping):
-        for source in tensors.values():
-            guard.check_source(source)
-    if not force and (os.path.lexists(final_index) or os.path.lexists(final_data)):
-        raise OutputExistsError(prefix, "output checkpoint exists", hint="pass force=True to replace it")
     directory = os.path.dirname(os.path.abspath(prefix))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, exist_ok=True)
-    ensure_space(directory, _planned_bytes(tensors))
+    created = make_parents(prefix)
     temp = temp_name(prefix)
     temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
-    report = WriteReport(prefix, [final_index, final_data])
+    report = WriteReport(prefix, "tf-name", [final_index, final_data])
     leftovers = [temp_data, temp_index]
     try:
+        ensure_space(directory, planned_bytes(sources))
         records = _write_data(temp_data, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress)
+        for r in records:
+            key = r.key.decode("utf-8", "surrogateescape")
+            report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
+            if key == OBJECT_GRAPH_KEY:
+                report.format = "tf-object"
         _write_index(temp_index, records)
-        report.tensors, report.bytes = len(records), sum(r.size for r in records)
         if verify:
-            report.verification = _verify(temp, prefix, records, chunk)
+            report.accept(_verify(temp, prefix, records, chunk))
         if not os.path.lexists(final_data):
             leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
         os.replace(temp_data, final_data)
@@ -157,19 +100,9 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         for path in leftovers:
             if os.path.lexists(path):
                 os.unlink(path)
+        remove_created(created)
         raise
     return report
-
-
-def _input_files(inputs: Iterable[str | Checkpoint]) -> Iterator[str]:
-    for item in inputs:
-        if isinstance(item, Checkpoint):
-            yield item.path
-            yield from item.files
-        else:
-            path = os.fspath(item)
-            yield path
-            yield path + ".index"
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
@@ -186,16 +119,16 @@ def _key_bytes(key: Any, prefix: str) -> bytes:
     return raw
 
 
-def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: _Guard, chunk: int,
+def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: OutputGuard, chunk: int,
                 verify: bool, keep: bool, progress: Callable[[int, int], None] | None = None) -> list[_Record]:
     records: list[_Record] = []
     seen: set[bytes] = set()
     with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
         offset = 0
         for key, source in pairs:
-            raw_key = _key_bytes(key, guard.prefix)
+            raw_key = _key_bytes(key, guard.output)
             if raw_key in seen:
-                raise InvalidOutputError(guard.prefix, f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
+                raise InvalidOutputError(guard.output, f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
             seen.add(raw_key)
             guard.check_source(source)
             record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep)
@@ -281,7 +214,7 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
             digest_update(h, value)
     entry = encode_entry(dt.enum, shape, offset, size, mask(crc))
     expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
-    return _Record(key, entry, size, expected if verify else None)
+    return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None)
 
 
 def _sha256() -> Any:
@@ -324,7 +257,5 @@ def _verify(temp: str, prefix: str, records: list[_Record], chunk: int) -> Round
     with BundleCheckpoint(temp) as written:
         # sources were checked while copied, and output checksums computed from the bytes compared here
         report = compare_checkpoints(written, expected, path=prefix, against="sources", chunk=chunk, check_crc=False)
-    if not report.ok:
-        raise VerificationError(prefix, report)
-    return report
+    return check_roundtrip(prefix, report)
 

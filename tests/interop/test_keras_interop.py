@@ -76,7 +76,7 @@ def test_bundle_to_keras2_h5_loads_in_tf_keras(tmp_path: Path) -> None:
     _need("tf_keras")
     out = tmp_path / "tagger.h5"
     result = convert_file(CORPUS / "keras2_tagger" / "tagger_tf" / "ckpt", out, "keras2-h5")
-    assert result.ok and result.written.verification.ok
+    assert result.ok and result.written.roundtrip.ok
     got = _run_tagger("keras2", out, tmp_path)
     assert got.shape == (8, 4)
     np.testing.assert_allclose(got, _expected(), rtol=0, atol=1e-5)

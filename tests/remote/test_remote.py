@@ -130,18 +130,16 @@ def test_missing_extra_is_named(monkeypatch, run_cli):
 
 
 def test_write_to_a_bucket_and_read_it_back(s3_bucket, run_cli):
-    from formats.io.remote_write import write_checkpoint_to
-
     fs, bucket = s3_bucket
     url = f"s3://{bucket}/out/ckpt-1"
     src = CORPUS / "tf2_mixed/all_dtypes/ckpt-1"
     with formats.open_checkpoint(src) as ckpt:
-        report = write_checkpoint_to(url, dict(ckpt.items()))
+        report = formats.write_checkpoint(url, dict(ckpt.items()))
     assert report.files == [f"{url}.data-00000-of-00001", f"{url}.index"]
     result = run_cli("verify", url, "--against", src)
     assert result.exit_code == 0, result.stdout + result.stderr
     with formats.open_checkpoint(src) as ckpt, pytest.raises(formats.CheckpointError, match="output checkpoint exists"):
-        write_checkpoint_to(url, dict(ckpt.items()))
+        formats.write_checkpoint(url, dict(ckpt.items()))
 
 
 def test_failed_upload_leaves_no_object_under_the_final_name(s3_bucket, tmp_path, monkeypatch):
@@ -179,7 +177,7 @@ def test_convert_from_and_to_a_bucket_round_trips(s3_bucket, run_cli):
     result = run_cli("verify", back, "--against", CORPUS / "tf1_estimator/model.ckpt-200")
     assert result.exit_code == 0, result.stdout
     result = run_cli("convert", out, "-o", out, "--to", "tf-name", "--force")
-    assert result.exit_code == 4 and "output is the checkpoint being read" in result.stderr
+    assert result.exit_code == 4 and f"output would overwrite {out}.index, which is being read" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["convert", "{src}", "-o", "s3://b/x.npz", "--to", "npz"],

@@ -205,17 +205,18 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs.
     """
     plan.progress = progress
+    inputs = list(inputs)
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:
         if dry_run or not plan.ok:
             return result
         writer = plan.writer or write_tf_bundle
-        result.written = writer(plan, result.output, force, verify, list(inputs))
+        result.written = writer(plan, result.output, force, verify, inputs)
         if update_state:
             from formats.tf_bundle.state_file import update_state_file
 
             directory = os.path.dirname(os.path.abspath(result.output))
-            update_state_file(directory, result.output)
+            update_state_file(directory, result.output, inputs=inputs)
             result.state_file = os.path.join(directory, "checkpoint")
     finally:
         plan.close()

@@ -4,73 +4,48 @@ Modes (``mode="auto"`` picks one from ``out``):
 
 - ``npy``: one tensor -> ``OUT.npy`` (``out`` ending in ``.npy``, or a bare name and one tensor).
 - ``npz``: many tensors -> ``OUT.npz``, one member ``<key>.npy`` per tensor, keys kept verbatim
-  (``numpy.load(OUT)[key]``). Uncompressed, ZIP64.
+  (``numpy.load(OUT)[key]``), plus the provenance record ``__ckpt_provenance__.npy`` that
+  ``convert --to npz`` writes too. Uncompressed, ZIP64.
 - ``dir``: a directory (``out`` ending in ``/`` or an existing directory); each key becomes a relative
   path ``<key>.npy``. Key segments are made safe: ``.``/``..``/empty segments, ``%``, backslashes and
   control characters are percent-encoded, so a hostile key such as ``../../x`` or ``/etc/passwd``
   always lands inside the directory (and the resolved path is checked again before writing).
 
-Every file is written to a temporary name beside it, fsync'ed and renamed into place; an existing
-output is refused unless ``force``, and a file of the checkpoint itself is never overwritten.
-Values stream in chunks (bounded memory for bundle tensors).
+Values are stored with the one numpy dtype policy of :mod:`formats.io.npy` (shared with
+``convert --to npz``): bfloat16, float8 and int4-like tensors as their raw bits (``uint16``,
+``uint8``; the npz record keeps the real dtype, the report names each), strings and variants as
+fixed-width bytes, never pickled unless ``allow_pickle``.
 
-dtypes ``.npy`` cannot describe without extra packages are widened losslessly: bfloat16 and float8
-types to float32, int4/int2 to int8, uint4/uint2 to uint8 (the report lists each). Strings and
-variants (a variant element is its serialized ``VariantTensorDataProto``) are stored without pickle as
-fixed-width bytes ``S<n>``; numpy drops trailing NUL bytes from ``S`` values, so a tensor with an
-element ending in ``\\x00`` is refused unless ``allow_pickle`` (then an object array is written, which
-``numpy.load`` opens only with ``allow_pickle=True``).
+Every output is written the one way (:mod:`formats.io.writing`): guarded (a file of the
+checkpoint is never replaced, an existing output only with ``force``), written under temporary
+names, read back and compared with the checkpoint, then renamed into place. A directory is all or
+nothing: every file is written and verified in a staging directory first.
 """
 from __future__ import annotations
 
 import os
 import re
-import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+import shutil
+from collections.abc import Callable, Sequence
 
-from formats.io.atomic import atomic_output, ensure_space, refuse_url
-from formats.core.errors import InvalidOutputError, NothingSelectedError, OutputExistsError, OutputIsInputError
+from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
-from formats.core.values import iter_chunks
+from formats.io.atomic import ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created, temp_name
+from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy, write_npz
+from formats.io.writing import Stored, WriteReport, guard_output
 
-if TYPE_CHECKING:
-    import numpy as np
+__all__ = ["ExtractError", "extract", "safe_relative_path"]
 
-__all__ = ["ExtractError", "ExtractReport", "extract", "safe_relative_path"]
+Progress = Callable[[int, int], None]
 
 
 class ExtractError(InvalidOutputError):
-    """The output cannot be written as asked (one .npy for many tensors, a key escaping the directory, needs
-    pickle, ...)."""
-
-
-@dataclass
-class ExtractReport:
-    """What was written: ``mode``, the output path, and per tensor its key, file (or member) and stored dtype."""
-
-    path: str
-    mode: str
-    tensors: list[dict[str, Any]] = field(default_factory=list)
-    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
-    _bytes: int = field(default=0, repr=False)
-
-    def add(self, entry: TensorEntry, record: dict[str, Any]) -> None:
-        """Record one written tensor and report progress."""
-        self.tensors.append(record)
-        self._bytes += entry.nbytes
-        if self.progress is not None:
-            self.progress(self._bytes, len(self.tensors))
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"path", "mode", "tensors": [{"key", "file", "dtype", "stored_dtype", "shape"}]}``."""
-        return {"path": self.path, "mode": self.mode, "tensors": self.tensors}
+    """The selection cannot be written as asked (no tensor matches, several for one ``.npy``, keys that clash)."""
 
 
 _UNSAFE = re.compile(r"[%\\\x00-\x1f\x7f]")
-_WIDEN = {"bfloat16": "float32", "int4": "int8", "int2": "int8", "uint4": "uint8", "uint2": "uint8"}
 
 
 def safe_relative_path(key: str) -> str:
@@ -102,8 +77,8 @@ def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
 
 
 def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[str], mode: str = "auto",
-            force: bool = False, allow_pickle: bool = False,
-            progress: Callable[[int, int], None] | None = None) -> ExtractReport:
+            force: bool = False, allow_pickle: bool = False, progress: Progress | None = None,
+            verify: bool = True) -> WriteReport:
     """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
 
     ``progress(bytes_done, tensors_done)`` is called after each tensor is written."""
@@ -112,61 +87,34 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
         raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
     refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
-    inputs = {os.path.realpath(f) for f in ckpt.files}
-    ensure_space(os.path.dirname(os.path.abspath(path)) if mode != "dir" else _existing_parent(path),
-                 sum(e.nbytes for e in entries))
-    report = ExtractReport(path, mode, progress=progress)
-    if mode == "dir":
-        _write_dir(entries, path, force, allow_pickle, inputs, report)
+    options = {"inputs": [ckpt], "force": force, "verify": verify, "allow_pickle": allow_pickle}
+    if mode == "npy":
+        report = write_npy(path, entries[0].key, entries[0], **options)  # type: ignore[arg-type]
+        if progress is not None:
+            progress(report.bytes, report.tensors)
         return report
-    _check_target(path, force, inputs)
-    with atomic_output(path) as temp, open(temp, "xb") as f:
-        if mode == "npy":
-            report.add(entries[0], _write_npy(f, entries[0], allow_pickle) | {"file": os.path.basename(path)})
-        else:
-            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-                for entry in entries:
-                    with zf.open(entry.key + ".npy", "w", force_zip64=True) as member:
-                        report.add(entry, _write_npy(member, entry, allow_pickle) | {"file": entry.key + ".npy"})
-    return report
+    if mode == "npz":
+        from formats.ops.convert.cross.export import provenance_entry
+
+        record = {"source": ckpt.path, "format": ckpt.format,
+                  "tensors": [provenance_entry(ckpt, e.key, e) for e in entries]}
+        return write_npz(path, [(e.key, e) for e in entries], provenance=record, progress=progress,
+                         **options)  # type: ignore[arg-type]
+    return _write_dir(entries, path, ckpt, force, allow_pickle, verify, progress)
 
 
-def _existing_parent(path: str) -> str:
-    path = os.path.abspath(path)
-    while not os.path.isdir(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
-
-
-def _check_target(path: str, force: bool, inputs: set[str]) -> None:
-    if os.path.realpath(path) in inputs:
-        raise OutputIsInputError(path, "refusing to overwrite a file of the checkpoint being read")
-    if os.path.lexists(path) and not force:
-        raise OutputExistsError(path, "output exists", hint="pass force=True to replace it")
-    if os.path.isdir(path):
-        raise ExtractError(path, "output is a directory")
-
-
-def _write_dir(entries: list[TensorEntry], root: str, force: bool, allow_pickle: bool, inputs: set[str],
-               report: ExtractReport) -> None:
-    os.makedirs(root, exist_ok=True)
-    real_root = os.path.realpath(root)
-    targets = []
-    for entry in entries:
-        rel = safe_relative_path(entry.key) + ".npy"
-        target = os.path.join(root, *rel.split("/"))
-        parent = os.path.realpath(os.path.dirname(target))
-        if os.path.commonpath([real_root, parent]) != real_root:
-            raise ExtractError(target, f"key {entry.key!r} would be written outside {root} (symlink?)")
-        _check_target(target, force, inputs)
-        targets.append((entry, rel, target))
-    _check_layout([rel for _, rel, _ in targets], root)
-    for entry, rel, target in targets:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.commonpath([real_root, os.path.realpath(os.path.dirname(target))]) != real_root:
-            raise ExtractError(target, f"key {entry.key!r} would be written outside {root} (symlink?)")
-        with atomic_output(target) as temp, open(temp, "xb") as f:
-            report.add(entry, _write_npy(f, entry, allow_pickle) | {"file": rel})
+# -- a directory of .npy files -----------------------------------------------------------------------------
+def _inside(root: str, target: str, key: str) -> None:
+    """Refuse a target whose existing directories under ``root`` resolve outside it (a symlink)."""
+    top = os.path.abspath(root)
+    parent = os.path.dirname(os.path.abspath(target))
+    while not os.path.lexists(parent) and parent != top:
+        parent = os.path.dirname(parent)
+    if not os.path.lexists(parent):
+        return  # nothing under root exists yet
+    real_root = os.path.realpath(top)
+    if os.path.commonpath([real_root, os.path.realpath(parent)]) != real_root:
+        raise ExtractError(target, f"key {key!r} would be written outside {root} (symlink?)")
 
 
 def _check_layout(files: list[str], root: str) -> None:
@@ -177,51 +125,79 @@ def _check_layout(files: list[str], root: str) -> None:
         raise ExtractError(root, f"{clash[0]!r} would be both a file and a directory", hint="write a .npz instead")
 
 
-# -- one .npy --------------------------------------------------------------------------------------
-def _write_npy(f: IO[bytes], entry: TensorEntry, allow_pickle: bool) -> dict[str, Any]:
-    import numpy as np
-
-    info = {"key": entry.key, "dtype": entry.dtype, "shape": list(entry.shape)}
-    if entry.dtype in ("string", "variant"):
-        value = _bytes_array(entry, allow_pickle)
-        info["stored_dtype"] = "object" if value.dtype == object else value.dtype.str
-        np.lib.format.write_array(f, value, allow_pickle=value.dtype == object)
-        return info
-    chunks = iter_chunks(entry)
-    target = _WIDEN.get(entry.dtype) or ("float32" if entry.dtype.startswith("float8") or entry.dtype.startswith(
-        "float4") else None)
-    from formats.core.dtypes import by_name
-
-    dt = np.dtype(target) if target else by_name(entry.dtype.removesuffix("_ref")).numpy()
-    info["stored_dtype"] = dt.name
-    _write_header(f, dt, entry.shape)
-    for chunk in chunks:
-        f.write((chunk.astype(dt) if target else chunk).tobytes())
-    return info
-
-
-def _write_header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
-    import numpy as np
-
-    header = {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": tuple(shape)}
+def _write_dir(entries: list[TensorEntry], root: str, ckpt: Checkpoint, force: bool, allow_pickle: bool,
+               verify: bool, progress: Progress | None) -> WriteReport:
+    rels = [safe_relative_path(e.key) + ".npy" for e in entries]
+    _check_layout(rels, root)
+    targets = [os.path.join(root, *rel.split("/")) for rel in rels]
+    for entry, target in zip(entries, targets):
+        _inside(root, target, entry.key)
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise ExtractError(root, "output exists and is not a directory")
+    guard_output(root, targets, inputs=[ckpt], force=force, directory=True)
+    report = WriteReport(root, "npy-dir", targets)
+    exists = os.path.isdir(root)
+    final = os.path.abspath(root)
+    created = [] if exists else make_parents(final)
+    stage = os.path.join(final, f".ckpt-extract.tmp-{os.urandom(4).hex()}") if exists else temp_name(final)
     try:
-        np.lib.format.write_array_header_1_0(f, header)
-    except ValueError:  # header too long for version 1.0
-        np.lib.format.write_array_header_2_0(f, header)
+        ensure_space(final if exists else os.path.dirname(final), sum(e.nbytes for e in entries))
+        _stage(entries, rels, stage, report, allow_pickle, verify, progress)
+        if exists:
+            _move_in(stage, rels, root, entries)
+        else:
+            os.rename(stage, final)  # all at once
+            fsync_dir(os.path.dirname(final))
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        remove_created(created)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+    return report
 
 
-def _bytes_array(entry: TensorEntry, allow_pickle: bool) -> np.ndarray:
-    import numpy as np
+def _stage(entries: list[TensorEntry], rels: list[str], stage: str, report: WriteReport, allow_pickle: bool,
+           verify: bool, progress: Progress | None) -> None:
+    """Write and verify every file under ``stage``."""
+    os.mkdir(stage)
+    compared = RoundTripReport(report.path, "sources")
+    for entry, rel in zip(entries, rels):
+        staged = os.path.join(stage, *rel.split("/"))
+        os.makedirs(os.path.dirname(staged), exist_ok=True)
+        with open(staged, "xb") as f:
+            written = write_member(f, entry.key, entry, allow_pickle)
+        fsync_file(staged)
+        report.add(Stored(entry.key, rel, entry.dtype, written.stored, tuple(entry.shape)), written.nbytes)
+        if stores_bits(entry.dtype):
+            report.warnings.append(bits_note(entry.key, entry.dtype))
+        if verify:
+            one = read_back(report.path, {rel: (entry.key, entry)}, {rel: written},
+                            lambda _, p=staged: lambda: open(p, "rb"))  # noqa: SIM115 - the caller closes it
+            compared.tensors, compared.bytes = compared.tensors + one.tensors, compared.bytes + one.bytes
+            compared.mismatches += one.mismatches
+        if progress is not None:
+            progress(report.bytes, report.tensors)
+    if verify:
+        report.accept(compared)
 
-    value = entry.read()
-    items: Iterator[Any] = (bytes(x) if not isinstance(x, bytes) else x for x in value.reshape(-1))
-    flat = list(items)
-    if any(x.endswith(b"\x00") for x in flat):
-        if not allow_pickle:
-            raise ExtractError(entry.key, f"{entry.dtype} tensor has elements ending in NUL bytes, which .npy "
-                               "fixed-width bytes would drop", hint="pass allow_pickle=True to write an object array instead")
-        out = np.empty(len(flat), dtype=object)
-        out[:] = flat
-        return out.reshape(value.shape)
-    width = max((len(x) for x in flat), default=1) or 1
-    return np.array(flat, dtype=f"S{width}").reshape(value.shape)
+
+def _move_in(stage: str, rels: list[str], root: str, entries: list[TensorEntry]) -> None:
+    """Rename the verified files into an existing ``root``; on failure, take back the files that are new
+    (one replaced with ``force`` keeps its new content)."""
+    moved: list[str] = []
+    made: list[str] = []
+    try:
+        for entry, rel in zip(entries, rels):
+            target = os.path.join(root, *rel.split("/"))
+            made += make_parents(target)
+            _inside(root, target, entry.key)
+            new = not os.path.lexists(target)
+            os.replace(os.path.join(stage, *rel.split("/")), target)
+            moved += [target] if new else []
+    except BaseException:
+        for target in moved:
+            os.unlink(target)
+        remove_created(made)
+        raise
+    for folder in sorted({os.path.dirname(os.path.join(root, *rel.split("/"))) for rel in rels}):
+        fsync_dir(folder)

@@ -1,0 +1,310 @@
+"""``.npy`` and ``.npz`` output: one dtype policy, streamed members, the provenance record, the read-back.
+
+The dtype policy (``extract`` and ``convert --to npz`` both write through this module):
+
+- dtypes numpy has (bool, ints, uints, float16/32/64, complex) are stored as themselves; TensorFlow's
+  quantized types as the integer type they hold (``qint8`` -> ``int8``);
+- dtypes numpy lacks (``bfloat16``, ``float8_*``, ``float4_*``, ``int4``, ``uint4``, ``int2``,
+  ``uint2``) are stored as their raw bits, an unsigned integer of the same width (``bfloat16`` ->
+  ``uint16``), nothing widened or rounded; the provenance record keeps the real dtype, and
+  ``array.view(ml_dtypes.bfloat16)`` restores the value;
+- strings and variants (a variant element is its serialized ``VariantTensorDataProto``) as fixed-width
+  bytes ``S<n>``, never pickled; numpy drops trailing NUL bytes from ``S`` values, so a tensor with an
+  element ending in NUL is refused unless ``allow_pickle`` (then an object array is written, which
+  ``numpy.load`` opens only with ``allow_pickle=True``).
+
+The provenance record is a JSON object ``{"source", "format", "tensors": [{"key", "dtype", "shape",
+...}]}``; an npz holds it as the member ``__ckpt_provenance__.npy`` (a 0-d unicode array, read without
+pickle). Members stream in bounded chunks; after writing, every member is read back (headers parsed
+here, payloads streamed, nothing unpickled) and compared with its source.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from formats.core.dtypes import by_name
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
+from formats.core.model import Checkpoint
+from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
+from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
+from formats.io.atomic import atomic_output, refuse_url
+from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npz", "write_npy",
+           "read_back", "bits_note"]
+
+PROVENANCE_MEMBER = "__ckpt_provenance__"
+"""The npz member (``<name>.npy``) holding the provenance record."""
+_MAX_NAME = 0xFFFF  # a zip member name's length field
+
+
+# -- the policy -----------------------------------------------------------------------------------------
+def stored_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype a fixed-width TensorFlow dtype is stored as (see the module doc)."""
+    import numpy as np
+
+    dt = by_name(dtype.removesuffix("_ref"))
+    if not dt.fixed_width or dt.numpy_name is None:
+        raise UnsupportedError("", f"{dtype} is not a fixed-width dtype")
+    native = dt.numpy()
+    if native.type.__module__.startswith("numpy"):
+        return native  # type: ignore[no-any-return]
+    return np.dtype(f"<u{dt.itemsize}")
+
+
+def stores_bits(dtype: str) -> bool:
+    """True when ``dtype`` is stored as its raw bits (numpy has no such type)."""
+    dt = by_name(dtype.removesuffix("_ref"))
+    return dt.fixed_width and dt.numpy_name is not None and stored_dtype(dtype).name != dt.numpy().name
+
+
+def bits_note(key: str, dtype: str) -> str:
+    """The note a report carries for a tensor stored as its raw bits."""
+    return f"{key}: {dtype} stored as {stored_dtype(dtype).name} bits (the record keeps {dtype})"
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_member` stored: the stored dtype (``uint16``, ``|S5``, ``object``), the payload
+    bytes, and for a pickled member the sha256 of its bytes (compared on read-back instead of its value:
+    nothing is ever unpickled)."""
+
+    stored: str
+    nbytes: int
+    digest: str | None = None
+
+
+# -- writing one .npy -----------------------------------------------------------------------------------
+def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
+    import numpy as np
+
+    header = {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": tuple(shape)}
+    try:
+        np.lib.format.write_array_header_1_0(f, header)
+    except ValueError:  # too long for version 1.0
+        np.lib.format.write_array_header_2_0(f, header)
+
+
+def _bytes_array(key: str, dtype: str, source: Source, allow_pickle: bool) -> np.ndarray:
+    import numpy as np
+
+    _, shape = describe(source)
+    flat = elements(source)
+    if any(x.endswith(b"\x00") for x in flat):
+        if not allow_pickle:
+            raise PickleRequiredError(key, f"{dtype} tensor has elements ending in NUL bytes, which .npy fixed-width "
+                                      "bytes would drop", hint="pass allow_pickle=True to write an object array instead")
+        out = np.empty(len(flat), dtype=object)
+        out[:] = flat
+        return out.reshape(shape)
+    width = max((len(x) for x in flat), default=1) or 1
+    return np.array(flat, dtype=f"S{width}").reshape(shape)
+
+
+def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = False,
+                 chunk: int = CHUNK) -> Written:
+    """Write ``source`` as one ``.npy`` stream to ``f`` following the policy (see the module doc)."""
+    import numpy as np
+
+    dt, shape = describe(source)
+    if not dt.fixed_width:
+        value = _bytes_array(key, dt.name, source, allow_pickle)
+        if value.dtype != object:
+            np.lib.format.write_array(f, value, allow_pickle=False)
+            return Written(value.dtype.str, value.nbytes)
+        hashing = _Hashing(f)
+        np.lib.format.write_array(hashing, value, allow_pickle=True)
+        return Written("object", sum(len(x) for x in value.reshape(-1)), hashing.h.hexdigest())
+    stored = stored_dtype(dt.name)
+    _header(f, stored, shape)
+    size = 0
+    for piece in fixed_chunks(source, chunk):
+        f.write(piece)
+        size += len(piece)
+    if size != math.prod(shape) * dt.itemsize:
+        raise CorruptCheckpointError(key, f"source gave {size} bytes for shape {list(shape)} of {dt.name}, "
+                                     f"expected {math.prod(shape) * dt.itemsize}")
+    return Written(stored.name, size)
+
+
+# -- reading one back -----------------------------------------------------------------------------------
+class _Payload(StoredBytes):
+    """A tensor read back from an ``.npy`` stream ``open_member()`` opens (its header parsed here)."""
+
+    __slots__ = ("stored",)
+
+    def __init__(self, key: str, dtype: str, open_member: Callable[[], Any]) -> None:
+        import numpy as np
+
+        with open_member() as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, stored = read(f)
+            offset = f.tell()
+        if fortran:
+            raise CorruptCheckpointError(key, "member is stored in Fortran order")
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * stored.itemsize, open_member, offset)
+        self.stored = stored
+
+    def read(self) -> np.ndarray:
+        """The whole value (strings as ``S`` bytes, bits viewed as their real dtype)."""
+        import numpy as np
+
+        raw = np.frombuffer(b"".join(self._chunks(CHUNK)), dtype=self.stored).reshape(self.shape)
+        return raw if self.stored.kind == "S" else raw.view(by_name(self.dtype).numpy())
+
+
+def read_back(out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
+              opener: Callable[[str], Callable[[], Any]], chunk: int = CHUNK) -> RoundTripReport:
+    """Compare the ``.npy`` streams of a written output with their sources.
+
+    ``expected`` maps member name -> ``(key, source)``, ``written`` member name -> what was stored,
+    ``opener`` member name -> a function that opens it for reading. Returns the comparison (by key).
+    """
+    actual: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    report = RoundTripReport(out, "sources")
+    for member, (key, source) in expected.items():
+        payload = _Payload(key, describe(source)[0].name, opener(member))
+        if payload.stored.hasobject and written[member].digest is None:
+            raise CorruptCheckpointError(key, "member is pickled")
+        want, digest = written[member].stored, written[member].digest
+        got = "object" if payload.stored.hasobject else (payload.stored.str if payload.stored.kind == "S"
+                                                         else payload.stored.name)
+        if got != want:
+            report.mismatches.append(Mismatch(key, "dtype", f"stored as {got}, expected {want}"))
+        elif digest is not None:
+            report.tensors += 1
+            if _sha256(opener(member)) != digest:
+                report.mismatches.append(Mismatch(key, "value", "the pickled member does not read back as written"))
+        else:
+            actual[key], sources[key] = payload, source
+    compared = compare_checkpoints(actual, sources, path=out, against="sources", chunk=chunk)
+    report.tensors += compared.tensors
+    report.bytes += compared.bytes
+    report.mismatches += compared.mismatches
+    return report
+
+
+def _sha256(open_member: Callable[[], Any]) -> str:
+    h = hashlib.sha256()
+    with open_member() as f:
+        for piece in iter(lambda: f.read(CHUNK), b""):
+            h.update(piece)
+    return h.hexdigest()
+
+
+class _Hashing:
+    """A write-only file that hashes what goes through it (a pickled member's bytes)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f, self.h = f, hashlib.sha256()
+
+    def write(self, data: Any) -> int:
+        self.h.update(data)
+        return self.f.write(data)
+
+
+# -- the files ------------------------------------------------------------------------------------------
+def member_name(key: str) -> str:
+    """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError when a zip cannot name it."""
+    name = key + ".npy"
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidOutputError(key, "key is not valid UTF-8, which an npz member name must be") from None
+    if key == PROVENANCE_MEMBER or key.endswith("/") or not key or size > _MAX_NAME:
+        raise InvalidOutputError(key, "this key cannot be an npz member name")
+    return name
+
+
+def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]], *,
+              provenance: dict[str, Any] | None = None, inputs: Sequence[str | Checkpoint] = (),
+              force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = CHUNK,
+              progress: Callable[[int, int], None] | None = None) -> WriteReport:
+    """Write ``(key, source)`` pairs to an uncompressed ZIP64 ``.npz`` (member ``<key>.npy`` each, plus the
+    provenance record when given), guarded, atomically, read back and compared; see the module doc."""
+    out = os.fspath(path)
+    refuse_url(out)
+    names = [member_name(key) for key, _ in items]
+    if len(set(names)) != len(names):
+        raise InvalidOutputError(out, "two tensors would be stored under the same member name")
+    guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
+    report = WriteReport(out, "npz", [out])
+    written: dict[str, Written] = {}
+    with atomic_output(out, planned_bytes(s for _, s in items)) as temp:
+        with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, (key, source) in zip(names, items):
+                with zf.open(name, "w", force_zip64=True) as member:
+                    written[name] = write_member(member, key, source, allow_pickle, chunk)
+                _count(report, key, name, source, written[name], progress)
+            if provenance is not None:
+                _write_record(zf, provenance)
+        if verify:
+            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, chunk)
+    return report
+
+
+def _count(report: WriteReport, key: str, name: str, source: Source, written: Written,
+           progress: Callable[[int, int], None] | None) -> None:
+    dt, shape = describe(source)
+    report.add(Stored(key, name, dt.name, written.stored, shape), written.nbytes)
+    if dt.fixed_width and stores_bits(dt.name):
+        report.warnings.append(bits_note(key, dt.name))
+    if progress is not None:
+        progress(report.bytes, report.tensors)
+
+
+def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
+    import numpy as np
+
+    with zf.open(PROVENANCE_MEMBER + ".npy", "w") as member:
+        np.lib.format.write_array(member, np.array(json.dumps(provenance)), allow_pickle=False)
+
+
+def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
+                record: dict[str, Any] | None, report: WriteReport, chunk: int) -> None:
+    from formats.core.errors import VerificationError
+
+    with zipfile.ZipFile(temp) as zf:
+        members = sorted(zf.namelist())
+        planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record is not None else []))
+        if members != planned:
+            raise VerificationError(out, "verification failed: the npz members are not the planned ones")
+        if record is not None and _read_record(zf) != record:
+            raise VerificationError(out, "verification failed: the provenance record does not read back")
+        report.accept(read_back(out, expected, written, lambda name: lambda: zf.open(name), chunk))
+
+
+def _read_record(zf: zipfile.ZipFile) -> Any:
+    import numpy as np
+
+    with zf.open(PROVENANCE_MEMBER + ".npy") as member:
+        return json.loads(str(np.lib.format.read_array(member, allow_pickle=False)))
+
+
+def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs: Sequence[str | Checkpoint] = (),
+              force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = CHUNK) -> WriteReport:
+    """Write one tensor to a ``.npy`` file, guarded, atomically, read back and compared (no record: a
+    tensor stored as its bits is named in the report's warnings)."""
+    out = os.fspath(path)
+    refuse_url(out)
+    guard_output(out, inputs=inputs, sources=[source], force=force)
+    report = WriteReport(out, "npy", [out])
+    with atomic_output(out, planned_bytes([source])) as temp:
+        with open(temp, "xb") as f:
+            stored = write_member(f, key, source, allow_pickle, chunk)
+        _count(report, key, os.path.basename(out), source, stored, None)
+        if verify:
+            report.accept(read_back(out, {"": (key, source)}, {"": stored}, lambda _: lambda: open(temp, "rb"), chunk))
+    return report

@@ -1,0 +1,300 @@
+"""One way to write: the report every writer returns, the one guard against replacing an input, and
+the read-back check every output passes before it takes its name.
+
+Every writer (TensorFlow bundles, Keras 2/3 HDF5, npz, safetensors, ``extract``'s ``.npy`` files,
+rules and state files) goes through the same steps:
+
+1. **plan**: the files it will create and the bytes they take are known before anything is written;
+2. **guard** (:func:`guard_output`): an output that is a file of any input is refused - always, with
+   ``force`` too (paths compared after resolving symlinks, and by inode for hard links) - and an
+   existing output is refused unless ``force``;
+3. **write** under temporary names beside the output (:mod:`formats.io.atomic`), flushed to disk;
+4. **read back** and compare with the sources (:func:`~formats.core.roundtrip.compare_checkpoints`);
+   a mismatch raises :class:`~formats.core.errors.VerificationError` and nothing takes the output's name;
+5. **rename** into place and return a :class:`WriteReport`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
+                                 OutputIsInputError, VerificationError)
+from formats.core.model import Checkpoint, TensorEntry
+from formats.core.roundtrip import RoundTripReport
+from formats.core.sources import CHUNK, Source, describe
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files",
+           "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One tensor as an output holds it: its ``key``, where it went (``stored_as``: a bundle key, an
+    HDF5 dataset, an npz member, a file under a directory), its dtype and the dtype it is stored as."""
+
+    key: str
+    stored_as: str
+    dtype: str
+    stored_dtype: str
+    shape: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"key": self.key, "stored_as": self.stored_as, "dtype": self.dtype,
+                "stored_dtype": self.stored_dtype, "shape": list(self.shape)}
+
+
+@dataclass
+class WriteReport:
+    """What a writer wrote: the output ``path`` (a bundle prefix, a file or a directory), its
+    ``format``, the ``files`` created, the tensors and their data bytes, whether it was read back
+    and matched its sources (``verified``, with the comparison in ``roundtrip``), notes about how
+    values were stored (``warnings``) and every tensor as stored (``contents``)."""
+
+    path: str
+    format: str
+    files: list[str] = field(default_factory=list)
+    tensors: int = 0
+    bytes: int = 0
+    verified: bool = False
+    roundtrip: RoundTripReport | None = None
+    warnings: list[str] = field(default_factory=list)
+    contents: list[Stored] = field(default_factory=list)
+
+    def add(self, stored: Stored, nbytes: int) -> None:
+        """Count one tensor written."""
+        self.contents.append(stored)
+        self.tensors += 1
+        self.bytes += nbytes
+
+    def accept(self, roundtrip: RoundTripReport) -> None:
+        """Record the read-back comparison; raise :class:`VerificationError` when anything differs."""
+        check_roundtrip(self.path, roundtrip)
+        self.roundtrip, self.verified = roundtrip, True
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (``roundtrip`` is summed up by ``verified``)."""
+        return {"path": self.path, "format": self.format, "files": list(self.files), "tensors": self.tensors,
+                "bytes": self.bytes, "verified": self.verified, "warnings": list(self.warnings),
+                "contents": [s.to_json() for s in self.contents]}
+
+
+def check_roundtrip(path: str, report: RoundTripReport) -> RoundTripReport:
+    """``report`` when every tensor matched, else :class:`VerificationError` naming the first mismatch."""
+    if report.ok:
+        return report
+    first, more = report.mismatches[0], len(report.mismatches) - 1
+    raise VerificationError(path, f"verification failed: {first.key!r}: {first.message}"
+                            + (f" (and {more} more)" if more else ""), report=report)
+
+
+def sources_of(tensors: Any) -> list[Source]:
+    """The sources of a mapping or of a list of ``(key, source)`` pairs; ``[]`` for a one-shot iterator,
+    which is not consumed here (writers guard its sources as they reach them)."""
+    from collections.abc import Mapping
+
+    if isinstance(tensors, Mapping):
+        return list(tensors.values())
+    if isinstance(tensors, (list, tuple)):
+        return [pair[1] for pair in tensors]
+    return []
+
+
+def planned_bytes(sources: Iterable[Source]) -> int:
+    """Bytes the fixed-width ``sources`` take (what cannot be described counts 0: its write reports it)."""
+    total = 0
+    for source in sources:
+        try:
+            dt, shape = describe(source)
+        except (CheckpointError, ValueError, TypeError):
+            continue
+        total += math.prod(shape) * dt.itemsize
+    return total
+
+
+class StoredBytes(TensorEntry):
+    """A tensor as an output holds it, read back to be compared with its source: ``nbytes`` bytes at
+    ``offset`` of the file ``open_file()`` opens, streamed in chunks."""
+
+    __slots__ = ("_open", "_offset")
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int, open_file: Callable[[], Any],
+                 offset: int) -> None:
+        super().__init__(key, shape, dtype, nbytes)
+        self._open, self._offset = open_file, offset
+
+    def _chunks(self, chunk: int) -> Iterator[bytes]:
+        with self._open() as f:
+            f.seek(self._offset)
+            remaining = self.nbytes
+            while remaining:
+                piece = f.read(min(chunk, remaining))
+                if not piece:
+                    raise CorruptCheckpointError(self.key, f"the output ends {remaining} bytes early")
+                remaining -= len(piece)
+                yield piece
+
+    def byte_chunks(self, chunk: int = CHUNK, check: bool = True) -> Iterator[memoryview]:
+        """The stored bytes, streamed."""
+        return (memoryview(piece) for piece in self._chunks(chunk))
+
+    def read(self) -> np.ndarray:
+        """The whole value."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        return np.frombuffer(b"".join(self._chunks(CHUNK)), dtype=by_name(self.dtype).numpy()).reshape(self.shape)
+
+
+# -- the guard -------------------------------------------------------------------------------------------
+def _is_url(path: str) -> bool:
+    from formats.io.storage import is_url
+
+    return is_url(path)
+
+
+def _identity(path: str) -> str:
+    return path.rstrip("/") if _is_url(path) else os.path.realpath(os.path.abspath(path))
+
+
+def _inode(path: str) -> tuple[int, int] | None:
+    if _is_url(path):
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+_BUNDLE_FILE = r"(\.index|\.data-\d{5}-of-\d{5})"
+
+
+def named_files(path: str) -> list[str]:
+    """The files a path given as an input names: itself and, for a bundle prefix, its index and data files."""
+    files = [path, path + ".index"]
+    if _is_url(path) or not os.path.basename(path):
+        return files
+    directory, base = os.path.split(path)
+    pattern = re.compile(re.escape(base) + _BUNDLE_FILE)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return files
+    return files + [os.path.join(directory, n) for n in sorted(names) if pattern.fullmatch(n)]
+
+
+class OutputGuard:
+    """The files an output will create, checked against every file being read.
+
+    :meth:`check_files`, :meth:`check_inputs` and :meth:`check_source` raise
+    :class:`~formats.core.errors.OutputIsInputError` when one of them is an output file (same path
+    after resolving symlinks, or the same inode: a hard link). Writers fed from a one-shot iterator
+    call :meth:`check_source` as each source is reached, before its bytes are written.
+    """
+
+    def __init__(self, output: str, files: Iterable[str]) -> None:
+        self.output = output
+        self.files = list(files)
+        self._paths = {_identity(f) for f in self.files}
+        self._inodes = {i for i in map(_inode, self.files) if i is not None}
+        self._seen: set[tuple[str, ...]] = set()
+
+    def check_files(self, files: Iterable[str]) -> None:
+        """Refuse when any of ``files`` is a file of the output."""
+        for f in files:
+            if _identity(f) in self._paths or (self._inodes and _inode(f) in self._inodes):
+                raise OutputIsInputError(self.output, f"output would overwrite {f}, which is being read; "
+                                         "write elsewhere")
+
+    def check_inputs(self, inputs: Iterable[str | os.PathLike[str] | Checkpoint]) -> None:
+        """Refuse when a file of an input (an opened checkpoint, or a path given as input) is an output file."""
+        for item in inputs:
+            if isinstance(item, Checkpoint):
+                self.check_files([item.path, *item.files])
+            else:
+                self.check_files(named_files(os.fspath(item)))
+
+    def check_source(self, source: Source) -> None:
+        """Refuse a source read from an output file (checked once per distinct set of files)."""
+        files = tuple(source.files) if isinstance(source, TensorEntry) else ()
+        if files and files not in self._seen:
+            self._seen.add(files)
+            self.check_files(files)
+
+
+def guard_output(output: str, files: Iterable[str] | None = None, *,
+                 inputs: Iterable[str | os.PathLike[str] | Checkpoint] = (), sources: Iterable[Source] = (),
+                 force: bool = False, what: str = "output file", directory: bool = False) -> OutputGuard:
+    """Check an output before anything is written; return the guard for sources met later.
+
+    ``files`` are the files the output creates (default: ``output`` itself). Refused, in this order:
+    ``output`` naming a directory (unless ``directory``: extract's directory mode), any file of
+    ``inputs`` or ``sources`` that is an output file (always, ``force`` or not), and an existing output
+    file unless ``force`` (``what`` names it in the message: ``output checkpoint exists``).
+    """
+    if not directory:
+        refuse_directory(output)
+    guard = OutputGuard(output, [output] if files is None else files)
+    guard.check_inputs(inputs)
+    for source in sources:
+        guard.check_source(source)
+    if not force:
+        for f in guard.files:
+            if _exists(f):
+                raise OutputExistsError(output, f"{what} exists" + ("" if f == output or f.startswith(output + ".") else f": {f}"),
+                                        hint="pass force=True to replace it")
+    return guard
+
+
+def _exists(path: str) -> bool:
+    if _is_url(path):
+        from formats.io import storage
+
+        return storage.isfile(path)
+    return os.path.lexists(path)
+
+
+def refuse_directory(output: str) -> None:
+    """Refuse an output path that is, or (ending in a separator) names, a directory."""
+    if _is_url(output):
+        return
+    trailing = not os.path.basename(output)
+    if os.path.isdir(output):
+        example = os.path.join(output, "ckpt")
+        raise InvalidOutputError(output, f"output is a directory; give a name inside it such as {example}")
+    if trailing:
+        example = os.path.join(output, "ckpt")
+        raise InvalidOutputError(output, "output ends in a path separator, so it names a directory, not a file; "
+                                 f"give a name inside it such as {example}")
+
+
+# -- small text outputs ----------------------------------------------------------------------------------
+def write_text(path: str | os.PathLike[str], text: str, *, format: str,
+               inputs: Iterable[str | os.PathLike[str] | Checkpoint] = (), force: bool = False,
+               what: str = "output file") -> WriteReport:
+    """Write a small text file (a rules file, a state file) the way every output is written: guarded,
+    parent directories created, written under a temporary name, read back, then renamed into place."""
+    from formats.io.atomic import atomic_output
+
+    out = os.fspath(path)
+    guard_output(out, inputs=inputs, force=force, what=what)
+    data = text.encode("utf-8")
+    report = WriteReport(out, format, [out], bytes=len(data))
+    with atomic_output(out, len(data)) as temp:
+        with open(temp, "xb") as f:
+            f.write(data)
+        with open(temp, "rb") as f:
+            if f.read(len(data) + 1) != data:
+                raise VerificationError(out, "verification failed: the file does not read back as written")
+    report.verified = True
+    return report
