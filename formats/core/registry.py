@@ -42,6 +42,8 @@ BUILTIN: tuple[str, ...] = (
     "formats.keras_h5.format:FORMAT",
     "formats.keras_h5.format:SHARDED_FORMAT",
     "formats.keras_h5.format:DIRECTORY_FORMAT",
+    "formats.npz.format:FORMAT",
+    "formats.safetensors.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
 

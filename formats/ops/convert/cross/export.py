@@ -26,18 +26,13 @@ from formats.core.dtypes import by_name
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
+from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
 from formats.core.sources import CHUNK, describe, fixed_chunks
+from formats.safetensors.header import DTYPES as SAFETENSORS_DTYPES
 
 __all__ = ["plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "SAFETENSORS_DTYPES",
            "ExportReport"]
 
-PROVENANCE_MEMBER = "__ckpt_provenance__"
-PROVENANCE_KEY = "ckpt.provenance"
-SAFETENSORS_DTYPES = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "float16": "F16",
-    "bfloat16": "BF16", "int32": "I32", "uint32": "U32", "float32": "F32", "float64": "F64", "int64": "I64",
-    "uint64": "U64", "float8_e5m2": "F8_E5M2", "float8_e4m3fn": "F8_E4M3",
-}
 _NPZ_NATIVE = {"bool", "uint8", "int8", "int16", "uint16", "float16", "int32", "uint32", "float32", "float64",
                "int64", "uint64", "complex64", "complex128"}
 _UINT = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}
@@ -59,7 +54,7 @@ def _object_path(source: Checkpoint, key: str) -> str:
     marker = f"/{ATTRIBUTES}/"
     if source.format == "tf-object" and marker in key:
         return key.split(marker, 1)[0]
-    if "/vars/" in key and source.format in ("keras3-h5", "keras-zip"):
+    if "/vars/" in key and source.format in ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded"):
         return key.rsplit("/vars/", 1)[0]
     return ""
 
