@@ -194,6 +194,26 @@ class KerasCheckpoint(Checkpoint):
                 found.append(Problem("model.weights.h5", message))
         return found
 
+    def vars_groups(self) -> list[tuple[str, str | None]]:
+        """``(object path, name attribute)`` of every Keras 3 ``vars`` group, in file order (across
+        shards, each group once, with the name from the shard that carries it)."""
+        import h5py
+
+        found: dict[str, str | None] = {}
+
+        def visit(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Group) and (name == "vars" or name.endswith("/vars")):
+                value = obj.attrs.get("name")
+                owner = name[:-len("vars")].rstrip("/")
+                if found.get(owner) is None:
+                    found[owner] = value.decode() if isinstance(value, bytes) else value
+
+        for image in self._images:
+            if "vars" in image.file:
+                visit("vars", image.file["vars"])
+            image.file.visititems(lambda n, o: None if n == "vars" else visit(n, o))
+        return list(found.items())
+
     def close(self) -> None:
         """Close the HDF5 files (and the archive they came from)."""
         for image in self._images:
