@@ -18,7 +18,7 @@ from typing import Any
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "open_zip", "check_expansion", "read_member",
-           "member_stream", "stored_member_start", "crc_problem", "is_zip"]
+           "member_stream", "member_head", "stored_member_start", "crc_problem", "is_zip"]
 
 MAX_EXPANSION = 1100
 """No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
@@ -137,9 +137,38 @@ def read_member(zf: Any, info: Any, archive_size: int, path: str) -> bytes:
     return data
 
 
-def stored_member_start(path: str, info: Any, archive_size: int) -> int:
-    """The file offset of an uncompressed member's first byte (its local header checked)."""
+def member_head(zf: Any, info: Any, archive_size: int, path: str, n: int) -> bytes:
+    """The first ``n`` bytes of a member (fewer if it is shorter) without checking its CRC-32, so a
+    member whose data is damaged can still be listed (reading it whole reports the damage)."""
+    import zipfile
+
     _refuse_encrypted(info, path)
+    check_expansion(info, archive_size, path)
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        with member_stream(zf, info, archive_size, path) as member:
+            return member.read(n)  # other codecs: zipfile's stream (short members are CRC-checked)
+    start = _data_start(path, info)
+    with open(path, "rb") as f:
+        f.seek(start)
+        if info.compress_type == zipfile.ZIP_STORED:
+            return f.read(min(n, info.compress_size, info.file_size))
+        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        out, left = b"", info.compress_size
+        try:
+            while len(out) < n and left > 0 and not inflate.eof:
+                raw = f.read(min(left, 1 << 16))
+                if not raw:
+                    break
+                left -= len(raw)
+                out += inflate.decompress(raw, n - len(out))
+                while len(out) < n and inflate.unconsumed_tail:
+                    out += inflate.decompress(inflate.unconsumed_tail, n - len(out))
+        except zlib.error as exc:
+            raise CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})") from None
+    return out[:n]
+
+
+def _data_start(path: str, info: Any) -> int:
     with open(path, "rb") as f:
         f.seek(info.header_offset)
         header = f.read(_LOCAL_HEADER.size)
@@ -148,7 +177,13 @@ def stored_member_start(path: str, info: Any, archive_size: int) -> int:
     signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
     if signature != b"PK\x03\x04":
         raise CorruptCheckpointError(path, f"damaged zip archive (bad local header for {info.filename})")
-    start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+
+def stored_member_start(path: str, info: Any, archive_size: int) -> int:
+    """The file offset of an uncompressed member's first byte (its local header checked)."""
+    _refuse_encrypted(info, path)
+    start = _data_start(path, info)
     if start + info.compress_size > archive_size or info.compress_size != info.file_size:
         raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
                                            f"{info.compress_size:,} bytes from offset {start:,}")

@@ -7,6 +7,7 @@ Python objects (``dtype=object``: pickles) are listed as skipped and never read.
 """
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from concurrent.futures import Executor
@@ -17,8 +18,8 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
-from formats.io.zipped import member_stream, open_zip, zip_errors
-from formats.npz.npy import NpyError, NpyHeader, read_npy_header
+from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
+from formats.npz.npy import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
 
 if TYPE_CHECKING:
     import numpy as np
@@ -175,9 +176,10 @@ class NpzCheckpoint(Checkpoint):
 
 
 def _header(archive: _Archive, info: Any) -> NpyHeader:
+    """A member's ``.npy`` header, read without checking the member's CRC (reading the data does)."""
     try:
-        with archive.stream(info) as member:
-            return read_npy_header(member.read)
+        head = io.BytesIO(member_head(archive.zf, info, archive.size, archive.path, 12 + MAX_HEADER_BYTES))
+        return read_npy_header(head.read)
     except NpyError as exc:
         raise CorruptCheckpointError(archive.path, f"{info.filename}: {exc}") from None
     except zip_errors() as exc:

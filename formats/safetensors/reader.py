@@ -85,6 +85,8 @@ class SafetensorsTensor(TensorEntry):
         """The whole value."""
         import numpy as np
 
+        if self._size_problem is not None:  # before allocating what the header claims
+            raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
         out = np.empty(self.shape, dtype=self._numpy())
         flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")
         done = 0
