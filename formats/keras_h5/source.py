@@ -82,7 +82,8 @@ def read_json_file(path: str, what: str) -> Any:
     """A JSON file on disk, bounded in size and depth (:func:`~formats.core.bounded_json.load_json`)."""
     try:
         with open(path, "rb") as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
+            size = os.fstat(f.fileno()).st_size
+            raw = f.read(min(size, MAX_JSON_BYTES) + 1)  # never a buffer larger than the file
     except OSError as exc:
         raise CorruptCheckpointError(path, f"cannot read {what} ({exc.strerror})") from None
     return load_json(raw, path, what, max_bytes=MAX_JSON_BYTES)
