@@ -206,8 +206,9 @@ def test_zip_without_a_keras_model_is_not_claimed(tmp_path):
     plain = tmp_path / "data.zip"
     with zipfile.ZipFile(plain, "w") as zf:
         zf.writestr("readme.txt", "hello")
-    with pytest.raises(formats.NotACheckpointError):
+    with pytest.raises(formats.NotACheckpointError) as err:
         formats.open_checkpoint(plain)
+    assert err.value.message == "is a zip archive that holds no Keras model (no model.weights.h5) and is not named .npz"
 
 
 # --- writing -------------------------------------------------------------------------------------------
