@@ -60,10 +60,7 @@ def test_sharded_weights_are_one_checkpoint_over_every_shard():
         assert ckpt.problems() == []
         # where each tensor is, as h5py sees the shards
         for name in SHARD_FILES:
-            with h5py.File(directory / name) as h5:
-                held = []
-                h5.visititems(lambda n, o: held.append(n) if isinstance(o, h5py.Dataset) else None)
-            for key in held:
+            for key, _ in _datasets(directory / name):
                 assert ckpt[key].files == (str(directory / name),)
         # the vars group's name attribute is in the first shard only; names come out the same
         assert [ckpt[f"optimizer/vars/{i}"].name for i in (0, 13)] == ["adam_w/0", "adam_w/13"]
@@ -140,6 +137,10 @@ def test_shard_names_must_stay_beside_the_index(tmp_path):
         formats.open_checkpoint(index)
 
 
+MISPLACED = ("stored in scorer_00001.weights.h5, which the weight_map does not list for /layers/dense_1/vars: "
+             "Keras will not load it")
+
+
 def test_weight_map_disagreeing_with_the_shards_is_a_problem(tmp_path):
     d = _copy(tmp_path, "keras3_more/sharded")
     index = _rewrite_index(d, lambda m: m["weight_map"].update({"/layers/dense_1/vars": ["scorer_00000.weights.h5"],
@@ -147,10 +148,8 @@ def test_weight_map_disagreeing_with_the_shards_is_a_problem(tmp_path):
     with formats.open_checkpoint(index) as ckpt:
         report = verify_checkpoint(ckpt)
     assert [(p.where, p.message) for p in report.problems] == [
-        ("layers/dense_1/vars/0", "stored in scorer_00001.weights.h5, which the weight_map does not list for "
-                                  "/layers/dense_1/vars: Keras will not load it"),
-        ("layers/dense_1/vars/1", "stored in scorer_00001.weights.h5, which the weight_map does not list for "
-                                  "/layers/dense_1/vars: Keras will not load it"),
+        ("layers/dense_1/vars/0", MISPLACED),
+        ("layers/dense_1/vars/1", MISPLACED),
         ("/layers/ghost/vars", "the weight_map lists scorer_00003.weights.h5 for it, but no shard holds its variables"),
     ]
 

@@ -16,7 +16,7 @@ __all__ = ["load_json", "nesting_depth", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
 """Deepest nesting accepted by default (a Keras model config with nested models stays far below)."""
-_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BLOCK = 1 << 20
 
 

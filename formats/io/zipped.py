@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import io
-import os
 import struct
 import zlib
 from typing import Any

@@ -51,7 +51,7 @@ class ShardedWriteReport(H5WriteReport):
 def shard_names(index: str, count: int) -> list[str]:
     """Keras' shard file names for ``index`` (``m.weights.json`` -> ``m_00000.weights.h5``, ...)."""
     name = os.path.basename(index)
-    base = (name[:-len(".json")] if name.endswith(".json") else name).replace(".weights", "")
+    base = (name.removesuffix(".json")).replace(".weights", "")
     return [f"{base}_{i:05}.weights.h5" for i in range(count)]
 
 

@@ -135,10 +135,10 @@ def _placement_problems(smap: ShardMap, ckpt: KerasCheckpoint) -> list[tuple[str
         held.add(group)
         name = os.path.basename(entry.files[0])
         if name not in smap.groups.get(group, ()):
-            problems.append((key, f"stored in {name}, which the weight_map does not list for /{group}: "
-                                  "Keras will not load it"))
+            problems.append((key, (f"stored in {name}, which the weight_map does not list for /{group}: "
+                                   "Keras will not load it")))
     for group, listed in smap.groups.items():
         if group not in held:
-            problems.append((f"/{group}", f"the weight_map lists {', '.join(listed)} for it, but no shard "
-                                          "holds its variables"))
+            problems.append((f"/{group}", (f"the weight_map lists {', '.join(listed)} for it, but no shard "
+                                           "holds its variables")))
     return problems

@@ -202,17 +202,21 @@ def _read_provenance(archive: _Archive, info: Any) -> Provenance:
     return parse_provenance(text, archive.path)
 
 
+class _Skipped(ValueError):
+    """A member that is not a tensor ckpt can read (the message says why)."""
+
+
 def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any, str | None]:
-    """``(TF dtype, numpy dtype to view as or None, problem)``; raises UnsupportedError for what has none."""
+    """``(TF dtype, numpy dtype to view as or None, problem)``; :class:`_Skipped` for a member without one."""
     dt = header.dtype
     if header.pickled:
-        raise UnsupportedError("", "holds pickled Python objects (dtype object): not read; ckpt never unpickles")
+        raise _Skipped("holds pickled Python objects (dtype object): not read; ckpt never unpickles")
     if dt.names is not None or dt.subdtype is not None:
-        raise UnsupportedError("", f"is a structured array ({dt}): not a tensor")
+        raise _Skipped(f"is a structured array ({dt}): not a tensor")
     try:
         stored = from_numpy(dt.newbyteorder("<") if dt.byteorder == ">" else dt).name
     except (ValueError, TypeError):
-        raise UnsupportedError("", f"numpy dtype {dt} has no TensorFlow counterpart") from None
+        raise _Skipped(f"numpy dtype {dt} has no TensorFlow counterpart") from None
     if stored == "string":
         return stored, None, None
     dtype, problem = restored_dtype(stored, header.shape, record)
@@ -262,8 +266,8 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
         header = _header(archive, info)
         try:
             dtype, view, problem = _tf_dtype(header, records.get(key))
-        except UnsupportedError as exc:
-            skipped[key] = exc.message
+        except _Skipped as exc:
+            skipped[key] = str(exc)
             continue
         if problem:
             problems.append((key, problem))

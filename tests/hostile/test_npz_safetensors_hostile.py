@@ -44,10 +44,9 @@ def _safetensors(path: Path, header: dict | bytes, data: bytes = b"", length: in
 
 
 def _open_error(path: Path) -> str:
-    with pytest.raises(formats.CheckpointError) as err:
-        with formats.open_checkpoint(path) as ckpt:
-            for entry in ckpt.values():
-                entry.read()
+    with pytest.raises(formats.CheckpointError) as err, formats.open_checkpoint(path) as ckpt:
+        for entry in ckpt.values():
+            entry.read()
     return err.value.message
 
 
@@ -217,7 +216,7 @@ def test_offsets_disagreeing_with_the_shape(tmp_path):
 
 def test_unknown_dtype_is_skipped(tmp_path):
     path = _safetensors(tmp_path / "u.safetensors", {"w": {"dtype": "F8_E8M0", "shape": [2], "data_offsets": [0, 2]},
-                                                     **{"b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}}},
+                                                     "b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}},
                         b"\x01\x02\x03\x04")
     with formats.open_checkpoint(path) as ckpt:
         assert list(ckpt) == ["b"] and list(ckpt["b"].read()) == [3, 4]
