@@ -122,6 +122,21 @@ def test_missing_shard_is_one_line_naming_it(tmp_path, run_cli):
     assert res.stderr.strip().count("\n") == 0 and "scorer_00002.weights.h5" in res.stderr
 
 
+def test_shard_that_is_a_device_is_never_opened(tmp_path):
+    (tmp_path / "z_00000.weights.h5").symlink_to("/dev/zero")
+    (tmp_path / "z.weights.json").write_text(json.dumps({"weight_map": {"/vars": "z_00000.weights.h5"}}))
+    with pytest.raises(CorruptCheckpointError) as err:
+        formats.open_checkpoint(tmp_path / "z.weights.json")
+    assert err.value.message == "shard named in z.weights.json's weight_map is not a regular file"
+
+
+def test_empty_weight_map_is_an_empty_checkpoint(tmp_path):
+    (tmp_path / "e.weights.json").write_text('{"metadata": {"total_size": 0}, "weight_map": {}}')
+    with formats.open_checkpoint(tmp_path / "e.weights.json") as ckpt:
+        assert (ckpt.format, len(ckpt), ckpt.files, ckpt.problems()) == (
+            "keras3-sharded", 0, [str(tmp_path / "e.weights.json")], [])
+
+
 def _rewrite_index(d: Path, change) -> Path:
     index = d / "scorer.weights.json"
     data = json.loads(index.read_text())

@@ -93,11 +93,15 @@ def read_shard_map(path: str) -> ShardMap:
 
 
 def _check_shards_exist(smap: ShardMap) -> None:
+    """Every shard named must be a regular file (a FIFO or a device is never opened)."""
     missing = [name for name in smap.shards if not os.path.isfile(smap.shard_path(name))]
     if missing:
+        first = smap.shard_path(missing[0])
         more = f" ({len(missing) - 1} more missing)" if len(missing) > 1 else ""
-        raise CheckpointNotFoundError(smap.shard_path(missing[0]), f"shard named in "
-                                      f"{os.path.basename(smap.path)}'s weight_map does not exist{more}")
+        index = os.path.basename(smap.path)
+        if os.path.exists(first):
+            raise CorruptCheckpointError(first, f"shard named in {index}'s weight_map is not a regular file{more}")
+        raise CheckpointNotFoundError(first, f"shard named in {index}'s weight_map does not exist{more}")
 
 
 def open_sharded(path: str) -> KerasCheckpoint:
