@@ -41,3 +41,28 @@ def write_options(source: str = "SRC") -> Callable[[F], F]:
         click.option("--update-state", is_flag=True,
                      help="Make OUT the latest checkpoint of its directory's state file."),
     )
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes: ``1000000``, ``500MB``, ``2GB``, ``1.5GiB`` (decimal and binary units)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """The size in bytes (a positive integer)."""
+        import re
+
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*", str(value))
+        unit = match.group(2).upper() if match else ""
+        if match is None or unit not in _UNITS:
+            self.fail(f"{value!r} is not a size (examples: 1000000, 500MB, 2GB, 1.5GiB)", param, ctx)
+        size = int(float(match.group(1)) * _UNITS[unit])
+        if size <= 0:
+            self.fail(f"{value!r}: the size must be more than 0 bytes", param, ctx)
+        return size

@@ -23,7 +23,7 @@ from .conftest import CORPUS, digest
 
 # manifest "format" -> the registry format that must claim the path
 REGISTERED = {"tf-bundle": "tf-bundle", "hdf5": "keras-h5", "tf-v1": "tf-v1", "saved-model": "saved-model",
-              "keras3-dir": "keras-h5", "keras3-sharded": "keras-h5"}
+              "keras3-dir": "keras3-dir", "keras3-sharded": "keras3-sharded"}
 
 
 def _manifest_entries() -> list[tuple[str, dict[str, Any]]]:

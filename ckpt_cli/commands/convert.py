@@ -10,7 +10,7 @@ from formats.ops.convert.targets import TARGETS, planner
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import rule_options, write_options
+from ..options import ByteSize, rule_options, write_options
 
 
 @command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).")
@@ -24,11 +24,14 @@ from ..options import rule_options, write_options
 @click.option("--allow-missing", is_flag=True, help="Template variables with no source keep the template's value.")
 @click.option("--slot-names", type=click.Choice(["tf2", "tf1"]), default="tf2", show_default=True,
               help="tf-name: slot names as in TF2 (<var>/m) or TF1 (<var>/Adam, <var>/Adam_1).")
+@click.option("--max-shard-size", type=ByteSize(), metavar="SIZE",
+              help="keras3-h5: write sharded weights (OUT a *.weights.json) with at most SIZE bytes of tensors "
+                   "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does.")
 @write_options()
 @click.pass_context
 def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
             regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, slot_names: str,
-            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+            max_shard_size: int | None, dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
     """Convert SRC to another checkpoint format (name-based <-> object-based).
 
     --to tf-object turns a TF1 name-based checkpoint into an object-based one: one
@@ -50,6 +53,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt \\
           --map dnn/hiddenlayer_0=dense --map dnn/logits=dense_1 --dry-run
       ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1
+      ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB
     """
     from formats.api import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
@@ -57,8 +61,12 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     from ..render.progress import progress_for
     from formats.ops.rules import build_rules
 
+    if max_shard_size is not None and to != "keras3-h5":
+        raise click.UsageError("--max-shard-size applies to --to keras3-h5 only")
+    if max_shard_size is not None and not out.endswith(".json"):
+        raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
     options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
-                             allow_missing=allow_missing, slot_names=slot_names)
+                             allow_missing=allow_missing, slot_names=slot_names, max_shard_size=max_shard_size)
     with open_checkpoint(src) as source:
         plan = planner(to)(source, options)
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:

@@ -80,9 +80,12 @@ def _warn_unmatched(path: str, unmatched: list[str]) -> None:
 
 
 def _is_directory(path: str) -> bool:
+    """A directory of checkpoints (not one that is itself a checkpoint, such as a Keras model directory)."""
+    from formats.discover.resolve import claim_directory
     from formats.io import storage
 
-    return storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
+    is_dir = storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
+    return is_dir and claim_directory(path.rstrip("/") or path) is None
 
 
 def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:

@@ -38,4 +38,6 @@ def describe_foreign(head: bytes, tail: bytes, size: int, path: str) -> str:
         return "is a checkpoint state file; pass its directory instead"
     if head.startswith(b"\x93NUMPY"):
         return "is a numpy .npy file, not a checkpoint"
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "is a zip archive that holds no Keras model (no model.weights.h5) and is not named .npz"
     return "not a checkpoint: unrecognised content (expected a TensorFlow bundle or a Keras weights file)"

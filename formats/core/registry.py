@@ -40,6 +40,10 @@ ENTRY_POINT_GROUP = "tfckpt.formats"
 BUILTIN: tuple[str, ...] = (
     "formats.tf_bundle.format:FORMAT",
     "formats.keras_h5.format:FORMAT",
+    "formats.keras_h5.format:SHARDED_FORMAT",
+    "formats.keras_h5.format:DIRECTORY_FORMAT",
+    "formats.npz.format:FORMAT",
+    "formats.safetensors.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
 

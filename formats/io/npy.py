@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
+from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
 from formats.core.model import Checkpoint
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npz", "write_npy",
            "read_back", "bits_note"]
 
-PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member (``<name>.npy``) holding the provenance record."""
 _MAX_NAME = 0xFFFF  # a zip member name's length field
 

@@ -1,44 +1,76 @@
 """Keras weight files read into the common model: Keras 2 ``.h5`` (weights or full model), Keras 3
-``.weights.h5``, Keras 3 ``.keras`` archives (read in place), and any other HDF5 file.
+``.weights.h5``, Keras 3 ``.keras`` archives (read in place), unzipped Keras 3 model directories,
+sharded Keras 3 weights (``*.weights.json`` + shards), and any other HDF5 file.
 
 h5py is imported only when a file is opened, never when :mod:`formats` is imported.
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from formats.core.errors import CheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.keras_h5.reader import H5Tensor, KerasCheckpoint, tensor_dtype, wrap_errors
 
-__all__ = ["open_keras", "KerasCheckpoint", "H5Tensor"]
+__all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
 
+KINDS = ("hdf5", "zip", "dir", "sharded")
+"""What :func:`open_keras` opens: an HDF5 file, a ``.keras`` archive, a model directory, a ``.weights.json``."""
 _H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError)
 
 
 def open_keras(path: str, kind: str) -> Checkpoint:
-    """Open a Keras/HDF5 file; ``kind`` is ``hdf5`` (a file) or ``zip`` (a ``.keras`` archive)."""
-    from formats.keras_h5.source import open_hdf5_file, open_keras_zip
+    """Open a Keras/HDF5 checkpoint of one of :data:`KINDS`."""
+    from formats.keras_h5.source import JSON_MEMBERS, WEIGHTS_MEMBER, open_hdf5_file, open_keras_dir, open_keras_zip
 
-    if kind not in ("hdf5", "zip"):
+    if kind == "sharded":
+        from formats.keras_h5.shards import open_sharded
+
+        return open_sharded(path)
+    openers = {"hdf5": open_hdf5_file, "zip": open_keras_zip, "dir": open_keras_dir}
+    if kind not in openers:
         raise UnsupportedError(path, f"not a Keras/HDF5 file (kind {kind!r})")
-    image = open_keras_zip(path) if kind == "zip" else open_hdf5_file(path)
+    image = openers[kind](path)
+    weights, files = path, [path]
+    if kind == "dir":
+        weights = os.path.join(path, WEIGHTS_MEMBER)
+        files = [f for f in (os.path.join(path, n) for n in (*JSON_MEMBERS, WEIGHTS_MEMBER)) if os.path.isfile(f)]
+    fmt = {"zip": FormatName.KERAS_ZIP, "dir": FormatName.KERAS3_DIR}.get(kind)
+    return build_checkpoint(path, [(weights, image)], files, fmt)
+
+
+def build_checkpoint(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None = None,
+                     metadata: dict[str, Any] | None = None, problems: Sequence[tuple[str, str]] = ()) -> KerasCheckpoint:
+    """One checkpoint over opened HDF5 images ``parts`` (``(file path, H5Image)``, several for shards);
+    closes every image when it cannot be built. ``fmt`` overrides the layout's name."""
     try:
-        return _build(path, image)
+        return _build(path, parts, files, fmt, metadata or {}, list(problems))
     except CheckpointError:
-        image.close()
+        _close(parts)
         raise
     except _H5_ERRORS as exc:
-        image.close()
+        _close(parts)
         raise wrap_errors(path, exc) from None
+    except BaseException:
+        _close(parts)
+        raise
 
 
-def _build(path: str, image: Any) -> KerasCheckpoint:
-    from formats.keras_h5.layouts import describe, walk
+def _close(parts: Sequence[tuple[str, Any]]) -> None:
+    for _, image in parts:
+        image.close()
 
-    config = image.extras.get("config.json")
-    datasets, groups = walk(image.file)
-    layout = describe(image.file, datasets, groups, config)
+
+def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None,
+           extra_meta: dict[str, Any], problems: list[tuple[str, str]]) -> KerasCheckpoint:
+    from formats.keras_h5.layouts import Layout, describe
+
+    images = [image for _, image in parts]
+    config = images[0].extras.get("config.json") if images else None
+    datasets, owner, groups = _walk_parts(parts, problems)
+    layout = describe(images[0].file, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
     entries: dict[str, TensorEntry] = {}
     skipped: dict[str, str] = {}
     for key, info in layout.described.items():
@@ -47,19 +79,63 @@ def _build(path: str, image: Any) -> KerasCheckpoint:
         if dtype is None:
             skipped[key] = f"HDF5 type {ds.dtype} has no TensorFlow dtype"
             continue
-        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, path, info.name, info.role)
-    fmt = "keras-zip" if image.container == "zip" else layout.kind
-    return KerasCheckpoint(path, fmt, entries, image, _metadata(layout, image, skipped),
-                           layout.problems + image.notes)
+        file, image = parts[owner[key]]
+        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, file, info.name, info.role)
+    notes = [note for image in images for note in image.notes]
+    meta = _metadata(layout, images[0] if images else None, skipped)
+    meta.update(extra_meta)
+    return KerasCheckpoint(path, fmt or layout.kind, entries, images, meta, layout.problems + notes + problems, files)
+
+
+def _walk_parts(parts: Sequence[tuple[str, Any]], problems: list[tuple[str, str]]
+                ) -> tuple[dict[str, Any], dict[str, int], Mapping[str, Any]]:
+    """Datasets of every part by key (the first copy of a key wins), which part holds each, and the groups."""
+    from formats.keras_h5.layouts import walk
+
+    datasets: dict[str, Any] = {}
+    owner: dict[str, int] = {}
+    all_groups: list[Mapping[str, Any]] = []
+    for index, (file, image) in enumerate(parts):
+        found, groups = walk(image.file)
+        all_groups.append(groups)
+        for key, ds in found.items():
+            if key in owner:
+                first = os.path.basename(parts[owner[key]][0])
+                problems.append((key, f"stored in both {first} and {os.path.basename(file)}; {first}'s is read"))
+                continue
+            datasets[key], owner[key] = ds, index
+    return datasets, owner, (all_groups[0] if len(all_groups) == 1 else _MergedGroups(all_groups))
+
+
+class _MergedGroups(Mapping[str, Any]):
+    """The groups of several shards by path; where several shards hold a group, the copy carrying a
+    ``name`` attribute (Keras writes it in the first shard only)."""
+
+    def __init__(self, parts: list[Mapping[str, Any]]) -> None:
+        self._parts = parts
+        self._paths = list(dict.fromkeys(p for part in parts for p in part))
+
+    def __getitem__(self, path: str) -> Any:
+        holders = [part[path] for part in self._parts if path in part]
+        if not holders:
+            raise KeyError(path)
+        return next((g for g in holders if "name" in g.attrs), holders[0])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def _metadata(layout: Any, image: Any, skipped: dict[str, str]) -> dict[str, Any]:
     meta: dict[str, Any] = {"layout": layout.kind}
     meta.update({k: v for k, v in layout.metadata.items() if v is not None})
-    about = image.extras.get("metadata.json")
+    extras = image.extras if image is not None else {}
+    about = extras.get("metadata.json")
     if isinstance(about, dict):
         meta.update({k: v for k, v in about.items() if k not in meta})
-    config = image.extras.get("config.json")
+    config = extras.get("config.json")
     if config is not None:
         meta["model_config"] = config
     if skipped:

@@ -1,16 +1,27 @@
-"""The ``keras-h5`` format's registry entry: Keras 2 ``.h5``, Keras 3 ``.weights.h5``, ``.keras`` archives
-and any other HDF5 file."""
+"""The Keras formats' registry entries.
+
+- ``keras-h5`` (:data:`FORMAT`): Keras 2 ``.h5``, Keras 3 ``.weights.h5``, ``.keras`` archives and any
+  other HDF5 file.
+- ``keras3-sharded`` (:data:`SHARDED_FORMAT`): a ``*.weights.json`` shard index and its shards.
+- ``keras3-dir`` (:data:`DIRECTORY_FORMAT`): an unzipped Keras 3 model directory (``config.json``,
+  ``metadata.json``, ``model.weights.h5``), as ``saving_lib.save_model(zipped=False)`` writes it.
+"""
 from __future__ import annotations
 
 import os
+import re
 
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
+from formats.io.zipped import ZIP_MAGICS
 
-__all__ = ["FORMAT", "KerasFormat", "HDF5_MAGIC", "sniff_kind"]
+__all__ = ["FORMAT", "SHARDED_FORMAT", "DIRECTORY_FORMAT", "KerasFormat", "ShardedFormat", "DirectoryFormat",
+           "HDF5_MAGIC", "sniff_kind", "is_shard_index", "is_model_directory"]
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-_ZIP_MAGIC = b"PK\x03\x04"
+_KERAS_MEMBERS = {"model.weights.h5", "config.json", "model.weights.npz", "model.weights.json"}
+_INDEX_PROBE = 1 << 20
+_WEIGHT_MAP = re.compile(rb'"weight_map"\s*:')
 
 
 def _has_userblock(path: str) -> bool:
@@ -22,8 +33,20 @@ def _has_userblock(path: str) -> bool:
     return False
 
 
+def _keras_zip(path: str) -> bool:
+    """A zip holding a Keras model's members (or a damaged zip named ``.keras``, so opening says why)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return not _KERAS_MEMBERS.isdisjoint(zf.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, NotImplementedError):
+        return path.endswith(".keras")
+
+
 def sniff_kind(path: str) -> str | None:
-    """``hdf5`` or ``zip`` for a local file this format reads, else None."""
+    """``hdf5`` or ``zip`` for a local file the ``keras-h5`` format reads, else None (``.npz`` zips are
+    the ``npz`` format's)."""
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -32,9 +55,45 @@ def sniff_kind(path: str) -> str | None:
             return "hdf5"
     except OSError:
         return None
-    if head.startswith(_ZIP_MAGIC) and not path.endswith(".npz"):
+    if head[:4] in ZIP_MAGICS and not path.endswith(".npz") and _keras_zip(path):
         return "zip"
     return None
+
+
+def is_shard_index(path: str) -> bool:
+    """Whether a local file is a Keras shard index: a ``.json`` file with a ``weight_map`` near its start."""
+    if not path.endswith(".json") or storage.is_url(path) or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_INDEX_PROBE)
+    except OSError:
+        return False
+    return head.lstrip()[:1] == b"{" and _WEIGHT_MAP.search(head) is not None
+
+
+def is_model_directory(path: str) -> bool:
+    """Whether a local directory is an unzipped Keras model (``config.json`` and its weights file)."""
+    if storage.is_url(path) or not os.path.isdir(path):
+        return False
+    join = os.path.join
+    return os.path.isfile(join(path, "config.json")) and (os.path.isfile(join(path, "model.weights.h5"))
+                                                          or os.path.isfile(join(path, "model.weights.npz")))
+
+
+def _named_shards(directory: str) -> set[str]:
+    """Files in ``directory`` that a shard index beside them names (they are parts, not checkpoints)."""
+    from formats.core.errors import CheckpointError
+    from formats.keras_h5.shards import read_shard_map
+
+    named: set[str] = set()
+    for index in SHARDED_FORMAT.find(directory):
+        try:
+            named.update(read_shard_map(index).shards)
+        except CheckpointError:  # a damaged index still owns the shards Keras would have named
+            stem = os.path.basename(index)[:-len(".json")].removesuffix(".weights")
+            named.update(n for n in os.listdir(directory) if re.fullmatch(re.escape(stem) + r"_\d{5}\.weights\.h5", n))
+    return named
 
 
 class KerasFormat:
@@ -49,10 +108,17 @@ class KerasFormat:
         return not storage.is_url(path) and os.path.isfile(path) and sniff_kind(path) is not None
 
     def find(self, directory: str) -> list[str]:
-        """HDF5 files and archives directly inside a local ``directory`` (by name; content is checked on open)."""
+        """HDF5 files and archives directly inside a local ``directory`` (by name; content is checked on
+        open), leaving out the shards of sharded weights and the weights file of a model directory."""
         if storage.is_url(directory):
             return []
-        return [f for f in storage.glob(directory, "*") if f.endswith(self.suffixes) and os.path.isfile(f)]
+        found = [f for f in storage.glob(directory, "*") if f.endswith(self.suffixes) and os.path.isfile(f)]
+        if not found:
+            return found
+        parts = _named_shards(directory)
+        if is_model_directory(directory):
+            parts.add("model.weights.h5")
+        return [f for f in found if os.path.basename(f) not in parts]
 
     def open(self, path: str) -> Checkpoint:
         """Open the file (h5py is imported now, not before)."""
@@ -66,4 +132,65 @@ class KerasFormat:
         return open_keras(path, kind)
 
 
+class ShardedFormat:
+    """Sharded Keras 3 weights: ``save_weights(...weights.json, max_shard_size=...)``."""
+
+    name = FormatName.KERAS3_SHARDED.value
+    description = "Keras 3 sharded weights: a .weights.json weight_map and its _NNNNN.weights.h5 shards"
+    suffixes = (".weights.json",)
+
+    def sniff(self, path: str) -> bool:
+        """Whether ``path`` is a shard index."""
+        return is_shard_index(path)
+
+    def find(self, directory: str) -> list[str]:
+        """Shard indexes directly inside a local ``directory``."""
+        if storage.is_url(directory):
+            return []
+        return [f for f in storage.glob(directory, "*.json") if is_shard_index(f)]
+
+    def open(self, path: str) -> Checkpoint:
+        """Open the index and every shard it names (each checked to exist)."""
+        from formats.keras_h5 import open_keras
+
+        return open_keras(path, "sharded")
+
+
+class DirectoryFormat:
+    """An unzipped Keras 3 model: a directory with ``config.json``, ``metadata.json``, ``model.weights.h5``."""
+
+    name = FormatName.KERAS3_DIR.value
+    description = "Keras 3 model directory: config.json, metadata.json, model.weights.h5"
+    suffixes = ()
+    claims_directories = True
+
+    def resolve(self, path: str) -> str | None:
+        """The model directory ``path`` names (the directory itself, or its ``config.json``/``metadata.json``)."""
+        if is_model_directory(path):
+            return path
+        if os.path.basename(path) in ("config.json", "metadata.json") and os.path.isfile(path):
+            directory = os.path.dirname(path) or "."
+            return directory if is_model_directory(directory) else None
+        return None
+
+    def sniff(self, path: str) -> bool:
+        """Whether ``path`` names a Keras model directory."""
+        return self.resolve(path) is not None
+
+    def find(self, directory: str) -> list[str]:
+        """Model directories directly inside a local ``directory``."""
+        if storage.is_url(directory):
+            return []
+        return [os.path.join(directory, n) for n in sorted(os.listdir(directory))
+                if is_model_directory(os.path.join(directory, n))]
+
+    def open(self, path: str) -> Checkpoint:
+        """Open the directory's weights with its config."""
+        from formats.keras_h5 import open_keras
+
+        return open_keras(path, "dir")
+
+
 FORMAT = KerasFormat()
+SHARDED_FORMAT = ShardedFormat()
+DIRECTORY_FORMAT = DirectoryFormat()

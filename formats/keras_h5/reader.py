@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import from_numpy
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, Problem, Role, TensorEntry
-from formats.keras_h5.source import MAX_EXPANSION, H5Image, h5py_error_message
+from formats.io.zipped import MAX_EXPANSION
+from formats.keras_h5.source import H5Image, h5py_error_message
 
 if TYPE_CHECKING:
     import numpy as np
@@ -155,14 +157,23 @@ def _contiguous_problem(ds: Any, nbytes: int, stored: int, image_size: int) -> s
 
 
 class KerasCheckpoint(Checkpoint):
-    """An opened Keras (or any) HDF5 file: ``format`` is keras2-h5, keras3-h5, keras-zip or hdf5."""
+    """An opened Keras (or any) HDF5 checkpoint: ``format`` is keras2-h5, keras3-h5, keras-zip, keras3-dir,
+    keras3-sharded or hdf5. ``images`` are the opened HDF5 files (several for sharded weights), ``files``
+    every file it is made of (default: ``path``)."""
 
-    def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], image: H5Image,
-                 metadata: dict[str, Any], problems: list[tuple[str, str]]) -> None:
+    def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], images: H5Image | Sequence[H5Image],
+                 metadata: dict[str, Any], problems: list[tuple[str, str]], files: Sequence[str] | None = None) -> None:
         super().__init__(path, format, entries)
-        self._image = image
+        self._images = [images] if isinstance(images, H5Image) else list(images)
+        self._image = self._images[0] if self._images else None
         self._metadata = metadata
         self._problems = problems
+        self._files = list(files) if files is not None else [path]
+
+    @property
+    def files(self) -> list[str]:
+        """Every file the checkpoint is made of (the weights file, its JSON files, every shard)."""
+        return list(self._files)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -172,18 +183,41 @@ class KerasCheckpoint(Checkpoint):
     def problems(self) -> list[Problem]:
         """What is inconsistent beyond single tensors (layer lists naming missing datasets, a bad archive CRC)."""
         found = [Problem(where, message) for where, message in self._problems]
-        if self._image.crc_check is not None:
+        for image in self._images:
+            if image.crc_check is None:
+                continue
             try:
-                message = self._image.crc_check()
+                message = image.crc_check()
             except OSError as exc:
                 message = f"cannot re-read the archive ({exc.strerror})"
             if message:
                 found.append(Problem("model.weights.h5", message))
         return found
 
+    def vars_groups(self) -> list[tuple[str, str | None]]:
+        """``(object path, name attribute)`` of every Keras 3 ``vars`` group, in file order (across
+        shards, each group once, with the name from the shard that carries it)."""
+        import h5py
+
+        found: dict[str, str | None] = {}
+
+        def visit(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Group) and (name == "vars" or name.endswith("/vars")):
+                value = obj.attrs.get("name")
+                owner = name[:-len("vars")].rstrip("/")
+                if found.get(owner) is None:
+                    found[owner] = value.decode() if isinstance(value, bytes) else value
+
+        for image in self._images:
+            if "vars" in image.file:
+                visit("vars", image.file["vars"])
+            image.file.visititems(lambda n, o: None if n == "vars" else visit(n, o))
+        return list(found.items())
+
     def close(self) -> None:
-        """Close the HDF5 file (and the archive it came from)."""
-        self._image.close()
+        """Close the HDF5 files (and the archive they came from)."""
+        for image in self._images:
+            image.close()
 
 
 def wrap_errors(path: str, exc: BaseException) -> CheckpointError:

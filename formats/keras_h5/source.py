@@ -7,71 +7,26 @@ h5py's own exceptions (``OSError``, ``ValueError``, ``KeyError``) are turned int
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
-import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
+from formats.io.zipped import (MAX_EXPANSION, ByteRange, crc_problem, member_stream, open_zip, read_member,
+                               stored_member_start)
 
-__all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "h5py_error_message", "WEIGHTS_MEMBER",
-           "MAX_EXPANSION"]
+__all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "open_keras_dir", "h5py_error_message",
+           "WEIGHTS_MEMBER", "NPZ_WEIGHTS_MEMBER", "SHARDED_MEMBER", "JSON_MEMBERS", "MAX_EXPANSION",
+           "MAX_JSON_BYTES", "read_json_file", "refuse_npz_weights"]
 
 WEIGHTS_MEMBER = "model.weights.h5"
+NPZ_WEIGHTS_MEMBER = "model.weights.npz"
+SHARDED_MEMBER = "model.weights.json"
 JSON_MEMBERS = ("config.json", "metadata.json")
-MAX_EXPANSION = 1100
-"""No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
-_SLACK = 1 << 20
-_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
-
-
-class ByteRange(io.RawIOBase):
-    """A read-only, seekable view of ``length`` bytes of a file starting at ``start``."""
-
-    def __init__(self, path: str, start: int, length: int) -> None:
-        super().__init__()
-        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._start = start
-        self._length = length
-        self._pos = 0
-
-    def readable(self) -> bool:
-        """Always readable."""
-        return True
-
-    def seekable(self) -> bool:
-        """Always seekable."""
-        return True
-
-    def tell(self) -> int:
-        """Position inside the range."""
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move inside the range (positions past its end read as end of file)."""
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        """Read up to ``len(buffer)`` bytes of the range into ``buffer``."""
-        view = memoryview(buffer).cast("B")
-        n = max(0, min(len(view), self._length - self._pos))
-        if n == 0:
-            return 0
-        self._file.seek(self._start + self._pos)
-        got = self._file.readinto(view[:n]) or 0
-        self._pos += got
-        return got
-
-    def close(self) -> None:
-        """Close the underlying file."""
-        if not self.closed:
-            self._file.close()
-        super().close()
+MAX_JSON_BYTES = 64 << 20
+"""Largest ``config.json`` / ``metadata.json`` / ``*.weights.json`` read (real ones are kilobytes)."""
 
 
 @dataclass
@@ -123,20 +78,77 @@ def open_hdf5_file(path: str) -> H5Image:
     return H5Image(_open_h5(path, path), size, "file")
 
 
+def read_json_file(path: str, what: str) -> Any:
+    """A JSON file on disk, bounded in size and depth (:func:`~formats.core.bounded_json.load_json`)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            raw = f.read(min(size, MAX_JSON_BYTES) + 1)  # never a buffer larger than the file
+    except OSError as exc:
+        raise CorruptCheckpointError(path, f"cannot read {what} ({exc.strerror})") from None
+    return load_json(raw, path, what, max_bytes=MAX_JSON_BYTES)
+
+
+def _json_files(read: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``config.json`` / ``metadata.json`` parsed by ``read(name)`` (None when absent); damage is a note."""
+    extras: dict[str, Any] = {}
+    notes: list[tuple[str, str]] = []
+    for name in JSON_MEMBERS:
+        try:
+            value = read(name)
+        except CorruptCheckpointError as exc:
+            notes.append((name, exc.message))
+            continue
+        if value is not None:
+            extras[name] = value
+    return extras, notes
+
+
+def open_keras_dir(directory: str) -> H5Image:
+    """Open ``model.weights.h5`` of an unzipped Keras 3 model directory, plus its JSON files."""
+    names = set(os.listdir(directory))
+    if WEIGHTS_MEMBER not in names:
+        if NPZ_WEIGHTS_MEMBER in names:
+            refuse_npz_weights(os.path.join(directory, NPZ_WEIGHTS_MEMBER))
+        raise NotACheckpointError(directory, f"Keras model directory without {WEIGHTS_MEMBER}")
+
+    def read(name: str) -> Any:
+        path = os.path.join(directory, name)
+        return read_json_file(path, name) if os.path.isfile(path) else None
+
+    extras, notes = _json_files(read)
+    image = open_hdf5_file(os.path.join(directory, WEIGHTS_MEMBER))
+    image.extras, image.notes = extras, notes
+    return image
+
+
+def refuse_npz_weights(where: str, header: bytes = b"") -> None:
+    """Refuse Keras' npz weights format: a dict per layer, pickled (never unpickled here)."""
+    pickled = b"'descr': '|O'" in header
+    how = "holds pickled Python objects" if pickled else "is Keras' npz weights format (a pickled dict per layer)"
+    raise UnsupportedError(where, f"{NPZ_WEIGHTS_MEMBER} {how}; ckpt never unpickles, so it is not read "
+                                  "(re-save the model with the default .h5 weights)")
+
+
 def open_keras_zip(path: str) -> H5Image:
     """Open ``model.weights.h5`` inside a ``.keras`` archive, plus its ``config.json`` / ``metadata.json``."""
     import zipfile
 
     archive_size = os.path.getsize(path)
+    zf = open_zip(path)
     try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise CorruptCheckpointError(path, f"damaged zip archive ({exc})") from None
-    try:
-        info = _weights_member(zf, path)
-        extras, notes = _json_members(zf, archive_size, path)
+        info = _weights_member(zf, path, archive_size)
+        names = set(zf.namelist())
+
+        def read(name: str) -> Any:
+            if name not in names:
+                return None
+            return load_json(read_member(zf, zf.getinfo(name), archive_size, path), path, name,
+                             max_bytes=MAX_JSON_BYTES)
+
+        extras, notes = _json_files(read)
         if info.compress_type == zipfile.ZIP_STORED:
-            image = _open_stored(path, zf, info, archive_size)
+            image = _open_stored(path, info, archive_size)
         else:
             image = _open_compressed(path, zf, info, archive_size)
     except BaseException:
@@ -147,100 +159,32 @@ def open_keras_zip(path: str) -> H5Image:
     return image
 
 
-def _weights_member(zf: Any, path: str) -> Any:
+def _weights_member(zf: Any, path: str, archive_size: int) -> Any:
     names = zf.namelist()
-    if WEIGHTS_MEMBER not in names:
-        if "model.weights.json" in names:
-            raise UnsupportedError(path, "sharded .keras archive (model.weights.json): not supported")
-        raise NotACheckpointError(path, f"zip archive without {WEIGHTS_MEMBER}: not a Keras .keras file")
-    info = zf.getinfo(WEIGHTS_MEMBER)
-    if info.flag_bits & 0x1:
-        raise UnsupportedError(path, f"{WEIGHTS_MEMBER} is encrypted")
-    return info
+    if WEIGHTS_MEMBER in names:
+        return zf.getinfo(WEIGHTS_MEMBER)
+    if NPZ_WEIGHTS_MEMBER in names:
+        with member_stream(zf, zf.getinfo(NPZ_WEIGHTS_MEMBER), archive_size, path) as member:
+            head = member.read(4096)  # the first member's .npy header, if it is stored plainly
+        refuse_npz_weights(path, head)
+    if SHARDED_MEMBER in names:
+        raise UnsupportedError(path, f"sharded .keras archive ({SHARDED_MEMBER}): not supported")
+    raise NotACheckpointError(path, f"zip archive without {WEIGHTS_MEMBER}: not a Keras .keras file")
 
 
-def _check_expansion(info: Any, archive_size: int, path: str) -> None:
-    limit = min(info.compress_size, archive_size) * MAX_EXPANSION + _SLACK
-    if info.file_size > limit:
-        raise CorruptCheckpointError(
-            path, f"{info.filename} claims {info.file_size:,} bytes from {info.compress_size:,} compressed "
-                  f"in a {archive_size:,}-byte archive; refusing to expand it (zip bomb?)")
-
-
-def _read_member(zf: Any, info: Any, archive_size: int, path: str) -> bytes:
-    import zipfile
-
-    _check_expansion(info, archive_size, path)
-    try:
-        with zf.open(info) as member:
-            data = member.read(info.file_size + 1)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, NotImplementedError) as exc:
-        raise CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})") from None
-    if len(data) != info.file_size:
-        raise CorruptCheckpointError(path, f"{info.filename} holds {len(data):,} bytes, "
-                                           f"the archive says {info.file_size:,}")
-    return data
-
-
-def _json_members(zf: Any, archive_size: int, path: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    extras: dict[str, Any] = {}
-    notes: list[tuple[str, str]] = []
-    for name in JSON_MEMBERS:
-        if name not in zf.namelist():
-            continue
-        try:
-            extras[name] = json.loads(_read_member(zf, zf.getinfo(name), archive_size, path))
-        except (ValueError, UnicodeDecodeError, CorruptCheckpointError) as exc:
-            message = exc.message if isinstance(exc, CorruptCheckpointError) else f"not valid JSON ({exc})"
-            notes.append((name, message))
-    return extras, notes
-
-
-def _member_start(path: str, info: Any, archive_size: int) -> int:
-    with open(path, "rb") as f:
-        f.seek(info.header_offset)
-        header = f.read(_LOCAL_HEADER.size)
-    if len(header) != _LOCAL_HEADER.size:
-        raise CorruptCheckpointError(path, f"zip archive is truncated at the header of {info.filename}")
-    signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
-    if signature != b"PK\x03\x04":
-        raise CorruptCheckpointError(path, f"damaged zip archive (bad local header for {info.filename})")
-    start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
-    if start + info.compress_size > archive_size or info.compress_size != info.file_size:
-        raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
-                                           f"{info.compress_size:,} bytes from offset {start:,}")
-    return start
-
-
-def _open_stored(path: str, zf: Any, info: Any, archive_size: int) -> H5Image:
-    start = _member_start(path, info, archive_size)
+def _open_stored(path: str, info: Any, archive_size: int) -> H5Image:
+    start = stored_member_start(path, info, archive_size)
     view = ByteRange(path, start, info.file_size)
     try:
         h5 = _open_h5(view, path)
     except BaseException:
         view.close()
         raise
-    image = H5Image(h5, info.file_size, "zip", crc_check=lambda: _crc_problem(path, start, info))
+    image = H5Image(h5, info.file_size, "zip", crc_check=lambda: crc_problem(path, start, info))
     image._closers.append(view.close)
     return image
 
 
 def _open_compressed(path: str, zf: Any, info: Any, archive_size: int) -> H5Image:
-    data = _read_member(zf, info, archive_size, path)  # zipfile checks the CRC at the end of the stream
+    data = read_member(zf, info, archive_size, path)  # zipfile checks the CRC at the end of the stream
     return H5Image(_open_h5(io.BytesIO(data), path), len(data), "zip")
-
-
-def _crc_problem(path: str, start: int, info: Any) -> str | None:
-    crc = 0
-    with open(path, "rb") as f:
-        f.seek(start)
-        left = info.file_size
-        while left:
-            chunk = f.read(min(left, 1 << 20))
-            if not chunk:
-                return f"{info.filename} is truncated"
-            crc = zlib.crc32(chunk, crc)
-            left -= len(chunk)
-    if crc != info.CRC:
-        return f"{info.filename}: CRC-32 {crc:08x} does not match the archive's {info.CRC:08x}"
-    return None

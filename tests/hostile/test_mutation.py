@@ -1,4 +1,5 @@
-"""Mutation test: random truncations, byte flips and splices of corpus files.
+"""Mutation test: random truncations, byte flips and splices of corpus files (bundles, sharded Keras 3
+weights, a Keras model directory) and of the npz and safetensors files ckpt writes.
 
 Every case must end in success or a CheckpointError with a message - never another exception,
 a hang, or an allocation larger than a small multiple of the files' size. Seeded, so a failure
@@ -28,6 +29,12 @@ TARGETS = [
     "tf1_partitioned/model.ckpt-1", "tf2_mixed/all_dtypes/ckpt-1", "seed_slots/tf_ckpts/ckpt-5",
     "tf1_adam/model.ckpt-200", "keras2_tagger/tagger_tf/ckpt",
 ]
+"""Bundle prefixes in the corpus (their files are ``<prefix>.*``)."""
+FILE_SETS = ["keras3_more/sharded", "keras3_more/scorer_unzipped"]
+"""Folders in the corpus opened as one checkpoint: the sharded index (with every shard) and a model directory."""
+EXPORTS = {"all.npz": ("tf2_mixed/all_dtypes/ckpt-1", "npz"), "tagger.npz": ("keras3_tagger/tagger.weights.h5", "npz"),
+           "all.safetensors": ("tf2_mixed/all_dtypes/ckpt-1", "safetensors")}
+"""Files ckpt writes (npz, safetensors), made once for the test."""
 
 
 def _mutate(data: bytes, rng: random.Random) -> bytes:
@@ -77,20 +84,37 @@ def _alarm(signum, frame):  # pragma: no cover - only on a hang
     raise _Timeout()
 
 
+def _targets(made: Path) -> list[tuple[str, list[Path], str]]:
+    """``(label, files to copy, what to open relative to the copy)`` for every target."""
+    from formats.ops.convert.cross import convert_file
+
+    targets = []
+    for rel in TARGETS:
+        src = CORPUS / rel
+        targets.append((rel, sorted(p for p in src.parent.iterdir() if p.name.startswith(src.name + ".")), src.name))
+    index = {"keras3_more/sharded": "scorer.weights.json", "keras3_more/scorer_unzipped": "."}
+    for rel in FILE_SETS:
+        targets.append((rel, sorted((CORPUS / rel).iterdir()), index[rel]))
+    made.mkdir()
+    for name, (rel, to) in EXPORTS.items():
+        assert convert_file(CORPUS / rel, made / name, to).ok
+        targets.append((name, [made / name], name))
+    return targets
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
-def test_mutated_bundles_fail_cleanly(tmp_path):
+def test_mutated_checkpoints_fail_cleanly(tmp_path):
     rng = random.Random(SEED)
     work = tmp_path / "m"
+    targets = _targets(tmp_path / "made")
     outcomes = {"ok": 0, "error": 0}
     previous = signal.signal(signal.SIGALRM, _alarm)
     tracemalloc.start()
     try:
         for case in range(CASES):
-            rel = rng.choice(TARGETS)
-            src = CORPUS / rel
+            rel, files, opened = rng.choice(targets)
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
-            files = sorted(p for p in src.parent.iterdir() if p.name.startswith(src.name + "."))
             for f in files:
                 shutil.copyfile(f, work / f.name)
             victim = work / rng.choice(files).name
@@ -100,7 +124,7 @@ def test_mutated_bundles_fail_cleanly(tmp_path):
             base = tracemalloc.get_traced_memory()[0]
             signal.alarm(SECONDS_PER_CASE)
             try:
-                _exercise(work / src.name)
+                _exercise(work / opened)
                 outcomes["ok"] += 1
             except CheckpointError as exc:
                 assert str(exc) and exc.message, f"case {case} (seed {SEED}): empty message"

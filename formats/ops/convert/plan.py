@@ -29,13 +29,15 @@ WARNING = "warning"
 
 @dataclass
 class ConvertOptions:
-    """What the user asked for: rename ``rules``, a ``template`` path, and the target's switches."""
+    """What the user asked for: rename ``rules``, a ``template`` path, and the target's switches
+    (``max_shard_size``: bytes per shard of sharded Keras 3 weights)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
     allow_missing: bool = False
     slot_names: str = "tf2"
     rename_full_names: bool = False
+    max_shard_size: int | None = None
 
 
 @dataclass

@@ -22,14 +22,17 @@ PLANNERS = {name: planner(name) for name in ("keras2-h5", "keras3-h5", "npz", "s
 
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
                  template: str | None = None, rules: Any = None, allow_missing: bool = False,
-                 dry_run: bool = False, force: bool = False, verify: bool = True) -> Any:
+                 dry_run: bool = False, force: bool = False, verify: bool = True,
+                 max_shard_size: int | None = None) -> Any:
     """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key); returns the
-    :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors)."""
+    :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors).
+    ``max_shard_size`` (bytes) makes ``keras3-h5`` output sharded weights (``output`` a ``*.weights.json``)."""
     from formats.discover.resolve import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
     from formats.ops.rules import RuleSet
 
-    options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing)
+    options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
+                             max_shard_size=max_shard_size)
     with open_checkpoint(os.fspath(src)) as source:
         plan = PLANNERS[to](source, options)
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])

@@ -31,26 +31,22 @@ from formats.core.errors import VerificationError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import compare_checkpoints
 from formats.core.sources import CHUNK, elements, fixed_chunks
-from formats.io.npy import PROVENANCE_MEMBER, member_name, stored_dtype, stores_bits, write_npz
+from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
+from formats.io.npy import member_name, stored_dtype, stores_bits, write_npz
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.safetensors.header import DTYPES as SAFETENSORS_DTYPES
 
 __all__ = ["plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "SAFETENSORS_DTYPES",
            "provenance_entry"]
 
-PROVENANCE_KEY = "ckpt.provenance"
-SAFETENSORS_DTYPES = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "float16": "F16",
-    "bfloat16": "BF16", "int32": "I32", "uint32": "U32", "float32": "F32", "float64": "F64", "int64": "I64",
-    "uint64": "U64", "float8_e5m2": "F8_E5M2", "float8_e4m3fn": "F8_E4M3",
-}
 
 
 def _object_path(source: Checkpoint, key: str) -> str:
     marker = f"/{ATTRIBUTES}/"
     if source.format == "tf-object" and marker in key:
         return key.split(marker, 1)[0]
-    if "/vars/" in key and source.format in ("keras3-h5", "keras-zip"):
+    if "/vars/" in key and source.format in ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded"):
         return key.rsplit("/vars/", 1)[0]
     return ""
 

@@ -15,28 +15,33 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.core.errors import CorruptCheckpointError, InvalidOutputError
+from formats.core.dtypes import by_name
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import match_variables
 from formats.ops.convert.cross.variables import KerasVar, keras_variables
 
-__all__ = ["plan_keras2_h5", "plan_keras3_h5", "KERAS2_VERSION"]
+__all__ = ["plan_keras2_h5", "plan_keras3_h5", "KERAS2_VERSION", "KERAS3_LAYOUTS"]
 
 KERAS2_VERSION = "2.21.0"
 """``keras_version`` written when neither the source nor a template says which Keras 2 it was."""
 TOP_LEVEL = "top_level_model_weights"
+KERAS3_LAYOUTS = ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded")
+"""Formats holding Keras 3's ``<object path>/vars/<i>`` layout (a template for ``--to keras3-h5``)."""
 
 
-def _open_template(plan: ConversionPlan, options: ConvertOptions, wanted: str) -> Checkpoint | None:
+def _open_template(plan: ConversionPlan, options: ConvertOptions, wanted: str,
+                   accepted: tuple[str, ...] = ()) -> Checkpoint | None:
     if not options.template:
         return None
     template = open_checkpoint(options.template)
     plan.resources.append(template)
-    if template.format != wanted:
+    if template.format != wanted and template.format not in accepted:
         plan.add("unsupported", options.template, f"the template is {template.format}; --to {wanted} needs a "
                  f"{wanted} file written by the target Keras for the same architecture")
         return None
@@ -151,12 +156,14 @@ def _write_keras2(plan: ConversionPlan, output: str, force: bool, verify: bool, 
 
 
 def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
-    """Plan a Keras 3 ``.weights.h5`` file from ``source`` onto ``options.template`` (required unless
-    the source is itself a Keras 3 weights file, whose layout is then kept)."""
+    """Plan a Keras 3 ``.weights.h5`` file (or, with ``options.max_shard_size`` or an output named
+    ``*.json``, sharded weights) from ``source`` onto ``options.template`` (required unless the source
+    itself has the Keras 3 layout - a ``.weights.h5``, ``.keras``, model directory or sharded weights -
+    whose layout is then kept)."""
     plan = ConversionPlan(source.path, "keras3-h5", options.template)
-    template = _open_template(plan, options, "keras3-h5")
+    template = _open_template(plan, options, "keras3-h5", KERAS3_LAYOUTS)
     if template is None and options.template is None:
-        if source.format != "keras3-h5":
+        if source.format not in KERAS3_LAYOUTS:
             plan.add("unsupported", source.path, "--to keras3-h5 needs --template, a .weights.h5 file written by "
                      "Keras 3 for the same architecture (Keras 3 object paths cannot be derived from "
                      f"a {source.format} file)")
@@ -170,37 +177,42 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
             plan.add("unused", options.template or source.path, f"{len(rest)} optimizer tensor(s) of the template "
                      "left out", WARNING, rest[:4] + ([f"(+{len(rest) - 4} more)"] if len(rest) > 4 else []))
         _fill(plan, targets, sources, options)
-        plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template.path))
+        _check_shard_size(plan, options.max_shard_size)
+        plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template),
+                                        max_shard_size=options.max_shard_size)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
 
 
-def _keras3_groups(path: str) -> list[tuple[str, str | None]]:
-    """``(object path, name attribute)`` of every ``vars`` group of a Keras 3 file, optimizer aside."""
-    import h5py
+def _check_shard_size(plan: ConversionPlan, max_shard_size: int | None) -> None:
+    """A warning for each tensor larger than a shard may be (it is written alone in a shard)."""
+    if max_shard_size is None:
+        return
+    for row in plan.rows:
+        nbytes = math.prod(row.shape) * by_name(row.dtype).itemsize
+        if nbytes > max_shard_size:
+            plan.add("fallback", row.key, f"{nbytes:,} bytes, more than the maximum shard size "
+                     f"({max_shard_size:,}): written alone in a shard (Keras' own save_weights refuses such a "
+                     "tensor; load_weights reads it)", WARNING)
 
-    found: list[tuple[str, str | None]] = []
 
-    def visit(name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Group) and (name == "vars" or name.endswith("/vars")):
-            owner = name[:-len("vars")].rstrip("/")
-            if owner != "optimizer" and not owner.startswith("optimizer/"):
-                value = obj.attrs.get("name")
-                found.append((owner, value.decode() if isinstance(value, bytes) else value))
+def _keras3_groups(template: Checkpoint) -> list[tuple[str, str | None]]:
+    """``(object path, name attribute)`` of every ``vars`` group of a Keras 3 checkpoint, optimizer aside."""
+    from formats.keras_h5 import KerasCheckpoint
 
+    if not isinstance(template, KerasCheckpoint):
+        raise UnsupportedError(template.path, f"a {template.format} checkpoint has no Keras 3 vars groups")
     try:
-        with h5py.File(path, "r") as h5:
-            if "vars" in h5:
-                visit("vars", h5["vars"])
-            h5.visititems(lambda n, o: None if n == "vars" else visit(n, o))
+        groups = template.vars_groups()
     except (OSError, ValueError, KeyError) as exc:
-        raise CorruptCheckpointError(path, f"cannot read the template's groups ({exc})") from None
-    return found
+        raise CorruptCheckpointError(template.path, f"cannot read the template's groups ({exc})") from None
+    return [(owner, name) for owner, name in groups if owner != "optimizer" and not owner.startswith("optimizer/")]
 
 
 def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
-                  groups: list[tuple[str, str | None]]) -> Any:
+                  groups: list[tuple[str, str | None]], max_shard_size: int | None = None) -> Any:
+    from formats.keras_h5.sharded_writer import DEFAULT_MAX_SHARD_SIZE, write_keras3_sharded
     from formats.keras_h5.writer import Keras3Group, write_keras3_h5
 
     out = {path: Keras3Group(path, name) for path, name in groups}
@@ -213,4 +225,7 @@ def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, 
         if sorted(values) != list(range(len(values))):
             raise InvalidOutputError(output, f"variables of {owner!r} would not be numbered 0..{len(values) - 1}")
         group.variables = [values[i] for i in range(len(values))]
+    if max_shard_size is not None or output.endswith(".json"):
+        return write_keras3_sharded(output, list(out.values()), max_shard_size=max_shard_size or DEFAULT_MAX_SHARD_SIZE,
+                                    force=force, verify=verify, inputs=inputs)
     return write_keras3_h5(output, list(out.values()), force=force, verify=verify, inputs=inputs)

@@ -1,0 +1,57 @@
+"""JSON read from checkpoint files, bounded in size and nesting depth.
+
+A hostile file cannot exhaust memory (the size is checked before anything is decoded) nor the
+stack (the nesting depth is measured in C-speed passes before :func:`json.loads` runs, so code
+that walks the result recursively is safe too).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from formats.core.errors import CorruptCheckpointError
+
+__all__ = ["load_json", "nesting_depth", "MAX_DEPTH"]
+
+MAX_DEPTH = 64
+"""Deepest nesting accepted by default (a Keras model config with nested models stays far below)."""
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BLOCK = 1 << 20
+
+
+def nesting_depth(text: str, stop: int | None = None) -> int:
+    """The deepest ``[``/``{`` nesting of JSON ``text`` (brackets inside strings do not count);
+    stops counting once ``stop`` is exceeded."""
+    import numpy as np
+
+    skeleton = _STRINGS.sub("", text).encode("utf-8", "surrogatepass")
+    level = deepest = 0
+    for start in range(0, len(skeleton), _BLOCK):
+        raw = np.frombuffer(skeleton, dtype=np.uint8, count=min(_BLOCK, len(skeleton) - start), offset=start)
+        steps = ((raw == 0x5B) | (raw == 0x7B)).astype(np.int32) - ((raw == 0x5D) | (raw == 0x7D))
+        levels = np.cumsum(steps, dtype=np.int64) + level
+        if levels.size:
+            deepest = max(deepest, int(levels.max()))
+            level = int(levels[-1])
+        if stop is not None and deepest > stop:
+            break
+    return deepest
+
+
+def load_json(raw: bytes | str, path: str, what: str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse ``raw`` (UTF-8 bytes or text) as JSON; a :class:`CorruptCheckpointError` naming ``what``
+    and ``path`` when it is larger than ``max_bytes``, nested deeper than ``max_depth`` or not JSON."""
+    if len(raw) > max_bytes:
+        raise CorruptCheckpointError(path, f"{what} is {len(raw):,} bytes, more than the {max_bytes:,} accepted")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+    except UnicodeDecodeError as exc:
+        raise CorruptCheckpointError(path, f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    depth = nesting_depth(text, stop=max_depth)
+    if depth > max_depth:
+        raise CorruptCheckpointError(path, f"{what} nests deeper than {max_depth} levels; refusing to parse it")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CorruptCheckpointError(path, f"{what} is not valid JSON ({exc})") from None

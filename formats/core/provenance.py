@@ -1,0 +1,125 @@
+"""ckpt's provenance record: what ``convert --to npz|safetensors`` writes beside the tensors so that
+reading the file back restores what the export could not keep.
+
+The record is JSON: ``{"source": path, "format": name, "tensors": [{"key", "source_key",
+"object_path", "full_name", "role", "dtype", "shape"}, ...]}``. npz files hold it in the member
+``__ckpt_provenance__.npy`` (a 0-d unicode array), safetensors files in
+``__metadata__["ckpt.provenance"]``. A record that is damaged or disagrees with the file is
+reported and ignored (the file's own keys and dtypes stand).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from formats.core.bounded_json import load_json
+from formats.core.dtypes import by_name
+from formats.core.model import Role
+
+__all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "Provenance", "parse_provenance",
+           "restored_dtype", "in_record_order", "MAX_RECORD_BYTES"]
+
+PROVENANCE_MEMBER = "__ckpt_provenance__"
+"""The npz member name (without ``.npy``) holding the record."""
+PROVENANCE_KEY = "ckpt.provenance"
+"""The safetensors ``__metadata__`` key holding the record."""
+MAX_RECORD_BYTES = 256 << 20
+T = TypeVar("T")
+_ROLES = {r.value for r in Role}
+_UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    """What the export knew about one tensor: its key in the file, the source's key, object path,
+    full (TF1-style / Keras) name, role, dtype and shape."""
+
+    key: str
+    source_key: str
+    object_path: str
+    full_name: str
+    role: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class Provenance:
+    """A parsed record: the source it was exported from, its tensors by key, and what was wrong with it."""
+
+    source: str | None = None
+    format: str | None = None
+    tensors: dict[str, TensorRecord] | None = None
+    problems: list[str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"source", "format", "tensors"}`` for a checkpoint's metadata."""
+        return {"source": self.source, "format": self.format, "tensors": len(self.tensors or {})}
+
+
+def _record(item: Any) -> TensorRecord | None:
+    if not isinstance(item, dict):
+        return None
+    key, dtype, shape = item.get("key"), item.get("dtype"), item.get("shape")
+    if not isinstance(key, str) or not isinstance(dtype, str) or not isinstance(shape, list):
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return None
+    try:
+        by_name(dtype)
+    except (KeyError, ValueError):
+        return None
+    role = item.get("role")
+    texts = [item.get(k) for k in ("source_key", "object_path", "full_name")]
+    return TensorRecord(key, texts[0] if isinstance(texts[0], str) else key,
+                        texts[1] if isinstance(texts[1], str) else "",
+                        texts[2] if isinstance(texts[2], str) else key,
+                        role if role in _ROLES else Role.VARIABLE.value, dtype, tuple(shape))
+
+
+def parse_provenance(raw: bytes | str, path: str) -> Provenance:
+    """The record in ``raw``; problems (not exceptions) for a damaged one."""
+    from formats.core.errors import CorruptCheckpointError
+
+    try:
+        data = load_json(raw, path, "the provenance record", max_bytes=MAX_RECORD_BYTES, max_depth=8)
+    except CorruptCheckpointError as exc:
+        return Provenance(problems=[f"{exc.message}; ignored"])
+    items = data.get("tensors") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return Provenance(problems=["the provenance record lists no tensors; ignored"])
+    tensors: dict[str, TensorRecord] = {}
+    bad = 0
+    for item in items:
+        record = _record(item)
+        if record is None or record.key in tensors:
+            bad += 1
+            continue
+        tensors[record.key] = record
+    problems = [f"{bad} provenance record item(s) are malformed or repeated; ignored"] if bad else []
+    source, fmt = data.get("source"), data.get("format")
+    return Provenance(source if isinstance(source, str) else None, fmt if isinstance(fmt, str) else None,
+                      tensors, problems)
+
+
+def restored_dtype(stored: str, shape: tuple[int, ...], record: TensorRecord | None) -> tuple[str, str | None]:
+    """``(dtype to present, problem or None)`` for a tensor stored as ``stored`` with ``shape``.
+
+    The recorded dtype wins when it is the stored one or when the export stored it as the unsigned
+    integer of its width (bfloat16 as uint16); a record that disagrees otherwise is reported.
+    """
+    if record is None or record.dtype == stored:
+        return stored, None
+    if record.shape != shape:
+        return stored, f"provenance records shape {list(record.shape)}, the file stores {list(shape)}; ignored"
+    want = by_name(record.dtype)
+    if want.fixed_width and _UNSIGNED.get(want.itemsize) == stored:
+        return record.dtype, None
+    return stored, f"provenance records dtype {record.dtype}, the file stores {stored}; read as {stored}"
+
+
+def in_record_order(entries: dict[str, T], records: dict[str, TensorRecord]) -> dict[str, T]:
+    """``entries`` in the record's order (the source's), those it does not list after, as they were."""
+    first = {k: entries[k] for k in records if k in entries}
+    first.update({k: e for k, e in entries.items() if k not in first})
+    return first

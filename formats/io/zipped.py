@@ -1,0 +1,207 @@
+"""Reading members of zip archives (``.keras``, ``.npz``) in bounded memory, never trusting their sizes.
+
+- :func:`open_zip` opens an archive, turning :mod:`zipfile`'s failures into one-line errors.
+- :func:`check_expansion` refuses a member claiming more bytes than any real compressor produces
+  from its compressed size (a zip bomb), before a byte is inflated.
+- :func:`read_member` reads a (small) member whole; :func:`member_stream` opens one for streaming
+  (:mod:`zipfile` checks the CRC-32 when the last byte is read).
+- :func:`stored_member_start` and :class:`ByteRange` read an uncompressed member in place.
+"""
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from typing import Any
+
+from formats.core.errors import CorruptCheckpointError, UnsupportedError
+
+__all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "open_zip", "check_expansion", "read_member",
+           "member_stream", "member_head", "stored_member_start", "crc_problem", "is_zip"]
+
+MAX_EXPANSION = 1100
+"""No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
+_SLACK = 1 << 20
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a first member, or the end record of an empty archive
+
+
+def zip_errors() -> tuple[type[BaseException], ...]:
+    """What :mod:`zipfile` raises on a damaged archive or member."""
+    import zipfile
+
+    return (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, RuntimeError,
+            NotImplementedError, OverflowError)
+
+
+def is_zip(path: str) -> bool:
+    """Whether a local file starts like a zip archive."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) in ZIP_MAGICS
+    except OSError:
+        return False
+
+
+def open_zip(path: str) -> Any:
+    """A :class:`zipfile.ZipFile` for ``path``; a :class:`CorruptCheckpointError` when it is damaged."""
+    import zipfile
+
+    try:
+        return zipfile.ZipFile(path)
+    except zip_errors() as exc:
+        raise CorruptCheckpointError(path, f"damaged zip archive ({exc})") from None
+
+
+class ByteRange(io.RawIOBase):
+    """A read-only, seekable view of ``length`` bytes of a file starting at ``start``."""
+
+    def __init__(self, path: str, start: int, length: int) -> None:
+        super().__init__()
+        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._start = start
+        self._length = length
+        self._pos = 0
+
+    def readable(self) -> bool:
+        """Always readable."""
+        return True
+
+    def seekable(self) -> bool:
+        """Always seekable."""
+        return True
+
+    def tell(self) -> int:
+        """Position inside the range."""
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move inside the range (positions past its end read as end of file)."""
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        """Read up to ``len(buffer)`` bytes of the range into ``buffer``."""
+        view = memoryview(buffer).cast("B")
+        n = max(0, min(len(view), self._length - self._pos))
+        if n == 0:
+            return 0
+        self._file.seek(self._start + self._pos)
+        got = self._file.readinto(view[:n]) or 0
+        self._pos += got
+        return got
+
+    def close(self) -> None:
+        """Close the underlying file."""
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+def check_expansion(info: Any, archive_size: int, path: str) -> None:
+    """Refuse a member whose claimed size no compressor produces from its compressed size."""
+    limit = min(info.compress_size, archive_size) * MAX_EXPANSION + _SLACK
+    if info.file_size > limit:
+        raise CorruptCheckpointError(
+            path, f"{info.filename} claims {info.file_size:,} bytes from {info.compress_size:,} compressed "
+                  f"in a {archive_size:,}-byte archive; refusing to expand it (zip bomb?)")
+
+
+def _refuse_encrypted(info: Any, path: str) -> None:
+    if info.flag_bits & 0x1:
+        raise UnsupportedError(path, f"{info.filename} is encrypted")
+
+
+def member_stream(zf: Any, info: Any, archive_size: int, path: str) -> Any:
+    """An open stream of one member (checked against zip bombs and encryption first)."""
+    _refuse_encrypted(info, path)
+    check_expansion(info, archive_size, path)
+    try:
+        return zf.open(info)
+    except zip_errors() as exc:
+        raise CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})") from None
+
+
+def read_member(zf: Any, info: Any, archive_size: int, path: str) -> bytes:
+    """A whole member's bytes; its size must be what the archive says (zipfile checks the CRC-32)."""
+    try:
+        with member_stream(zf, info, archive_size, path) as member:
+            data = member.read(info.file_size + 1)
+    except zip_errors() as exc:
+        raise CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})") from None
+    if len(data) != info.file_size:
+        raise CorruptCheckpointError(path, f"{info.filename} holds {len(data):,} bytes, "
+                                           f"the archive says {info.file_size:,}")
+    return data
+
+
+def member_head(zf: Any, info: Any, archive_size: int, path: str, n: int) -> bytes:
+    """The first ``n`` bytes of a member (fewer if it is shorter) without checking its CRC-32, so a
+    member whose data is damaged can still be listed (reading it whole reports the damage)."""
+    import zipfile
+
+    _refuse_encrypted(info, path)
+    check_expansion(info, archive_size, path)
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        with member_stream(zf, info, archive_size, path) as member:
+            return member.read(n)  # other codecs: zipfile's stream (short members are CRC-checked)
+    start = _data_start(path, info)
+    with open(path, "rb") as f:
+        f.seek(start)
+        if info.compress_type == zipfile.ZIP_STORED:
+            return f.read(min(n, info.compress_size, info.file_size))
+        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        out, left = b"", info.compress_size
+        try:
+            while len(out) < n and left > 0 and not inflate.eof:
+                raw = f.read(min(left, 1 << 16))
+                if not raw:
+                    break
+                left -= len(raw)
+                out += inflate.decompress(raw, n - len(out))
+                while len(out) < n and inflate.unconsumed_tail:
+                    out += inflate.decompress(inflate.unconsumed_tail, n - len(out))
+        except zlib.error as exc:
+            raise CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})") from None
+    return out[:n]
+
+
+def _data_start(path: str, info: Any) -> int:
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        header = f.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size:
+        raise CorruptCheckpointError(path, f"zip archive is truncated at the header of {info.filename}")
+    signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
+    if signature != b"PK\x03\x04":
+        raise CorruptCheckpointError(path, f"damaged zip archive (bad local header for {info.filename})")
+    return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+
+def stored_member_start(path: str, info: Any, archive_size: int) -> int:
+    """The file offset of an uncompressed member's first byte (its local header checked)."""
+    _refuse_encrypted(info, path)
+    start = _data_start(path, info)
+    if start + info.compress_size > archive_size or info.compress_size != info.file_size:
+        raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
+                                           f"{info.compress_size:,} bytes from offset {start:,}")
+    return start
+
+
+def crc_problem(path: str, start: int, info: Any) -> str | None:
+    """Why the stored member at ``start`` does not match its CRC-32, or None when it does."""
+    crc = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = info.file_size
+        while left:
+            chunk = f.read(min(left, 1 << 20))
+            if not chunk:
+                return f"{info.filename} is truncated"
+            crc = zlib.crc32(chunk, crc)
+            left -= len(chunk)
+    if crc != info.CRC:
+        return f"{info.filename}: CRC-32 {crc:08x} does not match the archive's {info.CRC:08x}"
+    return None
+

@@ -1,0 +1,285 @@
+"""Lazy tensors over the members of an ``.npz`` archive, read without pickle.
+
+Opening reads the zip's central directory and each member's ``.npy`` header (and ckpt's provenance
+record, when the file has one); values are read only when asked, a member at a time, through
+:mod:`zipfile` (which checks each member's CRC-32 when its last byte is read). Members holding
+Python objects (``dtype=object``: pickles) are listed as skipped and never read.
+"""
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from formats.core.dtypes import by_name, from_numpy
+from formats.core.errors import CorruptCheckpointError, UnsupportedError
+from formats.core.model import CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
+from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
+                                     in_record_order, parse_provenance, restored_dtype)
+from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
+from formats.npz.npy import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["NpzTensor", "NpzCheckpoint", "open_npz", "MAX_MEMBERS"]
+
+MAX_MEMBERS = 1_000_000
+_BLOCK = 8 << 20
+
+
+class _Archive:
+    """The open zip, its size and path: what every tensor reads through."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.size = os.path.getsize(path)
+        self.zf = open_zip(path)
+
+    def stream(self, info: Any) -> Any:
+        """An open stream of member ``info`` (zip-bomb and encryption checks first)."""
+        return member_stream(self.zf, info, self.size, self.path)
+
+
+def _fail(path: str, info: Any, exc: BaseException) -> CorruptCheckpointError:
+    return CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})")
+
+
+class NpzTensor(TensorEntry):
+    """One ``<key>.npy`` member; nothing is read until :meth:`read`."""
+
+    __slots__ = ("_archive", "_info", "_header", "_view")
+
+    def __init__(self, key: str, archive: _Archive, info: Any, header: NpyHeader, dtype: str, view: Any,
+                 record: TensorRecord | None) -> None:
+        name = record.full_name if record is not None else None
+        role = record.role if record is not None else "variable"
+        super().__init__(key, header.shape, dtype, header.nbytes, name, role)
+        self._archive = archive
+        self._info = info
+        self._header = header
+        self._view = view  # the numpy dtype to present the stored values as (bfloat16 from uint16), or None
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The ``.npz`` file."""
+        return (self._archive.path,)
+
+    def problem(self) -> str | None:
+        """Why the member cannot hold what its header declares, or None."""
+        import zipfile
+
+        stored = self._info.file_size - self._header.size
+        if self._info.compress_type == zipfile.ZIP_STORED and self._info.compress_size != self._info.file_size:
+            return (f"{self._info.filename} is stored uncompressed but claims {self._info.file_size:,} bytes "
+                    f"from {self._info.compress_size:,}")
+        if stored != self._header.nbytes:
+            return (f"{self._info.filename} declares shape {list(self._header.shape)} of {self._header.dtype} "
+                    f"({self._header.nbytes:,} bytes) but stores {max(stored, 0):,} bytes")
+        return None
+
+    def _raise_problem(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise CorruptCheckpointError(self._archive.path, f"{self.key}: {problem}")
+
+    def _blocks(self, block: int) -> Iterator[bytes]:
+        """The member's data bytes (after the header) in pieces of at most ``block``; CRC checked at the end."""
+        self._raise_problem()
+        info, left = self._info, self._header.nbytes
+        try:
+            with self._archive.stream(info) as member:
+                member.read(self._header.size)
+                while left:
+                    piece = member.read(min(block, left))
+                    if not piece:
+                        raise CorruptCheckpointError(self._archive.path, f"{self.key}: {info.filename} ends early")
+                    left -= len(piece)
+                    yield piece
+                if member.read(1):
+                    raise CorruptCheckpointError(self._archive.path, f"{self.key}: {info.filename} holds more "
+                                                                     "bytes than its header declares")
+        except zip_errors() as exc:
+            raise _fail(self._archive.path, info, exc) from None
+
+    def _present(self, flat: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        if flat.dtype.byteorder == ">":
+            flat = flat.astype(flat.dtype.newbyteorder("<"))
+        if self._view is not None:
+            return flat.view(self._view)
+        if self.dtype == "string":
+            items = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in flat.tolist()]
+            return np.array(items + [None], dtype=object)[:-1]
+        return flat
+
+    def read(self) -> np.ndarray:
+        """The whole value (bfloat16 and other types restored from the provenance record; strings as
+        an object array of bytes)."""
+        import numpy as np
+
+        data = bytearray()
+        for piece in self._blocks(_BLOCK):
+            data += piece
+        flat = np.frombuffer(data, dtype=self._header.dtype)
+        order = "F" if self._header.fortran_order else "C"
+        value = self._present(flat).reshape(self.shape, order=order)
+        return np.ascontiguousarray(value) if order == "F" else value
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The elements in C order, streamed from the member ``chunk_elements`` at a time."""
+        import numpy as np
+
+        if self._header.fortran_order or self.dtype == "string":
+            yield from super().iter_chunks(chunk_elements, pool)
+            return
+        itemsize = self._header.dtype.itemsize
+        pending = b""
+        for piece in self._blocks(max(1, chunk_elements) * itemsize):
+            pending += piece
+            usable = len(pending) - len(pending) % itemsize
+            if usable:
+                yield self._present(np.frombuffer(pending[:usable], dtype=self._header.dtype))
+                pending = pending[usable:]
+
+    def check(self) -> None:
+        """Read the whole member (its CRC-32 is checked at the end), keeping nothing."""
+        for _ in self._blocks(_BLOCK):
+            pass
+
+
+class NpzCheckpoint(Checkpoint):
+    """An opened ``.npz``: members as tensors, the provenance record's facts, what was skipped and why."""
+
+    def __init__(self, path: str, entries: dict[str, TensorEntry], archive: _Archive, metadata: dict[str, Any],
+                 problems: list[tuple[str, str]]) -> None:
+        super().__init__(path, FormatName.NPZ, entries)
+        self._archive = archive
+        self._metadata = metadata
+        self._problems = problems
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Member count, the provenance record's source (when present), skipped members."""
+        return self._metadata
+
+    def problems(self) -> list[Problem]:
+        """Members that could not be listed, duplicates, a damaged provenance record."""
+        return [Problem(where, message) for where, message in self._problems]
+
+    def close(self) -> None:
+        """Close the archive."""
+        self._archive.zf.close()
+
+
+def _header(archive: _Archive, info: Any) -> NpyHeader:
+    """A member's ``.npy`` header, read without checking the member's CRC (reading the data does)."""
+    try:
+        head = io.BytesIO(member_head(archive.zf, info, archive.size, archive.path, 12 + MAX_HEADER_BYTES))
+        return read_npy_header(head.read)
+    except NpyError as exc:
+        raise CorruptCheckpointError(archive.path, f"{info.filename}: {exc}") from None
+    except zip_errors() as exc:
+        raise _fail(archive.path, info, exc) from None
+
+
+def _read_provenance(archive: _Archive, info: Any) -> Provenance:
+    """The record: a 0-d unicode array (UTF-32 code units) holding JSON."""
+    try:
+        header = _header(archive, info)
+        if header.dtype.kind != "U" or header.shape != () or header.nbytes > 4 * MAX_RECORD_BYTES:
+            return Provenance(problems=[f"{info.filename} is not a provenance record (a 0-d unicode array); ignored"])
+        with archive.stream(info) as member:
+            member.read(header.size)
+            raw = member.read(header.nbytes)
+        text = raw.decode("utf-32-be" if header.dtype.byteorder == ">" else "utf-32-le").rstrip("\x00")
+    except (CorruptCheckpointError, UnsupportedError, UnicodeDecodeError, *zip_errors()) as exc:
+        message = exc.message if isinstance(exc, CorruptCheckpointError) else str(exc)
+        return Provenance(problems=[f"cannot read the provenance record ({message}); ignored"])
+    return parse_provenance(text, archive.path)
+
+
+class _Skipped(ValueError):
+    """A member that is not a tensor ckpt can read (the message says why)."""
+
+
+def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any, str | None]:
+    """``(TF dtype, numpy dtype to view as or None, problem)``; :class:`_Skipped` for a member without one."""
+    dt = header.dtype
+    if header.pickled:
+        raise _Skipped("holds pickled Python objects (dtype object): not read; ckpt never unpickles")
+    if dt.names is not None or dt.subdtype is not None:
+        raise _Skipped(f"is a structured array ({dt}): not a tensor")
+    try:
+        stored = from_numpy(dt.newbyteorder("<") if dt.byteorder == ">" else dt).name
+    except (ValueError, TypeError):
+        raise _Skipped(f"numpy dtype {dt} has no TensorFlow counterpart") from None
+    if stored == "string":
+        return stored, None, None
+    dtype, problem = restored_dtype(stored, header.shape, record)
+    return dtype, (by_name(dtype).numpy() if dtype != stored else None), problem
+
+
+def open_npz(path: str) -> NpzCheckpoint:
+    """Open an ``.npz`` file (members are read lazily; nothing is unpickled)."""
+    archive = _Archive(path)
+    try:
+        return _build(path, archive)
+    except BaseException:
+        archive.zf.close()
+        raise
+
+
+def _members(archive: _Archive, problems: list[tuple[str, str]]) -> dict[str, Any]:
+    infos = archive.zf.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise CorruptCheckpointError(archive.path, f"holds {len(infos):,} members (at most {MAX_MEMBERS:,} read)")
+    members: dict[str, Any] = {}
+    for info in infos:
+        if info.filename in members:
+            problems.append((info.filename, "appears twice in the archive; the last copy is read (as numpy does)"))
+        members[info.filename] = info
+    return members
+
+
+def _build(path: str, archive: _Archive) -> NpzCheckpoint:
+    problems: list[tuple[str, str]] = []
+    members = _members(archive, problems)
+    provenance = Provenance()
+    record_info = members.pop(PROVENANCE_MEMBER + ".npy", None)
+    if record_info is not None:
+        provenance = _read_provenance(archive, record_info)
+        problems += [(record_info.filename, p) for p in provenance.problems or []]
+    records = provenance.tensors or {}
+    entries: dict[str, TensorEntry] = {}
+    skipped: dict[str, str] = {}
+    for name, info in members.items():
+        if name.endswith("/"):
+            continue
+        if not name.endswith(".npy"):
+            skipped[name] = "not a .npy member"
+            continue
+        key = name[:-len(".npy")]
+        header = _header(archive, info)
+        try:
+            dtype, view, problem = _tf_dtype(header, records.get(key))
+        except _Skipped as exc:
+            skipped[key] = str(exc)
+            continue
+        if problem:
+            problems.append((key, problem))
+        entries[key] = NpzTensor(key, archive, info, header, dtype, view, records.get(key))
+    pickled = [k for k, why in skipped.items() if "pickled" in why]
+    if pickled and not entries:
+        raise UnsupportedError(path, f"every array in this .npz holds pickled Python objects ({len(pickled)}, e.g. "
+                                     f"{pickled[0]!r}); ckpt never unpickles, so nothing can be read")
+    meta: dict[str, Any] = {"members": len(members)}
+    if record_info is not None and provenance.tensors is not None:
+        meta["provenance"] = provenance.to_json()
+    if skipped:
+        meta["skipped"] = skipped
+    return NpzCheckpoint(path, in_record_order(entries, records), archive, meta, problems)
+

@@ -1,0 +1,166 @@
+"""Lazy tensors over a safetensors file: the header is read on open, values when asked (with plain
+positioned reads, not a memory map, so a file truncated later is an error, not a crash)."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from formats.core.dtypes import by_name
+from formats.core.errors import CorruptCheckpointError
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
+from formats.core.provenance import (PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
+                                     restored_dtype)
+from formats.safetensors.header import TF_DTYPES, Header, TensorSpec, overlaps, read_header, size_problem
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["SafetensorsTensor", "SafetensorsCheckpoint", "open_safetensors"]
+
+_BLOCK = 8 << 20
+
+
+class _Data:
+    """The open file and where its data starts; positioned reads that do not share a file position."""
+
+    def __init__(self, path: str, header: Header) -> None:
+        self.path = path
+        self.start = header.data_start
+        self.file = open(path, "rb")  # noqa: SIM115 - closed by the checkpoint
+
+    def read(self, offset: int, n: int) -> bytes:
+        """``n`` bytes at ``offset`` into the data (fewer at the end of the file)."""
+        position = self.start + offset
+        if hasattr(os, "pread"):
+            return os.pread(self.file.fileno(), n, position)
+        self.file.seek(position)  # pragma: no cover - platforms without pread
+        return self.file.read(n)
+
+
+class SafetensorsTensor(TensorEntry):
+    """One tensor of a safetensors file; nothing is read until :meth:`read`."""
+
+    __slots__ = ("_data", "_spec", "_stored", "_view", "_size_problem")
+
+    def __init__(self, spec: TensorSpec, data: _Data, data_size: int, record: TensorRecord | None) -> None:
+        stored = TF_DTYPES[spec.code]
+        dtype, _ = restored_dtype(stored, spec.shape, record)
+        itemsize = by_name(stored).itemsize
+        super().__init__(spec.key, spec.shape, dtype, spec.end - spec.begin,
+                         record.full_name if record is not None else None,
+                         record.role if record is not None else "variable")
+        self._data = data
+        self._spec = spec
+        self._stored = stored
+        self._view = None if dtype == stored else by_name(dtype).numpy()
+        self._size_problem = size_problem(spec, itemsize, data_size)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The safetensors file."""
+        return (self._data.path,)
+
+    def problem(self) -> str | None:
+        """Why the offsets cannot hold the declared shape, or run past the file; else None."""
+        return self._size_problem
+
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """The stored bytes (already little-endian, C order), at most ``chunk`` at a time."""
+        if self._size_problem is not None:
+            raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
+        position, end = self._spec.begin, self._spec.end
+        while position < end:
+            piece = self._data.read(position, min(max(1, chunk), end - position))
+            if not piece:
+                raise CorruptCheckpointError(self._data.path, f"{self.key}: the file ends at data byte {position:,}")
+            position += len(piece)
+            yield memoryview(piece)
+
+    def _numpy(self) -> Any:
+        return self._view if self._view is not None else by_name(self._stored).numpy()
+
+    def read(self) -> np.ndarray:
+        """The whole value."""
+        import numpy as np
+
+        if self._size_problem is not None:  # before allocating what the header claims
+            raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
+        out = np.empty(self.shape, dtype=self._numpy())
+        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")
+        done = 0
+        for piece in self.byte_chunks(_BLOCK):
+            flat[done:done + len(piece)] = piece
+            done += len(piece)
+        return out
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The elements in C order, read ``chunk_elements`` at a time."""
+        import numpy as np
+
+        dtype = self._numpy()
+        for piece in self.byte_chunks(max(1, chunk_elements) * dtype.itemsize):
+            yield np.frombuffer(piece, dtype=dtype)
+
+    def check(self) -> None:
+        """Read every byte of the tensor, keeping nothing."""
+        for _ in self.byte_chunks(_BLOCK):
+            pass
+
+
+class SafetensorsCheckpoint(Checkpoint):
+    """An opened safetensors file."""
+
+    def __init__(self, path: str, entries: dict[str, TensorEntry], data: _Data, metadata: dict[str, Any],
+                 problems: list[tuple[str, str]]) -> None:
+        super().__init__(path, FormatName.SAFETENSORS, entries)
+        self._data = data
+        self._metadata = metadata
+        self._problems = problems
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Header size, ``__metadata__`` (the provenance record summarised), skipped tensors."""
+        return self._metadata
+
+    def problems(self) -> list[Problem]:
+        """Overlapping tensors, a damaged provenance record, dtypes the record disagrees with."""
+        return [Problem(where, message) for where, message in self._problems]
+
+    def close(self) -> None:
+        """Close the file."""
+        self._data.file.close()
+
+
+def _provenance(header: Header, path: str) -> Provenance:
+    raw = header.metadata.get(PROVENANCE_KEY)
+    return Provenance() if raw is None else parse_provenance(raw, path)
+
+
+def open_safetensors(path: str) -> SafetensorsCheckpoint:
+    """Open a safetensors file: parse its header; values are read when asked."""
+    header = read_header(path)
+    provenance = _provenance(header, path)
+    problems = [(PROVENANCE_KEY, p) for p in provenance.problems or []]
+    records = provenance.tensors or {}
+    data = _Data(path, header)
+    entries: dict[str, TensorEntry] = {}
+    skipped: dict[str, str] = {}
+    for spec in header.tensors:
+        if spec.code not in TF_DTYPES:
+            skipped[spec.key] = f"safetensors dtype {spec.code} has no TensorFlow counterpart"
+            continue
+        record = records.get(spec.key)
+        _, problem = restored_dtype(TF_DTYPES[spec.code], spec.shape, record)
+        if problem:
+            problems.append((spec.key, problem))
+        entries[spec.key] = SafetensorsTensor(spec, data, header.data_size, record)
+    problems += overlaps(header.tensors)
+    meta: dict[str, Any] = {"header_bytes": header.length,
+                            "metadata": {k: v for k, v in header.metadata.items() if k != PROVENANCE_KEY}}
+    if provenance.tensors is not None:
+        meta["provenance"] = provenance.to_json()
+    if skipped:
+        meta["skipped"] = skipped
+    return SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems)
