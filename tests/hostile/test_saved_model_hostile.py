@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import shutil
+import signal
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import formats
 from formats.saved_model.objects import MAX_OBJECTS
 
 from .craft_saved_model import (FLOAT, MODULE, field, meta_graph, module_graph, object_graph, saved_model,
@@ -157,3 +162,64 @@ def test_hostile_text_format(model, run_cli, text, message):
     (model / "saved_model.pbtxt").write_bytes(text)
     assert _error(run_cli("ls", model), model / "saved_model.pbtxt") == \
         f"not a SavedModel in protobuf text format ({message})"
+
+
+MUTATION_CASES = int(os.environ.get("CKPT_SAVED_MODEL_MUTATION_CASES", "150"))
+MUTATION_SEED = int(os.environ.get("CKPT_MUTATION_SEED", "20261122"))
+
+
+def _exercise(directory: Path) -> None:
+    from formats.ops.inspect.tree import build_tree
+
+    with formats.open_checkpoint(directory) as ckpt:
+        _ = [(e.name, e.role, e.slot_of) for e in ckpt.values()]
+        _ = ckpt.metadata, ckpt.problems()
+        build_tree(ckpt)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_mutated_saved_model_pbs_fail_cleanly(tmp_path):
+    """Seeded truncations, flips and splices of each corpus saved_model.pb: success or a CheckpointError
+    with a message, within 5 s and 16x the file's size in memory."""
+    from formats.core.errors import CheckpointError
+
+    from .test_mutation import _alarm, _mutate, _Timeout
+
+    rng = random.Random(MUTATION_SEED)
+    sources = [MODULE, MODULE.parents[2] / "saved_models" / "tf_keras_model",
+               MODULE.parents[2] / "saved_models" / "tf1_builder" / "00000123"]
+    outcomes = {"ok": 0, "error": 0}
+    for src in sources:  # modules imported on first use are not the case's allocations
+        _exercise(src)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    tracemalloc.start()
+    try:
+        for case in range(MUTATION_CASES):
+            src = rng.choice(sources)
+            work = tmp_path / f"c{case % 4}"
+            shutil.rmtree(work, ignore_errors=True)
+            data = _mutate((src / "saved_model.pb").read_bytes(), rng)
+            saved_model_dir(work, data, src)
+            budget = 16 * sum(f.stat().st_size for f in work.rglob("*") if f.is_file()) + (1 << 20)
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            signal.alarm(5)
+            try:
+                _exercise(work)
+                outcomes["ok"] += 1
+            except CheckpointError as exc:
+                assert exc.message, f"case {case} (seed {MUTATION_SEED}): empty message"
+                outcomes["error"] += 1
+            except _Timeout:
+                pytest.fail(f"case {case} (seed {MUTATION_SEED}, {src.name}): hang")
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                pytest.fail(f"case {case} (seed {MUTATION_SEED}, {src.name}): {type(exc).__name__}: {exc}")
+            finally:
+                signal.alarm(0)
+            peak = tracemalloc.get_traced_memory()[1] - base
+            assert peak <= budget, f"case {case} (seed {MUTATION_SEED}): allocated {peak} bytes, budget {budget}"
+    finally:
+        tracemalloc.stop()
+        signal.signal(signal.SIGALRM, previous)
+    assert outcomes["ok"] + outcomes["error"] == MUTATION_CASES
+    assert outcomes["error"] > MUTATION_CASES // 10
