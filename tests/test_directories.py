@@ -154,6 +154,9 @@ def test_hidden_checkpoints_are_found_and_temporaries_are_not(corpus_copy, run_c
         shutil.copyfile(run / f"ckpt-8{suffix}", run / f".ckpt-11.tmp-0123abcd{suffix}")  # a killed ckpt write
     assert _rows(run_cli("ls", "--json", run)) == [(".backup-3", 3, False), ("ckpt-8", 8, False),
                                                    ("ckpt-9", 9, False), ("ckpt-10", 10, True)]
+    from formats.io.atomic import is_temp_name, temp_name
+
+    assert is_temp_name(temp_name(str(run / "ckpt-11")) + ".index") and not is_temp_name(str(run / ".backup-3"))
 
 
 def test_a_missing_data_file_lists_the_keys_with_a_warning(corpus_copy, run_cli):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +14,10 @@ from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundErr
                                  UnsupportedError)
 from formats.core.foreign import describe_file
 from formats.io import storage
+from formats.io.atomic import is_temp_name
 
 __all__ = ["Target", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
-           "latest_from_state", "identity", "normalize", "latest_version", "is_temporary", "resolve_many"]
-
-_TEMPORARY = re.compile(r"^\..+\.tmp-[0-9a-f]{8}")  # formats.io.atomic.temp_name: a write in progress or killed
+           "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +48,6 @@ def identity(path: str) -> str:
         return path.rstrip("/")
     real = os.path.realpath(path)
     return real + os.sep if path.endswith(os.sep) and real != os.sep else real
-
-
-def is_temporary(path: str) -> bool:
-    """Whether ``path`` is one of ckpt's own temporary outputs (``.name.tmp-1a2b3c4d...``), never a checkpoint."""
-    return bool(_TEMPORARY.match(os.path.basename(path.rstrip(os.sep)) or ""))
 
 
 def resolve(path: str | os.PathLike[str]) -> Target:
@@ -170,7 +163,7 @@ def find_checkpoints(directory: str) -> list[Target]:
 
 def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> None:
     key = identity(path)
-    if key not in seen and not is_temporary(path):
+    if key not in seen and not is_temp_name(path):
         seen.add(key)
         found.append(Target(kind, normalize(path)))
 

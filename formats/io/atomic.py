@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Iterator
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url"]
+__all__ = ["temp_name", "is_temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 
@@ -21,6 +22,15 @@ def temp_name(out: str) -> str:
     """A fresh temporary name in the output's directory."""
     directory = os.path.dirname(os.path.abspath(out))
     return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}")
+
+
+_TEMP = re.compile(r"^\..+\.tmp-[0-9a-f]{8}")
+
+
+def is_temp_name(path: str) -> bool:
+    """Whether ``path`` (or a file named after it, ``<temp>.index``) is a :func:`temp_name`: a write in
+    progress or one that was killed, never an output."""
+    return bool(_TEMP.match(os.path.basename(path.rstrip(os.sep))))
 
 
 def fsync_file(path: str) -> None:
