@@ -13,8 +13,8 @@ import formats
 from formats.core.errors import CheckpointNotFoundError
 
 from .conftest import CORPUS, digest
-from .hostile.craft_saved_model import (FLOAT, MODULE, meta_graph, module_graph, object_graph, saved_model,
-                                        saved_model_dir, signature, tensor_info, user_object, variable)
+from .hostile.craft_saved_model import (FLOAT, MODULE, field, meta_graph, module_graph, object_graph, saved_model,
+                                        saved_model_dir, shape, signature, tensor_info, user_object, variable)
 
 MORE = json.loads((CORPUS / "manifest_more.json").read_text())["entries"]
 SAVED_MODELS = sorted(k for k, v in MORE.items() if v["format"] == "saved-model")
@@ -215,7 +215,10 @@ def test_without_variables_and_with_data_but_no_index(tmp_path):
 
 def test_several_meta_graphs_and_internal_signatures(tmp_path):
     x = tensor_info("x:0", FLOAT, None)
-    pb = saved_model(meta_graph(["serve"], {"predict": signature({"x": x}, {}), "__saved_model_init_op":
+    sparse = field(4, field(1, "sp/values:0")) + field(2, FLOAT) + field(3, shape([-1, 3]))
+    ragged = field(5, field(2, tensor_info("r/flat_values:0", FLOAT, [-1])))
+    pb = saved_model(meta_graph(["serve"], {"predict": signature({"x": x, "sp": sparse, "rg": ragged}, {}),
+                                            "__saved_model_init_op":
                                             signature({}, {"o": tensor_info("NoOp", 0, None)})}),
                      meta_graph(["train", "serve"], {"fit": signature({}, {"loss": tensor_info("l:0", FLOAT, [])},
                                                                       "tensorflow/serving/regress")}))
@@ -223,7 +226,10 @@ def test_several_meta_graphs_and_internal_signatures(tmp_path):
         meta = ckpt.metadata
     assert meta["meta_graphs"] == [["serve"], ["train", "serve"]]
     assert [(s["name"], s["tags"]) for s in meta["signatures"]] == [("predict", ["serve"]), ("fit", ["train", "serve"])]
-    assert meta["signatures"][0]["inputs"] == [{"name": "x", "dtype": "float32", "shape": None, "tensor": "x:0"}]
+    assert meta["signatures"][0]["inputs"] == [
+        {"name": "rg", "dtype": "composite", "shape": None},
+        {"name": "sp", "dtype": "float32", "shape": [-1, 3], "tensor": "sp/values:0"},
+        {"name": "x", "dtype": "float32", "shape": None, "tensor": "x:0"}]
 
 
 # --- model base directories (TF Serving's layout) -------------------------------------------------------------

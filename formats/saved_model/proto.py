@@ -146,10 +146,13 @@ def _signature(name: str, msg: Message, tags: tuple[str, ...]) -> Signature:
 
 
 def _tensor_info(name: str, raw: memoryview) -> TensorSpec:
-    """A ``TensorInfo``: the graph tensor's name (dense) or its values tensor (sparse), dtype, shape."""
+    """A ``TensorInfo``: the graph tensor's name (dense) or its values tensor (sparse), dtype, shape;
+    a composite tensor (ragged, ...) has no dtype of its own and is ``composite``."""
     msg = Message(raw, max_fields=64)
     tensor = msg.text(1)
     if not tensor and msg.has(4):  # CooSparse: name the values tensor
         sparse = msg.message(4, max_fields=16)
         tensor = sparse.text(1) if sparse is not None else ""
+    if msg.has(5) and not msg.has(2):
+        return TensorSpec(name, "composite", decode_shape(msg.message(3)) if msg.has(3) else None, tensor)
     return TensorSpec(name, dtype_name(msg.int64(2)), decode_shape(msg.message(3, max_fields=1 << 12)), tensor)
