@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
@@ -76,7 +76,7 @@ class _Folder:
 
     targets: list[Target]
     latest: str | None = None
-    stale: list[tuple[str, bool]] | None = None  # (path as named, is it the latest)
+    stale: list[tuple[str, bool]] = field(default_factory=list)  # (path as named, is it the latest)
 
 
 def _folder(directory: str) -> _Folder:
@@ -93,12 +93,12 @@ def _folder(directory: str) -> _Folder:
 
 def _with_state(directory: str, targets: list[Target], state: CheckpointState) -> _Folder:
     known = {identity(t.path) for t in targets}
-    folder = _Folder(targets, stale=[])
+    folder = _Folder(targets)
     for named in dict.fromkeys([*state.all_model_checkpoint_paths, state.model_checkpoint_path]):
         is_latest = named == state.model_checkpoint_path
         found = locate_named(directory, named, {t.path for t in targets})
         if found is None:
-            folder.stale.append((named, is_latest))  # type: ignore[union-attr]
+            folder.stale.append((named, is_latest))
             continue
         if is_latest:
             folder.latest = found
@@ -174,5 +174,5 @@ def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointIn
             if identity(target.path) not in listed:
                 listed.add(identity(target.path))
                 infos.append(_summarise(target, found.latest))
-        infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale or []]
+        infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)
