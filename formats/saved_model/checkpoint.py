@@ -10,13 +10,14 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from formats.concepts.object_graph import EntryLabel, label_keys
 from formats.core import registry
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Problem,
-                                TensorEntry)
+                                Role, TensorEntry)
 from formats.saved_model.proto import SavedModelProto, read_saved_model
 
 if TYPE_CHECKING:
@@ -117,13 +118,25 @@ class _Labels:
         stored = self._owner.stored
         fallback = {k: EntryLabel(e.name, str(e.role), slot_of=e.slot_of, optimizer=e.optimizer,
                                   slot_name=e.slot_name) for k, e in stored.items()}
-        graph = self._owner.object_graph
-        if graph is None:
+        decoded = self._owner._decoded_graph()
+        if decoded is None:
             return fallback
-        labels = label_keys(graph, list(stored))
+        labels = label_keys(decoded.graph, list(stored))
+        for key in decoded.metrics & labels.keys():  # a Keras metric's total/count: state, not a weight
+            labels[key] = replace(labels[key], role=str(Role.OTHER))
         # keys the SavedModel's graph does not account for keep what the bundle itself says
         return {k: (fallback[k] if label.node_id is None and k != OBJECT_GRAPH_KEY else label)
                 for k, label in labels.items()}
+
+
+@dataclass
+class _Graph:
+    """The decoded SavedObjectGraph: the graph, each variable's key -> its declared spec, and the keys
+    of Keras metric variables."""
+
+    graph: ObjectGraph
+    variables: dict[str, TensorSpec]
+    metrics: set[str]
 
 
 class SavedModelCheckpoint(Checkpoint):
@@ -133,24 +146,24 @@ class SavedModelCheckpoint(Checkpoint):
         self.proto: SavedModelProto = read_saved_model(directory)
         self.variables_prefix = os.path.join(directory, VARIABLES)
         self.stored: Checkpoint = _open_variables(self.variables_prefix)
-        self._graph: tuple[ObjectGraph, dict[str, TensorSpec]] | None = None
+        self._graph: _Graph | None = None
         labels = _Labels(self)
         entries: dict[str, TensorEntry] = {k: SavedModelTensor(e, labels) for k, e in self.stored.items()}
         super().__init__(directory, FormatName.SAVED_MODEL, entries)
 
-    def _decoded_graph(self) -> tuple[ObjectGraph, dict[str, TensorSpec]] | None:
+    def _decoded_graph(self) -> _Graph | None:
         if self._graph is None and self.proto.object_graph is not None:
-            from formats.saved_model.objects import build_object_graph, variable_keys
+            from formats.saved_model.objects import build_object_graph, metric_keys, variable_keys
 
             graph, saved = build_object_graph(self.proto.object_graph, self.proto.path)
-            self._graph = graph, variable_keys(graph, saved)
+            self._graph = _Graph(graph, variable_keys(graph, saved), metric_keys(graph, saved))
         return self._graph
 
     @property
     def object_graph(self) -> ObjectGraph | None:
         """The SavedModel's own object graph (decoded on first use), None for TF1 exports."""
         decoded = self._decoded_graph()
-        return decoded[0] if decoded is not None else None
+        return decoded.graph if decoded is not None else None
 
     @property
     def files(self) -> list[str]:
@@ -177,7 +190,7 @@ class SavedModelCheckpoint(Checkpoint):
             return [*problems, Problem(where, exc.message)]
         if decoded is None:
             return problems
-        for key, spec in decoded[1].items():
+        for key, spec in decoded.variables.items():
             problem = _variable_problem(self.stored.get(key), spec)
             if problem is not None:
                 problems.append(Problem(key, problem))

@@ -25,7 +25,7 @@ from formats.core.protowire import MAX_DEPTH, Message, WireError
 from formats.saved_model.proto import decode_shape, dtype_name
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",
-           "variable_keys"]
+           "variable_keys", "metric_keys", "KERAS_METRIC"]
 
 MAX_OBJECTS = 1 << 18
 """More objects than this in one SavedModel is refused (a few bytes each could otherwise cost GBs)."""
@@ -34,6 +34,8 @@ MAX_NESTING = 256
 MAX_PATH_BYTES = 64 << 20
 """The object paths of a graph (one per edge, as every command builds them) may not exceed this many bytes."""
 VARIABLE_VALUE = "VARIABLE_VALUE"
+KERAS_METRIC = "_tf_keras_metric"
+"""The ``SavedUserObject.identifier`` of a Keras metric (its ``total``/``count`` are state, not weights)."""
 _KINDS = {4: "user_object", 5: "asset", 6: "function", 7: "variable", 8: "bare_concrete_function",
           9: "constant", 10: "resource", 12: "captured_tensor"}
 _MAX_SPECS = 32        # tensor specs shown per function
@@ -137,12 +139,7 @@ def _check_extent(saved: list[SavedObject], source: str) -> None:
 
 def variable_keys(graph: ObjectGraph, saved: list[SavedObject]) -> dict[str, TensorSpec]:
     """The key each reachable variable's value is stored under -> what the graph declares for it."""
-    out: dict[str, TensorSpec] = {}
-    for node_id, obj in enumerate(saved):
-        path = graph.path(node_id)
-        if obj.variable is not None and path is not None:
-            out[attribute_key(path, VARIABLE_VALUE)] = obj.variable
-    return out
+    return {key: saved[node_id].variable for key, node_id in _variable_nodes(graph, saved)}  # type: ignore[misc]
 
 
 def _annotate(nodes: list[ObjectNode], saved: list[SavedObject], functions: dict[str, memoryview],
@@ -213,3 +210,23 @@ def _nested(value: Message, key: str, depth: int) -> list[tuple[memoryview, str,
     if type_spec is not None:
         out += [(v, key, depth) for v in type_spec.views(2)]
     return out
+
+
+def metric_keys(graph: ObjectGraph, saved: list[SavedObject]) -> set[str]:
+    """Keys of the variables that belong to a Keras metric (a ``_tf_keras_metric`` object on their path)."""
+    out: set[str] = set()
+    for key, node_id in _variable_nodes(graph, saved):
+        current: int | None = node_id
+        while current is not None:
+            if saved[current].identifier == KERAS_METRIC:
+                out.add(key)
+                break
+            parent = graph.parent(current)
+            current = parent[0] if parent else None
+    return out
+
+
+def _variable_nodes(graph: ObjectGraph, saved: list[SavedObject]) -> list[tuple[str, int]]:
+    return [(attribute_key(path, VARIABLE_VALUE), node_id) for node_id, obj in enumerate(saved)
+            if obj.variable is not None and (path := graph.path(node_id)) is not None]
+

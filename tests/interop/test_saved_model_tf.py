@@ -32,6 +32,20 @@ def _same(a: dict[str, object], b: dict[str, object]) -> None:
         np.testing.assert_array_equal(np.asarray(a[key]), np.asarray(b[key]), err_msg=key)
 
 
+def test_keras_loads_the_keras2_h5_made_from_the_saved_model(tmp_path, run_cli):
+    keras = pytest.importorskip("tf_keras")
+    model = MODELS[2]
+    out = tmp_path / "weights.h5"
+    assert run_cli("convert", model, "-o", out, "--to", "keras2-h5").exit_code == 0
+    loaded = keras.models.load_model(str(model))
+    expected = [w.numpy() for w in loaded.weights]
+    for w in loaded.weights:
+        w.assign(tf.zeros_like(w))
+    loaded.load_weights(str(out))
+    for got, want in zip([w.numpy() for w in loaded.weights], expected):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("model", MODELS, ids=lambda p: p.parent.name if p.name.isdigit() else p.name)
 def test_signatures_as_tensorflow_parses_them(model, run_cli):
     from tensorflow.core.protobuf import saved_model_pb2

@@ -22,6 +22,7 @@ import zipfile
 from typing import Any
 
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.convert.sources import is_object_based
 from formats.core.dtypes import by_name
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint
@@ -57,7 +58,7 @@ class ExportReport:
 
 def _object_path(source: Checkpoint, key: str) -> str:
     marker = f"/{ATTRIBUTES}/"
-    if source.format == "tf-object" and marker in key:
+    if marker in key and is_object_based(source):
         return key.split(marker, 1)[0]
     if "/vars/" in key and source.format in ("keras3-h5", "keras-zip"):
         return key.rsplit("/vars/", 1)[0]
