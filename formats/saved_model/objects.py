@@ -21,14 +21,16 @@ from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, Obj
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
-from formats.core.protowire import MAX_DEPTH, Message, WireError
+from formats.core.protowire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import decode_shape, dtype_name
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",
            "variable_keys", "metric_keys", "KERAS_METRIC"]
 
-MAX_OBJECTS = 1 << 18
+MAX_OBJECTS = 1 << 17
 """More objects than this in one SavedModel is refused (a few bytes each could otherwise cost GBs)."""
+MAX_EDGES = 1 << 19
+"""More references between objects (children, slot variables) than this is refused."""
 MAX_NESTING = 256
 """Objects deeper than this below the root are refused (real graphs are a few dozen deep)."""
 MAX_PATH_BYTES = 64 << 20
@@ -42,7 +44,7 @@ _MAX_SPECS = 32        # tensor specs shown per function
 _MAX_VISITS = 1 << 12  # StructuredValue messages walked per function
 
 
-@dataclass
+@dataclass(slots=True)
 class SavedObject:
     """One ``SavedObject``: its kind, edges, and what the kind says (variable spec, user object
     ``identifier``, concrete function names, saveable tensor names)."""
@@ -52,19 +54,36 @@ class SavedObject:
     slot_variables: list[SlotVariableRef] = field(default_factory=list)
     identifier: str = ""
     variable: TensorSpec | None = None
-    functions: list[str] = field(default_factory=list)
-    saveables: list[str] = field(default_factory=list)
+    functions: tuple[str, ...] = ()
+    saveables: tuple[str, ...] = ()
 
 
 def decode_saved_objects(data: bytes, source: str) -> tuple[list[SavedObject], dict[str, memoryview]]:
-    """The nodes and the concrete functions (name -> serialized ``SavedConcreteFunction``)."""
+    """The nodes and the concrete functions (name -> serialized ``SavedConcreteFunction``), decoded as
+    they are read: at most :data:`MAX_OBJECTS` objects and :data:`MAX_EDGES` edges are ever made."""
+    nodes: list[SavedObject] = []
+    functions: dict[str, memoryview] = {}
+    edges = 0
     try:
-        graph = Message(data, max_fields=MAX_OBJECTS + (1 << 16))
-        if graph.count(1) > MAX_OBJECTS:
-            raise CorruptCheckpointError(source, f"the SavedObjectGraph holds {graph.count(1):,} objects "
-                                         f"(more than {MAX_OBJECTS:,})")
-        nodes = [_saved_object(m) for m in graph.messages(1, max_fields=1 << 16)]
-        functions = dict(graph.map_entries(2))
+        for number, _, value in iter_fields(data):
+            if number == 1 and isinstance(value, memoryview):
+                if len(nodes) == MAX_OBJECTS:
+                    raise CorruptCheckpointError(source, f"the SavedObjectGraph holds more than {MAX_OBJECTS:,} "
+                                                 "objects")
+                nodes.append(_saved_object(Message(value, max_fields=1 << 16)))
+                edges += len(nodes[-1].children) + len(nodes[-1].slot_variables)
+                if edges > MAX_EDGES:
+                    raise CorruptCheckpointError(source, f"the SavedObjectGraph holds more than {MAX_EDGES:,} "
+                                                 "references between objects")
+            elif number == 2 and isinstance(value, memoryview):
+                if len(functions) == MAX_OBJECTS:
+                    raise CorruptCheckpointError(source, f"the SavedObjectGraph holds more than {MAX_OBJECTS:,} "
+                                                 "functions")
+                entry = Message(value, max_fields=16)
+                views = entry.views(2)
+                functions[entry.text(1)] = views[-1] if views else memoryview(b"")
+            elif number in (1, 2):
+                raise WireError(f"field {number} is a number where a message was expected")
     except (WireError, UnicodeDecodeError) as exc:
         raise CorruptCheckpointError(source, f"the SavedObjectGraph does not parse ({exc})") from None
     return nodes, functions
@@ -75,7 +94,8 @@ def _saved_object(msg: Message) -> SavedObject:
     node.children = [ChildRef(ref.int64(1), ref.text(2)) for ref in msg.messages(1, max_fields=16)]
     node.slot_variables = [SlotVariableRef(ref.int64(1), ref.text(2), ref.int64(3))
                            for ref in msg.messages(3, max_fields=16)]
-    node.saveables = [name for name, _ in msg.map_entries(11)]
+    if msg.has(11):
+        node.saveables = tuple(name for name, _ in msg.map_entries(11))
     for number, kind in _KINDS.items():
         body = msg.message(number, max_fields=1 << 16)
         if body is None:
@@ -84,9 +104,9 @@ def _saved_object(msg: Message) -> SavedObject:
         if number == 4:
             node.identifier = body.text(1)
         elif number == 6:
-            node.functions = body.texts(1)
+            node.functions = tuple(body.texts(1))
         elif number == 8:
-            node.functions = [body.text(1)]
+            node.functions = (body.text(1),)
         elif number == 7:
             node.variable = TensorSpec(body.text(6), dtype_name(body.int64(1)),
                                        decode_shape(body.message(2, max_fields=1 << 12)))
@@ -158,7 +178,7 @@ def _annotate(nodes: list[ObjectNode], saved: list[SavedObject], functions: dict
             node.note = "asset"
 
 
-def _with_io(head: str, functions: dict[str, memoryview], names: list[str], source: str) -> str:
+def _with_io(head: str, functions: dict[str, memoryview], names: tuple[str, ...], source: str) -> str:
     raw = functions.get(names[0]) if names else None
     if raw is None:
         return head

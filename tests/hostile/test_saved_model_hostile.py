@@ -84,14 +84,23 @@ def test_too_many_signatures_is_bounded(model, run_cli):
 
 
 def test_millions_of_empty_objects_are_refused_before_they_are_made(model, run_cli):
-    graph = field(1, b"") * (MAX_OBJECTS + 1)  # 512 KiB of empty SavedObjects
+    graph = field(1, b"") * (MAX_OBJECTS + 1)  # 256 KiB of empty SavedObjects
     (model / "saved_model.pb").write_bytes(saved_model(meta_graph(graph=graph)))
     result = run_cli("ls", model)  # keys come from the variables: the graph is not decoded
     assert result.exit_code == 0
     assert _error(run_cli("ls", "--names", model), model / "saved_model.pb") == \
-        f"the SavedObjectGraph holds {MAX_OBJECTS + 1:,} objects (more than {MAX_OBJECTS:,})"
+        f"the SavedObjectGraph holds more than {MAX_OBJECTS:,} objects"
     result = run_cli("verify", "--json", model)
     assert result.exit_code == 1 and '"where": "saved_model.pb"' in result.stdout
+
+
+def test_millions_of_references_are_refused(model, run_cli):
+    from formats.saved_model.objects import MAX_EDGES
+
+    node = field(1, b"") * 1000  # an object with 1,000 empty children (node 0, no name), 2 KB
+    (model / "saved_model.pb").write_bytes(saved_model(meta_graph(graph=field(1, node) * (MAX_EDGES // 1000 + 1))))
+    assert _error(run_cli("ls", "--names", model), model / "saved_model.pb") == \
+        f"the SavedObjectGraph holds more than {MAX_EDGES:,} references between objects"
 
 
 def test_node_ids_out_of_range(model, run_cli):
