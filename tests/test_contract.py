@@ -54,7 +54,11 @@ def test_metadata_and_values(rel: str, spec: dict[str, Any]) -> None:
             assert list(entry.shape) == want["shape"], key
             assert _dtype_matches(entry.dtype, want["dtype"]), (key, entry.dtype, want["dtype"])
             if want.get("sha256"):
-                assert digest(entry.read()) == want["sha256"], key
+                value = entry.read()
+                # manifest_more digests scalar strings as numpy holds them (trailing NULs dropped)
+                stripped = np.array([x.rstrip(b"\0") for x in value.reshape(-1)], dtype=object) \
+                    if entry.dtype == "string" else value
+                assert want["sha256"] in (digest(value), digest(stripped)), key
 
 
 def _dtype_matches(ours: str, theirs: str) -> bool:

@@ -79,9 +79,19 @@ def test_missing_shard(corpus_copy, run_cli):
     d = corpus_copy("tf2_mixed")
     missing = d / "sharded/ckpt.data-00003-of-00007"
     os.remove(missing)
-    result = run_cli("ls", d / "sharded/ckpt")
+    result = run_cli("ls", d / "sharded/ckpt")  # the keys, from the index, with a warning
+    assert result.exit_code == 0
+    assert result.stderr == f"ckpt: warning: {missing}: missing; the keys are listed, their values cannot be read\n"
+    assert f"{d / 'sharded/ckpt'}: tf-object, 9 tensors" in result.stdout
+    with formats.open_checkpoint(d / "sharded/ckpt") as ckpt:
+        lost = [k for k, e in ckpt.items() if e.raw.shard_id == 3]
+    result = run_cli("show", d / "sharded/ckpt", lost[0])
     assert result.exit_code == 3
     assert _one_line(result) == f"ckpt: error: {missing}: data file missing (shard 4 of 7 of {d / 'sharded/ckpt'})"
+    result = run_cli("verify", d / "sharded/ckpt")
+    assert result.exit_code == 1
+    assert f"problem ckpt.data-00003-of-00007: data file missing (shard 4 of 7 of {d / 'sharded/ckpt'})" in result.stdout
+    assert f"problem {lost[0]}: data file missing" in result.stdout
 
 
 def test_wrong_magic(corpus_copy, run_cli):

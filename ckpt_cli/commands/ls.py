@@ -1,7 +1,7 @@
 """``ckpt ls``: list a checkpoint's tensors, or the checkpoints in a directory."""
 from __future__ import annotations
 
-import os
+from typing import Any
 
 import click
 
@@ -27,9 +27,11 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
     """List the tensors of a checkpoint, or the checkpoints in a directory.
 
     PATH is a checkpoint prefix (run/ckpt-10), its .index or .data file, a Keras
-    weights file, or a directory. A directory lists one row per checkpoint found
-    (from its `checkpoint` state file and its *.index files); -r walks a tree;
-    with --tree, a directory shows its latest checkpoint.
+    weights file, a SavedModel directory, or a directory. A directory lists one row
+    per checkpoint found (from its `checkpoint` state file and its *.index files; a
+    model base directory lists its SavedModel versions); -r walks a tree; with
+    --tree, a directory shows its latest checkpoint. Several PATHs (a shell glob
+    such as run/ckpt-*) list each checkpoint once.
 
     \b
     Examples:
@@ -40,32 +42,47 @@ def ls(ctx: click.Context, paths: tuple[str, ...], patterns: tuple[str, ...], so
       ckpt ls --names model.ckpt-200
     """
     from formats.core._gc import paused_gc
-    from formats.api import open_checkpoint
+    from formats.discover.resolve import resolve_many
     from formats.discover.scan import scan_directory
-    from formats.ops.inspect.summary import summarise
 
     outputs = []
     status = ExitCode.OK
-    for path in paths:
-        if _is_directory(path) and not tree:
+    for path, target in resolve_many(paths, directories=not tree):
+        if target is None:
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
                 status = ExitCode.PROBLEMS
             outputs.append(("dir", path, infos))
         else:
-            with open_checkpoint(path) as ckpt:
-                if tree:
-                    from formats.ops.inspect.tree import build_tree
-
-                    listing = build_tree(ckpt, not no_optimizer, patterns=list(patterns))
-                    outputs.append(("tree", path, listing))
-                else:
-                    listing = summarise(ckpt, list(patterns), sort, names, not no_optimizer)
-                    outputs.append(("ckpt", path, listing))
-            _warn_unmatched(listing.path, listing.unmatched)
+            outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json))
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     ctx.exit(status)
+
+
+def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: bool, optimizer: bool,
+             as_json: bool) -> tuple[str, str, object]:
+    """One checkpoint's listing (or tree); warns about missing files (the keys are still listed)."""
+    from formats.api import open_target
+    from formats.discover.scan import missing_files
+    from formats.ops.inspect.summary import summarise
+
+    from ..render.common import safe_text
+
+    with open_target(target) as ckpt:
+        for path in missing_files(ckpt):
+            click.echo(safe_text(f"ckpt: warning: {path}: missing; the keys are listed, their values cannot be "
+                                 "read"), err=True)
+        if tree:
+            from formats.ops.inspect.tree import build_tree
+
+            listing = build_tree(ckpt, optimizer, patterns=patterns)
+            _warn_unmatched(listing.path, listing.unmatched)
+            return ("tree", ckpt.path, listing)
+        summary = summarise(ckpt, patterns, sort, names, optimizer)
+        _warn_unmatched(summary.path, summary.unmatched)
+        signatures = ckpt.metadata.get("signatures") if as_json else None
+        return ("ckpt", ckpt.path, (summary, signatures))
 
 
 def _warn_unmatched(path: str, unmatched: list[str]) -> None:
@@ -77,15 +94,6 @@ def _warn_unmatched(path: str, unmatched: list[str]) -> None:
 
         exc = nothing_selected(path, unmatched)
         click.echo(safe_text(f"ckpt: warning: {exc} ({exc.hint})"), err=True)
-
-
-def _is_directory(path: str) -> bool:
-    """A directory of checkpoints (not one that is itself a checkpoint, such as a Keras model directory)."""
-    from formats.discover.resolve import claim_directory
-    from formats.io import storage
-
-    is_dir = storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
-    return is_dir and claim_directory(path.rstrip("/") or path) is None
 
 
 def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
@@ -107,10 +115,16 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
 
             render_tree(value)
         else:
-            render_tensor_table(value)
+            render_tensor_table(value[0])  # type: ignore[index]
 
 
 def _json_of(kind: str, path: str, value: object) -> object:
     if kind == "dir":
         return {"path": path, "checkpoints": [i.to_json() for i in value]}  # type: ignore[attr-defined]
+    if kind == "ckpt":
+        summary, signatures = value  # type: ignore[misc]
+        doc = summary.to_json()
+        if signatures is not None:
+            doc["signatures"] = signatures
+        return doc
     return value.to_json()  # type: ignore[attr-defined]

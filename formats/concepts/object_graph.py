@@ -107,7 +107,11 @@ class RegisteredSaver:
 
 @dataclass
 class ObjectNode:
-    """One ``TrackableObject``: the proto's fields, in order, plus its ``id`` (index in the graph)."""
+    """One ``TrackableObject``: the proto's fields, in order, plus its ``id`` (index in the graph).
+
+    ``note`` says what the object is when the graph knows more than its tensors (a SavedModel's
+    functions and signatures); ``ckpt ls --tree`` shows an object with a note even if it holds no tensor.
+    """
 
     id: int
     children: list[ChildRef] = field(default_factory=list)
@@ -115,6 +119,7 @@ class ObjectNode:
     slot_variables: list[SlotVariableRef] = field(default_factory=list)
     registered_saver: RegisteredSaver | None = None
     has_checkpoint_values: bool | None = None
+    note: str = ""
 
 
 class ObjectGraph:

@@ -38,6 +38,7 @@ __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", 
 ENTRY_POINT_GROUP = "tfckpt.formats"
 
 BUILTIN: tuple[str, ...] = (
+    "formats.saved_model.format:FORMAT",
     "formats.tf_bundle.format:FORMAT",
     "formats.keras_h5.format:FORMAT",
     "formats.keras_h5.format:SHARDED_FORMAT",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +15,10 @@ from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundErr
                                  UnsupportedError)
 from formats.core.foreign import describe_file
 from formats.io import storage
+from formats.io.atomic import is_temp_name
 
 __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
-           "latest_from_state"]
+           "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,24 @@ class Target:
         return registry.get_format(self.kind).open(self.path)
 
 
+def normalize(path: str) -> str:
+    """``path`` without ``.``/``..``/doubled separators (``./a//b/`` -> ``a/b``), URLs without a trailing
+    ``/``; a bundle prefix whose basename is empty (``dir/``, as ``Saver.save(sess, "dir/")`` writes
+    ``dir/.index``) keeps its trailing separator."""
+    if storage.is_url(path):
+        return path.rstrip("/") or path
+    norm = os.path.normpath(path)
+    return norm + os.sep if path.endswith(os.sep) and norm != os.sep else norm
+
+
+def identity(path: str) -> str:
+    """What two spellings of one checkpoint have in common (absolute, symlinks resolved), to list it once."""
+    if storage.is_url(path):
+        return path.rstrip("/")
+    real = os.path.realpath(path)
+    return real + os.sep if path.endswith(os.sep) and real != os.sep else real
+
+
 def resolve(path: str | os.PathLike[str]) -> Target:
     """Resolve a user-supplied path to one checkpoint, or raise a CheckpointError saying why not."""
     p = os.fspath(path)
@@ -39,7 +59,7 @@ def resolve(path: str | os.PathLike[str]) -> Target:
     if p != os.sep:
         p = p.rstrip(os.sep) or p
     if os.path.isdir(p):
-        return _resolve_dir(p)
+        return _resolve_dir(normalize(p))
     found = claim(p)
     if found is not None:
         return found
@@ -56,6 +76,32 @@ def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     entry's ``read()`` is called. Raises a :class:`~formats.core.errors.CheckpointError` subclass on bad input.
     """
     return resolve(path).open()  # type: ignore[no-any-return]
+
+
+def resolve_many(paths: Iterable[str | os.PathLike[str]], directories: bool = False) -> list[tuple[str, Target | None]]:
+    """What several typed paths name, each checkpoint once, in the order given: a shell glob
+    (``run/ckpt-*``) names a bundle by its ``.index`` and by each ``.data`` file, and ``.``, ``./`` or an
+    absolute path may name one directory. With ``directories``, a directory that is not itself a
+    checkpoint (not a SavedModel) comes back as ``(path, None)``, to be listed; else every path as
+    ``(path, Target)``. Raises on the first path that names nothing."""
+    out: list[tuple[str, Target | None]] = []
+    seen: set[tuple[str, str]] = set()
+    for raw in paths:
+        path = os.fspath(raw)
+        target: Target | None = None
+        if not (directories and _is_listing(path)):
+            target = resolve(path)
+        key = (target.kind, identity(target.path)) if target is not None else ("", identity(normalize(path)))
+        if key not in seen:
+            seen.add(key)
+            out.append((path, target))
+    return out
+
+
+def _is_listing(path: str) -> bool:
+    """A directory to list (one that is not itself a checkpoint)."""
+    is_dir = storage.isdir(path) if storage.is_url(path) else os.path.isdir(path)
+    return is_dir and claim_directory(path.rstrip("/") if storage.is_url(path) else path) is None
 
 
 def claim(path: str, plugins: bool = True) -> Target | None:
@@ -120,16 +166,21 @@ def find_checkpoints(directory: str) -> list[Target]:
         if remote and not getattr(spec, "urls", False):
             continue
         for path in registry.find_with(spec, directory):
-            if path not in seen:
-                seen.add(path)
-                found.append(Target(spec.name, path))
+            _add_found(found, seen, spec.name, path)
     if not remote:
         found += _plugin_checkpoints(directory, seen)
     return found
 
 
+def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> None:
+    key = identity(path)
+    if key not in seen and not is_temp_name(path):
+        seen.add(key)
+        found.append(Target(kind, normalize(path)))
+
+
 def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
-    owned = {os.path.basename(p) for p in seen}
+    owned = {os.path.basename(p.rstrip(os.sep)) for p in seen}
     unclaimed = [n for n in sorted(os.listdir(directory))
                  if not any(n == o or n.startswith(o + ".") for o in owned) and not n.startswith(STATE_FILE)]
     if not unclaimed:
@@ -137,9 +188,7 @@ def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
     found: list[Target] = []
     for spec in registry.plugin_formats():
         for path in registry.find_with(spec, directory):
-            if path not in seen:
-                seen.add(path)
-                found.append(Target(spec.name, path))
+            _add_found(found, seen, spec.name, path)
     return found
 
 
@@ -151,11 +200,14 @@ def locate_named(directory: str, named: str, known: set[str] | frozenset[str] = 
         options = [storage.join(directory, named.lstrip("/")), storage.join(directory, os.path.basename(named))]
     else:
         candidate = named if os.path.isabs(named) else os.path.join(directory, named)
-        options = [os.path.normpath(candidate), os.path.normpath(os.path.join(directory, os.path.basename(named)))]
+        options = [normalize(candidate), normalize(os.path.join(directory, os.path.basename(named)))]
+        # a prefix with an empty basename ("dir/" -> dir/.index), however the state file spells it
+        options += [normalize(o) + os.sep for o in options if os.path.isdir(o)]
+    ids = {identity(k): k for k in known}
     for option in dict.fromkeys(options):
-        if option in known:
-            return option
-        if not storage.is_url(option) and os.path.isdir(option):
+        if identity(option) in ids:
+            return ids[identity(option)]
+        if not storage.is_url(option) and os.path.isdir(option) and not option.endswith(os.sep):
             continue
         found = claim(option, plugins=False)
         if found is not None:
@@ -172,8 +224,21 @@ def latest_from_state(directory: str, state: CheckpointState | None = None) -> s
     found = locate_named(directory, named)
     if found is not None:
         return found
+    existing = [os.path.basename(t.path) or t.path for t in find_checkpoints(directory)]
+    hint = ("the directory holds " + ", ".join(existing[:5]) + (", ..." if len(existing) > 5 else "")
+            + ": pass one of them") if existing else None
     raise CheckpointNotFoundError(storage.join(directory, STATE_FILE),
-                                  f"names {named!r} as the latest checkpoint, but {named}.index does not exist")
+                                  f"names {named!r} as the latest checkpoint, but it does not exist", hint=hint)
+
+
+def latest_version(targets: list[Target]) -> Target | None:
+    """In a model base directory (TF Serving's layout: only SavedModels named by a version number,
+    ``model/1``, ``model/2``), the highest version, the one TF Serving serves; else None."""
+    versions = [(int(name), t) for t in targets
+                if t.kind == "saved-model" and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
+    if not versions or len(versions) != len(targets):
+        return None
+    return max(versions, key=lambda v: v[0])[1]
 
 
 def _resolve_dir(directory: str) -> Target:
@@ -188,6 +253,9 @@ def _resolve_dir(directory: str) -> Target:
     found_all = find_checkpoints(directory)
     if len(found_all) == 1:
         return found_all[0]
+    version = latest_version(found_all)
+    if version is not None:
+        return version
     if not found_all and storage.is_url(directory):
         raise NotACheckpointError(directory, "no checkpoint under this prefix (no 'checkpoint' state file, no *.index)")
     if not found_all:

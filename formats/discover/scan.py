@@ -1,16 +1,26 @@
-"""Find every checkpoint in a directory (or a tree of runs) and summarise each one."""
+"""Find every checkpoint in a directory (or a tree of runs) and summarise each one.
+
+Directories are listed as real runs leave them: each checkpoint once however the directory or
+the state file spells its path (``.``, ``a//b``, absolute paths that exist); a state file that
+names checkpoints which are gone still lets the others be listed, each stale name on its own row
+with an error; hidden files count (``Saver.save(sess, "dir/")`` writes ``dir/.index``); a
+SavedModel is one row (its ``variables/`` are part of it), and a model base directory lists its
+versions with the highest one as the latest, as TF Serving serves it.
+"""
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from formats.io import storage
+from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
-from formats.discover.resolve import Target, claim, find_checkpoints, latest_from_state, locate_named
-from formats.concepts.state import read_state
+from formats.core.model import Checkpoint
+from formats.discover.resolve import (Target, claim, claim_directory, find_checkpoints, identity, latest_version,
+                                      locate_named, normalize)
+from formats.io import storage
 
-__all__ = ["CheckpointInfo", "scan_directory", "step_of"]
+__all__ = ["CheckpointInfo", "scan_directory", "step_of", "missing_files"]
 
 _STEP = re.compile(r"(\d+)$")
 _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
@@ -18,7 +28,8 @@ _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric valu
 
 @dataclass
 class CheckpointInfo:
-    """One row of a directory listing; ``error`` is set (and counts are 0) when it cannot be read."""
+    """One row of a directory listing; ``error`` is set when it cannot be read whole (counts are then
+    what could be read: 0 when it cannot be opened at all)."""
 
     path: str
     step: int | None
@@ -40,8 +51,9 @@ class CheckpointInfo:
 
 
 def step_of(path: str) -> int | None:
-    """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10), or None."""
-    stem = os.path.basename(path)
+    """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10, a SavedModel version ``00000123``
+    -> 123), or None."""
+    stem = os.path.basename(path.rstrip(os.sep))
     for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
         if stem.endswith(suffix):
             stem = stem[:-len(suffix)]
@@ -52,67 +64,115 @@ def step_of(path: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _targets(directory: str) -> tuple[list[Target], str | None]:
+def missing_files(ckpt: Checkpoint) -> list[str]:
+    """The files a checkpoint is made of that do not exist (a bundle's data file deleted, or not yet
+    copied or uploaded): its keys can be listed, their values not read."""
+    return [f for f in ckpt.files if not (storage.isfile(f) if storage.is_url(f) else os.path.exists(f))]
+
+
+@dataclass
+class _Folder:
+    """What one folder holds: checkpoints found, the latest's path, and the state file's stale names."""
+
+    targets: list[Target]
+    latest: str | None = None
+    stale: list[tuple[str, bool]] = field(default_factory=list)  # (path as named, is it the latest)
+
+
+def _folder(directory: str) -> _Folder:
+    own = claim_directory(directory)
+    if own is not None:  # a SavedModel directory is one checkpoint
+        return _Folder([own])
     targets = find_checkpoints(directory)
     state = read_state(directory)
-    latest = latest_from_state(directory, state) if state else None
-    known = {t.path for t in targets}
-    for named in state.all_model_checkpoint_paths if state else []:
-        found = locate_named(directory, named, known)
-        if found is not None and found not in known:
-            known.add(found)
+    if state is None:
+        version = latest_version(targets)
+        return _Folder(targets, version.path if version is not None else None)
+    return _with_state(directory, targets, state)
+
+
+def _with_state(directory: str, targets: list[Target], state: CheckpointState) -> _Folder:
+    known = {identity(t.path) for t in targets}
+    folder = _Folder(targets)
+    for named in dict.fromkeys([*state.all_model_checkpoint_paths, state.model_checkpoint_path]):
+        is_latest = named == state.model_checkpoint_path
+        found = locate_named(directory, named, {t.path for t in targets})
+        if found is None:
+            folder.stale.append((named, is_latest))
+            continue
+        if is_latest:
+            folder.latest = found
+        if identity(found) not in known:
+            known.add(identity(found))
             claimed = claim(found, plugins=False)
             if claimed is not None:
-                targets.append(claimed)
-    return targets, latest
+                targets.append(Target(claimed.kind, normalize(claimed.path)))
+    return folder
+
+
+def _stale_row(directory: str, named: str, is_latest: bool) -> CheckpointInfo:
+    path = named if os.path.isabs(named) or storage.is_url(named) else storage.join(directory, named)
+    which = "as the latest checkpoint" if is_latest else "among its checkpoints"
+    return CheckpointInfo(path, step_of(named), "missing", 0, 0, 0.0, is_latest,
+                          f"the checkpoint state file names {named!r} {which}, but it does not exist")
 
 
 def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
-    files = [f for f in (target.path + ".index", target.path) if storage.isfile(f)] if not storage.is_url(target.path) \
-        else [target.path + ".index"]
-    mtime = storage.mtime(files[0]) if files else 0.0
-    is_latest = latest is not None and _same(target.path, latest)
-    info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, mtime, is_latest)
+    is_latest = latest is not None and identity(target.path) == identity(latest)
+    info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, 0.0, is_latest)
     try:
         with target.open() as ckpt:
             info.format = ckpt.format
             info.tensors = len(ckpt)
             info.nbytes = sum(e.nbytes for e in ckpt.values())
+            files = ckpt.files
+            gone = missing_files(ckpt)
     except CheckpointError as exc:
         info.error = str(exc.message)
+        files, gone = [target.path + ".index", target.path], []
+    info.mtime = next((storage.mtime(f) for f in files if f not in gone and _exists(f)), 0.0)
+    if gone:
+        info.error = "missing " + ", ".join(os.path.basename(f) for f in gone)
     return info
 
 
-def _same(a: str, b: str) -> bool:
-    if storage.is_url(a):
-        return a.rstrip("/") == b.rstrip("/")
-    return os.path.normpath(a) == os.path.normpath(b)
+def _exists(path: str) -> bool:
+    return storage.is_url(path) or os.path.exists(path)
 
 
 def _sort_key(info: CheckpointInfo) -> tuple[str, int, str]:
-    return (storage.dirname(info.path), info.step if info.step is not None else -1, info.path)
+    return (storage.dirname(info.path.rstrip(os.sep)), info.step if info.step is not None else -1, info.path)
 
 
 def _walk(directory: str) -> list[str]:
+    """Every folder of the tree, a SavedModel's own folders (``variables/``, ``assets/``) left out."""
     folders = []
     for root, dirs, _ in os.walk(directory):
-        dirs.sort()  # deterministic order
         folders.append(root)
+        if claim_directory(root) is not None:
+            dirs[:] = []
+        dirs.sort()  # deterministic order
     return folders
 
 
 def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
     """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
+    directory = normalize(directory)
     if storage.is_url(directory):
         folders = [directory]  # recursion over buckets is not supported: list one prefix
     else:
         folders = _walk(directory) if recursive else [directory]
     infos: list[CheckpointInfo] = []
+    listed: set[str] = set()  # a SavedModel is found in its model base and is a folder of the walk itself
     for folder in folders:
         try:
-            targets, latest = _targets(folder)
+            found = _folder(folder)
         except CheckpointError as exc:
             infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
             continue
-        infos += [_summarise(t, latest) for t in targets]
+        for target in found.targets:
+            if identity(target.path) not in listed:
+                listed.add(identity(target.path))
+                infos.append(_summarise(target, found.latest))
+        infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Iterator
 
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
-__all__ = ["temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url", "write_error",
-           "WRITE_ERRNOS", "make_parents", "remove_created"]
+__all__ = ["temp_name", "is_temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url",
+           "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
@@ -29,6 +30,15 @@ def temp_name(out: str) -> str:
     """A fresh temporary name in the output's directory."""
     directory = os.path.dirname(os.path.abspath(out))
     return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}")
+
+
+_TEMP = re.compile(r"^\..+\.tmp-[0-9a-f]{8}")
+
+
+def is_temp_name(path: str) -> bool:
+    """Whether ``path`` (or a file named after it, ``<temp>.index``) is a :func:`temp_name`: a write in
+    progress or one that was killed, never an output."""
+    return bool(_TEMP.match(os.path.basename(path.rstrip(os.sep))))
 
 
 def fsync_file(path: str) -> None:

@@ -195,13 +195,18 @@ def isdir(path: str) -> bool:
 
 
 def glob(directory: str, pattern: str) -> list[str]:
-    """Files directly inside ``directory`` whose names match ``pattern`` (full paths or URLs), sorted."""
+    """Entries directly inside ``directory`` whose names match ``pattern`` (full paths or URLs), sorted.
+
+    Hidden names count (``*.index`` matches ``.index``, the index ``Saver.save(sess, "dir/")`` writes),
+    for local directories as for buckets."""
     import fnmatch
 
     if not is_url(directory):
-        import glob as _glob
-
-        return sorted(_glob.glob(os.path.join(_glob.escape(directory), pattern)))
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return []
+        return sorted(os.path.join(directory, n) for n in names if fnmatch.fnmatchcase(n, pattern))
     fs, p = filesystem(directory)
     try:
         names = fs.ls(p, detail=False)

@@ -279,8 +279,11 @@ class BundleCheckpoint(Checkpoint):
                 "producer": h.producer, "min_consumer": h.min_consumer}
 
     def problems(self) -> list[Problem]:
-        """Byte ranges that run past their data file or overlap, and bytes after the last tensor."""
-        return _layout_problems(self.reader)
+        """Missing data files, byte ranges that run past their data file or overlap, and bytes after the
+        last tensor."""
+        missing = [Problem(os.path.basename(self.reader.data_paths[shard]), message)
+                   for shard, message in sorted(self.reader.missing.items())]
+        return missing + _layout_problems(self.reader)
 
     def close(self) -> None:
         """Unmap the data files."""
@@ -295,6 +298,8 @@ def _layout_problems(reader: BundleReader) -> list[Problem]:
         if not raw.slices and raw.size:
             ranges.setdefault(raw.shard_id, []).append((raw.offset, raw.offset + raw.size, raw.name))
     for shard, path in enumerate(reader.data_paths):
+        if shard in reader.missing:
+            continue
         size = reader.file_size(shard)
         name = os.path.basename(path)
         end = 0

@@ -113,7 +113,7 @@ class BundleReader:
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._maps: dict[int, Any] = {}
         self._check_entries()
-        self._check_files()
+        self.missing = self._missing_files()
 
     # -- structure -------------------------------------------------------------------------
     def _check_entries(self) -> None:
@@ -123,12 +123,12 @@ class BundleReader:
                     self.index_path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
                     f"but the header declares {self.header.num_shards}")
 
-    def _check_files(self) -> None:
+    def _missing_files(self) -> dict[int, str]:
+        """Shard -> why its data file cannot be read (it does not exist). The index alone still lists
+        every key; reading a value from a missing shard raises CheckpointNotFoundError."""
         exists = storage.isfile if storage.is_url(self.prefix) else os.path.isfile
-        for i, path in enumerate(self.data_paths):
-            if not exists(path):
-                raise CheckpointNotFoundError(
-                    path, f"data file missing (shard {i + 1} of {len(self.data_paths)} of {self.prefix})")
+        return {i: f"data file missing (shard {i + 1} of {len(self.data_paths)} of {self.prefix})"
+                for i, path in enumerate(self.data_paths) if not exists(path)}
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
@@ -146,6 +146,8 @@ class BundleReader:
     def _map(self, shard: int) -> Any:
         m = self._maps.get(shard)
         if m is None:
+            if shard in self.missing:
+                raise CheckpointNotFoundError(self.data_paths[shard], self.missing[shard])
             m = self._maps[shard] = open_data_file(self.data_paths[shard])
         return m
 

@@ -92,9 +92,14 @@ def test_s3_missing_object_and_missing_shard(s3_bucket, tmp_path, run_cli):
     assert result.stderr == f"ckpt: error: s3://{bucket}/nothing/here: no such object, directory or checkpoint prefix\n"
     big_bundle(tmp_path, mib=1)
     fs.put_file(str(tmp_path / "ckpt-100.index"), f"{bucket}/half/ckpt-100.index")
-    result = run_cli("ls", f"s3://{bucket}/half/ckpt-100")
-    assert result.exit_code == 3
-    assert result.stderr.startswith(f"ckpt: error: s3://{bucket}/half/ckpt-100.data-00000-of-00001: data file missing")
+    result = run_cli("ls", f"s3://{bucket}/half/ckpt-100")  # the index alone lists the keys, with a warning
+    assert result.exit_code == 0
+    assert result.stderr == (f"ckpt: warning: s3://{bucket}/half/ckpt-100.data-00000-of-00001: missing; the keys "
+                             "are listed, their values cannot be read\n")
+    assert "ckpt-100: tf-name, 2 tensors" in result.stdout
+    result = run_cli("verify", f"s3://{bucket}/half/ckpt-100")
+    assert result.exit_code == 1
+    assert "problem ckpt-100.data-00000-of-00001: data file missing (shard 1 of 1" in result.stdout
 
 
 def test_http_server_serving_a_corpus_directory(http_root, run_cli):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.core.model import Checkpoint
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint
 from formats.concepts.object_graph import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
@@ -40,6 +40,9 @@ def plan_tf_object(source: Checkpoint, options: ConvertOptions) -> ConversionPla
 def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the generic conversion of a name-based checkpoint to an object-based one."""
     plan = ConversionPlan(source.path, "tf-object")
+    if is_object_based(source) and source.format != "tf-object" and OBJECT_GRAPH_KEY in source \
+            and not options.rules:
+        return _plan_as_is(source, plan)
     if is_object_based(source):
         plan.add("unsupported", source.path, "the source is already object-based; use --template T to map it "
                  "onto another program's objects, or `ckpt rename` to rename its objects")
@@ -96,6 +99,20 @@ def _optimizer_names(slots: list[SourceTensor], taken: set[str]) -> dict[str, st
         taken.add(name)
         out[kind] = name
     return out
+
+
+def _plan_as_is(source: Checkpoint, plan: ConversionPlan) -> ConversionPlan:
+    """An object-based checkpoint of another format (a SavedModel's variables) written as a bundle as it
+    is: the same keys, and its own object graph (whose checkpoint keys are those keys)."""
+    for key in sorted(k for k in source if k != OBJECT_GRAPH_KEY):
+        entry = source[key]
+        plan.add_row(key, key, entry, entry.shape, entry.dtype)
+    graph = source[OBJECT_GRAPH_KEY]
+    if graph.dtype != "string" or graph.shape != ():
+        plan.add("graph", OBJECT_GRAPH_KEY, f"{OBJECT_GRAPH_KEY} is not a scalar string")
+        return plan
+    plan.object_graph = bytes(graph.read().reshape(-1)[0])
+    return plan
 
 
 def _is_optimizer_scalar(t: SourceTensor, optimizers: dict[str, str]) -> bool:

@@ -112,10 +112,13 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     selected, unmatched = select_keys(ckpt, patterns or ())
     keep = [k for k in selected if include_optimizer or ckpt[k].role not in OPTIMIZER_ROLES]
     graph = ckpt.object_graph
-    root = _graph_tree(ckpt, graph, keep) if graph is not None else _key_tree(ckpt, keep)
+    everything = not patterns  # objects without tensors (functions) only when nothing is filtered
+    root = _graph_tree(ckpt, graph, keep, everything) if graph is not None else _key_tree(ckpt, keep)
     for node in [n for _, _, n in root.walk()]:
         if node.key is not None:
             _fill(node, ckpt[node.key], describe_variants)
+    if everything:
+        root.children += _signature_nodes(ckpt.metadata.get("signatures") or [])
     root.total()
     return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep), unmatched=unmatched)
 
@@ -164,7 +167,17 @@ def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
     return root
 
 
-def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str]) -> TreeNode:
+def _signature_nodes(signatures: list[dict[str, object]]) -> list[TreeNode]:
+    """A ``signatures`` row with one row per serving signature (``Checkpoint.metadata["signatures"]``)."""
+    from formats.concepts.signatures import signature_text
+
+    if not signatures:
+        return []
+    rows = [TreeNode(str(sig.get("name", "")), note="signature " + signature_text(sig)) for sig in signatures]
+    return [TreeNode("signatures", children=rows)]
+
+
+def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str], everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
     own: dict[int, list[str]] = {}
     for key in keys:
@@ -172,7 +185,7 @@ def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str]) -> TreeNo
             own.setdefault(mapping[key][0], []).append(key)
     slots = _slot_homes(ckpt, graph, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
-    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(ckpt, keys))
+    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(ckpt, keys), everything)
     root = builder.build(0, "")
     root.children += [TreeNode(k, key=k) for k in keys if k not in mapping]
     return root
@@ -204,17 +217,23 @@ def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int
 
 
 class _GraphBuilder:
-    """Builds the object tree: each node once, at its first path (slots under their variable)."""
+    """Builds the object tree: each node once, at its first path (slots under their variable); with
+    ``everything``, objects the graph describes with a note (a SavedModel's functions) even without tensors."""
 
     def __init__(self, graph: ObjectGraph, own: dict[int, list[str]], slots: dict[int, list[tuple[str, int]]],
-                 placed: set[int], kinds: dict[str, str]) -> None:
+                 placed: set[int], kinds: dict[str, str], everything: bool = False) -> None:
         self.graph, self.own, self.slots, self.placed, self.kinds = graph, own, slots, placed, kinds
+        self.everything = everything
+        self.noted: set[int] = set()
 
     def build(self, node_id: int, label: str) -> TreeNode:
         node = TreeNode(label, aliases=self._aliases(node_id))
         if self.graph.is_optimizer(node_id):
             kind = self.kinds.get(self.graph.path(node_id) or "")
             node.note = f"optimizer ({kind})" if kind else "optimizer"
+        if self.everything and self.graph.nodes[node_id].note:
+            node.note = "; ".join(filter(None, [node.note, self.graph.nodes[node_id].note]))
+            self.noted.add(id(node))
         keys = self.own.get(node_id, [])
         for ref in self.graph.nodes[node_id].children:
             if self.graph.parent(ref.node_id) == (node_id, ref.local_name) and ref.node_id not in self.placed:
@@ -227,9 +246,8 @@ class _GraphBuilder:
             node.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
         return node
 
-    @staticmethod
-    def _add(parent: TreeNode, child: TreeNode) -> None:
-        if child.key is not None or child.children:
+    def _add(self, parent: TreeNode, child: TreeNode) -> None:
+        if child.key is not None or child.children or id(child) in self.noted:
             parent.children.append(child)
 
     def _aliases(self, node_id: int) -> list[str]:

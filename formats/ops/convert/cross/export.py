@@ -25,6 +25,7 @@ import math
 import struct
 from typing import Any
 
+from formats.ops.convert.sources import is_object_based
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
 from formats.core.dtypes import by_name
 from formats.core.errors import VerificationError
@@ -44,7 +45,7 @@ __all__ = ["plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY"
 
 def _object_path(source: Checkpoint, key: str) -> str:
     marker = f"/{ATTRIBUTES}/"
-    if source.format == "tf-object" and marker in key:
+    if marker in key and is_object_based(source):
         return key.split(marker, 1)[0]
     if "/vars/" in key and source.format in ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded"):
         return key.rsplit("/vars/", 1)[0]

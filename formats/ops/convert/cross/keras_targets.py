@@ -22,6 +22,7 @@ from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError
+from formats.ops.convert.sources import is_object_based
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import match_variables
 from formats.ops.convert.cross.variables import KerasVar, keras_variables
@@ -94,7 +95,7 @@ def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
                                         backend=str(meta.get("backend", "tensorflow")),
                                         keras_version=str(meta.get("keras_version", KERAS2_VERSION)))
     elif options.template is None:
-        if source.format not in ("tf-object", "keras2-h5"):
+        if not (is_object_based(source) or source.format == "keras2-h5"):
             plan.add("unsupported", source.path, f"a {source.format} source has no Keras 2 layer names; give "
                      "--template, a Keras 2 weights file of the same architecture")
         layer_names = _plan_layers(plan, sources)

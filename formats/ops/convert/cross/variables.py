@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, ObjectGraph
+from formats.ops.convert.sources import is_object_based
 from formats.ops.rules import RuleSet
 
 __all__ = ["KerasVar", "keras_variables", "split_name", "NON_TRAINABLE", "order_key"]
@@ -75,7 +76,7 @@ def order_key(path: str) -> list[tuple[str, int]]:
 def keras_variables(ckpt: Checkpoint, rules: RuleSet | None = None) -> tuple[list[KerasVar], list[str]]:
     """The model weights of ``ckpt`` in model order, and the keys of everything else."""
     apply = rules.apply if rules else (lambda name: name)
-    if ckpt.format == "tf-object" and ckpt.object_graph is not None:
+    if is_object_based(ckpt) and ckpt.object_graph is not None:  # a bundle, a SavedModel's variables
         found = _bundle_vars(ckpt, ckpt.object_graph)
     elif ckpt.format == "keras3-h5" or ckpt.format == "keras-zip":
         found = _keras3_vars(ckpt)

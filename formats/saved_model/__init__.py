@@ -1,0 +1,1 @@
+"""The ``saved-model`` format: SavedModel directories (``saved_model.pb`` + ``variables/``) as checkpoints."""

@@ -1,0 +1,158 @@
+"""Read ``saved_model.pb``: its MetaGraphs' tags, serving signatures and object graph, nothing else.
+
+Field numbers are those of TensorFlow's ``saved_model.proto`` (``SavedModel``), ``meta_graph.proto``
+(``MetaGraphDef``, ``SignatureDef``, ``TensorInfo``) and ``tensor_shape.proto``. The file is
+memory-mapped and walked with :mod:`formats.core.protowire`: the ``graph_def`` (which can be
+hundreds of megabytes in TF1 exports) is skipped without being copied; the ``SavedObjectGraph``
+is copied out as bytes and decoded only when asked for (:mod:`formats.saved_model.objects`).
+
+Bounds: only regular files are read (a FIFO or ``/dev/zero`` is refused before opening), at most
+2 GiB (protobuf's own limit), and every message may hold at most a fixed number of fields.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+from dataclasses import dataclass, field
+
+from formats.concepts.signatures import Signature, TensorSpec
+from formats.core import dtypes
+from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
+from formats.core.protowire import Message, WireError
+from formats.saved_model.format import GRAPH_FILE, TEXT_GRAPH_FILE
+
+__all__ = ["MetaGraph", "SavedModelProto", "read_saved_model",
+           "decode_saved_model", "dtype_name", "decode_shape", "map_regular_file", "MAX_PROTO_BYTES"]
+
+MAX_PROTO_BYTES = 2 << 30
+"""Protobuf refuses to parse messages of 2 GiB and more; so does ckpt."""
+_MAX_META_GRAPHS = 1 << 10
+_MAX_ENTRIES = 1 << 16  # fields of a MetaGraphDef / SignatureDef (signatures, collections, inputs)
+_INTERNAL_SIGNATURES = ("__saved_model_init_op", "__saved_model_train_op")
+
+
+@dataclass
+class MetaGraph:
+    """One ``MetaGraphDef``: its ``tags``, TensorFlow version, serving signatures and, for TF2
+    SavedModels, the serialized ``SavedObjectGraph`` (``object_graph``)."""
+
+    tags: tuple[str, ...] = ()
+    tensorflow_version: str = ""
+    signatures: list[Signature] = field(default_factory=list)
+    object_graph: bytes | None = None
+
+
+@dataclass
+class SavedModelProto:
+    """What ckpt reads of a ``saved_model.pb``: the schema version and every MetaGraph."""
+
+    path: str
+    schema_version: int = 0
+    meta_graphs: list[MetaGraph] = field(default_factory=list)
+
+    @property
+    def object_graph(self) -> bytes | None:
+        """The first MetaGraph's ``SavedObjectGraph`` (TF2 exports have one MetaGraph), or None (TF1)."""
+        return next((m.object_graph for m in self.meta_graphs if m.object_graph is not None), None)
+
+    @property
+    def signatures(self) -> list[Signature]:
+        """Every serving signature of every MetaGraph (TensorFlow's internal init/train ops left out)."""
+        return [s for m in self.meta_graphs for s in m.signatures]
+
+
+def dtype_name(enum: int) -> str:
+    """TensorFlow's name for a DataType number (``float32``), ``unknown(N)`` for others."""
+    dt = dtypes.by_enum(enum)
+    return dt.name if dt is not None else f"unknown({enum})"
+
+
+def decode_shape(msg: Message | None) -> tuple[int, ...] | None:
+    """A ``TensorShapeProto`` -> its dims (``-1`` unknown), or None for an unknown rank."""
+    if msg is None:
+        return ()
+    if msg.flag(3):
+        return None
+    return tuple(dim.int64(1) for dim in msg.messages(2, max_fields=16))
+
+
+def map_regular_file(path: str, limit: int = MAX_PROTO_BYTES,
+                     too_large: str = "larger than protobuf's 2 GiB limit") -> bytes | mmap.mmap:
+    """The bytes of a regular file of less than ``limit`` bytes, memory-mapped (``b""`` when empty);
+    a device, pipe or directory is refused before it is opened."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise CheckpointNotFoundError(path, "no such file") from None
+    except OSError as exc:
+        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)")
+    if info.st_size >= limit:
+        raise UnsupportedError(path, f"{info.st_size:,} bytes: {too_large}")
+    if not info.st_size:
+        return b""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def read_saved_model(directory: str) -> SavedModelProto:
+    """Read the ``saved_model.pb`` (or ``saved_model.pbtxt``) of a SavedModel directory."""
+    path = os.path.join(directory, GRAPH_FILE)
+    if not os.path.lexists(path) and os.path.lexists(os.path.join(directory, TEXT_GRAPH_FILE)):
+        from formats.saved_model.textproto import read_text_saved_model
+
+        return read_text_saved_model(os.path.join(directory, TEXT_GRAPH_FILE))
+    return decode_saved_model(map_regular_file(path), path)
+
+
+def decode_saved_model(data: bytes | mmap.mmap, path: str) -> SavedModelProto:
+    """Decode a serialized ``SavedModel``; CorruptCheckpointError naming ``path`` when it is not one."""
+    try:
+        return _decode(memoryview(data), path)
+    except (WireError, UnicodeDecodeError) as exc:
+        raise CorruptCheckpointError(path, f"not a SavedModel protocol buffer ({exc})") from None
+
+
+def _decode(view: memoryview, path: str) -> SavedModelProto:
+    top = Message(view, max_fields=_MAX_META_GRAPHS + 1)
+    out = SavedModelProto(path, top.int64(1))
+    for meta in top.messages(2, max_fields=_MAX_ENTRIES):
+        out.meta_graphs.append(_meta_graph(meta))
+    if not out.meta_graphs:
+        raise CorruptCheckpointError(path, "the SavedModel holds no MetaGraph")
+    return out
+
+
+def _meta_graph(msg: Message) -> MetaGraph:
+    info = msg.message(1, max_fields=_MAX_ENTRIES)
+    tags = tuple(info.texts(4)) if info is not None else ()
+    graph = MetaGraph(tags, info.text(5) if info is not None else "")
+    for name, raw in msg.map_entries(5):
+        if name not in _INTERNAL_SIGNATURES:
+            graph.signatures.append(_signature(name, Message(raw, max_fields=_MAX_ENTRIES), tags))
+    graph.signatures.sort(key=lambda s: s.name)
+    views = msg.views(7)
+    if views:
+        graph.object_graph = b"".join(views)
+    return graph
+
+
+def _signature(name: str, msg: Message, tags: tuple[str, ...]) -> Signature:
+    inputs = tuple(sorted((_tensor_info(k, v) for k, v in msg.map_entries(1)), key=lambda s: s.name))
+    outputs = tuple(sorted((_tensor_info(k, v) for k, v in msg.map_entries(2)), key=lambda s: s.name))
+    return Signature(name, msg.text(3), inputs, outputs, tags)
+
+
+def _tensor_info(name: str, raw: memoryview) -> TensorSpec:
+    """A ``TensorInfo``: the graph tensor's name (dense) or its values tensor (sparse), dtype, shape;
+    a composite tensor (ragged, ...) has no dtype of its own and is ``composite``."""
+    msg = Message(raw, max_fields=64)
+    tensor = msg.text(1)
+    if not tensor and msg.has(4):  # CooSparse: name the values tensor
+        sparse = msg.message(4, max_fields=16)
+        tensor = sparse.text(1) if sparse is not None else ""
+    if msg.has(5) and not msg.has(2):
+        return TensorSpec(name, "composite", decode_shape(msg.message(3)) if msg.has(3) else None, tensor)
+    return TensorSpec(name, dtype_name(msg.int64(2)), decode_shape(msg.message(3, max_fields=1 << 12)), tensor)
