@@ -22,8 +22,8 @@ from formats.io.crc import crc32c, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
-from formats.tf_bundle.slices import Extent, encode_slice_key
-from formats.tf_bundle.sstable import _Bad, read_table, read_varint
+from formats.concepts.slice_key import Extent, encode_slice_key
+from formats.io.sstable.reader import TableError, read_table, read_varint
 from formats.tf_bundle.wire import WireError, decode_entry, decode_header
 
 if TYPE_CHECKING:
@@ -281,7 +281,7 @@ class BundleReader:
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
                 packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
-        except _Bad:
+        except TableError:
             raise CorruptCheckpointError(self.data_paths[e.shard_id],
                                          f"tensor {e.name!r}: string lengths run past the tensor") from None
         crc = crc32c(packed)
@@ -320,7 +320,7 @@ class BundleReader:
         for i in range(n):
             try:
                 length, pos = read_varint(data, pos, len(data))
-            except _Bad:
+            except TableError:
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
             if pos + length + 4 > len(data):
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")

@@ -25,7 +25,7 @@ from formats.core.sources import CHUNK, Source, TensorValue, describe, elements,
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
-from formats.tf_bundle.table_writer import TableWriter
+from formats.io.sstable.writer import TableWriter
 from formats.io.atomic import ensure_space, fsync_dir, temp_name
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",

@@ -1,4 +1,4 @@
-"""Reader for the LevelDB-style SSTable TensorFlow uses for ``.index`` files.
+"""Reader for the LevelDB-style SSTable TensorFlow uses for ``.index`` files and V1 checkpoints.
 
 Layout (``tensorflow/core/lib/io/{table,block,format}.cc``): data blocks, a
 metaindex block, an index block, then a 48-byte footer ending in a magic number.
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import struct
 
-from formats.io.crc import crc32c, unmask
 from formats.core.errors import CorruptCheckpointError
-from formats.tf_bundle import snappy
+from formats.io.crc import crc32c, unmask
+from formats.io.sstable import snappy
 
-__all__ = ["MAGIC", "FOOTER_SIZE", "read_table", "parse_block", "read_varint"]
+__all__ = ["MAGIC", "FOOTER_SIZE", "TableError", "read_table", "parse_block", "read_varint"]
 
 MAGIC = 0xDB4775248B80FB57
 MAGIC_BYTES = struct.pack("<Q", MAGIC)
@@ -24,8 +24,8 @@ NO_COMPRESSION = 0
 SNAPPY_COMPRESSION = 1
 
 
-class _Bad(Exception):
-    """Internal: a structural problem, turned into CorruptCheckpointError with the path."""
+class TableError(ValueError):
+    """A structural problem in a table; callers turn it into a CorruptCheckpointError naming the file."""
 
 
 def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple[int, int]:
@@ -39,7 +39,7 @@ def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple
         if byte < 0x80:
             return result, pos
         shift += 7
-    raise _Bad("varint runs past its bounds")
+    raise TableError("varint runs past its bounds")
 
 
 def _block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
@@ -51,13 +51,13 @@ def _block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
 def _read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
     end = offset + size
     if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
-        raise _Bad(f"{what} block [{offset}, {end}) runs past the end of the table")
+        raise TableError(f"{what} block [{offset}, {end}) runs past the end of the table")
     block = data[offset:end]
     kind = data[end]
     (stored,) = struct.unpack_from("<I", data, end + 1)
     actual = crc32c(memoryview(data)[offset:end + 1])
     if unmask(stored) != actual:
-        raise _Bad(f"{what} block at offset {offset}: checksum mismatch "
+        raise TableError(f"{what} block at offset {offset}: checksum mismatch "
                    f"(stored {unmask(stored):#010x}, computed {actual:#010x})")
     if kind == NO_COMPRESSION:
         return block
@@ -65,18 +65,18 @@ def _read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
         try:
             return snappy.decompress(block)
         except snappy.SnappyError as exc:
-            raise _Bad(f"{what} block at offset {offset}: bad Snappy data ({exc})") from None
-    raise _Bad(f"{what} block at offset {offset}: unknown compression type {kind}")
+            raise TableError(f"{what} block at offset {offset}: bad Snappy data ({exc})") from None
+    raise TableError(f"{what} block at offset {offset}: unknown compression type {kind}")
 
 
 def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
     """Decode one block's prefix-compressed entries into ``(key, value)`` pairs, checking every bound."""
     n = len(block)
     if n < 4:
-        raise _Bad("block shorter than its restart count")
+        raise TableError("block shorter than its restart count")
     (num_restarts,) = struct.unpack_from("<I", block, n - 4)
     if num_restarts > (n - 4) // 4:
-        raise _Bad(f"block claims {num_restarts} restart points in {n} bytes")
+        raise TableError(f"block claims {num_restarts} restart points in {n} bytes")
     limit = n - 4 - 4 * num_restarts
     entries: list[tuple[bytes, bytes]] = []
     key = b""
@@ -91,11 +91,11 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
             non_shared, pos = read_varint(block, pos, limit, 5)
             value_len, pos = read_varint(block, pos, limit, 5)
         if shared > len(key):
-            raise _Bad(f"entry shares {shared} bytes with a {len(key)}-byte previous key")
+            raise TableError(f"entry shares {shared} bytes with a {len(key)}-byte previous key")
         key_end = pos + non_shared
         value_end = key_end + value_len
         if value_end > limit:
-            raise _Bad("entry runs past the end of its block")
+            raise TableError("entry runs past the end of its block")
         key = key[:shared] + block[pos:key_end]
         entries.append((key, block[key_end:value_end]))
         pos = value_end
@@ -106,16 +106,16 @@ def read_table(data: bytes, path: str) -> list[tuple[bytes, bytes]]:
     """All ``(key, value)`` pairs of an SSTable held in ``data``, in file order, keys strictly increasing."""
     try:
         return _read_table(data)
-    except _Bad as exc:
+    except TableError as exc:
         raise CorruptCheckpointError(path, f"corrupt index: {exc}") from None
 
 
 def _read_table(data: bytes) -> list[tuple[bytes, bytes]]:
     if len(data) < FOOTER_SIZE:
-        raise _Bad(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
+        raise TableError(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
     footer = len(data) - FOOTER_SIZE
     if data[-8:] != MAGIC_BYTES:
-        raise _Bad("bad magic number (not a TensorFlow index file, or truncated)")
+        raise TableError("bad magic number (not a TensorFlow index file, or truncated)")
     _, _, pos = _block_handle(data, footer, footer + 40)
     index_offset, index_size, _ = _block_handle(data, pos, footer + 40)
     index = parse_block(_read_block(data, index_offset, index_size, "index"))
@@ -124,11 +124,11 @@ def _read_table(data: bytes) -> list[tuple[bytes, bytes]]:
     for separator, handle in index:
         offset, size, _ = _block_handle(handle, 0, len(handle))
         if offset < previous_end:
-            raise _Bad(f"data block at offset {offset} overlaps the previous block")
+            raise TableError(f"data block at offset {offset} overlaps the previous block")
         previous_end = offset + size + TRAILER_SIZE
         block = parse_block(_read_block(data, offset, size, "data"))
         if block and (block[-1][0] > separator):
-            raise _Bad("index separator is smaller than its block's last key")
+            raise TableError("index separator is smaller than its block's last key")
         entries.extend(block)
     _check_sorted(entries)
     return entries
@@ -137,4 +137,4 @@ def _read_table(data: bytes) -> list[tuple[bytes, bytes]]:
 def _check_sorted(entries: list[tuple[bytes, bytes]]) -> None:
     for i in range(1, len(entries)):
         if entries[i][0] <= entries[i - 1][0]:
-            raise _Bad(f"keys are not strictly increasing at entry {i}")
+            raise TableError(f"keys are not strictly increasing at entry {i}")
