@@ -39,6 +39,7 @@ ENTRY_POINT_GROUP = "tfckpt.formats"
 
 BUILTIN: tuple[str, ...] = (
     "formats.tf_bundle.format:FORMAT",
+    "formats.tf_v1.format:FORMAT",
     "formats.keras_h5.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""

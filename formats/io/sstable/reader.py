@@ -14,7 +14,7 @@ from formats.core.errors import CorruptCheckpointError
 from formats.io.crc import crc32c, unmask
 from formats.io.sstable import snappy
 
-__all__ = ["MAGIC", "FOOTER_SIZE", "TableError", "read_table", "parse_block", "read_varint"]
+__all__ = ["MAGIC", "FOOTER_SIZE", "TableError", "BlockChecksumError", "read_table", "parse_block", "read_varint"]
 
 MAGIC = 0xDB4775248B80FB57
 MAGIC_BYTES = struct.pack("<Q", MAGIC)
@@ -26,6 +26,10 @@ SNAPPY_COMPRESSION = 1
 
 class TableError(ValueError):
     """A structural problem in a table; callers turn it into a CorruptCheckpointError naming the file."""
+
+
+class BlockChecksumError(TableError):
+    """A block whose bytes do not match the CRC32C in its trailer."""
 
 
 def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple[int, int]:
@@ -57,8 +61,8 @@ def _read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
     (stored,) = struct.unpack_from("<I", data, end + 1)
     actual = crc32c(memoryview(data)[offset:end + 1])
     if unmask(stored) != actual:
-        raise TableError(f"{what} block at offset {offset}: checksum mismatch "
-                   f"(stored {unmask(stored):#010x}, computed {actual:#010x})")
+        raise BlockChecksumError(f"{what} block at offset {offset}: checksum mismatch "
+                                 f"(stored {unmask(stored):#010x}, computed {actual:#010x})")
     if kind == NO_COMPRESSION:
         return block
     if kind == SNAPPY_COMPRESSION:
