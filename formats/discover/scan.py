@@ -14,6 +14,7 @@ __all__ = ["CheckpointInfo", "scan_directory", "step_of"]
 
 _STEP = re.compile(r"(\d+)$")
 _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
+_SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
 
 
 @dataclass
@@ -41,7 +42,7 @@ class CheckpointInfo:
 
 def step_of(path: str) -> int | None:
     """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10), or None."""
-    stem = os.path.basename(path)
+    stem = _SHARDS.sub("", os.path.basename(path))
     for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
         if stem.endswith(suffix):
             stem = stem[:-len(suffix)]
@@ -78,6 +79,8 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
             info.format = ckpt.format
             info.tensors = len(ckpt)
             info.nbytes = sum(e.nbytes for e in ckpt.values())
+            if not files and ckpt.files and not storage.is_url(target.path):  # a pattern names no one file
+                info.mtime = max(storage.mtime(f) for f in ckpt.files)
     except CheckpointError as exc:
         info.error = str(exc.message)
     return info
