@@ -7,11 +7,10 @@ Every length is bounded by the message it sits in; nothing recurses.
 from __future__ import annotations
 
 import struct
-from typing import Union
 
 __all__ = ["WireError", "Fields", "read_varint", "signed", "parse_fields", "last_int", "messages"]
 
-Buffer = Union[bytes, memoryview]
+Buffer = bytes | memoryview
 Fields = dict[int, list[object]]
 
 

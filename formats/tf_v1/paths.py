@@ -53,11 +53,9 @@ def looks_like_v1(path: str) -> bool:
             tail = f.read(8)
     except OSError:
         return False
-    if size < FOOTER_SIZE + TRAILER_SIZE:
-        return False
     if _head_is_meta(head):
-        return True
-    return tail == MAGIC_BYTES and _first_entry_is_meta(path)
+        return True  # even when truncated: opening it then says what is wrong
+    return size >= FOOTER_SIZE + TRAILER_SIZE and tail == MAGIC_BYTES and _first_entry_is_meta(path)
 
 
 def _head_is_meta(head: bytes) -> bool:
@@ -166,7 +164,7 @@ def _from_prefix(prefix: str) -> str | None:
     """A sharded save's prefix (``model.ckpt``) -> its pattern, when exactly one set of shards has it."""
     shards = glob.glob(f"{glob.escape(prefix)}-{_DIGITS}-of-{_DIGITS}")
     patterns = sorted({p for p in map(_pattern_of, shards) if p is not None})
-    if len(patterns) != 1 or not looks_like_v1(sorted(shards)[0]):
+    if len(patterns) != 1 or not looks_like_v1(min(shards)):
         return None
     check_shards(patterns[0])
     return patterns[0]

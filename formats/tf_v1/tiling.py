@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from formats.concepts.slice_key import Extent
 
@@ -83,7 +84,7 @@ def _first_overlap(boxes: list[Box]) -> tuple[int, int] | str | None:
     live = [i for i, b in enumerate(boxes) if _volume(b) > 0]
     for axis in range(len(boxes[0])):
         order = sorted(live, key=lambda i: boxes[i][axis])
-        if all(boxes[a][axis][1] <= boxes[b][axis][0] for a, b in zip(order, order[1:])):
+        if all(boxes[a][axis][1] <= boxes[b][axis][0] for a, b in pairwise(order)):
             return None
     found = _grid_overlap(boxes, live)
     if found != "too big":

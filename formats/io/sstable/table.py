@@ -9,7 +9,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Union
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.io.sstable.reader import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
@@ -17,7 +16,7 @@ from formats.io.sstable.reader import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, B
 
 __all__ = ["Table", "BlockRef"]
 
-Buffer = Union[bytes, memoryview]
+Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
 
 
