@@ -61,7 +61,8 @@ def min_value_bytes(dtype_enum: int) -> int:
 
 def decode_values(fields: Fields, dt: dtypes.DType) -> np.ndarray:
     """Every value in the ``*_val`` field of a parsed ``TensorProto`` for dtype ``dt``, as a flat array
-    (an object array of bytes for strings). Packed and unpacked encodings are both read."""
+    (an object array of bytes for strings). Packed and unpacked encodings are both read. A single packed
+    float/double/complex field comes back as a view of its bytes: copy it before the buffer goes away."""
     import numpy as np
 
     number, kind = _FIELDS[dt.enum]
@@ -72,7 +73,7 @@ def decode_values(fields: Fields, dt: dtypes.DType) -> np.ndarray:
         return out
     base = _BASE[kind]
     parts = [_scalar(v, base) if isinstance(v, int) else _packed(v, base) for v in fields.get(number, [])]
-    flat = np.concatenate(parts) if parts else np.zeros(0, base)
+    flat = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, base)  # one: a view
     if kind == "varint":
         return _from_varints(flat, dt)
     if kind in ("<c8", "<c16"):

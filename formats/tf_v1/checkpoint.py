@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["V1Tensor", "V1Checkpoint"]
 
+_DROP_AFTER = 1 << 20
+"""After reading a value this large, the file's mapped pages are dropped (memory stays near one tensor)."""
+
 
 def _dtype_name(enum: int) -> str:
     dt = dtypes.by_enum(enum)
@@ -113,6 +116,8 @@ class V1Tensor(TensorEntry):
             assert not isinstance(box, str)  # the tiling check above placed every slice
             index = tuple(slice(start, stop) for start, stop in box)
             out[index] = self._values(ref, data, dt).reshape([stop - start for start, stop in box])
+        if out.nbytes >= _DROP_AFTER:
+            self._reader.drop_pages()
         return out
 
     def _dtype(self) -> dtypes.DType:
@@ -186,8 +191,15 @@ class V1Checkpoint(Checkpoint):
 
     def problems(self) -> list[Problem]:
         """Every table block's checksum and structure, and each tensor's slice coverage."""
-        found = [Problem(os.path.basename(table.path), message)
-                 for table in self.reader.tables for message in table.problems()]
+        found = []
+        for table in self.reader.tables:
+            for i, block in enumerate(table.blocks):
+                try:
+                    table.entries(i)
+                except CorruptCheckpointError as exc:
+                    found.append(Problem(os.path.basename(table.path), exc.message))
+                if block.size >= _DROP_AFTER:
+                    self.reader.drop_pages()
         for key, entry in self.items():
             problem = entry.problem()
             if problem is not None:

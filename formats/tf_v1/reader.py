@@ -141,6 +141,15 @@ class V1Reader:
                                          f"of {name.decode('utf-8', 'surrogateescape')!r}")
         return data
 
+    def drop_pages(self) -> None:
+        """Let the kernel reclaim the mapped pages read so far (they stay in the page cache), so reading
+        a large checkpoint keeps resident memory near one tensor."""
+        for mm in self._maps:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError, AttributeError):  # closed, or no madvise on this platform
+                pass
+
     def file_size(self, index: int) -> int:
         """Bytes in file ``index``."""
         return len(self._maps[index])

@@ -105,16 +105,6 @@ class Table:
             return None
         return self._block(i).get(key)
 
-    def problems(self) -> list[str]:
-        """Every data block read and checked (checksum, structure, key order): one message per bad block."""
-        found = []
-        for i, ref in enumerate(self.blocks):
-            try:
-                self.entries(i)
-            except CorruptCheckpointError as exc:
-                found.append(exc.message)
-        return found
-
     def close(self) -> None:
         """Forget cached blocks and release the view of ``data`` (so a memory map under it can close)."""
         self._cache.clear()
