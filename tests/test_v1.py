@@ -260,3 +260,16 @@ def test_state_file_naming_stale_absolute_paths_is_followed():
     assert '"/home/user/experiments/tf1_v1_adam/model.ckpt-30"' in state and not Path("/home/user/experiments").exists()
     assert resolve(ADAM_DIR).path == str(LATEST)
     assert resolve(SHARDED_DIR).path == str(PATTERN)
+
+
+def test_glob_characters_in_the_directory_are_literal(tmp_path, run_cli):
+    run = tmp_path / "run[1]"
+    shutil.copytree(SHARDED_DIR, run)
+    shutil.copyfile(EARLIER, run / "single?")  # a file whose name holds a glob character
+    with formats.open_checkpoint(run / "model.ckpt-?????-of-00003") as ckpt:
+        assert sorted(ckpt) == ["tower_0/w", "tower_1/w", "tower_2/w"] and len(ckpt.files) == 3
+    with formats.open_checkpoint(run / "single?") as ckpt:
+        assert ckpt.files == [str(run / "single?")] and len(ckpt) == 26
+    rows = json.loads(run_cli("ls", "--json", run).output)["checkpoints"]
+    assert [(os.path.basename(r["path"]), r["latest"]) for r in rows] == \
+        [("model.ckpt-?????-of-00003", True), ("single?", False)]

@@ -29,8 +29,16 @@ _NOT_V1 = (".index", ".meta", ".json", ".h5", ".hdf5", ".keras", ".npz", ".npy",
 
 
 def has_glob(path: str) -> bool:
-    """Whether ``path`` holds glob characters (a pattern rather than a file)."""
-    return any(c in path for c in "*?[")
+    """Whether ``path`` is a pattern: it holds glob characters and names no existing file."""
+    return any(c in path for c in "*?[") and not os.path.lexists(path)
+
+
+def _glob(pattern: str) -> list[str]:
+    """The files ``pattern`` matches, sorted; an existing directory part is taken literally (``run[1]/``)."""
+    directory, name = os.path.split(pattern)
+    if directory and os.path.isdir(directory):
+        pattern = os.path.join(glob.escape(directory), name)
+    return sorted(glob.glob(pattern))
 
 
 def _regular(path: str) -> bool:
@@ -123,7 +131,7 @@ def files_of(path: str) -> list[str]:
     if not has_glob(path):
         return [path]
     check_shards(path)
-    matches = sorted(glob.glob(path))
+    matches = _glob(path)
     if not matches:
         raise CheckpointNotFoundError(path, "no file matches this V1 checkpoint pattern")
     if len(matches) > MAX_FILES:
@@ -137,10 +145,10 @@ def canonical(path: str) -> str | None:
     Raises CheckpointNotFoundError when a sharded save it names is missing shards."""
     if has_glob(path):
         return _from_pattern(path)
+    if path.endswith(".meta") and _regular(path):
+        path = path[:-len(".meta")]  # the MetaGraph's weights share its prefix
     if os.path.isfile(path + ".index"):
         return None  # a V2 bundle's prefix: TensorFlow reads that first
-    if path.endswith(".meta") and _regular(path):
-        return canonical(path[:-len(".meta")])  # the MetaGraph's weights share its prefix
     if looks_like_v1(path):
         pattern = _pattern_of(path)
         if pattern is None:
@@ -153,7 +161,7 @@ def canonical(path: str) -> str | None:
 
 
 def _from_pattern(pattern: str) -> str | None:
-    matches = sorted(glob.glob(pattern))[:MAX_FILES + 1]
+    matches = _glob(pattern)[:MAX_FILES + 1]
     if not matches or len(matches) > MAX_FILES or not all(looks_like_v1(m) for m in matches):
         return None
     check_shards(pattern)
