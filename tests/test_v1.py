@@ -273,3 +273,55 @@ def test_glob_characters_in_the_directory_are_literal(tmp_path, run_cli):
     rows = json.loads(run_cli("ls", "--json", run).output)["checkpoints"]
     assert [(os.path.basename(r["path"]), r["latest"]) for r in rows] == \
         [("model.ckpt-?????-of-00003", True), ("single?", False)]
+
+
+# -- every dtype V1 stores, crafted byte by byte (TensorFlow's own files: tests/interop/test_v1_tf.py) ---------
+
+def _crafted_cases():
+    import ml_dtypes
+
+    from .hostile.craft_v1 import ld, packed_varints
+
+    half = np.array([1.5, -2.0, 65504.0, 0.0], "<f2")
+    bf16 = np.array([1.5, -2.0, 3e38, -0.0], ml_dtypes.bfloat16)
+    return [  # (DataType number, value, its TensorProto)
+        (19, half, packed_varints(13, half.view("<u2").tolist())),
+        (14, bf16, packed_varints(13, bf16.view("<u2").tolist())),
+        (2, np.array([0.1, -1e300]), ld(6, np.array([0.1, -1e300], "<f8").tobytes())),
+        (18, np.array([complex(1, 2), complex(0, -3.5)]), ld(12, np.array([1, 2, 0, -3.5], "<f8").tobytes())),
+        (5, np.array([-32768, 7], "i2"), packed_varints(7, [-32768, 7])),
+        (17, np.array([65535, 0], "u2"), packed_varints(7, [65535, 0])),
+        (11, np.array([-128, 127], "i1"), packed_varints(7, [-128, 127])),  # qint8: as int8
+        (9, np.array([-(2 ** 63), 2 ** 63 - 1]), packed_varints(10, [-(2 ** 63), 2 ** 63 - 1])),
+        (22, np.array([2 ** 32 - 1, 1], "u4"), packed_varints(16, [2 ** 32 - 1, 1])),
+        (23, np.array([2 ** 64 - 1, 5], "u8"), packed_varints(17, [2 ** 64 - 1, 5])),
+        (10, np.array([False, True]), packed_varints(11, [0, 1])),
+        (1, np.array([1.0, -2.5], "f4"), b"".join(bytes([5 << 3 | 5]) + np.float32(v).tobytes() for v in (1, -2.5))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_crafted_dtypes(tmp_path, case):
+    from .hostile.craft_v1 import simple
+
+    dtype, want, tensor = _crafted_cases()[case]
+    path = simple(tmp_path / "model.ckpt", b"t", dtype, list(want.shape), tensor)
+    with formats.open_checkpoint(path) as ckpt:
+        got = ckpt["t"].read()
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_snappy_compressed_v1_table(tmp_path, run_cli):
+    from .hostile.craft import block, table, varint
+    from .hostile.craft_v1 import FLOAT, FULL, floats, meta_value, saved_slice, slice_key, slice_meta
+
+    pairs = sorted([(b"", meta_value([slice_meta(b"w", FLOAT, [3], [[(0, FULL)]])])),
+                    (slice_key(b"w", [(0, FULL)]), saved_slice(b"w", [(0, FULL)], floats([1, 2, 3])))])
+    raw = block(pairs)
+    literal = varint(len(raw)) + b"".join(bytes([(len(raw[i:i + 60]) - 1) << 2]) + raw[i:i + 60]
+                                          for i in range(0, len(raw), 60))
+    (tmp_path / "model.ckpt").write_bytes(table(pairs, data_block=literal, kind=1))
+    with formats.open_checkpoint(tmp_path / "model.ckpt") as ckpt:
+        assert ckpt.format == "tf-v1" and ckpt["w"].read().tolist() == [1.0, 2.0, 3.0]
+    rows = json.loads(run_cli("ls", "--json", tmp_path).output)["checkpoints"]
+    assert [r["path"] for r in rows] == [str(tmp_path / "model.ckpt")]
