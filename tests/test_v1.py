@@ -300,6 +300,15 @@ def _crafted_cases():
     ]
 
 
+def test_scalar_string(tmp_path):
+    from .hostile.craft_v1 import STRING, ld, simple
+
+    path = simple(tmp_path / "model.ckpt", b"s", STRING, [], ld(8, b"\x00text"))
+    with formats.open_checkpoint(path) as ckpt:
+        value = ckpt["s"].read()
+        assert value.shape == () and value.dtype == object and value.item() == b"\x00text"
+
+
 @pytest.mark.parametrize("case", range(12))
 def test_crafted_dtypes(tmp_path, case):
     from .hostile.craft_v1 import simple

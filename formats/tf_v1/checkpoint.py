@@ -115,7 +115,11 @@ class V1Tensor(TensorEntry):
             box = slice_box(self.shape, ref.extents)
             assert not isinstance(box, str)  # the tiling check above placed every slice
             index = tuple(slice(start, stop) for start, stop in box)
-            out[index] = self._values(ref, data, dt).reshape([stop - start for start, stop in box])
+            values = self._values(ref, data, dt)
+            if self.shape:
+                out[index] = values.reshape([stop - start for start, stop in box])
+            else:  # a scalar: the element itself (an object array would otherwise hold a 0-d array)
+                out[()] = values[0]
         if out.nbytes >= _DROP_AFTER:
             self._reader.drop_pages()
         return out

@@ -56,6 +56,7 @@ def test_every_dtype_tensorflow_writes_in_v1(tmp_path):
     rng = np.random.default_rng(7)
     values = {f"v/{d}": _value(d, (2, 3), rng) for d in DTYPES}
     values.update({"scalar": np.float64(2.5) * np.ones((), "f8"), "empty": np.zeros((0, 3), "f4"),
+                   "word": np.array(b"\x00one", dtype=object),
                    "rank4": _value("int32", (2, 1, 3, 2), rng)})
     partitioned = {"rows": (_value("float32", (10, 4), rng), [4, 1]), "cols": (_value("float64", (3, 8), rng), [1, 3])}
     prefix = _save_v1(str(tmp_path / "model.ckpt"), values, partitioned)
