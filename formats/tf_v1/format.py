@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
 
@@ -20,8 +19,7 @@ class V1Format:
     suffixes: tuple[str, ...] = ()
 
     def resolve(self, path: str) -> str | None:
-        """The file or pattern ``path`` names, None when it names no V1 checkpoint; raises when a
-        sharded save it names misses shards."""
+        """The file or pattern ``path`` names, None when it names no V1 checkpoint."""
         if storage.is_url(path):
             return None
         from formats.tf_v1.paths import canonical
@@ -30,10 +28,7 @@ class V1Format:
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` names a V1 checkpoint."""
-        try:
-            return self.resolve(path) is not None
-        except CheckpointError:
-            return False
+        return self.resolve(path) is not None
 
     def find(self, directory: str) -> list[str]:
         """Every V1 checkpoint directly inside ``directory`` (a sharded save once, by its pattern)."""

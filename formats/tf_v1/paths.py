@@ -142,7 +142,7 @@ def files_of(path: str) -> list[str]:
 
 def canonical(path: str) -> str | None:
     """The V1 checkpoint ``path`` names (the file, or a sharded save's pattern), None when it names none.
-    Raises CheckpointNotFoundError when a sharded save it names is missing shards."""
+    A sharded save missing shards is still named (opening it says which shard is missing)."""
     if has_glob(path):
         return _from_pattern(path)
     if path.endswith(".meta") and _regular(path):
@@ -150,11 +150,7 @@ def canonical(path: str) -> str | None:
     if os.path.isfile(path + ".index"):
         return None  # a V2 bundle's prefix: TensorFlow reads that first
     if looks_like_v1(path):
-        pattern = _pattern_of(path)
-        if pattern is None:
-            return path
-        check_shards(pattern)
-        return pattern
+        return _pattern_of(path) or path
     if os.path.exists(path):
         return None
     return _from_prefix(path)
@@ -164,7 +160,6 @@ def _from_pattern(pattern: str) -> str | None:
     matches = _glob(pattern)[:MAX_FILES + 1]
     if not matches or len(matches) > MAX_FILES or not all(looks_like_v1(m) for m in matches):
         return None
-    check_shards(pattern)
     return pattern
 
 
@@ -174,7 +169,6 @@ def _from_prefix(prefix: str) -> str | None:
     patterns = sorted({p for p in map(_pattern_of, shards) if p is not None})
     if len(patterns) != 1 or not looks_like_v1(min(shards)):
         return None
-    check_shards(patterns[0])
     return patterns[0]
 
 
