@@ -23,7 +23,8 @@ from formats.core.errors import (ChecksumError, CheckpointNotFoundError, Corrupt
                       UnsupportedError)
 from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
 from formats.concepts.slice_key import Extent, encode_slice_key
-from formats.io.sstable.reader import TableError, read_table, read_varint
+from formats.io.sstable.block import TableError, read_varint
+from formats.io.sstable.table import read_table
 from formats.tf_bundle.wire import WireError, decode_entry, decode_header
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import pytest
 
 import formats
 from formats.core.errors import CheckpointError
-from formats.io.sstable.reader import read_table
+from formats.io.sstable.table import read_table
 from formats.io.sstable.writer import TableWriter
 from formats.ops.compare.verify import verify_checkpoint
 

@@ -13,7 +13,7 @@ import pytest
 import formats
 from formats.core.errors import (CheckpointNotFoundError, ChecksumError, CorruptCheckpointError, NotACheckpointError,
                                  UnsupportedError)
-from formats.io.sstable.reader import read_table
+from formats.io.sstable.table import read_table
 from formats.ops.compare.verify import verify_checkpoint
 
 from ..conftest import CORPUS
@@ -51,7 +51,7 @@ def test_truncated_file(tmp_path, keep, run_cli):
     cut = tmp_path / "model.ckpt-1"
     cut.write_bytes(data[:int(len(data) * keep)] if isinstance(keep, float) else data[:keep])
     expected = ("file is 20 bytes, shorter than the 48-byte footer" if keep == 20 else
-                "bad magic number (not a TensorFlow table, or truncated)")
+                "bad magic number (not a TensorFlow V1 table file, or truncated)")
     with pytest.raises(CorruptCheckpointError) as caught:
         formats.open_checkpoint(cut)
     assert str(caught.value) == f"{cut}: corrupt V1 table: {expected}"

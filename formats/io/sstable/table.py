@@ -11,10 +11,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
-from formats.io.sstable.reader import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
-                                       _block_handle, _read_block, parse_block)
+from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
+                                      block_handle, parse_block, read_block)
 
-__all__ = ["Table", "BlockRef"]
+__all__ = ["Table", "BlockRef", "read_table"]
 
 Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
@@ -29,18 +29,18 @@ class BlockRef:
     size: int
 
 
-def _index(data: Buffer) -> list[BlockRef]:
+def _index(data: Buffer, what: str) -> list[BlockRef]:
     if len(data) < FOOTER_SIZE:
         raise TableError(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
     footer = len(data) - FOOTER_SIZE
     if data[-8:] != MAGIC_BYTES:
-        raise TableError("bad magic number (not a TensorFlow table, or truncated)")
-    _, _, pos = _block_handle(data, footer, footer + 40)
-    index_offset, index_size, _ = _block_handle(data, pos, footer + 40)
+        raise TableError(f"bad magic number (not a TensorFlow {what} file, or truncated)")
+    _, _, pos = block_handle(data, footer, footer + 40)
+    index_offset, index_size, _ = block_handle(data, pos, footer + 40)
     refs: list[BlockRef] = []
     previous_end = 0
-    for separator, handle in parse_block(_read_block(data, index_offset, index_size, "index")):
-        offset, size, _ = _block_handle(handle, 0, len(handle))
+    for separator, handle in parse_block(read_block(data, index_offset, index_size, "index")):
+        offset, size, _ = block_handle(handle, 0, len(handle))
         if offset < previous_end:
             raise TableError(f"data block at offset {offset} overlaps the previous block")
         if offset + size + TRAILER_SIZE > footer:
@@ -56,7 +56,7 @@ class Table:
     """Random access to one table held in ``data`` (bytes, or a memoryview of a memory map).
 
     Structural problems raise :class:`CorruptCheckpointError` (``ChecksumError`` for a block whose CRC32C
-    does not match) naming ``path``; ``what`` names the table in messages (``index``, ``table``).
+    does not match) naming ``path``; ``what`` names the table in messages (``index``, ``V1 table``).
     """
 
     def __init__(self, data: Buffer, path: str, what: str = "table") -> None:
@@ -64,7 +64,7 @@ class Table:
         self.what = what
         self._data = data
         try:
-            self.blocks = _index(data)
+            self.blocks = _index(data, what)
         except TableError as exc:
             raise self._error(exc) from None
         self._separators = [b.separator for b in self.blocks]
@@ -78,7 +78,7 @@ class Table:
         """The ``(key, value)`` pairs of data block ``i``, its checksum and key order checked."""
         ref = self.blocks[i]
         try:
-            pairs = parse_block(_read_block(self._data, ref.offset, ref.size, "data"))
+            pairs = parse_block(read_block(self._data, ref.offset, ref.size, "data"))
         except TableError as exc:
             raise self._error(exc) from None
         lower = self._separators[i - 1] if i else None
@@ -113,3 +113,12 @@ class Table:
                 self._data.release()
             except BufferError:  # a value handed out still views it
                 pass
+
+
+def read_table(data: Buffer, path: str, what: str = "index") -> list[tuple[bytes, Buffer]]:
+    """All ``(key, value)`` pairs of an SSTable held in ``data``, in file order, keys strictly increasing."""
+    table = Table(data, path, what)
+    pairs: list[tuple[bytes, Buffer]] = []
+    for i in range(len(table.blocks)):
+        pairs += table.entries(i)
+    return pairs

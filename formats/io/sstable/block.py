@@ -1,20 +1,20 @@
-"""Reader for the LevelDB-style SSTable TensorFlow uses for ``.index`` files and V1 checkpoints.
+"""Blocks of the LevelDB-style SSTable TensorFlow uses for ``.index`` files and V1 checkpoints.
 
 Layout (``tensorflow/core/lib/io/{table,block,format}.cc``): data blocks, a
 metaindex block, an index block, then a 48-byte footer ending in a magic number.
 Each block is followed by a 5-byte trailer (compression type + masked CRC32C).
-Every structural field is bounds-checked; any inconsistency raises
-:class:`~formats.core.errors.CorruptCheckpointError` naming the file.
+Every structural field is bounds-checked; any inconsistency raises :class:`TableError`, which
+:mod:`formats.io.sstable.table` turns into a CorruptCheckpointError naming the file.
 """
 from __future__ import annotations
 
 import struct
 
-from formats.core.errors import CorruptCheckpointError
 from formats.io.crc import crc32c, unmask
 from formats.io.sstable import snappy
 
-__all__ = ["MAGIC", "FOOTER_SIZE", "TableError", "BlockChecksumError", "read_table", "parse_block", "read_varint"]
+__all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
+           "block_handle", "read_varint"]
 
 MAGIC = 0xDB4775248B80FB57
 MAGIC_BYTES = struct.pack("<Q", MAGIC)
@@ -46,13 +46,15 @@ def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple
     raise TableError("varint runs past its bounds")
 
 
-def _block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
+def block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
+    """A BlockHandle (offset and size varints) at ``pos``, and the position after it."""
     offset, pos = read_varint(data, pos, limit)
     size, pos = read_varint(data, pos, limit)
     return offset, size, pos
 
 
-def _read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
+def read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
+    """The contents of the block at ``offset``: inside the table, its CRC32C checked, decompressed."""
     end = offset + size
     if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
         raise TableError(f"{what} block [{offset}, {end}) runs past the end of the table")
@@ -104,41 +106,3 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
         entries.append((key, block[key_end:value_end]))
         pos = value_end
     return entries
-
-
-def read_table(data: bytes, path: str) -> list[tuple[bytes, bytes]]:
-    """All ``(key, value)`` pairs of an SSTable held in ``data``, in file order, keys strictly increasing."""
-    try:
-        return _read_table(data)
-    except TableError as exc:
-        raise CorruptCheckpointError(path, f"corrupt index: {exc}") from None
-
-
-def _read_table(data: bytes) -> list[tuple[bytes, bytes]]:
-    if len(data) < FOOTER_SIZE:
-        raise TableError(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
-    footer = len(data) - FOOTER_SIZE
-    if data[-8:] != MAGIC_BYTES:
-        raise TableError("bad magic number (not a TensorFlow index file, or truncated)")
-    _, _, pos = _block_handle(data, footer, footer + 40)
-    index_offset, index_size, _ = _block_handle(data, pos, footer + 40)
-    index = parse_block(_read_block(data, index_offset, index_size, "index"))
-    entries: list[tuple[bytes, bytes]] = []
-    previous_end = 0
-    for separator, handle in index:
-        offset, size, _ = _block_handle(handle, 0, len(handle))
-        if offset < previous_end:
-            raise TableError(f"data block at offset {offset} overlaps the previous block")
-        previous_end = offset + size + TRAILER_SIZE
-        block = parse_block(_read_block(data, offset, size, "data"))
-        if block and (block[-1][0] > separator):
-            raise TableError("index separator is smaller than its block's last key")
-        entries.extend(block)
-    _check_sorted(entries)
-    return entries
-
-
-def _check_sorted(entries: list[tuple[bytes, bytes]]) -> None:
-    for i in range(1, len(entries)):
-        if entries[i][0] <= entries[i - 1][0]:
-            raise TableError(f"keys are not strictly increasing at entry {i}")
