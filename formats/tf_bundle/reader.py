@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
+from formats.core.dtypes import name_of as dtype_name
 
 from formats.io import storage
 from formats.io.crc import crc32c, unmask
@@ -407,9 +408,3 @@ def _slice_shape(e: RawEntry, extents: list[Extent], path: str) -> tuple[int, ..
 
 def _fmt_extents(extents: list[Extent]) -> str:
     return "[" + ", ".join(":" if n < 0 else f"{s}:{s + n}" for s, n in extents) + "]"
-
-
-def dtype_name(enum: int) -> str:
-    """TensorFlow's name for a DataType number, or ``unknown(N)``."""
-    dt = dtypes.by_enum(enum)
-    return dt.name if dt is not None else f"unknown({enum})"

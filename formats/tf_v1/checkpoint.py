@@ -26,11 +26,6 @@ _DROP_AFTER = 1 << 20
 """After reading a value this large, the file's mapped pages are dropped (memory stays near one tensor)."""
 
 
-def _dtype_name(enum: int) -> str:
-    dt = dtypes.by_enum(enum)
-    return dt.name if dt is not None else f"unknown({enum})"
-
-
 class V1Tensor(TensorEntry):
     """A tensor of a V1 checkpoint. ``nbytes`` is the size of the value in memory (for strings, of the
     stored values); ``name`` is the key, and ``role`` follows TF1's naming conventions."""
@@ -41,7 +36,7 @@ class V1Tensor(TensorEntry):
         # Not TensorEntry.__init__: role and the slot fields are lazy properties here.
         self.key = info.key
         self.shape = info.shape
-        self.dtype = _dtype_name(info.dtype)
+        self.dtype = dtypes.name_of(info.dtype)
         self.info = info
         self._reader = reader
         self._labels = labels
