@@ -13,7 +13,7 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, Problem, TensorEntry
 from formats.io.wire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
-from formats.tf_v1.tiling import format_extents, slice_box, tiling_problem
+from formats.tf_v1.tiling import Box, format_extents, slice_box, tiling_problem, volume
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,15 +104,13 @@ class V1Tensor(TensorEntry):
         problem = self.problem()
         if problem is not None:
             raise CorruptCheckpointError(self._where(), f"tensor {self.key!r}: {problem}")
-        parts = [(ref, self._bounded_values(ref, dt)) for ref in self.info.slices]
+        boxes = [slice_box(self.shape, ref.extents) for ref in self.info.slices]  # they tile the shape
+        parts = [self._bounded_values(ref, box, dt) for ref, box in zip(self.info.slices, boxes)]
         out = np.empty(self.shape, dtype=dt.numpy())
-        for ref, data in parts:
-            box = slice_box(self.shape, ref.extents)
-            assert not isinstance(box, str)  # the tiling check above placed every slice
-            index = tuple(slice(start, stop) for start, stop in box)
-            values = self._values(ref, data, dt)
+        for ref, box, data in zip(self.info.slices, boxes, parts):
+            values = self._values(ref, data, dt, volume(box))
             if self.shape:
-                out[index] = values.reshape([stop - start for start, stop in box])
+                out[tuple(slice(start, stop) for start, stop in box)] = values.reshape([b - a for a, b in box])
             else:  # a scalar: the element itself (an object array would otherwise hold a 0-d array)
                 out[()] = values[0]
         if out.nbytes >= _DROP_AFTER:
@@ -129,23 +127,23 @@ class V1Tensor(TensorEntry):
     def _where(self) -> str:
         return self.files[0] if self.files else self._reader.paths[0]
 
-    def _bounded_values(self, ref: SliceRef, dt: dtypes.DType) -> Any:
+    def _bounded_values(self, ref: SliceRef, box: Box, dt: dtypes.DType) -> Any:
+        """The stored ``TensorProto`` of one slice, refused when it is too short to hold the slice."""
         data = self._reader.slice_values(self.info, ref)
-        need = math.prod(stop - start for start, stop in slice_box(self.shape, ref.extents))  # type: ignore[misc]
+        need = volume(box)
         if need * min_value_bytes(dt.enum) > len(data):
             raise CorruptCheckpointError(
                 self._reader.paths[ref.file], f"tensor {self.key!r}: slice {format_extents(ref.extents)} "
                 f"needs {need} values, but only {len(data)} bytes are stored for it")
         return data
 
-    def _values(self, ref: SliceRef, data: Any, dt: dtypes.DType) -> np.ndarray:
+    def _values(self, ref: SliceRef, data: Any, dt: dtypes.DType, need: int) -> np.ndarray:
         where = self._reader.paths[ref.file]
         try:
             values = decode_values(parse_fields(data), dt)
         except WireError as exc:
             raise CorruptCheckpointError(where, f"tensor {self.key!r}: slice {format_extents(ref.extents)}: "
                                          f"corrupt TensorProto ({exc})") from None
-        need = math.prod(stop - start for start, stop in slice_box(self.shape, ref.extents))  # type: ignore[misc]
         if values.size != need:
             raise CorruptCheckpointError(where, f"tensor {self.key!r}: slice {format_extents(ref.extents)} "
                                          f"holds {values.size} values, its extent needs {need}")

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from formats.concepts.slice_key import Extent
 
-__all__ = ["Box", "slice_box", "tiling_problem", "format_extents", "MAX_SLICES"]
+__all__ = ["Box", "SliceError", "slice_box", "volume", "tiling_problem", "format_extents", "MAX_SLICES"]
 
 Box = tuple[tuple[int, int], ...]
 """A slice as (start, stop) per dimension."""
@@ -25,24 +25,30 @@ def format_extents(extents: Sequence[Extent]) -> str:
     return "[" + ", ".join(":" if n < 0 else f"{s}:{s + n}" for s, n in extents) + "]"
 
 
-def slice_box(shape: tuple[int, ...], extents: Sequence[Extent]) -> Box | str:
-    """The (start, stop) per dimension of a slice of ``shape``, or why the slice does not fit it."""
+class SliceError(ValueError):
+    """A slice that does not fit the shape it is a slice of."""
+
+
+def slice_box(shape: tuple[int, ...], extents: Sequence[Extent]) -> Box:
+    """The (start, stop) per dimension of a slice of ``shape``; SliceError when it does not fit it."""
     if len(extents) != len(shape):
-        return f"slice {format_extents(extents)} has rank {len(extents)}, the tensor rank {len(shape)}"
+        raise SliceError(f"slice {format_extents(extents)} has rank {len(extents)}, the tensor rank {len(shape)}")
     box = []
     for (start, length), dim in zip(extents, shape):
         if length < 0:
             if start != 0 or length != -1:
-                return f"slice {format_extents(extents)} has an extent without a length that does not start at 0"
+                raise SliceError(f"slice {format_extents(extents)} has an extent without a length that does "
+                                 "not start at 0")
             box.append((0, dim))
         elif start < 0 or start + length > dim:
-            return f"slice {format_extents(extents)} lies outside shape {list(shape)}"
+            raise SliceError(f"slice {format_extents(extents)} lies outside shape {list(shape)}")
         else:
             box.append((start, start + length))
     return tuple(box)
 
 
-def _volume(box: Box) -> int:
+def volume(box: Box) -> int:
+    """The number of elements in a box."""
     return math.prod(stop - start for start, stop in box)
 
 
@@ -52,19 +58,17 @@ def tiling_problem(shape: tuple[int, ...], slices: Sequence[Sequence[Extent]]) -
         return "no slice of it is stored"
     if len(slices) > MAX_SLICES:
         return f"{len(slices)} slices, more than the {MAX_SLICES} ckpt reads for one tensor"
-    boxes = []
-    for extents in slices:
-        box = slice_box(shape, extents)
-        if isinstance(box, str):
-            return box
-        boxes.append(box)
+    try:
+        boxes = [slice_box(shape, extents) for extents in slices]
+    except SliceError as exc:
+        return str(exc)
     overlap = _first_overlap(boxes)
     if isinstance(overlap, str):
         return overlap
     if overlap is not None:
         a, b = overlap
         return f"slices {_box_text(boxes[a])} and {_box_text(boxes[b])} overlap"
-    covered, total = sum(_volume(b) for b in boxes), math.prod(shape)
+    covered, total = sum(volume(b) for b in boxes), math.prod(shape)
     if covered != total:
         return f"slices cover {covered} of its {total} elements (a gap)"
     return None
@@ -81,7 +85,7 @@ def _first_overlap(boxes: list[Box]) -> tuple[int, int] | str | None:
     of slices by painting the grid of their boundaries; anything else pairwise, up to a bound."""
     if not boxes[0]:  # scalars: any two slices overlap
         return (0, 1) if len(boxes) > 1 else None
-    live = [i for i, b in enumerate(boxes) if _volume(b) > 0]
+    live = [i for i, b in enumerate(boxes) if volume(b) > 0]
     for axis in range(len(boxes[0])):
         order = sorted(live, key=lambda i: boxes[i][axis])
         if all(boxes[a][axis][1] <= boxes[b][axis][0] for a, b in pairwise(order)):

@@ -191,9 +191,9 @@ def test_missing_shard_is_named(tmp_path, run_cli):
     result = run_cli("ls", tmp_path / "model.ckpt-00000-of-00003")
     assert result.exit_code == 3 and "shard 2 of 3" in result.output
     rows = json.loads(run_cli("ls", "--json", tmp_path).output)["checkpoints"]  # listed, with what is wrong
+    missing = "shard 2 of 3 of V1 checkpoint model.ckpt-?????-of-00003 is missing"
     assert [(r["path"], r["latest"], r["error"]) for r in rows] == [
-        (str(tmp_path / "model.ckpt-?????-of-00003"), True, "shard 2 of 3 of V1 checkpoint "
-                                                            "model.ckpt-?????-of-00003 is missing")]
+        (str(tmp_path / "model.ckpt-?????-of-00003"), True, missing)]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
