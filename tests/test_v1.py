@@ -265,14 +265,17 @@ def test_state_file_naming_stale_absolute_paths_is_followed():
 def test_glob_characters_in_the_directory_are_literal(tmp_path, run_cli):
     run = tmp_path / "run[1]"
     shutil.copytree(SHARDED_DIR, run)
+    for shard in run.glob("model.ckpt-0000?-of-00003"):
+        shard.rename(run / shard.name.replace("model.ckpt", "m[2]"))
+    (run / "checkpoint").write_text('model_checkpoint_path: "m[2]-?????-of-00003"\n')
     shutil.copyfile(EARLIER, run / "single?")  # a file whose name holds a glob character
-    with formats.open_checkpoint(run / "model.ckpt-?????-of-00003") as ckpt:
+    with formats.open_checkpoint(run / "m[2]-?????-of-00003") as ckpt:
         assert sorted(ckpt) == ["tower_0/w", "tower_1/w", "tower_2/w"] and len(ckpt.files) == 3
     with formats.open_checkpoint(run / "single?") as ckpt:
         assert ckpt.files == [str(run / "single?")] and len(ckpt) == 26
     rows = json.loads(run_cli("ls", "--json", run).output)["checkpoints"]
     assert [(os.path.basename(r["path"]), r["latest"]) for r in rows] == \
-        [("model.ckpt-?????-of-00003", True), ("single?", False)]
+        [("m[2]-?????-of-00003", True), ("single?", False)]
 
 
 # -- every dtype V1 stores, crafted byte by byte (TensorFlow's own files: tests/interop/test_v1_tf.py) ---------

@@ -34,11 +34,15 @@ def has_glob(path: str) -> bool:
 
 
 def _glob(pattern: str) -> list[str]:
-    """The files ``pattern`` matches, sorted; an existing directory part is taken literally (``run[1]/``)."""
+    """The files ``pattern`` matches, sorted. An existing directory part is taken literally (``run[1]/``),
+    and so is the prefix of a sharded save's pattern (``m[1]-?????-of-00003`` matches ``m[1]-00000-of-00003``)."""
     directory, name = os.path.split(pattern)
     if directory and os.path.isdir(directory):
-        pattern = os.path.join(glob.escape(directory), name)
-    return sorted(glob.glob(pattern))
+        directory = glob.escape(directory)
+    shards = _SHARD_PATTERN.match(name)
+    if shards is not None:
+        name = f"{glob.escape(shards['prefix'])}-{_DIGITS}-of-{shards['count']}"
+    return sorted(glob.glob(os.path.join(directory, name)))
 
 
 def _regular(path: str) -> bool:
