@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["V1Tensor", "V1Checkpoint"]
 
+_MAX_RANK = 64
 _DROP_AFTER = 1 << 20
 """After reading a value this large, the file's mapped pages are dropped (memory stays near one tensor)."""
 
@@ -101,6 +102,9 @@ class V1Tensor(TensorEntry):
         import numpy as np
 
         dt = self._dtype()
+        if len(self.shape) > _MAX_RANK:
+            raise UnsupportedError(self._where(), f"tensor {self.key!r} has rank {len(self.shape)}; numpy arrays "
+                                   f"have at most {_MAX_RANK} dimensions")
         problem = self.problem()
         if problem is not None:
             raise CorruptCheckpointError(self._where(), f"tensor {self.key!r}: {problem}")

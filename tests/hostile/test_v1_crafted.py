@@ -228,3 +228,11 @@ def test_packed_ints_stored_as_int_val_keep_their_low_bits(tmp_path):
     path = simple(tmp_path / "model.ckpt", b"i", INT32, [3], packed_varints(7, [-1, 2 ** 31 - 1, -(2 ** 31)]))
     with formats.open_checkpoint(path) as ckpt:
         np.testing.assert_array_equal(ckpt["i"].read(), np.array([-1, 2 ** 31 - 1, -(2 ** 31)], "i4"))
+
+
+def test_rank_beyond_numpy(tmp_path):
+    path = simple(tmp_path / "model.ckpt", b"w", FLOAT, [1] * 65, floats([1.0]))
+    with formats.open_checkpoint(path) as ckpt:
+        assert ckpt["w"].shape == (1,) * 65
+        with pytest.raises(UnsupportedError, match="rank 65; numpy arrays have at most 64 dimensions"):
+            ckpt["w"].read()
