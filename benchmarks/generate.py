@@ -73,8 +73,8 @@ def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4)
     from formats.io.crc import crc32c, mask
     from formats.concepts.proto import tfckpt_bundle_pb2 as pb
     from formats.tf_bundle.encode import HEADER, encode_entry
-    from formats.tf_bundle.slices import encode_slice_key
-    from formats.tf_bundle.table_writer import TableWriter
+    from formats.concepts.slice_key import encode_slice_key
+    from formats.io.sstable.writer import TableWriter
 
     folder = out / "partitioned"
     folder.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ def test_ls_directory_steps_and_order(run_cli):
 
 def test_ls_recursive_walks_a_tree_of_runs(run_cli):
     doc = json.loads(run_cli("ls", "-r", "--json", CORPUS).stdout)
-    bundles = {os.path.relpath(c["path"], CORPUS) for c in doc["checkpoints"] if c["format"].startswith("tf-")}
+    bundles = {os.path.relpath(c["path"], CORPUS) for c in doc["checkpoints"] if c["format"] in ("tf-object", "tf-name")}
     assert bundles == set(BUNDLES)
 
 

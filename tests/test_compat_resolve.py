@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import formats
 from formats.core.errors import AmbiguousCheckpointError, CheckpointNotFoundError
 from formats.concepts.state import CheckpointState, format_state, parse_state
-from formats.tf_bundle.slices import SliceKeyError, decode_slice_key, encode_slice_key
+from formats.concepts.slice_key import SliceKeyError, decode_slice_key, encode_slice_key
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of
 

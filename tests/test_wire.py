@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formats.concepts.proto import tfckpt_bundle_pb2 as pb
-from formats.tf_bundle.sstable import read_table
+from formats.io.sstable.table import read_table
 from formats.tf_bundle.wire import _fast_entry, decode_entry, decode_header
 
 from .conftest import CORPUS

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DType", "by_enum", "by_name", "from_numpy", "STRING", "VARIANT"]
+__all__ = ["DType", "by_enum", "by_name", "name_of", "from_numpy", "STRING", "VARIANT"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,12 @@ def by_enum(value: int) -> DType | None:
         base = _BY_ENUM.get(value - 100)
         return None if base is None else DType(value, base.name + "_ref", base.itemsize, base.numpy_name)
     return _BY_ENUM.get(value)
+
+
+def name_of(enum: int) -> str:
+    """TensorFlow's name for a DataType number, or ``unknown(N)``."""
+    dt = by_enum(enum)
+    return dt.name if dt is not None else f"unknown({enum})"
 
 
 def by_name(name: str) -> DType:

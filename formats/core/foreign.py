@@ -33,7 +33,8 @@ def describe_foreign(head: bytes, tail: bytes, size: int, path: str) -> str:
     if tail == _SSTABLE_MAGIC:
         if path.endswith(".index"):
             return "is an index file without its prefix layout"
-        return "is a single-file TensorFlow table: a V1 checkpoint (not supported; re-save with TF2)"
+        return ("is a TensorFlow table but not a V1 checkpoint (its first entry lists no tensors); "
+                "a bundle's .index file under another name?")
     if head.startswith(b"model_checkpoint_path"):
         return "is a checkpoint state file; pass its directory instead"
     if head.startswith(b"\x93NUMPY"):

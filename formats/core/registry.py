@@ -40,6 +40,7 @@ ENTRY_POINT_GROUP = "tfckpt.formats"
 BUILTIN: tuple[str, ...] = (
     "formats.saved_model.format:FORMAT",
     "formats.tf_bundle.format:FORMAT",
+    "formats.tf_v1.format:FORMAT",
     "formats.keras_h5.format:FORMAT",
     "formats.keras_h5.format:SHARDED_FORMAT",
     "formats.keras_h5.format:DIRECTORY_FORMAT",

@@ -24,6 +24,7 @@ __all__ = ["CheckpointInfo", "scan_directory", "step_of", "missing_files"]
 
 _STEP = re.compile(r"(\d+)$")
 _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
+_SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
 
 
 @dataclass
@@ -52,8 +53,8 @@ class CheckpointInfo:
 
 def step_of(path: str) -> int | None:
     """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10, a SavedModel version ``00000123``
-    -> 123), or None."""
-    stem = os.path.basename(path.rstrip(os.sep))
+    -> 123; a sharded V1 pattern ``model.ckpt-200-?????-of-00003`` -> 200), or None."""
+    stem = _SHARDS.sub("", os.path.basename(path.rstrip(os.sep)))
     for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
         if stem.endswith(suffix):
             stem = stem[:-len(suffix)]

@@ -11,7 +11,7 @@ import struct
 from collections.abc import Sequence
 
 from formats.io.crc import crc32c, mask
-from formats.tf_bundle.table_writer import encode_varint
+from formats.io.sstable.writer import encode_varint
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
 

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
+from formats.core.dtypes import name_of as dtype_name
 
 from formats.io import storage
 from formats.io.crc import crc32c, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
-from formats.tf_bundle.slices import Extent, encode_slice_key
-from formats.tf_bundle.sstable import _Bad, read_table, read_varint
+from formats.concepts.slice_key import Extent, encode_slice_key
+from formats.io.sstable.block import TableError, read_varint
+from formats.io.sstable.table import read_table
 from formats.tf_bundle.wire import WireError, decode_entry, decode_header
 from formats.core.model import OBJECT_GRAPH_KEY
 
@@ -283,7 +285,7 @@ class BundleReader:
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
                 packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
-        except _Bad:
+        except TableError:
             raise CorruptCheckpointError(self.data_paths[e.shard_id],
                                          f"tensor {e.name!r}: string lengths run past the tensor") from None
         crc = crc32c(packed)
@@ -322,7 +324,7 @@ class BundleReader:
         for i in range(n):
             try:
                 length, pos = read_varint(data, pos, len(data))
-            except _Bad:
+            except TableError:
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
             if pos + length + 4 > len(data):
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")
@@ -408,9 +410,3 @@ def _slice_shape(e: RawEntry, extents: list[Extent], path: str) -> tuple[int, ..
 
 def _fmt_extents(extents: list[Extent]) -> str:
     return "[" + ", ".join(":" if n < 0 else f"{s}:{s + n}" for s, n in extents) + "]"
-
-
-def dtype_name(enum: int) -> str:
-    """TensorFlow's name for a DataType number, or ``unknown(N)``."""
-    dt = dtypes.by_enum(enum)
-    return dt.name if dt is not None else f"unknown({enum})"

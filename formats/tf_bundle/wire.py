@@ -1,104 +1,14 @@
-"""A minimal protobuf wire-format decoder for the two messages on the listing hot path.
-
-``BundleEntryProto`` and ``BundleHeaderProto`` are decoded by hand so that
-``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at start-up).
-Field numbers match ``formats/proto/tfckpt_bundle.proto``; unknown fields are skipped.
-Everything else (object graph, variant payloads) uses the generated protobuf modules.
+"""Hand decoding of the two bundle messages on the listing hot path, ``BundleEntryProto`` and
+``BundleHeaderProto``, so that ``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at
+start-up). Field numbers match ``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped.
+The generic wire primitives live in :mod:`formats.io.wire`.
 """
 from __future__ import annotations
 
-import struct
+from formats.concepts.tensor_proto import decode_shape, decode_slice
+from formats.io.wire import WireError, last_int, messages, parse_fields, read_varint, signed
 
-__all__ = ["WireError", "decode_entry", "decode_header", "Fields"]
-
-Fields = dict[int, list[object]]
-
-
-class WireError(ValueError):
-    """Bytes that are not a valid message of the expected type."""
-
-
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    byte = data[pos] if pos < end else 0x80
-    if byte < 0x80:
-        return byte, pos + 1
-    result = shift = 0
-    limit = min(end, pos + 10)
-    while pos < limit:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-    raise WireError("truncated or overlong varint")
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def parse_fields(data: bytes, start: int = 0, end: int | None = None) -> Fields:
-    """Split a message into field number -> values (ints for varint/fixed, bytes for length-delimited)."""
-    end = len(data) if end is None else end
-    fields: Fields = {}
-    pos = start
-    while pos < end:
-        tag, pos = _varint(data, pos, end)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise WireError("field number 0")
-        if wire == 0:
-            value, pos = _varint(data, pos, end)
-        elif wire == 2:
-            length, pos = _varint(data, pos, end)
-            if pos + length > end:
-                raise WireError("length-delimited field runs past the message")
-            value, pos = data[pos:pos + length], pos + length
-        elif wire == 5:
-            if pos + 4 > end:
-                raise WireError("truncated fixed32")
-            (value,), pos = struct.unpack_from("<I", data, pos), pos + 4
-        elif wire == 1:
-            if pos + 8 > end:
-                raise WireError("truncated fixed64")
-            (value,), pos = struct.unpack_from("<Q", data, pos), pos + 8
-        else:
-            raise WireError(f"unsupported wire type {wire}")
-        fields.setdefault(number, []).append(value)
-    return fields
-
-
-def _last_int(fields: Fields, number: int, default: int = 0) -> int:
-    values = fields.get(number)
-    if not values:
-        return default
-    value = values[-1]
-    if not isinstance(value, int):
-        raise WireError(f"field {number} has the wrong wire type")
-    return value
-
-
-def _messages(fields: Fields, number: int) -> list[bytes]:
-    values = fields.get(number, [])
-    if not all(isinstance(v, bytes) for v in values):
-        raise WireError(f"field {number} has the wrong wire type")
-    return values  # type: ignore[return-value]
-
-
-def decode_shape(data: bytes) -> tuple[tuple[int, ...], bool]:
-    """``TensorShapeProto`` -> (dims, unknown_rank)."""
-    fields = parse_fields(data)
-    dims = tuple(_signed(_last_int(parse_fields(d), 1)) for d in _messages(fields, 2))
-    return dims, bool(_last_int(fields, 3))
-
-
-def _decode_slice(data: bytes) -> list[tuple[int, int]]:
-    extents = []
-    for extent in _messages(parse_fields(data), 1):
-        f = parse_fields(extent)
-        extents.append((_signed(_last_int(f, 1)), _signed(_last_int(f, 2)) if 2 in f else -1))
-    return extents
+__all__ = ["WireError", "decode_entry", "decode_header"]
 
 
 Entry = tuple[int, tuple[int, ...], bool, int, int, int, int, list[list[tuple[int, int]]]]
@@ -124,7 +34,7 @@ def _fast_shape(data: bytes, pos: int, end: int) -> tuple[int, ...] | None:
         else:
             if length >= 0x80:
                 return None
-            value, stop = _varint(data, pos + 3, pos + 2 + length)
+            value, stop = read_varint(data, pos + 3, pos + 2 + length)
             if stop != pos + 2 + length or value >= 1 << 63:
                 return None
             dims.append(value)
@@ -159,7 +69,7 @@ def _fast_entry(data: bytes) -> Entry | None:
                     ints[slot] = (b & 0x7F) | ((data[pos + 2] & 0x7F) << 7) | (data[pos + 3] << 14)
                     pos += 4
                 else:
-                    value, pos = _varint(data, pos + 1, n)
+                    value, pos = read_varint(data, pos + 1, n)
                     if value >= 1 << 63:
                         return None
                     ints[slot] = value
@@ -190,26 +100,26 @@ def decode_entry(data: bytes) -> Entry:
     if fast is not None:
         return fast
     f = parse_fields(data)
-    shapes = _messages(f, 2)
+    shapes = messages(f, 2)
     shape, unknown = decode_shape(b"".join(shapes)) if shapes else ((), False)
-    slices = [_decode_slice(s) for s in _messages(f, 7)]
-    return (_signed(_last_int(f, 1)), shape, unknown, _signed(_last_int(f, 3)), _signed(_last_int(f, 4)),
-            _signed(_last_int(f, 5)), _last_int(f, 6), slices)
+    slices = [decode_slice(s) for s in messages(f, 7)]
+    return (signed(last_int(f, 1)), shape, unknown, signed(last_int(f, 3)), signed(last_int(f, 4)),
+            signed(last_int(f, 5)), last_int(f, 6), slices)
 
 
 def decode_header(data: bytes) -> tuple[int, int, int, int, tuple[int, ...]]:
     """``BundleHeaderProto`` -> (num_shards, endianness, producer, min_consumer, bad_consumers)."""
     f = parse_fields(data)
-    versions = _messages(f, 3)
+    versions = messages(f, 3)
     v = parse_fields(b"".join(versions)) if versions else {}
     bad: list[int] = []
     for item in v.get(3, []):
         if isinstance(item, bytes):  # packed
             pos = 0
             while pos < len(item):
-                value, pos = _varint(item, pos, len(item))
-                bad.append(_signed(value))
+                value, pos = read_varint(item, pos, len(item))
+                bad.append(signed(value))
         else:
-            bad.append(_signed(item))  # type: ignore[arg-type]
-    return (_signed(_last_int(f, 1)), _last_int(f, 2), _signed(_last_int(v, 1)), _signed(_last_int(v, 2)),
+            bad.append(signed(item))  # type: ignore[arg-type]
+    return (signed(last_int(f, 1)), last_int(f, 2), signed(last_int(v, 1)), signed(last_int(v, 2)),
             tuple(bad))

@@ -29,7 +29,7 @@ from formats.io.writing import (OutputGuard, Stored, WriteReport, check_roundtri
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
-from formats.tf_bundle.table_writer import TableWriter
+from formats.io.sstable.writer import TableWriter
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]

@@ -194,7 +194,7 @@ def test_snappy_compressed_index_blocks_are_read(tmp_path):
 
 
 def test_snappy_copies_are_decoded():
-    from formats.tf_bundle.snappy import decompress
+    from formats.io.sstable.snappy import decompress
 
     # "abcd" literal, then a copy of length 8 at offset 4 (1-byte-offset form), overlapping itself
     assert decompress(varint(12) + bytes([3 << 2]) + b"abcd" + bytes([(1 << 0) | ((8 - 4) << 2), 4])) == \

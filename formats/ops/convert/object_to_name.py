@@ -8,10 +8,13 @@ Full names that several variables share (TensorFlow names unnamed variables ``Va
 attributes without a full name (iterators) fall back to the object path (the key without
 ``/.ATTRIBUTES/VARIABLE_VALUE``; other attributes keep their name after the path) and are
 reported. The object graph is not written.
+
+A V1 checkpoint (``tf-v1``) is name-based already: converting it to ``tf-name`` migrates it to a V2
+bundle with the same keys (after rename rules), what a TF1 ``Saver`` writing V2 would have saved.
 """
 from __future__ import annotations
 
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.roles import classify_name, slot_key
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -39,6 +42,8 @@ def object_path_name(key: str) -> str:
 def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the conversion of an object-based checkpoint to a name-based one."""
     plan = ConversionPlan(source.path, "tf-name")
+    if source.format == FormatName.TF_V1:
+        return _plan_migration(source, options, plan)
     if not is_object_based(source) or source.object_graph is None:
         plan.add("unsupported", source.path, "the source is already name-based; use `ckpt rename` to rename keys")
         return plan
@@ -68,6 +73,17 @@ def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         elif name == UNNAMED:
             plan.add("fallback", key, f"written as {new!r}, TensorFlow's name for an unnamed variable "
                      f"(object path {object_path_name(key)})", WARNING)
+    plan.check_collisions()
+    plan.report_unused_rules(options.rules)
+    return plan
+
+
+def _plan_migration(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> ConversionPlan:
+    """Every tensor of a name-based source under its own name (after rename rules)."""
+    for key in sorted(source):
+        entry = source[key]
+        new = options.rules.apply(key) if options.rules else key
+        plan.add_row(key, new, entry, entry.shape, entry.dtype, f"renamed from {key}" if new != key else "")
     plan.check_collisions()
     plan.report_unused_rules(options.rules)
     return plan

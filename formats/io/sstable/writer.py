@@ -14,7 +14,7 @@ import struct
 from typing import BinaryIO
 
 from formats.io.crc import crc32c, mask
-from formats.tf_bundle.sstable import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
+from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
 
 __all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator", "short_successor",
            "encode_varint"]

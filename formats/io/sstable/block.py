@@ -1,0 +1,108 @@
+"""Blocks of the LevelDB-style SSTable TensorFlow uses for ``.index`` files and V1 checkpoints.
+
+Layout (``tensorflow/core/lib/io/{table,block,format}.cc``): data blocks, a
+metaindex block, an index block, then a 48-byte footer ending in a magic number.
+Each block is followed by a 5-byte trailer (compression type + masked CRC32C).
+Every structural field is bounds-checked; any inconsistency raises :class:`TableError`, which
+:mod:`formats.io.sstable.table` turns into a CorruptCheckpointError naming the file.
+"""
+from __future__ import annotations
+
+import struct
+
+from formats.io.crc import crc32c, unmask
+from formats.io.sstable import snappy
+
+__all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
+           "block_handle", "read_varint"]
+
+MAGIC = 0xDB4775248B80FB57
+MAGIC_BYTES = struct.pack("<Q", MAGIC)
+FOOTER_SIZE = 48
+TRAILER_SIZE = 5
+NO_COMPRESSION = 0
+SNAPPY_COMPRESSION = 1
+
+
+class TableError(ValueError):
+    """A structural problem in a table; callers turn it into a CorruptCheckpointError naming the file."""
+
+
+class BlockChecksumError(TableError):
+    """A block whose bytes do not match the CRC32C in its trailer."""
+
+
+def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple[int, int]:
+    """Decode a base-128 varint at ``pos`` that must end before ``limit``; return (value, new pos)."""
+    result = shift = 0
+    end = min(limit, pos + max_bytes)
+    while pos < end:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+    raise TableError("varint runs past its bounds")
+
+
+def block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
+    """A BlockHandle (offset and size varints) at ``pos``, and the position after it."""
+    offset, pos = read_varint(data, pos, limit)
+    size, pos = read_varint(data, pos, limit)
+    return offset, size, pos
+
+
+def read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
+    """The contents of the block at ``offset``: inside the table, its CRC32C checked, decompressed."""
+    end = offset + size
+    if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
+        raise TableError(f"{what} block [{offset}, {end}) runs past the end of the table")
+    block = data[offset:end]
+    kind = data[end]
+    (stored,) = struct.unpack_from("<I", data, end + 1)
+    actual = crc32c(memoryview(data)[offset:end + 1])
+    if unmask(stored) != actual:
+        raise BlockChecksumError(f"{what} block at offset {offset}: checksum mismatch "
+                                 f"(stored {unmask(stored):#010x}, computed {actual:#010x})")
+    if kind == NO_COMPRESSION:
+        return block
+    if kind == SNAPPY_COMPRESSION:
+        try:
+            return snappy.decompress(block)
+        except snappy.SnappyError as exc:
+            raise TableError(f"{what} block at offset {offset}: bad Snappy data ({exc})") from None
+    raise TableError(f"{what} block at offset {offset}: unknown compression type {kind}")
+
+
+def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
+    """Decode one block's prefix-compressed entries into ``(key, value)`` pairs, checking every bound."""
+    n = len(block)
+    if n < 4:
+        raise TableError("block shorter than its restart count")
+    (num_restarts,) = struct.unpack_from("<I", block, n - 4)
+    if num_restarts > (n - 4) // 4:
+        raise TableError(f"block claims {num_restarts} restart points in {n} bytes")
+    limit = n - 4 - 4 * num_restarts
+    entries: list[tuple[bytes, bytes]] = []
+    key = b""
+    pos = 0
+    while pos < limit:
+        shared = block[pos]
+        if shared < 0x80 and pos + 2 < limit and block[pos + 1] < 0x80 and block[pos + 2] < 0x80:
+            non_shared, value_len = block[pos + 1], block[pos + 2]
+            pos += 3
+        else:
+            shared, pos = read_varint(block, pos, limit, 5)
+            non_shared, pos = read_varint(block, pos, limit, 5)
+            value_len, pos = read_varint(block, pos, limit, 5)
+        if shared > len(key):
+            raise TableError(f"entry shares {shared} bytes with a {len(key)}-byte previous key")
+        key_end = pos + non_shared
+        value_end = key_end + value_len
+        if value_end > limit:
+            raise TableError("entry runs past the end of its block")
+        key = key[:shared] + block[pos:key_end]
+        entries.append((key, block[key_end:value_end]))
+        pos = value_end
+    return entries
