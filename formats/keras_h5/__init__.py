@@ -47,7 +47,8 @@ def _build(path: str, image: Any) -> KerasCheckpoint:
         if dtype is None:
             skipped[key] = f"HDF5 type {ds.dtype} has no TensorFlow dtype"
             continue
-        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, path, info.name, info.role)
+        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, path, info.name, info.role,
+                                slot_of=info.slot_of, slot_name=info.slot_name, optimizer=info.optimizer)
     fmt = "keras-zip" if image.container == "zip" else layout.kind
     return KerasCheckpoint(path, fmt, entries, image, _metadata(layout, image, skipped),
                            layout.problems + image.notes)

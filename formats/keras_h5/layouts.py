@@ -26,6 +26,9 @@ class Described:
 
     name: str
     role: str = "variable"
+    slot_of: str | None = None
+    slot_name: str | None = None
+    optimizer: str | None = None
 
 
 @dataclass
@@ -227,11 +230,13 @@ def _keras3_group(group: VarsGroup, groups: dict[str, VarsGroup], datasets: dict
     prefix = f"{group.path}/vars/" if group.path else "vars/"
     for i in range(len(group.shapes)):
         if names is not None:
-            name = names[i]
-        else:
-            role = group.roles[i] if group.roles else str(i)
-            name = f"{group.full_name}/{role}"
-        layout.described[f"{prefix}{i}"] = Described(name, "optimizer" if is_optimizer else "variable")
+            var = names[i]
+            role = "slot" if var.slot_of else "optimizer"
+            layout.described[f"{prefix}{i}"] = Described(var.name, role, var.slot_of, var.slot_name, var.optimizer)
+            continue
+        kind = group.roles[i] if group.roles else str(i)
+        layout.described[f"{prefix}{i}"] = Described(f"{group.full_name}/{kind}",
+                                                     "optimizer" if is_optimizer else "variable")
 
 
 def _layer_order(groups: dict[str, VarsGroup], config: Any) -> list[str]:
