@@ -62,7 +62,7 @@ TRAINING_SHADOWS = ("ExponentialMovingAverage",)
 NEG_LR = "-lr"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Slot:
     """One per-variable slot: its ``meaning`` and its name in each framework (absent: none there).
 
@@ -82,7 +82,7 @@ class Slot:
         return self.names.get(framework)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Family:
     """One optimizer algorithm across frameworks (see the module doc)."""
 
@@ -252,7 +252,7 @@ class SlotTransform:
 
 
 def _num(value: float) -> str:
-    return f"{value:.9g}"
+    return f"{value:.7g}"
 
 
 def equivalence(src: Family, src_fw: str, dst: Family, dst_fw: str) -> str | None:
