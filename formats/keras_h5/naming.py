@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from formats.concepts.optimizers import KERAS3, family_of_class, keras3_layout
+from formats.concepts.optimizers import KERAS3, KERAS3_SETTINGS, family_of_class, keras3_assign
 
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
            "to_snake_case"]
@@ -165,12 +165,8 @@ def optimizer_names(opt: VarsGroup, groups: dict[str, VarsGroup], config: Any) -
     if fam is None or settings is None:
         return None
     trainable = _trainable_variables(groups, config) if config is not None else None
-    found = []
-    for flags, lr_var in settings:
-        for layout in _layouts(fam, flags, lr_var, len(opt.shapes), trainable):
-            order = _assign(layout, opt.shapes, trainable, groups)
-            if order is not None:
-                found.append((layout, order))
+    candidates = [] if trainable is not None else _candidates(groups)
+    found = keras3_assign(fam, opt.shapes, settings, trainable, candidates)
     if len(found) != 1:
         return None
     layout, order = found[0]
@@ -180,13 +176,9 @@ def optimizer_names(opt: VarsGroup, groups: dict[str, VarsGroup], config: Any) -
         if index is None:
             out.append(OptimizerVar(f"{opt.own_name}/{name}"))
         else:
-            var_name, key = order[index]
+            var_name, _, key = order[index]
             out.append(OptimizerVar(f"{opt.own_name}/{var_name.replace('/', '_')}_{name}", key, name, cls_name))
     return out
-
-
-_SETTINGS = {"sgd": [(), ("momentum",)], "adam": [(), ("amsgrad",)], "adamw": [(), ("amsgrad",)],
-             "rmsprop": [(), ("momentum",), ("centered",), ("momentum", "centered")]}
 
 
 def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[str, ...], bool]] | None, str | None]:
@@ -195,7 +187,7 @@ def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[s
     opt_cfg = compile_cfg.get("optimizer") if isinstance(compile_cfg, dict) else None
     if not isinstance(opt_cfg, dict):
         fam = family_of_class(opt.own_name, KERAS3)
-        combos = _SETTINGS.get(fam.name, [()]) if fam else [()]
+        combos = KERAS3_SETTINGS.get(fam.name, [()]) if fam else [()]
         return [(c, lr) for c in combos for lr in (True, False)], fam.class_name(KERAS3) if fam else None
     cfg = opt_cfg.get("config") or {}
     if cfg.get("use_ema") or cfg.get("gradient_accumulation_steps"):
@@ -205,59 +197,12 @@ def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[s
     return [(flags, not isinstance(cfg.get("learning_rate"), dict))], str(opt_cfg.get("class_name"))
 
 
-def _layouts(fam: Any, flags: tuple[str, ...], lr_var: bool, count: int,
-             trainable: list[tuple[str, tuple[int, ...], str]] | None) -> list[list[tuple[str, int | None]]]:
-    """The layouts of ``count`` variables possible for these settings (one per trainable count)."""
-    fixed = len(keras3_layout(fam, 0, flags, lr_var))
-    per_variable = len(keras3_layout(fam, 1, flags, lr_var)) - fixed
-    if trainable is not None:
-        sizes = [len(trainable)]
-    elif per_variable:
-        sizes = [(count - fixed) // per_variable] if (count - fixed) % per_variable == 0 else []
-    else:
-        sizes = [0]
-    layouts = [keras3_layout(fam, n, flags, lr_var) for n in sizes if n >= 0]
-    return [layout for layout in layouts if len(layout) == count]
-
-
-def _assign(layout: list[tuple[str, int | None]], shapes: list[tuple[int, ...]],
-            trainable: list[tuple[str, tuple[int, ...], str]] | None,
-            groups: dict[str, VarsGroup]) -> list[tuple[str, str]] | None:
-    """Trainable variable index -> (name, key), checked against every slot's shape; None if unsure."""
-    if any(index is None and shape != () for (_, index), shape in zip(layout, shapes)):
-        return None
-    if trainable is None:
-        trainable = _by_slot_shapes(layout, shapes, groups)
-        if trainable is None:
-            return None
-    for (_, index), shape in zip(layout, shapes):
-        if index is not None and (index >= len(trainable) or trainable[index][1] != shape):
-            return None
-    return [(name, key) for name, _, key in trainable]
-
-
-def _by_slot_shapes(layout: list[tuple[str, int | None]], shapes: list[tuple[int, ...]],
-                    groups: dict[str, VarsGroup]) -> list[tuple[str, tuple[int, ...], str]] | None:
-    """Without a config: the trainable variables in the order the slots' shapes give, when every
-    candidate model variable has a shape no other one has."""
-    candidates = [(f"{g.full_name}/{role}", shape, f"{g.path}/vars/{i}" if g.path else f"vars/{i}")
-                  for g in groups.values() if not g.path.startswith("optimizer")
-                  for i, (role, shape) in enumerate(zip(g.roles or [str(i) for i in range(len(g.shapes))],
-                                                        g.shapes)) if role not in _NON_TRAINABLE]
-    by_shape: dict[tuple[int, ...], list[tuple[str, tuple[int, ...], str]]] = {}
-    for c in candidates:
-        by_shape.setdefault(c[1], []).append(c)
-    if any(len(v) > 1 for v in by_shape.values()):
-        return None
-    order: dict[int, tuple[str, tuple[int, ...], str]] = {}
-    for (_, index), shape in zip(layout, shapes):
-        if index is not None and index not in order:
-            if shape not in by_shape:
-                return None
-            order[index] = by_shape[shape][0]
-    if sorted(order) != list(range(len(order))) or len({c[2] for c in order.values()}) != len(order):
-        return None
-    return [order[i] for i in range(len(order))]
+def _candidates(groups: dict[str, VarsGroup]) -> list[tuple[str, tuple[int, ...], str]]:
+    """Every model variable that may be trainable: ``(name, shape, key)``."""
+    return [(f"{g.full_name}/{role}", shape, f"{g.path}/vars/{i}" if g.path else f"vars/{i}")
+            for g in groups.values() if not g.path.startswith("optimizer")
+            for i, (role, shape) in enumerate(zip(g.roles or [str(i) for i in range(len(g.shapes))], g.shapes))
+            if role not in _NON_TRAINABLE]
 
 
 def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tuple[str, tuple[int, ...], str]] | None:

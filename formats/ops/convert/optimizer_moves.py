@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.concepts.optimizers import (COUNTERS, FRAMEWORK_TITLES, TF1, Family, equivalence, power_from_step,
+from formats.concepts.optimizers import (FRAMEWORK_TITLES, TF1, Family, equivalence, power_from_step,
                                          slot_transform, step_from_power)
 from formats.ops.convert.optimizer_state import OptimizerState
 from formats.ops.convert.transforms import ScaledEntry, ZerosEntry, scalar_value
@@ -152,7 +152,7 @@ class OptimizerMove:
         step, how, used = found
         counter = self.src.scalars.get("step") or self.src.scalars.get("global_step")
         if counter is not None and used == (counter.key,) and how == f"= {counter.name}":
-            same = self.src.framework == self.framework and counter.name == COUNTERS.get(self.framework)
+            same = counter.kind == ("global_step" if self.framework == TF1 else "step")
             if counter.tensor.entry.dtype == dtype and tuple(counter.tensor.entry.shape) == ():
                 return Moved(counter.tensor.entry, counter.key, "" if same else how, used)
         return Moved(scalar_value(step, dtype), used[0] if len(used) == 1 else None, f"{how} = {step}", used)

@@ -23,6 +23,8 @@ from formats.core.errors import UnsupportedError
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
 from formats.core.model import shape_text
+from formats.concepts.optimizers import KERAS3
+from formats.ops.convert.cross.optimizer import keras3_like
 from formats.ops.convert.optimizer_moves import OptimizerMove
 from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
 from formats.ops.convert.optimizer_state import read_optimizer_state
@@ -83,6 +85,8 @@ def _optimizer_state(plan: ConversionPlan, source: Checkpoint, tensors: list[Sou
     returns the source keys used and the template keys filled or reported."""
     src = read_optimizer_state(source, tensors)
     dst = read_optimizer_state(template, source_tensors(template, None))
+    if src.framework == KERAS3 and not src.slots and dst.known and dst.slots:
+        src = keras3_like(plan, source, dst, options.rules, source.path)
     if not (src.known and dst.known) or (not src.slots and not dst.slots):
         return set(), set()
     move = OptimizerMove(src, dst.framework or "", dst.family, options.hparams, dst)
