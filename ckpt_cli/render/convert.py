@@ -54,4 +54,4 @@ def _summary(result: Any) -> list[Segment]:
     text += ", verified" if verified else ", not verified"
     if result.state_file:
         text += f"; {result.state_file} updated"
-    return [("wrote", "green"), (text, None), (f"; {counts}" if warnings else "", None)]
+    return [("wrote", "green"), (text, None), (f"; {counts}" if warnings or plan.transformed else "", None)]

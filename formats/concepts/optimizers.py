@@ -334,8 +334,9 @@ def _keras_slot_names(framework: str) -> set[str]:
 
 
 def parse_keras_slot(full_name: str, variables: Collection[str]) -> KerasSlotName | None:
-    """Read a tf-keras slot variable's name: legacy ``Adam/dense/kernel/m``, current
-    ``Adam/m/dense/kernel`` or ``m/dense/kernel``; ``variables`` are the model variables' names."""
+    """Read a tf-keras slot variable's name: legacy ``Adam/dense/kernel/m`` (``dense/kernel/m`` when its
+    slots were made outside a name scope), current ``Adam/m/dense/kernel`` or ``m/dense/kernel``;
+    ``variables`` are the model variables' names."""
     head, _, rest = full_name.partition("/")
     slot, _, var = rest.partition("/")
     if slot in _keras_slot_names(TF_KERAS) and var in variables:
@@ -345,6 +346,9 @@ def parse_keras_slot(full_name: str, variables: Collection[str]) -> KerasSlotNam
     var, _, slot = rest.rpartition("/")
     if slot in _keras_slot_names(KERAS_LEGACY) and var in variables:
         return KerasSlotName(KERAS_LEGACY, head, slot, var)
+    var, _, slot = full_name.rpartition("/")
+    if slot in _keras_slot_names(KERAS_LEGACY) and var in variables:
+        return KerasSlotName(KERAS_LEGACY, None, slot, var)
     return None
 
 

@@ -24,6 +24,7 @@ from formats.core.model import Checkpoint
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
 from formats.core.model import shape_text
 from formats.concepts.optimizers import KERAS3
+from formats.keras_h5.layouts import natural_key
 from formats.ops.convert.cross.optimizer import keras3_like
 from formats.ops.convert.optimizer_moves import OptimizerMove
 from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
@@ -71,6 +72,7 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
     unused = [t for t in tensors if t.key not in used]
     for key, label in missing:
         _missing(plan, template, key, label, _wanted(label, labels), unused, options.allow_missing)
+    plan.rows.sort(key=lambda row: natural_key(row.key))
     graph_entry = template[OBJECT_GRAPH_KEY]
     plan.add_row(None, OBJECT_GRAPH_KEY, graph_entry, graph_entry.shape, graph_entry.dtype, "template object graph")
     for t in unused:
