@@ -176,8 +176,9 @@ def _family(state: OptimizerState, slots: list[SourceTensor], tensors: list[Sour
         fam = families.pop()
         return fam, next((n for n in sorted(n for n in names if n) if family_of_class(n, fw) is fam), None)
     candidates = families_with_slots(fw, {_slot_name(fw, t, model) or "" for t in slots}) if slots else []
-    if len(candidates) > 1:  # Nadam keeps extra state (u_product) that Adam lacks
-        candidates = [c for c in candidates if (c.extra.get(fw) in lasts) == bool(c.extra.get(fw))]
+    if len(candidates) > 1:  # Nadam keeps extra state (u_product, momentum_cache) that Adam lacks
+        extra = [c for c in candidates if c.extra.get(fw) in lasts]
+        candidates = extra or [c for c in candidates if not c.extra.get(fw)]
     kinds = {c.same_state_as or c.name for c in candidates}
     if len(kinds) == 1:
         return candidates[0], None
