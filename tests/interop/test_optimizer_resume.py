@@ -19,7 +19,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +110,6 @@ class Case:
     kind: str = "checkpoint"      # the target's template / restore kind
     error: str | None = None      # the plan error a pair without an equivalent must report
     via_object: bool = False      # TF1 -> tf-object -> tf-name -> TF1
-    steps: list[str] = field(default_factory=list)
 
 
 def _cases() -> list[Case]:
