@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import formats
+from formats.concepts import keras3_optimizer as k3
 from formats.concepts import optimizers as table
 from formats.concepts.roles import SLOT_SUFFIXES, classify_names, slot_key
 from formats.ops.convert.transforms import ScaledEntry, ZerosEntry
@@ -110,12 +111,12 @@ def test_keras_slot_names_parse():
 
 def test_keras3_layouts_follow_add_optimizer_variables():
     # keras/src/optimizers: Adam adds (momentum, velocity) variable by variable; RMSprop one list per slot
-    adam = table.keras3_layout(table.family("adam"), 2)
+    adam = k3.keras3_layout(table.family("adam"), 2)
     assert adam == [("iteration", None), ("learning_rate", None), ("momentum", 0), ("velocity", 0),
                     ("momentum", 1), ("velocity", 1)]
-    rms = table.keras3_layout(table.family("rmsprop"), 2, ("momentum",), learning_rate_variable=False)
+    rms = k3.keras3_layout(table.family("rmsprop"), 2, ("momentum",), learning_rate_variable=False)
     assert rms == [("iteration", None), ("velocity", 0), ("velocity", 1), ("momentum", 0), ("momentum", 1)]
-    assert table.keras3_layout(table.family("nadam"), 1)[-1] == ("u_product", None)
+    assert k3.keras3_layout(table.family("nadam"), 1)[-1] == ("u_product", None)
     assert table.family_of_class("rm_sprop", "keras3").name == "rmsprop"
     assert table.family_of_class("adam_1").name == "adam" and table.family_of_class("Lion") is None
 
@@ -124,12 +125,12 @@ def test_keras3_assignment_needs_unique_shapes_without_a_config():
     fam = table.family("rmsprop")
     candidates = [("dense/kernel", (4, 3), "k"), ("dense/bias", (3,), "b")]
     shapes = [(), (), (4, 3), (3,), (4, 3), (3,)]
-    found = table.keras3_assign(fam, shapes, [(c, True) for c in table.KERAS3_SETTINGS["rmsprop"]], None, candidates)
+    found = k3.keras3_assign(fam, shapes, [(c, True) for c in k3.KERAS3_SETTINGS["rmsprop"]], None, candidates)
     assert sorted(layout[4][0] for layout, _ in found) == ["average_gradient", "momentum"]  # ambiguous: two fit
-    one = table.keras3_assign(fam, shapes, [(("momentum",), True)], None, candidates)
+    one = k3.keras3_assign(fam, shapes, [(("momentum",), True)], None, candidates)
     assert len(one) == 1 and [v[2] for v in one[0][1]] == ["k", "b"]
     same = [("a/kernel", (3,), "a"), ("b/kernel", (3,), "b")]
-    assert table.keras3_assign(table.family("adam"), [(), (), (3,), (3,), (3,), (3,)], [((), True)], None, same) == []
+    assert k3.keras3_assign(table.family("adam"), [(), (), (3,), (3,), (3,), (3,)], [((), True)], None, same) == []
 
 
 # --- transformed values ---------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from formats.concepts.optimizers import KERAS3, KERAS3_SETTINGS, family_of_class, keras3_assign
+from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
+from formats.concepts.optimizers import KERAS3, family_of_class
 
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
            "to_snake_case"]

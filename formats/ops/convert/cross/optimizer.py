@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from formats.concepts.optimizers import KERAS3, keras3_assign
+from formats.concepts.keras3_optimizer import keras3_assign
+from formats.concepts.optimizers import KERAS3
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import Pairing
 from formats.ops.convert.cross.variables import keras_variables
