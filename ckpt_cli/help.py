@@ -41,11 +41,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
     "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
                 "rules_out"),
+    "Optimizer state": ("learning_rate", "hparams"),
     "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",
                "edgeitems", "full"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
-ORDER = ("Selection", "Rename rules", "Comparison", "Writing", "Output", "Other options")
+ORDER = ("Selection", "Rename rules", "Comparison", "Writing", "Optimizer state", "Output", "Other options")
 
 
 class CkptCommand(click.Command):

@@ -241,7 +241,8 @@ def test_dry_run_plans_without_writing(tmp_path: Path) -> None:
     data = result.to_json()
     row = next(r for r in data["rows"] if r["key"] == "layers/embedding/vars/0")
     assert row == {"source": "layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE",
-                   "key": "layers/embedding/vars/0", "shape": [50, 8], "dtype": "float32", "note": ""}
+                   "key": "layers/embedding/vars/0", "shape": [50, 8], "dtype": "float32", "note": "",
+                   "transform": None}
 
 
 def test_existing_output_refused(tmp_path: Path) -> None:

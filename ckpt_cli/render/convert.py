@@ -13,11 +13,7 @@ def render_conversion(result: Any) -> None:
     plan = result.plan
     table = None
     if result.dry_run:
-        table = TextTable([("SOURCE", "left"), ("KEY", "left"), ("SHAPE", "left"), ("DTYPE", "left"),
-                           ("NOTE", "left")])
-        for row in plan.rows:
-            table.add_row(row.source if row.source is not None else "-", row.key, shape_text(row.shape),
-                          row.dtype, row.note)
+        table = _plan_table(plan)
         emit(table)
     if plan.problems:
         problems = TextTable([("", "left"), ("PROBLEM", "left"), ("KEY", "left"), ("DETAIL", "left"),
@@ -31,15 +27,28 @@ def render_conversion(result: Any) -> None:
     emit(lines=_summary(result))
 
 
+def _plan_table(plan: Any) -> TextTable:
+    """Every row: source -> key, shape, dtype, the transform (when any row has one), the note."""
+    transforms = any(row.transform for row in plan.rows)
+    columns = [("SOURCE", "left"), ("KEY", "left"), ("SHAPE", "left"), ("DTYPE", "left")]
+    table = TextTable(columns + ([("TRANSFORM", "left")] if transforms else []) + [("NOTE", "left")])
+    for row in plan.rows:
+        cells = [row.source if row.source is not None else "-", row.key, shape_text(row.shape), row.dtype]
+        table.add_row(*cells, *([row.transform or "-"] if transforms else []), row.note)
+    return table
+
+
 def _summary(result: Any) -> list[list[Segment]]:
     plan = result.plan
     errors, warnings = len(plan.errors), len(plan.warnings)
     counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    if plan.transformed:
+        counts = f"{plan.transformed} transformed; {counts}"
     if errors:
         return [[(counts, "red"), ("; nothing written", None)]]
     tensors = len(plan.rows) + (plan.object_graph is not None)
     if result.dry_run or result.written is None:
         return [[("dry run", "bold"), (f": {tensors} tensors would be written ({plan.target}); {counts}", None)]]
     extra = f"; {result.state_file} updated" if result.state_file else ""
-    extra += f"; {counts}" if warnings else ""
+    extra += f"; {counts}" if warnings or plan.transformed else ""
     return written_lines(result.written, extra)

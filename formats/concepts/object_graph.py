@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from formats.core.errors import CorruptCheckpointError
+from formats.concepts.optimizers import parse_keras_slot
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
@@ -352,7 +353,9 @@ def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) 
     """Slot node -> (variable node, slot name) for Keras optimizers (``Adam/m/net/dense/kernel``).
 
     Only nodes under an optimizer whose full name is ``<A>/<slot>/<rest>`` with ``rest`` the full
-    name of exactly one model variable (a VARIABLE_VALUE not under any optimizer) count.
+    name of exactly one model variable (a VARIABLE_VALUE not under any optimizer) count, and
+    ``<slot>/<rest>`` with ``slot`` a tf-keras slot name of the optimizer table (an optimizer built
+    outside ``apply_gradients`` names its slots ``m/dense/kernel``).
     """
     model: dict[str, list[int]] = {}
     candidates: list[tuple[int, str]] = []
@@ -368,4 +371,8 @@ def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) 
         parts = full_name.split("/", 2)
         if len(parts) == 3 and parts[1] and len(model.get(parts[2], [])) == 1:
             out[node_id] = (model[parts[2]][0], parts[1])
+            continue
+        unprefixed = parse_keras_slot(full_name, model)
+        if unprefixed is not None and unprefixed.optimizer is None and len(model[unprefixed.variable]) == 1:
+            out[node_id] = (model[unprefixed.variable][0], unprefixed.slot)
     return out

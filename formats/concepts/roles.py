@@ -1,4 +1,4 @@
-"""What a tensor is, from its name alone: THE table of name-based optimizer conventions.
+"""What a tensor is, from its name alone: TF1's name-based optimizer conventions.
 
 TF1 optimizers (``tf.compat.v1.train.*Optimizer``) name a slot variable
 ``<variable>/<optimizer name>[_N]``: the first slot an optimizer makes for a variable
@@ -9,7 +9,8 @@ scalars are optimizer state too (``beta1_power``, ``beta2_power``, ``global_step
 :func:`classify_name` reads one key; :func:`classify_names` reads a whole checkpoint's
 keys (it can check that the slotted variable exists and tell RMSProp's centered
 layout from the plain one). :data:`SLOT_SUFFIXES` and :func:`slot_key` give the
-table in both directions, for writers (``ckpt convert``).
+conventions in both directions, for writers (``ckpt convert``); both are derived from the one
+table of optimizer semantics, :mod:`formats.concepts.optimizers`.
 
 Roles (``Role``) are plain strings so they compare with and serialise as text:
 ``variable``, ``slot``, ``optimizer`` (optimizer hyperparameters, step/iteration
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from formats.core.model import OBJECT_GRAPH_KEY, Role
+from formats.concepts.optimizers import FAMILIES, TF1, tf1_slot_suffixes
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
            "slot_suffixes", "slot_key"]
@@ -37,29 +39,25 @@ class NameRole:
     slot_name: str | None = None
 
 
-# suffix (last "/" segment) -> (optimizer, slot name). Slot names are the ones TF1's
-# optimizers pass to _zeros_slot / _get_or_make_slot (tensorflow/python/training/*.py).
-SLOT_SUFFIXES: dict[str, tuple[str, str]] = {
-    "Adam": ("Adam", "m"),
-    "Adam_1": ("Adam", "v"),
-    "Adagrad": ("Adagrad", "accumulator"),
-    "AdagradDA": ("AdagradDA", "gradient_accumulator"),
-    "AdagradDA_1": ("AdagradDA", "gradient_squared_accumulator"),
-    "ProximalAdagrad": ("ProximalAdagrad", "accumulator"),
-    "Momentum": ("Momentum", "momentum"),
-    "RMSProp": ("RMSProp", "rms"),
-    "RMSProp_1": ("RMSProp", "momentum"),   # "mg" when RMSProp_2 exists too (centered)
-    "RMSProp_2": ("RMSProp", "momentum"),   # centered=True: rms, mg, momentum
-    "Ftrl": ("Ftrl", "accum"),
-    "Ftrl_1": ("Ftrl", "linear"),
-    "Adadelta": ("Adadelta", "accum"),
-    "Adadelta_1": ("Adadelta", "accum_update"),
-}
+def _suffix_table() -> tuple[dict[str, tuple[str, str]], dict[tuple[str, str, bool], str]]:
+    """Suffix -> (optimizer, slot), and (optimizer, slot, centered) -> suffix, from the optimizer table."""
+    suffixes: dict[str, tuple[str, str]] = {}
+    keys: dict[tuple[str, str, bool], str] = {}
+    for fam in FAMILIES:
+        for suffix, cls, slot, layout in tf1_slot_suffixes(fam):
+            suffixes.setdefault(suffix, (cls, slot))
+            keys.setdefault((cls, slot, layout > 0), suffix)
+    return suffixes, keys
+
+
+SLOT_SUFFIXES, _SLOT_KEYS = _suffix_table()
+"""Suffix (last ``/`` segment) -> (optimizer, slot name), derived from :data:`formats.concepts.optimizers.FAMILIES`:
+slot names are the ones TF1's optimizers pass to ``_zeros_slot`` / ``_get_or_make_slot``. ``RMSProp_1`` is
+``momentum`` here and ``mg`` when ``RMSProp_2`` exists too (centered); :func:`classify_names` tells them apart."""
 
 # Last "/" segment of non-slot optimizer state (TF1 Adam's power accumulators, the step counter).
 OPTIMIZER_SCALARS: dict[str, str] = {
-    "beta1_power": "Adam",
-    "beta2_power": "Adam",
+    **{power: fam.class_name(TF1) or "" for fam in reversed(FAMILIES) for power, _ in fam.powers},
     "global_step": "",
 }
 
@@ -77,14 +75,11 @@ def slot_key(variable: str, optimizer: str, slot_name: str, centered: bool = Fal
 
     Raises KeyError for an (optimizer, slot) pair the table does not know.
     """
-    if centered and optimizer == "RMSProp":
-        suffix = {"rms": "RMSProp", "mg": "RMSProp_1", "momentum": "RMSProp_2"}.get(slot_name)
-        if suffix is not None:
-            return f"{variable}/{suffix}"
-    for suffix, pair in SLOT_SUFFIXES.items():
-        if pair == (optimizer, slot_name) and suffix != "RMSProp_2":
-            return f"{variable}/{suffix}"
-    raise KeyError(f"no name-based convention for slot {slot_name!r} of {optimizer!r}")
+    suffix = _SLOT_KEYS.get((optimizer, slot_name, centered)) if centered else None
+    suffix = suffix or _SLOT_KEYS.get((optimizer, slot_name, False)) or _SLOT_KEYS.get((optimizer, slot_name, True))
+    if suffix is None:
+        raise KeyError(f"no name-based convention for slot {slot_name!r} of {optimizer!r}")
+    return f"{variable}/{suffix}"
 
 
 def classify_name(key: str, known: Iterable[str] | None = None) -> NameRole:

@@ -139,6 +139,11 @@ class TensorEntry:
         """The files this tensor's value is read from (used to refuse overwriting an input)."""
         return ()
 
+    @property
+    def partitions(self) -> int:
+        """How many slices the tensor is stored in (a TF1 partitioned variable); 0 when stored whole."""
+        return 0
+
     def read(self) -> np.ndarray:
         """The whole value as a numpy array (checksums verified where the format has them)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement read()")

@@ -80,7 +80,8 @@ def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fm
             skipped[key] = f"HDF5 type {ds.dtype} has no TensorFlow dtype"
             continue
         file, image = parts[owner[key]]
-        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, file, info.name, info.role)
+        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, file, info.name, info.role,
+                                slot_of=info.slot_of, slot_name=info.slot_name, optimizer=info.optimizer)
     notes = [note for image in images for note in image.notes]
     meta = _metadata(layout, images[0] if images else None, skipped)
     meta.update(extra_meta)

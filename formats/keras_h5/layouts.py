@@ -27,6 +27,9 @@ class Described:
 
     name: str
     role: str = Role.VARIABLE
+    slot_of: str | None = None
+    slot_name: str | None = None
+    optimizer: str | None = None
 
 
 @dataclass
@@ -228,11 +231,13 @@ def _keras3_group(group: VarsGroup, groups: dict[str, VarsGroup], datasets: dict
     prefix = f"{group.path}/vars/" if group.path else "vars/"
     for i in range(len(group.shapes)):
         if names is not None:
-            name = names[i]
-        else:
-            role = group.roles[i] if group.roles else str(i)
-            name = f"{group.full_name}/{role}"
-        layout.described[f"{prefix}{i}"] = Described(name, Role.OPTIMIZER if is_optimizer else Role.VARIABLE)
+            var = names[i]
+            role = Role.SLOT if var.slot_of else Role.OPTIMIZER
+            layout.described[f"{prefix}{i}"] = Described(var.name, role, var.slot_of, var.slot_name, var.optimizer)
+            continue
+        kind = group.roles[i] if group.roles else str(i)
+        layout.described[f"{prefix}{i}"] = Described(f"{group.full_name}/{kind}",
+                                                     Role.OPTIMIZER if is_optimizer else Role.VARIABLE)
 
 
 def _layer_order(groups: dict[str, VarsGroup], config: Any) -> list[str]:

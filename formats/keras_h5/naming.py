@@ -1,5 +1,6 @@
 """Names for Keras 3 variables: ``<layer name>/<role>`` where the layer class is known, else
-``<layer name>/<index>``; optimizer slots named as Keras names them when the model config allows.
+``<layer name>/<index>``; optimizer slots named as Keras names them, and tied to their variables,
+when the model config or the slots' shapes make the optimizer's layout certain.
 
 Keras 3 saves a layer's variables as ``<path>/vars/0, 1, ...`` in creation order (trainable first).
 The layer class comes from ``config.json`` (looked up by the ``vars`` group's ``name`` attribute) or,
@@ -13,7 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["VarsGroup", "layer_roles", "name_groups", "config_layers", "optimizer_names", "to_snake_case"]
+from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
+from formats.concepts.optimizers import KERAS3, family_of_class
+
+__all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
+           "to_snake_case"]
 
 _BIAS = ("bias", "use_bias")
 _KERNEL_BIAS = [("kernel", None), _BIAS]
@@ -35,7 +40,6 @@ ROLES: dict[str, list[tuple[str, str | None]]] = {
 _CELLS = {"LSTM": "LSTMCell", "GRU": "GRUCell", "SimpleRNN": "SimpleRNNCell"}
 _NON_TRAINABLE = {"moving_mean", "moving_variance"}
 _CONTAINERS = {"layers", "_layers"}
-_SLOTS = {"Adam": ["momentum", "velocity"], "AdamW": ["momentum", "velocity"]}
 
 
 def to_snake_case(name: str) -> str:
@@ -136,34 +140,77 @@ def _parent(groups: dict[str, VarsGroup], path: str) -> VarsGroup | None:
     return None
 
 
-def optimizer_names(opt: VarsGroup, groups: dict[str, VarsGroup], config: Any) -> list[str] | None:
+@dataclass(frozen=True)
+class OptimizerVar:
+    """What one Keras 3 optimizer variable is: its ``name``, and for a slot the key of its model
+    variable (``slot_of``), the Keras slot name and the optimizer class."""
+
+    name: str
+    slot_of: str | None = None
+    slot_name: str | None = None
+    optimizer: str | None = None
+
+
+def optimizer_names(opt: VarsGroup, groups: dict[str, VarsGroup], config: Any) -> list[OptimizerVar] | None:
     """Keras' names for the optimizer's variables (``adam/iteration``, ``adam/dense_kernel_momentum``),
-    or None unless the config names a known optimizer and every count and shape agrees."""
+    or None unless the optimizer's layout is certain.
+
+    The class and its settings come from ``config.json`` (``compile_config``), else from the
+    ``vars`` group's ``name`` (Keras names an optimizer after its class: ``adam``, ``rm_sprop``);
+    the layout from the optimizer table (:func:`formats.concepts.optimizers.keras3_layout`). The
+    model's trainable variables come in the config's order, or, without a config, in the order
+    the slots' shapes spell out, which is taken only when every trainable variable's shape is unique.
+    """
+    settings, cls = _optimizer_settings(config, opt)
+    fam = family_of_class(cls, KERAS3) if cls else None
+    if fam is None or settings is None:
+        return None
+    trainable = _trainable_variables(groups, config) if config is not None else None
+    candidates = [] if trainable is not None else _candidates(groups)
+    found = keras3_assign(fam, opt.shapes, settings, trainable, candidates)
+    if len(found) != 1:
+        return None
+    layout, order = found[0]
+    cls_name = fam.class_name(KERAS3)
+    out = []
+    for name, index in layout:
+        if index is None:
+            out.append(OptimizerVar(f"{opt.own_name}/{name}"))
+        else:
+            var_name, _, key = order[index]
+            out.append(OptimizerVar(f"{opt.own_name}/{var_name.replace('/', '_')}_{name}", key, name, cls_name))
+    return out
+
+
+def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[str, ...], bool]] | None, str | None]:
+    """The (slot settings, learning rate is a variable) combinations to try, and the class name."""
     compile_cfg = config.get("compile_config") if isinstance(config, dict) else None
     opt_cfg = compile_cfg.get("optimizer") if isinstance(compile_cfg, dict) else None
-    if not isinstance(opt_cfg, dict) or opt_cfg.get("class_name") not in _SLOTS:
-        return None
-    settings = opt_cfg.get("config") or {}
-    if settings.get("use_ema") or settings.get("gradient_accumulation_steps"):
-        return None
-    slots = _SLOTS[opt_cfg["class_name"]]
-    trainable = _trainable_variables(groups, config)
-    if trainable is None:
-        return None
-    head = ["iteration"] + (["learning_rate"] if not isinstance(settings.get("learning_rate"), dict) else [])
-    names = head + [f"{v.replace('/', '_')}_{s}" for v, _ in trainable for s in slots]
-    names += [f"{v.replace('/', '_')}_velocity_hat" for v, _ in trainable] if settings.get("amsgrad") else []
-    shapes = [()] * len(head) + [shape for _, shape in trainable for _ in slots]
-    shapes += [shape for _, shape in trainable] if settings.get("amsgrad") else []
-    if len(names) != len(opt.shapes) or any(a != b for a, b in zip(shapes, opt.shapes)):
-        return None
-    return [f"{opt.own_name}/{n}" for n in names]
+    if not isinstance(opt_cfg, dict):
+        fam = family_of_class(opt.own_name, KERAS3)
+        combos = KERAS3_SETTINGS.get(fam.name, [()]) if fam else [()]
+        return [(c, lr) for c in combos for lr in (True, False)], fam.class_name(KERAS3) if fam else None
+    cfg = opt_cfg.get("config") or {}
+    if cfg.get("use_ema") or cfg.get("gradient_accumulation_steps"):
+        return None, None
+    flags = tuple(f for f, on in (("momentum", (cfg.get("momentum") or 0) > 0), ("centered", cfg.get("centered")),
+                                  ("amsgrad", cfg.get("amsgrad"))) if on)
+    return [(flags, not isinstance(cfg.get("learning_rate"), dict))], str(opt_cfg.get("class_name"))
 
 
-def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tuple[str, tuple[int, ...]]] | None:
-    """The model's trainable variables in Keras order (config layer order, attribute children after)."""
+def _candidates(groups: dict[str, VarsGroup]) -> list[tuple[str, tuple[int, ...], str]]:
+    """Every model variable that may be trainable: ``(name, shape, key)``."""
+    return [(f"{g.full_name}/{role}", shape, f"{g.path}/vars/{i}" if g.path else f"vars/{i}")
+            for g in groups.values() if not g.path.startswith("optimizer")
+            for i, (role, shape) in enumerate(zip(g.roles or [str(i) for i in range(len(g.shapes))], g.shapes))
+            if role not in _NON_TRAINABLE]
+
+
+def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tuple[str, tuple[int, ...], str]] | None:
+    """The model's trainable variables ``(name, shape, key)`` in Keras order (config layer order, attribute
+    children after)."""
     by_name = {g.own_name: g for g in groups.values() if not g.path.startswith("optimizer")}
-    found: list[tuple[str, tuple[int, ...]]] = []
+    found: list[tuple[str, tuple[int, ...], str]] = []
     for node in _walk(config.get("config") if isinstance(config, dict) else None):
         cfg = node.get("config")
         group = by_name.get(cfg.get("name")) if isinstance(cfg, dict) else None
@@ -173,5 +220,7 @@ def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tupl
                                    and c.full_name.startswith(group.full_name + "/")), key=lambda c: c.path):
             if g.shapes and g.roles is None:
                 return None
-            found += [(f"{g.full_name}/{r}", s) for r, s in zip(g.roles or [], g.shapes) if r not in _NON_TRAINABLE]
-    return found
+            prefix = f"{g.path}/vars/" if g.path else "vars/"
+            found += [(f"{g.full_name}/{r}", s, f"{prefix}{i}") for i, (r, s) in enumerate(zip(g.roles or [], g.shapes))
+                      if r not in _NON_TRAINABLE]
+    return found or None

@@ -46,10 +46,12 @@ class H5Tensor(TensorEntry):
     __slots__ = ("_ds", "_view", "_image_size", "_path")
 
     def __init__(self, key: str, ds: Any, dtype: str, view: Any, image_size: int, path: str,
-                 name: str | None = None, role: str = Role.VARIABLE) -> None:
+                 name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,
+                 slot_name: str | None = None, optimizer: str | None = None) -> None:
         shape = tuple(int(d) for d in ds.shape) if ds.shape is not None else ()
         nbytes = math.prod(shape) * ds.dtype.itemsize if dtype != "string" else _storage_size(ds)
-        super().__init__(key, shape, dtype, nbytes, name, role)
+        super().__init__(key, shape, dtype, nbytes, name, role, slot_of=slot_of, optimizer=optimizer,
+                         slot_name=slot_name)
         self._ds = ds
         self._view = view
         self._image_size = image_size

@@ -82,6 +82,11 @@ class BundleTensor(TensorEntry):
         """The index and the data file(s) the value is read from."""
         return (self._reader.index_path, *self._reader.data_paths)
 
+    @property
+    def partitions(self) -> int:
+        """How many slices a partitioned variable is stored in (0 when stored whole)."""
+        return len(self.raw.slices)
+
     def read(self) -> np.ndarray:
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""
         return self._reader.read(self.raw)

@@ -3,8 +3,12 @@
 Each target is a function ``(source Checkpoint, ConvertOptions) -> ConversionPlan``:
 :func:`plan_tf_object` (name -> object, generic or onto ``options.template``),
 :func:`plan_tf_name` (object -> name) and :func:`plan_rename` (rename keys or objects).
-A plan lists rows (source key -> output key, shape, dtype, note) and problems;
-:func:`execute_plan` writes it unless it has errors (or for a dry run).
+A plan lists rows (source key -> output key, shape, dtype, note, transform) and problems;
+:func:`execute_plan` writes it unless it has errors (or for a dry run). Optimizer state moves
+between TF1, tf-keras and Keras 3 by meaning: :mod:`~formats.ops.convert.optimizer_state` reads a
+checkpoint's optimizer through the table of :mod:`formats.concepts.optimizers`,
+:mod:`~formats.ops.convert.optimizer_moves` computes the target's values (copies, ``x (-lr)``, the
+step count, TF1's power accumulators) and :mod:`~formats.ops.convert.optimizer_rows` turns them into rows.
 """
 from __future__ import annotations
 

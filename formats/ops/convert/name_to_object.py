@@ -77,6 +77,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
             continue
         key = builder.slot(opt_nodes[t.optimizer or ""], nodes[t.slot_of], t.slot_name or "", t.name)
         plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, f"slot {t.slot_name} of {t.slot_of}")
+    _warn_partitioned(plan, plain + moved + slots)
     plan.object_graph = builder.encode()
     for name in optimizers.values():
         if name != OPTIMIZER_NODE:
@@ -84,6 +85,17 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     plan.check_collisions()
     plan.report_unused_rules(options.rules)
     return plan
+
+
+def _warn_partitioned(plan: ConversionPlan, tensors: list[SourceTensor]) -> None:
+    """A warning for every partitioned variable joined into one tensor (TF1 ``Saver`` cannot restore it
+    into its partitions from an object-based checkpoint without silently losing a slice)."""
+    for t in tensors:
+        if t.entry.partitions > 1:
+            plan.add("partitioned", t.key, f"{t.name!r} is stored in {t.entry.partitions} slices and is written "
+                     "whole; tf.train.Checkpoint restores it, but a TF1 Saver restoring this object-based output "
+                     "into the partitioned variable silently leaves slices at their initial values (a TensorFlow "
+                     "limitation): restore the name-based source, or convert back with --to tf-name", WARNING)
 
 
 def _optimizer_names(slots: list[SourceTensor], taken: set[str]) -> dict[str, str]:

@@ -29,8 +29,10 @@ WARNING = "warning"
 
 @dataclass
 class ConvertOptions:
-    """What the user asked for: rename ``rules``, a ``template`` path, and the target's switches
-    (``max_shard_size``: bytes per shard of sharded Keras 3 weights)."""
+    """What the user asked for: rename ``rules``, a ``template`` path, the target's switches
+    (``max_shard_size``: bytes per shard of sharded Keras 3 weights), and ``hparams``: optimizer
+    hyperparameters (``learning_rate``, ``beta_1``, ``iterations``) that optimizer state transforms need
+    when neither checkpoint stores them."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
@@ -38,12 +40,14 @@ class ConvertOptions:
     slot_names: str = "tf2"
     rename_full_names: bool = False
     max_shard_size: int | None = None
+    hparams: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class PlanRow:
     """One output tensor: where it comes from (``source`` key, None for made-up values), its output
-    ``key``, ``shape``, ``dtype``, a short ``note``, and ``value`` (the source to stream)."""
+    ``key``, ``shape``, ``dtype``, a short ``note``, ``value`` (the source to stream) and the
+    ``transform`` that computes it from the source, if it is not a copy (``x (-0.05)``, ``= global_step``)."""
 
     source: str | None
     key: str
@@ -51,17 +55,19 @@ class PlanRow:
     dtype: str
     note: str = ""
     value: Source = field(default=None, repr=False, compare=False)
+    transform: str = ""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict (without the value)."""
         return {"source": self.source, "key": self.key, "shape": list(self.shape), "dtype": self.dtype,
-                "note": self.note}
+                "note": self.note, "transform": self.transform or None}
 
 
 @dataclass
 class Problem:
     """Something wrong or noteworthy. ``kind``: missing, shape, dtype, unused, unmatched-rule, collision,
-    duplicate-name, graph, unsupported, fallback; ``severity``: error (nothing is written) or warning."""
+    duplicate-name, graph, unsupported, fallback, optimizer (optimizer state that cannot move as asked),
+    partitioned; ``severity``: error (nothing is written) or warning."""
 
     kind: str
     key: str
@@ -120,11 +126,16 @@ class ConversionPlan:
         return problem
 
     def add_row(self, source: str | None, key: str, value: Source, shape: Iterable[int], dtype: str,
-                note: str = "") -> PlanRow:
+                note: str = "", transform: str = "") -> PlanRow:
         """Append an output row and return it."""
-        row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value)
+        row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value, transform)
         self.rows.append(row)
         return row
+
+    @property
+    def transformed(self) -> int:
+        """How many rows are computed from their source rather than copied."""
+        return sum(1 for row in self.rows if row.transform)
 
     def report_unused_rules(self, rules: RuleSet | None) -> None:
         """A warning for every rule of ``rules`` that matched nothing."""
@@ -150,7 +161,7 @@ class ConversionPlan:
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict: source, target, template, rows, problems, ok."""
         return {"source": self.source, "target": self.target, "template": self.template, "ok": self.ok,
-                "object_graph": self.object_graph is not None,
+                "object_graph": self.object_graph is not None, "transformed": self.transformed,
                 "rows": [r.to_json() for r in self.rows], "problems": [p.to_json() for p in self.problems]}
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """The source side of a conversion: every tensor with its (renamed) TF1-style name and role.
 
 A name-based checkpoint's names are its keys, classified by :func:`formats.concepts.roles.classify_names`
-(``<var>/Adam`` is slot ``m`` of ``<var>``). An object-based checkpoint's names are the
+(``<var>/Adam`` is slot ``m`` of ``<var>``); a Keras file's entries say their roles themselves. An object-based checkpoint's names are the
 attributes' ``full_name``s, and slots come from its object graph (:func:`formats.concepts.object_graph.label_keys`).
 Rename rules are applied to names (for slots, to the slot's own name; the variable it belongs to
 is looked up among the renamed names).
@@ -15,7 +15,10 @@ from formats.concepts.object_graph import OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.roles import classify_names
 from formats.ops.rules import RuleSet
 
-__all__ = ["SourceTensor", "source_tensors", "is_object_based"]
+__all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS"]
+
+LABELLED_FORMATS = ("keras2-h5", "keras2-model-h5", "keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded")
+"""Formats whose entries carry their own roles (Keras files): their names are not TF1 names."""
 
 
 @dataclass
@@ -46,6 +49,9 @@ def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor
         return _object_based(ckpt, keys, apply)
     names = {k: str(ckpt[k].name or k) for k in keys}
     renamed = {k: apply(names[k]) for k in keys}
+    if ckpt.format in LABELLED_FORMATS:
+        return [SourceTensor(k, names[k], renamed[k], str(ckpt[k].role), ckpt[k], _renamed(ckpt[k].slot_of, renamed),
+                             ckpt[k].optimizer, ckpt[k].slot_name) for k in keys]
     roles = classify_names(renamed.values())
     out = []
     for key in keys:
@@ -53,6 +59,10 @@ def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor
         out.append(SourceTensor(key, names[key], renamed[key], str(role.role), ckpt[key], role.slot_of,
                                 role.optimizer, role.slot_name))
     return out
+
+
+def _renamed(key: str | None, renamed: dict[str, str]) -> str | None:
+    return renamed.get(key, key) if key is not None else None
 
 
 def _object_based(ckpt: Checkpoint, keys: list[str], apply: object) -> list[SourceTensor]:

@@ -3,9 +3,12 @@
 The template is an object-based checkpoint written by the new program (``model.save_weights``
 once). The output has the template's object graph and keys; each template variable takes its
 value from the source tensor whose name, after the rename rules, equals the variable's
-``full_name``. Optimizer slots follow their variables: template slot ``m`` of the variable named
-``dense/kernel`` takes the source slot ``m`` of the source variable renamed to ``dense/kernel``
-(``dnn/hiddenlayer_0/kernel/Adam`` with ``--map dnn/hiddenlayer_0=dense``). Every problem is
+``full_name``. Optimizer slots follow their variables, by meaning: template slot ``m`` of the
+variable named ``dense/kernel`` takes the source slot meaning the same of the source variable
+renamed to ``dense/kernel`` (``dnn/hiddenlayer_0/kernel/Adam`` with ``--map dnn/hiddenlayer_0=dense``),
+transformed where the frameworks disagree (TF1 Momentum's accumulator ``x (-lr)``); the template's
+step counter comes from the source's (``global_step``, ``iterations``, TF1's ``beta1_power``), its
+hyperparameters from the source or its own (:mod:`formats.ops.convert.optimizer_rows`). Every problem is
 collected before anything is written: template variables with no source (errors, unless
 ``allow_missing`` keeps the template's value), shape and dtype mismatches (with the nearest
 candidates: source tensors of the wanted shape and dtype, closest names first), source tensors
@@ -20,6 +23,12 @@ from formats.core.errors import UnsupportedError
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
 from formats.core.model import shape_text
+from formats.concepts.optimizers import KERAS3
+from formats.keras_h5.layouts import natural_key
+from formats.ops.convert.cross.optimizer import keras3_like
+from formats.ops.convert.optimizer_moves import OptimizerMove
+from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
+from formats.ops.convert.optimizer_state import read_optimizer_state
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.sources import SourceTensor, source_tensors
 
@@ -43,10 +52,12 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
     by_slot = {(t.slot_of, t.slot_name): t for t in tensors if t.role == "slot"}
     keys = sorted(k for k in template if k != OBJECT_GRAPH_KEY)
     labels = label_keys(graph, keys)
-    used: set[str] = set()
+    used, states = _optimizer_state(plan, source, tensors, template, options)
     missing: list[tuple[str, EntryLabel]] = []
     for key in keys:
         label = labels[key]
+        if key in states:
+            continue
         match = _match(label, labels, by_name, by_slot)
         if match is None:
             missing.append((key, label))
@@ -61,12 +72,31 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
     unused = [t for t in tensors if t.key not in used]
     for key, label in missing:
         _missing(plan, template, key, label, _wanted(label, labels), unused, options.allow_missing)
+    plan.rows.sort(key=lambda row: natural_key(row.key))
     graph_entry = template[OBJECT_GRAPH_KEY]
     plan.add_row(None, OBJECT_GRAPH_KEY, graph_entry, graph_entry.shape, graph_entry.dtype, "template object graph")
     for t in unused:
         plan.add("unused", t.key, f"not used ({_where(t)})", WARNING)
     plan.report_unused_rules(options.rules)
     return plan
+
+
+def _optimizer_state(plan: ConversionPlan, source: Checkpoint, tensors: list[SourceTensor], template: Checkpoint,
+                     options: ConvertOptions) -> tuple[set[str], set[str]]:
+    """Fill the template's optimizer state by meaning (when both sides' optimizers are recognised);
+    returns the source keys used and the template keys filled or reported."""
+    src = read_optimizer_state(source, tensors)
+    dst = read_optimizer_state(template, source_tensors(template, None))
+    if src.framework == KERAS3 and not src.slots and dst.known and dst.slots:
+        src = keras3_like(plan, source, dst, options.rules, source.path)
+    if not (src.known and dst.known) or (not src.slots and not dst.slots):
+        return set(), set()
+    move = OptimizerMove(src, dst.framework or "", dst.family, options.hparams, dst)
+    names = {t.name for t in tensors if t.role != "slot"}
+    targets = [TargetState(s.key, template[s.key], s) for s in sorted(dst.by_key().values(), key=lambda s: s.key)
+               if s.kind == "slot" or s.tensor.name not in names]  # scalars of the same name are copied by name
+    used = fill_optimizer_state(plan, move, targets, options.allow_missing)
+    return used, {t.key for t in targets}
 
 
 def _match(label: EntryLabel, labels: dict[str, EntryLabel], by_name: dict[str, SourceTensor],

@@ -10,8 +10,12 @@ is left out), which is what a restore matches on. The report lists:
 It would load when nothing is missing or mismatched. For each missing name it looks for a candidate
 among the unexpected ones with the same shape and dtype: a known rename (``weights`` -> ``kernel``,
 ``biases`` -> ``bias``), or a similar name (``difflib`` ratio >= 0.6). Optimizer state (slots such as
-``kernel/Adam``, ``.OPTIMIZER_SLOT/``, ``beta1_power``) is only paired with state of the same optimizer;
-a different optimizer gets a note instead, and ``ignore_optimizer`` leaves all optimizer state out.
+``kernel/Adam``, ``.OPTIMIZER_SLOT/``, ``beta1_power``; the suffixes come from the one optimizer table,
+:mod:`formats.concepts.optimizers`) is only paired with state of the same optimizer; a different
+optimizer gets a note instead, and ``ignore_optimizer`` leaves all optimizer state out. Missing
+optimizer state that CKPT holds in another framework's convention (tf-keras ``Adam/m/dense/kernel``
+for TF1 ``dense/kernel/Adam``) is explained by the same table (``optimizer_state``): no rename makes it
+load, ``ckpt convert --template`` converts it.
 Accepted candidates become rename rules (``map`` rules, merged into one prefix rule where a whole scope
 moved) that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules file for
 ``ckpt convert --rules`` or ``ckpt diff --rules``.
@@ -23,29 +27,30 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.core.model import Checkpoint, TensorEntry
+from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
+from formats.concepts.roles import SLOT_SUFFIXES
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.ops.rules import Rule, RuleSet
-from formats.core.model import OBJECT_GRAPH_KEY
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
 
 KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
-SLOT_SUFFIXES = ("Adam", "Adam_1", "Adagrad", "Momentum", "RMSProp", "RMSProp_1", "Ftrl", "Ftrl_1",
-                 "Adadelta", "Adadelta_1", "AdamW", "AdamW_1", "ExponentialMovingAverage")
-NON_SLOT_STATE = {"beta1_power", "beta2_power"}
+_SUFFIXES = frozenset(SLOT_SUFFIXES) | frozenset(TRAINING_SHADOWS)
+_NON_SLOT_STATE = frozenset(p for p in TF1_SCALARS if p != "global_step")
 
 
 def _slot(name: str) -> str | None:
-    """The optimizer slot suffix of a TF1 name (``Adam_1``), ``.OPTIMIZER_SLOT`` for object keys, else None."""
+    """The optimizer slot suffix of a TF1 name (``Adam_1``, from the optimizer table), ``.OPTIMIZER_SLOT``
+    for object keys, else None."""
     if "/.OPTIMIZER_SLOT/" in name:
         return ".OPTIMIZER_SLOT/" + name.split("/.OPTIMIZER_SLOT/", 1)[1]
     last = name.rsplit("/", 1)[-1]
-    return last if "/" in name and last in SLOT_SUFFIXES else None
+    return last if "/" in name and last in _SUFFIXES else None
 
 
 def is_optimizer_state(name: str) -> bool:
     """Whether ``name`` is optimizer state rather than a model variable."""
-    return _slot(name) is not None or name in NON_SLOT_STATE or name.startswith("optimizer/")
+    return _slot(name) is not None or name in _NON_SLOT_STATE or name.startswith("optimizer/")
 
 
 @dataclass
@@ -80,6 +85,7 @@ class DoctorReport:
     rules: list[Rule] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fixed_by_rules: int = 0
+    optimizer_state: list[Suggestion] = field(default_factory=list)
 
     @property
     def would_load(self) -> bool:
@@ -96,7 +102,8 @@ class DoctorReport:
                             "target": _describe(self.target_entries[n])} for n in self.mismatched],
             "suggestions": [s.to_json() for s in self.suggestions],
             "rules": [{r.kind: [r.old, r.new]} for r in self.rules],
-            "fixed_by_rules": self.fixed_by_rules, "notes": self.notes}
+            "fixed_by_rules": self.fixed_by_rules, "notes": self.notes,
+            "optimizer_state": [s.to_json() for s in self.optimizer_state]}
 
 
 def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: str) -> dict[str, TensorEntry]:
@@ -121,6 +128,8 @@ def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = Fals
     report.unexpected = sorted(n for n in have if n not in want)
     report.mismatched = sorted(n for n in want if n in have and
                                (want[n].shape, want[n].dtype) != (have[n].shape, have[n].dtype))
+    if not ignore_optimizer:
+        _explain_optimizer_state(report, ckpt, target)
     report.suggestions = _suggest(report)
     report.rules = _rules(report)
     report.fixed_by_rules = _fixed(report)
@@ -140,11 +149,46 @@ def _known_rename(name: str) -> str:
     return "/".join(KNOWN_RENAMES.get(s, s) for s in name.split("/"))
 
 
+def _explain_optimizer_state(report: DoctorReport, ckpt: Checkpoint, target: Checkpoint) -> None:
+    """Missing optimizer state that the checkpoint holds under another framework's names and meanings
+    (TF1 ``dense/kernel/Adam`` for tf-keras ``Adam/m/dense/kernel``), read through the optimizer table."""
+    from formats.concepts.optimizers import equivalence
+    from formats.ops.convert.optimizer_state import read_optimizer_state
+    from formats.ops.convert.sources import source_tensors
+
+    have = read_optimizer_state(ckpt, source_tensors(ckpt, None))
+    want = read_optimizer_state(target, source_tensors(target, None))
+    if not (have.known and want.known) or have.framework == want.framework:
+        return
+    missing = set(report.missing)
+    pairs = []
+    for (variable, meaning), state in sorted(want.slots.items()):
+        own = have.slots.get((variable, meaning))
+        if state.tensor.original in missing and own is not None:
+            pairs.append(Suggestion(state.tensor.original, own.tensor.original,
+                                    f"slot {meaning} of {variable} ({have.title} -> {want.title})"))
+    if not pairs:
+        return
+    assert have.family is not None and want.family is not None
+    why = equivalence(have.family, have.framework or "", want.family, want.framework or "")
+    report.optimizer_state = pairs
+    if why is not None:
+        report.notes.append(f"{len(pairs)} missing slot(s) are the checkpoint's optimizer state under other names, "
+                            f"but {why}")
+    else:
+        report.notes.append(f"{len(pairs)} missing slot(s) are the checkpoint's {have.title} state under "
+                            f"{want.title} names (e.g. {pairs[0].missing} is {pairs[0].candidate}): "
+                            "`ckpt convert --template` converts them, with the step count and any transform")
+
+
 def _suggest(report: DoctorReport) -> list[Suggestion]:
     have, want = report.ckpt_entries, report.target_entries
-    free = list(report.unexpected)
+    free = [n for n in report.unexpected if n not in {s.candidate for s in report.optimizer_state}]
+    explained = {s.missing for s in report.optimizer_state}
     out = []
     for name in report.missing:
+        if name in explained:
+            continue
         pool = [c for c in free if _same_kind(have[c], want[name]) and _slot(c) == _slot(name)]
         known = [c for c in pool if _known_rename(c) != c and
                  _known_rename(c).rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1]]

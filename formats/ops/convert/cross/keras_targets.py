@@ -9,8 +9,9 @@
   by order, so ``load_weights`` is unaffected; ``by_name=True`` is not).
 - With ``--template`` (a weights file written by the target Keras for the same architecture) the
   output has the template's layout and names, and each template weight takes the source weight
-  paired with it by :func:`~formats.ops.convert.cross.matching.match_variables`. The template's optimizer
-  state is left out.
+  paired with it by :func:`~formats.ops.convert.cross.matching.match_variables`. A Keras 3
+  template's optimizer variables are filled by meaning from the source's optimizer state
+  (:mod:`formats.ops.convert.cross.optimizer`) when both are recognised; otherwise they are left out.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError
 from formats.ops.convert.sources import is_object_based
 from formats.core.model import Checkpoint
-from formats.ops.convert.cross.matching import match_variables
+from formats.ops.convert.cross.matching import Pairing, match_variables
+from formats.ops.convert.cross.optimizer import fill_keras3_optimizer
 from formats.ops.convert.cross.variables import KerasVar, keras_variables
 
 __all__ = ["plan_keras2_h5", "plan_keras3_h5", "KERAS2_VERSION", "KERAS3_LAYOUTS"]
@@ -59,9 +61,11 @@ def _left_out(plan: ConversionPlan, others: list[str], source: Checkpoint, what:
                  "model weights only)", WARNING, shown)
 
 
-def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[KerasVar], options: ConvertOptions) -> None:
+def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[KerasVar],
+          options: ConvertOptions) -> list[Pairing]:
     used: set[str] = set()
-    for pairing in match_variables(sources, template_vars, plan):
+    pairings = match_variables(sources, template_vars, plan)
+    for pairing in pairings:
         target, source = pairing.target, pairing.source
         if source is None:
             if options.allow_missing:
@@ -79,6 +83,7 @@ def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[Ker
     for var in sources:
         if var.key not in used:
             plan.add("unused", var.key, f"{var.name!r} has no place in the template", WARNING)
+    return pairings
 
 
 def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
@@ -171,16 +176,18 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         else:
             template = source
     sources, others = keras_variables(source, options.rules)
-    _left_out(plan, others, source, "the source")
     if template is not None:
         targets, rest = keras_variables(template)
-        if rest:
+        pairings = _fill(plan, targets, sources, options)
+        used = fill_keras3_optimizer(plan, source, template, pairings, options) if rest else None
+        if used is None and rest:
             plan.add("unused", options.template or source.path, f"{len(rest)} optimizer tensor(s) of the template "
                      "left out", WARNING, rest[:4] + ([f"(+{len(rest) - 4} more)"] if len(rest) > 4 else []))
-        _fill(plan, targets, sources, options)
+        others = [k for k in others if k not in (used or set())]
         _check_shard_size(plan, options.max_shard_size)
-        plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template),
+        plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template, optimizer=used is not None),
                                         max_shard_size=options.max_shard_size)
+    _left_out(plan, others, source, "the source")
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
@@ -198,8 +205,9 @@ def _check_shard_size(plan: ConversionPlan, max_shard_size: int | None) -> None:
                      "tensor; load_weights reads it)", WARNING)
 
 
-def _keras3_groups(template: Checkpoint) -> list[tuple[str, str | None]]:
-    """``(object path, name attribute)`` of every ``vars`` group of a Keras 3 checkpoint, optimizer aside."""
+def _keras3_groups(template: Checkpoint, optimizer: bool = False) -> list[tuple[str, str | None]]:
+    """``(object path, name attribute)`` of every ``vars`` group of a Keras 3 checkpoint, the optimizer's
+    only when ``optimizer``."""
     from formats.keras_h5 import KerasCheckpoint
 
     if not isinstance(template, KerasCheckpoint):
@@ -208,7 +216,8 @@ def _keras3_groups(template: Checkpoint) -> list[tuple[str, str | None]]:
         groups = template.vars_groups()
     except (OSError, ValueError, KeyError) as exc:
         raise CorruptCheckpointError(template.path, f"cannot read the template's groups ({exc})") from None
-    return [(owner, name) for owner, name in groups if owner != "optimizer" and not owner.startswith("optimizer/")]
+    return [(owner, name) for owner, name in groups
+            if optimizer or (owner != "optimizer" and not owner.startswith("optimizer/"))]
 
 
 def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,

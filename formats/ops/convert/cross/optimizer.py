@@ -1,0 +1,85 @@
+"""A Keras 3 template's optimizer variables (``optimizer/vars/N``), filled by meaning from any source's.
+
+The template's optimizer is read through the optimizer table (its class from ``config.json`` or the
+``vars`` group's name, each slot tied to its model variable); each slot takes the source's slot of
+the same meaning of the source weight paired with that model variable, the step counter comes
+from the source's, hyperparameters from ``--hparam``, the source or the template
+(:mod:`formats.ops.convert.optimizer_rows`).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from formats.concepts.keras3_optimizer import keras3_assign
+from formats.concepts.optimizers import KERAS3
+from formats.core.model import Checkpoint
+from formats.ops.convert.cross.matching import Pairing
+from formats.ops.convert.cross.variables import keras_variables
+from formats.ops.convert.optimizer_moves import OptimizerMove
+from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
+from formats.ops.convert.optimizer_state import OptimizerState, read_optimizer_state
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.convert.sources import SourceTensor, source_tensors
+from formats.ops.rules import RuleSet
+
+__all__ = ["fill_keras3_optimizer", "keras3_like"]
+
+
+def fill_keras3_optimizer(plan: ConversionPlan, source: Checkpoint, template: Checkpoint, pairings: list[Pairing],
+                          options: ConvertOptions) -> set[str] | None:
+    """Rows for the template's optimizer variables; the source keys used, or None when the template's
+    or the source's optimizer is not recognised (the template's optimizer state is then left out:
+    without ``config.json`` its slots are tied to model variables only where their shapes fix the order)."""
+    dst = read_optimizer_state(template, source_tensors(template, None))
+    src = read_optimizer_state(source, source_tensors(source, options.rules))
+    if not (src.known and src.slots):
+        return None
+    if dst.framework == KERAS3 and not dst.slots:
+        dst = keras3_like(plan, template, src, None, options.template or template.path)
+    if not (dst.known and dst.slots):
+        return None
+    names = {p.target.name: p.source.name for p in pairings if p.source is not None}
+    move = OptimizerMove(src, dst.framework or "", dst.family, options.hparams, dst)
+    targets = []
+    for state in sorted(dst.by_key().values(), key=lambda s: _index(s.key)):
+        if state.variable is not None:
+            state = replace(state, variable=names.get(state.variable, state.variable))
+        targets.append(TargetState(state.key, template[state.key], state))
+    return fill_optimizer_state(plan, move, targets, options.allow_missing)
+
+
+def _index(key: str) -> tuple[str, int]:
+    owner, _, index = key.rpartition("/")
+    return owner, int(index) if index.isdigit() else -1
+
+
+def keras3_like(plan: ConversionPlan, ckpt: Checkpoint, like: OptimizerState, rules: RuleSet | None,
+                where: str) -> OptimizerState:
+    """A Keras 3 file's optimizer read as ``like``'s (same family and settings) when the file alone
+    cannot tell (no ``config.json``: RMSprop with momentum and RMSprop centered have as many
+    variables); a warning says so. Model variables are tied by their shapes, or in layer order."""
+    fam = like.family
+    keys = sorted((k for k in ckpt if k.startswith("optimizer/vars/")), key=_index)
+    if fam is None or fam.class_name(KERAS3) is None or not keys:
+        return OptimizerState(framework=KERAS3)
+    shapes = [tuple(ckpt[k].shape) for k in keys]
+    combos = [(tuple(sorted(like.settings())), lr) for lr in (True, False)]
+    variables = [(v.name, v.shape, v.key) for v in keras_variables(ckpt, rules)[0] if v.trainable is not False]
+    found, how = keras3_assign(fam, shapes, combos, None, variables), "by their shapes"
+    if len(found) != 1:
+        found, how = keras3_assign(fam, shapes, combos, variables), "in the template's layer order"
+    if len(found) != 1:
+        return OptimizerState(framework=KERAS3)
+    layout, order = found[0]
+    tensors = [t for t in source_tensors(ckpt, rules) if not t.key.startswith("optimizer/")]
+    for key, (name, index) in zip(keys, layout):
+        entry = ckpt[key]
+        if index is None:
+            tensors.append(SourceTensor(key, f"optimizer/{name}", f"optimizer/{name}", "optimizer", entry))
+        else:
+            tensors.append(SourceTensor(key, f"optimizer/{name}", f"optimizer/{name}", "slot", entry, order[index][0],
+                                        fam.class_name(KERAS3), name))
+    settings = ", ".join(sorted(like.settings())) or "default settings"
+    plan.add("fallback", where, f"no config.json names this Keras 3 file's optimizer: its variables are read as "
+             f"{fam.title} with {settings} like the other side's, model variables tied {how}", WARNING)
+    return read_optimizer_state(ckpt, tensors)
