@@ -2,71 +2,17 @@
 
 ``BundleEntryProto`` and ``BundleHeaderProto`` are decoded by hand so that
 ``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at start-up).
-Field numbers match ``formats/proto/tfckpt_bundle.proto``; unknown fields are skipped.
-Everything else (object graph, variant payloads) uses the generated protobuf modules.
+Field numbers match ``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped.
+The wire primitives, and every other message (object graph, variant payloads), live in
+:mod:`formats.concepts.proto`.
 """
 from __future__ import annotations
 
-import struct
+from formats.concepts.proto.wire import Fields, WireError, parse_fields
+from formats.concepts.proto.wire import read_varint as _varint
+from formats.concepts.proto.wire import signed64 as _signed
 
-__all__ = ["WireError", "decode_entry", "decode_header", "Fields"]
-
-Fields = dict[int, list[object]]
-
-
-class WireError(ValueError):
-    """Bytes that are not a valid message of the expected type."""
-
-
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    byte = data[pos] if pos < end else 0x80
-    if byte < 0x80:
-        return byte, pos + 1
-    result = shift = 0
-    limit = min(end, pos + 10)
-    while pos < limit:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-    raise WireError("truncated or overlong varint")
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def parse_fields(data: bytes, start: int = 0, end: int | None = None) -> Fields:
-    """Split a message into field number -> values (ints for varint/fixed, bytes for length-delimited)."""
-    end = len(data) if end is None else end
-    fields: Fields = {}
-    pos = start
-    while pos < end:
-        tag, pos = _varint(data, pos, end)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise WireError("field number 0")
-        if wire == 0:
-            value, pos = _varint(data, pos, end)
-        elif wire == 2:
-            length, pos = _varint(data, pos, end)
-            if pos + length > end:
-                raise WireError("length-delimited field runs past the message")
-            value, pos = data[pos:pos + length], pos + length
-        elif wire == 5:
-            if pos + 4 > end:
-                raise WireError("truncated fixed32")
-            (value,), pos = struct.unpack_from("<I", data, pos), pos + 4
-        elif wire == 1:
-            if pos + 8 > end:
-                raise WireError("truncated fixed64")
-            (value,), pos = struct.unpack_from("<Q", data, pos), pos + 8
-        else:
-            raise WireError(f"unsupported wire type {wire}")
-        fields.setdefault(number, []).append(value)
-    return fields
+__all__ = ["WireError", "decode_entry", "decode_header", "Fields", "parse_fields"]
 
 
 def _last_int(fields: Fields, number: int, default: int = 0) -> int:
