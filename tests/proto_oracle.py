@@ -38,9 +38,17 @@ def oracle(name: str) -> Any:
     return _classes()[name]
 
 
-def decode_error() -> type[Exception]:
-    """protobuf's ``DecodeError``."""
+def decode_error() -> tuple[type[Exception], ...]:
+    """What protobuf raises on bytes it cannot parse: ``DecodeError`` (the pure-Python runtime of
+    protobuf 3.x raises ``UnicodeDecodeError`` for a string that is not UTF-8)."""
     pytest.importorskip("google.protobuf")
     from google.protobuf.message import DecodeError
 
-    return DecodeError
+    return DecodeError, UnicodeDecodeError
+
+
+def legacy_runtime() -> bool:
+    """Whether protobuf is a 3.x release (its pure-Python parser is laxer than upb about groups)."""
+    import google.protobuf
+
+    return int(google.protobuf.__version__.split(".")[0]) < 4

@@ -19,7 +19,7 @@ from formats.concepts.proto import messages as M
 from formats.concepts.proto.wire import WireError, encode_varint, iter_fields, parse_fields, read_varint
 from formats.concepts.variant import UNDECODABLE, describe_variant_values
 
-from .proto_oracle import decode_error, oracle
+from .proto_oracle import decode_error, legacy_runtime, oracle
 
 MESSAGES = {"TrackableObjectGraph": M.TRACKABLE_OBJECT_GRAPH, "VariantTensorDataProto": M.VARIANT_TENSOR_DATA,
             "BundleEntryProto": M.BUNDLE_ENTRY, "BundleHeaderProto": M.BUNDLE_HEADER,
@@ -120,6 +120,8 @@ def test_damaged_bytes_parse_exactly_when_protobuf_parses_them(name: str, data: 
         got: Any = M.decode(message, wire)
     except WireError:
         got = WireError
+    if got is WireError and expected is not WireError and legacy_runtime():
+        return  # protobuf 3.x's pure-Python parser accepts some malformed groups that upb (4.x on) rejects
     assert got == expected
 
 
