@@ -12,6 +12,7 @@ import builtins
 from typing import Any
 
 from formats.core import dtypes as table
+from formats.tf._missing import module_getattr
 
 __all__ = ["DType", "as_dtype", "datatype_name", "CONSTANTS", "float32", "float64", "int32", "uint8", "int16",
            "int8", "string", "complex64", "int64", "bool", "qint8", "quint8", "qint32", "bfloat16", "qint16",
@@ -250,3 +251,5 @@ CONSTANTS: dict[str, DType] = {name: globals()[name] for name in (
     "float8_e5m2fnuz", "int4", "uint4", "int2", "uint2", "float4_e2m1fn", "half", "double",
 )}
 """Every dtype constant of this module by name."""
+
+__getattr__ = module_getattr("tf.dtypes")

@@ -13,6 +13,7 @@ from typing import Any
 
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError,
                                  CorruptCheckpointError, NotACheckpointError, TensorNotFoundError, UnsupportedError)
+from formats.tf._missing import module_getattr
 
 __all__ = ["OpError", "CancelledError", "UnknownError", "InvalidArgumentError", "DeadlineExceededError",
            "NotFoundError", "AlreadyExistsError", "PermissionDeniedError", "ResourceExhaustedError",
@@ -184,3 +185,6 @@ def translate(exc: BaseException) -> OpError:
     if isinstance(exc, IsADirectoryError):
         return FailedPreconditionError(None, None, message)
     return OpError(None, None, message, UNKNOWN)
+
+
+__getattr__ = module_getattr("tf.errors")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.io import storage
+from formats.tf.checkpoint_management import checkpoint_exists
 from formats.tf.dtypes import DType, as_dtype, datatype_name
 from formats.tf.errors import DataLossError, InternalError, NotFoundError, OpError, translate
 
@@ -61,8 +62,8 @@ def open_for_reader(path: str) -> Checkpoint:
     _refuse_index_pattern(path)
     try:
         return resolve(path).open()  # type: ignore[no-any-return]
-    except CheckpointNotFoundError:
-        raise _not_found(path) from None
+    except CheckpointNotFoundError as exc:
+        raise (translate(exc) if checkpoint_exists(path) else _not_found(path)) from None  # a shard missing
 
 
 def _refuse_index_pattern(path: str) -> None:
