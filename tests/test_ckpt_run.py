@@ -142,7 +142,7 @@ def test_missing_script_and_usage(tmp_path: Path):
     for result in (_run(tmp_path / "nope.py", module="formats.tf"), _run("run", tmp_path / "nope.py")):
         assert result.returncode == 2 and result.stderr == f"can't open file {str(tmp_path / 'nope.py')!r}: no such file\n"
     assert _run(module="formats.tf").returncode == 2
-    assert _run("run", "--help").stdout.startswith("Usage: python -m ckpt_cli run [OPTIONS] SCRIPT [ARGS]...")
+    assert _run("run", "--help").stdout.startswith("Usage: ckpt run [OPTIONS] SCRIPT [ARGS]...")
 
 
 def test_in_process_run_restores_nothing_it_should_not_touch(run_cli, tmp_path: Path):
