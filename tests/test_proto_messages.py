@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectNode, RegisteredSaver, SlotVariableRef,
                                            decode_object_graph, encode_object_graph)
 from formats.concepts.proto import messages as M
-from formats.concepts.proto.wire import WireError, encode_varint, iter_fields, parse_fields, read_varint
+from formats.io.wire import WireError, encode_varint, iter_fields, parse_fields, read_varint
 from formats.concepts.variant import UNDECODABLE, describe_variant_values
 
 from .proto_oracle import decode_error, legacy_runtime, oracle

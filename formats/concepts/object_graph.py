@@ -260,7 +260,7 @@ def _join(prefix: str, segment: str) -> str:
 def decode_object_graph(data: bytes, source: str = "") -> ObjectGraph:
     """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not one."""
     from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, decode
-    from formats.concepts.proto.wire import WireError
+    from formats.io.wire import WireError
 
     try:
         proto = decode(TRACKABLE_OBJECT_GRAPH, bytes(data))

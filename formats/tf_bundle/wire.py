@@ -3,33 +3,18 @@
 ``BundleEntryProto`` and ``BundleHeaderProto`` are decoded by hand so that
 ``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at start-up).
 Field numbers match ``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped.
-The wire primitives, and every other message (object graph, variant payloads), live in
-:mod:`formats.concepts.proto`.
+The generic wire primitives live in :mod:`formats.io.wire`, the other messages (object graph,
+variant payloads) in :mod:`formats.concepts.proto.messages`.
 """
 from __future__ import annotations
 
-from formats.concepts.proto.wire import Fields, WireError, parse_fields
-from formats.concepts.proto.wire import read_varint as _varint
-from formats.concepts.proto.wire import signed64 as _signed
+from formats.io.wire import Fields, WireError, parse_fields
+from formats.io.wire import last_int as _last_int
+from formats.io.wire import messages as _messages
+from formats.io.wire import read_varint as _varint
+from formats.io.wire import signed as _signed
 
 __all__ = ["WireError", "decode_entry", "decode_header", "Fields", "parse_fields"]
-
-
-def _last_int(fields: Fields, number: int, default: int = 0) -> int:
-    values = fields.get(number)
-    if not values:
-        return default
-    value = values[-1]
-    if not isinstance(value, int):
-        raise WireError(f"field {number} has the wrong wire type")
-    return value
-
-
-def _messages(fields: Fields, number: int) -> list[bytes]:
-    values = fields.get(number, [])
-    if not all(isinstance(v, bytes) for v in values):
-        raise WireError(f"field {number} has the wrong wire type")
-    return values  # type: ignore[return-value]
 
 
 def decode_shape(data: bytes) -> tuple[tuple[int, ...], bool]:

@@ -9,7 +9,7 @@ protobuf's rules, so they agree with a generated protobuf module byte for byte:
 - decoding: the last value of a singular scalar wins; the occurrences of a singular message
   field must each parse and are merged (as if their bytes were concatenated); a field whose wire type differs from its
   declaration is an unknown field, and unknown fields are skipped; ``string`` fields must be
-  UTF-8 and nested messages must parse, else :class:`~formats.concepts.proto.wire.WireError`
+  UTF-8 and nested messages must parse, else :class:`~formats.io.wire.WireError`
   (where protobuf raises ``DecodeError``); repeated numbers are read packed or not.
 - encoding: fields in number order; proto3 scalars equal to their default are left out; a
   message field, or a scalar with presence (``optional``/oneof), is written whenever it is set
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from formats.concepts.proto.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
-                                         read_varint, signed64, tag)
+from formats.io.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
+                                         read_varint, signed, tag)
 
 __all__ = ["Field", "Message", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",
            "BUNDLE_ENTRY", "TENSOR", "VARIANT_TENSOR_DATA", "BOOL_VALUE", "REGISTERED_SAVER",
@@ -79,7 +79,7 @@ def _scalar(field: Field, value: int | bytes) -> Any:
         low = int(value) & 0xFFFFFFFF  # type: ignore[arg-type]
         return low - (1 << 32) if low >= 1 << 31 else low
     if kind == "int64":
-        return signed64(int(value))  # type: ignore[arg-type]
+        return signed(int(value))  # type: ignore[arg-type]
     if kind == "uint32":
         return int(value) & 0xFFFFFFFF  # type: ignore[arg-type]
     if kind == "bool":
@@ -89,7 +89,9 @@ def _scalar(field: Field, value: int | bytes) -> Any:
             return bytes(value).decode("utf-8")  # type: ignore[arg-type]
         except UnicodeDecodeError:
             raise WireError(f"field {field.name!r} is not valid UTF-8") from None
-    return value  # uint64, fixed32, bytes
+    if kind == "bytes":
+        return bytes(value)  # type: ignore[arg-type]
+    return value  # uint64, fixed32
 
 
 def _packed(field: Field, data: bytes) -> list[Any]:

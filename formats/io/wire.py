@@ -1,9 +1,12 @@
-"""The protobuf wire format, by hand: varints, tags, and splitting a message into its fields.
+"""Protocol-buffer wire-format primitives: TensorFlow's messages without the protobuf runtime.
 
-ckpt reads and writes a handful of TensorFlow messages (the bundle index entries, the object
-graph, variant payloads). Doing the wire format here instead of through generated ``*_pb2``
-modules keeps ckpt installable beside any protobuf release (or none) and ``import formats``
-fast. :mod:`formats.concepts.proto.messages` declares the messages on top of this module.
+ckpt reads and writes a handful of TensorFlow messages (bundle index entries, the object graph,
+variant payloads, V1 slice metadata). Doing the wire format here instead of through generated
+``*_pb2`` modules keeps ckpt installable beside any protobuf release (or none) and ``import
+formats`` fast. A message is split into its fields (:func:`iter_fields`, :func:`parse_fields`);
+typed accessors pick a field's last scalar (proto3) or its sub-messages; the ``*_field``
+functions encode. :mod:`formats.concepts.proto.messages` declares whole messages on top of this.
+Every length is bounded by the message it sits in.
 
 Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32; groups (3 and 4) are used by
 no message ckpt reads and are skipped like any unknown field, as protobuf does.
@@ -13,12 +16,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-__all__ = ["WireError", "Fields", "read_varint", "signed64", "iter_fields", "parse_fields", "encode_varint",
-           "tag", "varint_field", "bytes_field", "fixed32_field", "VARINT", "FIXED64", "LEN", "FIXED32"]
+__all__ = ["WireError", "Buffer", "Fields", "read_varint", "signed", "iter_fields", "parse_fields", "last_int",
+           "messages", "encode_varint", "tag", "varint_field", "bytes_field", "fixed32_field", "VARINT", "FIXED64",
+           "LEN", "START_GROUP", "END_GROUP", "FIXED32"]
 
 VARINT, FIXED64, LEN, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
+Buffer = bytes | memoryview
 Fields = dict[int, list[object]]
 
 
@@ -26,8 +31,9 @@ class WireError(ValueError):
     """Bytes that are not a valid message of the expected type."""
 
 
-def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The varint at ``pos`` (at most 10 bytes, value kept to 64 bits) and the position after it."""
+def read_varint(data: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """A base-128 varint at ``pos`` that ends before ``end`` (at most 10 bytes), as an unsigned
+    64-bit value, and the position after it."""
     byte = data[pos] if pos < end else 0x80
     if byte < 0x80:
         return byte, pos + 1
@@ -43,15 +49,16 @@ def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     raise WireError("truncated or overlong varint")
 
 
-def signed64(value: int) -> int:
-    """A varint's 64 bits as a two's complement ``int64``."""
+def signed(value: int) -> int:
+    """An unsigned 64-bit varint value read as the int64 it encodes."""
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def iter_fields(data: bytes, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, int | bytes]]:
+def iter_fields(data: Buffer, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, int | Buffer]]:
     """``(field number, wire type, value)`` for each field on the wire, in order.
 
-    Values are ints for varint and fixed fields and ``bytes`` for length-delimited ones.
+    Values are ints for varint and fixed fields and slices of ``data`` for length-delimited ones
+    (a memoryview in gives views out); groups are skipped.
     """
     end = len(data) if end is None else end
     pos = start
@@ -60,14 +67,14 @@ def iter_fields(data: bytes, start: int = 0, end: int | None = None) -> Iterator
         number, wire = key >> 3, key & 7
         if number == 0 or key > 0xFFFFFFFF:
             raise WireError("field number 0" if number == 0 else "field number out of range")
-        value: int | bytes
+        value: int | Buffer
         if wire == VARINT:
             value, pos = read_varint(data, pos, end)
         elif wire == LEN:
             length, pos = read_varint(data, pos, end)
             if pos + length > end:
                 raise WireError("length-delimited field runs past the message")
-            value, pos = bytes(data[pos:pos + length]), pos + length
+            value, pos = data[pos:pos + length], pos + length
         elif wire == FIXED32:
             if pos + 4 > end:
                 raise WireError("truncated fixed32")
@@ -84,7 +91,7 @@ def iter_fields(data: bytes, start: int = 0, end: int | None = None) -> Iterator
         yield number, wire, value
 
 
-def _skip_group(data: bytes, pos: int, end: int, number: int) -> int:
+def _skip_group(data: Buffer, pos: int, end: int, number: int) -> int:
     """The position after the end-group tag matching a start-group of field ``number``."""
     stack = [number]
     while stack:
@@ -113,12 +120,32 @@ def _skip_group(data: bytes, pos: int, end: int, number: int) -> int:
     return pos
 
 
-def parse_fields(data: bytes, start: int = 0, end: int | None = None) -> Fields:
-    """Split a message into field number -> values (ints for varint/fixed, bytes for length-delimited)."""
+def parse_fields(data: Buffer, start: int = 0, end: int | None = None) -> Fields:
+    """Split a message into field number -> values (ints for varint/fixed, slices of ``data`` for
+    length-delimited)."""
     fields: Fields = {}
     for number, _, value in iter_fields(data, start, end):
         fields.setdefault(number, []).append(value)
     return fields
+
+
+def last_int(fields: Fields, number: int, default: int = 0) -> int:
+    """The last value of a scalar field (proto3: the last one wins), ``default`` when absent."""
+    values = fields.get(number)
+    if not values:
+        return default
+    value = values[-1]
+    if not isinstance(value, int):
+        raise WireError(f"field {number} has the wrong wire type")
+    return value
+
+
+def messages(fields: Fields, number: int) -> list[Buffer]:
+    """Every occurrence of a length-delimited field (sub-messages, strings, packed arrays)."""
+    values = fields.get(number, [])
+    if not all(isinstance(v, (bytes, memoryview)) for v in values):
+        raise WireError(f"field {number} has the wrong wire type")
+    return values  # type: ignore[return-value]
 
 
 def encode_varint(value: int) -> bytes:
