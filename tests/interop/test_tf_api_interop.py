@@ -3,7 +3,8 @@
 Each case calls both and asserts the same result (or the same error class, by name). The
 documented leniencies are asserted as such: where TensorFlow gives up on a directory whose state
 file names stale absolute paths, or on a ``.index``/``.data-*``/Keras path, formats.tf finds the
-checkpoint; everything else is equal.
+checkpoint, and values TensorFlow cannot return (``UnimplementedError``: V1 partitioned and
+complex64 variables) it returns; everything else is equal.
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def same(ours_fn: Callable[..., Any], tf_fn: Callable[..., Any], *args: Any,
     mine, theirs = outcome(ours_fn, *args), outcome(tf_fn, *args)
     if mine[0] == theirs[0] == "ok":
         assert norm(mine[1]) == norm(theirs[1]), args
+    elif theirs == ("raise", "UnimplementedError") and mine[0] == "ok":
+        pass  # V1 partitioned and complex64 variables: TensorFlow's reader cannot return them, ckpt's can
     else:
         assert mine == theirs, args
     return mine[1]
