@@ -315,3 +315,33 @@ def test_formats_api_names_are_formats_tf_ones():
     assert formats.load_checkpoint is checkpoint_utils.load_checkpoint
     assert formats.list_variables is checkpoint_utils.list_variables
     assert formats.CheckpointReader is reader.CheckpointReader
+
+
+# -- TF1 V1 runs (where the corpus holds them and a V1 reader is registered) --------------------------
+def _v1_manifest() -> dict:
+    import json
+
+    path = CORPUS / "manifest_more.json"
+    if not path.is_file():
+        pytest.skip("no V1 checkpoints in this corpus")
+    from formats.core.registry import get_format
+
+    try:
+        get_format("tf-v1")
+    except Exception:  # noqa: BLE001
+        pytest.skip("no tf-v1 reader in this build")
+    return json.loads(path.read_text())["entries"]
+
+
+@pytest.mark.parametrize("rel, latest", [("tf1_v1_adam", "model.ckpt-30"),
+                                         ("tf1_v1_sharded", "model.ckpt-?????-of-00003")])
+def test_v1_runs_with_stale_absolute_paths(rel: str, latest: str):
+    manifest = _v1_manifest()
+    d = CORPUS / rel
+    assert tf.train.get_checkpoint_state(str(d)).model_checkpoint_path == f"/home/user/experiments/{rel}/{latest}"
+    assert tf.train.latest_checkpoint(str(d)) == f"{d}/{latest}"  # TensorFlow: None (stale paths)
+    want = manifest[f"{rel}/{latest}"]["tensors"]
+    assert tf.train.list_variables(str(d)) == sorted((k, t["shape"]) for k, t in want.items())
+    for key, t in want.items():
+        assert digest(tf.train.load_variable(str(d), key + ":0")) == t["sha256"]
+    assert tf.compat.v1.train.checkpoint_exists(f"{d}/{latest}")
