@@ -17,7 +17,6 @@ tries the same file name inside the directory and returns that prefix when it ex
 """
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
@@ -26,11 +25,11 @@ from formats.concepts.state import CheckpointState as _State
 from formats.core.errors import CheckpointError
 from formats.io import storage
 from formats.tf.io import gfile
+from formats.tf.log import log
 
 __all__ = ["CheckpointState", "get_checkpoint_state", "latest_checkpoint", "checkpoint_exists",
            "get_checkpoint_mtimes"]
 
-log = logging.getLogger("tensorflow")
 _MAX_STATE_BYTES = 1 << 20
 _NO_LATEST = "names no model_checkpoint_path"
 

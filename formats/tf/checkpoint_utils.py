@@ -10,7 +10,6 @@ change), so a script loading variables one by one reads the index once.
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -20,11 +19,11 @@ from typing import Any
 
 from formats.io import storage
 from formats.tf.checkpoint_management import latest_checkpoint
+from formats.tf.log import log
 from formats.tf.reader import CheckpointReader
 
 __all__ = ["load_checkpoint", "load_variable", "list_variables", "checkpoints_iterator", "wait_for_new_checkpoint"]
 
-log = logging.getLogger("tensorflow")
 _CACHE_SIZE = 4
 
 
