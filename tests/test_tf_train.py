@@ -345,3 +345,22 @@ def test_v1_runs_with_stale_absolute_paths(rel: str, latest: str):
     for key, t in want.items():
         assert digest(tf.train.load_variable(str(d), key + ":0")) == t["sha256"]
     assert tf.compat.v1.train.checkpoint_exists(f"{d}/{latest}")
+
+
+def test_runs_behind_fsspec_urls():
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    for name in os.listdir(RUN):
+        fs.pipe(f"/tfapi_run/{name}", (RUN / name).read_bytes())
+    try:
+        url = "memory://tfapi_run"
+        assert tf.train.latest_checkpoint(url) == f"{url}/ckpt-10"
+        assert tf.train.get_checkpoint_state(url).all_model_checkpoint_paths == [f"{url}/ckpt-{n}" for n in (8, 9, 10)]
+        assert tf.train.load_variable(url, "save_counter/.ATTRIBUTES/VARIABLE_VALUE") == 10
+        assert tf.train.list_variables(url) == tf.train.list_variables(str(RUN))
+        assert tf.compat.v1.train.checkpoint_exists(f"{url}/ckpt-9") and len(
+            tf.compat.v1.train.get_checkpoint_mtimes([f"{url}/ckpt-9", f"{url}/ckpt-1"])) == 1
+        with pytest.raises(tf.errors.NotFoundError, match="Failed to find any matching files for memory://"):
+            tf.compat.v1.train.NewCheckpointReader(f"{url}/ckpt-1")
+    finally:
+        fs.rm("/tfapi_run", recursive=True)
