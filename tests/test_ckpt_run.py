@@ -86,10 +86,10 @@ def test_the_script_sees_its_own_directory_and_name(tmp_path: Path):
     (tmp_path / "helper_mod.py").write_text("VALUE = 41\n")
     script = _script(tmp_path, """
         import sys, helper_mod
-        print(__name__, sys.argv[0].endswith("main.py"), helper_mod.VALUE + 1)
+        print(__name__, sys.argv[0].endswith("main.py"), helper_mod.VALUE + 1, sys.argv[1:])
     """, "main.py")
-    result = _run("run", script)
-    assert result.stdout == "__main__ True 42\n" and result.returncode == 0
+    result = _run("run", script, "--help", "-q", "x")  # options after SCRIPT are the script's
+    assert result.stdout == "__main__ True 42 ['--help', '-q', 'x']\n" and result.returncode == 0
 
 
 @pytest.mark.parametrize("body, status", [("import sys; sys.exit(7)", 7), ("raise SystemExit('bye')", 1),
