@@ -132,7 +132,7 @@ def test_libraries_checking_the_installed_version_still_see_no_tensorflow(tmp_pa
         except importlib.metadata.PackageNotFoundError:
             print("no tensorflow distribution")
     """)
-    result = _run("run", script, module="formats.tf")
+    result = _run(script, module="formats.tf")
     if "no tensorflow distribution" not in result.stdout:
         pytest.skip("TensorFlow is installed here")
     assert result.returncode == 0
