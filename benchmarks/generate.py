@@ -71,7 +71,7 @@ def many(out: Path, count: int = 50_000) -> str:
 def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4) -> str:
     """Write a name-based checkpoint whose embedding is stored as ``parts`` slices; return its prefix."""
     from formats.io.crc import crc32c, mask
-    from formats.concepts.proto import tfckpt_bundle_pb2 as pb
+    from formats.concepts.proto.messages import BUNDLE_ENTRY, encode
     from formats.tf_bundle.encode import HEADER, encode_entry
     from formats.concepts.slice_key import encode_slice_key
     from formats.io.sstable.writer import TableWriter
@@ -80,9 +80,7 @@ def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4)
     folder.mkdir(parents=True, exist_ok=True)
     prefix = str(folder / "model.ckpt-1")
     name = "input_layer/embedding/weights"
-    full = pb.BundleEntryProto(dtype=1)
-    for d in (rows, dim):
-        full.shape.dim.add(size=d)
+    slices: list[dict[str, object]] = []
     entries: dict[bytes, bytes] = {}
     offset = 0
     with open(prefix + ".data-00000-of-00001", "wb") as data:
@@ -94,11 +92,10 @@ def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4)
             extents = [(start, stop - start), (0, -1)]
             entries[encode_slice_key(name, extents)] = encode_entry(1, (stop - start, dim), offset, len(part),
                                                                     mask(crc32c(part)))
-            s = full.slices.add()
-            s.extent.add(start=start, length=stop - start)
-            s.extent.add()
+            slices.append({"extent": [{"start": start, "length": stop - start}, {}]})
             offset += len(part)
-    entries[name.encode()] = full.SerializeToString()
+    entries[name.encode()] = encode(BUNDLE_ENTRY, {"dtype": 1, "shape": {"dim": [{"size": rows}, {"size": dim}]},
+                                                   "slices": slices})
     with open(prefix + ".index", "wb") as index:
         table = TableWriter(index)
         table.add(b"", HEADER)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "rename": "ckpt_cli.commands.rename:rename",
     "doctor": "ckpt_cli.commands.doctor:doctor",
     "trend": "ckpt_cli.commands.trend:trend",
+    "run": "ckpt_cli.commands.run:run",
 }
 
 

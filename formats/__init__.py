@@ -13,7 +13,7 @@ This package never imports click or rich, and imports numpy only when values are
 """
 from __future__ import annotations
 
-from formats.api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
+from formats.api import open_checkpoint
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
                                  CorruptCheckpointError, ExitCode, InvalidOutputError, NotACheckpointError,
                                  NothingSelectedError, OutputError, OutputExistsError, OutputIsInputError,
@@ -34,11 +34,12 @@ __all__ = [
 ]
 
 _LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
-         "TensorValue": ".core.sources"}
+         "TensorValue": ".core.sources", "load_checkpoint": ".api", "list_variables": ".api",
+         "CheckpointReader": ".api"}
 
 
 def __getattr__(name: str) -> object:
-    """Writer names are imported on first use, so reading and listing start fast."""
+    """Writer names and the TensorFlow-shaped readers are imported on first use, so listing starts fast."""
     if name in _LAZY:
         import importlib
 

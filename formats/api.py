@@ -1,13 +1,18 @@
-"""The public entry points: :func:`open_checkpoint` and the TensorFlow drop-ins."""
+"""The public entry points: :func:`open_checkpoint` and the TensorFlow drop-ins.
+
+``load_checkpoint``, ``list_variables`` and ``CheckpointReader`` are :mod:`formats.tf`'s
+(``tf.train.load_checkpoint`` and friends, with TensorFlow's results and error classes),
+imported on first use so that ``import formats`` stays fast.
+"""
 from __future__ import annotations
 
-import os
+
 from typing import Any
 
 from formats.core.model import Checkpoint
 from formats.discover.resolve import Target, open_checkpoint
 
-__all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]
+__all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]  # noqa: F822 (lazy)
 
 
 def open_target(target: Target) -> Checkpoint:
@@ -15,40 +20,14 @@ def open_target(target: Target) -> Checkpoint:
     return target.open()  # type: ignore[no-any-return]
 
 
-class CheckpointReader:
-    """Drop-in for ``tf.train.load_checkpoint(path)``'s reader, without TensorFlow."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._ckpt = open_checkpoint(path)
-
-    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        """Key -> shape (a list of ints), exactly the keys TensorFlow lists."""
-        return {k: list(e.shape) for k, e in self._ckpt.items()}
-
-    def get_variable_to_dtype_map(self) -> dict[str, str]:
-        """Key -> dtype name (``float32``, ``bfloat16``, ``string``...; TensorFlow returns DType objects)."""
-        return {k: e.dtype for k, e in self._ckpt.items()}
-
-    def has_tensor(self, key: str) -> bool:
-        """Whether ``key`` is a tensor of the checkpoint."""
-        return key in self._ckpt
-
-    def get_tensor(self, key: str) -> Any:
-        """The tensor's value; scalars come back as numpy scalars (``bytes`` for strings), like TensorFlow."""
-        value = self._ckpt[key].read()
-        return value[()] if value.ndim == 0 else value
-
-    def close(self) -> None:
-        """Release the data files."""
-        self._ckpt.close()
+_TENSORFLOW_SHAPED = {"load_checkpoint": "formats.tf.checkpoint_utils", "list_variables": "formats.tf.checkpoint_utils",
+                      "CheckpointReader": "formats.tf.reader"}
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> CheckpointReader:
-    """Like ``tf.train.load_checkpoint``: a reader for the checkpoint at ``path`` (prefix or directory)."""
-    return CheckpointReader(path)
+def __getattr__(name: str) -> Any:
+    """``load_checkpoint``, ``list_variables``, ``CheckpointReader``: formats.tf's, imported on first use."""
+    if name in _TENSORFLOW_SHAPED:
+        import importlib
 
-
-def list_variables(path: str | os.PathLike[str]) -> list[tuple[str, list[int]]]:
-    """Like ``tf.train.list_variables``: sorted ``(key, shape)`` pairs."""
-    with open_checkpoint(path) as ckpt:
-        return sorted((k, list(e.shape)) for k, e in ckpt.items())
+        return getattr(importlib.import_module(_TENSORFLOW_SHAPED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

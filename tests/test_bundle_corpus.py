@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 import formats
-from formats.concepts.proto import tfckpt_bundle_pb2 as pb
 
 from .conftest import CORPUS, MANIFEST, digest, entries_of
+from .proto_oracle import oracle
 
 BUNDLES = entries_of("tf-bundle")
 
@@ -50,7 +50,7 @@ def test_variant_elements_are_variant_tensor_data(rel, key):
         value = ckpt[key].read()
     assert value.dtype == object and value.shape == tuple(MANIFEST[rel]["tensors"][key]["shape"])
     for element in value.reshape(-1):
-        proto = pb.VariantTensorDataProto.FromString(element)
+        proto = oracle("VariantTensorDataProto").FromString(element)
         assert proto.type_name  # every serialized variant names its type
         assert proto.SerializeToString() == element
 

@@ -196,7 +196,7 @@ def test_variant_iterator_state_is_described() -> None:
     assert summary.to_json() == {"type_names": ["tensorflow::Iterator"], "elements": 5, "nbytes": 1015}
 
 
-def test_listing_does_not_decode_the_graph_or_import_protobuf() -> None:
+def test_listing_does_not_decode_the_graph_and_nothing_imports_protobuf() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
@@ -204,12 +204,13 @@ def test_listing_does_not_decode_the_graph_or_import_protobuf() -> None:
         f"p = {str(CORPUS / 'seed_slots/tf_ckpts/ckpt-5')!r}\n"
         "for args in (['ls', p], ['ls', '--json', p]):\n"
         "    assert CliRunner().invoke(cli, args).exit_code == 0\n"
-        "print('google.protobuf' in sys.modules)\n"
+        "print('formats.concepts.proto.messages' in sys.modules)\n"
         "from formats import open_checkpoint\n"
         "open_checkpoint(p)['step/.ATTRIBUTES/VARIABLE_VALUE'].name\n"
+        "print('formats.concepts.proto.messages' in sys.modules)\n"
         "print('google.protobuf' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "True"]
+    assert out.split() == ["False", "True", "False"]
 
 
 # --- escaping -----------------------------------------------------------------------------------

@@ -9,14 +9,15 @@ Keys are ``<path>/.ATTRIBUTES/<escaped attribute name>``, and for slot variables
 ``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot name>/.ATTRIBUTES/...``.
 
 :func:`decode_object_graph` gives an :class:`ObjectGraph` that mirrors the proto
-field by field, in order; :meth:`ObjectGraph.map_keys` ties stored keys to
-``(node, attribute)`` and :func:`label_keys` gives every key its TF1 name and role.
-Protobuf is imported only when a graph is decoded.
+field by field, in order, and :func:`encode_object_graph` writes it back byte for byte (both with
+:mod:`formats.concepts.proto`, no protobuf runtime); :meth:`ObjectGraph.map_keys` ties stored keys
+to ``(node, attribute)`` and :func:`label_keys` gives every key its TF1 name and role.
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
@@ -24,7 +25,8 @@ from formats.core.model import OBJECT_GRAPH_KEY, Role
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
-           "RegisteredSaver", "ObjectNode", "ObjectGraph", "decode_object_graph", "EntryLabel", "label_keys"]
+           "RegisteredSaver", "ObjectNode", "ObjectGraph", "decode_object_graph", "encode_object_graph",
+           "checkpointed_nodes", "EntryLabel", "label_keys"]
 
 ATTRIBUTES = ".ATTRIBUTES"
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
@@ -263,32 +265,74 @@ def _join(prefix: str, segment: str) -> str:
 
 def decode_object_graph(data: bytes, source: str = "") -> ObjectGraph:
     """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not one."""
-    from google.protobuf.message import DecodeError
-
-    from formats.concepts.proto.tfckpt_bundle_pb2 import TrackableObjectGraph
+    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, decode
+    from formats.io.wire import WireError
 
     try:
-        proto = TrackableObjectGraph.FromString(bytes(data))
-    except DecodeError as exc:
+        proto = decode(TRACKABLE_OBJECT_GRAPH, bytes(data))
+    except WireError as exc:
         raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
-    nodes = [_node(i, p) for i, p in enumerate(proto.nodes)]
-    return ObjectGraph(nodes, source)
+    return ObjectGraph([_node(i, p) for i, p in enumerate(proto["nodes"])], source)
 
 
-def _node(index: int, p: object) -> ObjectNode:
+def _node(index: int, p: dict[str, Any]) -> ObjectNode:
     node = ObjectNode(
         id=index,
-        children=[ChildRef(c.node_id, c.local_name) for c in p.children],  # type: ignore[attr-defined]
-        attributes=[Attribute(a.name, a.full_name, a.checkpoint_key, a.optional_restore)
-                    for a in p.attributes],  # type: ignore[attr-defined]
-        slot_variables=[SlotVariableRef(s.original_variable_node_id, s.slot_name, s.slot_variable_node_id)
-                        for s in p.slot_variables])  # type: ignore[attr-defined]
-    if p.HasField("registered_saver"):  # type: ignore[attr-defined]
-        rs = p.registered_saver  # type: ignore[attr-defined]
-        node.registered_saver = RegisteredSaver(rs.name, rs.object_name)
-    if p.HasField("has_checkpoint_values"):  # type: ignore[attr-defined]
-        node.has_checkpoint_values = bool(p.has_checkpoint_values.value)  # type: ignore[attr-defined]
+        children=[ChildRef(c["node_id"], c["local_name"]) for c in p["children"]],
+        attributes=[Attribute(a["name"], a["full_name"], a["checkpoint_key"], a["optional_restore"])
+                    for a in p["attributes"]],
+        slot_variables=[SlotVariableRef(s["original_variable_node_id"], s["slot_name"], s["slot_variable_node_id"])
+                        for s in p["slot_variables"]])
+    saver = p["registered_saver"]
+    if saver is not None:
+        node.registered_saver = RegisteredSaver(saver["name"], saver["object_name"])
+    if p["has_checkpoint_values"] is not None:
+        node.has_checkpoint_values = p["has_checkpoint_values"]["value"]
     return node
+
+
+def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
+    """Ids of nodes that have checkpoint values themselves (attributes, slot variables, a registered
+    saver) or through a descendant: TensorFlow's ``_add_has_checkpoint_values``."""
+    parents: dict[int, set[int]] = {}
+    marked = {n.id for n in nodes if n.attributes or n.slot_variables or n.registered_saver is not None}
+    for node in nodes:
+        for child in node.children:
+            parents.setdefault(child.node_id, set()).add(node.id)
+    todo = list(marked)
+    while todo:
+        for parent in parents.pop(todo.pop(), ()):
+            if parent not in marked:
+                marked.add(parent)
+                todo.append(parent)
+    return marked
+
+
+def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
+    """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
+    TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
+    ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it."""
+    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, encode
+
+    for index, node in enumerate(nodes):
+        if node.id != index:
+            raise ValueError(f"node {index} has id {node.id}")
+    valued = checkpointed_nodes(nodes) if fill_has_values else None
+    return encode(TRACKABLE_OBJECT_GRAPH, {"nodes": [_node_fields(n, valued) for n in nodes]})
+
+
+def _node_fields(node: ObjectNode, valued: set[int] | None) -> dict[str, Any]:
+    saver = node.registered_saver
+    has_values = node.has_checkpoint_values if valued is None else node.id in valued
+    return {
+        "children": [{"node_id": c.node_id, "local_name": c.local_name} for c in node.children],
+        "attributes": [{"name": a.name, "full_name": a.full_name, "checkpoint_key": a.checkpoint_key,
+                        "optional_restore": a.optional_restore} for a in node.attributes],
+        "slot_variables": [{"original_variable_node_id": s.original_variable_node_id, "slot_name": s.slot_name,
+                            "slot_variable_node_id": s.slot_variable_node_id} for s in node.slot_variables],
+        "registered_saver": None if saver is None else {"name": saver.name, "object_name": saver.object_name},
+        "has_checkpoint_values": None if has_values is None else {"value": has_values},
+    }
 
 
 @dataclass(frozen=True)

@@ -56,18 +56,17 @@ class VariantSummary:
 
 def describe_variant_values(values: Iterable[bytes]) -> VariantSummary:
     """Decode serialized ``VariantTensorDataProto`` elements (undecodable ones named ``<undecodable>``)."""
-    from google.protobuf.message import DecodeError
-
-    from formats.concepts.proto.tfckpt_bundle_pb2 import VariantTensorDataProto
+    from formats.concepts.proto.messages import VARIANT_TENSOR_DATA, decode
+    from formats.io.wire import WireError
 
     out = []
     for raw in values:
         try:
-            msg = VariantTensorDataProto.FromString(bytes(raw))
-        except DecodeError:
+            msg = decode(VARIANT_TENSOR_DATA, bytes(raw))
+        except WireError:
             out.append(VariantElement(UNDECODABLE, len(raw), 0, 0))
             continue
-        out.append(VariantElement(msg.type_name, len(raw), len(msg.metadata), len(msg.tensors)))
+        out.append(VariantElement(msg["type_name"], len(raw), len(msg["metadata"]), len(msg["tensors"])))
     return VariantSummary(tuple(out))
 
 

@@ -1,14 +1,27 @@
-"""Protocol-buffer wire-format primitives: enough to decode TensorFlow's messages without the protobuf runtime.
+"""Protocol-buffer wire-format primitives: TensorFlow's messages without the protobuf runtime.
 
-A message is split into field number -> values (:func:`parse_fields`); typed accessors pick a
-field's last scalar (proto3 semantics) or its sub-messages, and check the wire type on the way.
-Every length is bounded by the message it sits in; nothing recurses.
+ckpt reads and writes a handful of TensorFlow messages (bundle index entries, the object graph,
+variant payloads, V1 slice metadata). Doing the wire format here instead of through generated
+``*_pb2`` modules keeps ckpt installable beside any protobuf release (or none) and ``import
+formats`` fast. A message is split into its fields (:func:`iter_fields`, :func:`parse_fields`);
+typed accessors pick a field's last scalar (proto3) or its sub-messages; the ``*_field``
+functions encode. :mod:`formats.concepts.proto.messages` declares whole messages on top of this.
+Every length is bounded by the message it sits in.
+
+Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32; groups (3 and 4) are used by
+no message ckpt reads and are skipped like any unknown field, as protobuf does.
 """
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
-__all__ = ["WireError", "Fields", "read_varint", "signed", "parse_fields", "last_int", "messages"]
+__all__ = ["WireError", "Buffer", "Fields", "read_varint", "signed", "iter_fields", "parse_fields", "last_int",
+           "messages", "encode_varint", "tag", "varint_field", "bytes_field", "fixed32_field", "VARINT", "FIXED64",
+           "LEN", "START_GROUP", "END_GROUP", "FIXED32"]
+
+VARINT, FIXED64, LEN, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
+_MASK64 = 0xFFFFFFFFFFFFFFFF
 
 Buffer = bytes | memoryview
 Fields = dict[int, list[object]]
@@ -31,7 +44,7 @@ def read_varint(data: Buffer, pos: int, end: int) -> tuple[int, int]:
         pos += 1
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return result & 0xFFFFFFFFFFFFFFFF, pos
+            return result & _MASK64, pos
         shift += 7
     raise WireError("truncated or overlong varint")
 
@@ -41,34 +54,77 @@ def signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def parse_fields(data: Buffer, start: int = 0, end: int | None = None) -> Fields:
-    """Split a message into field number -> values (ints for varint/fixed, bytes-like for length-delimited:
-    slices of ``data``, so a memoryview in gives views out)."""
+def iter_fields(data: Buffer, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, int | Buffer]]:
+    """``(field number, wire type, value)`` for each field on the wire, in order.
+
+    Values are ints for varint and fixed fields and slices of ``data`` for length-delimited ones
+    (a memoryview in gives views out); groups are skipped.
+    """
     end = len(data) if end is None else end
-    fields: Fields = {}
     pos = start
     while pos < end:
-        tag, pos = read_varint(data, pos, end)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise WireError("field number 0")
-        if wire == 0:
+        key, pos = read_varint(data, pos, end)
+        number, wire = key >> 3, key & 7
+        if number == 0 or key > 0xFFFFFFFF:
+            raise WireError("field number 0" if number == 0 else "field number out of range")
+        value: int | Buffer
+        if wire == VARINT:
             value, pos = read_varint(data, pos, end)
-        elif wire == 2:
+        elif wire == LEN:
             length, pos = read_varint(data, pos, end)
             if pos + length > end:
                 raise WireError("length-delimited field runs past the message")
             value, pos = data[pos:pos + length], pos + length
-        elif wire == 5:
+        elif wire == FIXED32:
             if pos + 4 > end:
                 raise WireError("truncated fixed32")
             (value,), pos = struct.unpack_from("<I", data, pos), pos + 4
-        elif wire == 1:
+        elif wire == FIXED64:
             if pos + 8 > end:
                 raise WireError("truncated fixed64")
             (value,), pos = struct.unpack_from("<Q", data, pos), pos + 8
+        elif wire == START_GROUP:
+            pos = _skip_group(data, pos, end, number)
+            continue  # groups are unknown to every message ckpt reads: skipped, as protobuf keeps them unknown
         else:
-            raise WireError(f"unsupported wire type {wire}")
+            raise WireError(f"unexpected wire type {wire}")
+        yield number, wire, value
+
+
+def _skip_group(data: Buffer, pos: int, end: int, number: int) -> int:
+    """The position after the end-group tag matching a start-group of field ``number``."""
+    stack = [number]
+    while stack:
+        if pos >= end:
+            raise WireError("unterminated group")
+        key, pos = read_varint(data, pos, end)
+        inner, wire = key >> 3, key & 7
+        if inner == 0 or key > 0xFFFFFFFF:
+            raise WireError("bad field number in a group")
+        if wire == END_GROUP:
+            if inner != stack.pop():
+                raise WireError("mismatched end of group")
+        elif wire == START_GROUP:
+            stack.append(inner)
+        elif wire == VARINT:
+            _, pos = read_varint(data, pos, end)
+        elif wire == LEN:
+            length, pos = read_varint(data, pos, end)
+            pos += length
+        elif wire in (FIXED32, FIXED64):
+            pos += 4 if wire == FIXED32 else 8
+        else:
+            raise WireError(f"unexpected wire type {wire}")
+        if pos > end:
+            raise WireError("group runs past the message")
+    return pos
+
+
+def parse_fields(data: Buffer, start: int = 0, end: int | None = None) -> Fields:
+    """Split a message into field number -> values (ints for varint/fixed, slices of ``data`` for
+    length-delimited)."""
+    fields: Fields = {}
+    for number, _, value in iter_fields(data, start, end):
         fields.setdefault(number, []).append(value)
     return fields
 
@@ -90,3 +146,39 @@ def messages(fields: Fields, number: int) -> list[Buffer]:
     if not all(isinstance(v, (bytes, memoryview)) for v in values):
         raise WireError(f"field {number} has the wrong wire type")
     return values  # type: ignore[return-value]
+
+
+def encode_varint(value: int) -> bytes:
+    """Base-128 varint of a non-negative integer below 2**64."""
+    if not 0 <= value <= _MASK64:
+        raise ValueError(f"varint out of range: {value}")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def tag(number: int, wire: int) -> bytes:
+    """The key of a field: ``number << 3 | wire`` as a varint."""
+    return encode_varint(number << 3 | wire)
+
+
+def varint_field(number: int, value: int) -> bytes:
+    """A varint field, omitted when 0 (proto3); negative values take ten bytes, as protobuf writes them."""
+    if value == 0:
+        return b""
+    return tag(number, VARINT) + encode_varint(value & _MASK64)
+
+
+def bytes_field(number: int, body: bytes) -> bytes:
+    """A length-delimited field (a string, bytes or an embedded message), always written."""
+    return tag(number, LEN) + encode_varint(len(body)) + body
+
+
+def fixed32_field(number: int, value: int) -> bytes:
+    """A ``fixed32`` field, omitted when 0 (proto3)."""
+    if value == 0:
+        return b""
+    return tag(number, FIXED32) + struct.pack("<I", value)

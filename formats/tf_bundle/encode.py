@@ -10,26 +10,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from formats.io.wire import bytes_field as _message_field
+from formats.io.wire import encode_varint, fixed32_field
+from formats.io.wire import varint_field as _varint_field
 from formats.io.crc import crc32c, mask
-from formats.io.sstable.writer import encode_varint
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
 
 _UINT32_MAX = 0xFFFFFFFF
-
-
-def _field(number: int, wire: int) -> bytes:
-    return encode_varint(number << 3 | wire)
-
-
-def _varint_field(number: int, value: int) -> bytes:
-    if value == 0:
-        return b""
-    return _field(number, 0) + encode_varint(value & 0xFFFFFFFFFFFFFFFF)
-
-
-def _message_field(number: int, body: bytes) -> bytes:
-    return _field(number, 2) + encode_varint(len(body)) + body
 
 
 def encode_header(num_shards: int = 1, big_endian: bool = False, producer: int = 1, min_consumer: int = 0) -> bytes:
@@ -52,9 +40,7 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
     """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it."""
     out = _varint_field(1, dtype) + _message_field(2, encode_shape(shape))
     out += _varint_field(3, shard_id) + _varint_field(4, offset) + _varint_field(5, size)
-    if masked_crc:
-        out += _field(6, 5) + struct.pack("<I", masked_crc)
-    return out
+    return out + fixed32_field(6, masked_crc)
 
 
 def string_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:

@@ -5,7 +5,7 @@ import struct
 from pathlib import Path
 
 from formats.io.crc import crc32c, mask
-from formats.concepts.proto import tfckpt_bundle_pb2 as pb
+from formats.concepts.proto.messages import BUNDLE_ENTRY, BUNDLE_HEADER, encode
 
 
 def varint(n: int) -> bytes:
@@ -54,27 +54,19 @@ def table(pairs: list[tuple[bytes, bytes]], data_block: bytes | None = None, kin
 
 
 def header(num_shards: int = 1, big_endian: bool = False) -> bytes:
-    h = pb.BundleHeaderProto(num_shards=num_shards, endianness=1 if big_endian else 0)
-    h.version.producer = 1
-    return h.SerializeToString()
+    return encode(BUNDLE_HEADER, {"num_shards": num_shards, "endianness": 1 if big_endian else 0,
+                                  "version": {"producer": 1}})
 
 
 def entry(dtype: int, shape: list[int], offset: int = 0, size: int = 0, data: bytes | None = None,
           crc: int | None = None, shard: int = 0, slices: list[list[tuple[int, int]]] | None = None) -> bytes:
-    e = pb.BundleEntryProto(dtype=dtype, shard_id=shard, offset=offset, size=size)
-    for d in shape:
-        e.shape.dim.add(size=d)
-    if crc is not None:
-        e.crc32c = crc
-    elif data is not None:
-        e.crc32c = mask(crc32c(data))
-    for s in slices or []:
-        proto = e.slices.add()
-        for start, length in s:
-            ext = proto.extent.add(start=start)
-            if length >= 0:
-                ext.length = length
-    return e.SerializeToString()
+    if crc is None and data is not None:
+        crc = mask(crc32c(data))
+    return encode(BUNDLE_ENTRY, {
+        "dtype": dtype, "shard_id": shard, "offset": offset, "size": size, "crc32c": crc or 0,
+        "shape": {"dim": [{"size": d} for d in shape]} if shape else None,
+        "slices": [{"extent": [{"start": start, "length": length if length >= 0 else None} for start, length in s]}
+                   for s in slices or []]})
 
 
 def bundle(directory: Path, name: str, entries: list[tuple[bytes, bytes]], data: bytes = b"",

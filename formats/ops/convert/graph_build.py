@@ -1,64 +1,19 @@
 """Building a ``TrackableObjectGraph``: nodes as :mod:`formats.concepts.object_graph` models them, encoded as TF does.
 
 :class:`GraphBuilder` grows a graph from the root (node 0): objects by path, attributes,
-slot variables on an optimizer node. :func:`encode_object_graph` serializes a node list
-field by field like TensorFlow's ``_fill_object_graph_proto``, filling
-``has_checkpoint_values`` the way ``_add_has_checkpoint_values`` does: a node has values when
-it has attributes, slot variables or a registered saver, or when any child does.
+slot variables on an optimizer node; :meth:`GraphBuilder.encode` serializes it with
+:func:`formats.concepts.object_graph.encode_object_graph` (re-exported here).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formats.concepts.object_graph import ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
+from formats.concepts.object_graph import (ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef,
+                                          checkpointed_nodes, encode_object_graph, escape_local_name)
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
 
 VARIABLE_VALUE = "VARIABLE_VALUE"
-
-
-def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
-    """Ids of nodes that have checkpoint values themselves or through a descendant."""
-    parents: dict[int, set[int]] = {}
-    marked = {n.id for n in nodes if n.attributes or n.slot_variables or n.registered_saver is not None}
-    for node in nodes:
-        for child in node.children:
-            parents.setdefault(child.node_id, set()).add(node.id)
-    todo = list(marked)
-    while todo:
-        for parent in parents.pop(todo.pop(), ()):
-            if parent not in marked:
-                marked.add(parent)
-                todo.append(parent)
-    return marked
-
-
-def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
-    """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph`` message."""
-    from formats.concepts.proto.tfckpt_bundle_pb2 import TrackableObjectGraph
-
-    proto = TrackableObjectGraph()
-    valued = checkpointed_nodes(nodes) if fill_has_values else set()
-    for index, node in enumerate(nodes):
-        if node.id != index:
-            raise ValueError(f"node {index} has id {node.id}")
-        p = proto.nodes.add()
-        for ref in node.children:
-            p.children.add(node_id=ref.node_id, local_name=ref.local_name)
-        for attr in node.attributes:
-            p.attributes.add(name=attr.name, full_name=attr.full_name, checkpoint_key=attr.checkpoint_key,
-                             optional_restore=attr.optional_restore)
-        for slot in node.slot_variables:
-            p.slot_variables.add(original_variable_node_id=slot.original_variable_node_id,
-                                 slot_name=slot.slot_name, slot_variable_node_id=slot.slot_variable_node_id)
-        if node.registered_saver is not None:
-            p.registered_saver.name = node.registered_saver.name
-            p.registered_saver.object_name = node.registered_saver.object_name
-        if fill_has_values:
-            p.has_checkpoint_values.value = node.id in valued
-        elif node.has_checkpoint_values is not None:
-            p.has_checkpoint_values.value = node.has_checkpoint_values
-    return bytes(proto.SerializeToString())
 
 
 class GraphBuilder:

@@ -1,0 +1,167 @@
+"""TensorFlow's ``CheckpointReader`` (``tf.train.load_checkpoint``, ``NewCheckpointReader``) over any format ckpt reads.
+
+As TensorFlow's: ``get_variable_to_shape_map`` (key -> list of ints), ``get_variable_to_dtype_map``
+(key -> :class:`~formats.tf.dtypes.DType`), ``has_tensor``, ``get_tensor`` (numpy; a scalar as a
+numpy scalar, a string as ``bytes``; ``NotFoundError`` for a missing key, ``InternalError`` for a
+variant), ``debug_string()`` (bytes: ``key (DT_FLOAT) [2,3]`` per line, in key order, a
+partitioned variable of a bundle listed by its slices as TensorFlow lists them). ``get_tensor``
+may be called from several threads at once.
+
+Where TensorFlow opens less, this reader opens more, deliberately: a ``.index`` path (TensorFlow
+opens it as an empty TF1 table), a ``.data-*`` path, Keras HDF5 and ``.keras`` files, SavedModel
+and other checkpoint directories a format claims (TensorFlow raises ``DataLossError`` for these).
+A plain directory raises ``DataLossError`` as in TensorFlow. On a damaged checkpoint it fails
+earlier than TensorFlow (when opening, not on the first read) and always with an ``OpError``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from formats.core.errors import CheckpointError, CheckpointNotFoundError
+from formats.io import storage
+from formats.tf.checkpoint_management import checkpoint_exists
+from formats.tf.dtypes import DType, as_dtype, datatype_name
+from formats.tf.errors import DataLossError, InternalError, NotFoundError, OpError, translate
+
+if TYPE_CHECKING:
+    from formats.core.model import Checkpoint, TensorEntry
+
+__all__ = ["CheckpointReader", "NewCheckpointReader"]
+
+_NOT_NUMPY = {"variant", "resource"}
+
+
+def _text(value: Any, what: str = "string") -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"Expected binary or unicode {what}, got {value!r}")
+
+
+def _not_found(path: str) -> NotFoundError:
+    return NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any matching "
+                                     f"files for {path}")
+
+
+def open_for_reader(path: str) -> Checkpoint:
+    """The checkpoint TensorFlow's reader would open at ``path`` (see the module docstring)."""
+    from formats.discover.resolve import claim_directory, resolve
+
+    if not path:
+        raise _not_found(path)
+    if storage.isdir(path):
+        target = claim_directory(path)
+        if target is None:
+            raise DataLossError(None, None, f"Unable to open table file {path}: FAILED_PRECONDITION: {path}; Is a "
+                                "directory: perhaps your file is in a different file format and you need to use a "
+                                "different restore operator?")
+        return target.open()  # type: ignore[no-any-return]
+    _refuse_index_pattern(path)
+    try:
+        return resolve(path).open()  # type: ignore[no-any-return]
+    except CheckpointNotFoundError as exc:
+        raise (translate(exc) if checkpoint_exists(path) else _not_found(path)) from None  # a shard missing
+
+
+def _refuse_index_pattern(path: str) -> None:
+    """A file pattern whose ``.index`` matches files: TensorFlow takes it for one V2 prefix and fails."""
+    from formats.tf.io import gfile
+
+    if any(c in path for c in "*?[") and not gfile.exists(path + ".index") and gfile.glob(path + ".index"):
+        raise OpError(None, None, f"{path}.index; No such file or directory")
+
+
+class CheckpointReader:
+    """``CheckpointReader(path)``: TensorFlow's reader (see the module docstring)."""
+
+    def __init__(self, filepattern: Any) -> None:
+        if isinstance(filepattern, os.PathLike):
+            filepattern = os.fspath(filepattern)
+        path = _text(filepattern)
+        try:
+            self._ckpt = open_for_reader(path)
+        except OpError:
+            raise
+        except CheckpointError as exc:
+            raise translate(exc) from None
+        self._lock = threading.Lock()
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        """The :class:`formats.Checkpoint` behind the reader."""
+        return self._ckpt
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        """Key -> shape (a list of ints), for every key TensorFlow lists, in key order."""
+        return {k: list(self._ckpt[k].shape) for k in sorted(self._ckpt)}
+
+    def get_variable_to_dtype_map(self) -> dict[str, DType]:
+        """Key -> :class:`~formats.tf.dtypes.DType` (equal to ``formats.tf.float32`` and to ``"float32"``)."""
+        return {k: as_dtype(self._ckpt[k].dtype) for k in sorted(self._ckpt)}
+
+    def has_tensor(self, tensor_str: Any) -> bool:
+        """Whether the checkpoint holds ``tensor_str`` (``str`` or ``bytes``)."""
+        return _text(tensor_str) in self._ckpt
+
+    def get_tensor(self, tensor_str: Any) -> Any:
+        """The value of ``tensor_str`` as numpy (thread-safe); ``NotFoundError`` if there is none."""
+        key = _text(tensor_str)
+        entry = self._entry(key)
+        if entry.dtype in _NOT_NUMPY:
+            raise InternalError(None, None, f"Tensorflow type {as_dtype(entry.dtype).as_datatype_enum} not "
+                                "convertible to numpy dtype.")
+        try:
+            with self._lock:
+                value = entry.read()
+        except CheckpointError as exc:
+            raise translate(exc) from None
+        return value[()] if value.ndim == 0 else value
+
+    def _entry(self, key: str) -> TensorEntry:
+        if key not in self._ckpt:
+            raise NotFoundError(None, None, f"Key {key} not found in checkpoint")
+        return self._ckpt[key]
+
+    def debug_string(self) -> bytes:
+        """``key (DT_FLOAT) [2,3]`` per tensor, one line each, as TensorFlow's ``DebugString``."""
+        lines = []
+        for entry in self._ckpt.values():
+            dt = datatype_name(as_dtype(entry.dtype)).encode()
+            try:
+                listed = _listed(entry)
+            except CheckpointError as exc:
+                raise translate(exc) from None
+            for raw_key, shape in listed:
+                lines.append((raw_key, b"%s (%s) [%s]\n" % (raw_key, dt, ",".join(map(str, shape)).encode())))
+        return b"".join(line for _, line in sorted(lines))
+
+    def close(self) -> None:
+        """Release the checkpoint's files (TensorFlow's reader has no ``close``; this one may be closed)."""
+        self._ckpt.close()
+
+    def __enter__(self) -> CheckpointReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<formats.tf CheckpointReader {self._ckpt.path!r}>"
+
+
+def _listed(entry: TensorEntry) -> list[tuple[bytes, tuple[int, ...]]]:
+    """How TensorFlow's ``DebugString`` lists an entry: by its index key, or for a partitioned
+    variable of a bundle (whose full entry it skips) by the key and shape of each slice."""
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    if isinstance(entry, BundleTensor) and entry.raw.slices:
+        return [(part.key, part.shape) for _, part in entry.bundle.slice_parts(entry.raw)]
+    return [(entry.key.encode("utf-8", "surrogateescape"), tuple(entry.shape))]
+
+
+def NewCheckpointReader(filepattern: Any) -> CheckpointReader:  # noqa: N802 - TensorFlow's name
+    """``tf.compat.v1.train.NewCheckpointReader``: a :class:`CheckpointReader` for ``filepattern``."""
+    return CheckpointReader(filepattern)
