@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["TensorEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "CHUNK_ELEMENTS",
-           "CHUNK_BYTES", "OBJECT_GRAPH_KEY"]
+           "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "natural_key"]
 
 CHUNK_ELEMENTS = 1 << 20
 """Default number of elements per chunk for :meth:`TensorEntry.iter_chunks`."""
@@ -94,6 +94,11 @@ class FormatName(str, Enum):
 def shape_text(shape: Iterable[int]) -> str:
     """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def natural_key(key: str) -> list[tuple[int, Any]]:
+    """Sort key ordering ``vars/2`` before ``vars/10`` (numeric ``/`` segments as numbers)."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in key.split("/")]
 
 
 @dataclass(frozen=True)

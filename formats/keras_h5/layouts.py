@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
-from formats.core.model import Role
+from formats.core.model import Role, natural_key
 
-__all__ = ["Layout", "Described", "walk", "describe", "attr_list", "natural_key"]
+__all__ = ["Layout", "Described", "walk", "describe", "attr_list"]
 
 _SUFFIX = re.compile(r":\d+$")
 
@@ -40,11 +40,6 @@ class Layout:
     described: dict[str, Described] = field(default_factory=dict)  # key -> description, in Keras order
     metadata: dict[str, Any] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
-
-
-def natural_key(path: str) -> list[tuple[int, Any]]:
-    """Sort key ordering ``vars/2`` before ``vars/10``."""
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in path.split("/")]
 
 
 class _Opened(Mapping[str, Any]):

@@ -20,11 +20,10 @@ import difflib
 
 from formats.discover.resolve import open_checkpoint
 from formats.core.errors import UnsupportedError
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, natural_key
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
 from formats.core.model import shape_text
 from formats.concepts.optimizers import KERAS3
-from formats.keras_h5.layouts import natural_key
 from formats.ops.convert.cross.optimizer import keras3_like
 from formats.ops.convert.optimizer_moves import OptimizerMove
 from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state

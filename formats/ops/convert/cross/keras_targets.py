@@ -208,12 +208,10 @@ def _check_shard_size(plan: ConversionPlan, max_shard_size: int | None) -> None:
 def _keras3_groups(template: Checkpoint, optimizer: bool = False) -> list[tuple[str, str | None]]:
     """``(object path, name attribute)`` of every ``vars`` group of a Keras 3 checkpoint, the optimizer's
     only when ``optimizer``."""
-    from formats.keras_h5 import KerasCheckpoint
-
-    if not isinstance(template, KerasCheckpoint):
+    if template.format not in KERAS3_LAYOUTS:
         raise UnsupportedError(template.path, f"a {template.format} checkpoint has no Keras 3 vars groups")
     try:
-        groups = template.vars_groups()
+        groups = template.vars_groups()  # type: ignore[attr-defined]
     except (OSError, ValueError, KeyError) as exc:
         raise CorruptCheckpointError(template.path, f"cannot read the template's groups ({exc})") from None
     return [(owner, name) for owner, name in groups
