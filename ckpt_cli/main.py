@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "rename": "ckpt_cli.commands.rename:rename",
     "doctor": "ckpt_cli.commands.doctor:doctor",
     "trend": "ckpt_cli.commands.trend:trend",
+    "edit": "ckpt_cli.commands.edit:edit",
+    "average": "ckpt_cli.commands.average:average",
 }
 
 

@@ -30,15 +30,15 @@ __all__ = [
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
     "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
     "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode",
-    "write_checkpoint", "update_state_file", "TensorValue",
+    "write_checkpoint", "update_state_file", "TensorValue", "edit", "average", "EditOptions",
 ]
 
 _LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
-         "TensorValue": ".core.sources"}
+         "TensorValue": ".core.sources", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit"}
 
 
 def __getattr__(name: str) -> object:
-    """Writer names are imported on first use, so reading and listing start fast."""
+    """Writer and editing names are imported on first use, so reading and listing start fast."""
     if name in _LAZY:
         import importlib
 
