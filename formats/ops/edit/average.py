@@ -43,7 +43,8 @@ def newest(directory: str, count: int) -> list[str]:
     found = [i for i in scan_directory(directory) if i.step is not None and i.format != "missing"]
     found.sort(key=lambda i: (i.step, i.path))
     if len(found) < count:
-        raise UsageError(directory, f"{len(found)} checkpoint(s) with a step found, {count} wanted")
+        raise UsageError(directory, f"{len(found)} checkpoint{'s' * (len(found) != 1)} with a step found, "
+                                    f"{count} wanted")
     chosen = found[-count:]
     broken = [i for i in chosen if i.error]
     if broken:
@@ -69,8 +70,8 @@ def compare_inputs(sources: Sequence[Checkpoint]) -> list[Problem]:
     formats = {s.format for s in sources}
     if len(formats) > 1:
         problems.append(Problem("format", "", "the inputs are of different formats: " + ", ".join(
-            f"{os.path.basename(s.path.rstrip(os.sep))} {s.format}" for s in sources)))
-    names = [os.path.basename(s.path.rstrip(os.sep)) or s.path for s in sources]
+            f"{n} {s.format}" for n, s in zip(_names(sources), sources))))
+    names = _names(sources)
     keys = sorted(set().union(*(set(s) for s in sources)))
     for key in keys:
         lacking = [n for n, s in zip(names, sources) if key not in s]
@@ -84,6 +85,12 @@ def compare_inputs(sources: Sequence[Checkpoint]) -> list[Problem]:
                 problems.append(Problem(kind, key, f"{kind}s differ: " + ", ".join(
                     f"{t} in {n}" for n, t in zip(names, seen))))
     return problems
+
+
+def _names(sources: Sequence[Checkpoint]) -> list[str]:
+    """How problems name the inputs: their base names, or their paths when base names repeat."""
+    names = [os.path.basename(s.path.rstrip(os.sep)) or s.path for s in sources]
+    return names if len(set(names)) == len(names) else [s.path for s in sources]
 
 
 def _mean_of(sources: Sequence[Checkpoint]) -> Callable[[TensorEntry], tuple[Any, str] | None]:

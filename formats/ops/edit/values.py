@@ -40,16 +40,18 @@ def round_float64(values: np.ndarray, dtype: Any) -> np.ndarray:
     import numpy as np
 
     target = np.dtype(dtype)
-    if target.kind in "fc" or values.dtype == target:
-        return values.astype(target)
-    narrow = values.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is infinity, as rounding says
+        if target.kind in "fc" or values.dtype == target:
+            return values.astype(target)
+        narrow = values.astype(np.float32)
     wide = narrow.astype(np.float64)
     inexact = (wide != values) & np.isfinite(values)
     toward_zero = inexact & (np.abs(wide) > np.abs(values))
     narrow[toward_zero] = np.nextafter(narrow[toward_zero], np.float32(0))
     bits = narrow.view(np.uint32)
     bits[inexact] |= np.uint32(1)
-    return narrow.astype(target)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return narrow.astype(target)
 
 
 def aligned_chunks(streams: Sequence[Iterator[np.ndarray]]) -> Iterator[tuple[np.ndarray, ...]]:
