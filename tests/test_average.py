@@ -176,3 +176,19 @@ def test_usage_errors(tmp_path, run_cli, args, message):
     result = run_cli("average", *args, "-o", tmp_path / "o")
     assert result.exit_code == 2 and message in result.output
     assert not list(tmp_path.iterdir())
+
+
+def test_a_corrupt_input_stops_the_write_and_leaves_nothing(tmp_path, run_cli, corpus_copy):
+    folder = corpus_copy("seed_slots") / "tf_ckpts"
+    with open_checkpoint(folder / "ckpt-4") as ckpt:
+        raw = ckpt.reader.entries[b"net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"]
+        data = ckpt.reader.data_paths[raw.shard_id]
+    with open(data, "r+b") as f:  # flip one byte of the kernel: its CRC32C no longer matches
+        f.seek(raw.offset)
+        byte = f.read(1)
+        f.seek(raw.offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    out = tmp_path / "out" / "ckpt-5"
+    result = run_cli("average", folder, "--last", "3", "-o", out)
+    assert result.exit_code == 3 and "checksum mismatch" in result.stderr and "ckpt-4" in result.stderr
+    assert not out.parent.exists()

@@ -330,3 +330,13 @@ def test_the_pruned_graph_marks_every_node_with_values():
         graph = decode_object_graph(plan.conversion.object_graph)
         assert all(n.has_checkpoint_values for n in graph.nodes) and len(graph.nodes) == 8
         assert isinstance(KeptView(ckpt, ["step" + V]), KeptView)
+
+
+def test_a_truncated_input_is_an_input_error_and_leaves_nothing(tmp_path, run_cli, corpus_copy):
+    src = corpus_copy("seed_slots") / "tf_ckpts" / "ckpt-5"
+    data = str(src) + ".data-00000-of-00001"
+    os.truncate(data, os.path.getsize(data) // 2)
+    out = tmp_path / "out" / "ckpt"
+    result = run_cli("edit", src, "-o", out, "--drop-optimizer")
+    assert result.exit_code == 3 and result.stderr.startswith("ckpt: error: ")
+    assert not out.parent.exists()
