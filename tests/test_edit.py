@@ -340,3 +340,17 @@ def test_a_truncated_input_is_an_input_error_and_leaves_nothing(tmp_path, run_cl
     result = run_cli("edit", src, "-o", out, "--drop-optimizer")
     assert result.exit_code == 3 and result.stderr.startswith("ckpt: error: ")
     assert not out.parent.exists()
+
+
+def test_keras3_weights_sharded_by_size(tmp_path, run_cli):
+    src = CORPUS / "keras3_tagger/tagger.weights.h5"
+    bad = run_cli("edit", src, "-o", tmp_path / "t.weights.h5", "--max-shard-size", "4KB")
+    assert bad.exit_code == 2 and "name OUT *.weights.json" in bad.output
+    out = tmp_path / "sharded" / "t.weights.json"
+    result = run_cli("edit", src, "-o", out, "--max-shard-size", "4KB", "--drop-optimizer")
+    assert result.exit_code == 0, result.output
+    assert len([f for f in os.listdir(out.parent) if f.endswith(".weights.h5")]) > 1
+    with open_checkpoint(src) as a, open_checkpoint(out) as b:
+        assert sorted(b) == sorted(k for k in a if not k.startswith("optimizer"))
+        for key in b:
+            np.testing.assert_array_equal(b[key].read(), a[key].read())

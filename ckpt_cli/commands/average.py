@@ -9,7 +9,7 @@ from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
 from ..options import ByteSize, write_options
-from .edit import report
+from .edit import check_output, report
 
 
 @command(short_help="Average the weights of several checkpoints (a run's last N).")
@@ -62,6 +62,7 @@ def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | No
         for path in paths:
             opened.append(open_checkpoint(path))
         plan = plan_average(opened, options)
+        check_output(out, plan.target, max_shard_size)
         total = 0 if dry_run else sum(e.nbytes for e in opened[-1].values())
         with progress_for(opened[-1], "averaging", total=total) as progress:
             result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,

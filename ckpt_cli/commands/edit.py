@@ -1,6 +1,8 @@
 """``ckpt edit``: write a checkpoint again without its optimizer, with a subset, cast, or re-sharded."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from formats.ops.convert.targets import TARGETS
@@ -62,16 +64,16 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
       ckpt edit model.ckpt-200 -o sharded/model.ckpt-200 --shards 4
     """
     from formats.api import open_checkpoint
-    from formats.ops.edit import EditOptions, execute_edit, parse_casts, plan_edit
+    from formats.ops.edit import EditOptions, execute_edit, plan_edit
 
     from ..render.progress import progress_for
 
     options = EditOptions(to=to, select=select, exclude=exclude, by=by, drop_optimizer=drop_optimizer,
-                          casts=_casts(casts, parse_casts), cast_model_only=cast_model_only, shards=shards,
+                          casts=_casts(casts), cast_model_only=cast_model_only, shards=shards,
                           max_shard_size=max_shard_size)
-    _check_keras3_output(options, out)
     with open_checkpoint(src) as source:
         plan = plan_edit(source, options)
+        check_output(out, plan.target, max_shard_size)
         total = 0 if dry_run else sum(a.nbytes for a in source.values())
         with progress_for(source, "writing", total=total) as progress:
             result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
@@ -80,28 +82,29 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
     ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 
-def _casts(values: tuple[str, ...], parse: object) -> dict[str, str]:
+def check_output(out: str, target: str, max_shard_size: int | None) -> None:
+    """Sharded Keras 3 weights are named by their JSON index, as Keras names them."""
+    if max_shard_size is not None and target == "keras3-h5" and not out.endswith(".json"):
+        raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
+
+
+def _casts(values: tuple[str, ...]) -> dict[str, str]:
+    """``--cast`` values as a FROM -> TO table; a bad one is a usage error naming the option."""
     from formats.core.errors import UsageError
+    from formats.ops.edit import parse_casts
 
     try:
-        return parse(values)  # type: ignore[operator, no-any-return]
+        return parse_casts(values)
     except UsageError as exc:
         raise click.BadParameter(exc.message, param_hint="--cast") from None
 
 
-def _check_keras3_output(options: object, out: str) -> None:
-    """Sharded Keras 3 weights are named by their JSON index (as Keras names them)."""
-    if getattr(options, "max_shard_size", None) is not None and getattr(options, "to", None) == "keras3-h5" \
-            and not out.endswith(".json"):
-        raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
-
-
-def report(result: object, as_json: bool) -> None:
+def report(result: Any, as_json: bool) -> None:
     """Print an edit or average result: JSON, or the tables and summary."""
     if as_json:
         from ..render.common import print_json
 
-        print_json(result.to_json())  # type: ignore[attr-defined]
+        print_json(result.to_json())
     else:
         from ..render.edit import render_edit
 
