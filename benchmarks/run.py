@@ -142,7 +142,30 @@ def measure(inputs: dict[str, str], work: Path, runs: int) -> list[Row]:
         synced = run(f"rm -rf {out_dir}; mkdir -p {out_dir}; cp {bert_files} {out_dir}/ && sync", runs)
         rows.append(Row(f"{command} (same, vs a durable copy)", ours, "cp + sync", synced, "report", None))
         shutil.rmtree(out_dir, ignore_errors=True)
+    if has("average"):
+        rows.append(measure_average(bert, work, runs))
     return rows
+
+
+def measure_average(bert: str, work: Path, runs: int) -> Row:
+    """``ckpt average`` of three copies of the BERT-like checkpoint (3 x 840 MiB): memory must stay bounded."""
+    folder = work / "average"
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs = []
+    for step in (1000, 2000, 3000):
+        prefix = folder / f"model.ckpt-{step}"
+        for f in files_of(bert):
+            target = folder / os.path.basename(f).replace("model.ckpt-1000", prefix.name)
+            if not target.exists():
+                shutil.copyfile(f, target)
+        inputs.append(str(prefix))
+    every = " ".join(f for p in inputs for f in files_of(p))
+    cat = run(f"cat {every} > /dev/null", runs)
+    out_dir = work / "out-average"
+    ours = run(f"rm -rf {out_dir}; {' '.join(CKPT)} average {' '.join(inputs)} -o {out_dir}/model.ckpt-3000", runs)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return Row("average (3 x 840 MiB BERT-like, verified)", ours, "cat the three", cat, "< 100 MiB RSS",
+               ours.max_rss_kib < 100 * 1024)
 
 
 def table(rows: list[Row]) -> str:

@@ -35,18 +35,20 @@ def format_exit_status(formatter: click.HelpFormatter) -> None:
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only",
-                  "no_optimizer", "ignore_optimizer", "against", "target", "template"),
+                  "no_optimizer", "ignore_optimizer", "against", "target", "template", "last", "select", "exclude",
+                  "by", "drop_optimizer"),
     "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
                      "slot_names"),
     "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
+    "Casting": ("casts", "cast_model_only"),
     "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
-                "rules_out"),
+                "rules_out", "shards", "max_shard_size"),
     "Optimizer state": ("learning_rate", "hparams"),
     "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",
                "edgeitems", "full"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
-ORDER = ("Selection", "Rename rules", "Comparison", "Writing", "Optimizer state", "Output", "Other options")
+ORDER = ("Selection", "Rename rules", "Comparison", "Casting", "Writing", "Optimizer state", "Output", "Other options")
 
 
 class CkptCommand(click.Command):

@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "doctor": "ckpt_cli.commands.doctor:doctor",
     "trend": "ckpt_cli.commands.trend:trend",
     "run": "ckpt_cli.commands.run:run",
+    "edit": "ckpt_cli.commands.edit:edit",
+    "average": "ckpt_cli.commands.average:average",
 }
 
 

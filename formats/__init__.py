@@ -30,16 +30,17 @@ __all__ = [
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
     "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
     "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode",
-    "write_checkpoint", "update_state_file", "TensorValue",
+    "write_checkpoint", "update_state_file", "TensorValue", "edit", "average", "EditOptions",
 ]
 
 _LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
          "TensorValue": ".core.sources", "load_checkpoint": ".api", "list_variables": ".api",
-         "CheckpointReader": ".api"}
+         "CheckpointReader": ".api", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit"}
 
 
 def __getattr__(name: str) -> object:
-    """Writer names and the TensorFlow-shaped readers are imported on first use, so listing starts fast."""
+    """Writer and editing names and the TensorFlow-shaped readers are imported on first use, so listing starts
+    fast."""
     if name in _LAZY:
         import importlib
 

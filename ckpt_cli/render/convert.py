@@ -16,15 +16,19 @@ def render_conversion(result: Any) -> None:
         table = _plan_table(plan)
         emit(table)
     if plan.problems:
-        problems = TextTable([("", "left"), ("PROBLEM", "left"), ("KEY", "left"), ("DETAIL", "left"),
-                              ("CANDIDATES", "left")])
-        for p in sorted(plan.problems, key=lambda p: p.severity != "error"):
-            problems.add_row(p.severity, p.kind, p.key, p.message, "; ".join(p.candidates) or "-",
-                             style="red" if p.severity == "error" else "yellow")
         if table is not None:
             emit(lines=[[("", None)]])
-        emit(problems)
+        emit(problems_table(plan.problems))
     emit(lines=_summary(result))
+
+
+def problems_table(problems: list[Any]) -> TextTable:
+    """A plan's problems, errors first: severity, kind, key, detail, candidates."""
+    table = TextTable([("", "left"), ("PROBLEM", "left"), ("KEY", "left"), ("DETAIL", "left"), ("CANDIDATES", "left")])
+    for p in sorted(problems, key=lambda p: p.severity != "error"):
+        table.add_row(p.severity, p.kind, p.key, p.message, "; ".join(p.candidates) or "-",
+                      style="red" if p.severity == "error" else "yellow")
+    return table
 
 
 def _plan_table(plan: Any) -> TextTable:

@@ -56,6 +56,8 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
 
 _FREE_TEXT = {"detail", "problem", "message", "candidates"}
 """Columns of prose that may wrap; keys are shortened in the middle; every other column never wraps."""
+_KEY_COLUMNS = {"key", "object", "variable", "checkpoint", "source"}
+"""The column shortened in the middle when rows would not fit (the first such)."""
 _MIN_KEY = 16
 
 
@@ -90,40 +92,56 @@ def shorten_keys(keys: list[str], width: int) -> list[str]:
     return out
 
 
-def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], int]:
-    """Rows with the first (key) column shortened to what the terminal leaves it; the natural width of each
-    column; and the width to render at (wider than the terminal when the rows cannot fit: they then overflow
-    whole, numbers intact, rather than wrap inside cells)."""
+def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int]]:
+    """Rows with the first (key) column shortened to what the terminal leaves it (when that makes the rows
+    fit; otherwise they overflow whole, numbers intact) and the width of each column, prose columns
+    limited to what is left of ``width`` (at least 12)."""
     rows = [list(map(safe_text, row)) for row in table.rows]
     natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
-    wraps = [name.lower() in _FREE_TEXT for name, _ in table.columns]
-    fixed = sum(w for i, w in enumerate(natural) if i and not wraps[i]) + sum(
-        min(w, 12) for i, w in enumerate(natural) if i and wraps[i]) + 2 * (len(natural) - 1)
-    room = width - fixed
-    if natural[0] > room >= _MIN_KEY:  # shortening keys makes the rows fit; otherwise they overflow whole
-        for r, short in zip(rows, shorten_keys([r[0] for r in rows], room)):
-            r[0] = short
-        natural[0] = room
-    return rows, natural, max(width, fixed + natural[0])
+    free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
+    key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
+    fixed = sum(w for i, w in enumerate(natural) if i != key and i not in free) + 2 * (len(natural) - 1)
+    room = width - fixed - sum(min(natural[i], 28) for i in free)
+    if free:  # prose wraps to what the key leaves it: a key is worth shortening for readable prose
+        room = max(room, _MIN_KEY)
+    if key is not None and natural[key] > room >= _MIN_KEY:
+        for r, short in zip(rows, shorten_keys([r[key] for r in rows], room)):
+            r[key] = short
+        natural[key] = room
+    spare = max(0, width - fixed - (natural[key] if key is not None else 0))
+    for i in free:
+        natural[i] = min(natural[i], max(12, spare // len(free)))
+    return rows, natural
+
+
+def _layout(table: TextTable, width: int) -> list[tuple[str, str | None]]:
+    """The table as lines of text (with a style each): columns two spaces apart, prose columns wrapped to
+    their width, every other cell whole."""
+    import textwrap
+
+    rows, widths = _fit(table, width)
+    free = {i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT}
+    header = [name for name, _ in table.columns]
+    out: list[tuple[str, str | None]] = []
+    for row, style in [(header, "bold"), *zip(rows, table.row_styles)]:
+        cells = [textwrap.wrap(c, widths[i], break_on_hyphens=False) or [""] if i in free else [c]
+                 for i, c in enumerate(row)]
+        for n in range(max(len(c) for c in cells)):
+            parts = [(c[n] if n < len(c) else "").rjust(w) if just == "right" else (c[n] if n < len(c) else "").ljust(w)
+                     for c, w, (_, just) in zip(cells, widths, table.columns)]
+            out.append(("  ".join(parts).rstrip(), style))
+    return out
 
 
 def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     from .common import console
 
     out = console(stderr=stderr)
     if table is not None and table.rows:
-        rows, natural, width = _fit(table, out.width)
-        rich_table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for i, (name, justify) in enumerate(table.columns):
-            free = name.lower() in _FREE_TEXT
-            rich_table.add_column(name, justify=justify, overflow="fold" if free else "ellipsis",  # type: ignore[arg-type]
-                                  no_wrap=not free, min_width=None if free else natural[i])
-        for row, style in zip(rows, table.row_styles):
-            rich_table.add_row(*row, style=style if use_color() else None)
-        out.print(rich_table, width=width, crop=False)
+        for text, style in _layout(table, out.width):
+            out.print(Text(text, style=style if use_color() else None), soft_wrap=True)
     for line in lines:
         text = Text()
         for chunk, style in line:

@@ -3,16 +3,18 @@
 Byte-compatible with TensorFlow's ``BundleWriter``: tensors go to the data file in the order
 they are given (densely packed, no alignment), the index lists them in bytewise key order
 after the header, and every entry carries the masked CRC32C TensorFlow would compute.
-Tensors stream from their source to the file in bounded chunks. Like every writer
+Tensors stream from their source to the file in bounded chunks; ``shards`` spreads them over
+several data files (``prefix.data-0000k-of-0000N``) as TensorFlow's sharded saving leaves them. Like every writer
 (:mod:`formats.io.writing`), the output is guarded against replacing an input, written under
 temporary names in the output directory, flushed to disk, verified (every tensor read back and
 compared with its source) and only then renamed into place: data file first, index last.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -27,7 +29,7 @@ from formats.io.crc import crc32c, mask, unmask
 from formats.io.writing import (OutputGuard, Stored, WriteReport, check_roundtrip, guard_output, planned_bytes,
                                 sources_of)
 from formats.tf_bundle.checkpoint import BundleTensor
-from formats.tf_bundle.encode import HEADER, encode_entry, string_layout, variant_layout
+from formats.tf_bundle.encode import HEADER, encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
@@ -43,12 +45,14 @@ class _Record:
     dtype: str
     shape: tuple[int, ...]
     expected: Any = None  # the source itself, or a Digest of what was written
+    shard: int = 0
 
 
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
                      object_graph: Any = None, *, force: bool = False, verify: bool = True,
                      inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK,
-                     progress: Callable[[int, int], None] | None = None) -> WriteReport:
+                     progress: Callable[[int, int], None] | None = None,
+                     shards: Sequence[int] | None = None) -> WriteReport:
     """Write a TensorFlow checkpoint at ``prefix`` that ``tf.train.load_checkpoint`` reads.
 
     ``tensors`` maps key -> source (numpy array, :class:`~formats.core.sources.TensorValue`, or a
@@ -60,40 +64,47 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     result is read back and compared with every source before it is renamed into place.
     ``progress(bytes_done, tensors_done)`` is called after each tensor. A URL prefix (``s3://...``)
     is written and verified locally, then uploaded (:mod:`formats.io.remote_write`).
+    ``shards`` spreads the data over N files as TensorFlow's sharded saving does: the data file of
+    each tensor in the order written (the object graph, written last, included), never decreasing;
+    N is the largest plus one. Default: one data file.
     """
     prefix = os.fspath(prefix)
     from formats.io import storage
 
-    final_index, final_data = prefix + ".index", data_file_name(prefix, 0, 1)
+    count = _shard_count(prefix, shards)
+    final_index, finals = prefix + ".index", [data_file_name(prefix, k, count) for k in range(count)]
     sources, inputs = sources_of(tensors), list(inputs)
-    guard = guard_output(prefix, [final_index, final_data], inputs=inputs, sources=sources, force=force,
+    guard = guard_output(prefix, [final_index, *finals], inputs=inputs, sources=sources, force=force,
                          what="output checkpoint")
     if storage.is_url(prefix):
         from formats.io.remote_write import write_then_upload
 
         return write_then_upload(prefix, lambda local: write_checkpoint(
-            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress), force=force)
+            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress,
+            shards=shards), force=force)
     pairs = _pairs(tensors, object_graph)
     directory = os.path.dirname(os.path.abspath(prefix))
     created = make_parents(prefix)
     temp = temp_name(prefix)
-    temp_index, temp_data = temp + ".index", data_file_name(temp, 0, 1)
-    report = WriteReport(prefix, "tf-name", [final_index, final_data])
-    leftovers = [temp_data, temp_index]
+    temp_index, temps = temp + ".index", [data_file_name(temp, k, count) for k in range(count)]
+    report = WriteReport(prefix, "tf-name", [final_index, *finals])
+    leftovers = [*temps, temp_index]
     try:
         ensure_space(directory, planned_bytes(sources))
-        records = _write_data(temp_data, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress)
+        records = _write_data(temps, _sharded(pairs, shards, prefix), guard, chunk, verify,
+                              isinstance(tensors, Mapping), progress)
         for r in records:
             key = r.key.decode("utf-8", "surrogateescape")
             report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
             if key == OBJECT_GRAPH_KEY:
                 report.format = "tf-object"
-        _write_index(temp_index, records)
+        _write_index(temp_index, records, count)
         if verify:
             report.accept(_verify(temp, prefix, records, chunk))
-        if not os.path.lexists(final_data):
-            leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
-        os.replace(temp_data, final_data)
+        for temp_data, final_data in zip(temps, finals):
+            if not os.path.lexists(final_data):
+                leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
+            os.replace(temp_data, final_data)
         os.replace(temp_index, final_index)
         fsync_dir(directory)
     except BaseException:
@@ -112,6 +123,32 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
         yield OBJECT_GRAPH_KEY, TensorValue(graph, "string")
 
 
+def _shard_count(prefix: str, shards: Sequence[int] | None) -> int:
+    """How many data files ``shards`` asks for (1 when None)."""
+    if shards is None:
+        return 1
+    if any(not isinstance(s, int) or s < 0 for s in shards):
+        raise InvalidOutputError(prefix, "shard numbers must be integers from 0")
+    return max(shards, default=0) + 1
+
+
+def _sharded(pairs: Iterator[tuple[Any, Source]], shards: Sequence[int] | None,
+             prefix: str) -> Iterator[tuple[int, Any, Source]]:
+    """``(shard, key, source)`` for every pair: the shards given (never decreasing, one per pair), else 0."""
+    numbers = iter(shards) if shards is not None else itertools.repeat(0)
+    previous = 0
+    for key, source in pairs:
+        shard = next(numbers, None)
+        if shard is None or shard < previous:
+            raise InvalidOutputError(prefix, "shards must give a never-decreasing data file number for every "
+                                     "tensor, the object graph included" if shard is not None else
+                                     "fewer shard numbers than tensors (the object graph included)")
+        previous = shard
+        yield shard, key, source
+    if shards is not None and next(numbers, None) is not None:
+        raise InvalidOutputError(prefix, "more shard numbers than tensors (the object graph included)")
+
+
 def _key_bytes(key: Any, prefix: str) -> bytes:
     raw = key if isinstance(key, bytes) else str(key).encode("utf-8", "surrogateescape")
     if not raw:
@@ -119,27 +156,36 @@ def _key_bytes(key: Any, prefix: str) -> bytes:
     return raw
 
 
-def _write_data(path: str, pairs: Iterator[tuple[Any, Source]], guard: OutputGuard, chunk: int,
+def _write_data(paths: list[str], pairs: Iterator[tuple[int, Any, Source]], guard: OutputGuard, chunk: int,
                 verify: bool, keep: bool, progress: Callable[[int, int], None] | None = None) -> list[_Record]:
+    """Write every tensor to the data file of its shard, one file after the other."""
     records: list[_Record] = []
     seen: set[bytes] = set()
-    with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
-        offset = 0
-        for key, source in pairs:
-            raw_key = _key_bytes(key, guard.output)
-            if raw_key in seen:
-                raise InvalidOutputError(guard.output, f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
-            seen.add(raw_key)
-            guard.check_source(source)
-            record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep)
-            records.append(record)
-            offset += record.size
-            syncer.wrote(record.size)
-            if progress is not None:
-                progress(offset, len(records))
-        out.flush()
-        syncer.close()
-        os.fsync(out.fileno())
+    groups = itertools.groupby(pairs, key=lambda item: item[0])
+    group = next(groups, None)
+    done = 0
+    for shard, path in enumerate(paths):
+        with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
+            offset = 0
+            for _, key, source in group[1] if group is not None and group[0] == shard else ():
+                raw_key = _key_bytes(key, guard.output)
+                if raw_key in seen:
+                    raise InvalidOutputError(guard.output,
+                                             f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
+                seen.add(raw_key)
+                guard.check_source(source)
+                record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep, shard)
+                records.append(record)
+                offset += record.size
+                done += record.size
+                syncer.wrote(record.size)
+                if progress is not None:
+                    progress(done, len(records))
+            if group is not None and group[0] == shard:
+                group = next(groups, None)
+            out.flush()
+            syncer.close()
+            os.fsync(out.fileno())
     return records
 
 
@@ -191,7 +237,7 @@ class _BackgroundSync:
 
 
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
-                  verify: bool, keep: bool) -> _Record:
+                  verify: bool, keep: bool, shard: int = 0) -> _Record:
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or isinstance(source, TensorEntry)) else None
@@ -212,9 +258,9 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
             size += len(piece)
         for value in values if h is not None else ():
             digest_update(h, value)
-    entry = encode_entry(dt.enum, shape, offset, size, mask(crc))
+    entry = encode_entry(dt.enum, shape, offset, size, mask(crc), shard)
     expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
-    return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None)
+    return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None, shard)
 
 
 def _sha256() -> Any:
@@ -238,11 +284,11 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
     return size, unmask(source.raw.crc32c) if same_bytes else crc
 
 
-def _write_index(path: str, records: list[_Record]) -> None:
+def _write_index(path: str, records: list[_Record], shards: int = 1) -> None:
     records.sort(key=lambda r: r.key)
     with open(path, "xb") as out:
         table = TableWriter(out)
-        table.add(b"", HEADER)
+        table.add(b"", HEADER if shards == 1 else encode_header(num_shards=shards))
         for record in records:
             table.add(record.key, record.entry)
         table.finish()

@@ -1,0 +1,217 @@
+"""Planning an edit through the conversion machinery: choose the tensors, cut the graph, plan the
+target, then put computed values (casts, means) in the rows and give each its data file.
+
+1. :func:`~formats.ops.edit.selection.choose_tensors` decides what stays;
+2. an object-based source's graph is pruned to it (:func:`~formats.ops.edit.prune.prune_graph`) and
+   the source is seen through a :class:`~formats.ops.edit.view.KeptView`;
+3. the output is planned: in the source's own bundle format row for row with the pruned graph,
+   otherwise by the conversion target's planner (``--to`` targets, and Keras, npz and safetensors
+   files written in their own format);
+4. rows that copy a tensor get their computed value (a :class:`~formats.ops.edit.values.MeanTensor`
+   for ``average``, a :class:`~formats.ops.edit.values.CastTensor` for a cast);
+5. a bundle output's tensors are spread over data files (:mod:`formats.ops.edit.shards`).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, Role, TensorEntry
+from formats.core.sources import Source
+from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, PlanRow
+from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.targets import TARGETS, planner
+from formats.ops.edit.plan import EditOptions, EditPlan, KeyAction
+from formats.ops.edit.prune import prune_graph
+from formats.ops.edit.selection import choose_tensors
+from formats.ops.edit.shards import assign_shards, planned_size, write_sharded_bundle
+from formats.ops.edit.values import CastStats, CastTensor, MeanTensor, is_lossless
+from formats.ops.edit.view import KeptView
+
+__all__ = ["plan_output", "own_target", "BUNDLE_TARGETS", "ValueFor"]
+
+BUNDLE_TARGETS = ("tf-object", "tf-name")
+"""Targets written by the bundle writer (the ones data files apply to)."""
+
+_OWN = {"tf-object": "tf-object", "tf-name": "tf-name", "tf-v1": "tf-name", "keras2-h5": "keras2-h5",
+        "keras3-h5": "keras3-h5", "keras-zip": "keras3-h5", "keras3-dir": "keras3-h5", "keras3-sharded": "keras3-h5",
+        "npz": "npz", "safetensors": "safetensors"}
+
+ValueFor = Callable[[TensorEntry], "tuple[Source, str] | None"]
+"""For an ``average``: the value to write for a kept entry and a note saying what it is (None: the entry's own)."""
+
+
+def own_target(ckpt: Checkpoint) -> str | None:
+    """The format an edit writes ``ckpt`` in by default: its own, or the nearest one ckpt writes (a V1
+    checkpoint as a name-based bundle, a SavedModel's variables as a bundle, a ``.keras`` file as
+    Keras 3 weights); None when there is none."""
+    if ckpt.format == "saved-model":
+        return "tf-object" if is_object_based(ckpt) else "tf-name"
+    return _OWN.get(ckpt.format)
+
+
+def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs: list[str],
+                value_for: ValueFor | None = None) -> EditPlan:
+    """Plan writing ``source`` as ``options`` ask (``value_for`` supplies averaged values)."""
+    options.check()
+    target = options.to or own_target(source)
+    selection = choose_tensors(source, options.select, options.exclude, options.by, options.drop_optimizer)
+    conversion = ConversionPlan(source.path, target or "?")
+    conversion.problems += selection.problems
+    plan = EditPlan(operation, inputs, conversion)
+    if target is None or target not in TARGETS:
+        conversion.add("unsupported", source.path, f"ckpt cannot write a {source.format} checkpoint; choose an "
+                       f"output format ({', '.join(sorted(TARGETS))})")
+    elif conversion.ok:
+        view = _view(source, selection.kept, conversion)
+        if view is not None:
+            plan.conversion = _plan_target(source, view, target, options, selection.kept)
+            plan.conversion.problems[:0] = conversion.problems
+            _fill_values(plan, view, options, value_for)
+            _shard(plan, source, options)
+    _list_actions(plan, source, selection.dropped)
+    return plan
+
+
+def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan) -> KeptView | None:
+    graph = source.object_graph if is_object_based(source) else None
+    if graph is None:
+        return KeptView(source, kept)
+    pruned, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
+    conversion.problems += problems
+    return KeptView(source, kept, pruned) if pruned is not None else None
+
+
+def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditOptions,
+                 kept: list[str]) -> ConversionPlan:
+    """The rows of the output: the source's own bundle format row for row, else the target's planner."""
+    convert = ConvertOptions(max_shard_size=options.max_shard_size if target == "keras3-h5" else None)
+    if target in BUNDLE_TARGETS and target == own_target(source):
+        plan = ConversionPlan(source.path, target)
+        for key in sorted(k for k in view if k != OBJECT_GRAPH_KEY):
+            entry = view[key]
+            plan.add_row(key, key, entry, entry.shape, entry.dtype)
+        plan.object_graph = view.graph_bytes if target == "tf-object" else None
+        return plan
+    if target == "keras3-h5" and source.format in KERAS3_LAYOUTS:  # its layout comes from the file itself
+        plan = planner(target)(source, convert)
+        _keep_rows(plan, set(kept))
+        return plan
+    return planner(target)(view, convert)  # type: ignore[no-any-return]
+
+
+def _keep_rows(plan: ConversionPlan, kept: set[str]) -> None:
+    """Leave out rows of tensors not kept, and Keras 3 ``vars`` groups that lose all their variables."""
+    owners = {_owner(r.key) for r in plan.rows}
+    plan.rows = [r for r in plan.rows if r.source is None or r.source in kept]
+    emptied = owners - {_owner(r.key) for r in plan.rows}
+    writer = plan.writer
+    if emptied and isinstance(writer, functools.partial) and "groups" in writer.keywords:
+        groups = [g for g in writer.keywords["groups"] if g[0] not in emptied]
+        plan.writer = functools.partial(writer.func, *writer.args, **{**writer.keywords, "groups": groups})
+
+
+def _owner(key: str) -> str:
+    return key.rpartition("vars/")[0].rstrip("/")
+
+
+def _fill_values(plan: EditPlan, view: KeptView, options: EditOptions, value_for: ValueFor | None) -> None:
+    """Put the averaged or cast value in every row that copies a kept tensor."""
+    casts: dict[str, CastStats] = {}
+    for row in plan.conversion.rows:
+        entry = view[row.source] if row.source is not None and row.source in view else None
+        if entry is None or row.source == OBJECT_GRAPH_KEY:
+            continue
+        if value_for is not None:
+            found = value_for(entry) if row.value is entry else None
+            if found is not None:
+                row.value, detail = found
+                row.note = _joined(row.note, detail)
+        target = options.casts.get(row.dtype)
+        if target is not None and _castable(entry, options.cast_model_only):
+            stats = CastStats(row.key, row.dtype, target, is_lossless(row.dtype, target))
+            casts[row.key] = stats
+            row.value, row.dtype = CastTensor(row.value, entry, target, stats), target
+            row.note = _joined(row.note, f"cast {stats.source_dtype} -> {target}" + ("" if stats.lossless else
+                                                                                     " (lossy)"))
+    plan.casts = list(casts.values())
+    for source_dtype in options.casts:
+        if not any(c.source_dtype == source_dtype for c in plan.casts):
+            plan.conversion.add("cast", source_dtype, f"no {'model ' if options.cast_model_only else ''}tensor "
+                                f"is {source_dtype}; nothing cast", WARNING)
+
+
+def _castable(entry: TensorEntry, model_only: bool) -> bool:
+    """Model variables are cast, and slots unless ``model_only``; optimizer state and counters never."""
+    role = str(entry.role)
+    return role == Role.VARIABLE or (role == Role.SLOT and not model_only)
+
+
+def _joined(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more
+
+
+def _shard(plan: EditPlan, source: Checkpoint, options: EditOptions) -> None:
+    """Give each tensor of a bundle output its data file; refuse data files for other outputs."""
+    conversion = plan.conversion
+    if conversion.target not in BUNDLE_TARGETS or conversion.writer is not None:
+        if options.shards is not None or (options.max_shard_size is not None and conversion.target != "keras3-h5"):
+            conversion.add("unsupported", conversion.target, f"a {conversion.target} output is not spread over "
+                           "data files (TensorFlow bundles are; Keras 3 weights by maximum shard size)")
+        return
+    count = options.shards
+    if count is None and options.max_shard_size is None:
+        count = int(source.metadata.get("num_shards") or 1) if source.format in BUNDLE_TARGETS else 1
+    sizes = [planned_size(r.value, r.shape, r.dtype) for r in conversion.rows]
+    if conversion.object_graph is not None:
+        sizes.append(planned_size([conversion.object_graph], (), "string"))
+    if count is not None and count > len(sizes):
+        conversion.add("shards", conversion.target, f"{count} data files asked for, but only {len(sizes)} tensors "
+                       f"to write: {len(sizes)} data files", WARNING)
+    if options.max_shard_size is not None:
+        _oversized(conversion.rows, sizes, options.max_shard_size, conversion)
+    shards = assign_shards(sizes, count, options.max_shard_size)
+    if shards and shards[-1] > 0:
+        plan.shards = shards
+        conversion.writer = functools.partial(write_sharded_bundle, shards=shards)
+        for row, shard in zip(conversion.rows, shards):
+            row.note = _joined(row.note, f"data file {shard}")
+
+
+def _oversized(rows: list[PlanRow], sizes: list[int], limit: int, conversion: ConversionPlan) -> None:
+    for row, size in zip(rows, sizes):
+        if size > limit:
+            conversion.add("shards", row.key, f"{size:,} bytes, more than the maximum shard size ({limit:,}): "
+                           "alone in its data file", WARNING)
+
+
+def _list_actions(plan: EditPlan, source: Checkpoint, dropped: dict[str, str]) -> None:
+    """One :class:`KeyAction` per input key (the object graph included), in key order."""
+    written: dict[str, PlanRow] = {}
+    for row in plan.conversion.rows:
+        if row.source is not None:
+            written.setdefault(row.source, row)
+    planned = bool(plan.conversion.rows)
+    for key in sorted(source):
+        row = written.get(key)
+        if key == OBJECT_GRAPH_KEY:
+            graph = plan.conversion.object_graph
+            plan.actions.append(KeyAction(key, "keep" if graph is not None else "drop", key if graph else None,
+                                          "string" if graph else "", "object graph, cut down to the tensors kept"
+                                          if graph is not None else "not written by the output format"))
+        elif key in dropped:
+            plan.actions.append(KeyAction(key, "drop", detail=dropped[key]))
+        elif row is None:
+            plan.actions.append(KeyAction(key, "drop", detail="not written by the output format" if planned else
+                                          "nothing is written"))
+        else:
+            plan.actions.append(KeyAction(key, _action(row, plan.operation), row.key, row.dtype, row.note))
+
+
+def _action(row: PlanRow, operation: str) -> str:
+    if isinstance(row.value, CastTensor):
+        return "cast"
+    if isinstance(row.value, MeanTensor):
+        return "mean"
+    return "newest" if operation == "average" else "keep"
