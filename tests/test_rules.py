@@ -50,3 +50,11 @@ def test_rules_files_toml_json_and_round_trip(tmp_path):
     assert load_rules(js) == rules
     ruleset = build_rules(maps=["a=b"], rules_file=str(js))
     assert [r.kind for r in ruleset.rules] == ["map", "regex", "map"]
+
+
+def test_strip_prefix_leaves_the_prefix_itself_alone():
+    rules = build_rules(strip_prefix="net/")
+    assert rules.apply("net/l1/kernel") == "l1/kernel"
+    assert rules.apply("net") == "net"  # never the empty name
+    assert rules.apply("network/l1") == "network/l1"
+    assert rules.unused() == []

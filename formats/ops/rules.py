@@ -7,7 +7,10 @@ A rule rewrites a name (a TF1-style variable name, or an object path):
   ``dnn/hiddenlayer_0=dense`` turns ``dnn/hiddenlayer_0/kernel`` into ``dense/kernel`` and leaves
   ``dnn/hiddenlayer_01/kernel`` alone. An empty OLD matches every name (NEW is prepended).
 - ``regex``: ``PATTERN=REPL`` with Python ``re.sub`` semantics (``\\1`` back-references).
-- ``add-prefix`` / ``strip-prefix``: a segment prefix added to every name, or removed where present.
+- ``add-prefix`` / ``strip-prefix``: a segment prefix added to every name, or removed from the names
+  under it (``--strip-prefix net`` turns ``net/l1/kernel`` into ``l1/kernel`` and leaves the name
+  ``net`` itself alone: an object path or key cannot become empty, and in an object-based checkpoint
+  the edge ``net`` keeps its place while its children move up to the root).
 
 Rules are tried in order; the first that matches a name rewrites it and no later rule applies.
 A :class:`RuleSet` remembers which rules matched nothing, so callers can warn about them.
@@ -55,7 +58,7 @@ class Rule:
             return new if count else None
         if self.kind == "add-prefix":
             return f"{self.old.strip('/')}/{name}" if self.old.strip("/") else name
-        return _map_prefix(name, self.old.strip("/"), "") if self.old.strip("/") else None
+        return _strip_prefix(name, self.old.strip("/"))
 
 
 def _map_prefix(name: str, old: str, new: str) -> str | None:
@@ -66,6 +69,13 @@ def _map_prefix(name: str, old: str, new: str) -> str | None:
     if name.startswith(old + "/"):
         rest = name[len(old) + 1:]
         return f"{new}/{rest}" if new else rest
+    return None
+
+
+def _strip_prefix(name: str, prefix: str) -> str | None:
+    """``name`` without the segment prefix ``prefix``; None unless ``name`` lies strictly under it."""
+    if prefix and name.startswith(prefix + "/"):
+        return name[len(prefix) + 1:]
     return None
 
 
