@@ -58,3 +58,17 @@ def test_strip_prefix_leaves_the_prefix_itself_alone():
     assert rules.apply("net") == "net"  # never the empty name
     assert rules.apply("network/l1") == "network/l1"
     assert rules.unused() == []
+
+
+def test_specific_rules_first():
+    from formats.ops.rules import Rule, RuleSet, specific_first
+
+    rules = [Rule("map", "dnn", "model"), Rule("regex", "^x$", "y"), Rule("map", "dnn/logits/kernel", "head/w"),
+             Rule("map", "dnn/logits", "head"), Rule("strip-prefix", "tower_0")]
+    ordered = specific_first(rules)
+    assert [str(r) for r in ordered] == ["--map dnn/logits/kernel=head/w", "--regex ^x$=y", "--map dnn/logits=head",
+                                         "--map dnn=model", "--strip-prefix tower_0"]
+    ruleset = RuleSet(ordered)
+    assert [ruleset.apply(n) for n in ("dnn/logits/kernel", "dnn/logits/bias", "dnn/h0/bias")] == [
+        "head/w", "head/bias", "model/h0/bias"]
+    assert ruleset.unused() == [rules[1], rules[4]]

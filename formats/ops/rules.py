@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from formats.core.errors import InputReadError, UsageError
 
-__all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules"]
+__all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules", "specific_first"]
 
 KINDS = ("map", "regex", "add-prefix", "strip-prefix")
 
@@ -168,6 +168,21 @@ def build_rules(maps: Iterable[str] = (), regexes: Iterable[str] = (), rules_fil
     if add_prefix:
         rules.append(parse_pair("add-prefix", add_prefix))
     return RuleSet(rules)
+
+
+def specific_first(rules: Iterable[Rule]) -> list[Rule]:
+    """``rules`` ordered so that no rule is shadowed by one before it: a map or strip-prefix rule comes
+    before every map or strip-prefix rule whose prefix contains its own (``a/b=x`` before ``a=y``, which
+    would otherwise rewrite ``a/b/...`` first and leave ``a/b=x`` matching nothing). Regex and
+    add-prefix rules keep their places; the order is otherwise kept."""
+    rules = list(rules)
+    slots = [i for i, r in enumerate(rules) if r.kind in ("map", "strip-prefix")]
+    depth = {i: -len(rules[i].old.strip("/").split("/")) if rules[i].old.strip("/") else 0 for i in slots}
+    ordered = sorted(slots, key=lambda i: (depth[i], i))
+    out = list(rules)
+    for place, i in zip(slots, ordered):
+        out[place] = rules[i]
+    return out
 
 
 def dump_rules(rules: Iterable[Rule]) -> str:
