@@ -34,7 +34,7 @@ def format_exit_status(formatter: click.HelpFormatter) -> None:
             formatter.write_dl([(str(int(code)), text) for code, text in EXIT_MEANINGS.items()], col_spacing=2)
 
 GROUPS: dict[str, tuple[str, ...]] = {
-    "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only",
+    "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only", "include_graph",
                   "no_optimizer", "ignore_optimizer", "against", "target", "template"),
     "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
                      "slot_names"),
@@ -42,7 +42,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
                 "rules_out"),
     "Optimizer state": ("learning_rate", "hparams"),
-    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",
+    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",
                "edgeitems", "full"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
