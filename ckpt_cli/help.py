@@ -76,11 +76,19 @@ command = functools.partial(click.command, cls=CkptCommand)
 
 
 def example_lines(cmd: click.Command) -> list[str]:
-    """The lines of a command's ``Examples:`` block (used by the help test)."""
+    """The command lines of a command's ``Examples:`` block, a line ending in ``\\`` joined with the next
+    (used by the help tests, which run every one: tests/test_examples.py)."""
     text = cmd.help or ""
     if "Examples:" not in text:
         return []
-    block = text.split("Examples:", 1)[1]
-    return [line.strip() for line in block.splitlines() if line.strip().startswith("ckpt ")]
+    out: list[str] = []
+    lines = iter(text.split("Examples:", 1)[1].splitlines())
+    for line in lines:
+        line = line.strip()
+        while line.endswith("\\"):
+            line = line[:-1].rstrip() + " " + next(lines, "").strip()
+        if line.startswith("ckpt "):
+            out.append(line)
+    return out
 
 

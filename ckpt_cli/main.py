@@ -220,7 +220,7 @@ def cli(ctx: click.Context, traceback: bool, no_color: bool, quiet: bool) -> Non
 
     \b
     Examples:
-      ckpt ls runs/exp1/tf_ckpts              # the latest checkpoint's tensors
+      ckpt ls runs/exp1/tf_ckpts              # a run's checkpoints, the latest marked
       ckpt ls -r runs/                        # every checkpoint under runs/
       ckpt verify model.ckpt-200              # read everything, check every checksum
       ckpt -q diff run_a run_b && echo same     # exit status only, for scripts and CI

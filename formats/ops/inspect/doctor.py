@@ -242,9 +242,14 @@ def _implied_left_out(rules: list[Rule]) -> list[Rule]:
 
 def _fixed(report: DoctorReport) -> int:
     """How many missing names the rules would supply (with the right shape and dtype)."""
+    return len(report.missing) - len(_unsupplied(report))
+
+
+def _unsupplied(report: DoctorReport) -> list[str]:
+    """The missing names the rules would not supply (with the right shape and dtype)."""
     rules = RuleSet(list(report.rules))
     renamed = {rules.apply(n): e for n, e in report.ckpt_entries.items()}
-    return sum(1 for n in report.missing if n in renamed and _same_kind(renamed[n], report.target_entries[n]))
+    return [n for n in report.missing if not (n in renamed and _same_kind(renamed[n], report.target_entries[n]))]
 
 
 def _optimizer_note(report: DoctorReport) -> None:
@@ -257,6 +262,6 @@ def _optimizer_note(report: DoctorReport) -> None:
     if theirs and ours and theirs != ours:
         report.notes.append(f"optimizer differs: the checkpoint has {', '.join(ours)} slots, the target expects "
                             f"{', '.join(theirs)}; restore the model variables only (--ignore-optimizer shows them)")
-    elif any(is_optimizer_state(n) for n in report.missing):
+    elif any(is_optimizer_state(n) for n in _unsupplied(report)):
         report.notes.append("optimizer state is missing; a restore of the model variables alone can still work "
                             "(--ignore-optimizer)")
