@@ -47,7 +47,7 @@ import pytest
 from click.testing import CliRunner
 
 from ckpt_cli.help import example_lines
-from ckpt_cli.main import COMMANDS, cli
+from ckpt_cli.main import COMMANDS, cli, hoist_global_options
 
 from .conftest import CORPUS
 
@@ -319,6 +319,8 @@ def readme_blocks() -> list[tuple[str, list[str]]]:
 
 # -- running them -------------------------------------------------------------------------------------------
 def _command(argv: list[str]) -> tuple[click.Command, list[str]]:
+    """The command of ``argv`` and its own arguments (global options before or after it set aside)."""
+    argv = hoist_global_options(cli, click.Context(cli), argv)
     at = next(i for i, a in enumerate(argv) if not a.startswith("-"))
     command = cli.get_command(click.Context(cli), argv[at])
     assert command is not None, f"no command {argv[at]!r}"
@@ -341,7 +343,7 @@ def input_paths(argv: list[str]) -> list[str]:
     return found
 
 
-def _remote(token: str, root: str, workdir: Path) -> str:
+def _remote(token: str, root: str) -> str:
     """``s3://bucket/x`` -> ``memory://root/bucket/x``, made from REMOTE_PLACEHOLDERS when it is an input."""
     for scheme in URL_HOSTS:
         if token.startswith(scheme):
@@ -370,7 +372,7 @@ def _upload_remote(path: str, root: str, workdir: Path) -> bool:
 
 def prepare(example: Example, workdir: Path, root: str) -> list[str]:
     """The argv to run: URLs moved to memory://, inputs made from placeholders, globs expanded."""
-    argv = [_remote(t, root, workdir) for t in example.argv]
+    argv = [_remote(t, root) for t in example.argv]
     inputs = set(input_paths(argv))
     out = []
     for token in argv:
@@ -422,6 +424,13 @@ def test_every_command_has_runnable_examples():
     assert named == {"ckpt", *COMMANDS}
 
 
+def test_input_paths_of_a_line():
+    assert input_paths(["-q", "verify", "x", "--against", "y", "--match", "name", "--rules", "r.json"]) == \
+        ["x", "y", "r.json"]
+    assert input_paths(["ls", "a", "b", "--no-color"]) == ["a", "b"]
+    assert input_paths(["doctor", "c", "--against", "t", "--write-rules", "out.json"]) == ["c", "t"]
+
+
 def test_an_unknown_placeholder_fails(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AssertionError, match="is no placeholder"):
@@ -434,6 +443,7 @@ def test_an_unknown_placeholder_fails(tmp_path, monkeypatch):
     ("ckpt trend d --json > t.json", ["trend", "d", "--json"], "", "t.json", (0,)),
     ("ckpt diff a b   # exit 1: they differ", ["diff", "a", "b"], "", "", (1,)),
     ("ckpt stats 'dnn/*' x # all", ["stats", "dnn/*", "x"], "", "", (0,)),
+    ("ckpt ls \"a b\" -q  # it's quiet", ["ls", "a b", "-q"], "", "", (0,)),
 ])
 def test_parse_example(line, argv, pipe, redirect, statuses):
     example = parse_example(line)

@@ -61,8 +61,8 @@ class _Pairing:
     def __init__(self, have: dict[str, TensorEntry], want: dict[str, TensorEntry], missing: list[str],
                  free: list[str], slot: Callable[[str], str | None], is_state: Callable[[TensorEntry], bool]):
         self.have, self.want, self.slot, self.is_state = have, want, slot, is_state
-        self.missing = [n for n in missing]
-        self.free = [n for n in free]
+        self.missing = list(missing)
+        self.free = list(free)
         self.scopes: dict[str, str] = {}  # checkpoint scope -> target scope
         self.pairs: list[Pair] = []
 
