@@ -223,7 +223,7 @@ def cli(ctx: click.Context, traceback: bool, no_color: bool, quiet: bool) -> Non
       ckpt ls runs/exp1/tf_ckpts              # a run's checkpoints, the latest marked
       ckpt ls -r runs/                        # every checkpoint under runs/
       ckpt verify model.ckpt-200              # read everything, check every checksum
-      ckpt -q diff run_a run_b && echo same     # exit status only, for scripts and CI
+      ckpt -q diff run_a run_b && echo same   # exit status only, for scripts and CI
     """
     ctx.obj = Settings(traceback=traceback, color=not no_color and "NO_COLOR" not in os.environ)
     if quiet:

@@ -32,7 +32,7 @@ from typing import Any
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
-from formats.ops.inspect.pairing import KNOWN_RENAMES, natural_key, pair_names
+from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
@@ -210,7 +210,7 @@ def _rules(report: DoctorReport) -> list[Rule]:
     for s in report.suggestions:
         groups[_split(s.candidate, s.missing)].append(s)
     rules = []
-    for (old, new), items in sorted(groups.items(), key=lambda item: natural_key(item[0][0])):
+    for (old, new), items in sorted(groups.items(), key=lambda item: layer_order(item[0][0])):
         if _prefix_is_safe(report, old, new, [s.candidate for s in items]):
             rules.append(Rule("map", old, new))
         else:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from formats.core.model import TensorEntry
 
-__all__ = ["Pair", "pair_names", "KNOWN_RENAMES", "natural_key"]
+__all__ = ["Pair", "pair_names", "KNOWN_RENAMES", "layer_order"]
 
 KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
 
@@ -41,8 +41,10 @@ class Pair:
     reason: str
 
 
-def natural_key(name: str) -> list[object]:
-    """Sort key putting ``layer_2`` before ``layer_10``."""
+def layer_order(name: str) -> list[object]:
+    """Sort key comparing the digit runs inside names as numbers (``dense_2`` before ``dense_10``,
+    ``hiddenlayer_9`` before ``hiddenlayer_10``): how Keras and Estimators number layers. Unlike the
+    key order of numeric ``/`` segments (``vars/2`` before ``vars/10``) used for Keras 3 variables."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
@@ -96,12 +98,12 @@ class _Pairing:
     def whole_scopes(self) -> None:
         mine = self._scope_signatures(self.have, self.free, lambda n: n not in self.want)
         theirs = self._scope_signatures(self.want, self.missing, lambda n: n not in self.have)
-        for signature, targets in sorted(theirs.items(), key=lambda item: natural_key(item[1][0])):
+        for signature, targets in sorted(theirs.items(), key=lambda item: layer_order(item[1][0])):
             sources = mine.get(signature, [])
             if not sources or len(sources) != len(targets):
                 continue
             alike = "" if len(targets) == 1 else f"; {len(targets)} scopes alike, paired in order"
-            for source, target in zip(sorted(sources, key=natural_key), sorted(targets, key=natural_key)):
+            for source, target in zip(sorted(sources, key=layer_order), sorted(targets, key=layer_order)):
                 if source in self.scopes or target in self.scopes.values():
                     continue
                 why = "known rename" if source == target else \
@@ -183,4 +185,4 @@ def pair_names(have: dict[str, TensorEntry], want: dict[str, TensorEntry], missi
     pairing.unique_shapes()
     pairing.similar_names()
     pairing.slots_follow()
-    return sorted(pairing.pairs, key=lambda p: natural_key(p.missing))
+    return sorted(pairing.pairs, key=lambda p: layer_order(p.missing))
