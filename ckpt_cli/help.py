@@ -34,7 +34,7 @@ def format_exit_status(formatter: click.HelpFormatter) -> None:
             formatter.write_dl([(str(int(code)), text) for code, text in EXIT_MEANINGS.items()], col_spacing=2)
 
 GROUPS: dict[str, tuple[str, ...]] = {
-    "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only",
+    "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only", "include_graph",
                   "no_optimizer", "ignore_optimizer", "against", "target", "template", "last", "select", "exclude",
                   "by", "drop_optimizer"),
     "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
@@ -44,7 +44,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
                 "rules_out", "shards", "max_shard_size"),
     "Optimizer state": ("learning_rate", "hparams"),
-    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",
+    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",
                "edgeitems", "full"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
@@ -78,11 +78,19 @@ command = functools.partial(click.command, cls=CkptCommand)
 
 
 def example_lines(cmd: click.Command) -> list[str]:
-    """The lines of a command's ``Examples:`` block (used by the help test)."""
+    """The command lines of a command's ``Examples:`` block, a line ending in ``\\`` joined with the next
+    (used by the help tests, which run every one: tests/test_examples.py)."""
     text = cmd.help or ""
     if "Examples:" not in text:
         return []
-    block = text.split("Examples:", 1)[1]
-    return [line.strip() for line in block.splitlines() if line.strip().startswith("ckpt ")]
+    out: list[str] = []
+    lines = iter(text.split("Examples:", 1)[1].splitlines())
+    for line in lines:
+        line = line.strip()
+        while line.endswith("\\"):
+            line = line[:-1].rstrip() + " " + next(lines, "").strip()
+        if line.startswith("ckpt "):
+            out.append(line)
+    return out
 
 

@@ -57,6 +57,23 @@ class LazyGroup(click.Group):
         super().format_help_text(ctx, formatter)
         format_exit_status(formatter)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Global options are accepted after the command too (``ckpt ls x -q``): see :func:`hoist_global_options`."""
+        return super().parse_args(ctx, hoist_global_options(self, ctx, args))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        """A mistyped command name is an error that suggests the nearest command(s)."""
+        name = click.utils.make_str(args[0])
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if close:
+                nearest = " or ".join(repr(c) for c in close)
+                ctx.fail(f"No such command {name!r}. Did you mean {nearest}?")
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -71,6 +88,54 @@ class LazyGroup(click.Group):
         except Exception as exc:  # the one place errors become messages and exit codes
             settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
             ctx.exit(report_error(exc, settings.traceback))
+
+
+GLOBAL_FLAGS = ("--traceback", "--no-color", "-q", "--quiet")
+"""The root's options (all flags) that may also follow the command's name."""
+
+
+def hoist_global_options(group: click.Group, ctx: click.Context, args: list[str]) -> list[str]:
+    """``args`` with the global flags found after the command name moved before it, so that click parses
+    them as the root's: ``ls x -q`` -> ``-q ls x``. A flag the command defines itself (``diff -q``) stays
+    the command's; nothing after ``--`` moves, nor the value of one of the command's options."""
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if at is None or "--" in args[:at]:
+        return args
+    command = group.get_command(ctx, args[at])
+    if command is None:
+        return args
+    own, values = _option_arity(command, ctx)
+    passes_on = not command.context_settings.get("allow_interspersed_args", True)  # ckpt run SCRIPT ARGS...
+    hoisted: list[str] = []
+    rest: list[str] = []
+    i = at + 1
+    while i < len(args):
+        token = args[i]
+        if token == "--" or (passes_on and not token.startswith("-")):  # the rest is another program's
+            rest += args[i:]
+            break
+        if token in GLOBAL_FLAGS and token not in own:
+            hoisted.append(token)
+        else:
+            taken = values.get(token, 0)
+            rest += args[i:i + 1 + taken]
+            i += taken
+        i += 1
+    return args[:at] + hoisted + [args[at]] + rest
+
+
+def _option_arity(command: click.Command, ctx: click.Context) -> tuple[set[str], dict[str, int]]:
+    """The command's option strings, and how many values follow each that takes values."""
+    own: set[str] = set()
+    values: dict[str, int] = {}
+    for param in command.get_params(ctx):
+        if not isinstance(param, click.Option):
+            continue
+        names = [*param.opts, *param.secondary_opts]
+        own.update(names)
+        if not (param.is_flag or param.count):
+            values.update((name, max(param.nargs, 1)) for name in param.opts)
+    return own, values
 
 
 def report_error(exc: BaseException, show_traceback: bool) -> int:
@@ -154,12 +219,15 @@ def _version() -> str:
 def cli(ctx: click.Context, traceback: bool, no_color: bool, quiet: bool) -> None:
     """Inspect, compare, edit and convert TensorFlow and Keras checkpoints - without TensorFlow.
 
+    The options below may also follow the command (ckpt ls DIR -q), except where
+    the command has its own option of that name (diff -q).
+
     \b
     Examples:
-      ckpt ls runs/exp1/tf_ckpts              # the latest checkpoint's tensors
+      ckpt ls runs/exp1/tf_ckpts              # a run's checkpoints, the latest marked
       ckpt ls -r runs/                        # every checkpoint under runs/
       ckpt verify model.ckpt-200              # read everything, check every checksum
-      ckpt -q diff run_a run_b && echo same     # exit status only, for scripts and CI
+      ckpt -q diff run_a run_b && echo same   # exit status only, for scripts and CI
     """
     ctx.obj = Settings(traceback=traceback, color=not no_color and "NO_COLOR" not in os.environ)
     if quiet:

@@ -89,7 +89,9 @@ def test_renames_become_a_rules_file_that_diff_accepts(run_cli, tmp_path):
     reasons = {s["candidate"]: (s["missing"], s["reason"].split(" (")[0]) for s in doc["suggestions"]}
     assert reasons["dnn/hiddenlayer_0/weights"] == ("dnn/hiddenlayer_0/kernel", "known rename")
     assert reasons["dnn/hiddenlayer_0/biases/Adagrad"] == ("dnn/hiddenlayer_0/bias/Adagrad", "known rename")
-    assert reasons["dnn/output/kernel"] == ("dnn/logits/kernel", "same shape and dtype, similar name")
+    assert reasons["dnn/output/kernel"] == ("dnn/logits/kernel",
+                                            "whole scope dnn/output -> dnn/logits: same variables, shapes and dtypes")
+    assert reasons["dnn/output/kernel/Adagrad"] == ("dnn/logits/kernel/Adagrad", "slot of dnn/output/kernel, follows it")
     assert json.loads(rules.read_text()) == {"rules": [
         {"map": ["dnn/hiddenlayer_0/biases", "dnn/hiddenlayer_0/bias"]},
         {"map": ["dnn/hiddenlayer_0/weights", "dnn/hiddenlayer_0/kernel"]},
@@ -147,3 +149,76 @@ def test_slot_pairing_and_optimizer_names():
     report = diagnose(ckpt, target)
     assert [(s.candidate, s.missing) for s in report.suggestions] == [("a/weights", "a/kernel"), ("b/w", "b/wx")]
     assert [str(r) for r in report.rules] == ["--map a/weights=a/kernel", "--map b/w=b/wx"]
+
+
+# -- scope-consistent suggestions and rules that convert applies ---------------------------------------
+DNN10 = {"dense": {"kernel": (4, 10), "bias": (10,)}, "dense_1": {"kernel": (10, 10), "bias": (10,)},
+         "dense_2": {"kernel": (10, 3), "bias": (3,)}}
+SCOPES = [{"map": ["dnn/hiddenlayer_0", "dense"]}, {"map": ["dnn/hiddenlayer_1", "dense_1"]},
+          {"map": ["dnn/logits", "dense_2"]}]
+
+
+def test_estimator_against_tf_keras_templates_rules_that_convert_applies(run_cli, tmp_path):
+    from .keras_templates import tf_keras_checkpoint
+
+    for legacy in (False, True):
+        template = tmp_path / f"tpl{legacy}" / "ckpt"
+        tf_keras_checkpoint(template, DNN10, "Adagrad", ["accumulator"], legacy=legacy)
+        rules = tmp_path / f"fix{legacy}.json"
+        result = run_cli("doctor", "--json", CORPUS / EST200, "--against", template, "--write-rules", rules)
+        assert result.exit_code == 1, result.output
+        doc = json.loads(result.stdout)
+        assert json.loads(rules.read_text()) == {"rules": SCOPES}
+        pairs = {(s["candidate"], s["missing"]) for s in doc["suggestions"]}
+        assert pairs == {(f"{old}/{leaf}", f"{new}/{leaf}") for (old, new) in (r["map"] for r in SCOPES)
+                         for leaf in ("kernel", "bias")}
+        assert len(doc["optimizer_state"]) == 6 and "convert --template" in doc["notes"][-1]
+        out = tmp_path / f"out{legacy}" / "ckpt"
+        converted = run_cli("convert", CORPUS / EST200, "-o", out, "--to", "tf-object", "--template", template,
+                            "--rules", rules)
+        assert converted.exit_code == 0, converted.output
+        assert "0 errors, 0 warnings" in converted.stdout
+        check = json.loads(run_cli("diff", "--json", "--match", "name", "--rules", rules, CORPUS / EST200, out,
+                                   "-f", "dense*").stdout)
+        assert (check["changed"], check["same"]) == ([], 6)
+
+
+def test_whole_scopes_not_same_shaped_tensors_of_other_layers():
+    """Both biases are [10] and hidden_1's kernel is the only [10, 10]: a name-by-name pairing puts
+    hiddenlayer_0's bias on dense_1; scopes pair whole, and the rules are one per scope."""
+    f = np.float32
+    ckpt = memory_checkpoint("c", {"dnn/hiddenlayer_0/kernel": np.zeros((4, 10), f),
+                                   "dnn/hiddenlayer_0/bias": np.zeros(10, f),
+                                   "dnn/hiddenlayer_1/kernel": np.zeros((10, 10), f),
+                                   "dnn/hiddenlayer_1/bias": np.zeros(10, f)})
+    target = memory_checkpoint("t", {"dense/kernel": np.zeros((4, 10), f), "dense/bias": np.zeros(10, f),
+                                     "dense_1/kernel": np.zeros((10, 10), f), "dense_1/bias": np.zeros(10, f)})
+    report = diagnose(ckpt, target)
+    assert sorted((s.candidate, s.missing) for s in report.suggestions) == [
+        ("dnn/hiddenlayer_0/bias", "dense/bias"), ("dnn/hiddenlayer_0/kernel", "dense/kernel"),
+        ("dnn/hiddenlayer_1/bias", "dense_1/bias"), ("dnn/hiddenlayer_1/kernel", "dense_1/kernel")]
+    assert [str(r) for r in report.rules] == ["--map dnn/hiddenlayer_0=dense", "--map dnn/hiddenlayer_1=dense_1"]
+    assert report.fixed_by_rules == 4
+
+
+def test_alike_scopes_pair_in_natural_order():
+    z = np.zeros((10, 10), np.float32)
+    ckpt = memory_checkpoint("c", {f"tower/layer_{i}/kernel": z for i in (2, 10, 1)})
+    target = memory_checkpoint("t", {f"model/dense_{i}/kernel": z for i in (3, 11, 20)})
+    report = diagnose(ckpt, target)
+    assert [str(r) for r in report.rules] == ["--map tower/layer_1=model/dense_3", "--map tower/layer_2=model/dense_11",
+                                              "--map tower/layer_10=model/dense_20"]
+    assert report.suggestions[0].reason.endswith("3 scopes alike, paired in order")
+
+
+def test_unique_shapes_are_suggested_without_similar_names():
+    f = np.float32
+    ckpt = memory_checkpoint("c", {"enc/w": np.zeros((3, 4), f), "enc/q": np.zeros(7, f), "misc/z": np.zeros(5, f),
+                                   "misc/y": np.zeros(5, f)})
+    target = memory_checkpoint("t", {"first/kernel": np.zeros((3, 4), f), "other/table": np.zeros(7, f),
+                                     "u/a": np.zeros(5, f), "u/b": np.zeros(5, f)})
+    report = diagnose(ckpt, target)
+    assert [(s.candidate, s.missing, s.reason) for s in report.suggestions] == [
+        ("enc/w", "first/kernel", "the only unpaired variable of this shape and dtype on each side")]
+    # enc's other variable goes nowhere but to first/ (scope-consistency), and [5] is ambiguous
+    assert report.missing == ["first/kernel", "other/table", "u/a", "u/b"]

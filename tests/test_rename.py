@@ -142,6 +142,21 @@ def test_regex_on_a_leaf_edge_keeps_children(run_cli, tmp_path):
     assert "net/first/kernel" + VV in keys and "net/first/kernel" + SLOT + "v" + VV in keys
 
 
+def test_object_strip_prefix_moves_children_to_the_root(run_cli, tmp_path):
+    out = tmp_path / "o" / "ckpt-5"
+    result = run_cli("rename", SLOTS, "-o", out, "--strip-prefix", "net")
+    assert result.exit_code == 0, result.output
+    source, got = _values(SLOTS), _values(out)
+    assert got == {k.removeprefix("net/"): v for k, v in source.items()}
+    regex_out = tmp_path / "r" / "ckpt-5"
+    assert run_cli("rename", SLOTS, "-o", regex_out, "--regex", r"^net/(.*)=\1").exit_code == 0
+    with _open(out) as ckpt, _open(regex_out) as same:
+        assert ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].read() == same["_CHECKPOINTABLE_OBJECT_GRAPH"].read()
+        graph = ckpt.object_graph
+        assert graph.path(6) == "l1" and graph.nodes[2].children == []
+        assert ckpt["l1/kernel" + SLOT + "m" + VV].role == "slot"
+
+
 def test_object_collision_reported(run_cli, tmp_path):
     result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=step", "--json")
     assert result.exit_code == 1

@@ -50,3 +50,25 @@ def test_rules_files_toml_json_and_round_trip(tmp_path):
     assert load_rules(js) == rules
     ruleset = build_rules(maps=["a=b"], rules_file=str(js))
     assert [r.kind for r in ruleset.rules] == ["map", "regex", "map"]
+
+
+def test_strip_prefix_leaves_the_prefix_itself_alone():
+    rules = build_rules(strip_prefix="net/")
+    assert rules.apply("net/l1/kernel") == "l1/kernel"
+    assert rules.apply("net") == "net"  # never the empty name
+    assert rules.apply("network/l1") == "network/l1"
+    assert rules.unused() == []
+
+
+def test_specific_rules_first():
+    from formats.ops.rules import Rule, RuleSet, specific_first
+
+    rules = [Rule("map", "dnn", "model"), Rule("regex", "^x$", "y"), Rule("map", "dnn/logits/kernel", "head/w"),
+             Rule("map", "dnn/logits", "head"), Rule("strip-prefix", "tower_0")]
+    ordered = specific_first(rules)
+    assert [str(r) for r in ordered] == ["--map dnn/logits/kernel=head/w", "--regex ^x$=y", "--map dnn/logits=head",
+                                         "--map dnn=model", "--strip-prefix tower_0"]
+    ruleset = RuleSet(ordered)
+    assert [ruleset.apply(n) for n in ("dnn/logits/kernel", "dnn/logits/bias", "dnn/h0/bias")] == [
+        "head/w", "head/bias", "model/h0/bias"]
+    assert ruleset.unused() == [rules[1], rules[4]]

@@ -119,7 +119,7 @@ def test_extract_one_tensor_to_npy(run_cli, tmp_path):
 
 def test_extract_many_to_npz_keeps_keys(run_cli, tmp_path):
     out = tmp_path / "all.npz"
-    result = run_cli("extract", "--json", CORPUS / DTYPES, "-o", out)
+    result = run_cli("extract", "--json", CORPUS / DTYPES, "-o", out, "--include-graph")
     report = json.loads(result.stdout)
     assert (report["path"], report["format"], report["verified"]) == (str(out), "npz", True)
     stored = {t["key"]: t["stored_dtype"] for t in report["contents"]}
@@ -263,3 +263,77 @@ def test_show_uses_one_literal_style_per_array():
     mixed = np.array([b"ab", b"\x00\xff"], dtype=object)
     assert display_array(mixed).tolist() == ["b'ab'", "b'\\x00\\xff'"]
     assert display_array(np.array([b"ab", "c\u00e9".encode()], dtype=object)).tolist() == ["'ab'", "'c\u00e9'"]
+
+
+# -- names as paths, the object graph left out ---------------------------------------------------------
+SLOTS = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+
+
+def test_a_directory_of_an_object_based_checkpoint_is_named_by_variable_name(run_cli, tmp_path):
+    out = tmp_path / "arrays"
+    result = run_cli("extract", SLOTS, "-o", f"{out}/")
+    assert result.exit_code == 0, result.output
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*.npy"))
+    with open_checkpoint(SLOTS) as ckpt:
+        names = {e.name: k for k, e in ckpt.items() if k != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+        values = {k: ckpt[k].read() for k in names.values() if ckpt[k].dtype != "variant"}
+    assert files == sorted(f"{n}.npy" for n in names)
+    assert "net/dense/kernel.npy" in files and "Adam/net/dense/kernel/m.npy" in files
+    for name, key in names.items():
+        if key in values:
+            np.testing.assert_array_equal(np.load(out / f"{name}.npy"), values[key])
+    by_key = tmp_path / "keys"
+    assert run_cli("extract", SLOTS, "-o", f"{by_key}/", "--by", "key").exit_code == 0
+    assert (by_key / "net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE.npy").is_file()
+
+
+def test_npz_members_by_name(run_cli, tmp_path):
+    out = tmp_path / "w.npz"
+    assert run_cli("extract", SLOTS, "net/*", "-o", out, "--by", "name").exit_code == 0
+    with np.load(out) as npz:
+        assert sorted(npz.files) == ["Adam/net/dense/bias/m", "Adam/net/dense/bias/v", "Adam/net/dense/kernel/m",
+                                     "Adam/net/dense/kernel/v", "__ckpt_provenance__", "net/dense/bias",
+                                     "net/dense/kernel"]
+        record = json.loads(str(npz["__ckpt_provenance__"]))
+    assert {t["key"]: t["source_key"] for t in record["tensors"]}["net/dense/kernel"] == \
+        "net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def test_shared_names_are_refused_by_name(run_cli, tmp_path):
+    src = tmp_path / "src" / "ckpt"
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.ops.convert.graph_build import encode_object_graph
+
+    nodes = [ObjectNode(0, children=[ChildRef(1, "a"), ChildRef(2, "b")]),
+             ObjectNode(1, attributes=[Attribute("VARIABLE_VALUE", "w", "a/.ATTRIBUTES/VARIABLE_VALUE")]),
+             ObjectNode(2, attributes=[Attribute("VARIABLE_VALUE", "w", "b/.ATTRIBUTES/VARIABLE_VALUE")])]
+    write_checkpoint(src, {"a/.ATTRIBUTES/VARIABLE_VALUE": np.zeros(2, np.float32),
+                           "b/.ATTRIBUTES/VARIABLE_VALUE": np.ones(2, np.float32)}, encode_object_graph(nodes))
+    result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/")
+    assert result.exit_code == 4
+    assert "'a/.ATTRIBUTES/VARIABLE_VALUE' and 'b/.ATTRIBUTES/VARIABLE_VALUE' are both named 'w'" in result.stderr
+    assert "hint: extract them by key" in result.stderr and not (tmp_path / "o").exists()
+
+
+def test_an_object_graph_ending_in_nul_is_left_out_unless_asked(run_cli, tmp_path):
+    """TensorFlow's graphs often end in NUL (an empty ``has_checkpoint_values`` message last), which
+    fixed-width bytes would drop: a whole-checkpoint extract must not trip on what it was not asked for."""
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.ops.convert.graph_build import encode_object_graph
+
+    nodes = [ObjectNode(0, children=[ChildRef(1, "v"), ChildRef(2, "empty")]),
+             ObjectNode(1, attributes=[Attribute("VARIABLE_VALUE", "v", "v/.ATTRIBUTES/VARIABLE_VALUE")]),
+             ObjectNode(2, has_checkpoint_values=False)]
+    graph = encode_object_graph(nodes)
+    assert graph.endswith(b"\x00")
+    src = tmp_path / "src" / "ckpt"
+    write_checkpoint(src, {"v/.ATTRIBUTES/VARIABLE_VALUE": np.arange(3, dtype=np.int32)}, graph)
+    for out in (tmp_path / "all.npz", f"{tmp_path / 'dir'}/"):
+        result = run_cli("extract", src, "-o", out, "--json")
+        assert result.exit_code == 0, result.output
+        assert [t["key"] for t in json.loads(result.stdout)["contents"]] == ["v/.ATTRIBUTES/VARIABLE_VALUE"]
+    asked = run_cli("extract", src, "-o", tmp_path / "g.npz", "--include-graph")
+    assert asked.exit_code == 4 and "--allow-pickle" in asked.stderr
+    assert run_cli("extract", src, "-o", tmp_path / "g2.npz", "--include-graph", "--allow-pickle").exit_code == 0
+    only = run_cli("extract", src, "_CHECKPOINTABLE_*", "-o", tmp_path / "g3.npy")
+    assert only.exit_code == 1 and "hint: use --include-graph" in only.stderr

@@ -113,3 +113,38 @@ def test_tensor_digest_is_the_manifest_sha256():
 def test_plain_verify_unchanged(run_cli):
     result = run_cli("verify", ADAM)
     assert result.exit_code == 0 and result.stdout.startswith(f"ok {ADAM}: tf-name, checked 21 tensors")
+
+
+ESTIMATOR = CORPUS / "tf1_estimator" / "model.ckpt-200"
+
+
+def test_an_object_based_conversion_against_its_name_based_source(run_cli, tmp_path):
+    out = tmp_path / "conv" / "ckpt-1"
+    assert run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object").exit_code == 0
+    by_key = run_cli("verify", out, "--against", ESTIMATOR)
+    assert by_key.exit_code == 1
+    assert "ckpt: hint: no key is in both checkpoints, but 13 tensors pair by variable name: try --match name" \
+        in by_key.stderr
+    by_name = run_cli("verify", out, "--against", ESTIMATOR, "--match", "name", "--json")
+    assert by_name.exit_code == 0, by_name.output
+    doc = json.loads(by_name.stdout)
+    assert (doc["same"], doc["tensors"], doc["mismatches"]) == (True, len(MANIFEST[
+        "tf1_estimator/model.ckpt-200"]["tensors"]), [])
+
+
+def test_rules_rename_the_source_as_the_conversion_did(run_cli, tmp_path):
+    out = tmp_path / "conv" / "ckpt-1"
+    rule = ["--map", "dnn/logits=head"]
+    assert run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object", *rule).exit_code == 0
+    without = run_cli("verify", out, "--against", ESTIMATOR, "--match", "name", "--json")
+    assert without.exit_code == 1
+    assert sorted(m["kind"] for m in json.loads(without.stdout)["mismatches"]) == ["missing"] * 4 + ["unexpected"] * 4
+    renamed = run_cli("verify", out, "--against", ESTIMATOR, "--match", "name", *rule, "--map", "nothing=x")
+    assert renamed.exit_code == 0, renamed.output
+    assert renamed.stdout.startswith("same ") and "13 tensors" in renamed.stdout
+    assert "ckpt: warning: rule --map nothing=x matched nothing" in renamed.stderr
+
+
+def test_pairing_options_need_against(run_cli):
+    result = run_cli("verify", ESTIMATOR, "--match", "name")
+    assert result.exit_code == 2 and "use them with --against" in result.stderr

@@ -47,8 +47,8 @@ def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | No
     \b
     Examples:
       ckpt average run/tf_ckpts --last 3 -o averaged/ckpt-10
-      ckpt average run/ckpt-8 run/ckpt-9 run/ckpt-10 -o averaged/ckpt-10 --drop-optimizer
-      ckpt average model_dir --last 5 -o avg/model.ckpt --dry-run
+      ckpt average run/ckpt-8 run/ckpt-9 run/ckpt-10 -o model_only/ckpt-10 --drop-optimizer
+      ckpt average model_dir --last 2 -o avg/model.ckpt --dry-run
     """
     from formats.api import open_checkpoint
     from formats.ops.edit import EditOptions, execute_edit, plan_average

@@ -62,8 +62,8 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     \b
     Examples:
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object
-      ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt \\
-          --map dnn/hiddenlayer_0=dense --map dnn/logits=dense_1 --dry-run
+      ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt --dry-run \\
+          --map dnn/hiddenlayer_0=dense --map dnn/hiddenlayer_1=dense_1 --map dnn/logits=dense_2
       ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1 \\
           --hparam beta_1=0.9 --hparam beta_2=0.999
       ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB

@@ -43,7 +43,7 @@ def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ..
 
     \b
     Examples:
-      ckpt diff run_a/model.ckpt-1 run_a/model.ckpt-200
+      ckpt diff run_a/model.ckpt-1 run_a/model.ckpt-200   # exit 1: they differ
       ckpt diff --quiet run_a/tf_ckpts run_b/tf_ckpts && echo same
       ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json

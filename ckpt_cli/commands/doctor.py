@@ -25,16 +25,19 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
     """Check whether CKPT would load where TARGET's variables are expected.
 
     Variables are matched by TF1-style name. Lists missing, unexpected and
-    shape-mismatched variables, suggests renames (same shape and a similar name,
-    weights->kernel, biases->bias) and can write them as a rules file.
+    shape-mismatched variables, suggests renames scope by scope (a scope holding
+    the same variables, weights->kernel, biases->bias, the only variable of a
+    shape, a similar name; slots follow their variables) and can write them as a
+    rules file for rename, convert or diff --rules.
 
     Exit status: 0 it would load, 1 it would not (all codes below).
 
     \b
     Examples:
-      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1
-      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1 --write-rules fix.json
-      ckpt convert old/model.ckpt-200 fixed/ckpt --rules fix.json
+      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1     # exit 1: it would not load
+      ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1 --write-rules fix.json  # exit 1
+      ckpt rename old/model.ckpt-200 -o fixed/model.ckpt-200 --rules fix.json
+      ckpt doctor fixed/model.ckpt-200 --against new/model.ckpt-1   # exit 0: now it would
     """
     from formats.api import open_checkpoint
     from formats.ops.inspect.doctor import diagnose

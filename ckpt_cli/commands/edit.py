@@ -59,7 +59,7 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
     \b
     Examples:
       ckpt edit run/tf_ckpts/ckpt-5 -o model_only/ckpt-5 --drop-optimizer
-      ckpt edit ckpt-5 -o encoder/ckpt-5 --select 'encoder/*' --dry-run
+      ckpt edit run/tf_ckpts/ckpt-5 -o net/ckpt-5 --select 'net/*' --dry-run
       ckpt edit ckpt-5 -o bf16/ckpt-5 --cast float32=bfloat16 --cast-model-only
       ckpt edit model.ckpt-200 -o sharded/model.ckpt-200 --shards 4
     """

@@ -14,18 +14,26 @@ from ..help import command
               help="OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists).")
 @click.option("--format", "mode", type=click.Choice(["auto", "npy", "npz", "dir"]), default="auto",
               show_default=True, help="Output kind; auto decides from OUT and the number of tensors.")
+@click.option("--by", type=click.Choice(["auto", "key", "name"]), default="auto", show_default=True,
+              help="Name files and members by checkpoint key or by variable name (net/dense/kernel); auto: by "
+                   "name for a directory of an object-based checkpoint, else by key.")
+@click.option("--include-graph", is_flag=True,
+              help="Also write the object graph (_CHECKPOINTABLE_OBJECT_GRAPH), left out by default.")
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @click.option("--allow-pickle", is_flag=True,
               help="Write string tensors whose elements end in NUL bytes as pickled object arrays.")
 @click.option("--json", "as_json", is_flag=True, help="Report what was written as JSON.")
-def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bool, allow_pickle: bool,
-            as_json: bool) -> None:
+def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, by: str, include_graph: bool, force: bool,
+            allow_pickle: bool, as_json: bool) -> None:
     """Write tensors (all, or those matching KEY|GLOB) to numpy files.
 
     One tensor goes to OUT.npy, several to OUT.npz (keys kept as member names,
     plus the provenance record convert --to npz writes), or, for a directory,
     one KEY.npy per tensor (keys become relative paths; hostile keys such as
-    ../../x are escaped and never leave the directory). Types numpy lacks
+    ../../x are escaped and never leave the directory). A directory of an
+    object-based checkpoint is named by variable name instead (net/dense/kernel.npy,
+    not net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE.npy; --by key keeps keys), and
+    the object graph is left out unless --include-graph. Types numpy lacks
     (bfloat16, float8, int4...) are stored as their raw bits (uint16, uint8),
     exactly as convert --to npz stores them; strings and variants as
     fixed-width bytes (S<n>), never pickled unless --allow-pickle. Every file is
@@ -47,7 +55,8 @@ def extract(path: str, patterns: tuple[str, ...], out: str, mode: str, force: bo
     with open_checkpoint(path) as ckpt:
         total = sum(e.nbytes for e in select(ckpt, patterns))
         with progress_for(ckpt, "extracting", total=total) as progress:
-            report = do_extract(ckpt, patterns, out, mode, force, allow_pickle, progress)
+            report = do_extract(ckpt, patterns, out, mode, force, allow_pickle, progress, by=by,
+                                include_graph=include_graph)
     if as_json:
         from ..render.common import print_json
 

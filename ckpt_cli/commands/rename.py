@@ -14,7 +14,7 @@ from ..options import rule_options, write_options
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
 @rule_options()
 @click.option("--add-prefix", metavar="PREFIX", help="Put every name under PREFIX.")
-@click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from names that start with it.")
+@click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from the names under it (PREFIX/x -> x).")
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
 @write_options()
 @click.pass_context

@@ -356,7 +356,9 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> dict[str, EntryLabel]:
     optimizers that keep slots in ``_variables`` from a full name ``<Optimizer>/<slot>/<variable
     full name>`` naming a model variable); ``iterator`` (attribute ``ITERATOR``);
     ``save_counter``; ``optimizer`` for everything else under an optimizer (hyperparameters,
-    ``iter``/``_iterations``); ``variable`` for other ``VARIABLE_VALUE`` attributes;
+    ``iter``/``_iterations``) and for variables whose full name is TF1 optimizer state
+    (``global_step``, ``beta1_power``) or iterator state (the roles they have in a name-based checkpoint);
+    ``variable`` for other ``VARIABLE_VALUE`` attributes;
     ``object_graph``; ``other`` (keys no attribute accounts for, or other attributes).
     """
     mapping = graph.map_keys(keys)
@@ -390,7 +392,19 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
         return EntryLabel(**base, role=Role.SAVE_COUNTER)
     if opt_id is not None:
         return EntryLabel(**base, role=Role.OPTIMIZER, optimizer=graph.path(opt_id))
-    return EntryLabel(**base, role=Role.VARIABLE if attr.name == "VARIABLE_VALUE" else Role.OTHER)
+    if attr.name != "VARIABLE_VALUE":
+        return EntryLabel(**base, role=Role.OTHER)
+    return EntryLabel(**base, role=_by_name(attr.full_name))
+
+
+def _by_name(full_name: str) -> Role:
+    """A variable under no optimizer whose full name says it is optimizer state (``global_step``,
+    ``beta1_power``) or iterator state (``.../ITERATOR_STATE``): a name-based checkpoint converted to
+    object-based keeps them as plain variables; they keep the role they had there."""
+    from formats.concepts.roles import classify_name
+
+    role = classify_name(full_name).role if full_name else Role.VARIABLE
+    return role if role in (Role.OPTIMIZER, Role.ITERATOR) else Role.VARIABLE
 
 
 def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) -> dict[int, tuple[int, str]]:

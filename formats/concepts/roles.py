@@ -12,6 +12,13 @@ layout from the plain one). :data:`SLOT_SUFFIXES` and :func:`slot_key` give the
 conventions in both directions, for writers (``ckpt convert``); both are derived from the one
 table of optimizer semantics, :mod:`formats.concepts.optimizers`.
 
+Name-based checkpoints written from TF2 programs (``ckpt convert --to tf-name``, whose keys are
+the variables' full names) keep tf-keras' names instead: legacy ``Adam/iter``, ``Adam/beta_1``
+(hyperparameters as variables) and slots ``[Adam/]dense/kernel/m``; current ``iteration``,
+``learning_rate`` and ``[Adam/]m/dense/kernel``. :func:`classify_names` reads those too (only
+where such optimizer state is present, and slots only of variables that are present), so a tensor keeps its role whatever the checkpoint's layout; TF2's
+``save_counter`` and a ``.../ITERATOR_STATE`` are the save counter and iterator state there too.
+
 Roles (``Role``) are plain strings so they compare with and serialise as text:
 ``variable``, ``slot``, ``optimizer`` (optimizer hyperparameters, step/iteration
 counters and other non-slot optimizer state, including ``global_step``),
@@ -23,10 +30,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from formats.core.model import OBJECT_GRAPH_KEY, Role
-from formats.concepts.optimizers import FAMILIES, TF1, tf1_slot_suffixes
+from formats.concepts.optimizers import (COUNTERS, FAMILIES, KERAS_LEGACY, TF1, TF_KERAS, family_of_class,
+                                        parse_keras_slot, tf1_slot_suffixes)
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
-           "slot_suffixes", "slot_key"]
+           "slot_suffixes", "slot_key", "keras_scalar"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,10 @@ def classify_name(key: str, known: Iterable[str] | None = None) -> NameRole:
     base, _, last = key.rpartition("/")
     if key == OBJECT_GRAPH_KEY:
         return NameRole(Role.OBJECT_GRAPH)
+    if key == "save_counter":
+        return NameRole(Role.SAVE_COUNTER)
+    if last == "ITERATOR_STATE":
+        return NameRole(Role.ITERATOR)
     if last in OPTIMIZER_SCALARS:
         return NameRole(Role.OPTIMIZER, optimizer=OPTIMIZER_SCALARS[last] or None)
     pair = SLOT_SUFFIXES.get(last)
@@ -107,7 +119,39 @@ def classify_names(keys: Iterable[str]) -> dict[str, NameRole]:
         if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
                 and f"{r.slot_of}/RMSProp_2" in keyset):
             out[k] = NameRole(Role.SLOT, slot_of=r.slot_of, optimizer=_CENTERED_MG[0], slot_name=_CENTERED_MG[1])
+    _keras_state(out)
     return out
+
+
+def keras_scalar(name: str) -> str | None:
+    """The optimizer (``""`` when unscoped) whose non-slot state ``name`` is in tf-keras' naming: legacy
+    ``Adam/iter``, ``Adam/beta_1`` (a hyperparameter of that class in the optimizer table), ``Nadam/
+    momentum_cache``; current ``iteration``. None otherwise."""
+    if name == COUNTERS[TF_KERAS]:
+        return ""
+    head, _, last = name.partition("/")
+    fam = family_of_class(head, KERAS_LEGACY) if last and "/" not in last else None
+    if fam is None:
+        return None
+    own = {COUNTERS[KERAS_LEGACY], "learning_rate", *fam.hyper.get(KERAS_LEGACY, ()), fam.extra.get(KERAS_LEGACY)}
+    return head if last in own else None
+
+
+def _keras_state(out: dict[str, NameRole]) -> None:
+    """Re-label, in place, the variables that are tf-keras optimizer state (see the module doc)."""
+    scalars = {k: opt for k, r in out.items() if r.role is Role.VARIABLE and (opt := keras_scalar(k)) is not None}
+    if not scalars:
+        return
+    for key, opt in scalars.items():
+        out[key] = NameRole(Role.OPTIMIZER, optimizer=opt or None)
+    if "learning_rate" in out and out["learning_rate"].role is Role.VARIABLE and COUNTERS[TF_KERAS] in scalars:
+        out["learning_rate"] = NameRole(Role.OPTIMIZER)
+    model = {k for k, r in out.items() if r.role is Role.VARIABLE}
+    for key in sorted(model):
+        parsed = parse_keras_slot(key, model - {key})
+        if parsed is not None:
+            out[key] = NameRole(Role.SLOT, slot_of=parsed.variable, optimizer=parsed.optimizer,
+                                slot_name=parsed.slot)
 
 
 def _as_set(known: Iterable[str]) -> set[str] | frozenset[str]:

@@ -7,7 +7,10 @@ A rule rewrites a name (a TF1-style variable name, or an object path):
   ``dnn/hiddenlayer_0=dense`` turns ``dnn/hiddenlayer_0/kernel`` into ``dense/kernel`` and leaves
   ``dnn/hiddenlayer_01/kernel`` alone. An empty OLD matches every name (NEW is prepended).
 - ``regex``: ``PATTERN=REPL`` with Python ``re.sub`` semantics (``\\1`` back-references).
-- ``add-prefix`` / ``strip-prefix``: a segment prefix added to every name, or removed where present.
+- ``add-prefix`` / ``strip-prefix``: a segment prefix added to every name, or removed from the names
+  under it (``--strip-prefix net`` turns ``net/l1/kernel`` into ``l1/kernel`` and leaves the name
+  ``net`` itself alone: an object path or key cannot become empty, and in an object-based checkpoint
+  the edge ``net`` keeps its place while its children move up to the root).
 
 Rules are tried in order; the first that matches a name rewrites it and no later rule applies.
 A :class:`RuleSet` remembers which rules matched nothing, so callers can warn about them.
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 
 from formats.core.errors import InputReadError, UsageError
 
-__all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules"]
+__all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules", "specific_first"]
 
 KINDS = ("map", "regex", "add-prefix", "strip-prefix")
 
@@ -55,7 +58,7 @@ class Rule:
             return new if count else None
         if self.kind == "add-prefix":
             return f"{self.old.strip('/')}/{name}" if self.old.strip("/") else name
-        return _map_prefix(name, self.old.strip("/"), "") if self.old.strip("/") else None
+        return _strip_prefix(name, self.old.strip("/"))
 
 
 def _map_prefix(name: str, old: str, new: str) -> str | None:
@@ -66,6 +69,13 @@ def _map_prefix(name: str, old: str, new: str) -> str | None:
     if name.startswith(old + "/"):
         rest = name[len(old) + 1:]
         return f"{new}/{rest}" if new else rest
+    return None
+
+
+def _strip_prefix(name: str, prefix: str) -> str | None:
+    """``name`` without the segment prefix ``prefix``; None unless ``name`` lies strictly under it."""
+    if prefix and name.startswith(prefix + "/"):
+        return name[len(prefix) + 1:]
     return None
 
 
@@ -158,6 +168,21 @@ def build_rules(maps: Iterable[str] = (), regexes: Iterable[str] = (), rules_fil
     if add_prefix:
         rules.append(parse_pair("add-prefix", add_prefix))
     return RuleSet(rules)
+
+
+def specific_first(rules: Iterable[Rule]) -> list[Rule]:
+    """``rules`` ordered so that no rule is shadowed by one before it: a map or strip-prefix rule comes
+    before every map or strip-prefix rule whose prefix contains its own (``a/b=x`` before ``a=y``, which
+    would otherwise rewrite ``a/b/...`` first and leave ``a/b=x`` matching nothing). Regex and
+    add-prefix rules keep their places; the order is otherwise kept."""
+    rules = list(rules)
+    slots = [i for i, r in enumerate(rules) if r.kind in ("map", "strip-prefix")]
+    depth = {i: -len(rules[i].old.strip("/").split("/")) if rules[i].old.strip("/") else 0 for i in slots}
+    ordered = sorted(slots, key=lambda i: (depth[i], i))
+    out = list(rules)
+    for place, i in zip(slots, ordered):
+        out[place] = rules[i]
+    return out
 
 
 def dump_rules(rules: Iterable[Rule]) -> str:

@@ -130,3 +130,21 @@ def test_tensorflow_restores_renamed_objects_with_slots(run_cli, tmp_path):
             want = source.get_tensor(f"net/l1/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE")
             np.testing.assert_array_equal(opt.get_slot(var, slot).numpy(), want)
     assert int(ckpt.step) == int(source.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+def test_tensorflow_restores_strip_prefix_output(run_cli, tmp_path):
+    """`--strip-prefix net` moves `net`'s children to the root: a program holding the layer at the root
+    (`Checkpoint(l1=dense, ...)`) restores every value and slot."""
+    out = tmp_path / "stripped" / "ckpt-5"
+    result = run_cli("rename", SLOTS, "-o", out, "--strip-prefix", "net")
+    assert result.exit_code == 0, result.output
+    dense, opt = keras.layers.Dense(5), keras.optimizers.legacy.Adam(0.1)
+    dense(tf.zeros([1, 1]))
+    ckpt = tf.train.Checkpoint(step=tf.Variable(1), optimizer=opt, l1=dense, iterator=iter(_toy_dataset()))
+    status = ckpt.restore(str(out))
+    opt._create_all_weights(dense.trainable_variables)
+    status.assert_consumed()
+    source = tf.train.load_checkpoint(str(SLOTS))
+    np.testing.assert_array_equal(dense.kernel.numpy(), source.get_tensor("net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE"))
+    np.testing.assert_array_equal(opt.get_slot(dense.bias, "v").numpy(),
+                                  source.get_tensor("net/l1/bias/.OPTIMIZER_SLOT/optimizer/v/.ATTRIBUTES/VARIABLE_VALUE"))

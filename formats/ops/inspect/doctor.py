@@ -7,22 +7,24 @@ is left out), which is what a restore matches on. The report lists:
 - ``unexpected``: names only CKPT has (harmless for a restore, usually a sign of a rename);
 - ``mismatched``: names on both sides whose shape or dtype differ (a restore fails).
 
-It would load when nothing is missing or mismatched. For each missing name it looks for a candidate
-among the unexpected ones with the same shape and dtype: a known rename (``weights`` -> ``kernel``,
-``biases`` -> ``bias``), or a similar name (``difflib`` ratio >= 0.6). Optimizer state (slots such as
-``kernel/Adam``, ``.OPTIMIZER_SLOT/``, ``beta1_power``; the suffixes come from the one optimizer table,
+It would load when nothing is missing or mismatched. The missing names are paired with unexpected ones
+of the same shape and dtype, scope by scope (:mod:`formats.ops.inspect.pairing`): whole scopes holding
+the same variables (``dnn/hiddenlayer_0`` -> ``dense``), known renames (``weights`` -> ``kernel``,
+``biases`` -> ``bias``), the only variable of a shape on each side, similar names (``difflib`` ratio
+>= 0.6); slots follow their variables. Optimizer state (slots such as ``kernel/Adam``,
+``.OPTIMIZER_SLOT/``, ``beta1_power``; the suffixes come from the one optimizer table,
 :mod:`formats.concepts.optimizers`) is only paired with state of the same optimizer; a different
 optimizer gets a note instead, and ``ignore_optimizer`` leaves all optimizer state out. Missing
 optimizer state that CKPT holds in another framework's convention (tf-keras ``Adam/m/dense/kernel``
 for TF1 ``dense/kernel/Adam``) is explained by the same table (``optimizer_state``): no rename makes it
 load, ``ckpt convert --template`` converts it.
-Accepted candidates become rename rules (``map`` rules, merged into one prefix rule where a whole scope
-moved) that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules file for
+Accepted candidates become rename rules (``map`` rules: one per scope that moved where that renames
+nothing else, else one per name; the specific before the general, as the first matching rule wins)
+that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules file for
 ``ckpt convert --rules`` or ``ckpt diff --rules``.
 """
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +32,11 @@ from typing import Any
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
-from formats.ops.rules import Rule, RuleSet
+from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
+from formats.ops.rules import Rule, RuleSet, specific_first
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
 
-KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
 _SUFFIXES = frozenset(SLOT_SUFFIXES) | frozenset(TRAINING_SHADOWS)
 _NON_SLOT_STATE = frozenset(p for p in TF1_SCALARS if p != "global_step")
 
@@ -132,6 +134,8 @@ def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = Fals
         _explain_optimizer_state(report, ckpt, target)
     report.suggestions = _suggest(report)
     report.rules = _rules(report)
+    if not ignore_optimizer and report.rules:
+        _explain_optimizer_state(report, ckpt, target, RuleSet(list(report.rules)))
     report.fixed_by_rules = _fixed(report)
     _optimizer_note(report)
     return report
@@ -145,22 +149,20 @@ def _same_kind(a: TensorEntry, b: TensorEntry) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and _is_optimizer(a) == _is_optimizer(b)
 
 
-def _known_rename(name: str) -> str:
-    return "/".join(KNOWN_RENAMES.get(s, s) for s in name.split("/"))
-
-
-def _explain_optimizer_state(report: DoctorReport, ckpt: Checkpoint, target: Checkpoint) -> None:
+def _explain_optimizer_state(report: DoctorReport, ckpt: Checkpoint, target: Checkpoint,
+                             rules: RuleSet | None = None) -> None:
     """Missing optimizer state that the checkpoint holds under another framework's names and meanings
-    (TF1 ``dense/kernel/Adam`` for tf-keras ``Adam/m/dense/kernel``), read through the optimizer table."""
+    (TF1 ``dense/kernel/Adam`` for tf-keras ``Adam/m/dense/kernel``), read through the optimizer table,
+    the checkpoint's variables renamed by ``rules`` (the suggested ones, on the second pass)."""
     from formats.concepts.optimizers import equivalence
     from formats.ops.convert.optimizer_state import read_optimizer_state
     from formats.ops.convert.sources import source_tensors
 
-    have = read_optimizer_state(ckpt, source_tensors(ckpt, None))
+    have = read_optimizer_state(ckpt, source_tensors(ckpt, rules))
     want = read_optimizer_state(target, source_tensors(target, None))
     if not (have.known and want.known) or have.framework == want.framework:
         return
-    missing = set(report.missing)
+    missing = set(report.missing) - {s.missing for s in report.optimizer_state + report.suggestions}
     pairs = []
     for (variable, meaning), state in sorted(want.slots.items()):
         own = have.slots.get((variable, meaning))
@@ -171,42 +173,25 @@ def _explain_optimizer_state(report: DoctorReport, ckpt: Checkpoint, target: Che
         return
     assert have.family is not None and want.family is not None
     why = equivalence(have.family, have.framework or "", want.family, want.framework or "")
-    report.optimizer_state = pairs
+    report.optimizer_state += pairs
+    renamed = " once renamed by the suggested rules" if rules else ""
     if why is not None:
-        report.notes.append(f"{len(pairs)} missing slot(s) are the checkpoint's optimizer state under other names, "
-                            f"but {why}")
+        report.notes.append(f"{len(pairs)} missing slot(s) are the checkpoint's optimizer state under other "
+                            f"names{renamed}, but {why}")
     else:
         report.notes.append(f"{len(pairs)} missing slot(s) are the checkpoint's {have.title} state under "
-                            f"{want.title} names (e.g. {pairs[0].missing} is {pairs[0].candidate}): "
+                            f"{want.title} names{renamed} (e.g. {pairs[0].missing} is {pairs[0].candidate}): "
                             "`ckpt convert --template` converts them, with the step count and any transform")
 
 
 def _suggest(report: DoctorReport) -> list[Suggestion]:
-    have, want = report.ckpt_entries, report.target_entries
-    free = [n for n in report.unexpected if n not in {s.candidate for s in report.optimizer_state}]
+    """Candidates for the missing names, scope-consistent (see :mod:`formats.ops.inspect.pairing`)."""
     explained = {s.missing for s in report.optimizer_state}
-    out = []
-    for name in report.missing:
-        if name in explained:
-            continue
-        pool = [c for c in free if _same_kind(have[c], want[name]) and _slot(c) == _slot(name)]
-        known = [c for c in pool if _known_rename(c) != c and
-                 _known_rename(c).rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1]]
-        if known:
-            pick, why = _closest(name, known), "known rename"
-        else:
-            close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
-            if not close:
-                continue
-            pick = close[0]
-            why = f"same shape and dtype, similar name ({difflib.SequenceMatcher(None, name, pick).ratio():.2f})"
-        free.remove(pick)
-        out.append(Suggestion(name, pick, why))
-    return out
-
-
-def _closest(name: str, candidates: list[str]) -> str:
-    return max(candidates, key=lambda c: (difflib.SequenceMatcher(None, name, _known_rename(c)).ratio(), c))
+    taken = {s.candidate for s in report.optimizer_state}
+    pairs = pair_names(report.ckpt_entries, report.target_entries,
+                       [n for n in report.missing if n not in explained],
+                       [n for n in report.unexpected if n not in taken], _slot, _is_optimizer)
+    return [Suggestion(p.missing, p.candidate, p.reason) for p in pairs]
 
 
 def _split(old: str, new: str) -> tuple[str, str]:
@@ -219,34 +204,52 @@ def _split(old: str, new: str) -> tuple[str, str]:
 
 
 def _rules(report: DoctorReport) -> list[Rule]:
-    """One map rule per suggestion, merged into a prefix rule where a whole scope moved consistently."""
+    """One map rule per scope that moved (``dnn/hiddenlayer_0=dense``) where that is safe, else one per
+    suggestion; rules another one implies are left out, and specific rules come before general ones."""
     groups: dict[tuple[str, str], list[Suggestion]] = defaultdict(list)
     for s in report.suggestions:
         groups[_split(s.candidate, s.missing)].append(s)
     rules = []
-    for (old, new), items in sorted(groups.items()):
-        if len(items) > 1 and _prefix_is_safe(report, old, new):
+    for (old, new), items in sorted(groups.items(), key=lambda item: layer_order(item[0][0])):
+        if _prefix_is_safe(report, old, new, [s.candidate for s in items]):
             rules.append(Rule("map", old, new))
         else:
             rules.extend(Rule("map", s.candidate, s.missing) for s in items)
-    return rules
+    return specific_first(_implied_left_out(rules))
 
 
-def _prefix_is_safe(report: DoctorReport, old: str, new: str) -> bool:
-    """A prefix rule is safe when every CKPT name it rewrites lands on a TARGET name."""
+def _prefix_is_safe(report: DoctorReport, old: str, new: str, paired: list[str]) -> bool:
+    """A prefix rule is safe when every CKPT name it rewrites is (or lies under) a paired name, or lands on
+    a TARGET name."""
     rule = Rule("map", old, new)
     for name in report.ckpt_entries:
         renamed = rule.apply(name)
-        if renamed is not None and renamed not in report.target_entries:
+        if renamed is None or renamed in report.target_entries:
+            continue
+        if not any(name == p or name.startswith(p + "/") for p in paired):
             return False
     return True
 
 
+def _implied_left_out(rules: list[Rule]) -> list[Rule]:
+    """``rules`` without those a more general rule already makes (``a/k=b/k`` beside ``a=b``)."""
+    def implied(rule: Rule) -> bool:
+        return any(other is not rule and other.old != rule.old and other.apply(rule.old) == rule.new
+                   for other in rules)
+
+    return [r for r in rules if not implied(r)]
+
+
 def _fixed(report: DoctorReport) -> int:
     """How many missing names the rules would supply (with the right shape and dtype)."""
+    return len(report.missing) - len(_unsupplied(report))
+
+
+def _unsupplied(report: DoctorReport) -> list[str]:
+    """The missing names the rules would not supply (with the right shape and dtype)."""
     rules = RuleSet(list(report.rules))
     renamed = {rules.apply(n): e for n, e in report.ckpt_entries.items()}
-    return sum(1 for n in report.missing if n in renamed and _same_kind(renamed[n], report.target_entries[n]))
+    return [n for n in report.missing if not (n in renamed and _same_kind(renamed[n], report.target_entries[n]))]
 
 
 def _optimizer_note(report: DoctorReport) -> None:
@@ -259,6 +262,6 @@ def _optimizer_note(report: DoctorReport) -> None:
     if theirs and ours and theirs != ours:
         report.notes.append(f"optimizer differs: the checkpoint has {', '.join(ours)} slots, the target expects "
                             f"{', '.join(theirs)}; restore the model variables only (--ignore-optimizer shows them)")
-    elif any(is_optimizer_state(n) for n in report.missing):
+    elif any(is_optimizer_state(n) for n in _unsupplied(report)):
         report.notes.append("optimizer state is missing; a restore of the model variables alone can still work "
                             "(--ignore-optimizer)")

@@ -11,6 +11,13 @@ Modes (``mode="auto"`` picks one from ``out``):
   control characters are percent-encoded, so a hostile key such as ``../../x`` or ``/etc/passwd``
   always lands inside the directory (and the resolved path is checked again before writing).
 
+Files and members are named by key (``by="key"``) or by the TF1-style variable name (``by="name"``:
+``net/dense/kernel`` rather than ``net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``, whose ``.ATTRIBUTES``
+folder ``ls`` hides). ``by="auto"`` (the default) names a directory of an object-based checkpoint's
+tensors by name and everything else by key; names two tensors share are refused (extract by key).
+Patterns select by key either way. The object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``, a serialized
+proto, not a tensor of the program) is left out unless ``include_graph`` or a pattern names it exactly.
+
 Values are stored with the one numpy dtype policy of :mod:`formats.io.npy` (shared with
 ``convert --to npz``): bfloat16, float8 and int4-like tensors as their raw bits (``uint16``,
 ``uint8``; the npz record keeps the real dtype, the report names each), strings and variants as
@@ -29,14 +36,14 @@ import shutil
 from collections.abc import Callable, Sequence
 
 from formats.core.errors import InvalidOutputError, NothingSelectedError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
 from formats.io.atomic import ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created, temp_name
 from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy, write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
 
-__all__ = ["ExtractError", "extract", "safe_relative_path"]
+__all__ = ["ExtractError", "extract", "safe_relative_path", "output_names"]
 
 Progress = Callable[[int, int], None]
 
@@ -78,18 +85,18 @@ def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
 
 def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[str], mode: str = "auto",
             force: bool = False, allow_pickle: bool = False, progress: Progress | None = None,
-            verify: bool = True) -> WriteReport:
+            verify: bool = True, by: str = "auto", include_graph: bool = False) -> WriteReport:
     """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
 
-    ``progress(bytes_done, tensors_done)`` is called after each tensor is written."""
-    entries = select(ckpt, patterns)
-    if not entries:
-        raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
+    ``by`` names the files/members: ``"key"``, ``"name"`` or ``"auto"``. ``progress(bytes_done,
+    tensors_done)`` is called after each tensor is written."""
+    entries = _selected(ckpt, patterns, include_graph)
     refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
+    labels = output_names(ckpt, entries, _naming(ckpt, by, mode), path)
     options = {"inputs": [ckpt], "force": force, "verify": verify, "allow_pickle": allow_pickle}
     if mode == "npy":
-        report = write_npy(path, entries[0].key, entries[0], **options)  # type: ignore[arg-type]
+        report = write_npy(path, labels[0], entries[0], **options)  # type: ignore[arg-type]
         if progress is not None:
             progress(report.bytes, report.tensors)
         return report
@@ -97,10 +104,47 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
         from formats.ops.convert.cross.export import provenance_entry
 
         record = {"source": ckpt.path, "format": ckpt.format,
-                  "tensors": [provenance_entry(ckpt, e.key, e) for e in entries]}
-        return write_npz(path, [(e.key, e) for e in entries], provenance=record, progress=progress,
+                  "tensors": [provenance_entry(ckpt, e.key, e, label) for e, label in zip(entries, labels)]}
+        return write_npz(path, list(zip(labels, entries)), provenance=record, progress=progress,
                          **options)  # type: ignore[arg-type]
-    return _write_dir(entries, path, ckpt, force, allow_pickle, verify, progress)
+    return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
+
+
+def _selected(ckpt: Checkpoint, patterns: Sequence[str], include_graph: bool) -> list[TensorEntry]:
+    """The selected entries, the object graph left out unless asked for (see the module doc)."""
+    entries = select(ckpt, patterns)
+    if not (include_graph or OBJECT_GRAPH_KEY in patterns):
+        kept = [e for e in entries if e.key != OBJECT_GRAPH_KEY]
+        if entries and not kept:
+            raise NothingSelectedError(ckpt.path, "only the object graph matches, and it is left out",
+                                       hint="pass include_graph=True")
+        entries = kept
+    if not entries:
+        raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
+    return entries
+
+
+def _naming(ckpt: Checkpoint, by: str, mode: str) -> str:
+    if by not in ("auto", "key", "name"):
+        raise ValueError(f"by must be 'auto', 'key' or 'name', not {by!r}")
+    if by != "auto":
+        return by
+    return "name" if mode == "dir" and ckpt.format == "tf-object" else "key"
+
+
+def output_names(ckpt: Checkpoint, entries: list[TensorEntry], by: str, out: str) -> list[str]:
+    """Each entry's name in the output: its key, or (``by="name"``) its variable name (its key when it
+    has none); ExtractError when two entries would share one."""
+    if by == "key":
+        return [e.key for e in entries]
+    labels = [str(e.name or e.key) for e in entries]
+    seen: dict[str, str] = {}
+    for entry, label in zip(entries, labels):
+        other = seen.setdefault(label, entry.key)
+        if other != entry.key:
+            raise ExtractError(out, f"{other!r} and {entry.key!r} are both named {label!r}",
+                               hint="extract them by key")
+    return labels
 
 
 # -- a directory of .npy files -----------------------------------------------------------------------------
@@ -125,9 +169,9 @@ def _check_layout(files: list[str], root: str) -> None:
         raise ExtractError(root, f"{clash[0]!r} would be both a file and a directory", hint="write a .npz instead")
 
 
-def _write_dir(entries: list[TensorEntry], root: str, ckpt: Checkpoint, force: bool, allow_pickle: bool,
-               verify: bool, progress: Progress | None) -> WriteReport:
-    rels = [safe_relative_path(e.key) + ".npy" for e in entries]
+def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: Checkpoint, force: bool,
+               allow_pickle: bool, verify: bool, progress: Progress | None) -> WriteReport:
+    rels = [safe_relative_path(label) + ".npy" for label in labels]
     _check_layout(rels, root)
     targets = [os.path.join(root, *rel.split("/")) for rel in rels]
     for entry, target in zip(entries, targets):

@@ -1,0 +1,58 @@
+"""``verify PATH --against SRC``: does PATH hold exactly SRC's tensors, paired by key or by variable name?
+
+By key (the default) both checkpoints are compared as they are. By name (``match="name"``) each side is
+keyed by its entries' TF1-style variable names (the object graph left out), so an object-based
+conversion of a name-based checkpoint, or a Keras file and a bundle, can be checked against their
+source. ``rules`` rename SRC's names first - the rules the conversion was given - so that they match
+PATH's. Values are compared chunk by chunk (:func:`formats.core.roundtrip.compare_checkpoints`).
+"""
+from __future__ import annotations
+
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.roundtrip import Progress, RoundTripReport, compare_checkpoints
+from formats.ops.rules import RuleSet
+
+__all__ = ["keyed", "verify_against", "name_pairs"]
+
+
+def keyed(ckpt: Checkpoint, match: str, rules: RuleSet | None = None,
+          notes: list[str] | None = None) -> dict[str, TensorEntry]:
+    """``ckpt``'s entries keyed by key (``match="key"``) or by variable name, renamed by ``rules``; a name
+    two keys share keeps the first key (and a note says so)."""
+    out: dict[str, TensorEntry] = {}
+    for key in sorted(ckpt):
+        entry = ckpt[key]
+        if match == "name" and (key == OBJECT_GRAPH_KEY or entry.role == "object_graph"):
+            continue
+        name = str(entry.name or key) if match == "name" else key
+        if rules:
+            name = rules.apply(name)
+        if name in out:
+            if notes is not None:
+                notes.append(f"{ckpt.path}: {key!r} and {out[name].key!r} both pair as {name!r}; {key!r} left out")
+            continue
+        out[name] = entry
+    return out
+
+
+def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rules: RuleSet | None = None,
+                   path: str = "", against: str = "",
+                   progress: Progress | None = None) -> tuple[RoundTripReport, list[str]]:
+    """Compare ``out`` with ``src`` (see the module doc): the report, and notes (names two keys share,
+    rules that matched nothing)."""
+    if match not in ("key", "name"):
+        raise ValueError(f"match must be 'key' or 'name', not {match!r}")
+    notes: list[str] = []
+    actual = keyed(out, match, None, notes)
+    expected = keyed(src, match, rules, notes)
+    report = compare_checkpoints(actual, expected, path=path or out.path, against=against or src.path,
+                                 progress=progress)
+    if rules:
+        notes += [f"rule {rule} matched nothing" for rule in rules.unused()]
+    return report, notes
+
+
+def name_pairs(out: Checkpoint, src: Checkpoint) -> int:
+    """How many of ``out``'s tensors pair with ``src``'s by variable name (for a ``--match name`` hint)."""
+    names = {e.name for k, e in src.items() if k != OBJECT_GRAPH_KEY}
+    return sum(1 for k, e in out.items() if k != OBJECT_GRAPH_KEY and e.name in names)
