@@ -200,10 +200,13 @@ class Checkpoint(Mapping[str, TensorEntry]):
     format registered (:class:`FormatName` for the built-in ones).
     """
 
-    def __init__(self, path: str, format: str, entries: dict[str, TensorEntry]) -> None:
+    def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], *,
+                 metadata: dict[str, Any] | None = None, problems: list[Problem] | None = None) -> None:
         self.path = path
         self.format = str(format)
         self._entries = entries
+        self._given_metadata = {} if metadata is None else metadata
+        self._given_problems = [] if problems is None else problems
 
     def __getitem__(self, key: str) -> TensorEntry:
         try:
@@ -228,7 +231,7 @@ class Checkpoint(Mapping[str, TensorEntry]):
     @property
     def metadata(self) -> dict[str, Any]:
         """Format-specific facts (header fields, Keras version, model config, ...)."""
-        return {}
+        return self._given_metadata
 
     @property
     def object_graph(self) -> Any:
@@ -238,7 +241,7 @@ class Checkpoint(Mapping[str, TensorEntry]):
     def problems(self) -> list[Problem]:
         """Structure and storage problems found without reading tensor values (``verify`` adds each
         entry's :meth:`TensorEntry.problem` and :meth:`TensorEntry.check`)."""
-        return []
+        return list(self._given_problems)
 
     def close(self) -> None:
         """Release open files and memory maps; entries must not be read afterwards."""

@@ -156,19 +156,11 @@ class NpzCheckpoint(Checkpoint):
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], archive: _Archive, metadata: dict[str, Any],
                  problems: list[tuple[str, str]]) -> None:
-        super().__init__(path, FormatName.NPZ, entries)
+        """``metadata``: member count, the provenance record's source, skipped members; ``problems``: members
+        that could not be listed, duplicates, a damaged provenance record."""
+        super().__init__(path, FormatName.NPZ, entries, metadata=metadata,
+                         problems=[Problem(where, message) for where, message in problems])
         self._archive = archive
-        self._metadata = metadata
-        self._problems = problems
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Member count, the provenance record's source (when present), skipped members."""
-        return self._metadata
-
-    def problems(self) -> list[Problem]:
-        """Members that could not be listed, duplicates, a damaged provenance record."""
-        return [Problem(where, message) for where, message in self._problems]
 
     def close(self) -> None:
         """Close the archive."""

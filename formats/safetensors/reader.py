@@ -114,19 +114,11 @@ class SafetensorsCheckpoint(Checkpoint):
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], data: _Data, metadata: dict[str, Any],
                  problems: list[tuple[str, str]]) -> None:
-        super().__init__(path, FormatName.SAFETENSORS, entries)
+        """``metadata``: header size, ``__metadata__`` (the provenance record summarised), skipped tensors;
+        ``problems``: overlapping tensors, a damaged provenance record, dtypes the record disagrees with."""
+        super().__init__(path, FormatName.SAFETENSORS, entries, metadata=metadata,
+                         problems=[Problem(where, message) for where, message in problems])
         self._data = data
-        self._metadata = metadata
-        self._problems = problems
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Header size, ``__metadata__`` (the provenance record summarised), skipped tensors."""
-        return self._metadata
-
-    def problems(self) -> list[Problem]:
-        """Overlapping tensors, a damaged provenance record, dtypes the record disagrees with."""
-        return [Problem(where, message) for where, message in self._problems]
 
     def close(self) -> None:
         """Close the file."""
