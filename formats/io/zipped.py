@@ -23,7 +23,7 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "check_expansion",
            "read_member", "member_stream", "member_head", "member_start", "stored_member_start", "crc_problem",
-           "stream_crc_problem", "is_zip"]
+           "is_zip"]
 
 MAX_EXPANSION = 1100
 """No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
@@ -147,6 +147,8 @@ class InflatedMember(io.RawIOBase):
         self._path, self._name, self._length = path, info.filename, info.file_size
         self._interval = self.BLOCK * max(4, -(-info.file_size // (64 * self.BLOCK)))
         self._copies: dict[int, tuple[Any, int]] = {0: (zlib.decompressobj(-zlib.MAX_WBITS), 0)}
+        self._front: tuple[int, Any, int] = (0, self._copies[0][0].copy(), 0)
+        self._crc = info.CRC
         self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cache_blocks = cache_blocks
         self._lock = threading.Lock()
@@ -200,8 +202,11 @@ class InflatedMember(io.RawIOBase):
             return cached
         target = number * self.BLOCK
         at = max(p for p in self._copies if p <= target)
-        inflater, consumed = self._copies[at]
-        inflater = inflater.copy()
+        if at <= self._front[0] <= target:
+            at, inflater, consumed = self._front  # continue where the last read stopped
+        else:
+            inflater, consumed = self._copies[at]
+            inflater = inflater.copy()
         while True:
             data, consumed = self._inflate(inflater, consumed, min(self.BLOCK, self._length - at))
             self._remember(at, data)
@@ -209,7 +214,27 @@ class InflatedMember(io.RawIOBase):
             if at % self._interval == 0 and at not in self._copies and at < self._length:
                 self._copies[at] = (inflater.copy(), consumed)
             if at > target or at >= self._length:
+                self._front = (at, inflater, consumed)
                 return self._cache[number]
+
+    def crc_problem(self) -> str | None:
+        """Why the member does not inflate to its declared size and CRC-32 (one streamed pass), or None."""
+        inflater, consumed, crc, total = zlib.decompressobj(-zlib.MAX_WBITS), 0, 0, 0
+        with self._lock:
+            try:
+                while total <= self._length:
+                    data, consumed = self._inflate(inflater, consumed, min(self.BLOCK, self._length + 1 - total),
+                                                   partial=True)
+                    if not data:
+                        break
+                    crc, total = zlib.crc32(data, crc), total + len(data)
+            except CorruptCheckpointError as exc:
+                return exc.message
+        if total != self._length:
+            return f"{self._name} inflates to {total:,} bytes, the archive says {self._length:,}"
+        if crc != self._crc:
+            return f"{self._name}: CRC-32 {crc:08x} does not match the archive's {self._crc:08x}"
+        return None
 
     def _remember(self, at: int, data: bytes) -> None:
         self._cache[at // self.BLOCK] = data
@@ -217,8 +242,9 @@ class InflatedMember(io.RawIOBase):
         while len(self._cache) > self._cache_blocks:
             self._cache.popitem(last=False)
 
-    def _inflate(self, inflater: Any, consumed: int, want: int) -> tuple[bytes, int]:
-        """The next ``want`` bytes of the member and how much compressed input has been used."""
+    def _inflate(self, inflater: Any, consumed: int, want: int, partial: bool = False) -> tuple[bytes, int]:
+        """The next ``want`` bytes of the member (fewer only when ``partial``: at the end of the stream)
+        and how much compressed input has been used."""
         out = bytearray()
         try:
             while len(out) < want:
@@ -232,7 +258,7 @@ class InflatedMember(io.RawIOBase):
                     break
         except zlib.error as exc:
             raise CorruptCheckpointError(self._path, f"cannot inflate {self._name} ({exc})") from None
-        if len(out) < want:
+        if len(out) < want and not partial:
             raise CorruptCheckpointError(self._path, f"{self._name} inflates to fewer bytes than the archive "
                                                      f"says ({self._length:,})")
         return bytes(out), consumed
@@ -349,27 +375,6 @@ def stored_member_start(path: str, info: Any, archive_size: int) -> int:
         raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
                                            f"{info.compress_size:,} bytes from offset {start:,}")
     return start
-
-
-def stream_crc_problem(path: str, info: Any, archive_size: int) -> str | None:
-    """Why a (compressed) member does not inflate to its size and CRC-32, or None when it does; streamed
-    through :mod:`zipfile` in bounded memory."""
-    try:
-        with open_zip(path) as zf, member_stream(zf, info, archive_size, path) as member:
-            total = 0
-            while True:
-                piece = member.read(1 << 20)
-                if not piece:
-                    break
-                total += len(piece)
-    except CorruptCheckpointError as exc:
-        return exc.message
-    except zip_errors() as exc:
-        return f"{info.filename}: {exc}"
-    if total != info.file_size:
-        return f"{info.filename} inflates to {total:,} bytes, the archive says {info.file_size:,}"
-    return None
-
 
 def crc_problem(path: str, start: int, info: Any) -> str | None:
     """Why the stored member at ``start`` does not match its CRC-32, or None when it does."""

@@ -13,7 +13,7 @@ from typing import Any
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
 from formats.io.zipped import (MAX_EXPANSION, ByteRange, InflatedMember, check_expansion, crc_problem, member_start,
-                               member_stream, open_zip, read_member, stored_member_start, stream_crc_problem)
+                               member_stream, open_zip, read_member, stored_member_start)
 from formats.keras_h5.image import H5Image, open_image
 from formats.keras_h5.probe import h5py_error_message
 
@@ -159,5 +159,5 @@ def _open_compressed(path: str, info: Any, archive_size: int) -> H5Image:
         member.close()
         raise
     image = open_image(path, info.file_size, "zip", member, lambda: h5py.File(member, "r"))
-    image.crc_check = lambda: stream_crc_problem(path, info, archive_size)
+    image.crc_check = member.crc_problem
     return image
