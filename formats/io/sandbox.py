@@ -57,6 +57,9 @@ def run_isolated(task: Callable[[Beat], bytes], path: str, *, what: str, memory:
     os.close(write_end)
     try:
         raw, stopped = _collect(read_end, pid, seconds, max_output)
+    except BaseException:  # interrupted: never leave the child behind
+        _reap(pid, kill=True)
+        raise
     finally:
         os.close(read_end)
     status = _reap(pid, kill=stopped is not None)

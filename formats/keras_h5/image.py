@@ -10,6 +10,7 @@ Keras file); values are then read here, from checked addresses, in bounded block
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,9 @@ class H5Image:
     notes: list[tuple[str, str]] = field(default_factory=list)
     crc_check: Any = None
     _closers: list[Any] = field(default_factory=list)
-    _indexes: dict[str, ChunkIndex] | None = None
+    _tables: dict[str, list[Any]] | None = None
+    _indexes: dict[str, ChunkIndex] = field(default_factory=dict)
+    _lock: Any = field(default_factory=threading.Lock)
 
     def read_into(self, offset: int, buffer: Any) -> None:
         """Fill ``buffer`` with the image's bytes from ``offset`` (a CorruptCheckpointError past its end)."""
@@ -67,14 +70,13 @@ class H5Image:
 
     def chunk_index(self, info: DatasetInfo) -> ChunkIndex:
         """The checked chunk table of a chunked dataset (every chunked dataset's is listed at the first ask)."""
-        if self._indexes is None:
-            keys = [d.path for d in self.tree.datasets.values() if d.layout == "chunked" and d.error is None]
-            tables = _load_tables(self, keys)
-            self._indexes = {}
-            for key in keys:
-                dataset = self.tree.datasets[key]
-                self._indexes[key] = ChunkIndex(dataset, tables.get(key, []), self.size, self.path)
-        return self._indexes[info.path]
+        with self._lock:
+            if self._tables is None:
+                keys = [d.path for d in self.tree.datasets.values() if d.layout == "chunked" and d.error is None]
+                self._tables = _load_tables(self, keys)
+            if info.path not in self._indexes:
+                self._indexes[info.path] = ChunkIndex(info, self._tables.get(info.path, []), self.size, self.path)
+            return self._indexes[info.path]
 
     def values(self, info: DatasetInfo) -> bytes:
         """A dataset's values read by libhdf5 in an isolated child (see ``probe.dataset_values``)."""

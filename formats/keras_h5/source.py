@@ -158,6 +158,7 @@ def _open_compressed(path: str, info: Any, archive_size: int) -> H5Image:
     except BaseException:
         member.close()
         raise
-    image = open_image(path, info.file_size, "zip", member, lambda: h5py.File(member, "r"))
+    # the child opens its own inflater: the parent's may be mid-read (and locked) in another thread
+    image = open_image(path, info.file_size, "zip", member, lambda: h5py.File(InflatedMember(path, info, start), "r"))
     image.crc_check = member.crc_problem
     return image
