@@ -98,8 +98,9 @@ def _stored_limit(info: DatasetInfo, chunk_bytes: int, mask: int) -> int:
     return chunk_bytes + chunk_bytes // 1000 + 1024 if deflated else chunk_bytes
 
 
-def decode_chunk(index: ChunkIndex, stored: StoredChunk, raw: bytes) -> bytes:
-    """A chunk's bytes with its filters undone (in reverse order, skipping those its mask skipped)."""
+def decode_chunk(index: ChunkIndex, stored: StoredChunk, raw: bytes) -> Any:
+    """A chunk's bytes (a bytes-like object) with its filters undone (in reverse order, skipping those
+    its mask skipped)."""
     data = raw
     filters = index.info.filters
     for position in range(len(filters) - 1, -1, -1):
@@ -135,7 +136,7 @@ def _inflate(index: ChunkIndex, stored: StoredChunk, data: bytes) -> bytes:
     return out
 
 
-def _unshuffle(data: bytes, itemsize: int) -> bytes:
+def _unshuffle(data: Any, itemsize: int) -> Any:
     """HDF5's shuffle filter undone: byte planes back into elements (a remainder stays as stored)."""
     import numpy as np
 
@@ -143,7 +144,11 @@ def _unshuffle(data: bytes, itemsize: int) -> bytes:
         return data
     count = len(data) // itemsize
     planes = np.frombuffer(data, dtype=np.uint8, count=count * itemsize).reshape(itemsize, count)
-    return planes.T.tobytes() + data[count * itemsize:]
+    out = np.empty(len(data), dtype=np.uint8)
+    for byte in range(itemsize):
+        out[byte:count * itemsize:itemsize] = planes[byte]
+    out[count * itemsize:] = np.frombuffer(data, dtype=np.uint8)[count * itemsize:]
+    return out
 
 
 def slab_rows(index: ChunkIndex, start: int, stop: int, read: Any, fill: np.ndarray) -> np.ndarray:

@@ -131,22 +131,24 @@ def _dataset(h5: Any, name: bytes, beat: Callable[[], None]) -> dict[str, Any]:
     beat()
     doc: dict[str, Any] = {"path": _name(name)}
     try:
-        ds = h5py.Dataset(h5py.h5d.open(h5.id, name))
-        doc.update(_dataset_type(ds))
-        doc.update(_dataset_storage(ds, doc))
+        dsid = h5py.h5d.open(h5.id, name)
+        doc.update(_dataset_type(dsid))
+        doc.update(_dataset_storage(dsid, doc))
     except H5_ERRORS as exc:
         doc["error"] = h5py_error_message(exc)
     return doc
 
 
-def _dataset_type(ds: Any) -> dict[str, Any]:
+def _dataset_type(dsid: Any) -> dict[str, Any]:
     """Shape, numpy type, TensorFlow dtype (or why there is none) and whether the stored bytes are numpy's."""
     import numpy as np
 
     import h5py
 
-    dtype = ds.dtype
-    doc: dict[str, Any] = {"shape": list(ds.shape) if ds.shape is not None else None, "np": dtype.str,
+    dtype = dsid.dtype
+    space = dsid.get_space()
+    shape = None if space.get_simple_extent_type() == h5py.h5s.NULL else space.shape
+    doc: dict[str, Any] = {"shape": list(shape) if shape is not None else None, "np": dtype.str,
                            "text": str(dtype), "vlen": False, "raw": False}
     string = h5py.check_string_dtype(dtype)
     if string is not None and string.length is None:
@@ -154,11 +156,11 @@ def _dataset_type(ds: Any) -> dict[str, Any]:
     elif dtype.kind == "O":
         doc["skip"] = f"HDF5 type {dtype} has no TensorFlow dtype"
         return doc
-    doc["raw"] = not doc["vlen"] and _raw_bytes(ds.id.get_type(), dtype)
-    if ds.shape is None:
+    doc["raw"] = not doc["vlen"] and _raw_bytes(dsid.get_type(), dtype)
+    if shape is None:
         doc["skip"] = "HDF5 null dataspace: holds no value"
         return doc
-    marked = ds.attrs.get("dtype") if h5py.h5a.exists(ds.id, b"dtype") else None
+    marked = h5py.Dataset(dsid).attrs.get("dtype") if h5py.h5a.exists(dsid, b"dtype") else None
     if isinstance(marked, bytes):
         marked = marked.decode("utf-8", "replace")
     if marked == "bfloat16" and dtype.itemsize == 2 and dtype.kind in "Vui":
@@ -188,29 +190,29 @@ def _raw_bytes(ftype: Any, dtype: Any) -> bool:
         return False
 
 
-def _dataset_storage(ds: Any, kind: dict[str, Any]) -> dict[str, Any]:
+def _dataset_storage(dsid: Any, kind: dict[str, Any]) -> dict[str, Any]:
     """Layout, bytes stored, address (contiguous), chunk shape and filters, user fill value, compact bytes."""
     import numpy as np
 
     import h5py
 
-    plist = ds.id.get_create_plist()
+    plist = dsid.get_create_plist()
     layout = _LAYOUTS.get(plist.get_layout(), "other")
     if plist.get_external_count() > 0:
         layout = "external"
-    doc: dict[str, Any] = {"layout": layout, "stored": int(ds.id.get_storage_size())}
+    doc: dict[str, Any] = {"layout": layout, "stored": int(dsid.get_storage_size())}
     if layout == "contiguous":
-        doc["offset"] = ds.id.get_offset()
+        doc["offset"] = dsid.get_offset()
     elif layout == "chunked":
         doc["chunk"] = list(plist.get_chunk())
         doc["filters"] = [[int(f[0]), int(f[1]), [int(v) for v in f[2]]]
                           for f in (plist.get_filter(i) for i in range(plist.get_nfilters()))]
     if kind.get("raw") and plist.fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED:
-        fill = np.zeros((), dtype=ds.dtype)
+        fill = np.zeros((), dtype=dsid.dtype)
         plist.get_fill_value(fill)
         doc["fill"] = base64.b64encode(fill.tobytes()).decode()
     if layout == "compact" and kind.get("raw") and "skip" not in kind and 0 < doc["stored"] <= _COMPACT_LIMIT:
-        doc["compact"] = base64.b64encode(np.ascontiguousarray(ds[()]).tobytes()).decode()
+        doc["compact"] = base64.b64encode(np.ascontiguousarray(h5py.Dataset(dsid)[()]).tobytes()).decode()
     return doc
 
 

@@ -140,14 +140,11 @@ def _row_range(first: Any, rows: int) -> tuple[int, int, Any] | None:
         return at, at + 1, 0
     if not isinstance(first, slice):
         return None
-    start, stop, step = first.indices(rows)
-    if step > 0:
-        hi = max(start, stop)
-        return start, hi, slice(0, hi - start, step)
-    lo = stop + 1
-    if start < lo:
-        return lo, lo, slice(0, 0)
-    return lo, start + 1, slice(start - lo, None, step)
+    picked = range(*first.indices(rows))
+    if not picked:
+        return 0, 0, slice(0, 0)
+    lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
+    return lo, hi, slice(picked[0] - lo, None if picked.step < 0 else hi - lo, picked.step)
 
 
 class KerasCheckpoint(Checkpoint):
