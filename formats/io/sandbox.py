@@ -196,7 +196,7 @@ def _error(payload: bytes, path: str) -> CheckpointError:
         doc = json.loads(payload)
         cls = getattr(errors, str(doc["cls"]), None)
         message, where = str(doc["message"]), str(doc["path"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return CorruptCheckpointError(path, "the isolated reader sent an unreadable error")
     if not (isinstance(cls, type) and issubclass(cls, CheckpointError)):
         cls = CorruptCheckpointError
