@@ -206,3 +206,20 @@ def test_the_isolated_reader_running_out_of_memory(tmp_path, monkeypatch):
     monkeypatch.setattr(image, "MEMORY", 64 << 20)
     with pytest.raises(CorruptCheckpointError, match="reading the HDF5 structure needs more than"):
         formats.open_checkpoint(path)
+
+
+def test_never_written_rows_cost_no_work_per_chunk(tmp_path):
+    """2^26 one-row chunks of which two are written: streamed as fill in large blocks, not chunk by chunk."""
+    path = tmp_path / "sparse.h5"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("v", shape=(1 << 26,), dtype="u1", chunks=(1,), fillvalue=3, compression="gzip")
+        ds[5] = 9
+        ds[(1 << 26) - 1] = 8
+        f.create_dataset("empty_rows", shape=(1 << 40, 0), dtype="f4")
+    with formats.open_checkpoint(path) as ckpt:
+        sizes = [c.size for c in ckpt["v"].iter_chunks(1 << 24)]
+        assert sum(sizes) == 1 << 26 and len(sizes) < 10
+        value = ckpt["v"].read()
+        assert ckpt["empty_rows"].read().shape == (1 << 40, 0)
+        assert list(ckpt["empty_rows"].iter_chunks()) == []
+    assert value[5] == 9 and value[-1] == 8 and value[4] == 3 and int(value.sum()) == 3 * ((1 << 26) - 2) + 17

@@ -152,7 +152,8 @@ def _unshuffle(data: Any, itemsize: int) -> Any:
 
 
 def slab_rows(index: ChunkIndex, start: int, stop: int, read: Any, fill: np.ndarray) -> np.ndarray:
-    """Rows ``start:stop`` (within one first-axis run of chunks) assembled from the chunks that hold them.
+    """Rows ``start:stop`` (within one first-axis run of chunks, or rows where none is stored) assembled
+    from the chunks that hold them.
 
     ``read(address, size)`` returns stored bytes; ``fill`` is the array of the rows pre-filled with the
     fill value, written into and returned.
@@ -177,11 +178,21 @@ def slab_rows(index: ChunkIndex, start: int, stop: int, read: Any, fill: np.ndar
 
 
 def row_runs(index: ChunkIndex, start: int, stop: int, max_rows: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` row ranges covering ``start:stop``, none crossing a first-axis chunk boundary
-    and none longer than ``max_rows``."""
+    """``(start, stop)`` row ranges covering ``start:stop``: none longer than ``max_rows``, none crossing a
+    first-axis chunk boundary where chunks are stored; rows without stored chunks (fill value) are taken
+    together, so never-written space costs no per-chunk work."""
+    import bisect
+
     step = index.chunk[0]
+    stored = sorted(index.by_row)
     at = start
     while at < stop:
-        end = min(stop, at - at % step + step, at + max(1, max_rows))
+        first = at - at % step
+        if first in index.by_row:
+            end = min(stop, first + step, at + max(1, max_rows))
+        else:
+            following = bisect.bisect_right(stored, at)
+            bound = stored[following] if following < len(stored) else stop
+            end = min(stop, bound, at + max(1, max_rows))
         yield at, end
         at = end

@@ -109,7 +109,10 @@ def read_rows(image: H5Image, info: DatasetInfo, start: int, stop: int, block_by
         yield read_whole(image, info)
         return
     row_bytes = math.prod(shape[1:]) * info.dtype.itemsize
-    max_rows = max(1, block_bytes // max(1, row_bytes))
+    if not row_bytes:  # rows of no elements: nothing is stored, whatever the number of rows
+        yield _fill(info, (stop - start, *shape[1:]))
+        return
+    max_rows = max(1, block_bytes // row_bytes)
     if info.layout == "chunked":
         index = image.chunk_index(info)
         for a, b in chunks.row_runs(index, start, stop, max_rows):
