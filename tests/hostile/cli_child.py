@@ -3,7 +3,8 @@
 ``python -m tests.hostile.cli_child HEADROOM STALL COMMANDS_JSON`` imports what the commands need,
 limits the address space to what is mapped then plus ``HEADROOM`` bytes, and runs each command (a list
 of arguments) in turn, printing one JSON line before it (``{"start": args}``) and one after it (exit
-code, stdout, stderr). A crash or a hang kills only this process: :func:`run_limited` reports which
+code, stdout, stderr, and ``grown``: how far the peak resident memory has grown since the commands
+started, in bytes). A crash or a hang kills only this process: :func:`run_limited` reports which
 command was running. ``STALL`` is the isolated HDF5 reader's stall timeout in seconds.
 """
 from __future__ import annotations
@@ -39,19 +40,22 @@ def main() -> None:
     limit = _mapped() + headroom
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for args in commands:
         print(json.dumps({"start": args}), flush=True)
         result = CliRunner().invoke(cli, args)
         crashed = result.exception if not isinstance(result.exception, SystemExit) else None
+        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) * 1024  # Linux: KiB
         print(json.dumps({"args": args, "exit_code": result.exit_code, "stdout": result.stdout,
-                          "stderr": result.stderr, "exception": repr(crashed) if crashed else None}), flush=True)
+                          "stderr": result.stderr, "exception": repr(crashed) if crashed else None,
+                          "grown": grown}), flush=True)
 
 
 def run_limited(commands: list[list[str]], headroom: int = 512 << 20, stall: float = 2.0,
                 timeout: float = 120.0) -> list[dict[str, Any]]:
     """Run ``commands`` in a child (see the module docstring); one result per command, or an
     AssertionError naming the command that crashed or hung the child."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1", "MALLOC_ARENA_MAX": "2"}
     argv = [sys.executable, "-m", "tests.hostile.cli_child", str(headroom), str(stall), json.dumps(commands)]
     try:
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
