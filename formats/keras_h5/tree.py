@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +67,6 @@ class DatasetInfo:
     fill: bytes | None = None     # a user-defined fill value, as stored
     compact: bytes | None = None  # a compact dataset's bytes
     error: str | None = None      # why the probe could not describe it
-    attrs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dtype(self) -> Any:
@@ -97,22 +95,6 @@ class Tree:
     def attrs(self) -> dict[str, Any]:
         """The root group's attributes."""
         return self.root.attrs
-
-
-class Groups(Mapping[str, Group]):
-    """Read-only view of a tree's groups by path."""
-
-    def __init__(self, groups: dict[str, Group]) -> None:
-        self._groups = groups
-
-    def __getitem__(self, path: str) -> Group:
-        return self._groups[path]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
 
 
 def parse_tree(raw: bytes, path: str, max_bytes: int) -> Tree:
