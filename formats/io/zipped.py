@@ -5,19 +5,25 @@
   from its compressed size (a zip bomb), before a byte is inflated.
 - :func:`read_member` reads a (small) member whole; :func:`member_stream` opens one for streaming
   (:mod:`zipfile` checks the CRC-32 when the last byte is read).
-- :func:`stored_member_start` and :class:`ByteRange` read an uncompressed member in place.
+- :func:`stored_member_start` and :class:`ByteRange` read an uncompressed member in place (or any
+  range of a file); :class:`InflatedMember` reads a deflated member at any offset, inflating on demand
+  in bounded memory (never the whole member at once).
 """
 from __future__ import annotations
 
 import io
+import os
 import struct
+import threading
 import zlib
+from collections import OrderedDict
 from typing import Any
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
-__all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "open_zip", "check_expansion", "read_member",
-           "member_stream", "member_head", "stored_member_start", "crc_problem", "is_zip"]
+__all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "check_expansion",
+           "read_member", "member_stream", "member_head", "member_start", "stored_member_start", "crc_problem",
+           "is_zip"]
 
 MAX_EXPANSION = 1100
 """No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
@@ -31,7 +37,7 @@ def zip_errors() -> tuple[type[BaseException], ...]:
     import zipfile
 
     return (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, RuntimeError,
-            NotImplementedError, OverflowError)
+            NotImplementedError, OverflowError, zlib.error)
 
 
 def is_zip(path: str) -> bool:
@@ -92,10 +98,183 @@ class ByteRange(io.RawIOBase):
         self._pos += got
         return got
 
+    def readinto_at(self, offset: int, buffer: Any) -> None:
+        """Fill ``buffer`` with the range's bytes from ``offset`` (thread-safe; the position is unchanged);
+        an ``EOFError`` when the range or the file ends first."""
+        view = memoryview(buffer).cast("B")
+        if offset < 0 or offset + len(view) > self._length:
+            raise EOFError(f"bytes {offset}..{offset + len(view)} lie outside the {self._length}-byte range")
+        done = 0
+        while done < len(view):
+            got = _pread_into(self._file, view[done:], self._start + offset + done)
+            if not got:
+                raise EOFError(f"the file ends before byte {self._start + offset + done}")
+            done += got
+
     def close(self) -> None:
         """Close the underlying file."""
         if not self.closed:
             self._file.close()
+        super().close()
+
+
+_SEEK_LOCK = threading.Lock()
+
+
+def _pread_into(f: Any, view: memoryview, position: int) -> int:
+    """Read into ``view`` at ``position`` of ``f`` without moving its position (``os.preadv`` where it exists)."""
+    if hasattr(os, "preadv"):
+        return os.preadv(f.fileno(), [view], position)
+    with _SEEK_LOCK:  # pragma: no cover - platforms without preadv
+        f.seek(position)
+        return f.readinto(view) or 0
+
+
+class InflatedMember(io.RawIOBase):
+    """A read-only, seekable view of a deflated zip member, inflated on demand in bounded memory.
+
+    The member is inflated forward, once, as far as reads need; a copy of the inflater is kept every
+    ``interval`` bytes (about 50 KiB each), so a read behind the furthest point restarts from the nearest
+    copy instead of the start. Recently inflated blocks are cached. Never more than the archive's declared
+    size is produced: a stream ending early or running long is a :class:`CorruptCheckpointError`.
+    """
+
+    BLOCK = 1 << 20
+
+    def __init__(self, path: str, info: Any, start: int, cache_blocks: int = 16) -> None:
+        super().__init__()
+        self._source = ByteRange(path, start, info.compress_size)
+        self._path, self._name, self._length = path, info.filename, info.file_size
+        self._interval = self.BLOCK * max(4, -(-info.file_size // (64 * self.BLOCK)))
+        self._copies: dict[int, tuple[Any, int]] = {0: (zlib.decompressobj(-zlib.MAX_WBITS), 0)}
+        self._front: tuple[int, Any, int] = (0, self._copies[0][0].copy(), 0)
+        self._crc = info.CRC
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache_blocks = cache_blocks
+        self._lock = threading.Lock()
+        self._pos = 0
+
+    def readable(self) -> bool:
+        """Always readable."""
+        return True
+
+    def seekable(self) -> bool:
+        """Always seekable."""
+        return True
+
+    def tell(self) -> int:
+        """Position inside the member."""
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move inside the member (positions past its end read as end of file)."""
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        """Read up to ``len(buffer)`` bytes from the current position."""
+        view = memoryview(buffer).cast("B")
+        n = max(0, min(len(view), self._length - self._pos))
+        if n:
+            self.readinto_at(self._pos, view[:n])
+            self._pos += n
+        return n
+
+    def readinto_at(self, offset: int, buffer: Any) -> None:
+        """Fill ``buffer`` with the member's bytes from ``offset`` (thread-safe)."""
+        view = memoryview(buffer).cast("B")
+        if offset < 0 or offset + len(view) > self._length:
+            raise EOFError(f"bytes {offset}..{offset + len(view)} lie outside the {self._length}-byte member")
+        done = 0
+        with self._lock:
+            while done < len(view):
+                number, skip = divmod(offset + done, self.BLOCK)
+                block = self._block(number)
+                piece = block[skip:skip + len(view) - done]
+                view[done:done + len(piece)] = piece
+                done += len(piece)
+
+    def _block(self, number: int) -> bytes:
+        cached = self._cache.get(number)
+        if cached is not None:
+            self._cache.move_to_end(number)
+            return cached
+        target = number * self.BLOCK
+        at = max(p for p in self._copies if p <= target)
+        if at <= self._front[0] <= target:
+            at, inflater, consumed = self._front  # continue where the last read stopped
+        else:
+            inflater, consumed = self._copies[at]
+            inflater = inflater.copy()
+        while True:
+            data, consumed = self._inflate(inflater, consumed, min(self.BLOCK, self._length - at))
+            self._remember(at, data)
+            at += len(data)
+            if at % self._interval == 0 and at not in self._copies and at < self._length:
+                self._copies[at] = (inflater.copy(), consumed)
+            if at > target or at >= self._length:
+                self._front = (at, inflater, consumed)
+                return self._cache[number]
+
+    def crc_problem(self) -> str | None:
+        """Why the member does not inflate to its declared size and CRC-32 (one streamed pass), or None."""
+        inflater, consumed, crc, total = zlib.decompressobj(-zlib.MAX_WBITS), 0, 0, 0
+        with self._lock:
+            try:
+                while total <= self._length:
+                    data, consumed = self._inflate(inflater, consumed, min(self.BLOCK, self._length + 1 - total),
+                                                   partial=True)
+                    if not data:
+                        break
+                    crc, total = zlib.crc32(data, crc), total + len(data)
+            except CorruptCheckpointError as exc:
+                return exc.message
+        if total != self._length:
+            return f"{self._name} inflates to {total:,} bytes, the archive says {self._length:,}"
+        if crc != self._crc:
+            return f"{self._name}: CRC-32 {crc:08x} does not match the archive's {self._crc:08x}"
+        return None
+
+    def _remember(self, at: int, data: bytes) -> None:
+        self._cache[at // self.BLOCK] = data
+        self._cache.move_to_end(at // self.BLOCK)
+        while len(self._cache) > self._cache_blocks:
+            self._cache.popitem(last=False)
+
+    def _inflate(self, inflater: Any, consumed: int, want: int, partial: bool = False) -> tuple[bytes, int]:
+        """The next ``want`` bytes of the member (fewer only when ``partial``: at the end of the stream)
+        and how much compressed input has been used."""
+        out = bytearray()
+        try:
+            while len(out) < want:
+                if inflater.unconsumed_tail:
+                    raw = inflater.unconsumed_tail
+                else:
+                    raw = self._compressed(consumed)
+                    consumed += len(raw)
+                out += inflater.decompress(raw, want - len(out))
+                if inflater.eof or (not raw and not inflater.unconsumed_tail):
+                    break
+        except zlib.error as exc:
+            raise CorruptCheckpointError(self._path, f"cannot inflate {self._name} ({exc})") from None
+        if len(out) < want and not partial:
+            raise CorruptCheckpointError(self._path, f"{self._name} inflates to fewer bytes than the archive "
+                                                     f"says ({self._length:,})")
+        return bytes(out), consumed
+
+    def _compressed(self, consumed: int) -> bytes:
+        n = min(1 << 16, self._source._length - consumed)
+        if n <= 0:
+            return b""
+        raw = bytearray(n)
+        self._source.readinto_at(consumed, raw)
+        return bytes(raw)
+
+    def close(self) -> None:
+        """Close the archive file."""
+        self._source.close()
+        self._cache.clear()
         super().close()
 
 
@@ -179,15 +358,23 @@ def _data_start(path: str, info: Any) -> int:
     return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
 
 
-def stored_member_start(path: str, info: Any, archive_size: int) -> int:
-    """The file offset of an uncompressed member's first byte (its local header checked)."""
+def member_start(path: str, info: Any, archive_size: int) -> int:
+    """The file offset of a member's first stored byte (its local header checked, its bytes inside the archive)."""
     _refuse_encrypted(info, path)
     start = _data_start(path, info)
-    if start + info.compress_size > archive_size or info.compress_size != info.file_size:
+    if start + info.compress_size > archive_size:
         raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
                                            f"{info.compress_size:,} bytes from offset {start:,}")
     return start
 
+
+def stored_member_start(path: str, info: Any, archive_size: int) -> int:
+    """The file offset of an uncompressed member's first byte (its local header checked)."""
+    start = member_start(path, info, archive_size)
+    if info.compress_size != info.file_size:
+        raise CorruptCheckpointError(path, f"zip archive is truncated: {info.filename} needs "
+                                           f"{info.compress_size:,} bytes from offset {start:,}")
+    return start
 
 def crc_problem(path: str, start: int, info: Any) -> str | None:
     """Why the stored member at ``start`` does not match its CRC-32, or None when it does."""

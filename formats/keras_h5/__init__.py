@@ -2,7 +2,8 @@
 ``.weights.h5``, Keras 3 ``.keras`` archives (read in place), unzipped Keras 3 model directories,
 sharded Keras 3 weights (``*.weights.json`` + shards), and any other HDF5 file.
 
-h5py is imported only when a file is opened, never when :mod:`formats` is imported.
+h5py is imported only when a file is opened, never when :mod:`formats` is imported, and libhdf5 only
+ever runs on a file in an isolated child process (:mod:`formats.keras_h5.image`).
 """
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from formats.core.errors import CheckpointError, UnsupportedError
+from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
-from formats.keras_h5.reader import H5Tensor, KerasCheckpoint, tensor_dtype, wrap_errors
+from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
 __all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
 
 KINDS = ("hdf5", "zip", "dir", "sharded")
 """What :func:`open_keras` opens: an HDF5 file, a ``.keras`` archive, a model directory, a ``.weights.json``."""
-_H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError)
 
 
 def open_keras(path: str, kind: str) -> Checkpoint:
@@ -50,9 +50,9 @@ def build_checkpoint(path: str, parts: Sequence[tuple[str, Any]], files: Sequenc
     except CheckpointError:
         _close(parts)
         raise
-    except _H5_ERRORS as exc:
+    except ValueError as exc:  # a Keras attribute that is not what Keras writes
         _close(parts)
-        raise wrap_errors(path, exc) from None
+        raise CorruptCheckpointError(path, str(exc)) from None
     except BaseException:
         _close(parts)
         raise
@@ -70,17 +70,16 @@ def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fm
     images = [image for _, image in parts]
     config = images[0].extras.get("config.json") if images else None
     datasets, owner, groups = _walk_parts(parts, problems)
-    layout = describe(images[0].file, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
+    layout = describe(images[0].tree.root, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
     entries: dict[str, TensorEntry] = {}
     skipped: dict[str, str] = {}
     for key, info in layout.described.items():
         ds = datasets[key]
-        dtype = tensor_dtype(ds)
-        if dtype is None:
-            skipped[key] = f"HDF5 type {ds.dtype} has no TensorFlow dtype"
+        if ds.tf is None and ds.error is None:
+            skipped[key] = ds.skip or f"HDF5 type {ds.text} has no TensorFlow dtype"
             continue
         file, image = parts[owner[key]]
-        entries[key] = H5Tensor(key, ds, dtype[0], dtype[1], image.size, file, info.name, info.role,
+        entries[key] = H5Tensor(key, ds, image, file, info.name, info.role,
                                 slot_of=info.slot_of, slot_name=info.slot_name, optimizer=info.optimizer)
     notes = [note for image in images for note in image.notes]
     meta = _metadata(layout, images[0] if images else None, skipped)
@@ -91,15 +90,12 @@ def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fm
 def _walk_parts(parts: Sequence[tuple[str, Any]], problems: list[tuple[str, str]]
                 ) -> tuple[dict[str, Any], dict[str, int], Mapping[str, Any]]:
     """Datasets of every part by key (the first copy of a key wins), which part holds each, and the groups."""
-    from formats.keras_h5.layouts import walk
-
     datasets: dict[str, Any] = {}
     owner: dict[str, int] = {}
     all_groups: list[Mapping[str, Any]] = []
     for index, (file, image) in enumerate(parts):
-        found, groups = walk(image.file)
-        all_groups.append(groups)
-        for key, ds in found.items():
+        all_groups.append(image.tree.groups)
+        for key, ds in image.tree.datasets.items():
             if key in owner:
                 first = os.path.basename(parts[owner[key]][0])
                 problems.append((key, f"stored in both {first} and {os.path.basename(file)}; {first}'s is read"))

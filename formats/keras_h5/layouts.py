@@ -1,4 +1,5 @@
-"""Recognise a Keras layout in an opened HDF5 file and describe each dataset: its name and role.
+"""Recognise a Keras layout in an HDF5 file's structure (a :class:`~formats.keras_h5.tree.Tree`, as
+the isolated probe reported it) and describe each dataset: its name and role.
 
 - Keras 2 (tf-keras) weights: root attr ``layer_names``, a group per layer with ``weight_names``;
   a full-model file puts the same under ``model_weights`` and adds ``optimizer_weights``.
@@ -7,16 +8,21 @@
 """
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
+from formats.core.bounded_json import load_json
+from formats.core.errors import CorruptCheckpointError
 from formats.core.model import Role, natural_key
+from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
+from formats.keras_h5.tree import AttrError, Numeric
 
-__all__ = ["Layout", "Described", "walk", "describe", "attr_list"]
+__all__ = ["Layout", "Described", "describe", "attr_list", "MAX_CONFIG_BYTES"]
+
+MAX_CONFIG_BYTES = 64 << 20
+"""Largest ``model_config`` / ``training_config`` attribute parsed."""
 
 _SUFFIX = re.compile(r":\d+$")
 
@@ -42,61 +48,22 @@ class Layout:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
-class _Opened(Mapping[str, Any]):
-    """Objects by path, each opened (once) only when looked up."""
-
-    def __init__(self, paths: list[str], opener: Any) -> None:
-        self._paths = dict.fromkeys(paths)
-        self._opener = opener
-
-    def __getitem__(self, path: str) -> Any:
-        if path not in self._paths:
-            raise KeyError(path)
-        if self._paths[path] is None:
-            self._paths[path] = self._opener(path)
-        return self._paths[path]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
+def _strings(value: Any, name: str) -> list[str]:
+    """An attribute's value as a list of text (a numeric attribute of size 0 is an empty list)."""
+    if isinstance(value, AttrError):
+        raise ValueError(f"attribute {name!r} cannot be read: {value.message}")
+    if isinstance(value, Numeric):
+        if value.size:
+            raise ValueError(f"attribute {name!r} is not a list of strings ({value.dtype})")
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
-def walk(h5: Any) -> tuple[dict[str, Any], Mapping[str, Any]]:
-    """Every dataset (opened) and every group (opened on lookup) reachable by hard links, by path."""
-    import h5py
-
-    found: dict[int, list[str]] = {h5py.h5o.TYPE_DATASET: [], h5py.h5o.TYPE_GROUP: [""]}
-
-    def visit(name: bytes, info: Any) -> None:
-        if name != b"." and info.type in found:
-            found[info.type].append(name.decode("utf-8", "surrogateescape"))
-
-    h5py.h5o.visit(h5.id, visit, info=True)
-
-    def encoded(path: str) -> bytes:
-        return path.encode("utf-8", "surrogateescape")
-
-    datasets = {p: h5py.Dataset(h5py.h5d.open(h5.id, encoded(p))) for p in found[h5py.h5o.TYPE_DATASET]}
-    groups = _Opened(found[h5py.h5o.TYPE_GROUP],
-                     lambda p: h5 if p == "" else h5py.Group(h5py.h5g.open(h5.id, encoded(p))))
-    return datasets, groups
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def attr_list(attrs: Any, name: str) -> list[str] | None:
+def attr_list(attrs: Mapping[str, Any], name: str) -> list[str] | None:
     """A Keras list attribute, joining ``name0``, ``name1``, ... chunks; None when absent.
 
     An empty float64 array (what Keras writes for an empty list) reads as ``[]``.
     """
-    import numpy as np
-
     if name in attrs:
         chunks = [attrs[name]]
     else:
@@ -105,27 +72,25 @@ def attr_list(attrs: Any, name: str) -> list[str] | None:
             chunks.append(attrs[f"{name}{len(chunks)}"])
         if not chunks:
             return None
-    out: list[str] = []
-    for chunk in chunks:
-        arr = np.asarray(chunk)
-        if arr.size and arr.dtype.kind not in "OSU":
-            raise ValueError(f"attribute {name!r} is not a list of strings ({arr.dtype})")
-        out += [_text(x) for x in arr.reshape(-1)]
-    return out
+    return [text for chunk in chunks for text in _strings(chunk, name)]
 
 
-def _attr_text(attrs: Any, name: str) -> str | None:
-    return _text(attrs[name]) if name in attrs else None
+def _attr_text(attrs: Mapping[str, Any], name: str) -> str | None:
+    """A text attribute (the only element of a one-element list), else None."""
+    value = attrs.get(name)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return value if isinstance(value, str) else None
 
 
-def _json_attr(attrs: Any, name: str, problems: list[tuple[str, str]]) -> Any:
+def _json_attr(attrs: Mapping[str, Any], name: str, problems: list[tuple[str, str]]) -> Any:
     raw = _attr_text(attrs, name)
     if raw is None:
         return None
     try:
-        return json.loads(raw)
-    except ValueError as exc:
-        problems.append((f"@{name}", f"attribute is not valid JSON ({exc})"))
+        return load_json(raw.encode("utf-8", "surrogateescape"), "", f"attribute {name}", max_bytes=MAX_CONFIG_BYTES)
+    except CorruptCheckpointError as exc:
+        problems.append((f"@{name}", exc.message))
         return None
 
 
@@ -159,7 +124,12 @@ def _strip(weight_name: str) -> str:
 
 def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[str, Any]) -> Layout:
     layout = Layout("keras2-h5")
-    names = attr_list(group.attrs, "layer_names") or []
+    listed = attr_list(group.attrs, "layer_names") or []
+    names = list(dict.fromkeys(listed))
+    for name in names:
+        if listed.count(name) > 1:
+            layout.problems.append((prefix + name, f"layer_names lists this layer {listed.count(name)} times; "
+                                                   "Keras matches layers by position, so it cannot load the file"))
     for attr in ("keras_version", "backend"):
         value = _attr_text(group.attrs, attr) or _attr_text(group.file.attrs, attr)
         if value is not None:
@@ -235,10 +205,15 @@ def _keras3_group(group: VarsGroup, groups: dict[str, VarsGroup], datasets: dict
                                                      Role.OPTIMIZER if is_optimizer else Role.VARIABLE)
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a config of the wrong shape is ignored)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _layer_order(groups: dict[str, VarsGroup], config: Any) -> list[str]:
-    layers = config.get("config", {}).get("layers") if isinstance(config, dict) else None
+    layers = _dict(_dict(config).get("config")).get("layers")
     if isinstance(layers, list):
-        return [str(layer.get("config", {}).get("name", layer.get("name"))) for layer in layers
+        return [str(_dict(layer.get("config")).get("name", layer.get("name"))) for layer in layers
                 if isinstance(layer, dict)]
     return [g.own_name for p, g in sorted(groups.items(), key=lambda item: natural_key(item[0]))
             if p.startswith("layers/") and p.count("/") == 1]

@@ -190,11 +190,14 @@ def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[s
         fam = family_of_class(opt.own_name, KERAS3)
         combos = KERAS3_SETTINGS.get(fam.name, [()]) if fam else [()]
         return [(c, lr) for c in combos for lr in (True, False)], fam.class_name(KERAS3) if fam else None
-    cfg = opt_cfg.get("config") or {}
+    cfg = opt_cfg.get("config")
+    cfg = cfg if isinstance(cfg, dict) else {}
     if cfg.get("use_ema") or cfg.get("gradient_accumulation_steps"):
         return None, None
-    flags = tuple(f for f, on in (("momentum", (cfg.get("momentum") or 0) > 0), ("centered", cfg.get("centered")),
-                                  ("amsgrad", cfg.get("amsgrad"))) if on)
+    momentum = cfg.get("momentum")
+    positive = isinstance(momentum, (int, float)) and not isinstance(momentum, bool) and momentum > 0
+    flags = tuple(f for f, on in (("momentum", positive), ("centered", cfg.get("centered") is True),
+                                  ("amsgrad", cfg.get("amsgrad") is True)) if on)
     return [(flags, not isinstance(cfg.get("learning_rate"), dict))], str(opt_cfg.get("class_name"))
 
 
@@ -213,7 +216,8 @@ def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tupl
     found: list[tuple[str, tuple[int, ...], str]] = []
     for node in _walk(config.get("config") if isinstance(config, dict) else None):
         cfg = node.get("config")
-        group = by_name.get(cfg.get("name")) if isinstance(cfg, dict) else None
+        name = cfg.get("name") if isinstance(cfg, dict) else None
+        group = by_name.get(name) if isinstance(name, str) else None
         if group is None or cfg.get("trainable") is False:
             continue
         for g in [group] + sorted((c for c in groups.values() if c.path.startswith(group.path + "/")

@@ -1,60 +1,45 @@
-"""Lazy tensors over h5py datasets and the :class:`KerasCheckpoint` that holds them."""
+"""Lazy tensors over HDF5 datasets and the :class:`KerasCheckpoint` that holds them.
+
+Values are read by ckpt from the file's bytes (:mod:`formats.keras_h5.storage`) in bounded blocks of
+rows: ``iter_chunks``, ``byte_chunks``, ``check`` and ``read_slice`` never hold more than a block (or
+the rows a slice needs) of a large tensor.
+"""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from formats.core.dtypes import from_numpy
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, Problem, Role, TensorEntry
-from formats.io.zipped import MAX_EXPANSION
-from formats.keras_h5.source import H5Image, h5py_error_message
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, Problem, Role, TensorEntry
+from formats.keras_h5 import storage
+from formats.keras_h5.image import H5Image
+from formats.keras_h5.tree import DatasetInfo
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import numpy as np
 
-__all__ = ["H5Tensor", "KerasCheckpoint", "tensor_dtype"]
+__all__ = ["H5Tensor", "KerasCheckpoint"]
 
-_SLACK = 64 << 20
-"""Unallocated chunks read as the fill value, so a little more than what is stored is fine."""
-_H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError)
-
-
-def tensor_dtype(ds: Any) -> tuple[str, Any] | None:
-    """``(TF dtype name, numpy dtype to view as or None)`` for a dataset; None when it has no TF counterpart."""
-    import numpy as np
-
-    import h5py
-
-    marked = ds.attrs.get("dtype") if h5py.h5a.exists(ds.id, b"dtype") else None
-    if isinstance(marked, bytes):
-        marked = marked.decode("utf-8", "replace")
-    if marked == "bfloat16" and ds.dtype.itemsize == 2 and ds.dtype.kind in "Vui":
-        import ml_dtypes
-
-        return "bfloat16", np.dtype(ml_dtypes.bfloat16)
-    try:
-        return from_numpy(ds.dtype).name, None
-    except (ValueError, TypeError):
-        return None
+_BLOCK = 8 << 20
 
 
 class H5Tensor(TensorEntry):
-    """A tensor stored as one HDF5 dataset; nothing is read until :meth:`read`."""
+    """A tensor stored as one HDF5 dataset; nothing is read until asked."""
 
-    __slots__ = ("_ds", "_view", "_image_size", "_path")
+    __slots__ = ("_info", "_image", "_path")
 
-    def __init__(self, key: str, ds: Any, dtype: str, view: Any, image_size: int, path: str,
-                 name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,
-                 slot_name: str | None = None, optimizer: str | None = None) -> None:
-        shape = tuple(int(d) for d in ds.shape) if ds.shape is not None else ()
-        nbytes = math.prod(shape) * ds.dtype.itemsize if dtype != "string" else _storage_size(ds)
-        super().__init__(key, shape, dtype, nbytes, name, role, slot_of=slot_of, optimizer=optimizer,
+    def __init__(self, key: str, info: DatasetInfo, image: H5Image, path: str, name: str | None = None,
+                 role: str = Role.VARIABLE, *, slot_of: str | None = None, slot_name: str | None = None,
+                 optimizer: str | None = None) -> None:
+        shape = info.shape or ()
+        nbytes = info.stored if info.tf == "string" else math.prod(shape) * info.dtype.itemsize
+        super().__init__(key, shape, info.tf or "unknown", nbytes, name, role, slot_of=slot_of, optimizer=optimizer,
                          slot_name=slot_name)
-        self._ds = ds
-        self._view = view
-        self._image_size = image_size
+        self._info = info
+        self._image = image
         self._path = path
 
     @property
@@ -64,98 +49,102 @@ class H5Tensor(TensorEntry):
 
     def problem(self) -> str | None:
         """Why the declared shape cannot be what the file stores, or None when they agree."""
-        try:
-            return _storage_problem(self._ds, self.nbytes, self.dtype, self._image_size)
-        except _H5_ERRORS as exc:
-            return h5py_error_message(exc)
+        return storage.storage_problem(self._info, self.nbytes, self._image.size)
+
+    def _refuse(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
+            raise cls(self._path, f"{self.key}: {problem}")
 
     def read(self) -> np.ndarray:
         """The whole value as numpy (bfloat16 via ml_dtypes, strings as an object array of bytes)."""
-        problem = self.problem()
-        if problem is not None:
-            cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
-            raise cls(self._path, f"{self.key}: {problem}")
-        try:
-            value = self._ds[()]
-        except _H5_ERRORS as exc:
-            raise CorruptCheckpointError(self._path, f"{self.key}: {h5py_error_message(exc)}") from None
-        return self._finish(value)
+        self._refuse()
+        return self._finish(storage.read_whole(self._image, self._info))
 
-    def check(self, block_bytes: int = 8 << 20) -> None:
-        """Read every stored value without keeping it: large datasets in row blocks through one reused
-        buffer (no fresh memory per tensor); raises like :meth:`read`."""
+    def _blocks(self, start: int, stop: int, block_bytes: int) -> Iterator[np.ndarray]:
+        """Rows ``start:stop`` in blocks (finished: viewed, strings as bytes); the whole value at once
+        when it is not read natively or is a scalar."""
+        self._refuse()
+        if not storage.native(self._info) or not self.shape:
+            whole = self.read()
+            yield whole[start:stop] if self.shape else whole
+            return
+        for block in storage.read_rows(self._image, self._info, start, stop, block_bytes):
+            yield self._finish(block, check_shape=False)
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The elements in C order, at most ``chunk_elements`` at a time, read a block of rows at a time."""
+        step = max(1, chunk_elements)
+        block = max(_BLOCK, step * self._info.dtype.itemsize)
+        for rows in self._blocks(0, self.shape[0] if self.shape else 1, block):
+            flat = rows.reshape(-1)
+            for start in range(0, flat.size, step):
+                yield flat[start:start + step]
+
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """Canonical little-endian bytes, a block of rows at a time (at most ``chunk`` bytes each)."""
+        from formats.core.sources import array_chunks
+
+        for rows in self._blocks(0, self.shape[0] if self.shape else 1, max(chunk, _BLOCK)):
+            yield from array_chunks(rows, chunk)
+
+    def check(self) -> None:
+        """Read (and decode) every stored byte, a block at a time, keeping nothing."""
+        for _ in self._blocks(0, self.shape[0] if self.shape else 1, _BLOCK):
+            pass
+
+    def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
+        """``value[index]``: only the rows the first index selects are read."""
         import numpy as np
 
-        if self.dtype == "string" or len(self.shape) == 0 or self.nbytes <= block_bytes or not self.shape[0]:
-            self.read()
-            return
-        problem = self.problem()
-        if problem is not None:
-            cls = UnsupportedError if problem.startswith("stored in") else CorruptCheckpointError
-            raise cls(self._path, f"{self.key}: {problem}")
-        rows = self.shape[0]
-        step = max(1, block_bytes // max(1, self.nbytes // rows))
-        buf = np.empty((min(step, rows), *self.shape[1:]), dtype=self._ds.dtype)
-        try:
-            for start in range(0, rows, step):
-                n = min(step, rows - start)
-                self._ds.read_direct(buf, np.s_[start:start + n], np.s_[0:n])
-        except _H5_ERRORS as exc:
-            raise CorruptCheckpointError(self._path, f"{self.key}: {h5py_error_message(exc)}") from None
+        from formats.core.sources import apply_index
 
-    def _finish(self, value: Any) -> np.ndarray:
+        if index is None or not self.shape or not storage.native(self._info):
+            return TensorEntry.read_slice(self, index)
+        apply_index(np.broadcast_to(np.zeros((), np.uint8), self.shape), index, self)  # a bad index fails here
+        rows = _row_range(index[0] if index else slice(None), self.shape[0])
+        if rows is None:
+            return TensorEntry.read_slice(self, index)
+        lo, hi, first = rows
+        part = np.concatenate(list(self._blocks(lo, hi, _BLOCK))) if hi > lo else self._empty_rows()
+        return apply_index(part, (first, *index[1:]), self)
+
+    def _empty_rows(self) -> np.ndarray:
+        import numpy as np
+
+        return self._finish(np.empty((0, *self.shape[1:]), dtype=self._info.dtype), check_shape=False)
+
+    def _finish(self, value: Any, check_shape: bool = True) -> np.ndarray:
         import numpy as np
 
         arr = np.asarray(value)
-        if self._view is not None:
-            arr = arr.view(self._view)
-        elif self.dtype == "string":
-            flat = [x if isinstance(x, bytes) else str(x).encode() for x in arr.reshape(-1)]
+        if self._info.view == "bfloat16":
+            import ml_dtypes
+
+            arr = arr.view(ml_dtypes.bfloat16)
+        elif self.dtype == "string" and arr.dtype != object:
+            flat = [bytes(x) for x in arr.reshape(-1)]
             arr = np.array(flat + [None], dtype=object)[:-1].reshape(arr.shape)
-        if arr.shape != self.shape:
+        if check_shape and arr.shape != self.shape:
             raise CorruptCheckpointError(self._path, f"{self.key}: read shape {arr.shape}, declared {self.shape}")
         return arr
 
 
-def _storage_size(ds: Any) -> int:
-    try:
-        return int(ds.id.get_storage_size())
-    except _H5_ERRORS:
-        return 0
+def _row_range(first: Any, rows: int) -> tuple[int, int, Any] | None:
+    """``(lo, hi, index into rows lo:hi)`` for a first-axis index that is an int or a slice, else None."""
+    import numpy as np
 
-
-def _storage_problem(ds: Any, nbytes: int, dtype: str, image_size: int) -> str | None:
-    import h5py
-
-    plist = ds.id.get_create_plist()
-    if plist.get_external_count() > 0:
-        return "stored in external file(s): not read"
-    layout = plist.get_layout()
-    if layout == h5py.h5d.VIRTUAL:
-        return "stored in a virtual dataset mapping other files: not read"
-    if dtype == "string":
+    if isinstance(first, (int, np.integer)) and not isinstance(first, bool):
+        at = int(first) + rows if first < 0 else int(first)
+        return at, at + 1, 0
+    if not isinstance(first, slice):
         return None
-    stored = int(ds.id.get_storage_size())
-    if layout == h5py.h5d.CONTIGUOUS:
-        return _contiguous_problem(ds, nbytes, stored, image_size)
-    if layout == h5py.h5d.CHUNKED and nbytes > stored * MAX_EXPANSION + _SLACK:
-        return (f"declares shape {tuple(ds.shape)} ({nbytes:,} bytes) but stores only {stored:,} bytes; "
-                "refusing to allocate it")
-    if layout == h5py.h5d.COMPACT and stored < nbytes:
-        return f"declares {nbytes:,} bytes but stores {stored:,}"
-    return None
-
-
-def _contiguous_problem(ds: Any, nbytes: int, stored: int, image_size: int) -> str | None:
-    offset = ds.id.get_offset()
-    if offset is None:  # never written: reads as the fill value
-        return None if nbytes <= _SLACK else f"declares {nbytes:,} bytes but none are stored"
-    if stored != nbytes:
-        return f"declares shape {tuple(ds.shape)} ({nbytes:,} bytes) but stores {stored:,} bytes"
-    if offset + stored > image_size:
-        return (f"data at bytes {offset:,}..{offset + stored:,} runs past the end of the file "
-                f"({image_size:,} bytes): truncated?")
-    return None
+    picked = range(*first.indices(rows))
+    if not picked:
+        return 0, 0, slice(0, 0)
+    lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
+    return lo, hi, slice(picked[0] - lo, None if picked.step < 0 else hi - lo, picked.step)
 
 
 class KerasCheckpoint(Checkpoint):
@@ -192,6 +181,8 @@ class KerasCheckpoint(Checkpoint):
                 message = image.crc_check()
             except OSError as exc:
                 message = f"cannot re-read the archive ({exc.strerror})"
+            except CheckpointError as exc:
+                message = exc.message
             if message:
                 found.append(Problem("model.weights.h5", message))
         return found
@@ -199,21 +190,15 @@ class KerasCheckpoint(Checkpoint):
     def vars_groups(self) -> list[tuple[str, str | None]]:
         """``(object path, name attribute)`` of every Keras 3 ``vars`` group, in file order (across
         shards, each group once, with the name from the shard that carries it)."""
-        import h5py
-
         found: dict[str, str | None] = {}
-
-        def visit(name: str, obj: Any) -> None:
-            if isinstance(obj, h5py.Group) and (name == "vars" or name.endswith("/vars")):
-                value = obj.attrs.get("name")
-                owner = name[:-len("vars")].rstrip("/")
-                if found.get(owner) is None:
-                    found[owner] = value.decode() if isinstance(value, bytes) else value
-
         for image in self._images:
-            if "vars" in image.file:
-                visit("vars", image.file["vars"])
-            image.file.visititems(lambda n, o: None if n == "vars" else visit(n, o))
+            groups = image.tree.groups
+            for path in sorted(groups, key=lambda p: p != "vars"):  # the root's vars first, then file order
+                if path == "vars" or path.endswith("/vars"):
+                    value = groups[path].attrs.get("name")
+                    owner = path[:-len("vars")].rstrip("/")
+                    if found.get(owner) is None:
+                        found[owner] = value if isinstance(value, str) else None
         return list(found.items())
 
     def close(self) -> None:
@@ -221,7 +206,3 @@ class KerasCheckpoint(Checkpoint):
         for image in self._images:
             image.close()
 
-
-def wrap_errors(path: str, exc: BaseException) -> CheckpointError:
-    """A CheckpointError for an h5py failure while walking a file's structure."""
-    return CorruptCheckpointError(path, h5py_error_message(exc))

@@ -1,21 +1,21 @@
 """Open the HDF5 image behind a Keras file, in place: a file on disk, or the ``model.weights.h5``
-member of a ``.keras`` zip archive (never extracted to disk).
+member of a ``.keras`` zip archive (never extracted, never held whole in memory: a stored member is
+read at its offset, a deflated one inflated on demand).
 
-h5py's own exceptions (``OSError``, ``ValueError``, ``KeyError``) are turned into one-line
-:class:`~formats.core.errors.CheckpointError` messages here.
+The structure is probed by libhdf5 in an isolated child (:func:`formats.keras_h5.image.open_image`);
+its failures come back as one-line :class:`~formats.core.errors.CheckpointError` messages.
 """
 from __future__ import annotations
 
-import io
 import os
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
-from formats.io.zipped import (MAX_EXPANSION, ByteRange, crc_problem, member_stream, open_zip, read_member,
-                               stored_member_start)
+from formats.io.zipped import (MAX_EXPANSION, ByteRange, InflatedMember, check_expansion, crc_problem, member_start,
+                               member_stream, open_zip, read_member, stored_member_start)
+from formats.keras_h5.image import H5Image, open_image
+from formats.keras_h5.probe import h5py_error_message
 
 __all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "open_keras_dir", "h5py_error_message",
            "WEIGHTS_MEMBER", "NPZ_WEIGHTS_MEMBER", "SHARDED_MEMBER", "JSON_MEMBERS", "MAX_EXPANSION",
@@ -29,53 +29,14 @@ MAX_JSON_BYTES = 64 << 20
 """Largest ``config.json`` / ``metadata.json`` / ``*.weights.json`` read (real ones are kilobytes)."""
 
 
-@dataclass
-class H5Image:
-    """An opened HDF5 image: the h5py file, the size of its bytes, and what else the container held."""
-
-    file: Any
-    size: int
-    container: str  # "file" or "zip"
-    extras: dict[str, Any] = field(default_factory=dict)  # parsed config.json / metadata.json
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (where, problem) found while opening
-    crc_check: Any = None  # callable returning an error message or None (zip members)
-    _closers: list[Any] = field(default_factory=list)
-
-    def close(self) -> None:
-        """Close the h5py file, then whatever it was reading from."""
-        for closer in [self.file.close, *self._closers]:
-            try:
-                closer()
-            except Exception:  # noqa: BLE001 - closing must not raise
-                pass
-
-
-def h5py_error_message(exc: BaseException) -> str:
-    """A short message for an h5py failure: ``truncated (1,000 of 65,908 bytes present)`` or h5py's detail."""
-    text = str(exc)
-    trunc = re.search(r"eof = (\d+).*stored_eof = (\d+)", text)
-    if trunc:
-        have, want = int(trunc.group(1)), int(trunc.group(2))
-        return f"HDF5 file is truncated ({have:,} of {want:,} bytes present)"
-    inner = re.search(r"\(([^()]*)\)[\s'\")]*$", text)
-    detail = inner.group(1) if inner else text
-    detail = " ".join(detail.split()) or type(exc).__name__
-    return f"damaged HDF5 file ({detail})"
-
-
-def _open_h5(name_or_file: Any, path: str) -> Any:
+def open_hdf5_file(path: str) -> H5Image:
+    """Open an ``.h5`` file on disk (a regular file: never a FIFO or a device)."""
     import h5py
 
-    try:
-        return h5py.File(name_or_file, "r")
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise CorruptCheckpointError(path, h5py_error_message(exc)) from None
-
-
-def open_hdf5_file(path: str) -> H5Image:
-    """Open an ``.h5`` file on disk."""
+    if not os.path.isfile(path):
+        raise CorruptCheckpointError(path, "not a regular file")
     size = os.path.getsize(path)
-    return H5Image(_open_h5(path, path), size, "file")
+    return open_image(path, size, "file", ByteRange(path, 0, size), lambda: h5py.File(path, "r"))
 
 
 def read_json_file(path: str, what: str) -> Any:
@@ -150,12 +111,10 @@ def open_keras_zip(path: str) -> H5Image:
         if info.compress_type == zipfile.ZIP_STORED:
             image = _open_stored(path, info, archive_size)
         else:
-            image = _open_compressed(path, zf, info, archive_size)
-    except BaseException:
+            image = _open_compressed(path, info, archive_size)
+    finally:
         zf.close()
-        raise
     image.extras, image.notes = extras, notes
-    image._closers.append(zf.close)
     return image
 
 
@@ -173,18 +132,33 @@ def _weights_member(zf: Any, path: str, archive_size: int) -> Any:
 
 
 def _open_stored(path: str, info: Any, archive_size: int) -> H5Image:
+    import h5py
+
     start = stored_member_start(path, info, archive_size)
-    view = ByteRange(path, start, info.file_size)
-    try:
-        h5 = _open_h5(view, path)
-    except BaseException:
-        view.close()
-        raise
-    image = H5Image(h5, info.file_size, "zip", crc_check=lambda: crc_problem(path, start, info))
-    image._closers.append(view.close)
+    image = open_image(path, info.file_size, "zip", ByteRange(path, start, info.file_size),
+                       lambda: h5py.File(ByteRange(path, start, info.file_size), "r"))
+    image.crc_check = lambda: crc_problem(path, start, info)
     return image
 
 
-def _open_compressed(path: str, zf: Any, info: Any, archive_size: int) -> H5Image:
-    data = read_member(zf, info, archive_size, path)  # zipfile checks the CRC at the end of the stream
-    return H5Image(_open_h5(io.BytesIO(data), path), len(data), "zip")
+def _open_compressed(path: str, info: Any, archive_size: int) -> H5Image:
+    """A deflated member, inflated on demand (its size bounded by the compressed size; never whole)."""
+    import zipfile
+
+    import h5py
+
+    if info.compress_type != zipfile.ZIP_DEFLATED:
+        raise UnsupportedError(path, f"{info.filename} is compressed with method {info.compress_type}; only "
+                                     "stored and deflated members are read")
+    check_expansion(info, archive_size, path)
+    start = member_start(path, info, archive_size)
+    member = InflatedMember(path, info, start)
+    try:
+        member.readinto_at(0, bytearray(min(info.file_size, 4096)))  # a stream that is not deflate fails here
+    except BaseException:
+        member.close()
+        raise
+    # the child opens its own inflater: the parent's may be mid-read (and locked) in another thread
+    image = open_image(path, info.file_size, "zip", member, lambda: h5py.File(InflatedMember(path, info, start), "r"))
+    image.crc_check = member.crc_problem
+    return image
