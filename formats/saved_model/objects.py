@@ -21,7 +21,7 @@ from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, Obj
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
-from formats.core.protowire import MAX_DEPTH, Message, WireError, iter_fields
+from formats.io.wire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import decode_shape, dtype_name
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",
@@ -65,7 +65,7 @@ def decode_saved_objects(data: bytes, source: str) -> tuple[list[SavedObject], d
     functions: dict[str, memoryview] = {}
     edges = 0
     try:
-        for number, _, value in iter_fields(data):
+        for number, _, value in iter_fields(memoryview(data)):
             if number == 1 and isinstance(value, memoryview):
                 if len(nodes) == MAX_OBJECTS:
                     raise CorruptCheckpointError(source, f"the SavedObjectGraph holds more than {MAX_OBJECTS:,} "

@@ -2,7 +2,7 @@
 
 Field numbers are those of TensorFlow's ``saved_model.proto`` (``SavedModel``), ``meta_graph.proto``
 (``MetaGraphDef``, ``SignatureDef``, ``TensorInfo``) and ``tensor_shape.proto``. The file is
-memory-mapped and walked with :mod:`formats.core.protowire`: the ``graph_def`` (which can be
+memory-mapped and walked with :mod:`formats.io.wire`: the ``graph_def`` (which can be
 hundreds of megabytes in TF1 exports) is skipped without being copied; the ``SavedObjectGraph``
 is copied out as bytes and decoded only when asked for (:mod:`formats.saved_model.objects`).
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from formats.concepts.signatures import Signature, TensorSpec
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
-from formats.core.protowire import Message, WireError
+from formats.io.wire import Message, WireError
 from formats.saved_model.format import GRAPH_FILE, TEXT_GRAPH_FILE
 
 __all__ = ["MetaGraph", "SavedModelProto", "read_saved_model",

@@ -24,9 +24,9 @@ from formats.core.errors import (ChecksumError, CheckpointNotFoundError, Corrupt
                       UnsupportedError)
 from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
 from formats.concepts.slice_key import Extent, encode_slice_key
-from formats.io.sstable.block import TableError, read_varint
 from formats.io.sstable.table import read_table
-from formats.tf_bundle.wire import WireError, decode_entry, decode_header
+from formats.io.wire import WireError, read_varint
+from formats.tf_bundle.wire import decode_entry, decode_header
 from formats.core.model import OBJECT_GRAPH_KEY
 
 if TYPE_CHECKING:
@@ -285,7 +285,7 @@ class BundleReader:
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
                 packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
-        except TableError:
+        except WireError:
             raise CorruptCheckpointError(self.data_paths[e.shard_id],
                                          f"tensor {e.name!r}: string lengths run past the tensor") from None
         crc = crc32c(packed)
@@ -324,7 +324,7 @@ class BundleReader:
         for i in range(n):
             try:
                 length, pos = read_varint(data, pos, len(data))
-            except TableError:
+            except WireError:
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
             if pos + length + 4 > len(data):
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")

@@ -5,6 +5,8 @@ written compressed blocks since 1.2, so this is a compatibility path, not a hot 
 """
 from __future__ import annotations
 
+from formats.io.wire import WireError, read_varint
+
 __all__ = ["decompress", "SnappyError"]
 
 # Snappy's best case is a 3-byte copy element producing 64 bytes; a declared length
@@ -16,21 +18,12 @@ class SnappyError(ValueError):
     """The compressed bytes are not a valid Snappy block."""
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while pos < len(data) and shift < 35:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-    raise SnappyError("bad length varint")
-
-
 def decompress(data: bytes) -> bytes:
     """Decode one raw Snappy block; raise :class:`SnappyError` on any inconsistency."""
-    length, pos = _varint(data, 0)
+    try:
+        length, pos = read_varint(data, 0, len(data), 5)
+    except WireError:
+        raise SnappyError("bad length varint") from None
     if length > _MAX_RATIO * max(len(data), 1):
         raise SnappyError(f"declared length {length} is impossible for {len(data)} compressed bytes")
     out = bytearray()
