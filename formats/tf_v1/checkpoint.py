@@ -13,7 +13,7 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, Problem, TensorEntry
 from formats.io.wire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
-from formats.tf_v1.tiling import Box, format_extents, slice_box, tiling_problem, volume
+from formats.concepts.tiling import Box, format_extents, slice_box, tiling_problem, volume
 
 if TYPE_CHECKING:
     import numpy as np

@@ -21,7 +21,7 @@ from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError,
 from formats.io.sstable.table import Table
 from formats.io.wire import Buffer, WireError
 from formats.tf_v1.meta import FileMeta, decode_file_meta, decode_saved_slice
-from formats.tf_v1.tiling import format_extents
+from formats.concepts.tiling import format_extents
 
 __all__ = ["V1Reader", "TensorInfo", "SliceRef", "open_table", "CHECKPOINT_VERSION"]
 
