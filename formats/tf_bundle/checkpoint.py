@@ -118,6 +118,7 @@ class BundleTensor(TensorEntry):
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
         import numpy as np
 
+        self._reader.check_array(self.raw)
         stream = _streamable(self)
         if stream is None:
             return TensorEntry.read_slice(self, index)
@@ -228,7 +229,7 @@ class _Labels:
         """The decoded object graph (None for a name-based bundle)."""
         if self._graph is None and self._object_based:
             from formats.core.errors import CorruptCheckpointError
-            from formats.concepts.object_graph import decode_object_graph
+            from formats.concepts.object_graph_codec import decode_object_graph
 
             raw = self._reader.entries[OBJECT_GRAPH_KEY.encode()]
             if raw.dtype != 7 or raw.shape != () or raw.slices:
