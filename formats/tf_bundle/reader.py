@@ -28,7 +28,7 @@ from formats.concepts.tiling import format_extents, slice_box, tiling_problem
 from formats.io.sstable.table import read_table
 from formats.io.wire import WireError, read_varint
 from formats.tf_bundle.wire import decode_entry, decode_header
-from formats.core.model import OBJECT_GRAPH_KEY
+from formats.core.model import OBJECT_GRAPH_KEY, array_problem
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,6 +233,17 @@ class BundleReader:
             self._read_variants(e)
         return e.size
 
+    def check_array(self, e: RawEntry) -> dtypes.DType:
+        """The entry's dtype, or UnsupportedError when numpy cannot hold its value (unknown dtype, more than
+        64 dimensions, a shape too large for any array)."""
+        dt = self.dtype_of(e)
+        if dt.fixed_width and not e.slices:
+            self.check_fixed_size(e, dt)  # stored bytes that do not match the shape are corruption first
+        unfit = array_problem(e.shape, dt.itemsize)
+        if unfit is not None:
+            raise UnsupportedError(self.index_path, f"tensor {e.name!r} has {unfit}")
+        return dt
+
     def check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
         """Raise unless a fixed-width entry stores exactly the bytes its shape needs."""
         expected = math.prod(e.shape) * dt.itemsize
@@ -247,9 +258,9 @@ class BundleReader:
 
     def read(self, e: RawEntry) -> np.ndarray:
         """The entry's value as a numpy array (a partitioned variable assembled whole)."""
+        dt = self.check_array(e)
         if e.slices:
             return self._read_partitioned(e)
-        dt = self.dtype_of(e)
         if dt.fixed_width:
             return self._read_fixed(e, dt)
         import numpy as np

@@ -117,6 +117,37 @@ def _inside(root: str, target: str, key: str) -> None:
         raise ExtractError(target, f"key {key!r} would be written outside {root} (symlink?)")
 
 
+_STAGE_SUFFIX = 32  # the staging directory's name beyond the output's (``.<name>.tmp-xxxxxxxx-<pid>``)
+
+
+def _limits(root: str) -> tuple[int, int]:
+    """(longest file name, longest path) the file system under ``root`` allows (255 and 4096 if unknown)."""
+    existing = os.path.abspath(root)
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    try:
+        return os.pathconf(existing, "PC_NAME_MAX"), os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - platforms without pathconf
+        return 255, 4096
+
+
+def _check_lengths(entries: list[TensorEntry], rels: list[str], root: str) -> None:
+    """Refuse, before anything is written, keys whose files the file system cannot name (a segment or the
+    whole path too long), in one pass over each key."""
+    from formats.core.values import quoted_text
+
+    name_max, path_max = _limits(root)
+    base = len(os.fsencode(os.path.abspath(root))) + _STAGE_SUFFIX
+    for entry, rel in zip(entries, rels):
+        size = len(os.fsencode(rel))
+        segment = max(len(os.fsencode(part)) for part in rel.split("/"))
+        if segment > name_max or base + size >= path_max:
+            why = (f"a path segment of {segment:,} bytes (at most {name_max})" if segment > name_max
+                   else f"a path of {base + size:,} bytes (at most {path_max:,})")
+            raise ExtractError(root, f"key {quoted_text(entry.key, 120)} needs {why} as a file under this "
+                               "directory", hint="write a .npz instead")
+
+
 def _check_layout(files: list[str], root: str) -> None:
     """Refuse keys whose files would collide with another key's directory (``a`` vs ``a.npy/b``)."""
     folders = {"/".join(f.split("/")[:i]) for f in files for i in range(1, f.count("/") + 1)}
@@ -128,6 +159,7 @@ def _check_layout(files: list[str], root: str) -> None:
 def _write_dir(entries: list[TensorEntry], root: str, ckpt: Checkpoint, force: bool, allow_pickle: bool,
                verify: bool, progress: Progress | None) -> WriteReport:
     rels = [safe_relative_path(e.key) + ".npy" for e in entries]
+    _check_lengths(entries, rels, root)
     _check_layout(rels, root)
     targets = [os.path.join(root, *rel.split("/")) for rel in rels]
     for entry, target in zip(entries, targets):
