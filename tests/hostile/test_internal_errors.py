@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from .craft import bundle, entry, varint
+from .craft import bundle, entry
 
 FLOAT, STRING = 1, 7
 RAW = np.arange(2, dtype="<f4").tobytes()

@@ -32,7 +32,8 @@ from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
-from formats.io.atomic import ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created, temp_name
+from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
+                               sweep_temporaries, temp_name)
 from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy, write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
 
@@ -117,7 +118,7 @@ def _inside(root: str, target: str, key: str) -> None:
         raise ExtractError(target, f"key {key!r} would be written outside {root} (symlink?)")
 
 
-_STAGE_SUFFIX = 32  # the staging directory's name beyond the output's (``.<name>.tmp-xxxxxxxx-<pid>``)
+_STAGE_SUFFIX = 48  # the staging directory's name beyond the output's (``/.ckpt-extract.tmp-<rand>-<host>-<pid>``)
 
 
 def _limits(root: str) -> tuple[int, int]:
@@ -171,7 +172,9 @@ def _write_dir(entries: list[TensorEntry], root: str, ckpt: Checkpoint, force: b
     exists = os.path.isdir(root)
     final = os.path.abspath(root)
     created = [] if exists else make_parents(final)
-    stage = os.path.join(final, f".ckpt-extract.tmp-{os.urandom(4).hex()}") if exists else temp_name(final)
+    staged_as = os.path.join(final, "ckpt-extract") if exists else final
+    sweep_temporaries(staged_as)  # what a killed extract left behind
+    stage = temp_name(staged_as)
     try:
         ensure_space(final if exists else os.path.dirname(final), sum(e.nbytes for e in entries))
         _stage(entries, rels, stage, report, allow_pickle, verify, progress)
