@@ -62,6 +62,19 @@ def test_snappy_copy_element_kinds():
     assert decompress(block) == b"abcdefgh" + b"abcde" + b"bcd" + b"de"
 
 
+# -- prefix-compressed keys ------------------------------------------------------------------------------
+def test_keys_sharing_ever_more_of_the_previous_key(tmp_path):
+    """40,000 five-byte entries, each key one byte longer than the last: 800 MB of keys from 200 KB."""
+    body = bytearray(varint(0) + varint(0) + varint(len(header())) + header())
+    for length in range(40_000):
+        body += varint(length) + varint(1) + varint(0) + b"a"
+    body += struct.pack("<II", 0, 1)
+    (tmp_path / "c.index").write_bytes(table([(b"", b"")], data_block=bytes(body)))
+    outcome = run_limited("ls", tmp_path / "c", memory=512 * MiB)
+    assert_clean(outcome, 3, f"{tmp_path / 'c.index'}: corrupt index: the keys of a {len(body):,}-byte block would "
+                 f"take more than {32 * len(body) + (1 << 20):,} bytes")
+
+
 # -- the object graph -----------------------------------------------------------------------------------
 def test_object_graph_of_three_million_empty_nodes(tmp_path):
     graph = b"\x0a\x00" * 3_000_000  # 6 MB: 3M empty TrackableObjects

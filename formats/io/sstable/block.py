@@ -23,6 +23,9 @@ FOOTER_SIZE = 48
 TRAILER_SIZE = 5
 NO_COMPRESSION = 0
 SNAPPY_COMPRESSION = 1
+KEY_WIDENING = 32
+"""Prefix compression lets a block's keys take more bytes than the block: TensorFlow restarts it every 16
+entries, so its keys take at most about 16 times the block; more than this many times (plus 1 MiB) is refused."""
 
 
 class TableError(ValueError):
@@ -77,6 +80,7 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
     entries: list[tuple[bytes, bytes]] = []
     key = b""
     pos = 0
+    allowed, made = KEY_WIDENING * n + (1 << 20), 0
     while pos < limit:
         shared = block[pos]
         if shared < 0x80 and pos + 2 < limit and block[pos + 1] < 0x80 and block[pos + 2] < 0x80:
@@ -96,6 +100,10 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
         if value_end > limit:
             raise TableError("entry runs past the end of its block")
         key = key[:shared] + block[pos:key_end]
+        made += len(key)
+        if made > allowed:
+            raise TableError(f"the keys of a {n:,}-byte block would take more than {allowed:,} bytes (each shares "
+                             "more of the previous key than TensorFlow's restart points allow)")
         entries.append((key, block[key_end:value_end]))
         pos = value_end
     return entries
