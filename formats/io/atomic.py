@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
-__all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "fsync_file", "fsync_dir", "ensure_space",
+__all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
            "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
@@ -49,8 +49,6 @@ def sweep_temporaries(out: str) -> list[str]:
     bundle's ``<temp>.index``/``<temp>.data-*``) whose name says this host and a process that no longer
     exists. A live writer's temporaries, another host's and foreign names are never touched. Returns the
     paths removed."""
-    import shutil
-
     directory = os.path.dirname(os.path.abspath(out))
     owned = re.compile(rf"^\.{re.escape(os.path.basename(out))}\.tmp-[0-9a-f]{{8}}-{_host()}-(\d+)(\..*)?$")
     try:
@@ -65,13 +63,35 @@ def sweep_temporaries(out: str) -> list[str]:
         path = os.path.join(directory, name)
         try:
             if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+                remove_tree(path)
             else:
                 os.unlink(path)
         except OSError:  # removed meanwhile, or not ours to remove
             continue
         removed.append(path)
     return removed
+
+
+def remove_tree(path: str) -> None:
+    """Remove a directory and everything under it, however deep (no recursion; symlinks are removed, never
+    followed); what is already gone is fine."""
+    folders, todo = [], [path]
+    while todo:
+        folder = todo.pop()
+        folders.append(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(entry.path)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+    for folder in reversed(folders):
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(folder)
 
 
 def _alive(pid: int) -> bool:

@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from formats.concepts.object_graph import MAX_NESTING
+from formats.io.atomic import remove_tree
 from formats.ops.inspect.tree import MAX_TREE_DEPTH
 
 from .craft import bundle, entry, graph_node, object_bundle
@@ -97,3 +98,29 @@ def test_slots_of_slots_nest_no_deeper_than_the_tree_allows(tmp_path, run_cli):
     prefix = object_bundle(tmp_path, "d", nodes, [(k, [1], ONE) for k in keys])
     doc = json.loads(run_cli("ls", "--tree", "--json", prefix).stdout)
     assert doc["tensors"] == 5 and _depth(doc) == 4  # v0, its slot v1, v1 slot v2, v2 slot v3 (+ the graph key)
+
+
+def test_key_1100_segments_deep_is_extracted_to_a_directory_twice(tmp_path, run_cli):
+    """Deep enough for os.makedirs and shutil.rmtree to recurse past Python's limit, short enough for a path."""
+    key = "/".join(["a"] * 1100)
+    prefix = bundle(tmp_path, "c", [(key.encode(), entry(FLOAT, [1], 0, 4, ONE))], ONE)
+    out = tmp_path / "out"
+    try:
+        for extra in ([], ["--force"]):  # a new directory (renamed into place), then an existing one (files moved in)
+            result = run_cli("extract", prefix, "-o", f"{out}/", *extra)
+            assert result.exit_code == 0, result.output
+        assert np.load(out.joinpath(*key.split("/")).with_suffix(".npy")).tolist() == [1.0]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.data-00000-of-00001", "c.index", "out"]
+        assert [p.name for p in out.iterdir()] == ["a"]
+    finally:
+        remove_tree(str(out))  # pytest's own clean-up recurses
+
+
+def test_files_and_directories_of_deep_keys_that_collide(tmp_path, run_cli):
+    keys = ["/".join(["x"] * 1000 + [str(i)]) for i in range(2000)] + ["p.npy/q", "p"]
+    data = ONE * len(keys)
+    prefix = bundle(tmp_path, "c", [(k.encode(), entry(FLOAT, [1], 4 * i, 4, ONE)) for i, k in enumerate(keys)], data)
+    result = run_cli("extract", prefix, "-o", f"{tmp_path / 'out'}/")
+    assert result.exit_code == 4 and not (tmp_path / "out").exists()
+    assert result.stderr.splitlines() == [f"ckpt: error: {tmp_path / 'out'}/: 'p.npy' would be both a file and a directory",
+                                          "  hint: write a .npz instead"]
