@@ -325,7 +325,7 @@ def test_the_pruned_graph_marks_every_node_with_values():
 
     with open_checkpoint(SLOTS) as ckpt:
         plan = plan_edit(ckpt, EditOptions(drop_optimizer=True))
-        from formats.concepts.object_graph import decode_object_graph
+        from formats.concepts.object_graph_codec import decode_object_graph
 
         graph = decode_object_graph(plan.conversion.object_graph)
         assert all(n.has_checkpoint_values for n in graph.nodes) and len(graph.nodes) == 8

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from formats import open_checkpoint
 from formats.core.errors import ChecksumError, CorruptCheckpointError
-from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, attribute_key, decode_object_graph,
-                                  escape_local_name, split_path, unescape_local_name)
+from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, attribute_key,
+                                           escape_local_name, split_path, unescape_local_name)
+from formats.concepts.object_graph_codec import decode_object_graph
 from formats.concepts.roles import Role, classify_name, classify_names, slot_key, slot_suffixes
 from formats.concepts.variant import describe_variant
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.concepts.object_graph import (Attribute, ChildRef, ObjectNode, RegisteredSaver, SlotVariableRef,
-                                           decode_object_graph, encode_object_graph)
+from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode, RegisteredSaver, SlotVariableRef
+from formats.concepts.object_graph_codec import decode_object_graph, encode_object_graph
 from formats.concepts.proto import messages as M
 from formats.io.wire import WireError, encode_varint, iter_fields, parse_fields, read_varint
 from formats.concepts.variant import UNDECODABLE, describe_variant_values

@@ -8,16 +8,21 @@ each local name escaped (``.`` -> ``..`` then ``/`` -> ``.S``) and joined by ``/
 Keys are ``<path>/.ATTRIBUTES/<escaped attribute name>``, and for slot variables
 ``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot name>/.ATTRIBUTES/...``.
 
-:func:`decode_object_graph` gives an :class:`ObjectGraph` that mirrors the proto
-field by field, in order, and :func:`encode_object_graph` writes it back byte for byte (both with
-:mod:`formats.concepts.proto`, no protobuf runtime); :meth:`ObjectGraph.map_keys` ties stored keys
-to ``(node, attribute)`` and :func:`label_keys` gives every key its TF1 name and role.
+:func:`~formats.concepts.object_graph_codec.decode_object_graph` gives an :class:`ObjectGraph` that
+mirrors the proto field by field, in order, and
+:func:`~formats.concepts.object_graph_codec.encode_object_graph` writes it back byte for byte;
+:meth:`ObjectGraph.map_keys` ties stored keys to ``(node, attribute)`` and :func:`label_keys` gives
+every key its TF1 name and role.
+
+A graph is bounded by what its file holds: objects deeper than :data:`MAX_NESTING` below the root, or
+paths (one per edge, as every command builds them) adding up to more than :data:`MAX_PATH_BYTES`, are
+refused; every walk is iterative.
 """
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
@@ -25,11 +30,16 @@ from formats.core.model import OBJECT_GRAPH_KEY, Role
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
-           "RegisteredSaver", "ObjectNode", "ObjectGraph", "decode_object_graph", "encode_object_graph",
-           "checkpointed_nodes", "EntryLabel", "label_keys"]
+           "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "label_keys", "MAX_NESTING",
+           "MAX_PATH_BYTES"]
 
 ATTRIBUTES = ".ATTRIBUTES"
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
+_MARKER = f"/{ATTRIBUTES}/"
+MAX_NESTING = 256
+"""Objects deeper than this below the root are refused (real graphs are a few dozen deep)."""
+MAX_PATH_BYTES = 64 << 20
+"""The object paths of a graph (one per edge, as every command builds them) may not exceed this many bytes."""
 
 
 def escape_local_name(name: str) -> str:
@@ -73,7 +83,7 @@ def slot_variable_key(variable_path: str, optimizer_path: str, slot_name: str) -
     return f"{variable_path}/{OPTIMIZER_SLOT}/{optimizer_path}/{escape_local_name(slot_name)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChildRef:
     """An edge: the child ``node_id`` under attribute ``local_name``."""
 
@@ -81,7 +91,7 @@ class ChildRef:
     local_name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attribute:
     """A ``SerializedTensor``: attribute ``name``, the TF1-style ``full_name`` and its ``checkpoint_key``."""
 
@@ -91,7 +101,7 @@ class Attribute:
     optional_restore: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SlotVariableRef:
     """On an optimizer node: the slot ``slot_name`` of node ``original_variable_node_id`` is node ``slot_variable_node_id``."""
 
@@ -100,7 +110,7 @@ class SlotVariableRef:
     slot_variable_node_id: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RegisteredSaver:
     """A node saved by a registered saver (``name``) rather than through attributes."""
 
@@ -108,7 +118,7 @@ class RegisteredSaver:
     object_name: str
 
 
-@dataclass
+@dataclass(slots=True)
 class ObjectNode:
     """One ``TrackableObject``: the proto's fields, in order, plus its ``id`` (index in the graph).
 
@@ -126,11 +136,15 @@ class ObjectNode:
 
 
 class ObjectGraph:
-    """The decoded graph: ``nodes`` (node 0 is the root) and paths computed once, breadth-first."""
+    """The decoded graph: ``nodes`` (node 0 is the root) and paths computed once, breadth-first.
 
-    def __init__(self, nodes: list[ObjectNode], source: str = "") -> None:
+    ``what`` names the graph in errors (``object graph``, ``SavedObjectGraph``); ``source`` is its file.
+    """
+
+    def __init__(self, nodes: Sequence[ObjectNode], source: str = "", what: str = "object graph") -> None:
         self.nodes = nodes
         self.source = source
+        self.what = what
         self._check_ids()
         self._paths: dict[int, str] = {}
         self._parents: dict[int, tuple[int, str]] = {}
@@ -152,15 +166,26 @@ class ObjectGraph:
 
     def _traverse(self) -> None:
         # TensorFlow's breadth-first traversal: a node's path is fixed when it is first discovered.
+        # Every edge makes a path (aliases too): their bytes and the depth are bounded.
         self._paths[0] = ""
+        depth = {0: 0}
+        total = 0
         queue = deque([0])
         while queue:
             current = queue.popleft()
             for ref in self.nodes[current].children:
                 path = _join(self._paths[current], escape_local_name(ref.local_name))
+                total += len(path) + 1
+                if total > MAX_PATH_BYTES:
+                    raise CorruptCheckpointError(self.source, f"the {self.what}'s object paths add up to more "
+                                                 f"than {MAX_PATH_BYTES >> 20} MiB")
                 if ref.node_id in self._paths:
                     self._aliases.setdefault(ref.node_id, []).append(path)
                     continue
+                depth[ref.node_id] = depth[current] + 1
+                if depth[ref.node_id] > MAX_NESTING:
+                    raise CorruptCheckpointError(self.source, f"the {self.what} nests objects more than "
+                                                 f"{MAX_NESTING} deep")
                 self._paths[ref.node_id] = path
                 self._parents[ref.node_id] = (current, ref.local_name)
                 queue.append(ref.node_id)
@@ -221,13 +246,20 @@ class ObjectGraph:
         ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
         """
         by_key = {a.checkpoint_key: (n.id, a) for n in self.nodes for a in n.attributes}
+        lengths: dict[str, list[int]] = {}  # "<path>/.ATTRIBUTES/" -> lengths of the checkpoint keys under it
+        for ck in by_key:
+            marker = ck.find(_MARKER)
+            if marker >= 0:
+                lengths.setdefault(ck[:marker + len(_MARKER)], []).append(len(ck))
+        for base, found in lengths.items():
+            lengths[base] = sorted(set(found), reverse=True)
         out: dict[str, tuple[int, Attribute]] = {}
         for key in keys:
             hit = by_key.get(key)
-            marker = key.find(f"/{ATTRIBUTES}/") if hit is None else -1
-            if marker >= 0:
-                start = marker + len(ATTRIBUTES) + 2
-                hit = next((by_key[key[:i]] for i in range(len(key) - 1, start - 1, -1) if key[:i] in by_key), None)
+            marker = key.find(_MARKER) if hit is None else -1
+            if marker >= 0:  # only the lengths some checkpoint key has are tried: linear in the key
+                candidates = lengths.get(key[:marker + len(_MARKER)], ())
+                hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
             if hit is not None:
                 out[key] = hit
         return out
@@ -261,78 +293,6 @@ def _looks_like_optimizer(graph: ObjectGraph, node: ObjectNode) -> bool:
 
 def _join(prefix: str, segment: str) -> str:
     return f"{prefix}/{segment}" if prefix else segment
-
-
-def decode_object_graph(data: bytes, source: str = "") -> ObjectGraph:
-    """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not one."""
-    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, decode
-    from formats.io.wire import WireError
-
-    try:
-        proto = decode(TRACKABLE_OBJECT_GRAPH, bytes(data))
-    except WireError as exc:
-        raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
-    return ObjectGraph([_node(i, p) for i, p in enumerate(proto["nodes"])], source)
-
-
-def _node(index: int, p: dict[str, Any]) -> ObjectNode:
-    node = ObjectNode(
-        id=index,
-        children=[ChildRef(c["node_id"], c["local_name"]) for c in p["children"]],
-        attributes=[Attribute(a["name"], a["full_name"], a["checkpoint_key"], a["optional_restore"])
-                    for a in p["attributes"]],
-        slot_variables=[SlotVariableRef(s["original_variable_node_id"], s["slot_name"], s["slot_variable_node_id"])
-                        for s in p["slot_variables"]])
-    saver = p["registered_saver"]
-    if saver is not None:
-        node.registered_saver = RegisteredSaver(saver["name"], saver["object_name"])
-    if p["has_checkpoint_values"] is not None:
-        node.has_checkpoint_values = p["has_checkpoint_values"]["value"]
-    return node
-
-
-def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
-    """Ids of nodes that have checkpoint values themselves (attributes, slot variables, a registered
-    saver) or through a descendant: TensorFlow's ``_add_has_checkpoint_values``."""
-    parents: dict[int, set[int]] = {}
-    marked = {n.id for n in nodes if n.attributes or n.slot_variables or n.registered_saver is not None}
-    for node in nodes:
-        for child in node.children:
-            parents.setdefault(child.node_id, set()).add(node.id)
-    todo = list(marked)
-    while todo:
-        for parent in parents.pop(todo.pop(), ()):
-            if parent not in marked:
-                marked.add(parent)
-                todo.append(parent)
-    return marked
-
-
-def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
-    """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
-    TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
-    ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it."""
-    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, encode
-
-    for index, node in enumerate(nodes):
-        if node.id != index:
-            raise ValueError(f"node {index} has id {node.id}")
-    valued = checkpointed_nodes(nodes) if fill_has_values else None
-    return encode(TRACKABLE_OBJECT_GRAPH, {"nodes": [_node_fields(n, valued) for n in nodes]})
-
-
-def _node_fields(node: ObjectNode, valued: set[int] | None) -> dict[str, Any]:
-    saver = node.registered_saver
-    has_values = node.has_checkpoint_values if valued is None else node.id in valued
-    return {
-        "children": [{"node_id": c.node_id, "local_name": c.local_name} for c in node.children],
-        "attributes": [{"name": a.name, "full_name": a.full_name, "checkpoint_key": a.checkpoint_key,
-                        "optional_restore": a.optional_restore} for a in node.attributes],
-        "slot_variables": [{"original_variable_node_id": s.original_variable_node_id, "slot_name": s.slot_name,
-                            "slot_variable_node_id": s.slot_variable_node_id} for s in node.slot_variables],
-        "registered_saver": None if saver is None else {"name": saver.name, "object_name": saver.object_name},
-        "has_checkpoint_values": None if has_values is None else {"value": has_values},
-    }
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["TensorEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "CHUNK_ELEMENTS",
-           "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "natural_key"]
+__all__ = ["TensorEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "array_problem",
+           "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key"]
 
 CHUNK_ELEMENTS = 1 << 20
 """Default number of elements per chunk for :meth:`TensorEntry.iter_chunks`."""
@@ -49,6 +49,8 @@ CHUNK_BYTES = 8 << 20
 """Default chunk size in bytes for :meth:`TensorEntry.byte_chunks`."""
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 """The key under which a TF2 object-based checkpoint stores its serialized object graph."""
+MAX_RANK = 64
+"""numpy arrays have at most this many dimensions."""
 
 
 class Role(str, Enum):
@@ -99,6 +101,16 @@ def shape_text(shape: Iterable[int]) -> str:
 def natural_key(key: str) -> list[tuple[int, Any]]:
     """Sort key ordering ``vars/2`` before ``vars/10`` (numeric ``/`` segments as numbers)."""
     return [(0, int(p)) if p.isdigit() else (1, p) for p in key.split("/")]
+
+
+def array_problem(shape: tuple[int, ...], itemsize: int = 1) -> str | None:
+    """Why numpy cannot make an array of ``shape`` (``itemsize`` bytes per element), or None: more than
+    :data:`MAX_RANK` dimensions, or dimensions whose product (zeros aside, as numpy counts) passes 2**63."""
+    if len(shape) > MAX_RANK:
+        return f"rank {len(shape)}; numpy arrays have at most {MAX_RANK} dimensions"
+    if math.prod(d for d in shape if d) * max(itemsize, 1) >= 1 << 63:
+        return f"shape {shape_text(shape)}, too large for any numpy array"
+    return None
 
 
 @dataclass(frozen=True)

@@ -192,8 +192,17 @@ def _is_text(value: Any) -> bool:
 
 
 def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
-    """A string element as a quoted literal: ``'text'`` when it is UTF-8 (and not ``as_bytes``), else ``b'...'``;
-    escapes make control characters inert; cut at ``limit``."""
+    """A string element as a quoted literal: ``'text'`` when it is UTF-8 (and not ``as_bytes``), else ``b'...'``
+    (a ``str`` holding undecodable bytes as surrogate escapes, as keys do, shows those bytes); escapes make
+    control characters inert; cut at ``limit``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                value = value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # a surrogate that stands for no byte: shown escaped as text
+                pass
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         shown = repr(data) if as_bytes or not _is_text(data) else repr(data.decode("utf-8"))

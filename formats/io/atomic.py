@@ -3,7 +3,9 @@
 Writers write under :func:`temp_name`, flush with :func:`fsync_file`, rename into place and
 :func:`fsync_dir`; on any failure they remove the temporary, and the parent directories
 :func:`make_parents` created for it (:func:`remove_created`), so an interrupted write leaves
-nothing behind. :func:`ensure_space` refuses up front when the output's file system cannot hold
+nothing behind. A temporary's name carries the writing process's host and pid, so what a killed
+writer left behind (nothing can remove it then) is found by the next write of the same output and
+removed (:func:`sweep_temporaries`; :func:`atomic_output` does it first). :func:`ensure_space` refuses up front when the output's file system cannot hold
 what is about to be written, so a full disk is a clean error before any byte is written (HDF5 in
 particular does not fail gracefully mid-file). What the
 operating system refuses while an output is written surfaces as
@@ -19,20 +21,90 @@ from collections.abc import Iterator
 
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
-__all__ = ["temp_name", "is_temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url",
-           "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
+__all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
+           "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
 
 
+def _host() -> str:
+    import hashlib
+    import socket
+
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
 def temp_name(out: str) -> str:
-    """A fresh temporary name in the output's directory."""
+    """A fresh temporary name in the output's directory: ``.<name>.tmp-<random>-<host>-<pid>``."""
     directory = os.path.dirname(os.path.abspath(out))
-    return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}")
+    return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}-{_host()}-{os.getpid()}")
 
 
 _TEMP = re.compile(r"^\..+\.tmp-[0-9a-f]{8}")
+
+
+def sweep_temporaries(out: str) -> list[str]:
+    """Remove what killed writers of ``out`` left beside it: temporaries (files, staging directories, a
+    bundle's ``<temp>.index``/``<temp>.data-*``) whose name says this host and a process that no longer
+    exists. A live writer's temporaries, another host's and foreign names are never touched. Returns the
+    paths removed."""
+    directory = os.path.dirname(os.path.abspath(out))
+    owned = re.compile(rf"^\.{re.escape(os.path.basename(out))}\.tmp-[0-9a-f]{{8}}-{_host()}-(\d+)(\..*)?$")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = owned.match(name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                remove_tree(path)
+            else:
+                os.unlink(path)
+        except OSError:  # removed meanwhile, or not ours to remove
+            continue
+        removed.append(path)
+    return removed
+
+
+def remove_tree(path: str) -> None:
+    """Remove a directory and everything under it, however deep (no recursion; symlinks are removed, never
+    followed); what is already gone is fine."""
+    folders, todo = [], [path]
+    while todo:
+        folder = todo.pop()
+        folders.append(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(entry.path)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+    for folder in reversed(folders):
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(folder)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (this process counts; unknown means alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def is_temp_name(path: str) -> bool:
@@ -123,6 +195,7 @@ def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
         created = make_parents(out)
     except OSError as exc:
         raise write_error(exc, out) from exc
+    sweep_temporaries(out)
     temp = temp_name(out)
     try:
         ensure_space(directory, needed)

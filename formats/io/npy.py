@@ -9,9 +9,12 @@ The dtype policy (``extract`` and ``convert --to npz`` both write through this m
   ``uint16``), nothing widened or rounded; the provenance record keeps the real dtype, and
   ``array.view(ml_dtypes.bfloat16)`` restores the value;
 - strings and variants (a variant element is its serialized ``VariantTensorDataProto``) as fixed-width
-  bytes ``S<n>``, never pickled; numpy drops trailing NUL bytes from ``S`` values, so a tensor with an
-  element ending in NUL is refused unless ``allow_pickle`` (then an object array is written, which
-  ``numpy.load`` opens only with ``allow_pickle=True``).
+  bytes ``S<n>``, never pickled, written in chunks; numpy drops trailing NUL bytes from ``S`` values, so
+  a tensor with an element ending in NUL is refused unless ``allow_pickle`` (then an object array is
+  written, which ``numpy.load`` opens only with ``allow_pickle=True``). So is a tensor whose fixed-width
+  form the stored bytes do not justify: ``n`` elements padded to the longest take ``n`` times its length,
+  refused beyond :data:`WIDENING` times the bytes the elements hold plus :data:`FREE_WIDTH_BYTES`
+  (300,000 short strings and one of 8 KB would otherwise take 2.4 GB).
 
 The provenance record is a JSON object ``{"source", "format", "tensors": [{"key", "dtype", "shape",
 ...}]}``; an npz holds it as the member ``__ckpt_provenance__.npy`` (a 0-d unicode array, read without
@@ -32,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Any
 from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, array_problem
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
@@ -42,7 +45,12 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npz", "write_npy",
-           "read_back", "bits_note"]
+           "read_back", "bits_note", "fixed_width_problem", "WIDENING", "FREE_WIDTH_BYTES"]
+
+WIDENING = 16
+"""Fixed-width bytes may take this many times the bytes the elements hold..."""
+FREE_WIDTH_BYTES = 64 << 20
+"""...plus this many."""
 
 """The npz member (``<name>.npy``) holding the provenance record."""
 _MAX_NAME = 0xFFFF  # a zip member name's length field
@@ -95,36 +103,59 @@ def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
         np.lib.format.write_array_header_2_0(f, header)
 
 
-def _bytes_array(key: str, dtype: str, source: Source, allow_pickle: bool) -> np.ndarray:
+def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
+    """Why ``values`` cannot be stored as fixed-width ``S<n>`` bytes (see the module doc), or None."""
+    if any(x.endswith(b"\x00") for x in values):
+        return f"{dtype} tensor has elements ending in NUL bytes, which .npy fixed-width bytes would drop"
+    width = max((len(x) for x in values), default=1) or 1
+    held = sum(len(x) for x in values) + len(values)
+    if len(values) * width > WIDENING * held + FREE_WIDTH_BYTES:
+        return (f"{dtype} tensor of {len(values):,} elements would take {len(values) * width:,} bytes as .npy "
+                f"fixed-width bytes (each padded to the longest, {width:,} bytes) for {held:,} bytes of data")
+    return None
+
+
+def _write_bytes(f: IO[bytes], key: str, dtype: str, source: Source, allow_pickle: bool, chunk: int) -> Written:
+    """A string or variant tensor as fixed-width ``S<n>`` written a chunk of elements at a time, or (with
+    ``allow_pickle``, when fixed width cannot hold it) as an object array."""
     import numpy as np
 
     _, shape = describe(source)
     flat = elements(source)
-    if any(x.endswith(b"\x00") for x in flat):
+    problem = fixed_width_problem(dtype, flat)
+    if problem is not None:
         if not allow_pickle:
-            raise PickleRequiredError(key, f"{dtype} tensor has elements ending in NUL bytes, which .npy fixed-width "
-                                      "bytes would drop", hint="pass allow_pickle=True to write an object array instead")
-        out = np.empty(len(flat), dtype=object)
-        out[:] = flat
-        return out.reshape(shape)
-    width = max((len(x) for x in flat), default=1) or 1
-    return np.array(flat, dtype=f"S{width}").reshape(shape)
+            raise PickleRequiredError(_origin(key, source), f"tensor {key!r}: {problem}",
+                                      hint="pass allow_pickle=True to write an object array instead")
+        value = np.empty(len(flat), dtype=object)
+        value[:] = flat
+        hashing = _Hashing(f)
+        np.lib.format.write_array(hashing, value.reshape(shape), allow_pickle=True)
+        return Written("object", sum(len(x) for x in flat), hashing.h.hexdigest())
+    stored = np.dtype(f"S{max((len(x) for x in flat), default=1) or 1}")
+    _header(f, stored, shape)
+    step = max(1, chunk // stored.itemsize)
+    for start in range(0, len(flat), step):
+        f.write(np.array(flat[start:start + step], dtype=stored).tobytes())
+    return Written(stored.str, len(flat) * stored.itemsize)
+
+
+def _origin(key: str, source: Source) -> str:
+    """What an error about ``source`` names: the file it is read from, else its key."""
+    files = getattr(source, "files", None)
+    return str(files[0]) if files else key
 
 
 def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = False,
                  chunk: int = CHUNK) -> Written:
     """Write ``source`` as one ``.npy`` stream to ``f`` following the policy (see the module doc)."""
-    import numpy as np
 
     dt, shape = describe(source)
+    unfit = array_problem(tuple(shape), dt.itemsize or 8)
+    if unfit is not None:
+        raise UnsupportedError(_origin(key, source), f"tensor {key!r} has {unfit}, which an .npy file cannot hold")
     if not dt.fixed_width:
-        value = _bytes_array(key, dt.name, source, allow_pickle)
-        if value.dtype != object:
-            np.lib.format.write_array(f, value, allow_pickle=False)
-            return Written(value.dtype.str, value.nbytes)
-        hashing = _Hashing(f)
-        np.lib.format.write_array(hashing, value, allow_pickle=True)
-        return Written("object", sum(len(x) for x in value.reshape(-1)), hashing.h.hexdigest())
+        return _write_bytes(f, key, dt.name, source, allow_pickle, chunk)
     stored = stored_dtype(dt.name)
     _header(f, stored, shape)
     size = 0
@@ -132,8 +163,8 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
         f.write(piece)
         size += len(piece)
     if size != math.prod(shape) * dt.itemsize:
-        raise CorruptCheckpointError(key, f"source gave {size} bytes for shape {list(shape)} of {dt.name}, "
-                                     f"expected {math.prod(shape) * dt.itemsize}")
+        raise CorruptCheckpointError(_origin(key, source), f"tensor {key!r}: source gave {size} bytes for shape "
+                                     f"{list(shape)} of {dt.name}, expected {math.prod(shape) * dt.itemsize}")
     return Written(stored.name, size)
 
 
@@ -216,15 +247,23 @@ class _Hashing:
 
 
 # -- the files ------------------------------------------------------------------------------------------
-def member_name(key: str) -> str:
-    """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError when a zip cannot name it."""
+def member_name(key: str, out: str = "") -> str:
+    """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError (naming ``out``) when a zip cannot
+    name it: not UTF-8, empty, a directory, the provenance record's name, or longer than 65,535 bytes."""
+    from formats.core.values import quoted_text
+
     name = key + ".npy"
+    shown = quoted_text(key, 120)
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidOutputError(key, "key is not valid UTF-8, which an npz member name must be") from None
-    if key == PROVENANCE_MEMBER or key.endswith("/") or not key or size > _MAX_NAME:
-        raise InvalidOutputError(key, "this key cannot be an npz member name")
+        raise InvalidOutputError(out or key, f"key {shown} is not valid UTF-8, which an npz member name must "
+                                 "be") from None
+    if size > _MAX_NAME:
+        raise InvalidOutputError(out or key, f"key {shown} is {size - 4:,} bytes long; an npz member name holds "
+                                 f"at most {_MAX_NAME - 4:,}")
+    if key == PROVENANCE_MEMBER or key.endswith("/") or not key:
+        raise InvalidOutputError(out or key, f"key {shown} cannot be an npz member name")
     return name
 
 
@@ -236,7 +275,7 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     provenance record when given), guarded, atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
-    names = [member_name(key) for key, _ in items]
+    names = [member_name(key, out) for key, _ in items]
     if len(set(names)) != len(names):
         raise InvalidOutputError(out, "two tensors would be stored under the same member name")
     guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)

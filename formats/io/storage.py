@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
-from formats.core.errors import CheckpointNotFoundError, UnsupportedError
+from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
-           "join", "dirname", "basename", "iter_ranges", "transfer", "EXTRAS"]
+           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "EXTRAS"]
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
@@ -83,11 +84,32 @@ def _translate(url: str, exc: Exception) -> Exception:
     return CheckpointNotFoundError(url, f"cannot read ({type(exc).__name__}: {exc})")
 
 
+def open_regular(path: str) -> BinaryIO:
+    """A local file opened for reading, if it is a regular file. Anything else is refused without
+    blocking or reading: a FIFO (opened non-blocking, so no writer is waited for), a device such as
+    ``/dev/zero`` behind a symlink (CorruptCheckpointError), a directory (IsADirectoryError)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", path)
+        if not stat.S_ISREG(mode):
+            raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bytes(path: str, limit: int | None = None) -> bytes:
-    """The whole file (local or remote); ``limit`` refuses files larger than that many bytes."""
+    """The whole file (local or remote); ``limit`` refuses files larger than that many bytes. A local
+    file must be a regular file (:func:`open_regular`) and is read up to the size it had when opened."""
     if not is_url(path):
-        with open(path, "rb") as f:
-            return f.read() if limit is None else f.read(limit + 1)
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            return f.read(size if limit is None else min(size, limit + 1))
     fs, p = filesystem(path)
     try:
         data: bytes = fs.cat_file(p) if limit is None else fs.cat_file(p, start=0, end=limit + 1)

@@ -6,7 +6,11 @@ variant payloads, V1 slice metadata). Doing the wire format here instead of thro
 formats`` fast. A message is split into its fields (:func:`iter_fields`, :func:`parse_fields`);
 typed accessors pick a field's last scalar (proto3) or its sub-messages; the ``*_field``
 functions encode. :mod:`formats.concepts.proto.messages` declares whole messages on top of this.
-Every length is bounded by the message it sits in.
+:class:`Message` is the lazy form for large messages (a SavedModel's ``MetaGraphDef``): fields split
+once into zero-copy ``memoryview`` slices, nested messages decoded only when asked for, at most
+``max_fields`` fields per message, recursion left to callers (:data:`MAX_DEPTH`). The SSTable code
+reads its varints here too (:func:`read_varint` with ``max_bytes=5`` for LevelDB's varint32).
+Every length is bounded by the message it sits in; every loop is iterative.
 
 Wire types: 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32; groups (3 and 4) are used by
 no message ckpt reads and are skipped like any unknown field, as protobuf does.
@@ -17,13 +21,17 @@ import struct
 from collections.abc import Iterator
 
 __all__ = ["WireError", "Buffer", "Fields", "read_varint", "signed", "iter_fields", "parse_fields", "last_int",
-           "messages", "encode_varint", "tag", "varint_field", "bytes_field", "fixed32_field", "VARINT", "FIXED64",
-           "LEN", "START_GROUP", "END_GROUP", "FIXED32"]
+           "messages", "Message", "MAX_FIELDS", "MAX_DEPTH", "encode_varint", "tag", "varint_field", "bytes_field",
+           "fixed32_field", "VARINT", "FIXED64", "LEN", "START_GROUP", "END_GROUP", "FIXED32"]
 
 VARINT, FIXED64, LEN, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
 _MASK64 = 0xFFFFFFFFFFFFFFFF
+MAX_FIELDS = 1 << 20
+"""Default limit on the fields of one :class:`Message`."""
+MAX_DEPTH = 64
+"""Nesting limit for callers that follow recursive message types."""
 
-Buffer = bytes | memoryview
+Buffer = bytes | bytearray | memoryview
 Fields = dict[int, list[object]]
 
 
@@ -31,14 +39,15 @@ class WireError(ValueError):
     """Bytes that are not a valid message of the expected type."""
 
 
-def read_varint(data: Buffer, pos: int, end: int) -> tuple[int, int]:
-    """A base-128 varint at ``pos`` that ends before ``end`` (at most 10 bytes), as an unsigned
-    64-bit value, and the position after it."""
+def read_varint(data: Buffer, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
+    """A base-128 varint at ``pos`` that ends before ``end`` (at most ``max_bytes`` bytes: 10 for a
+    varint64, 5 for LevelDB's varint32), as an unsigned 64-bit value (higher bits dropped, as
+    protobuf and LevelDB do), and the position after it."""
     byte = data[pos] if pos < end else 0x80
     if byte < 0x80:
         return byte, pos + 1
     result = shift = 0
-    limit = min(end, pos + 10)
+    limit = min(end, pos + max_bytes)
     while pos < limit:
         byte = data[pos]
         pos += 1
@@ -146,6 +155,100 @@ def messages(fields: Fields, number: int) -> list[Buffer]:
     if not all(isinstance(v, (bytes, memoryview)) for v in values):
         raise WireError(f"field {number} has the wrong wire type")
     return values  # type: ignore[return-value]
+
+
+class Message:
+    """One serialized message, split into fields on construction (at most ``max_fields``, else WireError);
+    typed accessors by field number with proto3 rules (the last value of a singular field wins)."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, data: Buffer, max_fields: int = MAX_FIELDS) -> None:
+        fields: dict[int, list[int | memoryview]] = {}
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        for count, (number, _, value) in enumerate(iter_fields(view), 1):
+            if count > max_fields:
+                raise WireError(f"more than {max_fields:,} fields in one message")
+            fields.setdefault(number, []).append(value)  # type: ignore[arg-type]
+        self._fields = fields
+
+    def has(self, number: int) -> bool:
+        """Whether the field occurs at all."""
+        return number in self._fields
+
+    def count(self, number: int) -> int:
+        """How many times the field occurs."""
+        return len(self._fields.get(number, ()))
+
+    def uint(self, number: int, default: int = 0) -> int:
+        """The last value of a scalar field (unsigned), or ``default``."""
+        values = self._fields.get(number)
+        if not values:
+            return default
+        value = values[-1]
+        if not isinstance(value, int):
+            raise WireError(f"field {number} is length-delimited where a number was expected")
+        return value
+
+    def int64(self, number: int, default: int = 0) -> int:
+        """The last value of an ``int64``/``int32``/enum field, sign restored."""
+        return signed(self.uint(number, default))
+
+    def flag(self, number: int) -> bool:
+        """The last value of a ``bool`` field."""
+        return bool(self.uint(number))
+
+    def blob(self, number: int) -> bytes:
+        """The last value of a ``bytes`` field (``b""`` when absent)."""
+        views = self.views(number)
+        return bytes(views[-1]) if views else b""
+
+    def text(self, number: int) -> str:
+        """The last value of a ``string`` field (invalid UTF-8 kept as surrogate escapes)."""
+        return self.blob(number).decode("utf-8", "surrogateescape")
+
+    def texts(self, number: int) -> list[str]:
+        """Every value of a ``repeated string`` field."""
+        return [bytes(v).decode("utf-8", "surrogateescape") for v in self.views(number)]
+
+    def views(self, number: int) -> list[memoryview]:
+        """Every value of a length-delimited field, as zero-copy slices."""
+        values = self._fields.get(number, [])
+        for value in values:
+            if not isinstance(value, memoryview):
+                raise WireError(f"field {number} is a number where a length-delimited value was expected")
+        return values  # type: ignore[return-value]
+
+    def message(self, number: int, max_fields: int = MAX_FIELDS) -> Message | None:
+        """A singular message field (its occurrences merged, as protobuf does), or None when absent."""
+        views = self.views(number)
+        if not views:
+            return None
+        return Message(views[0] if len(views) == 1 else b"".join(views), max_fields)
+
+    def messages(self, number: int, max_fields: int = MAX_FIELDS) -> Iterator[Message]:
+        """Each value of a ``repeated`` message field, decoded as it is reached."""
+        for view in self.views(number):
+            yield Message(view, max_fields)
+
+    def packed_ints(self, number: int) -> list[int]:
+        """Every value of a ``repeated`` scalar varint field, packed or not (unsigned)."""
+        out: list[int] = []
+        for value in self._fields.get(number, []):
+            if isinstance(value, int):
+                out.append(value)
+                continue
+            pos, end = 0, len(value)
+            while pos < end:
+                item, pos = read_varint(value, pos, end)
+                out.append(item)
+        return out
+
+    def map_entries(self, number: int) -> Iterator[tuple[str, memoryview]]:
+        """The ``(key, serialized value)`` pairs of a ``map<string, Message>`` field, in stored order."""
+        for entry in self.messages(number, max_fields=16):
+            views = entry.views(2)
+            yield entry.text(1), views[-1] if views else memoryview(b"")
 
 
 def encode_varint(value: int) -> bytes:

@@ -21,7 +21,7 @@ from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, Obj
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
-from formats.core.protowire import MAX_DEPTH, Message, WireError, iter_fields
+from formats.io.wire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import decode_shape, dtype_name
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",
@@ -31,10 +31,6 @@ MAX_OBJECTS = 1 << 17
 """More objects than this in one SavedModel is refused (a few bytes each could otherwise cost GBs)."""
 MAX_EDGES = 1 << 19
 """More references between objects (children, slot variables) than this is refused."""
-MAX_NESTING = 256
-"""Objects deeper than this below the root are refused (real graphs are a few dozen deep)."""
-MAX_PATH_BYTES = 64 << 20
-"""The object paths of a graph (one per edge, as every command builds them) may not exceed this many bytes."""
 VARIABLE_VALUE = "VARIABLE_VALUE"
 KERAS_METRIC = "_tf_keras_metric"
 """The ``SavedUserObject.identifier`` of a Keras metric (its ``total``/``count`` are state, not weights)."""
@@ -65,7 +61,7 @@ def decode_saved_objects(data: bytes, source: str) -> tuple[list[SavedObject], d
     functions: dict[str, memoryview] = {}
     edges = 0
     try:
-        for number, _, value in iter_fields(data):
+        for number, _, value in iter_fields(memoryview(data)):
             if number == 1 and isinstance(value, memoryview):
                 if len(nodes) == MAX_OBJECTS:
                     raise CorruptCheckpointError(source, f"the SavedObjectGraph holds more than {MAX_OBJECTS:,} "
@@ -119,9 +115,8 @@ def build_object_graph(data: bytes, source: str) -> tuple[ObjectGraph, list[Save
     ``VARIABLE_VALUE`` attribute (full name from ``SavedVariable.name``), saveable objects their own
     attributes, and functions a note with their inputs and outputs."""
     saved, functions = decode_saved_objects(data, source)
-    _check_extent(saved, source)
     nodes = [ObjectNode(i, s.children, [], s.slot_variables) for i, s in enumerate(saved)]
-    graph = ObjectGraph(nodes, source)  # checks every node id, computes paths breadth-first
+    graph = ObjectGraph(nodes, source, "SavedObjectGraph")  # checks node ids, depth and path bytes
     for node, obj in zip(nodes, saved):
         path = graph.path(node.id)
         if path is None:
@@ -131,30 +126,6 @@ def build_object_graph(data: bytes, source: str) -> tuple[ObjectGraph, list[Save
         node.attributes += [Attribute(name, "", attribute_key(path, name)) for name in obj.saveables]
     _annotate(nodes, saved, functions, source)
     return graph, saved
-
-
-def _check_extent(saved: list[SavedObject], source: str) -> None:
-    """Refuse graphs whose object paths would be far larger than the file: deeper than
-    :data:`MAX_NESTING`, or whose paths (one per edge) add up to more than :data:`MAX_PATH_BYTES`."""
-    if not saved:
-        return
-    depth, length = {0: 0}, {0: 0}
-    frontier, total = [0], 0
-    while frontier:
-        following = []
-        for node in frontier:
-            for ref in saved[node].children:
-                total += length[node] + len(ref.local_name) + 1
-                if total > MAX_PATH_BYTES:
-                    raise CorruptCheckpointError(source, f"the SavedObjectGraph's object paths add up to more "
-                                                 f"than {MAX_PATH_BYTES >> 20} MiB")
-                if 0 <= ref.node_id < len(saved) and ref.node_id not in depth:
-                    depth[ref.node_id] = depth[node] + 1
-                    length[ref.node_id] = length[node] + len(ref.local_name) + 1
-                    following.append(ref.node_id)
-        if following and depth[following[0]] > MAX_NESTING:
-            raise CorruptCheckpointError(source, f"the SavedObjectGraph nests objects more than {MAX_NESTING} deep")
-        frontier = following
 
 
 def variable_keys(graph: ObjectGraph, saved: list[SavedObject]) -> dict[str, TensorSpec]:

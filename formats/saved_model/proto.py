@@ -2,7 +2,7 @@
 
 Field numbers are those of TensorFlow's ``saved_model.proto`` (``SavedModel``), ``meta_graph.proto``
 (``MetaGraphDef``, ``SignatureDef``, ``TensorInfo``) and ``tensor_shape.proto``. The file is
-memory-mapped and walked with :mod:`formats.core.protowire`: the ``graph_def`` (which can be
+memory-mapped and walked with :mod:`formats.io.wire`: the ``graph_def`` (which can be
 hundreds of megabytes in TF1 exports) is skipped without being copied; the ``SavedObjectGraph``
 is copied out as bytes and decoded only when asked for (:mod:`formats.saved_model.objects`).
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from dataclasses import dataclass, field
 
 from formats.concepts.signatures import Signature, TensorSpec
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
-from formats.core.protowire import Message, WireError
+from formats.io import storage
+from formats.io.wire import Message, WireError
 from formats.saved_model.format import GRAPH_FILE, TEXT_GRAPH_FILE
 
 __all__ = ["MetaGraph", "SavedModelProto", "read_saved_model",
@@ -82,19 +82,17 @@ def map_regular_file(path: str, limit: int = MAX_PROTO_BYTES,
     """The bytes of a regular file of less than ``limit`` bytes, memory-mapped (``b""`` when empty);
     a device, pipe or directory is refused before it is opened."""
     try:
-        info = os.stat(path)
+        with storage.open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size >= limit:
+                raise UnsupportedError(path, f"{size:,} bytes: {too_large}")
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except FileNotFoundError:
         raise CheckpointNotFoundError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)") from None
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)")
-    if info.st_size >= limit:
-        raise UnsupportedError(path, f"{info.st_size:,} bytes: {too_large}")
-    if not info.st_size:
-        return b""
-    with open(path, "rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def read_saved_model(directory: str) -> SavedModelProto:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core._gc import paused_gc
 from formats.core import dtypes
+from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
 from formats.core.sources import apply_index
 from formats.io.crc import crc32c, unmask
@@ -117,6 +118,7 @@ class BundleTensor(TensorEntry):
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
         import numpy as np
 
+        self._reader.check_array(self.raw)
         stream = _streamable(self)
         if stream is None:
             return TensorEntry.read_slice(self, index)
@@ -227,7 +229,7 @@ class _Labels:
         """The decoded object graph (None for a name-based bundle)."""
         if self._graph is None and self._object_based:
             from formats.core.errors import CorruptCheckpointError
-            from formats.concepts.object_graph import decode_object_graph
+            from formats.concepts.object_graph_codec import decode_object_graph
 
             raw = self._reader.entries[OBJECT_GRAPH_KEY.encode()]
             if raw.dtype != 7 or raw.shape != () or raw.slices:
@@ -284,11 +286,20 @@ class BundleCheckpoint(Checkpoint):
                 "producer": h.producer, "min_consumer": h.min_consumer}
 
     def problems(self) -> list[Problem]:
-        """Missing data files, byte ranges that run past their data file or overlap, and bytes after the
-        last tensor."""
+        """Missing data files, byte ranges that run past their data file or overlap, bytes after the
+        last tensor, and an object graph that does not decode (or refers to nodes it does not have)."""
         missing = [Problem(os.path.basename(self.reader.data_paths[shard]), message)
                    for shard, message in sorted(self.reader.missing.items())]
-        return missing + _layout_problems(self.reader)
+        return missing + _layout_problems(self.reader) + self._graph_problems()
+
+    def _graph_problems(self) -> list[Problem]:
+        if self.format != FormatName.TF_OBJECT:
+            return []
+        try:
+            self._labels.graph()
+        except CheckpointError as exc:
+            return [Problem(OBJECT_GRAPH_KEY, exc.message)]
+        return []
 
     def close(self) -> None:
         """Unmap the data files."""

@@ -17,7 +17,7 @@ def open_data_file(path: str) -> Any:
     if storage.is_url(path):
         return RemoteFile(path)
     try:
-        with open(path, "rb") as f:
+        with storage.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     except OSError as exc:

@@ -14,8 +14,12 @@ _BUNDLE_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")
 
 
 def bundle_prefixes(directory: str) -> list[str]:
-    """Prefixes of every bundle (``*.index``) directly inside ``directory`` (path or URL), sorted."""
-    return sorted(p[:-len(".index")] for p in storage.glob(directory, "*.index"))
+    """Prefixes of every bundle (``*.index``) directly inside ``directory`` (path or URL), sorted; a local
+    ``*.index`` that is no regular file (a FIFO, a symlink to a device) is no bundle's, as for :meth:`resolve`."""
+    found = storage.glob(directory, "*.index")
+    if not storage.is_url(directory):
+        found = [p for p in found if os.path.isfile(p)]
+    return sorted(p[:-len(".index")] for p in found)
 
 
 class BundleFormat:

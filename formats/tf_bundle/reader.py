@@ -24,10 +24,11 @@ from formats.core.errors import (ChecksumError, CheckpointNotFoundError, Corrupt
                       UnsupportedError)
 from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
 from formats.concepts.slice_key import Extent, encode_slice_key
-from formats.io.sstable.block import TableError, read_varint
+from formats.concepts.tiling import format_extents, slice_box, tiling_problem
 from formats.io.sstable.table import read_table
-from formats.tf_bundle.wire import WireError, decode_entry, decode_header
-from formats.core.model import OBJECT_GRAPH_KEY
+from formats.io.wire import WireError, read_varint
+from formats.tf_bundle.wire import decode_entry, decode_header
+from formats.core.model import OBJECT_GRAPH_KEY, array_problem
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,11 +227,22 @@ class BundleReader:
                 actual = crc32c(chunk, actual)
             if actual != unmask(e.crc32c):
                 raise self.checksum_error(e, actual)
-        elif dt.enum == dtypes.STRING:
+        elif _is_string(dt):
             self._read_strings(e)
         else:
             self._read_variants(e)
         return e.size
+
+    def check_array(self, e: RawEntry) -> dtypes.DType:
+        """The entry's dtype, or UnsupportedError when numpy cannot hold its value (unknown dtype, more than
+        64 dimensions, a shape too large for any array)."""
+        dt = self.dtype_of(e)
+        if dt.fixed_width and not e.slices:
+            self.check_fixed_size(e, dt)  # stored bytes that do not match the shape are corruption first
+        unfit = array_problem(e.shape, dt.itemsize)
+        if unfit is not None:
+            raise UnsupportedError(self.index_path, f"tensor {e.name!r} has {unfit}")
+        return dt
 
     def check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
         """Raise unless a fixed-width entry stores exactly the bytes its shape needs."""
@@ -246,14 +258,14 @@ class BundleReader:
 
     def read(self, e: RawEntry) -> np.ndarray:
         """The entry's value as a numpy array (a partitioned variable assembled whole)."""
+        dt = self.check_array(e)
         if e.slices:
             return self._read_partitioned(e)
-        dt = self.dtype_of(e)
         if dt.fixed_width:
             return self._read_fixed(e, dt)
         import numpy as np
 
-        values = self._read_strings(e) if dt.enum == dtypes.STRING else self._read_variants(e)
+        values = self._read_strings(e) if _is_string(dt) else self._read_variants(e)
         out = np.empty(len(values), dtype=object)
         out[:] = values
         return out.reshape(e.shape)
@@ -285,7 +297,7 @@ class BundleReader:
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
                 packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
-        except TableError:
+        except WireError:
             raise CorruptCheckpointError(self.data_paths[e.shard_id],
                                          f"tensor {e.name!r}: string lengths run past the tensor") from None
         crc = crc32c(packed)
@@ -324,7 +336,7 @@ class BundleReader:
         for i in range(n):
             try:
                 length, pos = read_varint(data, pos, len(data))
-            except TableError:
+            except WireError:
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
             if pos + length + 4 > len(data):
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")
@@ -345,23 +357,22 @@ class BundleReader:
         return values
 
     def slice_parts(self, e: RawEntry) -> list[tuple[list[Extent], RawEntry]]:
-        """The (extents, entry) of each stored slice of a partitioned variable, all validated."""
+        """The (extents, entry) of each stored slice of a partitioned variable, all validated: the slices
+        tile the shape exactly (:func:`~formats.concepts.tiling.tiling_problem`) and each has its entry."""
+        problem = tiling_problem(e.shape, e.slices)
+        if problem is not None:
+            raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: {problem}")
         parts = []
-        total = 0
         for extents in e.slices:
             part = self.entries.get(encode_slice_key(e.key, extents))
             if part is None:
                 raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slice "
-                                             f"{_fmt_extents(extents)} has no entry")
-            shape = _slice_shape(e, extents, self.index_path)
+                                             f"{format_extents(extents)} has no entry")
+            shape = tuple(stop - start for start, stop in slice_box(e.shape, extents))
             if part.shape != shape or part.dtype != e.dtype or part.slices or not self._plausible(part):
                 raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slice "
-                                             f"{_fmt_extents(extents)} entry does not match its extent")
-            total += math.prod(shape)
+                                             f"{format_extents(extents)} entry does not match its extent")
             parts.append((extents, part))
-        if total != math.prod(e.shape):
-            raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slices hold "
-                                         f"{total} elements, shape {list(e.shape)} needs {math.prod(e.shape)}")
         return parts
 
     def _plausible(self, e: RawEntry) -> bool:
@@ -373,7 +384,7 @@ class BundleReader:
         if dt.fixed_width:
             fits = e.size == n * dt.itemsize
         else:
-            fits = e.size >= (n + 4 if dt.enum == dtypes.STRING else 5 * n)
+            fits = e.size >= (n + 4 if _is_string(dt) else 5 * n)
         return fits and (e.size == 0 or (0 <= e.shard_id < len(self.data_paths)
                                          and e.offset + e.size <= self.file_size(e.shard_id)))
 
@@ -383,30 +394,13 @@ class BundleReader:
         dt = self.dtype_of(e)
         parts = self.slice_parts(e)
         out = np.empty(e.shape, dtype=dt.numpy())
-        covered = np.zeros(e.shape, dtype=bool)
-        for extents, part in parts:
+        for extents, part in parts:  # they tile the shape: every element is written once
             index = tuple(slice(s, s + n) if n >= 0 else slice(None) for s, n in extents)
-            if covered[index].any():
-                raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: slices overlap")
-            covered[index] = True
             out[index] = self.read(part)
         return out
 
 
-def _slice_shape(e: RawEntry, extents: list[Extent], path: str) -> tuple[int, ...]:
-    if len(extents) != len(e.shape):
-        raise CorruptCheckpointError(path, f"partitioned tensor {e.name!r}: slice rank {len(extents)} "
-                                     f"differs from rank {len(e.shape)}")
-    shape = []
-    for (start, length), dim in zip(extents, e.shape):
-        if length < 0:
-            start, length = 0, dim
-        if start < 0 or start + length > dim:
-            raise CorruptCheckpointError(path, f"partitioned tensor {e.name!r}: slice "
-                                         f"{_fmt_extents(extents)} lies outside shape {list(e.shape)}")
-        shape.append(length)
-    return tuple(shape)
-
-
-def _fmt_extents(extents: list[Extent]) -> str:
-    return "[" + ", ".join(":" if n < 0 else f"{s}:{s + n}" for s, n in extents) + "]"
+def _is_string(dt: dtypes.DType) -> bool:
+    """``string`` or ``string_ref`` (a reference dtype is stored as its base type): stored as strings,
+    not as variants."""
+    return dt.enum in (dtypes.STRING, dtypes.STRING + 100)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from formats.concepts.tensor_proto import decode_values, min_value_bytes, value_field
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, Problem, TensorEntry
+from formats.core.model import Checkpoint, Problem, TensorEntry, array_problem
 from formats.io.wire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
-from formats.tf_v1.tiling import Box, format_extents, slice_box, tiling_problem, volume
+from formats.concepts.tiling import Box, format_extents, slice_box, tiling_problem, volume
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["V1Tensor", "V1Checkpoint"]
 
-_MAX_RANK = 64
 _DROP_AFTER = 1 << 20
 """After reading a value this large, the file's mapped pages are dropped (memory stays near one tensor)."""
 
@@ -102,14 +101,14 @@ class V1Tensor(TensorEntry):
         import numpy as np
 
         dt = self._dtype()
-        if len(self.shape) > _MAX_RANK:
-            raise UnsupportedError(self._where(), f"tensor {self.key!r} has rank {len(self.shape)}; numpy arrays "
-                                   f"have at most {_MAX_RANK} dimensions")
         problem = self.problem()
         if problem is not None:
             raise CorruptCheckpointError(self._where(), f"tensor {self.key!r}: {problem}")
         boxes = [slice_box(self.shape, ref.extents) for ref in self.info.slices]  # they tile the shape
         parts = [self._bounded_values(ref, box, dt) for ref, box in zip(self.info.slices, boxes)]
+        unfit = array_problem(self.shape, dt.itemsize)  # the stored values are plausible; can numpy hold them?
+        if unfit is not None:
+            raise UnsupportedError(self._where(), f"tensor {self.key!r} has {unfit}")
         out = np.empty(self.shape, dtype=dt.numpy())
         for ref, box, data in zip(self.info.slices, boxes, parts):
             values = self._values(ref, data, dt, volume(box))

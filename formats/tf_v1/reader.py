@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
+from formats.io import storage
 from formats.io.sstable.table import Table
 from formats.io.wire import Buffer, WireError
 from formats.tf_v1.meta import FileMeta, decode_file_meta, decode_saved_slice
-from formats.tf_v1.tiling import format_extents
+from formats.concepts.tiling import format_extents
 
 __all__ = ["V1Reader", "TensorInfo", "SliceRef", "open_table", "CHECKPOINT_VERSION"]
 
@@ -52,28 +52,20 @@ class TensorInfo:
         return self.name.decode("utf-8", "surrogateescape")
 
 
-def _regular_size(path: str) -> int:
-    """The size of ``path``, after checking it is a regular file (never a FIFO or a device)."""
+def open_table(path: str) -> tuple[Any, Table]:
+    """A read-only map of a V1 file and the table over it (a FIFO or device is refused unopened)."""
     try:
-        st = os.stat(path)
+        with storage.open_regular(path) as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                raise CorruptCheckpointError(path, "file is empty")
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         raise CheckpointNotFoundError(path, "no such file") from None
-    except OSError as exc:
-        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise CorruptCheckpointError(path, "is not a regular file")
-    return st.st_size
-
-
-def open_table(path: str) -> tuple[Any, Table]:
-    """A read-only map of a V1 file and the table over it."""
-    size = _regular_size(path)
-    if size == 0:
-        raise CorruptCheckpointError(path, "file is empty")
-    try:
-        with open(path, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except IsADirectoryError:
+        raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)") from None
     except (OSError, ValueError) as exc:
+        if isinstance(exc, CorruptCheckpointError):
+            raise
         raise CheckpointNotFoundError(path, f"cannot read ({exc})") from None
     return mm, Table(memoryview(mm), path, "V1 table")
 

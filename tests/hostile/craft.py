@@ -78,3 +78,39 @@ def bundle(directory: Path, name: str, entries: list[tuple[bytes, bytes]], data:
     for shard in range(num_shards if num_shards < 16 else 1):
         Path(f"{prefix}.data-{shard:05d}-of-{num_shards:05d}").write_bytes(data if shard == 0 else b"")
     return prefix
+
+
+def string_tensor(values: list[bytes]) -> tuple[bytes, int]:
+    """A DT_STRING tensor's bytes as a bundle stores them (varint lengths, masked CRC32C of the lengths
+    as uint32, the bytes) and the masked CRC32C its entry holds."""
+    lengths = b"".join(varint(len(v)) for v in values)
+    crc = 0
+    for v in values:
+        crc = crc32c(struct.pack("<I", len(v)), crc)
+    checksum = struct.pack("<I", mask(crc))
+    crc = crc32c(checksum, crc)
+    for v in values:
+        crc = crc32c(v, crc)
+    return lengths + checksum + b"".join(values), mask(crc)
+
+
+def graph_node(children: list[tuple[int, str]] = (), attributes: list[tuple[str, str, str]] = ()) -> dict:
+    """A ``TrackableObject``: ``(node id, local name)`` children, ``(name, full name, checkpoint key)`` attributes."""
+    return {"children": [{"node_id": i, "local_name": n} for i, n in children],
+            "attributes": [{"name": a, "full_name": f, "checkpoint_key": k} for a, f, k in attributes]}
+
+
+def object_bundle(directory: Path, name: str, graph: bytes | list[dict],
+                  tensors: list[tuple[bytes, list[int], bytes]] = ()) -> Path:
+    """A bundle holding the object graph ``graph`` (serialized, or nodes for :func:`graph_node`) and
+    float32 ``(key, shape, little-endian bytes)`` tensors."""
+    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH
+
+    if not isinstance(graph, bytes):
+        graph = encode(TRACKABLE_OBJECT_GRAPH, {"nodes": graph})
+    data, crc = string_tensor([graph])
+    entries = [(b"_CHECKPOINTABLE_OBJECT_GRAPH", entry(7, [], 0, len(data), crc=crc))]
+    for key, shape, raw in tensors:
+        entries.append((key, entry(1, shape, len(data), len(raw), raw)))
+        data += raw
+    return bundle(directory, name, entries, data)

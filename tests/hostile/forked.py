@@ -1,65 +1,95 @@
-"""Run a test case in a forked child of pytest, with an address-space limit and a timeout, so that a
-crash, a hang or a runaway allocation fails the case instead of taking pytest down (and so that
-the case does not pay for a new interpreter: the child shares pytest's imported modules)."""
+"""Run one test case in a forked child with an address-space limit (RLIMIT_AS), a Python allocation
+budget (tracemalloc) and a wall-clock limit: a hang, a crash (a signal, as libhdf5's SIGSEGV) or a runaway
+allocation fails that case with a reason instead of taking the test session down. Forking keeps each case
+cheap: the child inherits the imported modules of a warmed-up parent."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import select
 import signal
+import threading
 import time
-import traceback
+import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+
+__all__ = ["Verdict", "run_forked", "can_fork"]
+
+can_fork = hasattr(os, "fork") and os.path.exists("/proc/self/statm")
+_M_ARENA_MAX = -8
 
 
-def _mapped() -> int:
-    with open("/proc/self/statm", "rb") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+@dataclass
+class Verdict:
+    """How a case ended: ``kind`` is the case's own outcome (what ``fn`` returned), or ``hang``, ``crash``
+    (killed by a signal), ``raised`` (``fn`` raised) or ``memory`` (past the Python allocation budget)."""
+
+    kind: str
+    detail: str = ""
+    peak: int = 0
 
 
-def run_forked(case: Callable[[], Any], headroom: int, seconds: float) -> tuple[str, Any]:
-    """``("ok", value)`` with what ``case()`` returned (JSON-able), ``("raised", "Type: message\\ntraceback")``,
-    ``("crashed", signal name)``, ``("hung", seconds)`` or ``("died", status)``."""
-    read_end, write_end = os.pipe()
+def _address_space() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def _child(fn: Callable[[], tuple[str, str]], headroom: int, budget: int) -> dict[str, object]:
+    with contextlib.suppress(OSError, AttributeError):  # one malloc arena: threads reserve no 64 MiB arenas
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 1)
+    limit = _address_space() + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    tracemalloc.start()
+    try:
+        kind, detail = fn()
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        kind, detail = "raised", f"{type(exc).__name__}: {exc}"
+    peak = tracemalloc.get_traced_memory()[1]
+    if peak > budget and kind not in ("raised",):
+        kind, detail = "memory", f"allocated {peak:,} bytes, budget {budget:,} ({kind}: {detail})"
+    return {"kind": kind, "detail": detail[:4000], "peak": peak}
+
+
+def run_forked(fn: Callable[[], tuple[str, str]], seconds: float, headroom: int, budget: int) -> Verdict:
+    """Run ``fn`` (returning ``(outcome, detail)``) in a child: ``headroom`` bytes of address space beyond
+    what the parent has mapped, at most ``budget`` bytes allocated through Python at once, ``seconds``."""
+    assert threading.active_count() == 1, "fork only from a single-threaded process"
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            import resource
-
-            os.close(read_end)
-            limit = _mapped() + headroom
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            try:
-                message = json.dumps(["ok", case()])
-            except BaseException as exc:  # noqa: BLE001 - reported to the test
-                message = json.dumps(["raised", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"])
-            data = message.encode()
-            while data:
-                data = data[os.write(write_end, data):]
+            os.close(read)
+            payload = json.dumps(_child(fn, headroom, budget)).encode()
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write, view):]
         finally:
             os._exit(0)
-    os.close(write_end)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + seconds
+    os.close(write)
+    chunks, deadline = [], time.monotonic() + seconds
     try:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+            if left <= 0 or not select.select([read], [], [], left)[0]:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                return "hung", seconds
-            piece = os.read(read_end, 1 << 16)
-            if not piece:
+                return Verdict("hang", f"no answer within {seconds} s")
+            chunk = os.read(read, 1 << 16)
+            if not chunk:
                 break
-            chunks.append(piece)
+            chunks.append(chunk)
     finally:
-        os.close(read_end)
-    status = os.waitpid(pid, 0)[1]
+        os.close(read)
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
-        return "crashed", signal.Signals(os.WTERMSIG(status)).name
+        return Verdict("crash", f"killed by signal {os.WTERMSIG(status)}")
     if not chunks:
-        return "died", status
-    kind, value = json.loads(b"".join(chunks))
-    return kind, value
+        return Verdict("crash", f"exited with status {os.waitstatus_to_exitcode(status)} without an answer")
+    answer = json.loads(b"".join(chunks))
+    return Verdict(answer["kind"], answer["detail"], answer["peak"])

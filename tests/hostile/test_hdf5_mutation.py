@@ -28,7 +28,7 @@ from formats.core.errors import CheckpointError
 from formats.ops.compare.verify import verify_checkpoint
 
 from ..conftest import CORPUS
-from .forked import run_forked
+from .forked_h5 import run_forked
 from .test_mutation import SEED, _mutate
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/statm").exists() or not hasattr(os, "fork"),

@@ -117,7 +117,7 @@ def _chain(depth: int, name: str = "x") -> list[bytes]:
 
 
 def test_cycles_and_a_chain_as_deep_as_allowed(tmp_path, run_cli):
-    from formats.saved_model.objects import MAX_NESTING
+    from formats.concepts.object_graph import MAX_NESTING
     from formats.tf_bundle.writer import write_checkpoint
 
     d = saved_model_dir(tmp_path / "m", saved_model(meta_graph(graph=object_graph(_chain(MAX_NESTING)))), None)
@@ -130,7 +130,7 @@ def test_cycles_and_a_chain_as_deep_as_allowed(tmp_path, run_cli):
 
 
 def test_a_chain_deeper_than_allowed(model, run_cli):
-    from formats.saved_model.objects import MAX_NESTING
+    from formats.concepts.object_graph import MAX_NESTING
 
     (model / "saved_model.pb").write_bytes(saved_model(meta_graph(graph=object_graph(_chain(3000)))))
     assert run_cli("ls", model).exit_code == 0  # the keys need no graph
@@ -140,7 +140,7 @@ def test_a_chain_deeper_than_allowed(model, run_cli):
 
 
 def test_object_paths_far_larger_than_the_file(model, run_cli):
-    from formats.saved_model.objects import MAX_PATH_BYTES
+    from formats.concepts.object_graph import MAX_PATH_BYTES
 
     long = "n" * (1 << 20)  # one 1 MiB name, reached through 100 edges: 100 MiB of paths from a 1 MiB file
     graph = object_graph([user_object([(1, long)]), user_object([(2, f"a{i}") for i in range(100)]),

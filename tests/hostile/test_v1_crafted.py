@@ -205,7 +205,7 @@ def test_fifo_and_device_in_a_run_directory_do_not_hang(tmp_path, run_cli):
     assert result.exit_code == 0, result.output
     assert '"path": "' + str(tmp_path / "model.ckpt-1") + '"' in result.output
     assert "model.ckpt-2" not in result.output and "model.ckpt-3" not in result.output
-    with pytest.raises(CorruptCheckpointError, match="is not a regular file"):
+    with pytest.raises(CorruptCheckpointError, match="not a regular file"):
         from formats.tf_v1.reader import V1Reader
 
         V1Reader([str(tmp_path / "model.ckpt-3")])

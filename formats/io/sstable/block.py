@@ -12,9 +12,10 @@ import struct
 
 from formats.io.crc import crc32c, unmask
 from formats.io.sstable import snappy
+from formats.io.wire import WireError, read_varint
 
 __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
-           "block_handle", "read_varint"]
+           "block_handle"]
 
 MAGIC = 0xDB4775248B80FB57
 MAGIC_BYTES = struct.pack("<Q", MAGIC)
@@ -22,6 +23,9 @@ FOOTER_SIZE = 48
 TRAILER_SIZE = 5
 NO_COMPRESSION = 0
 SNAPPY_COMPRESSION = 1
+KEY_WIDENING = 32
+"""Prefix compression lets a block's keys take more bytes than the block: TensorFlow restarts it every 16
+entries, so its keys take at most about 16 times the block; more than this many times (plus 1 MiB) is refused."""
 
 
 class TableError(ValueError):
@@ -32,24 +36,13 @@ class BlockChecksumError(TableError):
     """A block whose bytes do not match the CRC32C in its trailer."""
 
 
-def read_varint(data: bytes, pos: int, limit: int, max_bytes: int = 10) -> tuple[int, int]:
-    """Decode a base-128 varint at ``pos`` that must end before ``limit``; return (value, new pos)."""
-    result = shift = 0
-    end = min(limit, pos + max_bytes)
-    while pos < end:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-    raise TableError("varint runs past its bounds")
-
-
 def block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
     """A BlockHandle (offset and size varints) at ``pos``, and the position after it."""
-    offset, pos = read_varint(data, pos, limit)
-    size, pos = read_varint(data, pos, limit)
+    try:
+        offset, pos = read_varint(data, pos, limit)
+        size, pos = read_varint(data, pos, limit)
+    except WireError:
+        raise TableError("varint runs past its bounds") from None
     return offset, size, pos
 
 
@@ -87,15 +80,19 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
     entries: list[tuple[bytes, bytes]] = []
     key = b""
     pos = 0
+    allowed, made = KEY_WIDENING * n + (1 << 20), 0
     while pos < limit:
         shared = block[pos]
         if shared < 0x80 and pos + 2 < limit and block[pos + 1] < 0x80 and block[pos + 2] < 0x80:
             non_shared, value_len = block[pos + 1], block[pos + 2]
             pos += 3
         else:
-            shared, pos = read_varint(block, pos, limit, 5)
-            non_shared, pos = read_varint(block, pos, limit, 5)
-            value_len, pos = read_varint(block, pos, limit, 5)
+            try:
+                shared, pos = read_varint(block, pos, limit, 5)
+                non_shared, pos = read_varint(block, pos, limit, 5)
+                value_len, pos = read_varint(block, pos, limit, 5)
+            except WireError:
+                raise TableError("varint runs past its bounds") from None
         if shared > len(key):
             raise TableError(f"entry shares {shared} bytes with a {len(key)}-byte previous key")
         key_end = pos + non_shared
@@ -103,6 +100,10 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
         if value_end > limit:
             raise TableError("entry runs past the end of its block")
         key = key[:shared] + block[pos:key_end]
+        made += len(key)
+        if made > allowed:
+            raise TableError(f"the keys of a {n:,}-byte block would take more than {allowed:,} bytes (each shares "
+                             "more of the previous key than TensorFlow's restart points allow)")
         entries.append((key, block[key_end:value_end]))
         pos = value_end
     return entries

@@ -15,25 +15,13 @@ from typing import BinaryIO
 
 from formats.io.crc import crc32c, mask
 from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
+from formats.io.wire import encode_varint
 
-__all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator", "short_successor",
-           "encode_varint"]
+__all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator", "short_successor"]
 
 BLOCK_SIZE = 256 * 1024
 RESTART_INTERVAL = 16
 _OVERLY_LARGE_RATIO = 2
-
-
-def encode_varint(value: int) -> bytes:
-    """Base-128 varint (LevelDB's ``PutVarint32/64``) of a non-negative integer."""
-    if value < 0:
-        raise ValueError(f"varint of a negative number {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def shortest_separator(start: bytes, limit: bytes) -> bytes:

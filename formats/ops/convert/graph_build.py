@@ -2,14 +2,14 @@
 
 :class:`GraphBuilder` grows a graph from the root (node 0): objects by path, attributes,
 slot variables on an optimizer node; :meth:`GraphBuilder.encode` serializes it with
-:func:`formats.concepts.object_graph.encode_object_graph` (re-exported here).
+:func:`formats.concepts.object_graph_codec.encode_object_graph` (re-exported here).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formats.concepts.object_graph import (ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef,
-                                          checkpointed_nodes, encode_object_graph, escape_local_name)
+from formats.concepts.object_graph import ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
+from formats.concepts.object_graph_codec import checkpointed_nodes, encode_object_graph
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
 

@@ -30,16 +30,18 @@ nothing: every file is written and verified in a staging directory first.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
-from formats.io.atomic import ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created, temp_name
+from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
+                               remove_tree, sweep_temporaries, temp_name)
 from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy, write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
 
@@ -57,13 +59,8 @@ _UNSAFE = re.compile(r"[%\\\x00-\x1f\x7f]")
 
 def safe_relative_path(key: str) -> str:
     """``key`` as a relative path that cannot leave its directory (see the module doc); ``/`` separates."""
-    parts = []
-    for segment in key.split("/"):
-        segment = _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", segment)
-        if segment in ("", ".", ".."):
-            segment = segment.replace(".", "%2E") or "%"
-        parts.append(segment)
-    return "/".join(parts)
+    escaped = _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", key)  # never a "/": segments stay apart
+    return "/".join(s if s not in ("", ".", "..") else (s.replace(".", "%2E") or "%") for s in escaped.split("/"))
 
 
 def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
@@ -161,17 +158,51 @@ def _inside(root: str, target: str, key: str) -> None:
         raise ExtractError(target, f"key {key!r} would be written outside {root} (symlink?)")
 
 
+_STAGE_SUFFIX = 48  # the staging directory's name beyond the output's (``/.ckpt-extract.tmp-<rand>-<host>-<pid>``)
+
+
+def _limits(root: str) -> tuple[int, int]:
+    """(longest file name, longest path) the file system under ``root`` allows (255 and 4096 if unknown)."""
+    existing = os.path.abspath(root)
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    try:
+        return os.pathconf(existing, "PC_NAME_MAX"), os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - platforms without pathconf
+        return 255, 4096
+
+
+def _check_lengths(entries: list[TensorEntry], rels: list[str], root: str) -> None:
+    """Refuse, before anything is written, keys whose files the file system cannot name (a segment or the
+    whole path too long), in one pass over each key."""
+    from formats.core.values import quoted_text
+
+    name_max, path_max = _limits(root)
+    base = len(os.fsencode(os.path.abspath(root))) + _STAGE_SUFFIX
+    for entry, rel in zip(entries, rels):
+        encoded = os.fsencode(rel)
+        size, segment = len(encoded), max(map(len, encoded.split(b"/")))
+        if segment > name_max or base + size >= path_max:
+            why = (f"a path segment of {segment:,} bytes (at most {name_max})" if segment > name_max
+                   else f"a path of {base + size:,} bytes (at most {path_max:,})")
+            raise ExtractError(root, f"key {quoted_text(entry.key, 120)} needs {why} as a file under this "
+                               "directory", hint="write a .npz instead")
+
+
 def _check_layout(files: list[str], root: str) -> None:
-    """Refuse keys whose files would collide with another key's directory (``a`` vs ``a.npy/b``)."""
-    folders = {"/".join(f.split("/")[:i]) for f in files for i in range(1, f.count("/") + 1)}
-    clash = sorted(folders.intersection(files))
-    if clash:
-        raise ExtractError(root, f"{clash[0]!r} would be both a file and a directory", hint="write a .npz instead")
+    """Refuse keys whose files would collide with another key's directory (``a`` vs ``a.npy/b``): in sorted
+    order, the first path under ``f/`` is where ``f + "/"`` would go (n log n, whatever the depth)."""
+    ordered = sorted(files)
+    for name in ordered:
+        at = bisect_left(ordered, name + "/")
+        if at < len(ordered) and ordered[at].startswith(name + "/"):
+            raise ExtractError(root, f"{name!r} would be both a file and a directory", hint="write a .npz instead")
 
 
 def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: Checkpoint, force: bool,
                allow_pickle: bool, verify: bool, progress: Progress | None) -> WriteReport:
     rels = [safe_relative_path(label) + ".npy" for label in labels]
+    _check_lengths(entries, rels, root)
     _check_layout(rels, root)
     targets = [os.path.join(root, *rel.split("/")) for rel in rels]
     for entry, target in zip(entries, targets):
@@ -183,7 +214,9 @@ def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: C
     exists = os.path.isdir(root)
     final = os.path.abspath(root)
     created = [] if exists else make_parents(final)
-    stage = os.path.join(final, f".ckpt-extract.tmp-{os.urandom(4).hex()}") if exists else temp_name(final)
+    staged_as = os.path.join(final, "ckpt-extract") if exists else final
+    sweep_temporaries(staged_as)  # what a killed extract left behind
+    stage = temp_name(staged_as)
     try:
         ensure_space(final if exists else os.path.dirname(final), sum(e.nbytes for e in entries))
         _stage(entries, rels, stage, report, allow_pickle, verify, progress)
@@ -193,11 +226,17 @@ def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: C
             os.rename(stage, final)  # all at once
             fsync_dir(os.path.dirname(final))
     except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        _discard(stage)
         remove_created(created)
         raise
-    shutil.rmtree(stage, ignore_errors=True)
+    _discard(stage)
     return report
+
+
+def _discard(stage: str) -> None:
+    """Remove a staging directory whatever is in it (failures to remove are left for the next sweep)."""
+    with contextlib.suppress(OSError):
+        remove_tree(stage)
 
 
 def _stage(entries: list[TensorEntry], rels: list[str], stage: str, report: WriteReport, allow_pickle: bool,
@@ -207,7 +246,7 @@ def _stage(entries: list[TensorEntry], rels: list[str], stage: str, report: Writ
     compared = RoundTripReport(report.path, "sources")
     for entry, rel in zip(entries, rels):
         staged = os.path.join(stage, *rel.split("/"))
-        os.makedirs(os.path.dirname(staged), exist_ok=True)
+        make_parents(staged)  # iterative: a key may be two thousand segments deep
         with open(staged, "xb") as f:
             written = write_member(f, entry.key, entry, allow_pickle)
         fsync_file(staged)

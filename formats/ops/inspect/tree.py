@@ -9,6 +9,10 @@ name-based slots (``kernel/Adam``) then land under their variable by themselves.
 A :class:`TreeNode` row shows its own tensor (``key``/``dtype``/``shape``, ``own_nbytes``,
 ``own_parameters``) if it has one (a variable: its slots are its children);
 ``nbytes``/``parameters`` are always the totals of its whole subtree.
+
+Every walk is iterative and the depth is bounded: a key split into more than :data:`MAX_TREE_DEPTH`
+segments keeps the rest of the key as its last row's label, and an object tree nested deeper (slot
+variables of slot variables) is refused, so any file gives a tree that renders and serializes.
 """
 from __future__ import annotations
 
@@ -16,14 +20,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from formats.core.errors import CheckpointError
+from formats.concepts.object_graph import MAX_NESTING
+from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.model import Role
 
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import ObjectGraph
 
-__all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES"]
+__all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES", "MAX_TREE_DEPTH"]
+
+MAX_TREE_DEPTH = MAX_NESTING + 8
+"""Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 OPTIMIZER_ROLES = frozenset({Role.SLOT, Role.OPTIMIZER})
 _NON_PARAMETER = {"string", "variant", "resource"}
@@ -49,18 +57,33 @@ class TreeNode:
 
     def total(self) -> None:
         """Recompute ``nbytes``/``parameters``/``tensors`` of this subtree from own tensors upwards."""
-        for child in self.children:
-            child.total()
-        self.nbytes = self.own_nbytes + sum(c.nbytes for c in self.children)
-        self.parameters = self.own_parameters + sum(c.parameters for c in self.children)
-        self.tensors = (self.key is not None) + sum(c.tensors for c in self.children)
+        for node in reversed([self, *(n for _, _, n in self.walk())]):  # children before their parent
+            node.nbytes = node.own_nbytes + sum(c.nbytes for c in node.children)
+            node.parameters = node.own_parameters + sum(c.parameters for c in node.children)
+            node.tensors = (node.key is not None) + sum(c.tensors for c in node.children)
 
     def walk(self) -> Iterator[tuple[int, tuple[bool, ...], TreeNode]]:
         """Yield ``(depth, last-flags of each ancestor level, node)`` for the children, depth first."""
-        yield from _walk(self, ())
+        stack: list[tuple[tuple[bool, ...], TreeNode]] = [((), self)]
+        while stack:
+            lasts, node = stack.pop()
+            for i in range(len(node.children) - 1, -1, -1):  # pushed last to first: popped in order
+                stack.append(((*lasts, i == len(node.children) - 1), node.children[i]))
+            if node is not self:
+                yield len(lasts) - 1, lasts, node
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready nested dict."""
+        top = self._own_json()
+        docs = {id(self): top}
+        for _, _, node in self.walk():  # parents come before their children
+            docs[id(node)] = node._own_json()
+        for node in [self, *(n for _, _, n in self.walk())]:
+            if node.children:
+                docs[id(node)]["children"] = [docs[id(c)] for c in node.children]
+        return top
+
+    def _own_json(self) -> dict[str, object]:
         doc: dict[str, object] = {"label": self.label}
         if self.key is not None:
             doc.update(key=self.key, dtype=self.dtype, shape=list(self.shape or ()), role=self.role)
@@ -69,16 +92,7 @@ class TreeNode:
             doc["note"] = self.note
         if self.aliases:
             doc["aliases"] = list(self.aliases)
-        if self.children:
-            doc["children"] = [c.to_json() for c in self.children]
         return doc
-
-
-def _walk(node: TreeNode, lasts: tuple[bool, ...]) -> Iterator[tuple[int, tuple[bool, ...], TreeNode]]:
-    for i, child in enumerate(node.children):
-        flags = lasts + (i == len(node.children) - 1,)
-        yield len(flags) - 1, flags, child
-        yield from _walk(child, flags)
 
 
 @dataclass
@@ -154,16 +168,21 @@ def _variant_note(entry: TensorEntry) -> str:
 
 
 def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
+    """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
+    linear in the keys' length."""
     root = TreeNode("")
-    index: dict[tuple[str, ...], TreeNode] = {(): root}
+    kids: dict[int, dict[str, TreeNode]] = {}
     for key in sorted(keys):
-        parts = tuple(key.split("/"))
-        for depth in range(1, len(parts) + 1):
-            if parts[:depth] not in index:
-                node = TreeNode(parts[depth - 1])
-                index[parts[:depth - 1]].children.append(node)
-                index[parts[:depth]] = node
-        index[parts].key = key
+        parts = key.split("/", MAX_TREE_DEPTH - 1)
+        node = root
+        for part in parts:
+            below = kids.setdefault(id(node), {})
+            child = below.get(part)
+            if child is None:
+                child = below[part] = TreeNode(part)
+                node.children.append(child)
+            node = child
+        node.key = key
     return root
 
 
@@ -186,7 +205,7 @@ def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str], everythin
     slots = _slot_homes(ckpt, graph, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
     builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(ckpt, keys), everything)
-    root = builder.build(0, "")
+    root = builder.build()
     root.children += [TreeNode(k, key=k) for k in keys if k not in mapping]
     return root
 
@@ -226,7 +245,36 @@ class _GraphBuilder:
         self.everything = everything
         self.noted: set[int] = set()
 
-    def build(self, node_id: int, label: str) -> TreeNode:
+    def build(self) -> TreeNode:
+        """The tree under the root object: rows made top-down, then finished bottom-up (a row is kept
+        when it holds a tensor, a kept row, or a note), without recursion."""
+        root = self._row(0, "")
+        made: list[tuple[TreeNode, int, list[TreeNode]]] = []
+        todo = [(root, 0, 0)]
+        seen = {0}
+        while todo:
+            row, node_id, depth = todo.pop()
+            kids = []
+            for child_id, label in self._kids(node_id):
+                if child_id in seen:  # slots of slots may loop: each object once
+                    continue
+                if depth + 1 > MAX_TREE_DEPTH:
+                    raise CorruptCheckpointError(self.graph.source, f"the object graph nests objects more than "
+                                                 f"{MAX_TREE_DEPTH} deep (slot variables of slot variables?)")
+                seen.add(child_id)
+                kids.append(self._row(child_id, label))
+                todo.append((kids[-1], child_id, depth + 1))
+            made.append((row, node_id, kids))
+        for row, node_id, kids in reversed(made):  # every row's children are finished before it
+            row.children = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
+            keys = self.own.get(node_id, [])
+            if len(keys) == 1:
+                row.key = keys[0]
+            else:
+                row.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
+        return root
+
+    def _row(self, node_id: int, label: str) -> TreeNode:
         node = TreeNode(label, aliases=self._aliases(node_id))
         if self.graph.is_optimizer(node_id):
             kind = self.kinds.get(self.graph.path(node_id) or "")
@@ -234,21 +282,13 @@ class _GraphBuilder:
         if self.everything and self.graph.nodes[node_id].note:
             node.note = "; ".join(filter(None, [node.note, self.graph.nodes[node_id].note]))
             self.noted.add(id(node))
-        keys = self.own.get(node_id, [])
-        for ref in self.graph.nodes[node_id].children:
-            if self.graph.parent(ref.node_id) == (node_id, ref.local_name) and ref.node_id not in self.placed:
-                self._add(node, self.build(ref.node_id, ref.local_name))
-        for slot_name, slot_id in self.slots.get(node_id, []):
-            self._add(node, self.build(slot_id, slot_name))
-        if len(keys) == 1:
-            node.key = keys[0]
-        else:
-            node.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
         return node
 
-    def _add(self, parent: TreeNode, child: TreeNode) -> None:
-        if child.key is not None or child.children or id(child) in self.noted:
-            parent.children.append(child)
+    def _kids(self, node_id: int) -> list[tuple[int, str]]:
+        """The objects shown under ``node_id``: its children at their first path, then its slots."""
+        kids = [(ref.node_id, ref.local_name) for ref in self.graph.nodes[node_id].children
+                if self.graph.parent(ref.node_id) == (node_id, ref.local_name) and ref.node_id not in self.placed]
+        return kids + [(slot_id, slot_name) for slot_name, slot_id in self.slots.get(node_id, [])]
 
     def _aliases(self, node_id: int) -> list[str]:
         if node_id in self.placed and self.graph.parent(node_id) is not None:

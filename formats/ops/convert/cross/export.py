@@ -28,12 +28,12 @@ from typing import Any
 from formats.ops.convert.sources import is_object_based
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
 from formats.core.dtypes import by_name
-from formats.core.errors import VerificationError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.errors import InvalidOutputError, VerificationError
+from formats.core.model import Checkpoint, TensorEntry, array_problem
 from formats.core.roundtrip import compare_checkpoints
 from formats.core.sources import CHUNK, elements, fixed_chunks
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
-from formats.io.npy import member_name, stored_dtype, stores_bits, write_npz
+from formats.io.npy import fixed_width_problem, member_name, stored_dtype, stores_bits, write_npz
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.safetensors.header import DTYPES as SAFETENSORS_DTYPES
@@ -60,17 +60,18 @@ def provenance_entry(source: Checkpoint, key: str, entry: TensorEntry, out: str 
 
 def _storable(target: str, entry: TensorEntry) -> str | None:
     """Why ``entry`` cannot be stored in ``target`` (None when it can)."""
-    if target == "safetensors":
-        return None if entry.dtype in SAFETENSORS_DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
     try:
         dt = by_name(entry.dtype)
     except ValueError:
         dt = None
+    unfit = array_problem(tuple(entry.shape), dt.itemsize if dt is not None and dt.fixed_width else 8)
+    if unfit is not None:
+        return f"tensor has {unfit}"
+    if target == "safetensors":
+        return None if entry.dtype in SAFETENSORS_DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
     if dt is None or dt.numpy_name is None:
         return f"{entry.dtype} tensors cannot be stored in npz"
-    if not dt.fixed_width and any(x.endswith(b"\x00") for x in elements(entry)):
-        return f"{entry.dtype} tensor has elements ending in NUL bytes, which npz fixed-width bytes would drop"
-    return None
+    return None if dt.fixed_width else fixed_width_problem(entry.dtype, elements(entry))
 
 
 def _plan(source: Checkpoint, options: ConvertOptions, target: str) -> ConversionPlan:
@@ -97,8 +98,8 @@ def _plan(source: Checkpoint, options: ConvertOptions, target: str) -> Conversio
         for row in plan.rows:
             try:
                 member_name(row.key)
-            except ValueError:
-                plan.add("unsupported", row.key, "this key cannot be an npz member name")
+            except InvalidOutputError as exc:
+                plan.add("unsupported", row.key, exc.message)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     provenance = {"source": source.path, "format": source.format, "tensors": records}

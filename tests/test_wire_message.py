@@ -1,9 +1,9 @@
-"""The shared wire decoder (formats.core.protowire): typed fields, proto3 rules, bounds."""
+"""The shared wire decoder (formats.io.wire): typed fields, proto3 rules, bounds."""
 from __future__ import annotations
 
 import pytest
 
-from formats.core.protowire import Message, WireError, iter_fields, read_varint, signed64
+from formats.io.wire import Message, WireError, iter_fields, read_varint, signed
 
 
 def varint(n: int) -> bytes:
@@ -67,13 +67,20 @@ def test_values_are_zero_copy_views():
     (b"\x08" + b"\xff" * 11, "overlong varint"),
     (b"\x08", "truncated or overlong varint"),
     (b"\x00\x01", "field number 0"),
-    (b"\x0b", "unsupported wire type 3"),
+    (b"\x0b", "unterminated group"),
+    (b"\x0e", "unexpected wire type 6"),
     (b"\x0d\x01\x02", "truncated fixed32"),
     (b"\x09\x01", "truncated fixed64"),
 ])
 def test_malformed_bytes_raise_wire_errors(data, message):
     with pytest.raises(WireError, match=message):
         Message(data)
+
+
+def test_groups_are_skipped_as_unknown_fields():
+    group = b"\x1b" + field(1, 5) + b"\x1c"  # field 3 as a group holding field 1, then its end
+    msg = Message(field(1, 7) + group + field(2, b"x"))
+    assert msg.uint(1) == 7 and msg.text(2) == "x" and not msg.has(3)
 
 
 def test_wrong_wire_type_for_the_field():
@@ -90,4 +97,4 @@ def test_field_count_is_bounded():
 
 def test_varint_helpers():
     assert read_varint(varint(2 ** 63), 0, 10) == (2 ** 63, 10)
-    assert signed64(2 ** 64 - 5) == -5 and signed64(5) == 5
+    assert signed(2 ** 64 - 5) == -5 and signed(5) == 5

@@ -1,6 +1,7 @@
-"""Whether the slices a V1 checkpoint declares for a tensor tile its shape exactly: every slice inside
-the shape, no two overlapping, no element left out. Pure arithmetic on the extents: nothing is
-allocated in proportion to the shape, and the work is bounded by the number of slices."""
+"""Whether the slices a checkpoint declares for a partitioned tensor (in a V1 checkpoint or a bundle) tile
+its shape exactly: every slice inside the shape, no two overlapping, no element left out. Pure arithmetic
+on the extents: nothing is allocated in proportion to the shape, and the work is bounded by the number
+of slices."""
 from __future__ import annotations
 
 import math

@@ -1,0 +1,120 @@
+"""The ``TrackableObjectGraph`` of a TF2 checkpoint on the wire: :func:`decode_object_graph` gives an
+:class:`~formats.concepts.object_graph.ObjectGraph` that mirrors the proto field by field, in order, and
+:func:`encode_object_graph` writes nodes back byte for byte as TensorFlow does (both with
+:mod:`formats.concepts.proto`, no protobuf runtime).
+
+Decoding is bounded by the bytes it is given: the nodes and their references are counted before any is
+built, and a graph holding more than one object or reference per :data:`BYTES_PER_ITEM` bytes (beyond
+the first :data:`FREE_ITEMS`) is refused - a real one holds at least five bytes for each (a name, an
+id), while a few empty nodes per byte would otherwise cost hundreds of bytes of memory each.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, RegisteredSaver,
+                                           SlotVariableRef)
+from formats.core.errors import CorruptCheckpointError
+from formats.core.model import OBJECT_GRAPH_KEY
+
+__all__ = ["decode_object_graph", "encode_object_graph", "checkpointed_nodes", "BYTES_PER_ITEM", "FREE_ITEMS"]
+
+BYTES_PER_ITEM = 4
+"""A graph may hold one node, child, attribute or slot variable reference per this many bytes..."""
+FREE_ITEMS = 1 << 16
+"""...beyond this many."""
+
+
+def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGraph:
+    """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not
+    one, or if it holds more objects than its size justifies (see the module doc)."""
+    from formats.concepts.proto.messages import TRACKABLE_OBJECT, decode
+    from formats.io.wire import LEN, WireError, iter_fields
+
+    view = memoryview(data)
+    try:
+        _check_size(view, source)
+        nodes: list[ObjectNode] = []
+        for number, wire, value in iter_fields(view):
+            if number == 1 and wire == LEN:  # another wire type is an unknown field, skipped as protobuf does
+                nodes.append(_node(len(nodes), decode(TRACKABLE_OBJECT, value)))  # type: ignore[arg-type]
+    except WireError as exc:
+        raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
+    return ObjectGraph(nodes, source)
+
+
+def _check_size(view: memoryview, source: str) -> None:
+    """Refuse before building anything when the nodes and their fields outnumber what the bytes justify."""
+    from formats.io.wire import LEN, iter_fields
+
+    allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
+    items = 0
+    for number, wire, value in iter_fields(view):
+        if number == 1 and wire == LEN:
+            items += 1
+            for _ in iter_fields(value):  # type: ignore[arg-type]
+                items += 1
+        if items > allowed:
+            raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) holds more than "
+                                         f"{allowed:,} objects and references in {len(view):,} bytes: too many "
+                                         "to be real")
+
+
+def _node(index: int, p: dict[str, Any]) -> ObjectNode:
+    node = ObjectNode(
+        id=index,
+        children=[ChildRef(c["node_id"], c["local_name"]) for c in p["children"]],
+        attributes=[Attribute(a["name"], a["full_name"], a["checkpoint_key"], a["optional_restore"])
+                    for a in p["attributes"]],
+        slot_variables=[SlotVariableRef(s["original_variable_node_id"], s["slot_name"], s["slot_variable_node_id"])
+                        for s in p["slot_variables"]])
+    saver = p["registered_saver"]
+    if saver is not None:
+        node.registered_saver = RegisteredSaver(saver["name"], saver["object_name"])
+    if p["has_checkpoint_values"] is not None:
+        node.has_checkpoint_values = p["has_checkpoint_values"]["value"]
+    return node
+
+
+def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
+    """Ids of nodes that have checkpoint values themselves (attributes, slot variables, a registered
+    saver) or through a descendant: TensorFlow's ``_add_has_checkpoint_values``."""
+    parents: dict[int, set[int]] = {}
+    marked = {n.id for n in nodes if n.attributes or n.slot_variables or n.registered_saver is not None}
+    for node in nodes:
+        for child in node.children:
+            parents.setdefault(child.node_id, set()).add(node.id)
+    todo = list(marked)
+    while todo:
+        for parent in parents.pop(todo.pop(), ()):
+            if parent not in marked:
+                marked.add(parent)
+                todo.append(parent)
+    return marked
+
+
+def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
+    """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
+    TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
+    ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it."""
+    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, encode
+
+    for index, node in enumerate(nodes):
+        if node.id != index:
+            raise ValueError(f"node {index} has id {node.id}")
+    valued = checkpointed_nodes(nodes) if fill_has_values else None
+    return encode(TRACKABLE_OBJECT_GRAPH, {"nodes": [_node_fields(n, valued) for n in nodes]})
+
+
+def _node_fields(node: ObjectNode, valued: set[int] | None) -> dict[str, Any]:
+    saver = node.registered_saver
+    has_values = node.has_checkpoint_values if valued is None else node.id in valued
+    return {
+        "children": [{"node_id": c.node_id, "local_name": c.local_name} for c in node.children],
+        "attributes": [{"name": a.name, "full_name": a.full_name, "checkpoint_key": a.checkpoint_key,
+                        "optional_restore": a.optional_restore} for a in node.attributes],
+        "slot_variables": [{"original_variable_node_id": s.original_variable_node_id, "slot_name": s.slot_name,
+                            "slot_variable_node_id": s.slot_variable_node_id} for s in node.slot_variables],
+        "registered_saver": None if saver is None else {"name": saver.name, "object_name": saver.object_name},
+        "has_checkpoint_values": None if has_values is None else {"value": has_values},
+    }
