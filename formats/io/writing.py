@@ -234,13 +234,16 @@ class OutputGuard:
 
 def guard_output(output: str, files: Iterable[str] | None = None, *,
                  inputs: Iterable[str | os.PathLike[str] | Checkpoint] = (), sources: Iterable[Source] = (),
-                 force: bool = False, what: str = "output file", directory: bool = False) -> OutputGuard:
+                 force: bool = False, what: str = "output file", directory: bool = False,
+                 marker: str | None = None) -> OutputGuard:
     """Check an output before anything is written; return the guard for sources met later.
 
     ``files`` are the files the output creates (default: ``output`` itself). Refused, in this order:
     ``output`` naming a directory (unless ``directory``: extract's directory mode), any file of
     ``inputs`` or ``sources`` that is an output file (always, ``force`` or not), and an existing output
-    file unless ``force`` (``what`` names it in the message: ``output checkpoint exists``).
+    unless ``force`` (``what`` names it in the message: ``output checkpoint exists``). With ``marker``,
+    the output exists when that one file does (a bundle is its index: data files without it are what a
+    killed write left, replaced by the next); else when any of ``files`` does.
     """
     if not directory:
         refuse_directory(output)
@@ -249,7 +252,7 @@ def guard_output(output: str, files: Iterable[str] | None = None, *,
     for source in sources:
         guard.check_source(source)
     if not force:
-        for f in guard.files:
+        for f in ([marker] if marker is not None else guard.files):
             if _exists(f):
                 raise OutputExistsError(output, f"{what} exists" + ("" if f == output or f.startswith(output + ".") else f": {f}"),
                                         hint="pass force=True to replace it")

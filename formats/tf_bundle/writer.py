@@ -24,7 +24,7 @@ from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, Out
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
-from formats.io.atomic import ensure_space, fsync_dir, make_parents, remove_created, temp_name
+from formats.io.atomic import ensure_space, fsync_dir, make_parents, remove_created, temp_name, sweep_temporaries
 from formats.io.crc import crc32c, mask, unmask
 from formats.io.writing import (OutputGuard, Stored, WriteReport, check_roundtrip, guard_output, planned_bytes,
                                 sources_of)
@@ -75,7 +75,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     final_index, finals = prefix + ".index", [data_file_name(prefix, k, count) for k in range(count)]
     sources, inputs = sources_of(tensors), list(inputs)
     guard = guard_output(prefix, [final_index, *finals], inputs=inputs, sources=sources, force=force,
-                         what="output checkpoint")
+                         what="output checkpoint", marker=final_index)
     if storage.is_url(prefix):
         from formats.io.remote_write import write_then_upload
 
@@ -85,6 +85,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     pairs = _pairs(tensors, object_graph)
     directory = os.path.dirname(os.path.abspath(prefix))
     created = make_parents(prefix)
+    sweep_temporaries(prefix)  # what killed writes of this prefix left
     temp = temp_name(prefix)
     temp_index, temps = temp + ".index", [data_file_name(temp, k, count) for k in range(count)]
     report = WriteReport(prefix, "tf-name", [final_index, *finals])
@@ -101,11 +102,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         _write_index(temp_index, records, count)
         if verify:
             report.accept(_verify(temp, prefix, records, chunk))
-        for temp_data, final_data in zip(temps, finals):
-            if not os.path.lexists(final_data):
-                leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
-            os.replace(temp_data, final_data)
-        os.replace(temp_index, final_index)
+        _publish(prefix, temps, finals, temp_index, final_index, leftovers)
         fsync_dir(directory)
     except BaseException:
         for path in leftovers:
@@ -114,6 +111,33 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         remove_created(created)
         raise
     return report
+
+
+def _publish(prefix: str, temps: list[str], finals: list[str], temp_index: str, final_index: str,
+             leftovers: list[str]) -> None:
+    """Put the written files in place so that a reader only ever sees the old checkpoint, the new one or
+    none: the old index goes first (the old bundle is then gone as a whole), the data files follow, and
+    the index, which makes the bundle, comes last. Data files of the prefix that no index names any more
+    (the old bundle's, or those a killed write left) are removed."""
+    if os.path.lexists(final_index):
+        os.unlink(final_index)
+        fsync_dir(os.path.dirname(os.path.abspath(final_index)))
+    for orphan in _data_files(prefix):
+        if orphan not in finals:
+            os.unlink(orphan)
+    for temp_data, final_data in zip(temps, finals):
+        leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
+        os.replace(temp_data, final_data)
+    os.replace(temp_index, final_index)
+
+
+def _data_files(prefix: str) -> list[str]:
+    """The ``prefix.data-NNNNN-of-NNNNN`` files that exist (of any shard count)."""
+    import glob
+    import re
+
+    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.data-\d{5}-of-\d{5}$")
+    return [f for f in glob.glob(glob.escape(prefix) + ".data-*") if pattern.match(os.path.basename(f))]
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
