@@ -48,6 +48,18 @@ def run_isolated(task: Callable[[Beat], bytes], path: str, *, what: str, memory:
     """
     if not hasattr(os, "fork"):
         return task(lambda: None)
+    for attempt in range(2):  # a stall is tried once more: a loaded machine can starve a child too
+        raw, status, stopped = _run_once(task, memory, seconds, max_output, hold)
+        if stopped is None or attempt or not stopped.startswith("no progress"):
+            break
+    if stopped is not None:
+        raise CorruptCheckpointError(path, f"{what}: {stopped}")
+    return _answer(raw, status, path, what, memory)
+
+
+def _run_once(task: Callable[[Beat], bytes], memory: int, seconds: float | None, max_output: int,
+              hold: AbstractContextManager[Any] | None) -> tuple[bytes, int, str | None]:
+    """One forked run: what the child sent, its wait status, and why it was stopped (or None)."""
     read_end, write_end = os.pipe()
     with hold if hold is not None else nullcontext():
         pid = os.fork()
@@ -62,10 +74,7 @@ def run_isolated(task: Callable[[Beat], bytes], path: str, *, what: str, memory:
         raise
     finally:
         os.close(read_end)
-    status = _reap(pid, kill=stopped is not None)
-    if stopped is not None:
-        raise CorruptCheckpointError(path, f"{what}: {stopped}")
-    return _answer(raw, status, path, what, memory)
+    return raw, _reap(pid, kill=stopped is not None), stopped
 
 
 def _child(task: Callable[[Beat], bytes], fd: int, memory: int) -> None:  # pragma: no cover - in the child
