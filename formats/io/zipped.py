@@ -59,15 +59,11 @@ def open_zip(path: str) -> Any:
         raise CorruptCheckpointError(path, f"damaged zip archive ({exc})") from None
 
 
-class ByteRange(io.RawIOBase):
-    """A read-only, seekable view of ``length`` bytes of a file starting at ``start``."""
+class _Seekable(io.RawIOBase):
+    """A readable, seekable stream over ``_length`` bytes with a position ``_pos`` (subclasses read)."""
 
-    def __init__(self, path: str, start: int, length: int) -> None:
-        super().__init__()
-        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._start = start
-        self._length = length
-        self._pos = 0
+    _length: int
+    _pos: int
 
     def readable(self) -> bool:
         """Always readable."""
@@ -78,14 +74,25 @@ class ByteRange(io.RawIOBase):
         return True
 
     def tell(self) -> int:
-        """Position inside the range."""
+        """The position."""
         return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move inside the range (positions past its end read as end of file)."""
+        """Move (positions past its end read as end of file)."""
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
         self._pos = max(0, base + offset)
         return self._pos
+
+
+class ByteRange(_Seekable):
+    """A read-only, seekable view of ``length`` bytes of a file starting at ``start``."""
+
+    def __init__(self, path: str, start: int, length: int) -> None:
+        super().__init__()
+        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._start = start
+        self._length = length
+        self._pos = 0
 
     def readinto(self, buffer: Any) -> int:
         """Read up to ``len(buffer)`` bytes of the range into ``buffer``."""
@@ -130,7 +137,7 @@ def _pread_into(f: Any, view: memoryview, position: int) -> int:
         return f.readinto(view) or 0
 
 
-class InflatedMember(io.RawIOBase):
+class InflatedMember(_Seekable):
     """A read-only, seekable view of a deflated zip member, inflated on demand in bounded memory.
 
     The member is inflated forward, once, as far as reads need; a copy of the inflater is kept every
@@ -153,24 +160,6 @@ class InflatedMember(io.RawIOBase):
         self._cache_blocks = cache_blocks
         self._lock = threading.Lock()
         self._pos = 0
-
-    def readable(self) -> bool:
-        """Always readable."""
-        return True
-
-    def seekable(self) -> bool:
-        """Always seekable."""
-        return True
-
-    def tell(self) -> int:
-        """Position inside the member."""
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Move inside the member (positions past its end read as end of file)."""
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
 
     def readinto(self, buffer: Any) -> int:
         """Read up to ``len(buffer)`` bytes from the current position."""

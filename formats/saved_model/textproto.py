@@ -13,6 +13,7 @@ import codecs
 import re
 from collections.abc import Iterator
 
+from formats.io.wire import encode_varint
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError
 from formats.io.wire import MAX_DEPTH
@@ -90,13 +91,8 @@ def _enum(word: str) -> int:
 
 
 def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    """A varint as protobuf writes it: negative numbers as their 64-bit two's complement."""
+    return encode_varint(n & ((1 << 64) - 1))
 
 
 class _Parser:
