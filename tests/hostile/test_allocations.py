@@ -76,8 +76,10 @@ def test_keys_sharing_ever_more_of_the_previous_key(tmp_path):
 
 
 # -- the object graph -----------------------------------------------------------------------------------
-def test_object_graph_of_three_million_empty_nodes(tmp_path):
-    graph = b"\x0a\x00" * 3_000_000  # 6 MB: 3M empty TrackableObjects
+@pytest.mark.parametrize("node, count", [(b"\x0a\x00", 3_000_000),  # 6 MB: 3M empty TrackableObjects
+                                         (b"\x0a\x02\x0a\x00", 1_500_000)])  # each with an empty child reference
+def test_object_graph_of_millions_of_empty_nodes(tmp_path, node, count):
+    graph = node * count
     prefix = object_bundle(tmp_path, "c", graph)
     allowed = FREE_ITEMS + len(graph) // BYTES_PER_ITEM
     for args in (["ls", "--names"], ["ls", "--tree"], ["graph"]):
