@@ -3,17 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from formats.io.wire import Message, WireError, iter_fields, read_varint, signed
+from formats.io.wire import Message, WireError, encode_varint, iter_fields, read_varint, signed
 
 
 def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    """A varint as protobuf writes it (negative numbers as their 64-bit two's complement)."""
+    return encode_varint(n & ((1 << 64) - 1))
 
 
 def field(number: int, value: int | bytes) -> bytes:

@@ -6,19 +6,15 @@ import shutil
 from pathlib import Path
 
 from ..conftest import CORPUS
+from formats.io.wire import encode_varint
 
 FLOAT, INT64, STRING = 1, 9, 7
 MODULE = CORPUS / "saved_models" / "module" / "1"
 
 
 def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    """A varint as protobuf writes it (negative numbers as their 64-bit two's complement)."""
+    return encode_varint(n & ((1 << 64) - 1))
 
 
 def field(number: int, value: int | bytes | str) -> bytes:
