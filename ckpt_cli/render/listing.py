@@ -1,12 +1,14 @@
 """Rendering of ``ckpt ls`` results: a tensor table for a checkpoint, a row per checkpoint for a directory."""
 from __future__ import annotations
 
-import datetime as _dt
 import os
-from typing import Any
 
 from .common import human_bytes, shape_text
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_tensor_table(summary: Any) -> None:
@@ -26,6 +28,8 @@ def render_tensor_table(summary: Any) -> None:
 
 def render_directory_table(path: str, infos: list[Any]) -> None:
     """One row per checkpoint: prefix, step, format, tensors, size, modified, latest."""
+    import datetime as _dt
+
     table = TextTable([("checkpoint", "left"), ("step", "right"), ("format", "left"), ("tensors", "right"),
                        ("size", "right"), ("modified", "left"), ("", "left")])
     for info in infos:

@@ -7,21 +7,26 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Any
 
 from .common import safe_text, use_color
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
 
 
-@dataclass
 class TextTable:
     """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows."""
 
-    columns: list[tuple[str, str]]
-    rows: list[list[str]] = field(default_factory=list)
-    row_styles: list[str | None] = field(default_factory=list)
+    __slots__ = ("columns", "rows", "row_styles")
+
+    def __init__(self, columns: list[tuple[str, str]], rows: list[list[str]] | None = None,
+                 row_styles: list[str | None] | None = None) -> None:
+        self.columns = columns
+        self.rows = [] if rows is None else rows
+        self.row_styles = [None] * len(self.rows) if row_styles is None else row_styles
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """Append one row of cells (as many as there are columns)."""

@@ -28,15 +28,16 @@ Nothing here imports numpy at module level.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import TensorNotFoundError
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from concurrent.futures import Executor
+    from typing import Any
 
     import numpy as np
 
@@ -96,9 +97,10 @@ def shape_text(shape: Iterable[int]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(namedtuple("Problem", ["where", "message"])):
     """One thing wrong: where (a key or a file) and what."""
+
+    __slots__ = ()
 
     where: str
     message: str

@@ -28,12 +28,15 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from formats.core.errors import PluginError
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
-           "resolve_with", "find_with", "suffixes", "claims_directory"]
+           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory"]
 
 ENTRY_POINT_GROUP = "tfckpt.formats"
 
@@ -64,6 +67,13 @@ def _load(ref: str) -> Any:
 def builtin_formats() -> list[Any]:
     """The built-in formats, imported on first use."""
     return [_load(ref) for ref in BUILTIN]
+
+
+def iter_builtin_formats() -> Iterator[Any]:
+    """The built-in formats in order, each imported only when reached (a bundle prefix, claimed by the
+    second, never imports the Keras, npz or safetensors modules)."""
+    for ref in BUILTIN:
+        yield _load(ref)
 
 
 def plugin_formats() -> list[Any]:
@@ -97,7 +107,7 @@ def all_formats() -> list[Any]:
 
 def get_format(name: str) -> Any:
     """The format registered under ``name``; KeyError when there is none."""
-    for spec in builtin_formats():
+    for spec in iter_builtin_formats():
         if spec.name == name:
             return spec
     for spec in plugin_formats():

@@ -5,8 +5,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections import namedtuple
 
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
@@ -17,13 +16,18 @@ from formats.core.foreign import describe_file
 from formats.io import storage
 from formats.io.atomic import is_temp_name
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
            "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(namedtuple("Target", ["kind", "path"])):
     """A resolved checkpoint: ``kind`` is the registry name of its format, ``path`` what that format opens."""
+
+    __slots__ = ()
 
     kind: str
     path: str
@@ -106,7 +110,7 @@ def _is_listing(path: str) -> bool:
 
 def claim(path: str, plugins: bool = True) -> Target | None:
     """The first format that claims ``path`` (built-in formats first, then plugins), or None."""
-    for spec in registry.builtin_formats():
+    for spec in registry.iter_builtin_formats():
         found = _claim_with(spec, path)
         if found is not None:
             return found

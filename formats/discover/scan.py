@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
@@ -27,19 +26,30 @@ _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric valu
 _SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
 
 
-@dataclass
 class CheckpointInfo:
     """One row of a directory listing; ``error`` is set when it cannot be read whole (counts are then
     what could be read: 0 when it cannot be opened at all)."""
 
-    path: str
-    step: int | None
-    format: str
-    tensors: int
-    nbytes: int
-    mtime: float
-    latest: bool
-    error: str | None = None
+    __slots__ = ("path", "step", "format", "tensors", "nbytes", "mtime", "latest", "error")
+
+    def __init__(self, path: str, step: int | None, format: str, tensors: int, nbytes: int, mtime: float,
+                 latest: bool, error: str | None = None) -> None:
+        self.path = path
+        self.step = step
+        self.format = format
+        self.tensors = tensors
+        self.nbytes = nbytes
+        self.mtime = mtime
+        self.latest = latest
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"CheckpointInfo({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -71,13 +81,14 @@ def missing_files(ckpt: Checkpoint) -> list[str]:
     return [f for f in ckpt.files if not (storage.isfile(f) if storage.is_url(f) else os.path.exists(f))]
 
 
-@dataclass
 class _Folder:
-    """What one folder holds: checkpoints found, the latest's path, and the state file's stale names."""
+    """What one folder holds: checkpoints found, the latest's path, and the state file's stale names
+    (``(path as named, is it the latest)``)."""
 
-    targets: list[Target]
-    latest: str | None = None
-    stale: list[tuple[str, bool]] = field(default_factory=list)  # (path as named, is it the latest)
+    def __init__(self, targets: list[Target], latest: str | None = None) -> None:
+        self.targets = targets
+        self.latest = latest
+        self.stale: list[tuple[str, bool]] = []
 
 
 def _folder(directory: str) -> _Folder:

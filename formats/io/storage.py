@@ -12,9 +12,12 @@ import os
 import posixpath
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from formats.core.errors import CheckpointNotFoundError, UnsupportedError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
            "join", "dirname", "basename", "iter_ranges", "transfer", "EXTRAS"]

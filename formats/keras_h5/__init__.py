@@ -8,17 +8,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
-from formats.keras_h5.reader import H5Tensor, KerasCheckpoint, tensor_dtype, wrap_errors
+
+if TYPE_CHECKING:
+    from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
 __all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
 
 KINDS = ("hdf5", "zip", "dir", "sharded")
 """What :func:`open_keras` opens: an HDF5 file, a ``.keras`` archive, a model directory, a ``.weights.json``."""
 _H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError)
+
+
+def __getattr__(name: str) -> object:
+    """``KerasCheckpoint`` and ``H5Tensor`` from the reader, imported on first use (so sniffing a path with
+    :mod:`formats.keras_h5.format` does not load the reader)."""
+    if name in ("KerasCheckpoint", "H5Tensor"):
+        from formats.keras_h5 import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_keras(path: str, kind: str) -> Checkpoint:
@@ -51,6 +63,8 @@ def build_checkpoint(path: str, parts: Sequence[tuple[str, Any]], files: Sequenc
         _close(parts)
         raise
     except _H5_ERRORS as exc:
+        from formats.keras_h5.reader import wrap_errors
+
         _close(parts)
         raise wrap_errors(path, exc) from None
     except BaseException:
@@ -66,6 +80,7 @@ def _close(parts: Sequence[tuple[str, Any]]) -> None:
 def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None,
            extra_meta: dict[str, Any], problems: list[tuple[str, str]]) -> KerasCheckpoint:
     from formats.keras_h5.layouts import Layout, describe
+    from formats.keras_h5.reader import H5Tensor, KerasCheckpoint, tensor_dtype
 
     images = [image for _, image in parts]
     config = images[0].extras.get("config.json") if images else None

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from formats.core._gc import paused_gc
 from formats.core import dtypes
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
-from formats.core.sources import apply_index
 from formats.io.crc import crc32c, unmask
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from concurrent.futures import Executor
+    from typing import Any
 
     import numpy as np
 
@@ -124,6 +124,8 @@ class BundleTensor(TensorEntry):
             pass
         reader, raw, dt = stream
         whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
+        from formats.core.sources import apply_index
+
         picked = whole if index is None else apply_index(whole, index, self)
         out = np.array(picked, copy=True)
         if reader.header.big_endian and dt.itemsize > 1:

@@ -11,9 +11,8 @@ import math
 import mmap
 import os
 import struct
+from collections import namedtuple
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.core.dtypes import name_of as dtype_name
@@ -29,7 +28,10 @@ from formats.io.sstable.table import read_table
 from formats.tf_bundle.wire import WireError, decode_entry, decode_header
 from formats.core.model import OBJECT_GRAPH_KEY
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name"]
@@ -42,20 +44,27 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-@dataclass(frozen=True)
-class BundleHeader:
+_HEADER_FIELDS = ["num_shards", "big_endian", "producer", "min_consumer", "bad_consumers"]
+_ENTRY_FIELDS = ["key", "dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices"]
+
+
+class BundleHeader(namedtuple("BundleHeader", _HEADER_FIELDS, defaults=((),))):
     """The ``BundleHeaderProto`` stored under the empty key."""
+
+    __slots__ = ()
 
     num_shards: int
     big_endian: bool
     producer: int
     min_consumer: int
-    bad_consumers: tuple[int, ...] = ()
+    bad_consumers: tuple[int, ...]
 
 
-@dataclass(slots=True)
-class RawEntry:
-    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable."""
+class RawEntry(namedtuple("RawEntry", _ENTRY_FIELDS, defaults=((),))):
+    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
+    cheap to build for an index of a million entries)."""
+
+    __slots__ = ()
 
     key: bytes
     dtype: int
@@ -64,7 +73,7 @@ class RawEntry:
     offset: int
     size: int
     crc32c: int
-    slices: list[list[Extent]] = field(default_factory=list)
+    slices: list[list[Extent]]
 
     @property
     def name(self) -> str:

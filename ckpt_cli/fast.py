@@ -1,0 +1,118 @@
+"""The console script's entry: ``ckpt ls PATH...`` answered without importing click.
+
+Importing click costs about as much as starting Python itself, and listing a checkpoint needs
+none of it. :func:`main` runs a command line made only of what :data:`LS_OPTIONS` and
+:data:`GLOBAL_FLAGS` describe by calling :func:`ckpt_cli.commands.listing.run_ls` - the function the
+click command calls - and hands everything else to the click CLI (:data:`ckpt_cli.main.cli`):
+help, completion, every other command, and any option this parser does not know or that is
+malformed, so click still parses, reports usage errors and prints help as always. Errors while
+running go through the CLI's one error boundary (:func:`ckpt_cli.main.report_error`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+GLOBAL_FLAGS = {"--traceback": "traceback", "--no-color": "no_color", "-q": "quiet", "--quiet": "quiet"}
+"""Root options the fast path understands (flag -> parameter name); any other goes to click."""
+
+LS_OPTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "-f": ("patterns", ()), "--filter": ("patterns", ()),
+    "--sort": ("sort", ("key", "size")),
+    "-r": ("recursive", None), "--recursive": ("recursive", None),
+    "--tree": ("tree", None), "--names": ("names", None), "--no-optimizer": ("no_optimizer", None),
+    "--json": ("as_json", None),
+}
+"""``ckpt ls`` options: option -> (parameter, values). ``None``: a flag; ``()``: any value, repeatable;
+otherwise the values allowed. ``tests/test_fast_path.py`` checks this table against the click command."""
+
+
+def parse_ls(argv: list[str]) -> tuple[dict[str, bool], dict[str, object]] | None:
+    """``(global flags, ls parameters)`` for a plain ``ckpt [GLOBAL FLAGS] ls [OPTIONS] PATH...``, or None
+    when the line needs click (another command, help, ``--``, an unknown, clustered or malformed option)."""
+    flags = {"traceback": False, "no_color": False, "quiet": False}
+    i = 0
+    while i < len(argv) and argv[i] in GLOBAL_FLAGS:
+        flags[GLOBAL_FLAGS[argv[i]]] = True
+        i += 1
+    if i >= len(argv) or argv[i] != "ls":
+        return None
+    params: dict[str, object] = {"paths": [], "patterns": [], "sort": "key", "recursive": False, "tree": False,
+                                 "names": False, "no_optimizer": False, "as_json": False}
+    words = iter(argv[i + 1:])
+    for word in words:
+        if not word.startswith("-") or word == "-":
+            params["paths"].append(word)  # type: ignore[attr-defined]
+            continue
+        option, eq, value = word.partition("=")
+        spec = LS_OPTIONS.get(option)
+        if spec is None:
+            return None
+        name, allowed = spec
+        if allowed is None:
+            if eq:
+                return None
+            params[name] = True
+            continue
+        if not eq:
+            value = next(words, None)  # type: ignore[assignment]
+            if value is None:
+                return None
+        if allowed and value not in allowed:
+            return None
+        if allowed == ():
+            params[name].append(value)  # type: ignore[attr-defined]
+        else:
+            params[name] = value
+    if not params["paths"]:
+        return None
+    return flags, params
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``ckpt``: the fast path when it applies, else the click CLI."""
+    args = sys.argv[1:] if argv is None else argv
+    parsed = None if "_CKPT_COMPLETE" in os.environ else parse_ls(args)
+    if parsed is None:
+        from ckpt_cli.main import cli
+
+        cli(args=args, prog_name="ckpt")
+        return
+    sys.exit(run_fast(*parsed))
+
+
+def run_fast(flags: dict[str, bool], params: dict[str, object]) -> int:
+    """Run ``ls`` with ``params`` under the global ``flags``; the exit status, as the click CLI would give it."""
+    from formats.core.errors import ExitCode
+
+    no_color = flags["no_color"] and "NO_COLOR" not in os.environ
+    if no_color:
+        os.environ["NO_COLOR"] = "1"  # what --no-color means to the renderers when there is no click context
+    stdout = sys.stdout
+    if flags["quiet"]:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    try:
+        from ckpt_cli.commands.listing import run_ls
+
+        p = params
+        status = run_ls(tuple(p["paths"]), tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type]
+                        p["names"], p["no_optimizer"], p["as_json"])  # type: ignore[arg-type]
+        sys.stdout.flush()
+        return status
+    except KeyboardInterrupt:
+        print("ckpt: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # as the click CLI does: quiet exit when the reader left
+        os.dup2(devnull, stdout.fileno())
+        return int(ExitCode.OK)
+    except Exception as exc:  # the CLI's one error boundary words it and picks the exit status
+        from ckpt_cli.main import report_error
+
+        return report_error(exc, flags["traceback"])
+    finally:
+        if no_color:
+            del os.environ["NO_COLOR"]
+        if sys.stdout is not stdout:
+            sys.stdout.close()
+            sys.stdout = stdout
