@@ -1,9 +1,10 @@
-"""The console script's entry: ``ckpt ls PATH...`` answered without importing click.
+"""The console script's entry: ``ckpt ls`` and ``ckpt verify`` answered without importing click.
 
-Importing click costs about as much as starting Python itself, and listing a checkpoint needs
-none of it. :func:`main` runs a command line made only of what :data:`LS_OPTIONS` and
-:data:`GLOBAL_FLAGS` describe by calling :func:`ckpt_cli.commands.listing.run_ls` - the function the
-click command calls - and hands everything else to the click CLI (:data:`ckpt_cli.main.cli`):
+Importing click costs about as much as starting Python itself, and listing or verifying a checkpoint
+needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
+:data:`GLOBAL_FLAGS` describe by calling the function the click command calls
+(:func:`ckpt_cli.commands.listing.run_ls`, :func:`ckpt_cli.commands.verifying.run_verify`), and hands
+everything else to the click CLI (:data:`ckpt_cli.main.cli`):
 help, completion, every other command, and any option this parser does not know or that is
 malformed, so click still parses, reports usage errors and prints help as always. Errors while
 running go through the CLI's one error boundary (:func:`ckpt_cli.main.report_error`).
@@ -16,7 +17,8 @@ import sys
 GLOBAL_FLAGS = {"--traceback": "traceback", "--no-color": "no_color", "-q": "quiet", "--quiet": "quiet"}
 """Root options the fast path understands (flag -> parameter name); any other goes to click."""
 
-LS_OPTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+Spec = dict[str, tuple[str, "tuple[str, ...] | None"]]
+LS_OPTIONS: Spec = {
     "-f": ("patterns", ()), "--filter": ("patterns", ()),
     "--sort": ("sort", ("key", "size")),
     "-r": ("recursive", None), "--recursive": ("recursive", None),
@@ -24,28 +26,42 @@ LS_OPTIONS: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "--json": ("as_json", None),
 }
 """``ckpt ls`` options: option -> (parameter, values). ``None``: a flag; ``()``: any value, repeatable;
-otherwise the values allowed. ``tests/test_fast_path.py`` checks this table against the click command."""
+``("#",)``: a count (digits); otherwise the values allowed. ``tests/test_fast_path.py`` checks these tables
+against the click commands."""
+
+VERIFY_OPTIONS: Spec = {"--json": ("as_json", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",))}
+"""``ckpt verify`` options (``--against`` is left to click)."""
+
+COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
+    "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
+                        "no_optimizer": False, "as_json": False}),
+    "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0}),
+}
+"""The commands the fast path runs: their options and the parameters' defaults."""
 
 
-def parse_ls(argv: list[str]) -> tuple[dict[str, bool], dict[str, object]] | None:
-    """``(global flags, ls parameters)`` for a plain ``ckpt [GLOBAL FLAGS] ls [OPTIONS] PATH...``, or None
-    when the line needs click (another command, help, ``--``, an unknown, clustered or malformed option)."""
+def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | None:
+    """``(command, global flags, parameters)`` for a plain ``ckpt [GLOBAL FLAGS] ls|verify [OPTIONS] PATH...``,
+    or None when the line needs click (another command, help, ``--``, an unknown, clustered or malformed
+    option, an option's value that is not allowed)."""
     flags = {"traceback": False, "no_color": False, "quiet": False}
     i = 0
     while i < len(argv) and argv[i] in GLOBAL_FLAGS:
         flags[GLOBAL_FLAGS[argv[i]]] = True
         i += 1
-    if i >= len(argv) or argv[i] != "ls":
+    if i >= len(argv) or argv[i] not in COMMANDS:
         return None
-    params: dict[str, object] = {"paths": [], "patterns": [], "sort": "key", "recursive": False, "tree": False,
-                                 "names": False, "no_optimizer": False, "as_json": False}
+    command = argv[i]
+    options, defaults = COMMANDS[command]
+    params = {name: list(value) if isinstance(value, list) else value for name, value in defaults.items()}
+    params["paths"] = []
     words = iter(argv[i + 1:])
     for word in words:
         if not word.startswith("-") or word == "-":
             params["paths"].append(word)  # type: ignore[attr-defined]
             continue
         option, eq, value = word.partition("=")
-        spec = LS_OPTIONS.get(option)
+        spec = options.get(option)
         if spec is None:
             return None
         name, allowed = spec
@@ -58,21 +74,25 @@ def parse_ls(argv: list[str]) -> tuple[dict[str, bool], dict[str, object]] | Non
             value = next(words, None)  # type: ignore[assignment]
             if value is None:
                 return None
-        if allowed and value not in allowed:
-            return None
-        if allowed == ():
+        if allowed == ("#",):
+            if not value.isdigit() or not value.isascii():
+                return None
+            params[name] = int(value)
+        elif allowed == ():
             params[name].append(value)  # type: ignore[attr-defined]
-        else:
+        elif value in allowed:
             params[name] = value
+        else:
+            return None
     if not params["paths"]:
         return None
-    return flags, params
+    return command, flags, params
 
 
 def main(argv: list[str] | None = None) -> None:
     """``ckpt``: the fast path when it applies, else the click CLI."""
     args = sys.argv[1:] if argv is None else argv
-    parsed = None if "_CKPT_COMPLETE" in os.environ else parse_ls(args)
+    parsed = None if "_CKPT_COMPLETE" in os.environ else parse(args)
     if parsed is None:
         from ckpt_cli.main import cli
 
@@ -81,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run_fast(*parsed))
 
 
-def run_fast(flags: dict[str, bool], params: dict[str, object]) -> int:
-    """Run ``ls`` with ``params`` under the global ``flags``; the exit status, as the click CLI would give it."""
+def run_fast(command: str, flags: dict[str, bool], params: dict[str, object]) -> int:
+    """Run ``command`` with ``params`` under the global ``flags``; the exit status, as the click CLI gives it."""
     from formats.core.errors import ExitCode
 
     no_color = flags["no_color"] and "NO_COLOR" not in os.environ
@@ -92,11 +112,7 @@ def run_fast(flags: dict[str, bool], params: dict[str, object]) -> int:
     if flags["quiet"]:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - closed below
     try:
-        from ckpt_cli.commands.listing import run_ls
-
-        p = params
-        status = run_ls(tuple(p["paths"]), tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type]
-                        p["names"], p["no_optimizer"], p["as_json"])  # type: ignore[arg-type]
+        status = _run(command, params)
         sys.stdout.flush()
         return status
     except KeyboardInterrupt:
@@ -116,3 +132,15 @@ def run_fast(flags: dict[str, bool], params: dict[str, object]) -> int:
         if sys.stdout is not stdout:
             sys.stdout.close()
             sys.stdout = stdout
+
+
+def _run(command: str, p: dict[str, object]) -> int:
+    paths = tuple(p["paths"])  # type: ignore[call-overload]
+    if command == "verify":
+        from ckpt_cli.commands.verifying import run_verify
+
+        return run_verify(paths, p["as_json"], p["jobs"])  # type: ignore[arg-type]
+    from ckpt_cli.commands.listing import run_ls
+
+    return run_ls(paths, tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type,call-overload]
+                  p["names"], p["no_optimizer"], p["as_json"])  # type: ignore[arg-type]

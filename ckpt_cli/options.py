@@ -43,6 +43,12 @@ def write_options(source: str = "SRC") -> Callable[[F], F]:
     )
 
 
+def jobs_option() -> Callable[[F], F]:
+    """``--jobs N``: how many threads read tensors (checksums and comparisons run on every core by default)."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N",
+                        help="Threads reading tensors at once (default 0: one per available core).")
+
+
 _UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
           "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 

@@ -12,6 +12,7 @@ import pytest
 
 from ckpt_cli import fast
 from ckpt_cli.commands.ls import ls as ls_command
+from ckpt_cli.commands.verify import verify as verify_command
 from tests.conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,35 +20,44 @@ BUNDLE = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
 RUN_DIR = CORPUS / "seed_slots" / "tf_ckpts"
 
 
-def test_the_option_table_matches_the_click_command() -> None:
-    """Every option the fast path knows means what it means to click (name, flag or value, choices)."""
-    options = {opt: param for param in ls_command.params if isinstance(param, click.Option) for opt in param.opts}
-    for opt, (name, allowed) in fast.LS_OPTIONS.items():
+@pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, {"--against"})])
+def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
+    """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
+    table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
+    options = {opt: param for param in command.params if isinstance(param, click.Option) for opt in param.opts}
+    for opt, (name, allowed) in table.items():
         param = options[opt]
         assert param.name == name
         assert param.is_flag == (allowed is None)
+        assert defaults[name] == ([] if param.multiple else False if param.is_flag else param.default)
         if allowed == ():
             assert param.multiple and not isinstance(param.type, click.Choice)
+        elif allowed == ("#",):
+            assert isinstance(param.type, click.IntRange) and param.type.min == 0
         elif allowed is not None:
             assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == allowed
-    assert set(options) - {"-h", "--help"} == set(fast.LS_OPTIONS)
+    assert set(options) - {"-h", "--help"} - left_to_click == set(table)
 
 
 @pytest.mark.parametrize("argv", [
     ["ls", "-h"], ["ls"], ["ls", "--", "x"], ["ls", "-rf", "x", "p"], ["ls", "--sort", "bogus", "p"],
     ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"], ["diff", "a", "b"],
-    ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [],
+    ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [], ["verify", "--against", "a", "b"],
+    ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
 ])
 def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
-    assert fast.parse_ls(argv) is None
+    assert fast.parse(argv) is None
 
 
 def test_a_plain_line_is_parsed() -> None:
-    flags, params = fast.parse_ls(["-q", "--no-color", "ls", "a", "--filter", "x*", "-f=y", "--sort=size", "b",
-                                   "-r", "--json"])  # type: ignore[misc]
-    assert flags == {"traceback": False, "no_color": True, "quiet": True}
+    command, flags, params = fast.parse(["-q", "--no-color", "ls", "a", "--filter", "x*", "-f=y", "--sort=size", "b",
+                                         "-r", "--json"])  # type: ignore[misc]
+    assert (command, flags) == ("ls", {"traceback": False, "no_color": True, "quiet": True})
     assert params == {"paths": ["a", "b"], "patterns": ["x*", "y"], "sort": "size", "recursive": True,
                       "tree": False, "names": False, "no_optimizer": False, "as_json": True}
+    assert fast.parse(["verify", "-j", "2", "a", "--json", "--jobs=3"]) == (
+        "verify", {"traceback": False, "no_color": False, "quiet": False},
+        {"paths": ["a"], "as_json": True, "jobs": 3})
 
 
 CASES = [
@@ -60,13 +70,17 @@ CASES = [
     ["ls", "-f", "no-such-key*", str(BUNDLE)],
     ["ls", str(BUNDLE) + "-missing"],
     ["-q", "ls", str(BUNDLE)],
+    ["verify", str(BUNDLE)],
+    ["verify", "--json", "-j", "2", str(BUNDLE), str(RUN_DIR)],
+    ["verify", str(BUNDLE) + "-missing"],
+    ["verify", str(BUNDLE), str(BUNDLE) + "-missing"],
 ]
 
 
 @pytest.mark.parametrize("argv", CASES, ids=lambda a: " ".join(a).replace(str(CORPUS), "C"))
 def test_same_output_and_status_as_click(argv: list[str], run_cli, capsys) -> None:
     expected = run_cli(*argv)
-    parsed = fast.parse_ls(argv)
+    parsed = fast.parse(argv)
     assert parsed is not None
     status = fast.run_fast(*parsed)
     out, err = capsys.readouterr()
@@ -81,11 +95,12 @@ def _modules_after(argv: list[str]) -> set[str]:
     return set(done.stderr.split())
 
 
-def test_ls_imports_nothing_it_does_not_need() -> None:
-    modules = _modules_after(["ls", str(BUNDLE)])
+@pytest.mark.parametrize("command", ["ls", "verify"])
+def test_imports_nothing_it_does_not_need(command: str) -> None:
+    modules = _modules_after([command, str(BUNDLE)])
     assert "formats.tf_bundle.checkpoint" in modules
     heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata",
-             "concurrent.futures", "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
+             "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
     assert modules & heavy == set()
 
 

@@ -21,6 +21,8 @@ capability                   what it is for                                     
 ``Checkpoint.files``         every file that makes up the checkpoint                   ``[path]``
 ``Checkpoint.metadata``      format facts (header fields, Keras config, ...)           ``{}``
 ``Checkpoint.object_graph``  the decoded TF2 object graph                              ``None``
+``concurrent_reads``         entries may be read from several threads at once          ``False``
+                             (``verify``, ``diff``, ``stats`` then use every core)
 ===========================  ========================================================  ==================
 
 Nothing here imports numpy at module level.
@@ -196,6 +198,9 @@ class Checkpoint(Mapping[str, TensorEntry]):
     ``path`` is what was opened (a bundle prefix, a file or a directory), ``format`` the name its
     format registered (:class:`FormatName` for the built-in ones).
     """
+
+    concurrent_reads = False
+    """Whether entries may be read (``read``, ``iter_chunks``, ``check``...) from several threads at once."""
 
     def __init__(self, path: str, format: str, entries: dict[str, TensorEntry]) -> None:
         self.path = path

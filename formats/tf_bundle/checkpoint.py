@@ -257,7 +257,10 @@ class _Labels:
 
 
 class BundleCheckpoint(Checkpoint):
-    """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``."""
+    """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``.
+    Entries may be read from several threads at once (data files are shared read-only maps)."""
+
+    concurrent_reads = True
 
     def __init__(self, prefix: str) -> None:
         with paused_gc():

@@ -7,6 +7,7 @@ the entry's CRC32C. See ``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``.
 """
 from __future__ import annotations
 
+import _thread  # the lock primitive without importing threading (start-up)
 import math
 import mmap
 import os
@@ -21,7 +22,7 @@ from formats.io import storage
 from formats.io.crc import crc32c, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
+from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
 from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.io.sstable.block import TableError, read_varint
 from formats.io.sstable.table import read_table
@@ -123,6 +124,7 @@ class BundleReader:
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._maps: dict[int, Any] = {}
+        self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self._check_entries()
         self.missing = self._missing_files()
 
@@ -159,7 +161,10 @@ class BundleReader:
         if m is None:
             if shard in self.missing:
                 raise CheckpointNotFoundError(self.data_paths[shard], self.missing[shard])
-            m = self._maps[shard] = open_data_file(self.data_paths[shard])
+            with self._lock:
+                m = self._maps.get(shard)
+                if m is None:
+                    m = self._maps[shard] = open_data_file(self.data_paths[shard])
         return m
 
     def file_size(self, shard: int) -> int:
@@ -196,8 +201,7 @@ class BundleReader:
         view = memoryview(m)
         for start in range(e.offset, e.offset + e.size, size):
             stop = min(start + size, e.offset + e.size)
-            advise(m, start, stop, MADV_POPULATE_READ)  # one syscall instead of a fault per page
-            yield view[start:stop]
+            yield view[start:stop]  # pages fault in as they are read (without the GIL, in crc32c or numpy)
             advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
 
     def close(self) -> None:
