@@ -1,9 +1,9 @@
-"""The console script's entry: ``ckpt ls`` and ``ckpt verify`` answered without importing click.
+"""The console script's entry: ``ckpt ls``, ``verify`` and ``diff`` answered without importing click.
 
-Importing click costs about as much as starting Python itself, and listing or verifying a checkpoint
-needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
+Importing click costs about as much as starting Python itself, and listing, verifying or comparing
+checkpoints needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
 :data:`GLOBAL_FLAGS` describe by calling the function the click command calls
-(:func:`ckpt_cli.commands.listing.run_ls`, :func:`ckpt_cli.commands.verifying.run_verify`), and hands
+(``run_ls``, ``run_verify``, ``run_diff`` in :mod:`ckpt_cli.commands`), and hands
 everything else to the click CLI (:data:`ckpt_cli.main.cli`):
 help, completion, every other command, and any option this parser does not know or that is
 malformed, so click still parses, reports usage errors and prints help as always. Errors while
@@ -32,16 +32,25 @@ against the click commands."""
 VERIFY_OPTIONS: Spec = {"--json": ("as_json", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",))}
 """``ckpt verify`` options (``--against`` is left to click)."""
 
+DIFF_OPTIONS: Spec = {
+    "--json": ("as_json", None), "-q": ("quiet", None), "--quiet": ("quiet", None),
+    "--keys-only": ("keys_only", None), "--match": ("match", ("key", "name")),
+    "-f": ("patterns", ()), "--filter": ("patterns", ()), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
+}
+"""``ckpt diff`` options (rename rules, prefixes and tolerances are left to click)."""
+
 COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
     "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
                         "no_optimizer": False, "as_json": False}),
     "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0}),
+    "diff": (DIFF_OPTIONS, {"as_json": False, "quiet": False, "keys_only": False, "match": "key", "patterns": [],
+                            "jobs": 0}),
 }
 """The commands the fast path runs: their options and the parameters' defaults."""
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | None:
-    """``(command, global flags, parameters)`` for a plain ``ckpt [GLOBAL FLAGS] ls|verify [OPTIONS] PATH...``,
+    """``(command, global flags, parameters)`` for a plain ``ckpt [GLOBAL FLAGS] COMMAND [OPTIONS] PATH...``,
     or None when the line needs click (another command, help, ``--``, an unknown, clustered or malformed
     option, an option's value that is not allowed)."""
     flags = {"traceback": False, "no_color": False, "quiet": False}
@@ -84,7 +93,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | N
             params[name] = value
         else:
             return None
-    if not params["paths"]:
+    if not params["paths"] or (command == "diff" and len(params["paths"]) != 2):  # type: ignore[arg-type]
         return None
     return command, flags, params
 
@@ -140,6 +149,11 @@ def _run(command: str, p: dict[str, object]) -> int:
         from ckpt_cli.commands.verifying import run_verify
 
         return run_verify(paths, p["as_json"], p["jobs"])  # type: ignore[arg-type]
+    if command == "diff":
+        from ckpt_cli.commands.diffing import run_diff
+
+        return run_diff(*paths, match=p["match"], patterns=tuple(p["patterns"]), keys_only=p["keys_only"],  # type: ignore[arg-type,call-overload]
+                        quiet=p["quiet"], as_json=p["as_json"], jobs=p["jobs"])  # type: ignore[arg-type]
     from ckpt_cli.commands.listing import run_ls
 
     return run_ls(paths, tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type,call-overload]

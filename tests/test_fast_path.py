@@ -11,7 +11,9 @@ import click
 import pytest
 
 from ckpt_cli import fast
+from formats.core import registry
 from ckpt_cli.commands.ls import ls as ls_command
+from ckpt_cli.commands.diff import diff as diff_command
 from ckpt_cli.commands.verify import verify as verify_command
 from tests.conftest import CORPUS
 
@@ -20,7 +22,11 @@ BUNDLE = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
 RUN_DIR = CORPUS / "seed_slots" / "tf_ckpts"
 
 
-@pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, {"--against"})])
+DIFF_LEFT = {"--map", "--regex", "--rules", "--strip-prefix-a", "--strip-prefix-b", "--atol", "--rtol", "--equal-nan"}
+
+
+@pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, {"--against"}),
+                                                    (diff_command, DIFF_LEFT)])
 def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
     """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
     table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
@@ -41,9 +47,10 @@ def test_the_option_tables_match_the_click_commands(command: click.Command, left
 
 @pytest.mark.parametrize("argv", [
     ["ls", "-h"], ["ls"], ["ls", "--", "x"], ["ls", "-rf", "x", "p"], ["ls", "--sort", "bogus", "p"],
-    ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"], ["diff", "a", "b"],
+    ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"], ["trend", "a", "b"],
     ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [], ["verify", "--against", "a", "b"],
     ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
+    ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "1e-3", "a", "b"], ["diff", "--map", "x=y", "a", "b"],
 ])
 def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
     assert fast.parse(argv) is None
@@ -74,6 +81,11 @@ CASES = [
     ["verify", "--json", "-j", "2", str(BUNDLE), str(RUN_DIR)],
     ["verify", str(BUNDLE) + "-missing"],
     ["verify", str(BUNDLE), str(BUNDLE) + "-missing"],
+    ["diff", str(BUNDLE), str(BUNDLE)],
+    ["diff", "--json", "-j", "2", str(BUNDLE), str(CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-3")],
+    ["diff", "-q", str(BUNDLE), str(CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-4")],
+    ["diff", "--keys-only", "--match", "name", "-f", "*", str(BUNDLE), str(CORPUS / "tf1_adam")],
+    ["diff", str(BUNDLE), str(BUNDLE) + "-missing"],
 ]
 
 
@@ -95,10 +107,16 @@ def _modules_after(argv: list[str]) -> set[str]:
     return set(done.stderr.split())
 
 
-@pytest.mark.parametrize("command", ["ls", "verify"])
-def test_imports_nothing_it_does_not_need(command: str) -> None:
-    modules = _modules_after([command, str(BUNDLE)])
+NAME_BASED = CORPUS / "tf1_adam"
+
+
+@pytest.mark.parametrize("argv", [["ls", str(BUNDLE)], ["verify", str(BUNDLE)], ["diff", NAME_BASED, NAME_BASED],
+                                  ["ls", RUN_DIR]], ids=["ls", "verify", "diff", "ls DIR"])
+def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
+    """(A name-based bundle for diff: comparing an object graph, a string tensor, takes numpy.)"""
+    modules = _modules_after([str(a) for a in argv])
     assert "formats.tf_bundle.checkpoint" in modules
+    assert registry._may_declare(registry.ENTRY_POINT_GROUP) is False  # no plugin installed here
     heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata",
              "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
     assert modules & heavy == set()

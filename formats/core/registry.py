@@ -85,6 +85,8 @@ def plugin_formats() -> list[Any]:
 
 
 def _scan_entry_points() -> Iterator[Any]:
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return
     from importlib.metadata import entry_points
 
     builtin_names = {spec.name for spec in builtin_formats()}
@@ -98,6 +100,43 @@ def _scan_entry_points() -> Iterator[Any]:
             raise PluginError(ep.value, f"format plugin {ep.name!r} lacks {', '.join(missing)}")
         if spec.name not in builtin_names:
             yield spec
+
+
+def _may_declare(group: str) -> bool:
+    """Whether any installed distribution may declare entry points in ``group``: a look at the
+    ``entry_points.txt`` of each ``*.dist-info``/``*.egg-info`` folder on ``sys.path`` (a few
+    milliseconds), so that ``importlib.metadata``, which parses every package's metadata (tens of
+    milliseconds), runs only when one does. True when it cannot tell (zipped or egg path entries,
+    a custom distribution finder)."""
+    import importlib.machinery
+
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return True
+    section = f"[{group}]".encode()
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True  # a zip archive on sys.path
+            continue
+        if folder.endswith(".egg"):
+            return True
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")) and _mentions(os.path.join(folder, name), section):
+                return True
+    return False
+
+
+def _mentions(info: str, section: bytes) -> bool:
+    try:
+        with open(os.path.join(info, "entry_points.txt"), "rb") as f:
+            return section in f.read()
+    except OSError:
+        return False
 
 
 def all_formats() -> list[Any]:

@@ -130,12 +130,16 @@ def _claim_with(spec: Any, path: str) -> Target | None:
 
 
 def claim_directory(directory: str) -> Target | None:
-    """A format that takes the directory itself as one checkpoint (a SavedModel), or None."""
-    for spec in registry.all_formats():
-        if registry.claims_directory(spec):
-            found = _claim_with(spec, directory)
-            if found is not None:
-                return found
+    """A format that takes the directory itself as one checkpoint (a SavedModel), or None. Plugins are asked
+    only when no built-in format takes it."""
+    for spec in registry.iter_builtin_formats():
+        found = _claim_with(spec, directory) if registry.claims_directory(spec) else None
+        if found is not None:
+            return found
+    for spec in registry.plugin_formats():
+        found = _claim_with(spec, directory) if registry.claims_directory(spec) else None
+        if found is not None:
+            return found
     return None
 
 

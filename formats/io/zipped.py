@@ -12,9 +12,11 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-from typing import Any
-
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "open_zip", "check_expansion", "read_member",
            "member_stream", "member_head", "stored_member_start", "crc_problem", "is_zip"]

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
+
     from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
 __all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
@@ -123,7 +125,7 @@ def _walk_parts(parts: Sequence[tuple[str, Any]], problems: list[tuple[str, str]
     return datasets, owner, (all_groups[0] if len(all_groups) == 1 else _MergedGroups(all_groups))
 
 
-class _MergedGroups(Mapping[str, Any]):
+class _MergedGroups(Mapping[str, "Any"]):
     """The groups of several shards by path; where several shards hold a group, the copy carrying a
     ``name`` attribute (Keras writes it in the first shard only)."""
 

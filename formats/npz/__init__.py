@@ -6,8 +6,7 @@ numpy is imported only when a file is opened.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from formats.npz.reader import NpzCheckpoint, NpzTensor, open_npz
 

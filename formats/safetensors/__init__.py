@@ -4,8 +4,7 @@ keys' TensorFlow names and roles restored from ckpt's provenance record when the
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from formats.safetensors.reader import SafetensorsCheckpoint, SafetensorsTensor, open_safetensors
 
