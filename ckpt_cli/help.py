@@ -39,7 +39,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
                      "slot_names"),
     "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
-    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
+    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "link", "allow_missing", "allow_pickle",
                 "rules_out"),
     "Optimizer state": ("learning_rate", "hparams"),
     "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "precision", "threshold",

@@ -122,7 +122,7 @@ def test_diff_reports_the_same_with_one_thread_or_two(tmp_path, run_cli) -> None
 def test_same_bytes_compares_any_buffers_exactly() -> None:
     import mmap
 
-    from formats.io import memcmp
+    from formats.core import memcmp
 
     data = bytes(range(256)) * 4096
     assert memcmp.same_bytes(data, bytearray(data)) and memcmp.same_bytes(b"", memoryview(b""))

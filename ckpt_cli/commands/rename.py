@@ -6,7 +6,7 @@ import click
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import rule_options, write_options
+from ..options import link_option, rule_options, write_options
 
 
 @command(short_help="Write a checkpoint again with variables renamed.")
@@ -17,10 +17,11 @@ from ..options import rule_options, write_options
 @click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from names that start with it.")
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
 @write_options()
+@link_option()
 @click.pass_context
 def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
            rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
-           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool) -> None:
     """Write SRC again with variables renamed.
 
     Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
@@ -54,7 +55,7 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:
             result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
                                   update_state=update_state, progress=progress,
-                                  inputs=[src, source])
+                                  inputs=[src, source], link=link)
     if as_json:
         from ..render.common import print_json
 

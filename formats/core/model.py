@@ -22,7 +22,7 @@ capability                   what it is for                                     
 ``Checkpoint.metadata``      format facts (header fields, Keras config, ...)           ``{}``
 ``Checkpoint.object_graph``  the decoded TF2 object graph                              ``None``
 ``concurrent_reads``         entries may be read from several threads at once          ``False``
-                             (``verify``, ``diff``, ``stats`` then use every core)
+(checkpoint and entries)     (``verify``, ``diff``, ``stats``, read-backs use every core)
 ===========================  ========================================================  ==================
 
 Nothing here imports numpy at module level.
@@ -119,6 +119,9 @@ class TensorEntry:
     """
 
     __slots__ = ("key", "shape", "dtype", "nbytes", "name", "role", "slot_of", "optimizer", "slot_name")
+
+    concurrent_reads = False
+    """Whether this entry may be read from several threads at once (as its checkpoint's ``concurrent_reads``)."""
 
     def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int,
                  name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,

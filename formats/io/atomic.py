@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
 __all__ = ["temp_name", "is_temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url",
-           "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
+           "write_error", "WRITE_ERRNOS", "make_parents", "remove_created", "hold", "remove_stale_temps"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
@@ -39,6 +39,64 @@ def is_temp_name(path: str) -> bool:
     """Whether ``path`` (or a file named after it, ``<temp>.index``) is a :func:`temp_name`: a write in
     progress or one that was killed, never an output."""
     return bool(_TEMP.match(os.path.basename(path.rstrip(os.sep))))
+
+
+def hold(fd: int) -> None:
+    """Mark a write in progress: an exclusive lock on one of its temporary files (``fd``), held until the
+    file is closed or the process ends - a killed writer's lock goes with it. :func:`remove_stale_temps`
+    leaves the files of a held write alone."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock: stale files are then told by age
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+STALE_AGE = 24 * 3600
+"""Where locks are unavailable, temporary files older than this (seconds) are taken as a killed write's."""
+
+
+def remove_stale_temps(out: str) -> list[str]:
+    """Remove what killed writes of ``out`` left: the :func:`temp_name` files beside it (``.<name>.tmp-*``)
+    whose write no longer runs (no file of it is :func:`hold`-locked). Returns the files removed."""
+    directory, base = os.path.split(os.path.abspath(out))
+    stem = f".{base}.tmp-"
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(stem) and _TEMP.match(n)]
+    except OSError:
+        return []
+    writes: dict[str, list[str]] = {}
+    for name in names:
+        writes.setdefault(name[:len(stem) + 8], []).append(os.path.join(directory, name))
+    removed: list[str] = []
+    for files in writes.values():
+        if not any(_in_progress(f) for f in files):
+            for f in files:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f)
+                    removed.append(f)
+    return removed
+
+
+def _in_progress(path: str) -> bool:
+    """Whether a running write holds ``path`` (see :func:`hold`)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        import time
+
+        return time.time() - os.lstat(path).st_mtime < STALE_AGE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # gone, a dangling link or a directory: nobody writes it through this name
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def fsync_file(path: str) -> None:

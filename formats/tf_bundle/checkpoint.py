@@ -32,6 +32,8 @@ class BundleTensor(TensorEntry):
 
     __slots__ = ("raw", "_reader", "_labels")
 
+    concurrent_reads = True
+
     def __init__(self, reader: BundleReader, raw: RawEntry, labels: _Labels) -> None:
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
         self.key = raw.name

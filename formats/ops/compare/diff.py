@@ -276,7 +276,7 @@ def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> boo
     (:meth:`~formats.core.model.TensorEntry.byte_chunks`, checksums checked; each piece compared right
     after its checksum, while it is in the CPU's cache). A difference ends the comparison early; the
     caller reads both again for the statistics, checks included."""
-    from formats.io.memcmp import same_bytes as equal
+    from formats.core.memcmp import same_bytes as equal
 
     return all(equal(x, y) for x, y in _paired_bytes(ea.byte_chunks(chunk), eb.byte_chunks(chunk)))
 
