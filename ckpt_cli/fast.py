@@ -1,9 +1,9 @@
-"""The console script's entry: ``ckpt ls``, ``verify`` and ``diff`` answered without importing click.
+"""The console script's entry: ``ckpt ls``, ``verify``, ``diff`` and ``rename`` answered without importing click.
 
-Importing click costs about as much as starting Python itself, and listing, verifying or comparing
-checkpoints needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
+Importing click costs about as much as starting Python itself, and listing, verifying, comparing or
+renaming checkpoints needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
 :data:`GLOBAL_FLAGS` describe by calling the function the click command calls
-(``run_ls``, ``run_verify``, ``run_diff`` in :mod:`ckpt_cli.commands`), and hands
+(``run_ls``, ``run_verify``, ``run_diff``, ``run_rename`` in :mod:`ckpt_cli.commands`), and hands
 everything else to the click CLI (:data:`ckpt_cli.main.cli`):
 help, completion, every other command, and any option this parser does not know or that is
 malformed, so click still parses, reports usage errors and prints help as always. Errors while
@@ -39,13 +39,27 @@ DIFF_OPTIONS: Spec = {
 }
 """``ckpt diff`` options (rename rules, prefixes and tolerances are left to click)."""
 
+RENAME_OPTIONS: Spec = {
+    "-o": ("out", ("*",)), "--output": ("out", ("*",)), "--map": ("maps", ()), "--regex": ("regexes", ()),
+    "--rules": ("rules_file", ("*",)), "--add-prefix": ("add_prefix", ("*",)), "--strip-prefix": ("strip_prefix", ("*",)),
+    "--rename-full-names": ("rename_full_names", None), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
+    "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
+    "--link": ("link", None),
+}
+"""``ckpt rename`` options (``("*",)``: one value, any)."""
+
 COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
     "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
                         "no_optimizer": False, "as_json": False}),
     "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0}),
     "diff": (DIFF_OPTIONS, {"as_json": False, "quiet": False, "keys_only": False, "match": "key", "patterns": [],
                             "jobs": 0}),
+    "rename": (RENAME_OPTIONS, {"out": None, "maps": [], "regexes": [], "rules_file": None, "add_prefix": None,
+                                "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
+                                "force": False, "no_verify": False, "update_state": False, "link": False}),
 }
+_ARGUMENTS = {"diff": 2, "rename": 1}
+"""How many PATHs a command takes when it does not take any number."""
 """The commands the fast path runs: their options and the parameters' defaults."""
 
 
@@ -87,13 +101,18 @@ def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | N
             if not value.isdigit() or not value.isascii():
                 return None
             params[name] = int(value)
+        elif allowed == ("*",):
+            params[name] = value
         elif allowed == ():
             params[name].append(value)  # type: ignore[attr-defined]
         elif value in allowed:
             params[name] = value
         else:
             return None
-    if not params["paths"] or (command == "diff" and len(params["paths"]) != 2):  # type: ignore[arg-type]
+    wanted = _ARGUMENTS.get(command)
+    if not params["paths"] or (wanted is not None and len(params["paths"]) != wanted):  # type: ignore[arg-type]
+        return None
+    if command == "rename" and params["out"] is None:
         return None
     return command, flags, params
 
@@ -149,6 +168,11 @@ def _run(command: str, p: dict[str, object]) -> int:
         from ckpt_cli.commands.verifying import run_verify
 
         return run_verify(paths, p["as_json"], p["jobs"])  # type: ignore[arg-type]
+    if command == "rename":
+        from ckpt_cli.commands.renaming import run_rename
+
+        return run_rename(paths[0], p.pop("out"), **{k: tuple(v) if isinstance(v, list) else v  # type: ignore[arg-type]
+                                                     for k, v in p.items() if k != "paths"})
     if command == "diff":
         from ckpt_cli.commands.diffing import run_diff
 

@@ -14,6 +14,7 @@ from ckpt_cli import fast
 from formats.core import registry
 from ckpt_cli.commands.ls import ls as ls_command
 from ckpt_cli.commands.diff import diff as diff_command
+from ckpt_cli.commands.rename import rename as rename_command
 from ckpt_cli.commands.verify import verify as verify_command
 from tests.conftest import CORPUS
 
@@ -26,7 +27,7 @@ DIFF_LEFT = {"--map", "--regex", "--rules", "--strip-prefix-a", "--strip-prefix-
 
 
 @pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, {"--against"}),
-                                                    (diff_command, DIFF_LEFT)])
+                                                    (diff_command, DIFF_LEFT), (rename_command, set())])
 def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
     """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
     table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
@@ -35,11 +36,14 @@ def test_the_option_tables_match_the_click_commands(command: click.Command, left
         param = options[opt]
         assert param.name == name
         assert param.is_flag == (allowed is None)
-        assert defaults[name] == ([] if param.multiple else False if param.is_flag else param.default)
+        default = None if type(param.default).__name__ == "Sentinel" else param.default
+        assert defaults[name] == ([] if param.multiple else False if param.is_flag else default)
         if allowed == ():
             assert param.multiple and not isinstance(param.type, click.Choice)
         elif allowed == ("#",):
             assert isinstance(param.type, click.IntRange) and param.type.min == 0
+        elif allowed == ("*",):
+            assert not param.multiple and not isinstance(param.type, (click.Choice, click.IntRange))
         elif allowed is not None:
             assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == allowed
     assert set(options) - {"-h", "--help"} - left_to_click == set(table)
@@ -51,6 +55,7 @@ def test_the_option_tables_match_the_click_commands(command: click.Command, left
     ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [], ["verify", "--against", "a", "b"],
     ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
     ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "1e-3", "a", "b"], ["diff", "--map", "x=y", "a", "b"],
+    ["rename", "a", "--map", "x=y"], ["rename", "a", "b", "-o", "c"], ["rename", "-o", "c"], ["rename", "a", "-o"],
 ])
 def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
     assert fast.parse(argv) is None
@@ -128,3 +133,21 @@ def test_anything_else_goes_to_click() -> None:
                           capture_output=True, text=True, env=env)
     assert done.returncode == 2
     assert "Invalid value for '--sort'" in done.stderr
+
+
+@pytest.mark.parametrize("extra", [["--map", "dense=layer", "--link"], ["--add-prefix", "m", "--json"],
+                                   ["--regex", "^(.*)$=x/\\1", "--dry-run"], ["--map", "nothing=matches"]])
+def test_rename_writes_what_the_click_command_writes(tmp_path, run_cli, capsys, extra: list[str]) -> None:
+    source = CORPUS / "tf1_adam" / "model.ckpt-200"
+    expected = run_cli("rename", str(source), "-o", str(tmp_path / "a" / "ckpt"), *extra)
+    parsed = fast.parse(["rename", str(source), "-o", str(tmp_path / "b" / "ckpt"), *extra])
+    assert parsed is not None
+    status = fast.run_fast(*parsed)
+    out, err = capsys.readouterr()
+    assert status == expected.exit_code
+    assert out.replace(str(tmp_path / "b"), str(tmp_path / "a")) == expected.stdout
+    assert err == expected.stderr
+    written = [sorted(os.listdir(tmp_path / side)) if (tmp_path / side).exists() else [] for side in "ab"]
+    assert written[0] == written[1]
+    for name in written[0]:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
