@@ -16,9 +16,12 @@ def render_tensor_table(summary: Any) -> None:
     names = any(row.name is not None for row in summary.rows)
     table = TextTable([("key", "left")] + ([("name", "left"), ("role", "left")] if names else [])
                       + [("dtype", "left"), ("shape", "left"), ("size", "right")])
-    for row in summary.rows:
-        extra = [row.name or "", row.role or ""] if names else []
-        table.add_row(row.key, *extra, row.dtype, shape_text(row.shape), human_bytes(row.nbytes))
+    if names:
+        table.rows = [[row.key, row.name or "", row.role or "", row.dtype, shape_text(row.shape), human_bytes(row.nbytes)]
+                      for row in summary.rows]
+    else:
+        table.rows = [[row.key, row.dtype, shape_text(row.shape), human_bytes(row.nbytes)] for row in summary.rows]
+    table.row_styles = [None] * len(table.rows)
     shown = f" shown of {summary.total_tensors}" if summary.tensors != summary.total_tensors else ""
     files = summary.data_files
     facts = (f": {summary.format}, {summary.tensors} tensors{shown}, {summary.parameters:,} parameters, "

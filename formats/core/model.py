@@ -225,6 +225,14 @@ class Checkpoint(Mapping[str, TensorEntry]):
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 
+    def values(self) -> Any:
+        """The entries, in key order of the mapping (straight from the dict: listings iterate millions)."""
+        return self._entries.values()
+
+    def items(self) -> Any:
+        """``(key, entry)`` pairs (straight from the dict)."""
+        return self._entries.items()
+
     @property
     def files(self) -> list[str]:
         """The files that make up this checkpoint on disk."""

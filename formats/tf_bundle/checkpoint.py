@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
 
+_DTYPE_NAMES = {enum: dtype_name(enum) for enum in range(256)}
+"""DataType number -> name, looked up once per tensor of an index (a million, for some)."""
+
+
 class BundleTensor(TensorEntry):
     """A tensor stored in a bundle; :meth:`read` maps, checks the CRC32C and copies it out.
 
@@ -36,10 +40,10 @@ class BundleTensor(TensorEntry):
 
     def __init__(self, reader: BundleReader, raw: RawEntry, labels: _Labels) -> None:
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
-        self.key = raw.name
+        self.key = raw.key.decode("utf-8", "surrogateescape")
         self.shape = raw.shape
-        self.dtype = dtype_name(raw.dtype)
-        self.nbytes = reader.nbytes(raw)
+        self.dtype = _DTYPE_NAMES.get(raw.dtype) or dtype_name(raw.dtype)
+        self.nbytes = reader.nbytes(raw) if raw.slices else raw.size
         self.raw = raw
         self._reader = reader
         self._labels = labels

@@ -145,8 +145,8 @@ class BundleReader:
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
-        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() for s in e.slices}
-        return [k for k in self.entries if k not in hidden]
+        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() if e.slices for s in e.slices}
+        return [k for k in self.entries if k not in hidden] if hidden else list(self.entries)
 
     def nbytes(self, e: RawEntry) -> int:
         """Stored bytes of an entry; for a partitioned variable, of all its slices."""
