@@ -2,6 +2,7 @@
 checkpoint, by asking the format registry; directories follow their ``checkpoint`` state file."""
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from collections.abc import Iterable
@@ -51,8 +52,19 @@ def identity(path: str) -> str:
     """What two spellings of one checkpoint have in common (absolute, symlinks resolved), to list it once."""
     if storage.is_url(path):
         return path.rstrip("/")
-    real = os.path.realpath(path)
+    folder, name = os.path.split(path)
+    if name and name not in (os.curdir, os.pardir) and not os.path.islink(path):
+        real = os.path.join(_real_folder(os.getcwd(), folder), name)  # one realpath per folder, not per path
+    else:
+        real = os.path.realpath(path)
     return real + os.sep if path.endswith(os.sep) and real != os.sep else real
+
+
+@functools.lru_cache(maxsize=256)
+def _real_folder(cwd: str, folder: str) -> str:
+    """``os.path.realpath`` of ``folder`` (relative to ``cwd``), remembered: a directory of a thousand
+    checkpoints is resolved once."""
+    return os.path.realpath(os.path.join(cwd, folder))
 
 
 def resolve(path: str | os.PathLike[str]) -> Target:
@@ -187,10 +199,22 @@ def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> Non
         found.append(Target(kind, normalize(path)))
 
 
+def _owned(name: str, owned: set[str]) -> bool:
+    """Whether ``name`` is one of ``owned`` or a file of one (``owned`` + ``.`` + anything)."""
+    if name in owned:
+        return True
+    dot = name.find(".")
+    while dot >= 0:
+        if name[:dot] in owned:
+            return True
+        dot = name.find(".", dot + 1)
+    return False
+
+
 def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
     owned = {os.path.basename(p.rstrip(os.sep)) for p in seen}
     unclaimed = [n for n in sorted(os.listdir(directory))
-                 if not any(n == o or n.startswith(o + ".") for o in owned) and not n.startswith(STATE_FILE)]
+                 if not _owned(n, owned) and not n.startswith(STATE_FILE)]
     if not unclaimed:
         return []
     found: list[Target] = []

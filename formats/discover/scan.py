@@ -17,10 +17,13 @@ from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint
 from formats.discover.resolve import (Target, claim, claim_directory, find_checkpoints, identity, latest_version,
                                       locate_named, normalize)
+from formats.core.parallel import map_ordered
 from formats.io import storage
 
 __all__ = ["CheckpointInfo", "scan_directory", "step_of", "missing_files"]
 
+REMOTE_REQUESTS = 16
+"""Checkpoints of a bucket prefix summarised at once (their indexes fetched concurrently)."""
 _STEP = re.compile(r"(\d+)$")
 _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
 _SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
@@ -168,7 +171,8 @@ def _walk(directory: str) -> list[str]:
 
 
 def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
-    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
+    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step. Behind a
+    URL, :data:`REMOTE_REQUESTS` checkpoints are read at once."""
     directory = normalize(directory)
     if storage.is_url(directory):
         folders = [directory]  # recursion over buckets is not supported: list one prefix
@@ -182,9 +186,13 @@ def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointIn
         except CheckpointError as exc:
             infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
             continue
+        fresh = []
         for target in found.targets:
             if identity(target.path) not in listed:
                 listed.add(identity(target.path))
-                infos.append(_summarise(target, found.latest))
+                fresh.append(target)
+        # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
+        jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
+        infos += map_ordered(lambda target: _summarise(target, found.latest), fresh, jobs)
         infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)
