@@ -193,6 +193,7 @@ def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointIn
                 fresh.append(target)
         # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
         jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
-        infos += map_ordered(lambda target: _summarise(target, found.latest), fresh, jobs)
+        latest = found.latest
+        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), fresh, jobs)
         infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)
