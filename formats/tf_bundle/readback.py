@@ -40,13 +40,13 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
         report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
         taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
-
-        def problem(key: str) -> str | None:
-            check = _copied_problem if by_key[key].how == COPIED else _linked_problem
-            return check(written[key], by_key[key].source)
-
-        problems = map_ordered(problem, taken, jobs, weight=lambda k: by_key[k].size if by_key[k].how == COPIED else 0)
-        report.mismatches += [Mismatch(k, "value", p) for k, p in zip(taken, problems) if p is not None]
+        copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
+        found = dict(zip(copied, map_ordered(lambda k: _copied_problem(written[k], by_key[k].source), copied, jobs,
+                                             weight=lambda k: by_key[k].size)))
+        for key in taken:  # linked: entries and inodes compared, no byte read
+            problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source)
+            if problem is not None:
+                report.mismatches.append(Mismatch(key, "value", problem))
         report.tensors += len(taken)
         report.bytes += sum(by_key[k].size for k in taken)
     return check_roundtrip(prefix, report)
