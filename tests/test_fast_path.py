@@ -151,3 +151,33 @@ def test_rename_writes_what_the_click_command_writes(tmp_path, run_cli, capsys, 
     assert written[0] == written[1]
     for name in written[0]:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def _terminal(columns: int):  # type: ignore[no-untyped-def]
+    """A pseudo-terminal ``columns`` wide, as a text stream, and the descriptor to read what was written."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main_fd, side_fd = pty.openpty()
+    fcntl.ioctl(side_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    attrs = termios.tcgetattr(side_fd)
+    attrs[1] &= ~termios.OPOST  # no \r added to line ends
+    termios.tcsetattr(side_fd, termios.TCSANOW, attrs)
+    return os.fdopen(side_fd, "w"), main_fd
+
+
+def test_a_table_that_fits_the_terminal_is_written_without_rich(monkeypatch) -> None:
+    from ckpt_cli.render.table import TextTable, _emit_fitting
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    table = TextTable([("key", "left"), ("size", "right")], [["a/b", "1 B"], ["c", "20 B"]], [None, "green"])
+    stream, main_fd = _terminal(40)
+    assert _emit_fitting(table, [[("path", "bold"), (": 2 tensors", None)]], stream)
+    stream.flush()
+    assert os.read(main_fd, 4096).decode() == ("\x1b[1mkey  size\x1b[0m\na/b   1 B\n\x1b[32mc    20 B\x1b[0m\n"
+                                               "\x1b[1mpath\x1b[0m: 2 tensors\n")
+    narrow, _ = _terminal(8)
+    assert not _emit_fitting(table, [], narrow)  # too wide: rich lays it out
+    assert not _emit_fitting(TextTable([("key", "left")], [["é"]], [None]), [], stream)
