@@ -172,3 +172,27 @@ def test_link_across_file_systems_falls_back_to_a_copy(tmp_path, monkeypatch):
                                "file system"]
     assert _inode(out + DATA) != _inode(src + DATA)
     assert _values(out) == _values(src)
+
+
+def test_ls_of_a_directory_opens_no_data_file(tmp_path, run_cli, monkeypatch):
+    """A directory listing shows counts, sizes and dates: it reads indexes, never a data file."""
+    for step in range(1, 6):
+        write_checkpoint(str(tmp_path / f"ckpt-{step}"), {"w": np.full((4,), step, np.float32)}.items())
+    opened: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(os.fspath(path))
+        return real_os_open(path, *args, **kwargs)
+
+    def open_(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, (str, os.PathLike)):
+            opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    doc = json.loads(run_cli("ls", "--json", tmp_path).stdout)
+    assert [c["tensors"] for c in doc["checkpoints"]] == [1] * 5
+    assert sorted(p for p in opened if str(tmp_path) in p) == sorted(str(tmp_path / f"ckpt-{s}.index")
+                                                                     for s in range(1, 6))
