@@ -1,8 +1,8 @@
-"""The console script's entry: ``ckpt ls``, ``verify``, ``diff`` and ``rename`` answered without importing click.
+"""The console script's entry: ``ckpt ls``, ``verify``, ``diff`` and ``rename`` run without importing click.
 
 Importing click costs about as much as starting Python itself, and listing, verifying, comparing or
-renaming checkpoints needs none of it. :func:`main` runs a command line made only of what :data:`COMMANDS` and
-:data:`GLOBAL_FLAGS` describe by calling the function the click command calls
+renaming checkpoints needs none of it. :func:`main` runs a command line made only of what
+:data:`COMMANDS` and :data:`GLOBAL_FLAGS` describe by calling the function the click command calls
 (``run_ls``, ``run_verify``, ``run_diff``, ``run_rename`` in :mod:`ckpt_cli.commands`), and hands
 everything else to the click CLI (:data:`ckpt_cli.main.cli`):
 help, completion, every other command, and any option this parser does not know or that is
@@ -58,9 +58,10 @@ COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
                                 "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
                                 "force": False, "no_verify": False, "update_state": False, "link": False}),
 }
+"""The commands the fast path runs: their options and the parameters' defaults."""
+
 _ARGUMENTS = {"diff": 2, "rename": 1}
 """How many PATHs a command takes when it does not take any number."""
-"""The commands the fast path runs: their options and the parameters' defaults."""
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | None:
