@@ -19,6 +19,10 @@ from collections.abc import Iterator
 
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["temp_name", "is_temp_name", "fsync_file", "fsync_dir", "ensure_space", "atomic_output", "refuse_url",
            "write_error", "WRITE_ERRNOS", "make_parents", "remove_created", "hold", "remove_stale_temps"]
 
@@ -174,27 +178,42 @@ def remove_created(directories: list[str]) -> None:
 def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
     """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
     flushed and renamed to ``out``; on any error it is removed, with the directories created for it.
-    ``needed`` bytes are checked first."""
+    ``needed`` bytes are checked first. What killed writes of ``out`` left is removed first; this
+    write marks itself as running with a held ``<temp>.lock`` (see :func:`hold`)."""
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
     try:
         created = make_parents(out)
     except OSError as exc:
         raise write_error(exc, out) from exc
+    remove_stale_temps(out)
     temp = temp_name(out)
+    lock = None
     try:
+        lock = open(temp + ".lock", "xb")  # noqa: SIM115 - closed below
+        hold(lock.fileno())
         ensure_space(directory, needed)
         yield temp
         fsync_file(temp)
         os.replace(temp, out)
+        _release(lock, temp)
         fsync_dir(directory)
     except BaseException as exc:
         if os.path.lexists(temp):
             os.unlink(temp)
+        _release(lock, temp)
         remove_created(created)
         if _is_write_error(exc, temp, out):
             raise write_error(exc, out) from exc  # type: ignore[arg-type]
         raise
+
+
+def _release(lock: Any, temp: str) -> None:
+    """Close and remove a write's lock file (done once; a second call does nothing)."""
+    if lock is not None and not lock.closed:
+        lock.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp + ".lock")
 
 
 def _is_write_error(exc: BaseException, temp: str, out: str) -> bool:

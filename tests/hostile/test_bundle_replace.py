@@ -184,3 +184,27 @@ def test_a_running_write_is_left_alone(tmp_path):
         removed = remove_stale_temps(out)
         assert sorted(removed) == sorted([killed + ".index", killed + ".data-00000-of-00001"])
         assert _litter(tmp_path) == sorted(os.path.basename(running) + s for s in (".data-00000-of-00001", ".index"))
+
+
+SINGLE = """
+import os, signal, sys
+import numpy as np
+from formats.io.npy import write_npz
+
+real = os.replace
+def killing(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+os.replace = killing if sys.argv[2] == "kill" else real
+write_npz(sys.argv[1], [("w", np.arange(1000, dtype=np.float32))], force=True)
+"""
+
+
+def test_a_killed_single_file_write_is_cleaned_by_the_next_one(tmp_path):
+    out = tmp_path / "weights.npz"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-c", SINGLE, str(out), "kill"], env=env)
+    assert killed.returncode == -signal.SIGKILL
+    left = _litter(tmp_path)
+    assert len(left) == 2 and left[0] + ".lock" == left[1]  # the temporary and its lock
+    assert subprocess.run([sys.executable, "-c", SINGLE, str(out), "ok"], env=env).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["weights.npz"]
