@@ -261,14 +261,19 @@ def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:
 
 def _all_equal(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, chunk: int) -> bool:
     """One pass over both tensors, their checksums checked on the way: bytewise for two fixed-width tensors
-    of one dtype (without numpy), else chunk by chunk with numpy."""
-    if tol.bytewise and numeric and ea.dtype == eb.dtype:
+    of one dtype whose formats stream their bytes (without numpy), else chunk by chunk with numpy."""
+    if tol.bytewise and numeric and ea.dtype == eb.dtype and _streams_bytes(ea) and _streams_bytes(eb):
         return same_bytes(ea, eb)
     equal = True
     for x, y in _pairs(ea, eb, chunk):
         if equal and _differ_mask(x, y, tol, numeric, quick=True) is not None:
             equal = False
     return equal
+
+
+def _streams_bytes(entry: TensorEntry) -> bool:
+    """Whether the entry's format streams its bytes itself (the contract's default reads the whole value)."""
+    return type(entry).byte_chunks is not TensorEntry.byte_chunks
 
 
 def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> bool:
