@@ -5,6 +5,8 @@
 - ``many``: 50,000 small tensors (index parsing must not be quadratic).
 - ``partitioned``: a 4-way partitioned embedding stored as slice entries, as TF1 writes it.
 - ``keras3``: a Keras 3 ``.weights.h5`` of about the same size as ``bert``'s variables.
+- ``bert_large``: the same with 24 layers of width 1024 (~4 GB).
+- ``million``: 1,000,000 small tensors; ``directory``: a run directory of 1,000 small checkpoints.
 
 Values are generated tensor by tensor, so generating stays within bounded memory too.
 """
@@ -19,20 +21,20 @@ import numpy as np
 HIDDEN, FFN, VOCAB = 768, 3072, 30522
 
 
-def _bert_variables(layers: int) -> Iterator[tuple[str, tuple[int, ...]]]:
-    yield "bert/embeddings/word_embeddings", (VOCAB, HIDDEN)
-    yield "bert/embeddings/position_embeddings", (512, HIDDEN)
-    yield "bert/embeddings/token_type_embeddings", (2, HIDDEN)
+def _bert_variables(layers: int, hidden: int = HIDDEN, ffn: int = FFN) -> Iterator[tuple[str, tuple[int, ...]]]:
+    yield "bert/embeddings/word_embeddings", (VOCAB, hidden)
+    yield "bert/embeddings/position_embeddings", (512, hidden)
+    yield "bert/embeddings/token_type_embeddings", (2, hidden)
     for i in range(layers):
         base = f"bert/encoder/layer_{i}"
         for part in ("query", "key", "value"):
-            yield f"{base}/attention/self/{part}/kernel", (HIDDEN, HIDDEN)
-            yield f"{base}/attention/self/{part}/bias", (HIDDEN,)
-        yield f"{base}/attention/output/dense/kernel", (HIDDEN, HIDDEN)
-        yield f"{base}/intermediate/dense/kernel", (HIDDEN, FFN)
-        yield f"{base}/intermediate/dense/bias", (FFN,)
-        yield f"{base}/output/dense/kernel", (FFN, HIDDEN)
-        yield f"{base}/output/LayerNorm/gamma", (HIDDEN,)
+            yield f"{base}/attention/self/{part}/kernel", (hidden, hidden)
+            yield f"{base}/attention/self/{part}/bias", (hidden,)
+        yield f"{base}/attention/output/dense/kernel", (hidden, hidden)
+        yield f"{base}/intermediate/dense/kernel", (hidden, ffn)
+        yield f"{base}/intermediate/dense/bias", (ffn,)
+        yield f"{base}/output/dense/kernel", (ffn, hidden)
+        yield f"{base}/output/LayerNorm/gamma", (hidden,)
 
 
 def _values(shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -40,21 +42,40 @@ def _values(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return rng.standard_normal(shape, dtype=np.float32) * 0.02
 
 
-def bert(out: Path, layers: int = 7) -> str:
+def bert(out: Path, layers: int = 7, hidden: int = HIDDEN, ffn: int = FFN, name: str = "bert") -> str:
     """Write the BERT-like checkpoint under ``out`` and return its prefix."""
     from formats import write_checkpoint
 
     def tensors() -> Iterator[tuple[str, np.ndarray]]:
-        for i, (name, shape) in enumerate(_bert_variables(layers)):
+        for i, (name, shape) in enumerate(_bert_variables(layers, hidden, ffn)):
             for suffix in ("", "/Adam", "/Adam_1"):
                 yield name + suffix, _values(shape, i * 3 + len(suffix))
         yield "global_step", np.array(1000, dtype=np.int64)
         yield "beta1_power", np.array(0.9 ** 1000, dtype=np.float32)
         yield "beta2_power", np.array(0.999 ** 1000, dtype=np.float32)
 
-    prefix = str(out / "bert" / "model.ckpt-1000")
+    prefix = str(out / name / "model.ckpt-1000")
     write_checkpoint(prefix, tensors(), force=True, verify=False)
     return prefix
+
+
+def bert_large(out: Path) -> str:
+    """A BERT-large-like checkpoint with Adam slots (~4 GB): 24 layers of width 1024."""
+    return bert(out, layers=24, hidden=1024, ffn=4096, name="bert-large")
+
+
+def directory(out: Path, count: int = 1000) -> str:
+    """A run directory of ``count`` small checkpoints (20 tensors each) and its state file."""
+    from formats import write_checkpoint
+    from formats.tf_bundle.state_file import update_state_file
+
+    folder = out / "thousand"
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = [(f"model/layer_{i}/kernel", _values((32, 32), i)) for i in range(20)]
+    for step in range(1, count + 1):
+        write_checkpoint(str(folder / f"ckpt-{step}"), tensors, force=True, verify=False)
+    update_state_file(str(folder), str(folder / f"ckpt-{count}"))
+    return str(folder)
 
 
 def many(out: Path, count: int = 50_000) -> str:
@@ -125,7 +146,8 @@ def keras3(out: Path, layers: int = 7) -> str:
 def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned", "keras3")) -> dict[str, str]:
     """Generate the named inputs (skipping ones already present) and return name -> path."""
     out.mkdir(parents=True, exist_ok=True)
-    makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3}
+    makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3, "bert_large": bert_large,
+              "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
     done = {}
     for name in which:
         marker = out / f".{name}.done"

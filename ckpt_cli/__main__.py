@@ -1,5 +1,5 @@
-"""``python -m ckpt_cli``."""
-from ckpt_cli.main import cli
+"""``python -m ckpt_cli``: the same entry as the ``ckpt`` console script (:func:`ckpt_cli.fast.main`)."""
+from ckpt_cli.fast import main
 
 if __name__ == "__main__":
-    cli(prog_name="ckpt")
+    main()

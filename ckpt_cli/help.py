@@ -41,7 +41,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                      "slot_names"),
     "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
     "Casting": ("casts", "cast_model_only"),
-    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "allow_missing", "allow_pickle",
+    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "link", "allow_missing", "allow_pickle",
                 "rules_out", "shards", "max_shard_size"),
     "Optimizer state": ("learning_rate", "hparams"),
     "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",

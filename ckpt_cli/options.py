@@ -43,6 +43,22 @@ def write_options(source: str = "SRC") -> Callable[[F], F]:
     )
 
 
+def link_option() -> Callable[[F], F]:
+    """``--link``: hard-link the input data files an output bundle takes over whole, instead of copying them."""
+    return click.option(
+        "--link", is_flag=True,
+        help="Hard-link the input's data files into the output instead of copying them, where both are on one "
+             "file system (a rename or a name<->object conversion then writes only the index). Checkpoint data "
+             "files are never modified in place, so the shared files are safe; deleting either checkpoint "
+             "leaves the other whole.")
+
+
+def jobs_option() -> Callable[[F], F]:
+    """``--jobs N``: how many threads read tensors (checksums and comparisons run on every core by default)."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N",
+                        help="Threads reading tensors at once (default 0: one per available core).")
+
+
 _UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
           "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 

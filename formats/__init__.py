@@ -13,13 +13,19 @@ This package never imports click or rich, and imports numpy only when values are
 """
 from __future__ import annotations
 
-from formats.api import open_checkpoint
-from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError, ChecksumError,
-                                 CorruptCheckpointError, ExitCode, InvalidOutputError, NotACheckpointError,
-                                 NothingSelectedError, OutputError, OutputExistsError, OutputIsInputError,
-                                 OutputWriteError, TensorNotFoundError, UnsupportedError, UsageError,
-                                 VerificationError)
-from formats.core.model import Checkpoint, TensorEntry
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from formats.api import CheckpointReader, list_variables, load_checkpoint, open_checkpoint
+    from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError,
+                                     ChecksumError, CorruptCheckpointError, ExitCode, InvalidOutputError,
+                                     NotACheckpointError, NothingSelectedError, OutputError, OutputExistsError,
+                                     OutputIsInputError, OutputWriteError, TensorNotFoundError, UnsupportedError,
+                                     UsageError, VerificationError)
+    from formats.core.model import Checkpoint, TensorEntry
+    from formats.core.sources import TensorValue
+    from formats.tf_bundle.state_file import update_state_file
+    from formats.ops.edit import EditOptions, average, edit
+    from formats.tf_bundle.writer import write_checkpoint
 
 __version__ = "0.1.0"
 
@@ -33,16 +39,28 @@ __all__ = [
     "write_checkpoint", "update_state_file", "TensorValue", "edit", "average", "EditOptions",
 ]
 
-_LAZY = {"write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
-         "TensorValue": ".core.sources", "load_checkpoint": ".api", "list_variables": ".api",
-         "CheckpointReader": ".api", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit"}
+_ERRORS = ("CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
+           "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
+           "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
+           "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode")
+_LAZY = {"open_checkpoint": ".api", "load_checkpoint": ".api", "list_variables": ".api", "CheckpointReader": ".api",
+         "Checkpoint": ".core.model", "TensorEntry": ".core.model",
+         "write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
+         "TensorValue": ".core.sources", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit",
+         **{name: ".core.errors" for name in _ERRORS}}
 
 
 def __getattr__(name: str) -> object:
-    """Writer and editing names and the TensorFlow-shaped readers are imported on first use, so listing starts
-    fast."""
+    """Every public name is imported on first use, so ``import formats.core.errors`` (and the CLI's start-up)
+    does not pull in the readers, and ``formats.open_checkpoint`` still works."""
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

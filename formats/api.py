@@ -6,11 +6,12 @@ imported on first use so that ``import formats`` stays fast.
 """
 from __future__ import annotations
 
-
-from typing import Any
-
 from formats.core.model import Checkpoint
 from formats.discover.resolve import Target, open_checkpoint
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables", "CheckpointReader"]  # noqa: F822 (lazy)
 

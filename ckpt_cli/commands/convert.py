@@ -10,7 +10,7 @@ from formats.ops.convert.targets import TARGETS, planner
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import ByteSize, rule_options, write_options
+from ..options import ByteSize, link_option, rule_options, write_options
 
 
 @command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).")
@@ -35,11 +35,12 @@ from ..options import ByteSize, rule_options, write_options
               help="keras3-h5: write sharded weights (OUT a *.weights.json) with at most SIZE bytes of tensors "
                    "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does.")
 @write_options()
+@link_option()
 @click.pass_context
 def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
             regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, slot_names: str,
             learning_rate: float | None, hparams: dict[str, float], max_shard_size: int | None,
-            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool) -> None:
     """Convert SRC to another checkpoint format (name-based <-> object-based).
 
     --to tf-object turns a TF1 name-based checkpoint into an object-based one: one
@@ -88,7 +89,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:
             result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
                                   update_state=update_state, progress=progress,
-                                  inputs=[src, source] + ([template] if template else []))
+                                  inputs=[src, source] + ([template] if template else []), link=link)
     _report(result, as_json)
     ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 

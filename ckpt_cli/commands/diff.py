@@ -4,9 +4,8 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT, key_completer
-from ..exit_codes import ExitCode
 from ..help import command
-from ..options import rule_options
+from ..options import jobs_option, rule_options
 
 
 @command(short_help="Compare two checkpoints: what changed, and by how much.")
@@ -27,10 +26,11 @@ from ..options import rule_options
 @click.option("--keys-only", is_flag=True, help="Compare keys, shapes and dtypes only; read no values.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit status says it all.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@jobs_option()
 @click.pass_context
 def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ...], maps: tuple[str, ...], regexes: tuple[str, ...],
          rules_file: str | None, strip_prefix_a: str | None, strip_prefix_b: str | None, atol: float | None,
-         rtol: float | None, equal_nan: bool, keys_only: bool, quiet: bool, as_json: bool) -> None:
+         rtol: float | None, equal_nan: bool, keys_only: bool, quiet: bool, as_json: bool, jobs: int) -> None:
     """Compare two checkpoints: keys only in one, shape/dtype changes, value changes.
 
     A and B are checkpoints of any supported format, or directories (their latest
@@ -48,42 +48,8 @@ def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ..
       ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
     """
-    from formats.api import open_checkpoint
-    from formats.ops.compare.diff import Tolerance, diff_checkpoints
-    from formats.ops.rules import build_rules
+    from .diffing import run_diff
 
-    rules = build_rules(maps, regexes, rules_file)
-    tolerance = Tolerance.of(atol, rtol, equal_nan)
-    with open_checkpoint(a) as ca, open_checkpoint(b) as cb:
-        from ..render.progress import progress_for
-
-        total = sum(e.nbytes for e in ca.values()) + sum(e.nbytes for e in cb.values())
-        with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
-            result = diff_checkpoints(ca, cb, match=match, rules=rules if rules else None,
-                                      strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b,
-                                      tolerance=tolerance, keys_only=keys_only, progress=progress,
-                                      patterns=patterns)
-        hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
-    if not quiet:
-        if hint:
-            click.echo(f"ckpt: hint: {hint}", err=True)
-        for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
-            click.echo(f"ckpt: warning: {note}", err=True)
-        if as_json:
-            from ..render.common import print_json
-
-            print_json(result.to_json())
-        else:
-            from ..render.diff import render_diff
-
-            render_diff(result, tolerance, keys_only)
-    ctx.exit(ExitCode.OK if result.equal else ExitCode.PROBLEMS)
-
-
-def _match_hint(ca: object, cb: object) -> str | None:
-    """When no key pairs but variable names do (name-based vs object-based, bundle vs Keras): say so."""
-    names_b = {e.name for e in cb.values()}  # type: ignore[attr-defined]
-    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined]
-    if not paired:
-        return None
-    return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"
+    ctx.exit(run_diff(a, b, match=match, patterns=patterns, maps=maps, regexes=regexes, rules_file=rules_file,
+                      strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol,
+                      equal_nan=equal_nan, keys_only=keys_only, quiet=quiet, as_json=as_json, jobs=jobs))

@@ -4,9 +4,8 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT
-from ..exit_codes import ExitCode
 from ..help import command
-from ..options import rule_options, write_options
+from ..options import link_option, rule_options, write_options
 
 
 @command(short_help="Write a checkpoint again with variables renamed.")
@@ -17,10 +16,11 @@ from ..options import rule_options, write_options
 @click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from the names under it (PREFIX/x -> x).")
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
 @write_options()
+@link_option()
 @click.pass_context
 def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
            rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
-           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool) -> None:
+           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool) -> None:
     """Write SRC again with variables renamed.
 
     Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
@@ -40,27 +40,8 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
       ckpt rename model.ckpt-200 -o new/model.ckpt-200 --strip-prefix tower_0 --dry-run
       ckpt rename ckpt-5 -o out/ckpt-5 --regex '^model/(.*)=\\1' --rename-full-names
     """
-    from formats.api import open_checkpoint
-    from formats.ops.convert.plan import ConvertOptions, execute_plan
+    from .renaming import run_rename
 
-    from ..render.progress import progress_for
-    from formats.ops.convert.rename import plan_rename
-    from formats.ops.rules import build_rules
-
-    rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
-    options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
-    with open_checkpoint(src) as source:
-        plan = plan_rename(source, options)
-        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
-            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress,
-                                  inputs=[src, source])
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(result.to_json())
-    else:
-        from ..render.convert import render_conversion
-
-        render_conversion(result)
-    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
+    ctx.exit(run_rename(src, out, maps=maps, regexes=regexes, rules_file=rules_file, add_prefix=add_prefix,
+                        strip_prefix=strip_prefix, rename_full_names=rename_full_names, dry_run=dry_run,
+                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link))

@@ -6,6 +6,7 @@ import click
 from ..completion import CHECKPOINT, complete_keys
 from ..exit_codes import ExitCode
 from ..help import command
+from ..options import jobs_option
 
 
 @command(short_help="Statistics of a checkpoint's tensors; catch NaN and Inf.")
@@ -13,8 +14,10 @@ from ..help import command
 @click.argument("patterns", nargs=-1, metavar="[KEY|GLOB]...", shell_complete=complete_keys)
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the tensors holding NaN or Inf.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@jobs_option()
 @click.pass_context
-def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite: bool, as_json: bool) -> None:
+def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite: bool, as_json: bool,
+          jobs: int) -> None:
     """Summary statistics of a checkpoint's tensors (all, or those matching KEY|GLOB).
 
     min, max, mean, std and L2 norm are over the finite elements; zeros, NaN and
@@ -37,7 +40,7 @@ def stats(ctx: click.Context, path: str, patterns: tuple[str, ...], check_finite
 
     with open_checkpoint(path) as ckpt:
         with progress_for(ckpt, "reading") as progress:
-            result = checkpoint_stats(ckpt, patterns, progress=progress)
+            result = checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs)
     if as_json:
         from ..render.common import print_json
 

@@ -8,7 +8,7 @@ import click
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import rule_options
+from ..options import jobs_option, rule_options
 
 
 @command(short_help="Check every checksum and every data file of a checkpoint.")
@@ -20,9 +20,10 @@ from ..options import rule_options
                    "name-based SRC and its object-based conversion, a bundle and a Keras file).")
 @rule_options("SRC's")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
+@jobs_option()
 @click.pass_context
 def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, match: str, maps: tuple[str, ...],
-           regexes: tuple[str, ...], rules_file: str | None, as_json: bool) -> None:
+           regexes: tuple[str, ...], rules_file: str | None, as_json: bool, jobs: int) -> None:
     """Read every tensor and check every checksum; check that data files are whole.
 
     Several PATHs (a shell glob such as run/ckpt-*) verify each checkpoint once.
@@ -53,54 +54,9 @@ def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, matc
         return
     if match != "key" or maps or regexes or rules_file:
         raise click.UsageError("--match, --map, --regex and --rules pair tensors with SRC: use them with --against")
-    reports, status, seen = [], ExitCode.OK, set()
-    for path in paths:
-        report, code = _verify_one(path, seen, several=len(paths) > 1)
-        status = max(status, code)
-        if report is not None:
-            reports.append(report)
-    _render(reports, as_json)
-    ctx.exit(status)
+    from .verifying import run_verify
 
-
-def _verify_one(path: str, seen: set[tuple[str, str]], several: bool) -> tuple[Any, ExitCode]:
-    """The report of one checkpoint (None when ``seen`` already holds it: ``ckpt-1.index`` and
-    ``ckpt-1.data-*`` are one); with ``several``, one that cannot be opened is an error line, not the end."""
-    from formats.api import open_target
-    from formats.core.errors import CheckpointError
-    from formats.discover.resolve import identity, resolve
-    from formats.ops.compare.verify import verify_checkpoint
-
-    from ..render.progress import progress_for
-
-    try:
-        target = resolve(path)
-        if (target.kind, identity(target.path)) in seen:
-            return None, ExitCode.OK
-        seen.add((target.kind, identity(target.path)))
-        with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
-            report = verify_checkpoint(ckpt, progress)
-    except CheckpointError as exc:
-        if not several:
-            raise
-        from ..render.common import safe_text
-
-        click.echo(safe_text(f"ckpt: error: {exc}"), err=True)
-        return None, exc.exit_code
-    return report, ExitCode.OK if report.ok else ExitCode.PROBLEMS
-
-
-def _render(reports: list[Any], as_json: bool) -> None:
-    if as_json:
-        from ..render.common import print_json
-
-        docs = [r.to_json() for r in reports]
-        print_json(docs[0] if len(docs) == 1 else docs)
-        return
-    from ..render.reports import render_verify
-
-    for report in reports:
-        render_verify(report)
+    ctx.exit(run_verify(paths, as_json, jobs))
 
 
 def _verify_against(ctx: click.Context, path: str, against: str, match: str, rules: Any, as_json: bool) -> None:

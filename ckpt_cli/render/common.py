@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
-from typing import Any
-
-import click
 
 from formats.core.model import shape_text as _shape_text
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @functools.lru_cache(maxsize=4096)
@@ -29,7 +29,8 @@ shape_text = functools.lru_cache(maxsize=4096)(_shape_text)
 
 def use_color() -> bool:
     """Colour unless --no-color, NO_COLOR, or output that is not a terminal."""
-    ctx = click.get_current_context(silent=True)
+    click = sys.modules.get("click")  # not loaded on the fast path (ckpt_cli.fast): no context there
+    ctx = click.get_current_context(silent=True) if click is not None else None
     settings = getattr(ctx, "obj", None) if ctx else None
     if settings is not None and not getattr(settings, "color", True):
         return False
@@ -65,9 +66,11 @@ def _safe(data: Any) -> Any:
 
 def print_json(data: Any) -> None:
     """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
+    import json
+
     text = json.dumps(data, indent=2, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(_safe(data), indent=2, ensure_ascii=False)
-    click.echo(text)
+    sys.stdout.write(text + "\n")

@@ -1,10 +1,12 @@
 """Rendering of ``ckpt diff``: one row per difference, biggest change first, then a summary line."""
 from __future__ import annotations
 
-from typing import Any
-
 from .common import shape_text
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def num(x: float | None) -> str:

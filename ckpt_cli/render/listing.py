@@ -1,12 +1,14 @@
 """Rendering of ``ckpt ls`` results: a tensor table for a checkpoint, a row per checkpoint for a directory."""
 from __future__ import annotations
 
-import datetime as _dt
 import os
-from typing import Any
 
 from .common import human_bytes, shape_text
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_tensor_table(summary: Any) -> None:
@@ -14,9 +16,12 @@ def render_tensor_table(summary: Any) -> None:
     names = any(row.name is not None for row in summary.rows)
     table = TextTable([("key", "left")] + ([("name", "left"), ("role", "left")] if names else [])
                       + [("dtype", "left"), ("shape", "left"), ("size", "right")])
-    for row in summary.rows:
-        extra = [row.name or "", row.role or ""] if names else []
-        table.add_row(row.key, *extra, row.dtype, shape_text(row.shape), human_bytes(row.nbytes))
+    if names:
+        table.rows = [[row.key, row.name or "", row.role or "", row.dtype, shape_text(row.shape), human_bytes(row.nbytes)]
+                      for row in summary.rows]
+    else:
+        table.rows = [[row.key, row.dtype, shape_text(row.shape), human_bytes(row.nbytes)] for row in summary.rows]
+    table.row_styles = [None] * len(table.rows)
     shown = f" shown of {summary.total_tensors}" if summary.tensors != summary.total_tensors else ""
     files = summary.data_files
     facts = (f": {summary.format}, {summary.tensors} tensors{shown}, {summary.parameters:,} parameters, "
@@ -26,6 +31,8 @@ def render_tensor_table(summary: Any) -> None:
 
 def render_directory_table(path: str, infos: list[Any]) -> None:
     """One row per checkpoint: prefix, step, format, tensors, size, modified, latest."""
+    import datetime as _dt
+
     table = TextTable([("checkpoint", "left"), ("step", "right"), ("format", "left"), ("tensors", "right"),
                        ("size", "right"), ("modified", "left"), ("", "left")])
     for info in infos:

@@ -4,8 +4,11 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any
 from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 LARGE = 64 << 20  # bytes of work below which no bar is worth drawing
 

@@ -1,10 +1,13 @@
 """Rendering of check reports (``verify``) and of write reports (every command that writes)."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import human_bytes
 from .table import Segment, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_verify(report: Any) -> None:

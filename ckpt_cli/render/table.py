@@ -1,27 +1,34 @@
 """A table and styled lines as plain data, printed by rich on a terminal and as plain text elsewhere.
 
 Output on a pipe is for scripts: no colour, no wrapping, and no need to import rich
-(which keeps ``ckpt ls | grep`` fast to start).
+(which keeps ``ckpt ls | grep`` fast to start). On a terminal, output that fits as it is (ASCII,
+no row wider than the terminal) is written with the few escape codes rich would use, so a small
+listing does not import rich either; rich lays out only what needs shortening or wrapping.
 """
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Any
 
 from .common import safe_text, use_color
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
 
 
-@dataclass
 class TextTable:
     """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows."""
 
-    columns: list[tuple[str, str]]
-    rows: list[list[str]] = field(default_factory=list)
-    row_styles: list[str | None] = field(default_factory=list)
+    __slots__ = ("columns", "rows", "row_styles")
+
+    def __init__(self, columns: list[tuple[str, str]], rows: list[list[str]] | None = None,
+                 row_styles: list[str | None] | None = None) -> None:
+        self.columns = columns
+        self.rows = [] if rows is None else rows
+        self.row_styles = [None] * len(self.rows) if row_styles is None else row_styles
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """Append one row of cells (as many as there are columns)."""
@@ -51,7 +58,43 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
         if out:
             stream.write(safe_text("\n".join(out) + "\n"))
         return
+    if os.environ.get("CKPT_FORCE_RICH") != "1" and _emit_fitting(table, lines or [], stream):
+        return
     _emit_rich(table, lines or [], stderr)
+
+
+_SGR = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36"}
+"""rich style words -> the escape codes rich writes for them."""
+
+
+def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: Any) -> bool:
+    """Write ``table`` and ``lines`` to a terminal as rich lays them out when nothing needs shortening or
+    wrapping (the plain layout with its header bold and styles as escape codes); False, writing nothing,
+    when something does (rich then lays it out)."""
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return False
+    rows = plain_table(table) if table is not None and table.rows else []
+    texts = ["".join(text for text, _ in line) for line in lines]
+    styles = [s for s in [*(table.row_styles if rows else []), *(s for line in lines for _, s in line)] if s]
+    if any(not text.isascii() or len(text) > width for text in rows + texts) or \
+            any(w not in _SGR for s in styles for w in s.split()):
+        return False
+    color = use_color()
+    out = []
+    if rows:
+        out.append(_paint(rows[0], "bold", color))
+        out += [_paint(row, style, color) for row, style in zip(rows[1:], table.row_styles)]  # type: ignore[union-attr]
+    out += ["".join(_paint(text, style, color) for text, style in line) for line in lines]
+    stream.write("\n".join(out) + "\n")
+    return True
+
+
+def _paint(text: str, style: str | None, color: bool) -> str:
+    if not (style and color and text):
+        return text
+    return f"\x1b[{';'.join(_SGR[w] for w in style.split())}m{text}\x1b[0m"
 
 
 _FREE_TEXT = {"detail", "problem", "message", "candidates"}

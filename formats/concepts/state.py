@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
 from formats.core.errors import CorruptCheckpointError
 
 __all__ = ["CheckpointState", "read_state", "STATE_FILE", "format_state"]
@@ -15,14 +13,34 @@ _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord('"'): 34, ord("'"): 39,
             ord("a"): 7, ord("b"): 8, ord("f"): 12, ord("v"): 11, ord("?"): 63}
 
 
-@dataclass
 class CheckpointState:
-    """``model_checkpoint_path`` (the latest) and ``all_model_checkpoint_paths`` (oldest first), as written."""
+    """``model_checkpoint_path`` (the latest) and ``all_model_checkpoint_paths`` (oldest first), as written.
 
-    model_checkpoint_path: str = ""
-    all_model_checkpoint_paths: list[str] = field(default_factory=list)
-    all_model_checkpoint_timestamps: list[float] = field(default_factory=list)
-    last_preserved_timestamp: float = 0.0
+    (A plain class rather than a dataclass: this module is on every command's start-up path.)"""
+
+    __slots__ = ("model_checkpoint_path", "all_model_checkpoint_paths", "all_model_checkpoint_timestamps",
+                 "last_preserved_timestamp")
+
+    def __init__(self, model_checkpoint_path: str = "", all_model_checkpoint_paths: list[str] | None = None,
+                 all_model_checkpoint_timestamps: list[float] | None = None,
+                 last_preserved_timestamp: float = 0.0) -> None:
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = [] if all_model_checkpoint_paths is None else all_model_checkpoint_paths
+        self.all_model_checkpoint_timestamps = ([] if all_model_checkpoint_timestamps is None
+                                                else all_model_checkpoint_timestamps)
+        self.last_preserved_timestamp = last_preserved_timestamp
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self._fields()))
+        return f"CheckpointState({args})"
 
 
 def _unescape(raw: bytes) -> str:

@@ -6,12 +6,14 @@ numpy is imported only when values are decoded.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.io.wire import Buffer, Fields, WireError, last_int, messages, parse_fields, signed
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["decode_shape", "decode_slice", "value_field", "min_value_bytes", "decode_values"]

@@ -5,21 +5,25 @@ so listing a checkpoint never pays for them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DType", "by_enum", "by_name", "name_of", "from_numpy", "STRING", "VARIANT"]
 
 
-@dataclass(frozen=True)
-class DType:
+class DType(namedtuple("DType", ["enum", "name", "itemsize", "numpy_name", "hdf5_ok"], defaults=(True,))):
     """A TensorFlow dtype: its DataType enum, name, storage width and numpy counterpart."""
+
+    __slots__ = ()
 
     enum: int
     name: str
     itemsize: int          # bytes per element in a bundle; 0 for variable-width (string, variant)
     numpy_name: str | None  # numpy or ml_dtypes name; None when there is no array counterpart
-    hdf5_ok: bool = True
+    hdf5_ok: bool
 
     @property
     def fixed_width(self) -> bool:

@@ -23,7 +23,10 @@ adds its own hints.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, ClassVar
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["ExitCode", "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError",
            "CorruptCheckpointError", "ChecksumError", "UnsupportedError", "AmbiguousCheckpointError",

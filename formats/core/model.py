@@ -21,6 +21,8 @@ capability                   what it is for                                     
 ``Checkpoint.files``         every file that makes up the checkpoint                   ``[path]``
 ``Checkpoint.metadata``      format facts (header fields, Keras config, ...)           ``{}``
 ``Checkpoint.object_graph``  the decoded TF2 object graph                              ``None``
+``concurrent_reads``         entries may be read from several threads at once          ``False``
+(checkpoint and entries)     (``verify``, ``diff``, ``stats``, read-backs use every core)
 ===========================  ========================================================  ==================
 
 Nothing here imports numpy at module level.
@@ -28,15 +30,16 @@ Nothing here imports numpy at module level.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import TensorNotFoundError
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from concurrent.futures import Executor
+    from typing import Any
 
     import numpy as np
 
@@ -113,9 +116,10 @@ def array_problem(shape: tuple[int, ...], itemsize: int = 1) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(namedtuple("Problem", ["where", "message"])):
     """One thing wrong: where (a key or a file) and what."""
+
+    __slots__ = ()
 
     where: str
     message: str
@@ -132,6 +136,9 @@ class TensorEntry:
     """
 
     __slots__ = ("key", "shape", "dtype", "nbytes", "name", "role", "slot_of", "optimizer", "slot_name")
+
+    concurrent_reads = False
+    """Whether this entry may be read from several threads at once (as its checkpoint's ``concurrent_reads``)."""
 
     def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int,
                  name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,
@@ -212,6 +219,9 @@ class Checkpoint(Mapping[str, TensorEntry]):
     format registered (:class:`FormatName` for the built-in ones).
     """
 
+    concurrent_reads = False
+    """Whether entries may be read (``read``, ``iter_chunks``, ``check``...) from several threads at once."""
+
     def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], *,
                  metadata: dict[str, Any] | None = None, problems: list[Problem] | None = None) -> None:
         self.path = path
@@ -234,6 +244,14 @@ class Checkpoint(Mapping[str, TensorEntry]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
+
+    def values(self) -> Any:
+        """The entries, in key order of the mapping (straight from the dict: listings iterate millions)."""
+        return self._entries.values()
+
+    def items(self) -> Any:
+        """``(key, entry)`` pairs (straight from the dict)."""
+        return self._entries.items()
 
     @property
     def files(self) -> list[str]:

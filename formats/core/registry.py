@@ -28,12 +28,15 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from formats.core.errors import PluginError
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
-           "resolve_with", "find_with", "suffixes", "claims_directory"]
+           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory"]
 
 ENTRY_POINT_GROUP = "tfckpt.formats"
 
@@ -66,6 +69,13 @@ def builtin_formats() -> list[Any]:
     return [_load(ref) for ref in BUILTIN]
 
 
+def iter_builtin_formats() -> Iterator[Any]:
+    """The built-in formats in order, each imported only when reached (a bundle prefix, claimed by the
+    second, never imports the Keras, npz or safetensors modules)."""
+    for ref in BUILTIN:
+        yield _load(ref)
+
+
 def plugin_formats() -> list[Any]:
     """Formats registered by other packages under :data:`ENTRY_POINT_GROUP` (read once per ``sys.path``)."""
     key = tuple(sys.path)
@@ -75,6 +85,8 @@ def plugin_formats() -> list[Any]:
 
 
 def _scan_entry_points() -> Iterator[Any]:
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return
     from importlib.metadata import entry_points
 
     builtin_names = {spec.name for spec in builtin_formats()}
@@ -90,6 +102,43 @@ def _scan_entry_points() -> Iterator[Any]:
             yield spec
 
 
+def _may_declare(group: str) -> bool:
+    """Whether any installed distribution may declare entry points in ``group``: a look at the
+    ``entry_points.txt`` of each ``*.dist-info``/``*.egg-info`` folder on ``sys.path`` (a few
+    milliseconds), so that ``importlib.metadata``, which parses every package's metadata (tens of
+    milliseconds), runs only when one does. True when it cannot tell (zipped or egg path entries,
+    a custom distribution finder)."""
+    import importlib.machinery
+
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return True
+    section = f"[{group}]".encode()
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True  # a zip archive on sys.path
+            continue
+        if folder.endswith(".egg"):
+            return True
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")) and _mentions(os.path.join(folder, name), section):
+                return True
+    return False
+
+
+def _mentions(info: str, section: bytes) -> bool:
+    try:
+        with open(os.path.join(info, "entry_points.txt"), "rb") as f:
+            return section in f.read()
+    except OSError:
+        return False
+
+
 def all_formats() -> list[Any]:
     """Built-in formats first, then plugins."""
     return builtin_formats() + plugin_formats()
@@ -97,7 +146,7 @@ def all_formats() -> list[Any]:
 
 def get_format(name: str) -> Any:
     """The format registered under ``name``; KeyError when there is none."""
-    for spec in builtin_formats():
+    for spec in iter_builtin_formats():
         if spec.name == name:
             return spec
     for spec in plugin_formats():

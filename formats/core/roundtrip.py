@@ -9,12 +9,13 @@ iterator), a :class:`Digest` recorded while writing stands in for it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from formats.core.errors import CheckpointError
 from formats.core.model import shape_text
+from formats.core.parallel import map_ordered
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",
@@ -66,28 +67,44 @@ class RoundTripReport:
 
 def compare_checkpoints(actual: Mapping[str, Any], expected: Mapping[str, Any], *, path: str = "",
                         against: str = "", chunk: int = CHUNK, progress: Progress | None = None,
-                        check_crc: bool = True) -> RoundTripReport:
+                        check_crc: bool = True, jobs: int | None = 1) -> RoundTripReport:
     """Compare every tensor of ``actual`` with the same key in ``expected`` (sources or :class:`Digest`).
 
     Stored checksums are checked on the way unless ``check_crc`` is False (a writer that has just
     checked its sources and computed the output's checksums from the very bytes compared here).
+    Tensors are compared on ``jobs`` threads (None: every core) when both sides may be read from
+    several threads at once; the report is the same whatever ``jobs`` is.
     """
     report = RoundTripReport(path or str(getattr(actual, "path", "")), against or str(getattr(expected, "path", "")))
     for key in expected:
         if key not in actual:
             report.mismatches.append(Mismatch(key, "missing", "not in the output"))
-    for key in actual:
-        if key not in expected:
-            report.mismatches.append(Mismatch(key, "unexpected", "not in the source"))
-            continue
-        problem = compare_tensor(actual[key], expected[key], chunk, check_crc)
-        if problem is not None:
-            report.mismatches.append(Mismatch(key, *problem))
+    keys = [key for key in actual if key in expected]
+
+    def advance(key: str, _: object) -> None:
         report.tensors += 1
         report.bytes += int(getattr(actual[key], "nbytes", 0) or 0)
         if progress:
             progress(report.bytes, report.tensors)
+
+    parallel = _concurrent(actual.values()) and _concurrent(expected.values())
+    problems = map_ordered(lambda key: compare_tensor(actual[key], expected[key], chunk, check_crc), keys,
+                           jobs if parallel else 1, weight=lambda key: int(getattr(actual[key], "nbytes", 0) or 0),
+                           done=advance)
+    found = dict(zip(keys, problems))
+    for key in actual:  # in the output's order, as a sequential comparison lists them
+        problem = found[key] if key in found else ("unexpected", "not in the source")
+        if problem is not None:
+            report.mismatches.append(Mismatch(key, *problem))
     return report
+
+
+def _concurrent(sources: Iterable[Any]) -> bool:
+    """Whether every source may be read from several threads at once: in-memory values, digests, and entries
+    of formats that say so (bundles)."""
+    from formats.core.model import TensorEntry
+
+    return all(not isinstance(s, TensorEntry) or s.concurrent_reads for s in sources)
 
 
 def compare_tensor(actual: Source, expected: Source | Digest, chunk: int = CHUNK,
@@ -158,6 +175,10 @@ def first_difference(xs: Iterator[memoryview], ys: Iterator[memoryview]) -> int 
 
 
 def _first_unequal(a: memoryview, b: memoryview) -> int | None:
+    from formats.core.memcmp import same_bytes
+
+    if same_bytes(a, b):  # the usual case, without the GIL; numpy only to find where they differ
+        return None
     import numpy as np
 
     u = np.frombuffer(a, dtype=np.uint8)

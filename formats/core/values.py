@@ -15,14 +15,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.core.errors import TensorNotFoundError, UsageError
 from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 
+TYPE_CHECKING = False  # typing and concurrent.futures stay off the start-up path
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind",

@@ -2,11 +2,11 @@
 checkpoint, by asking the format registry; directories follow their ``checkpoint`` state file."""
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections import namedtuple
 
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
@@ -17,13 +17,18 @@ from formats.core.foreign import describe_file
 from formats.io import storage
 from formats.io.atomic import is_temp_name
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
            "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(namedtuple("Target", ["kind", "path"])):
     """A resolved checkpoint: ``kind`` is the registry name of its format, ``path`` what that format opens."""
+
+    __slots__ = ()
 
     kind: str
     path: str
@@ -47,8 +52,19 @@ def identity(path: str) -> str:
     """What two spellings of one checkpoint have in common (absolute, symlinks resolved), to list it once."""
     if storage.is_url(path):
         return path.rstrip("/")
-    real = os.path.realpath(path)
+    folder, name = os.path.split(path)
+    if name and name not in (os.curdir, os.pardir) and not os.path.islink(path):
+        real = os.path.join(_real_folder(os.getcwd(), folder), name)  # one realpath per folder, not per path
+    else:
+        real = os.path.realpath(path)
     return real + os.sep if path.endswith(os.sep) and real != os.sep else real
+
+
+@functools.lru_cache(maxsize=256)
+def _real_folder(cwd: str, folder: str) -> str:
+    """``os.path.realpath`` of ``folder`` (relative to ``cwd``), remembered: a directory of a thousand
+    checkpoints is resolved once."""
+    return os.path.realpath(os.path.join(cwd, folder))
 
 
 def resolve(path: str | os.PathLike[str]) -> Target:
@@ -106,7 +122,7 @@ def _is_listing(path: str) -> bool:
 
 def claim(path: str, plugins: bool = True) -> Target | None:
     """The first format that claims ``path`` (built-in formats first, then plugins), or None."""
-    for spec in registry.builtin_formats():
+    for spec in registry.iter_builtin_formats():
         found = _claim_with(spec, path)
         if found is not None:
             return found
@@ -126,12 +142,16 @@ def _claim_with(spec: Any, path: str) -> Target | None:
 
 
 def claim_directory(directory: str) -> Target | None:
-    """A format that takes the directory itself as one checkpoint (a SavedModel), or None."""
-    for spec in registry.all_formats():
-        if registry.claims_directory(spec):
-            found = _claim_with(spec, directory)
-            if found is not None:
-                return found
+    """A format that takes the directory itself as one checkpoint (a SavedModel), or None. Plugins are asked
+    only when no built-in format takes it."""
+    for spec in registry.iter_builtin_formats():
+        found = _claim_with(spec, directory) if registry.claims_directory(spec) else None
+        if found is not None:
+            return found
+    for spec in registry.plugin_formats():
+        found = _claim_with(spec, directory) if registry.claims_directory(spec) else None
+        if found is not None:
+            return found
     return None
 
 
@@ -179,10 +199,22 @@ def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> Non
         found.append(Target(kind, normalize(path)))
 
 
+def _owned(name: str, owned: set[str]) -> bool:
+    """Whether ``name`` is one of ``owned`` or a file of one (``owned`` + ``.`` + anything)."""
+    if name in owned:
+        return True
+    dot = name.find(".")
+    while dot >= 0:
+        if name[:dot] in owned:
+            return True
+        dot = name.find(".", dot + 1)
+    return False
+
+
 def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
     owned = {os.path.basename(p.rstrip(os.sep)) for p in seen}
     unclaimed = [n for n in sorted(os.listdir(directory))
-                 if not any(n == o or n.startswith(o + ".") for o in owned) and not n.startswith(STATE_FILE)]
+                 if not _owned(n, owned) and not n.startswith(STATE_FILE)]
     if not unclaimed:
         return []
     found: list[Target] = []

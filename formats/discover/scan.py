@@ -11,35 +11,48 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint
 from formats.discover.resolve import (Target, claim, claim_directory, find_checkpoints, identity, latest_version,
                                       locate_named, normalize)
+from formats.core.parallel import map_ordered
 from formats.io import storage
 
 __all__ = ["CheckpointInfo", "scan_directory", "step_of", "missing_files"]
 
+REMOTE_REQUESTS = 16
+"""Checkpoints of a bucket prefix summarised at once (their indexes fetched concurrently)."""
 _STEP = re.compile(r"(\d+)$")
 _METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
 _SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
 
 
-@dataclass
 class CheckpointInfo:
     """One row of a directory listing; ``error`` is set when it cannot be read whole (counts are then
     what could be read: 0 when it cannot be opened at all)."""
 
-    path: str
-    step: int | None
-    format: str
-    tensors: int
-    nbytes: int
-    mtime: float
-    latest: bool
-    error: str | None = None
+    __slots__ = ("path", "step", "format", "tensors", "nbytes", "mtime", "latest", "error")
+
+    def __init__(self, path: str, step: int | None, format: str, tensors: int, nbytes: int, mtime: float,
+                 latest: bool, error: str | None = None) -> None:
+        self.path = path
+        self.step = step
+        self.format = format
+        self.tensors = tensors
+        self.nbytes = nbytes
+        self.mtime = mtime
+        self.latest = latest
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"CheckpointInfo({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -71,13 +84,14 @@ def missing_files(ckpt: Checkpoint) -> list[str]:
     return [f for f in ckpt.files if not (storage.isfile(f) if storage.is_url(f) else os.path.exists(f))]
 
 
-@dataclass
 class _Folder:
-    """What one folder holds: checkpoints found, the latest's path, and the state file's stale names."""
+    """What one folder holds: checkpoints found, the latest's path, and the state file's stale names
+    (``(path as named, is it the latest)``)."""
 
-    targets: list[Target]
-    latest: str | None = None
-    stale: list[tuple[str, bool]] = field(default_factory=list)  # (path as named, is it the latest)
+    def __init__(self, targets: list[Target], latest: str | None = None) -> None:
+        self.targets = targets
+        self.latest = latest
+        self.stale: list[tuple[str, bool]] = []
 
 
 def _folder(directory: str) -> _Folder:
@@ -157,7 +171,8 @@ def _walk(directory: str) -> list[str]:
 
 
 def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
-    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step."""
+    """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step. Behind a
+    URL, :data:`REMOTE_REQUESTS` checkpoints are read at once."""
     directory = normalize(directory)
     if storage.is_url(directory):
         folders = [directory]  # recursion over buckets is not supported: list one prefix
@@ -171,9 +186,14 @@ def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointIn
         except CheckpointError as exc:
             infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
             continue
+        fresh = []
         for target in found.targets:
             if identity(target.path) not in listed:
                 listed.add(identity(target.path))
-                infos.append(_summarise(target, found.latest))
+                fresh.append(target)
+        # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
+        jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
+        latest = found.latest
+        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), fresh, jobs)
         infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)

@@ -13,9 +13,12 @@ import posixpath
 import re
 import stat
 from collections.abc import Iterator
-from typing import Any, BinaryIO
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
            "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "EXTRAS"]

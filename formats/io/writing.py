@@ -202,11 +202,12 @@ class OutputGuard:
     call :meth:`check_source` as each source is reached, before its bytes are written.
     """
 
-    def __init__(self, output: str, files: Iterable[str]) -> None:
+    def __init__(self, output: str, files: Iterable[str], leftovers: Iterable[str] = ()) -> None:
         self.output = output
         self.files = list(files)
         self._paths = {_identity(f) for f in self.files}
-        self._inodes = {i for i in map(_inode, self.files) if i is not None}
+        left = set(leftovers)  # no checkpoint's files: compared by path only (a hard link of an input is fine)
+        self._inodes = {i for i in map(_inode, (f for f in self.files if f not in left)) if i is not None}
         self._seen: set[tuple[str, ...]] = set()
 
     def check_files(self, files: Iterable[str]) -> None:
@@ -243,11 +244,14 @@ def guard_output(output: str, files: Iterable[str] | None = None, *,
     ``inputs`` or ``sources`` that is an output file (always, ``force`` or not), and an existing output
     unless ``force`` (``what`` names it in the message: ``output checkpoint exists``). With ``marker``,
     the output exists when that one file does (a bundle is its index: data files without it are what a
-    killed write left, replaced by the next); else when any of ``files`` does.
+    killed write left, replaced by the next; such files are inputs only under the same path, for a killed
+    ``--link`` write leaves hard links of its inputs); else when any of ``files`` does.
     """
     if not directory:
         refuse_directory(output)
-    guard = OutputGuard(output, [output] if files is None else files)
+    files = [output] if files is None else list(files)
+    orphans = [f for f in files if f != marker] if marker is not None and not _exists(marker) else []
+    guard = OutputGuard(output, files, orphans)
     guard.check_inputs(inputs)
     for source in sources:
         guard.check_source(source)

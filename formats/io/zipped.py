@@ -17,9 +17,12 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "check_expansion",
            "read_member", "member_stream", "member_head", "member_start", "stored_member_start", "crc_problem",

@@ -9,16 +9,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
-from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
 __all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
 
 KINDS = ("hdf5", "zip", "dir", "sharded")
 """What :func:`open_keras` opens: an HDF5 file, a ``.keras`` archive, a model directory, a ``.weights.json``."""
+
+
+def __getattr__(name: str) -> object:
+    """``KerasCheckpoint`` and ``H5Tensor`` from the reader, imported on first use (so sniffing a path with
+    :mod:`formats.keras_h5.format` does not load the reader)."""
+    if name in ("KerasCheckpoint", "H5Tensor"):
+        from formats.keras_h5 import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_keras(path: str, kind: str) -> Checkpoint:
@@ -66,6 +80,7 @@ def _close(parts: Sequence[tuple[str, Any]]) -> None:
 def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None,
            extra_meta: dict[str, Any], problems: list[tuple[str, str]]) -> KerasCheckpoint:
     from formats.keras_h5.layouts import Layout, describe
+    from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
     images = [image for _, image in parts]
     config = images[0].extras.get("config.json") if images else None
@@ -104,7 +119,7 @@ def _walk_parts(parts: Sequence[tuple[str, Any]], problems: list[tuple[str, str]
     return datasets, owner, (all_groups[0] if len(all_groups) == 1 else _MergedGroups(all_groups))
 
 
-class _MergedGroups(Mapping[str, Any]):
+class _MergedGroups(Mapping[str, "Any"]):
     """The groups of several shards by path; where several shards hold a group, the copy carrying a
     ``name`` attribute (Keras writes it in the first shard only)."""
 

@@ -6,6 +6,17 @@ numpy is imported only when a file is opened.
 """
 from __future__ import annotations
 
-from formats.npz.reader import NpzCheckpoint, NpzTensor, open_npz
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from formats.npz.reader import NpzCheckpoint, NpzTensor, open_npz
 
 __all__ = ["open_npz", "NpzCheckpoint", "NpzTensor"]
+
+
+def __getattr__(name: str) -> object:
+    """The reader's names, imported on first use (sniffing a path with the format module stays cheap)."""
+    if name in __all__:
+        from formats.npz import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,17 @@ keys' TensorFlow names and roles restored from ckpt's provenance record when the
 """
 from __future__ import annotations
 
-from formats.safetensors.reader import SafetensorsCheckpoint, SafetensorsTensor, open_safetensors
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from formats.safetensors.reader import SafetensorsCheckpoint, SafetensorsTensor, open_safetensors
 
 __all__ = ["open_safetensors", "SafetensorsCheckpoint", "SafetensorsTensor"]
+
+
+def __getattr__(name: str) -> object:
+    """The reader's names, imported on first use (sniffing a path with the format module stays cheap)."""
+    if name in __all__:
+        from formats.safetensors import reader
+
+        return getattr(reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,12 +18,12 @@ class SafetensorsFormat:
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local file named ``.safetensors`` or starting like one."""
-        from formats.safetensors.header import looks_like_safetensors
-
         if storage.is_url(path) or not os.path.isfile(path):
             return False
         if path.endswith(self.suffixes):
             return True
+        from formats.safetensors.header import looks_like_safetensors
+
         try:
             with open(path, "rb") as f:
                 return looks_like_safetensors(f.read(9), os.fstat(f.fileno()).st_size)

@@ -3,24 +3,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from formats.core._gc import paused_gc
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
-from formats.core.sources import apply_index
 from formats.io.crc import crc32c, unmask
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from concurrent.futures import Executor
+    from typing import Any
 
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
+
+
+_DTYPE_NAMES = {enum: dtype_name(enum) for enum in range(256)}
+"""DataType number -> name, looked up once per tensor of an index (a million, for some)."""
 
 
 class BundleTensor(TensorEntry):
@@ -33,12 +37,14 @@ class BundleTensor(TensorEntry):
 
     __slots__ = ("raw", "_reader", "_labels")
 
+    concurrent_reads = True
+
     def __init__(self, reader: BundleReader, raw: RawEntry, labels: _Labels) -> None:
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
-        self.key = raw.name
+        self.key = raw.key.decode("utf-8", "surrogateescape")
         self.shape = raw.shape
-        self.dtype = dtype_name(raw.dtype)
-        self.nbytes = reader.nbytes(raw)
+        self.dtype = _DTYPE_NAMES.get(raw.dtype) or dtype_name(raw.dtype)
+        self.nbytes = reader.nbytes(raw) if raw.slices else raw.size
         self.raw = raw
         self._reader = reader
         self._labels = labels
@@ -126,6 +132,8 @@ class BundleTensor(TensorEntry):
             pass
         reader, raw, dt = stream
         whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
+        from formats.core.sources import apply_index
+
         picked = whole if index is None else apply_index(whole, index, self)
         out = np.array(picked, copy=True)
         if reader.header.big_endian and dt.itemsize > 1:
@@ -257,7 +265,10 @@ class _Labels:
 
 
 class BundleCheckpoint(Checkpoint):
-    """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``."""
+    """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``.
+    Entries may be read from several threads at once (data files are shared read-only maps)."""
+
+    concurrent_reads = True
 
     def __init__(self, prefix: str) -> None:
         with paused_gc():

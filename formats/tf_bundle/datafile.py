@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any
 
 from formats.io import storage
 from formats.core.errors import CheckpointNotFoundError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
 

@@ -7,13 +7,13 @@ the entry's CRC32C. See ``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``.
 """
 from __future__ import annotations
 
+import _thread  # the lock primitive without importing threading (start-up)
 import math
 import mmap
 import os
 import struct
+from collections import namedtuple
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.core.dtypes import name_of as dtype_name
@@ -22,7 +22,7 @@ from formats.io import storage
 from formats.io.crc import crc32c, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from formats.tf_bundle.datafile import MADV_POPULATE_READ, RemoteFile, advise, open_data_file, read_index_bytes
+from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
 from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.concepts.tiling import format_extents, slice_box, tiling_problem
 from formats.io.sstable.table import read_table
@@ -30,7 +30,10 @@ from formats.io.wire import WireError, read_varint
 from formats.tf_bundle.wire import decode_entry, decode_header
 from formats.core.model import OBJECT_GRAPH_KEY, array_problem
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name"]
@@ -43,20 +46,27 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-@dataclass(frozen=True)
-class BundleHeader:
+_HEADER_FIELDS = ["num_shards", "big_endian", "producer", "min_consumer", "bad_consumers"]
+_ENTRY_FIELDS = ["key", "dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices"]
+
+
+class BundleHeader(namedtuple("BundleHeader", _HEADER_FIELDS, defaults=((),))):
     """The ``BundleHeaderProto`` stored under the empty key."""
+
+    __slots__ = ()
 
     num_shards: int
     big_endian: bool
     producer: int
     min_consumer: int
-    bad_consumers: tuple[int, ...] = ()
+    bad_consumers: tuple[int, ...]
 
 
-@dataclass(slots=True)
-class RawEntry:
-    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable."""
+class RawEntry(namedtuple("RawEntry", _ENTRY_FIELDS, defaults=((),))):
+    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
+    cheap to build for an index of a million entries)."""
+
+    __slots__ = ()
 
     key: bytes
     dtype: int
@@ -65,7 +75,7 @@ class RawEntry:
     offset: int
     size: int
     crc32c: int
-    slices: list[list[Extent]] = field(default_factory=list)
+    slices: list[list[Extent]]
 
     @property
     def name(self) -> str:
@@ -115,6 +125,7 @@ class BundleReader:
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._maps: dict[int, Any] = {}
+        self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self._check_entries()
         self.missing = self._missing_files()
 
@@ -135,8 +146,8 @@ class BundleReader:
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
-        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() for s in e.slices}
-        return [k for k in self.entries if k not in hidden]
+        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() if e.slices for s in e.slices}
+        return [k for k in self.entries if k not in hidden] if hidden else list(self.entries)
 
     def nbytes(self, e: RawEntry) -> int:
         """Stored bytes of an entry; for a partitioned variable, of all its slices."""
@@ -151,7 +162,10 @@ class BundleReader:
         if m is None:
             if shard in self.missing:
                 raise CheckpointNotFoundError(self.data_paths[shard], self.missing[shard])
-            m = self._maps[shard] = open_data_file(self.data_paths[shard])
+            with self._lock:
+                m = self._maps.get(shard)
+                if m is None:
+                    m = self._maps[shard] = open_data_file(self.data_paths[shard])
         return m
 
     def file_size(self, shard: int) -> int:
@@ -188,8 +202,7 @@ class BundleReader:
         view = memoryview(m)
         for start in range(e.offset, e.offset + e.size, size):
             stop = min(start + size, e.offset + e.size)
-            advise(m, start, stop, MADV_POPULATE_READ)  # one syscall instead of a fault per page
-            yield view[start:stop]
+            yield view[start:stop]  # pages fault in as they are read (without the GIL, in crc32c or numpy)
             advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
 
     def close(self) -> None:

@@ -1,13 +1,23 @@
-"""Writer for TensorFlow tensor bundles (``prefix.index`` + ``prefix.data-00000-of-00001``).
+"""Writer for TensorFlow tensor bundles (``prefix.index`` + ``prefix.data-NNNNN-of-MMMMM``).
 
 Byte-compatible with TensorFlow's ``BundleWriter``: tensors go to the data file in the order
 they are given (densely packed, no alignment), the index lists them in bytewise key order
 after the header, and every entry carries the masked CRC32C TensorFlow would compute.
 Tensors stream from their source to the file in bounded chunks; ``shards`` spreads them over
-several data files (``prefix.data-0000k-of-0000N``) as TensorFlow's sharded saving leaves them. Like every writer
-(:mod:`formats.io.writing`), the output is guarded against replacing an input, written under
-temporary names in the output directory, flushed to disk, verified (every tensor read back and
-compared with its source) and only then renamed into place: data file first, index last.
+several data files (``prefix.data-0000k-of-0000N``) as TensorFlow's sharded saving leaves them.
+
+Bytes that do not change are not copied through Python: an input data file whose every tensor
+is written unchanged (a rename, a name <-> object conversion, a selection of whole files; see
+:mod:`formats.tf_bundle.layout`) is copied by the kernel (``copy_file_range``, a reflink where
+the file system can) to the start of the output's data file, its entries keeping their
+checksums, or with ``link`` hard-linked as a data file of its own. Data files are never modified
+in place, so a linked file is shared safely.
+
+Like every writer (:mod:`formats.io.writing`), the output is guarded against replacing an input,
+written under temporary names in the output directory, flushed to disk and verified - new tensors
+read back and compared with their sources, copied ones checked against their checksums from the
+memory map, linked ones checked to be the input's own files - and only then put in place so that
+a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.publish`).
 """
 from __future__ import annotations
 
@@ -15,44 +25,50 @@ import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
                                  VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.roundtrip import Digest, RoundTripReport, compare_checkpoints, digest_update
+from formats.core.roundtrip import Digest, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
-from formats.io.atomic import ensure_space, fsync_dir, make_parents, remove_created, temp_name, sweep_temporaries
+from formats.io.atomic import ensure_space, make_parents, remove_created, sweep_temporaries
 from formats.io.crc import crc32c, mask, unmask
-from formats.io.writing import (OutputGuard, Stored, WriteReport, check_roundtrip, guard_output, planned_bytes,
-                                sources_of)
+from formats.io.writing import OutputGuard, Stored, WriteReport, guard_output, planned_bytes, sources_of
+from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
-from formats.tf_bundle.encode import HEADER, encode_entry, encode_header, string_layout, variant_layout
+from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
+from formats.tf_bundle.files import BundleFiles
+from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
 
+FRESH, COPIED, LINKED = "fresh", "copied", "linked"
 
-@dataclass
+
 class _Record:
-    key: bytes
-    entry: bytes
-    size: int
-    dtype: str
-    shape: tuple[int, ...]
-    expected: Any = None  # the source itself, or a Digest of what was written
-    shard: int = 0
+    """One tensor written: its key and entry proto, size, dtype and shape, what it is compared with when
+    read back (``expected``: the source itself or a :class:`Digest`), and how its bytes got there (``how``:
+    written fresh, copied from an input data file, or in an input data file linked)."""
+
+    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position")
+
+    def __init__(self, key: bytes, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
+                 how: str = FRESH, source: Any = None) -> None:
+        self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
+        self.expected, self.how, self.source = expected, how, source
+        self.position = 0  # in the order the tensors were given
 
 
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
                      object_graph: Any = None, *, force: bool = False, verify: bool = True,
                      inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK,
-                     progress: Callable[[int, int], None] | None = None,
-                     shards: Sequence[int] | None = None) -> WriteReport:
+                     progress: Callable[[int, int], None] | None = None, link: bool = False,
+                     jobs: int | None = None, shards: Sequence[int] | None = None) -> WriteReport:
     """Write a TensorFlow checkpoint at ``prefix`` that ``tf.train.load_checkpoint`` reads.
 
     ``tensors`` maps key -> source (numpy array, :class:`~formats.core.sources.TensorValue`, or a
@@ -61,83 +77,77 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     serialized ``TrackableObjectGraph`` or the message) is stored as ``_CHECKPOINTABLE_OBJECT_GRAPH``.
     An existing output is refused unless ``force``; an output that would replace a file of an
     input (any bundle tensor's checkpoint, or ``inputs``) is always refused. With ``verify`` the
-    result is read back and compared with every source before it is renamed into place.
-    ``progress(bytes_done, tensors_done)`` is called after each tensor. A URL prefix (``s3://...``)
-    is written and verified locally, then uploaded (:mod:`formats.io.remote_write`).
+    result is read back (on ``jobs`` threads; None: every core) before it is put in place.
+    ``link`` hard-links input data files taken over whole instead of copying them (where input and
+    output share a file system; elsewhere they are copied, and the report says so).
+    ``progress(bytes_done, tensors_done)`` is called as tensors are written. A URL prefix
+    (``s3://...``) is written and verified locally, then uploaded (:mod:`formats.io.remote_write`).
     ``shards`` spreads the data over N files as TensorFlow's sharded saving does: the data file of
     each tensor in the order written (the object graph, written last, included), never decreasing;
-    N is the largest plus one. Default: one data file.
+    N is the largest plus one (no data file is then taken over whole). Default: one data file.
     """
     prefix = os.fspath(prefix)
     from formats.io import storage
 
-    count = _shard_count(prefix, shards)
-    final_index, finals = prefix + ".index", [data_file_name(prefix, k, count) for k in range(count)]
     sources, inputs = sources_of(tensors), list(inputs)
-    guard = guard_output(prefix, [final_index, *finals], inputs=inputs, sources=sources, force=force,
-                         what="output checkpoint", marker=final_index)
     if storage.is_url(prefix):
+        if link:
+            raise InvalidOutputError(prefix, "an output behind a URL cannot share data files with its inputs")
+        count = _shard_count(prefix, shards)
+        guard_output(prefix, [prefix + ".index", *(data_file_name(prefix, k, count) for k in range(count))],
+                     inputs=inputs, sources=sources, force=force, what="output checkpoint", marker=prefix + ".index")
         from formats.io.remote_write import write_then_upload
 
         return write_then_upload(prefix, lambda local: write_checkpoint(
-            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress,
-            shards=shards), force=force)
-    pairs = _pairs(tensors, object_graph)
-    directory = os.path.dirname(os.path.abspath(prefix))
-    created = make_parents(prefix)
+            local, tensors, object_graph, verify=verify, inputs=inputs, chunk=chunk, progress=progress, jobs=jobs,
+            shards=shards),
+            force=force)
+    pairs: Iterable[tuple[Any, Source]] = _pairs(tensors, object_graph)
+    layout = Layout([], {})
+    if sources and shards is None:  # every source known up front: input data files may be taken over whole
+        pairs = list(pairs)
+        layout = plan_layout([source for _, source in pairs])
+    fresh = object_graph is not None or not isinstance(pairs, list) or len(pairs) > len(layout.placed)
+    out = BundleFiles(prefix, layout, link, fresh, None if shards is None else _shard_count(prefix, shards))
+    guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=sources, force=force,
+                         what="output checkpoint", marker=out.final_index)
     sweep_temporaries(prefix)  # what killed writes of this prefix left
-    temp = temp_name(prefix)
-    temp_index, temps = temp + ".index", [data_file_name(temp, k, count) for k in range(count)]
-    report = WriteReport(prefix, "tf-name", [final_index, *finals])
-    leftovers = [*temps, temp_index]
+    created = make_parents(prefix)
     try:
-        ensure_space(directory, planned_bytes(sources))
-        records = _write_data(temps, _sharded(pairs, shards, prefix), guard, chunk, verify,
-                              isinstance(tensors, Mapping), progress)
-        for r in records:
-            key = r.key.decode("utf-8", "surrogateescape")
-            report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
-            if key == OBJECT_GRAPH_KEY:
-                report.format = "tf-object"
-        _write_index(temp_index, records, count)
-        if verify:
-            report.accept(_verify(temp, prefix, records, chunk))
-        _publish(prefix, temps, finals, temp_index, final_index, leftovers)
-        fsync_dir(directory)
+        with out:
+            fresh_bytes = planned_bytes(s for i, s in enumerate(sources) if i not in layout.placed)
+            ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
+            report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards)
+            out.publish()
     except BaseException:
-        for path in leftovers:
-            if os.path.lexists(path):
-                os.unlink(path)
         remove_created(created)
         raise
     return report
 
 
-def _publish(prefix: str, temps: list[str], finals: list[str], temp_index: str, final_index: str,
-             leftovers: list[str]) -> None:
-    """Put the written files in place so that a reader only ever sees the old checkpoint, the new one or
-    none: the old index goes first (the old bundle is then gone as a whole), the data files follow, and
-    the index, which makes the bundle, comes last. Data files of the prefix that no index names any more
-    (the old bundle's, or those a killed write left) are removed."""
-    if os.path.lexists(final_index):
-        os.unlink(final_index)
-        fsync_dir(os.path.dirname(os.path.abspath(final_index)))
-    for orphan in _data_files(prefix):
-        if orphan not in finals:
-            os.unlink(orphan)
-    for temp_data, final_data in zip(temps, finals):
-        leftovers.append(final_data)  # ours once renamed: removed again if the index cannot follow
-        os.replace(temp_data, final_data)
-    os.replace(temp_index, final_index)
+def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
+           keep: bool, progress: Callable[[int, int], None] | None, jobs: int | None,
+           shards: Sequence[int] | None) -> WriteReport:
+    """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check)."""
+    report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
+    records = _take_over(out, pairs, guard, progress)
+    seen = {r.key for r in records}
+    if len(seen) < len(records):
+        raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
+    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards)
+    for r in sorted(records, key=lambda r: r.position):
+        key = r.key.decode("utf-8", "surrogateescape")
+        report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
+        if key == OBJECT_GRAPH_KEY:
+            report.format = "tf-object"
+    _write_index(out, records)
+    report.warnings += out.warnings
+    if verify:
+        from formats.tf_bundle.readback import verify_written
 
-
-def _data_files(prefix: str) -> list[str]:
-    """The ``prefix.data-NNNNN-of-NNNNN`` files that exist (of any shard count)."""
-    import glob
-    import re
-
-    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.data-\d{5}-of-\d{5}$")
-    return [f for f in glob.glob(glob.escape(prefix) + ".data-*") if pattern.match(os.path.basename(f))]
+        report.accept(verify_written(out.temp, out.prefix, records, chunk, jobs))
+    out.finish_syncs()
+    return report
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
@@ -147,32 +157,6 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
         yield OBJECT_GRAPH_KEY, TensorValue(graph, "string")
 
 
-def _shard_count(prefix: str, shards: Sequence[int] | None) -> int:
-    """How many data files ``shards`` asks for (1 when None)."""
-    if shards is None:
-        return 1
-    if any(not isinstance(s, int) or s < 0 for s in shards):
-        raise InvalidOutputError(prefix, "shard numbers must be integers from 0")
-    return max(shards, default=0) + 1
-
-
-def _sharded(pairs: Iterator[tuple[Any, Source]], shards: Sequence[int] | None,
-             prefix: str) -> Iterator[tuple[int, Any, Source]]:
-    """``(shard, key, source)`` for every pair: the shards given (never decreasing, one per pair), else 0."""
-    numbers = iter(shards) if shards is not None else itertools.repeat(0)
-    previous = 0
-    for key, source in pairs:
-        shard = next(numbers, None)
-        if shard is None or shard < previous:
-            raise InvalidOutputError(prefix, "shards must give a never-decreasing data file number for every "
-                                     "tensor, the object graph included" if shard is not None else
-                                     "fewer shard numbers than tensors (the object graph included)")
-        previous = shard
-        yield shard, key, source
-    if shards is not None and next(numbers, None) is not None:
-        raise InvalidOutputError(prefix, "more shard numbers than tensors (the object graph included)")
-
-
 def _key_bytes(key: Any, prefix: str) -> bytes:
     raw = key if isinstance(key, bytes) else str(key).encode("utf-8", "surrogateescape")
     if not raw:
@@ -180,37 +164,121 @@ def _key_bytes(key: Any, prefix: str) -> bytes:
     return raw
 
 
-def _write_data(paths: list[str], pairs: Iterator[tuple[int, Any, Source]], guard: OutputGuard, chunk: int,
-                verify: bool, keep: bool, progress: Callable[[int, int], None] | None = None) -> list[_Record]:
-    """Write every tensor to the data file of its shard, one file after the other."""
+def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
+               progress: Callable[[int, int], None] | None) -> list[_Record]:
+    """Put the input data files taken over whole in place: hard links (with ``link``), else kernel copies at
+    the start of the data file. Their entries keep their checksums; nothing passes through Python."""
     records: list[_Record] = []
-    seen: set[bytes] = set()
-    groups = itertools.groupby(pairs, key=lambda item: item[0])
+    base = 0
+    for number, reused in enumerate(out.layout.files):
+        how = LINKED
+        if out.link:
+            shard, offset = number, 0
+            if not try_link(reused.path, out.temps[number]):
+                out.warnings.append(f"{os.path.basename(reused.path)} copied, not linked: the output is on "
+                                    "another file system")
+                with open(out.temps[number], "xb") as f:
+                    _copy_file(reused.path, f.fileno(), reused.size, 0)
+                    os.fsync(f.fileno())
+                how = COPIED
+        else:
+            shard, offset, how = 0, base, COPIED
+            if out.data is None:
+                out.open_data(0)
+            _copy_file(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
+        base += reused.size
+        for position in reused.positions:
+            key, source = pairs[position]
+            guard.check_source(source)
+            raw = out.layout.placed[position][1]
+            entry = encode_entry(raw.dtype, raw.shape, offset + raw.offset, raw.size, raw.crc32c, shard)
+            records.append(_Record(_key_bytes(key, guard.output), entry, raw.size, source.dtype, tuple(raw.shape),
+                                   how=how, source=source))
+            records[-1].position = position
+        if progress is not None:
+            progress(base, len(records))
+    if out.data is not None:
+        out.data.seek(base)
+    return records
+
+
+def _copy_file(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
+    _copy_range_of(path, dst_fd, size, 0, dst_offset)
+
+
+def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offset: int) -> None:
+    with open(path, "rb") as src:  # an input is only ever opened read-only
+        copy_range(src.fileno(), dst_fd, size, src_offset, dst_offset)
+
+
+def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
+                 verify: bool, keep: bool, seen: set[bytes], progress: Callable[[int, int], None] | None = None,
+                 shards: Sequence[int] | None = None) -> list[_Record]:
+    """Write every tensor not taken over, in the order given (``seen``: the keys already written), to the
+    fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
+    if out.fresh_shard is None:
+        return []
+    records: list[_Record] = []
+    groups = itertools.groupby(_numbered(out, pairs, shards), key=lambda item: item[0])
     group = next(groups, None)
-    done = 0
-    for shard, path in enumerate(paths):
-        with open(path, "xb", buffering=1 << 20) as out, _BackgroundSync(out.fileno()) as syncer:
-            offset = 0
-            for _, key, source in group[1] if group is not None and group[0] == shard else ():
+    done = out.data.tell() if out.data is not None else 0
+    for shard in range(out.fresh_shard, out.shards):
+        data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
+        offset = data.tell()
+        items = group[1] if group is not None and group[0] == shard else ()
+        with _BackgroundSync(data.fileno()) as syncer:
+            for _, position, key, source in items:
                 raw_key = _key_bytes(key, guard.output)
                 if raw_key in seen:
                     raise InvalidOutputError(guard.output,
                                              f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
                 seen.add(raw_key)
                 guard.check_source(source)
-                record = _write_tensor(out, raw_key, source, offset, chunk, verify, keep, shard)
+                record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard)
+                record.position = position
                 records.append(record)
                 offset += record.size
                 done += record.size
                 syncer.wrote(record.size)
                 if progress is not None:
                     progress(done, len(records))
-            if group is not None and group[0] == shard:
-                group = next(groups, None)
-            out.flush()
+            data.flush()
             syncer.close()
-            os.fsync(out.fileno())
+        out.sync_in_background(data)
+        if group is not None and group[0] == shard:
+            group = next(groups, None)
     return records
+
+
+def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
+              shards: Sequence[int] | None) -> Iterator[tuple[int, int, Any, Source]]:
+    """``(shard, position, key, source)`` for every tensor not taken over: the shard numbers given (never
+    decreasing, one per tensor, the object graph included), else the fresh data file's."""
+    fresh = ((position, key, source) for position, (key, source) in enumerate(pairs)
+             if position not in out.layout.placed)
+    if shards is None:
+        yield from ((out.fresh_shard, *item) for item in fresh)  # type: ignore[misc]
+        return
+    numbers, previous = iter(shards), 0
+    for item in fresh:
+        shard = next(numbers, None)
+        if shard is None or shard < previous:
+            raise InvalidOutputError(out.prefix, "shards must give a never-decreasing data file number for every "
+                                     "tensor, the object graph included" if shard is not None else
+                                     "fewer shard numbers than tensors (the object graph included)")
+        previous = shard
+        yield (shard, *item)
+    if next(numbers, None) is not None:
+        raise InvalidOutputError(out.prefix, "more shard numbers than tensors (the object graph included)")
+
+
+def _shard_count(prefix: str, shards: Sequence[int] | None) -> int:
+    """How many data files ``shards`` asks for (1 when None)."""
+    if shards is None:
+        return 1
+    if any(not isinstance(s, int) or s < 0 for s in shards):
+        raise InvalidOutputError(prefix, "shard numbers must be integers from 0")
+    return max(shards, default=0) + 1
 
 
 class _BackgroundSync:
@@ -262,6 +330,11 @@ class _BackgroundSync:
 
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
                   verify: bool, keep: bool, shard: int = 0) -> _Record:
+    copied = _kernel_copy(out, source, offset)
+    if copied is not None:
+        raw = source.raw  # type: ignore[union-attr]
+        entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)
+        return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)  # type: ignore[union-attr]
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or isinstance(source, TensorEntry)) else None
@@ -284,7 +357,19 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
             digest_update(h, value)
     entry = encode_entry(dt.enum, shape, offset, size, mask(crc), shard)
     expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
-    return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None, shard)
+    return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None)
+
+
+def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
+    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the bytes
+    copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`)."""
+    raw = stored_whole(source)
+    if raw is None:
+        return None
+    out.flush()
+    _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)  # type: ignore[union-attr]
+    out.seek(offset + raw.size)
+    return raw.size
 
 
 def _sha256() -> Any:
@@ -308,24 +393,14 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
     return size, unmask(source.raw.crc32c) if same_bytes else crc
 
 
-def _write_index(path: str, records: list[_Record], shards: int = 1) -> None:
+def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     records.sort(key=lambda r: r.key)
-    with open(path, "xb") as out:
-        table = TableWriter(out)
-        table.add(b"", HEADER if shards == 1 else encode_header(num_shards=shards))
-        for record in records:
-            table.add(record.key, record.entry)
-        table.finish()
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def _verify(temp: str, prefix: str, records: list[_Record], chunk: int) -> RoundTripReport:
-    from formats.tf_bundle.checkpoint import BundleCheckpoint
-
-    expected = {r.key.decode("utf-8", "surrogateescape"): r.expected for r in records}
-    with BundleCheckpoint(temp) as written:
-        # sources were checked while copied, and output checksums computed from the bytes compared here
-        report = compare_checkpoints(written, expected, path=prefix, against="sources", chunk=chunk, check_crc=False)
-    return check_roundtrip(prefix, report)
-
+    index = out.index
+    assert index is not None
+    table = TableWriter(index)
+    table.add(b"", encode_header(num_shards=out.shards))
+    for record in records:
+        table.add(record.key, record.entry)
+    table.finish()
+    index.flush()
+    os.fsync(index.fileno())

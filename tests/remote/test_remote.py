@@ -193,3 +193,44 @@ def test_single_file_outputs_to_urls_are_refused_cleanly(tmp_path, run_cli, args
     assert result.exit_code == 4
     assert result.stderr.startswith("ckpt: error: s3://b/x.npz: this output is written to local disk only")
     assert not (tmp_path / "s3:").exists() and not os.path.exists("s3:")
+
+
+def test_a_bucket_prefix_of_many_checkpoints_is_listed_with_requests_in_flight_together(s3_bucket, tmp_path,
+                                                                                          run_cli, monkeypatch):
+    """``ls`` of a prefix reads the checkpoints' indexes concurrently, and lists them as one at a time would."""
+    import threading
+    import time
+
+    from formats.discover import scan
+    from formats.io import storage
+
+    fs, bucket = s3_bucket
+    for step in range(1, 41):
+        formats.write_checkpoint(tmp_path / "run" / f"ckpt-{step}", {"w": np.full((3,), step, np.float32)}.items())
+    fs.put(str(tmp_path / "run") + "/", f"{bucket}/run/", recursive=True)
+    state = {"now": 0, "most": 0}
+    lock = threading.Lock()
+    read_bytes = storage.read_bytes
+
+    def slow_read(path: str) -> bytes:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        try:
+            time.sleep(0.02)
+            return read_bytes(path)
+        finally:
+            with lock:
+                state["now"] -= 1
+
+    monkeypatch.setattr(storage, "read_bytes", slow_read)
+    result = run_cli("ls", "--json", f"s3://{bucket}/run")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["checkpoints"]
+    assert [r["step"] for r in rows] == list(range(1, 41))
+    assert all(r["tensors"] == 1 and r["nbytes"] == 12 for r in rows)
+    assert state["most"] > 4
+    monkeypatch.setattr(scan, "REMOTE_REQUESTS", 1)
+    state["most"] = 0
+    one_at_a_time = run_cli("ls", "--json", f"s3://{bucket}/run")
+    assert one_at_a_time.stdout == result.stdout and state["most"] == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections import namedtuple
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
@@ -20,9 +20,10 @@ Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
 
 
-@dataclass(frozen=True)
-class BlockRef:
+class BlockRef(namedtuple("BlockRef", ["separator", "offset", "size"])):
     """One data block as the index block lists it: every key in it is ``<= separator``."""
+
+    __slots__ = ()
 
     separator: bytes
     offset: int

@@ -17,36 +17,40 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
+from collections import namedtuple
+from collections.abc import Callable, Sequence
 
 from formats.core.errors import UsageError
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.parallel import map_ordered
 from formats.core.selection import nothing_selected, select_keys
-from formats.ops.rules import Rule, RuleSet
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
-from formats.core.model import OBJECT_GRAPH_KEY
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
+
+    from formats.ops.rules import Rule, RuleSet
 
 __all__ = ["Tolerance", "Side", "Change", "DiffResult", "diff_checkpoints", "compare_entries"]
 
-_THREAD_BYTES = 1 << 22  # tensors at least this big get their checksums computed on worker threads
+BYTE_CHUNK = 1 << 20
+"""Bytes compared at a time when values are compared bytewise (small enough to stay in the CPU's cache
+between its checksum and the comparison)."""
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class Tolerance:
+class Tolerance(namedtuple("Tolerance", ["atol", "rtol", "equal_nan", "bytewise"], defaults=(0.0, 0.0, False, True))):
     """How values are compared: bytewise (the default) or ``allclose(rtol, atol, equal_nan)``."""
 
-    atol: float = 0.0
-    rtol: float = 0.0
-    equal_nan: bool = False
-    bytewise: bool = True
+    __slots__ = ()
+
+    atol: float
+    rtol: float
+    equal_nan: bool
+    bytewise: bool
 
     @classmethod
     def of(cls, atol: float | None = None, rtol: float | None = None, equal_nan: bool = False) -> Tolerance:
@@ -56,15 +60,17 @@ class Tolerance:
         return cls(atol or 0.0, rtol or 0.0, equal_nan, bytewise=False)
 
 
-@dataclass
 class Side:
     """One side of a changed pair: its key, shape, dtype and (when values were read) NaN/Inf counts."""
 
-    key: str
-    shape: tuple[int, ...]
-    dtype: str
-    nan: int | None = None
-    inf: int | None = None
+    __slots__ = ("key", "shape", "dtype", "nan", "inf")
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nan: int | None = None,
+                 inf: int | None = None) -> None:
+        self.key, self.shape, self.dtype, self.nan, self.inf = key, shape, dtype, nan, inf
+
+    def __repr__(self) -> str:
+        return f"Side({self.key!r}, {self.shape!r}, {self.dtype!r}, nan={self.nan!r}, inf={self.inf!r})"
 
     def to_json(self) -> dict[str, Any]:
         """``{"key", "shape", "dtype"}`` plus ``"nan"``, ``"inf"`` when counted."""
@@ -74,15 +80,17 @@ class Side:
         return out
 
 
-@dataclass
 class Change:
     """A pair of tensors that differ: ``kind`` is ``shape``, ``dtype`` or ``value``; ``stats`` as in the module doc."""
 
-    key: str
-    kind: str
-    a: Side
-    b: Side
-    stats: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("key", "kind", "a", "b", "stats")
+
+    def __init__(self, key: str, kind: str, a: Side, b: Side, stats: dict[str, Any] | None = None) -> None:
+        self.key, self.kind, self.a, self.b = key, kind, a, b
+        self.stats = {} if stats is None else stats
+
+    def __repr__(self) -> str:
+        return f"Change({self.key!r}, {self.kind!r}, {self.a!r}, {self.b!r}, {self.stats!r})"
 
     def to_json(self) -> dict[str, Any]:
         """``{"key", "kind", "a", "b", **stats}``."""
@@ -95,18 +103,21 @@ class Change:
         return ({"shape": 0, "dtype": 1}.get(self.kind, 2), -rel, -(self.stats.get("max_abs_diff") or 0.0), self.key)
 
 
-@dataclass
 class DiffResult:
     """What :func:`diff_checkpoints` found; ``equal`` when nothing differs."""
 
-    a: str
-    b: str
-    only_in_a: list[str] = field(default_factory=list)
-    only_in_b: list[str] = field(default_factory=list)
-    changed: list[Change] = field(default_factory=list)
-    same: int = 0
-    notes: list[str] = field(default_factory=list)
-    unused_rules: list[Rule] = field(default_factory=list)
+    def __init__(self, a: str, b: str) -> None:
+        self.a, self.b = a, b
+        self.only_in_a: list[str] = []
+        self.only_in_b: list[str] = []
+        self.changed: list[Change] = []
+        self.same = 0
+        self.notes: list[str] = []
+        self.unused_rules: list[Rule] = []
+
+    def __repr__(self) -> str:
+        return (f"DiffResult({self.a!r}, {self.b!r}, only_in_a={self.only_in_a!r}, only_in_b={self.only_in_b!r}, "
+                f"changed={self.changed!r}, same={self.same})")
 
     @property
     def equal(self) -> bool:
@@ -129,7 +140,11 @@ def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | Non
     """name -> key for one side, and the (key, name) pairs left unmatched because another key took the name."""
     out: dict[str, str] = {}
     clashes: list[tuple[str, str]] = []
-    stripper = Rule("strip-prefix", strip) if strip else None
+    stripper = None
+    if strip:
+        from formats.ops.rules import Rule
+
+        stripper = Rule("strip-prefix", strip)
     for key in sorted(ckpt):
         if match == "name" and key == OBJECT_GRAPH_KEY:
             continue
@@ -150,14 +165,16 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
                      match: str = "key", rules: RuleSet | None = None, strip_prefix_a: str | None = None,
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
                      keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS,
-                     progress: Progress | None = None, patterns: Sequence[str] = ()) -> DiffResult:
+                     progress: Progress | None = None, patterns: Sequence[str] = (), jobs: int | None = 1) -> DiffResult:
     """Compare checkpoints ``a`` and ``b`` (opened :class:`Checkpoint` objects or paths; see the module doc).
 
     ``patterns`` (exact or globs, as :func:`~formats.core.selection.select_keys`) keep only the pairs whose
     name - the key, or with ``match="name"`` the variable name, after the rules - they select; one that
     selects nothing on either side raises :class:`~formats.core.errors.NothingSelectedError`.
     ``keys_only`` compares keys, shapes and dtypes and reads no values. ``progress(bytes, tensors)`` is
-    called after each pair. Raises a :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
+    called after each pair. Pairs are compared on ``jobs`` threads (None: every core) when both formats allow
+    concurrent reads; the result is the same whatever ``jobs`` is. Raises a
+    :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
     if match not in ("key", "name"):
         raise UsageError("", f"match must be 'key' or 'name', not {match!r}")
@@ -168,7 +185,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
         cb = b if isinstance(b, Checkpoint) else open_checkpoint(b)
         try:
             return _diff(ca, cb, match, rules, strip_prefix_a, strip_prefix_b, tolerance or Tolerance(),
-                         keys_only, chunk_elements, progress, patterns)
+                         keys_only, chunk_elements, progress, patterns, jobs)
         finally:
             if cb is not b:
                 cb.close()
@@ -179,7 +196,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
 
 def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, strip_a: str | None,
           strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None,
-          patterns: Sequence[str] = ()) -> DiffResult:
+          patterns: Sequence[str] = (), jobs: int | None = 1) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
     names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
     names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
@@ -193,17 +210,22 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
         clash_a, clash_b = [c for c in clash_a if c[1] in keep], [c for c in clash_b if c[1] in keep]
     result.only_in_a = sorted([names_a[n] for n in names_a if n not in names_b] + [k for k, _ in clash_a])
     result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
-    done_bytes = done = 0
-    for name in sorted(n for n in names_a if n in names_b):
-        ea, eb = ca[names_a[name]], cb[names_b[name]]
-        change = compare_entries(name, ea, eb, tol, keys_only, chunk)
-        if change is None:
-            result.same += 1
-        else:
-            result.changed.append(change)
-        done, done_bytes = done + 1, done_bytes + ea.nbytes + eb.nbytes
+    pairs = [(name, ca[names_a[name]], cb[names_b[name]]) for name in sorted(n for n in names_a if n in names_b)]
+    counts = [0, 0]
+
+    def compare(pair: tuple[str, TensorEntry, TensorEntry]) -> Change | None:
+        return compare_entries(*pair, tol, keys_only, chunk)
+
+    def advance(pair: tuple[str, TensorEntry, TensorEntry], _: Change | None) -> None:
+        counts[0] += pair[1].nbytes + pair[2].nbytes
+        counts[1] += 1
         if progress is not None:
-            progress(done_bytes, done)
+            progress(*counts)
+
+    parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
+    found = map_ordered(compare, pairs, jobs if parallel else 1, weight=lambda p: p[1].nbytes, done=advance)
+    result.changed = [change for change in found if change is not None]
+    result.same = len(found) - len(result.changed)
     result.unused_rules = rules.unused() if rules is not None else []
     return result
 
@@ -233,19 +255,55 @@ def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance 
     return Change(name, kind, side_a, side_b, stats)
 
 
-def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int, pool: Executor | None = None) -> Any:
-    return paired_chunks(iter_chunks(ea, chunk, pool), iter_chunks(eb, chunk, pool))
+def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:
+    return paired_chunks(iter_chunks(ea, chunk), iter_chunks(eb, chunk))
 
 
 def _all_equal(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, chunk: int) -> bool:
-    """One pass over both tensors; both checksums run on worker threads (crc32c releases the GIL) while this
-    thread compares the bytes."""
+    """One pass over both tensors, their checksums checked on the way: bytewise for two fixed-width tensors
+    of one dtype whose formats stream their bytes (without numpy), else chunk by chunk with numpy."""
+    if tol.bytewise and numeric and ea.dtype == eb.dtype and _streams_bytes(ea) and _streams_bytes(eb):
+        return same_bytes(ea, eb)
     equal = True
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for x, y in _pairs(ea, eb, chunk, pool if ea.nbytes >= _THREAD_BYTES else None):
-            if equal and _differ_mask(x, y, tol, numeric, quick=True) is not None:
-                equal = False
+    for x, y in _pairs(ea, eb, chunk):
+        if equal and _differ_mask(x, y, tol, numeric, quick=True) is not None:
+            equal = False
     return equal
+
+
+def _streams_bytes(entry: TensorEntry) -> bool:
+    """Whether the entry's format streams its bytes itself (the contract's default reads the whole value)."""
+    return type(entry).byte_chunks is not TensorEntry.byte_chunks
+
+
+def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> bool:
+    """Whether two fixed-width tensors store the same canonical bytes, reading each once
+    (:meth:`~formats.core.model.TensorEntry.byte_chunks`, checksums checked; each piece compared right
+    after its checksum, while it is in the CPU's cache). A difference ends the comparison early; the
+    caller reads both again for the statistics, checks included."""
+    from formats.core.memcmp import same_bytes as equal
+
+    return all(equal(x, y) for x, y in _paired_bytes(ea.byte_chunks(chunk), eb.byte_chunks(chunk)))
+
+
+def _paired_bytes(a: Any, b: Any) -> Any:
+    """Pieces of equal length from two byte streams of the same total length (as :func:`paired_chunks`)."""
+    x = y = memoryview(b"")
+    while True:
+        if not x:
+            x = next(a, None)
+        if not y:
+            y = next(b, None)
+        if x is None or y is None:
+            break
+        n = min(len(x), len(y))
+        if n:
+            yield x[:n], y[:n]
+        x, y = x[n:], y[n:]
+    for _ in a:
+        pass
+    for _ in b:
+        pass
 
 
 def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, quick: bool = False) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from formats.ops.rules import RuleSet
 from formats.core.sources import Source
+from formats.core.errors import UsageError
 from formats.core.model import OBJECT_GRAPH_KEY
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
@@ -200,31 +201,38 @@ class ConversionResult:
         return data
 
 
-def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any]) -> Any:
-    """Write the plan's rows (and object graph) as a TensorFlow bundle at ``output``."""
+def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any],
+                    link: bool = False) -> Any:
+    """Write the plan's rows (and object graph) as a TensorFlow bundle at ``output`` (``link``: hard-link the
+    input data files it takes over whole)."""
     from formats.tf_bundle.writer import write_checkpoint
 
     return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph,
-                            force=force, verify=verify, inputs=inputs, progress=plan.progress)
+                            force=force, verify=verify, inputs=inputs, progress=plan.progress, link=link)
 
 
 def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, force: bool = False,
                  verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
-                 progress: Callable[[int, int], None] | None = None) -> ConversionResult:
+                 progress: Callable[[int, int], None] | None = None, link: bool = False) -> ConversionResult:
     """Write ``plan`` at ``output`` unless it has errors or ``dry_run``; closes the plan's resources.
 
     ``inputs`` are paths or checkpoints the output must not replace. With ``update_state`` the
     output becomes the latest checkpoint of its directory's ``checkpoint`` file (bundles only).
-    ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs.
+    ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs. ``link`` hard-links
+    input data files a bundle output takes over whole (bundle outputs only).
     """
+    if link and plan.writer is not None:
+        raise UsageError(os.fspath(output), "linking data files applies to TensorFlow bundle outputs only")
     plan.progress = progress
     inputs = list(inputs)
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:
         if dry_run or not plan.ok:
             return result
-        writer = plan.writer or write_tf_bundle
-        result.written = writer(plan, result.output, force, verify, inputs)
+        if plan.writer is not None:
+            result.written = plan.writer(plan, result.output, force, verify, inputs)
+        else:
+            result.written = write_tf_bundle(plan, result.output, force, verify, inputs, link)
         if update_state:
             from formats.tf_bundle.state_file import update_state_file
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.parallel import map_ordered
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
 
@@ -132,15 +133,21 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Te
 
 
 def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
-                     progress: Callable[[int, int], None] | None = None) -> CheckpointStats:
+                     progress: Callable[[int, int], None] | None = None, jobs: int | None = 1) -> CheckpointStats:
     """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key.
 
-    Raises :class:`~formats.core.errors.NothingSelectedError` when a pattern matches no key."""
-    result = CheckpointStats(ckpt.path, ckpt.format)
-    done = 0
-    for entry in select(ckpt, patterns):
-        result.tensors.append(tensor_stats(entry, chunk_elements))
-        done += entry.nbytes
+    Tensors are read on ``jobs`` threads (None: every core) when the format allows concurrent reads; the
+    result is the same whatever ``jobs`` is. Raises :class:`~formats.core.errors.NothingSelectedError`
+    when a pattern matches no key."""
+    entries = list(select(ckpt, patterns))
+    done = [0, 0]
+
+    def advance(entry: TensorEntry, _: TensorStats) -> None:
+        done[0] += entry.nbytes
+        done[1] += 1
         if progress is not None:
-            progress(done, len(result.tensors))
-    return result
+            progress(*done)
+
+    found = map_ordered(lambda entry: tensor_stats(entry, chunk_elements), entries,
+                        jobs if ckpt.concurrent_reads else 1, weight=lambda entry: entry.nbytes, done=advance)
+    return CheckpointStats(ckpt.path, ckpt.format, found)

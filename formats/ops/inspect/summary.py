@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections import namedtuple
 
 from formats.core._gc import paused_gc
 from formats.core.model import Checkpoint, TensorEntry
@@ -15,15 +14,17 @@ __all__ = ["TensorRow", "CheckpointSummary", "summarise"]
 _NON_PARAMETER = {"string", "variant", "resource"}
 
 
-class TensorRow(NamedTuple):
-    """One listed tensor (a NamedTuple: cheap to build for indexes with tens of thousands of keys)."""
+class TensorRow(namedtuple("TensorRow", ["key", "dtype", "shape", "nbytes", "name", "role"], defaults=(None, None))):
+    """One listed tensor (a namedtuple: cheap to build for indexes with tens of thousands of keys)."""
+
+    __slots__ = ()
 
     key: str
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
-    name: str | None = None  # None unless asked for (working names out may decode an object graph)
-    role: str | None = None
+    name: str | None  # None unless asked for (working names out may decode an object graph)
+    role: str | None
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict (with ``name`` and ``role`` when they were asked for)."""
@@ -34,16 +35,23 @@ class TensorRow(NamedTuple):
         return doc
 
 
-@dataclass
 class CheckpointSummary:
-    """What ``ckpt ls`` shows for one checkpoint."""
+    """What ``ckpt ls`` shows for one checkpoint (``unmatched``: the patterns that matched no key)."""
 
-    path: str
-    format: str
-    rows: list[TensorRow] = field(default_factory=list)
-    total_tensors: int = 0
-    data_files: int = 0
-    unmatched: list[str] = field(default_factory=list)  # patterns that matched no key
+    __slots__ = ("path", "format", "rows", "total_tensors", "data_files", "unmatched")
+
+    def __init__(self, path: str, format: str, rows: list[TensorRow] | None = None, total_tensors: int = 0,
+                 data_files: int = 0, unmatched: list[str] | None = None) -> None:
+        self.path = path
+        self.format = format
+        self.rows = [] if rows is None else rows
+        self.total_tensors = total_tensors
+        self.data_files = data_files
+        self.unmatched = [] if unmatched is None else unmatched
+
+    def __repr__(self) -> str:
+        return (f"CheckpointSummary(path={self.path!r}, format={self.format!r}, {len(self.rows)} rows, "
+                f"total_tensors={self.total_tensors})")
 
     @property
     def tensors(self) -> int:

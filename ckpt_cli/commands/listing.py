@@ -1,0 +1,106 @@
+"""What ``ckpt ls`` does, without click: the click command (:mod:`ckpt_cli.commands.ls`) and the start-up
+fast path (:mod:`ckpt_cli.fast`) both call :func:`run_ls`, so they cannot drift apart."""
+from __future__ import annotations
+
+import sys
+
+from formats.core.errors import ExitCode
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursive: bool, tree: bool,
+           names: bool, no_optimizer: bool, as_json: bool) -> int:
+    """List every path (a checkpoint's tensors, a directory's checkpoints) and return the exit status."""
+    from formats.core._gc import paused_gc
+    from formats.discover.resolve import resolve_many
+
+    outputs = []
+    status = ExitCode.OK
+    for path, target in resolve_many(paths, directories=not tree):
+        if target is None:
+            from formats.discover.scan import scan_directory
+
+            infos = scan_directory(path, recursive)
+            if any(i.error for i in infos):
+                status = ExitCode.PROBLEMS
+            outputs.append(("dir", path, infos))
+        else:
+            outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json))
+    with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
+        _render(outputs, as_json)
+    return int(status)
+
+
+def warn(message: str) -> None:
+    """One ``ckpt: warning: ...`` line on stderr (undecodable key bytes shown as ``\\xNN``)."""
+    from ..render.common import safe_text
+
+    print(safe_text(f"ckpt: warning: {message}"), file=sys.stderr)
+
+
+def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: bool, optimizer: bool,
+             as_json: bool) -> tuple[str, str, object]:
+    """One checkpoint's listing (or tree); warns about missing files (the keys are still listed)."""
+    from formats.api import open_target
+    from formats.discover.scan import missing_files
+    from formats.ops.inspect.summary import summarise
+
+    with open_target(target) as ckpt:
+        for path in missing_files(ckpt):
+            warn(f"{path}: missing; the keys are listed, their values cannot be read")
+        if tree:
+            from formats.ops.inspect.tree import build_tree
+
+            listing = build_tree(ckpt, optimizer, patterns=patterns)
+            _warn_unmatched(listing.path, listing.unmatched)
+            return ("tree", ckpt.path, listing)
+        summary = summarise(ckpt, patterns, sort, names, optimizer)
+        _warn_unmatched(summary.path, summary.unmatched)
+        signatures = ckpt.metadata.get("signatures") if as_json else None
+        return ("ckpt", ckpt.path, (summary, signatures))
+
+
+def _warn_unmatched(path: str, unmatched: list[str]) -> None:
+    """A filter that matches nothing is worth a warning, not a failure, in a listing."""
+    if unmatched:
+        from formats.core.selection import nothing_selected
+
+        exc = nothing_selected(path, unmatched)
+        warn(f"{exc} ({exc.hint})")
+
+
+def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
+    from ..render.common import print_json
+
+    if as_json:
+        docs = [_json_of(kind, path, value) for kind, path, value in outputs]
+        print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    from ..render.listing import render_directory_table, render_tensor_table
+
+    for i, (kind, path, value) in enumerate(outputs):
+        if i:
+            sys.stdout.write("\n")
+        if kind == "dir":
+            render_directory_table(path, value)  # type: ignore[arg-type]
+        elif kind == "tree":
+            from ..render.tree import render_tree
+
+            render_tree(value)
+        else:
+            render_tensor_table(value[0])  # type: ignore[index]
+
+
+def _json_of(kind: str, path: str, value: object) -> object:
+    if kind == "dir":
+        return {"path": path, "checkpoints": [i.to_json() for i in value]}  # type: ignore[attr-defined]
+    if kind == "ckpt":
+        summary, signatures = value  # type: ignore[misc]
+        doc = summary.to_json()
+        if signatures is not None:
+            doc["signatures"] = signatures
+        return doc
+    return value.to_json()  # type: ignore[attr-defined]

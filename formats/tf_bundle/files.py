@@ -1,0 +1,107 @@
+"""The files of a bundle being written: their temporary and final names, flushes to disk that overlap the read-back, and the publication (:mod:`formats.tf_bundle.publish`).
+
+Data files: in copy mode (the default) one, ``data-00000-of-00001``, that starts with the input data
+files taken over whole (copied by the kernel) and goes on with the tensors written fresh; with
+``link``, each input data file taken over is a shard of its own (a hard link), and the fresh
+tensors, if any, go to one more shard. With a shard ``count`` (the writer's ``shards``), nothing is
+taken over and the tensors go to ``count`` data files.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+from formats.io.atomic import temp_name
+from formats.tf_bundle.layout import Layout
+from formats.tf_bundle.publish import publish
+from formats.tf_bundle.reader import data_file_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+__all__ = ["BundleFiles"]
+
+
+class BundleFiles:
+    """Names and handles of one bundle write; a context manager that removes the temporaries unless published."""
+
+    def __init__(self, prefix: str, layout: Layout, link: bool, fresh: bool, count: int | None = None) -> None:
+        self.prefix, self.layout = prefix, layout
+        self.link = link and bool(layout.files)
+        self.directory = os.path.dirname(os.path.abspath(prefix))
+        self.final_index = prefix + ".index"
+        linked = len(layout.files) if self.link else 0
+        self.shards = linked + (1 if fresh or not linked else 0) if count is None else count
+        self.fresh_shard = (self.shards - 1 if fresh or not linked else None) if count is None else 0
+        self.temp = temp_name(prefix)
+        self.temp_index = self.temp + ".index"
+        self.finals = [data_file_name(prefix, i, self.shards) for i in range(self.shards)]
+        self.temps = [data_file_name(self.temp, i, self.shards) for i in range(self.shards)]
+        self.warnings: list[str] = []
+        self.index: BinaryIO | None = None
+        self.data: BinaryIO | None = None
+        self._opened: list[BinaryIO] = []
+        self._syncs: list[_Sync] = []
+        self._published = False
+
+    def __enter__(self) -> BundleFiles:
+        self.index = open(self.temp_index, "xb")  # noqa: SIM115 - closed on exit
+        return self
+
+    def open_data(self, shard: int) -> BinaryIO:
+        """Create the temporary data file of ``shard`` for writing (the one :attr:`data` then names)."""
+        self.data = open(self.temps[shard], "xb", buffering=1 << 20)  # noqa: SIM115 - closed on exit
+        self._opened.append(self.data)
+        return self.data
+
+    def sync_in_background(self, f: BinaryIO) -> None:
+        """Start flushing a finished file to disk while the write goes on (see :meth:`finish_syncs`)."""
+        f.flush()
+        self._syncs.append(_Sync(f.fileno()))
+
+    def finish_syncs(self) -> None:
+        """Wait for the background flushes; raise what one of them met."""
+        syncs, self._syncs = self._syncs, []
+        for sync in syncs:
+            sync.join()
+
+    def publish(self) -> None:
+        """Put the bundle in place (the old checkpoint, if any, goes first)."""
+        self.finish_syncs()
+        publish(self.temp_index, self.final_index, list(zip(self.temps, self.finals)))
+        self._published = True
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(BaseException):
+            self.finish_syncs()
+        for f in (*self._opened, self.index):
+            if f is not None:
+                with contextlib.suppress(OSError):
+                    f.close()
+        if not self._published:
+            for path in [*self.temps, self.temp_index]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
+
+class _Sync:
+    """``fsync(fd)`` on a thread; :meth:`join` re-raises its error."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.error: OSError | None = None
+        self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            os.fsync(self.fd)
+        except OSError as exc:
+            self.error = exc
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error

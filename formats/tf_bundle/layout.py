@@ -1,0 +1,114 @@
+"""Which data files an output bundle takes over whole from its input bundles.
+
+A rename, a name <-> object conversion or a selection of every tensor of a data file writes the
+same bytes again under other keys. :func:`plan_layout` finds the input data files whose every
+stored byte goes to the output unchanged - each of their tensors is a source, once, and they tile
+the file exactly - so the writer copies them in the kernel (``copy_file_range``) or hard-links
+them, and writes only the index (and the tensors that are new) itself. Bytes are taken over only
+from little-endian, local bundles, and never from a partitioned variable (its slices are
+reassembled into one tensor).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+from formats.core import dtypes
+from formats.core.errors import CheckpointError
+from formats.io import storage
+from formats.tf_bundle.checkpoint import BundleTensor
+from formats.tf_bundle.reader import BundleReader, RawEntry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["Reused", "Layout", "plan_layout", "stored_whole"]
+
+
+class Reused:
+    """An input data file taken over whole: its path, size, the reader that knows its entries, and
+    the positions (in the writer's list of sources) of the tensors stored in it."""
+
+    __slots__ = ("path", "size", "reader", "shard", "positions")
+
+    def __init__(self, path: str, size: int, reader: BundleReader, shard: int, positions: list[int]) -> None:
+        self.path, self.size, self.reader, self.shard, self.positions = path, size, reader, shard, positions
+
+
+class Layout:
+    """``files``: the input data files taken over, in output order; ``placed``: source position ->
+    (number of its file in ``files``, the tensor's stored entry)."""
+
+    def __init__(self, files: list[Reused], placed: dict[int, tuple[int, RawEntry]]) -> None:
+        self.files, self.placed = files, placed
+
+    def reused_bytes(self) -> int:
+        """Bytes taken over from input data files."""
+        return sum(f.size for f in self.files)
+
+
+def plan_layout(sources: Sequence[Any]) -> Layout:
+    """The input data files that ``sources`` (in writing order) use whole and unchanged (see the module doc)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
+    readers: dict[int, BundleReader] = {}
+    for position, source in enumerate(sources):
+        raw = stored_whole(source)
+        if raw is not None:
+            reader = source.bundle
+            readers[id(reader)] = reader
+            groups.setdefault((id(reader), raw.shard_id), []).append(position)
+        elif isinstance(source, BundleTensor) and not source.raw.slices and source.raw.size == 0:
+            empty.setdefault((id(source.bundle), source.raw.shard_id), []).append(position)
+    files = []
+    for (reader_id, shard), positions in groups.items():
+        reused = _whole_file(readers[reader_id], shard, positions, sources)
+        if reused is not None:
+            reused.positions = sorted(positions + [p for p in empty.get((reader_id, shard), [])
+                                                   if sources[p].raw.offset <= reused.size])
+            files.append(reused)
+    files.sort(key=lambda f: f.positions[0])
+    placed = {p: (number, sources[p].raw) for number, reused in enumerate(files) for p in reused.positions}
+    return Layout(files, placed)
+
+
+def stored_whole(source: Any) -> RawEntry | None:
+    """The stored entry of a bundle tensor whose bytes can be taken over as they are, else None."""
+    if not isinstance(source, BundleTensor):
+        return None
+    raw, reader = source.raw, source.bundle
+    if raw.slices or raw.size == 0 or reader.header.big_endian or storage.is_url(reader.prefix):
+        return None
+    if not 0 <= raw.shard_id < len(reader.data_paths) or raw.shard_id in reader.missing:
+        return None
+    dt = dtypes.by_enum(raw.dtype)
+    if dt is None or dt.numpy_name is None or (dt.fixed_width and raw.size != math.prod(raw.shape) * dt.itemsize):
+        return None  # what the entry declares cannot be: reading it the usual way says why
+    try:
+        fits = raw.offset + raw.size <= reader.file_size(raw.shard_id)
+    except CheckpointError:
+        return None
+    return raw if fits else None
+
+
+def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any]) -> Reused | None:
+    """The data file, when the sources at ``positions`` are every stored tensor of it, once each, tiling it."""
+    used = [sources[p].raw for p in positions]
+    if len({id(r) for r in used}) != len(used) or len({r.key for r in used}) != len(used):
+        return None  # a tensor written twice: its second copy needs bytes of its own
+    stored = [e for e in reader.entries.values() if e.size and not e.slices and e.shard_id == shard]
+    if len(stored) != len(used) or {e.key for e in stored} != {r.key for r in used}:
+        return None
+    path = reader.data_paths[shard]
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    end = 0
+    for e in sorted(stored, key=lambda e: e.offset):
+        if e.offset != end:
+            return None  # a gap or an overlap
+        end += e.size
+    return Reused(path, size, reader, shard, positions) if end == size else None

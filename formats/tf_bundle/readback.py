@@ -1,0 +1,76 @@
+"""The bundle writer's read-back: is what was written under temporary names what was meant?
+
+Each tensor is checked as its bytes got there (:mod:`formats.tf_bundle.writer`):
+
+* written fresh: read back and compared with its source (or the digest taken while writing);
+* copied by the kernel from an input data file: its bytes checked, straight from the memory map
+  (no copy), against the checksum its entry carries - the input's own;
+* in a hard-linked input data file: its entry checked to point at the input's bytes (same offset,
+  size and checksum) in a file that is the input's own (same inode) - no byte is read.
+
+Tensors are checked on ``jobs`` threads. A copied tensor whose bytes do not match is looked up in
+its input: a damaged input is reported as such (not as a failed write).
+"""
+from __future__ import annotations
+
+import os
+
+from formats.core.errors import CheckpointError
+from formats.core.parallel import map_ordered
+from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
+from formats.io.writing import check_roundtrip
+from formats.tf_bundle.checkpoint import BundleCheckpoint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["verify_written"]
+
+
+def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
+    """Check the bundle written at ``temp`` against its ``records``; raises VerificationError on a mismatch."""
+    from formats.tf_bundle.writer import COPIED, FRESH
+
+    by_key = {r.key.decode("utf-8", "surrogateescape"): r for r in records}
+    with BundleCheckpoint(temp) as written:
+        fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}
+        report = compare_checkpoints({k: written[k] for k in fresh if k in written}, fresh, path=prefix,
+                                     against="sources", chunk=chunk, check_crc=False, jobs=jobs)
+        report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
+        report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
+        taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
+        copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
+        found = dict(zip(copied, map_ordered(lambda k: _copied_problem(written[k], by_key[k].source), copied, jobs,
+                                             weight=lambda k: by_key[k].size)))
+        for key in taken:  # linked: entries and inodes compared, no byte read
+            problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source)
+            if problem is not None:
+                report.mismatches.append(Mismatch(key, "value", problem))
+        report.tensors += len(taken)
+        report.bytes += sum(by_key[k].size for k in taken)
+    return check_roundtrip(prefix, report)
+
+
+def _copied_problem(entry: Any, source: Any) -> str | None:
+    """Why bytes copied from ``source``'s data file do not match its checksum; raises the input's own
+    error when the input is what is damaged."""
+    try:
+        entry.check()
+        return None
+    except CheckpointError as exc:
+        source.check()  # the input's bytes: a ChecksumError here names the input
+        return f"copied bytes do not match their checksum: {exc.message}"
+
+
+def _linked_problem(entry: Any, source: Any) -> str | None:
+    """Why a tensor in a linked data file is not the input's: another entry, or another file."""
+    raw, mine = source.raw, entry.raw
+    if (raw.dtype, tuple(raw.shape), raw.offset, raw.size, raw.crc32c) != \
+            (mine.dtype, tuple(mine.shape), mine.offset, mine.size, mine.crc32c):
+        return "the index entry does not point at the input's bytes"
+    ours = os.stat(entry.bundle.data_paths[mine.shard_id])
+    theirs = os.stat(source.bundle.data_paths[raw.shard_id])
+    if (ours.st_dev, ours.st_ino) != (theirs.st_dev, theirs.st_ino):
+        return "the data file is not the input's own (not a hard link of it)"
+    return None

@@ -1,0 +1,188 @@
+"""The console script's click-free path for ``ckpt ls`` (ckpt_cli/fast.py): the same output, status and
+errors as the click command, and none of click, rich, typing or dataclasses imported on the way."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from ckpt_cli import fast
+from formats.core import registry
+from ckpt_cli.commands.ls import ls as ls_command
+from ckpt_cli.commands.diff import diff as diff_command
+from ckpt_cli.commands.rename import rename as rename_command
+from ckpt_cli.commands.verify import verify as verify_command
+from tests.conftest import CORPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLE = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+RUN_DIR = CORPUS / "seed_slots" / "tf_ckpts"
+
+
+DIFF_LEFT = {"--map", "--regex", "--rules", "--strip-prefix-a", "--strip-prefix-b", "--atol", "--rtol", "--equal-nan"}
+
+
+VERIFY_LEFT = {"--against", "--match", "--map", "--regex", "--rules"}
+
+
+@pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, VERIFY_LEFT),
+                                                    (diff_command, DIFF_LEFT), (rename_command, set())])
+def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
+    """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
+    table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
+    options = {opt: param for param in command.params if isinstance(param, click.Option) for opt in param.opts}
+    for opt, (name, allowed) in table.items():
+        param = options[opt]
+        assert param.name == name
+        assert param.is_flag == (allowed is None)
+        default = None if type(param.default).__name__ == "Sentinel" else param.default
+        assert defaults[name] == ([] if param.multiple else False if param.is_flag else default)
+        if allowed == ():
+            assert param.multiple and not isinstance(param.type, click.Choice)
+        elif allowed == ("#",):
+            assert isinstance(param.type, click.IntRange) and param.type.min == 0
+        elif allowed == ("*",):
+            assert not param.multiple and not isinstance(param.type, (click.Choice, click.IntRange))
+        elif allowed is not None:
+            assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == allowed
+    assert set(options) - {"-h", "--help"} - left_to_click == set(table)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ls", "-h"], ["ls"], ["ls", "--", "x"], ["ls", "-rf", "x", "p"], ["ls", "--sort", "bogus", "p"],
+    ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"], ["trend", "a", "b"],
+    ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [], ["verify", "--against", "a", "b"],
+    ["verify", "--match", "name", "a"],
+    ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
+    ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "1e-3", "a", "b"], ["diff", "--map", "x=y", "a", "b"],
+    ["rename", "a", "--map", "x=y"], ["rename", "a", "b", "-o", "c"], ["rename", "-o", "c"], ["rename", "a", "-o"],
+])
+def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
+    assert fast.parse(argv) is None
+
+
+def test_a_plain_line_is_parsed() -> None:
+    command, flags, params = fast.parse(["-q", "--no-color", "ls", "a", "--filter", "x*", "-f=y", "--sort=size", "b",
+                                         "-r", "--json"])  # type: ignore[misc]
+    assert (command, flags) == ("ls", {"traceback": False, "no_color": True, "quiet": True})
+    assert params == {"paths": ["a", "b"], "patterns": ["x*", "y"], "sort": "size", "recursive": True,
+                      "tree": False, "names": False, "no_optimizer": False, "as_json": True}
+    assert fast.parse(["verify", "-j", "2", "a", "--json", "--jobs=3"]) == (
+        "verify", {"traceback": False, "no_color": False, "quiet": False},
+        {"paths": ["a"], "as_json": True, "jobs": 3})
+
+
+CASES = [
+    ["ls", str(BUNDLE)],
+    ["ls", "--json", str(BUNDLE)],
+    ["ls", "--sort", "size", "--names", "-f", "*kernel*", str(BUNDLE)],
+    ["ls", "--no-optimizer", "--tree", str(BUNDLE)],
+    ["ls", str(RUN_DIR)],
+    ["ls", "--json", str(RUN_DIR), str(BUNDLE)],
+    ["ls", "-f", "no-such-key*", str(BUNDLE)],
+    ["ls", str(BUNDLE) + "-missing"],
+    ["-q", "ls", str(BUNDLE)],
+    ["verify", str(BUNDLE)],
+    ["verify", "--json", "-j", "2", str(BUNDLE), str(RUN_DIR)],
+    ["verify", str(BUNDLE) + "-missing"],
+    ["verify", str(BUNDLE), str(BUNDLE) + "-missing"],
+    ["diff", str(BUNDLE), str(BUNDLE)],
+    ["diff", "--json", "-j", "2", str(BUNDLE), str(CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-3")],
+    ["diff", "-q", str(BUNDLE), str(CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-4")],
+    ["diff", "--keys-only", "--match", "name", "-f", "*", str(BUNDLE), str(CORPUS / "tf1_adam")],
+    ["diff", str(BUNDLE), str(BUNDLE) + "-missing"],
+]
+
+
+@pytest.mark.parametrize("argv", CASES, ids=lambda a: " ".join(a).replace(str(CORPUS), "C"))
+def test_same_output_and_status_as_click(argv: list[str], run_cli, capsys) -> None:
+    expected = run_cli(*argv)
+    parsed = fast.parse(argv)
+    assert parsed is not None
+    status = fast.run_fast(*parsed)
+    out, err = capsys.readouterr()
+    assert (status, out, err) == (expected.exit_code, expected.stdout, expected.stderr)
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    code = ("import sys\nfrom ckpt_cli.fast import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(' '.join(sorted(sys.modules)))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True)
+    return set(done.stderr.split())
+
+
+NAME_BASED = CORPUS / "tf1_adam"
+
+
+@pytest.mark.parametrize("argv", [["ls", str(BUNDLE)], ["verify", NAME_BASED], ["diff", NAME_BASED, NAME_BASED],
+                                  ["ls", RUN_DIR]], ids=["ls", "verify", "diff", "ls DIR"])
+def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
+    """(A name-based bundle for verify and diff: verifying an object-based one decodes and checks its object
+    graph, and comparing two compares the graphs, a string tensor: that takes numpy and the graph model.)"""
+    modules = _modules_after([str(a) for a in argv])
+    assert "formats.tf_bundle.checkpoint" in modules
+    assert registry._may_declare(registry.ENTRY_POINT_GROUP) is False  # no plugin installed here
+    heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata",
+             "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
+    assert modules & heavy == set()
+
+
+def test_anything_else_goes_to_click() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "ckpt_cli", "ls", "--sort", "bogus", str(BUNDLE)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2
+    assert "Invalid value for '--sort'" in done.stderr
+
+
+@pytest.mark.parametrize("extra", [["--map", "dense=layer", "--link"], ["--add-prefix", "m", "--json"],
+                                   ["--regex", "^(.*)$=x/\\1", "--dry-run"], ["--map", "nothing=matches"]])
+def test_rename_writes_what_the_click_command_writes(tmp_path, run_cli, capsys, extra: list[str]) -> None:
+    source = CORPUS / "tf1_adam" / "model.ckpt-200"
+    expected = run_cli("rename", str(source), "-o", str(tmp_path / "a" / "ckpt"), *extra)
+    parsed = fast.parse(["rename", str(source), "-o", str(tmp_path / "b" / "ckpt"), *extra])
+    assert parsed is not None
+    status = fast.run_fast(*parsed)
+    out, err = capsys.readouterr()
+    assert status == expected.exit_code
+    assert out.replace(str(tmp_path / "b"), str(tmp_path / "a")) == expected.stdout
+    assert err == expected.stderr
+    written = [sorted(os.listdir(tmp_path / side)) if (tmp_path / side).exists() else [] for side in "ab"]
+    assert written[0] == written[1]
+    for name in written[0]:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def _terminal(columns: int):  # type: ignore[no-untyped-def]
+    """A pseudo-terminal ``columns`` wide, as a text stream, and the descriptor to read what was written."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main_fd, side_fd = pty.openpty()
+    fcntl.ioctl(side_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    attrs = termios.tcgetattr(side_fd)
+    attrs[1] &= ~termios.OPOST  # no \r added to line ends
+    termios.tcsetattr(side_fd, termios.TCSANOW, attrs)
+    return os.fdopen(side_fd, "w"), main_fd
+
+
+def test_a_table_that_fits_the_terminal_is_written_without_rich(monkeypatch) -> None:
+    from ckpt_cli.render.table import TextTable, _emit_fitting
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    table = TextTable([("key", "left"), ("size", "right")], [["a/b", "1 B"], ["c", "20 B"]], [None, "green"])
+    stream, main_fd = _terminal(40)
+    assert _emit_fitting(table, [[("path", "bold"), (": 2 tensors", None)]], stream)
+    stream.flush()
+    assert os.read(main_fd, 4096).decode() == ("\x1b[1mkey  size\x1b[0m\na/b   1 B\n\x1b[32mc    20 B\x1b[0m\n"
+                                               "\x1b[1mpath\x1b[0m: 2 tensors\n")
+    narrow, _ = _terminal(8)
+    assert not _emit_fitting(table, [], narrow)  # too wide: rich lays it out
+    assert not _emit_fitting(TextTable([("key", "left")], [["é"]], [None]), [], stream)

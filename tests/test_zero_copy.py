@@ -1,0 +1,198 @@
+"""Writes that leave data bytes unchanged do not copy them through Python: input data files are copied by the
+kernel or, with ``--link``, hard-linked - and never opened for writing."""
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import formats
+from formats import open_checkpoint, write_checkpoint
+
+DATA = ".data-00000-of-00001"
+
+
+def _source(tmp_path: Path, name: str = "src") -> str:
+    prefix = str(tmp_path / name / "model.ckpt-7")
+    rng = np.random.default_rng(11)
+    tensors = {f"dnn/layer_{i}/kernel": rng.standard_normal((64, 16 + i)).astype(np.float32) for i in range(6)}
+    tensors["dnn/names"] = np.array([b"a", b"bc", b""], dtype=object)
+    tensors["dnn/empty"] = np.zeros((0, 3), np.float32)
+    tensors["global_step"] = np.int64(7)
+    write_checkpoint(prefix, tensors.items(), verify=False)
+    return prefix
+
+
+def _values(prefix: str) -> dict[str, bytes]:
+    with open_checkpoint(prefix) as ckpt:
+        return {k: ckpt[k].read().tobytes() if ckpt[k].dtype != "string" else repr(ckpt[k].read()).encode()
+                for k in ckpt}
+
+
+def _inode(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _read_only(prefix: str) -> None:
+    for f in Path(prefix).parent.iterdir():
+        f.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+@pytest.fixture
+def no_writes_to(monkeypatch):
+    """Fail any attempt to open a file under the given folders with a flag or mode that could write."""
+    folders: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def guarded(path: object) -> bool:
+        return isinstance(path, (str, os.PathLike)) and any(
+            os.path.abspath(os.fspath(path)).startswith(f + os.sep) for f in folders)
+
+    def os_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if guarded(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND):
+            raise AssertionError(f"{path} opened for writing")
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def open_(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if guarded(file) and any(c in mode for c in "wax+"):
+            raise AssertionError(f"{file} opened for writing ({mode})")
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    return lambda folder: folders.append(os.path.abspath(folder))
+
+
+def test_rename_with_link_shares_the_data_file_and_writes_only_the_index(tmp_path, run_cli, no_writes_to):
+    src = _source(tmp_path)
+    _read_only(src)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "out" / "model.ckpt-7")
+    result = run_cli("rename", src, "-o", out, "--map", "dnn=net", "--link", "--json")
+    assert result.exit_code == 0, result.stderr
+    written = json.loads(result.stdout)["written"]
+    assert written["verified"] is True and written["warnings"] == []
+    assert _inode(out + DATA) == _inode(src + DATA)  # one file, two names
+    assert os.stat(src + DATA).st_nlink == 2
+    assert _inode(out + ".index") != _inode(src + ".index")
+    renamed = {k.replace("dnn/", "net/", 1): v for k, v in _values(src).items()}
+    assert _values(out) == renamed
+    assert run_cli("verify", out).exit_code == 0
+
+
+def test_rename_copies_the_data_file_in_the_kernel_byte_for_byte(tmp_path, run_cli, no_writes_to):
+    src = _source(tmp_path)
+    _read_only(src)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "out" / "model.ckpt-7")
+    result = run_cli("rename", src, "-o", out, "--add-prefix", "tower_0")
+    assert result.exit_code == 0, result.stderr
+    assert _inode(out + DATA) != _inode(src + DATA)
+    assert Path(out + DATA).read_bytes() == Path(src + DATA).read_bytes()
+    assert _values(out) == {f"tower_0/{k}": v for k, v in _values(src).items()}
+    assert run_cli("verify", out).exit_code == 0
+
+
+def test_convert_with_link_adds_a_shard_for_the_new_tensors(tmp_path, run_cli, no_writes_to):
+    src = _source(tmp_path)
+    _read_only(src)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "tf2" / "ckpt-1")
+    result = run_cli("convert", src, "-o", out, "--to", "tf-object", "--link")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(os.listdir(tmp_path / "tf2")) == ["ckpt-1.data-00000-of-00002", "ckpt-1.data-00001-of-00002",
+                                                   "ckpt-1.index"]
+    assert _inode(out + ".data-00000-of-00002") == _inode(src + DATA)
+    assert run_cli("verify", out).exit_code == 0
+    with open_checkpoint(out) as ckpt, open_checkpoint(src) as before:
+        assert ckpt.format == "tf-object"
+        by_name = {e.name: e for e in ckpt.values()}
+        for key, entry in before.items():
+            assert by_name[key].read().tolist() == entry.read().tolist()
+
+
+def test_a_subset_is_copied_tensor_by_tensor_in_the_kernel(tmp_path, no_writes_to):
+    src = _source(tmp_path)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "out" / "part")
+    with open_checkpoint(src) as ckpt:
+        keys = [k for k in ckpt if k.endswith(("_1/kernel", "_4/kernel", "names"))]
+        report = write_checkpoint(out, [(k, ckpt[k]) for k in keys], inputs=[ckpt])
+    assert report.verified and sorted(_values(out)) == sorted(keys)
+    assert {k: v for k, v in _values(src).items() if k in keys} == _values(out)
+
+
+def test_a_damaged_input_is_named_not_the_output(tmp_path, run_cli):
+    src = _source(tmp_path)
+    with open_checkpoint(src) as ckpt:
+        offset = ckpt["dnn/layer_3/kernel"].raw.offset
+    with open(src + DATA, "r+b") as f:
+        f.seek(offset + 10)
+        f.write(b"\xff\xee")
+    out = str(tmp_path / "out" / "ckpt")
+    result = run_cli("rename", src, "-o", out, "--map", "dnn=net")
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr.startswith(f"ckpt: error: {src}{DATA}: tensor 'dnn/layer_3/kernel': checksum mismatch")
+    assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
+
+
+def test_jobs_do_not_change_the_write_report(tmp_path):
+    src = _source(tmp_path)
+    reports = []
+    for jobs in (1, 2):
+        with open_checkpoint(src) as ckpt:
+            pairs = [(f"x/{k}", ckpt[k]) for k in ckpt] + [("extra", np.arange(5.0))]
+            report = write_checkpoint(str(tmp_path / f"out{jobs}" / "ckpt"), pairs, jobs=jobs)
+        doc = report.to_json()
+        doc["path"] = doc["files"] = None
+        reports.append((doc, report.roundtrip.tensors, report.roundtrip.bytes))
+    assert reports[0] == reports[1]
+
+
+def test_link_across_file_systems_falls_back_to_a_copy(tmp_path, monkeypatch):
+    import errno
+
+    from formats.io import zerocopy
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(zerocopy.os, "link", refuse)
+    src = _source(tmp_path)
+    out = str(tmp_path / "out" / "ckpt")
+    with open_checkpoint(src) as ckpt:
+        report = formats.write_checkpoint(out, [(k, ckpt[k]) for k in ckpt], link=True)
+    assert report.warnings == [f"{os.path.basename(src)}{DATA} copied, not linked: the output is on another "
+                               "file system"]
+    assert _inode(out + DATA) != _inode(src + DATA)
+    assert _values(out) == _values(src)
+
+
+def test_ls_of_a_directory_opens_no_data_file(tmp_path, run_cli, monkeypatch):
+    """A directory listing shows counts, sizes and dates: it reads indexes, never a data file."""
+    for step in range(1, 6):
+        write_checkpoint(str(tmp_path / f"ckpt-{step}"), {"w": np.full((4,), step, np.float32)}.items())
+    opened: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(os.fspath(path))
+        return real_os_open(path, *args, **kwargs)
+
+    def open_(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, (str, os.PathLike)):
+            opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    doc = json.loads(run_cli("ls", "--json", tmp_path).stdout)
+    assert [c["tensors"] for c in doc["checkpoints"]] == [1] * 5
+    assert sorted(p for p in opened if str(tmp_path) in p) == sorted(str(tmp_path / f"ckpt-{s}.index")
+                                                                     for s in range(1, 6))
