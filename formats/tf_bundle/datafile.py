@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 __all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
 
 
-def open_data_file(path: str) -> Any:
-    """A read-only map of a local data file (``b""`` when empty), or a :class:`RemoteFile` for a URL."""
+def open_data_file(path: str) -> tuple[Any, int | None]:
+    """A read-only map of a local data file (``b""`` when empty) and a descriptor of the same file, kept
+    open for ``pread`` (the caller closes it); or a :class:`RemoteFile` for a URL, and None."""
     if storage.is_url(path):
-        return RemoteFile(path)
+        return RemoteFile(path), None
     try:
         with storage.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            return m, os.dup(f.fileno())
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None
 

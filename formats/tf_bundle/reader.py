@@ -19,7 +19,7 @@ from formats.core import dtypes
 from formats.core.dtypes import name_of as dtype_name
 
 from formats.io import storage
-from formats.io.crc import crc32c, unmask
+from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
@@ -125,6 +125,7 @@ class BundleReader:
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._maps: dict[int, Any] = {}
+        self._fds: dict[int, int] = {}  # the mapped files, for pread
         self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self._check_entries()
         self.missing = self._missing_files()
@@ -165,7 +166,10 @@ class BundleReader:
             with self._lock:
                 m = self._maps.get(shard)
                 if m is None:
-                    m = self._maps[shard] = open_data_file(self.data_paths[shard])
+                    m, fd = open_data_file(self.data_paths[shard])
+                    if fd is not None:
+                        self._fds[shard] = fd
+                    self._maps[shard] = m
         return m
 
     def file_size(self, shard: int) -> int:
@@ -214,6 +218,9 @@ class BundleReader:
                 except BufferError:  # an array still views it; the OS frees it with the last view
                     pass
         self._maps.clear()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
     # -- checks and reads ------------------------------------------------------------------
     def checksum_error(self, e: RawEntry, actual: int, what: str = "checksum mismatch") -> ChecksumError:
@@ -235,9 +242,7 @@ class BundleReader:
         dt = self.dtype_of(e)
         if dt.fixed_width:
             self.check_fixed_size(e, dt)
-            actual = 0
-            for chunk in self.chunks(e):
-                actual = crc32c(chunk, actual)
+            actual = self._crc(e)
             if actual != unmask(e.crc32c):
                 raise self.checksum_error(e, actual)
         elif _is_string(dt):
@@ -245,6 +250,24 @@ class BundleReader:
         else:
             self._read_variants(e)
         return e.size
+
+    def _crc(self, e: RawEntry) -> int:
+        """The CRC32C of an entry's stored bytes: read with ``pread`` from a local file (no mapping, no GIL),
+        else streamed in chunks."""
+        m = self._map(e.shard_id) if e.size else b""
+        fd = self._fds.get(e.shard_id)
+        if fd is None or not e.size:
+            actual = 0
+            for chunk in self.chunks(e):
+                actual = crc32c(chunk, actual)
+            return actual
+        self._check_bounds(e, m)
+        crc = crc32c_range(fd, e.offset, e.size)
+        if crc is None:
+            raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r} at bytes "
+                                         f"[{e.offset}, {e.offset + e.size}) runs past the end of the file "
+                                         "(truncated while being read?)")
+        return crc
 
     def check_array(self, e: RawEntry) -> dtypes.DType:
         """The entry's dtype, or UnsupportedError when numpy cannot hold its value (unknown dtype, more than

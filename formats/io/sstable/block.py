@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 
 from formats.io.crc import crc32c, unmask
-from formats.io.sstable import snappy
 from formats.io.wire import WireError, read_varint
 
 __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
@@ -61,6 +60,8 @@ def read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
     if kind == NO_COMPRESSION:
         return block
     if kind == SNAPPY_COMPRESSION:
+        from formats.io.sstable import snappy  # only compressed blocks need it
+
         try:
             return snappy.decompress(block)
         except snappy.SnappyError as exc:
