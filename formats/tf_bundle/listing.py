@@ -232,15 +232,14 @@ class _Lister:
         joined = b"\n".join(keys)
         if joined.count(b"\n") != len(keys) - 1:
             raise _Decline  # a key holding a newline
-        if joined.isascii():
-            text = joined.decode("ascii")
-        else:
-            text = joined.decode("utf-8")  # not UTF-8: str order may differ from the index's, so decline
-            self.ascii = False
+        ascii = joined.isascii()
+        text = joined.decode("ascii" if ascii else "utf-8")  # not UTF-8: str order may differ from the index's
         if self.patterns:
             text, ids = self._select(text, ids)
+            ascii = text.isascii()
         if ids:
-            lengths = map(len, keys if self.ascii and not self.patterns else text.split("\n"))
+            self.ascii = self.ascii and ascii
+            lengths = map(len, keys if ascii and not self.patterns else text.split("\n"))
             self.width = max(self.width, max(lengths))
         return text, ids
 
