@@ -246,3 +246,17 @@ def test_a_terminal_gets_what_it_would_get(generated, monkeypatch, width) -> Non
         outputs.append(out.getvalue())
     assert outputs[0] == outputs[1]
     assert expanded == ([] if width == 400 else [1])  # rich lays out only the rows that do not fit
+
+
+def test_repeated_values_are_decoded_once_per_block(tmp_path, monkeypatch) -> None:
+    """Values differing only in offset and checksum are recognised by their bytes, not decoded again."""
+    pairs = make_entries(3000, seed=3, odd_every=10**9)
+    same = [(key, encode_entry(1, (3, 4), 48 * i, 48, 0x9E3779B9 + i)) for i, (key, _) in enumerate(pairs)]
+    prefix = write_bundle(tmp_path / "same" / "ckpt-1", same, shards=1)
+    learned = []
+    real = bundle_listing._Lister._learn
+    monkeypatch.setattr(bundle_listing._Lister, "_learn", lambda self, k, v: learned.append(k) or real(self, k, v))
+    listing = compact_listing(prefix)
+    _assert_same(listing, prefix)
+    assert listing is not None and len(listing.kinds) == 1
+    assert len(learned) <= len(listing.blocks) + 1  # the first of each block (and the one at offset 0)

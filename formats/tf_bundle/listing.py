@@ -136,13 +136,14 @@ class _Lister:
         allowed, made = KEY_WIDENING * n + (1 << 20), 0
         keys: list[bytes] = []
         ids = array("I")
-        add_key, add_id = keys.append, ids.append
-        key = b""
+        add_key, add_id, starts = keys.append, ids.append, block.startswith
+        key, length = b"", 0
         head, hl, known = b"\x00", 1, {}
         pos = 0
         if self.header is None and pos < limit:
             pos = self._header(block, limit)
-            prev = b""
+        if prev is None:
+            prev = b""  # the header's key: every other key sorts after it
         while pos < limit:
             shared, ns, vl = block[pos], block[pos + 1], block[pos + 2]
             if shared | ns | vl >= 0x80:
@@ -151,17 +152,18 @@ class _Lister:
                 pos += 3
             kend = pos + ns
             vend = kend + vl
-            if vend > limit or shared > len(key):
+            if vend > limit or shared > length:
                 raise _Decline
             key = key[:shared] + block[pos:kend]
-            made += shared + ns
-            if made > allowed or (prev is not None and key <= prev):
+            length = shared + ns
+            made += length
+            if key <= prev or made > allowed:
                 raise _Decline
             prev = key
             add_key(key)
             pos = vend
             kind = None
-            if block.startswith(head, kend, vend):  # the value's fields 1-3 as the last value learned had them
+            if starts(head, kend, vend):  # the value's fields 1-3 as the last value learned had them
                 q = kend + hl
                 if block[q] == 0x20:  # its offset (a varint of at most 9 bytes), then the rest, then the crc32c
                     o = q + 1
