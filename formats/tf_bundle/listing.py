@@ -227,6 +227,8 @@ class _Lister:
 
     def _compact(self, keys: list[bytes], ids: array) -> tuple[str, array]:
         """One block's listed rows: keys as one string (newline-separated), kinds; totals updated."""
+        if keys[0][:1] == b"\x00":
+            raise _Decline  # the key of a slice of a partitioned variable (they sort first): decline at once
         self.total += len(keys)
         if not self.object_based:
             i = bisect_left(keys, _OBJECT_GRAPH)
