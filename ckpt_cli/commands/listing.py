@@ -48,6 +48,13 @@ def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: boo
     from formats.discover.scan import missing_files
     from formats.ops.inspect.summary import summarise
 
+    if not tree and sort == "key" and not names and optimizer:  # the default listing (and --filter, --json)
+        compact = _compact_listing(target, patterns)
+        if compact is not None:
+            for path in missing_files(compact):
+                warn(f"{path}: missing; the keys are listed, their values cannot be read")
+            _warn_unmatched(compact.path, compact.unmatched)
+            return ("compact", compact.path, compact)
     with open_target(target) as ckpt:
         for path in missing_files(ckpt):
             warn(f"{path}: missing; the keys are listed, their values cannot be read")
@@ -63,6 +70,13 @@ def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: boo
         return ("ckpt", ckpt.path, (summary, signatures))
 
 
+def _compact_listing(target: Any, patterns: list[str]) -> Any:
+    """The target's compact listing when its format reads one for it (a bundle with a large index), else None."""
+    from formats.core.registry import compact_listing_with, get_format
+
+    return compact_listing_with(get_format(target.kind), target.path, patterns)
+
+
 def _warn_unmatched(path: str, unmatched: list[str]) -> None:
     """A filter that matches nothing is worth a warning, not a failure, in a listing."""
     if unmatched:
@@ -76,16 +90,23 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
     from ..render.common import print_json
 
     if as_json:
-        docs = [_json_of(kind, path, value) for kind, path, value in outputs]
-        print_json(docs[0] if len(docs) == 1 else docs)
+        docs = [value if kind == "compact" else _json_of(kind, path, value) for kind, path, value in outputs]
+        if any(kind == "compact" for kind, _, _ in outputs):
+            from ..render.listing import print_listing_json
+
+            print_listing_json(docs)
+        else:
+            print_json(docs[0] if len(docs) == 1 else docs)
         return
-    from ..render.listing import render_directory_table, render_tensor_table
+    from ..render.listing import render_compact_table, render_directory_table, render_tensor_table
 
     for i, (kind, path, value) in enumerate(outputs):
         if i:
             sys.stdout.write("\n")
         if kind == "dir":
             render_directory_table(path, value)  # type: ignore[arg-type]
+        elif kind == "compact":
+            render_compact_table(value)
         elif kind == "tree":
             from ..render.tree import render_tree
 

@@ -64,8 +64,8 @@ def _safe(data: Any) -> Any:
     return data
 
 
-def print_json(data: Any) -> None:
-    """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
+def json_text(data: Any) -> str:
+    """``data`` as the JSON ckpt prints: indented by 2, non-ASCII kept, undecodable key bytes as ``\\xNN``."""
     import json
 
     text = json.dumps(data, indent=2, ensure_ascii=False)
@@ -73,4 +73,9 @@ def print_json(data: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(_safe(data), indent=2, ensure_ascii=False)
-    sys.stdout.write(text + "\n")
+    return text
+
+
+def print_json(data: Any) -> None:
+    """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
+    sys.stdout.write(json_text(data) + "\n")

@@ -1,14 +1,20 @@
 """Rendering of ``ckpt ls`` results: a tensor table for a checkpoint, a row per checkpoint for a directory."""
 from __future__ import annotations
 
+import operator
 import os
+import sys
+from itertools import repeat
 
-from .common import human_bytes, shape_text
-from .table import TextTable, emit
+from .common import human_bytes, json_text, shape_text
+from .table import Segment, TextTable, emit, emit_rows
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
+
+    from formats.core.listing import CompactListing
 
 
 def render_tensor_table(summary: Any) -> None:
@@ -22,11 +28,92 @@ def render_tensor_table(summary: Any) -> None:
     else:
         table.rows = [[row.key, row.dtype, shape_text(row.shape), human_bytes(row.nbytes)] for row in summary.rows]
     table.row_styles = [None] * len(table.rows)
+    emit(table if summary.rows else None, _summary_line(summary))
+
+
+def _summary_line(summary: Any) -> list[list[Segment]]:
+    """The line under a tensor table: path, format, tensors, parameters, bytes, data files."""
     shown = f" shown of {summary.total_tensors}" if summary.tensors != summary.total_tensors else ""
     files = summary.data_files
     facts = (f": {summary.format}, {summary.tensors} tensors{shown}, {summary.parameters:,} parameters, "
              f"{human_bytes(summary.nbytes)}" + (f", {files} data file{'s' if files != 1 else ''}" if files else ""))
-    emit(table if summary.rows else None, [[(summary.path, "bold"), (facts, None)]])
+    return [[(summary.path, "bold"), (facts, None)]]
+
+
+def render_compact_table(listing: CompactListing) -> None:
+    """What :func:`render_tensor_table` prints for the same tensors, written a block of rows at a time
+    (the rows are never all held as text); on a terminal where rich would lay the table out, through
+    :func:`render_tensor_table`."""
+    lines = _summary_line(listing)
+    if not listing.tensors:
+        emit(None, lines)
+        return
+    used = listing.used_kinds()
+    texts = {k: (k.dtype, shape_text(k.shape), human_bytes(k.nbytes)) for k in used}
+    widths = [max(len(name), *(len(t[i]) for t in texts.values())) for i, name in enumerate(("dtype", "shape", "size"))]
+    wd, ws, wz = widths
+    rests = [f"  {t[0]:<{wd}}  {t[1]:<{ws}}  {t[2]:>{wz}}" if t else "" for t in map(texts.get, listing.kinds)]
+    wk = max(3, listing.key_width)
+    header = f"{'key':<{wk}}  {'dtype':<{wd}}  {'shape':<{ws}}  {'size':>{wz}}"
+
+    def chunks() -> Iterator[str]:
+        pad, rest = str.ljust, rests.__getitem__
+        for text, ids in listing.blocks:
+            yield "\n".join(map(operator.add, map(pad, text.split("\n"), repeat(wk)), map(rest, ids)))
+
+    ascii = listing.ascii and all(r.isascii() for r in rests)
+    if not emit_rows(header, chunks(), len(header), ascii, lines):
+        from formats.ops.inspect.summary import expand
+
+        render_tensor_table(expand(listing))
+
+
+def print_listing_json(docs: list[Any]) -> None:
+    """:func:`~ckpt_cli.render.common.print_json` of ``docs`` (one alone, else the list of them), a
+    :class:`~formats.core.listing.CompactListing` among them written a block of rows at a time as
+    ``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
+    from formats.core.listing import CompactListing
+
+    one = len(docs) == 1
+    indent = "" if one else "  "
+    out = sys.stdout
+    if not one:
+        out.write("[\n")
+    for i, doc in enumerate(docs):
+        if i:
+            out.write(",\n")
+        if isinstance(doc, CompactListing):
+            _write_compact_json(doc, indent)
+        else:
+            out.write(indent + json_text(doc).replace("\n", "\n" + indent))
+    out.write("\n" if one else "\n]\n")
+
+
+def _write_compact_json(listing: CompactListing, indent: str) -> None:
+    import json
+    from json.encoder import encode_basestring  # what json.dumps(..., ensure_ascii=False) writes a string as
+
+    out = sys.stdout
+    out.write(f'{indent}{{\n{indent}  "path": {json_text(listing.path)},\n{indent}  "format": {json.dumps(listing.format)},'
+              f'\n{indent}  "tensors": ')
+    if not listing.tensors:
+        out.write(f"[]\n{indent}}}")
+        return
+    inner = indent + "    "
+
+    def shape(dims: tuple[int, ...]) -> str:
+        return "[]" if not dims else "[\n" + ",\n".join(f"{inner}    {d}" for d in dims) + f"\n{inner}  ]"
+
+    tails = [f',\n{inner}  "dtype": {json.dumps(k.dtype, ensure_ascii=False)},\n{inner}  "shape": {shape(k.shape)},'
+             f'\n{inner}  "nbytes": {k.nbytes}\n{inner}}}' for k in listing.kinds]
+    head = f'{inner}{{\n{inner}  "key": '
+    out.write("[\n")
+    for i, (text, ids) in enumerate(listing.blocks):
+        if i:
+            out.write(",\n")
+        keys = map(head.__add__, map(encode_basestring, text.split("\n")))
+        out.write(",\n".join(map(operator.add, keys, map(tails.__getitem__, ids))))
+    out.write(f"\n{indent}  ]\n{indent}}}")
 
 
 def render_directory_table(path: str, infos: list[Any]) -> None:

@@ -14,6 +14,7 @@ from .common import safe_text, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
@@ -63,6 +64,41 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
     _emit_rich(table, lines or [], stderr)
 
 
+def emit_rows(header: str, chunks: Iterable[str], widest: int, ascii: bool, lines: list[list[Segment]]) -> bool:
+    """Print a table already laid out as :func:`plain_table` lays it out - its ``header`` line, then
+    ``chunks`` of rows (each chunk rows joined by newlines, written as it comes) - then ``lines``, as
+    :func:`emit` would print them; ``widest`` is the longest row, ``ascii`` whether every row is ASCII.
+    Returns False, writing nothing, on a terminal where rich would lay the table out (a row too wide
+    or not ASCII): the caller then emits it as a :class:`TextTable`."""
+    stream = sys.stdout
+    texts = ["".join(text for text, _ in line) for line in lines]
+    rich = _rich_mode(stream)
+    if rich:
+        width = _terminal_width(stream) if os.environ.get("CKPT_FORCE_RICH") != "1" else None
+        if width is None or not ascii or max(widest, len(header)) > width or \
+                any(not text.isascii() or len(text) > width for text in texts) or \
+                any(w not in _SGR for line in lines for _, s in line if s for w in s.split()):
+            return False
+    color = rich and use_color()
+    stream.write(_paint(header, "bold", color) + "\n")
+    for chunk in chunks:
+        stream.write(chunk + "\n")
+    if rich:
+        out = ["".join(_paint(text, style, color) for text, style in line) for line in lines]
+    else:
+        out = [safe_text(text) for text in texts]
+    if out:
+        stream.write("\n".join(out) + "\n")
+    return True
+
+
+def _terminal_width(stream: Any) -> int | None:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 _SGR = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36"}
 """rich style words -> the escape codes rich writes for them."""
 
@@ -71,9 +107,8 @@ def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: A
     """Write ``table`` and ``lines`` to a terminal as rich lays them out when nothing needs shortening or
     wrapping (the plain layout with its header bold and styles as escape codes); False, writing nothing,
     when something does (rich then lays it out)."""
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError, AttributeError):
+    width = _terminal_width(stream)
+    if width is None:
         return False
     rows = plain_table(table) if table is not None and table.rows else []
     texts = ["".join(text for text, _ in line) for line in lines]

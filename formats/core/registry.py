@@ -17,6 +17,10 @@ and optionally
 * ``claims_directories`` (bool): a directory itself can be one of its checkpoints (SavedModel).
 * ``urls`` (bool): it reads fsspec URLs (``s3://...``); default False.
 * ``description`` (str): one line for ``ckpt formats`` and errors.
+* ``compact_listing(path, patterns) -> CompactListing | None``: every tensor whose key matches
+  ``patterns`` (as :func:`~formats.core.selection.select_keys` selects), listed without opening the
+  checkpoint (:class:`~formats.core.listing.CompactListing`), for checkpoints too large to open
+  quickly; None when the checkpoint should be opened instead. Default: None.
 
 Built-in formats are named here by module (imported only when asked); third-party formats register
 through the ``tfckpt.formats`` entry-point group, read only when no built-in format claims a path
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
-           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory"]
+           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with"]
 
 ENTRY_POINT_GROUP = "tfckpt.formats"
 
@@ -187,3 +191,10 @@ def suffixes() -> tuple[str, ...]:
 def claims_directory(spec: Any) -> bool:
     """Whether a directory itself can be a checkpoint of ``spec``'s format."""
     return bool(getattr(spec, "claims_directories", False))
+
+
+def compact_listing_with(spec: Any, path: str, patterns: tuple[str, ...] | list[str] = ()) -> Any:
+    """``spec``'s compact listing of ``path`` (a :class:`~formats.core.listing.CompactListing`), or None
+    when the format has none for it (the checkpoint is then opened)."""
+    lister = getattr(spec, "compact_listing", None)
+    return None if lister is None else lister(path, patterns)

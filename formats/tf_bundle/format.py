@@ -8,7 +8,16 @@ from formats.core.errors import CheckpointNotFoundError
 from formats.core.model import Checkpoint
 from formats.io import storage
 
-__all__ = ["FORMAT", "BundleFormat", "bundle_prefixes"]
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formats.core.listing import CompactListing
+
+__all__ = ["FORMAT", "BundleFormat", "bundle_prefixes", "COMPACT_FROM"]
+
+COMPACT_FROM = 1 << 20
+"""Index size (bytes, about 35,000 tensors) from which ``ls`` reads a compact listing instead of opening the bundle."""
 
 _BUNDLE_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")
 
@@ -62,6 +71,21 @@ class BundleFormat:
         from formats.tf_bundle.checkpoint import BundleCheckpoint
 
         return BundleCheckpoint(os.fspath(path))
+
+    def compact_listing(self, path: str, patterns: Sequence[str] = ()) -> CompactListing | None:
+        """The listing of a local bundle whose index has :data:`COMPACT_FROM` bytes or more, read from the
+        index alone (see :mod:`formats.tf_bundle.listing`); None for a smaller one, or one to open instead."""
+        if storage.is_url(path):
+            return None
+        try:
+            size = os.stat(path + ".index").st_size
+        except OSError:
+            return None
+        if size < COMPACT_FROM:
+            return None
+        from formats.tf_bundle.listing import compact_listing
+
+        return compact_listing(path, patterns)
 
 
 FORMAT = BundleFormat()

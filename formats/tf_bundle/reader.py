@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name"]
+__all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name", "parse_header", "parse_entry"]
 
 MAX_SHARDS = 1 << 20
 
@@ -77,13 +77,19 @@ class RawEntry(namedtuple("RawEntry", _ENTRY_FIELDS, defaults=((),))):
     crc32c: int
     slices: list[list[Extent]]
 
+    def in_shards(self, num_shards: int) -> bool:
+        """Whether the entry's bytes are in one of ``num_shards`` data files (or it needs none: it is
+        empty, or partitioned into slices stored as entries of their own)."""
+        return bool(self.slices) or not self.size or 0 <= self.shard_id < num_shards
+
     @property
     def name(self) -> str:
         """The key as text (undecodable bytes kept via surrogateescape, so it round-trips)."""
         return self.key.decode("utf-8", "surrogateescape")
 
 
-def _parse_header(value: bytes, path: str) -> BundleHeader:
+def parse_header(value: bytes, path: str) -> BundleHeader:
+    """The bundle header entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
     try:
         num_shards, endianness, producer, min_consumer, bad = decode_header(value)
     except WireError as exc:
@@ -95,19 +101,21 @@ def _parse_header(value: bytes, path: str) -> BundleHeader:
     return BundleHeader(num_shards, endianness == 1, producer, min_consumer, bad)
 
 
+def parse_entry(key: bytes, value: bytes, path: str) -> RawEntry:
+    """One index entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
+    try:
+        dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
+    except WireError as exc:
+        raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
+    if unknown_rank:
+        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
+    if (shape and min(shape) < 0) or offset < 0 or size < 0:
+        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
+    return RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
+
+
 def _parse_entries(pairs: list[tuple[bytes, bytes]], path: str) -> dict[bytes, RawEntry]:
-    entries: dict[bytes, RawEntry] = {}
-    for key, value in pairs:
-        try:
-            dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
-        except WireError as exc:
-            raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
-        if unknown_rank:
-            raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
-        if (shape and min(shape) < 0) or offset < 0 or size < 0:
-            raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
-        entries[key] = RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
-    return entries
+    return {key: parse_entry(key, value, path) for key, value in pairs}
 
 
 class BundleReader:
@@ -120,7 +128,7 @@ class BundleReader:
         pairs = read_table(data, self.index_path)
         if not pairs or pairs[0][0] != b"":
             raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
-        self.header = _parse_header(pairs[0][1], self.index_path)
+        self.header = parse_header(pairs[0][1], self.index_path)
         self.entries = _parse_entries(pairs[1:], self.index_path)
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
@@ -133,7 +141,7 @@ class BundleReader:
     # -- structure -------------------------------------------------------------------------
     def _check_entries(self) -> None:
         for e in self.entries.values():
-            if not e.slices and e.size and not 0 <= e.shard_id < self.header.num_shards:
+            if not e.in_shards(self.header.num_shards):
                 raise CorruptCheckpointError(
                     self.index_path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
                     f"but the header declares {self.header.num_shards}")

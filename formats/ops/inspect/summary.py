@@ -1,17 +1,15 @@
 """``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
 from __future__ import annotations
 
-import os
 from collections import namedtuple
 
 from formats.core._gc import paused_gc
+from formats.core.listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
 from formats.core.selection import select_keys
 
-__all__ = ["TensorRow", "CheckpointSummary", "summarise"]
-
-_NON_PARAMETER = {"string", "variant", "resource"}
+__all__ = ["TensorRow", "CheckpointSummary", "summarise", "expand"]
 
 
 class TensorRow(namedtuple("TensorRow", ["key", "dtype", "shape", "nbytes", "name", "role"], defaults=(None, None))):
@@ -66,14 +64,7 @@ class CheckpointSummary:
     @property
     def parameters(self) -> int:
         """Elements of the listed numeric tensors."""
-        total = 0
-        for r in self.rows:
-            if r.dtype not in _NON_PARAMETER:
-                n = 1
-                for d in r.shape:
-                    n *= d
-                total += n
-        return total
+        return sum(count_parameters(r.dtype, r.shape) for r in self.rows)
 
     def to_json(self) -> dict[str, object]:
         """``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
@@ -106,5 +97,12 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
         rows.sort(key=lambda r: (-r.nbytes, r.key))
     else:
         rows.sort(key=lambda r: r.key)
-    data_files = sum(1 for f in ckpt.files if ".data-" in os.path.basename(f))
-    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), data_files, unmatched)
+    return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), count_data_files(ckpt.files), unmatched)
+
+
+def expand(listing: CompactListing) -> CheckpointSummary:
+    """The :class:`CheckpointSummary` of a compact listing (a row object per tensor)."""
+    with paused_gc():
+        rows = [TensorRow(key, *kind) for key, kind in listing.rows()]
+    return CheckpointSummary(listing.path, listing.format, rows, listing.total_tensors, listing.data_files,
+                             list(listing.unmatched))

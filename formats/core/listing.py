@@ -1,0 +1,118 @@
+"""A listing of many tensors held compactly: what ``ckpt ls`` shows of an index of a million tensors
+without an object per tensor.
+
+Rows come in blocks (as the index stores them): a block is its keys joined by newlines (one string)
+and an array of indexes into :attr:`CompactListing.kinds`, the distinct ``(dtype, shape, nbytes)``
+of the listed tensors (a large checkpoint repeats a few shapes many times). Keys are in sorted
+order and hold no newline. A format offers it through its optional ``compact_listing`` (see
+:mod:`formats.core.registry`) when it can read one faster than opening the checkpoint.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter, namedtuple
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from array import array
+    from collections.abc import Iterator
+
+__all__ = ["TensorKind", "CompactListing", "NON_PARAMETER", "count_data_files", "count_parameters"]
+
+NON_PARAMETER = frozenset({"string", "variant", "resource"})
+"""Dtypes whose elements are not counted as parameters."""
+
+
+def count_data_files(files: list[str]) -> int:
+    """How many of a checkpoint's ``files`` are data files (``*.data-*``)."""
+    return sum(1 for f in files if ".data-" in os.path.basename(f))
+
+
+def count_parameters(dtype: str, shape: tuple[int, ...]) -> int:
+    """Elements of one tensor counted as parameters (none for strings, variants and resources)."""
+    if dtype in NON_PARAMETER:
+        return 0
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class TensorKind(namedtuple("TensorKind", ["dtype", "shape", "nbytes"])):
+    """What rows of a compact listing share: dtype name, shape and stored bytes."""
+
+    __slots__ = ()
+
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+class CompactListing:
+    """Every listed tensor of one checkpoint, sorted by key, in ``blocks`` of ``(keys, kind indexes)``.
+
+    ``total_tensors`` counts every tensor of the checkpoint (listed or not), ``unmatched`` the patterns
+    that matched no key, ``key_width`` the longest listed key (in characters), ``ascii`` whether every
+    listed key is ASCII.
+    """
+
+    __slots__ = ("path", "format", "files", "kinds", "blocks", "total_tensors", "unmatched", "key_width", "ascii",
+                 "_counts")
+
+    def __init__(self, path: str, format: str, files: list[str], kinds: list[TensorKind],
+                 blocks: list[tuple[str, array]], total_tensors: int, unmatched: list[str], key_width: int,
+                 ascii: bool) -> None:
+        self.path = path
+        self.format = format
+        self.files = files
+        self.kinds = kinds
+        self.blocks = blocks
+        self.total_tensors = total_tensors
+        self.unmatched = unmatched
+        self.key_width = key_width
+        self.ascii = ascii
+        self._counts: Counter[int] | None = None
+
+    def __repr__(self) -> str:
+        return (f"CompactListing(path={self.path!r}, format={self.format!r}, {self.tensors} rows in "
+                f"{len(self.blocks)} blocks, {len(self.kinds)} kinds, total_tensors={self.total_tensors})")
+
+    @property
+    def counts(self) -> Counter[int]:
+        """Kind index -> how many listed tensors are of that kind."""
+        if self._counts is None:
+            self._counts = Counter()
+            for _, ids in self.blocks:
+                self._counts.update(ids)
+        return self._counts
+
+    @property
+    def tensors(self) -> int:
+        """Tensors listed (after filtering)."""
+        return sum(self.counts.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Stored bytes of the listed tensors."""
+        return sum(self.kinds[k].nbytes * n for k, n in self.counts.items())
+
+    @property
+    def parameters(self) -> int:
+        """Elements of the listed numeric tensors."""
+        return sum(count_parameters(self.kinds[k].dtype, self.kinds[k].shape) * n for k, n in self.counts.items())
+
+    @property
+    def data_files(self) -> int:
+        """How many data files the checkpoint has."""
+        return count_data_files(self.files)
+
+    def used_kinds(self) -> list[TensorKind]:
+        """The kinds of at least one listed tensor."""
+        return [self.kinds[k] for k in sorted(self.counts)]
+
+    def rows(self) -> Iterator[tuple[str, TensorKind]]:
+        """Every listed ``(key, kind)`` in order (one at a time; the listing itself stays compact)."""
+        kinds = self.kinds
+        for text, ids in self.blocks:
+            for key, kind in zip(text.split("\n"), ids):
+                yield key, kinds[kind]
