@@ -172,6 +172,13 @@ class TensorEntry:
         """The whole value as a numpy array (checksums verified where the format has them)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement read()")
 
+    def elements(self) -> list[bytes]:
+        """A string or variant value's elements as ``bytes``, in C order (checksums verified where the
+        format has them). Formats that store the bytes as they are may override it to skip numpy."""
+        from formats.core.sources import element_bytes
+
+        return [element_bytes(x) for x in self.read().reshape(-1)]
+
     def problem(self) -> str | None:
         """Why the stored value cannot be what the metadata declares, found without reading it; else None."""
         return None

@@ -98,6 +98,13 @@ class BundleTensor(TensorEntry):
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""
         return self._reader.read(self.raw)
 
+    def elements(self) -> list[bytes]:
+        """String and variant elements straight from the data file, checked against the stored checksums,
+        without building an array (a partitioned variable is assembled whole first)."""
+        if self.raw.slices or self.dtype not in ("string", "variant"):
+            return TensorEntry.elements(self)
+        return self._reader.elements(self.raw)
+
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """Fixed-width values stream as views into the memory map with the CRC32C computed on the way
         (on ``pool`` when given); variables partitioned along their first axis stream slice by slice;

@@ -25,7 +25,6 @@ import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, BinaryIO
 
 from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
@@ -43,6 +42,10 @@ from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
@@ -337,7 +340,7 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
         return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)  # type: ignore[union-attr]
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
-    h = _sha256() if verify and not (keep or isinstance(source, TensorEntry)) else None
+    h = _sha256() if verify and not (keep or _unchanging(source)) else None
     if dt.fixed_width:
         size, crc = _copy_fixed(out, source, chunk, h)
         expected_size = math.prod(shape) * dt.itemsize
@@ -358,6 +361,12 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
     entry = encode_entry(dt.enum, shape, offset, size, mask(crc), shard)
     expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
     return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None)
+
+
+def _unchanging(source: Source) -> bool:
+    """Whether a source can be compared with what was written after the write, as it is: a checkpoint entry,
+    or an immutable string (the object graph); other values get a digest taken while they are written."""
+    return isinstance(source, TensorEntry) or (isinstance(source, TensorValue) and isinstance(source.value, (bytes, str)))
 
 
 def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
