@@ -12,12 +12,15 @@ would otherwise cost a few hundred bytes of memory.
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, RegisteredSaver,
                                            SlotVariableRef)
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import OBJECT_GRAPH_KEY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "checkpointed_nodes", "BYTES_PER_ITEM", "FREE_ITEMS"]
 

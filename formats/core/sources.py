@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.core.errors import UnsupportedError, UsageError
 from formats.core.model import CHUNK_BYTES, TensorEntry
+from formats.core.records import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "element_bytes", "array_chunks",
@@ -29,7 +31,7 @@ CHUNK = CHUNK_BYTES
 """Default chunk size in bytes for streaming copies and comparisons."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorValue:
     """A value with an explicit TensorFlow dtype name (``variant``, ``qint8``, ``string``, ...).
 
@@ -41,7 +43,10 @@ class TensorValue:
     dtype: str | None = None
 
 
-Source = Any
+if TYPE_CHECKING:
+    Source = Any
+else:
+    Source = object  # the alias matters to type checkers only; typing stays unimported
 """A numpy array, a :class:`TensorValue`, a :class:`~formats.core.model.TensorEntry`, or array-like data."""
 
 

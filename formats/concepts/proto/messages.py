@@ -21,11 +21,14 @@ scalar with presence) is None, repeated fields are lists.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
+from formats.core.records import record
 from formats.io.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
                                          read_varint, signed, tag)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Field", "Message", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",
            "BUNDLE_ENTRY", "TENSOR", "VARIANT_TENSOR_DATA", "BOOL_VALUE", "REGISTERED_SAVER",
@@ -37,7 +40,7 @@ _WIRE = {"int32": VARINT, "int64": VARINT, "uint32": VARINT, "uint64": VARINT, "
 _DEFAULTS: dict[str, Any] = {"string": "", "bytes": b"", "bool": False}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Field:
     """One declared field. ``kind`` is a protobuf scalar type (enums are ``int32``) or ``message``
     (then ``message`` names its type); ``presence`` marks proto3 ``optional``/oneof scalars."""

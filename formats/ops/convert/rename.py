@@ -16,7 +16,7 @@ before anything is written.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
+from formats.core.records import replace
 
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ChildRef, ObjectGraph, ObjectNode,

@@ -8,8 +8,8 @@ is looked up among the renamed names).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from formats.core.records import record
 from formats.core.model import Checkpoint, TensorEntry
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.roles import classify_names
@@ -21,7 +21,7 @@ LABELLED_FORMATS = ("keras2-h5", "keras2-model-h5", "keras3-h5", "keras-zip", "k
 """Formats whose entries carry their own roles (Keras files): their names are not TF1 names."""
 
 
-@dataclass
+@record
 class SourceTensor:
     """A source tensor: its ``key``, original ``original`` name, renamed ``name``, ``role``, and for a
     slot the renamed name of its variable (``slot_of``), ``optimizer`` and ``slot_name``."""
