@@ -52,6 +52,8 @@ class BundleTensor(TensorEntry):
     @property  # type: ignore[override]
     def name(self) -> str:
         """The TF1-style name: the attribute's ``full_name`` when the graph has one, else the key."""
+        if not self._labels.object_based:
+            return self.key  # what a name-based bundle's label says, without classifying every key
         return self.label.name
 
     @property  # type: ignore[override]
@@ -236,13 +238,13 @@ class _Labels:
 
     def __init__(self, reader: BundleReader, object_based: bool) -> None:
         self._reader = reader
-        self._object_based = object_based
+        self.object_based = object_based
         self._graph: ObjectGraph | None = None
         self._labels: dict[str, EntryLabel] | None = None
 
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
-        if self._graph is None and self._object_based:
+        if self._graph is None and self.object_based:
             from formats.core.errors import CorruptCheckpointError
             from formats.concepts.object_graph_codec import decode_object_graph
 

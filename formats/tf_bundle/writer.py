@@ -290,12 +290,15 @@ class _BackgroundSync:
     EVERY = 64 << 20
 
     def __init__(self, fd: int) -> None:
-        import threading
-
         self.fd = fd
         self.pending = 0
-        self.wake = threading.Event()
         self.done = False
+        self.thread: Any = None  # started once EVERY bytes are written: a small file needs no thread
+
+    def _start(self) -> None:
+        import threading
+
+        self.wake = threading.Event()
         self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
         self.thread.start()
 
@@ -315,14 +318,17 @@ class _BackgroundSync:
         self.pending += n
         if self.pending >= self.EVERY:
             self.pending = 0
+            if self.thread is None:
+                self._start()
             self.wake.set()
 
     def close(self) -> None:
         """Stop the thread (waiting for a flush in progress)."""
         if not self.done:
             self.done = True
-            self.wake.set()
-            self.thread.join()
+            if self.thread is not None:
+                self.wake.set()
+                self.thread.join()
 
     def __enter__(self) -> _BackgroundSync:
         return self

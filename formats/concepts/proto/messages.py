@@ -70,6 +70,8 @@ class Message:
         self.fields = tuple(sorted(fields, key=lambda f: f.number))
         self.by_number = {f.number: f for f in self.fields}
         self.by_name = {f.name: f for f in self.fields}
+        self.writing = tuple((f, f.default, _how_written(f)) for f in self.fields)
+        """Per field, in number order: the field, its default and how :func:`encode` writes it."""
 
     def __repr__(self) -> str:
         return f"<Message {self.name}>"
@@ -165,21 +167,32 @@ def _encode_packed(field: Field, values: list[Any]) -> bytes:
     return bytes_field(field.number, body)
 
 
+_EACH, _PACKED, _ALWAYS, _UNLESS_DEFAULT = range(4)
+
+
+def _how_written(field: Field) -> int:
+    """Repeated messages/strings: each item a field; other repeated: packed; messages and fields with
+    presence: whenever set; other scalars: unless the default (proto3)."""
+    if field.repeated:
+        return _EACH if field.kind in ("message", "string", "bytes") else _PACKED
+    return _ALWAYS if field.kind == "message" or field.presence else _UNLESS_DEFAULT
+
+
 def encode(message: Message, values: dict[str, Any]) -> bytes:
     """Serialize ``values`` (field name -> value; missing names and None are unset) as ``message``."""
-    unknown = set(values) - set(message.by_name)
-    if unknown:
-        raise ValueError(f"{message.name} has no field {min(unknown)!r}")
+    if not values.keys() <= message.by_name.keys():
+        raise ValueError(f"{message.name} has no field {min(set(values) - set(message.by_name))!r}")
     out = bytearray()
-    for field in message.fields:
+    for field, default, how in message.writing:
         value = values.get(field.name)
         if value is None:
             continue
-        if field.repeated and field.kind in ("message", "string", "bytes"):
-            out += b"".join(_encode_one(field, item) for item in value)
-        elif field.repeated:
+        if how == _EACH:
+            for item in value:
+                out += _encode_one(field, item)
+        elif how == _PACKED:
             out += _encode_packed(field, list(value))
-        elif field.kind == "message" or field.presence or value != field.default:
+        elif how == _ALWAYS or value != default:
             out += _encode_one(field, value)
     return bytes(out)
 
