@@ -188,7 +188,7 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
             shard, offset, how = 0, base, COPIED
             if out.data is None:
                 out.open_data(0)
-            _copy_file(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
+            _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
         for position in reused.positions:
             key, source = pairs[position]
@@ -203,6 +203,17 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
     if out.data is not None:
         out.data.seek(base)
     return records
+
+
+def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
+    """Copy a whole input data file in the kernel, piece by piece, its pieces going to disk while the next
+    ones are copied (rather than all of it at the final fsync)."""
+    step = _BackgroundSync.EVERY
+    with open(path, "rb") as src, _BackgroundSync(dst_fd) as syncer:  # an input is only ever opened read-only
+        for start in range(0, size, step):
+            n = min(step, size - start)
+            copy_range(src.fileno(), dst_fd, n, start, dst_offset + start)
+            syncer.wrote(n)
 
 
 def _copy_file(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
@@ -409,6 +420,7 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
 
 
 def _write_index(out: BundleFiles, records: list[_Record]) -> None:
+    """The index, keys in bytewise order, flushed to disk in the background (joined before publishing)."""
     records.sort(key=lambda r: r.key)
     index = out.index
     assert index is not None
@@ -417,5 +429,4 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     for record in records:
         table.add(record.key, record.entry)
     table.finish()
-    index.flush()
-    os.fsync(index.fileno())
+    out.sync_in_background(index)  # on disk while the read-back checks what was written
