@@ -60,6 +60,11 @@ class BundleFiles:
         f.flush()
         self._syncs.append(_Sync(f.fileno()))
 
+    @property
+    def syncing(self) -> bool:
+        """Whether files are being flushed to disk in the background."""
+        return bool(self._syncs)
+
     def finish_syncs(self) -> None:
         """Wait for the background flushes; raise what one of them met."""
         syncs, self._syncs = self._syncs, []

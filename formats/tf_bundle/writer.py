@@ -429,4 +429,8 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     for record in records:
         table.add(record.key, record.entry)
     table.finish()
-    out.sync_in_background(index)  # on disk while the read-back checks what was written
+    if out.syncing:  # data going to disk: the index goes too while the read-back checks what was written
+        out.sync_in_background(index)
+    else:  # only the index is new (linked data files): a thread would cost more than it overlaps
+        index.flush()
+        os.fsync(index.fileno())
