@@ -11,6 +11,8 @@ capability                   what it is for                                     
                              format's own checks (diff, stats, trend, extract)
 ``byte_chunks(n)``           canonical little-endian bytes, ``n`` at a time (writers)  ``read()`` as bytes
 ``read_slice(index)``        ``value[index]`` without holding the whole (``show``)     ``read()[index]``
+``elements()``               a string/variant value's elements as ``bytes`` (writers,  ``read()``'s, as
+                             read-backs; bundles need no numpy for it)                 bytes
 ``check()``                  read every stored byte, keep nothing (``verify``)         run ``iter_chunks``
 ``problem()``                what is wrong before reading (declared vs stored size)    ``None``
 ``files``                    the files the value is read from (the output guard)       ``()``
