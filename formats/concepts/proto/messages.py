@@ -70,8 +70,9 @@ class Message:
         self.fields = tuple(sorted(fields, key=lambda f: f.number))
         self.by_number = {f.number: f for f in self.fields}
         self.by_name = {f.name: f for f in self.fields}
-        self.writing = tuple((f, f.default, _how_written(f)) for f in self.fields)
-        """Per field, in number order: the field, its default and how :func:`encode` writes it."""
+        self.writing = tuple((f, f.default, _how_written(f), tag(f.number, _WIRE.get(f.kind, VARINT)))
+                             for f in self.fields)
+        """Per field, in number order: the field, its default, how :func:`encode` writes it, and its tag."""
 
     def __repr__(self) -> str:
         return f"<Message {self.name}>"
@@ -143,18 +144,21 @@ def decode(message: Message, data: bytes) -> dict[str, Any]:
 
 
 # -- encoding ----------------------------------------------------------------------------------
-def _encode_one(field: Field, value: Any) -> bytes:
-    """The field written with its value, whatever the value (presence is decided by the caller)."""
+def _encode_one(field: Field, key: bytes, value: Any) -> bytes:
+    """The field written with its value (``key``: its tag), whatever the value (presence is decided by the
+    caller)."""
     kind = field.kind
     if kind == "message":
-        return bytes_field(field.number, encode(field.message, value))  # type: ignore[arg-type]
-    if kind == "string":
-        return bytes_field(field.number, value.encode("utf-8", "surrogateescape"))
-    if kind == "bytes":
-        return bytes_field(field.number, bytes(value))
-    if kind == "fixed32":
-        return tag(field.number, FIXED32) + int(value).to_bytes(4, "little")
-    return tag(field.number, VARINT) + encode_varint(int(value) & _MASK64)
+        body = encode(field.message, value)  # type: ignore[arg-type]
+    elif kind == "string":
+        body = value.encode("utf-8", "surrogateescape")
+    elif kind == "bytes":
+        body = bytes(value)
+    elif kind == "fixed32":
+        return key + int(value).to_bytes(4, "little")
+    else:
+        return key + encode_varint(int(value) & _MASK64)
+    return key + encode_varint(len(body)) + body
 
 
 def _encode_packed(field: Field, values: list[Any]) -> bytes:
@@ -183,17 +187,17 @@ def encode(message: Message, values: dict[str, Any]) -> bytes:
     if not values.keys() <= message.by_name.keys():
         raise ValueError(f"{message.name} has no field {min(set(values) - set(message.by_name))!r}")
     out = bytearray()
-    for field, default, how in message.writing:
+    for field, default, how, key in message.writing:
         value = values.get(field.name)
         if value is None:
             continue
         if how == _EACH:
             for item in value:
-                out += _encode_one(field, item)
+                out += _encode_one(field, key, item)
         elif how == _PACKED:
             out += _encode_packed(field, list(value))
         elif how == _ALWAYS or value != default:
-            out += _encode_one(field, value)
+            out += _encode_one(field, key, value)
     return bytes(out)
 
 
