@@ -1,10 +1,10 @@
-"""The console script's entry: ``ckpt ls``, ``verify``, ``diff`` and ``rename`` run without importing click.
+"""The console script's entry: ``ckpt ls``, ``verify``, ``diff``, ``rename`` and ``convert`` run without click.
 
-Importing click costs about as much as starting Python itself, and listing, verifying, comparing or
-renaming checkpoints needs none of it. :func:`main` runs a command line made only of what
+Importing click costs about as much as starting Python itself, and listing, verifying, comparing,
+renaming or converting checkpoints needs none of it. :func:`main` runs a command line made only of what
 :data:`COMMANDS` and :data:`GLOBAL_FLAGS` describe by calling the function the click command calls
-(``run_ls``, ``run_verify``, ``run_diff``, ``run_rename`` in :mod:`ckpt_cli.commands`), and hands
-everything else to the click CLI (:data:`ckpt_cli.main.cli`):
+(``run_ls``, ``run_verify``, ``run_diff``, ``run_rename``, ``run_convert`` in :mod:`ckpt_cli.commands`),
+and hands everything else to the click CLI (:data:`ckpt_cli.main.cli`):
 help, completion, every other command, and any option this parser does not know or that is
 malformed, so click still parses, reports usage errors and prints help as always. Errors while
 running go through the CLI's one error boundary (:func:`ckpt_cli.main.report_error`).
@@ -48,6 +48,18 @@ RENAME_OPTIONS: Spec = {
 }
 """``ckpt rename`` options (``("*",)``: one value, any)."""
 
+CONVERT_OPTIONS: Spec = {
+    "-o": ("out", ("*",)), "--output": ("out", ("*",)),
+    "--to": ("to", ("keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object")),
+    "--template": ("template", ("*",)), "--map": ("maps", ()), "--regex": ("regexes", ()),
+    "--rules": ("rules_file", ("*",)), "--allow-missing": ("allow_missing", None),
+    "--slot-names": ("slot_names", ("tf2", "tf1")), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
+    "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
+    "--link": ("link", None),
+}
+"""``ckpt convert`` options (``--learning-rate``, ``--hparam`` and ``--max-shard-size``, whose values click
+checks, are left to click)."""
+
 COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
     "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
                         "no_optimizer": False, "as_json": False}),
@@ -57,10 +69,14 @@ COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
     "rename": (RENAME_OPTIONS, {"out": None, "maps": [], "regexes": [], "rules_file": None, "add_prefix": None,
                                 "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
                                 "force": False, "no_verify": False, "update_state": False, "link": False}),
+    "convert": (CONVERT_OPTIONS, {"out": None, "to": None, "template": None, "maps": [], "regexes": [],
+                                  "rules_file": None, "allow_missing": False, "slot_names": "tf2", "dry_run": False,
+                                  "as_json": False, "force": False, "no_verify": False, "update_state": False,
+                                  "link": False}),
 }
 """The commands the fast path runs: their options and the parameters' defaults."""
 
-_ARGUMENTS = {"diff": 2, "rename": 1}
+_ARGUMENTS = {"diff": 2, "rename": 1, "convert": 1}
 """How many PATHs a command takes when it does not take any number."""
 
 
@@ -113,7 +129,9 @@ def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | N
     wanted = _ARGUMENTS.get(command)
     if not params["paths"] or (wanted is not None and len(params["paths"]) != wanted):  # type: ignore[arg-type]
         return None
-    if command == "rename" and params["out"] is None:
+    if command in ("rename", "convert") and params["out"] is None:
+        return None
+    if command == "convert" and params["to"] is None:
         return None
     return command, flags, params
 
@@ -174,6 +192,11 @@ def _run(command: str, p: dict[str, object]) -> int:
 
         return run_rename(paths[0], p.pop("out"), **{k: tuple(v) if isinstance(v, list) else v  # type: ignore[arg-type]
                                                      for k, v in p.items() if k != "paths"})
+    if command == "convert":
+        from ckpt_cli.commands.converting import run_convert
+
+        return run_convert(paths[0], p.pop("out"), p.pop("to"),  # type: ignore[arg-type]
+                           **{k: tuple(v) if isinstance(v, list) else v for k, v in p.items() if k != "paths"})  # type: ignore[arg-type]
     if command == "diff":
         from ckpt_cli.commands.diffing import run_diff
 

@@ -15,6 +15,7 @@ from formats.core import registry
 from ckpt_cli.commands.ls import ls as ls_command
 from ckpt_cli.commands.diff import diff as diff_command
 from ckpt_cli.commands.rename import rename as rename_command
+from ckpt_cli.commands.convert import convert as convert_command
 from ckpt_cli.commands.verify import verify as verify_command
 from tests.conftest import CORPUS
 
@@ -29,8 +30,12 @@ DIFF_LEFT = {"--map", "--regex", "--rules", "--strip-prefix-a", "--strip-prefix-
 VERIFY_LEFT = {"--against", "--match", "--map", "--regex", "--rules"}
 
 
+CONVERT_LEFT = {"--learning-rate", "--hparam", "--max-shard-size"}
+
+
 @pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, VERIFY_LEFT),
-                                                    (diff_command, DIFF_LEFT), (rename_command, set())])
+                                                    (diff_command, DIFF_LEFT), (rename_command, set()),
+                                                    (convert_command, CONVERT_LEFT)])
 def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
     """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
     table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
@@ -60,6 +65,10 @@ def test_the_option_tables_match_the_click_commands(command: click.Command, left
     ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
     ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "1e-3", "a", "b"], ["diff", "--map", "x=y", "a", "b"],
     ["rename", "a", "--map", "x=y"], ["rename", "a", "b", "-o", "c"], ["rename", "-o", "c"], ["rename", "a", "-o"],
+    ["convert", "a", "-o", "b"], ["convert", "a", "--to", "tf-object"], ["convert", "a", "-o", "b", "--to", "bogus"],
+    ["convert", "a", "c", "-o", "b", "--to", "npz"], ["convert", "a", "-o", "b", "--to", "npz", "--hparam", "x=1"],
+    ["convert", "a", "-o", "b", "--to", "keras3-h5", "--max-shard-size", "1MB"],
+    ["convert", "a", "-o", "b", "--to", "tf-name", "--slot-names", "tf3"],
 ])
 def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
     assert fast.parse(argv) is None
@@ -186,3 +195,42 @@ def test_a_table_that_fits_the_terminal_is_written_without_rich(monkeypatch) -> 
     narrow, _ = _terminal(8)
     assert not _emit_fitting(table, [], narrow)  # too wide: rich lays it out
     assert not _emit_fitting(TextTable([("key", "left")], [["é"]], [None]), [], stream)
+
+
+@pytest.mark.parametrize("extra", [["--to", "tf-object", "--link"], ["--to", "tf-object", "--json", "--map", "dense=layer"],
+                                   ["--to", "tf-object", "--dry-run", "--slot-names", "tf1"],
+                                   ["--to", "tf-object", "--map", "nothing=matches", "--no-verify"],
+                                   ["--to", "npz", "--force"], ["--to", "tf-name"]])
+def test_convert_writes_what_the_click_command_writes(tmp_path, run_cli, capsys, extra: list[str]) -> None:
+    source = CORPUS / "tf1_adam" / "model.ckpt-200"
+    a, b = (str(tmp_path / side / ("out.npz" if "npz" in extra else "ckpt")) for side in "ab")
+    expected = run_cli("convert", str(source), "-o", a, *extra)
+    parsed = fast.parse(["convert", str(source), "-o", b, *extra])
+    assert parsed is not None
+    status = fast.run_fast(*parsed)
+    out, err = capsys.readouterr()
+    assert status == expected.exit_code
+    assert out.replace(str(tmp_path / "b"), str(tmp_path / "a")) == expected.stdout
+    assert err.replace(str(tmp_path / "b"), str(tmp_path / "a")) == expected.stderr
+    written = [sorted(os.listdir(tmp_path / side)) if (tmp_path / side).exists() else [] for side in "ab"]
+    assert written[0] == written[1]
+    for name in written[0]:
+        if not name.endswith(".npz"):  # a zip archive holds its files' times
+            assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+@pytest.mark.parametrize("argv", [["rename", "--map", "global_step=step", "--link"], ["convert", "--to", "tf-object", "--link"],
+                                  ["convert", "--to", "tf-object"]], ids=["rename --link", "convert --link", "convert"])
+def test_writing_a_bundle_imports_nothing_it_does_not_need(tmp_path, argv: list[str]) -> None:
+    """Renaming or converting a name-based bundle to a bundle writes its object graph (a string scalar) and
+    index without numpy, and takes over the data file without reading it into Python."""
+    command, *options = argv
+    modules = _modules_after([command, str(NAME_BASED / "model.ckpt-200"), "-o", str(tmp_path / "out" / "ckpt"),
+                              *options])
+    assert (tmp_path / "out" / "ckpt.index").exists()
+    assert "formats.tf_bundle.writer" in modules
+    heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata", "hashlib",
+             "socket", "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
+    if command == "rename":  # a name-based rename needs no graph model, and a linked one flushes no data
+        heavy |= {"formats.concepts.object_graph", "formats.concepts.roles", "threading"}
+    assert modules & heavy == set()

@@ -144,6 +144,9 @@ def test_entry_bytes_follow_tensorflow_field_order_and_defaults():
         struct.pack("<I", crc)
     assert encode_entry(9, (), 40, 8, 0x01020304) == bytes.fromhex("0809" "1200" "2028" "2808" "3504030201")
     assert encode_entry(1, (0, 7), 4, 0, mask(0)) == bytes.fromhex("0801" "1206" "1200" "12020807" "2004" "35d8ea82a2")
+    # multi-byte varints (BERT's dims, offsets past 2**32, a second shard), checked by hand
+    assert encode_entry(1, (30522, 768), 1 << 32, 93763584, 1, 3) == bytes.fromhex(
+        "0801" "120b" "120408baee01" "1203088006" "1803" "2080808080" "10" "2880f0da2c" "3501000000")
 
 
 def test_empty_tensors(tmp_path):

@@ -196,3 +196,25 @@ def test_ls_of_a_directory_opens_no_data_file(tmp_path, run_cli, monkeypatch):
     assert [c["tensors"] for c in doc["checkpoints"]] == [1] * 5
     assert sorted(p for p in opened if str(tmp_path) in p) == sorted(str(tmp_path / f"ckpt-{s}.index")
                                                                      for s in range(1, 6))
+
+
+def test_a_copied_data_file_goes_to_disk_piece_by_piece_while_it_is_copied(tmp_path, monkeypatch):
+    """The kernel copy of a data file taken over goes in ``EVERY``-byte pieces, each handed to the background
+    flusher as it is copied; the data file and the index are flushed before the output is published."""
+    from formats.tf_bundle import files as files_module
+    from formats.tf_bundle import writer as writer_module
+
+    src = _source(tmp_path)
+    size = os.path.getsize(src + DATA)
+    monkeypatch.setattr(writer_module._BackgroundSync, "EVERY", 4096)
+    events: list[object] = []
+    real_wrote, real_fsync, real_publish = writer_module._BackgroundSync.wrote, os.fsync, files_module.publish
+    monkeypatch.setattr(writer_module._BackgroundSync, "wrote", lambda self, n: (events.append(n), real_wrote(self, n))[1])
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(files_module, "publish", lambda *a: (events.append("publish"), real_publish(*a))[1])
+    out = str(tmp_path / "out" / "model.ckpt-7")
+    with open_checkpoint(src) as source:
+        formats.write_checkpoint(out, source)
+    assert Path(out + DATA).read_bytes() == Path(src + DATA).read_bytes()
+    pieces = [4096] * (size // 4096) + ([size % 4096] if size % 4096 else [])
+    assert events == [*pieces, "fsync", "fsync", "publish", "fsync"]  # data file and index, then the directory

@@ -1,14 +1,11 @@
 """``ckpt convert``: name-based <-> object-based checkpoints, generically or onto a template."""
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from formats.ops.convert.targets import TARGETS, planner
+from formats.ops.convert.targets import TARGETS
 
 from ..completion import CHECKPOINT
-from ..exit_codes import ExitCode
 from ..help import command
 from ..options import ByteSize, link_option, rule_options, write_options
 
@@ -69,11 +66,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
           --hparam beta_1=0.9 --hparam beta_2=0.999
       ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB
     """
-    from formats.api import open_checkpoint
-    from formats.ops.convert.plan import ConvertOptions, execute_plan
-
-    from ..render.progress import progress_for
-    from formats.ops.rules import build_rules
+    from .converting import run_convert
 
     if learning_rate is not None:
         hparams = {**hparams, "learning_rate": learning_rate}
@@ -81,17 +74,10 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
         raise click.UsageError("--max-shard-size applies to --to keras3-h5 only")
     if max_shard_size is not None and not out.endswith(".json"):
         raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
-    options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
-                             allow_missing=allow_missing, slot_names=slot_names, max_shard_size=max_shard_size,
-                             hparams=hparams)
-    with open_checkpoint(src) as source:
-        plan = planner(to)(source, options)
-        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
-            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress,
-                                  inputs=[src, source] + ([template] if template else []), link=link)
-    _report(result, as_json)
-    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
+    ctx.exit(run_convert(src, out, to, template=template, maps=maps, regexes=regexes, rules_file=rules_file,
+                         allow_missing=allow_missing, slot_names=slot_names, hparams=hparams,
+                         max_shard_size=max_shard_size, dry_run=dry_run, as_json=as_json, force=force,
+                         no_verify=no_verify, update_state=update_state, link=link))
 
 
 def _hparams(values: tuple[str, ...]) -> dict[str, float]:
@@ -108,13 +94,3 @@ def _hparams(values: tuple[str, ...]) -> dict[str, float]:
         out[name] = number
     return out
 
-
-def _report(result: Any, as_json: bool) -> None:
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(result.to_json())
-    else:
-        from ..render.convert import render_conversion
-
-        render_conversion(result)

@@ -1,11 +1,14 @@
 """Rendering of conversion plans (``convert``, ``rename``): the mapping table, the problems, a summary."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import shape_text
 from .reports import written_lines
 from .table import Segment, TextTable, emit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_conversion(result: Any) -> None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
+from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
 from formats.core.model import OBJECT_GRAPH_KEY, Role
@@ -83,7 +83,7 @@ def slot_variable_key(variable_path: str, optimizer_path: str, slot_name: str) -
     return f"{variable_path}/{OPTIMIZER_SLOT}/{optimizer_path}/{escape_local_name(slot_name)}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ChildRef:
     """An edge: the child ``node_id`` under attribute ``local_name``."""
 
@@ -91,7 +91,7 @@ class ChildRef:
     local_name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Attribute:
     """A ``SerializedTensor``: attribute ``name``, the TF1-style ``full_name`` and its ``checkpoint_key``."""
 
@@ -101,7 +101,7 @@ class Attribute:
     optional_restore: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SlotVariableRef:
     """On an optimizer node: the slot ``slot_name`` of node ``original_variable_node_id`` is node ``slot_variable_node_id``."""
 
@@ -110,7 +110,7 @@ class SlotVariableRef:
     slot_variable_node_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RegisteredSaver:
     """A node saved by a registered saver (``name``) rather than through attributes."""
 
@@ -118,7 +118,7 @@ class RegisteredSaver:
     object_name: str
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ObjectNode:
     """One ``TrackableObject``: the proto's fields, in order, plus its ``id`` (index in the graph).
 
@@ -295,7 +295,7 @@ def _join(prefix: str, segment: str) -> str:
     return f"{prefix}/{segment}" if prefix else segment
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryLabel:
     """What the graph says about one stored key: its TF1 ``name``, ``role`` and, for a slot, the
     variable's key (``slot_of``), the optimizer's path (``optimizer``) and ``slot_name``."""

@@ -12,12 +12,16 @@ would otherwise cost a few hundred bytes of memory.
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, RegisteredSaver,
                                            SlotVariableRef)
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import OBJECT_GRAPH_KEY
+from formats.io.wire import encode_varint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "checkpointed_nodes", "BYTES_PER_ITEM", "FREE_ITEMS"]
 
@@ -97,25 +101,69 @@ def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
 def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
     """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
     TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
-    ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it."""
-    from formats.concepts.proto.messages import TRACKABLE_OBJECT_GRAPH, encode
+    ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it.
 
+    Written field by field with the tags of :mod:`formats.concepts.proto.messages` (what its generic
+    ``encode`` would write, without a dict per item: a converted BERT graph in a third of the time)."""
     for index, node in enumerate(nodes):
         if node.id != index:
             raise ValueError(f"node {index} has id {node.id}")
     valued = checkpointed_nodes(nodes) if fill_has_values else None
-    return encode(TRACKABLE_OBJECT_GRAPH, {"nodes": [_node_fields(n, valued) for n in nodes]})
+    tags = _tags()
+    node_tag = tags["nodes"]
+    return b"".join(_framed(node_tag, _node_bytes(n, valued, tags)) for n in nodes)
 
 
-def _node_fields(node: ObjectNode, valued: set[int] | None) -> dict[str, Any]:
+def _tags() -> dict[str, bytes]:
+    """Field name -> tag bytes for the graph's messages (names are unique across them but for ``name``,
+    which RegisteredSaver and SerializedTensor both number 1)."""
+    global _TAGS
+    if _TAGS is None:
+        from formats.concepts.proto import messages as m
+
+        tags: dict[str, bytes] = {}
+        for message in (m.TRACKABLE_OBJECT_GRAPH, m.TRACKABLE_OBJECT, m.OBJECT_REFERENCE, m.SERIALIZED_TENSOR,
+                        m.SLOT_VARIABLE_REFERENCE, m.REGISTERED_SAVER, m.BOOL_VALUE):
+            for f, _, _, key in message.writing:
+                if tags.setdefault(f.name, key) != key:  # pragma: no cover - the schema says otherwise
+                    raise AssertionError(f"field {f.name!r} has two tags")
+        _TAGS = tags
+    return _TAGS
+
+
+_TAGS: dict[str, bytes] | None = None
+
+
+def _node_bytes(node: ObjectNode, valued: set[int] | None, t: dict[str, bytes]) -> bytes:
+    """One ``TrackableObject``'s fields in number order; proto3 defaults (0, "", False) left out."""
+    out = bytearray()
+    for c in node.children:
+        out += _framed(t["children"], _int(t["node_id"], c.node_id) + _text(t["local_name"], c.local_name))
+    for a in node.attributes:
+        out += _framed(t["attributes"], _text(t["name"], a.name) + _text(t["full_name"], a.full_name)
+                       + _text(t["checkpoint_key"], a.checkpoint_key)
+                       + _int(t["optional_restore"], a.optional_restore))
+    for s in node.slot_variables:
+        out += _framed(t["slot_variables"], _int(t["original_variable_node_id"], s.original_variable_node_id)
+                       + _text(t["slot_name"], s.slot_name)
+                       + _int(t["slot_variable_node_id"], s.slot_variable_node_id))
     saver = node.registered_saver
+    if saver is not None:
+        out += _framed(t["registered_saver"], _text(t["name"], saver.name) + _text(t["object_name"], saver.object_name))
     has_values = node.has_checkpoint_values if valued is None else node.id in valued
-    return {
-        "children": [{"node_id": c.node_id, "local_name": c.local_name} for c in node.children],
-        "attributes": [{"name": a.name, "full_name": a.full_name, "checkpoint_key": a.checkpoint_key,
-                        "optional_restore": a.optional_restore} for a in node.attributes],
-        "slot_variables": [{"original_variable_node_id": s.original_variable_node_id, "slot_name": s.slot_name,
-                            "slot_variable_node_id": s.slot_variable_node_id} for s in node.slot_variables],
-        "registered_saver": None if saver is None else {"name": saver.name, "object_name": saver.object_name},
-        "has_checkpoint_values": None if has_values is None else {"value": has_values},
-    }
+    if has_values is not None:
+        out += _framed(t["has_checkpoint_values"], _int(t["value"], has_values))
+    return bytes(out)
+
+
+def _framed(tag: bytes, body: bytes) -> bytes:
+    return tag + encode_varint(len(body)) + body
+
+
+def _text(tag: bytes, value: str) -> bytes:
+    return _framed(tag, value.encode("utf-8", "surrogateescape")) if value else b""
+
+
+def _int(tag: bytes, value: int) -> bytes:
+    return tag + encode_varint(int(value) & 0xFFFFFFFFFFFFFFFF) if value else b""
+

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, field
 
+from formats.core.records import field, record
 __all__ = ["TF1", "KERAS_LEGACY", "TF_KERAS", "KERAS3", "FRAMEWORKS", "FRAMEWORK_TITLES", "Slot", "Family",
            "FAMILIES", "family", "family_of_class", "families_with_slots", "SlotTransform", "slot_transform",
            "equivalence", "step_from_power", "power_from_step", "tf1_slot_suffixes", "tf1_slot_layouts",
@@ -64,7 +64,7 @@ TRAINING_SHADOWS = ("ExponentialMovingAverage",)
 NEG_LR = "-lr"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Slot:
     """One per-variable slot: its ``meaning`` and its name in each framework (absent: none there).
 
@@ -84,7 +84,7 @@ class Slot:
         return self.names.get(framework)
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Family:
     """One optimizer algorithm across frameworks (see the module doc)."""
 
@@ -234,7 +234,7 @@ def families_with_slots(framework: str, names: Collection[str]) -> list[Family]:
 
 # ---- transforms -----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SlotTransform:
     """How a slot value moves: ``op`` ``copy``, ``mul`` or ``div`` by ``-learning_rate`` (``needs``)."""
 
@@ -320,7 +320,7 @@ def tf1_slot_suffixes(fam: Family) -> Iterator[tuple[str, str, str, int]]:
                 yield (cls if n == 0 else f"{cls}_{n}"), cls, slot, index
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KerasSlotName:
     """A Keras slot's full name taken apart: ``framework``, ``optimizer`` name (None when the name
     has no prefix), ``slot`` name and the ``variable``'s name."""

@@ -27,8 +27,8 @@ counters and other non-slot optimizer state, including ``global_step``),
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from formats.core.records import record
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.concepts.optimizers import (COUNTERS, FAMILIES, KERAS_LEGACY, TF1, TF_KERAS, family_of_class,
                                         parse_keras_slot, tf1_slot_suffixes)
@@ -37,7 +37,7 @@ __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_n
            "slot_suffixes", "slot_key", "keras_scalar"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NameRole:
     """The role of one key; for a slot also the variable (``slot_of``), ``optimizer`` and ``slot_name``."""
 

@@ -11,6 +11,8 @@ capability                   what it is for                                     
                              format's own checks (diff, stats, trend, extract)
 ``byte_chunks(n)``           canonical little-endian bytes, ``n`` at a time (writers)  ``read()`` as bytes
 ``read_slice(index)``        ``value[index]`` without holding the whole (``show``)     ``read()[index]``
+``elements()``               a string/variant value's elements as ``bytes`` (writers,  ``read()``'s, as
+                             read-backs; bundles need no numpy for it)                 bytes
 ``check()``                  read every stored byte, keep nothing (``verify``)         run ``iter_chunks``
 ``problem()``                what is wrong before reading (declared vs stored size)    ``None``
 ``files``                    the files the value is read from (the output guard)       ``()``
@@ -171,6 +173,13 @@ class TensorEntry:
     def read(self) -> np.ndarray:
         """The whole value as a numpy array (checksums verified where the format has them)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement read()")
+
+    def elements(self) -> list[bytes]:
+        """A string or variant value's elements as ``bytes``, in C order (checksums verified where the
+        format has them). Formats that store the bytes as they are may override it to skip numpy."""
+        from formats.core.sources import element_bytes
+
+        return [element_bytes(x) for x in self.read().reshape(-1)]
 
     def problem(self) -> str | None:
         """Why the stored value cannot be what the metadata declares, found without reading it; else None."""

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
+from formats.core.records import field, record
 from formats.core.errors import CheckpointError
 from formats.core.model import shape_text
 from formats.core.parallel import map_ordered
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",
            "digest_update"]
@@ -25,7 +28,7 @@ Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, tensors_done)``."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Digest:
     """What a value was: dtype name, shape and the sha256 of its canonical bytes (see :func:`tensor_digest`)."""
 
@@ -34,7 +37,7 @@ class Digest:
     sha256: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mismatch:
     """One difference: the key, its kind (missing, unexpected, dtype, shape, value, unreadable) and a message."""
 
@@ -43,7 +46,7 @@ class Mismatch:
     message: str
 
 
-@dataclass
+@record
 class RoundTripReport:
     """The outcome of a comparison of ``path`` (the output) against ``against`` (the source)."""
 

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from formats.core import dtypes
 from formats.core.errors import UnsupportedError, UsageError
 from formats.core.model import CHUNK_BYTES, TensorEntry
+from formats.core.records import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
-__all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "array_chunks", "apply_index"]
+__all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "element_bytes", "array_chunks",
+           "apply_index"]
 
 CHUNK = CHUNK_BYTES
 """Default chunk size in bytes for streaming copies and comparisons."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorValue:
     """A value with an explicit TensorFlow dtype name (``variant``, ``qint8``, ``string``, ...).
 
@@ -40,7 +43,10 @@ class TensorValue:
     dtype: str | None = None
 
 
-Source = Any
+if TYPE_CHECKING:
+    Source = Any
+else:
+    Source = object  # the alias matters to type checkers only; typing stays unimported
 """A numpy array, a :class:`TensorValue`, a :class:`~formats.core.model.TensorEntry`, or array-like data."""
 
 
@@ -48,8 +54,18 @@ def describe(source: Source) -> tuple[dtypes.DType, tuple[int, ...]]:
     """The TensorFlow dtype and the shape of a source (reads nothing from a checkpoint entry)."""
     if isinstance(source, TensorEntry):
         return _entry_dtype(source), tuple(source.shape)
+    if _scalar_string(source):
+        return dtypes.by_enum(dtypes.STRING), ()  # type: ignore[return-value]
     arr, dt = _as_array(source)
     return dt, tuple(arr.shape)
+
+
+def _scalar_string(source: Source) -> bool:
+    """Whether ``source`` is one string held as ``bytes``/``str`` (a serialized object graph, for instance):
+    described and written without numpy."""
+    if isinstance(source, TensorValue):
+        return source.dtype in (None, "string") and isinstance(source.value, (bytes, str))
+    return isinstance(source, (bytes, str))
 
 
 def _entry_dtype(entry: TensorEntry) -> dtypes.DType:
@@ -101,7 +117,8 @@ def _object_array(value: Any) -> np.ndarray:
     return out
 
 
-def _to_bytes(element: Any) -> bytes:
+def element_bytes(element: Any) -> bytes:
+    """One string or variant element as ``bytes`` (``str`` UTF-8 encoded, messages serialized)."""
     if isinstance(element, bytes):
         return element
     if isinstance(element, str):
@@ -121,10 +138,11 @@ def _to_bytes(element: Any) -> bytes:
 def elements(source: Source) -> list[bytes]:
     """The elements of a string or variant source as ``bytes``, in C order."""
     if isinstance(source, TensorEntry):
-        arr = source.read()
-    else:
-        arr, _ = _as_array(source)
-    return [_to_bytes(x) for x in arr.reshape(-1)]
+        return source.elements()
+    if _scalar_string(source):
+        return [element_bytes(source.value if isinstance(source, TensorValue) else source)]
+    arr, _ = _as_array(source)
+    return [element_bytes(x) for x in arr.reshape(-1)]
 
 
 def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iterator[memoryview]:

@@ -29,10 +29,19 @@ WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def _host() -> str:
-    import hashlib
-    import socket
+    """This host in temporary names: 8 hex digits of the sha1 of its name (without importing socket and
+    OpenSSL's hashlib, which would cost a write of a few files more than the write itself)."""
+    try:
+        name = os.uname().nodename  # what socket.gethostname() returns on POSIX
+    except AttributeError:  # pragma: no cover - Windows
+        import socket
 
-    return hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        name = socket.gethostname()
+    try:
+        from _sha1 import sha1  # CPython's built-in implementation
+    except ImportError:  # pragma: no cover - a build without it
+        from hashlib import sha1
+    return sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
 def temp_name(out: str) -> str:

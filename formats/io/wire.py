@@ -251,8 +251,13 @@ class Message:
             yield entry.text(1), views[-1] if views else memoryview(b"")
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def encode_varint(value: int) -> bytes:
     """Base-128 varint of a non-negative integer below 2**64."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]  # field tags, small sizes and dimensions: most varints written
     if not 0 <= value <= _MASK64:
         raise ValueError(f"varint out of range: {value}")
     out = bytearray()

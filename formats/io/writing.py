@@ -19,23 +19,25 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
                                  OutputIsInputError, VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
+from formats.core.records import field, record
 from formats.core.sources import CHUNK, Source, describe
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files",
            "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Stored:
     """One tensor as an output holds it: its ``key``, where it went (``stored_as``: a bundle key, an
     HDF5 dataset, an npz member, a file under a directory), its dtype and the dtype it is stored as."""
@@ -52,7 +54,7 @@ class Stored:
                 "stored_dtype": self.stored_dtype, "shape": list(self.shape)}
 
 
-@dataclass
+@record
 class WriteReport:
     """What a writer wrote: the output ``path`` (a bundle prefix, a file or a directory), its
     ``format``, the ``files`` created, the tensors and their data bytes, whether it was read back

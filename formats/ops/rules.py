@@ -19,12 +19,11 @@ Rules files are TOML or JSON: ``{"rules": [{"map": ["old", "new"]}, {"regex": ["
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
+from formats.core.records import field, record
 from formats.core.errors import InputReadError, UsageError
 
 __all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules", "specific_first"]
@@ -36,7 +35,7 @@ class RuleError(UsageError):
     """A rule that cannot be parsed or compiled (the path is the rules file, if any)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     """One rewrite: ``kind`` is one of map, regex, add-prefix, strip-prefix."""
 
@@ -79,7 +78,7 @@ def _strip_prefix(name: str, prefix: str) -> str | None:
     return None
 
 
-@dataclass
+@record
 class RuleSet:
     """An ordered list of rules; :meth:`apply` rewrites a name with the first rule that matches."""
 
@@ -148,6 +147,8 @@ def load_rules(path: str | os.PathLike[str]) -> list[Rule]:
                 import tomli as tomllib  # type: ignore[no-redef]
             doc: object = tomllib.loads(raw.decode("utf-8"))
         else:
+            import json
+
             doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RuleError(source, f"not a valid rules file: {exc}") from None
@@ -187,5 +188,7 @@ def specific_first(rules: Iterable[Rule]) -> list[Rule]:
 
 def dump_rules(rules: Iterable[Rule]) -> str:
     """A JSON rules file for ``rules`` (what ``doctor --write-rules`` writes)."""
+    import json
+
     items = [{r.kind: [r.old, r.new] if r.kind in ("map", "regex") else r.old} for r in rules]
     return json.dumps({"rules": items}, indent=2) + "\n"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from formats.core.records import replace
 from typing import TYPE_CHECKING, Any
 
 from formats.concepts.object_graph import EntryLabel, label_keys

@@ -52,6 +52,8 @@ class BundleTensor(TensorEntry):
     @property  # type: ignore[override]
     def name(self) -> str:
         """The TF1-style name: the attribute's ``full_name`` when the graph has one, else the key."""
+        if not self._labels.object_based:
+            return self.key  # what a name-based bundle's label says, without classifying every key
         return self.label.name
 
     @property  # type: ignore[override]
@@ -97,6 +99,13 @@ class BundleTensor(TensorEntry):
     def read(self) -> np.ndarray:
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""
         return self._reader.read(self.raw)
+
+    def elements(self) -> list[bytes]:
+        """String and variant elements straight from the data file, checked against the stored checksums,
+        without building an array (a partitioned variable is assembled whole first)."""
+        if self.raw.slices or self.dtype not in ("string", "variant"):
+            return TensorEntry.elements(self)
+        return self._reader.elements(self.raw)
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """Fixed-width values stream as views into the memory map with the CRC32C computed on the way
@@ -229,13 +238,13 @@ class _Labels:
 
     def __init__(self, reader: BundleReader, object_based: bool) -> None:
         self._reader = reader
-        self._object_based = object_based
+        self.object_based = object_based
         self._graph: ObjectGraph | None = None
         self._labels: dict[str, EntryLabel] | None = None
 
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
-        if self._graph is None and self._object_based:
+        if self._graph is None and self.object_based:
             from formats.core.errors import CorruptCheckpointError
             from formats.concepts.object_graph_codec import decode_object_graph
 

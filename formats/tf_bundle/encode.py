@@ -11,13 +11,14 @@ import struct
 from collections.abc import Sequence
 
 from formats.io.wire import bytes_field as _message_field
-from formats.io.wire import encode_varint, fixed32_field
+from formats.io.wire import encode_varint
 from formats.io.wire import varint_field as _varint_field
 from formats.io.crc import crc32c, mask
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
 
 _UINT32_MAX = 0xFFFFFFFF
+_MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def encode_header(num_shards: int = 1, big_endian: bool = False, producer: int = 1, min_consumer: int = 0) -> bytes:
@@ -32,15 +33,33 @@ HEADER = encode_header()
 
 def encode_shape(shape: Sequence[int]) -> bytes:
     """A ``TensorShapeProto`` body: one ``dim`` per dimension (a size of 0 is omitted inside it)."""
-    return b"".join(_message_field(2, _varint_field(1, d)) for d in shape)
+    return b"".join(_dim(d) for d in shape)
+
+
+def _dim(size: int) -> bytes:
+    """One ``dim`` field: ``12 <length> 08 <varint size>`` (``12 00`` for 0), written out as it is per tensor."""
+    if size <= 0:
+        return _message_field(2, _varint_field(1, size))
+    body = encode_varint(size)
+    return b"\x12" + _ONE_BYTE[len(body) + 1] + b"\x08" + body
 
 
 def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, masked_crc: int,
                  shard_id: int = 0) -> bytes:
-    """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it."""
-    out = _varint_field(1, dtype) + _message_field(2, encode_shape(shape))
-    out += _varint_field(3, shard_id) + _varint_field(4, offset) + _varint_field(5, size)
-    return out + fixed32_field(6, masked_crc)
+    """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it (the fields written
+    out: one entry per tensor written)."""
+    shape_body = encode_shape(shape)
+    return b"".join((
+        b"\x08" + encode_varint(dtype & _MASK64) if dtype else b"",
+        b"\x12" + encode_varint(len(shape_body)), shape_body,
+        b"\x18" + encode_varint(shard_id & _MASK64) if shard_id else b"",
+        b"\x20" + encode_varint(offset & _MASK64) if offset else b"",
+        b"\x28" + encode_varint(size & _MASK64) if size else b"",
+        b"\x35" + struct.pack("<I", masked_crc) if masked_crc else b"",
+    ))
+
+
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def string_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 
 from formats.io.atomic import temp_name
 from formats.tf_bundle.layout import Layout
@@ -61,6 +60,11 @@ class BundleFiles:
         f.flush()
         self._syncs.append(_Sync(f.fileno()))
 
+    @property
+    def syncing(self) -> bool:
+        """Whether files are being flushed to disk in the background."""
+        return bool(self._syncs)
+
     def finish_syncs(self) -> None:
         """Wait for the background flushes; raise what one of them met."""
         syncs, self._syncs = self._syncs, []
@@ -90,6 +94,8 @@ class _Sync:
     """``fsync(fd)`` on a thread; :meth:`join` re-raises its error."""
 
     def __init__(self, fd: int) -> None:
+        import threading  # only a write with new bytes flushes them (a linked rename has none)
+
         self.fd = fd
         self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)

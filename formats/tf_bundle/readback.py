@@ -43,8 +43,9 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
         found = dict(zip(copied, map_ordered(lambda k: _copied_problem(written[k], by_key[k].source), copied, jobs,
                                              weight=lambda k: by_key[k].size)))
+        inodes = _Inodes()
         for key in taken:  # linked: entries and inodes compared, no byte read
-            problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source)
+            problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source, inodes)
             if problem is not None:
                 report.mismatches.append(Mismatch(key, "value", problem))
         report.tensors += len(taken)
@@ -63,14 +64,27 @@ def _copied_problem(entry: Any, source: Any) -> str | None:
         return f"copied bytes do not match their checksum: {exc.message}"
 
 
-def _linked_problem(entry: Any, source: Any) -> str | None:
+class _Inodes:
+    """``(st_dev, st_ino)`` of data files, each looked up once per read-back."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[int, int]] = {}
+
+    def of(self, path: str) -> tuple[int, int]:
+        """The file's device and inode number."""
+        if path not in self._known:
+            st = os.stat(path)
+            self._known[path] = (st.st_dev, st.st_ino)
+        return self._known[path]
+
+
+def _linked_problem(entry: Any, source: Any, inodes: _Inodes) -> str | None:
     """Why a tensor in a linked data file is not the input's: another entry, or another file."""
     raw, mine = source.raw, entry.raw
     if (raw.dtype, tuple(raw.shape), raw.offset, raw.size, raw.crc32c) != \
             (mine.dtype, tuple(mine.shape), mine.offset, mine.size, mine.crc32c):
         return "the index entry does not point at the input's bytes"
-    ours = os.stat(entry.bundle.data_paths[mine.shard_id])
-    theirs = os.stat(source.bundle.data_paths[raw.shard_id])
-    if (ours.st_dev, ours.st_ino) != (theirs.st_dev, theirs.st_ino):
+    ours = inodes.of(entry.bundle.data_paths[mine.shard_id])
+    if ours != inodes.of(source.bundle.data_paths[raw.shard_id]):
         return "the data file is not the input's own (not a hard link of it)"
     return None

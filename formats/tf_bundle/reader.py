@@ -314,6 +314,14 @@ class BundleReader:
         out[:] = values
         return out.reshape(e.shape)
 
+    def elements(self, e: RawEntry) -> list[bytes]:
+        """A whole string or variant entry's elements as ``bytes`` (checked; no numpy); a fixed-width entry's
+        are not bytes: ValueError."""
+        dt = self.check_array(e)
+        if dt.fixed_width or e.slices:
+            raise ValueError(f"tensor {e.name!r} of {dt.name} has no byte-string elements")
+        return self._read_strings(e) if _is_string(dt) else self._read_variants(e)
+
     def _read_fixed(self, e: RawEntry, dt: dtypes.DType) -> np.ndarray:
         import numpy as np
 

@@ -25,7 +25,6 @@ import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, BinaryIO
 
 from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
@@ -43,6 +42,10 @@ from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
@@ -185,7 +188,7 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
             shard, offset, how = 0, base, COPIED
             if out.data is None:
                 out.open_data(0)
-            _copy_file(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
+            _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
         for position in reused.positions:
             key, source = pairs[position]
@@ -200,6 +203,17 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
     if out.data is not None:
         out.data.seek(base)
     return records
+
+
+def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
+    """Copy a whole input data file in the kernel, piece by piece, its pieces going to disk while the next
+    ones are copied (rather than all of it at the final fsync)."""
+    step = _BackgroundSync.EVERY
+    with open(path, "rb") as src, _BackgroundSync(dst_fd) as syncer:  # an input is only ever opened read-only
+        for start in range(0, size, step):
+            n = min(step, size - start)
+            copy_range(src.fileno(), dst_fd, n, start, dst_offset + start)
+            syncer.wrote(n)
 
 
 def _copy_file(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
@@ -287,12 +301,15 @@ class _BackgroundSync:
     EVERY = 64 << 20
 
     def __init__(self, fd: int) -> None:
-        import threading
-
         self.fd = fd
         self.pending = 0
-        self.wake = threading.Event()
         self.done = False
+        self.thread: Any = None  # started once EVERY bytes are written: a small file needs no thread
+
+    def _start(self) -> None:
+        import threading
+
+        self.wake = threading.Event()
         self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
         self.thread.start()
 
@@ -312,14 +329,17 @@ class _BackgroundSync:
         self.pending += n
         if self.pending >= self.EVERY:
             self.pending = 0
+            if self.thread is None:
+                self._start()
             self.wake.set()
 
     def close(self) -> None:
         """Stop the thread (waiting for a flush in progress)."""
         if not self.done:
             self.done = True
-            self.wake.set()
-            self.thread.join()
+            if self.thread is not None:
+                self.wake.set()
+                self.thread.join()
 
     def __enter__(self) -> _BackgroundSync:
         return self
@@ -337,7 +357,7 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
         return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)  # type: ignore[union-attr]
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
-    h = _sha256() if verify and not (keep or isinstance(source, TensorEntry)) else None
+    h = _sha256() if verify and not (keep or _unchanging(source)) else None
     if dt.fixed_width:
         size, crc = _copy_fixed(out, source, chunk, h)
         expected_size = math.prod(shape) * dt.itemsize
@@ -358,6 +378,12 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
     entry = encode_entry(dt.enum, shape, offset, size, mask(crc), shard)
     expected = source if h is None else Digest(dt.name, shape, h.hexdigest())
     return _Record(key, entry, size, dt.name, tuple(shape), expected if verify else None)
+
+
+def _unchanging(source: Source) -> bool:
+    """Whether a source can be compared with what was written after the write, as it is: a checkpoint entry,
+    or an immutable string (the object graph); other values get a digest taken while they are written."""
+    return isinstance(source, TensorEntry) or (isinstance(source, TensorValue) and isinstance(source.value, (bytes, str)))
 
 
 def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
@@ -394,6 +420,7 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
 
 
 def _write_index(out: BundleFiles, records: list[_Record]) -> None:
+    """The index, keys in bytewise order, flushed to disk in the background (joined before publishing)."""
     records.sort(key=lambda r: r.key)
     index = out.index
     assert index is not None
@@ -402,5 +429,8 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     for record in records:
         table.add(record.key, record.entry)
     table.finish()
-    index.flush()
-    os.fsync(index.fileno())
+    if out.syncing:  # data going to disk: the index goes too while the read-back checks what was written
+        out.sync_in_background(index)
+    else:  # only the index is new (linked data files): a thread would cost more than it overlaps
+        index.flush()
+        os.fsync(index.fileno())

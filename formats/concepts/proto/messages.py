@@ -21,11 +21,14 @@ scalar with presence) is None, repeated fields are lists.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
+from formats.core.records import record
 from formats.io.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
                                          read_varint, signed, tag)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Field", "Message", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",
            "BUNDLE_ENTRY", "TENSOR", "VARIANT_TENSOR_DATA", "BOOL_VALUE", "REGISTERED_SAVER",
@@ -37,7 +40,7 @@ _WIRE = {"int32": VARINT, "int64": VARINT, "uint32": VARINT, "uint64": VARINT, "
 _DEFAULTS: dict[str, Any] = {"string": "", "bytes": b"", "bool": False}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Field:
     """One declared field. ``kind`` is a protobuf scalar type (enums are ``int32``) or ``message``
     (then ``message`` names its type); ``presence`` marks proto3 ``optional``/oneof scalars."""
@@ -67,6 +70,9 @@ class Message:
         self.fields = tuple(sorted(fields, key=lambda f: f.number))
         self.by_number = {f.number: f for f in self.fields}
         self.by_name = {f.name: f for f in self.fields}
+        self.writing = tuple((f, f.default, _how_written(f), tag(f.number, _WIRE.get(f.kind, VARINT)))
+                             for f in self.fields)
+        """Per field, in number order: the field, its default, how :func:`encode` writes it, and its tag."""
 
     def __repr__(self) -> str:
         return f"<Message {self.name}>"
@@ -138,18 +144,21 @@ def decode(message: Message, data: bytes) -> dict[str, Any]:
 
 
 # -- encoding ----------------------------------------------------------------------------------
-def _encode_one(field: Field, value: Any) -> bytes:
-    """The field written with its value, whatever the value (presence is decided by the caller)."""
+def _encode_one(field: Field, key: bytes, value: Any) -> bytes:
+    """The field written with its value (``key``: its tag), whatever the value (presence is decided by the
+    caller)."""
     kind = field.kind
     if kind == "message":
-        return bytes_field(field.number, encode(field.message, value))  # type: ignore[arg-type]
-    if kind == "string":
-        return bytes_field(field.number, value.encode("utf-8", "surrogateescape"))
-    if kind == "bytes":
-        return bytes_field(field.number, bytes(value))
-    if kind == "fixed32":
-        return tag(field.number, FIXED32) + int(value).to_bytes(4, "little")
-    return tag(field.number, VARINT) + encode_varint(int(value) & _MASK64)
+        body = encode(field.message, value)  # type: ignore[arg-type]
+    elif kind == "string":
+        body = value.encode("utf-8", "surrogateescape")
+    elif kind == "bytes":
+        body = bytes(value)
+    elif kind == "fixed32":
+        return key + int(value).to_bytes(4, "little")
+    else:
+        return key + encode_varint(int(value) & _MASK64)
+    return key + encode_varint(len(body)) + body
 
 
 def _encode_packed(field: Field, values: list[Any]) -> bytes:
@@ -162,22 +171,33 @@ def _encode_packed(field: Field, values: list[Any]) -> bytes:
     return bytes_field(field.number, body)
 
 
+_EACH, _PACKED, _ALWAYS, _UNLESS_DEFAULT = range(4)
+
+
+def _how_written(field: Field) -> int:
+    """Repeated messages/strings: each item a field; other repeated: packed; messages and fields with
+    presence: whenever set; other scalars: unless the default (proto3)."""
+    if field.repeated:
+        return _EACH if field.kind in ("message", "string", "bytes") else _PACKED
+    return _ALWAYS if field.kind == "message" or field.presence else _UNLESS_DEFAULT
+
+
 def encode(message: Message, values: dict[str, Any]) -> bytes:
     """Serialize ``values`` (field name -> value; missing names and None are unset) as ``message``."""
-    unknown = set(values) - set(message.by_name)
-    if unknown:
-        raise ValueError(f"{message.name} has no field {min(unknown)!r}")
+    if not values.keys() <= message.by_name.keys():
+        raise ValueError(f"{message.name} has no field {min(set(values) - set(message.by_name))!r}")
     out = bytearray()
-    for field in message.fields:
+    for field, default, how, key in message.writing:
         value = values.get(field.name)
         if value is None:
             continue
-        if field.repeated and field.kind in ("message", "string", "bytes"):
-            out += b"".join(_encode_one(field, item) for item in value)
-        elif field.repeated:
+        if how == _EACH:
+            for item in value:
+                out += _encode_one(field, key, item)
+        elif how == _PACKED:
             out += _encode_packed(field, list(value))
-        elif field.kind == "message" or field.presence or value != field.default:
-            out += _encode_one(field, value)
+        elif how == _ALWAYS or value != default:
+            out += _encode_one(field, key, value)
     return bytes(out)
 
 

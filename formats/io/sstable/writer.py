@@ -11,11 +11,14 @@ increasing unsigned bytewise order.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
 
 from formats.io.crc import crc32c, mask
 from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
 from formats.io.wire import encode_varint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator", "short_successor"]
 

@@ -14,7 +14,6 @@ With ``--template`` the work is done by :mod:`formats.ops.convert.template` inst
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint
 from formats.concepts.object_graph import split_path
@@ -22,6 +21,10 @@ from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.sources import SourceTensor, is_object_based, source_tensors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_tf_object", "plan_name_to_object"]
 

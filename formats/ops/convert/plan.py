@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
+from formats.core.records import field, record
 from formats.ops.rules import RuleSet
 from formats.core.sources import Source
 from formats.core.errors import UsageError
 from formats.core.model import OBJECT_GRAPH_KEY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
            "write_tf_bundle", "ERROR", "WARNING"]
@@ -28,7 +31,7 @@ RESERVED_KEY = OBJECT_GRAPH_KEY
 WARNING = "warning"
 
 
-@dataclass
+@record
 class ConvertOptions:
     """What the user asked for: rename ``rules``, a ``template`` path, the target's switches
     (``max_shard_size``: bytes per shard of sharded Keras 3 weights), and ``hparams``: optimizer
@@ -44,7 +47,7 @@ class ConvertOptions:
     hparams: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class PlanRow:
     """One output tensor: where it comes from (``source`` key, None for made-up values), its output
     ``key``, ``shape``, ``dtype``, a short ``note``, ``value`` (the source to stream) and the
@@ -64,7 +67,7 @@ class PlanRow:
                 "note": self.note, "transform": self.transform or None}
 
 
-@dataclass
+@record
 class Problem:
     """Something wrong or noteworthy. ``kind``: missing, shape, dtype, unused, unmatched-rule, collision,
     duplicate-name, graph, unsupported, fallback, optimizer (optimizer state that cannot move as asked),
@@ -82,10 +85,12 @@ class Problem:
                 "candidates": list(self.candidates)}
 
 
-Writer = Callable[["ConversionPlan", str, bool, bool, list[Any]], Any]
+if TYPE_CHECKING:
+    Writer = Callable[["ConversionPlan", str, bool, bool, list[Any]], Any]
+    """Writes a plan at an output: ``(plan, output, force, verify, inputs) -> report``."""
 
 
-@dataclass
+@record
 class ConversionPlan:
     """Rows and problems for converting ``source`` to ``target`` (optionally onto ``template``).
 
@@ -177,7 +182,7 @@ class ConversionPlan:
         self.close()
 
 
-@dataclass
+@record
 class ConversionResult:
     """A plan and what became of it: ``written`` (the writer's report) unless a dry run or errors."""
 

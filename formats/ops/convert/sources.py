@@ -8,11 +8,9 @@ is looked up among the renamed names).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from formats.core.model import Checkpoint, TensorEntry
-from formats.concepts.object_graph import OBJECT_GRAPH_KEY, label_keys
-from formats.concepts.roles import classify_names
+from formats.core.records import record
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.ops.rules import RuleSet
 
 __all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS"]
@@ -21,7 +19,7 @@ LABELLED_FORMATS = ("keras2-h5", "keras2-model-h5", "keras3-h5", "keras-zip", "k
 """Formats whose entries carry their own roles (Keras files): their names are not TF1 names."""
 
 
-@dataclass
+@record
 class SourceTensor:
     """A source tensor: its ``key``, original ``original`` name, renamed ``name``, ``role``, and for a
     slot the renamed name of its variable (``slot_of``), ``optimizer`` and ``slot_name``."""
@@ -52,6 +50,8 @@ def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor
     if ckpt.format in LABELLED_FORMATS:
         return [SourceTensor(k, names[k], renamed[k], str(ckpt[k].role), ckpt[k], _renamed(ckpt[k].slot_of, renamed),
                              ckpt[k].optimizer, ckpt[k].slot_name) for k in keys]
+    from formats.concepts.roles import classify_names  # the naming conventions, on first use
+
     roles = classify_names(renamed.values())
     out = []
     for key in keys:
@@ -66,6 +66,8 @@ def _renamed(key: str | None, renamed: dict[str, str]) -> str | None:
 
 
 def _object_based(ckpt: Checkpoint, keys: list[str], apply: object) -> list[SourceTensor]:
+    from formats.concepts.object_graph import label_keys
+
     labels = label_keys(ckpt.object_graph, keys)
     renamed = {k: apply(labels[k].name) for k in keys}  # type: ignore[operator]
     out = []

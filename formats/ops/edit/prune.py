@@ -12,7 +12,7 @@ problem, reported before anything is written. Nodes saved by a registered saver 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
+from formats.core.records import replace
 
 from formats.concepts.object_graph import ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
 from formats.ops.convert.graph_build import checkpointed_nodes

@@ -1,0 +1,193 @@
+"""Renaming the objects of an object-based checkpoint: the object graph rebuilt under new edge paths.
+
+See :mod:`formats.ops.convert.rename` for what the rules do to edges, keys, slot variables and
+``full_name``s; :func:`formats.ops.convert.rename.plan_rename` hands object-based checkpoints to
+:class:`ObjectRename` (kept apart so that renaming a name-based checkpoint imports none of the graph model).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ChildRef, ObjectGraph, ObjectNode,
+                                           attribute_key, escape_local_name, slot_variable_key, unescape_local_name)
+from formats.core.model import Checkpoint
+from formats.core.records import replace
+from formats.ops.convert.graph_build import encode_object_graph
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.rules import RuleSet
+
+__all__ = ["ObjectRename"]
+
+Edge = tuple[int, int, str]  # (parent id, child id, local name)
+
+
+class ObjectRename:
+    """Rebuilds an object graph under new edge paths (see the module docstring)."""
+
+    def __init__(self, source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> None:
+        self.source, self.plan, self.options = source, plan, options
+        self.rules: RuleSet = options.rules
+        self.graph: ObjectGraph = source.object_graph
+        self.nodes = [replace(n, children=[], attributes=list(n.attributes)) for n in self.graph.nodes]
+        self.new_paths: dict[int, str] = {0: ""}
+        self.by_path: dict[str, int] = {"": 0}
+        self.broken = False
+
+    def run(self) -> None:
+        """Rename edges, rebuild the graph, check it, and add one row per key."""
+        edges = self._edges()
+        renamed = {e: self._rename(e) for e in edges}
+        if self.broken:
+            return
+        self._assign_paths(edges, renamed)
+        if self.broken:
+            return
+        for edge in edges:
+            self._attach(edge, renamed[edge])
+        if self.broken:
+            return
+        self._slot_paths()
+        self._retarget_attributes()
+        self._check_paths()
+        if not self.broken:
+            self.plan.object_graph = encode_object_graph(self.nodes)
+            self._rows()
+
+    def _edges(self) -> list[Edge]:
+        """Every edge reachable from the root, breadth-first (TensorFlow's traversal order)."""
+        edges, seen, queue = [], {0}, deque([0])
+        while queue:
+            current = queue.popleft()
+            for ref in self.graph.nodes[current].children:
+                edges.append((current, ref.node_id, ref.local_name))
+                if ref.node_id not in seen:
+                    seen.add(ref.node_id)
+                    queue.append(ref.node_id)
+        return edges
+
+    def _old_path(self, edge: Edge) -> str:
+        parent = self.graph.path(edge[0]) or ""
+        segment = escape_local_name(edge[2])
+        return f"{parent}/{segment}" if parent else segment
+
+    def _rename(self, edge: Edge) -> str | None:
+        """The edge's new path, None when no rule changes it; a problem when it is not a valid path."""
+        old = self._old_path(edge)
+        new = self.rules.apply(old)
+        if new == old:
+            return None
+        problem = _path_problem(new)
+        if problem:
+            self.plan.add("graph", old, f"{old!r} -> {new!r}: {problem}")
+            self.broken = True
+        return new
+
+    def _assign_paths(self, edges: list[Edge], renamed: dict[Edge, str | None]) -> None:
+        """Each node's new path, from the edge that gave it its path (its primary edge)."""
+        for edge in edges:
+            parent, child, local = edge
+            if child in self.new_paths or self.graph.parent(child) != (parent, local):
+                continue
+            new = renamed[edge]
+            if new is None:
+                base = self.new_paths.get(parent, self.graph.path(parent) or "")
+                new = f"{base}/{escape_local_name(local)}" if base else escape_local_name(local)
+            self.new_paths[child] = new
+            other = self.by_path.setdefault(new, child)
+            if other != child:
+                self.plan.add("collision", new, f"{self.graph.path(other)!r} and {self.graph.path(child)!r} would "
+                              f"both become {new!r}")
+                self.broken = True
+
+    def _attach(self, edge: Edge, new: str | None) -> None:
+        parent, child, local = edge
+        if new is not None:
+            prefix, _, last = new.rpartition("/")
+            parent, local = self._resolve(prefix), unescape_local_name(last)
+        children = self.nodes[parent].children
+        clash = next((c for c in children if c.local_name == local), None)
+        if clash is None:
+            children.append(ChildRef(child, local))
+        elif clash.node_id != child:
+            where = self.new_paths.get(parent, "")
+            self.plan.add("collision", f"{where}/{escape_local_name(local)}".lstrip("/"),
+                          f"two objects would be the child {local!r} of {where or 'the root'!r}: "
+                          f"{self.graph.path(clash.node_id)!r} and {self.graph.path(child)!r}")
+            self.broken = True
+
+    def _resolve(self, path: str) -> int:
+        """The node at new ``path``, creating empty objects for missing segments."""
+        found = self.by_path.get(path)
+        if found is not None:
+            return found
+        prefix, _, last = path.rpartition("/")
+        parent = self._resolve(prefix)
+        node = len(self.nodes)
+        self.nodes.append(ObjectNode(node))
+        self.nodes[parent].children.append(ChildRef(node, unescape_local_name(last)))
+        self.new_paths[node] = path
+        self.by_path[path] = node
+        self.plan.add("new-object", path, f"new object {path!r} created as a parent", WARNING)
+        return node
+
+    def _slot_paths(self) -> None:
+        for node in self.graph.nodes:
+            for ref in node.slot_variables:
+                slot = ref.slot_variable_node_id
+                var = self.new_paths.get(ref.original_variable_node_id)
+                opt = self.new_paths.get(node.id)
+                if slot not in self.new_paths and var is not None and opt is not None:
+                    self.new_paths[slot] = slot_variable_key(var, opt, ref.slot_name)
+
+    def _retarget_attributes(self) -> None:
+        rename_full = self.options.rename_full_names
+        for node in self.nodes[:len(self.graph.nodes)]:
+            path = self.new_paths.get(node.id)
+            if path is None:
+                continue
+            node.attributes = [replace(a, checkpoint_key=attribute_key(path, a.name),
+                                       full_name=self.rules.apply(a.full_name) if rename_full and a.full_name
+                                       else a.full_name)
+                               for a in node.attributes]
+
+    def _check_paths(self) -> None:
+        """The rebuilt graph must give every object the path it was meant to get."""
+        rebuilt = ObjectGraph(self.nodes, self.source.path)
+        for node_id, wanted in sorted(self.new_paths.items()):
+            got = rebuilt.path(node_id)
+            if got != wanted:
+                self.plan.add("graph", wanted, f"object {self.graph.path(node_id) or wanted!r} would be found as "
+                              f"{got!r}, not {wanted!r}, after renaming (TensorFlow takes the first "
+                              "breadth-first path)")
+                self.broken = True
+
+    def _rows(self) -> None:
+        keys = sorted(k for k in self.source if k != OBJECT_GRAPH_KEY)
+        mapping = self.graph.map_keys(keys)
+        for key in keys:
+            entry = self.source[key]
+            hit = mapping.get(key)
+            if hit is None:
+                self.plan.add("fallback", key, "not described by the object graph; key kept", WARNING)
+                self.plan.add_row(key, key, entry, entry.shape, entry.dtype, "kept")
+                continue
+            node_id, attr = hit
+            new_attr = next(a for a in self.nodes[node_id].attributes if a.name == attr.name)
+            new = new_attr.checkpoint_key + key[len(attr.checkpoint_key):]
+            self.plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
+
+
+def _path_problem(path: str) -> str | None:
+    """Why ``path`` (escaped segments joined by ``/``) cannot be an object path, or None."""
+    if not path:
+        return "the path is empty"
+    for segment in path.split("/"):
+        if not segment:
+            return "it has an empty segment"
+        if segment in (ATTRIBUTES, OPTIMIZER_SLOT):
+            return f"{segment} is reserved"
+        try:
+            unescape_local_name(segment)
+        except ValueError:
+            return f"segment {segment!r} is not a valid escaped name ('.' must be written '..')"
+    return None
