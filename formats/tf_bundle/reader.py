@@ -23,8 +23,6 @@ from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
-from formats.concepts.slice_key import Extent, encode_slice_key
-from formats.concepts.tiling import format_extents, slice_box, tiling_problem
 from formats.io.sstable.table import read_table
 from formats.io.wire import WireError, read_varint
 from formats.tf_bundle.wire import decode_entry, decode_header
@@ -33,6 +31,8 @@ from formats.core.model import OBJECT_GRAPH_KEY, array_problem
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
+
+    from formats.concepts.slice_key import Extent
 
     import numpy as np
 
@@ -155,13 +155,20 @@ class BundleReader:
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
-        hidden = {encode_slice_key(e.key, s) for e in self.entries.values() if e.slices for s in e.slices}
+        sliced = [e for e in self.entries.values() if e.slices]
+        if not sliced:
+            return list(self.entries)
+        from formats.concepts.slice_key import encode_slice_key  # partitioned variables only
+
+        hidden = {encode_slice_key(e.key, s) for e in sliced for s in e.slices}
         return [k for k in self.entries if k not in hidden] if hidden else list(self.entries)
 
     def nbytes(self, e: RawEntry) -> int:
         """Stored bytes of an entry; for a partitioned variable, of all its slices."""
         if not e.slices:
             return e.size
+        from formats.concepts.slice_key import encode_slice_key
+
         parts = (self.entries.get(encode_slice_key(e.key, s)) for s in e.slices)
         return sum(p.size for p in parts if p is not None)
 
@@ -411,6 +418,9 @@ class BundleReader:
     def slice_parts(self, e: RawEntry) -> list[tuple[list[Extent], RawEntry]]:
         """The (extents, entry) of each stored slice of a partitioned variable, all validated: the slices
         tile the shape exactly (:func:`~formats.concepts.tiling.tiling_problem`) and each has its entry."""
+        from formats.concepts.slice_key import encode_slice_key
+        from formats.concepts.tiling import format_extents, slice_box, tiling_problem
+
         problem = tiling_problem(e.shape, e.slices)
         if problem is not None:
             raise CorruptCheckpointError(self.index_path, f"partitioned tensor {e.name!r}: {problem}")
