@@ -44,7 +44,7 @@ RENAME_OPTIONS: Spec = {
     "--rules": ("rules_file", ("*",)), "--add-prefix": ("add_prefix", ("*",)), "--strip-prefix": ("strip_prefix", ("*",)),
     "--rename-full-names": ("rename_full_names", None), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
     "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
-    "--link": ("link", None),
+    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
 }
 """``ckpt rename`` options (``("*",)``: one value, any)."""
 
@@ -55,7 +55,7 @@ CONVERT_OPTIONS: Spec = {
     "--rules": ("rules_file", ("*",)), "--allow-missing": ("allow_missing", None),
     "--slot-names": ("slot_names", ("tf2", "tf1")), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
     "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
-    "--link": ("link", None),
+    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
 }
 """``ckpt convert`` options (``--learning-rate``, ``--hparam`` and ``--max-shard-size``, whose values click
 checks, are left to click)."""
@@ -68,11 +68,12 @@ COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
                             "jobs": 0}),
     "rename": (RENAME_OPTIONS, {"out": None, "maps": [], "regexes": [], "rules_file": None, "add_prefix": None,
                                 "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
-                                "force": False, "no_verify": False, "update_state": False, "link": False}),
+                                "force": False, "no_verify": False, "update_state": False, "link": False,
+                                "jobs": 0}),
     "convert": (CONVERT_OPTIONS, {"out": None, "to": None, "template": None, "maps": [], "regexes": [],
                                   "rules_file": None, "allow_missing": False, "slot_names": "tf2", "dry_run": False,
                                   "as_json": False, "force": False, "no_verify": False, "update_state": False,
-                                  "link": False}),
+                                  "link": False, "jobs": 0}),
 }
 """The commands the fast path runs: their options and the parameters' defaults."""
 

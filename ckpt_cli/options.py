@@ -53,10 +53,14 @@ def link_option() -> Callable[[F], F]:
              "leaves the other whole.")
 
 
-def jobs_option() -> Callable[[F], F]:
+def jobs_option(what: str = "Threads reading tensors at once") -> Callable[[F], F]:
     """``--jobs N``: how many threads read tensors (checksums and comparisons run on every core by default)."""
     return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, metavar="N",
-                        help="Threads reading tensors at once (default 0: one per available core).")
+                        help=f"{what} (default 0: one per available core).")
+
+
+READ_BACK_JOBS = "Threads reading the output back to verify it"
+"""``jobs_option``'s help for the commands that write."""
 
 
 _UNITS = {"": 1, "B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,

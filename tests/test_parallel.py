@@ -152,3 +152,31 @@ def test_stats_are_the_same_with_one_thread_or_two(tmp_path, run_cli) -> None:
     assert [t["key"] for t in doc["tensors"]] == sorted(tensors)
     assert doc["tensors"][0]["key"] == "steps" and doc["tensors"][0]["max"] == 9
     assert run_cli("stats", "-j", "1", prefix).stdout == run_cli("stats", "-j", "2", prefix).stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["rename", "--map", "layer_0=block_0"], ["convert", "--to", "tf-object"], ["edit", "--select", "layer_1*"],
+    ["average"]], ids=["rename", "convert", "edit", "average"])
+def test_writers_read_back_the_same_with_one_thread_or_two(tmp_path, run_cli, command: list[str]) -> None:
+    """Write commands verify their output on --jobs threads: the output's bytes and the report are the same."""
+    rng = np.random.default_rng(5)
+    inputs = []
+    for step in (1, 2):
+        tensors = {f"layer_{i:02d}/w": rng.standard_normal((i * 40 + 3, 5)).astype(np.float32) for i in range(24)}
+        inputs.append(str(tmp_path / f"ckpt-{step}"))
+        write_checkpoint(inputs[-1], tensors.items(), verify=False)
+    sources = inputs if command == ["average"] else inputs[:1]
+    outputs = {}
+    for jobs in ("1", "2"):
+        out = str(tmp_path / f"jobs{jobs}" / "ckpt-2")
+        result = run_cli(command[0], *sources, *command[1:], "-o", out, "--json", "--jobs", jobs)
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        files = sorted(p.name for p in (tmp_path / f"jobs{jobs}").iterdir())
+        outputs[jobs] = (doc, files, {f: (tmp_path / f"jobs{jobs}" / f).read_bytes() for f in files})
+    (doc1, files1, bytes1), (doc2, files2, bytes2) = outputs["1"], outputs["2"]
+    assert files1 == files2 == ["ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+    assert bytes1 == bytes2
+    assert json.dumps(doc1, sort_keys=True).replace("jobs1", "jobs2") == json.dumps(doc2, sort_keys=True)
+    assert doc1["written"]["verified"] is True and doc1["written"]["tensors"] == (10 if command[0] == "edit" else
+                                                                             25 if command[0] == "convert" else 24)

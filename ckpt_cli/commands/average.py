@@ -8,7 +8,7 @@ from formats.ops.convert.targets import TARGETS
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import ByteSize, write_options
+from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
 from .edit import check_output, report
 
 
@@ -25,10 +25,11 @@ from .edit import check_output, report
               help="Spread the data over N files (.data-0000k-of-0000N).")
 @click.option("--max-shard-size", type=ByteSize(), metavar="SIZE", help="Data files of at most SIZE bytes.")
 @write_options("the mean of the inputs")
+@jobs_option(READ_BACK_JOBS)
 @click.pass_context
 def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | None, drop_optimizer: bool,
             to: str | None, shards: int | None, max_shard_size: int | None, dry_run: bool, as_json: bool,
-            force: bool, no_verify: bool, update_state: bool) -> None:
+            force: bool, no_verify: bool, update_state: bool, jobs: int) -> None:
     """Average the weights of several checkpoints into one.
 
     Every floating-point model variable is the mean of the inputs, accumulated in
@@ -66,7 +67,7 @@ def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | No
         total = 0 if dry_run else sum(e.nbytes for e in opened[-1].values())
         with progress_for(opened[-1], "averaging", total=total) as progress:
             result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress, inputs=paths)
+                                  update_state=update_state, progress=progress, jobs=jobs, inputs=paths)
     finally:
         for ckpt in opened:
             ckpt.close()

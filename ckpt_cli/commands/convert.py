@@ -7,7 +7,7 @@ from formats.ops.convert.targets import TARGETS
 
 from ..completion import CHECKPOINT
 from ..help import command
-from ..options import ByteSize, link_option, rule_options, write_options
+from ..options import READ_BACK_JOBS, ByteSize, jobs_option, link_option, rule_options, write_options
 
 
 @command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).")
@@ -33,11 +33,13 @@ from ..options import ByteSize, link_option, rule_options, write_options
                    "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does.")
 @write_options()
 @link_option()
+@jobs_option(READ_BACK_JOBS)
 @click.pass_context
 def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
             regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, slot_names: str,
             learning_rate: float | None, hparams: dict[str, float], max_shard_size: int | None,
-            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool) -> None:
+            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool,
+            jobs: int) -> None:
     """Convert SRC to another checkpoint format (name-based <-> object-based).
 
     --to tf-object turns a TF1 name-based checkpoint into an object-based one: one
@@ -77,7 +79,7 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
     ctx.exit(run_convert(src, out, to, template=template, maps=maps, regexes=regexes, rules_file=rules_file,
                          allow_missing=allow_missing, slot_names=slot_names, hparams=hparams,
                          max_shard_size=max_shard_size, dry_run=dry_run, as_json=as_json, force=force,
-                         no_verify=no_verify, update_state=update_state, link=link))
+                         no_verify=no_verify, update_state=update_state, link=link, jobs=jobs))
 
 
 def _hparams(values: tuple[str, ...]) -> dict[str, float]:

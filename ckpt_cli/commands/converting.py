@@ -9,7 +9,8 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                 regexes: tuple[str, ...] = (), rules_file: str | None = None, allow_missing: bool = False,
                 slot_names: str = "tf2", hparams: dict[str, float] | None = None, max_shard_size: int | None = None,
                 dry_run: bool = False, as_json: bool = False, force: bool = False, no_verify: bool = False,
-                update_state: bool = False, link: bool = False) -> int:
+                update_state: bool = False, link: bool = False,
+                jobs: int | None = None) -> int:
     """Convert ``src`` to the ``to`` format at ``out``; print the plan's problems and what was written;
     return the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
@@ -27,7 +28,8 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:
             result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
                                   update_state=update_state, progress=progress,
-                                  inputs=[src, source] + ([template] if template else []), link=link)
+                                  inputs=[src, source] + ([template] if template else []), link=link,
+                                  jobs=jobs)
     if as_json:
         from ..render.common import print_json
 

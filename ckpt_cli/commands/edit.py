@@ -10,7 +10,7 @@ from formats.ops.convert.targets import TARGETS
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
 from ..help import command
-from ..options import ByteSize, write_options
+from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
 
 
 @command(short_help="Drop the optimizer, keep a subset, cast, or re-shard.")
@@ -34,11 +34,12 @@ from ..options import ByteSize, write_options
 @click.option("--max-shard-size", type=ByteSize(), metavar="SIZE",
               help="Data files of at most SIZE bytes (500MB, 2GB...); keras3-h5: sharded weights (OUT *.json).")
 @write_options()
+@jobs_option(READ_BACK_JOBS)
 @click.pass_context
 def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer: bool, select: tuple[str, ...],
          exclude: tuple[str, ...], by: str, casts: tuple[str, ...], cast_model_only: bool, shards: int | None,
          max_shard_size: int | None, dry_run: bool, as_json: bool, force: bool, no_verify: bool,
-         update_state: bool) -> None:
+         update_state: bool, jobs: int) -> None:
     """Write SRC again, edited: without its optimizer, a subset, cast, or re-sharded.
 
     The output is SRC's own format (a V1 checkpoint becomes a name-based bundle, a
@@ -77,7 +78,7 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
         total = 0 if dry_run else sum(a.nbytes for a in source.values())
         with progress_for(source, "writing", total=total) as progress:
             result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress, inputs=[src, source])
+                                  update_state=update_state, progress=progress, jobs=jobs, inputs=[src, source])
     report(result, as_json)
     ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 

@@ -5,7 +5,7 @@ import click
 
 from ..completion import CHECKPOINT
 from ..help import command
-from ..options import link_option, rule_options, write_options
+from ..options import READ_BACK_JOBS, jobs_option, link_option, rule_options, write_options
 
 
 @command(short_help="Write a checkpoint again with variables renamed.")
@@ -17,10 +17,12 @@ from ..options import link_option, rule_options, write_options
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
 @write_options()
 @link_option()
+@jobs_option(READ_BACK_JOBS)
 @click.pass_context
 def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
            rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
-           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool) -> None:
+           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool,
+           jobs: int) -> None:
     """Write SRC again with variables renamed.
 
     Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
@@ -44,4 +46,4 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
 
     ctx.exit(run_rename(src, out, maps=maps, regexes=regexes, rules_file=rules_file, add_prefix=add_prefix,
                         strip_prefix=strip_prefix, rename_full_names=rename_full_names, dry_run=dry_run,
-                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link))
+                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link, jobs=jobs))

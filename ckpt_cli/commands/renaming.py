@@ -8,7 +8,8 @@ from formats.core.errors import ExitCode
 def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple[str, ...] = (),
                rules_file: str | None = None, add_prefix: str | None = None, strip_prefix: str | None = None,
                rename_full_names: bool = False, dry_run: bool = False, as_json: bool = False, force: bool = False,
-               no_verify: bool = False, update_state: bool = False, link: bool = False) -> int:
+               no_verify: bool = False, update_state: bool = False, link: bool = False,
+               jobs: int | None = None) -> int:
     """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
     written; return the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
@@ -24,7 +25,8 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
         plan = plan_rename(source, options)
         with progress_for(source, "writing", total=0 if dry_run else None) as progress:
             result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress, inputs=[src, source], link=link)
+                                  update_state=update_state, progress=progress, inputs=[src, source], link=link,
+                                  jobs=jobs)
     if as_json:
         from ..render.common import print_json
 

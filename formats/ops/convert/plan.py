@@ -108,6 +108,8 @@ class ConversionPlan:
     writer: Writer | None = None
     resources: list[Any] = field(default_factory=list, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    jobs: int | None = field(default=None, repr=False, compare=False)
+    """Threads the writer's read-back uses (None: every core)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -213,22 +215,25 @@ def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool
     from formats.tf_bundle.writer import write_checkpoint
 
     return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph,
-                            force=force, verify=verify, inputs=inputs, progress=plan.progress, link=link)
+                            force=force, verify=verify, inputs=inputs, progress=plan.progress, link=link,
+                            jobs=plan.jobs)
 
 
 def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, force: bool = False,
                  verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
-                 progress: Callable[[int, int], None] | None = None, link: bool = False) -> ConversionResult:
+                 progress: Callable[[int, int], None] | None = None, link: bool = False,
+                 jobs: int | None = None) -> ConversionResult:
     """Write ``plan`` at ``output`` unless it has errors or ``dry_run``; closes the plan's resources.
 
     ``inputs`` are paths or checkpoints the output must not replace. With ``update_state`` the
     output becomes the latest checkpoint of its directory's ``checkpoint`` file (bundles only).
     ``progress(bytes_done, tensors_done)`` follows the writing of bundle outputs. ``link`` hard-links
-    input data files a bundle output takes over whole (bundle outputs only).
+    input data files a bundle output takes over whole (bundle outputs only). ``jobs``: threads reading
+    a bundle output back (None: every core).
     """
     if link and plan.writer is not None:
         raise UsageError(os.fspath(output), "linking data files applies to TensorFlow bundle outputs only")
-    plan.progress = progress
+    plan.progress, plan.jobs = progress, jobs
     inputs = list(inputs)
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:

@@ -124,12 +124,14 @@ def plan_average(sources: Sequence[Checkpoint], options: EditOptions | None = No
 
 def average(sources: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, dry_run: bool = False,
             force: bool = False, verify: bool = True, update_state: bool = False, order: str = "step",
-            progress: Callable[[int, int], None] | None = None, **options: Any) -> EditResult:
+            progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
+            **options: Any) -> EditResult:
     """Write the average of the checkpoints at ``sources`` to ``output`` (see the module docstring).
 
     ``order="step"`` takes the input with the highest step as the newest (when every path has one),
     ``order="given"`` the last one. Keyword ``options`` are :class:`~formats.ops.edit.plan.EditOptions`
-    fields (``drop_optimizer=True``, ``to=...``, ``shards=...``).
+    fields (``drop_optimizer=True``, ``to=...``, ``shards=...``). ``jobs``: threads reading the output
+    back and computing the means again to compare (None: every core).
     """
     from formats.discover.resolve import open_checkpoint
 
@@ -146,4 +148,4 @@ def average(sources: Sequence[str | os.PathLike[str]], output: str | os.PathLike
         raise
     plan.resources += opened
     return execute_edit(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify,
-                        update_state=update_state, inputs=paths, progress=progress)
+                        update_state=update_state, inputs=paths, progress=progress, jobs=jobs)

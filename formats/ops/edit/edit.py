@@ -33,14 +33,15 @@ def plan_edit(source: Checkpoint, options: EditOptions | None = None) -> EditPla
 
 def edit(source: str | os.PathLike[str], output: str | os.PathLike[str], *, dry_run: bool = False,
          force: bool = False, verify: bool = True, update_state: bool = False,
-         progress: Callable[[int, int], None] | None = None, **options: Any) -> EditResult:
+         progress: Callable[[int, int], None] | None = None, jobs: int | None = None, **options: Any) -> EditResult:
     """Write the checkpoint at ``source`` to ``output`` edited as the keyword ``options`` say
     (the fields of :class:`~formats.ops.edit.plan.EditOptions`: ``drop_optimizer=True``,
     ``select=("net/*",)``, ``casts={"float32": "bfloat16"}``, ``shards=4``, ``to="tf-name"``...).
 
     Nothing is written when the plan has errors (``result.ok`` is False and ``result.plan.problems``
     says why) or with ``dry_run``. The output is written atomically, read back and compared with
-    what was planned; ``force`` replaces an existing output (never an input).
+    what was planned (on ``jobs`` threads; None: every core); ``force`` replaces an existing output (never
+    an input).
     """
     from formats.discover.resolve import open_checkpoint
 
@@ -52,4 +53,5 @@ def edit(source: str | os.PathLike[str], output: str | os.PathLike[str], *, dry_
         raise
     plan.resources.append(ckpt)
     return execute_edit(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify,
-                        update_state=update_state, inputs=[os.fspath(source)], progress=progress)
+                        update_state=update_state, inputs=[os.fspath(source)], progress=progress,
+                        jobs=jobs)

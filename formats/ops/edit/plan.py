@@ -186,14 +186,15 @@ class EditResult:
 
 def execute_edit(plan: EditPlan, output: str, *, dry_run: bool = False, force: bool = False, verify: bool = True,
                  update_state: bool = False, inputs: Iterable[Any] = (),
-                 progress: Callable[[int, int], None] | None = None) -> EditResult:
+                 progress: Callable[[int, int], None] | None = None, jobs: int | None = None) -> EditResult:
     """Write ``plan`` at ``output`` unless it has errors or ``dry_run`` (see
     :func:`~formats.ops.convert.plan.execute_plan`); the plan's checkpoints are closed afterwards.
-    ``inputs`` are further paths the output must not replace (the plan's own inputs always are)."""
+    ``inputs`` are further paths the output must not replace (the plan's own inputs always are); ``jobs``:
+    threads reading the output back (None: every core)."""
     try:
         result = execute_plan(plan.conversion, output, dry_run=dry_run, force=force, verify=verify,
                               update_state=update_state, progress=progress,
-                              inputs=[*plan.inputs, *plan.resources, *inputs])
+                              inputs=[*plan.inputs, *plan.resources, *inputs], jobs=jobs)
     finally:
         plan.close()
     return EditResult(plan, result)

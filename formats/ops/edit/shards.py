@@ -70,4 +70,5 @@ def write_sharded_bundle(plan: Any, output: str, force: bool, verify: bool, inpu
     from formats.tf_bundle.writer import write_checkpoint
 
     return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph, force=force,
-                            verify=verify, inputs=inputs, progress=plan.progress, shards=shards)
+                            verify=verify, inputs=inputs, progress=plan.progress, shards=shards,
+                            jobs=plan.jobs)
