@@ -122,6 +122,7 @@ class MeanTensor(_Computed):
                          newest.name, newest.role, slot_of=newest.slot_of, optimizer=newest.optimizer,
                          slot_name=newest.slot_name)
         self.entries = list(entries)
+        self.concurrent_reads = all(e.concurrent_reads for e in self.entries)  # computing keeps no state
 
     @property
     def files(self) -> tuple[str, ...]:
