@@ -136,6 +136,42 @@ def test_same_bytes_compares_any_buffers_exactly() -> None:
     assert memcmp._copying_compare(data, memoryview(data)) and not memcmp._copying_compare(data, changed)
 
 
+def test_same_bytes_set_up_by_several_threads_at_once() -> None:
+    """Regression: the first comparisons of a diff on two threads set up the comparer twice, each declaring
+    the shared ``ctypes.pythonapi`` functions with its own buffer structure, and a thread's call no longer
+    matched them (an internal error, exit 5). The comparer is set up once and uses functions of its own."""
+    import ctypes
+
+    from formats.core import memcmp
+
+    data = bytes(range(256)) * 64
+    for _ in range(10):
+        memcmp._compare = None
+        barrier = threading.Barrier(8)
+        results: list[object] = []
+
+        def work(barrier: threading.Barrier = barrier, results: list[object] = results) -> None:
+            barrier.wait()
+            try:
+                results.append(memcmp.same_bytes(data, bytearray(data)))
+            except Exception as exc:  # noqa: BLE001 - the failure this test is about
+                results.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [True] * 8
+    shared = ctypes.pythonapi.PyObject_GetBuffer
+    before = shared.argtypes
+    shared.argtypes = (ctypes.py_object, ctypes.c_char_p, ctypes.c_int)  # another user of ctypes declares it
+    try:
+        assert memcmp.same_bytes(data, bytearray(data)) and not memcmp.same_bytes(data, data[::-1])
+    finally:
+        shared.argtypes = before
+
+
 def test_stats_are_the_same_with_one_thread_or_two(tmp_path, run_cli) -> None:
     prefix = str(tmp_path / "ckpt-1")
     rng = np.random.default_rng(5)

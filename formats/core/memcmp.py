@@ -9,6 +9,8 @@ symbols), the copy-then-compare fallback gives the same answers.
 """
 from __future__ import annotations
 
+import _thread
+
 __all__ = ["same_bytes"]
 
 
@@ -21,11 +23,14 @@ def _ctypes_comparer():  # type: ignore[no-untyped-def]
                     ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
                     ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
 
-    get_buffer = ctypes.pythonapi.PyObject_GetBuffer
-    get_buffer.argtypes = (ctypes.py_object, ctypes.POINTER(PyBuffer), ctypes.c_int)
+    # our own function objects, with addresses for arguments: ctypes.pythonapi's are shared with every other
+    # user of ctypes in the process, whose argtypes may differ
+    api = ctypes.PyDLL(None)
+    get_buffer = api.PyObject_GetBuffer
+    get_buffer.argtypes = (ctypes.py_object, ctypes.c_void_p, ctypes.c_int)
     get_buffer.restype = ctypes.c_int
-    release = ctypes.pythonapi.PyBuffer_Release
-    release.argtypes = (ctypes.POINTER(PyBuffer),)
+    release = api.PyBuffer_Release
+    release.argtypes = (ctypes.c_void_p,)
     release.restype = None
     memcmp = ctypes.CDLL(None).memcmp  # a foreign call: ctypes releases the GIL around it
     memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
@@ -33,15 +38,15 @@ def _ctypes_comparer():  # type: ignore[no-untyped-def]
 
     def compare(a: object, b: object) -> bool:
         x, y = PyBuffer(), PyBuffer()
-        get_buffer(a, ctypes.byref(x), 0)  # PyBUF_SIMPLE: contiguous bytes (raises otherwise)
+        get_buffer(a, ctypes.addressof(x), 0)  # PyBUF_SIMPLE: contiguous bytes (raises otherwise)
         try:
-            get_buffer(b, ctypes.byref(y), 0)
+            get_buffer(b, ctypes.addressof(y), 0)
             try:
                 return x.len == y.len and (x.len == 0 or memcmp(x.buf, y.buf, x.len) == 0)
             finally:
-                release(ctypes.byref(y))
+                release(ctypes.addressof(y))
         finally:
-            release(ctypes.byref(x))
+            release(ctypes.addressof(x))
 
     if not compare(b"ckpt", bytearray(b"ckpt")) or compare(b"ckpt", b"ckpT"):
         raise OSError("memcmp gives wrong answers")
@@ -60,11 +65,15 @@ def _load():  # type: ignore[no-untyped-def]
 
 
 _compare = None
+_LOADING = _thread.allocate_lock()
 
 
 def same_bytes(a: object, b: object) -> bool:
-    """Whether the contiguous buffers ``a`` and ``b`` (bytes, bytearray, memoryview, mmap...) are equal."""
+    """Whether the contiguous buffers ``a`` and ``b`` (bytes, bytearray, memoryview, mmap...) are equal.
+    Safe from any thread (the first calls from several threads at once set it up once)."""
     global _compare
     if _compare is None:
-        _compare = _load()
+        with _LOADING:
+            if _compare is None:
+                _compare = _load()
     return _compare(a, b)  # type: ignore[no-any-return]
