@@ -63,3 +63,62 @@ def test_threads_use_their_own_buffers(tmp_path) -> None:
     finally:
         os.close(fd)
     assert results == {i: crc32c(blocks[i]) for i in range(4)}
+
+
+def _ranges(tmp_path, a: bytes, b: bytes) -> tuple[int, int]:
+    (tmp_path / "a").write_bytes(a)
+    (tmp_path / "b").write_bytes(b)
+    return os.open(tmp_path / "a", os.O_RDONLY), os.open(tmp_path / "b", os.O_RDONLY)
+
+
+@pytest.mark.parametrize("size", [5, (1 << 20) + 3, 3 << 20])
+def test_same_ranges_compares_bytes_and_checks_both_crcs(tmp_path, size: int) -> None:
+    from formats.io.crc import same_ranges
+
+    data = (bytes(range(251)) * (size // 251 + 1))[:size]
+    changed = bytearray(data)
+    changed[-1] ^= 1
+    fa, fb = _ranges(tmp_path, b"xy" + data, bytes(changed) + data)
+    try:
+        good, bad = crc32c(data), crc32c(bytes(changed))
+        assert same_ranges((fa, 2, size, good), (fb, size, size, good)) is True
+        assert same_ranges((fa, 2, size, good), (fb, 0, size, bad)) is False
+        assert same_ranges((fa, 2, size, good ^ 1), (fb, size, size, good)) is None  # a's checksum is wrong
+        assert same_ranges((fa, 2, size, good), (fb, size, size, good ^ 1)) is None
+        assert same_ranges((fa, 2, size + 1, good), (fb, size, size + 1, good)) is None  # the files end early
+        assert same_ranges((fa, 2, size, good), (fb, size, size - 1, good)) is False
+    finally:
+        os.close(fa)
+        os.close(fb)
+
+
+def test_bundle_tensors_say_where_their_bytes_are(tmp_path) -> None:
+    import numpy as np
+
+    import formats
+
+    prefix = str(tmp_path / "ckpt")
+    values = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "s": np.array([b"x"], dtype=object),
+              "empty": np.zeros((0,), np.int64)}
+    formats.write_checkpoint(prefix, values.items())
+    with formats.open_checkpoint(prefix) as ckpt:
+        fd, offset, size, crc = ckpt["a"].stored_range()
+        assert (offset, size) == (ckpt["a"].raw.offset, 24)
+        assert os.pread(fd, size, offset) == values["a"].tobytes() and crc == crc32c(values["a"].tobytes())
+        assert ckpt["s"].stored_range() is None and ckpt["empty"].stored_range() is None  # strings; no bytes
+
+
+def test_a_range_compared_with_itself_is_checked_once(tmp_path) -> None:
+    from formats.io.crc import same_ranges
+
+    data = bytes(range(256)) * 9000
+    fa, fb = _ranges(tmp_path, data, b"")
+    other = os.open(tmp_path / "a", os.O_RDONLY)  # the same file, opened again
+    try:
+        good = crc32c(data[7:])
+        assert same_ranges((fa, 7, len(data) - 7, good), (other, 7, len(data) - 7, good)) is True
+        assert same_ranges((fa, 7, len(data) - 7, good ^ 1), (other, 7, len(data) - 7, good ^ 1)) is None
+        assert same_ranges((fa, 7, len(data) - 7, good), (other, 7, len(data) - 7, good ^ 1)) is None
+    finally:
+        for fd in (fa, fb, other):
+            os.close(fd)

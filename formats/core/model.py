@@ -14,6 +14,8 @@ capability                   what it is for                                     
 ``elements()``               a string/variant value's elements as ``bytes`` (writers,  ``read()``'s, as
                              read-backs; bundles need no numpy for it)                 bytes
 ``check()``                  read every stored byte, keep nothing (``verify``)         run ``iter_chunks``
+``stored_range()``           where the canonical bytes lie unchanged in a local file   ``None``
+                             (``diff`` reads them with ``pread``, no mapping)
 ``problem()``                what is wrong before reading (declared vs stored size)    ``None``
 ``files``                    the files the value is read from (the output guard)       ``()``
 ``name``/``role``/           the TensorFlow meaning: variable name, what it is,        key, ``variable``,
@@ -204,6 +206,12 @@ class TensorEntry:
         from formats.core.sources import array_chunks
 
         return array_chunks(self.read(), chunk)
+
+    def stored_range(self) -> tuple[int, int, int, int] | None:
+        """``(fd, offset, size, crc32c)`` when the canonical bytes of this fixed-width tensor lie unchanged at
+        ``[offset, offset + size)`` of an open local file (``fd``, owned by the checkpoint: valid while it is
+        open) with that (unmasked) CRC32C; else None, and the bytes are read through :meth:`byte_chunks`."""
+        return None
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]`` (the whole value when ``index`` is None)."""

@@ -129,6 +129,10 @@ class BundleTensor(TensorEntry):
             return TensorEntry.byte_chunks(self, chunk, check)
         return _byte_stream(self._reader, self.raw, chunk, check)
 
+    def stored_range(self) -> tuple[int, int, int, int] | None:
+        """Where the bytes lie in the data file (see :meth:`BundleReader.stored_range`)."""
+        return self._reader.stored_range(self.raw)
+
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
         import numpy as np

@@ -266,6 +266,21 @@ class BundleReader:
             self._read_variants(e)
         return e.size
 
+    def stored_range(self, e: RawEntry) -> tuple[int, int, int, int] | None:
+        """``(fd, offset, size, crc32c)`` of a non-partitioned, little-endian, fixed-width entry stored whole in a
+        local data file; None otherwise (and for an entry whose sizes or bounds are wrong: reading it the usual
+        way says why)."""
+        if e.slices or not e.size or self.header.big_endian or e.shard_id in self.missing:
+            return None
+        dt = dtypes.by_enum(e.dtype)
+        if dt is None or dt.numpy_name is None or not dt.fixed_width or e.size != math.prod(e.shape) * dt.itemsize:
+            return None
+        m = self._map(e.shard_id)
+        fd = self._fds.get(e.shard_id)
+        if fd is None or e.offset + e.size > len(m):
+            return None
+        return fd, e.offset, e.size, unmask(e.crc32c)
+
     def _crc(self, e: RawEntry) -> int:
         """The CRC32C of an entry's stored bytes: read with ``pread`` from a local file (no mapping, no GIL),
         else streamed in chunks."""

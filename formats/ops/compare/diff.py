@@ -283,6 +283,13 @@ def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> boo
     caller reads both again for the statistics, checks included."""
     from formats.core.memcmp import same_bytes as equal
 
+    ranges = ea.stored_range(), eb.stored_range()
+    if ranges[0] is not None and ranges[1] is not None:
+        from formats.io.crc import same_ranges
+
+        same = same_ranges(ranges[0], ranges[1])  # read with pread: no mapping, no page faults
+        if same is not None:
+            return same
     return all(equal(x, y) for x, y in _paired_bytes(ea.byte_chunks(chunk), eb.byte_chunks(chunk)))
 
 
