@@ -164,7 +164,7 @@ def run_fast(command: str, flags: dict[str, bool], params: dict[str, object]) ->
         sys.stdout.flush()
         return status
     except KeyboardInterrupt:
-        print("ckpt: interrupted", file=sys.stderr)
+        print("ckpt: interrupted", file=sys.stderr, flush=True)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)  # as the click CLI does: quiet exit when the reader left

@@ -34,9 +34,9 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
         hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
     if not quiet:
         if hint:
-            print(f"ckpt: hint: {hint}", file=sys.stderr)
+            print(f"ckpt: hint: {hint}", file=sys.stderr, flush=True)
         for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
-            print(f"ckpt: warning: {note}", file=sys.stderr)
+            print(f"ckpt: warning: {note}", file=sys.stderr, flush=True)
         if as_json:
             from ..render.common import print_json
 

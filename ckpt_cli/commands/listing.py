@@ -38,7 +38,7 @@ def warn(message: str) -> None:
     """One ``ckpt: warning: ...`` line on stderr (undecodable key bytes shown as ``\\xNN``)."""
     from ..render.common import safe_text
 
-    print(safe_text(f"ckpt: warning: {message}"), file=sys.stderr)
+    print(safe_text(f"ckpt: warning: {message}"), file=sys.stderr, flush=True)
 
 
 def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: bool, optimizer: bool,

@@ -46,7 +46,7 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
             raise
         from ..render.common import safe_text
 
-        print(safe_text(f"ckpt: error: {exc}"), file=sys.stderr)
+        print(safe_text(f"ckpt: error: {exc}"), file=sys.stderr, flush=True)
         return None, exc.exit_code
     return report, ExitCode.OK if report.ok else ExitCode.PROBLEMS
 
