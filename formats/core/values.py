@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from formats.core import dtypes
 from formats.core.errors import TensorNotFoundError, UsageError
@@ -58,22 +58,28 @@ def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
     return entry.iter_chunks(chunk_elements, crc_pool)
 
 
-def paired_chunks(a: Iterator[np.ndarray], b: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _size(chunk: Any) -> int:
+    return chunk.size  # type: ignore[no-any-return]
+
+
+def paired_chunks(a: Iterator[Any], b: Iterator[Any], length: Callable[[Any], int] = _size,
+                  ) -> Iterator[tuple[Any, Any]]:
     """Pieces of equal length from two chunk streams over tensors of the same size, whatever chunk sizes
     each format yields (a partitioned variable streams slice by slice, a whole one in fixed chunks).
+    Chunks are flat arrays, or with ``length=len`` byte buffers (``byte_chunks``).
 
     Each stream is advanced only once its current chunk is used up (chunks may be views valid until then),
     and both are run to their end, which is when formats compare their checksums.
     """
     x = y = None
     while True:
-        if x is None or not x.size:
+        if x is None or not length(x):
             x = next(a, None)
-        if y is None or not y.size:
+        if y is None or not length(y):
             y = next(b, None)
         if x is None or y is None:
             break
-        n = min(x.size, y.size)
+        n = min(length(x), length(y))
         if n:
             yield x[:n], y[:n]
         x, y = x[n:], y[n:]

@@ -290,27 +290,7 @@ def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> boo
         same = same_ranges(ranges[0], ranges[1])  # read with pread: no mapping, no page faults
         if same is not None:
             return same
-    return all(equal(x, y) for x, y in _paired_bytes(ea.byte_chunks(chunk), eb.byte_chunks(chunk)))
-
-
-def _paired_bytes(a: Any, b: Any) -> Any:
-    """Pieces of equal length from two byte streams of the same total length (as :func:`paired_chunks`)."""
-    x = y = memoryview(b"")
-    while True:
-        if not x:
-            x = next(a, None)
-        if not y:
-            y = next(b, None)
-        if x is None or y is None:
-            break
-        n = min(len(x), len(y))
-        if n:
-            yield x[:n], y[:n]
-        x, y = x[n:], y[n:]
-    for _ in a:
-        pass
-    for _ in b:
-        pass
+    return all(equal(x, y) for x, y in paired_chunks(ea.byte_chunks(chunk), eb.byte_chunks(chunk), len))
 
 
 def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, quick: bool = False) -> Any:
