@@ -282,20 +282,19 @@ class BundleReader:
         return fd, e.offset, e.size, unmask(e.crc32c)
 
     def _crc(self, e: RawEntry) -> int:
-        """The CRC32C of an entry's stored bytes: read with ``pread`` from a local file (no mapping, no GIL),
-        else streamed in chunks."""
-        m = self._map(e.shard_id) if e.size else b""
-        fd = self._fds.get(e.shard_id)
-        if fd is None or not e.size:
+        """The CRC32C of a fixed-width entry's stored bytes: read with ``pread`` where :meth:`stored_range` says
+        where they lie (no mapping, no GIL), else streamed in chunks (which report a missing or short file)."""
+        where = self.stored_range(e)
+        if where is None:
             actual = 0
             for chunk in self.chunks(e):
                 actual = crc32c(chunk, actual)
             return actual
-        self._check_bounds(e, m)
-        crc = crc32c_range(fd, e.offset, e.size)
+        fd, offset, size, _ = where
+        crc = crc32c_range(fd, offset, size)
         if crc is None:
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r} at bytes "
-                                         f"[{e.offset}, {e.offset + e.size}) runs past the end of the file "
+                                         f"[{offset}, {offset + size}) runs past the end of the file "
                                          "(truncated while being read?)")
         return crc
 
