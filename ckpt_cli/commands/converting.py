@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def run_convert(src: str, out: str, to: str, *, template: str | None = None, maps: tuple[str, ...] = (),
                 regexes: tuple[str, ...] = (), rules_file: str | None = None, allow_missing: bool = False,
@@ -14,22 +18,32 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
     """Convert ``src`` to the ``to`` format at ``out``; print the plan's problems and what was written;
     return the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
-    from formats.ops.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.plan import ConvertOptions
     from formats.ops.convert.targets import planner
     from formats.ops.rules import build_rules
-
-    from ..render.progress import progress_for
 
     options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
                              allow_missing=allow_missing, slot_names=slot_names, max_shard_size=max_shard_size,
                              hparams=dict(hparams or {}))
     with open_checkpoint(src) as source:
         plan = planner(to)(source, options)
-        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
-            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress,
-                                  inputs=[src, source] + ([template] if template else []), link=link,
-                                  jobs=jobs)
+        return write_plan(source, plan, out, inputs=[src, source] + ([template] if template else []),
+                          dry_run=dry_run, as_json=as_json, force=force, no_verify=no_verify,
+                          update_state=update_state, link=link, jobs=jobs)
+
+
+def write_plan(source: Any, plan: Any, out: str, *, inputs: list[Any], dry_run: bool, as_json: bool, force: bool,
+               no_verify: bool, update_state: bool, link: bool, jobs: int | None) -> int:
+    """Write a conversion ``plan`` of ``source`` at ``out`` (with a progress bar), print the plan's problems and
+    what was written (or its JSON), and return the exit status: 0 written or planned, 1 problems found.
+    ``convert`` and ``rename`` both end here."""
+    from formats.ops.convert.plan import execute_plan
+
+    from ..render.progress import progress_for
+
+    with progress_for(source, "writing", total=0 if dry_run else None) as progress:
+        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                              update_state=update_state, progress=progress, inputs=inputs, link=link, jobs=jobs)
     if as_json:
         from ..render.common import print_json
 

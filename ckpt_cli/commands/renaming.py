@@ -2,8 +2,6 @@
 start-up fast path (:mod:`ckpt_cli.fast`) both call :func:`run_rename`."""
 from __future__ import annotations
 
-from formats.core.errors import ExitCode
-
 
 def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple[str, ...] = (),
                rules_file: str | None = None, add_prefix: str | None = None, strip_prefix: str | None = None,
@@ -13,26 +11,15 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
     written; return the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
-    from formats.ops.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.plan import ConvertOptions
     from formats.ops.convert.rename import plan_rename
     from formats.ops.rules import build_rules
 
-    from ..render.progress import progress_for
+    from .converting import write_plan
 
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
     options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
     with open_checkpoint(src) as source:
-        plan = plan_rename(source, options)
-        with progress_for(source, "writing", total=0 if dry_run else None) as progress:
-            result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress, inputs=[src, source], link=link,
-                                  jobs=jobs)
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(result.to_json())
-    else:
-        from ..render.convert import render_conversion
-
-        render_conversion(result)
-    return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
+        return write_plan(source, plan_rename(source, options), out, inputs=[src, source], dry_run=dry_run,
+                          as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link,
+                          jobs=jobs)
