@@ -6,6 +6,9 @@
 - ``partitioned``: a 4-way partitioned embedding stored as slice entries, as TF1 writes it.
 - ``keras3``: a Keras 3 ``.weights.h5`` of about the same size as ``bert``'s variables.
 - ``bert_large``: the same with 24 layers of width 1024 (~4 GB).
+- ``bert_object``: ``bert`` converted by ``ckpt convert --to tf-object``: a ``tf.train.Checkpoint``-like
+  object-based bundle of the same bytes (slots as slot variables, the object graph last in the data
+  file, as TensorFlow writes it).
 - ``million``: 1,000,000 small tensors; ``directory``: a run directory of 1,000 small checkpoints.
 
 Values are generated tensor by tensor, so generating stays within bounded memory too.
@@ -62,6 +65,20 @@ def bert(out: Path, layers: int = 7, hidden: int = HIDDEN, ffn: int = FFN, name:
 def bert_large(out: Path) -> str:
     """A BERT-large-like checkpoint with Adam slots (~4 GB): 24 layers of width 1024."""
     return bert(out, layers=24, hidden=1024, ffn=4096, name="bert-large")
+
+
+def bert_object(out: Path) -> str:
+    """``bert`` as an object-based checkpoint, written by ckpt's own converter (one data file, graph last)."""
+    import subprocess
+    import sys
+
+    source = generate(out, ("bert",))["bert"]
+    prefix = str(out / "bert-object" / "ckpt-1000")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, "-m", "ckpt_cli", "convert", source, "-o", prefix, "--to", "tf-object", "--force"],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    return prefix
 
 
 def directory(out: Path, count: int = 1000) -> str:
@@ -147,6 +164,7 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
     """Generate the named inputs (skipping ones already present) and return name -> path."""
     out.mkdir(parents=True, exist_ok=True)
     makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3, "bert_large": bert_large,
+              "bert_object": bert_object,
               "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
     done = {}
     for name in which:

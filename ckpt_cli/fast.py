@@ -29,13 +29,15 @@ LS_OPTIONS: Spec = {
 ``("#",)``: a count (digits); otherwise the values allowed. ``tests/test_fast_path.py`` checks these tables
 against the click commands."""
 
-VERIFY_OPTIONS: Spec = {"--json": ("as_json", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",))}
+VERIFY_OPTIONS: Spec = {"--json": ("as_json", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
+                        "--allow-loader-refusals": ("allow_loader_refusals", None)}
 """``ckpt verify`` options (``--against`` is left to click)."""
 
 DIFF_OPTIONS: Spec = {
     "--json": ("as_json", None), "-q": ("quiet", None), "--quiet": ("quiet", None),
     "--keys-only": ("keys_only", None), "--match": ("match", ("key", "name")),
     "-f": ("patterns", ()), "--filter": ("patterns", ()), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
+    "--names": ("names", None),
 }
 """``ckpt diff`` options (rename rules, prefixes and tolerances are left to click)."""
 
@@ -44,7 +46,8 @@ RENAME_OPTIONS: Spec = {
     "--rules": ("rules_file", ("*",)), "--add-prefix": ("add_prefix", ("*",)), "--strip-prefix": ("strip_prefix", ("*",)),
     "--rename-full-names": ("rename_full_names", None), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
     "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
-    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
+    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)), "--all": ("all_rows", None),
+    "-v": ("verbose", None), "--verbose": ("verbose", None),
 }
 """``ckpt rename`` options (``("*",)``: one value, any)."""
 
@@ -53,9 +56,10 @@ CONVERT_OPTIONS: Spec = {
     "--to": ("to", ("keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object")),
     "--template": ("template", ("*",)), "--map": ("maps", ()), "--regex": ("regexes", ()),
     "--rules": ("rules_file", ("*",)), "--allow-missing": ("allow_missing", None),
-    "--slot-names": ("slot_names", ("tf2", "tf1")), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
+    "--drop-optimizer": ("drop_optimizer", None), "--slot-names": ("slot_names", ("tf2", "tf1")), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
     "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
     "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
+    "-v": ("verbose", None), "--verbose": ("verbose", None),
 }
 """``ckpt convert`` options (``--learning-rate``, ``--hparam`` and ``--max-shard-size``, whose values click
 checks, are left to click)."""
@@ -63,17 +67,18 @@ checks, are left to click)."""
 COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
     "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
                         "no_optimizer": False, "as_json": False}),
-    "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0}),
+    "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0, "allow_loader_refusals": False}),
     "diff": (DIFF_OPTIONS, {"as_json": False, "quiet": False, "keys_only": False, "match": "key", "patterns": [],
-                            "jobs": 0}),
+                            "jobs": 0, "names": False}),
     "rename": (RENAME_OPTIONS, {"out": None, "maps": [], "regexes": [], "rules_file": None, "add_prefix": None,
                                 "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
                                 "force": False, "no_verify": False, "update_state": False, "link": False,
-                                "jobs": 0}),
+                                "jobs": 0, "all_rows": False, "verbose": False}),
     "convert": (CONVERT_OPTIONS, {"out": None, "to": None, "template": None, "maps": [], "regexes": [],
-                                  "rules_file": None, "allow_missing": False, "slot_names": "tf2", "dry_run": False,
+                                  "rules_file": None, "allow_missing": False, "drop_optimizer": False,
+                                  "slot_names": "tf2", "dry_run": False,
                                   "as_json": False, "force": False, "no_verify": False, "update_state": False,
-                                  "link": False, "jobs": 0}),
+                                  "link": False, "jobs": 0, "verbose": False}),
 }
 """The commands the fast path runs: their options and the parameters' defaults."""
 
@@ -173,7 +178,7 @@ def run_fast(command: str, flags: dict[str, bool], params: dict[str, object]) ->
     except Exception as exc:  # the CLI's one error boundary words it and picks the exit status
         from ckpt_cli.main import report_error
 
-        return report_error(exc, flags["traceback"])
+        return report_error(exc, flags["traceback"], as_json=bool(params.get("as_json")))
     finally:
         if no_color:
             del os.environ["NO_COLOR"]
@@ -187,7 +192,7 @@ def _run(command: str, p: dict[str, object]) -> int:
     if command == "verify":
         from ckpt_cli.commands.verifying import run_verify
 
-        return run_verify(paths, p["as_json"], p["jobs"])  # type: ignore[arg-type]
+        return run_verify(paths, p["as_json"], p["jobs"], p["allow_loader_refusals"])  # type: ignore[arg-type]
     if command == "rename":
         from ckpt_cli.commands.renaming import run_rename
 
@@ -202,7 +207,7 @@ def _run(command: str, p: dict[str, object]) -> int:
         from ckpt_cli.commands.diffing import run_diff
 
         return run_diff(*paths, match=p["match"], patterns=tuple(p["patterns"]), keys_only=p["keys_only"],  # type: ignore[arg-type,call-overload]
-                        quiet=p["quiet"], as_json=p["as_json"], jobs=p["jobs"])  # type: ignore[arg-type]
+                        quiet=p["quiet"], as_json=p["as_json"], jobs=p["jobs"], names=p["names"])  # type: ignore[arg-type]
     from ckpt_cli.commands.listing import run_ls
 
     return run_ls(paths, tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type,call-overload]

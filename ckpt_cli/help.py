@@ -7,6 +7,7 @@ from one table keyed by the option's parameter name, so ``--map`` is under "Rena
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import click
 
@@ -25,26 +26,33 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
 }
 
 
-def format_exit_status(formatter: click.HelpFormatter) -> None:
-    """The closing block of every ``--help`` (the root's too): each exit status and its meaning."""
+def format_exit_status(formatter: click.HelpFormatter, meanings: dict[int, str] | None = None) -> None:
+    """The closing block of every ``--help`` (the root's too): each exit status and its meaning, a command's
+    own ``meanings`` (``{0: "written (or planned, with --dry-run)"}``) in place of the general ones."""
+    own = meanings or {}
     formatter.write_paragraph()
     with formatter.indentation():
         formatter.write_text("Exit status:")
         with formatter.indentation():
-            formatter.write_dl([(str(int(code)), text) for code, text in EXIT_MEANINGS.items()], col_spacing=2)
+            formatter.write_dl([(str(int(code)), own.get(int(code), text)) for code, text in EXIT_MEANINGS.items()],
+                               col_spacing=2)
+
+
+WRITER_EXIT_STATUS = {0: "written (or planned, with --dry-run)", 1: "problems found, each listed (nothing written)"}
+"""What 0 and 1 mean for the commands that write a checkpoint (convert, rename, edit, average)."""
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only", "include_graph",
-                  "no_optimizer", "ignore_optimizer", "against", "target", "template", "last", "select", "exclude",
+                  "no_optimizer", "ignore_optimizer", "against", "target", "last", "select", "exclude",
                   "by", "drop_optimizer"),
     "Rename rules": ("maps", "regexes", "rules_file", "add_prefix", "strip_prefix", "rename_full_names",
                      "slot_names"),
     "Comparison": ("atol", "rtol", "equal_nan", "check_finite"),
     "Casting": ("casts", "cast_model_only"),
-    "Writing": ("out", "to", "force", "no_verify", "update_state", "dry_run", "link", "allow_missing", "allow_pickle",
+    "Writing": ("out", "to", "template", "force", "no_verify", "update_state", "dry_run", "link", "allow_missing", "allow_pickle",
                 "rules_out", "shards", "max_shard_size"),
     "Optimizer state": ("learning_rate", "hparams"),
-    "Output": ("as_json", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",
+    "Output": ("as_json", "all_rows", "verbose", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",
                "edgeitems", "full"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
@@ -53,11 +61,16 @@ ORDER = ("Selection", "Rename rules", "Comparison", "Casting", "Writing", "Optim
 
 class CkptCommand(click.Command):
     """A click command whose ``--help`` lists options under headings (see :data:`GROUPS`) and ends with
-    the exit statuses (:func:`format_exit_status`)."""
+    the exit statuses (:func:`format_exit_status`), with what the command means by some of them
+    (``exit_status={1: "different"}``): one block, stated once."""
+
+    def __init__(self, *args: Any, exit_status: dict[int, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.exit_status = dict(exit_status or {})
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
-        format_exit_status(formatter)
+        format_exit_status(formatter, self.exit_status)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         sections: dict[str, list[tuple[str, str]]] = {}

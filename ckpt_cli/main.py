@@ -58,8 +58,14 @@ class LazyGroup(click.Group):
         format_exit_status(formatter)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Global options are accepted after the command too (``ckpt ls x -q``): see :func:`hoist_global_options`."""
-        return super().parse_args(ctx, hoist_global_options(self, ctx, args))
+        """Global options are accepted after the command too (``ckpt ls x -q``): see :func:`hoist_global_options`.
+        A command line asking for ``--json`` gets its usage errors as a JSON document too (:func:`print_error_json`)."""
+        ctx.meta[JSON_ERRORS] = json_requested(self, ctx, args)
+        try:
+            return super().parse_args(ctx, hoist_global_options(self, ctx, args))
+        except click.ClickException as exc:
+            _usage_error_json(ctx, exc)
+            raise
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                              list[str]]:
@@ -77,7 +83,10 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.ClickException as exc:  # click shows it on stderr; with --json, a JSON document on stdout too
+            _usage_error_json(ctx, exc)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
             click.echo("ckpt: interrupted", err=True)
@@ -87,7 +96,31 @@ class LazyGroup(click.Group):
             ctx.exit(ExitCode.OK)
         except Exception as exc:  # the one place errors become messages and exit codes
             settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
-            ctx.exit(report_error(exc, settings.traceback))
+            ctx.exit(report_error(exc, settings.traceback, as_json=ctx.meta.get(JSON_ERRORS, False)))
+
+
+JSON_ERRORS = "ckpt.json_errors"
+"""``ctx.meta`` key: the command line asked for ``--json``, so errors are also a JSON document on stdout."""
+
+
+def json_requested(group: click.Group, ctx: click.Context, args: list[str]) -> bool:
+    """Whether ``args`` (the root's command line) run a command that has ``--json`` with ``--json`` given
+    (before any ``--``)."""
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if at is None:
+        return False
+    rest = args[at + 1:]
+    rest = rest[:rest.index("--")] if "--" in rest else rest
+    if "--json" not in rest:
+        return False
+    command = group.get_command(ctx, args[at])
+    return command is not None and any("--json" in p.opts for p in command.params if isinstance(p, click.Option))
+
+
+def _usage_error_json(ctx: click.Context, exc: click.ClickException) -> None:
+    """With ``--json``, click's usage error as the JSON error document on stdout (click prints its text on stderr)."""
+    if ctx.find_root().meta.get(JSON_ERRORS):
+        print_error_json(exc.exit_code, exc.format_message(), None)
 
 
 GLOBAL_FLAGS = ("--traceback", "--no-color", "-q", "--quiet")
@@ -138,8 +171,9 @@ def _option_arity(command: click.Command, ctx: click.Context) -> tuple[set[str],
     return own, values
 
 
-def report_error(exc: BaseException, show_traceback: bool) -> int:
-    """Print one line (plus a hint) for ``exc`` on stderr and return its exit code (see ExitCode)."""
+def report_error(exc: BaseException, show_traceback: bool, as_json: bool = False) -> int:
+    """Print one line (plus a hint) for ``exc`` on stderr and return its exit code (see ExitCode); with
+    ``as_json``, the same as one JSON document on stdout too (:func:`print_error_json`)."""
     from formats.core.errors import CheckpointError
 
     from .render.common import safe_text
@@ -157,14 +191,27 @@ def report_error(exc: BaseException, show_traceback: bool) -> int:
         code = ExitCode.OUTPUT if exc.errno in WRITE_ERRNOS else ExitCode.INPUT
         message = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
     else:
-        click.echo(safe_text(f"ckpt: internal error: {type(exc).__name__}: {exc}; "
-                             "please report it with --traceback output"), err=True)
+        message = f"internal error: {type(exc).__name__}: {exc}; please report it with --traceback output"
+        click.echo(safe_text(f"ckpt: {message}"), err=True)
+        if as_json:
+            print_error_json(ExitCode.INTERNAL, message, None)
         return int(ExitCode.INTERNAL)
     click.echo(safe_text(f"ckpt: error: {message}"), err=True)
     hint = cli_hint(exc)
     if hint:
         click.echo(safe_text(f"  hint: {hint}"), err=True)
+    if as_json:
+        print_error_json(code, message, hint)
     return int(code)
+
+
+def print_error_json(code: int, message: str, hint: str | None) -> None:
+    """The error document a ``--json`` command prints on stdout when it fails before its own document:
+    ``{"ok": false, "exit_code": 3, "error": "<path>: <what is wrong>", "hint": null}``."""
+    from .render.common import print_json
+
+    print_json({"ok": False, "exit_code": int(code), "error": message, "hint": hint})
+    sys.stdout.flush()
 
 
 def cli_hint(exc: BaseException) -> str | None:

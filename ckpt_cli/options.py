@@ -32,7 +32,8 @@ def rule_options(whose: str = "") -> Callable[[F], F]:
 
 
 def write_options(source: str = "SRC") -> Callable[[F], F]:
-    """``--dry-run``, ``--json``, ``--force``, ``--no-verify`` and ``--update-state`` of commands that write."""
+    """``--dry-run``, ``--json``, ``--force``, ``--no-verify``, ``--update-state`` and ``--verbose`` of commands
+    that write."""
     return _stack(
         click.option("--dry-run", is_flag=True, help="Print the mapping table and problems; write nothing."),
         click.option("--json", "as_json", is_flag=True, help="Report the plan (and what was written) as JSON."),
@@ -40,6 +41,8 @@ def write_options(source: str = "SRC") -> Callable[[F], F]:
         click.option("--no-verify", is_flag=True, help=f"Skip reading the output back and comparing it with {source}."),
         click.option("--update-state", is_flag=True,
                      help="Make OUT the latest checkpoint of its directory's state file."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="Under each problem, the keys behind it (candidates, the tensors it is about)."),
     )
 
 

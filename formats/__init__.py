@@ -21,7 +21,7 @@ if TYPE_CHECKING:
                                      NotACheckpointError, NothingSelectedError, OutputError, OutputExistsError,
                                      OutputIsInputError, OutputWriteError, TensorNotFoundError, UnsupportedError,
                                      UsageError, VerificationError)
-    from formats.core.model import Checkpoint, TensorEntry
+    from formats.core.model import Checkpoint, TensorEntry, UnreadableEntry
     from formats.core.sources import TensorValue
     from formats.tf_bundle.state_file import update_state_file
     from formats.ops.edit import EditOptions, average, edit
@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "open_checkpoint", "load_checkpoint", "list_variables", "CheckpointReader",
-    "Checkpoint", "TensorEntry",
+    "Checkpoint", "TensorEntry", "UnreadableEntry",
     "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
     "ChecksumError", "TensorNotFoundError", "UnsupportedError", "AmbiguousCheckpointError",
     "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
@@ -44,7 +44,7 @@ _ERRORS = ("CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", 
            "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
            "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode")
 _LAZY = {"open_checkpoint": ".api", "load_checkpoint": ".api", "list_variables": ".api", "CheckpointReader": ".api",
-         "Checkpoint": ".core.model", "TensorEntry": ".core.model",
+         "Checkpoint": ".core.model", "TensorEntry": ".core.model", "UnreadableEntry": ".core.model",
          "write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
          "TensorValue": ".core.sources", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit",
          **{name: ".core.errors" for name in _ERRORS}}

@@ -20,10 +20,12 @@ Layers = dict[str, dict[str, tuple[int, ...]]]
 
 def tf_keras_checkpoint(prefix: Path, layers: Layers, optimizer: str, slots: list[str], *, legacy: bool = False,
                         prefixed: bool = True, hypers: dict[str, float] | None = None, step: int = 0,
-                        values: dict[str, np.ndarray] | None = None) -> dict[str, str]:
+                        values: dict[str, np.ndarray] | None = None, untrained: tuple[str, ...] = ()
+                        ) -> dict[str, str]:
     """Write the checkpoint; returns ``{"<variable>" or "<variable>:<slot>" or "step"/hyper: key}``.
 
     ``values`` (same naming) fill tensors; everything else is zeros (hyperparameters from ``hypers``).
+    ``untrained`` variables (``layer/weight``, batch statistics) get no slots, as a non-trainable one has none.
     """
     values = values or {}
     hypers = {"learning_rate": 0.05} if hypers is None else hypers
@@ -38,10 +40,11 @@ def tf_keras_checkpoint(prefix: Path, layers: Layers, optimizer: str, slots: lis
             keys[name] = builder.variable(variables[name], name)
             tensors[keys[name]] = values.get(name, np.zeros(shape, np.float32))
     opt = builder.object(["optimizer"])
+    trained = {name: node for name, node in variables.items() if name not in untrained}
     if legacy:
-        _legacy(builder, opt, optimizer if prefixed else "", slots, hypers, variables, keys)
+        _legacy(builder, opt, optimizer if prefixed else "", slots, hypers, trained, keys)
     else:
-        _current(builder, opt, optimizer, slots, hypers, variables, keys, prefixed)
+        _current(builder, opt, optimizer, slots, hypers, trained, keys, prefixed)
     for label, key in keys.items():
         if key in tensors:
             continue

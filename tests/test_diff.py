@@ -7,6 +7,7 @@ which writes a new value into a copied bundle and fixes its CRCs (entry and inde
 from __future__ import annotations
 
 import json
+import os
 import math
 import struct
 from pathlib import Path
@@ -250,7 +251,8 @@ def test_checksums_are_checked_while_streaming_on_both_sides(run_cli, corpus_cop
         result = run_cli("diff", "--json", a, b)
         assert result.exit_code == 3, result.stdout
         assert "tensor 'dnn/hiddenlayer_1/kernel': checksum mismatch" in result.stderr
-        assert result.stdout == ""
+        doc = json.loads(result.stdout)  # with --json, the error as a document, not a half-written report
+        assert (doc["ok"], doc["exit_code"]) == (False, 3) and "checksum mismatch" in doc["error"]
 
 
 def test_chunked_comparison_equals_whole_comparison():
@@ -424,3 +426,32 @@ def test_no_pairs_by_key_suggests_matching_by_name(tmp_path, run_cli):
     assert "ckpt: hint: no key is in both checkpoints, but 13 tensors pair by variable name: try --match name\n" \
         in result.stderr
     assert "hint" not in run_cli("diff", "--match", "name", src, conv).stderr
+
+
+def test_names_as_ls_shows_them(run_cli):
+    """Issue 24, item 12: diff showed only optimizer/_variables/N keys; --names says what each one is
+    (through the shipped entry point, which runs diff without click)."""
+    import subprocess
+    import sys
+
+    from .test_stats import KERAS2_RUN, KERAS2_SLOTS
+
+    done = subprocess.run([sys.executable, "-m", "ckpt_cli", "--no-color", "diff", "--names", "-f",
+                           "optimizer/_variables/*", str(KERAS2_RUN / "ckpt-9"), str(KERAS2_RUN / "ckpt-10")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"})
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:4] == ["key", "name", "role", "change"]
+    assert {line.split()[0]: tuple(line.split()[1:3]) for line in lines[1:-1]} == KERAS2_SLOTS
+    doc = json.loads(run_cli("diff", "--names", "--json", "-f", "optimizer/_variables/*", KERAS2_RUN / "ckpt-9",
+                             KERAS2_RUN / "ckpt-10").stdout)
+    expected = {k: {"name": n, "role": r} for k, (n, r) in KERAS2_SLOTS.items()}
+    assert doc["names"] == {"a": expected, "b": expected}
+
+
+def test_names_of_keys_on_one_side_only(run_cli):
+    result = run_cli("diff", "--names", CORPUS / "tf1_estimator/model.ckpt-1", CORPUS / "seed_keras2/tf_ckpts/ckpt-10")
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["dnn/hiddenlayer_0/kernel/Adagrad", "dnn/hiddenlayer_0/kernel/Adagrad", "slot", "only", "in", "A"] in rows
+    assert ["optimizer/_variables/2/.ATTRIBUTES/VARIABLE_VALUE", "Adam/v/net/dense/kernel", "slot", "only", "in",
+            "B"] in rows

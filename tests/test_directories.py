@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,7 +107,7 @@ def test_a_state_file_naming_a_missing_checkpoint_hides_nothing(corpus_copy, run
          "the checkpoint state file names 'ckpt-11' as the latest checkpoint, but it does not exist")]
     text = run_cli("ls", run).stdout.splitlines()
     assert text[-1] == f"{run}: 5 checkpoints"
-    assert text[5].split() == ["ckpt-11", "11", "missing", "0", "0", "B", "error:", "the", "checkpoint", "state",
+    assert text[5].split() == ["ckpt-11", "11", "missing", "0", "0", "B", "latest;", "error:", "the", "checkpoint", "state",
                                "file", "names", "'ckpt-11'", "as", "the", "latest", "checkpoint,", "but", "it", "does",
                                "not", "exist"]
 
@@ -182,3 +183,63 @@ def test_a_saved_model_inside_a_run_is_one_row(corpus_copy, run_cli):
     shutil.copytree(CORPUS / "saved_models" / "module" / "1", run / "export")  # not also export/variables
     rows = _rows(run_cli("ls", "-r", "--json", run))
     assert rows == [("export", None, False), ("ckpt-8", 8, False), ("ckpt-9", 9, False), ("ckpt-10", 10, True)]
+
+
+def test_the_latest_is_marked_when_every_row_has_an_error(tmp_path):
+    """Index-only bundles (their data files missing): each row says so, and the state file's latest is still
+    marked (issue 24, item 17). Through the shipped entry point."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("checkpoint", "ckpt-3.index", "ckpt-4.index", "ckpt-5.index"):
+        shutil.copy(CORPUS / "seed_slots/tf_ckpts" / name, run / name)
+    done = subprocess.run([sys.executable, "-m", "ckpt_cli", "--no-color", "ls", str(run)], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 1
+    marks = [line.split("  ")[-1] for line in done.stdout.splitlines()[1:4]]
+    assert marks == ["error: missing ckpt-3.data-00000-of-00001", "error: missing ckpt-4.data-00000-of-00001",
+                     "latest; error: missing ckpt-5.data-00000-of-00001"]
+
+
+def _shipped(*argv: str) -> Any:
+    """``ckpt ARGV`` through the console script's entry (ckpt_cli.fast:main), at a fixed width."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "ckpt_cli", "--no-color", *argv], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def test_a_directory_whose_checkpoints_are_below_says_how_many_and_how_to_list_them():
+    """Issue 24, item 13: `ckpt ls DIR` said "0 checkpoints" and nothing more."""
+    everything = json.loads(_shipped("ls", "-r", "--json", str(CORPUS)).stdout)["checkpoints"]
+    done = _shipped("ls", str(CORPUS))
+    assert (done.returncode, done.stdout) == (0, f"{CORPUS}: 0 checkpoints ({len(everything)} in its "
+                                                 "subdirectories: `ckpt ls -r` lists them)\n")
+    assert json.loads(_shipped("ls", "--json", str(CORPUS)).stdout) == {
+        "path": str(CORPUS), "checkpoints": [], "in_subdirectories": len(everything)}
+    assert len(everything) == 31  # the corpus' README counts them too
+
+
+def test_an_empty_directory_says_nothing_more(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "sub").mkdir()
+    done = _shipped("ls", str(tmp_path / "empty"))
+    assert (done.returncode, done.stdout) == (0, f"{tmp_path / 'empty'}: 0 checkpoints\n")
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("tf_ckpts/ckpt-44", "tf_ckpts/ckpt-4, tf_ckpts/ckpt-5, tf_ckpts/ckpt-3"),
+    ("tf_ckpt", "tf_ckpts"),
+    ("tf_ckpts/ckpt-", "tf_ckpts/ckpt-3, tf_ckpts/ckpt-4, tf_ckpts/ckpt-5"),  # a prefix: the ones it begins
+])
+def test_did_you_mean_names_the_closest_checkpoints(tmp_path, typed, meant):
+    shutil.copytree(CORPUS / "seed_slots", tmp_path / "run")
+    path = tmp_path / "run" / typed
+    done = _shipped("ls", str(path))
+    assert done.returncode == 3
+    hint = ", ".join(str(tmp_path / "run" / m) for m in meant.split(", "))
+    assert done.stderr == (f"ckpt: error: {path}: no such file, directory or checkpoint prefix\n"
+                           f"  hint: did you mean {hint}?\n")

@@ -323,6 +323,26 @@ def help_blocks() -> list[tuple[str, list[str]]]:
     return blocks
 
 
+SCRATCH = "$(mktemp -d)"
+"""A README block may begin ``out=$(mktemp -d)`` so that run from the repository root it writes into a scratch
+directory; here every block already runs in an empty working directory, so the scratch directory is that one."""
+
+
+def shell_assignments(line: str) -> dict[str, str]:
+    """``NAME=VALUE`` assignments of a line (``a=1; b=$(mktemp -d)``), comments left out; ``$(mktemp -d)`` -> ``.``."""
+    found = {}
+    for part in line.split("#", 1)[0].split(";"):
+        match = re.fullmatch(r"\s*([A-Za-z_]\w*)=(\$\(mktemp -d\)|\S+)\s*", part)
+        if match:
+            found[match.group(1)] = "." if match.group(2) == SCRATCH else match.group(2)
+    return found
+
+
+def substitute(line: str, variables: dict[str, str]) -> str:
+    """``$NAME`` and ``${NAME}`` of the block's assignments replaced by their values."""
+    return re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: variables.get(m.group(1), m.group(0)), line)
+
+
 def readme_blocks() -> list[tuple[str, list[str]]]:
     """(id, ckpt lines) for each README code block holding some: in a transcript (``$ `` lines) only the
     ``$ ckpt`` lines; elsewhere the lines starting with ``ckpt ``; ``\\`` continues a line."""
@@ -331,16 +351,17 @@ def readme_blocks() -> list[tuple[str, list[str]]]:
     for match in re.finditer(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
         lines = match.group(1).splitlines()
         transcript = any(line.startswith("$ ") for line in lines)
-        found, i = [], 0
+        found, i, variables = [], 0, {}
         while i < len(lines):
             line = lines[i].strip()
             while line.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 line = line[:-1].rstrip() + " " + lines[i].strip()
             if transcript:
-                line = line[2:] if line.startswith("$ ckpt ") else ""
+                line = line[2:] if line.startswith("$ ") else ""
+            variables.update(shell_assignments(line))
             if line.startswith("ckpt "):
-                found.append(line)
+                found.append(substitute(line, variables))
             i += 1
         if found:
             number = text[:match.start()].count("\n") + 1
@@ -448,6 +469,13 @@ def test_documented_examples_run(lines, tmp_path, monkeypatch):
     root = f"examples-{uuid.uuid4().hex[:8]}"
     for line in lines:
         run_example(parse_example(line), workdir, root)
+
+
+def test_readme_block_variables():
+    assert shell_assignments("out=$(mktemp -d); c=tests/data/corpus  # scratch") == {"out": ".", "c": "tests/data/corpus"}
+    assert substitute("ckpt ls $c/x -o ${out}/y $HOME", {"out": ".", "c": "corpus"}) == "ckpt ls corpus/x -o ./y $HOME"
+    lines = dict(readme_blocks())
+    assert not [line for block in lines.values() for line in block if "$out" in line or "$c/" in line]
 
 
 def test_every_command_has_runnable_examples():

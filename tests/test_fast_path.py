@@ -82,7 +82,7 @@ def test_a_plain_line_is_parsed() -> None:
                       "tree": False, "names": False, "no_optimizer": False, "as_json": True}
     assert fast.parse(["verify", "-j", "2", "a", "--json", "--jobs=3"]) == (
         "verify", {"traceback": False, "no_color": False, "quiet": False},
-        {"paths": ["a"], "as_json": True, "jobs": 3})
+        {"paths": ["a"], "as_json": True, "jobs": 3, "allow_loader_refusals": False})
 
 
 CASES = [
@@ -97,6 +97,7 @@ CASES = [
     ["-q", "ls", str(BUNDLE)],
     ["verify", str(BUNDLE)],
     ["verify", "--json", "-j", "2", str(BUNDLE), str(RUN_DIR)],
+    ["verify", "--allow-loader-refusals", "--json", str(BUNDLE)],
     ["verify", str(BUNDLE) + "-missing"],
     ["verify", str(BUNDLE), str(BUNDLE) + "-missing"],
     ["diff", str(BUNDLE), str(BUNDLE)],
@@ -126,13 +127,15 @@ def _modules_after(argv: list[str]) -> set[str]:
 
 
 NAME_BASED = CORPUS / "tf1_adam"
+OBJECT_BASED = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
 
 
-@pytest.mark.parametrize("argv", [["ls", str(BUNDLE)], ["verify", NAME_BASED], ["diff", NAME_BASED, NAME_BASED],
-                                  ["ls", RUN_DIR]], ids=["ls", "verify", "diff", "ls DIR"])
+@pytest.mark.parametrize("argv", [["ls", str(BUNDLE)], ["verify", NAME_BASED], ["verify", OBJECT_BASED],
+                                  ["diff", NAME_BASED, NAME_BASED], ["ls", RUN_DIR]],
+                         ids=["ls", "verify", "verify object-based", "diff", "ls DIR"])
 def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
-    """(A name-based bundle for verify and diff: verifying an object-based one decodes and checks its object
-    graph, and comparing two compares the graphs, a string tensor: that takes numpy and the graph model.)"""
+    """(A name-based bundle for diff: comparing two object-based ones compares the graphs, a string tensor,
+    with numpy. Verifying one decodes its object graph from the string's bytes, without numpy: issue 24 #7.)"""
     modules = _modules_after([str(a) for a in argv])
     assert "formats.tf_bundle.checkpoint" in modules
     assert registry._may_declare(registry.ENTRY_POINT_GROUP) is False  # no plugin installed here
@@ -234,3 +237,23 @@ def test_writing_a_bundle_imports_nothing_it_does_not_need(tmp_path, argv: list[
     if command == "rename":  # a name-based rename needs no graph model, and a linked one flushes no data
         heavy |= {"formats.concepts.object_graph", "formats.concepts.roles", "threading"}
     assert modules & heavy == set()
+
+
+def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
+    """Issue 24 #6: start-up as users run ckpt. Run without ``site`` (``-S``: no editable-install hook, which
+    imports importlib itself), with the checkout and the dependencies' directories on the path: listing a
+    bundle imports none of contextlib, glob, fnmatch, importlib (and warnings), nor the output-writing helpers;
+    regular expressions are compiled only for names that need them."""
+    deps = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+    code = ("import sys\nfrom ckpt_cli.fast import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "import re\nsys.stderr.write(' '.join(sorted(sys.modules)) + ' cached:%d' % len(re._cache))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *deps])}
+    done = subprocess.run([sys.executable, "-S", "-c", code, "ls", str(BUNDLE)], capture_output=True, text=True,
+                          env=env, check=True)
+    modules = set(done.stderr.split())
+    assert "formats.tf_bundle.checkpoint" in modules
+    assert "crc32c._crc32c" in modules
+    unneeded = {"contextlib", "glob", "fnmatch", "importlib", "importlib.util", "importlib.machinery", "warnings",
+                "typing", "formats.io.atomic"}
+    assert modules & unneeded == set()
+    assert "cached:0" in modules  # no pattern compiled (re is imported only by the check itself)

@@ -88,8 +88,9 @@ def _terminal(width: int, *args: str) -> str:
 
 
 def test_narrow_terminals_never_wrap_numbers_or_dtypes():
-    """Issue 14 #8: at 60 columns every row stays one line with its numbers and dtype whole; keys that make a
-    row too wide are shortened in the middle when that makes it fit."""
+    """Issue 14 #8: at 60 columns every row stays one line with its numbers and dtype whole. Issue 24, item 10:
+    and a key is never cut (it was shortened in the middle, ``.OP…v/``, into something that cannot be
+    copied): a row too wide overflows whole, for the terminal to wrap."""
     import json
 
     prefix = str(CORPUS / "tf1_estimator/model.ckpt-200")
@@ -103,11 +104,50 @@ def test_narrow_terminals_never_wrap_numbers_or_dtypes():
         assert cells[1] == row["dtype"] and cells[0] == row["key"]  # too many columns to fit: keys kept whole
     keys = [row["key"] for row in stats]
     body = [line for line in _terminal(50, "ls", prefix).splitlines()[1:] if line.startswith("dnn")]
-    assert len(body) == len([k for k in keys if k.startswith("dnn")])
-    assert all(len(line) <= 50 and line.split()[1] == "float32" for line in body)
-    shown = [line.split()[0] for line in body]
-    assert len(set(shown)) == len(shown)  # shortened keys stay distinct
-    for short, key in zip(shown, [k for k in keys if k.startswith("dnn")]):
-        head, _, tail = short.partition("…")
-        assert key.startswith(head) and key.endswith(tail), (short, key)
-    assert len({len(s) for s in shown if "…" in s}) == 1  # one width for the key column
+    assert [line.split()[0] for line in body] == [k for k in keys if k.startswith("dnn")]  # whole, never cut
+    assert all(line.split()[1] == "float32" for line in body) and "…" not in "".join(body)
+
+
+def test_keys_too_wide_lose_only_the_value_suffix_and_say_so():
+    """Issue 24, item 10: at 72 columns the slot keys of a TF2 checkpoint were cut in the middle
+    (``net/l1/kernel/.OP…v/.ATTRIBUTES/VARIABLE_VALUE``). Now the documented suffix is left out, the slot name
+    ends the key, and a line under the table says so."""
+    import formats
+    from ckpt_cli.render.table import SUFFIX_NOTE, VALUE_SUFFIX
+
+    path = CORPUS / "seed_slots/tf_ckpts/ckpt-5"
+    lines = _terminal(72, "ls", str(path)).splitlines()
+    with formats.open_checkpoint(path) as ckpt:
+        expected = [k[:-len(VALUE_SUFFIX)] if k.endswith(VALUE_SUFFIX) else k for k in sorted(ckpt)]
+    assert [line.split()[0] for line in lines[1:1 + len(expected)]] == expected
+    assert "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/v" in expected
+    assert lines[1 + len(expected)] == SUFFIX_NOTE == "(keys ending in /.ATTRIBUTES/VARIABLE_VALUE are shown without it)"
+    assert "…" not in "\n".join(lines)
+    wide = _terminal(200, "ls", str(path)).splitlines()  # when the keys fit, they are shown as they are
+    assert "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/v/.ATTRIBUTES/VARIABLE_VALUE" in wide[8] and SUFFIX_NOTE not in wide
+
+
+def test_convert_help_names_every_target_and_what_needs_a_template(run_cli):
+    """Issue 24, item 14: convert --help began "(name-based <-> object-based)" and had --template under Selection."""
+    from formats.ops.convert.targets import TARGETS
+
+    text = run_cli("convert", "--help").stdout
+    assert text.splitlines()[2] == "  Convert SRC to another format: --to names one of six targets."
+    listed = [line.split()[0] for line in text.splitlines()[4:12] if line.startswith("    ") and line[4] != " "]
+    assert sorted(listed) == sorted(TARGETS) and len(TARGETS) == 6
+    assert "keras3-h5    Keras 3 .weights.h5, or sharded *.weights.json: needs\n" in text
+    sections: dict[str, list[str]] = {}
+    heading = ""
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            heading = line[:-1]
+        elif line.startswith("  -"):
+            sections.setdefault(heading, []).append(line.split()[0])
+    assert "--template" in sections["Writing"] and "--template" not in sections.get("Selection", [])
+    assert "Optimizer state: tf-object and tf-name carry it" in text
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_exit_status_block_appears_once(run_cli, name):
+    text = run_cli(name, "--help").stdout
+    assert text.count("Exit status") == 1, name

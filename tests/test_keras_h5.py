@@ -338,12 +338,15 @@ def test_generic_hdf5_every_dataset(tmp_path):
     with formats.open_checkpoint(path) as ckpt:
         assert ckpt.format == "hdf5"
         assert [(k, e.dtype, e.shape, e.name) for k, e in ckpt.items()] == [
-            ("a/b/x", "int16", (4,), "a/b/x"), ("a/words", "string", (2,), "a/words"), ("scalar", "float64", (), "scalar")]
-        assert ckpt.metadata["skipped"] == {"pairs": "HDF5 type [('p', '<i4'), ('q', '<f4')] has no TensorFlow dtype"}
+            ("a/b/x", "int16", (4,), "a/b/x"), ("a/words", "string", (2,), "a/words"),
+            ("pairs", "[('p', '<i4'), ('q', '<f4')]", (2,), "pairs"), ("scalar", "float64", (), "scalar")]
+        assert "skipped" not in ckpt.metadata
+        assert ckpt["pairs"].unreadable == "HDF5 type [('p', '<i4'), ('q', '<f4')] has no TensorFlow dtype"
         words = ckpt["a/words"].read()
         assert words.dtype == object and list(words) == [b"hello", b"hdf5"]
         assert ckpt["scalar"].read() == np.float64(2.5)
-        assert verify_checkpoint(ckpt).ok
+        assert [tuple(p) for p in verify_checkpoint(ckpt).problems] == [
+            ("pairs", "HDF5 type [('p', '<i4'), ('q', '<f4')] has no TensorFlow dtype")]
 
 
 def test_absurd_declared_size_is_refused_without_allocating(tmp_path):

@@ -190,10 +190,33 @@ def test_keras_aliases_follow(run_cli, tmp_path):
 
 
 def test_dry_run_table(run_cli, tmp_path):
-    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=net/dense", "--dry-run")
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=net/dense", "--dry-run", "--all")
     assert result.exit_code == 0
     rows = [line.split() for line in result.stdout.splitlines()]
     assert ["net/l1/kernel" + SLOT + "m" + VV, "net/dense/kernel" + SLOT + "m" + VV, "[1,", "5]", "float32"] in rows
     assert ["step" + VV, "step" + VV, "[]", "int32", "unchanged"] in rows
     assert rows[-1][:2] == ["dry", "run:"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_dry_run_lists_the_renamed_tensors_and_all_with_all(tmp_path):
+    """Issue 24, item 14: a dry run listed every unchanged key too. Through the shipped entry point."""
+    import subprocess
+    import sys
+
+    def dry_run(*extra: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "ckpt_cli", "rename", str(SLOTS), "-o", str(tmp_path / "o"),
+                               "--map", "net/l1=net/dense", "--dry-run", *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    with _open(SLOTS) as ckpt:
+        renamed = sorted(k for k in ckpt if k.startswith("net/l1/"))
+        total = len(ckpt)
+    lines = dry_run()
+    assert [line.split()[0] for line in lines[1:-2]] == renamed
+    assert lines[-2:] == [f"{total - 1 - len(renamed)} unchanged tensors not shown (--all lists them)",
+                          f"dry run: {total} tensors would be written (tf-object); 0 errors, 0 warnings"]
+    lines = dry_run("--all")
+    assert len(lines) == 1 + (total - 1) + 1 and lines[-1].startswith("dry run: ")  # the object graph is no row
     assert not (tmp_path / "o").exists()

@@ -91,7 +91,8 @@ def test_ls_filter_selects_whole_keys_and_warns_only_for_the_unmatched(run_cli):
 # -- commands that act on the selection: exit 1 ----------------------------------------------------
 def test_stats_names_only_the_patterns_that_match_nothing(run_cli):
     result = run_cli("stats", "--json", CORPUS / EST200, "global_step", "nett/*", "kernel")
-    assert result.exit_code == 1 and result.stdout == ""
+    assert result.exit_code == 1  # --json: the error as the document on stdout too (issue 24, item 8)
+    assert json.loads(result.stdout)["error"] == f"{CORPUS / EST200}: no key matches 'nett/*' or 'kernel'"
     assert result.stderr.splitlines() == [f"ckpt: error: {CORPUS / EST200}: no key matches 'nett/*' or 'kernel'",
                                           f"  hint: {HINT}: try '*kernel*'"]
 

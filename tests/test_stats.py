@@ -3,6 +3,7 @@ written with a NaN, filters, chunking, a golden table."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,9 @@ def test_filters_keys_and_globs(run_cli):
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == f"ckpt: error: {path}: no key matches 'no/such/key'"
     result = run_cli("stats", "--json", path, "zzz*")
-    assert result.exit_code == 1 and result.stdout == ""
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == {"ok": False, "exit_code": 1, "error": f"{path}: no key matches 'zzz*'",
+                                         "hint": "patterns are exact keys or globs on the whole key"}
 
 
 def test_chunked_stats_equal_whole(tmp_path):
@@ -176,3 +179,29 @@ def test_partitioned_variables_stream_slice_by_slice():
         entry = ckpt["w/1/.ATTRIBUTES/VARIABLE_VALUE"]
         assert _row_partitions(entry) is None
         assert np.array_equal(np.concatenate(list(iter_chunks(entry))), entry.read().reshape(-1))
+
+
+KERAS2_RUN = CORPUS / "seed_keras2" / "tf_ckpts"
+# tf-keras' Adam keeps its slots in optimizer._variables: [iterations, m(kernel), v(kernel), m(bias), v(bias)]
+KERAS2_SLOTS = {"optimizer/_variables/1/.ATTRIBUTES/VARIABLE_VALUE": ("Adam/m/net/dense/kernel", "slot"),
+                "optimizer/_variables/2/.ATTRIBUTES/VARIABLE_VALUE": ("Adam/v/net/dense/kernel", "slot"),
+                "optimizer/_variables/3/.ATTRIBUTES/VARIABLE_VALUE": ("Adam/m/net/dense/bias", "slot"),
+                "optimizer/_variables/4/.ATTRIBUTES/VARIABLE_VALUE": ("Adam/v/net/dense/bias", "slot")}
+
+
+def test_names_as_ls_shows_them(run_cli):
+    """Issue 24, item 12: stats showed only optimizer/_variables/N keys; --names says what each one is."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ckpt_cli", "--no-color", "stats", "--names",
+                           str(KERAS2_RUN / "ckpt-10"), "optimizer/_variables/*"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "250"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:5] == ["key", "name", "role", "dtype", "shape"]
+    assert {line.split()[0]: tuple(line.split()[1:3]) for line in lines[1:-1]} == KERAS2_SLOTS
+    doc = json.loads(run_cli("stats", "--names", "--json", KERAS2_RUN / "ckpt-10", "optimizer/_variables/*").stdout)
+    assert {t["key"]: (t["name"], t["role"]) for t in doc["tensors"]} == KERAS2_SLOTS
+    plain = json.loads(run_cli("stats", "--json", KERAS2_RUN / "ckpt-10", "optimizer/_variables/*").stdout)
+    assert "name" not in plain["tensors"][0]

@@ -349,6 +349,46 @@ def test_v1_runs_with_stale_absolute_paths(rel: str, latest: str):
     assert tf.compat.v1.train.checkpoint_exists(f"{d}/{latest}")
 
 
+def test_v1_debug_string_counts_slices():
+    # TensorFlow 2.21's TensorSliceReader::DebugString, its lines sorted (it prints them in hash order): a V1
+    # partitioned variable once, with ", 3 slices".
+    _v1_manifest()
+    reader = tf.train.load_checkpoint(str(CORPUS / "tf1_v1_adam/model.ckpt-30"))
+    assert reader.debug_string() == (GOLDEN / "tf_debug_string_tf1_v1_adam.bin").read_bytes()
+    assert b"input_layer/embedding/weights/Adam (DT_FLOAT) [32,7], 3 slices\n" in reader.debug_string()
+
+
+def test_v1_missing_key_is_tensorslicereaders_message():
+    _v1_manifest()
+    v1 = tf.train.load_checkpoint(str(CORPUS / "tf1_v1_adam/model.ckpt-30"))
+    with pytest.raises(tf.errors.NotFoundError) as info:
+        v1.get_tensor("v3")
+    assert str(info.value) == "v3 not found in checkpoint file" and isinstance(info.value, KeyError)
+    with pytest.raises(tf.errors.NotFoundError) as info:
+        tf.train.load_variable(str(CORPUS / "tf1_v1_sharded"), "v3:0")
+    assert str(info.value) == "v3 not found in checkpoint file"
+    with pytest.raises(tf.errors.NotFoundError) as info:
+        tf.train.load_checkpoint(str(RUN)).get_tensor("v3")
+    assert str(info.value) == "Key v3 not found in checkpoint"  # a bundle: BundleReader's message
+
+
+def test_v1_file_through_a_pattern_beside_a_bundle_named_by_it(tmp_path: Path):
+    # "model.ckp[t]": its ".index" as a pattern matches no file (the bundle is literally "model.ckp[t]"), so
+    # TensorFlow takes the path for a V1 pattern and opens model.ckpt; a bundle opens only when nothing matches.
+    want = _v1_manifest()["tf1_v1_adam/model.ckpt-30"]["tensors"]
+    shutil.copy(CORPUS / "tf1_v1_adam/model.ckpt-30", tmp_path / "model.ckpt")
+    for name in ("ckpt-10.index", "ckpt-10.data-00000-of-00001"):
+        shutil.copy(RUN / name, tmp_path / name.replace("ckpt-10", "model.ckp[t]"))
+    pattern = str(tmp_path / "model.ckp[t]")
+    for reader in (tf.train.load_checkpoint(pattern), tf.compat.v1.train.NewCheckpointReader(pattern)):
+        assert reader.get_variable_to_shape_map() == {k: t["shape"] for k, t in sorted(want.items())}
+        assert reader.checkpoint.format == "tf-v1" and reader.checkpoint.files == [str(tmp_path / "model.ckpt")]
+    assert tf.train.list_variables(pattern) == sorted((k, t["shape"]) for k, t in want.items())
+    os.remove(tmp_path / "model.ckpt")
+    bundle = {k: v["shape"] for k, v in MANIFEST["seed_keras2/tf_ckpts/ckpt-10"]["tensors"].items()}
+    assert tf.train.load_checkpoint(pattern).get_variable_to_shape_map() == bundle  # TensorFlow: NotFoundError
+
+
 def test_runs_behind_fsspec_urls():
     fsspec = pytest.importorskip("fsspec")
     fs = fsspec.filesystem("memory")

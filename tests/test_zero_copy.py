@@ -117,6 +117,73 @@ def test_convert_with_link_adds_a_shard_for_the_new_tensors(tmp_path, run_cli, n
             assert by_name[key].read().tolist() == entry.read().tolist()
 
 
+def test_rename_with_link_of_an_object_based_checkpoint_links_its_data_file(tmp_path, run_cli, no_writes_to):
+    """Issue 24 #5: the object graph changes with the keys, so it goes to a second shard; the input's data
+    file (its old graph last in it, which no entry of the output refers to) is linked, not copied."""
+    src = str(tmp_path / "obj" / "ckpt-1")
+    assert run_cli("convert", _source(tmp_path), "-o", src, "--to", "tf-object").exit_code == 0
+    _read_only(src)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "out" / "ckpt-1")
+    result = run_cli("rename", src, "-o", out, "--map", "dnn=net", "--link", "--json")
+    assert result.exit_code == 0, result.stderr
+    written = json.loads(result.stdout)["written"]
+    assert written["verified"] is True and written["warnings"] == [] and written["format"] == "tf-object"
+    assert sorted(os.listdir(tmp_path / "out")) == ["ckpt-1.data-00000-of-00002", "ckpt-1.data-00001-of-00002",
+                                                   "ckpt-1.index"]
+    assert _inode(out + ".data-00000-of-00002") == _inode(src + DATA)
+    with open_checkpoint(src) as before:
+        graph = before["_CHECKPOINTABLE_OBJECT_GRAPH"]
+        assert graph.raw.offset + graph.raw.size == os.path.getsize(src + DATA)  # last: unreferenced at the end
+    assert run_cli("verify", out).exit_code == 0
+    old, new = _values(src), _values(out)
+    del old["_CHECKPOINTABLE_OBJECT_GRAPH"], new["_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert new == {k.replace("dnn/", "net/", 1): v for k, v in old.items()}
+    with open_checkpoint(out) as ckpt:
+        assert ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].raw.shard_id == 1
+        assert sorted(c.local_name for c in ckpt.object_graph.nodes[0].children) == ["global_step", "net"]
+
+
+def test_rename_of_an_object_based_checkpoint_copies_the_bytes_before_its_old_graph(tmp_path, run_cli,
+                                                                                    no_writes_to, monkeypatch):
+    """Copied, the data file holds only the output's tensors: the bytes before the old object graph (last in
+    the file, as TensorFlow writes it) are copied in the kernel, and the new graph follows them."""
+    src = str(tmp_path / "obj" / "ckpt-1")
+    assert run_cli("convert", _source(tmp_path), "-o", src, "--to", "tf-object").exit_code == 0
+    _read_only(src)
+    no_writes_to(os.path.dirname(src))
+    out = str(tmp_path / "out" / "ckpt-1")
+    from formats.tf_bundle import writer
+
+    copied: list[int] = []
+    real = writer._copy_flushing
+    monkeypatch.setattr(writer, "_copy_flushing", lambda *a: copied.append(a[2]) or real(*a))
+    assert run_cli("rename", src, "-o", out, "--map", "dnn=net").exit_code == 0
+    assert sorted(os.listdir(tmp_path / "out")) == ["ckpt-1.data-00000-of-00001", "ckpt-1.index"]
+    with open_checkpoint(src) as before, open_checkpoint(out) as ckpt:
+        old = before["_CHECKPOINTABLE_OBJECT_GRAPH"].raw
+        new = ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].raw
+        assert sum(e.raw.size for e in ckpt.values()) == os.path.getsize(out + DATA)
+        assert new.offset == old.offset and copied == [old.offset]
+    assert Path(out + DATA).read_bytes()[:old.offset] == Path(src + DATA).read_bytes()[:old.offset]
+    assert run_cli("verify", out).exit_code == 0
+
+
+def test_verify_flags_bytes_after_the_last_tensor_unless_they_are_one_string_scalar(tmp_path, run_cli):
+    """Trailing bytes are a problem, but for one DT_STRING scalar as a bundle stores it (length, its masked
+    CRC32C, the bytes): the object graph a linked rename leaves unreferenced."""
+    from formats.tf_bundle.encode import string_layout
+
+    pieces, _ = string_layout([b"x" * 300])
+    for tail, problems in ((b"".join(pieces), 0), (b"".join(pieces)[:-1], 1), (b"\x00" * 7, 1)):
+        src = _source(tmp_path, f"t{len(tail)}")
+        with open(src + DATA, "ab") as f:
+            f.write(tail)
+        result = run_cli("verify", src)
+        assert result.exit_code == problems, result.output
+        assert ("bytes after the last tensor" in result.output) == bool(problems)
+
+
 def test_a_subset_is_copied_tensor_by_tensor_in_the_kernel(tmp_path, no_writes_to):
     src = _source(tmp_path)
     no_writes_to(os.path.dirname(src))
@@ -217,4 +284,5 @@ def test_a_copied_data_file_goes_to_disk_piece_by_piece_while_it_is_copied(tmp_p
         formats.write_checkpoint(out, source)
     assert Path(out + DATA).read_bytes() == Path(src + DATA).read_bytes()
     pieces = [4096] * (size // 4096) + ([size % 4096] if size % 4096 else [])
-    assert events == [*pieces, "fsync", "fsync", "publish", "fsync"]  # data file and index, then the directory
+    # data file and index, then the directory twice: the data files' names, then the index's
+    assert events == [*pieces, "fsync", "fsync", "publish", "fsync", "fsync"]

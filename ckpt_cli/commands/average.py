@@ -7,12 +7,13 @@ from formats.ops.convert.targets import TARGETS
 
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
-from ..help import command
+from ..help import WRITER_EXIT_STATUS, command
 from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
 from .edit import check_output, report
 
 
-@command(short_help="Average the weights of several checkpoints (a run's last N).")
+@command(short_help="Average the weights of several checkpoints (a run's last N).",
+         exit_status=WRITER_EXIT_STATUS)
 @click.argument("ckpts", nargs=-1, required=True, type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="Output checkpoint prefix (or file, for file formats).")
@@ -29,7 +30,7 @@ from .edit import check_output, report
 @click.pass_context
 def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | None, drop_optimizer: bool,
             to: str | None, shards: int | None, max_shard_size: int | None, dry_run: bool, as_json: bool,
-            force: bool, no_verify: bool, update_state: bool, jobs: int) -> None:
+            force: bool, no_verify: bool, update_state: bool, verbose: bool, jobs: int) -> None:
     """Average the weights of several checkpoints into one.
 
     Every floating-point model variable is the mean of the inputs, accumulated in
@@ -41,9 +42,6 @@ def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | No
     stays bounded whatever the size; the output is read back and compared with the
     mean computed again from the inputs. Works for name- and object-based bundles,
     V1 checkpoints and Keras files; written in the inputs' format unless --to.
-
-    Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -71,7 +69,7 @@ def average(ctx: click.Context, ckpts: tuple[str, ...], out: str, last: int | No
     finally:
         for ckpt in opened:
             ckpt.close()
-    report(result, as_json)
+    report(result, as_json, verbose)
     ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 

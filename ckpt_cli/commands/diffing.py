@@ -11,9 +11,10 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
              regexes: tuple[str, ...] = (), rules_file: str | None = None, strip_prefix_a: str | None = None,
              strip_prefix_b: str | None = None, atol: float | None = None, rtol: float | None = None,
              equal_nan: bool = False, keys_only: bool = False, quiet: bool = False, as_json: bool = False,
-             jobs: int | None = 0) -> int:
+             jobs: int | None = 0, names: bool = False) -> int:
     """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
-    ``quiet``, and return the exit status (0 equal, 1 different)."""
+    ``quiet`` (with ``names``, each key's name and role beside it), and return the exit status (0 equal,
+    1 different)."""
     from formats.api import open_checkpoint
     from formats.ops.compare.diff import Tolerance, diff_checkpoints
 
@@ -32,6 +33,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
                                       strip_prefix_b=strip_prefix_b, tolerance=tolerance, keys_only=keys_only,
                                       progress=progress, patterns=patterns, jobs=jobs)
         hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
+        named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:
         if hint:
             print(f"ckpt: hint: {hint}", file=sys.stderr, flush=True)
@@ -40,11 +42,15 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
         if as_json:
             from ..render.common import print_json
 
-            print_json(result.to_json())
+            doc = result.to_json()
+            if named is not None:
+                doc["names"] = {side: {k: {"name": n, "role": r} for k, (n, r) in sorted(found.items())}
+                                for side, found in zip("ab", named)}
+            print_json(doc)
         else:
             from ..render.diff import render_diff
 
-            render_diff(result, tolerance, keys_only)
+            render_diff(result, tolerance, keys_only, named)
     return int(ExitCode.OK if result.equal else ExitCode.PROBLEMS)
 
 
@@ -55,3 +61,12 @@ def _match_hint(ca: object, cb: object) -> str | None:
     if not paired:
         return None
     return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"
+
+
+def _names(result: object, ca: object, cb: object) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """The name and role of every key the result shows, A's and B's (``ls --names``' columns)."""
+    from formats.ops.inspect.summary import names_and_roles
+
+    changed = result.changed  # type: ignore[attr-defined]
+    return (names_and_roles(ca, [c.a.key for c in changed] + result.only_in_a),  # type: ignore[arg-type,attr-defined]
+            names_and_roles(cb, [c.b.key for c in changed] + result.only_in_b))  # type: ignore[arg-type,attr-defined]

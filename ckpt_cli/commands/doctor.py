@@ -10,7 +10,8 @@ from ..exit_codes import ExitCode
 from ..help import command
 
 
-@command(short_help="Will CKPT load where TARGET's variables are expected?")
+@command(short_help="Will CKPT load where TARGET's variables are expected?",
+         exit_status={0: "it would load", 1: "it would not (each reason listed)"})
 @click.argument("ckpt_path", metavar="CKPT", type=CHECKPOINT)
 @click.option("--against", "target", required=True, type=CHECKPOINT, metavar="TARGET",
               help="A checkpoint or Keras weights file written by the program CKPT should load into.")
@@ -29,8 +30,6 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
     the same variables, weights->kernel, biases->bias, the only variable of a
     shape, a similar name; slots follow their variables) and can write them as a
     rules file for rename, convert or diff --rules.
-
-    Exit status: 0 it would load, 1 it would not (all codes below).
 
     \b
     Examples:

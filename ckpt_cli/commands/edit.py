@@ -9,11 +9,12 @@ from formats.ops.convert.targets import TARGETS
 
 from ..completion import CHECKPOINT
 from ..exit_codes import ExitCode
-from ..help import command
+from ..help import WRITER_EXIT_STATUS, command
 from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
 
 
-@command(short_help="Drop the optimizer, keep a subset, cast, or re-shard.")
+@command(short_help="Drop the optimizer, keep a subset, cast, or re-shard.",
+         exit_status=WRITER_EXIT_STATUS)
 @click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
               help="Output checkpoint prefix (or file, for file formats).")
@@ -39,7 +40,7 @@ from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
 def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer: bool, select: tuple[str, ...],
          exclude: tuple[str, ...], by: str, casts: tuple[str, ...], cast_model_only: bool, shards: int | None,
          max_shard_size: int | None, dry_run: bool, as_json: bool, force: bool, no_verify: bool,
-         update_state: bool, jobs: int) -> None:
+         update_state: bool, verbose: bool, jobs: int) -> None:
     """Write SRC again, edited: without its optimizer, a subset, cast, or re-sharded.
 
     The output is SRC's own format (a V1 checkpoint becomes a name-based bundle, a
@@ -53,9 +54,6 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
     spread a bundle's data over files as TensorFlow's sharded saving does. Everything
     is planned first and every problem reported before anything is written; the
     output is read back and compared with the plan.
-
-    Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -79,7 +77,7 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
         with progress_for(source, "writing", total=total) as progress:
             result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
                                   update_state=update_state, progress=progress, jobs=jobs, inputs=[src, source])
-    report(result, as_json)
+    report(result, as_json, verbose)
     ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 
@@ -100,8 +98,9 @@ def _casts(values: tuple[str, ...]) -> dict[str, str]:
         raise click.BadParameter(exc.message, param_hint="--cast") from None
 
 
-def report(result: Any, as_json: bool) -> None:
-    """Print an edit or average result: JSON, or the tables and summary."""
+def report(result: Any, as_json: bool, verbose: bool = False) -> None:
+    """Print an edit or average result: JSON, or the tables and summary (``verbose``: the keys behind each
+    problem)."""
     if as_json:
         from ..render.common import print_json
 
@@ -109,4 +108,4 @@ def report(result: Any, as_json: bool) -> None:
     else:
         from ..render.edit import render_edit
 
-        render_edit(result)
+        render_edit(result, verbose)

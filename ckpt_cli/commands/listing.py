@@ -26,12 +26,45 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
             infos = scan_directory(path, recursive)
             if any(i.error for i in infos):
                 status = ExitCode.PROBLEMS
-            outputs.append(("dir", path, infos))
+            _mention_temporaries(path, as_json)
+            outputs.append(("dir", path, (infos, _below(path, recursive, infos))))
         else:
             outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json))
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     return int(status)
+
+
+def _below(path: str, recursive: bool, infos: list[Any]) -> int:
+    """The checkpoints in ``path``'s subdirectories when it holds none itself and ``-r`` was not given, else 0."""
+    if recursive or infos:
+        return 0
+    from formats.discover.scan import count_below
+
+    return count_below(path)
+
+
+def _mention_temporaries(path: str, as_json: bool) -> None:
+    """A warning naming what killed writes left in ``path`` (temporaries; the next write of the same output
+    removes them when their writer is gone). Nothing behind a URL."""
+    import os
+
+    from formats.io import storage
+    from formats.io.atomic import is_temp_name
+
+    if as_json or storage.is_url(path):
+        return
+    try:
+        found = sorted((e for e in os.scandir(path) if is_temp_name(e.name)), key=lambda e: e.name)
+    except OSError:
+        return
+    if found:
+        from ..render.common import human_bytes
+
+        size = sum(e.stat(follow_symlinks=False).st_size for e in found if not e.is_dir(follow_symlinks=False))
+        shown = ", ".join(e.name for e in found[:3]) + (f", +{len(found) - 3} more" if len(found) > 3 else "")
+        warn(f"{path}: {len(found)} temporary file{'s' * (len(found) != 1)} ({human_bytes(size)}) left by "
+             f"interrupted writes: {shown}; the next write of the same output removes them once their writer has ended")
 
 
 def warn(message: str) -> None:
@@ -104,7 +137,7 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
         if i:
             sys.stdout.write("\n")
         if kind == "dir":
-            render_directory_table(path, value)  # type: ignore[arg-type]
+            render_directory_table(path, *value)  # type: ignore[misc]
         elif kind == "compact":
             render_compact_table(value)
         elif kind == "tree":
@@ -117,7 +150,11 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
 
 def _json_of(kind: str, path: str, value: object) -> object:
     if kind == "dir":
-        return {"path": path, "checkpoints": [i.to_json() for i in value]}  # type: ignore[attr-defined]
+        infos, below = value  # type: ignore[misc]
+        doc = {"path": path, "checkpoints": [i.to_json() for i in infos]}
+        if below:
+            doc["in_subdirectories"] = below
+        return doc
     if kind == "ckpt":
         summary, signatures = value  # type: ignore[misc]
         doc = summary.to_json()

@@ -4,11 +4,12 @@ from __future__ import annotations
 import click
 
 from ..completion import CHECKPOINT
-from ..help import command
+from ..help import WRITER_EXIT_STATUS, command
 from ..options import READ_BACK_JOBS, jobs_option, link_option, rule_options, write_options
 
 
-@command(short_help="Write a checkpoint again with variables renamed.")
+@command(short_help="Write a checkpoint again with variables renamed.",
+         exit_status=WRITER_EXIT_STATUS)
 @click.argument("src", type=CHECKPOINT)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
 @rule_options()
@@ -16,13 +17,15 @@ from ..options import READ_BACK_JOBS, jobs_option, link_option, rule_options, wr
 @click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from the names under it (PREFIX/x -> x).")
 @click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
 @write_options()
+@click.option("--all", "all_rows", is_flag=True,
+              help="With --dry-run, list every tensor (by default only those whose key changes).")
 @link_option()
 @jobs_option(READ_BACK_JOBS)
 @click.pass_context
 def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
            rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
-           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, link: bool,
-           jobs: int) -> None:
+           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, verbose: bool,
+           all_rows: bool, link: bool, jobs: int) -> None:
     """Write SRC again with variables renamed.
 
     Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
@@ -32,9 +35,6 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
     restores the result into the program with the new attribute names.
     Collisions, rules that match nothing and renames that would break the graph
     are reported before anything is written.
-
-    Exit status: 0 written (or planned, with --dry-run), 1 problems found (nothing
-    written), 3 an input cannot be read, 4 the output was not written (all codes below).
 
     \b
     Examples:
@@ -46,4 +46,5 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
 
     ctx.exit(run_rename(src, out, maps=maps, regexes=regexes, rules_file=rules_file, add_prefix=add_prefix,
                         strip_prefix=strip_prefix, rename_full_names=rename_full_names, dry_run=dry_run,
-                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link, jobs=jobs))
+                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link, jobs=jobs,
+                        all_rows=all_rows, verbose=verbose))

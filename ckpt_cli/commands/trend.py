@@ -8,7 +8,8 @@ from ..exit_codes import ExitCode
 from ..help import command
 
 
-@command(short_help="How each variable evolves across a run's checkpoints.")
+@command(short_help="How each variable evolves across a run's checkpoints.",
+         exit_status={1: "with --check-finite: a variable holds NaN or Inf"})
 @click.argument("directory", type=CHECKPOINT)
 @click.argument("patterns", nargs=-1, metavar="[GLOB]...", shell_complete=complete_keys)
 @click.option("--check-finite", is_flag=True, help="Exit 1 and name the variables that hold NaN or Inf.")
@@ -22,8 +23,6 @@ def trend(ctx: click.Context, directory: str, patterns: tuple[str, ...], check_f
     of the change since the previous checkpoint, drawn as unicode sparklines. A
     variable that holds NaN or Inf is flagged with the step where that began.
     Checkpoints of other runs in the same directory are left out with a note.
-
-    Exit status: 0, or 1 with --check-finite when a variable holds NaN or Inf.
 
     \b
     Examples:

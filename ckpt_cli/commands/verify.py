@@ -11,7 +11,9 @@ from ..help import command
 from ..options import jobs_option, rule_options
 
 
-@command(short_help="Check every checksum and every data file of a checkpoint.")
+@command(short_help="Check every checksum and every data file of a checkpoint.",
+         exit_status={0: "every checkpoint is sound (or the same as SRC)", 1: "problems or differences found (each listed)",
+                       3: "a checkpoint cannot be opened at all (the others are still verified)"})
 @click.argument("paths", nargs=-1, required=True, type=CHECKPOINT)
 @click.option("--against", "against", type=CHECKPOINT, metavar="SRC",
               help="Compare with another checkpoint instead: same keys, shapes, dtypes and values.")
@@ -19,11 +21,15 @@ from ..options import jobs_option, rule_options
               help="With --against: pair tensors by checkpoint key, or by TF1-style variable name (a "
                    "name-based SRC and its object-based conversion, a bundle and a Keras file).")
 @rule_options("SRC's")
+@click.option("--allow-loader-refusals", is_flag=True,
+              help="Report what the format's own loader refuses (TensorFlow, the safetensors library) "
+                   "without failing on it.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
 @jobs_option()
 @click.pass_context
 def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, match: str, maps: tuple[str, ...],
-           regexes: tuple[str, ...], rules_file: str | None, as_json: bool, jobs: int) -> None:
+           regexes: tuple[str, ...], rules_file: str | None, allow_loader_refusals: bool, as_json: bool,
+           jobs: int) -> None:
     """Read every tensor and check every checksum; check that data files are whole.
 
     Several PATHs (a shell glob such as run/ckpt-*) verify each checkpoint once.
@@ -33,9 +39,10 @@ def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, matc
     conversion the keys differ), and --map/--regex/--rules rename SRC's names as
     the conversion did.
 
-    Exit status: 0 when every checkpoint is sound (or the same as SRC), 1 when problems
-    or differences were found (each is listed), 3 when one cannot be opened at all
-    (the others are still verified; all codes below).
+    What the format's own loader would refuse although ckpt reads it (a safetensors
+    file the safetensors library rejects, a V1 dtype TensorFlow's V1 reader does
+    not take, a SavedModel nested deeper than TensorFlow parses) is listed as a
+    loader refusal: a problem, unless --allow-loader-refusals.
 
     \b
     Examples:
@@ -47,6 +54,8 @@ def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, matc
     if against is not None:
         if len(paths) != 1:
             raise click.UsageError("--against compares one checkpoint with SRC; give one PATH")
+        if allow_loader_refusals:
+            raise click.UsageError("--allow-loader-refusals is for verifying PATH itself: do not give it with --against")
         from formats.ops.rules import build_rules
 
         rules = build_rules(maps, regexes, rules_file)
@@ -56,7 +65,7 @@ def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, matc
         raise click.UsageError("--match, --map, --regex and --rules pair tensors with SRC: use them with --against")
     from .verifying import run_verify
 
-    ctx.exit(run_verify(paths, as_json, jobs))
+    ctx.exit(run_verify(paths, as_json, jobs, allow_loader_refusals))
 
 
 def _verify_against(ctx: click.Context, path: str, against: str, match: str, rules: Any, as_json: bool) -> None:

@@ -11,12 +11,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None) -> int:
+def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_loader_refusals: bool = False) -> int:
     """Verify each checkpoint once (on ``jobs`` threads; None: every core), print the reports, and return the
-    exit status: the worst of every checkpoint's."""
+    exit status: the worst of every checkpoint's (what a format's own loader refuses counts as a problem unless
+    ``allow_loader_refusals``)."""
     reports, status, seen = [], ExitCode.OK, set()
     for path in paths:
-        report, code = _verify_one(path, seen, len(paths) > 1, jobs)
+        report, code = _verify_one(path, seen, len(paths) > 1, jobs, allow_loader_refusals)
         status = max(status, code)
         if report is not None:
             reports.append(report)
@@ -24,7 +25,8 @@ def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None) -> int:
     return int(status)
 
 
-def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int | None) -> tuple[Any, ExitCode]:
+def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int | None,
+                allow_loader_refusals: bool) -> tuple[Any, ExitCode]:
     """The report of one checkpoint (None when ``seen`` already holds it: ``ckpt-1.index`` and
     ``ckpt-1.data-*`` are one); with ``several``, one that cannot be opened is an error line, not the end."""
     from formats.api import open_target
@@ -40,7 +42,7 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
             return None, ExitCode.OK
         seen.add((target.kind, identity(target.path)))
         with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
-            report = verify_checkpoint(ckpt, progress, jobs)
+            report = verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals)
     except CheckpointError as exc:
         if not several:
             raise

@@ -1,4 +1,5 @@
-"""Small formatting helpers and the consoles every renderer writes to."""
+"""Small formatting helpers and the consoles every renderer writes to (names that are not valid UTF-8
+are shown by :func:`formats.core.names.safe_text`, the one rule for them)."""
 from __future__ import annotations
 
 import functools
@@ -6,6 +7,7 @@ import os
 import sys
 
 from formats.core.model import shape_text as _shape_text
+from formats.core.names import safe_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -45,15 +47,6 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, no_color=not use_color(), highlight=False, soft_wrap=False, file=stream)
 
 
-def safe_text(text: str) -> str:
-    """``text`` with undecodable bytes of a key (kept as surrogates) shown as ``\\xNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def _safe(data: Any) -> Any:
     if isinstance(data, str):
         return safe_text(data)
@@ -79,3 +72,12 @@ def json_text(data: Any) -> str:
 def print_json(data: Any) -> None:
     """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
     sys.stdout.write(json_text(data) + "\n")
+
+
+def with_names(docs: list[dict[str, Any]], names: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """Tensor documents (each with a ``key``) with the ``name`` and ``role`` of ``--names`` added after the key."""
+    out = []
+    for doc in docs:
+        name, role = names.get(doc["key"], (None, None))
+        out.append({"key": doc["key"], "name": name, "role": role, **doc})
+    return out

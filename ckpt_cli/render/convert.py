@@ -11,35 +11,75 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def render_conversion(result: Any) -> None:
-    """Dry run: every row; always: every problem (errors first), then what was written (or a summary)."""
+def render_conversion(result: Any, changed_only: bool = False, verbose: bool = False) -> None:
+    """Dry run: every row (with ``changed_only``, those whose key changes, and how many were left out);
+    always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary)."""
     plan = result.plan
     table = None
     if result.dry_run:
-        table = _plan_table(plan)
-        emit(table)
+        rows = [r for r in plan.rows if r.source != r.key or r.transform] if changed_only else plan.rows
+        table = _plan_table(plan, rows)
+        hidden = len(plan.rows) - len(rows)
+        emit(table if rows else None, [[(f"{hidden} unchanged tensor{'s' * (hidden != 1)} not shown (--all lists "
+                                         "them)", None)]] if hidden else None)
     if plan.problems:
         if table is not None:
             emit(lines=[[("", None)]])
-        emit(problems_table(plan.problems))
+        emit(lines=problem_lines(plan.problems, verbose))
     emit(lines=_summary(result))
 
 
-def problems_table(problems: list[Any]) -> TextTable:
-    """A plan's problems, errors first: severity, kind, key, detail, candidates."""
-    table = TextTable([("", "left"), ("PROBLEM", "left"), ("KEY", "left"), ("DETAIL", "left"), ("CANDIDATES", "left")])
-    for p in sorted(problems, key=lambda p: p.severity != "error"):
-        table.add_row(p.severity, p.kind, p.key, p.message, "; ".join(p.candidates) or "-",
-                      style="red" if p.severity == "error" else "yellow")
-    return table
+INLINE = 3
+"""Without --verbose, an error names up to this many candidates on its line."""
+COLLAPSE = 6
+"""Without --verbose, up to this many warnings of one kind get a line each (more are one line: how many, and the
+first): a handful of different reasons (what of the source and of the template is left out, and why) each stay
+visible, while fifty pairings by shape do not bury the errors."""
 
 
-def _plan_table(plan: Any) -> TextTable:
-    """Every row: source -> key, shape, dtype, the transform (when any row has one), the note."""
+def problem_lines(problems: list[Any], verbose: bool = False) -> list[list[Segment]]:
+    """A plan's problems, errors first, one line each: ``error: KIND: KEY: DETAIL``, keys whole (never cut to
+    a column). With ``verbose``, every problem and, one per line under it, the keys behind it (an error's
+    candidates, the tensors a warning is about). Without it, an error names up to :data:`INLINE` candidates
+    inline, more than :data:`COLLAPSE` warnings of one kind are one line, and a last line says that
+    ``--verbose`` lists what was left out."""
+    errors = [p for p in problems if p.severity == "error"]
+    warnings: dict[str, list[Any]] = {}
+    for p in problems:
+        if p.severity != "error":
+            warnings.setdefault(p.kind, []).append(p)
+    lines: list[list[Segment]] = []
+    hidden = False
+    for p in errors + [w for group in warnings.values() for w in group]:
+        group = warnings.get(p.kind, []) if p.severity != "error" else [p]
+        if not verbose and len(group) > COLLAPSE:
+            if p is group[0]:
+                lines.append(_problem_line(p, f"{len(group)} keys like {p.key}: {p.message}"))
+            hidden = True
+            continue
+        inline = p.severity == "error" and len(p.candidates) <= INLINE
+        text = f"{p.key}: {p.message}"
+        if p.candidates and inline and not verbose:
+            text += f" (candidates: {'; '.join(p.candidates)})"
+        hidden = hidden or bool(p.candidates and not inline and not verbose)
+        lines.append(_problem_line(p, text))
+        if verbose:
+            lines += [[(f"    {c}", None)] for c in p.candidates]
+    if hidden:
+        lines.append([("--verbose (or --json) lists every problem and the keys behind each", None)])
+    return lines
+
+
+def _problem_line(problem: Any, text: str) -> list[Segment]:
+    return [(problem.severity, "red" if problem.severity == "error" else "yellow"), (f": {problem.kind}: {text}", None)]
+
+
+def _plan_table(plan: Any, rows: list[Any]) -> TextTable:
+    """The ``rows`` of a plan: source -> key, shape, dtype, the transform (when any row has one), the note."""
     transforms = any(row.transform for row in plan.rows)
     columns = [("SOURCE", "left"), ("KEY", "left"), ("SHAPE", "left"), ("DTYPE", "left")]
     table = TextTable(columns + ([("TRANSFORM", "left")] if transforms else []) + [("NOTE", "left")])
-    for row in plan.rows:
+    for row in rows:
         cells = [row.source if row.source is not None else "-", row.key, shape_text(row.shape), row.dtype]
         table.add_row(*cells, *([row.transform or "-"] if transforms else []), row.note)
     return table

@@ -33,20 +33,35 @@ def _label(change: Any) -> str:
     return change.a.key if change.a.key == change.b.key else f"{change.a.key} -> {change.b.key}"
 
 
-def render_diff(result: Any, tolerance: Any, keys_only: bool) -> None:
-    """The table (changes by size, then keys on one side only) and a summary line."""
-    table = TextTable([("key", "left"), ("change", "left"), ("max|a-b|", "right"), ("mean|a-b|", "right"),
+def render_diff(result: Any, tolerance: Any, keys_only: bool, names: tuple[dict[str, tuple[str, str]], ...] | None = None
+                ) -> None:
+    """The table (changes by size, then keys on one side only) and a summary line; with ``names`` (A's and B's
+    ``key -> (name, role)``), each key's name and role beside it, as ``ls --names`` shows them."""
+    named = [("name", "left"), ("role", "left")] if names is not None else []
+    table = TextTable([("key", "left"), *named, ("change", "left"), ("max|a-b|", "right"), ("mean|a-b|", "right"),
                        ("rel L2", "right"), ("cosine", "right"), ("differ", "right")])
     for c in result.by_size():
         s = c.stats
         style = "red" if c.kind != "value" or s.get("nonfinite_appeared") else "yellow"
         cells = [num(s.get("max_abs_diff")), num(s.get("mean_abs_diff")), num(s.get("rel_l2")),
                  num(s.get("cosine")), _percent(s)] if s else [""] * 5
-        table.add_row(_label(c), _what(c), *cells, style=style)
+        table.add_row(_label(c), *_named(names, c.a.key, c.b.key), _what(c), *cells, style=style)
     for side, keys in (("A", result.only_in_a), ("B", result.only_in_b)):
         for key in keys:
-            table.add_row(key, f"only in {side}", "", "", "", "", "", style="cyan")
+            pair = (key, None) if side == "A" else (None, key)
+            table.add_row(key, *_named(names, *pair), f"only in {side}", "", "", "", "", "", style="cyan")
     emit(table if table.rows else None, [[(f"{result.a} vs {result.b}", "bold"), (_summary(result, tolerance, keys_only), None)]])
+
+
+def _named(names: tuple[dict[str, tuple[str, str]], ...] | None, a: str | None, b: str | None) -> list[str]:
+    """The name and role cells of a row (none without ``names``): A's, or ``A's -> B's`` where they differ."""
+    if names is None:
+        return []
+    sides = [names[i].get(k) if k is not None else None for i, k in enumerate((a, b))]
+    found = [s for s in sides if s is not None]
+    if not found:
+        return ["", ""]
+    return [" -> ".join(dict.fromkeys(s[0] for s in found)), " -> ".join(dict.fromkeys(s[1] for s in found))]
 
 
 def _summary(result: Any, tolerance: Any, keys_only: bool) -> str:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .convert import problems_table
+from .convert import problem_lines
 from .reports import written_lines
 from .table import Segment, TextTable, emit
 
 
-def render_edit(result: Any) -> None:
-    """Dry run: one row per input key; always: every problem, the lossy casts, then what was written."""
+def render_edit(result: Any, verbose: bool = False) -> None:
+    """Dry run: one row per input key; always: every problem (one line each, the keys behind it with
+    ``verbose``), the lossy casts, then what was written."""
     plan = result.plan
     dry_run = result.conversion.dry_run
     if dry_run:
@@ -17,7 +18,7 @@ def render_edit(result: Any) -> None:
     if plan.problems:
         if dry_run:
             emit(lines=[[("", None)]])
-        emit(problems_table(plan.problems))
+        emit(lines=problem_lines(plan.problems, verbose))
     emit(lines=_cast_lines(result) + _summary(result))
 
 

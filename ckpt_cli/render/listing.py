@@ -116,19 +116,23 @@ def _write_compact_json(listing: CompactListing, indent: str) -> None:
     out.write(f"\n{indent}  ]\n{indent}}}")
 
 
-def render_directory_table(path: str, infos: list[Any]) -> None:
-    """One row per checkpoint: prefix, step, format, tensors, size, modified, latest."""
+def render_directory_table(path: str, infos: list[Any], below: int = 0) -> None:
+    """One row per checkpoint: prefix, step, format, tensors, size, modified, and ``latest`` (the state file's
+    latest), ``error: ...`` or both (``latest; error: ...``); ``below``: the checkpoints in its subdirectories,
+    named in the summary line when there are none in it."""
     import datetime as _dt
 
     table = TextTable([("checkpoint", "left"), ("step", "right"), ("format", "left"), ("tensors", "right"),
                        ("size", "right"), ("modified", "left"), ("", "left")])
     for info in infos:
-        mark = f"error: {info.error}" if info.error else ("latest" if info.latest else "")
+        mark = "; ".join(m for m in ("latest" if info.latest else "", f"error: {info.error}" if info.error else "") if m)
         modified = _dt.datetime.fromtimestamp(info.mtime).strftime("%Y-%m-%d %H:%M") if info.mtime else ""
         table.add_row(_relative(info.path, path), "" if info.step is None else str(info.step), info.format,
                       str(info.tensors), human_bytes(info.nbytes), modified, mark,
                       style="red" if info.error else ("green" if info.latest else None))
     count = f": {len(infos)} checkpoint{'s' if len(infos) != 1 else ''}"
+    if below:
+        count += f" ({below} in its subdirectories: `ckpt ls -r` lists them)"
     emit(table if infos else None, [[(path, "bold"), (count, None)]])
 
 

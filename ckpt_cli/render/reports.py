@@ -15,11 +15,14 @@ def render_verify(report: Any) -> None:
     files = len(report.files)
     checked = (f": {report.format}, checked {report.tensors} tensors, {human_bytes(report.bytes)} in {files} "
                f"file{'s' if files != 1 else ''}")
+    refused = "loader refusal (allowed) " if report.refusals_allowed else "loader refusal "
+    lines = [[(refused, "yellow" if report.refusals_allowed else "red"), (f"{p.where}: {p.message}", None)]
+             for p in report.loader_refusals]
     if report.ok:
-        emit(lines=[[("ok ", "green"), (report.path, "bold"), (checked, None)]])
+        emit(lines=[*lines, [("ok ", "green"), (report.path, "bold"), (checked, None)]])
         return
-    lines = [[("problem ", "red"), (f"{p.where}: {p.message}", None)] for p in report.problems]
-    count = len(report.problems)
+    lines += [[("problem ", "red"), (f"{p.where}: {p.message}", None)] for p in report.problems]
+    count = len(report.problems) + (0 if report.refusals_allowed else len(report.loader_refusals))
     lines.append([(f"{count} problem{'s' if count != 1 else ''} ", "red"), (report.path, "bold"), (checked, None)])
     emit(lines=lines)
 

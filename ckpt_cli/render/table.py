@@ -44,10 +44,11 @@ def _rich_mode(stream: Any) -> bool:
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks)."""
     header = [name for name, _ in table.columns]
-    columns = list(zip(header, *table.rows)) if table.rows else [(h,) for h in header]
+    rows = [list(map(safe_text, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
+    columns = list(zip(header, *rows)) if table.rows else [(h,) for h in header]
     widths = [max(map(len, column)) for column in columns]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
-    return [spec.format(*row).rstrip() for row in [header, *table.rows]]
+    return [spec.format(*row).rstrip() for row in [header, *rows]]
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
@@ -133,63 +134,48 @@ def _paint(text: str, style: str | None, color: bool) -> str:
 
 
 _FREE_TEXT = {"detail", "problem", "message", "candidates"}
-"""Columns of prose that may wrap; keys are shortened in the middle; every other column never wraps."""
+"""Columns of prose that may wrap; every other column never wraps, and no cell is ever cut."""
 _KEY_COLUMNS = {"key", "object", "variable", "checkpoint", "source"}
-"""The column shortened in the middle when rows would not fit (the first such)."""
-_MIN_KEY = 16
+"""The column whose ``/.ATTRIBUTES/VARIABLE_VALUE`` suffixes are left out when rows would not fit (the first)."""
+VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+"""The suffix every variable's key ends with in an object-based checkpoint: the part of a key left out (and
+said so under the table) when the key column would not fit the terminal."""
+SUFFIX_NOTE = f"(keys ending in {VALUE_SUFFIX} are shown without it)"
 
 
-def shorten_middle(text: str, width: int, shift: int = 0) -> str:
-    """``text`` cut to ``width`` characters by replacing a run near its middle (moved by ``shift``) with ``…``."""
-    if len(text) <= width:
-        return text
-    if width < 2:
-        return text[:width]
-    head = min(max((width - 1) // 2 + shift, 0), width - 1)
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+def without_value_suffix(keys: list[str]) -> list[str] | None:
+    """``keys`` with :data:`VALUE_SUFFIX` left out of those ending in it, so that the slot or attribute name
+    ends the key (``net/l1/kernel/.OPTIMIZER_SLOT/optimizer/m``); None when no key has it or two keys would
+    then read the same."""
+    short = [k[:-len(VALUE_SUFFIX)] if k.endswith(VALUE_SUFFIX) else k for k in keys]
+    if short == keys or len(set(short)) != len(set(keys)):
+        return None
+    return short
 
 
-def shorten_keys(keys: list[str], width: int) -> list[str]:
-    """Each key shortened with :func:`shorten_middle`; keys that would then read the same (``.../m/...`` and
-    ``.../v/...``) get the cut moved off the characters that tell them apart."""
-    out = [shorten_middle(k, width) for k in keys]
-    groups: dict[str, list[int]] = {}
-    for i, short in enumerate(out):
-        groups.setdefault(short, []).append(i)
-    for members in (m for m in groups.values() if len(m) > 1):
-        for step in range(1, width):
-            for shift in (step, -step):
-                tried = [shorten_middle(keys[i], width, shift) for i in members]
-                if len(set(tried)) == len(tried):
-                    for i, short in zip(members, tried):
-                        out[i] = short
-                    break
-            else:
-                continue
-            break
-    return out
-
-
-def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int]]:
-    """Rows with the first (key) column shortened to what the terminal leaves it (when that makes the rows
-    fit; otherwise they overflow whole, numbers intact) and the width of each column, prose columns
-    limited to what is left of ``width`` (at least 12)."""
+def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool]:
+    """Rows, the width of each column, and whether keys were shown without :data:`VALUE_SUFFIX`: when the
+    key column leaves the other columns too little room, the suffix is left out of its keys; a key is never
+    cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
+    are limited to what is left of ``width`` (at least 12)."""
     rows = [list(map(safe_text, row)) for row in table.rows]
     natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
     fixed = sum(w for i, w in enumerate(natural) if i != key and i not in free) + 2 * (len(natural) - 1)
     room = width - fixed - sum(min(natural[i], 28) for i in free)
-    if free:  # prose wraps to what the key leaves it: a key is worth shortening for readable prose
-        room = max(room, _MIN_KEY)
-    if key is not None and natural[key] > room >= _MIN_KEY:
-        for r, short in zip(rows, shorten_keys([r[key] for r in rows], room)):
-            r[key] = short
-        natural[key] = room
+    shortened = False
+    if key is not None and natural[key] > room:
+        short = without_value_suffix([r[key] for r in rows])
+        if short is not None:
+            for r, k in zip(rows, short):
+                r[key] = k
+            natural[key] = max([len(table.columns[key][0])] + [len(k) for k in short])
+            shortened = True
     spare = max(0, width - fixed - (natural[key] if key is not None else 0))
     for i in free:
         natural[i] = min(natural[i], max(12, spare // len(free)))
-    return rows, natural
+    return rows, natural, shortened
 
 
 def _layout(table: TextTable, width: int) -> list[tuple[str, str | None]]:
@@ -197,7 +183,7 @@ def _layout(table: TextTable, width: int) -> list[tuple[str, str | None]]:
     their width, every other cell whole."""
     import textwrap
 
-    rows, widths = _fit(table, width)
+    rows, widths, shortened = _fit(table, width)
     free = {i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT}
     header = [name for name, _ in table.columns]
     out: list[tuple[str, str | None]] = []
@@ -208,6 +194,8 @@ def _layout(table: TextTable, width: int) -> list[tuple[str, str | None]]:
             parts = [(c[n] if n < len(c) else "").rjust(w) if just == "right" else (c[n] if n < len(c) else "").ljust(w)
                      for c, w, (_, just) in zip(cells, widths, table.columns)]
             out.append(("  ".join(parts).rstrip(), style))
+    if shortened:
+        out.append((SUFFIX_NOTE, None))
     return out
 
 

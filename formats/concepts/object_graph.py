@@ -151,6 +151,7 @@ class ObjectGraph:
         self._aliases: dict[int, list[str]] = {}
         self._traverse()
         self._slots = self._slot_map()
+        self._optimizers: dict[int, bool] = {}  # is_optimizer, once per node (a node may have 100k children)
 
     def _check_ids(self) -> None:
         n = len(self.nodes)
@@ -265,8 +266,11 @@ class ObjectGraph:
         return out
 
     def is_optimizer(self, node_id: int) -> bool:
-        """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`)."""
-        return _looks_like_optimizer(self, self.nodes[node_id])
+        """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`); decided once per node."""
+        known = self._optimizers.get(node_id)
+        if known is None:
+            known = self._optimizers[node_id] = _looks_like_optimizer(self, self.nodes[node_id])
+        return known
 
     def optimizer_of(self, node_id: int) -> int | None:
         """The optimizer node on the node's first path (itself included), if any."""

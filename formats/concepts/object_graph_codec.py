@@ -13,6 +13,7 @@ would otherwise cost a few hundred bytes of memory.
 from __future__ import annotations
 
 
+from formats.core.names import safe_text
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, RegisteredSaver,
                                            SlotVariableRef)
 from formats.core.errors import CorruptCheckpointError
@@ -161,7 +162,7 @@ def _framed(tag: bytes, body: bytes) -> bytes:
 
 
 def _text(tag: bytes, value: str) -> bytes:
-    return _framed(tag, value.encode("utf-8", "surrogateescape")) if value else b""
+    return _framed(tag, safe_text(value).encode("utf-8")) if value else b""  # proto strings are UTF-8
 
 
 def _int(tag: bytes, value: int) -> bytes:

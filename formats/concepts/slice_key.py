@@ -6,6 +6,8 @@ Keys are built with OrderedCode (``core/lib/strings/ordered_code.cc``):
 """
 from __future__ import annotations
 
+from formats.core.names import name_bytes
+
 __all__ = ["encode_slice_key", "decode_slice_key", "SliceKeyError", "Extent"]
 
 Extent = tuple[int, int]  # (start, length); length -1 = the whole dimension
@@ -54,7 +56,7 @@ def _signed_num_increasing(value: int) -> bytes:
 
 def encode_slice_key(name: str | bytes, extents: list[Extent]) -> bytes:
     """The index key under which one slice of the partitioned variable ``name`` is stored."""
-    raw = name.encode("utf-8", "surrogateescape") if isinstance(name, str) else name
+    raw = name_bytes(name)
     out = [_num_increasing(0), _escape(raw) + b"\x00\x01", _num_increasing(len(extents))]
     for start, length in extents:
         out.append(_signed_num_increasing(start))

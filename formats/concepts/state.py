@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import re
+from formats.core.names import name_bytes
 from formats.core.errors import CorruptCheckpointError
 
 __all__ = ["CheckpointState", "read_state", "STATE_FILE", "format_state"]
 
 STATE_FILE = "checkpoint"
 _MAX_STATE_BYTES = 1 << 20
-_FIELD = re.compile(rb'\s*([A-Za-z_]+)\s*:\s*(?:"((?:[^"\\]|\\.)*)"|([-+0-9.eE]+|inf|nan))\s*')
+_FIELD = (rb'\s*([A-Za-z_]+)\s*:\s*(?:"((?:[^"\\]|\\.)*)"|([-+0-9.eE]+|inf|nan))\s*')
 _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord('"'): 34, ord("'"): 39, ord("\\"): 92,
             ord("a"): 7, ord("b"): 8, ord("f"): 12, ord("v"): 11, ord("?"): 63}
 
@@ -74,9 +75,10 @@ def _unescape(raw: bytes) -> str:
 def parse_state(text: bytes, path: str = "") -> CheckpointState:
     """Parse the text format of a ``CheckpointState`` message."""
     state = CheckpointState()
+    field = re.compile(_FIELD)  # compiled on the first state file read, not at import (start-up)
     pos = 0
     while pos < len(text):
-        match = _FIELD.match(text, pos)
+        match = field.match(text, pos)
         if match is None:
             if text[pos:].strip():
                 raise CorruptCheckpointError(path, f"not a checkpoint state file (cannot parse byte {pos})")
@@ -115,7 +117,7 @@ def read_state(directory: str) -> CheckpointState | None:
 
 
 def _quote(value: str) -> str:
-    raw = value.encode("utf-8", "surrogateescape")
+    raw = name_bytes(value)
     out = []
     for b in raw:
         if b in (0x22, 0x5C):

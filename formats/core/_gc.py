@@ -5,18 +5,16 @@ in reference cycles; the collector's repeated passes over them cost a quarter of
 """
 from __future__ import annotations
 
-import contextlib
 import gc
-from collections.abc import Iterator
 
 
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
+class paused_gc:  # noqa: N801 - used as the function it was (``with paused_gc():``); no contextlib (start-up)
     """Disable cyclic GC inside the block (re-enabled after, if it was enabled before)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
             gc.enable()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
@@ -39,9 +40,11 @@ def nesting_depth(text: str, stop: int | None = None) -> int:
     return deepest
 
 
-def load_json(raw: bytes | str, path: str, what: str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+def load_json(raw: bytes | str, path: str, what: str, *, max_bytes: int, max_depth: int = MAX_DEPTH,
+              object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """Parse ``raw`` (UTF-8 bytes or text) as JSON; a :class:`CorruptCheckpointError` naming ``what``
-    and ``path`` when it is larger than ``max_bytes``, nested deeper than ``max_depth`` or not JSON."""
+    and ``path`` when it is larger than ``max_bytes``, nested deeper than ``max_depth`` or not JSON.
+    ``object_pairs_hook`` is :func:`json.loads`'s (it sees duplicate keys)."""
     if len(raw) > max_bytes:
         raise CorruptCheckpointError(path, f"{what} is {len(raw):,} bytes, more than the {max_bytes:,} accepted")
     try:
@@ -52,6 +55,6 @@ def load_json(raw: bytes | str, path: str, what: str, *, max_bytes: int, max_dep
     if depth > max_depth:
         raise CorruptCheckpointError(path, f"{what} nests deeper than {max_depth} levels; refusing to parse it")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
     except (ValueError, RecursionError) as exc:
         raise CorruptCheckpointError(path, f"{what} is not valid JSON ({exc})") from None

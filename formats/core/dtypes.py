@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DType", "by_enum", "by_name", "name_of", "from_numpy", "STRING", "VARIANT"]
+__all__ = ["DType", "by_enum", "by_name", "name_of", "from_numpy", "STRING", "VARIANT", "REFERENCE"]
 
 
 class DType(namedtuple("DType", ["enum", "name", "itemsize", "numpy_name", "hdf5_ok"], defaults=(True,))):
@@ -37,6 +37,8 @@ class DType(namedtuple("DType", ["enum", "name", "itemsize", "numpy_name", "hdf5
 
 STRING = 7
 VARIANT = 21
+REFERENCE = 100
+"""A DataType number above this is the reference (``_ref``) variant of the dtype ``number - 100``."""
 
 _TABLE = [
     DType(1, "float32", 4, "float32"),
@@ -81,8 +83,8 @@ _ML_DTYPES = {"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "fl
 
 def by_enum(value: int) -> DType | None:
     """The dtype for a DataType number (``_REF`` variants, +100, map to their base), or None."""
-    if value > 100:
-        base = _BY_ENUM.get(value - 100)
+    if value > REFERENCE:
+        base = _BY_ENUM.get(value - REFERENCE)
         return None if base is None else DType(value, base.name + "_ref", base.itemsize, base.numpy_name)
     return _BY_ENUM.get(value)
 

@@ -22,6 +22,8 @@ capability                   what it is for                                     
 ``slot_of``/``optimizer``/   for a slot the variable it belongs to, its optimizer and  ``None``
 ``slot_name``                slot name
 ``Checkpoint.problems()``    structure/storage problems found without reading values   ``[]``
+``loader_refusals()``        what the format's own loader (TensorFlow, the              the constructor's
+(``Checkpoint``)             safetensors library) refuses although ckpt reads it        ``refusals=``
 ``Checkpoint.files``         every file that makes up the checkpoint                   ``[path]``
 ``Checkpoint.metadata``      format facts (header fields, Keras config, ...)           ``{}``
 ``Checkpoint.object_graph``  the decoded TF2 object graph                              ``None``
@@ -38,7 +40,7 @@ from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 
-from formats.core.errors import TensorNotFoundError
+from formats.core.errors import TensorNotFoundError, UnsupportedError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["TensorEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "array_problem",
+__all__ = ["TensorEntry", "UnreadableEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "array_problem",
            "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key"]
 
 CHUNK_ELEMENTS = 1 << 20
@@ -143,6 +145,8 @@ class TensorEntry:
 
     concurrent_reads = False
     """Whether this entry may be read from several threads at once (as its checkpoint's ``concurrent_reads``)."""
+    unreadable: str | None = None
+    """Why ckpt cannot read this stored tensor at all (see :class:`UnreadableEntry`); None when it can."""
 
     def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int,
                  name: str | None = None, role: str = Role.VARIABLE, *, slot_of: str | None = None,
@@ -229,6 +233,35 @@ class TensorEntry:
         return f"<{type(self).__name__} {self.key!r} {self.dtype}{list(self.shape)}>"
 
 
+class UnreadableEntry(TensorEntry):
+    """A stored tensor ckpt lists but cannot read (a dtype with no TensorFlow counterpart, pickled objects, ...).
+
+    Readers keep such tensors as entries rather than dropping them, so no command loses them silently:
+    ``ls`` and ``stats`` list them (``dtype`` is the format's own name for what is stored), ``verify``
+    reports :meth:`problem`, writers plan them as left out, and :meth:`read` raises UnsupportedError.
+    """
+
+    __slots__ = ("unreadable", "_path")
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str, nbytes: int, why: str, path: str,
+                 name: str | None = None, role: str = Role.VARIABLE) -> None:
+        super().__init__(key, shape, dtype, nbytes, name, role)
+        self.unreadable = why
+        self._path = path
+
+    def problem(self) -> str | None:
+        """Why the value cannot be read."""
+        return self.unreadable
+
+    def read(self) -> np.ndarray:
+        """Never: raises UnsupportedError naming the tensor and why."""
+        raise UnsupportedError(self._path, f"tensor {self.key!r}: {self.unreadable}")
+
+    def check(self) -> None:
+        """Raises UnsupportedError, as :meth:`read` does."""
+        self.read()
+
+
 class Checkpoint(Mapping[str, TensorEntry]):
     """A read-only mapping of key -> :class:`TensorEntry`, usable as a context manager.
 
@@ -240,12 +273,14 @@ class Checkpoint(Mapping[str, TensorEntry]):
     """Whether entries may be read (``read``, ``iter_chunks``, ``check``...) from several threads at once."""
 
     def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], *,
-                 metadata: dict[str, Any] | None = None, problems: list[Problem] | None = None) -> None:
+                 metadata: dict[str, Any] | None = None, problems: list[Problem] | None = None,
+                 refusals: list[Problem] | None = None) -> None:
         self.path = path
         self.format = str(format)
         self._entries = entries
         self._given_metadata = {} if metadata is None else metadata
         self._given_problems = [] if problems is None else problems
+        self._given_refusals = [] if refusals is None else refusals
 
     def __getitem__(self, key: str) -> TensorEntry:
         try:
@@ -289,6 +324,12 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """Structure and storage problems found without reading tensor values (``verify`` adds each
         entry's :meth:`TensorEntry.problem` and :meth:`TensorEntry.check`)."""
         return list(self._given_problems)
+
+    def loader_refusals(self) -> list[Problem]:
+        """What the format's own loading program refuses although ckpt reads it (a safetensors file the
+        safetensors library rejects, a V1 dtype TensorFlow's V1 reader does not take, ...): ``verify`` reports
+        them, and fails on them unless told they are expected."""
+        return list(self._given_refusals)
 
     def close(self) -> None:
         """Release open files and memory maps; entries must not be read afterwards."""

@@ -28,7 +28,6 @@ through the ``tfckpt.formats`` entry-point group, read only when no built-in for
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -64,7 +63,8 @@ def _load(ref: str) -> Any:
     spec = _loaded.get(ref)
     if spec is None:
         module, _, attr = ref.partition(":")
-        spec = _loaded[ref] = getattr(importlib.import_module(module), attr)
+        __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
+        spec = _loaded[ref] = getattr(sys.modules[module], attr)
     return spec
 
 
@@ -112,9 +112,9 @@ def _may_declare(group: str) -> bool:
     milliseconds), so that ``importlib.metadata``, which parses every package's metadata (tens of
     milliseconds), runs only when one does. True when it cannot tell (zipped or egg path entries,
     a custom distribution finder)."""
-    import importlib.machinery
+    from _frozen_importlib_external import PathFinder  # importlib.machinery's, without importing importlib
 
-    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
         return True
     section = f"[{group}]".encode()
     for entry in sys.path:

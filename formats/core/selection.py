@@ -8,7 +8,6 @@ report it as a warning instead (:func:`nothing_selected` builds the same message
 """
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -28,6 +27,8 @@ def is_glob(pattern: str) -> bool:
 def _matcher(pattern: str) -> Callable[[str], bool]:
     if not is_glob(pattern):
         return pattern.__eq__
+    import fnmatch  # only for a glob pattern (start-up)
+
     glob = re.compile(fnmatch.translate(pattern)).match
     return lambda key: key == pattern or glob(key) is not None
 

@@ -69,6 +69,8 @@ def _scalar_string(source: Source) -> bool:
 
 
 def _entry_dtype(entry: TensorEntry) -> dtypes.DType:
+    if entry.unreadable:
+        raise UnsupportedError(_where(entry), f"tensor {entry.key!r}: {entry.unreadable}")
     try:
         dt = dtypes.by_name(entry.dtype)
     except ValueError:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind",
-           "parse_key_slice", "parse_index", "read_slice", "safe_text", "quoted_text", "to_jsonable",
+           "parse_key_slice", "parse_index", "read_slice", "quoted_text", "to_jsonable",
            "display_array"]
 
 _NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
@@ -173,22 +173,6 @@ def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:
 
 
 # -- safe display ----------------------------------------------------------------------------------
-def safe_text(value: Any, limit: int = 200) -> str:
-    """A string element as printable text: UTF-8 without control characters is shown as is, anything
-    else as a Python bytes literal (escapes keep terminal control sequences inert); cut at ``limit``."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        try:
-            text = data.decode("utf-8")
-            shown = text if text.isprintable() else repr(data)
-        except UnicodeDecodeError:
-            shown = repr(data)
-    else:
-        text = str(value)
-        shown = text if text.isprintable() else repr(text)
-    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
-
-
 def _is_text(value: Any) -> bool:
     if not isinstance(value, (bytes, bytearray, memoryview)):
         return True

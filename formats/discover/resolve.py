@@ -3,7 +3,6 @@ checkpoint, by asking the format registry; directories follow their ``checkpoint
 from __future__ import annotations
 
 import functools
-import glob
 import os
 from collections.abc import Iterable
 from collections import namedtuple
@@ -15,7 +14,6 @@ from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundErr
                                  UnsupportedError)
 from formats.core.foreign import describe_file
 from formats.io import storage
-from formats.io.atomic import is_temp_name
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -156,10 +154,30 @@ def claim_directory(directory: str) -> Target | None:
 
 
 def _did_you_mean(p: str) -> str | None:
-    near = sorted(glob.glob(glob.escape(p) + "*.index"))[:3]
+    """The checkpoints ``p`` may have meant: prefixes it begins (``model.ckp`` -> ``model.ckpt-200``), else
+    the closest names in its folder (``ckpt-44`` -> ``ckpt-4``, ``tf_ckpt`` -> ``tf_ckpts``)."""
+    import glob  # only for an error or a recursive search (start-up)
+
+    near = [n[:-len(".index")] for n in sorted(glob.glob(glob.escape(p) + "*.index"))[:3]]
     if not near:
-        return None
-    return "did you mean " + ", ".join(n[:-len(".index")] for n in near) + "?"
+        import difflib
+
+        folder, name = os.path.split(p)
+        close = difflib.get_close_matches(name, _names_in(folder or os.curdir), n=3, cutoff=0.6) if name else []
+        near = [os.path.join(folder, c) for c in close]
+    return "did you mean " + ", ".join(near) + "?" if near else None
+
+
+def _names_in(folder: str) -> list[str]:
+    """What a path in ``folder`` may name: its bundle prefixes, subdirectories and files of a known format."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    suffixes = registry.suffixes()
+    names = [e.name[:-len(".index")] for e in entries if e.name.endswith(".index")]
+    names += [e.name for e in entries if e.is_dir() or e.name.endswith(suffixes)]
+    return sorted(set(names))
 
 
 def _resolve_url(url: str) -> Target:
@@ -193,6 +211,8 @@ def find_checkpoints(directory: str) -> list[Target]:
 
 
 def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> None:
+    from formats.io.atomic import is_temp_name  # atomic imports contextlib: not on a single file's path
+
     key = identity(path)
     if key not in seen and not is_temp_name(path):
         seen.add(key)
@@ -291,6 +311,8 @@ def _resolve_dir(directory: str) -> Target:
     if not found_all and storage.is_url(directory):
         raise NotACheckpointError(directory, "no checkpoint under this prefix (no 'checkpoint' state file, no *.index)")
     if not found_all:
+        import glob
+
         nested = glob.glob(os.path.join(glob.escape(directory), "**", "*.index"), recursive=True)
         raise NotACheckpointError(directory, "no checkpoint in this directory "
                                   "(no 'checkpoint' state file, no *.index, no Keras weights file)",

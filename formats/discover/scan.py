@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
@@ -20,13 +21,14 @@ from formats.discover.resolve import (Target, claim, claim_directory, find_check
 from formats.core.parallel import map_ordered
 from formats.io import storage
 
-__all__ = ["CheckpointInfo", "scan_directory", "step_of", "missing_files"]
+__all__ = ["CheckpointInfo", "scan_directory", "count_below", "step_of", "missing_files"]
 
 REMOTE_REQUESTS = 16
 """Checkpoints of a bucket prefix summarised at once (their indexes fetched concurrently)."""
-_STEP = re.compile(r"(\d+)$")
-_METRIC = re.compile(r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$")  # a trailing metric value such as -0.23
-_SHARDS = re.compile(r"-\?{5}-of-\d{5}$")  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
+# Patterns compiled by ``re``'s cache on first use, not at import (start-up).
+_STEP = r"(\d+)$"
+_METRIC = r"[-_](?:[A-Za-z_]+=)?\d+\.\d+$"  # a trailing metric value such as -0.23
+_SHARDS = r"-\?{5}-of-\d{5}$"  # a sharded V1 save's pattern: model.ckpt-200-?????-of-00003
 
 
 class CheckpointInfo:
@@ -67,14 +69,14 @@ class CheckpointInfo:
 def step_of(path: str) -> int | None:
     """The trailing number of a checkpoint prefix (``ckpt-10`` -> 10, a SavedModel version ``00000123``
     -> 123; a sharded V1 pattern ``model.ckpt-200-?????-of-00003`` -> 200), or None."""
-    stem = _SHARDS.sub("", os.path.basename(path.rstrip(os.sep)))
+    stem = re.sub(_SHARDS, "", os.path.basename(path.rstrip(os.sep)))
     for suffix in (".weights.h5", ".h5", ".hdf5", ".keras"):
         if stem.endswith(suffix):
             stem = stem[:-len(suffix)]
-            while _METRIC.search(stem):  # Keras ModelCheckpoint names: weights.05-0.23 -> epoch 5
-                stem = _METRIC.sub("", stem)
+            while re.search(_METRIC, stem):  # Keras ModelCheckpoint names: weights.05-0.23 -> epoch 5
+                stem = re.sub(_METRIC, "", stem)
             break
-    match = _STEP.search(stem)
+    match = re.search(_STEP, stem)
     return int(match.group(1)) if match else None
 
 
@@ -173,27 +175,47 @@ def _walk(directory: str) -> list[str]:
 def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointInfo]:
     """Every checkpoint in ``directory`` (and below it when ``recursive``), sorted by folder and step. Behind a
     URL, :data:`REMOTE_REQUESTS` checkpoints are read at once."""
+    infos: list[CheckpointInfo] = []
+    for folder, found in _folders_found(directory, recursive):
+        if isinstance(found, CheckpointError):
+            infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(found.message)))
+            continue
+        # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
+        jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
+        latest = found.latest
+        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), found.targets, jobs)
+        infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
+    return sorted(infos, key=_sort_key)
+
+
+def count_below(directory: str) -> int:
+    """How many rows ``scan_directory(directory, recursive=True)`` would have, none of the checkpoints
+    opened: what ``ckpt ls DIR`` mentions when DIR itself holds none (0 behind a URL, which is not walked)."""
+    if storage.is_url(directory):
+        return 0
+    return sum(1 if isinstance(found, CheckpointError) else len(found.targets) + len(found.stale)
+               for _, found in _folders_found(directory, True))
+
+
+def _folders_found(directory: str, recursive: bool) -> Iterator[tuple[str, _Folder | CheckpointError]]:
+    """Each folder scanned (``directory``, and those below it when ``recursive``) with what it holds (each
+    checkpoint in the first folder that finds it), or the error that keeps it from being read."""
     directory = normalize(directory)
     if storage.is_url(directory):
         folders = [directory]  # recursion over buckets is not supported: list one prefix
     else:
         folders = _walk(directory) if recursive else [directory]
-    infos: list[CheckpointInfo] = []
     listed: set[str] = set()  # a SavedModel is found in its model base and is a folder of the walk itself
     for folder in folders:
         try:
             found = _folder(folder)
         except CheckpointError as exc:
-            infos.append(CheckpointInfo(folder, None, "unknown", 0, 0, 0.0, False, str(exc.message)))
+            yield folder, exc
             continue
         fresh = []
         for target in found.targets:
             if identity(target.path) not in listed:
                 listed.add(identity(target.path))
                 fresh.append(target)
-        # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
-        jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
-        latest = found.latest
-        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), fresh, jobs)
-        infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
-    return sorted(infos, key=_sort_key)
+        found.targets = fresh
+        yield folder, found

@@ -50,7 +50,7 @@ def temp_name(out: str) -> str:
     return os.path.join(directory, f".{os.path.basename(out)}.tmp-{os.urandom(4).hex()}-{_host()}-{os.getpid()}")
 
 
-_TEMP = re.compile(r"^\..+\.tmp-[0-9a-f]{8}")
+_TEMP = r"^\..+\.tmp-[0-9a-f]{8}"  # compiled only for a name with ".tmp-" (start-up)
 
 
 def sweep_temporaries(out: str) -> list[str]:
@@ -119,7 +119,8 @@ def _alive(pid: int) -> bool:
 def is_temp_name(path: str) -> bool:
     """Whether ``path`` (or a file named after it, ``<temp>.index``) is a :func:`temp_name`: a write in
     progress or one that was killed, never an output."""
-    return bool(_TEMP.match(os.path.basename(path.rstrip(os.sep))))
+    name = os.path.basename(path.rstrip(os.sep))
+    return ".tmp-" in name and bool(re.match(_TEMP, name))
 
 
 def fsync_file(path: str) -> None:

@@ -17,22 +17,22 @@ _buffers = _local()
 
 def _load() -> Callable[..., int]:
     try:
-        import importlib.machinery
-        import importlib.util
-        import os
+        # The import system's own classes (what importlib.machinery/util re-export), without importing
+        # importlib.util and importlib._abc (start-up).
+        import _frozen_importlib as bootstrap
+        import _frozen_importlib_external as external
         import sys
 
-        spec = importlib.util.find_spec("crc32c")
+        spec = external.PathFinder.find_spec("crc32c")
         if spec is None or not spec.submodule_search_locations:
             raise ImportError
         folder = list(spec.submodule_search_locations)[0]
         for name in os.listdir(folder):
-            if name.startswith("_crc32c.") and name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            if name.startswith("_crc32c.") and name.endswith(tuple(external.EXTENSION_SUFFIXES)):
                 path = os.path.join(folder, name)
-                loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
-                ext_spec = importlib.util.spec_from_loader("crc32c._crc32c", loader)
-                assert ext_spec is not None
-                module = importlib.util.module_from_spec(ext_spec)
+                loader = external.ExtensionFileLoader("crc32c._crc32c", path)
+                ext_spec = bootstrap.spec_from_loader("crc32c._crc32c", loader)
+                module = bootstrap.module_from_spec(ext_spec)
                 loader.exec_module(module)
                 sys.modules.setdefault("crc32c._crc32c", module)
                 return module.crc32c  # type: ignore[no-any-return]

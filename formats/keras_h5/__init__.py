@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.core.model import Checkpoint, FormatName, TensorEntry, UnreadableEntry
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -87,17 +87,18 @@ def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fm
     datasets, owner, groups = _walk_parts(parts, problems)
     layout = describe(images[0].tree.root, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
     entries: dict[str, TensorEntry] = {}
-    skipped: dict[str, str] = {}
     for key, info in layout.described.items():
         ds = datasets[key]
-        if ds.tf is None and ds.error is None:
-            skipped[key] = ds.skip or f"HDF5 type {ds.text} has no TensorFlow dtype"
-            continue
         file, image = parts[owner[key]]
+        if ds.tf is None and ds.error is None:
+            why = ds.skip or f"HDF5 type {ds.text} has no TensorFlow dtype"
+            entries[key] = UnreadableEntry(key, tuple(ds.shape or ()), ds.text or "unknown", ds.stored, why, file,
+                                           info.name, info.role)
+            continue
         entries[key] = H5Tensor(key, ds, image, file, info.name, info.role,
                                 slot_of=info.slot_of, slot_name=info.slot_name, optimizer=info.optimizer)
     notes = [note for image in images for note in image.notes]
-    meta = _metadata(layout, images[0] if images else None, skipped)
+    meta = _metadata(layout, images[0] if images else None)
     meta.update(extra_meta)
     return KerasCheckpoint(path, fmt or layout.kind, entries, images, meta, layout.problems + notes + problems, files)
 
@@ -140,7 +141,7 @@ class _MergedGroups(Mapping[str, "Any"]):
         return len(self._paths)
 
 
-def _metadata(layout: Any, image: Any, skipped: dict[str, str]) -> dict[str, Any]:
+def _metadata(layout: Any, image: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"layout": layout.kind}
     meta.update({k: v for k, v in layout.metadata.items() if v is not None})
     extras = image.extras if image is not None else {}
@@ -150,6 +151,4 @@ def _metadata(layout: Any, image: Any, skipped: dict[str, str]) -> dict[str, Any
     config = extras.get("config.json")
     if config is not None:
         meta["model_config"] = config
-    if skipped:
-        meta["skipped"] = skipped
     return meta

@@ -19,7 +19,7 @@ from formats.keras_h5.probe import h5py_error_message
 
 __all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "open_keras_dir", "h5py_error_message",
            "WEIGHTS_MEMBER", "NPZ_WEIGHTS_MEMBER", "SHARDED_MEMBER", "JSON_MEMBERS", "MAX_EXPANSION",
-           "MAX_JSON_BYTES", "read_json_file", "refuse_npz_weights"]
+           "MAX_JSON_BYTES", "read_json_file", "refuse_npz_weights", "json_members"]
 
 WEIGHTS_MEMBER = "model.weights.h5"
 NPZ_WEIGHTS_MEMBER = "model.weights.npz"
@@ -48,6 +48,38 @@ def read_json_file(path: str, what: str) -> Any:
     except OSError as exc:
         raise CorruptCheckpointError(path, f"cannot read {what} ({exc.strerror})") from None
     return load_json(raw, path, what, max_bytes=MAX_JSON_BYTES)
+
+
+def json_members(path: str, kind: str) -> dict[str, bytes]:
+    """The bytes of ``config.json`` / ``metadata.json`` of a ``.keras`` archive (``kind`` ``zip``) or
+    model directory (``dir``), as stored; absent ones are left out. Each is bounded like the parsed ones."""
+    found: dict[str, bytes] = {}
+    if kind == "dir":
+        for name in JSON_MEMBERS:
+            file = os.path.join(path, name)
+            if os.path.isfile(file):
+                _bounded(file, os.path.getsize(file), name)
+                with open(file, "rb") as f:
+                    found[name] = f.read(MAX_JSON_BYTES + 1)
+                _bounded(file, len(found[name]), name)
+        return found
+    archive_size = os.path.getsize(path)
+    zf = open_zip(path)
+    try:
+        for name in JSON_MEMBERS:
+            if name in zf.namelist():
+                info = zf.getinfo(name)
+                _bounded(path, info.file_size, name)
+                found[name] = read_member(zf, info, archive_size, path)
+    finally:
+        zf.close()
+    return found
+
+
+def _bounded(path: str, size: int, name: str) -> None:
+    """A JSON member larger than :data:`MAX_JSON_BYTES` is refused (real ones are kilobytes)."""
+    if size > MAX_JSON_BYTES:
+        raise CorruptCheckpointError(path, f"{name} holds {size:,} bytes, more than {MAX_JSON_BYTES:,}")
 
 
 def _json_files(read: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:

@@ -8,7 +8,8 @@ Keras 3 ``.weights.h5`` layout.
   ``tf_keras/src/saving/legacy/hdf5_format.py`` splits them.
 - Keras 3: ``<object path>/vars/<i>`` datasets; each ``vars`` group carries the object's ``name``
   attribute; bfloat16 is stored as Keras stores it (2-byte opaque values) with the attribute
-  ``dtype="bfloat16"``.
+  ``dtype="bfloat16"``. The same file inside a ``.keras`` archive with ``config.json`` and
+  ``metadata.json`` is a whole Keras 3 model (:func:`write_keras3_zip`).
 
 Like every writer (:mod:`formats.io.writing`), the output is guarded against replacing an input,
 written under a temporary name next to the output, flushed to disk, read back with
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from formats.core.names import name_bytes
 from formats.core.errors import InvalidOutputError, UnsupportedError, VerificationError
 from formats.core.model import Checkpoint
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
@@ -29,7 +31,7 @@ from formats.core.sources import CHUNK, Source, describe, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
 
-__all__ = ["Keras2Layer", "Keras3Group", "write_keras2_h5", "write_keras3_h5", "HDF5_OBJECT_HEADER_LIMIT",
+__all__ = ["Keras2Layer", "Keras3Group", "write_keras2_h5", "write_keras3_h5", "write_keras3_zip", "HDF5_OBJECT_HEADER_LIMIT",
            "save_attribute_list"]
 
 HDF5_OBJECT_HEADER_LIMIT = 64512
@@ -96,7 +98,7 @@ def write_keras2_h5(path: str | os.PathLike[str], layers: Sequence[Keras2Layer],
     expected.update(_weights("top_level_model_weights", list(top_level)))
 
     def fill(h5: Any) -> None:
-        save_attribute_list(h5.attrs, "layer_names", [n.encode("utf8") for n in names])
+        save_attribute_list(h5.attrs, "layer_names", [name_bytes(n) for n in names])
         h5.attrs["backend"] = backend.encode("utf8")
         h5.attrs["keras_version"] = keras_version.encode("utf8")
         for name in sorted(names):
@@ -118,7 +120,7 @@ def _weights(layer: str, weights: list[tuple[str, Source]]) -> dict[str, Source]
 
 
 def _keras2_group(group: Any, weights: list[tuple[str, Source]], chunk: int) -> None:
-    save_attribute_list(group.attrs, "weight_names", [w.encode("utf8") for w, _ in weights])
+    save_attribute_list(group.attrs, "weight_names", [name_bytes(w) for w, _ in weights])
     for weight, source in weights:
         _dataset(group, weight, source, chunk, keras3=False)
 
@@ -130,7 +132,48 @@ def write_keras3_h5(path: str | os.PathLike[str], groups: Sequence[Keras3Group],
     Every group gets a ``vars`` subgroup (also when it has no variables, as Keras writes it for
     objects with a name) holding datasets ``0``, ``1``, ...; groups are created in the given order.
     """
+    expected, fill = _keras3_fill(groups, chunk)
+    return _write(os.fspath(path), "keras3-h5", fill, expected, force, verify, inputs, chunk)
+
+
+def write_keras3_zip(path: str | os.PathLike[str], groups: Sequence[Keras3Group], members: dict[str, bytes], *,
+                     force: bool = False, verify: bool = True, inputs: Iterable[str | Checkpoint] = (),
+                     chunk: int = CHUNK) -> WriteReport:
+    """Write a Keras 3 ``.keras`` archive as ``keras/src/saving/saving_lib.py`` does: a zip (stored) of
+    ``metadata.json``, ``config.json`` (``members``, bytes carried over from a ``.keras`` template) and
+    ``model.weights.h5`` holding ``groups`` (see :func:`write_keras3_h5`); ``keras.models.load_model``
+    reads it. The weights are staged in ``<temporary>.weights.h5`` beside the output."""
+    import zipfile
+
+    import h5py
+
     out = os.fspath(path)
+    if "config.json" not in members:
+        raise InvalidOutputError(out, "a .keras archive needs the model's config.json")
+    expected, fill = _keras3_fill(groups, chunk)
+    refuse_url(out)
+    guard_output(out, inputs=inputs, sources=expected.values(), force=force)
+    report = _report(out, "keras-zip", expected)
+    with atomic_output(out, 2 * report.bytes) as temp:
+        weights = f"{temp}.weights.h5"
+        try:
+            with h5py.File(weights, "w") as h5:
+                fill(h5)
+            with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                for name in ("metadata.json", "config.json"):
+                    if name in members:
+                        zf.writestr(name, members[name])
+                zf.write(weights, "model.weights.h5")
+        finally:
+            if os.path.lexists(weights):
+                os.unlink(weights)
+        if verify:
+            report.accept(_verify(temp, out, "keras-zip", expected, chunk, members))
+    return report
+
+
+def _keras3_fill(groups: Sequence[Keras3Group], chunk: int) -> tuple[dict[str, Source], Any]:
+    """The datasets of a Keras 3 weights file by key, and the function writing them into an open file."""
     expected: dict[str, Source] = {}
     seen: set[str] = set()
     for group in groups:
@@ -148,7 +191,7 @@ def write_keras3_h5(path: str | os.PathLike[str], groups: Sequence[Keras3Group],
             for i, source in enumerate(group.variables):
                 _dataset(vars_group, str(i), source, chunk, keras3=True)
 
-    return _write(out, "keras3-h5", fill, expected, force, verify, inputs, chunk)
+    return expected, fill
 
 
 def _dataset(group: Any, name: str, source: Source, chunk: int, keras3: bool) -> None:
@@ -196,10 +239,7 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
 
     refuse_url(out)
     guard_output(out, inputs=inputs, sources=expected.values(), force=force)
-    report = WriteReport(out, layout, [out])
-    for key, source in expected.items():
-        dt, shape = describe(source)
-        report.add(Stored(key, key, dt.name, dt.name, shape), math.prod(shape) * dt.itemsize)
+    report = _report(out, layout, expected)
     with atomic_output(out, report.bytes) as temp:
         with h5py.File(temp, "w") as h5:
             fill(h5)
@@ -208,10 +248,25 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
     return report
 
 
-def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
+def _report(out: str, layout: str, expected: dict[str, Source]) -> WriteReport:
+    report = WriteReport(out, layout, [out])
+    for key, source in expected.items():
+        dt, shape = describe(source)
+        report.add(Stored(key, key, dt.name, dt.name, shape), math.prod(shape) * dt.itemsize)
+    return report
+
+
+def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int,
+            members: dict[str, bytes] | None = None) -> RoundTripReport:
     from formats.keras_h5 import open_keras
 
-    with open_keras(temp, "hdf5") as written:
+    if members is not None:
+        from formats.keras_h5.source import json_members
+
+        if json_members(temp, "zip") != members:
+            raise VerificationError(out, "verification failed: the archive's config.json/metadata.json are not "
+                                    "the template's")
+    with open_keras(temp, "zip" if layout == "keras-zip" else "hdf5") as written:
         if written.format != layout:
             raise VerificationError(out, f"verification failed: the file reads as {written.format}, not {layout}")
         problems = [(p.where, p.message) for p in written.problems()]

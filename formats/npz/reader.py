@@ -3,19 +3,21 @@
 Opening reads the zip's central directory and each member's ``.npy`` header (and ckpt's provenance
 record, when the file has one); values are read only when asked, a member at a time, through
 :mod:`zipfile` (which checks each member's CRC-32 when its last byte is read). Members holding
-Python objects (``dtype=object``: pickles) are listed as skipped and never read.
+Python objects (``dtype=object``: pickles) and other arrays without a TensorFlow dtype are listed as
+:class:`~formats.core.model.UnreadableEntry` and never read.
 """
 from __future__ import annotations
 
 import io
 import os
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
-from formats.core.model import CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry, UnreadableEntry
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
 from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
@@ -145,6 +147,17 @@ class NpzTensor(TensorEntry):
                 yield self._present(np.frombuffer(pending[:usable], dtype=self._header.dtype))
                 pending = pending[usable:]
 
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """Canonical bytes streamed from the member, at most ``chunk`` at a time (CRC-32 checked at the end),
+        when it stores them as they are (C order, little-endian, fixed width); else from the whole value."""
+        dtype = self._header.dtype
+        if self._header.fortran_order or self.dtype == "string" or dtype.hasobject or dtype.byteorder == ">" or \
+                (dtype.byteorder == "=" and sys.byteorder == "big"):
+            yield from super().byte_chunks(chunk, check)
+            return
+        for piece in self._blocks(max(1, chunk)):
+            yield memoryview(piece)
+
     def check(self) -> None:
         """Read the whole member (its CRC-32 is checked at the end), keeping nothing."""
         for _ in self._blocks(_BLOCK):
@@ -259,13 +272,13 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
         try:
             dtype, view, problem = _tf_dtype(header, records.get(key))
         except _Skipped as exc:
-            skipped[key] = str(exc)
+            entries[key] = UnreadableEntry(key, header.shape, str(header.dtype), header.nbytes, str(exc), path)
             continue
         if problem:
             problems.append((key, problem))
         entries[key] = NpzTensor(key, archive, info, header, dtype, view, records.get(key))
-    pickled = [k for k, why in skipped.items() if "pickled" in why]
-    if pickled and not entries:
+    pickled = [k for k, e in entries.items() if e.unreadable and "pickled" in e.unreadable]
+    if pickled and len(pickled) == len(entries):
         raise UnsupportedError(path, f"every array in this .npz holds pickled Python objects ({len(pickled)}, e.g. "
                                      f"{pickled[0]!r}); ckpt never unpickles, so nothing can be read")
     meta: dict[str, Any] = {"members": len(members)}

@@ -17,7 +17,7 @@ from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
 
 __all__ = ["DTYPES", "TF_DTYPES", "TensorSpec", "Header", "read_header", "size_problem", "overlaps", "MAX_HEADER_BYTES",
-           "looks_like_safetensors"]
+           "looks_like_safetensors", "loader_refusals"]
 
 MAX_HEADER_BYTES = 100_000_000
 """The safetensors library's own limit on the header."""
@@ -53,6 +53,8 @@ class Header:
     data_size: int
     tensors: list[TensorSpec] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
+    duplicates: dict[str, int] = field(default_factory=dict)
+    """Keys the header names more than once, and how many times (the last one is read)."""
 
 
 def looks_like_safetensors(head: bytes, size: int) -> bool:
@@ -102,12 +104,51 @@ def read_header(path: str) -> Header:
             raise CorruptCheckpointError(path, f"safetensors header claims {length:,} bytes, but the file holds "
                                                f"{size - 8:,} after the length (at most {MAX_HEADER_BYTES:,} accepted)")
         raw = f.read(length)
-    data = load_json(raw, path, "the safetensors header", max_bytes=MAX_HEADER_BYTES, max_depth=4)
+    counted = _Counted()
+    data = load_json(raw, path, "the safetensors header", max_bytes=MAX_HEADER_BYTES, max_depth=4,
+                     object_pairs_hook=counted)
     if not isinstance(data, dict):
         raise CorruptCheckpointError(path, "the safetensors header is not a JSON object")
-    header = Header(length, 8 + length, size - 8 - length, metadata=_metadata(data.get("__metadata__"), path))
+    header = Header(length, 8 + length, size - 8 - length, metadata=_metadata(data.get("__metadata__"), path),
+                    duplicates=counted.duplicates)
     header.tensors = [_spec(key, value, path) for key, value in data.items() if key != "__metadata__"]
     return header
+
+
+class _Counted:
+    """A :func:`json.loads` ``object_pairs_hook`` that builds dicts (the last of equal keys wins, as in the
+    safetensors library) and keeps the repeated keys of the last object built: the outermost one."""
+
+    def __init__(self) -> None:
+        self.duplicates: dict[str, int] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        built = dict(pairs)
+        counts: dict[str, int] = {}
+        if len(built) != len(pairs):
+            for key, _ in pairs:
+                counts[key] = counts.get(key, 0) + 1
+        self.duplicates = {key: n for key, n in counts.items() if n > 1}
+        return built
+
+
+def loader_refusals(header: Header, name: str) -> list[tuple[str, str]]:
+    """``(where, why)`` for what the safetensors library refuses in a header ckpt reads: it requires the tensors,
+    ordered by ``data_offsets``, to cover the data exactly - each beginning where the one before ends (the
+    first at 0; an empty tensor too), the last ending where the file (``name``) ends."""
+    found: list[tuple[str, str]] = []
+    end = 0
+    for spec in sorted(header.tensors, key=lambda s: (s.begin, s.end)):
+        if spec.begin > end:
+            found.append((spec.key, f"data bytes [{end:,}, {spec.begin:,}) before it belong to no tensor"))
+        elif spec.begin < end and spec.begin == spec.end:
+            found.append((spec.key, f"an empty tensor at data byte {spec.begin:,}, inside the bytes of the tensor "
+                                    f"before it (which end at {end:,})"))
+        end = max(end, spec.end)
+    if header.data_size > end:
+        found.append((name, f"{header.data_size - end:,} bytes after the last tensor"))
+    refused = "; the safetensors library refuses the file"
+    return [(where, why + refused) for where, why in found]
 
 
 def size_problem(spec: TensorSpec, itemsize: int, data_size: int) -> str | None:

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
+from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry,
+                                UnreadableEntry)
 from formats.core.provenance import (PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
                                      restored_dtype)
-from formats.safetensors.header import TF_DTYPES, Header, TensorSpec, overlaps, read_header, size_problem
+from formats.safetensors.header import (TF_DTYPES, Header, TensorSpec, loader_refusals, overlaps, read_header,
+                                        size_problem)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,11 +115,14 @@ class SafetensorsCheckpoint(Checkpoint):
     """An opened safetensors file."""
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], data: _Data, metadata: dict[str, Any],
-                 problems: list[tuple[str, str]]) -> None:
-        """``metadata``: header size, ``__metadata__`` (the provenance record summarised), skipped tensors;
-        ``problems``: overlapping tensors, a damaged provenance record, dtypes the record disagrees with."""
+                 problems: list[tuple[str, str]], refusals: list[tuple[str, str]] = ()) -> None:
+        """``metadata``: header size, ``__metadata__`` (the provenance record summarised);
+        ``problems``: overlapping tensors, keys named twice, a damaged provenance record, dtypes the record
+        disagrees with; ``refusals``: what the safetensors library refuses (gaps, trailing bytes, misplaced
+        empty tensors)."""
         super().__init__(path, FormatName.SAFETENSORS, entries, metadata=metadata,
-                         problems=[Problem(where, message) for where, message in problems])
+                         problems=[Problem(where, message) for where, message in problems],
+                         refusals=[Problem(where, message) for where, message in refusals])
         self._data = data
 
     def close(self) -> None:
@@ -138,10 +143,10 @@ def open_safetensors(path: str) -> SafetensorsCheckpoint:
     records = provenance.tensors or {}
     data = _Data(path, header)
     entries: dict[str, TensorEntry] = {}
-    skipped: dict[str, str] = {}
     for spec in header.tensors:
         if spec.code not in TF_DTYPES:
-            skipped[spec.key] = f"safetensors dtype {spec.code} has no TensorFlow counterpart"
+            entries[spec.key] = UnreadableEntry(spec.key, spec.shape, spec.code, spec.end - spec.begin,
+                                                f"safetensors dtype {spec.code} has no TensorFlow counterpart", path)
             continue
         record = records.get(spec.key)
         _, problem = restored_dtype(TF_DTYPES[spec.code], spec.shape, record)
@@ -149,10 +154,11 @@ def open_safetensors(path: str) -> SafetensorsCheckpoint:
             problems.append((spec.key, problem))
         entries[spec.key] = SafetensorsTensor(spec, data, header.data_size, record)
     problems += overlaps(header.tensors)
+    problems += [(key, f"is named {n} times in the header; the last is read (as the safetensors library does)")
+                 for key, n in header.duplicates.items()]
     meta: dict[str, Any] = {"header_bytes": header.length,
                             "metadata": {k: v for k, v in header.metadata.items() if k != PROVENANCE_KEY}}
     if provenance.tensors is not None:
         meta["provenance"] = provenance.to_json()
-    if skipped:
-        meta["skipped"] = skipped
-    return SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems)
+    return SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems,
+                                 loader_refusals(header, os.path.basename(path)))

@@ -198,6 +198,23 @@ class SavedModelCheckpoint(Checkpoint):
                 problems.append(Problem(key, problem))
         return problems
 
+    def loader_refusals(self) -> list[Problem]:
+        """The variables' refusals, and a ``saved_model.pb`` nested deeper than TensorFlow's protobuf parser goes."""
+        from formats.saved_model.nesting import nesting_refusal
+        from formats.saved_model.proto import map_regular_file
+
+        found = self.stored.loader_refusals()
+        if not self.proto.path.endswith(".pb"):
+            return found
+        data = map_regular_file(self.proto.path)
+        with memoryview(data) as view:
+            refusal = nesting_refusal(view)
+        if not isinstance(data, bytes):
+            data.close()
+        if refusal is not None:
+            found.append(Problem(os.path.basename(self.proto.path), refusal))
+        return found
+
     def close(self) -> None:
         """Release the bundle's data files."""
         self.stored.close()

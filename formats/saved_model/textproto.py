@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import sys
 from collections.abc import Iterator
 
 from formats.io.wire import encode_varint
@@ -76,8 +77,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
 """Message type -> field name -> (number, kind, message type): the fields of TensorFlow's protos ckpt reads."""
 
 _TF_NAMES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"}
-_TOKEN = re.compile(rb'(?P<space>\s+|#[^\n]*)|(?P<str>"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
-                    rb'|(?P<punct>[{}<>\[\]:,;])|(?P<word>[A-Za-z0-9_.+\-]+)')
+_RUN = "*+" if sys.version_info >= (3, 11) else "*"
+_TOKEN = re.compile(rb'(?P<space>\s+|#[^\n]*)|(?P<str>"[^"\\\n]R(?:\\.[^"\\\n]R)R"|\'[^\'\\\n]R(?:\\.[^\'\\\n]R)R\')'
+                    rb'|(?P<punct>[{}<>\[\]:,;])|(?P<word>[A-Za-z0-9_.+\-]+)'.replace(b"R", _RUN.encode()))
+"""Strings are matched by possessive runs (no backtracking state kept per character): linear time, and
+memory bounded by the token whatever its length (a backtracking ``(a|b)*`` kept ~170 bytes a character).
+Python 3.10 has no possessive quantifiers: there the same unrolled pattern keeps state per escape sequence
+only (a run of plain characters is one state)."""
 _CLOSE = {b"{": b"}", b"<": b">"}
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
 
 from formats.core._gc import paused_gc
@@ -9,7 +10,8 @@ from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
 from formats.io.crc import crc32c, unmask
-from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name
+from formats.io.wire import WireError, read_varint
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name, reference_dtype_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -95,6 +97,15 @@ class BundleTensor(TensorEntry):
     def partitions(self) -> int:
         """How many slices a partitioned variable is stored in (0 when stored whole)."""
         return len(self.raw.slices)
+
+    @property  # type: ignore[override]
+    def unreadable(self) -> str | None:
+        """Why TensorFlow's reader refuses this entry (a reference dtype), and so ckpt too; else None."""
+        return reference_dtype_problem(self.raw.dtype)
+
+    def problem(self) -> str | None:
+        """What :attr:`unreadable` says, found without reading the value."""
+        return self.unreadable
 
     def read(self) -> np.ndarray:
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""
@@ -256,7 +267,7 @@ class _Labels:
             if raw.dtype != 7 or raw.shape != () or raw.slices:
                 raise CorruptCheckpointError(self._reader.index_path,
                                              f"{OBJECT_GRAPH_KEY} is not a scalar string")
-            self._graph = decode_object_graph(self._reader.read(raw).reshape(-1)[0], self._reader.index_path)
+            self._graph = decode_object_graph(self._reader.elements(raw)[0], self._reader.index_path)  # no numpy
         return self._graph
 
     def get(self, key: str) -> EntryLabel:
@@ -311,7 +322,8 @@ class BundleCheckpoint(Checkpoint):
 
     def problems(self) -> list[Problem]:
         """Missing data files, byte ranges that run past their data file or overlap, bytes after the
-        last tensor, and an object graph that does not decode (or refers to nodes it does not have)."""
+        last tensor (but an unreferenced object graph: :func:`_unreferenced_string`), and an object graph that
+        does not decode (or refers to nodes it does not have)."""
         missing = [Problem(os.path.basename(self.reader.data_paths[shard]), message)
                    for shard, message in sorted(self.reader.missing.items())]
         return missing + _layout_problems(self.reader) + self._graph_problems()
@@ -352,9 +364,24 @@ def _layout_problems(reader: BundleReader) -> list[Problem]:
                 problems.append(Problem(key, f"bytes [{start}, {stop}) overlap {last!r} in {name}"))
             if stop > end:
                 end, last = stop, key
-        if size > end:
+        if size > end and not _unreferenced_string(reader, shard, end, size):
             problems.append(Problem(name, f"{size - end} bytes after the last tensor"))
     return problems
+
+
+def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int) -> bool:
+    """Whether the bytes from ``start`` to the end of the data file are one DT_STRING scalar as a bundle
+    stores it (varint64 length, masked CRC32C of the length, the bytes): an object graph no entry refers
+    to, which ``rename --link`` of an object-based checkpoint leaves in the data file it shares."""
+    head = reader.peek(shard, start, 14)
+    try:
+        length, pos = read_varint(head, 0, len(head))
+    except WireError:
+        return False
+    stored = head[pos:pos + 4]
+    packed = struct.pack("<I", length) if length <= 0xFFFFFFFF else struct.pack("<Q", length)
+    return (len(stored) == 4 and start + pos + 4 + length == size
+            and unmask(int.from_bytes(stored, "little")) == crc32c(packed))
 
 
 def open_bundle(prefix: str) -> BundleCheckpoint:

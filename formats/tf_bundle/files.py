@@ -4,7 +4,9 @@ Data files: in copy mode (the default) one, ``data-00000-of-00001``, that starts
 files taken over whole (copied by the kernel) and goes on with the tensors written fresh; with
 ``link``, each input data file taken over is a shard of its own (a hard link), and the fresh
 tensors, if any, go to one more shard. With a shard ``count`` (the writer's ``shards``), nothing is
-taken over and the tensors go to ``count`` data files.
+taken over and the tensors go to ``count`` data files. Where the checkpoint being replaced has the same
+shard count, the bundle is put in place with empty data files added at the end (so that no name is the old
+checkpoint's), then settled under its own count (:func:`~formats.tf_bundle.publish.settle`).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import os
 
 from formats.io.atomic import temp_name
 from formats.tf_bundle.layout import Layout
-from formats.tf_bundle.publish import publish
+from formats.tf_bundle.publish import publish, settle, unused_shard_count
 from formats.tf_bundle.reader import data_file_name
 
 TYPE_CHECKING = False
@@ -34,10 +36,17 @@ class BundleFiles:
         linked = len(layout.files) if self.link else 0
         self.shards = linked + (1 if fresh or not linked else 0) if count is None else count
         self.fresh_shard = (self.shards - 1 if fresh or not linked else None) if count is None else 0
+        self.finals = [data_file_name(prefix, i, self.shards) for i in range(self.shards)]
+        self.empty = unused_shard_count(prefix, self.shards) - self.shards
+        """Empty data files added at the end while the bundle is put in place, so that its data file names are
+        not the old checkpoint's (the same shard count): see :mod:`formats.tf_bundle.publish`."""
+        self.shards += self.empty
         self.temp = temp_name(prefix)
         self.temp_index = self.temp + ".index"
-        self.finals = [data_file_name(prefix, i, self.shards) for i in range(self.shards)]
+        self.staged = [data_file_name(prefix, i, self.shards) for i in range(self.shards)]
         self.temps = [data_file_name(self.temp, i, self.shards) for i in range(self.shards)]
+        self.settled_index = self.temp + ".settled.index" if self.empty else None
+        """The index under the final shard count, written beside the staged one (see :meth:`publish`)."""
         self.warnings: list[str] = []
         self.index: BinaryIO | None = None
         self.data: BinaryIO | None = None
@@ -47,6 +56,9 @@ class BundleFiles:
 
     def __enter__(self) -> BundleFiles:
         self.index = open(self.temp_index, "xb")  # noqa: SIM115 - closed on exit
+        if self.fresh_shard is None:  # else the writer goes through every shard from the fresh one on
+            for temp in self.temps[self.shards - self.empty:]:
+                open(temp, "xb").close()  # the empty data files: TensorFlow opens every shard the header counts
         return self
 
     def open_data(self, shard: int) -> BinaryIO:
@@ -72,10 +84,13 @@ class BundleFiles:
             sync.join()
 
     def publish(self) -> None:
-        """Put the bundle in place (the old checkpoint, if any, goes first)."""
+        """Put the bundle in place: it replaces the old checkpoint, if any, in one step - under the staged names
+        (empty data files padding the count), then under the final ones."""
         self.finish_syncs()
-        publish(self.temp_index, self.final_index, list(zip(self.temps, self.finals)))
+        publish(self.temp_index, self.final_index, list(zip(self.temps, self.staged)))
         self._published = True
+        if self.settled_index is not None:
+            settle(self.settled_index, self.final_index, self.staged, self.finals, self.temp)
 
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(BaseException):
@@ -85,7 +100,7 @@ class BundleFiles:
                 with contextlib.suppress(OSError):
                     f.close()
         if not self._published:
-            for path in [*self.temps, self.temp_index]:
+            for path in [*self.temps, self.temp_index, *([self.settled_index] if self.settled_index else [])]:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
 

@@ -19,7 +19,7 @@ __all__ = ["FORMAT", "BundleFormat", "bundle_prefixes", "COMPACT_FROM"]
 COMPACT_FROM = 1 << 20
 """Index size (bytes, about 35,000 tensors) from which ``ls`` reads a compact listing instead of opening the bundle."""
 
-_BUNDLE_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")
+_BUNDLE_FILE = r"^(.*)\.(index|data-\d{5}-of-\d{5})$"  # compiled only for such a file's name (start-up)
 
 
 def bundle_prefixes(directory: str) -> list[str]:
@@ -42,7 +42,7 @@ class BundleFormat:
 
     def resolve(self, path: str) -> str | None:
         """The prefix ``path`` names, None when it is no bundle's; a data file without its index raises."""
-        match = _BUNDLE_FILE.match(path)
+        match = re.match(_BUNDLE_FILE, path) if path.endswith(".index") or ".data-" in path else None
         if match and storage.isfile(path):
             prefix = match.group(1)
             if storage.isfile(prefix + ".index"):

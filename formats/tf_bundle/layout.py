@@ -7,6 +7,13 @@ the file exactly - so the writer copies them in the kernel (``copy_file_range``)
 them, and writes only the index (and the tensors that are new) itself. Bytes are taken over only
 from little-endian, local bundles, and never from a partitioned variable (its slices are
 reassembled into one tensor).
+
+A file may also hold the input's object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``) when the output
+does not take it over - a rename of an object-based checkpoint writes a new graph. Hard-linked
+(``link``), the file is shared as it is and the new graph goes to a data file of its own: the old
+one's bytes stay in the shared file, where no entry of the output's index points. Copied, the file
+is taken over only when the old graph is last in it (as TensorFlow writes it), and only the bytes
+before it are copied: a copy holds nothing but the output's tensors.
 """
 from __future__ import annotations
 
@@ -18,13 +25,15 @@ from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.io import storage
 from formats.tf_bundle.checkpoint import BundleTensor
-from formats.tf_bundle.reader import BundleReader, RawEntry
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Reused", "Layout", "plan_layout", "stored_whole"]
+
+_GRAPH = OBJECT_GRAPH_KEY.encode()
 
 
 class Reused:
@@ -49,8 +58,9 @@ class Layout:
         return sum(f.size for f in self.files)
 
 
-def plan_layout(sources: Sequence[Any]) -> Layout:
-    """The input data files that ``sources`` (in writing order) use whole and unchanged (see the module doc)."""
+def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
+    """The input data files that ``sources`` (in writing order) use whole and unchanged; with ``link``, files
+    whose object graph is not among them too (see the module doc)."""
     groups: dict[tuple[int, int], list[int]] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
@@ -64,7 +74,7 @@ def plan_layout(sources: Sequence[Any]) -> Layout:
             empty.setdefault((id(source.bundle), source.raw.shard_id), []).append(position)
     files = []
     for (reader_id, shard), positions in groups.items():
-        reused = _whole_file(readers[reader_id], shard, positions, sources)
+        reused = _whole_file(readers[reader_id], shard, positions, sources, link)
         if reused is not None:
             reused.positions = sorted(positions + [p for p in empty.get((reader_id, shard), [])
                                                    if sources[p].raw.offset <= reused.size])
@@ -93,13 +103,19 @@ def stored_whole(source: Any) -> RawEntry | None:
     return raw if fits else None
 
 
-def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any]) -> Reused | None:
-    """The data file, when the sources at ``positions`` are every stored tensor of it, once each, tiling it."""
+def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any],
+                link: bool) -> Reused | None:
+    """The data file, when the sources at ``positions`` are every stored tensor of it but perhaps the object
+    graph, once each, tiling it; its ``size`` is what is taken over (see the module doc)."""
     used = [sources[p].raw for p in positions]
     if len({id(r) for r in used}) != len(used) or len({r.key for r in used}) != len(used):
         return None  # a tensor written twice: its second copy needs bytes of its own
     stored = [e for e in reader.entries.values() if e.size and not e.slices and e.shard_id == shard]
-    if len(stored) != len(used) or {e.key for e in stored} != {r.key for r in used}:
+    keys = {e.key for e in stored}
+    graph = reader.entries[_GRAPH] if _GRAPH in keys and len(stored) == len(used) + 1 else None
+    if graph is not None:
+        keys.discard(_GRAPH)  # the output has a graph of its own
+    if len(keys) != len(used) or keys != {r.key for r in used}:
         return None
     path = reader.data_paths[shard]
     try:
@@ -111,4 +127,10 @@ def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources:
         if e.offset != end:
             return None  # a gap or an overlap
         end += e.size
-    return Reused(path, size, reader, shard, positions) if end == size else None
+    if end != size:
+        return None
+    if graph is not None and not link:
+        if graph.offset + graph.size != size:
+            return None  # the old graph between tensors: a copy would carry it
+        size = graph.offset
+    return Reused(path, size, reader, shard, positions)

@@ -191,6 +191,13 @@ class BundleReader:
         """Current size of a data file in bytes."""
         return len(self._map(shard))
 
+    def peek(self, shard: int, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes of data file ``shard`` from ``offset`` (fewer at its end)."""
+        m = self._map(shard)
+        if isinstance(m, RemoteFile):
+            return bytes(m.read(offset, min(offset + size, len(m))))
+        return bytes(m[offset:offset + size])
+
     def region(self, e: RawEntry) -> memoryview:
         """The stored bytes of a non-partitioned entry, checked to lie inside its data file."""
         if e.size == 0:
@@ -245,7 +252,10 @@ class BundleReader:
                              f"data gives {actual:#010x})")
 
     def dtype_of(self, e: RawEntry) -> dtypes.DType:
-        """The entry's dtype, or an UnsupportedError for an unknown DataType number."""
+        """The entry's dtype, or an UnsupportedError for an unknown DataType number or a reference dtype."""
+        refused = reference_dtype_problem(e.dtype)
+        if refused is not None:
+            raise UnsupportedError(self.index_path, f"tensor {e.name!r}: {refused}")
         dt = dtypes.by_enum(e.dtype)
         if dt is None or dt.numpy_name is None:
             raise UnsupportedError(self.index_path, f"tensor {e.name!r} has dtype {dtype_name(e.dtype)}, "
@@ -273,7 +283,8 @@ class BundleReader:
         if e.slices or not e.size or self.header.big_endian or e.shard_id in self.missing:
             return None
         dt = dtypes.by_enum(e.dtype)
-        if dt is None or dt.numpy_name is None or not dt.fixed_width or e.size != math.prod(e.shape) * dt.itemsize:
+        if dt is None or dt.numpy_name is None or not dt.fixed_width or e.size != math.prod(e.shape) * dt.itemsize \
+                or reference_dtype_problem(e.dtype) is not None:
             return None
         m = self._map(e.shard_id)
         fd = self._fds.get(e.shard_id)
@@ -474,6 +485,15 @@ class BundleReader:
             index = tuple(slice(s, s + n) if n >= 0 else slice(None) for s, n in extents)
             out[index] = self.read(part)
         return out
+
+
+def reference_dtype_problem(enum: int) -> str | None:
+    """Why TensorFlow's checkpoint reader refuses an entry of DataType ``enum`` (a reference dtype, ``DT_*_REF``:
+    it aborts with "Unexpected type"), or None."""
+    if enum <= dtypes.REFERENCE or dtypes.by_enum(enum) is None:
+        return None
+    return (f"reference dtype {dtype_name(enum)} ({enum}): TensorFlow's checkpoint reader refuses it (a checkpoint "
+            "stores values, never references)")
 
 
 def _is_string(dt: dtypes.DType) -> bool:

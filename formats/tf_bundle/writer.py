@@ -26,6 +26,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from formats.core.names import name_bytes
 from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
                                  VerificationError)
@@ -109,7 +110,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     layout = Layout([], {})
     if sources and shards is None:  # every source known up front: input data files may be taken over whole
         pairs = list(pairs)
-        layout = plan_layout([source for _, source in pairs])
+        layout = plan_layout([source for _, source in pairs], link)
     fresh = object_graph is not None or not isinstance(pairs, list) or len(pairs) > len(layout.placed)
     out = BundleFiles(prefix, layout, link, fresh, None if shards is None else _shard_count(prefix, shards))
     guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=sources, force=force,
@@ -161,7 +162,7 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
 
 
 def _key_bytes(key: Any, prefix: str) -> bytes:
-    raw = key if isinstance(key, bytes) else str(key).encode("utf-8", "surrogateescape")
+    raw = name_bytes(key if isinstance(key, bytes) else str(key))
     if not raw:
         raise InvalidOutputError(prefix, "the empty key is reserved for the bundle header")
     return raw
@@ -424,13 +425,22 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     records.sort(key=lambda r: r.key)
     index = out.index
     assert index is not None
-    table = TableWriter(index)
-    table.add(b"", encode_header(num_shards=out.shards))
-    for record in records:
-        table.add(record.key, record.entry)
-    table.finish()
+    _write_table(index, out.shards, records)
+    if out.settled_index is not None:  # the same index under the shard count the bundle settles at
+        with open(out.settled_index, "xb") as settled:
+            _write_table(settled, out.shards - out.empty, records)
+            settled.flush()
+            os.fsync(settled.fileno())
     if out.syncing:  # data going to disk: the index goes too while the read-back checks what was written
         out.sync_in_background(index)
     else:  # only the index is new (linked data files): a thread would cost more than it overlaps
         index.flush()
         os.fsync(index.fileno())
+
+
+def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
+    table = TableWriter(f)
+    table.add(b"", encode_header(num_shards=shards))
+    for record in records:
+        table.add(record.key, record.entry)
+    table.finish()

@@ -169,6 +169,11 @@ class _Labels:
         return self._roles[key]
 
 
+_V1_READER_DTYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10})
+"""The DataTypes TensorFlow's ``TensorSliceReader::GetTensor`` copies out (float, double, int32, uint8, int16, int8,
+string, int64, bool); for any other it answers "Data type not supported" (checked against TensorFlow 2.21)."""
+
+
 class V1Checkpoint(Checkpoint):
     """An opened V1 checkpoint: one file, or every file a sharded pattern matches (``format`` ``tf-v1``)."""
 
@@ -204,6 +209,24 @@ class V1Checkpoint(Checkpoint):
             problem = entry.problem()
             if problem is not None:
                 found.append(Problem(key, problem))
+        return found
+
+    def loader_refusals(self) -> list[Problem]:
+        """What TensorFlow's V1 reader (``tf.train.load_checkpoint``: ``TensorSliceReader``) refuses although ckpt
+        reads it: a dtype outside the few it copies out, a variable stored as slices (``TensorSliceReader`` returns
+        only a variable saved whole, as one full slice), a name that is not UTF-8."""
+        found = []
+        for key, entry in self.items():
+            if entry.info.dtype not in _V1_READER_DTYPES:
+                found.append(Problem(key, f"dtype {entry.dtype}: TensorFlow's V1 reader (tf.train.load_checkpoint) "
+                                          "refuses it (\"Data type not supported\")"))
+            if len(entry.info.slices) != 1 or any(length >= 0 for _, length in entry.info.slices[0].extents):
+                found.append(Problem(key, f"stored in {len(entry.info.slices)} slice(s) (a partitioned variable): "
+                                          "TensorFlow's V1 reader (tf.train.load_checkpoint) refuses to return it "
+                                          "(\"Sliced checkpoints are not supported\")"))
+            if key.encode("utf-8", "surrogateescape") != key.encode("utf-8", "replace"):
+                found.append(Problem(key, "the name is not UTF-8: TensorFlow's V1 reader cannot parse the file's "
+                                          "metadata (protobuf string fields are UTF-8) and refuses the whole file"))
         return found
 
     def close(self) -> None:

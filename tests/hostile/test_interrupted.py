@@ -50,7 +50,10 @@ def test_killed_writer_leaves_no_output_and_the_input_intact(tmp_path, command):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     finals = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    assert finals == [] or proc.returncode == 0, f"partial output under a final name: {finals}"
+    # a bundle's data files take their final names just before its index does (issue 24 item 18): without the
+    # index they are no checkpoint, and the next write of the prefix removes them
+    visible = [n for n in finals if ".data-" not in n or (out / (n.split(".data-")[0] + ".index")).exists()]
+    assert visible == [] or proc.returncode == 0, f"partial output under a final name: {finals}"
     assert _digest_files(src.parent) == before
 
 

@@ -3,6 +3,7 @@ the new one or none - never new data beside the old index - and the next write c
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 import formats
 from formats.core.errors import CheckpointNotFoundError
-from formats.io.atomic import is_temp_name
+from formats.io.atomic import is_temp_name, sweep_temporaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,7 +125,7 @@ def test_a_kill_at_any_step_leaves_old_new_or_none_and_the_next_write_cleans_up(
         assert _state(prefix) == "new"
         assert _litter(folder) == []
         assert sorted(p.name for p in folder.iterdir()) == ["ckpt-1.data-00000-of-00001", "ckpt-1.index"]
-    assert seen == {"old", "none", "new"}
+    assert seen == {"old", "new"}  # never no checkpoint (issue 24 item 18)
 
 
 @pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
@@ -146,9 +147,11 @@ def test_a_kill_while_taking_over_input_files_leaves_the_input_whole(tmp_path, l
         code, _ = _run_child(prefix, kill_at, 2 if link else 1, "copy", source)
         assert code == -signal.SIGKILL
         state = _state(prefix)
-        assert state in ("old", "none", "new")
+        assert state in ("old", "new")
         if not (link and state == "new"):  # (a linked output shares the source's inode: the guard refuses it)
             assert _run_child(prefix, 0, 2 if link else 1, "copy", source)[0] == 0
+        else:  # what the next write of the prefix would sweep first
+            sweep_temporaries(prefix)
         assert _state(prefix) == "new" and _litter(folder) == []
         assert {p.name: p.read_bytes() for p in (tmp_path / "src").iterdir()} == before
 
@@ -168,3 +171,58 @@ def test_a_kill_without_force_does_not_block_the_next_write(tmp_path):
         if _state(prefix) == "none":  # no checkpoint there: a write without force goes ahead
             formats.write_checkpoint(prefix, tensors.items())
         assert _state(prefix) == "new" and _litter(folder) == []
+
+
+# The same, through the command line: ``ckpt convert SRC -o PREFIX --to tf-object --force --update-state``.
+CLI_CHILD = CHILD.split("new = {", 1)[0] + """
+from ckpt_cli.fast import main
+sys.argv = ["ckpt", "convert", sys.argv[5], "-o", prefix, "--to", "tf-object", "--force", "--update-state"]
+try:
+    main()  # ends in sys.exit
+finally:
+    print()
+    print("steps", calls[0])
+"""
+
+
+def test_a_killed_forced_conversion_with_the_state_file_never_loses_a_checkpoint(tmp_path):
+    """Issue 24 item 18: ``convert --force --update-state`` over an existing checkpoint, SIGKILLed at every
+    rename, unlink, link and flush: the prefix opens as the old or the new checkpoint, the state file (written
+    last) names a checkpoint that opens, and ``ckpt ls DIR`` names what the killed write left."""
+    from formats.concepts.state import read_state
+
+    source = str(tmp_path / "src" / "model.ckpt-7")
+    formats.write_checkpoint(source, {f"layer_{i}/w": np.full((256, 64), 100 + i, np.float32)
+                                      for i in range(4)}.items())
+    folder = tmp_path / "run"
+    folder.mkdir()
+    prefix = str(folder / "ckpt-1")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(kill_at: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", CLI_CHILD, prefix, str(kill_at), "1", "cli", source],
+                              capture_output=True, text=True, env=env)
+
+    _old(prefix)
+    done = run(0)
+    assert done.returncode == 0, done.stderr
+    steps = int(re.search(r"^steps (\d+)$", done.stdout, re.M).group(1))
+    seen = set()
+    for kill_at in range(1, steps + 1):
+        for f in folder.iterdir():
+            f.unlink()
+        _old(prefix)
+        assert run(kill_at).returncode == -signal.SIGKILL
+        with formats.open_checkpoint(prefix) as ckpt:  # never "none"
+            seen.add("new" if "_CHECKPOINTABLE_OBJECT_GRAPH" in ckpt else "old")
+        state = read_state(str(folder))
+        if state is not None:
+            with formats.open_checkpoint(os.path.join(str(folder), state.model_checkpoint_path)):
+                pass
+        if _litter(folder):
+            listed = subprocess.run([sys.executable, "-m", "ckpt_cli", "ls", str(folder)], capture_output=True,
+                                    text=True, env=env)
+            assert "left by interrupted writes" in listed.stderr and _litter(folder)[0] in listed.stderr
+        assert run(0).returncode == 0  # the next write completes and cleans up
+        assert _litter(folder) == []
+    assert seen == {"old", "new"}

@@ -74,13 +74,15 @@ def test_pickled_npz_is_refused(tmp_path, run_cli):
     assert res.exit_code == 3 and res.stderr.count("\n") == 1 and "never unpickles" in res.stderr
 
 
-def test_pickled_member_beside_arrays_is_skipped(tmp_path):
+def test_pickled_member_beside_arrays_is_listed_unreadable(tmp_path):
     path = tmp_path / "mixed.npz"
     np.savez(path, ok=np.arange(3), bad=np.array([b"x", 1], dtype=object))
     with formats.open_checkpoint(path) as ckpt:
-        assert list(ckpt) == ["ok"]
-        assert ckpt.metadata["skipped"] == {
-            "bad": "holds pickled Python objects (dtype object): not read; ckpt never unpickles"}
+        assert list(ckpt) == ["ok", "bad"] and "skipped" not in ckpt.metadata
+        assert ckpt["bad"].dtype == "object" and ckpt["bad"].shape == (2,)
+        assert ckpt["bad"].problem() == "holds pickled Python objects (dtype object): not read; ckpt never unpickles"
+        with pytest.raises(formats.UnsupportedError):
+            ckpt["bad"].read()
 
 
 def test_npz_truncated(tmp_path, run_cli):
@@ -143,12 +145,12 @@ def test_not_npy_member(tmp_path):
     assert _open_error(path) == "a.npy: not a .npy array (no \\x93NUMPY magic)"
 
 
-def test_structured_and_void_members_are_skipped(tmp_path):
+def test_structured_and_void_members_are_listed_unreadable(tmp_path):
     path = tmp_path / "s.npz"
     np.savez(path, rec=np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")]), raw=np.zeros(2, dtype="V3"), ok=np.ones(1))
     with formats.open_checkpoint(path) as ckpt:
-        assert list(ckpt) == ["ok"]
-        assert sorted(ckpt.metadata["skipped"]) == ["raw", "rec"]
+        assert sorted(ckpt) == ["ok", "raw", "rec"]
+        assert [k for k, e in ckpt.items() if e.unreadable] == ["rec", "raw"]
 
 
 def test_member_crc_mismatch_is_caught_by_verify(tmp_path, run_cli):
@@ -214,13 +216,14 @@ def test_offsets_disagreeing_with_the_shape(tmp_path):
         assert verify_checkpoint(ckpt).ok is False
 
 
-def test_unknown_dtype_is_skipped(tmp_path):
+def test_unknown_dtype_is_listed_unreadable(tmp_path):
     path = _safetensors(tmp_path / "u.safetensors", {"w": {"dtype": "F8_E8M0", "shape": [2], "data_offsets": [0, 2]},
                                                      "b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}},
                         b"\x01\x02\x03\x04")
     with formats.open_checkpoint(path) as ckpt:
-        assert list(ckpt) == ["b"] and list(ckpt["b"].read()) == [3, 4]
-        assert ckpt.metadata["skipped"] == {"w": "safetensors dtype F8_E8M0 has no TensorFlow counterpart"}
+        assert list(ckpt) == ["w", "b"] and list(ckpt["b"].read()) == [3, 4] and "skipped" not in ckpt.metadata
+        assert (ckpt["w"].dtype, ckpt["w"].shape, ckpt["w"].nbytes) == ("F8_E8M0", (2,), 2)
+        assert ckpt["w"].problem() == "safetensors dtype F8_E8M0 has no TensorFlow counterpart"
 
 
 def test_file_truncated_after_opening(tmp_path):

@@ -232,3 +232,39 @@ def test_mutated_saved_model_pbs_fail_cleanly(tmp_path):
         signal.signal(signal.SIGALRM, previous)
     assert outcomes["ok"] + outcomes["error"] == MUTATION_CASES
     assert outcomes["error"] > MUTATION_CASES // 10
+
+
+# -- nesting TensorFlow's protobuf parser refuses (issue 24, item 23; tests/interop/test_loader_refusals_tf.py) ---
+
+def serving_composite(depth: int) -> bytes:
+    """A SavedModel (corpus module/1's graph) whose serving signature takes a composite tensor whose type state
+    nests ``depth`` tuples: SavedModel > MetaGraphDef > entry > SignatureDef > entry > TensorInfo >
+    CompositeTensor > TypeSpecProto > StructuredValue is 8 levels, each tuple 2 more, the spec 1."""
+    value = field(33, field(3, FLOAT))
+    for _ in range(depth):
+        value = field(52, field(1, value))
+    info = field(5, field(1, field(2, value)))
+    sig = field(1, field(1, "x") + field(2, info)) + field(3, "tensorflow/serving/predict")
+    return saved_model(meta_graph(signatures={"serving_default": sig}, graph=module_graph()))
+
+
+def test_a_serving_signature_nested_5000_deep_is_a_loader_refusal(model, run_cli):
+    (model / "saved_model.pb").write_bytes(serving_composite(5000))
+    assert run_cli("ls", model).exit_code == 0  # ckpt reads it all the same
+    result = run_cli("verify", "--json", model)
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["loader_refusals"] == [
+        {"where": "saved_model.pb", "message": "messages nest more than 100 levels deep (function or serving "
+                                               "signatures): TensorFlow's protobuf parser refuses the file"}]
+    assert run_cli("verify", "--allow-loader-refusals", model).exit_code == 0
+
+
+@pytest.mark.parametrize("depth, levels", [(45, 8 + 90 + 1), (46, 8 + 92 + 1)])
+def test_nesting_is_counted_as_protobuf_counts_it(model, depth, levels):
+    from formats.saved_model.nesting import nesting_depth
+
+    data = serving_composite(depth)
+    assert nesting_depth(data, stop=1000) == levels
+    (model / "saved_model.pb").write_bytes(data)
+    with formats.open_checkpoint(model) as ckpt:
+        assert len(ckpt.loader_refusals()) == (levels > 100)

@@ -236,3 +236,30 @@ def test_rank_beyond_numpy(tmp_path):
         assert ckpt["w"].shape == (1,) * 65
         with pytest.raises(UnsupportedError, match="rank 65; numpy arrays have at most 64 dimensions"):
             ckpt["w"].read()
+
+
+# -- what TensorFlow's V1 reader refuses (issue 24, item 23; tests/interop/test_loader_refusals_tf.py asks it) ----
+
+def test_dtypes_tensorflows_v1_reader_refuses_are_loader_refusals(tmp_path, run_cli):
+    path = simple(tmp_path / "h.ckpt", b"h", 19, [2], packed_varints(13, [0x3C00, 0x4000]))  # float16 1.0, 2.0
+    with formats.open_checkpoint(path) as ckpt:
+        assert ckpt["h"].read().tolist() == [1.0, 2.0]  # ckpt reads it all the same
+        assert [tuple(p) for p in ckpt.loader_refusals()] == [
+            ("h", "dtype float16: TensorFlow's V1 reader (tf.train.load_checkpoint) refuses it "
+                  "(\"Data type not supported\")")]
+    assert run_cli("verify", path).exit_code == 1
+    assert run_cli("verify", "--allow-loader-refusals", path).exit_code == 0
+
+
+def test_a_name_that_is_not_utf8_is_a_loader_refusal(tmp_path, run_cli):
+    path = simple(tmp_path / "n.ckpt", b"w\xff", FLOAT, [2], floats([1.0, 2.0]))
+    result = run_cli("verify", "--json", path)
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["loader_refusals"] == [
+        {"where": "w\\xff", "message": "the name is not UTF-8: TensorFlow's V1 reader cannot parse the file's metadata "
+                                        "(protobuf string fields are UTF-8) and refuses the whole file"}]
+
+
+def test_what_tensorflows_v1_reader_takes_is_no_refusal(tmp_path):
+    with formats.open_checkpoint(simple(tmp_path / "f.ckpt", b"w", FLOAT, [2], floats([1.0, 2.0]))) as ckpt:
+        assert ckpt.loader_refusals() == []

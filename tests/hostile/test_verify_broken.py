@@ -1,6 +1,6 @@
 """Issue 14 #23: ``verify`` must not pass what is broken - slices that overlap although their sizes add
-up, an object graph that does not parse or points at missing nodes - nor report a ``string_ref`` tensor
-(read as a variant) as checksum corruption."""
+up, an object graph that does not parse or points at missing nodes - nor pass a reference-dtype (``string_ref``)
+tensor, which TensorFlow's reader refuses (issue 24, item 4)."""
 from __future__ import annotations
 
 import json
@@ -65,10 +65,38 @@ def test_object_graph_pointing_at_missing_nodes(tmp_path, run_cli):
                                              "object graph node 0 refers to node 7, but there are 1 nodes")])
 
 
-def test_string_ref_tensors_are_strings(tmp_path, run_cli):
+REFUSED = "TensorFlow's checkpoint reader refuses it (a checkpoint stores values, never references)"
+
+
+def _reference_bundle(tmp_path):
     data, crc = string_tensor([b"hello", b"world"])
-    prefix = bundle(tmp_path, "c", [(b"s", entry(STRING_REF, [2], 0, len(data), crc=crc))], data)
-    assert _verify(run_cli, prefix) == (0, [])
+    f32 = np.arange(2, dtype="<f4").tobytes()
+    return bundle(tmp_path, "c", [(b"s", entry(STRING_REF, [2], 0, len(data), crc=crc)),
+                                  (b"f", entry(FLOAT + 100, [2], len(data), len(f32), data=f32))], data + f32)
+
+
+def test_reference_dtypes_are_refused_by_verify(tmp_path, run_cli):
+    # TensorFlow's reader aborts on them ("Unexpected type: 107"; tests/interop/test_loader_refusals_tf.py)
+    assert _verify(run_cli, _reference_bundle(tmp_path)) == (1, [
+        ("f", f"reference dtype float32_ref (101): {REFUSED}"), ("s", f"reference dtype string_ref (107): {REFUSED}")])
+
+
+@pytest.mark.parametrize("command", [("show", "{p}", "s"), ("show", "{p}", "f"), ("diff", "{p}", "{p}"),
+                                     ("extract", "{p}", "s", "-o", "{o}")])
+def test_reference_dtypes_are_refused_by_every_reading_command(tmp_path, run_cli, command):
+    prefix = _reference_bundle(tmp_path)
+    result = run_cli(*(a.format(p=prefix, o=tmp_path / "out") for a in command))
+    assert result.exit_code == 3
+    assert "reference dtype " in result.stderr and REFUSED in result.stderr
     with formats.open_checkpoint(prefix) as ckpt:
-        assert ckpt["s"].dtype == "string_ref"
-        assert ckpt["s"].read().tolist() == [b"hello", b"world"]
+        assert [(k, e.dtype) for k, e in ckpt.items()] == [("f", "float32_ref"), ("s", "string_ref")]
+        assert ckpt["s"].stored_range() is None and ckpt["f"].stored_range() is None
+        with pytest.raises(formats.UnsupportedError, match="tensor 's': reference dtype string_ref"):
+            ckpt["s"].read()
+
+
+def test_reference_dtypes_are_left_out_of_a_conversion_with_a_warning(tmp_path, run_cli):
+    result = run_cli("convert", _reference_bundle(tmp_path), "-o", tmp_path / "o.npz", "--to", "npz", "--json")
+    assert result.exit_code == 0
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["key"], p["severity"]) for p in problems] == [("f", "warning"), ("s", "warning")]

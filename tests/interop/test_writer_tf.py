@@ -118,3 +118,20 @@ def test_tensorflow_restores_a_rewritten_object_checkpoint(tmp_path):
     status = root.read(prefix)
     status.assert_existing_objects_matched()
     np.testing.assert_array_equal(root.l1.kernel.numpy(), kernel)
+
+
+def test_a_replaced_checkpoint_loads_in_tensorflow_at_both_stages(tmp_path, monkeypatch):
+    """Issue 24 item 18: a replacement is put in place padded with an empty data file (names the old
+    checkpoint does not use), then settled under its own shard count; TensorFlow reads both layouts."""
+    import formats.tf_bundle.files as files
+
+    prefix = str(tmp_path / "c")
+    formats.write_checkpoint(prefix, {"a": np.ones(3, np.float32)})
+    formats.write_checkpoint(prefix, {"a": np.full(3, 2, np.float32)}, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.data-00000-of-00001", "c.index"]
+    assert tf.train.load_checkpoint(prefix).get_tensor("a").tolist() == [2, 2, 2]
+    monkeypatch.setattr(files, "settle", lambda *args: None)  # stop after the first stage
+    formats.write_checkpoint(prefix, {"a": np.full(3, 3, np.float32)}, force=True)
+    assert [p.name for p in sorted(tmp_path.iterdir()) if not p.name.startswith(".")] == \
+        ["c.data-00000-of-00002", "c.data-00001-of-00002", "c.index"]
+    assert tf.train.load_checkpoint(prefix).get_tensor("a").tolist() == [3, 3, 3]

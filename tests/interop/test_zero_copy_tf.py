@@ -3,6 +3,7 @@ files, and a linked file beside a second shard holding the new tensors."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -46,3 +47,23 @@ def test_tensorflow_restores_a_linked_object_based_conversion(tmp_path, run_cli)
     for key, value in _tf_values(str(SOURCE)).items():
         np.testing.assert_array_equal(values[by_name[key]], value)
     assert "_CHECKPOINTABLE_OBJECT_GRAPH" in values
+
+
+def test_tensorflow_restores_a_linked_rename_of_an_object_based_checkpoint(tmp_path, run_cli):
+    """Issue 24 #5: the input's data file is linked whole (its object graph, last in it, left unreferenced),
+    the new graph goes to a second shard, and tf.train.Checkpoint restores every value and slot."""
+    pytest.importorskip("tf_keras")
+    slots = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+    src = tmp_path / "src" / "ckpt-5"
+    src.parent.mkdir()
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copyfile(str(slots) + suffix, str(src) + suffix)
+    out = tmp_path / "renamed" / "ckpt-5"
+    result = run_cli("rename", src, "-o", out, "--map", "net/l1=net/dense", "--link")
+    assert result.exit_code == 0, result.stderr
+    assert os.path.samefile(str(out) + ".data-00000-of-00002", str(src) + ".data-00000-of-00001")
+    assert run_cli("verify", out).exit_code == 0
+
+    from .test_convert_tf import assert_restores_renamed_guide
+
+    assert_restores_renamed_guide(out)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from formats.core.names import safe_text
 from formats.core.records import record
 from formats.io.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
                                          read_varint, signed, tag)
@@ -151,7 +152,7 @@ def _encode_one(field: Field, key: bytes, value: Any) -> bytes:
     if kind == "message":
         body = encode(field.message, value)  # type: ignore[arg-type]
     elif kind == "string":
-        body = value.encode("utf-8", "surrogateescape")
+        body = safe_text(value).encode("utf-8")  # a proto string is UTF-8: a name as it is shown
     elif kind == "bytes":
         body = bytes(value)
     elif kind == "fixed32":

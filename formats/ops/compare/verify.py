@@ -18,30 +18,36 @@ class VerifyReport:
     """What ``verify`` checked and what it found wrong (``ok`` when nothing). A plain class: ``verify``
     starts without importing ``dataclasses``."""
 
-    __slots__ = ("path", "format", "tensors", "bytes", "files", "problems")
+    __slots__ = ("path", "format", "tensors", "bytes", "files", "problems", "loader_refusals", "refusals_allowed")
 
     def __init__(self, path: str, format: str, tensors: int = 0, bytes: int = 0, files: list[str] | None = None,
-                 problems: list[Problem] | None = None) -> None:
+                 problems: list[Problem] | None = None, loader_refusals: list[Problem] | None = None,
+                 refusals_allowed: bool = False) -> None:
         self.path = path
         self.format = format
         self.tensors = tensors
         self.bytes = bytes
         self.files = [] if files is None else files
         self.problems = [] if problems is None else problems
+        self.loader_refusals = [] if loader_refusals is None else loader_refusals
+        self.refusals_allowed = refusals_allowed
 
     def __repr__(self) -> str:
-        return f"VerifyReport(path={self.path!r}, tensors={self.tensors}, problems={self.problems!r})"
+        return (f"VerifyReport(path={self.path!r}, tensors={self.tensors}, problems={self.problems!r}, "
+                f"loader_refusals={self.loader_refusals!r})")
 
     @property
     def ok(self) -> bool:
-        """True when no problem was found."""
-        return not self.problems
+        """True when no problem was found, nor anything the format's own loader refuses (unless allowed)."""
+        return not self.problems and (self.refusals_allowed or not self.loader_refusals)
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {"path": self.path, "format": self.format, "ok": self.ok, "tensors": self.tensors,
                 "bytes": self.bytes, "files": self.files,
-                "problems": [{"where": p.where, "message": p.message} for p in self.problems]}
+                "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+                "loader_refusals": [{"where": p.where, "message": p.message} for p in self.loader_refusals],
+                "loader_refusals_allowed": self.refusals_allowed}
 
 
 def total_bytes(ckpt: Checkpoint) -> int:
@@ -49,13 +55,17 @@ def total_bytes(ckpt: Checkpoint) -> int:
     return sum(e.nbytes for e in ckpt.values())
 
 
-def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: int | None = 1) -> VerifyReport:
+def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: int | None = 1, *,
+                      allow_loader_refusals: bool = False) -> VerifyReport:
     """Check ``ckpt`` thoroughly through the contract: the checkpoint's structure problems, then every
-    entry's storage problem or, when it has none, a full read with the format's checks.
+    entry's storage problem or, when it has none, a full read with the format's checks. What the format's
+    own loader refuses (:meth:`Checkpoint.loader_refusals`) is reported too, and makes the report not ``ok``
+    unless ``allow_loader_refusals``.
 
     Entries are checked on ``jobs`` threads (None: every core) when the format allows concurrent reads;
     the report is the same whatever ``jobs`` is."""
-    report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files])
+    report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files],
+                          loader_refusals=ckpt.loader_refusals(), refusals_allowed=allow_loader_refusals)
     report.problems += ckpt.problems()
     broken = {p.where for p in report.problems}
     entries = list(ckpt.items())

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from formats.concepts.object_graph import ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
 from formats.concepts.object_graph_codec import checkpointed_nodes, encode_object_graph
+from formats.core.names import safe_text
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
 
@@ -23,6 +24,7 @@ class GraphBuilder:
         self.nodes: list[ObjectNode] = [ObjectNode(0)]
         self.paths: dict[int, str] = {0: ""}
         self._by_path: dict[str, int] = {"": 0}
+        self._children: dict[tuple[int, str], int] = {}  # (parent, local name) -> child: a lookup, not a scan
 
     def new_node(self) -> int:
         """A new node with no edge to it (a slot variable, for instance)."""
@@ -30,11 +32,14 @@ class GraphBuilder:
         return len(self.nodes) - 1
 
     def child(self, parent: int, local_name: str) -> int:
-        """The child of ``parent`` named ``local_name`` (unescaped), created if absent."""
-        for ref in self.nodes[parent].children:
-            if ref.local_name == local_name:
-                return ref.node_id
+        """The child of ``parent`` named ``local_name`` (unescaped), created if absent. A name that is not valid
+        UTF-8 is given as it is shown (:func:`~formats.core.names.safe_text`): a graph's names are proto strings."""
+        local_name = safe_text(local_name)
+        found = self._children.get((parent, local_name))
+        if found is not None:
+            return found
         node = self.new_node()
+        self._children[parent, local_name] = node
         self.nodes[parent].children.append(ChildRef(node, local_name))
         path = _join(self.paths[parent], escape_local_name(local_name))
         self.paths[node] = path
@@ -60,6 +65,7 @@ class GraphBuilder:
 
     def slot(self, optimizer: int, variable: int, slot_name: str, full_name: str) -> str:
         """A slot variable ``slot_name`` of ``variable`` owned by ``optimizer``; returns its key."""
+        slot_name = safe_text(slot_name)
         node = self.new_node()
         self.nodes[optimizer].slot_variables.append(SlotVariableRef(variable, slot_name, node))
         path = f"{self.paths[variable]}/.OPTIMIZER_SLOT/{self.paths[optimizer]}/{escape_local_name(slot_name)}"

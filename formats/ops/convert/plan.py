@@ -36,7 +36,7 @@ class ConvertOptions:
     """What the user asked for: rename ``rules``, a ``template`` path, the target's switches
     (``max_shard_size``: bytes per shard of sharded Keras 3 weights), and ``hparams``: optimizer
     hyperparameters (``learning_rate``, ``beta_1``, ``iterations``) that optimizer state transforms need
-    when neither checkpoint stores them."""
+    when neither checkpoint stores them; ``drop_optimizer``: leave optimizer state out (``keras3-h5``)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
@@ -45,6 +45,7 @@ class ConvertOptions:
     rename_full_names: bool = False
     max_shard_size: int | None = None
     hparams: dict[str, float] = field(default_factory=dict)
+    drop_optimizer: bool = False
 
 
 @record
@@ -95,8 +96,10 @@ class ConversionPlan:
     """Rows and problems for converting ``source`` to ``target`` (optionally onto ``template``).
 
     ``object_graph`` is the serialized ``TrackableObjectGraph`` to store (None for name-based
-    output); ``writer`` writes the plan (default :func:`write_tf_bundle`); ``resources`` are
-    opened checkpoints the rows stream from, closed by :meth:`close`.
+    output); ``writer`` writes the plan (default :func:`write_tf_bundle`); ``check_output(path)``, if
+    set, raises a :class:`~formats.core.errors.UsageError` for an output the writer cannot make (before
+    anything is planned or written, also on a dry run); ``resources`` are opened checkpoints the rows
+    stream from, closed by :meth:`close`.
     """
 
     source: str
@@ -106,6 +109,7 @@ class ConversionPlan:
     problems: list[Problem] = field(default_factory=list)
     object_graph: bytes | None = None
     writer: Writer | None = None
+    check_output: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     resources: list[Any] = field(default_factory=list, repr=False)
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
     jobs: int | None = field(default=None, repr=False, compare=False)
@@ -135,8 +139,13 @@ class ConversionPlan:
 
     def add_row(self, source: str | None, key: str, value: Source, shape: Iterable[int], dtype: str,
                 note: str = "", transform: str = "") -> PlanRow:
-        """Append an output row and return it."""
+        """Append an output row and return it; a value ckpt cannot read (``value.unreadable``) is planned as left
+        out instead, with a warning naming it (the row returned is not appended)."""
         row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value, transform)
+        why = getattr(value, "unreadable", None)
+        if why:
+            self.add("unsupported", source or key, f"{why}; left out", WARNING)
+            return row
         self.rows.append(row)
         return row
 
@@ -237,6 +246,8 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     inputs = list(inputs)
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:
+        if plan.check_output is not None:
+            plan.check_output(result.output)
         if dry_run or not plan.ok:
             return result
         if plan.writer is not None:

@@ -31,6 +31,7 @@ class ObjectRename:
         self.nodes = [replace(n, children=[], attributes=list(n.attributes)) for n in self.graph.nodes]
         self.new_paths: dict[int, str] = {0: ""}
         self.by_path: dict[str, int] = {"": 0}
+        self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
         self.broken = False
 
     def run(self) -> None:
@@ -104,16 +105,20 @@ class ObjectRename:
         if new is not None:
             prefix, _, last = new.rpartition("/")
             parent, local = self._resolve(prefix), unescape_local_name(last)
-        children = self.nodes[parent].children
-        clash = next((c for c in children if c.local_name == local), None)
+        clash = self.named.get((parent, local))
         if clash is None:
-            children.append(ChildRef(child, local))
-        elif clash.node_id != child:
+            self._add_child(parent, child, local)
+        elif clash != child:
             where = self.new_paths.get(parent, "")
             self.plan.add("collision", f"{where}/{escape_local_name(local)}".lstrip("/"),
                           f"two objects would be the child {local!r} of {where or 'the root'!r}: "
-                          f"{self.graph.path(clash.node_id)!r} and {self.graph.path(child)!r}")
+                          f"{self.graph.path(clash)!r} and {self.graph.path(child)!r}")
             self.broken = True
+
+    def _add_child(self, parent: int, child: int, local: str) -> None:
+        """An edge ``parent -> child`` named ``local`` in the rebuilt graph, indexed by name."""
+        self.nodes[parent].children.append(ChildRef(child, local))
+        self.named[parent, local] = child
 
     def _resolve(self, path: str) -> int:
         """The node at new ``path``, creating empty objects for missing segments."""
@@ -124,7 +129,7 @@ class ObjectRename:
         parent = self._resolve(prefix)
         node = len(self.nodes)
         self.nodes.append(ObjectNode(node))
-        self.nodes[parent].children.append(ChildRef(node, unescape_local_name(last)))
+        self._add_child(parent, node, unescape_local_name(last))
         self.new_paths[node] = path
         self.by_path[path] = node
         self.plan.add("new-object", path, f"new object {path!r} created as a parent", WARNING)

@@ -36,6 +36,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
+from formats.core.names import writable_name
 from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.core.roundtrip import RoundTripReport
@@ -58,8 +59,9 @@ _UNSAFE = re.compile(r"[%\\\x00-\x1f\x7f]")
 
 
 def safe_relative_path(key: str) -> str:
-    """``key`` as a relative path that cannot leave its directory (see the module doc); ``/`` separates."""
-    escaped = _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", key)  # never a "/": segments stay apart
+    """``key`` as a relative path that cannot leave its directory (see the module doc); ``/`` separates. A lone
+    surrogate becomes the text ``\\uXXXX``, as every writer writes it (:mod:`formats.core.names`)."""
+    escaped = _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", writable_name(key))  # never a "/": segments stay apart
     return "/".join(s if s not in ("", ".", "..") else (s.replace(".", "%2E") or "%") for s in escaped.split("/"))
 
 

@@ -101,7 +101,7 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Te
     import numpy as np
 
     out = TensorStats(entry.key, entry.dtype, entry.shape, entry.size)
-    if value_kind(entry.dtype) in ("bytes", "other"):
+    if entry.unreadable or value_kind(entry.dtype) in ("bytes", "other"):
         return out
     run, zeros, nan, inf = _Running(), 0, 0, 0
     exact: list[int] = []  # integer min/max kept exact (float64 cannot hold every int64)

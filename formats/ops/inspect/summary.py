@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Iterable
 
 from formats.core._gc import paused_gc
 from formats.core.listing import CompactListing, count_data_files, count_parameters
@@ -9,7 +10,7 @@ from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
 from formats.core.selection import select_keys
 
-__all__ = ["TensorRow", "CheckpointSummary", "summarise", "expand"]
+__all__ = ["TensorRow", "CheckpointSummary", "summarise", "expand", "names_and_roles"]
 
 
 class TensorRow(namedtuple("TensorRow", ["key", "dtype", "shape", "nbytes", "name", "role"], defaults=(None, None))):
@@ -69,6 +70,13 @@ class CheckpointSummary:
     def to_json(self) -> dict[str, object]:
         """``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
         return {"path": self.path, "format": self.format, "tensors": [r.to_json() for r in self.rows]}
+
+
+def names_and_roles(ckpt: Checkpoint, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``key -> (name, role)`` for each of ``keys`` that ``ckpt`` holds: what ``ls --names`` shows beside a key
+    (``optimizer/_variables/1/...`` -> ``("Adam/m/net/dense/kernel", "slot")``). May decode the object graph."""
+    entries = (ckpt[k] for k in dict.fromkeys(keys) if k in ckpt)
+    return {e.key: (e.name, str(e.role)) for e in entries}
 
 
 def _row(entry: TensorEntry, names: bool) -> TensorRow:

@@ -23,16 +23,18 @@ PLANNERS = {name: planner(name) for name in ("keras2-h5", "keras3-h5", "npz", "s
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
                  template: str | None = None, rules: Any = None, allow_missing: bool = False,
                  dry_run: bool = False, force: bool = False, verify: bool = True,
-                 max_shard_size: int | None = None) -> Any:
+                 max_shard_size: int | None = None, drop_optimizer: bool = False) -> Any:
     """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key); returns the
     :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors).
-    ``max_shard_size`` (bytes) makes ``keras3-h5`` output sharded weights (``output`` a ``*.weights.json``)."""
+    ``max_shard_size`` (bytes) makes ``keras3-h5`` output sharded weights (``output`` a ``*.weights.json``);
+    ``drop_optimizer`` leaves optimizer state out of ``keras3-h5`` output; an ``output`` named ``*.keras``
+    is a whole Keras 3 model (the template's or source's ``config.json`` carried over)."""
     from formats.discover.resolve import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
     from formats.ops.rules import RuleSet
 
     options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
-                             max_shard_size=max_shard_size)
+                             max_shard_size=max_shard_size, drop_optimizer=drop_optimizer)
     with open_checkpoint(os.fspath(src)) as source:
         plan = PLANNERS[to](source, options)
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])

@@ -60,6 +60,8 @@ def provenance_entry(source: Checkpoint, key: str, entry: TensorEntry, out: str 
 
 def _storable(target: str, entry: TensorEntry) -> str | None:
     """Why ``entry`` cannot be stored in ``target`` (None when it can)."""
+    if entry.unreadable:
+        return entry.unreadable
     try:
         dt = by_name(entry.dtype)
     except ValueError:

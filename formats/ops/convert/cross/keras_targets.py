@@ -1,7 +1,8 @@
 """``--to keras2-h5`` and ``--to keras3-h5``: plan a Keras weights file from any Keras checkpoint.
 
 - Keras 2 ``.h5`` without a template, from a Keras TF-format ``save_weights`` bundle: one layer
-  group per top-level layer of the object graph (``layer_with_weights-N`` in order), its weights in
+  group per top-level layer of the object graph (``layer_with_weights-N`` in order; a training
+  checkpoint's ``model/layer_with_weights-N`` likewise, the object the model hangs from left aside), its weights in
   graph (creation) order with non-trainable ones (batch statistics) last, as ``_legacy_weights``
   orders them; weight names are the ``full_name`` s plus ``:0``. A layer is named after the first
   segment its weights' names share; a nested model whose weights share none (``dense``,
@@ -11,7 +12,9 @@
   output has the template's layout and names, and each template weight takes the source weight
   paired with it by :func:`~formats.ops.convert.cross.matching.match_variables`. A Keras 3
   template's optimizer variables are filled by meaning from the source's optimizer state
-  (:mod:`formats.ops.convert.cross.optimizer`) when both are recognised; otherwise they are left out.
+  (:mod:`formats.ops.convert.cross.optimizer`); without ``config.json`` the source's slots tell which
+  variables are trainable and in which order. Optimizer state both sides hold that cannot be placed
+  is an error (``--drop-optimizer`` leaves it out); a Keras 3 source in its own layout keeps its own.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from typing import Any
 from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
-from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError, UsageError
 from formats.ops.convert.sources import is_object_based
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import Pairing, match_variables
@@ -51,14 +54,48 @@ def _open_template(plan: ConversionPlan, options: ConvertOptions, wanted: str,
     return template
 
 
-def _left_out(plan: ConversionPlan, others: list[str], source: Checkpoint, what: str) -> None:
+KERAS2_REASONS = {"": "Keras 2 .h5 weights files hold model weights only"}
+"""Why a source tensor has no place in a Keras 2 ``.h5`` file, by role (``""``: any role)."""
+
+
+def _left_out(plan: ConversionPlan, others: list[str], source: Checkpoint, what: str,
+              reasons: dict[str, str]) -> None:
+    """One warning per role of the ``others`` left out, with the reason ``reasons`` gives for it."""
     roles: dict[str, list[str]] = {}
     for key in others:
         roles.setdefault(source[key].role, []).append(key)
     for role, keys in roles.items():
-        shown = keys if len(keys) <= 5 else keys[:4] + [f"(+{len(keys) - 4} more)"]
-        plan.add("unused", role, f"{len(keys)} {role} tensor(s) of {what} left out (Keras weights files hold "
-                 "model weights only)", WARNING, shown)
+        plan.add("unused", role, f"{len(keys)} {role} tensor(s) of {what} left out "
+                 f"({reasons.get(role, reasons[''])})", WARNING, keys)
+
+
+def _keras3_reasons(plan: ConversionPlan, options: ConvertOptions, source: Checkpoint, others: list[str],
+                    rest: list[str] | None, where: str) -> dict[str, str]:
+    """Report the template's optimizer variables ``rest`` (None: no template) left out, and say why
+    the source's ``others`` are. Optimizer state both sides hold is an error unless ``--drop-optimizer``."""
+    held = [k for k in others if source[k].role in ("optimizer", "slot")]
+    if options.drop_optimizer:
+        state = "--drop-optimizer"
+        if rest:
+            plan.add("unused", where, f"{len(rest)} optimizer tensor(s) of the template left out ({state})", WARNING,
+                     list(rest))
+    elif rest and held:
+        state = "no place found in the template's optimizer variables"
+        plan.add("unsupported", where, f"the template's {len(rest)} optimizer variables cannot be tied to the "
+                 f"source's {len(held)} optimizer tensors (which variable each slot belongs to is not certain, "
+                 "or the optimizers differ); use a .keras template (its config tells trainable from "
+                 "non-trainable variables) or --drop-optimizer to leave optimizer state out", candidates=list(rest))
+    elif rest:
+        state = ""
+        plan.add("unused", where, f"{len(rest)} optimizer tensor(s) of the template left out (the source holds "
+                 "no optimizer state)", WARNING, list(rest))
+    else:
+        state = ("the template has no optimizer variables: save it after model.optimizer.build("
+                 "model.trainable_variables), or use --drop-optimizer")
+    reasons = {"": "a Keras 3 weights file has no place for it"}
+    if state:
+        reasons.update(optimizer=state, slot=state)
+    return reasons
 
 
 def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[KerasVar],
@@ -91,11 +128,12 @@ def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     plan = ConversionPlan(source.path, "keras2-h5", options.template)
     template = _open_template(plan, options, "keras2-h5")
     sources, others = keras_variables(source, options.rules)
-    _left_out(plan, others, source, "the source")
+    _left_out(plan, others, source, "the source", KERAS2_REASONS)
     if template is not None:
         targets, _ = keras_variables(template)
         _fill(plan, targets, sources, options)
         meta = template.metadata
+        plan.check_output = _check_keras2_output
         plan.writer = functools.partial(_write_keras2, layer_names=list(meta.get("layers") or []),
                                         backend=str(meta.get("backend", "tensorflow")),
                                         keras_version=str(meta.get("keras_version", KERAS2_VERSION)))
@@ -106,6 +144,7 @@ def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         layer_names = _plan_layers(plan, sources)
         meta = source.metadata if source.format == "keras2-h5" else {}
         names = list(meta.get("layers") or layer_names) if not options.rules else layer_names
+        plan.check_output = _check_keras2_output
         plan.writer = functools.partial(_write_keras2, layer_names=names,
                                         backend=str(meta.get("backend", "tensorflow")),
                                         keras_version=str(meta.get("keras_version", KERAS2_VERSION)))
@@ -179,18 +218,60 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     if template is not None:
         targets, rest = keras_variables(template)
         pairings = _fill(plan, targets, sources, options)
-        used = fill_keras3_optimizer(plan, source, template, pairings, options) if rest else None
-        if used is None and rest:
-            plan.add("unused", options.template or source.path, f"{len(rest)} optimizer tensor(s) of the template "
-                     "left out", WARNING, rest[:4] + ([f"(+{len(rest) - 4} more)"] if len(rest) > 4 else []))
+        filling = bool(rest) and not options.drop_optimizer
+        if filling and template is source:
+            used = _own_optimizer(plan, source, rest)
+        else:
+            used = fill_keras3_optimizer(plan, source, template, pairings, options) if filling else None
         others = [k for k in others if k not in (used or set())]
+        reasons = _keras3_reasons(plan, options, source, others, rest if used is None else [],
+                                  options.template or source.path)
         _check_shard_size(plan, options.max_shard_size)
+        model = _keras_model(template)
+        plan.check_output = functools.partial(_check_keras3_output, model=model)
         plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template, optimizer=used is not None),
-                                        max_shard_size=options.max_shard_size)
-    _left_out(plan, others, source, "the source")
+                                        max_shard_size=options.max_shard_size, model=model)
+    else:
+        reasons = _keras3_reasons(plan, options, source, others, None, source.path)
+    _left_out(plan, others, source, "the source", reasons)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
+
+
+KERAS_SUFFIX = ".keras"
+"""A whole Keras 3 model: a zip archive of ``config.json``, ``metadata.json`` and ``model.weights.h5``."""
+
+
+def _keras_model(template: Checkpoint) -> tuple[str, str] | None:
+    """``(path, kind)`` of a template that is a whole Keras 3 model (a ``.keras`` archive or a model
+    directory with ``config.json``), whose config a ``.keras`` output carries over; else None."""
+    kind = {"keras-zip": "zip", "keras3-dir": "dir"}.get(template.format)
+    if kind is None or "model_config" not in template.metadata:
+        return None
+    return template.path, kind
+
+
+def _check_keras3_output(output: str, *, model: tuple[str, str] | None) -> None:
+    """A ``.keras`` output needs a model config to carry over."""
+    if output.endswith(KERAS_SUFFIX) and model is None:
+        raise UsageError(output, "a .keras file is a whole model (config.json and weights); with no .keras "
+                         "template there is no config to put in it: name the output *.weights.h5, or convert "
+                         "onto a .keras template")
+
+
+def _check_keras2_output(output: str) -> None:
+    if output.endswith(KERAS_SUFFIX):
+        raise UsageError(output, "a keras2-h5 output is a save_weights .h5 file, not a .keras archive: name "
+                         "the output *.h5")
+
+
+def _own_optimizer(plan: ConversionPlan, source: Checkpoint, keys: list[str]) -> set[str]:
+    """A Keras 3 source written in its own layout keeps its optimizer variables as they are."""
+    for key in keys:
+        entry = source[key]
+        plan.add_row(key, key, entry, entry.shape, entry.dtype, "")
+    return set(keys)
 
 
 def _check_shard_size(plan: ConversionPlan, max_shard_size: int | None) -> None:
@@ -219,9 +300,10 @@ def _keras3_groups(template: Checkpoint, optimizer: bool = False) -> list[tuple[
 
 
 def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
-                  groups: list[tuple[str, str | None]], max_shard_size: int | None = None) -> Any:
+                  groups: list[tuple[str, str | None]], max_shard_size: int | None = None,
+                  model: tuple[str, str] | None = None) -> Any:
     from formats.keras_h5.sharded_writer import DEFAULT_MAX_SHARD_SIZE, write_keras3_sharded
-    from formats.keras_h5.writer import Keras3Group, write_keras3_h5
+    from formats.keras_h5.writer import Keras3Group, write_keras3_h5, write_keras3_zip
 
     out = {path: Keras3Group(path, name) for path, name in groups}
     slots: dict[str, dict[int, Any]] = {}
@@ -236,4 +318,9 @@ def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, 
     if max_shard_size is not None or output.endswith(".json"):
         return write_keras3_sharded(output, list(out.values()), max_shard_size=max_shard_size or DEFAULT_MAX_SHARD_SIZE,
                                     force=force, verify=verify, inputs=inputs)
+    if output.endswith(KERAS_SUFFIX) and model is not None:
+        from formats.keras_h5.source import json_members
+
+        return write_keras3_zip(output, list(out.values()), json_members(*model), force=force, verify=verify,
+                                inputs=inputs)
     return write_keras3_h5(output, list(out.values()), force=force, verify=verify, inputs=inputs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from formats.concepts.keras3_optimizer import keras3_assign
+from formats.concepts.keras3_optimizer import Variable, keras3_assign
 from formats.concepts.optimizers import KERAS3
 from formats.core.model import Checkpoint
 from formats.ops.convert.cross.matching import Pairing
@@ -35,7 +35,7 @@ def fill_keras3_optimizer(plan: ConversionPlan, source: Checkpoint, template: Ch
     if not (src.known and src.slots):
         return None
     if dst.framework == KERAS3 and not dst.slots:
-        dst = keras3_like(plan, template, src, None, options.template or template.path)
+        dst = keras3_like(plan, template, src, None, options.template or template.path, _trainable(src, pairings))
     if not (dst.known and dst.slots):
         return None
     names = {p.target.name: p.source.name for p in pairings if p.source is not None}
@@ -48,16 +48,27 @@ def fill_keras3_optimizer(plan: ConversionPlan, source: Checkpoint, template: Ch
     return fill_optimizer_state(plan, move, targets, options.allow_missing)
 
 
+def _trainable(src: OptimizerState, pairings: list[Pairing]) -> list[Variable]:
+    """The template's trainable variables in model order, as the source shows them: a variable has
+    optimizer slots iff it is trainable, and the source's weights are in model order."""
+    with_slots = {variable for variable, _ in src.slots}
+    paired = sorted((p for p in pairings if p.source is not None and p.source.name in with_slots),
+                    key=lambda p: p.source.order if p.source is not None else 0)
+    return [(p.target.name, p.target.shape, p.target.key) for p in paired]
+
+
 def _index(key: str) -> tuple[str, int]:
     owner, _, index = key.rpartition("/")
     return owner, int(index) if index.isdigit() else -1
 
 
 def keras3_like(plan: ConversionPlan, ckpt: Checkpoint, like: OptimizerState, rules: RuleSet | None,
-                where: str) -> OptimizerState:
+                where: str, trainable: list[Variable] | None = None) -> OptimizerState:
     """A Keras 3 file's optimizer read as ``like``'s (same family and settings) when the file alone
     cannot tell (no ``config.json``: RMSprop with momentum and RMSprop centered have as many
-    variables); a warning says so. Model variables are tied by their shapes, or in layer order."""
+    variables); a warning says so. Model variables are tied in the order of ``trainable`` (the file's
+    trainable variables in model order, as the other side's slots show them) when every slot's shape
+    fits it, else by their shapes, or in layer order."""
     fam = like.family
     keys = sorted((k for k in ckpt if k.startswith("optimizer/vars/")), key=_index)
     if fam is None or fam.class_name(KERAS3) is None or not keys:
@@ -65,7 +76,10 @@ def keras3_like(plan: ConversionPlan, ckpt: Checkpoint, like: OptimizerState, ru
     shapes = [tuple(ckpt[k].shape) for k in keys]
     combos = [(tuple(sorted(like.settings())), lr) for lr in (True, False)]
     variables = [(v.name, v.shape, v.key) for v in keras_variables(ckpt, rules)[0] if v.trainable is not False]
-    found, how = keras3_assign(fam, shapes, combos, None, variables), "by their shapes"
+    found, how = (keras3_assign(fam, shapes, combos, trainable), "as the other side's slots order them") \
+        if trainable else ([], "")
+    if len(found) != 1:
+        found, how = keras3_assign(fam, shapes, combos, None, variables), "by their shapes"
     if len(found) != 1:
         found, how = keras3_assign(fam, shapes, combos, variables), "in the template's layer order"
     if len(found) != 1:

@@ -22,6 +22,7 @@ NON_TRAINABLE = {"moving_mean", "moving_variance"}
 _VALUE = f"/{ATTRIBUTES}/VARIABLE_VALUE"
 _SUFFIX = re.compile(r":\d+$")
 _NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
+_LAYER = re.compile(r"layer_with_weights-(\d+)")
 
 
 @dataclass
@@ -127,18 +128,43 @@ def _bundle_vars(ckpt: Checkpoint, graph: ObjectGraph) -> list[KerasVar]:
                 by_node[node.id] = attr.checkpoint_key
     trainable = {ref.original_variable_node_id for n in graph.nodes for ref in n.slot_variables}
     ordered = _graph_order(graph, set(by_node))
-    out = []
-    for i, node_id in enumerate(ordered):
+    found = []
+    for node_id in ordered:
         key = by_node[node_id]
         entry = ckpt[key]
         if entry.role != "variable":
             continue
         path = key[:-len(_VALUE)] if key.endswith(_VALUE) else key
-        top = path.split("/", 1)[0] if "/" in path else ""
         flag = (node_id in trainable) if trainable else _guess_trainable(str(entry.name))
+        found.append((key, entry, path, flag))
+    base = _model_root([path for _, _, path, _ in found])
+    out = []
+    for key, entry, path, flag in found:
+        inner = path[len(base):]
+        top = inner.split("/", 1)[0] if "/" in inner else ""
         name = str(entry.name or path)
-        out.append(KerasVar(key, name, name, top, i, entry, object_path=path, trainable=flag))
+        out.append(KerasVar(key, name, name, top, 0, entry, object_path=path, trainable=flag))
+    if base:  # the layers in model order, as the root's own layers are ordered
+        out.sort(key=lambda v: _layer_rank(v.layer))
+    for i, var in enumerate(out):
+        var.order = i
     return out
+
+
+def _model_root(paths: list[str]) -> str:
+    """``"model/"`` when every model weight hangs from one object of the root whose children are the
+    layers (``tf.train.Checkpoint(model=...)``: ``model/layer_with_weights-N/...``), else ``""``."""
+    heads = {path.split("/", 1)[0] for path in paths}
+    if len(heads) != 1 or any(path.count("/") < 2 for path in paths):
+        return ""
+    if not all(_LAYER.fullmatch(path.split("/")[1]) for path in paths):
+        return ""
+    return f"{heads.pop()}/"
+
+
+def _layer_rank(name: str) -> int:
+    m = _LAYER.fullmatch(name)
+    return int(m.group(1)) if m else -1
 
 
 def _graph_order(graph: ObjectGraph, wanted: set[int]) -> list[int]:

@@ -1,0 +1,66 @@
+"""The one rule for names that are not valid UTF-8, wherever a name is printed, put in JSON or written.
+
+Keys are ``str``. A key read from bytes that are not UTF-8 (a bundle or V1 key, an HDF5 name) keeps each
+undecodable byte as a surrogate escape (U+DC80..U+DCFF, Python's ``surrogateescape``), so it round-trips.
+A key read from JSON (a safetensors header, an npz provenance record) may also hold a lone surrogate that
+stands for no byte at all (``"\\ud800"``). The rule:
+
+* shown (tables, JSON, messages): an undecodable byte as ``\\xNN``, a lone surrogate as ``\\uXXXX``
+  (:func:`safe_text`);
+* written where a format stores bytes (bundle keys, HDF5 names, file names): undecodable bytes as those
+  bytes, a lone surrogate as the text ``\\uXXXX`` (:func:`writable_name`, :func:`name_bytes`);
+* written where a format stores UTF-8 (proto strings: an object graph's names, and so the keys it
+  names): as shown (:func:`safe_text`).
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from re import Match
+
+__all__ = ["safe_text", "writable_name", "name_bytes"]
+
+_SURROGATE = "[\ud800-\udfff]"
+_BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
+# Patterns, compiled (and ``re`` imported) only for a name that is not valid UTF-8: start-up.
+
+
+def _shown(match: Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def _unicode_escape(match: Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe_text(text: str) -> str:
+    """``text`` as valid UTF-8: undecodable bytes kept as surrogate escapes shown as ``\\xNN``, any other
+    lone surrogate as ``\\uXXXX``; everything else unchanged."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        import re
+
+        return re.sub(_SURROGATE, _shown, text)
+
+
+def writable_name(name: str) -> str:
+    """``name`` with each lone surrogate that stands for no byte replaced by the text ``\\uXXXX``;
+    surrogate-escaped bytes are kept, so ``os.fsencode`` and :func:`name_bytes` give them back."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        import re
+
+        return re.sub(_BYTELESS, _unicode_escape, name)
+
+
+def name_bytes(name: str | bytes) -> bytes:
+    """The bytes a writer stores for ``name``: its UTF-8, undecodable bytes as themselves, a lone surrogate
+    as the text ``\\uXXXX`` (bytes are returned as they are)."""
+    if isinstance(name, (bytes, bytearray, memoryview)):
+        return bytes(name)
+    return writable_name(name).encode("utf-8", "surrogateescape")
