@@ -43,6 +43,16 @@ def test_only_leaves_rows_of_other_commands_unrun(run) -> None:
         run.ONLY.clear()
 
 
+def test_layout_rows_are_left_out_without_their_inputs(run) -> None:
+    """``--only ls`` generates no object-based BERT-like checkpoint: its layout rows are not run (they failed
+    with a KeyError)."""
+    run.ONLY.update({"ls"})
+    try:
+        assert run.measure_layouts({"bert": "/nonexistent/bert"}, Path("/nonexistent"), 3, "/nonexistent/ckpt") == []
+    finally:
+        run.ONLY.clear()
+
+
 def test_dependency_dirs_leave_out_a_copy_of_ckpt(run, tmp_path, monkeypatch) -> None:
     deps, checkout = tmp_path / "a" / "site-packages", tmp_path / "b" / "site-packages"
     (deps / "click").mkdir(parents=True)
