@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ckpt_cli.commands import listing as listing_command
 from formats import open_checkpoint
 from formats.core.listing import CompactListing
 from formats.ops.inspect.summary import summarise
@@ -130,8 +131,12 @@ def compact_taken(monkeypatch) -> list[object]:
 
 
 def _both(run_cli, monkeypatch, compact_taken, *argv: str):
-    monkeypatch.setattr(bundle_format, "COMPACT_FROM", 1 << 62)
-    opened = run_cli(*argv)
+    """``ckpt ARGV`` with every bundle opened, then listed compactly: through the format's ``compact_listing``,
+    and through ``ls PREFIX``'s start-up path (``_bundle_listing``), which lists any local prefix compactly."""
+    with monkeypatch.context() as opening:
+        opening.setattr(bundle_format, "COMPACT_FROM", 1 << 62)
+        opening.setattr(listing_command, "_bundle_listing", lambda path, patterns: None)
+        opened = run_cli(*argv)
     assert compact_taken == []
     monkeypatch.setattr(bundle_format, "COMPACT_FROM", 0)
     compact = run_cli(*argv)

@@ -165,13 +165,21 @@ def test_exit_4_url_outputs_of_single_files(run_cli):
     assert result.exit_code == 4 and result.stderr.startswith("ckpt: error: s3://b/x.npy: this output is written")
 
 
-def test_exit_4_unwrapped_disk_full(run_cli, monkeypatch):
+def _fail_listing(monkeypatch, failure) -> None:
+    """``ckpt ls`` raises what ``failure`` raises, on either way of listing a bundle: opened and summarised, or
+    read compactly from its index (the start-up path of ``ls PREFIX``)."""
     import formats.ops.inspect.summary as summary
+    import formats.tf_bundle.listing as bundle_listing
 
+    monkeypatch.setattr(summary, "summarise", failure)
+    monkeypatch.setattr(bundle_listing, "compact_listing", failure)
+
+
+def test_exit_4_unwrapped_disk_full(run_cli, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(summary, "summarise", full)
+    _fail_listing(monkeypatch, full)
     result = run_cli("ls", EST200)
     assert result.exit_code == 4
     assert result.stderr.splitlines() == ["ckpt: error: No space left on device",
@@ -179,12 +187,10 @@ def test_exit_4_unwrapped_disk_full(run_cli, monkeypatch):
 
 
 def test_exit_3_unwrapped_os_error_reading(run_cli, monkeypatch):
-    import formats.ops.inspect.summary as summary
-
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", "/x/y.index")
 
-    monkeypatch.setattr(summary, "summarise", denied)
+    _fail_listing(monkeypatch, denied)
     result = run_cli("ls", EST200)
     assert result.exit_code == 3 and result.stderr == "ckpt: error: /x/y.index: Permission denied\n"
 
@@ -194,9 +200,7 @@ def _crash(*args, **kwargs):
 
 
 def test_exit_5_internal_error(run_cli, monkeypatch):
-    import formats.ops.inspect.summary as summary
-
-    monkeypatch.setattr(summary, "summarise", _crash)
+    _fail_listing(monkeypatch, _crash)
     result = run_cli("ls", EST200)
     assert result.exit_code == 5 and result.stdout == ""
     assert result.stderr == f"ckpt: internal error: ValueError: operands could not be broadcast together; {INTERNAL}\n"
@@ -215,20 +219,16 @@ def test_quiet_diff_of_a_crash_is_never_1(run_cli, monkeypatch, where):
 
 
 def test_traceback_shows_the_exception_and_keeps_the_code(run_cli, monkeypatch):
-    import formats.ops.inspect.summary as summary
-
-    monkeypatch.setattr(summary, "summarise", _crash)
+    _fail_listing(monkeypatch, _crash)
     result = run_cli("--traceback", "ls", EST200)
     assert result.exit_code == 5 and "Traceback (most recent call last)" in result.stderr
 
 
 def test_exit_130_interrupted(run_cli, monkeypatch):
-    import formats.ops.inspect.summary as summary
-
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(summary, "summarise", interrupt)
+    _fail_listing(monkeypatch, interrupt)
     result = run_cli("ls", EST200)
     assert result.exit_code == 130 and result.stderr == "ckpt: interrupted\n"
 

@@ -137,7 +137,8 @@ def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
     """(A name-based bundle for diff: comparing two object-based ones compares the graphs, a string tensor,
     with numpy. Verifying one decodes its object graph from the string's bytes, without numpy: issue 24 #7.)"""
     modules = _modules_after([str(a) for a in argv])
-    assert "formats.tf_bundle.checkpoint" in modules
+    # `ls PREFIX` lists the index compactly without opening the bundle; the rest open it
+    assert ("formats.tf_bundle.listing" if argv == ["ls", str(BUNDLE)] else "formats.tf_bundle.checkpoint") in modules
     assert registry._may_declare(registry.ENTRY_POINT_GROUP) is False  # no plugin installed here
     heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata",
              "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
@@ -251,9 +252,64 @@ def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
     done = subprocess.run([sys.executable, "-S", "-c", code, "ls", str(BUNDLE)], capture_output=True, text=True,
                           env=env, check=True)
     modules = set(done.stderr.split())
-    assert "formats.tf_bundle.checkpoint" in modules
-    assert "crc32c._crc32c" in modules
+    assert "formats.tf_bundle.listing" in modules
+    assert {"crc32c._crc32c", "crc32c"} & modules  # the extension: a submodule from crc32c 2.5 on, before that the top
     unneeded = {"contextlib", "glob", "fnmatch", "importlib", "importlib.util", "importlib.machinery", "warnings",
                 "typing", "formats.io.atomic"}
     assert modules & unneeded == set()
     assert "cached:0" in modules  # no pattern compiled (re is imported only by the check itself)
+
+
+def _imported(argv: list[str], launcher: list[str]) -> set[str]:
+    """The modules ``launcher ARGV`` imports (``-X importtime``), without ``site`` (``-S``: no editable-install
+    hook), with the checkout and the dependencies' directories on the path."""
+    deps = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *deps])}
+    done = subprocess.run([sys.executable, "-S", "-X", "importtime", *launcher, *argv], capture_output=True,
+                          text=True, env=env, check=True)
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+START_UP_FREE = {"re", "enum", "functools", "typing", "formats.core.model", "formats.core.registry",
+                 "formats.discover.resolve", "formats.api", "formats.tf_bundle.checkpoint", "ckpt_cli.main"}
+"""What ``ckpt ls PREFIX`` does without (issue 24 #6): ``re`` with ``enum`` and ``functools`` cost half of
+Python's own start, and resolving, registering and opening the checkpoint are not needed to list its index."""
+
+
+def test_ls_of_a_prefix_through_the_launcher_imports_only_the_listing() -> None:
+    """The installed ``ckpt`` (scripts/ckpt) imports no ``re`` before ckpt runs (pip's generated console
+    script does), and listing a bundle by its prefix reads the index with the compact listing alone."""
+    modules = _imported(["ls", str(BUNDLE)], [str(ROOT / "scripts" / "ckpt")])
+    assert "formats.tf_bundle.listing" in modules and "ckpt_cli.render.listing" in modules
+    assert modules & START_UP_FREE == set()
+    modules = _imported(["ls", "--json", "-f", "*kernel*", str(BUNDLE)], ["-m", "ckpt_cli"])
+    assert modules & (START_UP_FREE - {"re", "enum", "functools"}) == set()  # a glob pattern compiles with re
+
+
+def test_the_launcher_is_what_pip_installs() -> None:
+    """``pip install .`` installs scripts/ckpt as ``bin/ckpt`` (its ``#!python`` line pointing at the
+    environment's Python): pyproject names it, and no console-script entry point competes with it."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["tool"]["setuptools"]["script-files"] == ["scripts/ckpt"]
+    assert "scripts" not in project["project"]
+    launcher = (ROOT / "scripts" / "ckpt").read_text().splitlines()
+    assert launcher[0] == "#!python" and "from ckpt_cli.fast import main" in launcher
+    assert os.access(ROOT / "scripts" / "ckpt", os.X_OK)
+
+
+@pytest.mark.parametrize("prefix", sorted(str(p)[:-len(".index")] for p in CORPUS.rglob("*.index")),
+                         ids=lambda p: str(Path(p).relative_to(CORPUS)))
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["table", "json"])
+def test_ls_of_a_prefix_prints_what_opening_it_prints(prefix: str, extra: list[str], run_cli, monkeypatch) -> None:
+    """Every corpus bundle listed by its prefix on the start-up path prints the bytes and exit status that
+    resolving and opening it prints."""
+    from ckpt_cli.commands import listing
+
+    quick = run_cli("ls", *extra, prefix)
+    monkeypatch.setattr(listing, "_bundle_listing", lambda path, patterns: None)
+    opened = run_cli("ls", *extra, prefix)
+    assert (quick.exit_code, quick.stdout, quick.stderr) == (opened.exit_code, opened.stdout, opened.stderr)

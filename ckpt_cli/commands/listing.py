@@ -15,6 +15,14 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
            names: bool, no_optimizer: bool, as_json: bool) -> int:
     """List every path (a checkpoint's tensors, a directory's checkpoints) and return the exit status."""
     from formats.core._gc import paused_gc
+
+    tried = len(paths) == 1 and sort == "key" and not (tree or names or no_optimizer) and _local_prefix(paths[0])
+    if tried:  # the start-up path of `ckpt ls PREFIX`: the index alone, nothing resolved, opened or registered
+        quick = _bundle_listing(paths[0], list(patterns))
+        if quick is not None:
+            with paused_gc():
+                _render([quick], as_json)
+            return int(ExitCode.OK)
     from formats.discover.resolve import resolve_many
 
     outputs = []
@@ -29,10 +37,45 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
             _mention_temporaries(path, as_json)
             outputs.append(("dir", path, (infos, _below(path, recursive, infos))))
         else:
-            outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json))
+            outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json, not tried))
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     return int(status)
+
+
+def _local_prefix(path: str) -> bool:
+    """Whether ``path`` names a local bundle by its prefix and nothing else: ``PATH.index`` is a regular file,
+    and no file or folder is called ``PATH`` (which resolving would weigh against the bundle)."""
+    import os
+
+    if "://" in path or os.path.lexists(path):
+        return False
+    try:
+        return os.stat(path + ".index").st_mode & 0o170000 == 0o100000
+    except (OSError, ValueError):
+        return False
+
+
+def _bundle_listing(prefix: str, patterns: list[str]) -> tuple[str, str, object] | None:
+    """The default listing of the local bundle at ``prefix`` read from its index alone
+    (:mod:`formats.tf_bundle.listing`), with its warnings; None where the compact listing declines the index,
+    and the caller resolves and opens ``prefix`` as for any path (so the output is the same either way)."""
+    from formats.tf_bundle.listing import compact_listing
+
+    listing = compact_listing(prefix, patterns)
+    if listing is None:
+        return None
+    _warn_missing(listing.files)
+    _warn_unmatched(listing.path, listing.unmatched)
+    return ("compact", listing.path, listing)
+
+
+def _warn_missing(files: list[str]) -> None:
+    """A warning per file of the checkpoint that does not exist (its keys are listed, their values not read)."""
+    from formats.io.storage import missing_files
+
+    for path in missing_files(files):
+        warn(f"{path}: missing; the keys are listed, their values cannot be read")
 
 
 def _below(path: str, recursive: bool, infos: list[Any]) -> int:
@@ -75,22 +118,20 @@ def warn(message: str) -> None:
 
 
 def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: bool, optimizer: bool,
-             as_json: bool) -> tuple[str, str, object]:
-    """One checkpoint's listing (or tree); warns about missing files (the keys are still listed)."""
+             as_json: bool, compact: bool = True) -> tuple[str, str, object]:
+    """One checkpoint's listing (or tree); warns about missing files (the keys are still listed). ``compact``:
+    whether to ask the format for a compact listing (not where the start-up path's was just declined)."""
     from formats.api import open_target
-    from formats.discover.scan import missing_files
     from formats.ops.inspect.summary import summarise
 
-    if not tree and sort == "key" and not names and optimizer:  # the default listing (and --filter, --json)
+    if compact and not tree and sort == "key" and not names and optimizer:  # the default listing (--filter, --json)
         compact = _compact_listing(target, patterns)
         if compact is not None:
-            for path in missing_files(compact):
-                warn(f"{path}: missing; the keys are listed, their values cannot be read")
+            _warn_missing(compact.files)
             _warn_unmatched(compact.path, compact.unmatched)
             return ("compact", compact.path, compact)
     with open_target(target) as ckpt:
-        for path in missing_files(ckpt):
-            warn(f"{path}: missing; the keys are listed, their values cannot be read")
+        _warn_missing(ckpt.files)
         if tree:
             from formats.ops.inspect.tree import build_tree
 

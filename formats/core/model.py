@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from enum import Enum
 
 from formats.core.errors import TensorNotFoundError, UnsupportedError
+from formats.core.shapes import MAX_RANK, OBJECT_GRAPH_KEY, array_problem, shape_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -56,10 +57,6 @@ CHUNK_ELEMENTS = 1 << 20
 """Default number of elements per chunk for :meth:`TensorEntry.iter_chunks`."""
 CHUNK_BYTES = 8 << 20
 """Default chunk size in bytes for :meth:`TensorEntry.byte_chunks`."""
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-"""The key under which a TF2 object-based checkpoint stores its serialized object graph."""
-MAX_RANK = 64
-"""numpy arrays have at most this many dimensions."""
 
 
 class Role(str, Enum):
@@ -102,24 +99,9 @@ class FormatName(str, Enum):
         return self.value
 
 
-def shape_text(shape: Iterable[int]) -> str:
-    """``(3, 4)`` -> ``[3, 4]`` (TensorFlow's listing style); a scalar is ``[]``."""
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
 def natural_key(key: str) -> list[tuple[int, Any]]:
     """Sort key ordering ``vars/2`` before ``vars/10`` (numeric ``/`` segments as numbers)."""
     return [(0, int(p)) if p.isdigit() else (1, p) for p in key.split("/")]
-
-
-def array_problem(shape: tuple[int, ...], itemsize: int = 1) -> str | None:
-    """Why numpy cannot make an array of ``shape`` (``itemsize`` bytes per element), or None: more than
-    :data:`MAX_RANK` dimensions, or dimensions whose product (zeros aside, as numpy counts) passes 2**63."""
-    if len(shape) > MAX_RANK:
-        return f"rank {len(shape)}; numpy arrays have at most {MAX_RANK} dimensions"
-    if math.prod(d for d in shape if d) * max(itemsize, 1) >= 1 << 63:
-        return f"shape {shape_text(shape)}, too large for any numpy array"
-    return None
 
 
 class Problem(namedtuple("Problem", ["where", "message"])):

@@ -8,11 +8,13 @@ report it as a warning instead (:func:`nothing_selected` builds the same message
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
-
 from formats.core.errors import NothingSelectedError
-from formats.core.model import Checkpoint, TensorEntry
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from formats.core.model import Checkpoint, TensorEntry
 
 __all__ = ["select", "select_keys", "nothing_selected", "is_glob"]
 
@@ -28,6 +30,7 @@ def _matcher(pattern: str) -> Callable[[str], bool]:
     if not is_glob(pattern):
         return pattern.__eq__
     import fnmatch  # only for a glob pattern (start-up)
+    import re
 
     glob = re.compile(fnmatch.translate(pattern)).match
     return lambda key: key == pattern or glob(key) is not None

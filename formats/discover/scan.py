@@ -15,13 +15,12 @@ from collections.abc import Iterator
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
-from formats.core.model import Checkpoint
 from formats.discover.resolve import (Target, claim, claim_directory, find_checkpoints, identity, latest_version,
                                       locate_named, normalize)
 from formats.core.parallel import map_ordered
 from formats.io import storage
 
-__all__ = ["CheckpointInfo", "scan_directory", "count_below", "step_of", "missing_files"]
+__all__ = ["CheckpointInfo", "scan_directory", "count_below", "step_of"]
 
 REMOTE_REQUESTS = 16
 """Checkpoints of a bucket prefix summarised at once (their indexes fetched concurrently)."""
@@ -78,12 +77,6 @@ def step_of(path: str) -> int | None:
             break
     match = re.search(_STEP, stem)
     return int(match.group(1)) if match else None
-
-
-def missing_files(ckpt: Checkpoint) -> list[str]:
-    """The files a checkpoint is made of that do not exist (a bundle's data file deleted, or not yet
-    copied or uploaded): its keys can be listed, their values not read."""
-    return [f for f in ckpt.files if not (storage.isfile(f) if storage.is_url(f) else os.path.exists(f))]
 
 
 class _Folder:
@@ -143,7 +136,7 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
             info.tensors = len(ckpt)
             info.nbytes = sum(e.nbytes for e in ckpt.values())
             files = ckpt.files
-            gone = missing_files(ckpt)
+            gone = storage.missing_files(ckpt.files)
     except CheckpointError as exc:
         info.error = str(exc.message)
         files, gone = [target.path + ".index", target.path], []

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
-           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "EXTRAS"]
+           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "missing_files", "EXTRAS"]
 
 _URL = r"^[a-zA-Z][a-zA-Z0-9+.-]*://"  # compiled only for a path with "://" (start-up)
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
@@ -61,7 +60,11 @@ def transfer() -> _Transfer:
 
 def is_url(path: str) -> bool:
     """Whether ``path`` is a URL with a scheme other than ``file://``."""
-    return "://" in path and bool(re.match(_URL, path)) and not path.startswith("file://")
+    if "://" not in path:
+        return False
+    import re
+
+    return bool(re.match(_URL, path)) and not path.startswith("file://")
 
 
 def filesystem(url: str) -> tuple[Any, str]:
@@ -208,6 +211,12 @@ def isfile(path: str) -> bool:
         return os.path.isfile(path)
     info = _info(path)
     return info is not None and info.get("type") == "file"
+
+
+def missing_files(files: Iterable[str]) -> list[str]:
+    """Those of ``files`` (a checkpoint's) that do not exist (a bundle's data file deleted, or not yet copied
+    or uploaded): its keys can be listed, their values not read."""
+    return [f for f in files if not (isfile(f) if is_url(f) else os.path.exists(f))]
 
 
 def isdir(path: str) -> bool:

@@ -23,7 +23,7 @@ from formats.core._gc import paused_gc
 from formats.core.dtypes import name_of as dtype_name
 from formats.core.errors import CheckpointError
 from formats.core.listing import CompactListing, TensorKind
-from formats.core.model import OBJECT_GRAPH_KEY, FormatName
+from formats.core.shapes import OBJECT_GRAPH_KEY
 from formats.core.selection import select_keys
 from formats.io.sstable.block import KEY_WIDENING, read_block
 from formats.io.sstable.table import Table
@@ -42,6 +42,8 @@ MAX_KINDS = 1 << 16
 _MAX_LEARNED = 4 * MAX_KINDS
 """Value layouts remembered (beyond this, further new ones are decoded each time they occur)."""
 _OBJECT_GRAPH = OBJECT_GRAPH_KEY.encode()
+_FORMATS = {True: "tf-object", False: "tf-name"}
+"""``str(FormatName.TF_OBJECT)`` and ``str(FormatName.TF_NAME)`` (tests check), without the model's enums."""
 
 
 class _Decline(Exception):
@@ -119,9 +121,8 @@ class _Lister:
             raise _Decline
         n = self.header.num_shards
         files = [self.path, *(data_file_name(prefix, i, n) for i in range(n))]
-        fmt = FormatName.TF_OBJECT if self.object_based else FormatName.TF_NAME
         unmatched = [p for p in dict.fromkeys(self.patterns) if p not in self.used]
-        return CompactListing(prefix, str(fmt), files, self.kinds, blocks, self.total, unmatched, self.width,
+        return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, blocks, self.total, unmatched, self.width,
                               self.ascii)
 
     def _block(self, block: bytes, prev: bytes | None) -> tuple[list[bytes], array]:

@@ -26,7 +26,7 @@ from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_
 from formats.io.sstable.table import read_table
 from formats.io.wire import WireError, read_varint
 from formats.tf_bundle.wire import decode_entry, decode_header
-from formats.core.model import OBJECT_GRAPH_KEY, array_problem
+from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
