@@ -79,6 +79,9 @@ def resolve(path: str | os.PathLike[str]) -> Target:
         return found
     if os.path.isfile(p):
         raise NotACheckpointError(p, describe_file(p))
+    odd = storage.not_regular(p + ".index")
+    if odd is not None:  # a FIFO, a folder, a link to nothing or a loop under the index's name
+        raise NotACheckpointError(p + ".index", f"{odd}, not a bundle index")
     raise CheckpointNotFoundError(p, "no such file, directory or checkpoint prefix", hint=_did_you_mean(p))
 
 
@@ -165,6 +168,7 @@ def _did_you_mean(p: str) -> str | None:
         folder, name = os.path.split(p)
         close = difflib.get_close_matches(name, _names_in(folder or os.curdir), n=3, cutoff=0.6) if name else []
         near = [os.path.join(folder, c) for c in close]
+    near = [n for n in near if os.path.normpath(n) != os.path.normpath(p)]  # never the path itself
     return "did you mean " + ", ".join(near) + "?" if near else None
 
 

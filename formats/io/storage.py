@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
-           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "missing_files", "EXTRAS"]
+           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "not_regular", "missing_files", "EXTRAS"]
 
 _URL = r"^[a-zA-Z][a-zA-Z0-9+.-]*://"  # compiled only for a path with "://" (start-up)
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
@@ -88,6 +88,25 @@ def _translate(url: str, exc: Exception) -> Exception:
     if isinstance(exc, (UnsupportedError, CheckpointNotFoundError)):
         return exc
     return CheckpointNotFoundError(url, f"cannot read ({type(exc).__name__}: {exc})")
+
+
+def not_regular(path: str) -> str | None:
+    """What the local ``path`` is when it is there but is no regular file (``a FIFO``, ``a directory``, ``a
+    device``, ``a socket``, ``a symbolic link to nothing``, ``a symbolic link loop``); None for a regular file
+    or nothing at all. Nothing is opened."""
+    import errno
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None
+        return "a symbolic link loop" if exc.errno == errno.ELOOP else \
+            "a symbolic link to nothing" if exc.errno == errno.ENOENT else f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    return "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+        "a socket" if stat.S_ISSOCK(mode) else "a device"
 
 
 def open_regular(path: str) -> BinaryIO:

@@ -80,3 +80,32 @@ def test_data_file_that_is_a_fifo(tmp_path, run_cli):
     outcome = run_limited("verify", tmp_path / "model.ckpt-200", seconds=60)
     assert_clean(outcome, 1)
     assert "model.ckpt-200.data-00000-of-00001: data file missing" in outcome.stdout
+
+
+@needs_fifo
+def test_a_prefix_whose_index_is_no_regular_file_is_named_for_what_it_is(tmp_path):
+    """``ckpt ls PREFIX`` where ``PREFIX.index`` is a FIFO, a folder, a symlink loop or a link to nothing: one line
+    naming the index and what it is, exit 3, nothing opened (and no "did you mean PREFIX?" for PREFIX itself)."""
+    os.mkfifo(tmp_path / "fifo.index")
+    (tmp_path / "dir.index").mkdir()
+    os.symlink(tmp_path / "loop2.index", tmp_path / "loop.index")
+    os.symlink(tmp_path / "loop.index", tmp_path / "loop2.index")
+    os.symlink(tmp_path / "nothing", tmp_path / "gone.index")
+    for name, what in [("fifo", "a FIFO"), ("dir", "a directory"), ("loop", "a symbolic link loop"),
+                       ("gone", "a symbolic link to nothing")]:
+        for extra in ([], ["--json"]):
+            outcome = run_limited("ls", *extra, tmp_path / name, seconds=30, memory=512 * MiB)
+            error = f"{tmp_path / name}.index: {what}, not a bundle index"
+            if extra:
+                assert outcome.code == 3 and json.loads(outcome.stdout)["error"] == error
+            else:
+                assert (outcome.code, outcome.stderr) == (3, f"ckpt: error: {error}\n")
+
+
+def test_did_you_mean_never_names_the_path_itself(tmp_path, run_cli):
+    (tmp_path / "ckpt-1").mkdir()  # a folder named like a prefix, and ckpt-1x (a typo of it) asked for
+    result = run_cli("ls", str(tmp_path / "ckpt-1x"))
+    assert result.exit_code == 3 and f"did you mean {tmp_path / 'ckpt-1'}?" in result.stderr
+    from formats.discover.resolve import _did_you_mean
+
+    assert _did_you_mean(str(tmp_path / "ckpt-1")) is None
