@@ -238,6 +238,11 @@ def test_writing_a_bundle_imports_nothing_it_does_not_need(tmp_path, argv: list[
     if command == "rename":  # a name-based rename needs no graph model, and a linked one flushes no data
         heavy |= {"formats.concepts.object_graph", "formats.concepts.roles", "threading"}
     assert modules & heavy == set()
+    # the script runs with re already imported (_modules_after's own); through the launcher, none of these
+    launched = _imported([command, str(NAME_BASED / "model.ckpt-200"), "-o", str(tmp_path / "again" / "ckpt"), *options],
+                         [str(ROOT / "scripts" / "ckpt")])
+    unneeded = {"re", "enum", "contextlib", *heavy} | ({"functools"} if command == "rename" else set())
+    assert "formats.tf_bundle.writer" in launched and launched & unneeded == set()
 
 
 def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
@@ -313,3 +318,13 @@ def test_ls_of_a_prefix_prints_what_opening_it_prints(prefix: str, extra: list[s
     monkeypatch.setattr(listing, "_bundle_listing", lambda path, patterns: None)
     opened = run_cli("ls", *extra, prefix)
     assert (quick.exit_code, quick.stdout, quick.stderr) == (opened.exit_code, opened.stdout, opened.stderr)
+
+
+@pytest.mark.parametrize("argv", [["verify", str(BUNDLE)], ["verify", str(NAME_BASED / "model.ckpt-200")]],
+                         ids=["object-based", "name-based"])
+def test_verify_through_the_launcher_imports_no_regular_expressions_or_enum(argv: list[str]) -> None:
+    """``ckpt verify`` of a bundle (its object graph decoded too) goes without re, enum, functools and contextlib:
+    about 5 ms of its start-up (issue 24 #6, #7)."""
+    modules = _imported(argv, [str(ROOT / "scripts" / "ckpt")])
+    assert "formats.ops.compare.verify" in modules
+    assert modules & {"re", "enum", "functools", "contextlib", "typing"} == set()

@@ -5,33 +5,16 @@ from __future__ import annotations
 import os
 import sys
 
+from formats.core.memo import remembered
 from formats.core.shapes import shape_text as _shape_text
 from formats.core.names import safe_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 
-def _cached(function: Callable[[Any], str]) -> Callable[[Any], str]:
-    """``function`` remembering up to 4,096 results (listings repeat the same few sizes and shapes many times);
-    a dict rather than ``functools.lru_cache``, whose import the start-up path of ``ckpt ls`` does without."""
-    cache: dict[Any, str] = {}
-
-    def cached(arg: Any) -> str:
-        text = cache.get(arg)
-        if text is None:
-            text = function(arg)
-            if len(cache) < 4096:
-                cache[arg] = text
-        return text
-
-    cached.__doc__, cached.__name__ = function.__doc__, function.__name__
-    return cached
-
-
-@_cached
+@remembered(4096)  # listings repeat the same few sizes and shapes many times
 def human_bytes(n: int) -> str:
     """``1536`` -> ``1.5 KiB``."""
     value = float(n)
@@ -42,7 +25,7 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-shape_text = _cached(_shape_text)
+shape_text = remembered(4096)(_shape_text)
 """``formats.core.shapes.shape_text``, cached."""
 
 

@@ -1,7 +1,6 @@
 """The ``checkpoint`` state file TensorFlow keeps in a checkpoint directory (text-format CheckpointState)."""
 from __future__ import annotations
 
-import re
 from formats.core.names import name_bytes
 from formats.core.errors import CorruptCheckpointError
 
@@ -45,6 +44,8 @@ class CheckpointState:
 
 
 def _unescape(raw: bytes) -> str:
+    import re  # only for a state file that holds escapes, not at import (start-up)
+
     out = bytearray()
     i = 0
     while i < len(raw):
@@ -74,8 +75,10 @@ def _unescape(raw: bytes) -> str:
 
 def parse_state(text: bytes, path: str = "") -> CheckpointState:
     """Parse the text format of a ``CheckpointState`` message."""
+    import re  # on the first state file read, not at import (start-up)
+
     state = CheckpointState()
-    field = re.compile(_FIELD)  # compiled on the first state file read, not at import (start-up)
+    field = re.compile(_FIELD)
     pos = 0
     while pos < len(text):
         match = field.match(text, pos)

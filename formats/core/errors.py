@@ -22,9 +22,10 @@ adds its own hints.
 """
 from __future__ import annotations
 
+from formats.core.enumeration import IntEnumeration
+
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any, ClassVar
 
 __all__ = ["ExitCode", "CheckpointError", "CheckpointNotFoundError", "NotACheckpointError",
@@ -34,93 +35,16 @@ __all__ = ["ExitCode", "CheckpointError", "CheckpointNotFoundError", "NotACheckp
            "VerificationError", "exit_code_of"]
 
 
-class _Enumeration(type):
-    """What makes :class:`ExitCode` an enumeration like ``enum.IntEnum`` without the ``enum`` module, which
-    with the ``functools`` and ``collections`` it imports costs about 3 ms, a third of Python's own start,
-    on every command line: iteration in value order, ``len``, ``ExitCode(3)`` and ``ExitCode["INPUT"]``."""
+class ExitCode(IntEnumeration):
+    """The exit status of every ``ckpt`` command (an ``int`` with a ``name``, as an ``enum.IntEnum`` member is)."""
 
-    _members: list[Any]
-
-    def __iter__(cls) -> Iterator[Any]:
-        return iter(cls._members)
-
-    def __len__(cls) -> int:
-        return len(cls._members)
-
-    def __getitem__(cls, name: str) -> Any:
-        for member in cls._members:
-            if member.name == name:
-                return member
-        raise KeyError(name)
-
-    def __call__(cls, value: object) -> Any:
-        for member in cls._members:
-            if member == value:
-                return member
-        raise ValueError(f"{value!r} is not a valid {cls.__name__}")
-
-
-class ExitCode(int, metaclass=_Enumeration):
-    """The exit status of every ``ckpt`` command: an ``int`` with a ``name``, as an ``enum.IntEnum`` member is.
-
-    ======  ===============  ================================================================================
-    value   name             meaning
-    ======  ===============  ================================================================================
-    0       ``OK``           success; nothing wrong found
-    1       ``PROBLEMS``     differences or problems found (each listed), or a selection that matches nothing
-    2       ``USAGE``        usage error: unknown option, malformed rule or slice, bad option value
-    3       ``INPUT``        an input cannot be read: missing, not a checkpoint, corrupt
-    4       ``OUTPUT``       the output was not written: exists, would replace an input, disk full, failed
-                             read-back
-    5       ``INTERNAL``     internal error: a bug in ckpt
-    130     ``INTERRUPTED``  interrupted (Ctrl-C)
-    ======  ===============  ================================================================================
-    """
-
-    name: str
-    OK: ClassVar[ExitCode]
-    PROBLEMS: ClassVar[ExitCode]
-    USAGE: ClassVar[ExitCode]
-    INPUT: ClassVar[ExitCode]
-    OUTPUT: ClassVar[ExitCode]
-    INTERNAL: ClassVar[ExitCode]
-    INTERRUPTED: ClassVar[ExitCode]
-
-    @property
-    def value(self) -> int:
-        """The number itself."""
-        return int(self)
-
-    def __repr__(self) -> str:
-        return f"<ExitCode.{self.name}: {int(self)}>"
-
-    __str__ = int.__repr__  # as IntEnum's on Python 3.11+: the number
-
-    def __format__(self, spec: str) -> str:
-        return int.__format__(int(self), spec)
-
-    def __reduce__(self) -> tuple[Any, tuple[int]]:
-        return ExitCode, (int(self),)
-
-    def __copy__(self) -> ExitCode:
-        return self
-
-    def __deepcopy__(self, memo: object) -> ExitCode:
-        return self
-
-
-def _members() -> None:
-    members = []
-    for name, value in (("OK", 0), ("PROBLEMS", 1), ("USAGE", 2), ("INPUT", 3), ("OUTPUT", 4), ("INTERNAL", 5),
-                        ("INTERRUPTED", 130)):
-        member = int.__new__(ExitCode, value)
-        member.name = name
-        setattr(ExitCode, name, member)
-        members.append(member)
-    ExitCode._members = members
-
-
-_members()
+    OK = 0  #: success; nothing wrong found
+    PROBLEMS = 1  #: differences or problems found (each listed), or a selection that matches nothing
+    USAGE = 2  #: usage error: unknown option, malformed rule or slice, bad option value
+    INPUT = 3  #: an input cannot be read: missing, not a checkpoint, corrupt
+    OUTPUT = 4  #: the output was not written: exists, would replace an input, disk full, failed read-back
+    INTERNAL = 5  #: internal error: a bug in ckpt
+    INTERRUPTED = 130  #: interrupted (Ctrl-C)
 
 
 class CheckpointError(Exception):

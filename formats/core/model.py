@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from collections.abc import Iterator, Mapping
-from enum import Enum
 
+from formats.core.enumeration import StrEnumeration
 from formats.core.errors import TensorNotFoundError, UnsupportedError
 from formats.core.shapes import MAX_RANK, OBJECT_GRAPH_KEY, array_problem, shape_text
 
@@ -59,7 +59,7 @@ CHUNK_BYTES = 8 << 20
 """Default chunk size in bytes for :meth:`TensorEntry.byte_chunks`."""
 
 
-class Role(str, Enum):
+class Role(StrEnumeration):
     """What a tensor is. A ``str`` subclass: ``Role.SLOT == "slot"``.
 
     ``optimizer`` covers optimizer hyperparameters, step/iteration counters and other non-slot
@@ -74,11 +74,8 @@ class Role(str, Enum):
     OBJECT_GRAPH = "object_graph"
     OTHER = "other"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class FormatName(str, Enum):
+class FormatName(StrEnumeration):
     """The names of the built-in formats, as ``Checkpoint.format`` reports them (plugins add their own)."""
 
     TF_OBJECT = "tf-object"
@@ -94,9 +91,6 @@ class FormatName(str, Enum):
     HDF5 = "hdf5"
     NPZ = "npz"
     SAFETENSORS = "safetensors"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def natural_key(key: str) -> list[tuple[int, Any]]:

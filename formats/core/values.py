@@ -13,7 +13,6 @@ a chunk after asking for the next one.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterator
 
 from formats.core import dtypes
@@ -107,17 +106,21 @@ def iter_float_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) 
 
 
 # -- key[slice] ------------------------------------------------------------------------------------
-_INT = re.compile(r"^[-+]?\d+$")
+def _is_int(text: str) -> bool:
+    """Whether ``text`` is a whole number as a slice writes it (``3``, ``-1``, ``+2``; no spaces, no ``_``),
+    checked without a regular expression (``re`` stays off the start-up path)."""
+    digits = text[1:] if text[:1] in "+-" else text
+    return digits.isdecimal()  # what the regex \d matched: any Unicode decimal digit, as int() takes
 
 
 def _parse_item(part: str, text: str) -> Any:
     item = part.strip()
     if item == "...":
         return Ellipsis
-    if _INT.match(item):
+    if _is_int(item):
         return int(item)
     bounds = [b.strip() for b in item.split(":")]
-    if 2 <= len(bounds) <= 3 and all(not b or _INT.match(b) for b in bounds):
+    if 2 <= len(bounds) <= 3 and all(not b or _is_int(b) for b in bounds):
         return slice(*(int(b) if b else None for b in bounds))
     raise ValueError(f"bad slice item {item!r} in [{text}]")
 

@@ -2,13 +2,13 @@
 checkpoint, by asking the format registry; directories follow their ``checkpoint`` state file."""
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable
 from collections import namedtuple
 
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
+from formats.core.memo import remembered
 from formats.core.model import Checkpoint
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                                  UnsupportedError)
@@ -58,7 +58,7 @@ def identity(path: str) -> str:
     return real + os.sep if path.endswith(os.sep) and real != os.sep else real
 
 
-@functools.lru_cache(maxsize=256)
+@remembered(256)
 def _real_folder(cwd: str, folder: str) -> str:
     """``os.path.realpath`` of ``folder`` (relative to ``cwd``), remembered: a directory of a thousand
     checkpoints is resolved once."""

@@ -13,13 +13,15 @@ operating system refuses while an output is written surfaces as
 """
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import re
-from collections.abc import Iterator
 
 from formats.core.errors import CheckpointError, InvalidOutputError, OutputWriteError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
            "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
@@ -53,17 +55,36 @@ def temp_name(out: str) -> str:
 _TEMP = r"^\..+\.tmp-[0-9a-f]{8}"  # compiled only for a name with ".tmp-" (start-up)
 
 
+class ignoring:  # noqa: N801 - a drop-in for contextlib.suppress
+    """``with ignoring(OSError): ...``: :func:`contextlib.suppress`, without importing contextlib on every
+    bundle write (start-up)."""
+
+    def __init__(self, *exceptions: type[BaseException]) -> None:
+        self.exceptions = exceptions
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> bool:
+        return kind is not None and issubclass(kind, self.exceptions)
+
+
 def sweep_temporaries(out: str) -> list[str]:
     """Remove what killed writers of ``out`` left beside it: temporaries (files, staging directories, a
     bundle's ``<temp>.index``/``<temp>.data-*``) whose name says this host and a process that no longer
     exists. A live writer's temporaries, another host's and foreign names are never touched. Returns the
     paths removed."""
     directory = os.path.dirname(os.path.abspath(out))
-    owned = re.compile(rf"^\.{re.escape(os.path.basename(out))}\.tmp-[0-9a-f]{{8}}-{_host()}-(\d+)(\..*)?$")
+    lead = f".{os.path.basename(out)}.tmp-"
     try:
-        names = os.listdir(directory)
+        names = [n for n in os.listdir(directory) if n.startswith(lead)]
     except OSError:
         return []
+    if not names:  # nothing to match: re stays unimported (start-up)
+        return []
+    import re
+
+    owned = re.compile(rf"^\.{re.escape(os.path.basename(out))}\.tmp-[0-9a-f]{{8}}-{_host()}-(\d+)(\..*)?$")
     removed = []
     for name in names:
         match = owned.match(name)
@@ -96,11 +117,15 @@ def remove_tree(path: str) -> None:
             if entry.is_dir(follow_symlinks=False):
                 todo.append(entry.path)
             else:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
     for folder in reversed(folders):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.rmdir(folder)
+        except FileNotFoundError:
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -120,7 +145,11 @@ def is_temp_name(path: str) -> bool:
     """Whether ``path`` (or a file named after it, ``<temp>.index``) is a :func:`temp_name`: a write in
     progress or one that was killed, never an output."""
     name = os.path.basename(path.rstrip(os.sep))
-    return ".tmp-" in name and bool(re.match(_TEMP, name))
+    if ".tmp-" not in name:
+        return False
+    import re
+
+    return bool(re.match(_TEMP, name))
 
 
 def fsync_file(path: str) -> None:
@@ -194,11 +223,17 @@ def remove_created(directories: list[str]) -> None:
             return
 
 
-@contextlib.contextmanager
-def atomic_output(out: str, needed: int = 0) -> Iterator[str]:
-    """Yield a temporary path beside ``out`` to write (and verify) one file; on leaving the block it is
-    flushed and renamed to ``out``; on any error it is removed, with the directories created for it.
-    ``needed`` bytes are checked first."""
+def atomic_output(out: str, needed: int = 0) -> AbstractContextManager[str]:
+    """``with atomic_output(out) as temp``: a temporary path beside ``out`` to write (and verify) one file; on
+    leaving the block it is flushed and renamed to ``out``; on any error it is removed, with the directories
+    created for it. ``needed`` bytes are checked first. (contextlib is imported here, on a single-file write,
+    not with this module, which every bundle write imports.)"""
+    import contextlib
+
+    return contextlib.contextmanager(_atomic_output)(out, needed)
+
+
+def _atomic_output(out: str, needed: int) -> Iterator[str]:
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
     try:

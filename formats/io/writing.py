@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 
 from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files",
+__all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files", "bundle_file_part",
            "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
 
 
@@ -178,7 +177,19 @@ def _inode(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-_BUNDLE_FILE = r"(\.index|\.data-\d{5}-of-\d{5})"
+def bundle_file_part(name: str, base: str) -> str | None:
+    """``index`` or ``data-NNNNN-of-MMMMM`` when ``name`` is that file of the bundle ``base`` (five decimal
+    digits each, as TensorFlow names them), else None. No regular expression: writers call this on every
+    name of the output's folder, and ``re`` stays off their start-up."""
+    if not name.startswith(base):
+        return None
+    rest = name[len(base):]
+    if rest == ".index":
+        return "index"
+    if len(rest) == 20 and rest.startswith(".data-") and rest[11:15] == "-of-" and rest[6:11].isdecimal() \
+            and rest[15:].isdecimal():
+        return rest[1:]
+    return None
 
 
 def named_files(path: str) -> list[str]:
@@ -187,12 +198,11 @@ def named_files(path: str) -> list[str]:
     if _is_url(path) or not os.path.basename(path):
         return files
     directory, base = os.path.split(path)
-    pattern = re.compile(re.escape(base) + _BUNDLE_FILE)
     try:
         names = os.listdir(directory or ".")
     except OSError:
         return files
-    return files + [os.path.join(directory, n) for n in sorted(names) if pattern.fullmatch(n)]
+    return files + [os.path.join(directory, n) for n in sorted(names) if bundle_file_part(n, base) is not None]
 
 
 class OutputGuard:

@@ -20,7 +20,6 @@ Rules files are TOML or JSON: ``{"rules": [{"map": ["old", "new"]}, {"regex": ["
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 
 from formats.core.records import field, record
@@ -53,6 +52,8 @@ class Rule:
         if self.kind == "map":
             return _map_prefix(name, self.old.strip("/"), self.new.strip("/"))
         if self.kind == "regex":
+            import re  # only for --regex rules (start-up)
+
             new, count = re.subn(self.old, self.new, name)
             return new if count else None
         if self.kind == "add-prefix":
@@ -112,6 +113,8 @@ def parse_pair(kind: str, text: str, source: str = "") -> Rule:
         raise RuleError(source, f"a {kind} rule needs OLD=NEW, got {text!r}")
     old, new = text.split("=", 1)
     if kind == "regex":
+        import re  # only for --regex rules (start-up)
+
         try:
             re.compile(old)
         except re.error as exc:

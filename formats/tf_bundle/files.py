@@ -10,10 +10,9 @@ checkpoint's), then settled under its own count (:func:`~formats.tf_bundle.publi
 """
 from __future__ import annotations
 
-import contextlib
 import os
 
-from formats.io.atomic import temp_name
+from formats.io.atomic import ignoring, temp_name
 from formats.tf_bundle.layout import Layout
 from formats.tf_bundle.publish import publish, settle, unused_shard_count
 from formats.tf_bundle.reader import data_file_name
@@ -93,15 +92,15 @@ class BundleFiles:
             settle(self.settled_index, self.final_index, self.staged, self.finals, self.temp)
 
     def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(BaseException):
+        with ignoring(BaseException):
             self.finish_syncs()
         for f in (*self._opened, self.index):
             if f is not None:
-                with contextlib.suppress(OSError):
+                with ignoring(OSError):
                     f.close()
         if not self._published:
             for path in [*self.temps, self.temp_index, *([self.settled_index] if self.settled_index else [])]:
-                with contextlib.suppress(FileNotFoundError):
+                with ignoring(FileNotFoundError):
                     os.unlink(path)
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 from formats.core.errors import CheckpointNotFoundError
 from formats.core.model import Checkpoint
@@ -42,7 +41,11 @@ class BundleFormat:
 
     def resolve(self, path: str) -> str | None:
         """The prefix ``path`` names, None when it is no bundle's; a data file without its index raises."""
-        match = re.match(_BUNDLE_FILE, path) if path.endswith(".index") or ".data-" in path else None
+        match = None
+        if path.endswith(".index") or ".data-" in path:
+            import re  # only for a path that names a bundle's file, not at import (start-up)
+
+            match = re.match(_BUNDLE_FILE, path)
         if match and storage.isfile(path):
             prefix = match.group(1)
             if storage.isfile(prefix + ".index"):

@@ -25,11 +25,10 @@ the publication, so it always names a checkpoint that opens.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 
-from formats.io.atomic import fsync_dir
+from formats.io.atomic import fsync_dir, ignoring
+from formats.io.writing import bundle_file_part
 
 __all__ = ["publish", "settle", "data_files_of", "unused_shard_count"]
 
@@ -37,12 +36,12 @@ __all__ = ["publish", "settle", "data_files_of", "unused_shard_count"]
 def data_files_of(prefix: str) -> list[str]:
     """The existing ``prefix.data-NNNNN-of-MMMMM`` files, whatever their shard count."""
     directory, base = os.path.split(os.path.abspath(prefix))
-    pattern = re.compile(re.escape(base) + r"\.data-\d{5}-of-\d{5}")
     try:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(os.path.join(os.path.dirname(prefix), n) for n in names if pattern.fullmatch(n))
+    return sorted(os.path.join(os.path.dirname(prefix), n) for n in names
+                  if (bundle_file_part(n, base) or "").startswith("data-"))
 
 
 def unused_shard_count(prefix: str, shards: int) -> int:
@@ -96,13 +95,13 @@ def publish(temp_index: str, final_index: str, data: list[tuple[str, str]]) -> N
         os.replace(temp_index, final_index)  # old checkpoint -> new checkpoint, in one step
     except BaseException:  # nothing names these data files
         for final in placed:
-            with contextlib.suppress(OSError):
+            with ignoring(OSError):
                 os.unlink(final)
         raise
     fsync_dir(directory)
     for path in data_files_of(prefix):
         if os.path.abspath(path) not in finals:
-            with contextlib.suppress(FileNotFoundError):
+            with ignoring(FileNotFoundError):
                 os.unlink(path)
 
 
@@ -119,7 +118,7 @@ def settle(settled_index: str, final_index: str, staged: list[str], finals: list
             os.link(source, link)
             os.replace(link, final)
     except OSError:
-        with contextlib.suppress(OSError):
+        with ignoring(OSError):
             os.unlink(settled_index)
         return
     fsync_dir(directory)
@@ -128,5 +127,5 @@ def settle(settled_index: str, final_index: str, staged: list[str], finals: list
     keep = {os.path.abspath(f) for f in finals}
     for path in staged:
         if os.path.abspath(path) not in keep:
-            with contextlib.suppress(FileNotFoundError):
+            with ignoring(FileNotFoundError):
                 os.unlink(path)

@@ -1,0 +1,118 @@
+"""Enumerations without the ``enum`` module: :class:`IntEnumeration` and :class:`StrEnumeration`.
+
+``enum`` costs about 2 ms to import with the ``functools`` and ``types`` it pulls in, and every ``ckpt``
+command line needs the exit codes (:class:`~formats.core.errors.ExitCode`), tensor roles and format names
+(:mod:`formats.core.model`). A class deriving from one of these two turns each upper-case attribute of its
+body into a member: an instance of the class that *is* the ``int`` or ``str`` (equal to it, hashed as it,
+written to JSON as it, ``str()`` and ``format()`` give the plain value), with a ``name`` and a ``value``,
+as ``enum.IntEnum`` and a ``(str, Enum)`` with ``__str__`` returning its value do. The class iterates over
+its members in definition order, and ``Cls(value)`` and ``Cls["NAME"]`` look them up::
+
+    class Colour(StrEnumeration):
+        RED = "red"  #: a comment documents a member
+
+    Colour.RED == "red"; Colour("red") is Colour.RED; list(Colour) == [Colour.RED]
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+__all__ = ["IntEnumeration", "StrEnumeration"]
+
+
+class _EnumerationType(type):
+    """The metaclass: makes the members when the class is made, and looks them up."""
+
+    _members: list[Any]
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> _EnumerationType:
+        cls = super().__new__(mcs, name, bases, namespace)
+        base = next((b for b in cls.__mro__ if b in (int, str)), None)
+        members = []
+        for attr, value in namespace.items():
+            if base is not None and attr.isupper() and not attr.startswith("_") and type(value) is base:
+                member = base.__new__(cls, value)
+                member.name = attr
+                setattr(cls, attr, member)
+                members.append(member)
+        cls._members = members
+        return cls
+
+    def __iter__(cls) -> Iterator[Any]:
+        return iter(cls._members)
+
+    def __len__(cls) -> int:
+        return len(cls._members)
+
+    def __getitem__(cls, name: str) -> Any:
+        for member in cls._members:
+            if member.name == name:
+                return member
+        raise KeyError(name)
+
+    def __call__(cls, value: object) -> Any:
+        for member in cls._members:
+            if member == value:
+                return member
+        raise ValueError(f"{value!r} is not a valid {cls.__name__}")
+
+
+class IntEnumeration(int, metaclass=_EnumerationType):
+    """Members are ``int``\\ s (see the module's docstring); ``str()`` is the number, as IntEnum's on 3.11+."""
+
+    name: str
+
+    @property
+    def value(self) -> int:
+        """The plain ``int``."""
+        return int(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {int(self)}>"
+
+    def __str__(self) -> str:
+        return int.__repr__(self)
+
+    def __format__(self, spec: str) -> str:
+        return int.__format__(int(self), spec)
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        return type(self), (int(self),)
+
+    def __copy__(self) -> IntEnumeration:
+        return self
+
+    def __deepcopy__(self, memo: object) -> IntEnumeration:
+        return self
+
+
+class StrEnumeration(str, metaclass=_EnumerationType):
+    """Members are ``str``\\ s (see the module's docstring); ``str()`` and ``format()`` give the plain value."""
+
+    name: str
+
+    @property
+    def value(self) -> str:
+        """The plain ``str``."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {str.__str__(self)!r}>"
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return format(str.__str__(self), spec)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return type(self), (str.__str__(self),)
+
+    def __copy__(self) -> StrEnumeration:
+        return self
+
+    def __deepcopy__(self, memo: object) -> StrEnumeration:
+        return self

@@ -1,0 +1,88 @@
+"""formats.core.enumeration: ExitCode, Role and FormatName behave as the enum.IntEnum and (str, Enum) classes
+they replaced (issue 24 #6: enum stays off the start-up path). The oracle is the enum module itself."""
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from enum import Enum, IntEnum
+
+import pytest
+
+from formats.core.enumeration import IntEnumeration, StrEnumeration
+from formats.core.errors import ExitCode
+from formats.core.model import FormatName, Role
+
+
+class _OldExit(IntEnum):
+    OK = 0
+    PROBLEMS = 1
+    USAGE = 2
+    INPUT = 3
+    OUTPUT = 4
+    INTERNAL = 5
+    INTERRUPTED = 130
+
+    def __str__(self) -> str:  # IntEnum's own from 3.11 on; spelled out for 3.10
+        return int.__repr__(self)
+
+
+class _OldRole(str, Enum):
+    VARIABLE = "variable"
+    SLOT = "slot"
+    OPTIMIZER = "optimizer"
+    ITERATOR = "iterator"
+    SAVE_COUNTER = "save_counter"
+    OBJECT_GRAPH = "object_graph"
+    OTHER = "other"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _pairs():
+    yield from zip(ExitCode, _OldExit)
+    yield from zip(Role, _OldRole)
+
+
+def test_members_in_order_with_names_and_values() -> None:
+    assert [(m.name, m.value) for m in ExitCode] == [(m.name, m.value) for m in _OldExit]
+    assert [(m.name, m.value) for m in Role] == [(m.name, m.value) for m in _OldRole]
+    assert len(ExitCode) == 7 and len(Role) == 7 and len(FormatName) == 13
+    assert [type(m.value) for m in (ExitCode.OK, Role.SLOT, FormatName.NPZ)] == [int, str, str]
+
+
+@pytest.mark.parametrize("new, old", list(_pairs()), ids=lambda m: repr(m))
+def test_a_member_behaves_as_the_enum_member_did(new, old) -> None:
+    assert new == old and new == old.value and hash(new) == hash(old)
+    assert (str(new), f"{new}", f"{new:>12}", "%s" % new) == (str(old), f"{old}", f"{old:>12}", "%s" % old)  # noqa: UP031
+    assert repr(new) == repr(old).replace("_Old", "").replace("Exit", "ExitCode")
+    assert json.dumps({"x": new}) == json.dumps({"x": old})
+    assert type(new)(old.value) is new and type(new)[old.name] is new
+    assert pickle.loads(pickle.dumps(new)) is new and copy.copy(new) is new and copy.deepcopy(new) is new
+    assert isinstance(new, type(old.value))
+
+
+def test_lookups_refuse_what_is_no_member() -> None:
+    with pytest.raises(ValueError, match="7 is not a valid ExitCode"):
+        ExitCode(7)
+    with pytest.raises(ValueError, match="'nope' is not a valid Role"):
+        Role("nope")
+    with pytest.raises(KeyError):
+        FormatName["NOPE"]
+
+
+def test_only_upper_case_attributes_of_the_builtin_type_become_members() -> None:
+    class Size(IntEnumeration):
+        SMALL = 1
+        LARGE = 2
+        limit = 3  # lower case: an ordinary attribute
+        _HIDDEN = 4
+        LABEL = "not an int"
+
+    class Colour(StrEnumeration):
+        RED = "red"
+        COUNT = 2
+
+    assert list(Size) == [Size.SMALL, Size.LARGE] and Size.limit == 3 and type(Size.LABEL) is str
+    assert list(Colour) == [Colour.RED] and Colour.COUNT == 2 and Colour("red") is Colour.RED
