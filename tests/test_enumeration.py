@@ -27,27 +27,27 @@ class _OldExit(IntEnum):
         return int.__repr__(self)
 
 
-class _OldRole(str, Enum):
-    VARIABLE = "variable"
-    SLOT = "slot"
-    OPTIMIZER = "optimizer"
-    ITERATOR = "iterator"
-    SAVE_COUNTER = "save_counter"
-    OBJECT_GRAPH = "object_graph"
-    OTHER = "other"
+class _ValueStr(str, Enum):
+    """What Role and FormatName were: ``(str, Enum)`` whose ``str()`` is the value."""
 
     def __str__(self) -> str:
         return self.value
 
 
+_OldRole = _ValueStr("_OldRole", [(m.name, m.value) for m in Role])
+_OldFormatName = _ValueStr("_OldFormatName", [(m.name, m.value) for m in FormatName])
+
+
 def _pairs():
     yield from zip(ExitCode, _OldExit)
     yield from zip(Role, _OldRole)
+    yield from zip(FormatName, _OldFormatName)
 
 
 def test_members_in_order_with_names_and_values() -> None:
     assert [(m.name, m.value) for m in ExitCode] == [(m.name, m.value) for m in _OldExit]
-    assert [(m.name, m.value) for m in Role] == [(m.name, m.value) for m in _OldRole]
+    assert [m.value for m in Role] == ["variable", "slot", "optimizer", "iterator", "save_counter", "object_graph",
+                                       "other"]
     assert len(ExitCode) == 7 and len(Role) == 7 and len(FormatName) == 13
     assert [type(m.value) for m in (ExitCode.OK, Role.SLOT, FormatName.NPZ)] == [int, str, str]
 
@@ -56,7 +56,7 @@ def test_members_in_order_with_names_and_values() -> None:
 def test_a_member_behaves_as_the_enum_member_did(new, old) -> None:
     assert new == old and new == old.value and hash(new) == hash(old)
     assert (str(new), f"{new}", f"{new:>12}", "%s" % new) == (str(old), f"{old}", f"{old:>12}", "%s" % old)  # noqa: UP031
-    assert repr(new) == repr(old).replace("_Old", "").replace("Exit", "ExitCode")
+    assert repr(new) == repr(old).replace("_Old", "").replace("<Exit.", "<ExitCode.")
     assert json.dumps({"x": new}) == json.dumps({"x": old})
     assert type(new)(old.value) is new and type(new)[old.name] is new
     assert pickle.loads(pickle.dumps(new)) is new and copy.copy(new) is new and copy.deepcopy(new) is new
