@@ -48,12 +48,7 @@ def _local_prefix(path: str) -> bool:
     and no file or folder is called ``PATH`` (which resolving would weigh against the bundle)."""
     import os
 
-    if "://" in path or os.path.lexists(path):
-        return False
-    try:
-        return os.stat(path + ".index").st_mode & 0o170000 == 0o100000
-    except (OSError, ValueError):
-        return False
+    return "://" not in path and not os.path.lexists(path) and os.path.isfile(path + ".index")
 
 
 def _bundle_listing(prefix: str, patterns: list[str]) -> tuple[str, str, object] | None:

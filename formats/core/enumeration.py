@@ -60,59 +60,44 @@ class _EnumerationType(type):
         raise ValueError(f"{value!r} is not a valid {cls.__name__}")
 
 
-class IntEnumeration(int, metaclass=_EnumerationType):
-    """Members are ``int``\\ s (see the module's docstring); ``str()`` is the number, as IntEnum's on 3.11+."""
+class _Member:
+    """What a member of either kind has: ``name``, ``value`` (the plain ``int`` or ``str``), a repr like enum's,
+    ``str()`` and ``format()`` of the plain value, pickling and copying as itself."""
 
     name: str
+    _plain: Any  # int.__int__ or str.__str__: the member's own value as the plain builtin
 
     @property
-    def value(self) -> int:
-        """The plain ``int``."""
-        return int(self)
+    def value(self) -> Any:
+        """The plain ``int`` or ``str``."""
+        return self._plain()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__}.{self.name}: {int(self)}>"
+        return f"<{type(self).__name__}.{self.name}: {self.value!r}>"
 
     def __str__(self) -> str:
-        return int.__repr__(self)
+        return str(self.value)  # IntEnum's on Python 3.11+: the number; (str, Enum) with __str__: the value
 
     def __format__(self, spec: str) -> str:
-        return int.__format__(int(self), spec)
+        return format(self.value, spec)
 
-    def __reduce__(self) -> tuple[Any, tuple[int]]:
-        return type(self), (int(self),)
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        return type(self), (self.value,)
 
-    def __copy__(self) -> IntEnumeration:
+    def __copy__(self) -> Any:
         return self
 
-    def __deepcopy__(self, memo: object) -> IntEnumeration:
+    def __deepcopy__(self, memo: object) -> Any:
         return self
 
 
-class StrEnumeration(str, metaclass=_EnumerationType):
-    """Members are ``str``\\ s (see the module's docstring); ``str()`` and ``format()`` give the plain value."""
+class IntEnumeration(_Member, int, metaclass=_EnumerationType):
+    """Members are ``int``\\ s (see the module's docstring)."""
 
-    name: str
+    _plain = int.__int__
 
-    @property
-    def value(self) -> str:
-        """The plain ``str``."""
-        return str.__str__(self)
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}.{self.name}: {str.__str__(self)!r}>"
+class StrEnumeration(_Member, str, metaclass=_EnumerationType):
+    """Members are ``str``\\ s (see the module's docstring)."""
 
-    def __str__(self) -> str:
-        return str.__str__(self)
-
-    def __format__(self, spec: str) -> str:
-        return format(str.__str__(self), spec)
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return type(self), (str.__str__(self),)
-
-    def __copy__(self) -> StrEnumeration:
-        return self
-
-    def __deepcopy__(self, memo: object) -> StrEnumeration:
-        return self
+    _plain = str.__str__

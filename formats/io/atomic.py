@@ -117,15 +117,11 @@ def remove_tree(path: str) -> None:
             if entry.is_dir(follow_symlinks=False):
                 todo.append(entry.path)
             else:
-                try:
+                with ignoring(FileNotFoundError):
                     os.unlink(entry.path)
-                except FileNotFoundError:
-                    pass
     for folder in reversed(folders):
-        try:
+        with ignoring(FileNotFoundError):
             os.rmdir(folder)
-        except FileNotFoundError:
-            pass
 
 
 def _alive(pid: int) -> bool:
