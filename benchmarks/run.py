@@ -112,11 +112,12 @@ def wanted(word: str | None) -> bool:
 
 
 def pair(ours: list[str] | str, limit: list[str] | str | None, runs: int,
-         setup: str | None = None) -> tuple[Timing, Timing | None]:
+         setup: str | None = None, word: str | None = None) -> tuple[Timing, Timing | None]:
     """Run ``ours`` and ``limit`` alternately ``runs`` times each (one warm-up run of each first); nothing
-    (empty timings, a row :func:`main` leaves out) when ``--only`` leaves out the ckpt command of ``ours``."""
+    (empty timings, a row :func:`main` leaves out) when ``--only`` leaves out the ckpt command of ``ours``
+    (or ``word``, the command a row that runs no ckpt belongs with)."""
     a, b = Timing(), Timing() if limit is not None else None
-    if not wanted(command_word(ours)):
+    if not wanted(word or command_word(ours)):
         return a, b
     timed(ours, setup)
     if limit is not None:
@@ -265,6 +266,11 @@ def measure_layouts(inputs: dict[str, str], work: Path, runs: int, ck: str) -> l
     for layout, prefix in layouts:
         ours, cat = pair(f"{ck} verify {prefix}", f"cat {' '.join(files_of(prefix))} > /dev/null", runs)
         rows.append(ratio_row(f"verify (BERT-like {layout}, 840 MiB)", ours, "cat", cat, 1.25))
+    # The floor under verify: python's start and one checksummed pass over the same bytes, no ckpt.
+    floor, cat = pair([PYTHON, str(Path(__file__).with_name("floor.py")), *files_of(layouts[1][1])],
+                      f"cat {' '.join(files_of(layouts[1][1]))} > /dev/null", runs, word="verify")
+    rows.append(Row("floor under verify: bare python, pread + CRC32C on every core (object-based)", floor,
+                    "cat", cat, "report", None))
     out = work / "out-layouts"
     setup = f"rm -rf {out}; mkdir -p {out}; sync"
     for layout, prefix in layouts:

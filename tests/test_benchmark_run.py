@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,40 @@ def test_layout_rows_are_left_out_without_their_inputs(run) -> None:
         assert run.measure_layouts({"bert": "/nonexistent/bert"}, Path("/nonexistent"), 3, "/nonexistent/ckpt") == []
     finally:
         run.ONLY.clear()
+
+
+def test_a_row_that_runs_no_ckpt_goes_with_the_command_it_names(run) -> None:
+    """The floor under ``verify`` runs no ckpt command: ``word`` puts it with ``verify`` under ``--only``."""
+    run.ONLY.update({"ls"})
+    try:
+        ours, _ = run.pair(["/nonexistent/python", "floor.py", "x"], None, 3, word="verify")
+        assert ours.times == []
+    finally:
+        run.ONLY.clear()
+
+
+def test_the_floor_reads_and_checksums_every_byte_on_every_core(tmp_path, monkeypatch) -> None:
+    """floor.py splits each file into one range per core and checksums every byte of each: 1,049,344 bytes
+    on three cores are ranges of 349,782, 349,782 and 349,780 bytes; an empty file starts no thread."""
+    import crc32c
+
+    spec = importlib.util.spec_from_file_location("ckpt_bench_floor", ROOT / "benchmarks" / "floor.py")
+    floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(floor)
+    data = bytes(range(256)) * 4099
+    (tmp_path / "a").write_bytes(data)
+    (tmp_path / "b").write_bytes(b"")
+    seen: list[tuple[int, int, int]] = []
+
+    def crc32c_range(fd: int, offset: int, size: int) -> int:
+        seen.append((offset, size, crc32c.crc32c(os.pread(fd, size, offset))))
+        return seen[-1][2]
+
+    monkeypatch.setattr(floor, "crc32c_range", crc32c_range)
+    monkeypatch.setattr(floor.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    floor.main([str(tmp_path / "a"), str(tmp_path / "b")])
+    seen.sort()
+    assert [(o, n) for o, n, _ in seen] == [(0, 349782), (349782, 349782), (699564, 349780)]
 
 
 def test_dependency_dirs_leave_out_a_copy_of_ckpt(run, tmp_path, monkeypatch) -> None:
