@@ -1,95 +1,62 @@
-"""The console script's entry: ``ckpt ls``, ``verify``, ``diff``, ``rename`` and ``convert`` run without click.
+"""The console script's entry: every command's plain command line runs without click.
 
-Importing click costs about as much as starting Python itself, and listing, verifying, comparing,
-renaming or converting checkpoints needs none of it. :func:`main` runs a command line made only of what
-:data:`COMMANDS` and :data:`GLOBAL_FLAGS` describe by calling the function the click command calls
-(``run_ls``, ``run_verify``, ``run_diff``, ``run_rename``, ``run_convert`` in :mod:`ckpt_cli.commands`),
-and hands everything else to the click CLI (:data:`ckpt_cli.main.cli`):
-help, completion, every other command, and any option this parser does not know or that is
-malformed, so click still parses, reports usage errors and prints help as always. Errors while
-running go through the CLI's one error boundary (:func:`ckpt_cli.main.report_error`).
+Importing click costs about as much as starting Python itself, and no command needs it to run. :func:`main`
+parses ``ckpt [GLOBAL FLAGS] COMMAND [OPTIONS] ARGS...`` with the command's own spec (the ``SPEC`` of its
+module in :mod:`ckpt_cli.commands`, the one the click command is built from) and runs it through the one
+error boundary (:func:`ckpt_cli.environment.execute`). Anything else goes to the click CLI
+(:data:`ckpt_cli.main.cli`): help, completion, ``--version``, an unknown, clustered or malformed option, a
+value the spec's parser refuses, a missing argument - and a usage error the command itself raises - so that
+click words every usage error and prints help as always.
 """
 from __future__ import annotations
 
 import os
 import sys
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ckpt_cli.spec import Command, Opt, Params
+
 GLOBAL_FLAGS = {"--traceback": "traceback", "--no-color": "no_color", "-q": "quiet", "--quiet": "quiet"}
-"""Root options the fast path understands (flag -> parameter name); any other goes to click."""
+"""The root's options (all flags; flag -> parameter name). They may also follow the command's name, unless the
+command has an option of that spelling itself (``diff -q``)."""
 
-Spec = dict[str, tuple[str, "tuple[str, ...] | None"]]
-LS_OPTIONS: Spec = {
-    "-f": ("patterns", ()), "--filter": ("patterns", ()),
-    "--sort": ("sort", ("key", "size")),
-    "-r": ("recursive", None), "--recursive": ("recursive", None),
-    "--tree": ("tree", None), "--names": ("names", None), "--no-optimizer": ("no_optimizer", None),
-    "--json": ("as_json", None),
+COMMANDS: dict[str, str] = {
+    "average": "ckpt_cli.commands.average",
+    "completion": "ckpt_cli.commands.completion",
+    "convert": "ckpt_cli.commands.convert",
+    "diff": "ckpt_cli.commands.diff",
+    "doctor": "ckpt_cli.commands.doctor",
+    "edit": "ckpt_cli.commands.edit",
+    "extract": "ckpt_cli.commands.extract",
+    "graph": "ckpt_cli.commands.graph",
+    "ls": "ckpt_cli.commands.ls",
+    "rename": "ckpt_cli.commands.rename",
+    "run": "ckpt_cli.commands.run",
+    "show": "ckpt_cli.commands.show",
+    "stats": "ckpt_cli.commands.stats",
+    "trend": "ckpt_cli.commands.trend",
+    "verify": "ckpt_cli.commands.verify",
 }
-"""``ckpt ls`` options: option -> (parameter, values). ``None``: a flag; ``()``: any value, repeatable;
-``("#",)``: a count (digits); otherwise the values allowed. ``tests/test_fast_path.py`` checks these tables
-against the click commands."""
-
-VERIFY_OPTIONS: Spec = {"--json": ("as_json", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
-                        "--allow-loader-refusals": ("allow_loader_refusals", None)}
-"""``ckpt verify`` options (``--against`` is left to click)."""
-
-DIFF_OPTIONS: Spec = {
-    "--json": ("as_json", None), "-q": ("quiet", None), "--quiet": ("quiet", None),
-    "--keys-only": ("keys_only", None), "--match": ("match", ("key", "name")),
-    "-f": ("patterns", ()), "--filter": ("patterns", ()), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
-    "--names": ("names", None),
-}
-"""``ckpt diff`` options (rename rules, prefixes and tolerances are left to click)."""
-
-RENAME_OPTIONS: Spec = {
-    "-o": ("out", ("*",)), "--output": ("out", ("*",)), "--map": ("maps", ()), "--regex": ("regexes", ()),
-    "--rules": ("rules_file", ("*",)), "--add-prefix": ("add_prefix", ("*",)), "--strip-prefix": ("strip_prefix", ("*",)),
-    "--rename-full-names": ("rename_full_names", None), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
-    "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
-    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)), "--all": ("all_rows", None),
-    "-v": ("verbose", None), "--verbose": ("verbose", None),
-}
-"""``ckpt rename`` options (``("*",)``: one value, any)."""
-
-CONVERT_OPTIONS: Spec = {
-    "-o": ("out", ("*",)), "--output": ("out", ("*",)),
-    "--to": ("to", ("keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object")),
-    "--template": ("template", ("*",)), "--map": ("maps", ()), "--regex": ("regexes", ()),
-    "--rules": ("rules_file", ("*",)), "--allow-missing": ("allow_missing", None),
-    "--drop-optimizer": ("drop_optimizer", None), "--slot-names": ("slot_names", ("tf2", "tf1")), "--dry-run": ("dry_run", None), "--json": ("as_json", None),
-    "--force": ("force", None), "--no-verify": ("no_verify", None), "--update-state": ("update_state", None),
-    "--link": ("link", None), "--jobs": ("jobs", ("#",)), "-j": ("jobs", ("#",)),
-    "-v": ("verbose", None), "--verbose": ("verbose", None),
-}
-"""``ckpt convert`` options (``--learning-rate``, ``--hparam`` and ``--max-shard-size``, whose values click
-checks, are left to click)."""
-
-COMMANDS: dict[str, tuple[Spec, dict[str, object]]] = {
-    "ls": (LS_OPTIONS, {"patterns": [], "sort": "key", "recursive": False, "tree": False, "names": False,
-                        "no_optimizer": False, "as_json": False}),
-    "verify": (VERIFY_OPTIONS, {"as_json": False, "jobs": 0, "allow_loader_refusals": False}),
-    "diff": (DIFF_OPTIONS, {"as_json": False, "quiet": False, "keys_only": False, "match": "key", "patterns": [],
-                            "jobs": 0, "names": False}),
-    "rename": (RENAME_OPTIONS, {"out": None, "maps": [], "regexes": [], "rules_file": None, "add_prefix": None,
-                                "strip_prefix": None, "rename_full_names": False, "dry_run": False, "as_json": False,
-                                "force": False, "no_verify": False, "update_state": False, "link": False,
-                                "jobs": 0, "all_rows": False, "verbose": False}),
-    "convert": (CONVERT_OPTIONS, {"out": None, "to": None, "template": None, "maps": [], "regexes": [],
-                                  "rules_file": None, "allow_missing": False, "drop_optimizer": False,
-                                  "slot_names": "tf2", "dry_run": False,
-                                  "as_json": False, "force": False, "no_verify": False, "update_state": False,
-                                  "link": False, "jobs": 0, "verbose": False}),
-}
-"""The commands the fast path runs: their options and the parameters' defaults."""
-
-_ARGUMENTS = {"diff": 2, "rename": 1, "convert": 1}
-"""How many PATHs a command takes when it does not take any number."""
+"""Every command: name -> the module holding its ``SPEC`` and runner (imported when the command runs)."""
 
 
-def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | None:
-    """``(command, global flags, parameters)`` for a plain ``ckpt [GLOBAL FLAGS] COMMAND [OPTIONS] PATH...``,
-    or None when the line needs click (another command, help, ``--``, an unknown, clustered or malformed
-    option, an option's value that is not allowed)."""
+def spec_of(name: str) -> Command:
+    """The spec of command ``name``."""
+    module = COMMANDS[name]
+    __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
+    return sys.modules[module].SPEC  # type: ignore[no-any-return]
+
+
+class _Refused(Exception):
+    """The command line is not one the fast path takes: click parses it."""
+
+
+def parse(argv: list[str]) -> tuple[Command, dict[str, bool], Params] | None:
+    """``(spec, global flags, parameters)`` for a plain ``ckpt [GLOBAL FLAGS] COMMAND [OPTIONS] ARGS...``,
+    or None when the line needs click (see the module's docstring)."""
     flags = {"traceback": False, "no_color": False, "quiet": False}
     i = 0
     while i < len(argv) and argv[i] in GLOBAL_FLAGS:
@@ -97,118 +64,153 @@ def parse(argv: list[str]) -> tuple[str, dict[str, bool], dict[str, object]] | N
         i += 1
     if i >= len(argv) or argv[i] not in COMMANDS:
         return None
-    command = argv[i]
-    options, defaults = COMMANDS[command]
-    params = {name: list(value) if isinstance(value, list) else value for name, value in defaults.items()}
-    params["paths"] = []
-    words = iter(argv[i + 1:])
-    for word in words:
-        if not word.startswith("-") or word == "-":
-            params["paths"].append(word)  # type: ignore[attr-defined]
+    spec = spec_of(argv[i])
+    try:
+        return spec, flags, _parse_command(spec, argv[i + 1:], flags)
+    except _Refused:
+        return None
+
+
+def _parse_command(spec: Command, words: list[str], flags: dict[str, bool]) -> Params:
+    by_decl = {decl: opt for opt in spec.options for decl in opt.decls}
+    params = spec.defaults()
+    given: set[str] = set()
+    positional: list[str] = []
+    rest = iter(words)
+    for word in rest:
+        if spec.passes_on and positional:  # `ckpt run SCRIPT ARGS...`: the rest is the script's
+            positional.append(word)
             continue
-        option, eq, value = word.partition("=")
-        spec = options.get(option)
-        if spec is None:
-            return None
-        name, allowed = spec
-        if allowed is None:
-            if eq:
-                return None
-            params[name] = True
+        if not word.startswith("-") or word == "-":
+            positional.append(word)
+            continue
+        if word.startswith("--"):
+            option, eq, value = word.partition("=")
+        elif word in by_decl:
+            option, eq, value = word, "", ""
+        else:  # a short option's value attached (-fx: "x", -f=x: "=x", as click reads them)
+            option, eq, value = word[:2], "=", word[2:]
+        opt = by_decl.get(option)
+        if opt is None or (eq and opt.flag):
+            if word in GLOBAL_FLAGS:
+                flags[GLOBAL_FLAGS[word]] = True
+                continue
+            raise _Refused  # unknown, clustered flags (-rq), a flag given a value, or `--`
+        given.add(opt.name)
+        if opt.flag:
+            params[opt.name] = True
             continue
         if not eq:
-            value = next(words, None)  # type: ignore[assignment]
+            value = next(rest, None)  # type: ignore[assignment]
             if value is None:
-                return None
-        if allowed == ("#",):
-            if not value.isdigit() or not value.isascii():
-                return None
-            params[name] = int(value)
-        elif allowed == ("*",):
-            params[name] = value
-        elif allowed == ():
-            params[name].append(value)  # type: ignore[attr-defined]
-        elif value in allowed:
-            params[name] = value
-        else:
-            return None
-    wanted = _ARGUMENTS.get(command)
-    if not params["paths"] or (wanted is not None and len(params["paths"]) != wanted):  # type: ignore[arg-type]
-        return None
-    if command in ("rename", "convert") and params["out"] is None:
-        return None
-    if command == "convert" and params["to"] is None:
-        return None
-    return command, flags, params
+                raise _Refused
+        parsed = _value(opt, value)
+        params[opt.name] = (*params[opt.name], parsed) if opt.multiple else parsed
+    for opt in spec.options:
+        if opt.required and opt.name not in given:
+            raise _Refused
+        if opt.convert is not None:
+            from ckpt_cli.spec import ParameterError
+
+            try:
+                params[opt.name] = opt.convert(params[opt.name])
+            except ParameterError:
+                raise _Refused from None
+    _bind(spec, positional, params)
+    return params
+
+
+def _value(opt: Opt, text: str) -> Any:
+    """An option's value as the click type of its spec type gives it; :class:`_Refused` where click would
+    refuse it (and say why)."""
+    from ckpt_cli.spec import CHECKPOINT, FILE, FLOAT, PATH, SIZE, TEXT, Ints, parse_size
+
+    kind = opt.type
+    try:
+        if kind in (TEXT, PATH, CHECKPOINT):
+            return text
+        if isinstance(kind, Ints):
+            number = int(text)
+            if not kind.accepts(number):
+                raise _Refused
+            return number
+        if kind == FLOAT:
+            return float(text)
+        if kind == SIZE:
+            return parse_size(text)
+        if kind == FILE:
+            if os.path.isdir(text):
+                raise _Refused
+            return text
+        choices = kind() if callable(kind) else kind
+        if isinstance(choices, (tuple, list)) and text in choices:
+            return text
+    except ValueError:
+        pass
+    raise _Refused
+
+
+def _bind(spec: Command, words: list[str], params: Params) -> None:
+    """The positional words given to the spec's arguments in order (one that takes any number takes what
+    the ones after it leave); :class:`_Refused` where click would refuse them."""
+    arguments = spec.arguments
+    at = 0
+    for i, arg in enumerate(arguments):
+        if arg.nargs == -1:
+            after = sum(1 for later in arguments[i + 1:] if later.nargs != -1)
+            taken = tuple(words[at:max(at, len(words) - after)])
+            if arg.required and not taken:
+                raise _Refused
+            params[arg.name] = taken
+            at += len(taken)
+            continue
+        if at >= len(words):
+            if arg.required:
+                raise _Refused
+            continue
+        params[arg.name] = _argument(arg.type, words[at])
+        at += 1
+    if at != len(words):
+        raise _Refused
+
+
+def _argument(kind: Any, word: str) -> str:
+    """A positional argument's word, where click takes it as it is."""
+    from ckpt_cli.spec import FILE
+
+    if (isinstance(kind, tuple) and word not in kind) or (kind == FILE and os.path.isdir(word)):
+        raise _Refused
+    return word
 
 
 def main(argv: list[str] | None = None) -> None:
     """``ckpt``: the fast path when it applies, else the click CLI."""
     args = sys.argv[1:] if argv is None else argv
     parsed = None if "_CKPT_COMPLETE" in os.environ else parse(args)
-    if parsed is None:
-        from ckpt_cli.main import cli
+    if parsed is not None:
+        status = run_fast(*parsed)
+        if status is not None:
+            sys.exit(status)
+    from ckpt_cli.main import cli
 
-        cli(args=args, prog_name="ckpt")
-        return
-    sys.exit(run_fast(*parsed))
+    cli(args=args, prog_name="ckpt")
 
 
-def run_fast(command: str, flags: dict[str, bool], params: dict[str, object]) -> int:
-    """Run ``command`` with ``params`` under the global ``flags``; the exit status, as the click CLI gives it."""
-    from formats.core.errors import ExitCode
+def run_fast(spec: Command, flags: dict[str, bool], params: Params) -> int | None:
+    """Run ``spec`` with ``params`` under the global ``flags``: the exit status, or None when the command
+    raised a usage error (click runs the line again, and words it)."""
+    from ckpt_cli.environment import Environment, execute
+    from ckpt_cli.spec import CommandLineError
 
-    no_color = flags["no_color"] and "NO_COLOR" not in os.environ
-    if no_color:
-        os.environ["NO_COLOR"] = "1"  # what --no-color means to the renderers when there is no click context
+    env = Environment(color=not flags["no_color"], quiet=flags["quiet"], traceback=flags["traceback"])
     stdout = sys.stdout
     if flags["quiet"]:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - closed below
     try:
-        status = _run(command, params)
-        sys.stdout.flush()
-        return status
-    except KeyboardInterrupt:
-        print("ckpt: interrupted", file=sys.stderr, flush=True)
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)  # as the click CLI does: quiet exit when the reader left
-        os.dup2(devnull, stdout.fileno())
-        return int(ExitCode.OK)
-    except Exception as exc:  # the CLI's one error boundary words it and picks the exit status
-        from ckpt_cli.main import report_error
-
-        return report_error(exc, flags["traceback"], as_json=bool(params.get("as_json")))
+        return execute(spec, params, env)
+    except CommandLineError:
+        return None
     finally:
-        if no_color:
-            del os.environ["NO_COLOR"]
         if sys.stdout is not stdout:
             sys.stdout.close()
             sys.stdout = stdout
-
-
-def _run(command: str, p: dict[str, object]) -> int:
-    paths = tuple(p["paths"])  # type: ignore[call-overload]
-    if command == "verify":
-        from ckpt_cli.commands.verifying import run_verify
-
-        return run_verify(paths, p["as_json"], p["jobs"], p["allow_loader_refusals"])  # type: ignore[arg-type]
-    if command == "rename":
-        from ckpt_cli.commands.renaming import run_rename
-
-        return run_rename(paths[0], p.pop("out"), **{k: tuple(v) if isinstance(v, list) else v  # type: ignore[arg-type]
-                                                     for k, v in p.items() if k != "paths"})
-    if command == "convert":
-        from ckpt_cli.commands.converting import run_convert
-
-        return run_convert(paths[0], p.pop("out"), p.pop("to"),  # type: ignore[arg-type]
-                           **{k: tuple(v) if isinstance(v, list) else v for k, v in p.items() if k != "paths"})  # type: ignore[arg-type]
-    if command == "diff":
-        from ckpt_cli.commands.diffing import run_diff
-
-        return run_diff(*paths, match=p["match"], patterns=tuple(p["patterns"]), keys_only=p["keys_only"],  # type: ignore[arg-type,call-overload]
-                        quiet=p["quiet"], as_json=p["as_json"], jobs=p["jobs"], names=p["names"])  # type: ignore[arg-type]
-    from ckpt_cli.commands.listing import run_ls
-
-    return run_ls(paths, tuple(p["patterns"]), p["sort"], p["recursive"], p["tree"],  # type: ignore[arg-type,call-overload]
-                  p["names"], p["no_optimizer"], p["as_json"])  # type: ignore[arg-type]

@@ -13,6 +13,8 @@ import click
 
 from formats.core.errors import ExitCode
 
+from . import spec
+
 #: What each exit status means, for every command's ``--help`` and the README (one table).
 EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",
@@ -38,8 +40,7 @@ def format_exit_status(formatter: click.HelpFormatter, meanings: dict[int, str] 
                                col_spacing=2)
 
 
-WRITER_EXIT_STATUS = {0: "written (or planned, with --dry-run)", 1: "problems found, each listed (nothing written)"}
-"""What 0 and 1 mean for the commands that write a checkpoint (convert, rename, edit, average)."""
+WRITER_EXIT_STATUS = spec.WRITER_EXIT_STATUS
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only", "include_graph",

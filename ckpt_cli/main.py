@@ -1,7 +1,6 @@
 """The root ``ckpt`` group: global options, lazily imported subcommands, and the one error boundary."""
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from dataclasses import dataclass
@@ -10,26 +9,13 @@ from typing import Any
 import click
 
 from .exit_codes import ExitCode
+from .fast import COMMANDS as _FAST_COMMANDS
+from .fast import GLOBAL_FLAGS as _GLOBAL_FLAGS
+from .fast import spec_of
 from .help import format_exit_status
 
-# name -> "module:attribute"; modules are imported only when their command runs (fast start-up).
-COMMANDS: dict[str, str] = {
-    "completion": "ckpt_cli.commands.completion:completion",
-    "ls": "ckpt_cli.commands.ls:ls",
-    "verify": "ckpt_cli.commands.verify:verify",
-    "graph": "ckpt_cli.commands.graph:graph",
-    "diff": "ckpt_cli.commands.diff:diff",
-    "stats": "ckpt_cli.commands.stats:stats",
-    "show": "ckpt_cli.commands.show:show",
-    "extract": "ckpt_cli.commands.extract:extract",
-    "convert": "ckpt_cli.commands.convert:convert",
-    "rename": "ckpt_cli.commands.rename:rename",
-    "doctor": "ckpt_cli.commands.doctor:doctor",
-    "trend": "ckpt_cli.commands.trend:trend",
-    "run": "ckpt_cli.commands.run:run",
-    "edit": "ckpt_cli.commands.edit:edit",
-    "average": "ckpt_cli.commands.average:average",
-}
+COMMANDS = _FAST_COMMANDS
+"""Every command: name -> the module holding its spec (:mod:`ckpt_cli.spec`), imported when it runs."""
 
 
 @dataclass
@@ -47,11 +33,14 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return None
-        module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        built = _built.get(cmd_name)
+        if built is None:
+            from .build import build_command
+
+            built = _built[cmd_name] = build_command(spec_of(cmd_name))
+        return built
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help_text(ctx, formatter)
@@ -94,9 +83,15 @@ class LazyGroup(click.Group):
         except BrokenPipeError:
             _silence_broken_pipe()
             ctx.exit(ExitCode.OK)
-        except Exception as exc:  # the one place errors become messages and exit codes
+        except Exception as exc:  # the one error boundary (commands run through it: ckpt_cli.environment.execute)
+            from .environment import Environment, report_error
+
             settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
-            ctx.exit(report_error(exc, settings.traceback, as_json=ctx.meta.get(JSON_ERRORS, False)))
+            env = Environment(color=settings.color, traceback=settings.traceback)
+            ctx.exit(report_error(exc, env, as_json=ctx.meta.get(JSON_ERRORS, False)))
+
+
+_built: dict[str, click.Command] = {}
 
 
 JSON_ERRORS = "ckpt.json_errors"
@@ -120,11 +115,13 @@ def json_requested(group: click.Group, ctx: click.Context, args: list[str]) -> b
 def _usage_error_json(ctx: click.Context, exc: click.ClickException) -> None:
     """With ``--json``, click's usage error as the JSON error document on stdout (click prints its text on stderr)."""
     if ctx.find_root().meta.get(JSON_ERRORS):
+        from .environment import print_error_json
+
         print_error_json(exc.exit_code, exc.format_message(), None)
 
 
-GLOBAL_FLAGS = ("--traceback", "--no-color", "-q", "--quiet")
-"""The root's options (all flags) that may also follow the command's name."""
+GLOBAL_FLAGS = tuple(_GLOBAL_FLAGS)
+"""The root's options (all flags) that may also follow the command's name (:data:`ckpt_cli.fast.GLOBAL_FLAGS`)."""
 
 
 def hoist_global_options(group: click.Group, ctx: click.Context, args: list[str]) -> list[str]:
@@ -169,76 +166,6 @@ def _option_arity(command: click.Command, ctx: click.Context) -> tuple[set[str],
         if not (param.is_flag or param.count):
             values.update((name, max(param.nargs, 1)) for name in param.opts)
     return own, values
-
-
-def report_error(exc: BaseException, show_traceback: bool, as_json: bool = False) -> int:
-    """Print one line (plus a hint) for ``exc`` on stderr and return its exit code (see ExitCode); with
-    ``as_json``, the same as one JSON document on stdout too (:func:`print_error_json`)."""
-    from formats.core.errors import CheckpointError
-
-    from .render.common import safe_text
-
-    if show_traceback:
-        import traceback
-
-        traceback.print_exception(exc)
-    if isinstance(exc, CheckpointError):
-        code = exc.exit_code
-        message = str(exc)
-    elif isinstance(exc, OSError):  # not wrapped by the library: an input, unless only writing fails so
-        from formats.io.atomic import WRITE_ERRNOS
-
-        code = ExitCode.OUTPUT if exc.errno in WRITE_ERRNOS else ExitCode.INPUT
-        message = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
-    else:
-        message = f"internal error: {type(exc).__name__}: {exc}; please report it with --traceback output"
-        click.echo(safe_text(f"ckpt: {message}"), err=True)
-        if as_json:
-            print_error_json(ExitCode.INTERNAL, message, None)
-        return int(ExitCode.INTERNAL)
-    click.echo(safe_text(f"ckpt: error: {message}"), err=True)
-    hint = cli_hint(exc)
-    if hint:
-        click.echo(safe_text(f"  hint: {hint}"), err=True)
-    if as_json:
-        print_error_json(code, message, hint)
-    return int(code)
-
-
-def print_error_json(code: int, message: str, hint: str | None) -> None:
-    """The error document a ``--json`` command prints on stdout when it fails before its own document:
-    ``{"ok": false, "exit_code": 3, "error": "<path>: <what is wrong>", "hint": null}``."""
-    from .render.common import print_json
-
-    print_json({"ok": False, "exit_code": int(code), "error": message, "hint": hint})
-    sys.stdout.flush()
-
-
-def cli_hint(exc: BaseException) -> str | None:
-    """The hint for ``exc`` in command-line words: the library's hint with its keyword arguments as flags
-    (``pass force=True`` -> ``use --force``), else one per error class or per errno."""
-    import re
-
-    from formats.core.errors import TensorNotFoundError
-
-    hint = getattr(exc, "hint", None)
-    if hint:
-        return re.sub(r"\bpass (\w+)=True\b", lambda m: "use --" + m.group(1).replace("_", "-"), hint)
-    if isinstance(exc, TensorNotFoundError) and exc.path:
-        import shlex
-
-        return f"`ckpt ls {shlex.quote(exc.path)}` lists the keys"
-    if isinstance(exc, OSError):
-        return _OS_HINTS.get(exc.errno or 0)
-    return None
-
-
-_OS_HINTS = {
-    28: "the output's disk is full; nothing was left under the output name",  # ENOSPC
-    122: "disk quota exceeded; nothing was left under the output name",  # EDQUOT
-    27: "the file size limit was reached; nothing was left under the output name",  # EFBIG
-    30: "the output is on a read-only file system",  # EROFS
-}
 
 
 def _silence_broken_pipe() -> None:

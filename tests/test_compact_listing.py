@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_cli.commands import listing as listing_command
+from ckpt_cli.commands import ls as listing_command
 from formats import open_checkpoint
 from formats.core.listing import CompactListing
 from formats.ops.inspect.summary import summarise

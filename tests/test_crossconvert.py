@@ -260,7 +260,10 @@ def test_existing_output_refused(tmp_path: Path) -> None:
 def test_cli_json_dry_run(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from ckpt_cli.commands.convert import convert
+    from ckpt_cli.build import build_command
+    from ckpt_cli.commands.convert import SPEC
+
+    convert = build_command(SPEC)
 
     out = tmp_path / "o.weights.h5"
     res = CliRunner().invoke(convert, [str(K2), "-o", str(out), "--to", "keras3-h5", "--template", str(K3),

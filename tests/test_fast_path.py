@@ -1,4 +1,4 @@
-"""The console script's click-free path for ``ckpt ls`` (ckpt_cli/fast.py): the same output, status and
+"""The console script's click-free path for every command (ckpt_cli/fast.py): the same output, status and
 errors as the click command, and none of click, rich, typing or dataclasses imported on the way."""
 from __future__ import annotations
 
@@ -11,12 +11,8 @@ import click
 import pytest
 
 from ckpt_cli import fast
+from ckpt_cli.main import cli
 from formats.core import registry
-from ckpt_cli.commands.ls import ls as ls_command
-from ckpt_cli.commands.diff import diff as diff_command
-from ckpt_cli.commands.rename import rename as rename_command
-from ckpt_cli.commands.convert import convert as convert_command
-from ckpt_cli.commands.verify import verify as verify_command
 from tests.conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,65 +20,66 @@ BUNDLE = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
 RUN_DIR = CORPUS / "seed_slots" / "tf_ckpts"
 
 
-DIFF_LEFT = {"--map", "--regex", "--rules", "--strip-prefix-a", "--strip-prefix-b", "--atol", "--rtol", "--equal-nan"}
+PLAIN = [
+    ["ls", "a", "--filter", "x*", "-f=y", "-fz", "--sort=size", "b", "-r", "--json"], ["ls", "--tree", "--names", "a"],
+    ["verify", "-j", "2", "a", "--json", "--jobs=3"], ["verify", "--against", "a", "b"],
+    ["verify", "--match", "name", "--against", "s", "a", "--map", "x=y", "--rules", "r.toml"],
+    ["diff", "--atol", "1e-3", "--rtol=0.5", "a", "b"], ["diff", "--map", "x=y", "--regex", "a=b", "a", "b", "-q"],
+    ["diff", "--strip-prefix-a", "m", "--equal-nan", "--keys-only", "--names", "-f", "k*", "a", "b"],
+    ["rename", "a", "--map", "x=y", "-o", "o", "--all", "--dry-run", "-v", "--link", "-j", "1"],
+    ["convert", "a", "-o", "b", "--to", "npz", "--hparam", "x=1", "--hparam", "y=2.5", "--learning-rate", "0.1"],
+    ["convert", "a", "-o", "b", "--to", "keras3-h5", "--max-shard-size", "1.5GiB", "--template", "t"],
+    ["convert", "a", "-o", "b", "--to", "tf-name", "--slot-names", "tf1", "--update-state", "--force"],
+    ["stats", "p"], ["stats", "p", "k*", "j*", "--check-finite", "--names", "--json", "-j", "1"],
+    ["show", "p", "k[0:2]", "--precision", "3", "--threshold=0", "--edgeitems", "2", "--full", "--json"],
+    ["extract", "p", "a", "b", "-o", "x.npz", "--format", "npz", "--by", "name", "--include-graph", "--allow-pickle"],
+    ["graph", "p", "--format", "mermaid"], ["trend", "d"], ["trend", "d", "a*", "--check-finite", "--json"],
+    ["doctor", "c", "--against", "t", "--write-rules", "r.json", "--ignore-optimizer", "--force"],
+    ["edit", "s", "-o", "o", "--drop-optimizer", "--select", "a*", "--exclude", "b", "--by", "name",
+     "--cast", "float32=bfloat16", "--cast-model-only", "--shards", "2", "--max-shard-size", "500MB", "--to", "npz"],
+    ["average", "a", "b", "c", "-o", "o", "--drop-optimizer", "--shards", "1"], ["average", "d", "--last", "3", "-o", "o"],
+    ["run", "script.py", "--tf_checkpoint_path", "x", "-q", "y"], ["completion", "zsh"],
+]
+"""Command lines of every command the fast path takes."""
 
 
-VERIFY_LEFT = {"--against", "--match", "--map", "--regex", "--rules"}
+@pytest.mark.parametrize("argv", PLAIN, ids=lambda a: " ".join(a))
+def test_the_fast_path_parses_a_line_as_click_does(argv: list[str]) -> None:
+    """One spec, two parsers: the parameters the fast path gives a line are those click gives it (the click
+    command is built from the same spec; conversions such as --hparam's run in both)."""
+    parsed = fast.parse(argv)
+    assert parsed is not None
+    spec, flags, params = parsed
+    assert spec.name == argv[0] and flags == {"traceback": False, "no_color": False, "quiet": False}
+    command = cli.get_command(click.Context(cli), argv[0])
+    with command.make_context(argv[0], list(argv[1:])) as ctx:
+        assert dict(params) == ctx.params
 
 
-CONVERT_LEFT = {"--learning-rate", "--hparam", "--max-shard-size"}
-
-
-@pytest.mark.parametrize("command, left_to_click", [(ls_command, set()), (verify_command, VERIFY_LEFT),
-                                                    (diff_command, DIFF_LEFT), (rename_command, set()),
-                                                    (convert_command, CONVERT_LEFT)])
-def test_the_option_tables_match_the_click_commands(command: click.Command, left_to_click: set[str]) -> None:
-    """Every option the fast path knows means what it means to click (name, flag or value, choices, defaults)."""
-    table, defaults = fast.COMMANDS[command.name]  # type: ignore[index]
-    options = {opt: param for param in command.params if isinstance(param, click.Option) for opt in param.opts}
-    for opt, (name, allowed) in table.items():
-        param = options[opt]
-        assert param.name == name
-        assert param.is_flag == (allowed is None)
-        default = None if type(param.default).__name__ == "Sentinel" else param.default
-        assert defaults[name] == ([] if param.multiple else False if param.is_flag else default)
-        if allowed == ():
-            assert param.multiple and not isinstance(param.type, click.Choice)
-        elif allowed == ("#",):
-            assert isinstance(param.type, click.IntRange) and param.type.min == 0
-        elif allowed == ("*",):
-            assert not param.multiple and not isinstance(param.type, (click.Choice, click.IntRange))
-        elif allowed is not None:
-            assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == allowed
-    assert set(options) - {"-h", "--help"} - left_to_click == set(table)
+def test_global_flags_are_taken_before_and_after_the_command() -> None:
+    spec, flags, params = fast.parse(["-q", "--no-color", "ls", "a", "--traceback"])  # type: ignore[misc]
+    assert flags == {"traceback": True, "no_color": True, "quiet": True} and params.paths == ("a",)
+    spec, flags, params = fast.parse(["diff", "-q", "a", "b"])  # type: ignore[misc]
+    assert params.quiet and not flags["quiet"]  # diff's own -q
 
 
 @pytest.mark.parametrize("argv", [
     ["ls", "-h"], ["ls"], ["ls", "--", "x"], ["ls", "-rf", "x", "p"], ["ls", "--sort", "bogus", "p"],
-    ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"], ["trend", "a", "b"],
-    ["--unknown-global", "ls", "p"], ["ls", "-fx", "p"], [], ["verify", "--against", "a", "b"],
-    ["verify", "--match", "name", "a"],
+    ["ls", "--sort"], ["ls", "--json=1", "p"], ["ls", "--fil", "x", "p"], ["--version"],
+    ["--unknown-global", "ls", "p"], ["ls", "-rq", "p"], ["ls", "-r=1", "p"], [],
     ["verify", "--jobs", "-1", "p"], ["verify", "-j", "two", "p"], ["verify", "--jobs"], ["verify"],
-    ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "1e-3", "a", "b"], ["diff", "--map", "x=y", "a", "b"],
+    ["diff", "a"], ["diff", "a", "b", "c"], ["diff", "--atol", "x", "a", "b"],
     ["rename", "a", "--map", "x=y"], ["rename", "a", "b", "-o", "c"], ["rename", "-o", "c"], ["rename", "a", "-o"],
     ["convert", "a", "-o", "b"], ["convert", "a", "--to", "tf-object"], ["convert", "a", "-o", "b", "--to", "bogus"],
-    ["convert", "a", "c", "-o", "b", "--to", "npz"], ["convert", "a", "-o", "b", "--to", "npz", "--hparam", "x=1"],
-    ["convert", "a", "-o", "b", "--to", "keras3-h5", "--max-shard-size", "1MB"],
+    ["convert", "a", "c", "-o", "b", "--to", "npz"], ["convert", "a", "-o", "b", "--to", "npz", "--hparam", "x"],
+    ["convert", "a", "-o", "b", "--to", "keras3-h5", "--max-shard-size", "1XB"],
     ["convert", "a", "-o", "b", "--to", "tf-name", "--slot-names", "tf3"],
+    ["show", "p", "k", "--precision", "31"], ["show", "p"], ["edit", "s", "-o", "o", "--cast", "float32"],
+    ["average", "d", "--last", "1", "-o", "o"], ["completion", "tcsh"], ["run"], ["doctor", "c"],
+    ["nosuchcommand", "x"],
 ])
 def test_lines_that_need_click_go_to_click(argv: list[str]) -> None:
     assert fast.parse(argv) is None
-
-
-def test_a_plain_line_is_parsed() -> None:
-    command, flags, params = fast.parse(["-q", "--no-color", "ls", "a", "--filter", "x*", "-f=y", "--sort=size", "b",
-                                         "-r", "--json"])  # type: ignore[misc]
-    assert (command, flags) == ("ls", {"traceback": False, "no_color": True, "quiet": True})
-    assert params == {"paths": ["a", "b"], "patterns": ["x*", "y"], "sort": "size", "recursive": True,
-                      "tree": False, "names": False, "no_optimizer": False, "as_json": True}
-    assert fast.parse(["verify", "-j", "2", "a", "--json", "--jobs=3"]) == (
-        "verify", {"traceback": False, "no_color": False, "quiet": False},
-        {"paths": ["a"], "as_json": True, "jobs": 3, "allow_loader_refusals": False})
 
 
 CASES = [
@@ -312,10 +309,10 @@ def test_the_launcher_is_what_pip_installs() -> None:
 def test_ls_of_a_prefix_prints_what_opening_it_prints(prefix: str, extra: list[str], run_cli, monkeypatch) -> None:
     """Every corpus bundle listed by its prefix on the start-up path prints the bytes and exit status that
     resolving and opening it prints."""
-    from ckpt_cli.commands import listing
+    from ckpt_cli.commands import ls
 
     quick = run_cli("ls", *extra, prefix)
-    monkeypatch.setattr(listing, "_bundle_listing", lambda path, patterns: None)
+    monkeypatch.setattr(ls, "_bundle_listing", lambda path, patterns: None)
     opened = run_cli("ls", *extra, prefix)
     assert (quick.exit_code, quick.stdout, quick.stderr) == (opened.exit_code, opened.stdout, opened.stderr)
 

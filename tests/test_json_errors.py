@@ -93,7 +93,7 @@ def test_the_click_runner_gives_the_same_document(run_cli) -> None:
 
 
 def test_an_internal_error_is_a_json_document(run_cli, monkeypatch) -> None:
-    import ckpt_cli.commands.verifying as verifying
+    import ckpt_cli.commands.verify as verifying
 
     def crash(*args: object, **kwargs: object) -> int:
         raise ZeroDivisionError("boom")

@@ -361,7 +361,7 @@ def test_writer_refuses_a_non_json_index(tmp_path):
 @pytest.mark.parametrize("size, unit_bytes", [("2GB", 2 * 10 ** 9), ("1.5GiB", int(1.5 * 2 ** 30)), ("1000", 1000),
                                               ("500kb", 500_000)])
 def test_byte_sizes(size, unit_bytes):
-    from ckpt_cli.options import ByteSize
+    from ckpt_cli.build import ByteSize
 
     assert ByteSize().convert(size, None, None) == unit_bytes
 

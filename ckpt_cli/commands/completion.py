@@ -1,22 +1,34 @@
 """``ckpt completion``: print the shell completion script."""
 from __future__ import annotations
 
-import click
+from ..spec import Arg, Command
 
-from ..help import command
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Print the shell completion script (bash, zsh, fish).")
-@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completion(shell: str) -> None:
-    """Print the completion script for SHELL (commands, options, checkpoint paths, tensor keys).
+def run(env: Environment, p: Params) -> int:
+    """``ckpt completion SHELL``: print the script."""
+    import sys
+
+    from ..completion import completion_script
+
+    sys.stdout.write(completion_script(p.shell))
+    return 0
+
+
+SPEC = Command(
+    "completion", runner=run,
+    short_help="Print the shell completion script (bash, zsh, fish).",
+    help="""Print the completion script for SHELL (commands, options, checkpoint paths, tensor keys).
 
     \b
     Examples:
       ckpt completion bash > ~/.local/share/bash-completion/completions/ckpt
       ckpt completion zsh > "${fpath[1]}/_ckpt"
       ckpt completion fish > ~/.config/fish/completions/ckpt.fish
-    """
-    from ..completion import completion_script
-
-    click.echo(completion_script(shell), nl=False)
+    """,
+    arguments=(Arg("shell", type=("bash", "zsh", "fish")),),
+)

@@ -1,52 +1,57 @@
-"""``ckpt convert``: name-based <-> object-based checkpoints, generically or onto a template."""
+"""``ckpt convert``: a checkpoint in another format - name-based <-> object-based, Keras, npz, safetensors."""
 from __future__ import annotations
 
-import click
+from formats.core.errors import ExitCode
 
-from formats.ops.convert.targets import TARGETS
+from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, target_choices,
+                       write_options)
+from ..spec import (CHECKPOINT, FLOAT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
+                    ParameterError)
 
-from ..completion import CHECKPOINT
-from ..help import WRITER_EXIT_STATUS, command
-from ..options import READ_BACK_JOBS, ByteSize, jobs_option, link_option, rule_options, write_options
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).",
-         exit_status=WRITER_EXIT_STATUS)
-@click.argument("src", type=CHECKPOINT)
-@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
-              help="Output checkpoint prefix (or file, for file formats).")
-@click.option("--to", "to", required=True, type=click.Choice(sorted(TARGETS)),
-              help="Output format (each is described above).")
-@click.option("--template", type=CHECKPOINT, metavar="T",
-              help="A checkpoint or weights file the target program wrote for the same model: the output "
-                   "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
-                   "weights).")
-@rule_options("SRC's")
-@click.option("--allow-missing", is_flag=True, help="Template variables with no source keep the template's value.")
-@click.option("--drop-optimizer", is_flag=True,
-              help="keras3-h5: leave optimizer state out (both the source's and the template's variables).")
-@click.option("--slot-names", type=click.Choice(["tf2", "tf1"]), default="tf2", show_default=True,
-              help="tf-name: slot names as in TF2 (<var>/m) or TF1 (<var>/Adam, <var>/Adam_1, beta1_power, "
-                   "global_step: what a TF1 optimizer restores).")
-@click.option("--learning-rate", type=float, metavar="LR",
-              help="The learning rate optimizer state was trained with, when neither checkpoint stores it "
-                   "(Momentum slots are scaled by it between TF1 and Keras).")
-@click.option("--hparam", "hparams", multiple=True, metavar="NAME=VALUE", callback=lambda c, p, v: _hparams(v),
-              help="An optimizer hyperparameter neither checkpoint stores (beta_1=0.9, beta_2=0.999; "
-                   "iterations=N for the step count); repeatable.")
-@click.option("--max-shard-size", type=ByteSize(), metavar="SIZE",
-              help="keras3-h5: write sharded weights (OUT a *.weights.json) with at most SIZE bytes of tensors "
-                   "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does.")
-@write_options()
-@link_option()
-@jobs_option(READ_BACK_JOBS)
-@click.pass_context
-def convert(ctx: click.Context, src: str, out: str, to: str, template: str | None, maps: tuple[str, ...],
-            regexes: tuple[str, ...], rules_file: str | None, allow_missing: bool, drop_optimizer: bool, slot_names: str,
-            learning_rate: float | None, hparams: dict[str, float], max_shard_size: int | None,
-            dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, verbose: bool,
-            link: bool, jobs: int) -> None:
-    """Convert SRC to another format: --to names one of six targets.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt convert SRC -o OUT --to T``: the exit status (0 written or planned, 1 problems found)."""
+    hparams = p.hparams
+    if p.learning_rate is not None:
+        hparams = {**hparams, "learning_rate": p.learning_rate}
+    if p.max_shard_size is not None and p.to != "keras3-h5":
+        raise CommandLineError("--max-shard-size applies to --to keras3-h5 only")
+    if p.max_shard_size is not None and not p.out.endswith(".json"):
+        raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {p.out!r}")
+    return run_convert(p.src, p.out, p.to, template=p.template, maps=p.maps, regexes=p.regexes,
+                       rules_file=p.rules_file, allow_missing=p.allow_missing, drop_optimizer=p.drop_optimizer,
+                       slot_names=p.slot_names, hparams=hparams, max_shard_size=p.max_shard_size, dry_run=p.dry_run,
+                       as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
+                       link=p.link, jobs=p.jobs, verbose=p.verbose)
+
+
+def parse_hparams(values: tuple[str, ...]) -> dict[str, float]:
+    """``("beta_1=0.9",)`` -> ``{"beta_1": 0.9}``; a :class:`ParameterError` for anything else."""
+    out: dict[str, float] = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not name.isidentifier() or number != number or number in (float("inf"), float("-inf")):
+            raise ParameterError(f"{text!r} is not NAME=NUMBER (e.g. beta_1=0.9)")
+        out[name] = number
+    return out
+
+
+SPEC = Command(
+    "convert", runner=run,
+    short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).",
+    exit_status=WRITER_EXIT_STATUS,
+    help="""Convert SRC to another format: --to names one of six targets.
 
     \b
       tf-object    TensorFlow 2 object-based bundle (tf.train.Checkpoint)
@@ -86,34 +91,85 @@ def convert(ctx: click.Context, src: str, out: str, to: str, template: str | Non
       ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1 \\
           --hparam beta_1=0.9 --hparam beta_2=0.999
       ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB
-    """
-    from .converting import run_convert
+    """,
+    arguments=(Arg("src", type=CHECKPOINT),),
+    options=(
+        output_option(),
+        Opt("--to", name="to", required=True, type=target_choices, help="Output format (each is described above)."),
+        Opt("--template", type=CHECKPOINT, metavar="T",
+            help="A checkpoint or weights file the target program wrote for the same model: the output "
+                 "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
+                 "weights)."),
+        *rule_options("SRC's"),
+        Opt("--allow-missing", flag=True, help="Template variables with no source keep the template's value."),
+        Opt("--drop-optimizer", flag=True,
+            help="keras3-h5: leave optimizer state out (both the source's and the template's variables)."),
+        Opt("--slot-names", type=("tf2", "tf1"), default="tf2", show_default=True,
+            help="tf-name: slot names as in TF2 (<var>/m) or TF1 (<var>/Adam, <var>/Adam_1, beta1_power, "
+                 "global_step: what a TF1 optimizer restores)."),
+        Opt("--learning-rate", type=FLOAT, metavar="LR",
+            help="The learning rate optimizer state was trained with, when neither checkpoint stores it "
+                 "(Momentum slots are scaled by it between TF1 and Keras)."),
+        Opt("--hparam", name="hparams", multiple=True, metavar="NAME=VALUE", convert=parse_hparams,
+            help="An optimizer hyperparameter neither checkpoint stores (beta_1=0.9, beta_2=0.999; "
+                 "iterations=N for the step count); repeatable."),
+        Opt("--max-shard-size", type=SIZE, metavar="SIZE",
+            help="keras3-h5: write sharded weights (OUT a *.weights.json) with at most SIZE bytes of tensors "
+                 "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does."),
+        *write_options(),
+        link_option(),
+        jobs_option(READ_BACK_JOBS),
+    ),
+)
 
-    if learning_rate is not None:
-        hparams = {**hparams, "learning_rate": learning_rate}
-    if max_shard_size is not None and to != "keras3-h5":
-        raise click.UsageError("--max-shard-size applies to --to keras3-h5 only")
-    if max_shard_size is not None and not out.endswith(".json"):
-        raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
-    ctx.exit(run_convert(src, out, to, template=template, maps=maps, regexes=regexes, rules_file=rules_file,
-                         allow_missing=allow_missing, drop_optimizer=drop_optimizer, slot_names=slot_names,
-                         hparams=hparams,
-                         max_shard_size=max_shard_size, dry_run=dry_run, as_json=as_json, force=force,
-                         no_verify=no_verify, update_state=update_state, link=link, jobs=jobs,
-                         verbose=verbose))
+
+def run_convert(src: str, out: str, to: str, *, template: str | None = None, maps: tuple[str, ...] = (),
+                regexes: tuple[str, ...] = (), rules_file: str | None = None, allow_missing: bool = False,
+                drop_optimizer: bool = False, slot_names: str = "tf2", hparams: dict[str, float] | None = None, max_shard_size: int | None = None,
+                dry_run: bool = False, as_json: bool = False, force: bool = False, no_verify: bool = False,
+                update_state: bool = False, link: bool = False,
+                jobs: int | None = None, verbose: bool = False) -> int:
+    """Convert ``src`` to the ``to`` format at ``out``; print the plan's problems and what was written;
+    return the exit status (0 written or planned, 1 problems found)."""
+    from formats.api import open_checkpoint
+    from formats.core.errors import UsageError
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.targets import planner
+    from formats.ops.rules import build_rules
+
+    if drop_optimizer and to != "keras3-h5":
+        raise UsageError("", "--drop-optimizer applies to --to keras3-h5 only (ckpt edit --drop-optimizer leaves "
+                         "optimizer state out of other formats)")
+    options = ConvertOptions(rules=build_rules(maps, regexes, rules_file), template=template,
+                             allow_missing=allow_missing, slot_names=slot_names, max_shard_size=max_shard_size,
+                             hparams=dict(hparams or {}), drop_optimizer=drop_optimizer)
+    with open_checkpoint(src) as source:
+        plan = planner(to)(source, options)
+        return write_plan(source, plan, out, inputs=[src, source] + ([template] if template else []),
+                          dry_run=dry_run, as_json=as_json, force=force, no_verify=no_verify,
+                          update_state=update_state, link=link, jobs=jobs, verbose=verbose)
 
 
-def _hparams(values: tuple[str, ...]) -> dict[str, float]:
-    """``("beta_1=0.9",)`` -> ``{"beta_1": 0.9}``; a usage error for anything else."""
-    out: dict[str, float] = {}
-    for text in values:
-        name, sep, value = text.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = float("nan")
-        if not sep or not name.isidentifier() or number != number or number in (float("inf"), float("-inf")):
-            raise click.BadParameter(f"{text!r} is not NAME=NUMBER (e.g. beta_1=0.9)", param_hint="--hparam")
-        out[name] = number
-    return out
+def write_plan(source: Any, plan: Any, out: str, *, inputs: list[Any], dry_run: bool, as_json: bool, force: bool,
+               no_verify: bool, update_state: bool, link: bool, jobs: int | None, changed_only: bool = False,
+               verbose: bool = False) -> int:
+    """Write a conversion ``plan`` of ``source`` at ``out`` (with a progress bar), print the plan's problems and
+    what was written (or its JSON), and return the exit status: 0 written or planned, 1 problems found.
+    ``convert`` and ``rename`` both end here; ``changed_only``: a dry run's table shows only the tensors whose
+    key changes; ``verbose``: the keys behind each problem."""
+    from formats.ops.convert.plan import execute_plan
 
+    from ..render.progress import progress_for
+
+    with progress_for(source, "writing", total=0 if dry_run else None) as progress:
+        result = execute_plan(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
+                              update_state=update_state, progress=progress, inputs=inputs, link=link, jobs=jobs)
+    if as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+    else:
+        from ..render.convert import render_conversion
+
+        render_conversion(result, changed_only=changed_only, verbose=verbose)
+    return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)

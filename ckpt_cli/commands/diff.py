@@ -1,40 +1,30 @@
 """``ckpt diff``: what differs between two checkpoints - keys, shapes, dtypes, values."""
 from __future__ import annotations
 
-import click
+from formats.core.errors import ExitCode
 
-from ..completion import CHECKPOINT, key_completer
-from ..help import command
-from ..options import jobs_option, rule_options
+from ..options import jobs_option, json_option, rule_options
+from ..spec import CHECKPOINT, FLOAT, Arg, Command, Opt
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Compare two checkpoints: what changed, and by how much.",
-         exit_status={0: "equal", 1: "different (each difference listed), or a --filter matching nothing"})
-@click.argument("a", type=CHECKPOINT)
-@click.argument("b", type=CHECKPOINT)
-@click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
-              help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
-                   "name-based vs object-based).")
-@click.option("--filter", "-f", "patterns", multiple=True, metavar="GLOB",
-              help="Only tensors whose key (with --match name: name), after the rename rules, is GLOB or "
-                   "matches it (repeatable).")
-@rule_options("A's")
-@click.option("--strip-prefix-a", metavar="PREFIX", shell_complete=key_completer("a"), help="Remove this '/'-prefix from A's names first.")
-@click.option("--strip-prefix-b", metavar="PREFIX", shell_complete=key_completer("b"), help="Remove this '/'-prefix from B's names first.")
-@click.option("--atol", type=float, help="Absolute tolerance (numpy allclose: |a-b| <= atol + rtol*|b|).")
-@click.option("--rtol", type=float, help="Relative tolerance (an unset tolerance is 0 once either is given).")
-@click.option("--equal-nan", is_flag=True, help="Count NaN as equal to NaN (tolerance comparison).")
-@click.option("--keys-only", is_flag=True, help="Compare keys, shapes and dtypes only; read no values.")
-@click.option("--names", is_flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit status says it all.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
-@jobs_option()
-@click.pass_context
-def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ...], maps: tuple[str, ...], regexes: tuple[str, ...],
-         rules_file: str | None, strip_prefix_a: str | None, strip_prefix_b: str | None, atol: float | None,
-         rtol: float | None, equal_nan: bool, keys_only: bool, names: bool, quiet: bool, as_json: bool,
-         jobs: int) -> None:
-    """Compare two checkpoints: keys only in one, shape/dtype changes, value changes.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt diff A B``: the exit status (0 equal, 1 different)."""
+    return run_diff(p.a, p.b, match=p.match, patterns=p.patterns, maps=p.maps, regexes=p.regexes,
+                    rules_file=p.rules_file, strip_prefix_a=p.strip_prefix_a, strip_prefix_b=p.strip_prefix_b,
+                    atol=p.atol, rtol=p.rtol, equal_nan=p.equal_nan, keys_only=p.keys_only, quiet=p.quiet,
+                    as_json=p.as_json, jobs=p.jobs, names=p.names, env=env)
+
+
+SPEC = Command(
+    "diff", runner=run,
+    short_help="Compare two checkpoints: what changed, and by how much.",
+    exit_status={0: "equal", 1: "different (each difference listed), or a --filter matching nothing"},
+    help="""Compare two checkpoints: keys only in one, shape/dtype changes, value changes.
 
     A and B are checkpoints of any supported format, or directories (their latest
     checkpoint). Values are equal when their bytes are identical, unless --atol,
@@ -48,10 +38,94 @@ def diff(ctx: click.Context, a: str, b: str, match: str, patterns: tuple[str, ..
       ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
       ckpt diff --names run_a/tf_ckpts/ckpt-4 run_a/tf_ckpts/ckpt-5   # exit 1: with names, roles
-    """
-    from .diffing import run_diff
+    """,
+    arguments=(Arg("a", type=CHECKPOINT), Arg("b", type=CHECKPOINT)),
+    options=(
+        Opt("--match", type=("key", "name"), default="key", show_default=True,
+            help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
+                 "name-based vs object-based)."),
+        Opt("--filter", "-f", name="patterns", multiple=True, metavar="GLOB",
+            help="Only tensors whose key (with --match name: name), after the rename rules, is GLOB or "
+                 "matches it (repeatable)."),
+        *rule_options("A's"),
+        Opt("--strip-prefix-a", metavar="PREFIX", complete=("keys", "a"), help="Remove this '/'-prefix from A's names first."),
+        Opt("--strip-prefix-b", metavar="PREFIX", complete=("keys", "b"), help="Remove this '/'-prefix from B's names first."),
+        Opt("--atol", type=FLOAT, help="Absolute tolerance (numpy allclose: |a-b| <= atol + rtol*|b|)."),
+        Opt("--rtol", type=FLOAT, help="Relative tolerance (an unset tolerance is 0 once either is given)."),
+        Opt("--equal-nan", flag=True, help="Count NaN as equal to NaN (tolerance comparison)."),
+        Opt("--keys-only", flag=True, help="Compare keys, shapes and dtypes only; read no values."),
+        Opt("--names", flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does."),
+        Opt("-q", "--quiet", flag=True, help="Print nothing; the exit status says it all."),
+        json_option(),
+        jobs_option(),
+    ),
+)
 
-    ctx.exit(run_diff(a, b, match=match, patterns=patterns, maps=maps, regexes=regexes, rules_file=rules_file,
-                      strip_prefix_a=strip_prefix_a, strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol,
-                      equal_nan=equal_nan, keys_only=keys_only, quiet=quiet, as_json=as_json, jobs=jobs,
-                      names=names))
+
+def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = (), maps: tuple[str, ...] = (),
+             regexes: tuple[str, ...] = (), rules_file: str | None = None, strip_prefix_a: str | None = None,
+             strip_prefix_b: str | None = None, atol: float | None = None, rtol: float | None = None,
+             equal_nan: bool = False, keys_only: bool = False, quiet: bool = False, as_json: bool = False,
+             jobs: int | None = 0, names: bool = False, env: Environment | None = None) -> int:
+    """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
+    ``quiet`` (with ``names``, each key's name and role beside it), and return the exit status (0 equal,
+    1 different)."""
+    from formats.api import open_checkpoint
+    from formats.ops.compare.diff import Tolerance, diff_checkpoints
+
+    rules = None
+    if maps or regexes or rules_file:
+        from formats.ops.rules import build_rules
+
+        rules = build_rules(maps, regexes, rules_file) or None
+    tolerance = Tolerance.of(atol, rtol, equal_nan)
+    with open_checkpoint(a) as ca, open_checkpoint(b) as cb:
+        from ..render.progress import progress_for
+
+        total = sum(e.nbytes for e in ca.values()) + sum(e.nbytes for e in cb.values())
+        with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
+            result = diff_checkpoints(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
+                                      strip_prefix_b=strip_prefix_b, tolerance=tolerance, keys_only=keys_only,
+                                      progress=progress, patterns=patterns, jobs=jobs)
+        hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
+        named = _names(result, ca, cb) if names and not quiet else None
+    if not quiet:
+        if env is None:
+            from ..environment import current
+
+            env = current()
+        if hint:
+            env.hint(hint)
+        for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
+            env.warn(note)
+        if as_json:
+            from ..render.common import print_json
+
+            doc = result.to_json()
+            if named is not None:
+                doc["names"] = {side: {k: {"name": n, "role": r} for k, (n, r) in sorted(found.items())}
+                                for side, found in zip("ab", named)}
+            print_json(doc)
+        else:
+            from ..render.diff import render_diff
+
+            render_diff(result, tolerance, keys_only, named)
+    return int(ExitCode.OK if result.equal else ExitCode.PROBLEMS)
+
+
+def _match_hint(ca: object, cb: object) -> str | None:
+    """When no key pairs but variable names do (name-based vs object-based, bundle vs Keras): say so."""
+    names_b = {e.name for e in cb.values()}  # type: ignore[attr-defined]
+    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined]
+    if not paired:
+        return None
+    return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"
+
+
+def _names(result: object, ca: object, cb: object) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """The name and role of every key the result shows, A's and B's (``ls --names``' columns)."""
+    from formats.ops.inspect.summary import names_and_roles
+
+    changed = result.changed  # type: ignore[attr-defined]
+    return (names_and_roles(ca, [c.a.key for c in changed] + result.only_in_a),  # type: ignore[arg-type,attr-defined]
+            names_and_roles(cb, [c.b.key for c in changed] + result.only_in_b))  # type: ignore[arg-type,attr-defined]

@@ -1,29 +1,43 @@
 """``ckpt doctor``: would a checkpoint load into the program that wrote a template?"""
 from __future__ import annotations
 
-from typing import Any
+from formats.core.errors import ExitCode
 
-import click
+from ..options import json_option
+from ..spec import CHECKPOINT, PATH, Arg, Command, Opt
 
-from ..completion import CHECKPOINT
-from ..exit_codes import ExitCode
-from ..help import command
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Will CKPT load where TARGET's variables are expected?",
-         exit_status={0: "it would load", 1: "it would not (each reason listed)"})
-@click.argument("ckpt_path", metavar="CKPT", type=CHECKPOINT)
-@click.option("--against", "target", required=True, type=CHECKPOINT, metavar="TARGET",
-              help="A checkpoint or Keras weights file written by the program CKPT should load into.")
-@click.option("--ignore-optimizer", is_flag=True, help="Leave optimizer slots and state out of the comparison.")
-@click.option("--write-rules", "rules_out", type=click.Path(), metavar="FILE",
-              help="Write the suggested renames as a JSON rules file (for convert/rename/diff --rules).")
-@click.option("--force", is_flag=True, help="Replace an existing rules file.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
-@click.pass_context
-def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bool, rules_out: str | None,
-           force: bool, as_json: bool) -> None:
-    """Check whether CKPT would load where TARGET's variables are expected.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt doctor CKPT --against TARGET``: the exit status (0 it would load, 1 it would not)."""
+    from formats.api import open_checkpoint
+    from formats.ops.inspect.doctor import diagnose
+
+    written = None
+    with open_checkpoint(p.ckpt_path) as ckpt, open_checkpoint(p.target) as tmpl:
+        report = diagnose(ckpt, tmpl, p.ignore_optimizer)
+        if p.rules_out:
+            written = _write_rules(p.rules_out, report.rules, p.force, [ckpt, tmpl, p.ckpt_path, p.target])
+    if p.as_json:
+        from ..render.common import print_json
+
+        print_json(report.to_json() | ({"written": written.to_json()} if written else {}))
+    else:
+        _render(report, written)
+    return int(ExitCode.OK if report.would_load else ExitCode.PROBLEMS)
+
+
+SPEC = Command(
+    "doctor", runner=run,
+    short_help="Will CKPT load where TARGET's variables are expected?",
+    exit_status={0: "it would load", 1: "it would not (each reason listed)"},
+    help="""Check whether CKPT would load where TARGET's variables are expected.
 
     Variables are matched by TF1-style name. Lists missing, unexpected and
     shape-mismatched variables, suggests renames scope by scope (a scope holding
@@ -37,22 +51,18 @@ def doctor(ctx: click.Context, ckpt_path: str, target: str, ignore_optimizer: bo
       ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1 --write-rules fix.json  # exit 1
       ckpt rename old/model.ckpt-200 -o fixed/model.ckpt-200 --rules fix.json
       ckpt doctor fixed/model.ckpt-200 --against new/model.ckpt-1   # exit 0: now it would
-    """
-    from formats.api import open_checkpoint
-    from formats.ops.inspect.doctor import diagnose
-
-    written = None
-    with open_checkpoint(ckpt_path) as ckpt, open_checkpoint(target) as tmpl:
-        report = diagnose(ckpt, tmpl, ignore_optimizer)
-        if rules_out:
-            written = _write_rules(rules_out, report.rules, force, [ckpt, tmpl, ckpt_path, target])
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(report.to_json() | ({"written": written.to_json()} if written else {}))
-    else:
-        _render(report, written)
-    ctx.exit(ExitCode.OK if report.would_load else ExitCode.PROBLEMS)
+    """,
+    arguments=(Arg("ckpt_path", metavar="CKPT", type=CHECKPOINT),),
+    options=(
+        Opt("--against", name="target", required=True, type=CHECKPOINT, metavar="TARGET",
+            help="A checkpoint or Keras weights file written by the program CKPT should load into."),
+        Opt("--ignore-optimizer", flag=True, help="Leave optimizer slots and state out of the comparison."),
+        Opt("--write-rules", name="rules_out", type=PATH, metavar="FILE",
+            help="Write the suggested renames as a JSON rules file (for convert/rename/diff --rules)."),
+        Opt("--force", flag=True, help="Replace an existing rules file."),
+        json_option("Machine-readable report on stdout."),
+    ),
+)
 
 
 def _write_rules(path: str, rules: list[Any], force: bool, inputs: list[Any]) -> Any:

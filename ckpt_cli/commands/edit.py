@@ -1,47 +1,56 @@
 """``ckpt edit``: write a checkpoint again without its optimizer, with a subset, cast, or re-sharded."""
 from __future__ import annotations
 
-from typing import Any
+from formats.core.errors import ExitCode
 
-import click
+from ..options import READ_BACK_JOBS, jobs_option, output_option, target_choices, write_options
+from ..spec import CHECKPOINT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Ints, Opt, ParameterError
 
-from formats.ops.convert.targets import TARGETS
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
-from ..completion import CHECKPOINT
-from ..exit_codes import ExitCode
-from ..help import WRITER_EXIT_STATUS, command
-from ..options import READ_BACK_JOBS, ByteSize, jobs_option, write_options
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Drop the optimizer, keep a subset, cast, or re-shard.",
-         exit_status=WRITER_EXIT_STATUS)
-@click.argument("src", type=CHECKPOINT)
-@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT",
-              help="Output checkpoint prefix (or file, for file formats).")
-@click.option("--to", "to", type=click.Choice(sorted(TARGETS)), help="Output format (default: SRC's own).")
-@click.option("--drop-optimizer", is_flag=True,
-              help="Leave out optimizer slots, hyperparameters and iteration counters (and the optimizer's objects).")
-@click.option("--select", "select", multiple=True, metavar="GLOB",
-              help="Keep only keys matching GLOB (repeatable; any match counts).")
-@click.option("--exclude", "exclude", multiple=True, metavar="GLOB", help="Leave out keys matching GLOB (repeatable).")
-@click.option("--by", type=click.Choice(["key", "name"]), default="key", show_default=True,
-              help="Match --select/--exclude against keys or TF1-style variable names.")
-@click.option("--cast", "casts", multiple=True, metavar="FROM=TO",
-              help="Convert floating-point tensors (float32=bfloat16, bfloat16=float32, float32=float16...; "
-                   "round to nearest even); repeatable.")
-@click.option("--cast-model-only", is_flag=True, help="Cast model variables only, not optimizer slots.")
-@click.option("--shards", type=click.IntRange(min=1), metavar="N",
-              help="Spread the data over N files (.data-0000k-of-0000N); 1 merges them.")
-@click.option("--max-shard-size", type=ByteSize(), metavar="SIZE",
-              help="Data files of at most SIZE bytes (500MB, 2GB...); keras3-h5: sharded weights (OUT *.json).")
-@write_options()
-@jobs_option(READ_BACK_JOBS)
-@click.pass_context
-def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer: bool, select: tuple[str, ...],
-         exclude: tuple[str, ...], by: str, casts: tuple[str, ...], cast_model_only: bool, shards: int | None,
-         max_shard_size: int | None, dry_run: bool, as_json: bool, force: bool, no_verify: bool,
-         update_state: bool, verbose: bool, jobs: int) -> None:
-    """Write SRC again, edited: without its optimizer, a subset, cast, or re-sharded.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt edit SRC -o OUT``: the exit status (0 written or planned, 1 problems found)."""
+    from formats.api import open_checkpoint
+    from formats.ops.edit import EditOptions, execute_edit, plan_edit
+
+    from ..render.progress import progress_for
+
+    options = EditOptions(to=p.to, select=p.select, exclude=p.exclude, by=p.by, drop_optimizer=p.drop_optimizer,
+                          casts=p.casts, cast_model_only=p.cast_model_only, shards=p.shards,
+                          max_shard_size=p.max_shard_size)
+    with open_checkpoint(p.src) as source:
+        plan = plan_edit(source, options)
+        check_output(p.out, plan.target, p.max_shard_size)
+        total = 0 if p.dry_run else sum(a.nbytes for a in source.values())
+        with progress_for(source, "writing", total=total) as progress:
+            result = execute_edit(plan, p.out, dry_run=p.dry_run, force=p.force, verify=not p.no_verify,
+                                  update_state=p.update_state, progress=progress, jobs=p.jobs, inputs=[p.src, source])
+    report(result, p.as_json, p.verbose)
+    return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
+
+
+def parse_casts(values: tuple[str, ...]) -> dict[str, str]:
+    """``--cast`` values as a FROM -> TO table; a bad one is a :class:`ParameterError` naming the option."""
+    from formats.core.errors import UsageError
+    from formats.ops.edit import parse_casts as parse
+
+    try:
+        return parse(values)
+    except UsageError as exc:
+        raise ParameterError(exc.message) from None
+
+
+SPEC = Command(
+    "edit", runner=run,
+    short_help="Drop the optimizer, keep a subset, cast, or re-shard.",
+    exit_status=WRITER_EXIT_STATUS,
+    help="""Write SRC again, edited: without its optimizer, a subset, cast, or re-sharded.
 
     The output is SRC's own format (a V1 checkpoint becomes a name-based bundle, a
     .keras file Keras 3 weights) unless --to says otherwise. --drop-optimizer leaves
@@ -61,41 +70,36 @@ def edit(ctx: click.Context, src: str, out: str, to: str | None, drop_optimizer:
       ckpt edit run/tf_ckpts/ckpt-5 -o net/ckpt-5 --select 'net/*' --dry-run
       ckpt edit ckpt-5 -o bf16/ckpt-5 --cast float32=bfloat16 --cast-model-only
       ckpt edit model.ckpt-200 -o sharded/model.ckpt-200 --shards 4
-    """
-    from formats.api import open_checkpoint
-    from formats.ops.edit import EditOptions, execute_edit, plan_edit
-
-    from ..render.progress import progress_for
-
-    options = EditOptions(to=to, select=select, exclude=exclude, by=by, drop_optimizer=drop_optimizer,
-                          casts=_casts(casts), cast_model_only=cast_model_only, shards=shards,
-                          max_shard_size=max_shard_size)
-    with open_checkpoint(src) as source:
-        plan = plan_edit(source, options)
-        check_output(out, plan.target, max_shard_size)
-        total = 0 if dry_run else sum(a.nbytes for a in source.values())
-        with progress_for(source, "writing", total=total) as progress:
-            result = execute_edit(plan, out, dry_run=dry_run, force=force, verify=not no_verify,
-                                  update_state=update_state, progress=progress, jobs=jobs, inputs=[src, source])
-    report(result, as_json, verbose)
-    ctx.exit(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
+    """,
+    arguments=(Arg("src", type=CHECKPOINT),),
+    options=(
+        output_option(),
+        Opt("--to", name="to", type=target_choices, help="Output format (default: SRC's own)."),
+        Opt("--drop-optimizer", flag=True,
+            help="Leave out optimizer slots, hyperparameters and iteration counters (and the optimizer's objects)."),
+        Opt("--select", name="select", multiple=True, metavar="GLOB",
+            help="Keep only keys matching GLOB (repeatable; any match counts)."),
+        Opt("--exclude", name="exclude", multiple=True, metavar="GLOB", help="Leave out keys matching GLOB (repeatable)."),
+        Opt("--by", type=("key", "name"), default="key", show_default=True,
+            help="Match --select/--exclude against keys or TF1-style variable names."),
+        Opt("--cast", name="casts", multiple=True, metavar="FROM=TO", convert=parse_casts,
+            help="Convert floating-point tensors (float32=bfloat16, bfloat16=float32, float32=float16...; "
+                 "round to nearest even); repeatable."),
+        Opt("--cast-model-only", flag=True, help="Cast model variables only, not optimizer slots."),
+        Opt("--shards", type=Ints(min=1), metavar="N",
+            help="Spread the data over N files (.data-0000k-of-0000N); 1 merges them."),
+        Opt("--max-shard-size", type=SIZE, metavar="SIZE",
+            help="Data files of at most SIZE bytes (500MB, 2GB...); keras3-h5: sharded weights (OUT *.json)."),
+        *write_options(),
+        jobs_option(READ_BACK_JOBS),
+    ),
+)
 
 
 def check_output(out: str, target: str, max_shard_size: int | None) -> None:
     """Sharded Keras 3 weights are named by their JSON index, as Keras names them."""
     if max_shard_size is not None and target == "keras3-h5" and not out.endswith(".json"):
-        raise click.UsageError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
-
-
-def _casts(values: tuple[str, ...]) -> dict[str, str]:
-    """``--cast`` values as a FROM -> TO table; a bad one is a usage error naming the option."""
-    from formats.core.errors import UsageError
-    from formats.ops.edit import parse_casts
-
-    try:
-        return parse_casts(values)
-    except UsageError as exc:
-        raise click.BadParameter(exc.message, param_hint="--cast") from None
+        raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
 
 
 def report(result: Any, as_json: bool, verbose: bool = False) -> None:

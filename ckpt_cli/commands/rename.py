@@ -1,32 +1,29 @@
 """``ckpt rename``: rename the variables (or objects) of a checkpoint into a new one."""
 from __future__ import annotations
 
-import click
 
-from ..completion import CHECKPOINT
-from ..help import WRITER_EXIT_STATUS, command
-from ..options import READ_BACK_JOBS, jobs_option, link_option, rule_options, write_options
+from ..options import READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, write_options
+from ..spec import CHECKPOINT, WRITER_EXIT_STATUS, Arg, Command, Opt
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Write a checkpoint again with variables renamed.",
-         exit_status=WRITER_EXIT_STATUS)
-@click.argument("src", type=CHECKPOINT)
-@click.option("-o", "--output", "out", required=True, type=click.Path(), metavar="OUT", help="Output checkpoint prefix.")
-@rule_options()
-@click.option("--add-prefix", metavar="PREFIX", help="Put every name under PREFIX.")
-@click.option("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from the names under it (PREFIX/x -> x).")
-@click.option("--rename-full-names", is_flag=True, help="Object-based: apply the rules to full_names too.")
-@write_options()
-@click.option("--all", "all_rows", is_flag=True,
-              help="With --dry-run, list every tensor (by default only those whose key changes).")
-@link_option()
-@jobs_option(READ_BACK_JOBS)
-@click.pass_context
-def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexes: tuple[str, ...],
-           rules_file: str | None, add_prefix: str | None, strip_prefix: str | None, rename_full_names: bool,
-           dry_run: bool, as_json: bool, force: bool, no_verify: bool, update_state: bool, verbose: bool,
-           all_rows: bool, link: bool, jobs: int) -> None:
-    """Write SRC again with variables renamed.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt rename SRC -o OUT``: the exit status (0 written or planned, 1 problems found)."""
+    return run_rename(p.src, p.out, maps=p.maps, regexes=p.regexes, rules_file=p.rules_file, add_prefix=p.add_prefix,
+                      strip_prefix=p.strip_prefix, rename_full_names=p.rename_full_names, dry_run=p.dry_run,
+                      as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
+                      link=p.link, jobs=p.jobs, all_rows=p.all_rows, verbose=p.verbose)
+
+
+SPEC = Command(
+    "rename", runner=run,
+    short_help="Write a checkpoint again with variables renamed.",
+    exit_status=WRITER_EXIT_STATUS,
+    help="""Write SRC again with variables renamed.
 
     Name-based checkpoints: the rules rewrite keys. Object-based checkpoints: the
     rules rewrite object paths (keys without /.ATTRIBUTES/...) and the object graph
@@ -41,10 +38,41 @@ def rename(ctx: click.Context, src: str, out: str, maps: tuple[str, ...], regexe
       ckpt rename run/tf_ckpts/ckpt-5 -o renamed/ckpt-5 --map net/l1=net/dense
       ckpt rename model.ckpt-200 -o new/model.ckpt-200 --strip-prefix tower_0 --dry-run
       ckpt rename ckpt-5 -o out/ckpt-5 --regex '^model/(.*)=\\1' --rename-full-names
-    """
-    from .renaming import run_rename
+    """,
+    arguments=(Arg("src", type=CHECKPOINT),),
+    options=(
+        output_option("Output checkpoint prefix."),
+        *rule_options(),
+        Opt("--add-prefix", metavar="PREFIX", help="Put every name under PREFIX."),
+        Opt("--strip-prefix", metavar="PREFIX", help="Remove PREFIX from the names under it (PREFIX/x -> x)."),
+        Opt("--rename-full-names", flag=True, help="Object-based: apply the rules to full_names too."),
+        *write_options(),
+        Opt("--all", name="all_rows", flag=True,
+            help="With --dry-run, list every tensor (by default only those whose key changes)."),
+        link_option(),
+        jobs_option(READ_BACK_JOBS),
+    ),
+)
 
-    ctx.exit(run_rename(src, out, maps=maps, regexes=regexes, rules_file=rules_file, add_prefix=add_prefix,
-                        strip_prefix=strip_prefix, rename_full_names=rename_full_names, dry_run=dry_run,
-                        as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link, jobs=jobs,
-                        all_rows=all_rows, verbose=verbose))
+
+def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple[str, ...] = (),
+               rules_file: str | None = None, add_prefix: str | None = None, strip_prefix: str | None = None,
+               rename_full_names: bool = False, dry_run: bool = False, as_json: bool = False, force: bool = False,
+               no_verify: bool = False, update_state: bool = False, link: bool = False,
+               jobs: int | None = None, all_rows: bool = False, verbose: bool = False) -> int:
+    """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
+    written (a dry run: the renamed tensors, every one with ``all_rows``); return the exit status (0 written
+    or planned, 1 problems found)."""
+    from formats.api import open_checkpoint
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.rename import plan_rename
+    from formats.ops.rules import build_rules
+
+    from .convert import write_plan
+
+    rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
+    options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
+    with open_checkpoint(src) as source:
+        return write_plan(source, plan_rename(source, options), out, inputs=[src, source], dry_run=dry_run,
+                          as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link,
+                          jobs=jobs, changed_only=not all_rows, verbose=verbose)

@@ -1,18 +1,25 @@
 """``ckpt run``: run a Python script with ckpt's TensorFlow stand-in (formats.tf) as ``tensorflow``."""
 from __future__ import annotations
 
-import click
+from ..spec import FILE, UNPROCESSED, Arg, Command
 
-from ..help import command
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Run a checkpoint-reading TensorFlow script without TensorFlow.",
-         context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.argument("script", type=click.Path(dir_okay=False))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
-@click.pass_context
-def run(ctx: click.Context, script: str, args: tuple[str, ...]) -> None:
-    """Run a Python script with ckpt's TensorFlow stand-in installed as 'tensorflow'.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt run SCRIPT ARGS...``: the script's exit status."""
+    from formats.tf.standin import run_script
+
+    return run_script([p.script, *p.args])
+
+
+SPEC = Command(
+    "run", runner=run, passes_on=True,
+    short_help="Run a checkpoint-reading TensorFlow script without TensorFlow.",
+    help="""Run a Python script with ckpt's TensorFlow stand-in installed as 'tensorflow'.
 
     The script runs as 'python SCRIPT ARGS...' would run it, except that
     'import tensorflow' (and tensorflow.compat.v1) gives formats.tf: tf.train's
@@ -25,7 +32,6 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...]) -> None:
     Examples:
       ckpt run convert_bert_checkpoint.py --tf_checkpoint_path model.ckpt-200
       ckpt run inspect.py runs/exp1/tf_ckpts
-    """
-    from formats.tf.standin import run_script
-
-    ctx.exit(run_script([script, *args]))
+    """,
+    arguments=(Arg("script", type=FILE), Arg("args", nargs=-1, required=False, type=UNPROCESSED, metavar="[ARGS]...")),
+)

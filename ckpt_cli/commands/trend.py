@@ -1,22 +1,41 @@
 """``ckpt trend``: per-variable norms and changes across a run's checkpoints, as sparklines."""
 from __future__ import annotations
 
-import click
+from formats.core.errors import ExitCode
 
-from ..completion import CHECKPOINT, complete_keys
-from ..exit_codes import ExitCode
-from ..help import command
+from ..options import json_option
+from ..spec import CHECKPOINT, Arg, Command, Opt
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="How each variable evolves across a run's checkpoints.",
-         exit_status={1: "with --check-finite: a variable holds NaN or Inf"})
-@click.argument("directory", type=CHECKPOINT)
-@click.argument("patterns", nargs=-1, metavar="[GLOB]...", shell_complete=complete_keys)
-@click.option("--check-finite", is_flag=True, help="Exit 1 and name the variables that hold NaN or Inf.")
-@click.option("--json", "as_json", is_flag=True, help="The numbers as JSON, for plotting elsewhere.")
-@click.pass_context
-def trend(ctx: click.Context, directory: str, patterns: tuple[str, ...], check_finite: bool, as_json: bool) -> None:
-    """Show how each variable of a run evolves across its checkpoints.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt trend DIRECTORY [GLOB]...``: the exit status (1: with --check-finite, a variable diverged)."""
+    from formats.ops.inspect.trend import run_trend
+
+    result = run_trend(p.directory, p.patterns)
+    for note in result.notes:
+        env.warn(note)
+    if p.as_json:
+        from ..render.common import print_json
+
+        print_json(result.to_json())
+    else:
+        from ..render.trend import render_trend
+
+        result.notes = []
+        render_trend(result)
+    return int(ExitCode.PROBLEMS if p.check_finite and result.diverged else ExitCode.OK)
+
+
+SPEC = Command(
+    "trend", runner=run,
+    short_help="How each variable evolves across a run's checkpoints.",
+    exit_status={1: "with --check-finite: a variable holds NaN or Inf"},
+    help="""Show how each variable of a run evolves across its checkpoints.
 
     DIRECTORY holds one run's checkpoints (a CheckpointManager directory, an
     Estimator model_dir). Per variable: the L2 norm at each step and the L2 norm
@@ -30,19 +49,11 @@ def trend(ctx: click.Context, directory: str, patterns: tuple[str, ...], check_f
       ckpt trend model_dir 'dnn/*/kernel'
       ckpt trend runs/exp1/tf_ckpts --json > trend.json
       ckpt trend --check-finite runs/exp1/tf_ckpts || echo "training diverged"
-    """
-    from formats.ops.inspect.trend import run_trend
-
-    result = run_trend(directory, patterns)
-    for note in result.notes:
-        click.echo(f"ckpt: warning: {note}", err=True)
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(result.to_json())
-    else:
-        from ..render.trend import render_trend
-
-        result.notes = []
-        render_trend(result)
-    ctx.exit(ExitCode.PROBLEMS if check_finite and result.diverged else ExitCode.OK)
+    """,
+    arguments=(Arg("directory", type=CHECKPOINT), Arg("patterns", nargs=-1, required=False, metavar="[GLOB]...",
+                                                       complete=("keys",))),
+    options=(
+        Opt("--check-finite", flag=True, help="Exit 1 and name the variables that hold NaN or Inf."),
+        json_option("The numbers as JSON, for plotting elsewhere."),
+    ),
+)

@@ -1,36 +1,42 @@
 """``ckpt verify``: read everything, check every checksum and every data file's layout."""
 from __future__ import annotations
 
-from typing import Any
 
-import click
+from formats.core.errors import ExitCode
 
-from ..completion import CHECKPOINT
-from ..exit_codes import ExitCode
-from ..help import command
-from ..options import jobs_option, rule_options
+from ..options import jobs_option, json_option, rule_options
+from ..spec import CHECKPOINT, Arg, Command, CommandLineError, Opt
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..environment import Environment
+    from ..spec import Params
 
 
-@command(short_help="Check every checksum and every data file of a checkpoint.",
-         exit_status={0: "every checkpoint is sound (or the same as SRC)", 1: "problems or differences found (each listed)",
-                       3: "a checkpoint cannot be opened at all (the others are still verified)"})
-@click.argument("paths", nargs=-1, required=True, type=CHECKPOINT)
-@click.option("--against", "against", type=CHECKPOINT, metavar="SRC",
-              help="Compare with another checkpoint instead: same keys, shapes, dtypes and values.")
-@click.option("--match", type=click.Choice(["key", "name"]), default="key", show_default=True,
-              help="With --against: pair tensors by checkpoint key, or by TF1-style variable name (a "
-                   "name-based SRC and its object-based conversion, a bundle and a Keras file).")
-@rule_options("SRC's")
-@click.option("--allow-loader-refusals", is_flag=True,
-              help="Report what the format's own loader refuses (TensorFlow, the safetensors library) "
-                   "without failing on it.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable report on stdout.")
-@jobs_option()
-@click.pass_context
-def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, match: str, maps: tuple[str, ...],
-           regexes: tuple[str, ...], rules_file: str | None, allow_loader_refusals: bool, as_json: bool,
-           jobs: int) -> None:
-    """Read every tensor and check every checksum; check that data files are whole.
+def run(env: Environment, p: Params) -> int:
+    """``ckpt verify``: verify each PATH, or compare PATH with ``--against`` SRC; the exit status."""
+    if p.against is not None:
+        if len(p.paths) != 1:
+            raise CommandLineError("--against compares one checkpoint with SRC; give one PATH")
+        if p.allow_loader_refusals:
+            raise CommandLineError("--allow-loader-refusals is for verifying PATH itself: do not give it with --against")
+        from formats.ops.rules import build_rules
+
+        rules = build_rules(p.maps, p.regexes, p.rules_file)
+        return _verify_against(env, p.paths[0], p.against, p.match, rules, p.as_json)
+    if p.match != "key" or p.maps or p.regexes or p.rules_file:
+        raise CommandLineError("--match, --map, --regex and --rules pair tensors with SRC: use them with --against")
+    return run_verify(p.paths, p.as_json, p.jobs, p.allow_loader_refusals)
+
+
+SPEC = Command(
+    "verify", runner=run,
+    short_help="Check every checksum and every data file of a checkpoint.",
+    exit_status={0: "every checkpoint is sound (or the same as SRC)", 1: "problems or differences found (each listed)",
+                 3: "a checkpoint cannot be opened at all (the others are still verified)"},
+    help="""Read every tensor and check every checksum; check that data files are whole.
 
     Several PATHs (a shell glob such as run/ckpt-*) verify each checkpoint once.
     With --against SRC, check instead that PATH holds exactly the tensors of SRC
@@ -50,29 +56,28 @@ def verify(ctx: click.Context, paths: tuple[str, ...], against: str | None, matc
       ckpt verify run/tf_ckpts --json
       ckpt verify run/tf_ckpts/ckpt-*
       ckpt verify converted/ckpt --against run/model.ckpt-200 --match name
-    """
-    if against is not None:
-        if len(paths) != 1:
-            raise click.UsageError("--against compares one checkpoint with SRC; give one PATH")
-        if allow_loader_refusals:
-            raise click.UsageError("--allow-loader-refusals is for verifying PATH itself: do not give it with --against")
-        from formats.ops.rules import build_rules
+    """,
+    arguments=(Arg("paths", nargs=-1, type=CHECKPOINT),),
+    options=(
+        Opt("--against", name="against", type=CHECKPOINT, metavar="SRC",
+            help="Compare with another checkpoint instead: same keys, shapes, dtypes and values."),
+        Opt("--match", type=("key", "name"), default="key", show_default=True,
+            help="With --against: pair tensors by checkpoint key, or by TF1-style variable name (a "
+                 "name-based SRC and its object-based conversion, a bundle and a Keras file)."),
+        *rule_options("SRC's"),
+        Opt("--allow-loader-refusals", flag=True,
+            help="Report what the format's own loader refuses (TensorFlow, the safetensors library) "
+                 "without failing on it."),
+        json_option("Machine-readable report on stdout."),
+        jobs_option(),
+    ),
+)
 
-        rules = build_rules(maps, regexes, rules_file)
-        _verify_against(ctx, paths[0], against, match, rules, as_json)
-        return
-    if match != "key" or maps or regexes or rules_file:
-        raise click.UsageError("--match, --map, --regex and --rules pair tensors with SRC: use them with --against")
-    from .verifying import run_verify
 
-    ctx.exit(run_verify(paths, as_json, jobs, allow_loader_refusals))
-
-
-def _verify_against(ctx: click.Context, path: str, against: str, match: str, rules: Any, as_json: bool) -> None:
+def _verify_against(env: Environment, path: str, against: str, match: str, rules: Any, as_json: bool) -> int:
     from formats.api import open_checkpoint
     from formats.ops.compare.against import name_pairs, verify_against
 
-    from ..render.common import safe_text
     from ..render.progress import progress_for
 
     with open_checkpoint(path) as out, open_checkpoint(against) as src:
@@ -81,10 +86,9 @@ def _verify_against(ctx: click.Context, path: str, against: str, match: str, rul
                                            progress=progress)
         paired = name_pairs(out, src) if match == "key" and report.tensors == 0 and report.mismatches else 0
     if paired:
-        click.echo(f"ckpt: hint: no key is in both checkpoints, but {paired} tensors pair by variable name: "
-                   "try --match name", err=True)
+        env.hint(f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name")
     for note in notes:
-        click.echo(safe_text(f"ckpt: warning: {note}"), err=True)
+        env.warn(note)
     if as_json:
         from ..render.common import print_json
 
@@ -93,4 +97,59 @@ def _verify_against(ctx: click.Context, path: str, against: str, match: str, rul
         from ..render.roundtrip import render_roundtrip
 
         render_roundtrip(report)
-    ctx.exit(ExitCode.OK if report.ok else ExitCode.PROBLEMS)
+    return int(ExitCode.OK if report.ok else ExitCode.PROBLEMS)
+
+
+def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_loader_refusals: bool = False) -> int:
+    """Verify each checkpoint once (on ``jobs`` threads; None: every core), print the reports, and return the
+    exit status: the worst of every checkpoint's (what a format's own loader refuses counts as a problem unless
+    ``allow_loader_refusals``)."""
+    reports, status, seen = [], ExitCode.OK, set()
+    for path in paths:
+        report, code = _verify_one(path, seen, len(paths) > 1, jobs, allow_loader_refusals)
+        status = max(status, code)
+        if report is not None:
+            reports.append(report)
+    _render(reports, as_json)
+    return int(status)
+
+
+def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int | None,
+                allow_loader_refusals: bool) -> tuple[Any, ExitCode]:
+    """The report of one checkpoint (None when ``seen`` already holds it: ``ckpt-1.index`` and
+    ``ckpt-1.data-*`` are one); with ``several``, one that cannot be opened is an error line, not the end."""
+    from formats.api import open_target
+    from formats.core.errors import CheckpointError
+    from formats.discover.resolve import identity, resolve
+    from formats.ops.compare.verify import verify_checkpoint
+
+    from ..render.progress import progress_for
+
+    try:
+        target = resolve(path)
+        if (target.kind, identity(target.path)) in seen:
+            return None, ExitCode.OK
+        seen.add((target.kind, identity(target.path)))
+        with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
+            report = verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals)
+    except CheckpointError as exc:
+        if not several:
+            raise
+        from ..environment import current
+
+        current().error(str(exc))
+        return None, exc.exit_code
+    return report, ExitCode.OK if report.ok else ExitCode.PROBLEMS
+
+
+def _render(reports: list[Any], as_json: bool) -> None:
+    if as_json:
+        from ..render.common import print_json
+
+        docs = [r.to_json() for r in reports]
+        print_json(docs[0] if len(docs) == 1 else docs)
+        return
+    from ..render.reports import render_verify
+
+    for report in reports:
+        render_verify(report)

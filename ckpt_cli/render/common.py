@@ -2,7 +2,6 @@
 are shown by :func:`formats.core.names.safe_text`, the one rule for them)."""
 from __future__ import annotations
 
-import os
 import sys
 
 from formats.core.memo import remembered
@@ -30,13 +29,10 @@ shape_text = remembered(4096)(_shape_text)
 
 
 def use_color() -> bool:
-    """Colour unless --no-color, NO_COLOR, or output that is not a terminal."""
-    click = sys.modules.get("click")  # not loaded on the fast path (ckpt_cli.fast): no context there
-    ctx = click.get_current_context(silent=True) if click is not None else None
-    settings = getattr(ctx, "obj", None) if ctx else None
-    if settings is not None and not getattr(settings, "color", True):
-        return False
-    return "NO_COLOR" not in os.environ
+    """Colour unless --no-color, NO_COLOR (the running command's :class:`~ckpt_cli.environment.Environment`)."""
+    from ..environment import current
+
+    return current().color
 
 
 def console(stderr: bool = False) -> Any:
