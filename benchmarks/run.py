@@ -20,7 +20,7 @@ that makes the dependencies this interpreter sees visible there. ``--python`` na
 venv with such an install instead (its ``bin/ckpt`` is run); an editable install is refused, since its
 import hook slows every start of that Python, ``python -c pass`` included. ``python -c pass`` and
 ``python -m ckpt_cli`` run with that venv's Python, from the work directory (never the checkout).
-``--only`` runs only the rows of the given ckpt commands (``ls``, ``verify``, ``diff``, ``stats``,
+``--only`` runs only the rows of the given ckpt commands (``ls``, ``verify``, ``diff``, ``stats``, ``show``, ``extract``,
 ``rename``, ``convert``, ``average``), comma-separated.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ TF_LIST = "import sys, tensorflow as tf\nfor k, s in tf.train.list_variables(sys
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 PYTHON = sys.executable
 """The Python of the regular install under test (set by :func:`install`): ``python -c pass`` and ``-m ckpt_cli``."""
-COMMAND_WORDS = ("ls", "verify", "diff", "stats", "rename", "convert", "average")
+COMMAND_WORDS = ("ls", "verify", "diff", "stats", "show", "extract", "rename", "convert", "average")
 ONLY: set[str] = set()
 """The ckpt commands whose rows run (``--only``); empty: every row."""
 
@@ -207,6 +207,7 @@ def measure(inputs: dict[str, str], work: Path, runs: int, ckpt: list[str]) -> l
     rows.append(ratio_row("ls (small checkpoint, 15 tensors)", ours, "python -c pass", bare, 2.0))
     ours, module = pair([PYTHON, "-m", "ckpt_cli", "ls", small], [PYTHON, "-c", "pass"], runs)
     rows.append(ratio_row("python -m ckpt_cli ls (same)", ours, "python -c pass", module, 2.0))
+    rows += measure_startup(work, runs, ckpt)
     if has_tensorflow():
         ls, tf = pair([*ckpt, "ls", bert], [sys.executable, "-c", TF_LIST, bert], max(1, runs // 3))
         rows.append(Row("ls (BERT-like, 243 tensors)", ls, "tf.train.list_variables", tf, ">= 50x faster",
@@ -254,6 +255,27 @@ def durable_rows(cmd: str, durable: str, setup: str, runs: int, label: str, link
     ours, cp = pair(cmd, durable, max(3, runs // 2), setup)
     linked, cp_linked = pair(cmd + " --link", durable, max(3, runs // 2), setup)
     return [ratio_row(label, ours, "cp + sync", cp, 1.1), ratio_row(linked_label, linked, "cp + sync", cp_linked, 0.05)]
+
+
+def measure_startup(work: Path, runs: int, ckpt: list[str]) -> list[Row]:
+    """Every command that runs on the click-free path, on a small checkpoint, beside the bare interpreter: ``python
+    -c pass``, or ``python -c "import numpy"`` for the commands that read values with numpy."""
+    rows: list[Row] = []
+    small = str(ROOT / "tests/data/corpus/tf1_adam/model.ckpt-200")  # name-based, 8 tensors
+    out = str(work / "startup-out" / "ckpt")
+    bare = [PYTHON, "-c", "pass"]
+    numpy = [PYTHON, "-c", "import numpy"]
+    lines = [("verify", [small], bare), ("diff", [small, small], bare),
+             ("rename", [small, "-o", out, "--map", "global_step=step", "--dry-run"], bare),
+             ("convert", [small, "-o", out, "--to", "tf-object", "--dry-run"], bare),
+             ("stats", [small], numpy), ("show", [small, "global_step"], numpy),
+             ("extract", [small, "global_step", "-o", str(work / "startup-out" / "step.npy"), "--force"], numpy)]
+    for command, args, limit in lines:
+        ours, base = pair([*ckpt, command, *args], limit, runs)
+        name = "python -c pass" if limit is bare else 'python -c "import numpy"'
+        rows.append(ratio_row(f"{command} (small name-based checkpoint, 8 tensors)", ours, name, base, 2.0))
+    shutil.rmtree(work / "startup-out", ignore_errors=True)
+    return rows
 
 
 def measure_layouts(inputs: dict[str, str], work: Path, runs: int, ck: str) -> list[Row]:

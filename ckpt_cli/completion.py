@@ -109,12 +109,11 @@ add_completion_class(CkptBashComplete)
 
 
 def completion_script(shell: str) -> str:
-    """The completion script click generates for ``shell`` (bash, zsh or fish)."""
+    """The completion script click generates for ``shell`` (bash, zsh or fish). The script names only the
+    program and its completion variable; click asks the CLI for candidates when the shell runs it."""
     from click.shell_completion import get_completion_class
-
-    from .main import cli
 
     cls = get_completion_class(shell)
     if cls is None:
         raise click.UsageError(f"unsupported shell {shell!r} (bash, zsh, fish)")
-    return cls(cli, {}, "ckpt", "_CKPT_COMPLETE").source()
+    return cls(click.Command("ckpt"), {}, "ckpt", "_CKPT_COMPLETE").source()

@@ -51,12 +51,30 @@ def corpus_copy(tmp_path: Path):
 
 @pytest.fixture
 def run_cli():
-    """Invoke ``ckpt`` in-process: ``run_cli("ls", path)`` -> click Result (stdout, stderr, exit_code)."""
+    """Invoke ``ckpt`` in-process as users run it - the shipped entry point, :func:`ckpt_cli.fast.main`, which
+    runs a plain command line without click and hands the rest to the click CLI: ``run_cli("ls", path)`` ->
+    click Result (stdout, stderr, exit_code)."""
     from click.testing import CliRunner
 
-    from ckpt_cli.main import cli
-
     def run(*args: str) -> Any:
-        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        return CliRunner().invoke(SHIPPED, [str(a) for a in args], catch_exceptions=False)
 
     return run
+
+
+def _shipped_command() -> Any:
+    import click
+
+    class Shipped(click.Command):
+        """What click's test runner invokes: ``ckpt_cli.fast.main`` with the command line as given (click does
+        not parse it first, ``--`` and ``--help`` included)."""
+
+        def main(self, args: Any = None, prog_name: Any = None, **extra: Any) -> Any:
+            from ckpt_cli.fast import main
+
+            main(list(args or ()))
+
+    return Shipped("ckpt")
+
+
+SHIPPED = _shipped_command()

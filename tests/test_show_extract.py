@@ -258,7 +258,7 @@ def test_show_finds_a_tensor_by_object_path_or_variable_name(run_cli):
 
 def test_show_uses_one_literal_style_per_array():
     """Issue 14 #15: a string array mixing UTF-8 and other bytes prints every element as a bytes literal."""
-    from formats.core.values import display_array
+    from ckpt_cli.render.values import display_array
 
     mixed = np.array([b"ab", b"\x00\xff"], dtype=object)
     assert display_array(mixed).tolist() == ["b'ab'", "b'\\x00\\xff'"]

@@ -70,8 +70,9 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
     """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
     ``quiet`` (with ``names``, each key's name and role beside it), and return the exit status (0 equal,
     1 different)."""
+    from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.compare.diff import Tolerance, diff_checkpoints
+    from formats.ops.compare.diff import Tolerance
 
     rules = None
     if maps or regexes or rules_file:
@@ -84,9 +85,9 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
 
         total = sum(e.nbytes for e in ca.values()) + sum(e.nbytes for e in cb.values())
         with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
-            result = diff_checkpoints(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
-                                      strip_prefix_b=strip_prefix_b, tolerance=tolerance, keys_only=keys_only,
-                                      progress=progress, patterns=patterns, jobs=jobs)
+            result = verbs.diff(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
+                                strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
+                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs)
         hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
         named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:

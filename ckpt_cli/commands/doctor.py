@@ -29,7 +29,9 @@ def run(env: Environment, p: Params) -> int:
 
         print_json(report.to_json() | ({"written": written.to_json()} if written else {}))
     else:
-        _render(report, written)
+        from ..render.doctor import render_doctor
+
+        render_doctor(report, written)
     return int(ExitCode.OK if report.would_load else ExitCode.PROBLEMS)
 
 
@@ -71,30 +73,3 @@ def _write_rules(path: str, rules: list[Any], force: bool, inputs: list[Any]) ->
     from formats.ops.rules import dump_rules
 
     return write_text(path, dump_rules(rules), format="rules", inputs=inputs, force=force, what="rules file")
-
-
-def _render(report: Any, written: Any) -> None:
-    from ..render.common import shape_text
-    from ..render.table import TextTable, emit
-
-    have, want = report.ckpt_entries, report.target_entries
-    table = TextTable([("variable", "left"), ("problem", "left"), ("checkpoint", "left"), ("target", "left")])
-    for n in report.mismatched:
-        a, b = have[n], want[n]
-        table.add_row(n, "shape" if a.shape != b.shape else "dtype", f"{a.dtype} {shape_text(a.shape)}",
-                      f"{b.dtype} {shape_text(b.shape)}", style="red")
-    for n in report.missing:
-        table.add_row(n, "missing", "", f"{want[n].dtype} {shape_text(want[n].shape)}", style="red")
-    for n in report.unexpected:
-        table.add_row(n, "unexpected", f"{have[n].dtype} {shape_text(have[n].shape)}", "", style="yellow")
-    lines = [[("suggest ", "cyan"), (f"{s.candidate} -> {s.missing} ({s.reason})", None)] for s in report.suggestions]
-    lines += [[("note ", "yellow"), (note, None)] for note in report.notes]
-    if written is not None:
-        lines.append([("wrote ", "green"), (f"{written.path}: {len(report.rules)} rules, supplying "
-                                            f"{report.fixed_by_rules} of {len(report.missing)} missing"
-                                            + (", verified" if written.verified else ""), None)])
-    verdict = ("would load", "green") if report.would_load else ("would NOT load", "red")
-    counts = (f": {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
-              f"{len(report.unexpected)} unexpected")
-    lines.append([(f"{report.ckpt} ", "bold"), verdict, (f" into {report.target}{counts}", None)])
-    emit(table if table.rows else None, lines)

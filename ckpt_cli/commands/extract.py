@@ -12,17 +12,17 @@ if TYPE_CHECKING:
 
 def run(env: Environment, p: Params) -> int:
     """``ckpt extract PATH [KEY|GLOB]... -o OUT``: write the files; the exit status."""
+    from formats import verbs
     from formats.api import open_checkpoint
     from formats.core.selection import select
-    from formats.ops.inspect.extract import extract as do_extract
 
     from ..render.progress import progress_for
 
     with open_checkpoint(p.path) as ckpt:
         total = sum(e.nbytes for e in select(ckpt, p.patterns))
         with progress_for(ckpt, "extracting", total=total) as progress:
-            report = do_extract(ckpt, p.patterns, p.out, p.mode, p.force, p.allow_pickle, progress, by=p.by,
-                                include_graph=p.include_graph)
+            report = verbs.extract(ckpt, p.patterns, p.out, mode=p.mode, by=p.by, include_graph=p.include_graph,
+                                   force=p.force, allow_pickle=p.allow_pickle, progress=progress)
     if p.as_json:
         from ..render.common import print_json
 

@@ -63,16 +63,15 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
     written (a dry run: the renamed tensors, every one with ``all_rows``); return the exit status (0 written
     or planned, 1 problems found)."""
+    from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.convert.plan import ConvertOptions
-    from formats.ops.convert.rename import plan_rename
     from formats.ops.rules import build_rules
 
-    from .convert import write_plan
+    from ..render.progress import progress_for
+    from .convert import render_result
 
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
-    options = ConvertOptions(rules=rules, rename_full_names=rename_full_names)
-    with open_checkpoint(src) as source:
-        return write_plan(source, plan_rename(source, options), out, inputs=[src, source], dry_run=dry_run,
-                          as_json=as_json, force=force, no_verify=no_verify, update_state=update_state, link=link,
-                          jobs=jobs, changed_only=not all_rows, verbose=verbose)
+    with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
+        result = verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
+                              verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+    return render_result(result, as_json, changed_only=not all_rows, verbose=verbose)

@@ -14,12 +14,10 @@ JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 
 def run(env: Environment, p: Params) -> int:
     """``ckpt show PATH KEY[SLICE]``: print the values; the exit status."""
-    import sys
-
-    import numpy as np
-
     from formats.api import open_checkpoint
-    from formats.core.values import display_array, parse_key_slice, read_slice, to_jsonable
+    from formats.core.values import parse_key_slice, read_slice
+
+    from ..render.values import to_jsonable
 
     with open_checkpoint(p.path) as ckpt:
         name, index, text = parse_key_slice(ckpt, p.key)
@@ -35,14 +33,10 @@ def run(env: Environment, p: Params) -> int:
                     "slice": text if index is not None else None, "value_shape": list(value.shape),
                     "values": to_jsonable(value)})
         return 0
-    shown = display_array(value)
-    options = {"precision": p.precision, "edgeitems": p.edgeitems, "threshold": sys.maxsize if p.full else p.threshold}
-    with np.printoptions(**options):
-        body = np.array2string(shown, formatter={"all": str} if shown.dtype == object else None,
-                               separator=", " if shown.dtype == object else " ")
-    part = f"[{text}] -> {list(value.shape)}" if index is not None else ""
-    print(f"{name}{part}: {entry.dtype} {list(entry.shape)}")
-    print(body)
+    from ..render.show import render_values
+
+    render_values(name, entry, value, text if index is not None else None, precision=p.precision,
+                  threshold=None if p.full else p.threshold, edgeitems=p.edgeitems)
     return 0
 
 

@@ -14,14 +14,14 @@ if TYPE_CHECKING:
 
 def run(env: Environment, p: Params) -> int:
     """``ckpt stats PATH [KEY|GLOB]...``: the exit status (1: with --check-finite, a tensor holds NaN or Inf)."""
+    from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.inspect.stats import checkpoint_stats
 
     from ..render.progress import progress_for
 
     with open_checkpoint(p.path) as ckpt:
         with progress_for(ckpt, "reading") as progress:
-            result = checkpoint_stats(ckpt, p.patterns, progress=progress, jobs=p.jobs)
+            result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs)
         named = None
         if p.names:
             from formats.ops.inspect.summary import names_and_roles

@@ -75,19 +75,20 @@ SPEC = Command(
 
 
 def _verify_against(env: Environment, path: str, against: str, match: str, rules: Any, as_json: bool) -> int:
+    from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.compare.against import name_pairs, verify_against
+    from formats.ops.compare.against import name_pairs
 
     from ..render.progress import progress_for
 
     with open_checkpoint(path) as out, open_checkpoint(against) as src:
         with progress_for(out, "comparing") as progress:
-            report, notes = verify_against(out, src, match=match, rules=rules or None, path=path, against=against,
-                                           progress=progress)
+            report = verbs.verify_against(out, src, match=match, rules=rules or None, progress=progress)
+        report.path, report.against = path, against  # as the command line named them
         paired = name_pairs(out, src) if match == "key" and report.tensors == 0 and report.mismatches else 0
     if paired:
         env.hint(f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name")
-    for note in notes:
+    for note in report.notes:
         env.warn(note)
     if as_json:
         from ..render.common import print_json
@@ -121,7 +122,7 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
     from formats.api import open_target
     from formats.core.errors import CheckpointError
     from formats.discover.resolve import identity, resolve
-    from formats.ops.compare.verify import verify_checkpoint
+    from formats import verbs
 
     from ..render.progress import progress_for
 
@@ -131,7 +132,7 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
             return None, ExitCode.OK
         seen.add((target.kind, identity(target.path)))
         with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
-            report = verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals)
+            report = verbs.verify(ckpt, jobs=jobs, progress=progress, allow_loader_refusals=allow_loader_refusals)
     except CheckpointError as exc:
         if not several:
             raise

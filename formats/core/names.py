@@ -17,8 +17,9 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from re import Match
+    from typing import Any
 
-__all__ = ["safe_text", "writable_name", "name_bytes"]
+__all__ = ["safe_text", "writable_name", "name_bytes", "quoted_text"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -64,3 +65,34 @@ def name_bytes(name: str | bytes) -> bytes:
     if isinstance(name, (bytes, bytearray, memoryview)):
         return bytes(name)
     return writable_name(name).encode("utf-8", "surrogateescape")
+
+
+def is_text(value: Any) -> bool:
+    """Whether ``value`` is text: a ``str``, or bytes that decode as UTF-8."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        return True
+    try:
+        bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
+    """A string element as a quoted literal: ``'text'`` when it is UTF-8 (and not ``as_bytes``), else ``b'...'``
+    (a ``str`` holding undecodable bytes as surrogate escapes, as keys do, shows those bytes); escapes make
+    control characters inert; cut at ``limit``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                value = value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # a surrogate that stands for no byte: shown escaped as text
+                pass
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        shown = repr(data) if as_bytes or not is_text(data) else repr(data.decode("utf-8"))
+    else:
+        shown = repr(str(value))
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"

@@ -55,6 +55,8 @@ class RoundTripReport:
     tensors: int = 0
     bytes: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What pairing the tensors left aside (names two keys share, rules that matched nothing): not mismatches."""
 
     @property
     def ok(self) -> bool:

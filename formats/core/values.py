@@ -12,7 +12,6 @@ a chunk after asking for the next one.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 
 from formats.core import dtypes
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind",
-           "parse_key_slice", "parse_index", "read_slice", "quoted_text", "to_jsonable",
-           "display_array"]
+           "parse_key_slice", "parse_index", "read_slice"]
 
 _NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
 
@@ -173,80 +171,3 @@ def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] |
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:
     """``entry``'s value, or just ``value[index]`` (:meth:`TensorEntry.read_slice`)."""
     return entry.read_slice(index)
-
-
-# -- safe display ----------------------------------------------------------------------------------
-def _is_text(value: Any) -> bool:
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        return True
-    try:
-        bytes(value).decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
-    """A string element as a quoted literal: ``'text'`` when it is UTF-8 (and not ``as_bytes``), else ``b'...'``
-    (a ``str`` holding undecodable bytes as surrogate escapes, as keys do, shows those bytes); escapes make
-    control characters inert; cut at ``limit``."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            try:
-                value = value.encode("utf-8", "surrogateescape")
-            except UnicodeEncodeError:  # a surrogate that stands for no byte: shown escaped as text
-                pass
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        shown = repr(data) if as_bytes or not _is_text(data) else repr(data.decode("utf-8"))
-    else:
-        shown = repr(str(value))
-    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
-
-
-def to_jsonable(value: np.ndarray) -> Any:
-    """Nested lists for JSON: NaN/Inf as ``"nan"``/``"inf"``/``"-inf"``, complex as ``[re, im]``, bfloat16 and
-    other ml_dtypes as numbers, strings as text when UTF-8 else ``{"base64": ...}``."""
-    import base64
-
-    import numpy as np
-
-    def scalar(x: Any) -> Any:
-        if isinstance(x, (bytes, bytearray)):
-            try:
-                return bytes(x).decode("utf-8")
-            except UnicodeDecodeError:
-                return {"base64": base64.b64encode(bytes(x)).decode("ascii")}
-        if isinstance(x, complex):
-            return [scalar(x.real), scalar(x.imag)]
-        if isinstance(x, float) and not math.isfinite(x):
-            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-        return x
-
-    def walk(x: Any) -> Any:
-        return [walk(v) for v in x] if isinstance(x, list) else scalar(x)
-
-    if value.dtype.kind == "V":
-        value = value.astype(np.int64 if "int" in value.dtype.name else np.float64)
-    return walk(value.tolist())
-
-
-def display_array(value: np.ndarray) -> np.ndarray:
-    """A copy numpy prints sensibly: bfloat16/float8 as float32, int4/int2 as int8, strings as safe text."""
-    import numpy as np
-
-    if value.dtype == object or value.dtype.kind in "SU":
-        elements = value.reshape(-1)
-        as_bytes = any(not _is_text(x) for x in elements)  # one literal style per array: all 'x' or all b'x'
-        out = np.empty(value.shape, dtype=object)
-        flat = out.reshape(-1)
-        for i, x in enumerate(elements):
-            flat[i] = quoted_text(x, as_bytes=as_bytes)
-        return out
-    if value.dtype.kind == "V":  # ml_dtypes
-        target = np.int8 if "int" in value.dtype.name else np.float32
-        return value.astype(target)
-    return value
-

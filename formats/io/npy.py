@@ -250,7 +250,7 @@ class _Hashing:
 def member_name(key: str, out: str = "") -> str:
     """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError (naming ``out``) when a zip cannot
     name it: not UTF-8, empty, a directory, the provenance record's name, or longer than 65,535 bytes."""
-    from formats.core.values import quoted_text
+    from formats.core.names import quoted_text
 
     name = key + ".npy"
     shown = quoted_text(key, 120)

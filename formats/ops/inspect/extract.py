@@ -177,7 +177,7 @@ def _limits(root: str) -> tuple[int, int]:
 def _check_lengths(entries: list[TensorEntry], rels: list[str], root: str) -> None:
     """Refuse, before anything is written, keys whose files the file system cannot name (a segment or the
     whole path too long), in one pass over each key."""
-    from formats.core.values import quoted_text
+    from formats.core.names import quoted_text
 
     name_max, path_max = _limits(root)
     base = len(os.fsencode(os.path.abspath(root))) + _STAGE_SUFFIX

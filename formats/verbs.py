@@ -1,0 +1,180 @@
+"""ckpt's verbs as library calls: what each command does, returning a result object instead of printing.
+
+Every verb takes checkpoints as paths (opened and closed here) or as opened :class:`~formats.core.model.Checkpoint`
+objects (left open: the caller that opened one, for example to size a progress bar, closes it), and reports
+progress through an optional callback ``progress(bytes_done, items_done)``. The command line maps its
+arguments to these calls and renders what they return (``ckpt_cli``); nothing here prints.
+
+    import formats
+    report = formats.verify("run/tf_ckpts/ckpt-5")
+    result = formats.convert("model.ckpt-200", "tf2/ckpt-1", "tf-object", rules=["dnn/=dense/"])
+    assert result.ok, result.plan.problems
+"""
+from __future__ import annotations
+
+from formats.core.model import Checkpoint
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from formats.core.roundtrip import RoundTripReport
+    from formats.ops.compare.diff import DiffResult
+    from formats.ops.compare.verify import VerifyReport
+    from formats.ops.convert.plan import ConversionResult
+    from formats.ops.inspect.stats import CheckpointStats
+    from formats.ops.rules import RuleSet
+
+    Source = str | os.PathLike[str] | Checkpoint
+    Progress = Callable[[int, int], None]
+
+__all__ = ["verify", "verify_against", "diff", "stats", "extract", "convert", "rename", "edit", "average"]
+
+
+class _Opened:
+    """``with _Opened(x) as ckpt``: ``x`` itself when it is an opened checkpoint, else ``x`` opened (and closed
+    on the way out)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source, self.opened = source, None
+
+    def __enter__(self) -> Checkpoint:
+        if isinstance(self.source, Checkpoint):
+            return self.source
+        from formats.discover.resolve import open_checkpoint
+
+        self.opened = open_checkpoint(self.source)
+        return self.opened  # type: ignore[return-value]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.opened is not None:
+            self.opened.close()
+
+
+def _rules(rules: RuleSet | Sequence[str] | None) -> RuleSet | None:
+    """A rule set from ``OLD=NEW`` prefix rules (as ``--map`` takes them), or the rule set given."""
+    if rules is None or not isinstance(rules, (list, tuple)):
+        return rules  # type: ignore[return-value]
+    from formats.ops.rules import build_rules
+
+    return build_rules(tuple(rules), (), None) or None
+
+
+def verify(source: Source, *, jobs: int | None = None, progress: Progress | None = None,
+           allow_loader_refusals: bool = False) -> VerifyReport:
+    """Read every tensor and check every checksum and data file (``ckpt verify``): the report (``report.ok``;
+    ``report.problems`` and ``report.loader_refusals`` say what is wrong). ``jobs``: threads (None: every core)."""
+    from formats.ops.compare.verify import verify_checkpoint
+
+    with _Opened(source) as ckpt:
+        return verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals)
+
+
+def verify_against(output: Source, source: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
+                   progress: Progress | None = None) -> RoundTripReport:
+    """Whether ``output`` holds exactly the tensors of ``source`` (``ckpt verify --against``): keys (or, with
+    ``match="name"``, variable names, ``source``'s renamed by ``rules``), shapes, dtypes and values. The report's
+    ``notes`` name what the pairing left aside (names two keys share, rules that matched nothing)."""
+    from formats.ops.compare.against import verify_against as compare
+
+    with _Opened(output) as out, _Opened(source) as src:
+        report, notes = compare(out, src, match=match, rules=_rules(rules), progress=progress)
+    report.notes = notes
+    return report
+
+
+def diff(a: Source, b: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
+         patterns: Sequence[str] = (), strip_prefix_a: str | None = None, strip_prefix_b: str | None = None,
+         atol: float | None = None, rtol: float | None = None, equal_nan: bool = False, keys_only: bool = False,
+         jobs: int | None = None, progress: Progress | None = None) -> DiffResult:
+    """What differs between ``a`` and ``b`` (``ckpt diff``): keys only in one, shape and dtype changes, value
+    changes (exact, or within ``atol``/``rtol`` as numpy's allclose). ``result.equal`` when nothing differs."""
+    from formats.ops.compare.diff import Tolerance, diff_checkpoints
+
+    with _Opened(a) as ca, _Opened(b) as cb:
+        return diff_checkpoints(ca, cb, match=match, rules=_rules(rules), strip_prefix_a=strip_prefix_a,
+                                strip_prefix_b=strip_prefix_b, tolerance=Tolerance.of(atol, rtol, equal_nan),
+                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs)
+
+
+def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = None,
+          progress: Progress | None = None) -> CheckpointStats:
+    """min, max, mean, std, L2 norm, zeros, NaN and Inf counts of the tensors matching ``patterns`` (all when
+    empty; ``ckpt stats``)."""
+    from formats.ops.inspect.stats import checkpoint_stats
+
+    with _Opened(source) as ckpt:
+        return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs)
+
+
+def extract(source: Source, patterns: Sequence[str], output: str | os.PathLike[str], *, mode: str = "auto",
+            by: str = "auto", include_graph: bool = False, force: bool = False, allow_pickle: bool = False,
+            progress: Progress | None = None) -> Any:
+    """Write the tensors matching ``patterns`` to ``output`` as .npy, .npz or a directory of .npy files (``ckpt
+    extract``): the :class:`~formats.io.writing.WriteReport` of what was written and read back."""
+    from formats.ops.inspect.extract import extract as write
+
+    with _Opened(source) as ckpt:
+        return write(ckpt, patterns, output, mode, force, allow_pickle, progress, by=by, include_graph=include_graph)
+
+
+def convert(source: Source, output: str | os.PathLike[str], to: str, *, template: str | None = None,
+            rules: RuleSet | Sequence[str] | None = None, allow_missing: bool = False, drop_optimizer: bool = False,
+            slot_names: str = "tf2", hparams: dict[str, float] | None = None, max_shard_size: int | None = None,
+            dry_run: bool = False, force: bool = False, verify: bool = True, update_state: bool = False,
+            link: bool = False, jobs: int | None = None, progress: Progress | None = None) -> ConversionResult:
+    """``source`` written as format ``to`` at ``output`` (``ckpt convert``): every problem is planned first, and
+    nothing is written when there is one (``result.ok`` is False, ``result.plan.problems`` says why) or with
+    ``dry_run``; the output is read back and compared unless ``verify=False``."""
+    from formats.core.errors import UsageError
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.targets import planner
+
+    if drop_optimizer and to != "keras3-h5":
+        raise UsageError("", "--drop-optimizer applies to --to keras3-h5 only (ckpt edit --drop-optimizer leaves "
+                         "optimizer state out of other formats)")
+    options = ConvertOptions(rules=_rules(rules), template=template, allow_missing=allow_missing,
+                             slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
+                             drop_optimizer=drop_optimizer)
+    with _Opened(source) as ckpt:
+        plan = planner(to)(ckpt, options)
+        return _write(plan, output, [source, ckpt] + ([template] if template else []), dry_run=dry_run, force=force,
+                      verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+
+
+def rename(source: Source, output: str | os.PathLike[str], rules: RuleSet | Sequence[str], *,
+           rename_full_names: bool = False, dry_run: bool = False, force: bool = False, verify: bool = True,
+           update_state: bool = False, link: bool = False, jobs: int | None = None,
+           progress: Progress | None = None) -> ConversionResult:
+    """``source`` written again at ``output`` with its variables renamed by ``rules`` (``ckpt rename``); an
+    object-based checkpoint's graph is rebuilt to match. Planned, written and verified as :func:`convert`."""
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.rename import plan_rename
+
+    options = ConvertOptions(rules=_rules(rules), rename_full_names=rename_full_names)
+    with _Opened(source) as ckpt:
+        return _write(plan_rename(ckpt, options), output, [source, ckpt], dry_run=dry_run, force=force,
+                      verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+
+
+def _write(plan: Any, output: str | os.PathLike[str], inputs: list[Any], **how: Any) -> ConversionResult:
+    from formats.ops.convert.plan import execute_plan
+
+    return execute_plan(plan, str(output), inputs=inputs, **how)
+
+
+def edit(source: Source, output: str | os.PathLike[str], **options: Any) -> Any:
+    """``source`` written again edited (``ckpt edit``): see :func:`formats.ops.edit.edit`."""
+    from formats.ops.edit import edit as run
+
+    return run(source, output, **options)  # type: ignore[arg-type]
+
+
+def average(sources: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], **options: Any) -> Any:
+    """The mean of ``sources``' weights as one checkpoint (``ckpt average``): see :func:`formats.ops.edit.average`."""
+    from formats.ops.edit import average as run
+
+    return run(sources, output, **options)
+
