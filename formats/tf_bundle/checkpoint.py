@@ -156,7 +156,7 @@ class BundleTensor(TensorEntry):
             pass
         reader, raw, dt = stream
         whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
-        from formats.core.sources import apply_index
+        from formats.core.arrays import apply_index
 
         picked = whole if index is None else apply_index(whole, index, self)
         out = np.array(picked, copy=True)
