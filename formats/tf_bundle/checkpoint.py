@@ -5,7 +5,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from formats.core._gc import paused_gc
+from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
