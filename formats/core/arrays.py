@@ -14,11 +14,19 @@ from formats.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
     import numpy as np
 
-    from formats.core.model import TensorEntry
+    class _Named(Protocol):
+        """What :func:`apply_index` names in its error: a :class:`~formats.core.model.TensorEntry`'s key and
+        shape (a protocol, so this leaf imports ``model`` not even for type checkers)."""
+
+        @property
+        def key(self) -> str: ...
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
 
 __all__ = ["element_bytes", "apply_index", "array_chunks"]
 
@@ -41,7 +49,7 @@ def element_bytes(element: Any) -> bytes:
     raise ValueError(f"string or variant element of type {type(element).__name__} is not bytes or str")
 
 
-def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
+def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: _Named) -> np.ndarray:
     """``value[index]``, or a UsageError naming the entry when the index does not fit its shape."""
     import numpy as np
 
