@@ -1,20 +1,7 @@
-"""Pausing the cyclic garbage collector while many small acyclic objects are built.
-
-Parsing a 50,000-entry index creates hundreds of thousands of tuples and objects, none of them
-in reference cycles; the collector's repeated passes over them cost a quarter of the time.
-"""
+"""Deprecated private name of :mod:`formats.core.gc_pause`, kept only while ``ckpt_cli`` still imports it
+(``ckpt_cli/commands/listing.py``); import :func:`formats.core.gc_pause.paused_gc` instead."""
 from __future__ import annotations
 
-import gc
+from formats.core.gc_pause import paused_gc
 
-
-class paused_gc:  # noqa: N801 - used as the function it was (``with paused_gc():``); no contextlib (start-up)
-    """Disable cyclic GC inside the block (re-enabled after, if it was enabled before)."""
-
-    def __enter__(self) -> None:
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was_enabled:
-            gc.enable()
+__all__ = ["paused_gc"]

@@ -159,7 +159,7 @@ class TensorEntry:
     def elements(self) -> list[bytes]:
         """A string or variant value's elements as ``bytes``, in C order (checksums verified where the
         format has them). Formats that store the bytes as they are may override it to skip numpy."""
-        from formats.core.sources import element_bytes
+        from formats.core.arrays import element_bytes
 
         return [element_bytes(x) for x in self.read().reshape(-1)]
 
@@ -183,7 +183,7 @@ class TensorEntry:
 
         ``check=False`` lets a format skip checks the caller has already made.
         """
-        from formats.core.sources import array_chunks
+        from formats.core.arrays import array_chunks
 
         return array_chunks(self.read(), chunk)
 
@@ -195,7 +195,7 @@ class TensorEntry:
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]`` (the whole value when ``index`` is None)."""
-        from formats.core.sources import apply_index
+        from formats.core.arrays import apply_index
 
         value = self.read()
         return value if index is None else apply_index(value, index, self)

@@ -10,11 +10,11 @@ tensor.
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from formats.core import dtypes
-from formats.core.errors import UnsupportedError, UsageError
+from formats.core.arrays import apply_index, array_chunks, element_bytes
+from formats.core.errors import UnsupportedError
 from formats.core.model import CHUNK_BYTES, TensorEntry
 from formats.core.records import record
 
@@ -119,24 +119,6 @@ def _object_array(value: Any) -> np.ndarray:
     return out
 
 
-def element_bytes(element: Any) -> bytes:
-    """One string or variant element as ``bytes`` (``str`` UTF-8 encoded, messages serialized)."""
-    if isinstance(element, bytes):
-        return element
-    if isinstance(element, str):
-        return element.encode("utf-8", "surrogateescape")
-    if isinstance(element, (bytearray, memoryview)):
-        return bytes(element)
-    serialize = getattr(element, "SerializeToString", None)
-    if serialize is not None:
-        return serialize()  # type: ignore[no-any-return]
-    import numpy as np
-
-    if isinstance(element, np.bytes_):
-        return bytes(element)
-    raise ValueError(f"string or variant element of type {type(element).__name__} is not bytes or str")
-
-
 def elements(source: Source) -> list[bytes]:
     """The elements of a string or variant source as ``bytes``, in C order."""
     if isinstance(source, TensorEntry):
@@ -157,48 +139,3 @@ def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iter
     if isinstance(source, TensorEntry):
         return source.byte_chunks(chunk, check)
     return array_chunks(_as_array(source)[0], chunk)
-
-
-def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: TensorEntry) -> np.ndarray:
-    """``value[index]``, or a UsageError naming the entry when the index does not fit its shape."""
-    import numpy as np
-
-    try:
-        return np.asarray(value[index])
-    except (IndexError, ValueError) as exc:
-        raise UsageError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
-
-
-def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
-    """An array's canonical bytes (C order, little-endian) in chunks of at most ``chunk`` bytes."""
-    import numpy as np
-
-    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    if arr.flags.c_contiguous:
-        flat = arr.reshape(-1).view(np.uint8)
-        for start in range(0, flat.size, chunk):
-            yield memoryview(flat[start:start + chunk])
-        return
-    yield from _rechunk(_row_blocks(arr, chunk), chunk)
-
-
-def _row_blocks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
-    import numpy as np
-
-    rows = max(1, chunk // max(1, arr[0].nbytes if arr.ndim else arr.nbytes))
-    for start in range(0, arr.shape[0], rows):
-        block = np.ascontiguousarray(arr[start:start + rows])
-        yield memoryview(block.reshape(-1).view(np.uint8))
-
-
-def _rechunk(pieces: Iterator[memoryview], chunk: int) -> Iterator[memoryview]:
-    """Regroup arbitrary pieces into chunks of exactly ``chunk`` bytes (the last may be shorter)."""
-    pending = bytearray()
-    for piece in pieces:
-        pending += piece
-        while len(pending) >= chunk:
-            yield memoryview(bytes(pending[:chunk]))
-            del pending[:chunk]
-    if pending:
-        yield memoryview(bytes(pending))

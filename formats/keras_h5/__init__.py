@@ -7,148 +7,25 @@ ever runs on a file in an isolated child process (:mod:`formats.keras_h5.image`)
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping, Sequence
-
-from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, FormatName, TensorEntry, UnreadableEntry
-
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from typing import Any
-
+    from formats.keras_h5.checkpoint import build_checkpoint
+    from formats.keras_h5.opening import KINDS, open_keras
     from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
 __all__ = ["open_keras", "build_checkpoint", "KerasCheckpoint", "H5Tensor", "KINDS"]
 
-KINDS = ("hdf5", "zip", "dir", "sharded")
-"""What :func:`open_keras` opens: an HDF5 file, a ``.keras`` archive, a model directory, a ``.weights.json``."""
-
 
 def __getattr__(name: str) -> object:
-    """``KerasCheckpoint`` and ``H5Tensor`` from the reader, imported on first use (so sniffing a path with
-    :mod:`formats.keras_h5.format` does not load the reader)."""
-    if name in ("KerasCheckpoint", "H5Tensor"):
-        from formats.keras_h5 import reader
-
-        return getattr(reader, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def open_keras(path: str, kind: str) -> Checkpoint:
-    """Open a Keras/HDF5 checkpoint of one of :data:`KINDS`."""
-    from formats.keras_h5.source import JSON_MEMBERS, WEIGHTS_MEMBER, open_hdf5_file, open_keras_dir, open_keras_zip
-
-    if kind == "sharded":
-        from formats.keras_h5.shards import open_sharded
-
-        return open_sharded(path)
-    openers = {"hdf5": open_hdf5_file, "zip": open_keras_zip, "dir": open_keras_dir}
-    if kind not in openers:
-        raise UnsupportedError(path, f"not a Keras/HDF5 file (kind {kind!r})")
-    image = openers[kind](path)
-    weights, files = path, [path]
-    if kind == "dir":
-        weights = os.path.join(path, WEIGHTS_MEMBER)
-        files = [f for f in (os.path.join(path, n) for n in (*JSON_MEMBERS, WEIGHTS_MEMBER)) if os.path.isfile(f)]
-    fmt = {"zip": FormatName.KERAS_ZIP, "dir": FormatName.KERAS3_DIR}.get(kind)
-    return build_checkpoint(path, [(weights, image)], files, fmt)
-
-
-def build_checkpoint(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None = None,
-                     metadata: dict[str, Any] | None = None, problems: Sequence[tuple[str, str]] = ()) -> KerasCheckpoint:
-    """One checkpoint over opened HDF5 images ``parts`` (``(file path, H5Image)``, several for shards);
-    closes every image when it cannot be built. ``fmt`` overrides the layout's name."""
-    try:
-        return _build(path, parts, files, fmt, metadata or {}, list(problems))
-    except CheckpointError:
-        _close(parts)
-        raise
-    except ValueError as exc:  # a Keras attribute that is not what Keras writes
-        _close(parts)
-        raise CorruptCheckpointError(path, str(exc)) from None
-    except BaseException:
-        _close(parts)
-        raise
-
-
-def _close(parts: Sequence[tuple[str, Any]]) -> None:
-    for _, image in parts:
-        image.close()
-
-
-def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None,
-           extra_meta: dict[str, Any], problems: list[tuple[str, str]]) -> KerasCheckpoint:
-    from formats.keras_h5.layouts import Layout, describe
-    from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
-
-    images = [image for _, image in parts]
-    config = images[0].extras.get("config.json") if images else None
-    datasets, owner, groups = _walk_parts(parts, problems)
-    layout = describe(images[0].tree.root, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
-    entries: dict[str, TensorEntry] = {}
-    for key, info in layout.described.items():
-        ds = datasets[key]
-        file, image = parts[owner[key]]
-        if ds.tf is None and ds.error is None:
-            why = ds.skip or f"HDF5 type {ds.text} has no TensorFlow dtype"
-            entries[key] = UnreadableEntry(key, tuple(ds.shape or ()), ds.text or "unknown", ds.stored, why, file,
-                                           info.name, info.role)
-            continue
-        entries[key] = H5Tensor(key, ds, image, file, info.name, info.role,
-                                slot_of=info.slot_of, slot_name=info.slot_name, optimizer=info.optimizer)
-    notes = [note for image in images for note in image.notes]
-    meta = _metadata(layout, images[0] if images else None)
-    meta.update(extra_meta)
-    return KerasCheckpoint(path, fmt or layout.kind, entries, images, meta, layout.problems + notes + problems, files)
-
-
-def _walk_parts(parts: Sequence[tuple[str, Any]], problems: list[tuple[str, str]]
-                ) -> tuple[dict[str, Any], dict[str, int], Mapping[str, Any]]:
-    """Datasets of every part by key (the first copy of a key wins), which part holds each, and the groups."""
-    datasets: dict[str, Any] = {}
-    owner: dict[str, int] = {}
-    all_groups: list[Mapping[str, Any]] = []
-    for index, (file, image) in enumerate(parts):
-        all_groups.append(image.tree.groups)
-        for key, ds in image.tree.datasets.items():
-            if key in owner:
-                first = os.path.basename(parts[owner[key]][0])
-                problems.append((key, f"stored in both {first} and {os.path.basename(file)}; {first}'s is read"))
-                continue
-            datasets[key], owner[key] = ds, index
-    return datasets, owner, (all_groups[0] if len(all_groups) == 1 else _MergedGroups(all_groups))
-
-
-class _MergedGroups(Mapping[str, "Any"]):
-    """The groups of several shards by path; where several shards hold a group, the copy carrying a
-    ``name`` attribute (Keras writes it in the first shard only)."""
-
-    def __init__(self, parts: list[Mapping[str, Any]]) -> None:
-        self._parts = parts
-        self._paths = list(dict.fromkeys(p for part in parts for p in part))
-
-    def __getitem__(self, path: str) -> Any:
-        holders = [part[path] for part in self._parts if path in part]
-        if not holders:
-            raise KeyError(path)
-        return next((g for g in holders if "name" in g.attrs), holders[0])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-
-def _metadata(layout: Any, image: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"layout": layout.kind}
-    meta.update({k: v for k, v in layout.metadata.items() if v is not None})
-    extras = image.extras if image is not None else {}
-    about = extras.get("metadata.json")
-    if isinstance(about, dict):
-        meta.update({k: v for k, v in about.items() if k not in meta})
-    config = extras.get("config.json")
-    if config is not None:
-        meta["model_config"] = config
-    return meta
+    """The package's names from the modules that define them, imported on first use (so sniffing a path with
+    :mod:`formats.keras_h5.format` loads neither the reader nor h5py). No module of the package imports
+    these back from here: they import the defining modules."""
+    if name in ("open_keras", "KINDS"):
+        from formats.keras_h5 import opening as module
+    elif name == "build_checkpoint":
+        from formats.keras_h5 import checkpoint as module  # type: ignore[no-redef]
+    elif name in ("KerasCheckpoint", "H5Tensor"):
+        from formats.keras_h5 import reader as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)

@@ -124,7 +124,7 @@ class KerasFormat:
         """Open the file (h5py is imported now, not before)."""
         from formats.core.errors import NotACheckpointError
         from formats.core.foreign import describe_file
-        from formats.keras_h5 import open_keras
+        from formats.keras_h5.opening import open_keras
 
         kind = sniff_kind(path)
         if kind is None:
@@ -151,7 +151,7 @@ class ShardedFormat:
 
     def open(self, path: str) -> Checkpoint:
         """Open the index and every shard it names (each checked to exist)."""
-        from formats.keras_h5 import open_keras
+        from formats.keras_h5.opening import open_keras
 
         return open_keras(path, "sharded")
 
@@ -186,7 +186,7 @@ class DirectoryFormat:
 
     def open(self, path: str) -> Checkpoint:
         """Open the directory's weights with its config."""
-        from formats.keras_h5 import open_keras
+        from formats.keras_h5.opening import open_keras
 
         return open_keras(path, "dir")
 

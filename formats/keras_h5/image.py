@@ -80,13 +80,11 @@ class H5Image:
 
     def values(self, info: DatasetInfo) -> bytes:
         """A dataset's values read by libhdf5 in an isolated child (see ``probe.dataset_values``)."""
-        import h5py
-
         expected = info.elements * (16 if info.vlen else info.dtype.itemsize)
         answer = ANSWER + 8 * self.size + (0 if info.vlen else expected)
         return run_isolated(lambda beat: probe.dataset_values(self.opener, self.path, info.path, beat),
                             self.path, what=f"reading {info.path}", memory=MEMORY + 3 * answer,
-                            max_output=answer, hold=h5py._objects.phil)
+                            max_output=answer, hold=_fork_lock())
 
     def close(self) -> None:
         """Release the bytes and whatever they were read from."""
@@ -100,13 +98,11 @@ class H5Image:
 
 def open_image(path: str, size: int, container: str, source: Any, opener: Callable[[], Any]) -> H5Image:
     """Probe an HDF5 image's structure in an isolated child; the image (its ``source`` closed on failure)."""
-    import h5py
-
     image = H5Image(path, size, container, source, opener)
     answer = ANSWER + 8 * size
     try:
         raw = run_isolated(lambda beat: probe.describe_file(opener, path, beat), path, what="reading the HDF5 structure",
-                           memory=MEMORY + size, max_output=answer, hold=h5py._objects.phil)
+                           memory=MEMORY + size, max_output=answer, hold=_fork_lock())
         image.tree = parse_tree(raw, path, answer)
     except BaseException:
         image.close()
@@ -115,8 +111,6 @@ def open_image(path: str, size: int, container: str, source: Any, opener: Callab
 
 
 def _load_tables(image: H5Image, keys: list[str]) -> dict[str, list[Any]]:
-    import h5py
-
     from formats.core.bounded_json import load_json
 
     if not keys:
@@ -124,8 +118,25 @@ def _load_tables(image: H5Image, keys: list[str]) -> dict[str, list[Any]]:
     answer = ANSWER + 8 * image.size
     raw = run_isolated(lambda beat: probe.chunk_tables(image.opener, image.path, keys, beat), image.path,
                        what="reading the HDF5 chunk index", memory=MEMORY + image.size, max_output=answer,
-                       hold=h5py._objects.phil)
+                       hold=_fork_lock())
     tables = load_json(raw, image.path, "the HDF5 chunk index", max_bytes=answer, max_depth=4)
     if not isinstance(tables, dict) or not all(isinstance(v, list) for v in tables.values()):
         raise CorruptCheckpointError(image.path, "the HDF5 chunk index reported by the isolated reader is malformed")
     return tables
+
+
+def _fork_lock() -> Any:
+    """The lock :func:`run_isolated` holds while it forks, so no other thread holds h5py's global lock
+    ("phil") in the child, or None when h5py does that itself.
+
+    h5py 3.14 and later register ``os.register_at_fork`` handlers that take phil before a fork and release it
+    after (h5py PR 2585); for those, nothing is needed. Older h5py (``h5py>=3.8`` is supported) has no public
+    way to reach the lock, so ``h5py._objects.phil`` is used there: it is the only private name ckpt uses, and
+    only on those versions. h5py is imported here in the parent either way, so that each child forks with it
+    loaded.
+    """
+    import h5py
+
+    if tuple(h5py.version.version_tuple[:2]) >= (3, 14):
+        return None
+    return h5py._objects.phil  # no public alternative before 3.14 (see above)

@@ -84,7 +84,7 @@ class H5Tensor(TensorEntry):
 
     def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
         """Canonical little-endian bytes, a block of rows at a time (at most ``chunk`` bytes each)."""
-        from formats.core.sources import array_chunks
+        from formats.core.arrays import array_chunks
 
         for rows in self._blocks(0, self.shape[0] if self.shape else 1, max(chunk, _BLOCK)):
             yield from array_chunks(rows, chunk)
@@ -98,7 +98,7 @@ class H5Tensor(TensorEntry):
         """``value[index]``: only the rows the first index selects are read."""
         import numpy as np
 
-        from formats.core.sources import apply_index
+        from formats.core.arrays import apply_index
 
         if index is None or not self.shape or not storage.native(self._info):
             return TensorEntry.read_slice(self, index)

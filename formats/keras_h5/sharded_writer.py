@@ -174,7 +174,7 @@ def _write_all(temp: str, out: str, names: list[str], plan: _Plan, expected: dic
 
 
 def _verify(index: str, out: str, expected: dict[str, Source], chunk: int) -> RoundTripReport:
-    from formats.keras_h5 import open_keras
+    from formats.keras_h5.opening import open_keras
 
     with open_keras(index, "sharded") as written:
         problems = written.problems()

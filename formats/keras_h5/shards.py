@@ -106,7 +106,7 @@ def _check_shards_exist(smap: ShardMap) -> None:
 
 def open_sharded(path: str) -> KerasCheckpoint:
     """Open a ``*.weights.json`` and every shard it names as one checkpoint (``keras3-sharded``)."""
-    from formats.keras_h5 import build_checkpoint
+    from formats.keras_h5.checkpoint import build_checkpoint
     from formats.keras_h5.source import open_hdf5_file
 
     smap = read_shard_map(path)

@@ -258,7 +258,7 @@ def _report(out: str, layout: str, expected: dict[str, Source]) -> WriteReport:
 
 def _verify(temp: str, out: str, layout: str, expected: dict[str, Source], chunk: int,
             members: dict[str, bytes] | None = None) -> RoundTripReport:
-    from formats.keras_h5 import open_keras
+    from formats.keras_h5.opening import open_keras
 
     if members is not None:
         from formats.keras_h5.source import json_members

@@ -20,7 +20,8 @@ from formats.core import registry
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Problem,
                                 Role, TensorEntry)
-from formats.saved_model.proto import SavedModelProto, read_saved_model
+from formats.saved_model.graph_file import read_saved_model
+from formats.saved_model.proto import SavedModelProto
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor

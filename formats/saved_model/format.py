@@ -7,11 +7,9 @@ import os
 
 from formats.core.model import Checkpoint
 from formats.io import storage
+from formats.saved_model.names import GRAPH_FILE, TEXT_GRAPH_FILE
 
 __all__ = ["FORMAT", "SavedModelFormat", "is_saved_model", "GRAPH_FILE", "TEXT_GRAPH_FILE"]
-
-GRAPH_FILE = "saved_model.pb"
-TEXT_GRAPH_FILE = "saved_model.pbtxt"
 
 
 def is_saved_model(directory: str) -> bool:

@@ -20,9 +20,8 @@ from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 from formats.io import storage
 from formats.io.wire import Message, WireError
-from formats.saved_model.format import GRAPH_FILE, TEXT_GRAPH_FILE
 
-__all__ = ["MetaGraph", "SavedModelProto", "read_saved_model",
+__all__ = ["MetaGraph", "SavedModelProto",
            "decode_saved_model", "dtype_name", "decode_shape", "map_regular_file", "MAX_PROTO_BYTES"]
 
 MAX_PROTO_BYTES = 2 << 30
@@ -93,16 +92,6 @@ def map_regular_file(path: str, limit: int = MAX_PROTO_BYTES,
         raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)") from None
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-
-
-def read_saved_model(directory: str) -> SavedModelProto:
-    """Read the ``saved_model.pb`` (or ``saved_model.pbtxt``) of a SavedModel directory."""
-    path = os.path.join(directory, GRAPH_FILE)
-    if not os.path.lexists(path) and os.path.lexists(os.path.join(directory, TEXT_GRAPH_FILE)):
-        from formats.saved_model.textproto import read_text_saved_model
-
-        return read_text_saved_model(os.path.join(directory, TEXT_GRAPH_FILE))
-    return decode_saved_model(map_regular_file(path), path)
 
 
 def decode_saved_model(data: bytes | mmap.mmap, path: str) -> SavedModelProto:

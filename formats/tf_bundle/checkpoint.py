@@ -5,7 +5,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from formats.core._gc import paused_gc
+from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
@@ -156,7 +156,7 @@ class BundleTensor(TensorEntry):
             pass
         reader, raw, dt = stream
         whole = np.frombuffer(reader.region(raw), dtype=dt.numpy()).reshape(raw.shape)
-        from formats.core.sources import apply_index
+        from formats.core.arrays import apply_index
 
         picked = whole if index is None else apply_index(whole, index, self)
         out = np.array(picked, copy=True)

@@ -19,7 +19,7 @@ import struct
 from array import array
 from bisect import bisect_left
 
-from formats.core._gc import paused_gc
+from formats.core.gc_pause import paused_gc
 from formats.core.dtypes import name_of as dtype_name
 from formats.core.errors import CheckpointError
 from formats.core.listing import CompactListing, TensorKind

@@ -20,6 +20,7 @@ from formats.core.parallel import map_ordered
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
+from formats.tf_bundle.origins import COPIED, FRESH
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ __all__ = ["verify_written"]
 
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
     """Check the bundle written at ``temp`` against its ``records``; raises VerificationError on a mismatch."""
-    from formats.tf_bundle.writer import COPIED, FRESH
-
     by_key = {r.key.decode("utf-8", "surrogateescape"): r for r in records}
     with BundleCheckpoint(temp) as written:
         fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}

@@ -41,6 +41,7 @@ from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
+from formats.tf_bundle.origins import COPIED, FRESH, LINKED
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
-
-FRESH, COPIED, LINKED = "fresh", "copied", "linked"
 
 
 class _Record:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Iterable
 
-from formats.core._gc import paused_gc
+from formats.core.gc_pause import paused_gc
 from formats.core.listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role

@@ -1,0 +1,94 @@
+"""numpy arrays as the rest of the library streams and indexes them: canonical bytes in bounded chunks,
+string and variant elements as ``bytes``, and a checked ``value[index]``.
+
+A leaf of :mod:`formats.core`: :mod:`formats.core.model` (whose :class:`~formats.core.model.TensorEntry`
+uses these as its defaults) and :mod:`formats.core.sources` (which re-exports them) both import it, and it
+imports neither. numpy is imported inside the functions, only when a value is handled.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from formats.core.errors import UsageError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    import numpy as np
+
+    class _Named(Protocol):
+        """What :func:`apply_index` names in its error: a :class:`~formats.core.model.TensorEntry`'s key and
+        shape (a protocol, so this leaf imports ``model`` not even for type checkers)."""
+
+        @property
+        def key(self) -> str: ...
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+
+__all__ = ["element_bytes", "apply_index", "array_chunks"]
+
+
+def element_bytes(element: Any) -> bytes:
+    """One string or variant element as ``bytes`` (``str`` UTF-8 encoded, messages serialized)."""
+    if isinstance(element, bytes):
+        return element
+    if isinstance(element, str):
+        return element.encode("utf-8", "surrogateescape")
+    if isinstance(element, (bytearray, memoryview)):
+        return bytes(element)
+    serialize = getattr(element, "SerializeToString", None)
+    if serialize is not None:
+        return serialize()  # type: ignore[no-any-return]
+    import numpy as np
+
+    if isinstance(element, np.bytes_):
+        return bytes(element)
+    raise ValueError(f"string or variant element of type {type(element).__name__} is not bytes or str")
+
+
+def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: _Named) -> np.ndarray:
+    """``value[index]``, or a UsageError naming the entry when the index does not fit its shape."""
+    import numpy as np
+
+    try:
+        return np.asarray(value[index])
+    except (IndexError, ValueError) as exc:
+        raise UsageError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
+
+
+def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
+    """An array's canonical bytes (C order, little-endian) in chunks of at most ``chunk`` bytes."""
+    import numpy as np
+
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if arr.flags.c_contiguous:
+        flat = arr.reshape(-1).view(np.uint8)
+        for start in range(0, flat.size, chunk):
+            yield memoryview(flat[start:start + chunk])
+        return
+    yield from _rechunk(_row_blocks(arr, chunk), chunk)
+
+
+def _row_blocks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
+    import numpy as np
+
+    rows = max(1, chunk // max(1, arr[0].nbytes if arr.ndim else arr.nbytes))
+    for start in range(0, arr.shape[0], rows):
+        block = np.ascontiguousarray(arr[start:start + rows])
+        yield memoryview(block.reshape(-1).view(np.uint8))
+
+
+def _rechunk(pieces: Iterator[memoryview], chunk: int) -> Iterator[memoryview]:
+    """Regroup arbitrary pieces into chunks of exactly ``chunk`` bytes (the last may be shorter)."""
+    pending = bytearray()
+    for piece in pieces:
+        pending += piece
+        while len(pending) >= chunk:
+            yield memoryview(bytes(pending[:chunk]))
+            del pending[:chunk]
+    if pending:
+        yield memoryview(bytes(pending))
