@@ -88,7 +88,8 @@ def build_command(spec: Command) -> click.Command:
     """The click command of ``spec``."""
 
     def callback(**params: Any) -> None:
-        from .environment import Environment, execute
+        from .boundary import execute
+        from .environment import Environment
 
         ctx = click.get_current_context()
         settings = ctx.find_root().obj

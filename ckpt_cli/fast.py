@@ -13,42 +13,15 @@ from __future__ import annotations
 import os
 import sys
 
+from ckpt_cli.command_table import COMMANDS, GLOBAL_FLAGS, spec_of
+
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
     from ckpt_cli.spec import Command, Opt, Params
 
-GLOBAL_FLAGS = {"--traceback": "traceback", "--no-color": "no_color", "-q": "quiet", "--quiet": "quiet"}
-"""The root's options (all flags; flag -> parameter name). They may also follow the command's name, unless the
-command has an option of that spelling itself (``diff -q``)."""
-
-COMMANDS: dict[str, str] = {
-    "average": "ckpt_cli.commands.average",
-    "completion": "ckpt_cli.commands.completion",
-    "convert": "ckpt_cli.commands.convert",
-    "diff": "ckpt_cli.commands.diff",
-    "doctor": "ckpt_cli.commands.doctor",
-    "edit": "ckpt_cli.commands.edit",
-    "extract": "ckpt_cli.commands.extract",
-    "graph": "ckpt_cli.commands.graph",
-    "ls": "ckpt_cli.commands.ls",
-    "rename": "ckpt_cli.commands.rename",
-    "run": "ckpt_cli.commands.run",
-    "show": "ckpt_cli.commands.show",
-    "stats": "ckpt_cli.commands.stats",
-    "trend": "ckpt_cli.commands.trend",
-    "verify": "ckpt_cli.commands.verify",
-}
-"""Every command: name -> the module holding its ``SPEC`` and runner (imported when the command runs)."""
-
-
-def spec_of(name: str) -> Command:
-    """The spec of command ``name``."""
-    module = COMMANDS[name]
-    __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
-    return sys.modules[module].SPEC  # type: ignore[no-any-return]
-
+__all__ = ["COMMANDS", "GLOBAL_FLAGS", "parse", "main", "run_fast"]
 
 class _Refused(Exception):
     """The command line is not one the fast path takes: click parses it."""
@@ -199,7 +172,8 @@ def main(argv: list[str] | None = None) -> None:
 def run_fast(spec: Command, flags: dict[str, bool], params: Params) -> int | None:
     """Run ``spec`` with ``params`` under the global ``flags``: the exit status, or None when the command
     raised a usage error (click runs the line again, and words it)."""
-    from ckpt_cli.environment import Environment, execute
+    from ckpt_cli.boundary import execute
+    from ckpt_cli.environment import Environment
     from ckpt_cli.spec import CommandLineError
 
     env = Environment(color=not flags["no_color"], quiet=flags["quiet"], traceback=flags["traceback"])

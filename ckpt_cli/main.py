@@ -9,12 +9,12 @@ from typing import Any
 import click
 
 from .exit_codes import ExitCode
-from .fast import COMMANDS as _FAST_COMMANDS
-from .fast import GLOBAL_FLAGS as _GLOBAL_FLAGS
-from .fast import spec_of
+from .command_table import COMMANDS as _COMMANDS
+from .command_table import GLOBAL_FLAGS as _GLOBAL_FLAGS
+from .command_table import spec_of
 from .help import format_exit_status
 
-COMMANDS = _FAST_COMMANDS
+COMMANDS = _COMMANDS
 """Every command: name -> the module holding its spec (:mod:`ckpt_cli.spec`), imported when it runs."""
 
 
@@ -84,7 +84,8 @@ class LazyGroup(click.Group):
             _silence_broken_pipe()
             ctx.exit(ExitCode.OK)
         except Exception as exc:  # the one error boundary (commands run through it: ckpt_cli.environment.execute)
-            from .environment import Environment, report_error
+            from .boundary import report_error
+            from .environment import Environment
 
             settings = ctx.obj if isinstance(ctx.obj, Settings) else Settings()
             env = Environment(color=settings.color, traceback=settings.traceback)
@@ -115,7 +116,7 @@ def json_requested(group: click.Group, ctx: click.Context, args: list[str]) -> b
 def _usage_error_json(ctx: click.Context, exc: click.ClickException) -> None:
     """With ``--json``, click's usage error as the JSON error document on stdout (click prints its text on stderr)."""
     if ctx.find_root().meta.get(JSON_ERRORS):
-        from .environment import print_error_json
+        from .boundary import print_error_json
 
         print_error_json(exc.exit_code, exc.format_message(), None)
 

@@ -175,6 +175,11 @@ def test_formats_has_no_import_cycles() -> None:
     assert not cycles, "import cycles in formats/ (function-level imports included):\n" + "\n".join(cycles)
 
 
+def test_the_command_line_has_no_import_cycles() -> None:
+    cycles = describe_cycles(import_graph(module_files(package="ckpt_cli")))
+    assert not cycles, "import cycles in ckpt_cli/ (function-level imports included):\n" + "\n".join(cycles)
+
+
 if __name__ == "__main__":
     for line in describe_cycles(import_graph()) or ["no cycles"]:
         print(line)

@@ -59,7 +59,7 @@ SPEC = Command(
 def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursive: bool, tree: bool,
            names: bool, no_optimizer: bool, as_json: bool) -> int:
     """List every path (a checkpoint's tensors, a directory's checkpoints) and return the exit status."""
-    from formats.core._gc import paused_gc
+    from formats.core.gc_pause import paused_gc
 
     tried = len(paths) == 1 and sort == "key" and not (tree or names or no_optimizer) and _local_prefix(paths[0])
     if tried:  # the start-up path of `ckpt ls PREFIX`: the index alone, nothing resolved, opened or registered

@@ -1,0 +1,115 @@
+"""The one error boundary both front ends run commands through: :func:`execute` runs a command's runner in its
+:class:`~ckpt_cli.environment.Environment` and turns every exception into one line on stderr (and the JSON error
+document on stdout, when the command line asked for ``--json``) and the documented exit status. Click-free."""
+from __future__ import annotations
+
+import os
+import sys
+
+from formats.core.errors import ExitCode
+
+from .environment import Environment, entered
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from ckpt_cli.spec import Command, Params
+
+__all__ = ["execute", "report_error", "print_error_json", "cli_hint"]
+
+
+def execute(spec: Command, params: Params, env: Environment) -> int:
+    """Run ``spec``'s runner with ``params`` in ``env``; its exit status. Every exception becomes one line
+    on stderr (and, when the command line asked for ``--json``, the JSON error document on stdout) and its
+    exit status; a :class:`~ckpt_cli.spec.CommandLineError` is left to the front end, which words it as a
+    usage error."""
+    from ckpt_cli.spec import CommandLineError
+
+    with entered(env):
+        return _run(spec, params, env, CommandLineError)
+
+
+def _run(spec: Command, params: Params, env: Environment, usage: type[Exception]) -> int:
+    try:
+        status = spec.runner(env, params)
+        sys.stdout.flush()
+        return int(status)
+    except usage:
+        raise
+    except KeyboardInterrupt:
+        env.line("ckpt: interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # stdout's reader went away (`ckpt ls | head`): a quiet exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return int(ExitCode.OK)
+    except Exception as exc:  # the one place errors become messages and exit codes
+        return report_error(exc, env, as_json=bool(params.get("as_json")))
+
+
+def report_error(exc: BaseException, env: Environment, as_json: bool = False) -> int:
+    """Print one line (plus a hint) for ``exc`` on stderr and return its exit code (see ExitCode); with
+    ``as_json``, the same as one JSON document on stdout too (:func:`print_error_json`)."""
+    from formats.core.errors import CheckpointError
+
+    if env.traceback:
+        import traceback
+
+        traceback.print_exception(exc)
+    if isinstance(exc, CheckpointError):
+        code = exc.exit_code
+        message = str(exc)
+    elif isinstance(exc, OSError):  # not wrapped by the library: an input, unless only writing fails so
+        from formats.io.atomic import WRITE_ERRNOS
+
+        code = ExitCode.OUTPUT if exc.errno in WRITE_ERRNOS else ExitCode.INPUT
+        message = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)
+    else:
+        message = f"internal error: {type(exc).__name__}: {exc}; please report it with --traceback output"
+        env.line(f"ckpt: {message}")
+        if as_json:
+            print_error_json(ExitCode.INTERNAL, message, None)
+        return int(ExitCode.INTERNAL)
+    env.error(message)
+    hint = cli_hint(exc)
+    if hint:
+        env.line(f"  hint: {hint}")
+    if as_json:
+        print_error_json(code, message, hint)
+    return int(code)
+
+
+def print_error_json(code: int, message: str, hint: str | None) -> None:
+    """The error document a ``--json`` command prints on stdout when it fails before its own document:
+    ``{"ok": false, "exit_code": 3, "error": "<path>: <what is wrong>", "hint": null}``."""
+    from .render.common import print_json
+
+    print_json({"ok": False, "exit_code": int(code), "error": message, "hint": hint})
+    sys.stdout.flush()
+
+
+def cli_hint(exc: BaseException) -> str | None:
+    """The hint for ``exc`` in command-line words: the library's hint with its keyword arguments as flags
+    (``pass force=True`` -> ``use --force``), else one per error class or per errno."""
+    from formats.core.errors import TensorNotFoundError
+
+    hint = getattr(exc, "hint", None)
+    if hint:
+        import re
+
+        return re.sub(r"\bpass (\w+)=True\b", lambda m: "use --" + m.group(1).replace("_", "-"), hint)
+    if isinstance(exc, TensorNotFoundError) and exc.path:
+        import shlex
+
+        return f"`ckpt ls {shlex.quote(exc.path)}` lists the keys"
+    if isinstance(exc, OSError):
+        return _OS_HINTS.get(exc.errno or 0)
+    return None
+
+
+_OS_HINTS = {
+    28: "the output's disk is full; nothing was left under the output name",  # ENOSPC
+    122: "disk quota exceeded; nothing was left under the output name",  # EDQUOT
+    27: "the file size limit was reached; nothing was left under the output name",  # EFBIG
+    30: "the output is on a read-only file system",  # EROFS
+}
+
