@@ -38,7 +38,8 @@ class _Opened:
     on the way out)."""
 
     def __init__(self, source: Source) -> None:
-        self.source, self.opened = source, None
+        self.source = source
+        self.opened: Checkpoint | None = None
 
     def __enter__(self) -> Checkpoint:
         if isinstance(self.source, Checkpoint):
@@ -46,7 +47,7 @@ class _Opened:
         from formats.discover.resolve import open_checkpoint
 
         self.opened = open_checkpoint(self.source)
-        return self.opened  # type: ignore[return-value]
+        return self.opened
 
     def __exit__(self, *exc: object) -> None:
         if self.opened is not None:
@@ -131,11 +132,12 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     from formats.core.errors import UsageError
     from formats.ops.convert.plan import ConvertOptions
     from formats.ops.convert.targets import planner
+    from formats.ops.rules import RuleSet
 
     if drop_optimizer and to != "keras3-h5":
-        raise UsageError("", "--drop-optimizer applies to --to keras3-h5 only (ckpt edit --drop-optimizer leaves "
-                         "optimizer state out of other formats)")
-    options = ConvertOptions(rules=_rules(rules), template=template, allow_missing=allow_missing,
+        raise UsageError("", "drop_optimizer applies to to='keras3-h5' only (formats.edit(..., drop_optimizer=True) "
+                         "leaves optimizer state out of other formats)")
+    options = ConvertOptions(rules=_rules(rules) or RuleSet(), template=template, allow_missing=allow_missing,
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
                              drop_optimizer=drop_optimizer)
     with _Opened(source) as ckpt:
@@ -152,8 +154,9 @@ def rename(source: Source, output: str | os.PathLike[str], rules: RuleSet | Sequ
     object-based checkpoint's graph is rebuilt to match. Planned, written and verified as :func:`convert`."""
     from formats.ops.convert.plan import ConvertOptions
     from formats.ops.convert.rename import plan_rename
+    from formats.ops.rules import RuleSet
 
-    options = ConvertOptions(rules=_rules(rules), rename_full_names=rename_full_names)
+    options = ConvertOptions(rules=_rules(rules) or RuleSet(), rename_full_names=rename_full_names)
     with _Opened(source) as ckpt:
         return _write(plan_rename(ckpt, options), output, [source, ckpt], dry_run=dry_run, force=force,
                       verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)

@@ -133,10 +133,14 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
     and what was written; return the exit status (0 written or planned, 1 problems found)."""
     from formats import verbs
     from formats.api import open_checkpoint
+    from formats.core.errors import UsageError
     from formats.ops.rules import build_rules
 
     from ..render.progress import progress_for
 
+    if drop_optimizer and to != "keras3-h5":
+        raise UsageError("", "--drop-optimizer applies to --to keras3-h5 only (ckpt edit --drop-optimizer leaves "
+                         "optimizer state out of other formats)")
     rules = build_rules(maps, regexes, rules_file)
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
         result = verbs.convert(source, out, to, template=template, rules=rules, allow_missing=allow_missing,

@@ -117,7 +117,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
 def _match_hint(ca: object, cb: object) -> str | None:
     """When no key pairs but variable names do (name-based vs object-based, bundle vs Keras): say so."""
     names_b = {e.name for e in cb.values()}  # type: ignore[attr-defined]
-    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined]
+    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined,misc]
     if not paired:
         return None
     return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"

@@ -70,7 +70,7 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
             return int(ExitCode.OK)
     from formats.discover.resolve import resolve_many
 
-    outputs = []
+    outputs: list[tuple[str, str, Any]] = []
     status = ExitCode.OK
     for path, target in resolve_many(paths, directories=not tree):
         if target is None:
@@ -163,11 +163,11 @@ def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: boo
     from formats.ops.inspect.summary import summarise
 
     if compact and not tree and sort == "key" and not names and optimizer:  # the default listing (--filter, --json)
-        compact = _compact_listing(target, patterns)
-        if compact is not None:
-            _warn_missing(compact.files)
-            _warn_unmatched(compact.path, compact.unmatched)
-            return ("compact", compact.path, compact)
+        listing = _compact_listing(target, patterns)
+        if listing is not None:
+            _warn_missing(listing.files)
+            _warn_unmatched(listing.path, listing.unmatched)
+            return ("compact", listing.path, listing)
     with open_target(target) as ckpt:
         _warn_missing(ckpt.files)
         if tree:
@@ -198,7 +198,7 @@ def _warn_unmatched(path: str, unmatched: list[str]) -> None:
         warn(f"{exc} ({exc.hint})")
 
 
-def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
+def _render(outputs: list[tuple[str, str, Any]], as_json: bool) -> None:
     from ..render.common import print_json
 
     if as_json:
@@ -227,17 +227,17 @@ def _render(outputs: list[tuple[str, str, object]], as_json: bool) -> None:
             render_tensor_table(value[0])  # type: ignore[index]
 
 
-def _json_of(kind: str, path: str, value: object) -> object:
+def _json_of(kind: str, path: str, value: Any) -> object:
     if kind == "dir":
-        infos, below = value  # type: ignore[misc]
-        doc = {"path": path, "checkpoints": [i.to_json() for i in infos]}
+        infos, below = value
+        doc: dict[str, Any] = {"path": path, "checkpoints": [i.to_json() for i in infos]}
         if below:
             doc["in_subdirectories"] = below
         return doc
     if kind == "ckpt":
-        summary, signatures = value  # type: ignore[misc]
+        summary, signatures = value
         doc = summary.to_json()
         if signatures is not None:
             doc["signatures"] = signatures
         return doc
-    return value.to_json()  # type: ignore[attr-defined]
+    return value.to_json()

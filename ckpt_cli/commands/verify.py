@@ -105,7 +105,9 @@ def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_lo
     """Verify each checkpoint once (on ``jobs`` threads; None: every core), print the reports, and return the
     exit status: the worst of every checkpoint's (what a format's own loader refuses counts as a problem unless
     ``allow_loader_refusals``)."""
-    reports, status, seen = [], ExitCode.OK, set()
+    reports: list[Any] = []
+    status = ExitCode.OK
+    seen: set[tuple[str, str]] = set()
     for path in paths:
         report, code = _verify_one(path, seen, len(paths) > 1, jobs, allow_loader_refusals)
         status = max(status, code)

@@ -16,8 +16,8 @@ def render_values(name: str, entry: Any, value: Any, slice_text: str | None, *, 
     from .values import display_array
 
     shown = display_array(value)
-    options = {"precision": precision, "edgeitems": edgeitems, "threshold": sys.maxsize if threshold is None else threshold}
-    with np.printoptions(**options):
+    with np.printoptions(precision=precision, edgeitems=edgeitems,
+                         threshold=sys.maxsize if threshold is None else threshold):
         body = np.array2string(shown, formatter={"all": str} if shown.dtype == object else None,
                                separator=", " if shown.dtype == object else " ")
     part = f"[{slice_text}] -> {list(value.shape)}" if slice_text is not None else ""

@@ -29,7 +29,7 @@ class TextTable:
                  row_styles: list[str | None] | None = None) -> None:
         self.columns = columns
         self.rows = [] if rows is None else rows
-        self.row_styles = [None] * len(self.rows) if row_styles is None else row_styles
+        self.row_styles: list[str | None] = [None] * len(self.rows) if row_styles is None else row_styles
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """Append one row of cells (as many as there are columns)."""
@@ -113,7 +113,8 @@ def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: A
         return False
     rows = plain_table(table) if table is not None and table.rows else []
     texts = ["".join(text for text, _ in line) for line in lines]
-    styles = [s for s in [*(table.row_styles if rows else []), *(s for line in lines for _, s in line)] if s]
+    styles = [s for s in [*(table.row_styles if table is not None and rows else []),
+                          *(s for line in lines for _, s in line)] if s]
     if any(not text.isascii() or len(text) > width for text in rows + texts) or \
             any(w not in _SGR for s in styles for w in s.split()):
         return False
@@ -206,10 +207,10 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
 
     out = console(stderr=stderr)
     if table is not None and table.rows:
-        for text, style in _layout(table, out.width):
-            out.print(Text(text, style=style if use_color() else None), soft_wrap=True)
+        for row, style in _layout(table, out.width):
+            out.print(Text(row, style=(style or "") if use_color() else ""), soft_wrap=True)
     for line in lines:
         text = Text()
-        for chunk, style in line:
-            text.append(safe_text(chunk), style=style if use_color() else None)
+        for chunk, part_style in line:
+            text.append(safe_text(chunk), style=part_style if use_color() else None)
         out.print(text, soft_wrap=True)

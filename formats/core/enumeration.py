@@ -91,13 +91,21 @@ class _Member:
         return self
 
 
-class IntEnumeration(_Member, int, metaclass=_EnumerationType):
-    """Members are ``int``\\ s (see the module's docstring)."""
+if TYPE_CHECKING:  # what type checkers see: the enum module's classes, whose members behave the same
+    from enum import Enum, IntEnum
 
-    _plain = int.__int__
+    class IntEnumeration(IntEnum):
+        """Members are ``int``\\ s (see the module's docstring)."""
 
+    class StrEnumeration(str, Enum):
+        """Members are ``str``\\ s (see the module's docstring)."""
+else:
+    class IntEnumeration(_Member, int, metaclass=_EnumerationType):
+        """Members are ``int``\\ s (see the module's docstring)."""
 
-class StrEnumeration(_Member, str, metaclass=_EnumerationType):
-    """Members are ``str``\\ s (see the module's docstring)."""
+        _plain = int.__int__
 
-    _plain = str.__str__
+    class StrEnumeration(_Member, str, metaclass=_EnumerationType):
+        """Members are ``str``\\ s (see the module's docstring)."""
+
+        _plain = str.__str__

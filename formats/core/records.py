@@ -59,12 +59,26 @@ def replace(obj: T, **changes: Any) -> T:
     return type(obj)(**values)
 
 
-def record(cls: type | None = None, *, frozen: bool = False, eq: bool = True, slots: bool = False) -> Any:
-    """Class decorator: ``@record``, ``@record(frozen=True)``, ``@record(eq=False)``, ``@record(slots=True)``."""
-    def wrap(cls: type) -> type:
-        return _build(cls, frozen, eq, slots)
+if TYPE_CHECKING:
+    from typing import dataclass_transform, overload
 
-    return wrap if cls is None else wrap(cls)
+    @overload
+    def record(cls: type[T], /) -> type[T]: ...
+
+    @overload
+    def record(*, frozen: bool = False, eq: bool = True, slots: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+    @dataclass_transform(field_specifiers=(field,))
+    def record(cls: type[T] | None = None, *, frozen: bool = False, eq: bool = True,
+               slots: bool = False) -> Any:
+        """What type checkers see: a ``dataclass`` (fields, ``__init__``, ``frozen``)."""
+else:
+    def record(cls: type | None = None, *, frozen: bool = False, eq: bool = True, slots: bool = False) -> Any:
+        """Class decorator: ``@record``, ``@record(frozen=True)``, ``@record(eq=False)``, ``@record(slots=True)``."""
+        def wrap(cls: type) -> type:
+            return _build(cls, frozen, eq, slots)
+
+        return wrap if cls is None else wrap(cls)
 
 
 def _build(cls: type, frozen: bool, eq: bool, slots: bool) -> type:
