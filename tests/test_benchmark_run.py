@@ -100,7 +100,7 @@ def test_an_unknown_only_word_is_a_usage_error() -> None:
     done = subprocess.run([sys.executable, str(RUN), "--only", "ls,foo"], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == \
-        "run.py: error: --only: unknown foo (one of ls, verify, diff, stats, rename, convert, average)"
+        "run.py: error: --only: unknown foo (one of ls, verify, diff, stats, show, extract, rename, convert, average)"
 
 
 def test_an_editable_install_is_refused(run, tmp_path) -> None:
