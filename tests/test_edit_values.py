@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from formats.core.model import TensorEntry
-from formats.ops.edit.shards import assign_shards
+from formats.tf_bundle.sharding import assign_shards
 from formats.ops.edit.values import (STEP_ELEMENTS, CastStats, CastTensor, MeanTensor, aligned_chunks, is_lossless,
                                      round_float64)
 

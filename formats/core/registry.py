@@ -22,6 +22,12 @@ and optionally
   checkpoint (:class:`~formats.core.listing.CompactListing`), for checkpoints too large to open
   quickly; None when the checkpoint should be opened instead. Default: None.
 
+and, to say what it recognises and whether it writes, the capability attributes and the one
+``write(output, rows, *, layout, force, verify, inputs, progress, jobs, link, options) -> WriteReport``
+of :mod:`formats.core.format`. A format is an entry here; what its reader reports as
+``Checkpoint.format`` is a *layout*; the layouts formats write are the conversion targets
+(:func:`write_targets`).
+
 Built-in formats are named here by module (imported only when asked); third-party formats register
 through the ``tfckpt.formats`` entry-point group, read only when no built-in format claims a path
 (so start-up never scans installed packages).
@@ -39,7 +45,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
-           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with"]
+           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with",
+           "write_targets", "writer_of", "format_of", "edit_target", "is_object_layout"]
 
 ENTRY_POINT_GROUP = "tfckpt.formats"
 
@@ -198,3 +205,54 @@ def compact_listing_with(spec: Any, path: str, patterns: tuple[str, ...] | list[
     when the format has none for it (the checkpoint is then opened)."""
     lister = getattr(spec, "compact_listing", None)
     return None if lister is None else lister(path, patterns)
+
+
+def write_targets() -> list[str]:
+    """The layouts registered formats write (``ckpt convert --to`` names), sorted; plugins included."""
+    from formats.core.format import capability
+
+    return sorted({layout for spec in all_formats() for layout in capability(spec, "writes")})  # type: ignore[attr-defined]
+
+
+def writer_of(layout: str) -> Any:
+    """The format that writes ``layout``; KeyError when none does."""
+    for spec in _every_format():
+        if layout in getattr(spec, "writes", ()):
+            return spec
+    raise KeyError(layout)
+
+
+def format_of(layout: str) -> Any:
+    """The format whose reader reports ``layout``; KeyError when none does."""
+    from formats.core.format import layouts_of
+
+    for spec in _every_format():
+        if layout in layouts_of(spec):
+            return spec
+    raise KeyError(layout)
+
+
+def edit_target(layout: str) -> str | None:
+    """The layout an edit writes a checkpoint of ``layout`` in: its own when its format writes it, else the
+    nearest one the format declares (``rewrites``); None when there is none."""
+    try:
+        spec = format_of(layout)
+    except KeyError:
+        return None
+    own = getattr(spec, "rewrites", {}).get(layout)
+    if own is None and layout in getattr(spec, "writes", ()):
+        own = layout
+    return own  # type: ignore[no-any-return]
+
+
+def is_object_layout(layout: str) -> bool:
+    """Whether ``layout`` is object-based (its format declares it among ``object_layouts``)."""
+    try:
+        return layout in getattr(format_of(layout), "object_layouts", ())
+    except KeyError:
+        return False
+
+
+def _every_format() -> Iterator[Any]:
+    yield from iter_builtin_formats()
+    yield from plugin_formats()

@@ -9,7 +9,7 @@ from collections import namedtuple
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
 from formats.core.memo import remembered
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                                  UnsupportedError)
 from formats.core.foreign import describe_file
@@ -291,7 +291,7 @@ def latest_version(targets: list[Target]) -> Target | None:
     """In a model base directory (TF Serving's layout: only SavedModels named by a version number,
     ``model/1``, ``model/2``), the highest version, the one TF Serving serves; else None."""
     versions = [(int(name), t) for t in targets
-                if t.kind == "saved-model" and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
+                if t.kind == FormatName.SAVED_MODEL and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
     if not versions or len(versions) != len(targets):
         return None
     return max(versions, key=lambda v: v[0])[1]

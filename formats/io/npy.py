@@ -1,6 +1,7 @@
 """``.npy`` and ``.npz`` output: one dtype policy, streamed members, the provenance record, the read-back.
 
-The dtype policy (``extract`` and ``convert --to npz`` both write through this module):
+The dtype policy (``extract`` and the ``npz`` format's writer, :mod:`formats.npz.writer`, both write
+through this module):
 
 - dtypes numpy has (bool, ints, uints, float16/32/64, complex) are stored as themselves; TensorFlow's
   quantized types as the integer type they hold (``qint8`` -> ``int8``);
@@ -24,10 +25,8 @@ here, payloads streamed, nothing unpickled) and compared with its source.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -44,8 +43,8 @@ from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, p
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npz", "write_npy",
-           "read_back", "bits_note", "fixed_width_problem", "WIDENING", "FREE_WIDTH_BYTES"]
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npy", "count_member",
+           "read_back", "bits_note", "fixed_width_problem", "member_name", "WIDENING", "FREE_WIDTH_BYTES"]
 
 WIDENING = 16
 """Fixed-width bytes may take this many times the bytes the elements hold..."""
@@ -267,69 +266,15 @@ def member_name(key: str, out: str = "") -> str:
     return name
 
 
-def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]], *,
-              provenance: dict[str, Any] | None = None, inputs: Sequence[str | Checkpoint] = (),
-              force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = CHUNK,
-              progress: Callable[[int, int], None] | None = None) -> WriteReport:
-    """Write ``(key, source)`` pairs to an uncompressed ZIP64 ``.npz`` (member ``<key>.npy`` each, plus the
-    provenance record when given), guarded, atomically, read back and compared; see the module doc."""
-    out = os.fspath(path)
-    refuse_url(out)
-    names = [member_name(key, out) for key, _ in items]
-    if len(set(names)) != len(names):
-        raise InvalidOutputError(out, "two tensors would be stored under the same member name")
-    guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
-    report = WriteReport(out, "npz", [out])
-    written: dict[str, Written] = {}
-    with atomic_output(out, planned_bytes(s for _, s in items)) as temp:
-        with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, (key, source) in zip(names, items):
-                with zf.open(name, "w", force_zip64=True) as member:
-                    written[name] = write_member(member, key, source, allow_pickle, chunk)
-                _count(report, key, name, source, written[name], progress)
-            if provenance is not None:
-                _write_record(zf, provenance)
-        if verify:
-            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, chunk)
-    return report
-
-
-def _count(report: WriteReport, key: str, name: str, source: Source, written: Written,
+def count_member(report: WriteReport, key: str, name: str, source: Source, written: Written,
            progress: Callable[[int, int], None] | None) -> None:
+    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress."""
     dt, shape = describe(source)
     report.add(Stored(key, name, dt.name, written.stored, shape), written.nbytes)
     if dt.fixed_width and stores_bits(dt.name):
         report.warnings.append(bits_note(key, dt.name))
     if progress is not None:
         progress(report.bytes, report.tensors)
-
-
-def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
-    import numpy as np
-
-    with zf.open(PROVENANCE_MEMBER + ".npy", "w") as member:
-        np.lib.format.write_array(member, np.array(json.dumps(provenance)), allow_pickle=False)
-
-
-def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
-                record: dict[str, Any] | None, report: WriteReport, chunk: int) -> None:
-    from formats.core.errors import VerificationError
-
-    with zipfile.ZipFile(temp) as zf:
-        members = sorted(zf.namelist())
-        planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record is not None else []))
-        if members != planned:
-            raise VerificationError(out, "verification failed: the npz members are not the planned ones")
-        if record is not None and _read_record(zf) != record:
-            raise VerificationError(out, "verification failed: the provenance record does not read back")
-        report.accept(read_back(out, expected, written, lambda name: lambda: zf.open(name), chunk))
-
-
-def _read_record(zf: zipfile.ZipFile) -> Any:
-    import numpy as np
-
-    with zf.open(PROVENANCE_MEMBER + ".npy") as member:
-        return json.loads(str(np.lib.format.read_array(member, allow_pickle=False)))
 
 
 def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs: Sequence[str | Checkpoint] = (),
@@ -343,7 +288,7 @@ def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs:
     with atomic_output(out, planned_bytes([source])) as temp:
         with open(temp, "xb") as f:
             stored = write_member(f, key, source, allow_pickle, chunk)
-        _count(report, key, os.path.basename(out), source, stored, None)
+        count_member(report, key, os.path.basename(out), source, stored, None)
         if verify:
             report.accept(read_back(out, {"": (key, source)}, {"": stored}, lambda _: lambda: open(temp, "rb"), chunk))
     return report

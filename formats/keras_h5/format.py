@@ -15,6 +15,14 @@ from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
 from formats.io.zipped import ZIP_MAGICS
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from formats.core.format import Row
+    from formats.io.writing import WriteReport
+
 __all__ = ["FORMAT", "SHARDED_FORMAT", "DIRECTORY_FORMAT", "KerasFormat", "ShardedFormat", "DirectoryFormat",
            "HDF5_MAGIC", "sniff_kind", "is_shard_index", "is_model_directory"]
 
@@ -100,6 +108,17 @@ class KerasFormat:
     """Keras weights and models in HDF5 (read with h5py) and ``.keras`` zip archives (read in place)."""
 
     name = "keras-h5"
+    layouts = (FormatName.KERAS2_H5.value, FormatName.KERAS2_MODEL_H5.value, FormatName.KERAS3_H5.value,
+               FormatName.KERAS_ZIP.value, FormatName.HDF5.value)
+    writes = (FormatName.KERAS2_H5.value, FormatName.KERAS3_H5.value)
+    rewrites = {FormatName.KERAS_ZIP.value: FormatName.KERAS3_H5.value}
+    max_shard_size = (FormatName.KERAS3_H5.value,)
+
+    def write(self, output: str, rows: Sequence[Row], **how: Any) -> WriteReport:
+        """Write Keras weights (:func:`formats.keras_h5.output.write`)."""
+        from formats.keras_h5.output import write
+
+        return write(output, rows, **how)
     description = "Keras HDF5 weights (.h5, .weights.h5), .keras archives, any HDF5 file"
     suffixes = (".h5", ".hdf5", ".keras")
 
@@ -136,6 +155,7 @@ class ShardedFormat:
     """Sharded Keras 3 weights: ``save_weights(...weights.json, max_shard_size=...)``."""
 
     name = FormatName.KERAS3_SHARDED.value
+    rewrites = {FormatName.KERAS3_SHARDED.value: FormatName.KERAS3_H5.value}
     description = "Keras 3 sharded weights: a .weights.json weight_map and its _NNNNN.weights.h5 shards"
     suffixes = (".weights.json",)
 
@@ -160,6 +180,7 @@ class DirectoryFormat:
     """An unzipped Keras 3 model: a directory with ``config.json``, ``metadata.json``, ``model.weights.h5``."""
 
     name = FormatName.KERAS3_DIR.value
+    rewrites = {FormatName.KERAS3_DIR.value: FormatName.KERAS3_H5.value}
     description = "Keras 3 model directory: config.json, metadata.json, model.weights.h5"
     suffixes = ()
     claims_directories = True

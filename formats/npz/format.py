@@ -8,6 +8,15 @@ from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
 from formats.io.zipped import is_zip
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from formats.core.format import Row
+    from formats.core.model import TensorEntry
+    from formats.io.writing import WriteReport
+
 __all__ = ["FORMAT", "NpzFormat"]
 
 
@@ -17,6 +26,8 @@ class NpzFormat:
     name = FormatName.NPZ.value
     description = "NumPy .npz archive (numpy.savez, ckpt convert --to npz), read without pickle"
     suffixes = (".npz",)
+    layouts = (FormatName.NPZ.value,)
+    writes = (FormatName.NPZ.value,)
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local zip archive named ``.npz``."""
@@ -27,6 +38,47 @@ class NpzFormat:
         from formats.npz import open_npz
 
         return open_npz(path)
+
+    def write(self, output: str, rows: Sequence[Row], **how: Any) -> WriteReport:
+        """Write an ``.npz`` (:func:`formats.npz.writer.write`)."""
+        from formats.npz.writer import write
+
+        return write(output, rows, **how)
+
+    def unstorable(self, entry: TensorEntry) -> str | None:
+        """Why ``entry`` cannot be an npz member (None when it can): a dtype numpy cannot describe, or
+        strings whose fixed-width form would not be faithful or would be too large."""
+        from formats.core.dtypes import by_name
+        from formats.core.sources import elements
+        from formats.io.npy import fixed_width_problem
+
+        try:
+            dt = by_name(entry.dtype)
+        except ValueError:
+            dt = None
+        if dt is None or dt.numpy_name is None:
+            return f"{entry.dtype} tensors cannot be stored in npz"
+        return None if dt.fixed_width else fixed_width_problem(entry.dtype, elements(entry))
+
+    def storage_note(self, entry: TensorEntry) -> str:
+        """How ``entry`` is stored when not as itself (a dtype numpy lacks, stored as its bits)."""
+        from formats.core.dtypes import by_name
+        from formats.io.npy import stored_dtype, stores_bits
+
+        if by_name(entry.dtype).fixed_width and stores_bits(entry.dtype):
+            return f"stored as {stored_dtype(entry.dtype).name} bits"
+        return ""
+
+    def key_problem(self, key: str) -> str | None:
+        """Why ``key`` cannot name an npz member (None when it can)."""
+        from formats.core.errors import InvalidOutputError
+        from formats.io.npy import member_name
+
+        try:
+            member_name(key)
+        except InvalidOutputError as exc:
+            return exc.message
+        return None
 
 
 FORMAT = NpzFormat()

@@ -6,6 +6,15 @@ import os
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from formats.core.format import Row
+    from formats.core.model import TensorEntry
+    from formats.io.writing import WriteReport
+
 __all__ = ["FORMAT", "SafetensorsFormat"]
 
 
@@ -15,6 +24,8 @@ class SafetensorsFormat:
     name = FormatName.SAFETENSORS.value
     description = "safetensors file (8-byte header length, JSON header, data), read without the safetensors package"
     suffixes = (".safetensors",)
+    layouts = (FormatName.SAFETENSORS.value,)
+    writes = (FormatName.SAFETENSORS.value,)
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local file named ``.safetensors`` or starting like one."""
@@ -41,6 +52,18 @@ class SafetensorsFormat:
         from formats.safetensors import open_safetensors
 
         return open_safetensors(path)
+
+    def write(self, output: str, rows: Sequence[Row], **how: Any) -> WriteReport:
+        """Write a safetensors file (:func:`formats.safetensors.writer.write`)."""
+        from formats.safetensors.writer import write
+
+        return write(output, rows, **how)
+
+    def unstorable(self, entry: TensorEntry) -> str | None:
+        """Why ``entry`` cannot be stored (None when it can): a dtype safetensors has no name for."""
+        from formats.safetensors.header import DTYPES
+
+        return None if entry.dtype in DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
 
 
 FORMAT = SafetensorsFormat()

@@ -23,6 +23,8 @@ class SavedModelFormat:
     ``SavedModelBuilder``, opened from their directory or their ``saved_model.pb``."""
 
     name = "saved-model"
+    layouts = ("saved-model",)
+    rewrites = {"saved-model": "tf-name"}  # its variables bundle (object-based when it has the graph)
     description = "TensorFlow SavedModel: a directory with saved_model.pb and variables/"
     suffixes = (GRAPH_FILE,)
     claims_directories = True

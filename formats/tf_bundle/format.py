@@ -11,9 +11,18 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from formats.core.listing import CompactListing
+    from typing import Any
 
-__all__ = ["FORMAT", "BundleFormat", "bundle_prefixes", "COMPACT_FROM"]
+    from formats.core.format import Row
+    from formats.core.listing import CompactListing
+    from formats.io.writing import WriteReport
+
+__all__ = ["FORMAT", "BundleFormat", "bundle_prefixes", "COMPACT_FROM", "OBJECT_LAYOUT", "NAME_LAYOUT"]
+
+OBJECT_LAYOUT = "tf-object"
+"""An object-based bundle (TF2 ``tf.train.Checkpoint``): ``str(FormatName.TF_OBJECT)``."""
+NAME_LAYOUT = "tf-name"
+"""A name-based bundle (TF1 ``Saver`` V2): ``str(FormatName.TF_NAME)``."""
 
 COMPACT_FROM = 1 << 20
 """Index size (bytes, about 35,000 tensors) from which ``ls`` reads a compact listing instead of opening the bundle."""
@@ -38,6 +47,17 @@ class BundleFormat:
     description = "TensorFlow tensor bundle: prefix.index + prefix.data-NNNNN-of-NNNNN"
     suffixes = (".index",)
     urls = True
+    layouts = (OBJECT_LAYOUT, NAME_LAYOUT)
+    object_layouts = (OBJECT_LAYOUT,)
+    writes = (OBJECT_LAYOUT, NAME_LAYOUT)
+    links = True
+    data_files = True
+
+    def write(self, output: str, rows: Sequence[Row], **how: Any) -> WriteReport:
+        """Write a bundle (:func:`formats.tf_bundle.output.write`)."""
+        from formats.tf_bundle.output import write
+
+        return write(output, rows, **how)
 
     def resolve(self, path: str) -> str | None:
         """The prefix ``path`` names, None when it is no bundle's; a data file without its index raises."""

@@ -15,6 +15,8 @@ class V1Format:
     the ``.meta`` beside it."""
 
     name = str(FormatName.TF_V1)
+    layouts = (FormatName.TF_V1.value,)
+    rewrites = {FormatName.TF_V1.value: FormatName.TF_NAME.value}  # as a name-based bundle
     description = "TensorFlow V1 checkpoint: one table file per prefix (or per shard), no .index"
     suffixes: tuple[str, ...] = ()
 

@@ -15,7 +15,7 @@ With ``--template`` the work is done by :mod:`formats.ops.convert.template` inst
 from __future__ import annotations
 
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
 from formats.concepts.object_graph import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
@@ -42,8 +42,8 @@ def plan_tf_object(source: Checkpoint, options: ConvertOptions) -> ConversionPla
 
 def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the generic conversion of a name-based checkpoint to an object-based one."""
-    plan = ConversionPlan(source.path, "tf-object")
-    if is_object_based(source) and source.format != "tf-object" and OBJECT_GRAPH_KEY in source \
+    plan = ConversionPlan(source.path, FormatName.TF_OBJECT.value)
+    if is_object_based(source) and source.format != FormatName.TF_OBJECT and OBJECT_GRAPH_KEY in source \
             and not options.rules:
         return _plan_as_is(source, plan)
     if is_object_based(source):

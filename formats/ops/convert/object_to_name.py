@@ -48,7 +48,7 @@ def object_path_name(key: str) -> str:
 
 def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the conversion of an object-based checkpoint to a name-based one."""
-    plan = ConversionPlan(source.path, "tf-name")
+    plan = ConversionPlan(source.path, FormatName.TF_NAME.value)
     if source.format == FormatName.TF_V1:
         return _plan_migration(source, options, plan)
     if not is_object_based(source) or source.object_graph is None:

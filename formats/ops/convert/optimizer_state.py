@@ -24,13 +24,13 @@ from formats.concepts.object_graph import ATTRIBUTES
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, KERAS3, KERAS_LEGACY, TF1, TF_KERAS, Family,
                                          families_with_slots, family_of_class, parse_keras_slot)
 from formats.concepts.roles import SLOT_SUFFIXES, classify_name
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.ops.convert.sources import SourceTensor, is_object_based
 
 __all__ = ["StateTensor", "OptimizerState", "read_optimizer_state", "KERAS3_FORMATS"]
 
-KERAS3_FORMATS = ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded")
-_KERAS2_FORMATS = ("keras2-h5", "keras2-model-h5")
+KERAS3_FORMATS = (FormatName.KERAS3_H5, FormatName.KERAS_ZIP, FormatName.KERAS3_DIR, FormatName.KERAS3_SHARDED)
+_KERAS2_FORMATS = (FormatName.KERAS2_H5, FormatName.KERAS2_MODEL_H5)
 _STEP_NAMES = {"iter": KERAS_LEGACY, "iterations": TF_KERAS, "iteration": TF_KERAS}
 _POWERS = ("beta1_power", "beta2_power")
 

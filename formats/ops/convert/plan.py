@@ -5,8 +5,10 @@ Every converter (``ckpt convert --to ...`` targets and ``ckpt rename``) produces
 shape, dtype, a note, and the value to write), plus every :class:`Problem` found on the way.
 Problems with severity ``error`` stop the write; ``warning`` ones (unused source tensors,
 rules that matched nothing, fallbacks) are reported and the output is written anyway.
-:func:`execute_plan` writes a plan with its ``writer`` (the TensorFlow bundle writer unless
-the target set another one) and optionally updates the directory's ``checkpoint`` state file.
+:func:`execute_plan` writes a plan with the ``write`` of the registered format that writes its
+``target`` layout (:func:`formats.core.registry.writer_of`), passing the plan's ``write_options`` (the
+layout's own choices: object graph, data files, provenance, Keras groups), and optionally updates the
+directory's ``checkpoint`` state file.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
-           "write_tf_bundle", "ERROR", "WARNING"]
+           "write_plan", "ERROR", "WARNING"]
 
 ERROR = "error"
 RESERVED_KEY = OBJECT_GRAPH_KEY
@@ -86,17 +88,14 @@ class Problem:
                 "candidates": list(self.candidates)}
 
 
-if TYPE_CHECKING:
-    Writer = Callable[["ConversionPlan", str, bool, bool, list[Any]], Any]
-    """Writes a plan at an output: ``(plan, output, force, verify, inputs) -> report``."""
-
-
 @record
 class ConversionPlan:
-    """Rows and problems for converting ``source`` to ``target`` (optionally onto ``template``).
+    """Rows and problems for converting ``source`` to ``target`` (a layout a registered format writes,
+    optionally onto ``template``).
 
     ``object_graph`` is the serialized ``TrackableObjectGraph`` to store (None for name-based
-    output); ``writer`` writes the plan (default :func:`write_tf_bundle`); ``check_output(path)``, if
+    output); ``write_options`` are the target layout's own choices, handed to its format's ``write``
+    (see :mod:`formats.core.format`); ``check_output(path)``, if
     set, raises a :class:`~formats.core.errors.UsageError` for an output the writer cannot make (before
     anything is planned or written, also on a dry run); ``resources`` are opened checkpoints the rows
     stream from, closed by :meth:`close`.
@@ -108,12 +107,9 @@ class ConversionPlan:
     rows: list[PlanRow] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     object_graph: bytes | None = None
-    writer: Writer | None = None
+    write_options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     check_output: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     resources: list[Any] = field(default_factory=list, repr=False)
-    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
-    jobs: int | None = field(default=None, repr=False, compare=False)
-    """Threads the writer's read-back uses (None: every core)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -217,15 +213,19 @@ class ConversionResult:
         return data
 
 
-def write_tf_bundle(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any],
-                    link: bool = False) -> Any:
-    """Write the plan's rows (and object graph) as a TensorFlow bundle at ``output`` (``link``: hard-link the
-    input data files it takes over whole)."""
-    from formats.tf_bundle.writer import write_checkpoint
+def write_plan(plan: ConversionPlan, output: str, *, force: bool = False, verify: bool = True,
+               inputs: Iterable[Any] = (), progress: Callable[[int, int], None] | None = None,
+               link: bool = False, jobs: int | None = None) -> Any:
+    """Write the plan's rows at ``output`` with the ``write`` of the format that writes its target (the
+    object graph, when there is one, and the ``write_options`` passed on); returns its ``WriteReport``."""
+    from formats.core.registry import writer_of
 
-    return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph,
-                            force=force, verify=verify, inputs=inputs, progress=plan.progress, link=link,
-                            jobs=plan.jobs)
+    options = dict(plan.write_options)
+    if plan.object_graph is not None:
+        options["object_graph"] = plan.object_graph
+    return writer_of(plan.target).write(output, plan.rows, layout=plan.target, force=force, verify=verify,
+                                        inputs=list(inputs), progress=progress, jobs=jobs, link=link,
+                                        options=options)
 
 
 def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, force: bool = False,
@@ -240,9 +240,8 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     input data files a bundle output takes over whole (bundle outputs only). ``jobs``: threads reading
     a bundle output back (None: every core).
     """
-    if link and plan.writer is not None:
+    if link and not _links(plan.target):
         raise UsageError(os.fspath(output), "linking data files applies to TensorFlow bundle outputs only")
-    plan.progress, plan.jobs = progress, jobs
     inputs = list(inputs)
     result = ConversionResult(plan, os.fspath(output), dry_run=dry_run)
     try:
@@ -250,10 +249,8 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
             plan.check_output(result.output)
         if dry_run or not plan.ok:
             return result
-        if plan.writer is not None:
-            result.written = plan.writer(plan, result.output, force, verify, inputs)
-        else:
-            result.written = write_tf_bundle(plan, result.output, force, verify, inputs, link)
+        result.written = write_plan(plan, result.output, force=force, verify=verify, inputs=inputs,
+                                    progress=progress, link=link, jobs=jobs)
         if update_state:
             from formats.tf_bundle.state_file import update_state_file
 
@@ -265,3 +262,14 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     return result
 
 
+
+
+def _links(target: str) -> bool:
+    """Whether the format writing ``target`` can hard-link input data files."""
+    from formats.core.format import capability
+    from formats.core.registry import writer_of
+
+    try:
+        return bool(capability(writer_of(target), "links"))
+    except KeyError:
+        return False

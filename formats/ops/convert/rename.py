@@ -15,7 +15,7 @@ before anything is written.
 """
 from __future__ import annotations
 
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
 from formats.ops.convert.sources import is_object_based
 
@@ -24,13 +24,13 @@ __all__ = ["plan_rename"]
 
 def plan_rename(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan renaming ``source``'s keys (name-based) or objects (object-based) with ``options.rules``."""
-    fmt = "tf-object" if is_object_based(source) else "tf-name"
+    fmt = (FormatName.TF_OBJECT if is_object_based(source) else FormatName.TF_NAME).value
     plan = ConversionPlan(source.path, fmt)
     if not options.rules:
         plan.add("unsupported", source.path, "no rename rules given (--map, --regex, --rules, --add-prefix, "
                  "--strip-prefix)")
         return plan
-    if fmt == "tf-object" and source.object_graph is not None:
+    if fmt == FormatName.TF_OBJECT and source.object_graph is not None:
         from formats.ops.convert.rename_objects import ObjectRename
 
         ObjectRename(source, options, plan).run()

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 
 from formats.core.records import record
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.rules import RuleSet
 
 __all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS"]
 
-LABELLED_FORMATS = ("keras2-h5", "keras2-model-h5", "keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded")
+LABELLED_FORMATS = (FormatName.KERAS2_H5, FormatName.KERAS2_MODEL_H5, FormatName.KERAS3_H5, FormatName.KERAS_ZIP,
+                    FormatName.KERAS3_DIR, FormatName.KERAS3_SHARDED)
 """Formats whose entries carry their own roles (Keras files): their names are not TF1 names."""
 
 
@@ -36,7 +37,7 @@ class SourceTensor:
 
 def is_object_based(ckpt: Checkpoint) -> bool:
     """True when the checkpoint stores an object graph."""
-    return ckpt.format == "tf-object" or OBJECT_GRAPH_KEY in ckpt
+    return ckpt.format == FormatName.TF_OBJECT or OBJECT_GRAPH_KEY in ckpt
 
 
 def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor]:

@@ -1,7 +1,9 @@
-"""The conversion targets (``ckpt convert --to NAME``): one table, read by the library and the CLI.
+"""The conversion targets (``ckpt convert --to NAME``): the layouts registered formats write.
 
-Each target names a planning function ``(source Checkpoint, ConvertOptions) -> ConversionPlan``; it is
-imported only when that target is used, so listing the targets costs nothing.
+The targets are derived from the registry (:func:`formats.core.registry.write_targets`, plugins
+included). A target with a dedicated planning function ``(source Checkpoint, ConvertOptions) ->
+ConversionPlan`` is named in :data:`PLANNERS` (imported only when that target is used); every other
+one is an export (:func:`formats.ops.convert.cross.export.plan_export`).
 """
 from __future__ import annotations
 
@@ -9,25 +11,48 @@ import importlib
 from collections.abc import Callable
 
 from formats.core.model import FormatName
+from formats.core.registry import write_targets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["TARGETS", "planner"]
+if TYPE_CHECKING:
+    TARGETS: dict[str, str]
+    """``--to`` name -> ``module:function`` of its planner (from the registry, when first asked)."""
 
-TARGETS: dict[str, str] = {
+__all__ = ["TARGETS", "PLANNERS", "EXPORT", "planner", "targets"]
+
+PLANNERS: dict[str, str] = {
     FormatName.TF_OBJECT.value: "formats.ops.convert.name_to_object:plan_tf_object",
     FormatName.TF_NAME.value: "formats.ops.convert.object_to_name:plan_tf_name",
     FormatName.KERAS2_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras2_h5",
     FormatName.KERAS3_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras3_h5",
-    FormatName.NPZ.value: "formats.ops.convert.cross.export:plan_npz",
-    FormatName.SAFETENSORS.value: "formats.ops.convert.cross.export:plan_safetensors",
 }
-"""``--to`` name -> ``module:function`` of its planner."""
+"""Targets with a planner of their own -> ``module:function``."""
+EXPORT = "formats.ops.convert.cross.export:exporter"
+"""``module:function`` giving the export planner of any other target."""
+
+
+def targets() -> dict[str, str]:
+    """Every target (sorted) -> ``module:function`` of its planner (for an export, of :data:`EXPORT`)."""
+    return {name: PLANNERS.get(name, EXPORT) for name in write_targets()}
+
+
+
+def __getattr__(name: str) -> object:
+    """``TARGETS``: :func:`targets` when first asked (importing this module asks the registry nothing, so
+    converting a bundle to a bundle loads no other format's module)."""
+    if name == "TARGETS":
+        return targets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def planner(name: str) -> Callable[..., Any]:
     """The planning function of target ``name``; KeyError for an unknown target."""
-    module, attr = TARGETS[name].split(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    ref = PLANNERS.get(name) or (EXPORT if name in write_targets() else None)
+    if ref is None:
+        raise KeyError(name)
+    module, attr = ref.split(":")
+    function = getattr(importlib.import_module(module), attr)
+    return function(name) if ref == EXPORT else function  # type: ignore[no-any-return]

@@ -20,7 +20,7 @@ import difflib
 
 from formats.discover.resolve import open_checkpoint
 from formats.core.errors import UnsupportedError
-from formats.core.model import Checkpoint, natural_key
+from formats.core.model import Checkpoint, FormatName, natural_key
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, EntryLabel, label_keys
 from formats.core.model import shape_text
 from formats.concepts.optimizers import KERAS3
@@ -40,7 +40,7 @@ def plan_onto_template(source: Checkpoint, options: ConvertOptions) -> Conversio
     """Plan writing ``source``'s values under the template's object graph and keys."""
     assert options.template is not None
     template = open_checkpoint(options.template)
-    plan = ConversionPlan(source.path, "tf-object", template=template.path, resources=[template])
+    plan = ConversionPlan(source.path, FormatName.TF_OBJECT.value, template=template.path, resources=[template])
     graph = template.object_graph
     if graph is None or OBJECT_GRAPH_KEY not in template:
         plan.close()

@@ -9,34 +9,29 @@ target, then put computed values (casts, means) in the rows and give each its da
    files written in their own format);
 4. rows that copy a tensor get their computed value (a :class:`~formats.ops.edit.values.MeanTensor`
    for ``average``, a :class:`~formats.ops.edit.values.CastTensor` for a cast);
-5. a bundle output's tensors are spread over data files (:mod:`formats.ops.edit.shards`).
+5. the output's tensors are spread over data files when its format has them (``data_files``; the
+   bundle's :mod:`formats.tf_bundle.sharding`).
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, Role, TensorEntry
+from formats.core.format import capability
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
+from formats.core.registry import edit_target, is_object_layout, write_targets, writer_of
 from formats.core.sources import Source
 from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, PlanRow
 from formats.ops.convert.sources import is_object_based
-from formats.ops.convert.targets import TARGETS, planner
+from formats.ops.convert.targets import planner
 from formats.ops.edit.plan import EditOptions, EditPlan, KeyAction
 from formats.ops.edit.prune import prune_graph
 from formats.ops.edit.selection import choose_tensors
-from formats.ops.edit.shards import assign_shards, planned_size, write_sharded_bundle
+from formats.tf_bundle.sharding import assign_shards, planned_size
 from formats.ops.edit.values import CastStats, CastTensor, MeanTensor, is_lossless
 from formats.ops.edit.view import KeptView
 
-__all__ = ["plan_output", "own_target", "BUNDLE_TARGETS", "ValueFor"]
-
-BUNDLE_TARGETS = ("tf-object", "tf-name")
-"""Targets written by the bundle writer (the ones data files apply to)."""
-
-_OWN = {"tf-object": "tf-object", "tf-name": "tf-name", "tf-v1": "tf-name", "keras2-h5": "keras2-h5",
-        "keras3-h5": "keras3-h5", "keras-zip": "keras3-h5", "keras3-dir": "keras3-h5", "keras3-sharded": "keras3-h5",
-        "npz": "npz", "safetensors": "safetensors"}
+__all__ = ["plan_output", "own_target", "has_data_files", "ValueFor"]
 
 ValueFor = Callable[[TensorEntry], "tuple[Source, str] | None"]
 """For an ``average``: the value to write for a kept entry and a note saying what it is (None: the entry's own)."""
@@ -46,9 +41,26 @@ def own_target(ckpt: Checkpoint) -> str | None:
     """The format an edit writes ``ckpt`` in by default: its own, or the nearest one ckpt writes (a V1
     checkpoint as a name-based bundle, a SavedModel's variables as a bundle, a ``.keras`` file as
     Keras 3 weights); None when there is none."""
-    if ckpt.format == "saved-model":
-        return "tf-object" if is_object_based(ckpt) else "tf-name"
-    return _OWN.get(ckpt.format)
+    target = edit_target(ckpt.format)
+    if target is not None and is_object_based(ckpt) and not is_object_layout(target):
+        target = next((t for t in capability(writer_of(target), "writes") if is_object_layout(t)), target)  # type: ignore[attr-defined]
+    return target
+
+
+def has_data_files(target: str) -> bool:
+    """Whether an output in ``target`` can be spread over data files (its format's ``data_files``)."""
+    try:
+        return bool(capability(writer_of(target), "data_files"))
+    except KeyError:
+        return False
+
+
+def _sharded_by_size(target: str) -> bool:
+    """Whether ``target`` is written as shards of at most a size (its format's ``max_shard_size``)."""
+    try:
+        return target in capability(writer_of(target), "max_shard_size")  # type: ignore[operator]
+    except KeyError:
+        return False
 
 
 def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs: list[str],
@@ -60,9 +72,10 @@ def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs
     conversion = ConversionPlan(source.path, target or "?")
     conversion.problems += selection.problems
     plan = EditPlan(operation, inputs, conversion)
-    if target is None or target not in TARGETS:
+    known = write_targets()
+    if target is None or target not in known:
         conversion.add("unsupported", source.path, f"ckpt cannot write a {source.format} checkpoint; choose an "
-                       f"output format ({', '.join(sorted(TARGETS))})")
+                       f"output format ({', '.join(known)})")
     elif conversion.ok:
         view = _view(source, selection.kept, conversion)
         if view is not None:
@@ -86,15 +99,15 @@ def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan) -> Ke
 def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditOptions,
                  kept: list[str]) -> ConversionPlan:
     """The rows of the output: the source's own bundle format row for row, else the target's planner."""
-    convert = ConvertOptions(max_shard_size=options.max_shard_size if target == "keras3-h5" else None)
-    if target in BUNDLE_TARGETS and target == own_target(source):
+    convert = ConvertOptions(max_shard_size=options.max_shard_size if _sharded_by_size(target) else None)
+    if has_data_files(target) and target == own_target(source):
         plan = ConversionPlan(source.path, target)
         for key in sorted(k for k in view if k != OBJECT_GRAPH_KEY):
             entry = view[key]
             plan.add_row(key, key, entry, entry.shape, entry.dtype)
-        plan.object_graph = view.graph_bytes if target == "tf-object" else None
+        plan.object_graph = view.graph_bytes if is_object_layout(target) else None
         return plan
-    if target == "keras3-h5" and source.format in KERAS3_LAYOUTS:  # its layout comes from the file itself
+    if target == FormatName.KERAS3_H5 and source.format in KERAS3_LAYOUTS:  # its layout comes from the file itself
         plan = planner(target)(source, convert)
         _keep_rows(plan, set(kept))
         return plan
@@ -106,10 +119,8 @@ def _keep_rows(plan: ConversionPlan, kept: set[str]) -> None:
     owners = {_owner(r.key) for r in plan.rows}
     plan.rows = [r for r in plan.rows if r.source is None or r.source in kept]
     emptied = owners - {_owner(r.key) for r in plan.rows}
-    writer = plan.writer
-    if emptied and isinstance(writer, functools.partial) and "groups" in writer.keywords:
-        groups = [g for g in writer.keywords["groups"] if g[0] not in emptied]
-        plan.writer = functools.partial(writer.func, *writer.args, **{**writer.keywords, "groups": groups})
+    if emptied and "groups" in plan.write_options:
+        plan.write_options["groups"] = [g for g in plan.write_options["groups"] if g[0] not in emptied]
 
 
 def _owner(key: str) -> str:
@@ -155,14 +166,14 @@ def _joined(note: str, more: str) -> str:
 def _shard(plan: EditPlan, source: Checkpoint, options: EditOptions) -> None:
     """Give each tensor of a bundle output its data file; refuse data files for other outputs."""
     conversion = plan.conversion
-    if conversion.target not in BUNDLE_TARGETS or conversion.writer is not None:
-        if options.shards is not None or (options.max_shard_size is not None and conversion.target != "keras3-h5"):
+    if not has_data_files(conversion.target):
+        if options.shards is not None or (options.max_shard_size is not None and not _sharded_by_size(conversion.target)):
             conversion.add("unsupported", conversion.target, f"a {conversion.target} output is not spread over "
                            "data files (TensorFlow bundles are; Keras 3 weights by maximum shard size)")
         return
     count = options.shards
     if count is None and options.max_shard_size is None:
-        count = int(source.metadata.get("num_shards") or 1) if source.format in BUNDLE_TARGETS else 1
+        count = int(source.metadata.get("num_shards") or 1) if has_data_files(source.format) else 1
     sizes = [planned_size(r.value, r.shape, r.dtype) for r in conversion.rows]
     if conversion.object_graph is not None:
         sizes.append(planned_size([conversion.object_graph], (), "string"))
@@ -174,7 +185,7 @@ def _shard(plan: EditPlan, source: Checkpoint, options: EditOptions) -> None:
     shards = assign_shards(sizes, count, options.max_shard_size)
     if shards and shards[-1] > 0:
         plan.shards = shards
-        conversion.writer = functools.partial(write_sharded_bundle, shards=shards)
+        conversion.write_options["shards"] = shards
         for row, shard in zip(conversion.rows, shards):
             row.note = _joined(row.note, f"data file {shard}")
 

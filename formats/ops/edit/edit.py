@@ -36,7 +36,7 @@ def edit(source: str | os.PathLike[str], output: str | os.PathLike[str], *, dry_
          progress: Callable[[int, int], None] | None = None, jobs: int | None = None, **options: Any) -> EditResult:
     """Write the checkpoint at ``source`` to ``output`` edited as the keyword ``options`` say
     (the fields of :class:`~formats.ops.edit.plan.EditOptions`: ``drop_optimizer=True``,
-    ``select=("net/*",)``, ``casts={"float32": "bfloat16"}``, ``shards=4``, ``to="tf-name"``...).
+    ``select=("net/*",)``, ``casts={"float32": "bfloat16"}``, ``shards=4``, ``to=FormatName.TF_NAME``...).
 
     Nothing is written when the plan has errors (``result.ok`` is False and ``result.plan.problems``
     says why) or with ``dry_run``. The output is written atomically, read back and compared with

@@ -38,15 +38,21 @@ from collections.abc import Callable, Sequence
 
 from formats.core.names import writable_name
 from formats.core.errors import InvalidOutputError, NothingSelectedError
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
 from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
                                remove_tree, sweep_temporaries, temp_name)
-from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy, write_npz
+from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy
+from formats.npz.writer import write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
 
 __all__ = ["ExtractError", "extract", "safe_relative_path", "output_names"]
+
+NPY = "npy"
+"""One tensor in a ``.npy`` file."""
+NPZ = FormatName.NPZ.value
+"""The tensors as members of an ``.npz`` archive (the ``npz`` format)."""
 
 Progress = Callable[[int, int], None]
 
@@ -68,14 +74,14 @@ def safe_relative_path(key: str) -> str:
 def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
     if mode == "auto":
         if out.endswith(".npy"):
-            mode = "npy"
+            mode = NPY
         elif out.endswith(".npz"):
-            mode = "npz"
+            mode = NPZ
         elif out.endswith(("/", os.sep)) or os.path.isdir(out):
             mode = "dir"
         else:
-            mode = "npy" if count == 1 else "npz"
-    if mode in ("npy", "npz") and not out.endswith("." + mode):
+            mode = NPY if count == 1 else NPZ
+    if mode in (NPY, NPZ) and not out.endswith("." + mode):
         out += "." + mode
     if mode == "npy" and count != 1:
         raise ExtractError(out, f"a .npy file holds one tensor, {count} were selected", hint="write a .npz or a directory")
@@ -99,7 +105,7 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
         if progress is not None:
             progress(report.bytes, report.tensors)
         return report
-    if mode == "npz":
+    if mode == NPZ:
         from formats.ops.convert.cross.export import provenance_entry
 
         record = {"source": ckpt.path, "format": ckpt.format,
@@ -128,7 +134,7 @@ def _naming(ckpt: Checkpoint, by: str, mode: str) -> str:
         raise ValueError(f"by must be 'auto', 'key' or 'name', not {by!r}")
     if by != "auto":
         return by
-    return "name" if mode == "dir" and ckpt.format == "tf-object" else "key"
+    return "name" if mode == "dir" and ckpt.format == FormatName.TF_OBJECT else "key"
 
 
 def output_names(ckpt: Checkpoint, entries: list[TensorEntry], by: str, out: str) -> list[str]:

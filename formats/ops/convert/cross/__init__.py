@@ -10,21 +10,25 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from formats.core.model import FormatName
 from formats.ops.convert.cross.export import plan_npz, plan_safetensors
 from formats.ops.convert.cross.keras_targets import plan_keras2_h5, plan_keras3_h5
-from formats.ops.convert.targets import planner
+from formats.ops.convert.targets import planner, targets
+
+BUNDLE_LAYOUTS = (FormatName.TF_OBJECT.value, FormatName.TF_NAME.value)
 
 __all__ = ["plan_keras2_h5", "plan_keras3_h5", "plan_npz", "plan_safetensors", "PLANNERS", "convert_file"]
 
-PLANNERS = {name: planner(name) for name in ("keras2-h5", "keras3-h5", "npz", "safetensors")}
-"""``--to`` name -> planning function, for the targets this package provides (from the one target table)."""
+PLANNERS = {name: planner(name) for name in targets() if name not in BUNDLE_LAYOUTS}
+"""``--to`` name -> planning function, for the targets this package provides (every registered target
+but the bundles': Keras, npz, safetensors and plugin formats' exports)."""
 
 
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
                  template: str | None = None, rules: Any = None, allow_missing: bool = False,
                  dry_run: bool = False, force: bool = False, verify: bool = True,
                  max_shard_size: int | None = None, drop_optimizer: bool = False) -> Any:
-    """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key); returns the
+    """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key, or any export target); returns the
     :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors).
     ``max_shard_size`` (bytes) makes ``keras3-h5`` output sharded weights (``output`` a ``*.weights.json``);
     ``drop_optimizer`` leaves optimizer state out of ``keras3-h5`` output; an ``output`` named ``*.keras``
@@ -36,6 +40,6 @@ def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to
     options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
                              max_shard_size=max_shard_size, drop_optimizer=drop_optimizer)
     with open_checkpoint(os.fspath(src)) as source:
-        plan = PLANNERS[to](source, options)
+        plan = planner(to)(source, options)
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])
         return execute_plan(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify, inputs=inputs)

@@ -20,24 +20,23 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
 
 from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
-from formats.core.errors import CorruptCheckpointError, InvalidOutputError, UnsupportedError, UsageError
+from formats.core.errors import CorruptCheckpointError, UnsupportedError, UsageError
 from formats.ops.convert.sources import is_object_based
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
+from formats.keras_h5.output import KERAS2_VERSION, KERAS_SUFFIX, TOP_LEVEL
 from formats.ops.convert.cross.matching import Pairing, match_variables
 from formats.ops.convert.cross.optimizer import fill_keras3_optimizer
 from formats.ops.convert.cross.variables import KerasVar, keras_variables
 
 __all__ = ["plan_keras2_h5", "plan_keras3_h5", "KERAS2_VERSION", "KERAS3_LAYOUTS"]
 
-KERAS2_VERSION = "2.21.0"
-"""``keras_version`` written when neither the source nor a template says which Keras 2 it was."""
-TOP_LEVEL = "top_level_model_weights"
-KERAS3_LAYOUTS = ("keras3-h5", "keras-zip", "keras3-dir", "keras3-sharded")
+KERAS2 = FormatName.KERAS2_H5.value
+KERAS3 = FormatName.KERAS3_H5.value
+KERAS3_LAYOUTS = (KERAS3, FormatName.KERAS_ZIP.value, FormatName.KERAS3_DIR.value, FormatName.KERAS3_SHARDED.value)
 """Formats holding Keras 3's ``<object path>/vars/<i>`` layout (a template for ``--to keras3-h5``)."""
 
 
@@ -125,8 +124,8 @@ def _fill(plan: ConversionPlan, template_vars: list[KerasVar], sources: list[Ker
 
 def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan a Keras 2 ``save_weights`` ``.h5`` file from ``source`` (onto ``options.template``, if given)."""
-    plan = ConversionPlan(source.path, "keras2-h5", options.template)
-    template = _open_template(plan, options, "keras2-h5")
+    plan = ConversionPlan(source.path, KERAS2, options.template)
+    template = _open_template(plan, options, KERAS2)
     sources, others = keras_variables(source, options.rules)
     _left_out(plan, others, source, "the source", KERAS2_REASONS)
     if template is not None:
@@ -134,20 +133,19 @@ def plan_keras2_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         _fill(plan, targets, sources, options)
         meta = template.metadata
         plan.check_output = _check_keras2_output
-        plan.writer = functools.partial(_write_keras2, layer_names=list(meta.get("layers") or []),
-                                        backend=str(meta.get("backend", "tensorflow")),
-                                        keras_version=str(meta.get("keras_version", KERAS2_VERSION)))
+        plan.write_options = {"layer_names": list(meta.get("layers") or []),
+                              "backend": str(meta.get("backend", "tensorflow")),
+                              "keras_version": str(meta.get("keras_version", KERAS2_VERSION))}
     elif options.template is None:
-        if not (is_object_based(source) or source.format == "keras2-h5"):
+        if not (is_object_based(source) or source.format == KERAS2):
             plan.add("unsupported", source.path, f"a {source.format} source has no Keras 2 layer names; give "
                      "--template, a Keras 2 weights file of the same architecture")
         layer_names = _plan_layers(plan, sources)
-        meta = source.metadata if source.format == "keras2-h5" else {}
+        meta = source.metadata if source.format == KERAS2 else {}
         names = list(meta.get("layers") or layer_names) if not options.rules else layer_names
         plan.check_output = _check_keras2_output
-        plan.writer = functools.partial(_write_keras2, layer_names=names,
-                                        backend=str(meta.get("backend", "tensorflow")),
-                                        keras_version=str(meta.get("keras_version", KERAS2_VERSION)))
+        plan.write_options = {"layer_names": names, "backend": str(meta.get("backend", "tensorflow")),
+                              "keras_version": str(meta.get("keras_version", KERAS2_VERSION))}
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
@@ -186,27 +184,13 @@ def _plan_layers(plan: ConversionPlan, sources: list[KerasVar]) -> list[str]:
     return names
 
 
-def _write_keras2(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
-                  layer_names: list[str], backend: str, keras_version: str) -> Any:
-    from formats.keras_h5.writer import Keras2Layer, write_keras2_h5
-
-    layers: dict[str, Keras2Layer] = {}
-    for row in plan.rows:
-        layer, _, weight = row.key.partition("/")
-        layers.setdefault(layer, Keras2Layer(layer)).weights.append((weight, row.value))
-    top = layers.pop(TOP_LEVEL, Keras2Layer(TOP_LEVEL)).weights
-    names = list(layer_names) + [n for n in layers if n not in layer_names]
-    return write_keras2_h5(output, list(layers.values()), layer_names=names, top_level=top, backend=backend,
-                           keras_version=keras_version, force=force, verify=verify, inputs=inputs)
-
-
 def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan a Keras 3 ``.weights.h5`` file (or, with ``options.max_shard_size`` or an output named
     ``*.json``, sharded weights) from ``source`` onto ``options.template`` (required unless the source
     itself has the Keras 3 layout - a ``.weights.h5``, ``.keras``, model directory or sharded weights -
     whose layout is then kept)."""
-    plan = ConversionPlan(source.path, "keras3-h5", options.template)
-    template = _open_template(plan, options, "keras3-h5", KERAS3_LAYOUTS)
+    plan = ConversionPlan(source.path, KERAS3, options.template)
+    template = _open_template(plan, options, KERAS3, KERAS3_LAYOUTS)
     if template is None and options.template is None:
         if source.format not in KERAS3_LAYOUTS:
             plan.add("unsupported", source.path, "--to keras3-h5 needs --template, a .weights.h5 file written by "
@@ -229,8 +213,8 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         _check_shard_size(plan, options.max_shard_size)
         model = _keras_model(template)
         plan.check_output = functools.partial(_check_keras3_output, model=model)
-        plan.writer = functools.partial(_write_keras3, groups=_keras3_groups(template, optimizer=used is not None),
-                                        max_shard_size=options.max_shard_size, model=model)
+        plan.write_options = {"groups": _keras3_groups(template, optimizer=used is not None),
+                              "max_shard_size": options.max_shard_size, "model": model}
     else:
         reasons = _keras3_reasons(plan, options, source, others, None, source.path)
     _left_out(plan, others, source, "the source", reasons)
@@ -239,14 +223,10 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     return plan
 
 
-KERAS_SUFFIX = ".keras"
-"""A whole Keras 3 model: a zip archive of ``config.json``, ``metadata.json`` and ``model.weights.h5``."""
-
-
 def _keras_model(template: Checkpoint) -> tuple[str, str] | None:
     """``(path, kind)`` of a template that is a whole Keras 3 model (a ``.keras`` archive or a model
     directory with ``config.json``), whose config a ``.keras`` output carries over; else None."""
-    kind = {"keras-zip": "zip", "keras3-dir": "dir"}.get(template.format)
+    kind = {FormatName.KERAS_ZIP.value: "zip", FormatName.KERAS3_DIR.value: "dir"}.get(template.format)
     if kind is None or "model_config" not in template.metadata:
         return None
     return template.path, kind
@@ -297,30 +277,3 @@ def _keras3_groups(template: Checkpoint, optimizer: bool = False) -> list[tuple[
         raise CorruptCheckpointError(template.path, f"cannot read the template's groups ({exc})") from None
     return [(owner, name) for owner, name in groups
             if optimizer or (owner != "optimizer" and not owner.startswith("optimizer/"))]
-
-
-def _write_keras3(plan: ConversionPlan, output: str, force: bool, verify: bool, inputs: list[Any], *,
-                  groups: list[tuple[str, str | None]], max_shard_size: int | None = None,
-                  model: tuple[str, str] | None = None) -> Any:
-    from formats.keras_h5.sharded_writer import DEFAULT_MAX_SHARD_SIZE, write_keras3_sharded
-    from formats.keras_h5.writer import Keras3Group, write_keras3_h5, write_keras3_zip
-
-    out = {path: Keras3Group(path, name) for path, name in groups}
-    slots: dict[str, dict[int, Any]] = {}
-    for row in plan.rows:
-        owner, _, index = row.key.rpartition("vars/")
-        slots.setdefault(owner.rstrip("/"), {})[int(index)] = row.value
-    for owner, values in slots.items():
-        group = out.setdefault(owner, Keras3Group(owner))
-        if sorted(values) != list(range(len(values))):
-            raise InvalidOutputError(output, f"variables of {owner!r} would not be numbered 0..{len(values) - 1}")
-        group.variables = [values[i] for i in range(len(values))]
-    if max_shard_size is not None or output.endswith(".json"):
-        return write_keras3_sharded(output, list(out.values()), max_shard_size=max_shard_size or DEFAULT_MAX_SHARD_SIZE,
-                                    force=force, verify=verify, inputs=inputs)
-    if output.endswith(KERAS_SUFFIX) and model is not None:
-        from formats.keras_h5.source import json_members
-
-        return write_keras3_zip(output, list(out.values()), json_members(*model), force=force, verify=verify,
-                                inputs=inputs)
-    return write_keras3_h5(output, list(out.values()), force=force, verify=verify, inputs=inputs)

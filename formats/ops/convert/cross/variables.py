@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, ObjectGraph
 from formats.ops.convert.sources import is_object_based
 from formats.ops.rules import RuleSet
@@ -79,7 +79,7 @@ def keras_variables(ckpt: Checkpoint, rules: RuleSet | None = None) -> tuple[lis
     apply = rules.apply if rules else (lambda name: name)
     if is_object_based(ckpt) and ckpt.object_graph is not None:  # a bundle, a SavedModel's variables
         found = _bundle_vars(ckpt, ckpt.object_graph)
-    elif ckpt.format == "keras3-h5" or ckpt.format == "keras-zip":
+    elif ckpt.format in (FormatName.KERAS3_H5, FormatName.KERAS_ZIP):
         found = _keras3_vars(ckpt)
     else:
         found = _plain_vars(ckpt)
@@ -96,7 +96,7 @@ def _plain_vars(ckpt: Checkpoint) -> list[KerasVar]:
         if entry.role != "variable" or key == OBJECT_GRAPH_KEY:
             continue
         name = _SUFFIX.sub("", str(entry.name or key))
-        layer = key.split("/", 1)[0] if ckpt.format == "keras2-h5" else split_name(name)[0]
+        layer = key.split("/", 1)[0] if ckpt.format == FormatName.KERAS2_H5 else split_name(name)[0]
         out.append(KerasVar(key, name, name, layer, i, entry, trainable=_guess_trainable(name)))
     return out
 

@@ -3,18 +3,22 @@
 :func:`assign_shards` gives each tensor, in the order written, the number of its data file
 (``prefix.data-0000k-of-0000N``): consecutive runs of about equal bytes for a number of files, or
 files of at most a size (a tensor larger than that is alone in its file). The bundle writer takes
-the numbers (:func:`formats.tf_bundle.writer.write_checkpoint`'s ``shards``).
+the numbers (:func:`formats.tf_bundle.writer.write_checkpoint`'s ``shards``; the format's ``write``
+takes them as ``options["shards"]``).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from formats.core.dtypes import by_name
 from formats.core.sources import elements
 
-__all__ = ["assign_shards", "planned_size", "write_sharded_bundle"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["assign_shards", "planned_size"]
 
 
 def planned_size(value: Any, shape: Sequence[int], dtype: str) -> int:
@@ -62,13 +66,3 @@ def _by_size(sizes: Sequence[int], max_size: int) -> list[int]:
         out.append(shard)
         used += size
     return out
-
-
-def write_sharded_bundle(plan: Any, output: str, force: bool, verify: bool, inputs: list[Any], *,
-                         shards: list[int]) -> Any:
-    """A conversion plan's writer: its rows and object graph as a bundle over the data files ``shards`` gives."""
-    from formats.tf_bundle.writer import write_checkpoint
-
-    return write_checkpoint(output, [(r.key, r.value) for r in plan.rows], plan.object_graph, force=force,
-                            verify=verify, inputs=inputs, progress=plan.progress, shards=shards,
-                            jobs=plan.jobs)
