@@ -14,7 +14,8 @@ import click
 from .completion import CHECKPOINT as CHECKPOINT_TYPE
 from .completion import complete_keys, key_completer
 from .help import CkptCommand
-from .spec import (CHECKPOINT, FILE, FLOAT, PATH, SIZE, TEXT, UNPROCESSED, Arg, Command, CommandLineError, Ints, Opt,
+from .spec import (CHECKPOINT, FILE, FLOAT, PATH, SIZE, TEXT, UNPROCESSED, Arg, Choices, Command, CommandLineError, Ints,
+                   Opt,
                    ParameterError, Params, parse_size)
 
 __all__ = ["build_command", "ByteSize"]
@@ -45,8 +46,8 @@ def click_type(kind: Any) -> Any:
         return click.IntRange(kind.min, kind.max) if kind.min is not None or kind.max is not None else int
     if isinstance(kind, tuple):
         return click.Choice(list(kind))
-    if callable(kind):  # choices known when asked (--to: the formats that write)
-        return click.Choice(list(kind()))
+    if isinstance(kind, Choices):  # choices known when asked (--to: the formats that write)
+        return click.Choice(list(kind.choices()))
     return _TYPES[kind]
 
 

@@ -115,8 +115,9 @@ def _value(opt: Opt, text: str) -> Any:
             if os.path.isdir(text):
                 raise _Refused
             return text
-        choices = kind() if callable(kind) else kind
-        if isinstance(choices, (tuple, list)) and text in choices:
+        if isinstance(kind, tuple) and text in kind:
+            return text
+        if not isinstance(kind, (tuple, str)) and kind.accepts(text):  # Choices known when asked
             return text
     except ValueError:
         pass

@@ -5,10 +5,10 @@ Click-free: the start-up fast path imports it.
 """
 from __future__ import annotations
 
-from .spec import CHECKPOINT, PATH, Ints, Opt
+from .spec import CHECKPOINT, PATH, Choices, Ints, Opt
 
 __all__ = ["rule_options", "write_options", "output_option", "link_option", "jobs_option", "json_option",
-           "target_choices", "READ_BACK_JOBS", "CHECKPOINT"]
+           "target_choices", "sharded_targets", "READ_BACK_JOBS", "CHECKPOINT"]
 
 
 def rule_options(whose: str = "") -> tuple[Opt, ...]:
@@ -67,8 +67,30 @@ READ_BACK_JOBS = "Threads reading the output back to verify it"
 """``jobs_option``'s help for the commands that write."""
 
 
-def target_choices() -> list[str]:
-    """The ``--to`` choices: every format ckpt writes, in name order (computed when asked)."""
-    from formats.ops.convert.targets import TARGETS
+def _write_targets() -> list[str]:
+    from formats.core.registry import write_targets
 
-    return sorted(TARGETS)
+    return write_targets()
+
+
+def _writes(layout: str) -> bool:
+    """Whether a registered format writes ``layout`` (formats asked in order, each imported when reached)."""
+    from formats.core.registry import writer_of
+
+    try:
+        writer_of(layout)
+    except KeyError:
+        return False
+    return True
+
+
+target_choices = Choices(_write_targets, _writes)
+"""The ``--to`` choices: every layout a registered format writes, plugins included, in name order."""
+
+
+def sharded_targets() -> list[str]:
+    """The ``--to`` choices written as shards of at most ``--max-shard-size`` bytes (Keras 3's sharded weights)."""
+    from formats.core.format import capability
+    from formats.core.registry import all_formats
+
+    return sorted({layout for spec in all_formats() for layout in capability(spec, "max_shard_size")})  # type: ignore[attr-defined]

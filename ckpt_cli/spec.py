@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from ckpt_cli.environment import Environment
 
-__all__ = ["Arg", "Opt", "Ints", "Command", "Params", "CommandLineError", "ParameterError", "parse_size",
+__all__ = ["Arg", "Opt", "Ints", "Choices", "Command", "Params", "CommandLineError", "ParameterError", "parse_size",
            "WRITER_EXIT_STATUS", "TEXT", "PATH", "FILE", "CHECKPOINT", "UNPROCESSED", "FLOAT", "SIZE"]
 
 TEXT = "text"
@@ -56,6 +56,17 @@ class Ints:
     def accepts(self, value: int) -> bool:
         """Whether ``value`` is within the bounds."""
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+
+class Choices:
+    """Choices known only when asked (``--to``: the layouts registered formats write, plugins included):
+    ``choices()`` lists them all (help, completion, click's check), ``accepts(value)`` checks one value without
+    listing them all (the fast path: a bundle's ``--to tf-object`` need not import every other format)."""
+
+    __slots__ = ("choices", "accepts")
+
+    def __init__(self, choices: Callable[[], list[str]], accepts: Callable[[str], bool]) -> None:
+        self.choices, self.accepts = choices, accepts
 
 
 class Arg:

@@ -152,9 +152,11 @@ FORMAT_NAMES = sorted({str(m) for m in FormatName} | {s.name for s in registry.b
                       | {layout for s in registry.builtin_formats() for layout in layouts_of(s)} | {"keras"})
 
 
-def test_no_quoted_format_name_in_ops() -> None:
-    """Formats are named by ``FormatName`` members or registry attributes in ``formats/ops``, never quoted."""
-    quoted = re.compile('"(' + "|".join(map(re.escape, FORMAT_NAMES)) + ')"')
-    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in sorted((ROOT / "formats" / "ops").rglob("*.py"))
+@pytest.mark.parametrize("where", ["formats/ops", "ckpt_cli"])
+def test_no_quoted_format_name_in_ops_or_the_command_line(where: str) -> None:
+    """Formats are named by ``FormatName`` members or registry attributes in ``formats/ops`` and ``ckpt_cli``,
+    never quoted (in either quotes)."""
+    quoted = re.compile("[\"'](" + "|".join(map(re.escape, FORMAT_NAMES)) + ")[\"']")
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in sorted((ROOT / where).rglob("*.py"))
              for n, line in enumerate(path.read_text().splitlines(), 1) if quoted.search(line)]
     assert found == []

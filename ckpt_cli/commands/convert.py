@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, target_choices,
-                       write_options)
+from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, sharded_targets,
+                       target_choices, write_options)
 from ..spec import (CHECKPOINT, FLOAT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
                     ParameterError)
 
@@ -21,8 +21,8 @@ def run(env: Environment, p: Params) -> int:
     hparams = p.hparams
     if p.learning_rate is not None:
         hparams = {**hparams, "learning_rate": p.learning_rate}
-    if p.max_shard_size is not None and p.to != "keras3-h5":
-        raise CommandLineError("--max-shard-size applies to --to keras3-h5 only")
+    if p.max_shard_size is not None and p.to not in sharded_targets():
+        raise CommandLineError(f"--max-shard-size applies to --to {' or '.join(sharded_targets())} only")
     if p.max_shard_size is not None and not p.out.endswith(".json"):
         raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {p.out!r}")
     return run_convert(p.src, p.out, p.to, template=p.template, maps=p.maps, regexes=p.regexes,
@@ -134,13 +134,14 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
     from formats import verbs
     from formats.api import open_checkpoint
     from formats.core.errors import UsageError
+    from formats.core.model import FormatName
     from formats.ops.rules import build_rules
 
     from ..render.progress import progress_for
 
-    if drop_optimizer and to != "keras3-h5":
-        raise UsageError("", "--drop-optimizer applies to --to keras3-h5 only (ckpt edit --drop-optimizer leaves "
-                         "optimizer state out of other formats)")
+    if drop_optimizer and to != FormatName.KERAS3_H5:
+        raise UsageError("", f"--drop-optimizer applies to --to {FormatName.KERAS3_H5} only (ckpt edit "
+                         "--drop-optimizer leaves optimizer state out of other formats)")
     rules = build_rules(maps, regexes, rules_file)
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
         result = verbs.convert(source, out, to, template=template, rules=rules, allow_missing=allow_missing,

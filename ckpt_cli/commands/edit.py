@@ -98,7 +98,9 @@ SPEC = Command(
 
 def check_output(out: str, target: str, max_shard_size: int | None) -> None:
     """Sharded Keras 3 weights are named by their JSON index, as Keras names them."""
-    if max_shard_size is not None and target == "keras3-h5" and not out.endswith(".json"):
+    from formats.core.model import FormatName
+
+    if max_shard_size is not None and target == FormatName.KERAS3_H5 and not out.endswith(".json"):
         raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {out!r}")
 
 

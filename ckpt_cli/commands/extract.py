@@ -1,6 +1,8 @@
 """``ckpt extract``: tensors to .npy / .npz files or a directory of .npy files."""
 from __future__ import annotations
 
+from formats.core.model import FormatName
+
 from ..options import json_option, output_option
 from ..spec import CHECKPOINT, Arg, Command, Opt
 
@@ -61,7 +63,7 @@ SPEC = Command(
                                                   complete=("keys",))),
     options=(
         output_option("OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists)."),
-        Opt("--format", name="mode", type=("auto", "npy", "npz", "dir"), default="auto", show_default=True,
+        Opt("--format", name="mode", type=("auto", "npy", FormatName.NPZ.value, "dir"), default="auto", show_default=True,
             help="Output kind; auto decides from OUT and the number of tensors."),
         Opt("--by", type=("auto", "key", "name"), default="auto", show_default=True,
             help="Name files and members by checkpoint key or by variable name (net/dense/kernel); auto: by "
