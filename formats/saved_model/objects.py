@@ -21,7 +21,7 @@ from formats.concepts.object_graph import (VARIABLE_VALUE, Attribute, ChildRef, 
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
-from formats.io.wire import MAX_DEPTH, Message, WireError, iter_fields
+from formats.io.protowire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import dtype_name, spec_shape
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",

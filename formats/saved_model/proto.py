@@ -2,7 +2,7 @@
 
 Field numbers are those of TensorFlow's ``saved_model.proto`` (``SavedModel``), ``meta_graph.proto``
 (``MetaGraphDef``, ``SignatureDef``, ``TensorInfo``) and ``tensor_shape.proto``. The file is
-memory-mapped and walked with :mod:`formats.io.wire`: the ``graph_def`` (which can be
+memory-mapped and walked with :mod:`formats.io.protowire`: the ``graph_def`` (which can be
 hundreds of megabytes in TF1 exports) is skipped without being copied; the ``SavedObjectGraph``
 is copied out as bytes and decoded only when asked for (:mod:`formats.saved_model.objects`).
 
@@ -20,7 +20,7 @@ from formats.concepts.tensor_proto import decode_shape
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 from formats.io import storage
-from formats.io.wire import Message, WireError
+from formats.io.protowire import Message, WireError
 
 __all__ = ["MetaGraph", "SavedModelProto",
            "decode_saved_model", "dtype_name", "spec_shape", "map_regular_file", "MAX_PROTO_BYTES"]

@@ -10,7 +10,7 @@ from formats.core import dtypes
 from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry
 from formats.io.crc import crc32c, unmask
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name, reference_dtype_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path

@@ -11,7 +11,7 @@ from formats.concepts.tensor_proto import decode_values, min_value_bytes, value_
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry, array_problem
-from formats.io.wire import WireError, parse_fields
+from formats.io.protowire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
 from formats.concepts.tiling import Box, format_extents, slice_box, tiling_problem, volume
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
-from formats.core.listing import NON_PARAMETER
+from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
 from formats.core.object_keys import ATTRIBUTES
 
