@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from formats.io.sstable.writer import TableWriter
-from formats.io.wire import bytes_field, fixed32_field, varint_field
+from formats.io.protowire import bytes_field, fixed32_field, varint_field
 from formats.tf_bundle.encode import encode_entry, encode_header, encode_shape
 
 DTYPES = (1, 2, 3, 7, 9, 10, 14, 19, 21, 200)

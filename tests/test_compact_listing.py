@@ -1,4 +1,4 @@
-"""The compact listing of a bundle index (formats/tf_bundle/listing.py) and ``ckpt ls`` written from it
+"""The compact listing of a bundle index (formats/tf_bundle/index_listing.py) and ``ckpt ls`` written from it
 (ckpt_cli/render/listing.py): the same rows, totals, warnings, exit status and bytes of output as opening
 the bundle, on the corpus and on generated indexes; None for what only opening handles."""
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 
 from ckpt_cli.commands import ls as listing_command
 from formats import open_checkpoint
-from formats.core.listing import CompactListing
+from formats.core.compact_listing import CompactListing
 from formats.ops.inspect.summary import summarise
 from formats.tf_bundle import format as bundle_format
-from formats.tf_bundle import listing as bundle_listing
+from formats.tf_bundle import index_listing as bundle_listing
 from formats.tf_bundle.encode import encode_entry
-from formats.tf_bundle.listing import compact_listing
+from formats.tf_bundle.index_listing import compact_listing
 
 from .bundle_index import make_entries, write_bundle
 from .conftest import CORPUS

@@ -23,7 +23,7 @@ from formats.ops.compare.diff import Tolerance, diff_checkpoints
 from formats.core.model import Checkpoint, TensorEntry
 from formats.ops.rules import build_rules
 from formats.io.sstable.block import FOOTER_SIZE, parse_block
-from formats.io.wire import read_varint
+from formats.io.protowire import read_varint
 
 from .conftest import CORPUS, MANIFEST, digest
 

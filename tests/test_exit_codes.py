@@ -169,7 +169,7 @@ def _fail_listing(monkeypatch, failure) -> None:
     """``ckpt ls`` raises what ``failure`` raises, on either way of listing a bundle: opened and summarised, or
     read compactly from its index (the start-up path of ``ls PREFIX``)."""
     import formats.ops.inspect.summary as summary
-    import formats.tf_bundle.listing as bundle_listing
+    import formats.tf_bundle.index_listing as bundle_listing
 
     monkeypatch.setattr(summary, "summarise", failure)
     monkeypatch.setattr(bundle_listing, "compact_listing", failure)

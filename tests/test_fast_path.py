@@ -142,7 +142,7 @@ def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
     with numpy. Verifying one decodes its object graph from the string's bytes, without numpy: issue 24 #7.)"""
     modules = _modules_after([str(a) for a in argv])
     # `ls PREFIX` lists the index compactly without opening the bundle; the rest open it
-    assert ("formats.tf_bundle.listing" if argv == ["ls", str(BUNDLE)] else "formats.tf_bundle.checkpoint") in modules
+    assert ("formats.tf_bundle.index_listing" if argv == ["ls", str(BUNDLE)] else "formats.tf_bundle.checkpoint") in modules
     assert registry._may_declare(registry.ENTRY_POINT_GROUP) is False  # no plugin installed here
     heavy = {"click", "rich", "typing", "dataclasses", "inspect", "json", "numpy", "importlib.metadata",
              "formats.keras_h5.reader", "formats.npz.reader", "formats.safetensors.reader"}
@@ -261,7 +261,7 @@ def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
     done = subprocess.run([sys.executable, "-S", "-c", code, "ls", str(BUNDLE)], capture_output=True, text=True,
                           env=env, check=True)
     modules = set(done.stderr.split())
-    assert "formats.tf_bundle.listing" in modules
+    assert "formats.tf_bundle.index_listing" in modules
     assert {"crc32c._crc32c", "crc32c"} & modules  # the extension: a submodule from crc32c 2.5 on, before that the top
     unneeded = {"contextlib", "glob", "fnmatch", "importlib", "importlib.util", "importlib.machinery", "warnings",
                 "typing", "formats.io.atomic"}
@@ -289,7 +289,7 @@ def test_ls_of_a_prefix_through_the_launcher_imports_only_the_listing() -> None:
     """The installed ``ckpt`` (scripts/ckpt) imports no ``re`` before ckpt runs (pip's generated console
     script does), and listing a bundle by its prefix reads the index with the compact listing alone."""
     modules = _imported(["ls", str(BUNDLE)], [str(ROOT / "scripts" / "ckpt")])
-    assert "formats.tf_bundle.listing" in modules and "ckpt_cli.render.listing" in modules
+    assert "formats.tf_bundle.index_listing" in modules and "ckpt_cli.render.listing" in modules
     assert modules & START_UP_FREE == set()
     modules = _imported(["ls", "--json", "-f", "*kernel*", str(BUNDLE)], ["-m", "ckpt_cli"])
     assert modules & (START_UP_FREE - {"re", "enum", "functools"}) == set()  # a glob pattern compiles with re

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode, RegisteredSaver, SlotVariableRef
 from formats.concepts.object_graph_codec import decode_object_graph, encode_object_graph
 from formats.concepts.proto import messages as M
-from formats.io.wire import WireError, encode_varint, iter_fields, parse_fields, read_varint
+from formats.io.protowire import WireError, encode_varint, iter_fields, parse_fields, read_varint
 from formats.concepts.variant import UNDECODABLE, describe_variant_values
 
 from .proto_oracle import decode_error, legacy_runtime, oracle
@@ -36,7 +36,7 @@ _SCALARS = {
 }
 
 
-def _values(message: M.Message, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
+def _values(message: M.MessageType, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
     """Random field values for ``message`` (absent fields left out)."""
     parts: dict[str, st.SearchStrategy[Any]] = {}
     for f in message.fields:
@@ -49,7 +49,7 @@ def _values(message: M.Message, depth: int = 0) -> st.SearchStrategy[dict[str, A
     return st.fixed_dictionaries({}, optional=parts)
 
 
-def _fill(proto: Any, message: M.Message, values: dict[str, Any]) -> Any:
+def _fill(proto: Any, message: M.MessageType, values: dict[str, Any]) -> Any:
     for name, value in values.items():
         f = message.by_name[name]
         if value is None:
@@ -67,7 +67,7 @@ def _fill(proto: Any, message: M.Message, values: dict[str, Any]) -> Any:
     return proto
 
 
-def _as_dict(proto: Any, message: M.Message) -> dict[str, Any]:
+def _as_dict(proto: Any, message: M.MessageType) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in message.fields:
         value = getattr(proto, f.name)

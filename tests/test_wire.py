@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formats.io.sstable.table import read_table
-from formats.tf_bundle.wire import _fast_entry, decode_entry, decode_header
+from formats.tf_bundle.entry_wire import _fast_entry, decode_entry, decode_header
 
 from .conftest import CORPUS
 from .proto_oracle import oracle

@@ -1,9 +1,9 @@
-"""The shared wire decoder (formats.io.wire): typed fields, proto3 rules, bounds."""
+"""The shared wire decoder (formats.io.protowire): typed fields, proto3 rules, bounds."""
 from __future__ import annotations
 
 import pytest
 
-from formats.io.wire import Message, WireError, encode_varint, iter_fields, read_varint, signed
+from formats.io.protowire import Message, WireError, encode_varint, iter_fields, read_varint, signed
 
 
 def varint(n: int) -> bytes:

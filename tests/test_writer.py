@@ -17,7 +17,7 @@ from formats.tf_bundle.checkpoint import BundleCheckpoint
 from formats.tf_bundle.encode import encode_entry, string_layout, variant_layout
 from formats.tf_bundle.reader import BundleReader
 from formats.io.sstable.block import parse_block
-from formats.io.wire import read_varint
+from formats.io.protowire import read_varint
 from formats.io.sstable.table import read_table
 from formats.io.sstable.writer import TableWriter, short_successor, shortest_separator
 from formats.tf_bundle.writer import InvalidOutputError, OutputExistsError, OutputIsInputError, VerificationError

@@ -73,6 +73,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
     from formats import verbs
     from formats.api import open_checkpoint
     from formats.ops.compare.diff import Tolerance
+    from formats.ops.compare.keying import match_name_hint
 
     rules = None
     if maps or regexes or rules_file:
@@ -88,7 +89,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
             result = verbs.diff(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
                                 keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs)
-        hint = _match_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
+        hint = match_name_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
         named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:
         if env is None:
@@ -112,15 +113,6 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
 
             render_diff(result, tolerance, keys_only, named)
     return int(ExitCode.OK if result.equal else ExitCode.PROBLEMS)
-
-
-def _match_hint(ca: object, cb: object) -> str | None:
-    """When no key pairs but variable names do (name-based vs object-based, bundle vs Keras): say so."""
-    names_b = {e.name for e in cb.values()}  # type: ignore[attr-defined]
-    paired = sum(1 for e in ca.values() if e.name in names_b)  # type: ignore[attr-defined,misc]
-    if not paired:
-        return None
-    return f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name"
 
 
 def _names(result: object, ca: object, cb: object) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:

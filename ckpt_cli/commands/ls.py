@@ -98,9 +98,9 @@ def _local_prefix(path: str) -> bool:
 
 def _bundle_listing(prefix: str, patterns: list[str]) -> tuple[str, str, object] | None:
     """The default listing of the local bundle at ``prefix`` read from its index alone
-    (:mod:`formats.tf_bundle.listing`), with its warnings; None where the compact listing declines the index,
+    (:mod:`formats.tf_bundle.index_listing`), with its warnings; None where the compact listing declines the index,
     and the caller resolves and opens ``prefix`` as for any path (so the output is the same either way)."""
-    from formats.tf_bundle.listing import compact_listing
+    from formats.tf_bundle.index_listing import compact_listing
 
     listing = compact_listing(prefix, patterns)
     if listing is None:

@@ -77,7 +77,7 @@ SPEC = Command(
 def _verify_against(env: Environment, path: str, against: str, match: str, rules: Any, as_json: bool) -> int:
     from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.compare.against import name_pairs
+    from formats.ops.compare.keying import match_name_hint
 
     from ..render.progress import progress_for
 
@@ -85,9 +85,9 @@ def _verify_against(env: Environment, path: str, against: str, match: str, rules
         with progress_for(out, "comparing") as progress:
             report = verbs.verify_against(out, src, match=match, rules=rules or None, progress=progress)
         report.path, report.against = path, against  # as the command line named them
-        paired = name_pairs(out, src) if match == "key" and report.tensors == 0 and report.mismatches else 0
-    if paired:
-        env.hint(f"no key is in both checkpoints, but {paired} tensors pair by variable name: try --match name")
+        hint = match_name_hint(out, src) if match == "key" and report.tensors == 0 and report.mismatches else None
+    if hint:
+        env.hint(hint)
     for note in report.notes:
         env.warn(note)
     if as_json:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from formats.core.listing import CompactListing
+    from formats.core.compact_listing import CompactListing
 
 
 def render_tensor_table(summary: Any) -> None:
@@ -70,9 +70,9 @@ def render_compact_table(listing: CompactListing) -> None:
 
 def print_listing_json(docs: list[Any]) -> None:
     """:func:`~ckpt_cli.render.common.print_json` of ``docs`` (one alone, else the list of them), a
-    :class:`~formats.core.listing.CompactListing` among them written a block of rows at a time as
+    :class:`~formats.core.compact_listing.CompactListing` among them written a block of rows at a time as
     ``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
-    from formats.core.listing import CompactListing
+    from formats.core.compact_listing import CompactListing
 
     one = len(docs) == 1
     indent = "" if one else "  "

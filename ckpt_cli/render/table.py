@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from formats.core.object_keys import VALUE_SUFFIX
+
 from .common import safe_text, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -138,9 +140,6 @@ _FREE_TEXT = {"detail", "problem", "message", "candidates"}
 """Columns of prose that may wrap; every other column never wraps, and no cell is ever cut."""
 _KEY_COLUMNS = {"key", "object", "variable", "checkpoint", "source"}
 """The column whose ``/.ATTRIBUTES/VARIABLE_VALUE`` suffixes are left out when rows would not fit (the first)."""
-VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
-"""The suffix every variable's key ends with in an object-based checkpoint: the part of a key left out (and
-said so under the table) when the key column would not fit the terminal."""
 SUFFIX_NOTE = f"(keys ending in {VALUE_SUFFIX} are shown without it)"
 
 

@@ -27,13 +27,13 @@ from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
 from formats.core.model import OBJECT_GRAPH_KEY, Role
+from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
-__all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
+__all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "label_keys", "MAX_NESTING",
            "MAX_PATH_BYTES"]
 
-ATTRIBUTES = ".ATTRIBUTES"
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 _MARKER = f"/{ATTRIBUTES}/"
 MAX_NESTING = 256
@@ -326,7 +326,7 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> dict[str, EntryLabel]:
     ``object_graph``; ``other`` (keys no attribute accounts for, or other attributes).
     """
     mapping = graph.map_keys(keys)
-    var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
+    var_keys = {n: k for k, (n, a) in mapping.items() if a.name == VARIABLE_VALUE}
     keras_slots = _keras_slots(graph, mapping)
     return {key: _label(graph, key, mapping.get(key), var_keys, keras_slots) for key in keys}
 
@@ -356,7 +356,7 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
         return EntryLabel(**base, role=Role.SAVE_COUNTER)
     if opt_id is not None:
         return EntryLabel(**base, role=Role.OPTIMIZER, optimizer=graph.path(opt_id))
-    if attr.name != "VARIABLE_VALUE":
+    if attr.name != VARIABLE_VALUE:
         return EntryLabel(**base, role=Role.OTHER)
     return EntryLabel(**base, role=_by_name(attr.full_name))
 
@@ -382,7 +382,7 @@ def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) 
     model: dict[str, list[int]] = {}
     candidates: list[tuple[int, str]] = []
     for node_id, attr in mapping.values():
-        if attr.name != "VARIABLE_VALUE" or graph.slot_of(node_id) is not None:
+        if attr.name != VARIABLE_VALUE or graph.slot_of(node_id) is not None:
             continue
         if graph.optimizer_of(node_id) is None:
             model.setdefault(attr.full_name, []).append(node_id)

@@ -18,7 +18,7 @@ from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, Obj
                                            SlotVariableRef)
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import OBJECT_GRAPH_KEY
-from formats.io.wire import encode_varint
+from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not
     one, or if it holds more objects than its size justifies (see the module doc)."""
     from formats.concepts.proto.messages import TRACKABLE_OBJECT, decode
-    from formats.io.wire import LEN, WireError, iter_fields
+    from formats.io.protowire import LEN, WireError, iter_fields
 
     view = memoryview(data)
     try:
@@ -53,7 +53,7 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
 
 def _check_size(view: memoryview, source: str) -> None:
     """Refuse before building anything when the nodes and their fields outnumber what the bytes justify."""
-    from formats.io.wire import LEN, iter_fields
+    from formats.io.protowire import LEN, iter_fields
 
     allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
     items = 0

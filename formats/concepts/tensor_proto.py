@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from formats.core import dtypes
-from formats.io.wire import Buffer, Fields, WireError, last_int, messages, parse_fields, signed
+from formats.io.protowire import Buffer, Fields, Message, WireError, last_int, messages, parse_fields, signed
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -33,8 +33,14 @@ _FIELDS: dict[int, tuple[int, str]] = {
 _MIN_BYTES = {"<f4": 4, "<f8": 8, "<c8": 8, "<c16": 16, "bytes": 2, "varint": 1}
 
 
-def decode_shape(data: Buffer) -> tuple[tuple[int, ...], bool]:
-    """``TensorShapeProto`` -> (dims, unknown_rank)."""
+def decode_shape(data: Buffer | Message) -> tuple[tuple[int, ...], bool]:
+    """``TensorShapeProto`` -> (dims, unknown_rank); ``-1`` for an unknown dim. ``data`` is the serialized
+    message, or a :class:`~formats.io.protowire.Message` already split with its field bound (a SavedModel's: each
+    dim then holds at most 16 fields, and an unknown rank's dims are not read)."""
+    if isinstance(data, Message):
+        if data.flag(3):
+            return (), True
+        return tuple(dim.int64(1) for dim in data.messages(2, max_fields=16)), False
     fields = parse_fields(data)
     dims = tuple(signed(last_int(parse_fields(d), 1)) for d in messages(fields, 2))
     return dims, bool(last_int(fields, 3))

@@ -57,7 +57,7 @@ class VariantSummary:
 def describe_variant_values(values: Iterable[bytes]) -> VariantSummary:
     """Decode serialized ``VariantTensorDataProto`` elements (undecodable ones named ``<undecodable>``)."""
     from formats.concepts.proto.messages import VARIANT_TENSOR_DATA, decode
-    from formats.io.wire import WireError
+    from formats.io.protowire import WireError
 
     out = []
     for raw in values:

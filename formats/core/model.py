@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["TensorEntry", "UnreadableEntry", "Checkpoint", "Problem", "Role", "FormatName", "shape_text", "array_problem",
+__all__ = ["TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
            "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key"]
 
 CHUNK_ELEMENTS = 1 << 20
@@ -73,6 +73,11 @@ class Role(StrEnumeration):
     SAVE_COUNTER = "save_counter"
     OBJECT_GRAPH = "object_graph"
     OTHER = "other"
+
+
+OPTIMIZER_ROLES = frozenset({Role.SLOT, Role.OPTIMIZER})
+"""The roles of optimizer state: slots, and everything else an optimizer keeps (``--drop-optimizer`` leaves
+them out, ``ls --tree`` shows them apart)."""
 
 
 class FormatName(StrEnumeration):
@@ -98,8 +103,10 @@ def natural_key(key: str) -> list[tuple[int, Any]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in key.split("/")]
 
 
-class Problem(namedtuple("Problem", ["where", "message"])):
-    """One thing wrong: where (a key or a file) and what."""
+class CheckpointProblem(namedtuple("CheckpointProblem", ["where", "message"])):
+    """One thing wrong with a checkpoint's stored data (what ``verify`` finds, what TensorFlow's loader would
+    refuse): where (a key or a file) and what. A conversion's or an edit's problems are
+    :class:`formats.ops.convert.plan.Problem`, with a kind and a severity."""
 
     __slots__ = ()
 
@@ -249,8 +256,8 @@ class Checkpoint(Mapping[str, TensorEntry]):
     """Whether entries may be read (``read``, ``iter_chunks``, ``check``...) from several threads at once."""
 
     def __init__(self, path: str, format: str, entries: dict[str, TensorEntry], *,
-                 metadata: dict[str, Any] | None = None, problems: list[Problem] | None = None,
-                 refusals: list[Problem] | None = None) -> None:
+                 metadata: dict[str, Any] | None = None, problems: list[CheckpointProblem] | None = None,
+                 refusals: list[CheckpointProblem] | None = None) -> None:
         self.path = path
         self.format = str(format)
         self._entries = entries
@@ -296,12 +303,12 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """The decoded object graph of an object-based checkpoint, else None."""
         return None
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """Structure and storage problems found without reading tensor values (``verify`` adds each
         entry's :meth:`TensorEntry.problem` and :meth:`TensorEntry.check`)."""
         return list(self._given_problems)
 
-    def loader_refusals(self) -> list[Problem]:
+    def loader_refusals(self) -> list[CheckpointProblem]:
         """What the format's own loading program refuses although ckpt reads it (a safetensors file the
         safetensors library rejects, a V1 dtype TensorFlow's V1 reader does not take, ...): ``verify`` reports
         them, and fails on them unless told they are expected."""

@@ -19,7 +19,7 @@ and optionally
 * ``description`` (str): one line for ``ckpt formats`` and errors.
 * ``compact_listing(path, patterns) -> CompactListing | None``: every tensor whose key matches
   ``patterns`` (as :func:`~formats.core.selection.select_keys` selects), listed without opening the
-  checkpoint (:class:`~formats.core.listing.CompactListing`), for checkpoints too large to open
+  checkpoint (:class:`~formats.core.compact_listing.CompactListing`), for checkpoints too large to open
   quickly; None when the checkpoint should be opened instead. Default: None.
 
 and, to say what it recognises and whether it writes, the capability attributes and the one
@@ -201,7 +201,7 @@ def claims_directory(spec: Any) -> bool:
 
 
 def compact_listing_with(spec: Any, path: str, patterns: tuple[str, ...] | list[str] = ()) -> Any:
-    """``spec``'s compact listing of ``path`` (a :class:`~formats.core.listing.CompactListing`), or None
+    """``spec``'s compact listing of ``path`` (a :class:`~formats.core.compact_listing.CompactListing`), or None
     when the format has none for it (the checkpoint is then opened)."""
     lister = getattr(spec, "compact_listing", None)
     return None if lister is None else lister(path, patterns)

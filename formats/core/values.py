@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from formats.core import dtypes
 from formats.core.errors import TensorNotFoundError, UsageError
 from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
+from formats.core.object_keys import VALUE_SUFFIX
 
 TYPE_CHECKING = False  # typing and concurrent.futures stay off the start-up path
 if TYPE_CHECKING:
@@ -130,17 +131,14 @@ def parse_index(text: str) -> tuple[Any, ...]:
     return tuple(_parse_item(part, text) for part in text.split(","))
 
 
-_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
-
-
 def find_key(ckpt: Checkpoint, text: str) -> str | None:
     """The key ``text`` means: the key itself, else the one tensor whose variable name is ``text``
     (``dense/kernel`` in an object-based checkpoint) or whose object path it is (``net/l1/kernel``);
     None when nothing matches. Several matches raise, naming them."""
     if text in ckpt:
         return text
-    if text + _VALUE_SUFFIX in ckpt:
-        return text + _VALUE_SUFFIX
+    if text + VALUE_SUFFIX in ckpt:
+        return text + VALUE_SUFFIX
     named = [k for k, e in ckpt.items() if e.name == text]
     if len(named) > 1:
         variables = [k for k in named if ckpt[k].role == "variable"]

@@ -41,13 +41,13 @@ def _close(parts: Sequence[tuple[str, Any]]) -> None:
 
 def _build(path: str, parts: Sequence[tuple[str, Any]], files: Sequence[str], fmt: str | None,
            extra_meta: dict[str, Any], problems: list[tuple[str, str]]) -> KerasCheckpoint:
-    from formats.keras_h5.layouts import Layout, describe
+    from formats.keras_h5.layouts import H5Description, describe
     from formats.keras_h5.reader import H5Tensor, KerasCheckpoint
 
     images = [image for _, image in parts]
     config = images[0].extras.get("config.json") if images else None
     datasets, owner, groups = _walk_parts(parts, problems)
-    layout = describe(images[0].tree.root, datasets, groups, config) if images else Layout(FormatName.KERAS3_H5.value)
+    layout = describe(images[0].tree.root, datasets, groups, config) if images else H5Description(FormatName.KERAS3_H5.value)
     entries: dict[str, TensorEntry] = {}
     for key, info in layout.described.items():
         ds = datasets[key]

@@ -19,7 +19,7 @@ from formats.core.model import Role, natural_key
 from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
 from formats.keras_h5.tree import AttrError, Numeric
 
-__all__ = ["Layout", "Described", "describe", "attr_list", "MAX_CONFIG_BYTES"]
+__all__ = ["H5Description", "Described", "describe", "attr_list", "MAX_CONFIG_BYTES"]
 
 MAX_CONFIG_BYTES = 64 << 20
 """Largest ``model_config`` / ``training_config`` attribute parsed."""
@@ -39,7 +39,7 @@ class Described:
 
 
 @dataclass
-class Layout:
+class H5Description:
     """The result of reading a file's structure: layout name, dataset descriptions, metadata, problems."""
 
     kind: str  # keras2-h5, keras3-h5 or hdf5
@@ -94,7 +94,7 @@ def _json_attr(attrs: Mapping[str, Any], name: str, problems: list[tuple[str, st
         return None
 
 
-def describe(h5: Any, datasets: dict[str, Any], groups: Mapping[str, Any], config: Any = None) -> Layout:
+def describe(h5: Any, datasets: dict[str, Any], groups: Mapping[str, Any], config: Any = None) -> H5Description:
     """Recognise the layout and describe every dataset."""
     if "layer_names" in h5.attrs or "layer_names0" in h5.attrs:
         layout = _keras2(h5, "", datasets, groups)
@@ -106,7 +106,7 @@ def describe(h5: Any, datasets: dict[str, Any], groups: Mapping[str, Any], confi
     elif any(p == "vars" or p.endswith("/vars") for p in groups):
         layout = _keras3(datasets, groups, config)
     else:
-        layout = Layout("hdf5")
+        layout = H5Description("hdf5")
     for key in sorted(datasets, key=natural_key):
         if key not in layout.described:
             role = Role.OPTIMIZER if key.startswith(("optimizer_weights/", "optimizer/")) else Role.VARIABLE
@@ -122,8 +122,8 @@ def _strip(weight_name: str) -> str:
     return _SUFFIX.sub("", weight_name)
 
 
-def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[str, Any]) -> Layout:
-    layout = Layout("keras2-h5")
+def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[str, Any]) -> H5Description:
+    layout = H5Description("keras2-h5")
     listed = attr_list(group.attrs, "layer_names") or []
     names = list(dict.fromkeys(listed))
     for name in names:
@@ -145,7 +145,7 @@ def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[s
     return layout
 
 
-def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: Layout, role: str) -> None:
+def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: H5Description, role: str) -> None:
     weight_names = attr_list(group.attrs, "weight_names")
     if weight_names is None:
         layout.problems.append((prefix.rstrip("/"), "group has no weight_names attribute"))
@@ -158,13 +158,13 @@ def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: L
             layout.problems.append((key, "weight_names lists this weight, but the file has no such dataset"))
 
 
-def _keras2_optimizer(groups: Mapping[str, Any], datasets: dict[str, Any], layout: Layout) -> None:
+def _keras2_optimizer(groups: Mapping[str, Any], datasets: dict[str, Any], layout: H5Description) -> None:
     if "optimizer_weights" in groups:
         _keras2_weights(groups["optimizer_weights"], "optimizer_weights/", datasets, layout, Role.OPTIMIZER)
 
 
-def _keras3(datasets: dict[str, Any], groups: Mapping[str, Any], config: Any) -> Layout:
-    layout = Layout("keras3-h5")
+def _keras3(datasets: dict[str, Any], groups: Mapping[str, Any], config: Any) -> H5Description:
+    layout = H5Description("keras3-h5")
     vars_groups: dict[str, VarsGroup] = {}
     children: dict[str, list[str]] = {}
     for key in datasets:
@@ -190,7 +190,7 @@ def _keras3(datasets: dict[str, Any], groups: Mapping[str, Any], config: Any) ->
 
 
 def _keras3_group(group: VarsGroup, groups: dict[str, VarsGroup], datasets: dict[str, Any], config: Any,
-                  layout: Layout) -> None:
+                  layout: H5Description) -> None:
     is_optimizer = group.path == "optimizer" or group.path.startswith("optimizer/")
     names = optimizer_names(group, groups, config) if group.path == "optimizer" else None
     prefix = f"{group.path}/vars/" if group.path else "vars/"

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, Problem, Role, TensorEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, CheckpointProblem, Role, TensorEntry
 from formats.keras_h5 import storage
 from formats.keras_h5.image import H5Image
 from formats.keras_h5.tree import DatasetInfo
@@ -171,9 +171,9 @@ class KerasCheckpoint(Checkpoint):
         """Layout, Keras version, backend, layer order, model config (when the file has them)."""
         return self._metadata
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """What is inconsistent beyond single tensors (layer lists naming missing datasets, a bad archive CRC)."""
-        found = [Problem(where, message) for where, message in self._problems]
+        found = [CheckpointProblem(where, message) for where, message in self._problems]
         for image in self._images:
             if image.crc_check is None:
                 continue
@@ -184,7 +184,7 @@ class KerasCheckpoint(Checkpoint):
             except CheckpointError as exc:
                 message = exc.message
             if message:
-                found.append(Problem("model.weights.h5", message))
+                found.append(CheckpointProblem("model.weights.h5", message))
         return found
 
     def vars_groups(self) -> list[tuple[str, str | None]]:

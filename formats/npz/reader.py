@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry, UnreadableEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry, UnreadableEntry
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
 from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
@@ -172,7 +172,7 @@ class NpzCheckpoint(Checkpoint):
         """``metadata``: member count, the provenance record's source, skipped members; ``problems``: members
         that could not be listed, duplicates, a damaged provenance record."""
         super().__init__(path, FormatName.NPZ, entries, metadata=metadata,
-                         problems=[Problem(where, message) for where, message in problems])
+                         problems=[CheckpointProblem(where, message) for where, message in problems])
         self._archive = archive
 
     def close(self) -> None:

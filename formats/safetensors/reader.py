@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
-from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry,
+from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry,
                                 UnreadableEntry)
 from formats.core.provenance import (PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
                                      restored_dtype)
@@ -121,8 +121,8 @@ class SafetensorsCheckpoint(Checkpoint):
         disagrees with; ``refusals``: what the safetensors library refuses (gaps, trailing bytes, misplaced
         empty tensors)."""
         super().__init__(path, FormatName.SAFETENSORS, entries, metadata=metadata,
-                         problems=[Problem(where, message) for where, message in problems],
-                         refusals=[Problem(where, message) for where, message in refusals])
+                         problems=[CheckpointProblem(where, message) for where, message in problems],
+                         refusals=[CheckpointProblem(where, message) for where, message in refusals])
         self._data = data
 
     def close(self) -> None:

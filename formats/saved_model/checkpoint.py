@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from formats.concepts.object_graph import EntryLabel, label_keys
 from formats.core import registry
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
-from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Problem,
+from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, CheckpointProblem,
                                 Role, TensorEntry)
 from formats.saved_model.graph_file import read_saved_model
 from formats.saved_model.proto import SavedModelProto
@@ -183,23 +183,23 @@ class SavedModelCheckpoint(Checkpoint):
                 "variables": VARIABLES, "variables_format": self.stored.format,
                 "signatures": [s.to_json() for s in self.proto.signatures]}
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """The bundle's problems, then what the SavedModel's graph declares but the variables do not hold."""
         problems = self.stored.problems()
         where = os.path.basename(self.proto.path)
         try:
             decoded = self._decoded_graph()
         except CheckpointError as exc:
-            return [*problems, Problem(where, exc.message)]
+            return [*problems, CheckpointProblem(where, exc.message)]
         if decoded is None:
             return problems
         for key, spec in decoded.variables.items():
             problem = _variable_problem(self.stored.get(key), spec)
             if problem is not None:
-                problems.append(Problem(key, problem))
+                problems.append(CheckpointProblem(key, problem))
         return problems
 
-    def loader_refusals(self) -> list[Problem]:
+    def loader_refusals(self) -> list[CheckpointProblem]:
         """The variables' refusals, and a ``saved_model.pb`` nested deeper than TensorFlow's protobuf parser goes."""
         from formats.saved_model.nesting import nesting_refusal
         from formats.saved_model.proto import map_regular_file
@@ -213,7 +213,7 @@ class SavedModelCheckpoint(Checkpoint):
         if not isinstance(data, bytes):
             data.close()
         if refusal is not None:
-            found.append(Problem(os.path.basename(self.proto.path), refusal))
+            found.append(CheckpointProblem(os.path.basename(self.proto.path), refusal))
         return found
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ walked.
 """
 from __future__ import annotations
 
-from formats.io.wire import LEN, WireError, iter_fields
+from formats.io.protowire import LEN, WireError, iter_fields
 
 __all__ = ["PROTOBUF_DEPTH_LIMIT", "SCHEMA", "nesting_depth", "nesting_refusal"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
+from formats.concepts.object_graph import (VARIABLE_VALUE, Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
-from formats.io.wire import MAX_DEPTH, Message, WireError, iter_fields
-from formats.saved_model.proto import decode_shape, dtype_name
+from formats.io.protowire import MAX_DEPTH, Message, WireError, iter_fields
+from formats.saved_model.proto import dtype_name, spec_shape
 
 __all__ = ["SavedObject", "MAX_OBJECTS", "decode_saved_objects", "build_object_graph", "VARIABLE_VALUE",
            "variable_keys", "metric_keys", "KERAS_METRIC"]
@@ -31,7 +31,6 @@ MAX_OBJECTS = 1 << 17
 """More objects than this in one SavedModel is refused (a few bytes each could otherwise cost GBs)."""
 MAX_EDGES = 1 << 19
 """More references between objects (children, slot variables) than this is refused."""
-VARIABLE_VALUE = "VARIABLE_VALUE"
 KERAS_METRIC = "_tf_keras_metric"
 """The ``SavedUserObject.identifier`` of a Keras metric (its ``total``/``count`` are state, not weights)."""
 _KINDS = {4: "user_object", 5: "asset", 6: "function", 7: "variable", 8: "bare_concrete_function",
@@ -105,7 +104,7 @@ def _saved_object(msg: Message) -> SavedObject:
             node.functions = (body.text(1),)
         elif number == 7:
             node.variable = TensorSpec(body.text(6), dtype_name(body.int64(1)),
-                                       decode_shape(body.message(2, max_fields=1 << 12)))
+                                       spec_shape(body.message(2, max_fields=1 << 12)))
         break
     return node
 
@@ -177,7 +176,7 @@ def _specs(views: list[memoryview], named: bool) -> list[TensorSpec]:
         spec = value.message(33, max_fields=64) or value.message(35, max_fields=64)
         if spec is not None:
             name = key or (spec.text(1) if named else "")
-            out.append(TensorSpec(name, dtype_name(spec.int64(3)), decode_shape(spec.message(2, max_fields=1 << 12))))
+            out.append(TensorSpec(name, dtype_name(spec.int64(3)), spec_shape(spec.message(2, max_fields=1 << 12))))
             continue
         stack += reversed(_nested(value, key, depth + 1))
     return out

@@ -2,7 +2,7 @@
 
 Field numbers are those of TensorFlow's ``saved_model.proto`` (``SavedModel``), ``meta_graph.proto``
 (``MetaGraphDef``, ``SignatureDef``, ``TensorInfo``) and ``tensor_shape.proto``. The file is
-memory-mapped and walked with :mod:`formats.io.wire`: the ``graph_def`` (which can be
+memory-mapped and walked with :mod:`formats.io.protowire`: the ``graph_def`` (which can be
 hundreds of megabytes in TF1 exports) is skipped without being copied; the ``SavedObjectGraph``
 is copied out as bytes and decoded only when asked for (:mod:`formats.saved_model.objects`).
 
@@ -16,13 +16,14 @@ import os
 from dataclasses import dataclass, field
 
 from formats.concepts.signatures import Signature, TensorSpec
+from formats.concepts.tensor_proto import decode_shape
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 from formats.io import storage
-from formats.io.wire import Message, WireError
+from formats.io.protowire import Message, WireError
 
 __all__ = ["MetaGraph", "SavedModelProto",
-           "decode_saved_model", "dtype_name", "decode_shape", "map_regular_file", "MAX_PROTO_BYTES"]
+           "decode_saved_model", "dtype_name", "spec_shape", "map_regular_file", "MAX_PROTO_BYTES"]
 
 MAX_PROTO_BYTES = 2 << 30
 """Protobuf refuses to parse messages of 2 GiB and more; so does ckpt."""
@@ -67,13 +68,13 @@ def dtype_name(enum: int) -> str:
     return dt.name if dt is not None else f"unknown({enum})"
 
 
-def decode_shape(msg: Message | None) -> tuple[int, ...] | None:
-    """A ``TensorShapeProto`` -> its dims (``-1`` unknown), or None for an unknown rank."""
+def spec_shape(msg: Message | None) -> tuple[int, ...] | None:
+    """A tensor spec's shape field (a ``TensorShapeProto``, :func:`~formats.concepts.tensor_proto.decode_shape`):
+    its dims (``-1`` unknown), None for an unknown rank, ``()`` when there is none."""
     if msg is None:
         return ()
-    if msg.flag(3):
-        return None
-    return tuple(dim.int64(1) for dim in msg.messages(2, max_fields=16))
+    dims, unknown_rank = decode_shape(msg)
+    return None if unknown_rank else dims
 
 
 def map_regular_file(path: str, limit: int = MAX_PROTO_BYTES,
@@ -141,5 +142,5 @@ def _tensor_info(name: str, raw: memoryview) -> TensorSpec:
         sparse = msg.message(4, max_fields=16)
         tensor = sparse.text(1) if sparse is not None else ""
     if msg.has(5) and not msg.has(2):
-        return TensorSpec(name, "composite", decode_shape(msg.message(3)) if msg.has(3) else None, tensor)
-    return TensorSpec(name, dtype_name(msg.int64(2)), decode_shape(msg.message(3, max_fields=1 << 12)), tensor)
+        return TensorSpec(name, "composite", spec_shape(msg.message(3)) if msg.has(3) else None, tensor)
+    return TensorSpec(name, dtype_name(msg.int64(2)), spec_shape(msg.message(3, max_fields=1 << 12)), tensor)

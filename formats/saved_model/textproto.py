@@ -4,7 +4,7 @@ The text is tokenised and the fields ckpt reads (the same ones :mod:`formats.sav
 and :mod:`formats.saved_model.objects` decode: tags, signatures, the object graph and its
 function signatures) are re-encoded to the wire format by the field numbers of
 :data:`SCHEMA`; every other field (``graph_def``, ``saver_def``, collections) is parsed and
-dropped. Nesting is limited to :data:`~formats.io.wire.MAX_DEPTH` and the file to
+dropped. Nesting is limited to :data:`~formats.io.protowire.MAX_DEPTH` and the file to
 :data:`MAX_TEXT_BYTES`.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ import re
 import sys
 from collections.abc import Iterator
 
-from formats.io.wire import encode_varint
+from formats.io.protowire import encode_varint
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError
-from formats.io.wire import MAX_DEPTH
+from formats.io.protowire import MAX_DEPTH
 from formats.saved_model.proto import SavedModelProto, decode_saved_model, map_regular_file
 
 __all__ = ["read_text_saved_model", "text_to_wire", "SCHEMA", "MAX_TEXT_BYTES"]

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, Problem, TensorEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry
 from formats.io.crc import crc32c, unmask
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name, reference_dtype_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -320,21 +320,21 @@ class BundleCheckpoint(Checkpoint):
         return {"num_shards": h.num_shards, "endianness": "big" if h.big_endian else "little",
                 "producer": h.producer, "min_consumer": h.min_consumer}
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """Missing data files, byte ranges that run past their data file or overlap, bytes after the
         last tensor (but an unreferenced object graph: :func:`_unreferenced_string`), and an object graph that
         does not decode (or refers to nodes it does not have)."""
-        missing = [Problem(os.path.basename(self.reader.data_paths[shard]), message)
+        missing = [CheckpointProblem(os.path.basename(self.reader.data_paths[shard]), message)
                    for shard, message in sorted(self.reader.missing.items())]
         return missing + _layout_problems(self.reader) + self._graph_problems()
 
-    def _graph_problems(self) -> list[Problem]:
+    def _graph_problems(self) -> list[CheckpointProblem]:
         if self.format != FormatName.TF_OBJECT:
             return []
         try:
             self._labels.graph()
         except CheckpointError as exc:
-            return [Problem(OBJECT_GRAPH_KEY, exc.message)]
+            return [CheckpointProblem(OBJECT_GRAPH_KEY, exc.message)]
         return []
 
     def close(self) -> None:
@@ -342,9 +342,9 @@ class BundleCheckpoint(Checkpoint):
         self.reader.close()
 
 
-def _layout_problems(reader: BundleReader) -> list[Problem]:
+def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
     """Byte ranges that run past their file or overlap, and bytes after the last tensor."""
-    problems: list[Problem] = []
+    problems: list[CheckpointProblem] = []
     ranges: dict[int, list[tuple[int, int, str]]] = {}
     for raw in reader.entries.values():
         if not raw.slices and raw.size:
@@ -358,14 +358,14 @@ def _layout_problems(reader: BundleReader) -> list[Problem]:
         last = ""
         for start, stop, key in sorted(ranges.get(shard, [])):
             if stop > size:
-                problems.append(Problem(key, f"bytes [{start}, {stop}) run past the end of {name} "
+                problems.append(CheckpointProblem(key, f"bytes [{start}, {stop}) run past the end of {name} "
                                         f"({size} bytes): truncated?"))
             if start < end:
-                problems.append(Problem(key, f"bytes [{start}, {stop}) overlap {last!r} in {name}"))
+                problems.append(CheckpointProblem(key, f"bytes [{start}, {stop}) overlap {last!r} in {name}"))
             if stop > end:
                 end, last = stop, key
         if size > end and not _unreferenced_string(reader, shard, end, size):
-            problems.append(Problem(name, f"{size - end} bytes after the last tensor"))
+            problems.append(CheckpointProblem(name, f"{size - end} bytes after the last tensor"))
     return problems
 
 

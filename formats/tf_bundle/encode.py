@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from formats.io.wire import bytes_field as _message_field
-from formats.io.wire import encode_varint
-from formats.io.wire import varint_field as _varint_field
+from formats.io.protowire import bytes_field as _message_field
+from formats.io.protowire import encode_varint
+from formats.io.protowire import varint_field as _varint_field
 from formats.io.crc import crc32c, mask
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]

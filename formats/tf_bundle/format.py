@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 
     from typing import Any
 
+    from formats.core.compact_listing import CompactListing
+
     from formats.core.format import Row
-    from formats.core.listing import CompactListing
     from formats.io.writing import WriteReport
 
 __all__ = ["FORMAT", "BundleFormat", "bundle_prefixes", "COMPACT_FROM", "OBJECT_LAYOUT", "NAME_LAYOUT"]
@@ -97,7 +98,7 @@ class BundleFormat:
 
     def compact_listing(self, path: str, patterns: Sequence[str] = ()) -> CompactListing | None:
         """The listing of a local bundle whose index has :data:`COMPACT_FROM` bytes or more, read from the
-        index alone (see :mod:`formats.tf_bundle.listing`); None for a smaller one, or one to open instead."""
+        index alone (see :mod:`formats.tf_bundle.index_listing`); None for a smaller one, or one to open instead."""
         if storage.is_url(path):
             return None
         try:
@@ -106,7 +107,7 @@ class BundleFormat:
             return None
         if size < COMPACT_FROM:
             return None
-        from formats.tf_bundle.listing import compact_listing
+        from formats.tf_bundle.index_listing import compact_listing
 
         return compact_listing(path, patterns)
 

@@ -24,8 +24,8 @@ from formats.core.errors import (ChecksumError, CheckpointNotFoundError, Corrupt
                       UnsupportedError)
 from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
 from formats.io.sstable.table import read_table
-from formats.io.wire import WireError, read_varint
-from formats.tf_bundle.wire import decode_entry, decode_header
+from formats.io.protowire import WireError, read_varint
+from formats.tf_bundle.entry_wire import decode_entry, decode_header
 from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from formats.concepts.tensor_proto import decode_values, min_value_bytes, value_field
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
-from formats.core.model import Checkpoint, Problem, TensorEntry, array_problem
-from formats.io.wire import WireError, parse_fields
+from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry, array_problem
+from formats.io.protowire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
 from formats.concepts.tiling import Box, format_extents, slice_box, tiling_problem, volume
 
@@ -194,7 +194,7 @@ class V1Checkpoint(Checkpoint):
         meta = self.reader.metas[0]
         return {"files": len(self.reader.paths), "producer": meta.producer, "min_consumer": meta.min_consumer}
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """Every table block's checksum and structure, and each tensor's slice coverage."""
         found = []
         for table in self.reader.tables:
@@ -202,30 +202,30 @@ class V1Checkpoint(Checkpoint):
                 try:
                     table.entries(i)
                 except CorruptCheckpointError as exc:
-                    found.append(Problem(os.path.basename(table.path), exc.message))
+                    found.append(CheckpointProblem(os.path.basename(table.path), exc.message))
                 if block.size >= _DROP_AFTER:
                     self.reader.drop_pages()
         for key, entry in self.items():
             problem = entry.problem()
             if problem is not None:
-                found.append(Problem(key, problem))
+                found.append(CheckpointProblem(key, problem))
         return found
 
-    def loader_refusals(self) -> list[Problem]:
+    def loader_refusals(self) -> list[CheckpointProblem]:
         """What TensorFlow's V1 reader (``tf.train.load_checkpoint``: ``TensorSliceReader``) refuses although ckpt
         reads it: a dtype outside the few it copies out, a variable stored as slices (``TensorSliceReader`` returns
         only a variable saved whole, as one full slice), a name that is not UTF-8."""
         found = []
         for key, entry in self.items():
             if entry.info.dtype not in _V1_READER_DTYPES:
-                found.append(Problem(key, f"dtype {entry.dtype}: TensorFlow's V1 reader (tf.train.load_checkpoint) "
+                found.append(CheckpointProblem(key, f"dtype {entry.dtype}: TensorFlow's V1 reader (tf.train.load_checkpoint) "
                                           "refuses it (\"Data type not supported\")"))
             if len(entry.info.slices) != 1 or any(length >= 0 for _, length in entry.info.slices[0].extents):
-                found.append(Problem(key, f"stored in {len(entry.info.slices)} slice(s) (a partitioned variable): "
+                found.append(CheckpointProblem(key, f"stored in {len(entry.info.slices)} slice(s) (a partitioned variable): "
                                           "TensorFlow's V1 reader (tf.train.load_checkpoint) refuses to return it "
                                           "(\"Sliced checkpoints are not supported\")"))
             if key.encode("utf-8", "surrogateescape") != key.encode("utf-8", "replace"):
-                found.append(Problem(key, "the name is not UTF-8: TensorFlow's V1 reader cannot parse the file's "
+                found.append(CheckpointProblem(key, "the name is not UTF-8: TensorFlow's V1 reader cannot parse the file's "
                                           "metadata (protobuf string fields are UTF-8) and refuses the whole file"))
         return found
 

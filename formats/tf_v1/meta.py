@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from formats.concepts.slice_key import Extent
 from formats.concepts.tensor_proto import decode_shape, decode_slice
-from formats.io.wire import Buffer, WireError, last_int, messages, parse_fields, signed
+from formats.io.protowire import Buffer, WireError, last_int, messages, parse_fields, signed
 
 __all__ = ["SliceMeta", "FileMeta", "decode_file_meta", "decode_saved_slice", "is_meta_value"]
 
@@ -60,7 +60,7 @@ def decode_file_meta(value: Buffer) -> FileMeta:
 
 def _ints(values: list[object]) -> list[int]:
     """A repeated int32 field, packed or not."""
-    from formats.io.wire import read_varint
+    from formats.io.protowire import read_varint
 
     out: list[int] = []
     for item in values:

@@ -15,7 +15,7 @@ import stat
 
 from formats.core.errors import CheckpointNotFoundError
 from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 
 __all__ = ["looks_like_v1", "canonical", "files_of", "find_v1", "has_glob", "MAX_FILES"]
 

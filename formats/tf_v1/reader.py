@@ -19,7 +19,7 @@ from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 from formats.io import storage
 from formats.io.sstable.table import Table
-from formats.io.wire import Buffer, WireError
+from formats.io.protowire import Buffer, WireError
 from formats.tf_v1.meta import FileMeta, decode_file_meta, decode_saved_slice
 from formats.concepts.tiling import format_extents
 

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from ..conftest import CORPUS
-from formats.io.wire import encode_varint
+from formats.io.protowire import encode_varint
 
 FLOAT, INT64, STRING = 1, 9, 7
 MODULE = CORPUS / "saved_models" / "module" / "1"

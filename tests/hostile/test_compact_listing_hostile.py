@@ -1,4 +1,4 @@
-"""Hostile indexes read by the compact listing (formats/tf_bundle/listing.py), which ``ckpt ls`` uses for an
+"""Hostile indexes read by the compact listing (formats/tf_bundle/index_listing.py), which ``ckpt ls`` uses for an
 index of 1 MiB or more: it either lists exactly what opening the bundle lists or declines (None), and the
 bundle is then opened and reports the problem; never an exception of its own, a hang or a runaway
 allocation."""
@@ -16,7 +16,7 @@ from formats.io.crc import crc32c, mask
 from formats.io.sstable.table import Table
 from formats.ops.inspect.summary import summarise
 from formats.tf_bundle.format import COMPACT_FROM
-from formats.tf_bundle.listing import compact_listing
+from formats.tf_bundle.index_listing import compact_listing
 
 from ..bundle_index import make_entries, write_bundle
 from .craft import header, table, varint

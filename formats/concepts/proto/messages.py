@@ -1,6 +1,6 @@
 """The TensorFlow messages ckpt reads and writes, declared once, with one decoder and one encoder.
 
-Each :class:`Message` lists its fields (number, name, kind) as ``tfckpt_bundle.proto`` beside
+Each :class:`MessageType` lists its fields (number, name, kind) as ``tfckpt_bundle.proto`` beside
 this module does; the field numbers are TensorFlow's (``tensor_bundle.proto``,
 ``tensor_shape.proto``, ``tensor_slice.proto``, ``versions.proto``, ``tensor.proto``,
 ``variant.proto``, ``trackable_object_graph.proto``). :func:`decode` and :func:`encode` follow
@@ -9,7 +9,7 @@ protobuf's rules, so they agree with a generated protobuf module byte for byte:
 - decoding: the last value of a singular scalar wins; the occurrences of a singular message
   field must each parse and are merged (as if their bytes were concatenated); a field whose wire type differs from its
   declaration is an unknown field, and unknown fields are skipped; ``string`` fields must be
-  UTF-8 and nested messages must parse, else :class:`~formats.io.wire.WireError`
+  UTF-8 and nested messages must parse, else :class:`~formats.io.protowire.WireError`
   (where protobuf raises ``DecodeError``); repeated numbers are read packed or not.
 - encoding: fields in number order; proto3 scalars equal to their default are left out; a
   message field, or a scalar with presence (``optional``/oneof), is written whenever it is set
@@ -24,14 +24,14 @@ from collections.abc import Iterable
 
 from formats.core.names import safe_text
 from formats.core.records import record
-from formats.io.wire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
+from formats.io.protowire import (FIXED32, LEN, VARINT, WireError, bytes_field, encode_varint, iter_fields,
                                          read_varint, signed, tag)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Field", "Message", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",
+__all__ = ["Field", "MessageType", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",
            "BUNDLE_ENTRY", "TENSOR", "VARIANT_TENSOR_DATA", "BOOL_VALUE", "REGISTERED_SAVER",
            "TRACKABLE_OBJECT", "TRACKABLE_OBJECT_GRAPH"]
 
@@ -50,7 +50,7 @@ class Field:
     name: str
     kind: str
     repeated: bool = False
-    message: Message | None = None
+    message: MessageType | None = None
     presence: bool = False
 
     @property
@@ -63,7 +63,7 @@ class Field:
         return _DEFAULTS.get(self.kind, 0)
 
 
-class Message:
+class MessageType:
     """A message type: its full ``name`` and its fields, kept in number order."""
 
     def __init__(self, name: str, fields: Iterable[Field]) -> None:
@@ -76,7 +76,7 @@ class Message:
         """Per field, in number order: the field, its default, how :func:`encode` writes it, and its tag."""
 
     def __repr__(self) -> str:
-        return f"<Message {self.name}>"
+        return f"<MessageType {self.name}>"
 
 
 # -- decoding ----------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def _packed(field: Field, data: bytes) -> list[Any]:
     return values
 
 
-def decode(message: Message, data: bytes) -> dict[str, Any]:
+def decode(message: MessageType, data: bytes) -> dict[str, Any]:
     """Parse ``data`` as ``message``; :class:`WireError` where protobuf would raise ``DecodeError``."""
     out = {f.name: f.default for f in message.fields}
     merged: dict[Field, list[bytes]] = {}
@@ -183,7 +183,7 @@ def _how_written(field: Field) -> int:
     return _ALWAYS if field.kind == "message" or field.presence else _UNLESS_DEFAULT
 
 
-def encode(message: Message, values: dict[str, Any]) -> bytes:
+def encode(message: MessageType, values: dict[str, Any]) -> bytes:
     """Serialize ``values`` (field name -> value; missing names and None are unset) as ``message``."""
     if not values.keys() <= message.by_name.keys():
         raise ValueError(f"{message.name} has no field {min(set(values) - set(message.by_name))!r}")
@@ -203,41 +203,41 @@ def encode(message: Message, values: dict[str, Any]) -> bytes:
 
 
 # -- the messages --------------------------------------------------------------------------------
-def _f(number: int, name: str, kind: str, repeated: bool = False, message: Message | None = None,
+def _f(number: int, name: str, kind: str, repeated: bool = False, message: MessageType | None = None,
        presence: bool = False) -> Field:
     return Field(number, name, "message" if message is not None else kind, repeated, message, presence)
 
 
-TENSOR_SHAPE_DIM = Message("tensorflow.TensorShapeProto.Dim", [_f(1, "size", "int64"), _f(2, "name", "string")])
-TENSOR_SHAPE = Message("tensorflow.TensorShapeProto", [
+TENSOR_SHAPE_DIM = MessageType("tensorflow.TensorShapeProto.Dim", [_f(1, "size", "int64"), _f(2, "name", "string")])
+TENSOR_SHAPE = MessageType("tensorflow.TensorShapeProto", [
     _f(2, "dim", "", True, TENSOR_SHAPE_DIM), _f(3, "unknown_rank", "bool")])
-TENSOR_SLICE_EXTENT = Message("tensorflow.TensorSliceProto.Extent", [
+TENSOR_SLICE_EXTENT = MessageType("tensorflow.TensorSliceProto.Extent", [
     _f(1, "start", "int64"), _f(2, "length", "int64", presence=True)])
-TENSOR_SLICE = Message("tensorflow.TensorSliceProto", [_f(1, "extent", "", True, TENSOR_SLICE_EXTENT)])
-VERSION_DEF = Message("tensorflow.VersionDef", [
+TENSOR_SLICE = MessageType("tensorflow.TensorSliceProto", [_f(1, "extent", "", True, TENSOR_SLICE_EXTENT)])
+VERSION_DEF = MessageType("tensorflow.VersionDef", [
     _f(1, "producer", "int32"), _f(2, "min_consumer", "int32"), _f(3, "bad_consumers", "int32", True)])
-BUNDLE_HEADER = Message("tensorflow.BundleHeaderProto", [
+BUNDLE_HEADER = MessageType("tensorflow.BundleHeaderProto", [
     _f(1, "num_shards", "int32"), _f(2, "endianness", "int32"), _f(3, "version", "", message=VERSION_DEF)])
-BUNDLE_ENTRY = Message("tensorflow.BundleEntryProto", [
+BUNDLE_ENTRY = MessageType("tensorflow.BundleEntryProto", [
     _f(1, "dtype", "int32"), _f(2, "shape", "", message=TENSOR_SHAPE), _f(3, "shard_id", "int32"),
     _f(4, "offset", "int64"), _f(5, "size", "int64"), _f(6, "crc32c", "fixed32"),
     _f(7, "slices", "", True, TENSOR_SLICE)])
-TENSOR = Message("tensorflow.TensorProto", [  # only the fields ckpt looks at; the others are skipped
+TENSOR = MessageType("tensorflow.TensorProto", [  # only the fields ckpt looks at; the others are skipped
     _f(1, "dtype", "int32"), _f(2, "tensor_shape", "", message=TENSOR_SHAPE), _f(3, "version_number", "int32"),
     _f(4, "tensor_content", "bytes")])
-VARIANT_TENSOR_DATA = Message("tensorflow.VariantTensorDataProto", [
+VARIANT_TENSOR_DATA = MessageType("tensorflow.VariantTensorDataProto", [
     _f(1, "type_name", "string"), _f(2, "metadata", "bytes"), _f(3, "tensors", "", True, TENSOR)])
-BOOL_VALUE = Message("google.protobuf.BoolValue", [_f(1, "value", "bool")])
-REGISTERED_SAVER = Message("tensorflow.RegisteredSaver", [_f(1, "name", "string"), _f(2, "object_name", "string")])
-OBJECT_REFERENCE = Message("tensorflow.TrackableObjectGraph.TrackableObject.ObjectReference", [
+BOOL_VALUE = MessageType("google.protobuf.BoolValue", [_f(1, "value", "bool")])
+REGISTERED_SAVER = MessageType("tensorflow.RegisteredSaver", [_f(1, "name", "string"), _f(2, "object_name", "string")])
+OBJECT_REFERENCE = MessageType("tensorflow.TrackableObjectGraph.TrackableObject.ObjectReference", [
     _f(1, "node_id", "int32"), _f(2, "local_name", "string")])
-SERIALIZED_TENSOR = Message("tensorflow.TrackableObjectGraph.TrackableObject.SerializedTensor", [
+SERIALIZED_TENSOR = MessageType("tensorflow.TrackableObjectGraph.TrackableObject.SerializedTensor", [
     _f(1, "name", "string"), _f(2, "full_name", "string"), _f(3, "checkpoint_key", "string"),
     _f(4, "optional_restore", "bool")])
-SLOT_VARIABLE_REFERENCE = Message("tensorflow.TrackableObjectGraph.TrackableObject.SlotVariableReference", [
+SLOT_VARIABLE_REFERENCE = MessageType("tensorflow.TrackableObjectGraph.TrackableObject.SlotVariableReference", [
     _f(1, "original_variable_node_id", "int32"), _f(2, "slot_name", "string"), _f(3, "slot_variable_node_id", "int32")])
-TRACKABLE_OBJECT = Message("tensorflow.TrackableObjectGraph.TrackableObject", [
+TRACKABLE_OBJECT = MessageType("tensorflow.TrackableObjectGraph.TrackableObject", [
     _f(1, "children", "", True, OBJECT_REFERENCE), _f(2, "attributes", "", True, SERIALIZED_TENSOR),
     _f(3, "slot_variables", "", True, SLOT_VARIABLE_REFERENCE), _f(4, "registered_saver", "", message=REGISTERED_SAVER),
     _f(5, "has_checkpoint_values", "", message=BOOL_VALUE)])
-TRACKABLE_OBJECT_GRAPH = Message("tensorflow.TrackableObjectGraph", [_f(1, "nodes", "", True, TRACKABLE_OBJECT)])
+TRACKABLE_OBJECT_GRAPH = MessageType("tensorflow.TrackableObjectGraph", [_f(1, "nodes", "", True, TRACKABLE_OBJECT)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 
 from formats.io.crc import crc32c, unmask
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 
 __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
            "block_handle"]

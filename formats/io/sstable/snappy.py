@@ -7,7 +7,7 @@ encode (at best 64 bytes per 3-byte copy element), is refused before anything is
 """
 from __future__ import annotations
 
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 
 __all__ = ["decompress", "SnappyError", "MAX_BLOCK"]
 

@@ -14,7 +14,7 @@ import struct
 
 from formats.io.crc import crc32c, mask
 from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
-from formats.io.wire import encode_varint
+from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,31 +8,24 @@ PATH's. Values are compared chunk by chunk (:func:`formats.core.roundtrip.compar
 """
 from __future__ import annotations
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Progress, RoundTripReport, compare_checkpoints
+from formats.ops.compare.keying import MATCHES, pairing_names
 from formats.ops.rules import RuleSet
 
-__all__ = ["keyed", "verify_against", "name_pairs"]
+__all__ = ["keyed", "verify_against"]
 
 
 def keyed(ckpt: Checkpoint, match: str, rules: RuleSet | None = None,
           notes: list[str] | None = None) -> dict[str, TensorEntry]:
-    """``ckpt``'s entries keyed by key (``match="key"``) or by variable name, renamed by ``rules``; a name
-    two keys share keeps the first key (and a note says so)."""
-    out: dict[str, TensorEntry] = {}
-    for key in sorted(ckpt):
-        entry = ckpt[key]
-        if match == "name" and (key == OBJECT_GRAPH_KEY or entry.role == "object_graph"):
-            continue
-        name = str(entry.name or key) if match == "name" else key
-        if rules:
-            name = rules.apply(name)
-        if name in out:
-            if notes is not None:
-                notes.append(f"{ckpt.path}: {key!r} and {out[name].key!r} both pair as {name!r}; {key!r} left out")
-            continue
-        out[name] = entry
-    return out
+    """``ckpt``'s entries keyed by key (``match="key"``) or by variable name, renamed by ``rules``
+    (:func:`~formats.ops.compare.keying.pairing_names`); a name two keys share keeps the first key (and a
+    note says so)."""
+    names, clashes = pairing_names(ckpt, match, rules=rules or None)
+    if notes is not None:
+        notes += [f"{ckpt.path}: {key!r} and {names[name]!r} both pair as {name!r}; {key!r} left out"
+                  for key, name in clashes]
+    return {name: ckpt[key] for name, key in names.items()}
 
 
 def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rules: RuleSet | None = None,
@@ -40,7 +33,7 @@ def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rule
                    progress: Progress | None = None) -> tuple[RoundTripReport, list[str]]:
     """Compare ``out`` with ``src`` (see the module doc): the report, and notes (names two keys share,
     rules that matched nothing)."""
-    if match not in ("key", "name"):
+    if match not in MATCHES:
         raise ValueError(f"match must be 'key' or 'name', not {match!r}")
     notes: list[str] = []
     actual = keyed(out, match, None, notes)
@@ -51,8 +44,3 @@ def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rule
         notes += [f"rule {rule} matched nothing" for rule in rules.unused()]
     return report, notes
 
-
-def name_pairs(out: Checkpoint, src: Checkpoint) -> int:
-    """How many of ``out``'s tensors pair with ``src``'s by variable name (for a ``--match name`` hint)."""
-    names = {e.name for k, e in src.items() if k != OBJECT_GRAPH_KEY}
-    return sum(1 for k, e in out.items() if k != OBJECT_GRAPH_KEY and e.name in names)

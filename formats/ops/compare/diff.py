@@ -21,10 +21,11 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 
 from formats.core.errors import UsageError
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
 from formats.core.selection import nothing_selected, select_keys
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
+from formats.ops.compare.keying import MATCHES, pairing_names
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
 if TYPE_CHECKING:
@@ -137,27 +138,11 @@ class DiffResult:
 # -- pairing ---------------------------------------------------------------------------------------
 def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | None,
            side: str, notes: list[str]) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """name -> key for one side, and the (key, name) pairs left unmatched because another key took the name."""
-    out: dict[str, str] = {}
-    clashes: list[tuple[str, str]] = []
-    stripper = None
-    if strip:
-        from formats.ops.rules import Rule
-
-        stripper = Rule("strip-prefix", strip)
-    for key in sorted(ckpt):
-        if match == "name" and key == OBJECT_GRAPH_KEY:
-            continue
-        name = ckpt[key].name if match == "name" else key
-        if stripper is not None:
-            name = stripper.apply(name) or name
-        if rules is not None:
-            name = rules.apply(name)
-        if name in out:
-            notes.append(f"{side}: {key!r} and {out[name]!r} both match as {name!r}; {key!r} left unmatched")
-            clashes.append((key, name))
-        else:
-            out[name] = key
+    """name -> key for one side (:func:`~formats.ops.compare.keying.pairing_names`), and the (key, name) pairs
+    left unmatched because another key took the name (each said in ``notes``)."""
+    out, clashes = pairing_names(ckpt, match, strip=strip, rules=rules)
+    notes += [f"{side}: {key!r} and {out[name]!r} both match as {name!r}; {key!r} left unmatched"
+              for key, name in clashes]
     return out, clashes
 
 
@@ -176,7 +161,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     concurrent reads; the result is the same whatever ``jobs`` is. Raises a
     :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
-    if match not in ("key", "name"):
+    if match not in MATCHES:
         raise UsageError("", f"match must be 'key' or 'name', not {match!r}")
     from formats.discover.resolve import open_checkpoint
 

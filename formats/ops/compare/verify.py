@@ -5,10 +5,10 @@ import os
 from collections.abc import Callable
 
 from formats.core.errors import CheckpointError
-from formats.core.model import Checkpoint, Problem, TensorEntry
+from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry
 from formats.core.parallel import map_ordered
 
-__all__ = ["Problem", "VerifyReport", "verify_checkpoint", "Progress"]
+__all__ = ["CheckpointProblem", "VerifyReport", "verify_checkpoint", "Progress"]
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, tensors_done)`` while work goes on."""
@@ -21,7 +21,7 @@ class VerifyReport:
     __slots__ = ("path", "format", "tensors", "bytes", "files", "problems", "loader_refusals", "refusals_allowed")
 
     def __init__(self, path: str, format: str, tensors: int = 0, bytes: int = 0, files: list[str] | None = None,
-                 problems: list[Problem] | None = None, loader_refusals: list[Problem] | None = None,
+                 problems: list[CheckpointProblem] | None = None, loader_refusals: list[CheckpointProblem] | None = None,
                  refusals_allowed: bool = False) -> None:
         self.path = path
         self.format = format
@@ -82,7 +82,7 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: 
 
     found = map_ordered(check, entries, jobs if ckpt.concurrent_reads else 1, weight=lambda kv: kv[1].nbytes,
                         done=advance)
-    report.problems += [Problem(key, problem) for (key, _), problem in zip(entries, found) if problem is not None]
+    report.problems += [CheckpointProblem(key, problem) for (key, _), problem in zip(entries, found) if problem is not None]
     report.tensors, report.bytes = len(entries), sum(e.nbytes for _, e in entries)
     return report
 

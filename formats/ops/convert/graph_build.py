@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formats.concepts.object_graph import ATTRIBUTES, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
+from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
 from formats.concepts.object_graph_codec import checkpointed_nodes, encode_object_graph
 from formats.core.names import safe_text
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
-
-VARIABLE_VALUE = "VARIABLE_VALUE"
 
 
 class GraphBuilder:

@@ -15,14 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, Role
+from formats.core.model import OBJECT_GRAPH_KEY, OPTIMIZER_ROLES, Checkpoint, Role
 from formats.core.selection import nothing_selected, select_keys
 from formats.ops.convert.plan import ERROR, WARNING, Problem
 
 __all__ = ["Selection", "choose_tensors", "OPTIMIZER_ROLES"]
-
-OPTIMIZER_ROLES = frozenset({Role.SLOT, Role.OPTIMIZER})
-"""Roles ``drop_optimizer`` leaves out."""
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, Problem, Role, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, CheckpointProblem, Role, TensorEntry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,7 +69,7 @@ class KeptView(Checkpoint):
         """The source's metadata."""
         return self.source.metadata
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckpointProblem]:
         """The source's problems."""
         return self.source.problems()
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from formats.core.errors import UnsupportedError
 from formats.core.model import Role
+from formats.core.object_keys import VARIABLE_VALUE
 
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint
@@ -108,7 +109,7 @@ def build_drawing(ckpt: Checkpoint) -> Drawing:
             var = mapping.get(entry.slot_of or "")
             if var is not None:
                 slot_links.append(DrawEdge(var[0], node_id, "", True))
-        elif attr.name == "VARIABLE_VALUE":
+        elif attr.name == VARIABLE_VALUE:
             kinds.setdefault(node_id, "variable")
     drawing = Drawing()
     for node in graph.nodes:

@@ -5,7 +5,7 @@ from collections import namedtuple
 from collections.abc import Iterable
 
 from formats.core.gc_pause import paused_gc
-from formats.core.listing import CompactListing, count_data_files, count_parameters
+from formats.core.compact_listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
 from formats.core.selection import select_keys

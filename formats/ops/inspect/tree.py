@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
-from formats.core.model import Role
+from formats.core.compact_listing import NON_PARAMETER
+from formats.core.model import OPTIMIZER_ROLES, Role
+from formats.core.object_keys import ATTRIBUTES
 
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint, TensorEntry
@@ -32,9 +34,6 @@ __all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES", "MAX_T
 
 MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
-
-OPTIMIZER_ROLES = frozenset({Role.SLOT, Role.OPTIMIZER})
-_NON_PARAMETER = {"string", "variant", "resource"}
 
 
 @dataclass
@@ -140,7 +139,7 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
     node.dtype, node.shape, node.role = entry.dtype, entry.shape, entry.role
     node.own_nbytes = entry.nbytes
-    node.own_parameters = 0 if entry.dtype in _NON_PARAMETER else entry.size
+    node.own_parameters = 0 if entry.dtype in NON_PARAMETER else entry.size
     notes = [_role_note(entry)] if _role_note(entry) else []
     if entry.dtype == "variant" and describe_variants:
         notes.append(_variant_note(entry))
@@ -298,5 +297,5 @@ class _GraphBuilder:
 
 
 def _attribute_label(key: str) -> str:
-    marker = key.rfind("/.ATTRIBUTES/")
-    return key[marker + len("/.ATTRIBUTES/"):] if marker >= 0 else key
+    marker = key.rfind(f"/{ATTRIBUTES}/")
+    return key[marker + len(ATTRIBUTES) + 2:] if marker >= 0 else key

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
-from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, ObjectGraph
+from formats.core.object_keys import VALUE_SUFFIX
+from formats.concepts.object_graph import OBJECT_GRAPH_KEY, ObjectGraph
 from formats.ops.convert.sources import is_object_based
 from formats.ops.rules import RuleSet
 
@@ -19,7 +20,7 @@ __all__ = ["KerasVar", "keras_variables", "split_name", "NON_TRAINABLE", "order_
 
 NON_TRAINABLE = {"moving_mean", "moving_variance"}
 """Keras weights that are never trainable (batch normalization statistics)."""
-_VALUE = f"/{ATTRIBUTES}/VARIABLE_VALUE"
+_VALUE = VALUE_SUFFIX
 _SUFFIX = re.compile(r":\d+$")
 _NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
 _LAYER = re.compile(r"layer_with_weights-(\d+)")

@@ -1,4 +1,4 @@
-"""A bundle's index listed without opening the bundle: a :class:`~formats.core.listing.CompactListing`
+"""A bundle's index listed without opening the bundle: a :class:`~formats.core.compact_listing.CompactListing`
 read straight from the SSTable blocks, for indexes of up to millions of tensors.
 
 Opening a bundle decodes every entry into objects (about 6 us and 800 bytes per tensor); a listing
@@ -22,12 +22,12 @@ from bisect import bisect_left
 from formats.core.gc_pause import paused_gc
 from formats.core.dtypes import name_of as dtype_name
 from formats.core.errors import CheckpointError
-from formats.core.listing import CompactListing, TensorKind
+from formats.core.compact_listing import CompactListing, TensorKind
 from formats.core.shapes import OBJECT_GRAPH_KEY
 from formats.core.selection import select_keys
 from formats.io.sstable.block import KEY_WIDENING, read_block
 from formats.io.sstable.table import Table
-from formats.io.wire import WireError, read_varint
+from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.datafile import read_index_bytes
 from formats.tf_bundle.reader import BundleHeader, data_file_name, parse_entry, parse_header
 

@@ -1,12 +1,12 @@
 """Hand decoding of the two bundle messages on the listing hot path, ``BundleEntryProto`` and
 ``BundleHeaderProto``, so that ``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at
 start-up). Field numbers match ``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped.
-The generic wire primitives live in :mod:`formats.io.wire`.
+The generic wire primitives live in :mod:`formats.io.protowire`.
 """
 from __future__ import annotations
 
 from formats.concepts.tensor_proto import decode_shape, decode_slice
-from formats.io.wire import WireError, last_int, messages, parse_fields, read_varint, signed
+from formats.io.protowire import WireError, last_int, messages, parse_fields, read_varint, signed
 
 __all__ = ["WireError", "decode_entry", "decode_header"]
 
