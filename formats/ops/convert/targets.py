@@ -7,7 +7,7 @@ one is an export (:func:`formats.ops.convert.cross.export.plan_export`).
 """
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable
 
 from formats.core.model import FormatName
@@ -54,5 +54,6 @@ def planner(name: str) -> Callable[..., Any]:
     if ref is None:
         raise KeyError(name)
     module, attr = ref.split(":")
-    function = getattr(importlib.import_module(module), attr)
+    __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
+    function = getattr(sys.modules[module], attr)
     return function(name) if ref == EXPORT else function  # type: ignore[no-any-return]
