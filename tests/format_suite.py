@@ -48,6 +48,14 @@ def _manifest() -> dict[str, Any]:
 
 MANIFEST = _manifest()
 """Every corpus entry (both manifests): path relative to the corpus -> ``{format, tensors}``."""
+REGISTERED = {"tf-bundle": "tf-bundle", "hdf5": "keras-h5", "tf-v1": "tf-v1", "saved-model": "saved-model",
+              "keras3-dir": "keras3-dir", "keras3-sharded": "keras3-sharded"}
+"""Manifest ``format`` -> the registry format that must read the entry (``checkpoint-state`` files are none)."""
+
+
+def manifest_paths(format_name: str) -> tuple[str, ...]:
+    """The corpus entries the registry format ``format_name`` reads, as the manifests name them."""
+    return tuple(sorted(k for k, v in MANIFEST.items() if REGISTERED.get(v["format"]) == format_name))
 
 
 def digest(arr: Any) -> str:

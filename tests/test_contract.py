@@ -20,7 +20,7 @@ import formats
 from formats.core import registry
 from formats.core.model import OBJECT_GRAPH_KEY
 
-from .format_suite import CORPUS, Expected, FormatTests, Row, digest
+from .format_suite import CORPUS, MANIFEST, REGISTERED, Expected, FormatTests, Row, digest, manifest_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL_DTYPES = CORPUS / "tf2_mixed/all_dtypes/ckpt-1"
@@ -37,9 +37,7 @@ class TestBundle(FormatTests):
     and ``write_plan`` passes to the writer, here passed to ``spec.write`` directly."""
 
     format_name = "tf-bundle"
-    corpus = ("tf2_mixed/all_dtypes/ckpt-1", "tf2_mixed/sharded/ckpt", "seed_slots/tf_ckpts/ckpt-5",
-              "seed_keras2/tf_ckpts/ckpt-10", "tf1_adam/model.ckpt-200", "tf1_partitioned/model.ckpt-200",
-              "keras2_tagger/tagger_tf/ckpt", "tf1_estimator/model.ckpt-200.index",
+    corpus = (*manifest_paths("tf-bundle"), "tf1_estimator/model.ckpt-200.index",
               "seed_keras2/easy_checkpoint.data-00000-of-00001")
     outputs = {"tf-name": ("out/ckpt",), "tf-object": ("obj/ckpt-1",)}
 
@@ -74,7 +72,12 @@ class TestV1(FormatTests):
     """TensorFlow 1 V1 checkpoints: one file, a sharded save's pattern and one of its shards. Reads only."""
 
     format_name = "tf-v1"
-    corpus = ("tf1_v1_adam/model.ckpt-30", "tf1_v1_adam/model.ckpt-1", "tf1_v1_sharded/model.ckpt-?????-of-00003")
+    corpus = (*manifest_paths("tf-v1"), "tf1_v1_sharded/model.ckpt-00001-of-00003")
+
+    def expected(self, path: Path) -> dict[str, Expected]:
+        import re
+
+        return super().expected(Path(re.sub(r"-\d{5}-of-", "-?????-of-", str(path))))
 
 
 class TestSavedModel(FormatTests):
@@ -82,8 +85,7 @@ class TestSavedModel(FormatTests):
     Reads only (an edit writes its variables as a bundle)."""
 
     format_name = "saved-model"
-    corpus = ("saved_models/module/1", "saved_models/tf1_builder/00000123", "saved_models/tf_keras_model",
-              "saved_models/module/1/saved_model.pb")
+    corpus = (*manifest_paths("saved-model"), "saved_models/module/1/saved_model.pb")
 
     def expected(self, path: Path) -> dict[str, Expected]:
         return super().expected(path.parent if path.name == "saved_model.pb" else path)
@@ -98,8 +100,7 @@ class TestKerasH5(FormatTests):
     --max-shard-size`` passes it, as sharded weights (which reopen as ``keras3-sharded``)."""
 
     format_name = "keras-h5"
-    corpus = ("keras2_tagger/tagger_weights.h5", "keras2_tagger/tagger_model.h5", "keras3_tagger/tagger.weights.h5",
-              "seed_slots/easy_weights.h5", "keras3_tagger/tagger.keras")
+    corpus = (*manifest_paths("keras-h5"), "keras3_tagger/tagger.keras")
     outputs = {"keras2-h5": ("k2.h5",), "keras3-h5": ("k3.weights.h5", "k3.weights.json")}
 
     def expected(self, path: Path) -> dict[str, Expected]:
@@ -148,14 +149,14 @@ class TestKerasSharded(FormatTests):
     """Keras 3 sharded weights: the ``.weights.json`` index (written by ``keras-h5``'s ``keras3-h5``)."""
 
     format_name = "keras3-sharded"
-    corpus = ("keras3_more/sharded/scorer.weights.json",)
+    corpus = manifest_paths("keras3-sharded")
 
 
 class TestKerasDirectory(FormatTests):
     """An unzipped Keras 3 model directory, and the same typed as its ``config.json``."""
 
     format_name = "keras3-dir"
-    corpus = ("keras3_more/scorer_unzipped", "keras3_more/scorer_unzipped/config.json")
+    corpus = (*manifest_paths("keras3-dir"), "keras3_more/scorer_unzipped/config.json")
 
     def expected(self, path: Path) -> dict[str, Expected]:
         return super().expected(path.parent if path.name == "config.json" else path)
@@ -222,6 +223,13 @@ def test_every_registered_format_joins_the_suite() -> None:
     assert suites == {spec.name for spec in registry.builtin_formats()}
     for cls in FormatTests.__subclasses__():
         assert cls.corpus or cls.made, f"{cls.__name__} has no reader sample"
+
+
+def test_every_corpus_entry_is_a_sample() -> None:
+    """Every manifest entry a registered format reads is a sample of that format's suite."""
+    samples = {(cls.format_name, rel) for cls in FormatTests.__subclasses__() for rel in cls.corpus}
+    entries = {(REGISTERED[v["format"]], k) for k, v in MANIFEST.items() if v["format"] in REGISTERED}
+    assert entries and entries <= samples, sorted(entries - samples)
 
 
 def _one_sample_each(tmp_path_factory: Any) -> list[Path]:
