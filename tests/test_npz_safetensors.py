@@ -270,3 +270,30 @@ def test_npz_is_claimed_by_name_and_keras_zip_by_content(tmp_path):
     assert zipfile.is_zipfile(other)
     with pytest.raises(formats.NotACheckpointError):
         formats.open_checkpoint(other)
+
+
+@pytest.mark.parametrize("to", ["npz", "safetensors"])
+def test_an_edit_that_casts_keeps_the_record_true(tmp_path, to):
+    """The provenance record names the dtype each tensor is written with: an edit casting float32 to bfloat16
+    reads back as bfloat16 with no problem (the record once kept float32: npz read uint16 bits)."""
+    out = _export(tmp_path, DTYPES, to)
+    edited = tmp_path / f"cast.{to}"
+    assert formats.edit(out, edited, casts={"float32": "bfloat16"}).ok
+    with formats.open_checkpoint(edited) as back:
+        assert back.problems() == []
+        assert back["typed/float32/.ATTRIBUTES/VARIABLE_VALUE"].dtype == "bfloat16"
+
+
+def test_npz_without_a_record_keeps_bfloat16(tmp_path):
+    """``write`` given no provenance record makes one when a dtype is stored as its bits."""
+    from formats.core import registry
+
+    bits = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
+
+    class Row:
+        key, value, shape, dtype = "w", bits, (2,), "bfloat16"
+
+    out = str(tmp_path / "w.npz")
+    registry.writer_of("npz").write(out, [Row()], layout="npz")
+    with formats.open_checkpoint(out) as back:
+        assert back["w"].dtype == "bfloat16" and back["w"].read().tobytes() == bits.tobytes()

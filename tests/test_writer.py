@@ -408,3 +408,18 @@ def test_progress_is_reported_after_each_tensor(tmp_path):
     write_checkpoint(tmp_path / "p", {"a": np.zeros(3, np.float32), "b": np.zeros(5, np.int64)},
                      progress=lambda done, n: seen.append((done, n)))
     assert seen == [(12, 1), (52, 2)]
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_progress_counts_on_after_data_taken_over(tmp_path, link):
+    """A rename takes the input's data file over whole and writes the new object graph fresh: the counts go on
+    from the taken-over ones (they once restarted at one tensor, and with ``link`` at zero bytes)."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(CORPUS / "tf2_mixed/all_dtypes", src)
+    seen: list[tuple[int, int]] = []
+    result = formats.rename(src / "ckpt-1", tmp_path / "out" / "ckpt-1", ["typed/=kinds/"], link=link,
+                            progress=lambda done, n: seen.append((done, n)))
+    assert len(seen) == 2 and seen[0] < seen[1], seen
+    assert seen[-1][1] == result.written.tensors

@@ -17,7 +17,7 @@ from formats.core.dtypes import by_name
 from formats.core.model import Role
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "MAX_RECORD_BYTES"]
+           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member name (without ``.npy``) holding the record."""
@@ -123,3 +123,21 @@ def in_record_order(entries: dict[str, T], records: dict[str, TensorRecord]) -> 
     first = {k: entries[k] for k in records if k in entries}
     first.update({k: e for k, e in entries.items() if k not in first})
     return first
+
+
+def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -> dict[str, Any] | None:
+    """The record to store beside ``rows`` (each with ``key``, ``dtype``, ``shape``): ``record``'s items with the
+    dtype and shape each row is written with (an edit that casts keeps the record true), plus an item for each
+    row it does not list; None when there is no ``record`` and none is ``needed`` (a dtype the file cannot
+    name, which only the record restores)."""
+    if record is None and not needed:
+        return None
+    record = dict(record or {})
+    written = {r.key: r for r in rows}
+    items: list[Any] = []
+    for item in record.get("tensors") or []:
+        row = written.pop(item.get("key"), None) if isinstance(item, dict) else None
+        items.append(item if row is None else {**item, "dtype": row.dtype, "shape": list(row.shape)})
+    items += [{"key": r.key, "dtype": r.dtype, "shape": list(r.shape)} for r in written.values()]
+    record["tensors"] = items
+    return record

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName
-from formats.core.provenance import PROVENANCE_MEMBER
+from formats.core.provenance import PROVENANCE_MEMBER, as_written
 from formats.core.sources import CHUNK, Source
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.npy import Written, count_member, member_name, read_back, write_member
@@ -30,9 +30,13 @@ __all__ = ["write", "write_npz"]
 def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.value, force: bool = False,
           verify: bool = True, inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None,
           jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
-    """Write ``rows`` as an ``.npz`` (``options["provenance"]``: the record to store); ``jobs`` and ``link``
-    do not apply."""
-    return write_npz(output, [(r.key, r.value) for r in rows], provenance=(options or {}).get("provenance"),
+    """Write ``rows`` as an ``.npz`` (``options["provenance"]``: the record to store, with each row's dtype and
+    shape as written; one is made when a dtype numpy lacks is stored as its bits); ``jobs`` and ``link`` do not
+    apply."""
+    from formats.io.npy import stores_bits
+
+    provenance = as_written((options or {}).get("provenance"), rows, any(stores_bits(r.dtype) for r in rows))
+    return write_npz(output, [(r.key, r.value) for r in rows], provenance=provenance,
                      inputs=list(inputs), force=force, verify=verify, progress=progress)
 
 

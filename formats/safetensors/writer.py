@@ -12,7 +12,7 @@ import struct
 from formats.core.dtypes import by_name
 from formats.core.errors import VerificationError
 from formats.core.model import FormatName
-from formats.core.provenance import PROVENANCE_KEY
+from formats.core.provenance import PROVENANCE_KEY, as_written
 from formats.core.roundtrip import compare_checkpoints
 from formats.core.sources import CHUNK, fixed_chunks
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output
@@ -36,7 +36,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     from formats.io.atomic import atomic_output, refuse_url
 
     refuse_url(output)
-    metadata = {PROVENANCE_KEY: json.dumps((options or {})["provenance"])} if (options or {}).get("provenance") else {}
+    record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
+    metadata = {PROVENANCE_KEY: json.dumps(record)} if record else {}
     header: dict[str, Any] = {"__metadata__": {**metadata, "format": "np"}}
     offset = 0
     for row in rows:

@@ -235,7 +235,7 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
     records: list[_Record] = []
     groups = itertools.groupby(_numbered(out, pairs, shards), key=lambda item: item[0])
     group = next(groups, None)
-    done = out.data.tell() if out.data is not None else 0
+    done = sum(f.size for f in out.layout.files)  # the bytes and tensors (``seen``) _take_over reported
     for shard in range(out.fresh_shard, out.shards):
         data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
         offset = data.tell()
@@ -255,7 +255,7 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                 done += record.size
                 syncer.wrote(record.size)
                 if progress is not None:
-                    progress(done, len(records))
+                    progress(done, len(seen))
             data.flush()
             syncer.close()
         out.sync_in_background(data)
