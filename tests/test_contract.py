@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 import formats
 from formats.core import registry
@@ -124,10 +123,6 @@ class TestKerasH5(FormatTests):
     def reads_back_as(self, layout: str, output: str) -> str:
         return "keras3-sharded" if output.endswith(".json") else layout
 
-    @pytest.mark.xfail(strict=True, reason="the Keras HDF5 writers never call progress (keras_h5/output.py: "
-                       "'progress ... do not apply'); passing it through _dataset is more than a small fix")
-    def test_progress_follows_the_writing(self, layout: str, output: str, tmp_path: Path) -> None:
-        super().test_progress_follows_the_writing(layout, output, tmp_path)
 
 
 def _h5py_view(h5: Any) -> dict[str, Expected]:

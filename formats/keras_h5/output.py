@@ -35,13 +35,17 @@ KERAS2_VERSION = "2.21.0"
 def write(output: str, rows: Sequence[Row], *, layout: str, force: bool = False, verify: bool = True,
           inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
           link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
-    """Write ``rows`` as Keras weights in ``layout`` (see the module docstring); ``progress``, ``jobs`` and
-    ``link`` do not apply (the HDF5 writers neither stream progress nor read back in threads)."""
+    """Write ``rows`` as Keras weights in ``layout`` (see the module docstring); ``progress(bytes, tensors)``
+    follows the datasets as they are written; ``jobs`` and ``link`` do not apply (the HDF5 writers read back in
+    one thread and copy every tensor)."""
+    from formats.keras_h5.writer import reporting
+
     options = dict(options or {})
-    if layout == FormatName.KERAS2_H5:
-        return _write_keras2(output, rows, force, verify, list(inputs), **options)
-    if layout == FormatName.KERAS3_H5:
-        return _write_keras3(output, rows, force, verify, list(inputs), **options)
+    with reporting(progress):
+        if layout == FormatName.KERAS2_H5:
+            return _write_keras2(output, rows, force, verify, list(inputs), **options)
+        if layout == FormatName.KERAS3_H5:
+            return _write_keras3(output, rows, force, verify, list(inputs), **options)
     raise UnsupportedError(output, f"the keras-h5 format does not write {layout}")
 
 

@@ -76,6 +76,33 @@ def save_attribute_list(attrs: Any, name: str, data: list[bytes]) -> None:
         attrs[name] = data
 
 
+class reporting:  # noqa: N801 - used as ``with reporting(progress):``
+    """``with reporting(progress):`` - the datasets this module writes inside the block call
+    ``progress(bytes_written, tensors_written)`` as their blocks land (the Keras writers' progress, without
+    threading a callback through every helper)."""
+
+    _active: list[list[Any]] = []
+
+    def __init__(self, progress: Any) -> None:
+        self.state = [progress, 0, 0]
+
+    def __enter__(self) -> None:
+        if self.state[0] is not None:
+            reporting._active.append(self.state)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.state[0] is not None:
+            reporting._active.remove(self.state)
+
+    @staticmethod
+    def wrote(nbytes: int, tensors: int = 0) -> None:
+        """``nbytes`` more bytes (and ``tensors`` more whole tensors) were written."""
+        for state in reporting._active[-1:]:
+            state[1] += nbytes
+            state[2] += tensors
+            state[0](state[1], state[2])
+
+
 def write_keras2_h5(path: str | os.PathLike[str], layers: Sequence[Keras2Layer], *,
                     layer_names: Sequence[str] | None = None, top_level: Sequence[tuple[str, Source]] = (),
                     backend: str = "tensorflow", keras_version: str = "2.21.0", force: bool = False,
@@ -204,6 +231,7 @@ def _dataset(group: Any, name: str, source: Source, chunk: int, keras3: bool) ->
     if bf16:
         ds.attrs["dtype"] = "bfloat16"
     _stream_into(ds, source, np_dtype, shape, chunk)
+    reporting.wrote(0, 1)
 
 
 def _stream_into(ds: Any, source: Source, np_dtype: Any, shape: tuple[int, ...], chunk: int) -> None:
@@ -228,6 +256,7 @@ def _stream_into(ds: Any, source: Source, np_dtype: Any, shape: tuple[int, ...],
         else:
             ds[()] = block[0]
         done += rows
+        reporting.wrote(block.nbytes)
     total = shape[0] if shape else 1
     if done != total or pending:
         raise InvalidOutputError(ds.name, f"source gave {done * row + len(pending)} bytes, expected {count * np_dtype.itemsize}")
