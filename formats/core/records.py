@@ -60,7 +60,9 @@ def replace(obj: T, **changes: Any) -> T:
 
 
 if TYPE_CHECKING:
-    from typing import dataclass_transform, overload
+    from typing import overload
+
+    from typing_extensions import dataclass_transform  # typing has it from Python 3.11
 
     @overload
     def record(cls: type[T], /) -> type[T]: ...
