@@ -41,7 +41,7 @@ def element_bytes(element: Any) -> bytes:
         return bytes(element)
     serialize = getattr(element, "SerializeToString", None)
     if serialize is not None:
-        return serialize()  # type: ignore[no-any-return]
+        return serialize()
     import numpy as np
 
     if isinstance(element, np.bytes_):

@@ -147,7 +147,7 @@ def load_rules(path: str | os.PathLike[str]) -> list[Rule]:
             try:
                 import tomllib
             except ImportError:  # Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
+                import tomli as tomllib
             doc: object = tomllib.loads(raw.decode("utf-8"))
         else:
             import json

@@ -55,4 +55,4 @@ def planner(name: str) -> Callable[..., Any]:
         raise KeyError(name)
     module, attr = ref.split(":")
     function = getattr(importlib.import_module(module), attr)
-    return function(name) if ref == EXPORT else function  # type: ignore[no-any-return]
+    return function(name) if ref == EXPORT else function

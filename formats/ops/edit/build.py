@@ -111,7 +111,7 @@ def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditO
         plan = planner(target)(source, convert)
         _keep_rows(plan, set(kept))
         return plan
-    return planner(target)(view, convert)  # type: ignore[no-any-return]
+    return planner(target)(view, convert)
 
 
 def _keep_rows(plan: ConversionPlan, kept: set[str]) -> None:

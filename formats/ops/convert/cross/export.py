@@ -68,7 +68,7 @@ def _storable(fmt: Any, entry: TensorEntry) -> str | None:
     if unfit is not None:
         return f"tensor has {unfit}"
     unstorable = getattr(fmt, "unstorable", None)
-    return None if unstorable is None else unstorable(entry)  # type: ignore[no-any-return]
+    return None if unstorable is None else unstorable(entry)
 
 
 def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> ConversionPlan:
