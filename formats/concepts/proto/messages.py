@@ -80,7 +80,7 @@ class MessageType:
 
 
 # -- decoding ----------------------------------------------------------------------------------
-def _scalar(field: Field, value: int | bytes) -> Any:
+def _scalar(field: Field, value: int | bytes | bytearray | memoryview) -> Any:
     kind = field.kind
     if kind == "int32":
         low = int(value) & 0xFFFFFFFF
