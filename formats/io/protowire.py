@@ -36,7 +36,7 @@ MAX_DEPTH = 64
 """Nesting limit for callers that follow recursive message types."""
 
 Buffer = bytes | bytearray | memoryview
-Fields = dict[int, list[object]]
+Fields = dict[int, list[int | Buffer]]
 
 
 class WireError(ValueError):
