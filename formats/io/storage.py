@@ -209,7 +209,7 @@ def mtime(path: str) -> float:
     except CheckpointNotFoundError:
         return 0.0
     for field in ("mtime", "LastModified", "last_modified", "created", "updated"):
-        value = info.get(field)
+        value: Any = info.get(field)
         if isinstance(value, (int, float)):
             return float(value)
         if hasattr(value, "timestamp"):
