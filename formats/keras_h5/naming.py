@@ -125,7 +125,8 @@ def name_groups(groups: dict[str, VarsGroup], config: Any) -> None:
         parent = _parent(groups, path)
         parts = path.split("/")
         attribute_child = parent is not None and parent.path != "" and parts[-2] not in _CONTAINERS
-        group.full_name = f"{parent.full_name}/{group.own_name}" if parent is not None and attribute_child else group.own_name
+        group.full_name = (f"{parent.full_name}/{group.own_name}" if parent is not None and attribute_child
+                           else group.own_name)
         cls, cfg = _class_of(group, parent, {k: v for k, v in known.items() if v is not None})
         group.cls = cls
         group.roles = layer_roles(cls, cfg, len(group.shapes)) if group.shapes else []

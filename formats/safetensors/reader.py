@@ -90,7 +90,7 @@ class SafetensorsTensor(TensorEntry):
         if self._size_problem is not None:  # before allocating what the header claims
             raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
         out = np.empty(self.shape, dtype=self._numpy())
-        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]  # numpy's stubs: a buffer from Python 3.12
+        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]
         done = 0
         for piece in self.byte_chunks(_BLOCK):
             flat[done:done + len(piece)] = piece

@@ -245,7 +245,7 @@ def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:
     import numpy as np
 
     arr = np.frombuffer(piece, dtype=dt.numpy().newbyteorder(">"))
-    return memoryview(arr.astype(dt.numpy())).cast("B")  # type: ignore[arg-type]  # numpy's stubs: a buffer from Python 3.12
+    return memoryview(arr.astype(dt.numpy())).cast("B")  # type: ignore[arg-type]
 
 
 class _Labels:
