@@ -38,4 +38,4 @@ def spec_of(name: str) -> Command:
     """The spec of command ``name``."""
     module = COMMANDS[name]
     __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
-    return sys.modules[module].SPEC  # type: ignore[no-any-return]
+    return sys.modules[module].SPEC

@@ -144,7 +144,7 @@ class Command:
         return out
 
 
-class Params(dict):  # type: ignore[type-arg]
+class Params(dict):
     """A command's parameters by name, also as attributes (``params.out``)."""
 
     def __getattr__(self, name: str) -> Any:

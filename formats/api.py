@@ -18,7 +18,7 @@ __all__ = ["open_checkpoint", "open_target", "load_checkpoint", "list_variables"
 
 def open_target(target: Target) -> Checkpoint:
     """Open an already resolved :class:`~formats.discover.resolve.Target` with its registered format."""
-    return target.open()  # type: ignore[no-any-return]
+    return target.open()
 
 
 _TENSORFLOW_SHAPED = {"load_checkpoint": "formats.tf.checkpoint_utils", "list_variables": "formats.tf.checkpoint_utils",

@@ -216,7 +216,7 @@ def _render(outputs: list[tuple[str, str, Any]], as_json: bool) -> None:
         if i:
             sys.stdout.write("\n")
         if kind == "dir":
-            render_directory_table(path, *value)  # type: ignore[misc]
+            render_directory_table(path, *value)
         elif kind == "compact":
             render_compact_table(value)
         elif kind == "tree":
@@ -224,7 +224,7 @@ def _render(outputs: list[tuple[str, str, Any]], as_json: bool) -> None:
 
             render_tree(value)
         else:
-            render_tensor_table(value[0])  # type: ignore[index]
+            render_tensor_table(value[0])
 
 
 def _json_of(kind: str, path: str, value: Any) -> object:

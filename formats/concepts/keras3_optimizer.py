@@ -46,7 +46,7 @@ Variable = tuple[str, tuple[int, ...], str]
 
 
 def keras3_assign(fam: Family, shapes: list[tuple[int, ...]], combos: list[tuple[tuple[str, ...], bool]],
-                  trainable: list[Variable] | None = None, candidates: list[Variable] = ()
+                  trainable: list[Variable] | None = None, candidates: Collection[Variable] = ()
                   ) -> list[tuple[list[tuple[str, int | None]], list[Variable]]]:
     """Every way a Keras 3 optimizer's variables of ``shapes`` fit :func:`keras3_layout`: ``(layout,
     trainable variables in order)`` for each ``(settings, learning rate is a variable)`` combination

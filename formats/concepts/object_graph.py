@@ -29,6 +29,10 @@ from formats.concepts.optimizers import parse_keras_slot
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "label_keys", "MAX_NESTING",
@@ -338,7 +342,8 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
     if hit is None:
         return EntryLabel(key, "other")
     node_id, attr = hit
-    base = {"name": attr.full_name or key, "node_id": node_id, "attribute": attr.name}
+    base: dict[str, Any] = {"name": attr.full_name or key, "node_id": node_id, "attribute": attr.name}
+    opt_id: int | None
     slot = graph.slot_of(node_id)
     if slot is not None:
         opt_id, ref = slot

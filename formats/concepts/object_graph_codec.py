@@ -22,6 +22,7 @@ from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "checkpointed_nodes", "BYTES_PER_ITEM", "FREE_ITEMS"]
@@ -59,7 +60,7 @@ def _check_size(view: memoryview, source: str) -> None:
     items = 0
     for number, wire, value in iter_fields(view):
         if number == 1 and wire == LEN:
-            items += 1 + sum(1 for field, _, _ in iter_fields(value) if field in _ITEM_FIELDS)  # type: ignore[arg-type]
+            items += 1 + sum(1 for field, _, _ in iter_fields(value) if field in _ITEM_FIELDS)  # type: ignore[arg-type,misc]
         if items > allowed:
             raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) holds more than "
                                          f"{allowed:,} objects and references in {len(view):,} bytes: too many "
@@ -82,7 +83,7 @@ def _node(index: int, p: dict[str, Any]) -> ObjectNode:
     return node
 
 
-def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
+def checkpointed_nodes(nodes: Sequence[ObjectNode]) -> set[int]:
     """Ids of nodes that have checkpoint values themselves (attributes, slot variables, a registered
     saver) or through a descendant: TensorFlow's ``_add_has_checkpoint_values``."""
     parents: dict[int, set[int]] = {}
@@ -99,7 +100,7 @@ def checkpointed_nodes(nodes: list[ObjectNode]) -> set[int]:
     return marked
 
 
-def encode_object_graph(nodes: list[ObjectNode], fill_has_values: bool = True) -> bytes:
+def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = True) -> bytes:
     """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
     TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
     ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it.

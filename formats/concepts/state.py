@@ -34,7 +34,7 @@ class CheckpointState:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._fields() == other._fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self._fields() == other._fields()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass
 

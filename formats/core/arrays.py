@@ -41,7 +41,7 @@ def element_bytes(element: Any) -> bytes:
         return bytes(element)
     serialize = getattr(element, "SerializeToString", None)
     if serialize is not None:
-        return serialize()  # type: ignore[no-any-return]
+        return serialize()
     import numpy as np
 
     if isinstance(element, np.bytes_):
@@ -68,7 +68,7 @@ def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
     if arr.flags.c_contiguous:
         flat = arr.reshape(-1).view(np.uint8)
         for start in range(0, flat.size, chunk):
-            yield memoryview(flat[start:start + chunk])
+            yield memoryview(flat[start:start + chunk])  # type: ignore[arg-type]
         return
     yield from _rechunk(_row_blocks(arr, chunk), chunk)
 
@@ -79,7 +79,7 @@ def _row_blocks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:
     rows = max(1, chunk // max(1, arr[0].nbytes if arr.ndim else arr.nbytes))
     for start in range(0, arr.shape[0], rows):
         block = np.ascontiguousarray(arr[start:start + rows])
-        yield memoryview(block.reshape(-1).view(np.uint8))
+        yield memoryview(block.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def _rechunk(pieces: Iterator[memoryview], chunk: int) -> Iterator[memoryview]:

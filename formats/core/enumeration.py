@@ -34,7 +34,7 @@ class _EnumerationType(type):
         members = []
         for attr, value in namespace.items():
             if base is not None and attr.isupper() and not attr.startswith("_") and type(value) is base:
-                member = base.__new__(cls, value)
+                member = base.__new__(cls, value)  # type: ignore[call-overload]  # int.__new__ or str.__new__
                 member.name = attr
                 setattr(cls, attr, member)
                 members.append(member)

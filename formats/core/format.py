@@ -83,7 +83,7 @@ CAPABILITIES: dict[str, object] = {"object_layouts": (), "writes": (), "rewrites
 """Every capability attribute but ``layouts`` with its default."""
 
 
-def layouts_of(spec: object) -> tuple[str, ...]:
+def layouts_of(spec: Format) -> tuple[str, ...]:
     """The layouts ``spec``'s reader reports (its name when it declares none)."""
     return tuple(getattr(spec, "layouts", None) or (spec.name,))
 

@@ -54,7 +54,7 @@ def _ctypes_comparer():  # type: ignore[no-untyped-def]
 
 
 def _copying_compare(a: object, b: object) -> bool:
-    return bytearray(a) == b  # type: ignore[call-overload,no-any-return]
+    return bytearray(a) == b  # type: ignore[call-overload]
 
 
 def _load():  # type: ignore[no-untyped-def]
@@ -76,4 +76,4 @@ def same_bytes(a: object, b: object) -> bool:
         with _LOADING:
             if _compare is None:
                 _compare = _load()
-    return _compare(a, b)  # type: ignore[no-any-return]
+    return _compare(a, b)

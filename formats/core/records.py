@@ -46,7 +46,7 @@ def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] | None 
 
 def fields_of(obj: Any) -> tuple[str, ...]:
     """The names of a record's (or record class's) fields, in order."""
-    return obj.__record_fields__  # type: ignore[no-any-return]
+    return obj.__record_fields__
 
 
 def replace(obj: T, **changes: Any) -> T:
@@ -60,7 +60,9 @@ def replace(obj: T, **changes: Any) -> T:
 
 
 if TYPE_CHECKING:
-    from typing import dataclass_transform, overload
+    from typing import overload
+
+    from typing_extensions import dataclass_transform  # typing has it from Python 3.11
 
     @overload
     def record(cls: type[T], /) -> type[T]: ...
@@ -157,7 +159,7 @@ def _repr(self: Any) -> str:
 def _eq(self: Any, other: Any) -> bool:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    return self.__record_compared__(self) == other.__record_compared__(other)  # type: ignore[no-any-return]
+    return self.__record_compared__(self) == other.__record_compared__(other)
 
 
 def _hash(self: Any) -> int:
@@ -173,7 +175,7 @@ def _frozen_delattr(self: Any, name: str) -> None:
 
 
 def _getstate(self: Any) -> tuple[Any, ...]:
-    return self.__record_values__(self)  # type: ignore[no-any-return]
+    return self.__record_values__(self)
 
 
 def _setstate(self: Any, state: tuple[Any, ...]) -> None:

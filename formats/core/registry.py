@@ -170,7 +170,7 @@ def resolve_with(spec: Any, path: str) -> str | None:
     """What ``spec`` makes of ``path``: the checkpoint it names, or None."""
     resolve = getattr(spec, "resolve", None)
     if resolve is not None:
-        return resolve(path)  # type: ignore[no-any-return]
+        return resolve(path)
     return path if spec.sniff(path) else None
 
 
@@ -242,7 +242,7 @@ def edit_target(layout: str) -> str | None:
     own = getattr(spec, "rewrites", {}).get(layout)
     if own is None and layout in getattr(spec, "writes", ()):
         own = layout
-    return own  # type: ignore[no-any-return]
+    return own
 
 
 def is_object_layout(layout: str) -> bool:

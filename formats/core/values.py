@@ -57,7 +57,7 @@ def iter_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS,
 
 
 def _size(chunk: Any) -> int:
-    return chunk.size  # type: ignore[no-any-return]
+    return chunk.size
 
 
 def paired_chunks(a: Iterator[Any], b: Iterator[Any], length: Callable[[Any], int] = _size,

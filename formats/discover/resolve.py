@@ -92,7 +92,7 @@ def open_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     Returns a read-only :class:`~formats.core.model.Checkpoint`; nothing is read from data files until an
     entry's ``read()`` is called. Raises a :class:`~formats.core.errors.CheckpointError` subclass on bad input.
     """
-    return resolve(path).open()  # type: ignore[no-any-return]
+    return resolve(path).open()
 
 
 def resolve_many(paths: Iterable[str | os.PathLike[str]], directories: bool = False) -> list[tuple[str, Target | None]]:

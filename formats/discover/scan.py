@@ -176,7 +176,7 @@ def scan_directory(directory: str, recursive: bool = False) -> list[CheckpointIn
         # behind a URL each checkpoint is a few requests: fetch many indexes at once (order kept)
         jobs = REMOTE_REQUESTS if storage.is_url(folder) else 1
         latest = found.latest
-        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), found.targets, jobs)
+        infos += map_ordered(lambda target, latest=latest: _summarise(target, latest), found.targets, jobs)  # type: ignore[misc]
         infos += [_stale_row(folder, named, is_latest) for named, is_latest in found.stale]
     return sorted(infos, key=_sort_key)
 

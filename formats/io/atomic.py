@@ -40,7 +40,7 @@ def _host() -> str:
 
         name = socket.gethostname()
     try:
-        from _sha1 import sha1  # CPython's built-in implementation
+        from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's built-in implementation (no stubs)
     except ImportError:  # pragma: no cover - a build without it
         from hashlib import sha1
     return sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]

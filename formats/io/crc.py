@@ -32,15 +32,17 @@ def _load() -> Callable[..., int]:
                 path = os.path.join(folder, name)
                 loader = external.ExtensionFileLoader("crc32c._crc32c", path)
                 ext_spec = bootstrap.spec_from_loader("crc32c._crc32c", loader)
+                if ext_spec is None:  # never, given a loader
+                    raise ImportError
                 module = bootstrap.module_from_spec(ext_spec)
                 loader.exec_module(module)
                 sys.modules.setdefault("crc32c._crc32c", module)
-                return module.crc32c  # type: ignore[no-any-return]
+                return module.crc32c
         raise ImportError
     except Exception:  # pragma: no cover - unusual installs
         import crc32c
 
-        return crc32c.crc32c  # type: ignore[no-any-return]
+        return crc32c.crc32c
 
 
 crc32c: Callable[..., int] = _load()

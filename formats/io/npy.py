@@ -65,7 +65,7 @@ def stored_dtype(dtype: str) -> np.dtype:
         raise UnsupportedError("", f"{dtype} is not a fixed-width dtype")
     native = dt.numpy()
     if native.type.__module__.startswith("numpy"):
-        return native  # type: ignore[no-any-return]
+        return native
     return np.dtype(f"<u{dt.itemsize}")
 
 

@@ -20,6 +20,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mmap import mmap
+
 __all__ = ["WireError", "Buffer", "Fields", "read_varint", "signed", "iter_fields", "parse_fields", "last_int",
            "messages", "Message", "MAX_FIELDS", "MAX_DEPTH", "encode_varint", "tag", "varint_field", "bytes_field",
            "fixed32_field", "VARINT", "FIXED64", "LEN", "START_GROUP", "END_GROUP", "FIXED32"]
@@ -32,14 +36,14 @@ MAX_DEPTH = 64
 """Nesting limit for callers that follow recursive message types."""
 
 Buffer = bytes | bytearray | memoryview
-Fields = dict[int, list[object]]
+Fields = dict[int, list[int | Buffer]]
 
 
 class WireError(ValueError):
     """Bytes that are not a valid message of the expected type."""
 
 
-def read_varint(data: Buffer, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
+def read_varint(data: Buffer | mmap, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
     """A base-128 varint at ``pos`` that ends before ``end`` (at most ``max_bytes`` bytes: 10 for a
     varint64, 5 for LevelDB's varint32), as an unsigned 64-bit value (higher bits dropped, as
     protobuf and LevelDB do), and the position after it."""

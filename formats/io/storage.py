@@ -73,7 +73,7 @@ def filesystem(url: str) -> tuple[Any, str]:
     try:
         from fsspec.core import url_to_fs
 
-        return url_to_fs(url)  # type: ignore[no-any-return]
+        return url_to_fs(url)
     except ImportError:
         extra = EXTRAS.get(scheme)
         need = f"pip install 'tfckpt[{extra}]'" if extra else "pip install fsspec and the package for this protocol"
@@ -180,7 +180,7 @@ def iter_ranges(path: str, start: int, stop: int, chunk: int = CHUNK) -> Iterato
 def _info(path: str) -> dict[str, Any] | None:
     fs, p = filesystem(path)
     try:
-        return fs.info(p)  # type: ignore[no-any-return]
+        return fs.info(p)
     except FileNotFoundError:
         return None
     except Exception as exc:  # noqa: BLE001
@@ -209,7 +209,7 @@ def mtime(path: str) -> float:
     except CheckpointNotFoundError:
         return 0.0
     for field in ("mtime", "LastModified", "last_modified", "created", "updated"):
-        value = info.get(field)
+        value: Any = info.get(field)
         if isinstance(value, (int, float)):
             return float(value)
         if hasattr(value, "timestamp"):

@@ -22,7 +22,7 @@ __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_la
 
 _BIAS = ("bias", "use_bias")
 _KERNEL_BIAS = [("kernel", None), _BIAS]
-_NORM = [("gamma", "scale"), ("beta", "center")]
+_NORM: list[tuple[str, str | None]] = [("gamma", "scale"), ("beta", "center")]
 _RNN_CELL = [("kernel", None), ("recurrent_kernel", None), _BIAS]
 ROLES: dict[str, list[tuple[str, str | None]]] = {
     "Dense": _KERNEL_BIAS, "EinsumDense": [("kernel", None), ("bias", "bias_axes")],
@@ -70,7 +70,7 @@ def config_layers(config: Any) -> dict[str, tuple[str, dict[str, Any]] | None]:
     for node in _walk(config):
         cfg = node.get("config")
         name = cfg.get("name") if isinstance(cfg, dict) else None
-        if isinstance(name, str) and isinstance(node.get("class_name"), str):
+        if isinstance(name, str) and isinstance(cfg, dict) and isinstance(node.get("class_name"), str):
             entry = (node["class_name"], cfg)
             if name in found and found[name] is not None and found[name][0] != entry[0]:  # type: ignore[index]
                 found[name] = None
@@ -125,7 +125,8 @@ def name_groups(groups: dict[str, VarsGroup], config: Any) -> None:
         parent = _parent(groups, path)
         parts = path.split("/")
         attribute_child = parent is not None and parent.path != "" and parts[-2] not in _CONTAINERS
-        group.full_name = f"{parent.full_name}/{group.own_name}" if attribute_child else group.own_name
+        group.full_name = (f"{parent.full_name}/{group.own_name}" if parent is not None and attribute_child
+                           else group.own_name)
         cls, cfg = _class_of(group, parent, {k: v for k, v in known.items() if v is not None})
         group.cls = cls
         group.roles = layer_roles(cls, cfg, len(group.shapes)) if group.shapes else []
@@ -215,7 +216,7 @@ def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tupl
     by_name = {g.own_name: g for g in groups.values() if not g.path.startswith("optimizer")}
     found: list[tuple[str, tuple[int, ...], str]] = []
     for node in _walk(config.get("config") if isinstance(config, dict) else None):
-        cfg = node.get("config")
+        cfg: Any = node.get("config")
         name = cfg.get("name") if isinstance(cfg, dict) else None
         group = by_name.get(name) if isinstance(name, str) else None
         if group is None or cfg.get("trainable") is False:

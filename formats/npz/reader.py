@@ -24,6 +24,8 @@ from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
 from formats.npz.npy import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
 
 if TYPE_CHECKING:
+    from typing import Literal
+
     import numpy as np
 
 __all__ = ["NpzTensor", "NpzCheckpoint", "open_npz", "MAX_MEMBERS"]
@@ -127,7 +129,7 @@ class NpzTensor(TensorEntry):
         for piece in self._blocks(_BLOCK):
             data += piece
         flat = np.frombuffer(data, dtype=self._header.dtype)
-        order = "F" if self._header.fortran_order else "C"
+        order: Literal["C", "F"] = "F" if self._header.fortran_order else "C"
         value = self._present(flat).reshape(self.shape, order=order)
         return np.ascontiguousarray(value) if order == "F" else value
 
@@ -201,7 +203,7 @@ def _read_provenance(archive: _Archive, info: Any) -> Provenance:
             member.read(header.size)
             raw = member.read(header.nbytes)
         text = raw.decode("utf-32-be" if header.dtype.byteorder == ">" else "utf-32-le").rstrip("\x00")
-    except (CorruptCheckpointError, UnsupportedError, UnicodeDecodeError, *zip_errors()) as exc:
+    except (CorruptCheckpointError, UnsupportedError, UnicodeDecodeError, *zip_errors()) as exc:  # type: ignore[misc]
         message = exc.message if isinstance(exc, CorruptCheckpointError) else str(exc)
         return Provenance(problems=[f"cannot read the provenance record ({message}); ignored"])
     return parse_provenance(text, archive.path)

@@ -20,6 +20,7 @@ Rules files are TOML or JSON: ``{"rules": [{"map": ["old", "new"]}, {"regex": ["
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 
 from formats.core.records import field, record
@@ -144,10 +145,10 @@ def load_rules(path: str | os.PathLike[str]) -> list[Rule]:
         raise InputReadError(source, f"cannot read rules file ({exc.strerror})", errno=exc.errno) from None
     try:
         if source.endswith(".toml"):
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ImportError:  # Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
+            else:  # Python 3.10
+                import tomli as tomllib
             doc: object = tomllib.loads(raw.decode("utf-8"))
         else:
             import json

@@ -3,7 +3,7 @@ positioned reads, not a memory map, so a file truncated later is an error, not a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +90,7 @@ class SafetensorsTensor(TensorEntry):
         if self._size_problem is not None:  # before allocating what the header claims
             raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
         out = np.empty(self.shape, dtype=self._numpy())
-        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")
+        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]
         done = 0
         for piece in self.byte_chunks(_BLOCK):
             flat[done:done + len(piece)] = piece
@@ -115,7 +115,7 @@ class SafetensorsCheckpoint(Checkpoint):
     """An opened safetensors file."""
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], data: _Data, metadata: dict[str, Any],
-                 problems: list[tuple[str, str]], refusals: list[tuple[str, str]] = ()) -> None:
+                 problems: list[tuple[str, str]], refusals: Iterable[tuple[str, str]] = ()) -> None:
         """``metadata``: header size, ``__metadata__`` (the provenance record summarised);
         ``problems``: overlapping tensors, keys named twice, a damaged provenance record, dtypes the record
         disagrees with; ``refusals``: what the safetensors library refuses (gaps, trailing bytes, misplaced

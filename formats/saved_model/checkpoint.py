@@ -50,28 +50,28 @@ class SavedModelTensor(TensorEntry):
         self._stored = stored
         self._labels = labels
 
-    @property  # type: ignore[override]
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1-style name (``SavedVariable.name`` for TF2 exports)."""
         return self._labels.get(self.key).name
 
-    @property  # type: ignore[override]
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot``, ``optimizer``, ``object_graph``, ... (see :class:`~formats.core.model.Role`)."""
         return self._labels.get(self.key).role
 
-    @property  # type: ignore[override]
-    def slot_of(self) -> str | None:
+    @property
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot: the key of its variable."""
         return self._labels.get(self.key).slot_of
 
-    @property  # type: ignore[override]
-    def optimizer(self) -> str | None:
+    @property
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot or optimizer state: the optimizer."""
         return self._labels.get(self.key).optimizer
 
-    @property  # type: ignore[override]
-    def slot_name(self) -> str | None:
+    @property
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: its name (``m``, ``v``, ...)."""
         return self._labels.get(self.key).slot_name
 
@@ -241,5 +241,5 @@ def _open_variables(prefix: str) -> Checkpoint:
             raise CheckpointNotFoundError(prefix + ".index", f"index file missing (needed to read "
                                           f"{os.path.basename(data[0])})")
         return Checkpoint(prefix, FormatName.TF_NAME, {})
-    return registry.get_format("tf-bundle").open(prefix)  # type: ignore[no-any-return]
+    return registry.get_format("tf-bundle").open(prefix)
 

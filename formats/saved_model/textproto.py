@@ -171,9 +171,9 @@ class _Parser:
             body = self.message(spec[2] if spec else None, _CLOSE[token], depth + 1)
             return self._field(spec, body) if spec else b""
         if token[:1] in (b'"', b"'"):
-            raw = codecs.escape_decode(token[1:-1])[0]  # type: ignore[attr-defined]
+            raw = codecs.escape_decode(token[1:-1])[0]
             while self.peek()[:1] in (b'"', b"'"):  # adjacent strings concatenate
-                raw += codecs.escape_decode(self.take()[1:-1])[0]  # type: ignore[attr-defined]
+                raw += codecs.escape_decode(self.take()[1:-1])[0]
             return self._field(spec, raw) if spec else b""
         return self._scalar(spec, token.decode("ascii")) if spec else b""
 

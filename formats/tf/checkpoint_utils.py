@@ -83,7 +83,7 @@ class _Readers:
 
 
 def _signature(reader: CheckpointReader) -> tuple[Any, ...]:
-    out = []
+    out: list[tuple[Any, ...]] = []
     for path in reader.checkpoint.files:
         if storage.is_url(path):
             continue

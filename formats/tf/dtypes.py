@@ -75,38 +75,38 @@ class DType:
         return table.by_name(name).numpy().type
 
     @property
-    def is_numpy_compatible(self) -> bool:
+    def is_numpy_compatible(self) -> builtins.bool:
         """False for resource and variant."""
         return self.base_dtype.name not in _NO_NUMPY
 
     @property
-    def is_floating(self) -> bool:
+    def is_floating(self) -> builtins.bool:
         """float16/32/64, bfloat16 and the float8 types."""
         return self.base_dtype.name in _FLOATING
 
     @property
-    def is_integer(self) -> bool:
+    def is_integer(self) -> builtins.bool:
         """Signed and unsigned integers (not bool, not the quantized types)."""
         name = self.base_dtype.name
         return name.startswith(("int", "uint"))
 
     @property
-    def is_unsigned(self) -> bool:
+    def is_unsigned(self) -> builtins.bool:
         """uint8..uint64 (and uint4/uint2)."""
         return self.base_dtype.name.startswith("uint")
 
     @property
-    def is_complex(self) -> bool:
+    def is_complex(self) -> builtins.bool:
         """complex64 and complex128."""
         return self.base_dtype.name in _REAL
 
     @property
-    def is_bool(self) -> bool:
+    def is_bool(self) -> builtins.bool:
         """bool."""
         return self.base_dtype.name == "bool"
 
     @property
-    def is_quantized(self) -> bool:
+    def is_quantized(self) -> builtins.bool:
         """qint8, quint8, qint16, quint16, qint32."""
         return self.base_dtype.name in _QUANTIZED
 
@@ -130,7 +130,7 @@ class DType:
             raise TypeError(f"Cannot find {'minimum' if which == 'min' else 'maximum'} value of {self}.")
         import numpy as np
 
-        info = np.iinfo if self.is_integer else np.finfo
+        info: Any = np.iinfo if self.is_integer else np.finfo
         try:
             limit = getattr(info(self.as_numpy_dtype), which)
         except ValueError:  # bfloat16, float8, int4: ml_dtypes has its own finfo/iinfo
@@ -140,7 +140,7 @@ class DType:
             limit = getattr(info(self.as_numpy_dtype), which)
         return int(limit) if self.is_integer else limit
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> builtins.bool:
         if other is None:
             return False
         if not isinstance(other, DType):
@@ -150,7 +150,7 @@ class DType:
                 return False
         return self._spec.enum == other._spec.enum
 
-    def __ne__(self, other: object) -> bool:
+    def __ne__(self, other: object) -> builtins.bool:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:

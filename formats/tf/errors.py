@@ -56,7 +56,7 @@ class OpError(CheckpointError):
     @property
     def error_code(self) -> int:
         """TensorFlow's status code (``NOT_FOUND`` is 5, ...)."""
-        return self._error_code  # type: ignore[no-any-return]
+        return self._error_code
 
     @property
     def experimental_payloads(self) -> dict[str, Any]:

@@ -64,12 +64,12 @@ def open_for_reader(path: str) -> Checkpoint:
             raise DataLossError(None, None, f"Unable to open table file {path}: FAILED_PRECONDITION: {path}; Is a "
                                 "directory: perhaps your file is in a different file format and you need to use a "
                                 "different restore operator?")
-        return target.open()  # type: ignore[no-any-return]
+        return target.open()
     v1 = _v1_pattern(path)
     try:
         if v1 is not None:
-            return v1.open()  # type: ignore[no-any-return]
-        return resolve(path).open()  # type: ignore[no-any-return]
+            return v1.open()
+        return resolve(path).open()
     except CheckpointNotFoundError as exc:
         raise (translate(exc) if checkpoint_exists(path) else _not_found(path)) from None  # a shard missing
 

@@ -51,30 +51,30 @@ class BundleTensor(TensorEntry):
         self._reader = reader
         self._labels = labels
 
-    @property  # type: ignore[override]
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1-style name: the attribute's ``full_name`` when the graph has one, else the key."""
         if not self._labels.object_based:
             return self.key  # what a name-based bundle's label says, without classifying every key
         return self.label.name
 
-    @property  # type: ignore[override]
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot``, ``optimizer``, ``iterator``, ``save_counter``, ``object_graph`` or ``other``."""
         return self.label.role
 
     @property
-    def slot_of(self) -> str | None:
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot: the key of the variable it belongs to."""
         return self.label.slot_of
 
     @property
-    def optimizer(self) -> str | None:
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot or optimizer state: the optimizer (its object path, or its TF1 name)."""
         return self.label.optimizer
 
     @property
-    def slot_name(self) -> str | None:
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: the slot's name (``m``, ``v``, ``accumulator``...)."""
         return self.label.slot_name
 
@@ -98,8 +98,8 @@ class BundleTensor(TensorEntry):
         """How many slices a partitioned variable is stored in (0 when stored whole)."""
         return len(self.raw.slices)
 
-    @property  # type: ignore[override]
-    def unreadable(self) -> str | None:
+    @property
+    def unreadable(self) -> str | None:  # type: ignore[override]
         """Why TensorFlow's reader refuses this entry (a reference dtype), and so ckpt too; else None."""
         return reference_dtype_problem(self.raw.dtype)
 
@@ -245,7 +245,7 @@ def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:
     import numpy as np
 
     arr = np.frombuffer(piece, dtype=dt.numpy().newbyteorder(">"))
-    return memoryview(arr.astype(dt.numpy())).cast("B")
+    return memoryview(arr.astype(dt.numpy())).cast("B")  # type: ignore[arg-type]
 
 
 class _Labels:

@@ -14,7 +14,7 @@ __all__ = ["WireError", "decode_entry", "decode_header"]
 Entry = tuple[int, tuple[int, ...], bool, int, int, int, int, list[list[tuple[int, int]]]]
 
 
-def _fast_shape(data: bytes, pos: int, end: int) -> tuple[int, ...] | None:
+def _fast_shape(data: bytes | memoryview, pos: int, end: int) -> tuple[int, ...] | None:
     """Dims of a TensorShapeProto holding only ``dim { size }`` fields, or None for anything else."""
     dims = []
     while pos < end:
@@ -45,7 +45,7 @@ def _fast_shape(data: bytes, pos: int, end: int) -> tuple[int, ...] | None:
 _VARINT_TAGS = {0x08: 0, 0x18: 1, 0x20: 2, 0x28: 3}
 
 
-def _fast_entry(data: bytes) -> Entry | None:
+def _fast_entry(data: bytes | memoryview) -> Entry | None:
     """Straight-line decoding of the layout TensorFlow writes (fields 1-6, no slices, non-negative
     values); None sends anything else to the general decoder. Several times faster than it."""
     ints = [0, 0, 0, 0]  # dtype, shard_id, offset, size
@@ -94,7 +94,7 @@ def _fast_entry(data: bytes) -> Entry | None:
     return ints[0], shape, False, ints[1], ints[2], ints[3], crc, []
 
 
-def decode_entry(data: bytes) -> Entry:
+def decode_entry(data: bytes | memoryview) -> Entry:
     """``BundleEntryProto`` -> (dtype, shape, unknown_rank, shard_id, offset, size, crc32c, slices)."""
     fast = _fast_entry(data)
     if fast is not None:
@@ -107,7 +107,7 @@ def decode_entry(data: bytes) -> Entry:
             signed(last_int(f, 5)), last_int(f, 6), slices)
 
 
-def decode_header(data: bytes) -> tuple[int, int, int, int, tuple[int, ...]]:
+def decode_header(data: bytes | memoryview) -> tuple[int, int, int, int, tuple[int, ...]]:
     """``BundleHeaderProto`` -> (num_shards, endianness, producer, min_consumer, bad_consumers)."""
     f = parse_fields(data)
     versions = messages(f, 3)

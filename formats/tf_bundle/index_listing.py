@@ -109,7 +109,7 @@ class _Lister:
         lower = None
         for ref in table.blocks:
             block = read_block(self.data, ref.offset, ref.size, "data")
-            keys, ids = self._block(block, lower)
+            keys, ids = self._block(block, lower)  # type: ignore[arg-type]  # bytes in (self.data), bytes out
             if keys and keys[-1] > ref.separator:
                 raise _Decline
             lower = ref.separator
@@ -139,7 +139,8 @@ class _Lister:
         ids = array("I")
         add_key, add_id, starts = keys.append, ids.append, block.startswith
         key, length = b"", 0
-        head, hl, known = b"\x00", 1, {}
+        head, hl = b"\x00", 1
+        known: dict[bytes, int] = {}
         pos = 0
         if self.header is None and pos < limit:
             pos = self._header(block, limit)

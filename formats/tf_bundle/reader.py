@@ -46,11 +46,8 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-_HEADER_FIELDS = ["num_shards", "big_endian", "producer", "min_consumer", "bad_consumers"]
-_ENTRY_FIELDS = ["key", "dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices"]
-
-
-class BundleHeader(namedtuple("BundleHeader", _HEADER_FIELDS, defaults=((),))):
+class BundleHeader(namedtuple("BundleHeader", ["num_shards", "big_endian", "producer", "min_consumer", "bad_consumers"],
+                              defaults=((),))):
     """The ``BundleHeaderProto`` stored under the empty key."""
 
     __slots__ = ()
@@ -62,7 +59,8 @@ class BundleHeader(namedtuple("BundleHeader", _HEADER_FIELDS, defaults=((),))):
     bad_consumers: tuple[int, ...]
 
 
-class RawEntry(namedtuple("RawEntry", _ENTRY_FIELDS, defaults=((),))):
+class RawEntry(namedtuple("RawEntry", ["key", "dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices"],
+                          defaults=((),))):
     """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
     cheap to build for an index of a million entries)."""
 
@@ -88,7 +86,7 @@ class RawEntry(namedtuple("RawEntry", _ENTRY_FIELDS, defaults=((),))):
         return self.key.decode("utf-8", "surrogateescape")
 
 
-def parse_header(value: bytes, path: str) -> BundleHeader:
+def parse_header(value: bytes | memoryview, path: str) -> BundleHeader:
     """The bundle header entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
     try:
         num_shards, endianness, producer, min_consumer, bad = decode_header(value)
@@ -101,7 +99,7 @@ def parse_header(value: bytes, path: str) -> BundleHeader:
     return BundleHeader(num_shards, endianness == 1, producer, min_consumer, bad)
 
 
-def parse_entry(key: bytes, value: bytes, path: str) -> RawEntry:
+def parse_entry(key: bytes, value: bytes | memoryview, path: str) -> RawEntry:
     """One index entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
     try:
         dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
@@ -114,7 +112,7 @@ def parse_entry(key: bytes, value: bytes, path: str) -> RawEntry:
     return RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
 
 
-def _parse_entries(pairs: list[tuple[bytes, bytes]], path: str) -> dict[bytes, RawEntry]:
+def _parse_entries(pairs: list[tuple[bytes, bytes | memoryview]], path: str) -> dict[bytes, RawEntry]:
     return {key: parse_entry(key, value, path) for key, value in pairs}
 
 

@@ -352,9 +352,9 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
                   verify: bool, keep: bool, shard: int = 0) -> _Record:
     copied = _kernel_copy(out, source, offset)
     if copied is not None:
-        raw = source.raw  # type: ignore[union-attr]
+        raw = source.raw
         entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)
-        return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)  # type: ignore[union-attr]
+        return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
@@ -393,7 +393,7 @@ def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
     if raw is None:
         return None
     out.flush()
-    _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)  # type: ignore[union-attr]
+    _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)
     out.seek(offset + raw.size)
     return raw.size
 

@@ -43,8 +43,8 @@ class V1Tensor(TensorEntry):
         self._problem: str | None | bool = False  # False: not computed yet
         self._string_bytes: int | None = None
 
-    @property  # type: ignore[override]
-    def nbytes(self) -> int:
+    @property
+    def nbytes(self) -> int:  # type: ignore[override]
         """Bytes of the value: elements x item size, for strings the stored bytes (read on first use)."""
         dt = dtypes.by_enum(self.info.dtype)
         if dt is not None and dt.fixed_width:
@@ -59,28 +59,28 @@ class V1Tensor(TensorEntry):
         except CorruptCheckpointError:
             return 0
 
-    @property  # type: ignore[override]
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1 variable name: the key itself."""
         return self.key
 
-    @property  # type: ignore[override]
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot`` or ``optimizer``, from TF1's naming conventions."""
         return str(self._labels.get(self.key).role)
 
     @property
-    def slot_of(self) -> str | None:
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot (``kernel/Adam``): the key of its variable."""
         return self._labels.get(self.key).slot_of
 
     @property
-    def optimizer(self) -> str | None:
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot: the TF1 optimizer that made it."""
         return self._labels.get(self.key).optimizer
 
     @property
-    def slot_name(self) -> str | None:
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: its name (``m``, ``v``, ``accumulator``...)."""
         return self._labels.get(self.key).slot_name
 

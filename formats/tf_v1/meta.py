@@ -58,7 +58,7 @@ def decode_file_meta(value: Buffer) -> FileMeta:
     return FileMeta(tensors, signed(last_int(v, 1)), signed(last_int(v, 2)), bad)
 
 
-def _ints(values: list[object]) -> list[int]:
+def _ints(values: list[int | Buffer]) -> list[int]:
     """A repeated int32 field, packed or not."""
     from formats.io.protowire import read_varint
 
@@ -68,8 +68,8 @@ def _ints(values: list[object]) -> list[int]:
             out.append(item)
             continue
         pos = 0
-        while pos < len(item):  # type: ignore[arg-type]
-            number, pos = read_varint(item, pos, len(item))  # type: ignore[arg-type]
+        while pos < len(item):
+            number, pos = read_varint(item, pos, len(item))
             out.append(number)
     return out
 

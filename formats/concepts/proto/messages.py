@@ -80,24 +80,24 @@ class MessageType:
 
 
 # -- decoding ----------------------------------------------------------------------------------
-def _scalar(field: Field, value: int | bytes) -> Any:
+def _scalar(field: Field, value: int | bytes | bytearray | memoryview) -> Any:
     kind = field.kind
     if kind == "int32":
-        low = int(value) & 0xFFFFFFFF  # type: ignore[arg-type]
+        low = int(value) & 0xFFFFFFFF
         return low - (1 << 32) if low >= 1 << 31 else low
     if kind == "int64":
-        return signed(int(value))  # type: ignore[arg-type]
+        return signed(int(value))
     if kind == "uint32":
-        return int(value) & 0xFFFFFFFF  # type: ignore[arg-type]
+        return int(value) & 0xFFFFFFFF
     if kind == "bool":
         return value != 0
     if kind == "string":
         try:
-            return bytes(value).decode("utf-8")  # type: ignore[arg-type]
+            return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
             raise WireError(f"field {field.name!r} is not valid UTF-8") from None
     if kind == "bytes":
-        return bytes(value)  # type: ignore[arg-type]
+        return bytes(value)
     return value  # uint64, fixed32
 
 

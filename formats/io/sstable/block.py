@@ -13,6 +13,10 @@ import struct
 from formats.io.crc import crc32c, unmask
 from formats.io.protowire import WireError, read_varint
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mmap import mmap
+
 __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
            "block_handle"]
 
@@ -35,7 +39,7 @@ class BlockChecksumError(TableError):
     """A block whose bytes do not match the CRC32C in its trailer."""
 
 
-def block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
+def block_handle(data: bytes | memoryview | mmap, pos: int, limit: int) -> tuple[int, int, int]:
     """A BlockHandle (offset and size varints) at ``pos``, and the position after it."""
     try:
         offset, pos = read_varint(data, pos, limit)
@@ -45,7 +49,7 @@ def block_handle(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
     return offset, size, pos
 
 
-def read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
+def read_block(data: bytes | memoryview | mmap, offset: int, size: int, what: str) -> bytes | memoryview:
     """The contents of the block at ``offset``: inside the table, its CRC32C checked, decompressed."""
     end = offset + size
     if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
@@ -69,7 +73,7 @@ def read_block(data: bytes, offset: int, size: int, what: str) -> bytes:
     raise TableError(f"{what} block at offset {offset}: unknown compression type {kind}")
 
 
-def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
+def parse_block(block: bytes | memoryview) -> list[tuple[bytes, bytes | memoryview]]:
     """Decode one block's prefix-compressed entries into ``(key, value)`` pairs, checking every bound."""
     n = len(block)
     if n < 4:
@@ -78,7 +82,7 @@ def parse_block(block: bytes) -> list[tuple[bytes, bytes]]:
     if num_restarts > (n - 4) // 4:
         raise TableError(f"block claims {num_restarts} restart points in {n} bytes")
     limit = n - 4 - 4 * num_restarts
-    entries: list[tuple[bytes, bytes]] = []
+    entries: list[tuple[bytes, bytes | memoryview]] = []
     key = b""
     pos = 0
     allowed, made = KEY_WIDENING * n + (1 << 20), 0

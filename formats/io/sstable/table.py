@@ -16,6 +16,10 @@ from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, Bl
 
 __all__ = ["Table", "BlockRef", "read_table"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mmap import mmap
+
 Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
 
@@ -30,7 +34,7 @@ class BlockRef(namedtuple("BlockRef", ["separator", "offset", "size"])):
     size: int
 
 
-def _index(data: Buffer, what: str) -> list[BlockRef]:
+def _index(data: Buffer | mmap, what: str) -> list[BlockRef]:
     if len(data) < FOOTER_SIZE:
         raise TableError(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
     footer = len(data) - FOOTER_SIZE
@@ -54,13 +58,13 @@ def _index(data: Buffer, what: str) -> list[BlockRef]:
 
 
 class Table:
-    """Random access to one table held in ``data`` (bytes, or a memoryview of a memory map).
+    """Random access to one table held in ``data`` (bytes, a memory map, or a memoryview of one).
 
     Structural problems raise :class:`CorruptCheckpointError` (``ChecksumError`` for a block whose CRC32C
     does not match) naming ``path``; ``what`` names the table in messages (``index``, ``V1 table``).
     """
 
-    def __init__(self, data: Buffer, path: str, what: str = "table") -> None:
+    def __init__(self, data: Buffer | mmap, path: str, what: str = "table") -> None:
         self.path = path
         self.what = what
         self._data = data

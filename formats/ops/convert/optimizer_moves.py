@@ -146,10 +146,10 @@ class OptimizerMove:
 
     def counter(self, dtype: str) -> Moved | str:
         """The target's step counter (``iterations`` in Keras, ``global_step`` in TF1)."""
-        found = self.step()
-        if isinstance(found, str):
-            return found
-        step, how, used = found
+        stepped = self.step()
+        if isinstance(stepped, str):
+            return stepped
+        step, how, used = stepped
         counter = self.src.scalars.get("step") or self.src.scalars.get("global_step")
         if counter is not None and used == (counter.key,) and how == f"= {counter.name}":
             same = counter.kind == ("global_step" if self.framework == TF1 else "step")
@@ -170,10 +170,10 @@ class OptimizerMove:
         if beta is None:
             return (f"{power} = {beta_name}^(step+1): {beta_name} is in neither checkpoint; give "
                     f"{hparam_flag(beta_name)}")
-        found = self.step()
-        if isinstance(found, str):
-            return found
-        step, how, used = found
+        stepped = self.step()
+        if isinstance(stepped, str):
+            return stepped
+        step, how, used = stepped
         value = power_from_step(beta[0], step)
         return Moved(scalar_value(value, dtype), used[0] if len(used) == 1 else None,
                      f"= {beta[0]:.7g}^(step+1), step {how[2:] if how.startswith('= ') else how} = {step}", used)

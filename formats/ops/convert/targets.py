@@ -56,4 +56,4 @@ def planner(name: str) -> Callable[..., Any]:
     module, attr = ref.split(":")
     __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
     function = getattr(sys.modules[module], attr)
-    return function(name) if ref == EXPORT else function  # type: ignore[no-any-return]
+    return function(name) if ref == EXPORT else function

@@ -111,7 +111,7 @@ def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditO
         plan = planner(target)(source, convert)
         _keep_rows(plan, set(kept))
         return plan
-    return planner(target)(view, convert)  # type: ignore[no-any-return]
+    return planner(target)(view, convert)
 
 
 def _keep_rows(plan: ConversionPlan, kept: set[str]) -> None:
@@ -200,6 +200,7 @@ def _oversized(rows: list[PlanRow], sizes: list[int], limit: int, conversion: Co
 def _list_actions(plan: EditPlan, source: Checkpoint, dropped: dict[str, str]) -> None:
     """One :class:`KeyAction` per input key (the object graph included), in key order."""
     written: dict[str, PlanRow] = {}
+    row: PlanRow | None
     for row in plan.conversion.rows:
         if row.source is not None:
             written.setdefault(row.source, row)

@@ -263,7 +263,7 @@ def _stage(entries: list[TensorEntry], rels: list[str], stage: str, report: Writ
             report.warnings.append(bits_note(entry.key, entry.dtype))
         if verify:
             one = read_back(report.path, {rel: (entry.key, entry)}, {rel: written},
-                            lambda _, p=staged: lambda: open(p, "rb"))  # noqa: SIM115 - the caller closes it
+                            lambda _, p=staged: lambda: open(p, "rb"))  # type: ignore[misc]  # noqa: SIM115 - the caller closes it
             compared.tensors, compared.bytes = compared.tensors + one.tensors, compared.bytes + one.bytes
             compared.mismatches += one.mismatches
         if progress is not None:

@@ -153,8 +153,9 @@ def _role_note(entry: TensorEntry) -> str:
     if role == Role.SLOT:
         slot, opt = entry.slot_name, entry.optimizer
         return f"slot {slot} of {opt}" if slot and opt else "optimizer slot"
-    return {Role.OPTIMIZER: "optimizer state", Role.ITERATOR: "iterator state", Role.SAVE_COUNTER: "save counter",
-            Role.OBJECT_GRAPH: "object graph"}.get(role, "")
+    notes: dict[str, str] = {Role.OPTIMIZER: "optimizer state", Role.ITERATOR: "iterator state",
+                             Role.SAVE_COUNTER: "save counter", Role.OBJECT_GRAPH: "object graph"}
+    return notes.get(role, "")
 
 
 def _variant_note(entry: TensorEntry) -> str:

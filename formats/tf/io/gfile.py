@@ -207,7 +207,7 @@ def _open(name: str, mode: str) -> IO[bytes]:
     try:
         if storage.is_url(name):
             fs, p = storage.filesystem(name)
-            return fs.open(p, mode)  # type: ignore[no-any-return]
+            return fs.open(p, mode)
         return open(name, mode)  # noqa: SIM115 - GFile closes it
     except FileNotFoundError:
         raise NotFoundError(None, None, f"{name}; No such file or directory") from None

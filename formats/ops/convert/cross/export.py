@@ -68,7 +68,7 @@ def _storable(fmt: Any, entry: TensorEntry) -> str | None:
     if unfit is not None:
         return f"tensor has {unfit}"
     unstorable = getattr(fmt, "unstorable", None)
-    return None if unstorable is None else unstorable(entry)  # type: ignore[no-any-return]
+    return None if unstorable is None else unstorable(entry)
 
 
 def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> ConversionPlan:
@@ -94,10 +94,11 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
         plan.add_row(key, out, entry, entry.shape, entry.dtype, "; ".join(n for n in notes if n))
         records.append(provenance_entry(source, key, entry, out))
     key_problem = getattr(fmt, "key_problem", None)
-    for row in plan.rows if key_problem is not None else []:
-        problem = key_problem(row.key)
-        if problem is not None:
-            plan.add("unsupported", row.key, problem)
+    if key_problem is not None:
+        for row in plan.rows:
+            problem = key_problem(row.key)
+            if problem is not None:
+                plan.add("unsupported", row.key, problem)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     plan.write_options = {"provenance": {"source": source.path, "format": source.format, "tensors": records}}

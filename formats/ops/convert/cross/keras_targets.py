@@ -203,6 +203,7 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         targets, rest = keras_variables(template)
         pairings = _fill(plan, targets, sources, options)
         filling = bool(rest) and not options.drop_optimizer
+        used: set[str] | None
         if filling and template is source:
             used = _own_optimizer(plan, source, rest)
         else:
