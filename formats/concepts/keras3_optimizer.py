@@ -8,9 +8,12 @@ order ``add_optimizer_variables`` creates them (``keras/src/optimizers/*.py``: A
 """
 from __future__ import annotations
 
-from collections.abc import Collection
 
 from formats.concepts.optimizers import KERAS3, Family
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 __all__ = ["keras3_layout", "keras3_assign", "KERAS3_SETTINGS", "Variable"]
 

@@ -20,8 +20,7 @@ refused; every walk is iterative.
 """
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
+from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
 
 from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
@@ -31,6 +30,7 @@ from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",

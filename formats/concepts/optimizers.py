@@ -37,9 +37,12 @@ Keras 3 ``keras/src/optimizers/*.py``):
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Mapping
 
 from formats.core.records import field, record
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterator, Mapping
 __all__ = ["TF1", "KERAS_LEGACY", "TF_KERAS", "KERAS3", "FRAMEWORKS", "FRAMEWORK_TITLES", "Slot", "Family",
            "FAMILIES", "family", "family_of_class", "families_with_slots", "SlotTransform", "slot_transform",
            "equivalence", "step_from_power", "power_from_step", "tf1_slot_suffixes", "tf1_slot_layouts",

@@ -26,12 +26,15 @@ counters and other non-slot optimizer state, including ``global_step``),
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 from formats.core.records import record
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.concepts.optimizers import (COUNTERS, FAMILIES, KERAS_LEGACY, TF1, TF_KERAS, family_of_class,
                                         parse_keras_slot, tf1_slot_suffixes)
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
            "slot_suffixes", "slot_key", "keras_scalar"]

@@ -5,10 +5,13 @@ of slices."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from itertools import pairwise
 
 from formats.concepts.slice_key import Extent
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Box", "SliceError", "slice_box", "volume", "tiling_problem", "format_extents", "MAX_SLICES"]
 

@@ -8,12 +8,12 @@ imports neither. numpy is imported inside the functions, only when a value is ha
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 
 from formats.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, Protocol
 
     import numpy as np

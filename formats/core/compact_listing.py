@@ -10,7 +10,9 @@ order and hold no newline. A format offers it through its optional ``compact_lis
 from __future__ import annotations
 
 import os
-from collections import Counter, namedtuple
+from _collections import _count_elements  # type: ignore[import-not-found]  # Counter.update's C loop
+
+from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -38,10 +40,8 @@ def count_parameters(dtype: str, shape: tuple[int, ...]) -> int:
     return n
 
 
-class TensorKind(namedtuple("TensorKind", ["dtype", "shape", "nbytes"])):
+class TensorKind(ValueTuple):
     """What rows of a compact listing share: dtype name, shape and stored bytes."""
-
-    __slots__ = ()
 
     dtype: str
     shape: tuple[int, ...]
@@ -71,19 +71,19 @@ class CompactListing:
         self.unmatched = unmatched
         self.key_width = key_width
         self.ascii = ascii
-        self._counts: Counter[int] | None = None
+        self._counts: dict[int, int] | None = None
 
     def __repr__(self) -> str:
         return (f"CompactListing(path={self.path!r}, format={self.format!r}, {self.tensors} rows in "
                 f"{len(self.blocks)} blocks, {len(self.kinds)} kinds, total_tensors={self.total_tensors})")
 
     @property
-    def counts(self) -> Counter[int]:
+    def counts(self) -> dict[int, int]:
         """Kind index -> how many listed tensors are of that kind."""
         if self._counts is None:
-            self._counts = Counter()
+            self._counts = {}
             for _, ids in self.blocks:
-                self._counts.update(ids)
+                _count_elements(self._counts, ids)
         return self._counts
 
     @property

@@ -5,7 +5,7 @@ so listing a checkpoint never pays for them.
 """
 from __future__ import annotations
 
-from collections import namedtuple
+from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -14,16 +14,14 @@ if TYPE_CHECKING:
 __all__ = ["DType", "by_enum", "by_name", "name_of", "from_numpy", "STRING", "VARIANT", "REFERENCE"]
 
 
-class DType(namedtuple("DType", ["enum", "name", "itemsize", "numpy_name", "hdf5_ok"], defaults=(True,))):
+class DType(ValueTuple):
     """A TensorFlow dtype: its DataType enum, name, storage width and numpy counterpart."""
-
-    __slots__ = ()
 
     enum: int
     name: str
     itemsize: int          # bytes per element in a bundle; 0 for variable-width (string, variant)
     numpy_name: str | None  # numpy or ml_dtypes name; None when there is no array counterpart
-    hdf5_ok: bool
+    hdf5_ok: bool = True
 
     @property
     def fixed_width(self) -> bool:

@@ -36,15 +36,16 @@ Nothing here imports numpy at module level.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
-from collections.abc import Iterator, Mapping
+from _collections_abc import Mapping  # collections.abc's classes without the collections package (start-up)
 
 from formats.core.enumeration import StrEnumeration
 from formats.core.errors import TensorNotFoundError, UnsupportedError
 from formats.core.shapes import MAX_RANK, OBJECT_GRAPH_KEY, array_problem, shape_text
+from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from concurrent.futures import Executor
     from typing import Any
 
@@ -103,12 +104,10 @@ def natural_key(key: str) -> list[tuple[int, Any]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in key.split("/")]
 
 
-class CheckpointProblem(namedtuple("CheckpointProblem", ["where", "message"])):
+class CheckpointProblem(ValueTuple):
     """One thing wrong with a checkpoint's stored data (what ``verify`` finds, what TensorFlow's loader would
     refuse): where (a key or a file) and what. A conversion's or an edit's problems are
     :class:`formats.ops.convert.plan.Problem`, with a kind and a severity."""
-
-    __slots__ = ()
 
     where: str
     message: str

@@ -9,10 +9,10 @@ error is the one the first failing item raises, as in a sequential run. Memory s
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from typing import TypeVar
 
     T = TypeVar("T")

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 
 from formats.core.errors import PluginError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",

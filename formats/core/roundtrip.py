@@ -8,8 +8,8 @@ iterator), a :class:`Digest` recorded while writing stands in for it.
 """
 from __future__ import annotations
 
+from _collections_abc import Callable  # collections.abc's classes, without the collections package
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from formats.core.records import field, record
 from formats.core.errors import CheckpointError
@@ -19,6 +19,7 @@ from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",

@@ -10,7 +10,6 @@ tensor.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 from formats.core import dtypes
 from formats.core.arrays import apply_index, array_chunks, element_bytes
@@ -20,6 +19,7 @@ from formats.core.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     import numpy as np

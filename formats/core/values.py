@@ -12,7 +12,6 @@ a chunk after asking for the next one.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 
 from formats.core import dtypes
 from formats.core.errors import TensorNotFoundError, UsageError
@@ -21,6 +20,7 @@ from formats.core.object_keys import VALUE_SUFFIX
 
 TYPE_CHECKING = False  # typing and concurrent.futures stay off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from concurrent.futures import Executor
     from typing import Any
 

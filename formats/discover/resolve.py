@@ -3,8 +3,6 @@ checkpoint, by asking the format registry; directories follow their ``checkpoint
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from collections import namedtuple
 
 from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
@@ -13,20 +11,20 @@ from formats.core.model import Checkpoint, FormatName
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                                  UnsupportedError)
 from formats.core.foreign import describe_file
+from formats.core.value_tuples import ValueTuple
 from formats.io import storage
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
            "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
 
 
-class Target(namedtuple("Target", ["kind", "path"])):
+class Target(ValueTuple):
     """A resolved checkpoint: ``kind`` is the registry name of its format, ``path`` what that format opens."""
-
-    __slots__ = ()
 
     kind: str
     path: str

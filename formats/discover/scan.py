@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 
 from formats.concepts.state import CheckpointState, read_state
 from formats.core.errors import CheckpointError
@@ -19,6 +18,10 @@ from formats.discover.resolve import (Target, claim, claim_directory, find_check
                                       locate_named, normalize)
 from formats.core.parallel import map_ordered
 from formats.io import storage
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["CheckpointInfo", "scan_directory", "count_below", "step_of"]
 

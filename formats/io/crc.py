@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 from _thread import _local
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _MASK_DELTA = 0xA282EAD8
 _BUFFER = 1 << 20

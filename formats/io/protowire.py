@@ -18,10 +18,10 @@ no message ckpt reads and are skipped like any unknown field, as protobuf does.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from mmap import mmap
 
 __all__ = ["WireError", "Buffer", "Fields", "read_varint", "signed", "iter_fields", "parse_fields", "last_int",

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 
 from formats.io import storage
 from formats.io.writing import WriteReport, guard_output
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["upload_checkpoint", "write_then_upload"]
 

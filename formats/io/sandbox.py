@@ -13,12 +13,12 @@ one-line :class:`~formats.core.errors.CheckpointError` naming the file, and neve
 """
 from __future__ import annotations
 
+from _collections_abc import Callable  # collections.abc's classes, without the collections package
 import json
 import os
 import select
 import signal
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Iterable, Iterator
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import Any, BinaryIO
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
 
 from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
                                  OutputIsInputError, VerificationError)
@@ -28,6 +27,7 @@ from formats.core.sources import CHUNK, Source, describe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
     import numpy as np
@@ -100,7 +100,7 @@ def check_roundtrip(path: str, report: RoundTripReport) -> RoundTripReport:
 def sources_of(tensors: Any) -> list[Source]:
     """The sources of a mapping or of a list of ``(key, source)`` pairs; ``[]`` for a one-shot iterator,
     which is not consumed here (writers guard its sources as they reach them)."""
-    from collections.abc import Mapping
+    from _collections_abc import Mapping  # collections.abc's, without the collections package
 
     if isinstance(tensors, Mapping):
         return list(tensors.values())

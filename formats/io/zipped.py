@@ -16,7 +16,7 @@ import os
 import struct
 import threading
 import zlib
-from collections import OrderedDict
+from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 

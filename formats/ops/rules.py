@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
 
 from formats.core.records import field, record
 from formats.core.errors import InputReadError, UsageError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["Rule", "RuleSet", "RuleError", "parse_pair", "load_rules", "build_rules", "dump_rules", "specific_first"]
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 import codecs
 import re
 import sys
-from collections.abc import Iterator
 
 from formats.io.protowire import encode_varint
 from formats.core import dtypes
 from formats.core.errors import CorruptCheckpointError
 from formats.io.protowire import MAX_DEPTH
 from formats.saved_model.proto import SavedModelProto, decode_saved_model, map_regular_file
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["read_text_saved_model", "text_to_wire", "SCHEMA", "MAX_TEXT_BYTES"]
 

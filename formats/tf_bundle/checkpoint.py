@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
 
 from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
@@ -15,6 +14,7 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, d
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from concurrent.futures import Executor
     from typing import Any
 

@@ -8,12 +8,15 @@ The layouts follow ``WriteStringTensor`` and ``WriteVariantTensor`` in
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 
 from formats.io.protowire import bytes_field as _message_field
 from formats.io.protowire import encode_varint
 from formats.io.protowire import varint_field as _varint_field
 from formats.io.crc import crc32c, mask
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
@@ -29,6 +28,7 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["Reused", "Layout", "plan_layout", "stored_whole"]

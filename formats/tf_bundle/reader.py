@@ -12,8 +12,6 @@ import math
 import mmap
 import os
 import struct
-from collections import namedtuple
-from collections.abc import Iterator
 
 from formats.core import dtypes
 from formats.core.dtypes import name_of as dtype_name
@@ -27,9 +25,11 @@ from formats.io.sstable.table import read_table
 from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.entry_wire import decode_entry, decode_header
 from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
+from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
     from formats.concepts.slice_key import Extent
@@ -46,25 +46,19 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-class BundleHeader(namedtuple("BundleHeader", ["num_shards", "big_endian", "producer", "min_consumer", "bad_consumers"],
-                              defaults=((),))):
+class BundleHeader(ValueTuple):
     """The ``BundleHeaderProto`` stored under the empty key."""
-
-    __slots__ = ()
 
     num_shards: int
     big_endian: bool
     producer: int
     min_consumer: int
-    bad_consumers: tuple[int, ...]
+    bad_consumers: tuple[int, ...] = ()
 
 
-class RawEntry(namedtuple("RawEntry", ["key", "dtype", "shape", "shard_id", "offset", "size", "crc32c", "slices"],
-                          defaults=((),))):
+class RawEntry(ValueTuple):
     """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
     cheap to build for an index of a million entries)."""
-
-    __slots__ = ()
 
     key: bytes
     dtype: int
@@ -73,7 +67,7 @@ class RawEntry(namedtuple("RawEntry", ["key", "dtype", "shape", "shard_id", "off
     offset: int
     size: int
     crc32c: int
-    slices: list[list[Extent]]
+    slices: Sequence[list[Extent]] = ()
 
     def in_shards(self, num_shards: int) -> bool:
         """Whether the entry's bytes are in one of ``num_shards`` data files (or it needs none: it is

@@ -9,13 +9,13 @@ takes them as ``options["shards"]``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from formats.core.dtypes import by_name
 from formats.core.sources import elements
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["assign_shards", "planned_size"]

@@ -21,10 +21,10 @@ a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.p
 """
 from __future__ import annotations
 
+from _collections_abc import Mapping  # collections.abc's classes, without the collections package
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from formats.core.names import name_bytes
 from formats.core import dtypes
@@ -47,6 +47,7 @@ from formats.io.sstable.writer import TableWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any, BinaryIO
 
 __all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",

@@ -20,7 +20,6 @@ scalar with presence) is None, repeated fields are lists.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 from formats.core.names import safe_text
 from formats.core.records import record
@@ -29,6 +28,7 @@ from formats.io.protowire import (FIXED32, LEN, VARINT, WireError, bytes_field, 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["Field", "MessageType", "decode", "encode", "TENSOR_SHAPE", "TENSOR_SLICE", "VERSION_DEF", "BUNDLE_HEADER",

@@ -6,11 +6,11 @@ the map, so a large value is never copied before its consumer decodes it.
 """
 from __future__ import annotations
 
+from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
 from bisect import bisect_left
-from collections import OrderedDict
-from collections import namedtuple
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
+from formats.core.value_tuples import ValueTuple
 from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
                                       block_handle, parse_block, read_block)
 
@@ -24,10 +24,8 @@ Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
 
 
-class BlockRef(namedtuple("BlockRef", ["separator", "offset", "size"])):
+class BlockRef(ValueTuple):
     """One data block as the index block lists it: every key in it is ``<= separator``."""
-
-    __slots__ = ()
 
     separator: bytes
     offset: int

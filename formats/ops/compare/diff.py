@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import math
 import os
-from collections import namedtuple
-from collections.abc import Callable, Sequence
+from _collections_abc import Callable  # for the Progress alias: collections.abc's, without the collections package
 
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
 from formats.core.selection import nothing_selected, select_keys
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
+from formats.core.value_tuples import ValueTuple
 from formats.ops.compare.keying import MATCHES, pairing_names
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     import numpy as np
@@ -43,15 +44,13 @@ between its checksum and the comparison)."""
 Progress = Callable[[int, int], None]
 
 
-class Tolerance(namedtuple("Tolerance", ["atol", "rtol", "equal_nan", "bytewise"], defaults=(0.0, 0.0, False, True))):
+class Tolerance(ValueTuple):
     """How values are compared: bytewise (the default) or ``allclose(rtol, atol, equal_nan)``."""
 
-    __slots__ = ()
-
-    atol: float
-    rtol: float
-    equal_nan: bool
-    bytewise: bool
+    atol: float = 0.0
+    rtol: float = 0.0
+    equal_nan: bool = False
+    bytewise: bool = True
 
     @classmethod
     def of(cls, atol: float | None = None, rtol: float | None = None, equal_nan: bool = False) -> Tolerance:

@@ -1,8 +1,8 @@
 """``verify``: read every tensor, check every checksum, and check that data files are whole."""
 from __future__ import annotations
 
+from _collections_abc import Callable  # collections.abc's classes, without the collections package
 import os
-from collections.abc import Callable
 
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry

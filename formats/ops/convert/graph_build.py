@@ -6,11 +6,14 @@ slot variables on an optimizer node; :meth:`GraphBuilder.encode` serializes it w
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, Attribute, ChildRef, ObjectNode, SlotVariableRef, escape_local_name
 from formats.concepts.object_graph_codec import checkpointed_nodes, encode_object_graph
 from formats.core.names import safe_text
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
 

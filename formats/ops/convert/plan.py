@@ -13,7 +13,6 @@ directory's ``checkpoint`` state file.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
 
 from formats.core.records import field, record
 from formats.ops.rules import RuleSet
@@ -23,6 +22,7 @@ from formats.core.model import OBJECT_GRAPH_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",

@@ -6,7 +6,7 @@ See :mod:`formats.ops.convert.rename` for what the rules do to edges, keys, slot
 """
 from __future__ import annotations
 
-from collections import deque
+from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
 
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ChildRef, ObjectGraph, ObjectNode,
                                            attribute_key, escape_local_name, slot_variable_key, unescape_local_name)

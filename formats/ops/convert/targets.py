@@ -8,13 +8,13 @@ one is an export (:func:`formats.ops.convert.cross.export.plan_export`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from formats.core.model import FormatName
 from formats.core.registry import write_targets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 if TYPE_CHECKING:

@@ -7,13 +7,13 @@ to the tensor's dtype (``x * (-0.05)``, ``x / (-0.05)``).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     import numpy as np
 
 __all__ = ["ScaledEntry", "ZerosEntry", "scalar_value"]

@@ -1,29 +1,29 @@
 """``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
 from __future__ import annotations
 
-from collections import namedtuple
-from collections.abc import Iterable
-
 from formats.core.gc_pause import paused_gc
 from formats.core.compact_listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
 from formats.core.selection import select_keys
+from formats.core.value_tuples import ValueTuple
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["TensorRow", "CheckpointSummary", "summarise", "expand", "names_and_roles"]
 
 
-class TensorRow(namedtuple("TensorRow", ["key", "dtype", "shape", "nbytes", "name", "role"], defaults=(None, None))):
+class TensorRow(ValueTuple):
     """One listed tensor (a namedtuple: cheap to build for indexes with tens of thousands of keys)."""
-
-    __slots__ = ()
 
     key: str
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
-    name: str | None  # None unless asked for (working names out may decode an object graph)
-    role: str | None
+    name: str | None = None  # None unless asked for (working names out may decode an object graph)
+    role: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict (with ``name`` and ``role`` when they were asked for)."""
