@@ -224,8 +224,8 @@ class FormatTests:
     def test_the_registry_claims_the_sample(self, sample: Path) -> None:
         """sniff, resolve and claim: the path as a user types it is this format's."""
         target = resolve(sample)
-        assert target.kind == self.format_name
-        assert registry.get_format(target.kind) is self.spec
+        assert target.format == self.format_name
+        assert registry.get_format(target.format) is self.spec
         assert self.spec.sniff(str(sample))
         assert registry.resolve_with(self.spec, str(sample)) is not None
         if not sample.is_dir():
@@ -322,7 +322,7 @@ class FormatTests:
     def test_written_output_reopens_with_the_rows(self, layout: str, output: str, tmp_path: Path) -> None:
         """(a) keys, shapes, dtypes and values of the rows, through the registry."""
         _, rows, path = self._write(layout, output, tmp_path)
-        assert resolve(path).kind in {s.name for s in registry.builtin_formats()}
+        assert resolve(path).format in {s.name for s in registry.builtin_formats()}
         with formats.open_checkpoint(path) as ckpt:
             assert ckpt.format == self.reads_back_as(layout, output)
             assert sorted(set(ckpt) - self.extra_keys(layout)) == sorted(r.key for r in rows)

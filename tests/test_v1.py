@@ -53,7 +53,7 @@ def test_manifest_lists_the_v1_families():
 @pytest.mark.parametrize("typed, rel", TYPED)
 def test_open_as_typed_matches_the_manifest(typed, rel):
     want = MORE[rel]["tensors"]
-    assert resolve(CORPUS / typed).kind == "tf-v1"
+    assert resolve(CORPUS / typed).format == "tf-v1"
     with formats.open_checkpoint(CORPUS / typed) as ckpt:
         assert (ckpt.path, ckpt.format, ckpt.files) == (str(CORPUS / rel), "tf-v1", _manifest_files(rel))
         assert sorted(ckpt) == sorted(want)

@@ -186,7 +186,7 @@ def _compact_listing(target: Any, patterns: list[str]) -> Any:
     """The target's compact listing when its format reads one for it (a bundle with a large index), else None."""
     from formats.core.registry import compact_listing_with, get_format
 
-    return compact_listing_with(get_format(target.kind), target.path, patterns)
+    return compact_listing_with(get_format(target.format), target.path, patterns)
 
 
 def _warn_unmatched(path: str, unmatched: list[str]) -> None:

@@ -130,9 +130,9 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
 
     try:
         target = resolve(path)
-        if (target.kind, identity(target.path)) in seen:
+        if (target.format, identity(target.path)) in seen:
             return None, ExitCode.OK
-        seen.add((target.kind, identity(target.path)))
+        seen.add((target.format, identity(target.path)))
         with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
             report = verbs.verify(ckpt, jobs=jobs, progress=progress, allow_loader_refusals=allow_loader_refusals)
     except CheckpointError as exc:

@@ -24,14 +24,16 @@ __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "
 
 
 class Target(ValueTuple):
-    """A resolved checkpoint: ``kind`` is the registry name of its format, ``path`` what that format opens."""
+    """A resolved checkpoint: ``format``, the registry name of the format that opens it (a *format* is a registry
+    entry; what its reader reports, ``Checkpoint.format``, is a *layout*: ``FormatName``), and ``path``, what that
+    format opens."""
 
-    kind: str
+    format: str
     path: str
 
     def open(self) -> Any:
         """Open it with its format."""
-        return registry.get_format(self.kind).open(self.path)
+        return registry.get_format(self.format).open(self.path)
 
 
 def normalize(path: str) -> str:
@@ -106,7 +108,7 @@ def resolve_many(paths: Iterable[str | os.PathLike[str]], directories: bool = Fa
         target: Target | None = None
         if not (directories and _is_listing(path)):
             target = resolve(path)
-        key = (target.kind, identity(target.path)) if target is not None else ("", identity(normalize(path)))
+        key = (target.format, identity(target.path)) if target is not None else ("", identity(normalize(path)))
         if key not in seen:
             seen.add(key)
             out.append((path, target))
@@ -212,13 +214,13 @@ def find_checkpoints(directory: str) -> list[Target]:
     return found
 
 
-def _add_found(found: list[Target], seen: set[str], kind: str, path: str) -> None:
+def _add_found(found: list[Target], seen: set[str], format_name: str, path: str) -> None:
     from formats.io.atomic import is_temp_name  # atomic imports contextlib: not on a single file's path
 
     key = identity(path)
     if key not in seen and not is_temp_name(path):
         seen.add(key)
-        found.append(Target(kind, normalize(path)))
+        found.append(Target(format_name, normalize(path)))
 
 
 def _owned(name: str, owned: set[str]) -> bool:
@@ -289,7 +291,7 @@ def latest_version(targets: list[Target]) -> Target | None:
     """In a model base directory (TF Serving's layout: only SavedModels named by a version number,
     ``model/1``, ``model/2``), the highest version, the one TF Serving serves; else None."""
     versions = [(int(name), t) for t in targets
-                if t.kind == FormatName.SAVED_MODEL and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
+                if t.format == FormatName.SAVED_MODEL and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
     if not versions or len(versions) != len(targets):
         return None
     return max(versions, key=lambda v: v[0])[1]

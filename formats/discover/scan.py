@@ -119,7 +119,7 @@ def _with_state(directory: str, targets: list[Target], state: CheckpointState) -
             known.add(identity(found))
             claimed = claim(found, plugins=False)
             if claimed is not None:
-                targets.append(Target(claimed.kind, normalize(claimed.path)))
+                targets.append(Target(claimed.format, normalize(claimed.path)))
     return folder
 
 
@@ -132,7 +132,7 @@ def _stale_row(directory: str, named: str, is_latest: bool) -> CheckpointInfo:
 
 def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
     is_latest = latest is not None and identity(target.path) == identity(latest)
-    info = CheckpointInfo(target.path, step_of(target.path), target.kind, 0, 0, 0.0, is_latest)
+    info = CheckpointInfo(target.path, step_of(target.path), target.format, 0, 0, 0.0, is_latest)
     try:
         with target.open() as ckpt:
             info.format = ckpt.format
