@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import Any
 
 import click
@@ -18,7 +18,7 @@ COMMANDS = _COMMANDS
 """Every command: name -> the module holding its spec (:mod:`ckpt_cli.spec`), imported when it runs."""
 
 
-@dataclass
+@record
 class Settings:
     """Global options, available to every command as ``ctx.obj``."""
 

@@ -9,7 +9,7 @@ reported and ignored (the file's own keys and dtypes stand).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import Any, TypeVar
 
 from formats.core.bounded_json import load_json
@@ -29,7 +29,7 @@ _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorRecord:
     """What the export knew about one tensor: its key in the file, the source's key, object path,
     full (TF1-style / Keras) name, role, dtype and shape."""
@@ -43,7 +43,7 @@ class TensorRecord:
     shape: tuple[int, ...]
 
 
-@dataclass
+@record
 class Provenance:
     """A parsed record: the source it was exported from, its tensors by key, and what was wrong with it."""
 

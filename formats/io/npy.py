@@ -28,7 +28,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import IO, TYPE_CHECKING, Any
 
 from formats.core.provenance import PROVENANCE_MEMBER
@@ -80,7 +80,7 @@ def bits_note(key: str, dtype: str) -> str:
     return f"{key}: {dtype} stored as {stored_dtype(dtype).name} bits (the record keeps {dtype})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Written:
     """What :func:`write_member` stored: the stored dtype (``uint16``, ``|S5``, ``object``), the payload
     bytes, and for a pickled member the sha256 of its bytes (compared on read-back instead of its value:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CorruptCheckpointError
@@ -35,7 +35,7 @@ def native(info: DatasetInfo) -> bool:
     return all(f[0] in (DEFLATE, SHUFFLE) for f in info.filters)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StoredChunk:
     """Where one chunk is: its offset in the dataset (elements), filter mask, file address and size."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
@@ -29,7 +29,7 @@ ANSWER = 32 << 20
 """Bytes an isolated child may send back beyond a small multiple of the file's size."""
 
 
-@dataclass
+@record
 class H5Image:
     """An HDF5 image. ``path`` is the file named in errors (the ``.h5``, or the ``.keras`` holding it),
     ``size`` the image's bytes, ``source`` reads them (``readinto_at``), ``opener`` opens them with h5py

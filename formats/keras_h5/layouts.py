@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.bounded_json import load_json
@@ -27,7 +27,7 @@ MAX_CONFIG_BYTES = 64 << 20
 _SUFFIX = re.compile(r":\d+$")
 
 
-@dataclass
+@record
 class Described:
     """What a dataset is: its ``.name`` and ``.role``."""
 
@@ -38,7 +38,7 @@ class Described:
     optimizer: str | None = None
 
 
-@dataclass
+@record
 class H5Description:
     """The result of reading a file's structure: layout name, dataset descriptions, metadata, problems."""
 

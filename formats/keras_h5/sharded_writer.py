@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import Any
 
 from formats.core.errors import InvalidOutputError, UsageError, VerificationError
@@ -63,7 +63,7 @@ def _vars_path(group: Keras3Group) -> str:
     return f"{group.path}/vars" if group.path else "vars"
 
 
-@dataclass
+@record
 class _Plan:
     """Which shard each variable goes to, where each (possibly empty) group is created, the weight map."""
 

@@ -15,7 +15,7 @@ shards make one checkpoint keyed like a single ``.weights.h5`` (``layers/dense/v
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError
@@ -29,7 +29,7 @@ SHARD_SUFFIX = ".weights.h5"
 MAX_SHARDS = 100_000
 
 
-@dataclass
+@record
 class ShardMap:
     """A parsed ``*.weights.json``: shard file names in first-mention order, and for each ``vars``
     group (``layers/dense/vars``) the shards Keras looks in, in order."""

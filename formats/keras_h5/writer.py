@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.names import name_bytes
@@ -38,7 +38,7 @@ HDF5_OBJECT_HEADER_LIMIT = 64512
 """tf-keras' limit on one attribute's bytes; longer lists are split into numbered chunks."""
 
 
-@dataclass
+@record
 class Keras2Layer:
     """One layer group of a Keras 2 weights file: its name and ``(weight name, source)`` in order."""
 
@@ -46,7 +46,7 @@ class Keras2Layer:
     weights: list[tuple[str, Source]] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Keras3Group:
     """One ``vars`` group of a Keras 3 weights file: the object path (``""`` for the model), its
     ``name`` attribute (None for none) and its variables in index order."""

@@ -12,7 +12,7 @@ import ast
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import Any
 
 __all__ = ["NpyHeader", "read_npy_header", "NpyError", "MAX_HEADER_BYTES"]
@@ -26,7 +26,7 @@ class NpyError(ValueError):
     """The bytes are not a ``.npy`` header this reader accepts (the message says why)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NpyHeader:
     """A parsed header: numpy dtype, shape, Fortran order, the header's total size in bytes, and
     whether the dtype holds pickled Python objects."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import struct
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.bounded_json import load_json
@@ -32,7 +32,7 @@ TF_DTYPES = {code: name for name, code in DTYPES.items()}
 _LENGTH = struct.Struct("<Q")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorSpec:
     """One tensor of the header: safetensors dtype code, shape, and ``[begin, end)`` in the data."""
 
@@ -43,7 +43,7 @@ class TensorSpec:
     end: int
 
 
-@dataclass
+@record
 class Header:
     """A parsed header: its JSON length, where the data starts and how long it is, the tensors in
     header order, ``__metadata__``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from formats.core.records import record
 
 from formats.core.records import replace
 from typing import TYPE_CHECKING, Any
@@ -132,7 +132,7 @@ class _Labels:
                 for k, label in labels.items()}
 
 
-@dataclass
+@record
 class _Graph:
     """The decoded SavedObjectGraph: the graph, each variable's key -> its declared spec, and the keys
     of Keras metric variables."""

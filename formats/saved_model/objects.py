@@ -15,7 +15,7 @@ whose functions carry a ``note`` (what they take and return) for ``ckpt ls --tre
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 
 from formats.concepts.object_graph import (VARIABLE_VALUE, Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            attribute_key)
@@ -39,7 +39,7 @@ _MAX_SPECS = 32        # tensor specs shown per function
 _MAX_VISITS = 1 << 12  # StructuredValue messages walked per function
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SavedObject:
     """One ``SavedObject``: its kind, edges, and what the kind says (variable spec, user object
     ``identifier``, concrete function names, saveable tensor names)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.concepts.slice_key import Extent, encode_slice_key
@@ -29,7 +29,7 @@ CHECKPOINT_VERSION = 1
 """TensorFlow's ``TF_CHECKPOINT_VERSION``: the V1 layout version this reader understands."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SliceRef:
     """One stored slice: its extents and the index of the file holding it."""
 
@@ -37,7 +37,7 @@ class SliceRef:
     file: int
 
 
-@dataclass
+@record
 class TensorInfo:
     """A tensor as the meta entries of all files declare it."""
 

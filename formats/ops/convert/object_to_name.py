@@ -17,7 +17,7 @@ bundle with the same keys (after rename rules), what a TF1 ``Saver`` writing V2 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import Checkpoint, FormatName
@@ -106,7 +106,7 @@ def _plan_migration(source: Checkpoint, options: ConvertOptions, plan: Conversio
     return plan
 
 
-@dataclass
+@record
 class Tf1State:
     """TF1 names and values for a Keras optimizer's state: ``slots`` key -> (name, note, value, transform)
     (value None: not written), ``extra`` rows TF1 needs that Keras does not keep (``beta1_power``,

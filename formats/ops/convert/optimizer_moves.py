@@ -11,7 +11,7 @@ the template's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, TF1, Family, equivalence, power_from_step,
@@ -22,7 +22,7 @@ from formats.ops.convert.transforms import ScaledEntry, ZerosEntry, scalar_value
 __all__ = ["Moved", "OptimizerMove", "hparam_flag"]
 
 
-@dataclass
+@record
 class Moved:
     """A value to write: ``value`` (a source), the source key it comes from (None when computed from
     several or from nothing), the ``transform`` shown in the plan, and every source key it ``used``."""
@@ -38,7 +38,7 @@ def hparam_flag(name: str) -> str:
     return "--learning-rate" if name == "learning_rate" else f"--hparam {name}=VALUE"
 
 
-@dataclass
+@record
 class OptimizerMove:
     """Source state ``src`` into framework ``framework`` and optimizer ``family`` (``target``: the
     template's own state, for its hyperparameters)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from formats.core.records import record
 from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
@@ -142,7 +142,7 @@ class MeanTensor(_Computed):
             yield round_float64(total, dtype)
 
 
-@dataclass
+@record
 class CastStats:
     """What a cast did to one tensor: the largest absolute error and how many finite values became
     infinite (overflow), counted over one complete pass."""

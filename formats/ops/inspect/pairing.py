@@ -23,7 +23,7 @@ import difflib
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from formats.core.records import record
 
 from formats.core.model import TensorEntry
 
@@ -32,7 +32,7 @@ __all__ = ["Pair", "pair_names", "KNOWN_RENAMES", "layer_order"]
 KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pair:
     """``candidate`` (a checkpoint name) probably is ``missing`` (a target name), for ``reason``."""
 

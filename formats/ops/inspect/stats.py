@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats"]
 
 
-@dataclass
+@record
 class TensorStats:
     """Statistics of one tensor; the float fields are None when there is no finite element (or no number)."""
 
@@ -54,7 +54,7 @@ class TensorStats:
                 "nan": self.nan, "inf": self.inf}
 
 
-@dataclass
+@record
 class CheckpointStats:
     """The statistics of the selected tensors of one checkpoint."""
 

@@ -17,7 +17,7 @@ variables of slot variables) is refused, so any file gives a tree that renders a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import TYPE_CHECKING
 
 from formats.concepts.object_graph import MAX_NESTING
@@ -36,7 +36,7 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 
-@dataclass
+@record
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
 
@@ -94,7 +94,7 @@ class TreeNode:
         return doc
 
 
-@dataclass
+@record
 class CheckpointTree:
     """The tree of one checkpoint; ``root`` is not shown, its children are the top rows."""
 

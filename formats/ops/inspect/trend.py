@@ -12,7 +12,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
@@ -24,7 +24,7 @@ from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
 __all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
 
 
-@dataclass
+@record
 class VariableTrend:
     """One variable across the run: ``norm[i]`` and ``change[i]`` belong to checkpoint ``i``."""
 
@@ -48,7 +48,7 @@ class VariableTrend:
                 "change": self.change, "nonfinite": self.nonfinite, "nonfinite_from": self.nonfinite_from}
 
 
-@dataclass
+@record
 class TrendResult:
     """The checkpoints of the run (oldest first) and every variable's trend."""
 

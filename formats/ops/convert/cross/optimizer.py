@@ -8,7 +8,7 @@ from the source's, hyperparameters from ``--hparam``, the source or the template
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from formats.core.records import replace
 
 from formats.concepts.keras3_optimizer import Variable, keras3_assign
 from formats.concepts.optimizers import KERAS3

@@ -8,7 +8,7 @@ trainable (where the file says so). Optimizer state, slots and the object graph 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from formats.core.records import record
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import VALUE_SUFFIX
@@ -26,7 +26,7 @@ _NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
 _LAYER = re.compile(r"layer_with_weights-(\d+)")
 
 
-@dataclass
+@record
 class KerasVar:
     """One model weight of a source or template checkpoint."""
 
