@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import os
 import sys
-from formats.core.records import record
-from typing import Any
 
 import click
+
+from formats.core.records import record
 
 from .exit_codes import ExitCode
 from .command_table import COMMANDS as _COMMANDS
 from .command_table import GLOBAL_FLAGS as _GLOBAL_FLAGS
 from .command_table import spec_of
 from .help import format_exit_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 COMMANDS = _COMMANDS
 """Every command: name -> the module holding its spec (:mod:`ckpt_cli.spec`), imported when it runs."""

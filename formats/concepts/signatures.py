@@ -8,9 +8,13 @@ them) and shown as ``?``; an unknown rank is a ``None`` shape.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from formats.core.records import field, record
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
 
 __all__ = ["TensorSpec", "Signature", "spec_text", "specs_text", "signature_text"]
 

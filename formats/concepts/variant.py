@@ -6,10 +6,12 @@ return these at all; :func:`describe_variant` names them.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from formats.core.model import TensorEntry
 from formats.core.records import record
 
-from formats.core.model import TensorEntry
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["VariantElement", "VariantSummary", "describe_variant", "describe_variant_values"]
 

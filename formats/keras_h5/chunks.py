@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterator
-from formats.core.records import record
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
     import numpy as np
 
     from formats.keras_h5.tree import DatasetInfo

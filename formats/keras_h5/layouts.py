@@ -9,15 +9,18 @@ the isolated probe reported it) and describe each dataset: its name and role.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from formats.core.records import field, record
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import Role, natural_key
+from formats.core.records import field, record
 from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
 from formats.keras_h5.tree import AttrError, Numeric
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["H5Description", "Described", "describe", "attr_list", "MAX_CONFIG_BYTES"]
 

@@ -10,12 +10,15 @@ without a config, from the path itself: Keras names container elements by the sn
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from formats.core.records import record
-from typing import Any
 
 from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
 from formats.concepts.optimizers import KERAS3, family_of_class
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
            "to_snake_case"]

@@ -15,13 +15,16 @@ shards make one checkpoint keyed like a single ``.weights.h5`` (``layers/dense/v
 from __future__ import annotations
 
 import os
-from formats.core.records import field, record
-from typing import Any
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError
 from formats.core.model import FormatName
+from formats.core.records import field, record
 from formats.keras_h5.reader import KerasCheckpoint
 from formats.keras_h5.source import read_json_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ShardMap", "read_shard_map", "open_sharded", "vars_group", "SHARD_SUFFIX"]
 

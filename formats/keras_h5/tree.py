@@ -9,11 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from formats.core.records import field, record
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Tree", "Group", "DatasetInfo", "Numeric", "AttrError", "parse_tree", "MAX_RANK"]
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 import ast
 import math
 import struct
-from collections.abc import Callable
+
 from formats.core.records import record
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["NpyHeader", "read_npy_header", "NpyError", "MAX_HEADER_BYTES"]
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 import os
 import struct
-from formats.core.records import field, record
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DTYPES", "TF_DTYPES", "TensorSpec", "Header", "read_header", "size_problem", "overlaps", "MAX_HEADER_BYTES",
            "looks_like_safetensors", "loader_refusals"]

@@ -15,12 +15,11 @@ whose functions carry a ``note`` (what they take and return) for ``ckpt ls --tre
 """
 from __future__ import annotations
 
-from formats.core.records import field, record
-
 from formats.concepts.object_graph import (VARIABLE_VALUE, Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
 from formats.io.protowire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import dtype_name, spec_shape
 

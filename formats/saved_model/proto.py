@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import mmap
 import os
-from formats.core.records import field, record
 
 from formats.concepts.signatures import Signature, TensorSpec
 from formats.concepts.tensor_proto import decode_shape
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
+from formats.core.records import field, record
 from formats.io import storage
 from formats.io.protowire import Message, WireError
 

@@ -9,10 +9,9 @@ wire primitives:
 """
 from __future__ import annotations
 
-from formats.core.records import field, record
-
 from formats.concepts.slice_key import Extent
 from formats.concepts.tensor_proto import decode_shape, decode_slice
+from formats.core.records import field, record
 from formats.io.protowire import Buffer, WireError, last_int, messages, parse_fields, signed
 
 __all__ = ["SliceMeta", "FileMeta", "decode_file_meta", "decode_saved_slice", "is_meta_value"]

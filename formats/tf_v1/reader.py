@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from formats.core.records import field, record
-from typing import Any
 
 from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
@@ -22,6 +20,11 @@ from formats.io.sstable.table import Table
 from formats.io.protowire import Buffer, WireError
 from formats.tf_v1.meta import FileMeta, decode_file_meta, decode_saved_slice
 from formats.concepts.tiling import format_extents
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["V1Reader", "TensorInfo", "SliceRef", "open_table", "CHECKPOINT_VERSION"]
 

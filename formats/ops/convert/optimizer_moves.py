@@ -11,13 +11,15 @@ the template's.
 """
 from __future__ import annotations
 
-from formats.core.records import field, record
-from typing import Any
-
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, TF1, Family, equivalence, power_from_step,
                                          slot_transform, step_from_power)
+from formats.core.records import field, record
 from formats.ops.convert.optimizer_state import OptimizerState
 from formats.ops.convert.transforms import ScaledEntry, ZerosEntry, scalar_value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Moved", "OptimizerMove", "hparam_flag"]
 

@@ -9,9 +9,8 @@ mathematical equivalent is one error saying so.
 """
 from __future__ import annotations
 
-from formats.core.records import record
-
 from formats.core.model import TensorEntry, shape_text
+from formats.core.records import record
 from formats.ops.convert.optimizer_moves import Moved, OptimizerMove, hparam_flag
 from formats.ops.convert.optimizer_state import OptimizerState, StateTensor
 from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan

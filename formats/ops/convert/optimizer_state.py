@@ -18,13 +18,13 @@ Nothing is read here except, on request, small scalars (:meth:`OptimizerState.sc
 from __future__ import annotations
 
 from collections import Counter
-from formats.core.records import field, record
 
 from formats.concepts.object_graph import ATTRIBUTES
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, KERAS3, KERAS_LEGACY, TF1, TF_KERAS, Family,
                                          families_with_slots, family_of_class, parse_keras_slot)
 from formats.concepts.roles import SLOT_SUFFIXES, classify_name
 from formats.core.model import Checkpoint, FormatName
+from formats.core.records import field, record
 from formats.ops.convert.sources import SourceTensor, is_object_based
 
 __all__ = ["StateTensor", "OptimizerState", "read_optimizer_state", "KERAS3_FORMATS"]

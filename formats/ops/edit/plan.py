@@ -9,14 +9,16 @@ atomic, read back and compared) and returns an :class:`EditResult`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from formats.core.records import field, record
-from typing import Any
-
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint
+from formats.core.records import field, record
 from formats.ops.convert.plan import ConversionPlan, ConversionResult, Problem, execute_plan
 from formats.ops.edit.values import CastStats
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["EditOptions", "KeyAction", "EditPlan", "EditResult", "execute_edit", "parse_casts", "FLOAT_DTYPES"]
 

@@ -26,14 +26,17 @@ that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules
 from __future__ import annotations
 
 from collections import defaultdict
-from formats.core.records import field, record
-from typing import Any
 
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
 

@@ -7,13 +7,12 @@ with its attribute name.
 """
 from __future__ import annotations
 
-from formats.core.records import field, record
-from typing import TYPE_CHECKING
-
 from formats.core.errors import UnsupportedError
 from formats.core.model import Role
 from formats.core.object_keys import VARIABLE_VALUE
+from formats.core.records import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint
 

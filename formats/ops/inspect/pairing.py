@@ -22,10 +22,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections import defaultdict
-from collections.abc import Callable
-from formats.core.records import record
 
 from formats.core.model import TensorEntry
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Pair", "pair_names", "KNOWN_RENAMES", "layer_order"]
 

@@ -9,17 +9,18 @@ from the memory-mapped data file with their checksum checked (see :mod:`formats.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from formats.core.records import field, record
-from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
+from formats.core.records import field, record
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats"]

@@ -16,17 +16,16 @@ variables of slot variables) is refused, so any file gives a tree that renders a
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from formats.core.records import field, record
-from typing import TYPE_CHECKING
-
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
 from formats.core.object_keys import ATTRIBUTES
+from formats.core.records import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import ObjectGraph
 

@@ -11,15 +11,18 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
-from formats.core.records import field, record
-from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.records import field, record
 from formats.core.selection import nothing_selected, select_keys
 from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
 

@@ -8,11 +8,11 @@ trainable (where the file says so). Optimizer state, slots and the object graph 
 from __future__ import annotations
 
 import re
-from formats.core.records import record
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import VALUE_SUFFIX
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, ObjectGraph
+from formats.core.records import record
 from formats.ops.convert.sources import is_object_based
 from formats.ops.rules import RuleSet
 
