@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any
 
 import click
+
+from formats.core.records import record
 
 from .exit_codes import ExitCode
 from .command_table import COMMANDS as _COMMANDS
@@ -14,11 +14,15 @@ from .command_table import GLOBAL_FLAGS as _GLOBAL_FLAGS
 from .command_table import spec_of
 from .help import format_exit_status
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 COMMANDS = _COMMANDS
 """Every command: name -> the module holding its spec (:mod:`ckpt_cli.spec`), imported when it runs."""
 
 
-@dataclass
+@record
 class Settings:
     """Global options, available to every command as ``ctx.obj``."""
 

@@ -94,3 +94,43 @@ def test_a_record_with_one_field() -> None:
     assert repr(One(1)) == "test_a_record_with_one_field.<locals>.One(value=1)"
     assert One(1) == One(1) != One(2)
     assert hash(One(1)) == hash((1,))
+
+
+def test_a_field_left_out_of_init_behaves_as_a_dataclass_one() -> None:
+    def make(decorate, field):  # type: ignore[no-untyped-def]
+        @decorate
+        class Cached:
+            name: str
+            hits: list = field(default_factory=list, init=False)
+            _memo: object = field(default=None, init=False, repr=False)
+
+        return Cached
+
+    D, R = make(dataclasses.dataclass, dataclasses.field), make(records.record, records.field)
+    d, r = D("a"), R("a")
+    assert repr(d).replace(D.__qualname__, "") == repr(r).replace(R.__qualname__, "")
+    assert (r.name, r.hits, r._memo) == (d.name, d.hits, d._memo) == ("a", [], None)
+    assert R("a").hits is not R("a").hits
+    for cls in (D, R):
+        with pytest.raises(TypeError):
+            cls("a", [])
+    r._memo, d._memo = 5, 5
+    assert (r == R("a")) == (d == D("a")) is False  # compared, as dataclasses does
+    again, same = records.replace(r, name="b"), dataclasses.replace(d, name="b")
+    assert (again.name, again._memo) == ("b", None) == (same.name, same._memo)
+    with pytest.raises(ValueError):
+        records.replace(r, _memo=1)
+    with pytest.raises(TypeError):
+        records.field(init=False)
+
+
+def test_no_module_of_the_package_imports_dataclasses() -> None:
+    """One record idiom (README, "House rules"): a class that holds data is a ``@record``, never a dataclass."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    pattern = re.compile(r"^\s*(import\s+dataclasses\b|from\s+dataclasses\s+import\b)", re.M)
+    offenders = [str(path.relative_to(root)) for package in ("formats", "ckpt_cli")
+                 for path in sorted((root / package).rglob("*.py")) if pattern.search(path.read_text())]
+    assert offenders == []

@@ -8,14 +8,18 @@ them) and shown as ``?``; an unknown rank is a ``None`` shape.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
 
 __all__ = ["TensorSpec", "Signature", "spec_text", "specs_text", "signature_text"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorSpec:
     """One input or output: its ``name``, ``dtype`` name and ``shape`` (None: unknown rank); ``tensor``
     is the graph tensor behind it when the SavedModel names one (``serving_default_x:0``)."""
@@ -34,7 +38,7 @@ class TensorSpec:
         return doc
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Signature:
     """A serving signature: ``name`` (``serving_default``), the ``method`` it serves
     (``tensorflow/serving/predict``), the MetaGraph ``tags`` and its inputs and outputs by name."""

@@ -6,17 +6,19 @@ return these at all; :func:`describe_variant` names them.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from formats.core.model import TensorEntry
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["VariantElement", "VariantSummary", "describe_variant", "describe_variant_values"]
 
 UNDECODABLE = "<undecodable>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VariantElement:
     """One element: its ``type_name`` (``tensorflow::Iterator``), serialized size, metadata size, nested tensors."""
 
@@ -26,7 +28,7 @@ class VariantElement:
     tensors: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VariantSummary:
     """All elements of a variant tensor."""
 

@@ -9,12 +9,16 @@ reported and ignored (the file's own keys and dtypes stand).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, TypeVar
-
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
 from formats.core.model import Role
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "Provenance", "parse_provenance",
            "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES"]
@@ -24,12 +28,11 @@ PROVENANCE_MEMBER = "__ckpt_provenance__"
 PROVENANCE_KEY = "ckpt.provenance"
 """The safetensors ``__metadata__`` key holding the record."""
 MAX_RECORD_BYTES = 256 << 20
-T = TypeVar("T")
 _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorRecord:
     """What the export knew about one tensor: its key in the file, the source's key, object path,
     full (TF1-style / Keras) name, role, dtype and shape."""
@@ -43,7 +46,7 @@ class TensorRecord:
     shape: tuple[int, ...]
 
 
-@dataclass
+@record
 class Provenance:
     """A parsed record: the source it was exported from, its tensors by key, and what was wrong with it."""
 

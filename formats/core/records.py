@@ -6,7 +6,8 @@ output. :func:`record` gives a class what ``@dataclass`` gives the classes that 
 ``__init__`` taking the annotated fields in order (defaults as class attributes or :func:`field`),
 ``__repr__``, ``__eq__``, and with ``frozen`` immutability and ``__hash__``, with ``slots`` ``__slots__`` -
 from one small generated function per class; :func:`replace` is ``dataclasses.replace``. Nothing else of
-dataclasses (``InitVar``, ``ClassVar``, ``__post_init__``, ordering, ``kw_only``) is offered.
+dataclasses (``InitVar``, ``ClassVar``, ``__post_init__``, ordering, ``kw_only``) is offered; a field made
+with ``field(init=False)`` is not a parameter of ``__init__`` (it starts at its default or factory value).
 """
 from __future__ import annotations
 
@@ -31,17 +32,20 @@ class FrozenRecordError(AttributeError):
 
 
 class _Field:
-    __slots__ = ("default", "factory", "repr", "compare")
+    __slots__ = ("default", "factory", "repr", "compare", "init")
 
-    def __init__(self, default: Any, factory: Callable[[], Any] | None, repr: bool, compare: bool) -> None:
-        self.default, self.factory, self.repr, self.compare = default, factory, repr, compare
+    def __init__(self, default: Any, factory: Callable[[], Any] | None, repr: bool, compare: bool,
+                 init: bool = True) -> None:
+        self.default, self.factory, self.repr, self.compare, self.init = default, factory, repr, compare, init
 
 
 def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] | None = None, repr: bool = True,
-          compare: bool = True) -> Any:
-    """A field's default (a value, or a ``default_factory`` called for each instance) and whether it shows in
-    the repr and takes part in ``==``, as ``dataclasses.field``."""
-    return _Field(default, default_factory, repr, compare)
+          compare: bool = True, init: bool = True) -> Any:
+    """A field's default (a value, or a ``default_factory`` called for each instance), whether it shows in
+    the repr, takes part in ``==`` and (``init``) is a parameter of ``__init__``, as ``dataclasses.field``."""
+    if not init and default is _MISSING and default_factory is None:
+        raise TypeError("a field with init=False needs a default or a default_factory")
+    return _Field(default, default_factory, repr, compare, init)
 
 
 def fields_of(obj: Any) -> tuple[str, ...]:
@@ -50,12 +54,17 @@ def fields_of(obj: Any) -> tuple[str, ...]:
 
 
 def replace(obj: T, **changes: Any) -> T:
-    """A copy of the record ``obj`` with ``changes``, as ``dataclasses.replace``."""
-    unknown = set(changes) - set(obj.__record_fields__)  # type: ignore[attr-defined]
+    """A copy of the record ``obj`` with ``changes``, as ``dataclasses.replace`` (``init=False`` fields
+    start again from their defaults, and cannot be changed)."""
+    specs = obj.__record_specs__  # type: ignore[attr-defined]
+    names = [name for name in obj.__record_fields__ if specs[name].init]  # type: ignore[attr-defined]
+    fixed = sorted(name for name in changes if name in specs and not specs[name].init)
+    if fixed:
+        raise ValueError(f"field {fixed[0]!r} is declared with init=False: replace cannot change it")
+    unknown = set(changes) - set(names)
     if unknown:
-        raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
-    values = {name: changes[name] if name in changes else getattr(obj, name)
-              for name in obj.__record_fields__}  # type: ignore[attr-defined]
+        raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r} to replace")
+    values = {name: changes[name] if name in changes else getattr(obj, name) for name in names}
     return type(obj)(**values)
 
 
@@ -141,7 +150,9 @@ def _init_source(names: list[str], specs: dict[str, _Field], frozen: bool) -> st
     params, body = ["self"], []
     for i, name in enumerate(names):
         spec = specs[name]
-        if spec.factory is not None:
+        if not spec.init:
+            value = f"_f{i}()" if spec.factory is not None else f"_d{i}"
+        elif spec.factory is not None:
             params.append(f"{name}=_MISSING")
             value = f"_f{i}() if {name} is _MISSING else {name}"
         else:

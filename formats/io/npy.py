@@ -27,20 +27,22 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
 
 from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
 from formats.core.model import Checkpoint, array_problem
+from formats.core.records import record
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import IO, Any
+
     import numpy as np
 
 __all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npy", "count_member",
@@ -80,7 +82,7 @@ def bits_note(key: str, dtype: str) -> str:
     return f"{key}: {dtype} stored as {stored_dtype(dtype).name} bits (the record keeps {dtype})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Written:
     """What :func:`write_member` stored: the stored dtype (``uint16``, ``|S5``, ``object``), the payload
     bytes, and for a pickled member the sha256 of its bytes (compared on read-back instead of its value:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
     import numpy as np
 
     from formats.keras_h5.tree import DatasetInfo
@@ -35,7 +37,7 @@ def native(info: DatasetInfo) -> bool:
     return all(f[0] in (DEFLATE, SHUFFLE) for f in info.filters)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StoredChunk:
     """Where one chunk is: its offset in the dataset (elements), filter mask, file address and size."""
 

@@ -11,15 +11,18 @@ Keras file); values are then read here, from checked addresses, in bounded block
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
 from formats.io.sandbox import run_isolated
 from formats.keras_h5 import probe
 from formats.keras_h5.chunks import ChunkIndex
 from formats.keras_h5.tree import DatasetInfo, Tree, parse_tree
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["H5Image", "open_image", "MEMORY", "ANSWER"]
 
@@ -29,7 +32,7 @@ ANSWER = 32 << 20
 """Bytes an isolated child may send back beyond a small multiple of the file's size."""
 
 
-@dataclass
+@record
 class H5Image:
     """An HDF5 image. ``path`` is the file named in errors (the ``.h5``, or the ``.keras`` holding it),
     ``size`` the image's bytes, ``source`` reads them (``readinto_at``), ``opener`` opens them with h5py

@@ -9,15 +9,18 @@ the isolated probe reported it) and describe each dataset: its name and role.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import Role, natural_key
+from formats.core.records import field, record
 from formats.keras_h5.naming import VarsGroup, name_groups, optimizer_names
 from formats.keras_h5.tree import AttrError, Numeric
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["H5Description", "Described", "describe", "attr_list", "MAX_CONFIG_BYTES"]
 
@@ -27,7 +30,7 @@ MAX_CONFIG_BYTES = 64 << 20
 _SUFFIX = re.compile(r":\d+$")
 
 
-@dataclass
+@record
 class Described:
     """What a dataset is: its ``.name`` and ``.role``."""
 
@@ -38,7 +41,7 @@ class Described:
     optimizer: str | None = None
 
 
-@dataclass
+@record
 class H5Description:
     """The result of reading a file's structure: layout name, dataset descriptions, metadata, problems."""
 

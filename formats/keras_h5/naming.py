@@ -10,12 +10,15 @@ without a config, from the path itself: Keras names container elements by the sn
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
 from formats.concepts.optimizers import KERAS3, family_of_class
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
            "to_snake_case"]
@@ -52,7 +55,7 @@ def to_snake_case(name: str) -> str:
 _BY_SNAKE = {to_snake_case(c): c for c in [*ROLES, *_CELLS]}
 
 
-@dataclass
+@record
 class VarsGroup:
     """One ``vars`` group: the object path owning it, its ``name`` attribute, and its variables' shapes."""
 
@@ -141,7 +144,7 @@ def _parent(groups: dict[str, VarsGroup], path: str) -> VarsGroup | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OptimizerVar:
     """What one Keras 3 optimizer variable is: its ``name``, and for a slot the key of its model
     variable (``slot_of``), the Keras slot name and the optimizer class."""

@@ -18,17 +18,20 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from formats.core.errors import InvalidOutputError, UsageError, VerificationError
 from formats.core.model import Checkpoint, FormatName
+from formats.core.records import record
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe
 from formats.io.atomic import ensure_space, fsync_dir, fsync_file, refuse_url
 from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
 from formats.keras_h5.writer import Keras3Group, _dataset
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 __all__ = ["write_keras3_sharded", "shard_names", "assign_shards", "DEFAULT_MAX_SHARD_SIZE"]
 
@@ -63,7 +66,7 @@ def _vars_path(group: Keras3Group) -> str:
     return f"{group.path}/vars" if group.path else "vars"
 
 
-@dataclass
+@record
 class _Plan:
     """Which shard each variable goes to, where each (possibly empty) group is created, the weight map."""
 

@@ -15,13 +15,16 @@ shards make one checkpoint keyed like a single ``.weights.h5`` (``layers/dense/v
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError
 from formats.core.model import FormatName
+from formats.core.records import field, record
 from formats.keras_h5.reader import KerasCheckpoint
 from formats.keras_h5.source import read_json_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ShardMap", "read_shard_map", "open_sharded", "vars_group", "SHARD_SUFFIX"]
 
@@ -29,7 +32,7 @@ SHARD_SUFFIX = ".weights.h5"
 MAX_SHARDS = 100_000
 
 
-@dataclass
+@record
 class ShardMap:
     """A parsed ``*.weights.json``: shard file names in first-mention order, and for each ``vars``
     group (``layers/dense/vars``) the shards Keras looks in, in order."""

@@ -9,11 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Tree", "Group", "DatasetInfo", "Numeric", "AttrError", "parse_tree", "MAX_RANK"]
 
@@ -21,7 +24,7 @@ MAX_RANK = 32
 """HDF5's own limit on dataspace rank."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Numeric:
     """A numeric attribute (not read: only its type and size are known)."""
 
@@ -29,14 +32,14 @@ class Numeric:
     size: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AttrError:
     """An attribute libhdf5 could not read."""
 
     message: str
 
 
-@dataclass
+@record
 class Group:
     """An HDF5 group: its path (``""`` for the root) and Keras attributes (text, list of text,
     :class:`Numeric` or :class:`AttrError`); ``file`` is the root group, as in h5py."""
@@ -46,7 +49,7 @@ class Group:
     file: Group | None = None
 
 
-@dataclass
+@record
 class DatasetInfo:
     """An HDF5 dataset: type, shape and where its bytes are (see ``probe._dataset``)."""
 

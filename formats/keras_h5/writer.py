@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.names import name_bytes
 from formats.core.errors import InvalidOutputError, UnsupportedError, VerificationError
 from formats.core.model import Checkpoint
+from formats.core.records import field, record
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 __all__ = ["Keras2Layer", "Keras3Group", "write_keras2_h5", "write_keras3_h5", "write_keras3_zip", "HDF5_OBJECT_HEADER_LIMIT",
            "save_attribute_list"]
@@ -38,7 +41,7 @@ HDF5_OBJECT_HEADER_LIMIT = 64512
 """tf-keras' limit on one attribute's bytes; longer lists are split into numbered chunks."""
 
 
-@dataclass
+@record
 class Keras2Layer:
     """One layer group of a Keras 2 weights file: its name and ``(weight name, source)`` in order."""
 
@@ -46,7 +49,7 @@ class Keras2Layer:
     weights: list[tuple[str, Source]] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Keras3Group:
     """One ``vars`` group of a Keras 3 weights file: the object path (``""`` for the model), its
     ``name`` attribute (None for none) and its variables in index order."""

@@ -11,9 +11,13 @@ from __future__ import annotations
 import ast
 import math
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["NpyHeader", "read_npy_header", "NpyError", "MAX_HEADER_BYTES"]
 
@@ -26,7 +30,7 @@ class NpyError(ValueError):
     """The bytes are not a ``.npy`` header this reader accepts (the message says why)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NpyHeader:
     """A parsed header: numpy dtype, shape, Fortran order, the header's total size in bytes, and
     whether the dtype holds pickled Python objects."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 import os
 import struct
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DTYPES", "TF_DTYPES", "TensorSpec", "Header", "read_header", "size_problem", "overlaps", "MAX_HEADER_BYTES",
            "looks_like_safetensors", "loader_refusals"]
@@ -32,7 +35,7 @@ TF_DTYPES = {code: name for name, code in DTYPES.items()}
 _LENGTH = struct.Struct("<Q")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TensorSpec:
     """One tensor of the header: safetensors dtype code, shape, and ``[begin, end)`` in the data."""
 
@@ -43,7 +46,7 @@ class TensorSpec:
     end: int
 
 
-@dataclass
+@record
 class Header:
     """A parsed header: its JSON length, where the data starts and how long it is, the tensors in
     header order, ``__metadata__``."""

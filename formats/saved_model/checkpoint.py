@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-
-from formats.core.records import replace
-from typing import TYPE_CHECKING, Any
 
 from formats.concepts.object_graph import EntryLabel, label_keys
 from formats.core import registry
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, CheckpointProblem,
                                 Role, TensorEntry)
+from formats.core.records import record, replace
 from formats.saved_model.graph_file import read_saved_model
 from formats.saved_model.proto import SavedModelProto
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from concurrent.futures import Executor
+    from typing import Any
 
     import numpy as np
 
@@ -132,7 +131,7 @@ class _Labels:
                 for k, label in labels.items()}
 
 
-@dataclass
+@record
 class _Graph:
     """The decoded SavedObjectGraph: the graph, each variable's key -> its declared spec, and the keys
     of Keras metric variables."""

@@ -15,12 +15,11 @@ whose functions carry a ``note`` (what they take and return) for ``ckpt ls --tre
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from formats.concepts.object_graph import (VARIABLE_VALUE, Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            attribute_key)
 from formats.concepts.signatures import TensorSpec, specs_text
 from formats.core.errors import CorruptCheckpointError
+from formats.core.records import field, record
 from formats.io.protowire import MAX_DEPTH, Message, WireError, iter_fields
 from formats.saved_model.proto import dtype_name, spec_shape
 
@@ -39,7 +38,7 @@ _MAX_SPECS = 32        # tensor specs shown per function
 _MAX_VISITS = 1 << 12  # StructuredValue messages walked per function
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SavedObject:
     """One ``SavedObject``: its kind, edges, and what the kind says (variable spec, user object
     ``identifier``, concrete function names, saveable tensor names)."""

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass, field
 
 from formats.concepts.signatures import Signature, TensorSpec
 from formats.concepts.tensor_proto import decode_shape
 from formats.core import dtypes
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
+from formats.core.records import field, record
 from formats.io import storage
 from formats.io.protowire import Message, WireError
 
@@ -32,7 +32,7 @@ _MAX_ENTRIES = 1 << 16  # fields of a MetaGraphDef / SignatureDef (signatures, c
 _INTERNAL_SIGNATURES = ("__saved_model_init_op", "__saved_model_train_op")
 
 
-@dataclass
+@record
 class MetaGraph:
     """One ``MetaGraphDef``: its ``tags``, TensorFlow version, serving signatures and, for TF2
     SavedModels, the serialized ``SavedObjectGraph`` (``object_graph``)."""
@@ -43,7 +43,7 @@ class MetaGraph:
     object_graph: bytes | None = None
 
 
-@dataclass
+@record
 class SavedModelProto:
     """What ckpt reads of a ``saved_model.pb``: the schema version and every MetaGraph."""
 

@@ -9,16 +9,15 @@ wire primitives:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from formats.concepts.slice_key import Extent
 from formats.concepts.tensor_proto import decode_shape, decode_slice
+from formats.core.records import field, record
 from formats.io.protowire import Buffer, WireError, last_int, messages, parse_fields, signed
 
 __all__ = ["SliceMeta", "FileMeta", "decode_file_meta", "decode_saved_slice", "is_meta_value"]
 
 
-@dataclass
+@record
 class SliceMeta:
     """One ``SavedSliceMeta``: a tensor's name, DataType number, shape and the slices one file stores."""
 
@@ -28,7 +27,7 @@ class SliceMeta:
     slices: list[list[Extent]] = field(default_factory=list)
 
 
-@dataclass
+@record
 class FileMeta:
     """The meta entry of one file: its tensors and ``VersionDef``."""
 

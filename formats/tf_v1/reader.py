@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.concepts.slice_key import Extent, encode_slice_key
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError, UnsupportedError
@@ -22,6 +20,11 @@ from formats.io.sstable.table import Table
 from formats.io.protowire import Buffer, WireError
 from formats.tf_v1.meta import FileMeta, decode_file_meta, decode_saved_slice
 from formats.concepts.tiling import format_extents
+from formats.core.records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["V1Reader", "TensorInfo", "SliceRef", "open_table", "CHECKPOINT_VERSION"]
 
@@ -29,7 +32,7 @@ CHECKPOINT_VERSION = 1
 """TensorFlow's ``TF_CHECKPOINT_VERSION``: the V1 layout version this reader understands."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SliceRef:
     """One stored slice: its extents and the index of the file holding it."""
 
@@ -37,7 +40,7 @@ class SliceRef:
     file: int
 
 
-@dataclass
+@record
 class TensorInfo:
     """A tensor as the meta entries of all files declare it."""
 

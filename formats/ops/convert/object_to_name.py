@@ -17,18 +17,20 @@ bundle with the same keys (after rename rules), what a TF1 ``Saver`` writing V2 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from formats.core.model import Checkpoint, FormatName
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.optimizers import TF1, Family, family_of_class
 from formats.concepts.roles import classify_name, slot_key
+from formats.core.records import field, record
 from formats.ops.convert.optimizer_moves import Moved, OptimizerMove
 from formats.ops.convert.optimizer_rows import OPTIMIZER_PROBLEM
 from formats.ops.convert.optimizer_state import OptimizerState, read_optimizer_state
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.sources import is_object_based, source_tensors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_tf_name", "object_path_name"]
 
@@ -106,7 +108,7 @@ def _plan_migration(source: Checkpoint, options: ConvertOptions, plan: Conversio
     return plan
 
 
-@dataclass
+@record
 class Tf1State:
     """TF1 names and values for a Keras optimizer's state: ``slots`` key -> (name, note, value, transform)
     (value None: not written), ``extra`` rows TF1 needs that Keras does not keep (``beta1_power``,

@@ -11,18 +11,20 @@ the template's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, TF1, Family, equivalence, power_from_step,
                                          slot_transform, step_from_power)
+from formats.core.records import field, record
 from formats.ops.convert.optimizer_state import OptimizerState
 from formats.ops.convert.transforms import ScaledEntry, ZerosEntry, scalar_value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Moved", "OptimizerMove", "hparam_flag"]
 
 
-@dataclass
+@record
 class Moved:
     """A value to write: ``value`` (a source), the source key it comes from (None when computed from
     several or from nothing), the ``transform`` shown in the plan, and every source key it ``used``."""
@@ -38,7 +40,7 @@ def hparam_flag(name: str) -> str:
     return "--learning-rate" if name == "learning_rate" else f"--hparam {name}=VALUE"
 
 
-@dataclass
+@record
 class OptimizerMove:
     """Source state ``src`` into framework ``framework`` and optimizer ``family`` (``target``: the
     template's own state, for its hyperparameters)."""

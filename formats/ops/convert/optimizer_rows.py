@@ -9,9 +9,8 @@ mathematical equivalent is one error saying so.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from formats.core.model import TensorEntry, shape_text
+from formats.core.records import record
 from formats.ops.convert.optimizer_moves import Moved, OptimizerMove, hparam_flag
 from formats.ops.convert.optimizer_state import OptimizerState, StateTensor
 from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan
@@ -22,7 +21,7 @@ __all__ = ["TargetState", "fill_optimizer_state", "OPTIMIZER_PROBLEM"]
 OPTIMIZER_PROBLEM = "optimizer"
 
 
-@dataclass
+@record
 class TargetState:
     """One tensor of the target's optimizer state: its output ``key``, the ``entry`` holding the
     target's own value (shape, dtype, and the value kept when nothing fills it) and its meaning."""

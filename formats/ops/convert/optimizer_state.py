@@ -18,13 +18,13 @@ Nothing is read here except, on request, small scalars (:meth:`OptimizerState.sc
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from formats.concepts.object_graph import ATTRIBUTES
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, KERAS3, KERAS_LEGACY, TF1, TF_KERAS, Family,
                                          families_with_slots, family_of_class, parse_keras_slot)
 from formats.concepts.roles import SLOT_SUFFIXES, classify_name
 from formats.core.model import Checkpoint, FormatName
+from formats.core.records import field, record
 from formats.ops.convert.sources import SourceTensor, is_object_based
 
 __all__ = ["StateTensor", "OptimizerState", "read_optimizer_state", "KERAS3_FORMATS"]
@@ -35,7 +35,7 @@ _STEP_NAMES = {"iter": KERAS_LEGACY, "iterations": TF_KERAS, "iteration": TF_KER
 _POWERS = ("beta1_power", "beta2_power")
 
 
-@dataclass
+@record
 class StateTensor:
     """One tensor of optimizer state: ``kind`` ``slot`` (``what`` is the slot's meaning, ``variable`` the
     name of its model variable), ``step``, ``global_step``, ``power`` (``beta1_power``), ``hyper``
@@ -53,7 +53,7 @@ class StateTensor:
         return self.tensor.key
 
 
-@dataclass
+@record
 class OptimizerState:
     """What :func:`read_optimizer_state` found; ``family`` is None when no (single) optimizer is recognised."""
 

@@ -9,14 +9,16 @@ atomic, read back and compared) and returns an :class:`EditResult`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
-
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint
+from formats.core.records import field, record
 from formats.ops.convert.plan import ConversionPlan, ConversionResult, Problem, execute_plan
 from formats.ops.edit.values import CastStats
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["EditOptions", "KeyAction", "EditPlan", "EditResult", "execute_edit", "parse_casts", "FLOAT_DTYPES"]
 
@@ -24,7 +26,7 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e5m2", "flo
 """Floating-point dtypes a cast converts between."""
 
 
-@dataclass
+@record
 class EditOptions:
     """What to do to a checkpoint (every field optional; the default rewrites it as it is).
 
@@ -78,7 +80,7 @@ def parse_casts(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-@dataclass
+@record
 class KeyAction:
     """What happens to one input key: ``action`` is ``keep``, ``cast``, ``mean``, ``newest`` or
     ``drop``; ``output`` the key written (None when left out), ``dtype`` the dtype written,
@@ -96,7 +98,7 @@ class KeyAction:
                 "detail": self.detail}
 
 
-@dataclass
+@record
 class EditPlan:
     """An edit (or average) planned: the ``conversion`` to write, one action per input key, the casts
     (their errors are known once written), the data file of each written tensor (``shards``, None for
@@ -154,7 +156,7 @@ class EditPlan:
         self.close()
 
 
-@dataclass
+@record
 class EditResult:
     """An edit plan and what became of it (``conversion`` says what was written)."""
 

@@ -12,17 +12,19 @@ could restore it.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-
 from formats.core.model import OBJECT_GRAPH_KEY, OPTIMIZER_ROLES, Checkpoint, Role
+from formats.core.records import field, record
 from formats.core.selection import nothing_selected, select_keys
 from formats.ops.convert.plan import ERROR, WARNING, Problem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Selection", "choose_tensors", "OPTIMIZER_ROLES"]
 
 
-@dataclass
+@record
 class Selection:
     """The keys kept (in key order), why each other key is left out, and the problems found."""
 

@@ -10,17 +10,18 @@ casts go through float64 too. Rounding is to nearest, ties to even, done once
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 from formats.core.dtypes import by_name
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
+from formats.core.records import record
 from formats.core.sources import Source, array_chunks
 from formats.core.values import as_float
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from concurrent.futures import Executor
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["MeanTensor", "CastTensor", "CastStats", "round_float64", "aligned_chunks", "is_lossless",
@@ -142,7 +143,7 @@ class MeanTensor(_Computed):
             yield round_float64(total, dtype)
 
 
-@dataclass
+@record
 class CastStats:
     """What a cast did to one tensor: the largest absolute error and how many finite values became
     infinite (overflow), counted over one complete pass."""

@@ -26,14 +26,17 @@ that rewrite CKPT's names into TARGET's: ``dump_rules(report.rules)`` is a rules
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
 
@@ -55,7 +58,7 @@ def is_optimizer_state(name: str) -> bool:
     return _slot(name) is not None or name in _NON_SLOT_STATE or name.startswith("optimizer/")
 
 
-@dataclass
+@record
 class Suggestion:
     """A candidate for a missing name: the CKPT name that probably is it, why, and the rule that renames it."""
 
@@ -72,7 +75,7 @@ def _describe(entry: TensorEntry) -> dict[str, Any]:
     return {"key": entry.key, "shape": list(entry.shape), "dtype": entry.dtype}
 
 
-@dataclass
+@record
 class DoctorReport:
     """What :func:`diagnose` found; ``would_load`` when nothing is missing or mismatched."""
 

@@ -7,13 +7,12 @@ with its attribute name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from formats.core.errors import UnsupportedError
 from formats.core.model import Role
 from formats.core.object_keys import VARIABLE_VALUE
+from formats.core.records import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from formats.core.model import Checkpoint
 
@@ -23,7 +22,7 @@ COLORS = {"optimizer": "red", "variable": "blue", "slot": "orange", "object": "b
 _HEX = {"red": "#d62728", "blue": "#1f77b4", "orange": "#ff7f0e", "black": "#000000"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DrawNode:
     """A node: ``id`` (the graph's node id), ``label`` and ``kind`` (a key of :data:`COLORS`)."""
 
@@ -32,7 +31,7 @@ class DrawNode:
     kind: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DrawEdge:
     """An edge; ``dashed`` edges tie a slot variable to its variable and its optimizer."""
 
@@ -42,7 +41,7 @@ class DrawEdge:
     dashed: bool = False
 
 
-@dataclass
+@record
 class Drawing:
     """Nodes and edges, ready to print as dot or Mermaid."""
 

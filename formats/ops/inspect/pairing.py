@@ -22,17 +22,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from formats.core.model import TensorEntry
+from formats.core.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Pair", "pair_names", "KNOWN_RENAMES", "layer_order"]
 
 KNOWN_RENAMES = {"weights": "kernel", "biases": "bias"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pair:
     """``candidate`` (a checkpoint name) probably is ``missing`` (a target name), for ``reason``."""
 

@@ -9,23 +9,24 @@ from the memory-mapped data file with their checksum checked (see :mod:`formats.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
+from formats.core.records import field, record
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
     import numpy as np
 
 __all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats"]
 
 
-@dataclass
+@record
 class TensorStats:
     """Statistics of one tensor; the float fields are None when there is no finite element (or no number)."""
 
@@ -54,7 +55,7 @@ class TensorStats:
                 "nan": self.nan, "inf": self.inf}
 
 
-@dataclass
+@record
 class CheckpointStats:
     """The statistics of the selected tensors of one checkpoint."""
 

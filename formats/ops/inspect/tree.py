@@ -16,17 +16,16 @@ variables of slot variables) is refused, so any file gives a tree that renders a
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
 from formats.core.object_keys import ATTRIBUTES
+from formats.core.records import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import ObjectGraph
 
@@ -36,7 +35,7 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 
-@dataclass
+@record
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
 
@@ -94,7 +93,7 @@ class TreeNode:
         return doc
 
 
-@dataclass
+@record
 class CheckpointTree:
     """The tree of one checkpoint; ``root`` is not shown, its children are the top rows."""
 

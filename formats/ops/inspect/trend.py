@@ -11,20 +11,23 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
 from formats.core.model import Checkpoint, TensorEntry
+from formats.core.records import field, record
 from formats.core.selection import nothing_selected, select_keys
 from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
 __all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
 
 
-@dataclass
+@record
 class VariableTrend:
     """One variable across the run: ``norm[i]`` and ``change[i]`` belong to checkpoint ``i``."""
 
@@ -48,7 +51,7 @@ class VariableTrend:
                 "change": self.change, "nonfinite": self.nonfinite, "nonfinite_from": self.nonfinite_from}
 
 
-@dataclass
+@record
 class TrendResult:
     """The checkpoints of the run (oldest first) and every variable's trend."""
 

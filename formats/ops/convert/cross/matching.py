@@ -10,16 +10,18 @@ by kind and shapes; what cannot be paired with certainty is reported, never gues
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
+from formats.core.records import record
 from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan
 from formats.ops.convert.cross.variables import KerasVar
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Pairing", "match_variables"]
 
 
-@dataclass
+@record
 class Pairing:
     """A template weight and the source weight that fills it (None when none does); ``how`` says why."""
 

@@ -8,11 +8,10 @@ from the source's, hyperparameters from ``--hparam``, the source or the template
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from formats.concepts.keras3_optimizer import Variable, keras3_assign
 from formats.concepts.optimizers import KERAS3
 from formats.core.model import Checkpoint
+from formats.core.records import replace
 from formats.ops.convert.cross.matching import Pairing
 from formats.ops.convert.cross.variables import keras_variables
 from formats.ops.convert.optimizer_moves import OptimizerMove

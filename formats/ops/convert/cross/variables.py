@@ -8,11 +8,11 @@ trainable (where the file says so). Optimizer state, slots and the object graph 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import VALUE_SUFFIX
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, ObjectGraph
+from formats.core.records import record
 from formats.ops.convert.sources import is_object_based
 from formats.ops.rules import RuleSet
 
@@ -26,7 +26,7 @@ _NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
 _LAYER = re.compile(r"layer_with_weights-(\d+)")
 
 
-@dataclass
+@record
 class KerasVar:
     """One model weight of a source or template checkpoint."""
 
