@@ -83,3 +83,13 @@ def test_no_collections_import() -> None:
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)})
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_no_module_makes_a_collections_namedtuple() -> None:
+    """The second record idiom is the value tuple (README, "House rules"): no ``collections.namedtuple`` is left."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = [f"{path.relative_to(root)}:{n}" for folder in ("formats", "ckpt_cli") for path in (root / folder).rglob("*.py")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if "namedtuple(" in line]
+    assert found == []
