@@ -45,40 +45,54 @@ def parse(argv: list[str]) -> tuple[Command, dict[str, bool], Params] | None:
 
 
 def _parse_command(spec: Command, words: list[str], flags: dict[str, bool]) -> Params:
+    """The parameters of ``spec`` a command line's ``words`` give (after the command's name)."""
     by_decl = {decl: opt for opt in spec.options for decl in opt.decls}
     params = spec.defaults()
     given: set[str] = set()
     positional: list[str] = []
     rest = iter(words)
     for word in rest:
-        if spec.passes_on and positional:  # `ckpt run SCRIPT ARGS...`: the rest is the script's
-            positional.append(word)
+        if (spec.passes_on and positional) or not word.startswith("-") or word == "-":
+            positional.append(word)  # `ckpt run SCRIPT ARGS...`: after SCRIPT, the rest is the script's
             continue
-        if not word.startswith("-") or word == "-":
-            positional.append(word)
+        opt, value = _option(word, by_decl)
+        if opt is None:
+            if word not in GLOBAL_FLAGS:
+                raise _Refused  # unknown, clustered flags (-rq), a flag given a value, or `--`
+            flags[GLOBAL_FLAGS[word]] = True
             continue
-        if word.startswith("--"):
-            option, eq, value = word.partition("=")
-        elif word in by_decl:
-            option, eq, value = word, "", ""
-        else:  # a short option's value attached (-fx: "x", -f=x: "=x", as click reads them)
-            option, eq, value = word[:2], "=", word[2:]
-        opt = by_decl.get(option)
-        if opt is None or (eq and opt.flag):
-            if word in GLOBAL_FLAGS:
-                flags[GLOBAL_FLAGS[word]] = True
-                continue
-            raise _Refused  # unknown, clustered flags (-rq), a flag given a value, or `--`
         given.add(opt.name)
         if opt.flag:
             params[opt.name] = True
             continue
-        if not eq:
-            value = next(rest, None)  # type: ignore[assignment]
-            if value is None:
-                raise _Refused
+        value = next(rest, None) if value is None else value
+        if value is None:
+            raise _Refused
         parsed = _value(opt, value)
         params[opt.name] = (*params[opt.name], parsed) if opt.multiple else parsed
+    _finish_options(spec, params, given)
+    _bind(spec, positional, params)
+    return params
+
+
+def _option(word: str, by_decl: dict[str, Opt]) -> tuple[Opt | None, str | None]:
+    """The option a word names, and its value when the word carries one (``--sort=size``; a short option's
+    value attached: ``-fx`` gives ``x``, ``-f=x`` gives ``=x``, as click reads them); no option for a flag
+    given a value."""
+    if word.startswith("--"):
+        option, eq, value = word.partition("=")
+    elif word in by_decl:
+        option, eq, value = word, "", ""
+    else:
+        option, eq, value = word[:2], "=", word[2:]
+    opt = by_decl.get(option)
+    if opt is None or (eq and opt.flag):
+        return None, None
+    return opt, value if eq else None
+
+
+def _finish_options(spec: Command, params: Params, given: set[str]) -> None:
+    """Required options given, and each option's ``convert`` applied (as click's callbacks are)."""
     for opt in spec.options:
         if opt.required and opt.name not in given:
             raise _Refused
@@ -89,8 +103,6 @@ def _parse_command(spec: Command, words: list[str], flags: dict[str, bool]) -> P
                 params[opt.name] = opt.convert(params[opt.name])
             except ParameterError:
                 raise _Refused from None
-    _bind(spec, positional, params)
-    return params
 
 
 def _value(opt: Opt, text: str) -> Any:
