@@ -15,7 +15,7 @@ import formats
 from ckpt_cli.exit_codes import ExitCode
 from formats.core.errors import InvalidOutputError, OutputExistsError, OutputIsInputError
 from formats.core.model import Checkpoint, TensorEntry
-from formats.io.npy import write_npy
+from formats.io.npy_output import write_npy
 from formats.npz.writer import write_npz
 from formats.keras_h5.writer import Keras2Layer, write_keras2_h5
 from formats.ops.inspect.extract import extract

@@ -50,7 +50,7 @@ class NpzFormat:
         strings whose fixed-width form would not be faithful or would be too large."""
         from formats.core.dtypes import by_name
         from formats.core.sources import elements
-        from formats.io.npy import fixed_width_problem
+        from formats.io.npy_output import fixed_width_problem
 
         try:
             dt = by_name(entry.dtype)
@@ -63,7 +63,7 @@ class NpzFormat:
     def storage_note(self, entry: TensorEntry) -> str:
         """How ``entry`` is stored when not as itself (a dtype numpy lacks, stored as its bits)."""
         from formats.core.dtypes import by_name
-        from formats.io.npy import stored_dtype, stores_bits
+        from formats.io.npy_output import stored_dtype, stores_bits
 
         if by_name(entry.dtype).fixed_width and stores_bits(entry.dtype):
             return f"stored as {stored_dtype(entry.dtype).name} bits"
@@ -72,7 +72,7 @@ class NpzFormat:
     def key_problem(self, key: str) -> str | None:
         """Why ``key`` cannot name an npz member (None when it can)."""
         from formats.core.errors import InvalidOutputError
-        from formats.io.npy import member_name
+        from formats.io.npy_output import member_name
 
         try:
             member_name(key)

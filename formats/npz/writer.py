@@ -1,5 +1,5 @@
 """The ``npz`` format's writer: an uncompressed ZIP64 ``.npz`` of ``<key>.npy`` members (the dtype policy
-of :mod:`formats.io.npy`) plus, when given, the provenance record ``__ckpt_provenance__.npy``; guarded,
+of :mod:`formats.io.npy_output`) plus, when given, the provenance record ``__ckpt_provenance__.npy``; guarded,
 atomically, read back and compared. :func:`write` is the one signature of :mod:`formats.core.format`.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from formats.core.model import Checkpoint, FormatName
 from formats.core.provenance import PROVENANCE_MEMBER, as_written
 from formats.core.sources import CHUNK, Source
 from formats.io.atomic import atomic_output, refuse_url
-from formats.io.npy import Written, count_member, member_name, read_back, write_member
+from formats.io.npy_output import Written, count_member, member_name, read_back, write_member
 from formats.io.writing import WriteReport, guard_output, planned_bytes
 
 TYPE_CHECKING = False
@@ -33,7 +33,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.valu
     """Write ``rows`` as an ``.npz`` (``options["provenance"]``: the record to store, with each row's dtype and
     shape as written; one is made when a dtype numpy lacks is stored as its bits); ``jobs`` and ``link`` do not
     apply."""
-    from formats.io.npy import stores_bits
+    from formats.io.npy_output import stores_bits
 
     provenance = as_written((options or {}).get("provenance"), rows, any(stores_bits(r.dtype) for r in rows))
     return write_npz(output, [(r.key, r.value) for r in rows], provenance=provenance,

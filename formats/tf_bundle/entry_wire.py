@@ -1,7 +1,9 @@
 """Hand decoding of the two bundle messages on the listing hot path, ``BundleEntryProto`` and
-``BundleHeaderProto``, so that ``ckpt ls`` never imports the protobuf runtime (tens of milliseconds at
-start-up). Field numbers match ``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped.
-The generic wire primitives live in :mod:`formats.io.protowire`.
+``BundleHeaderProto``: every entry of a million-tensor index goes through here, and opening a bundle
+imports neither a protobuf runtime nor the schema API (:mod:`formats.concepts.proto.messages`, which
+declares the same messages; ``tests/test_wire.py`` checks both against protobuf). Field numbers match
+``formats/concepts/proto/tfckpt_bundle.proto``; unknown fields are skipped. The generic wire primitives
+live in :mod:`formats.io.protowire`.
 """
 from __future__ import annotations
 

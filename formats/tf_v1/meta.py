@@ -1,5 +1,5 @@
 """The messages of a V1 checkpoint (``tensorflow/core/util/saved_tensor_slice.proto``), decoded with the
-wire primitives:
+wire primitives (the ``VersionDef`` inside with the schema API, :mod:`formats.concepts.proto.messages`):
 
 * ``SavedTensorSlices`` - every value of the table: ``meta``=1 (under the empty key) or ``data``=2;
 * ``SavedTensorSliceMeta`` - ``tensor``=1 (repeated ``SavedSliceMeta``), ``versions``=2 (``VersionDef``);
@@ -9,6 +9,7 @@ wire primitives:
 """
 from __future__ import annotations
 
+from formats.concepts.proto.messages import VERSION_DEF, decode
 from formats.concepts.slice_key import Extent
 from formats.concepts.tensor_proto import decode_shape, decode_slice
 from formats.core.records import field, record
@@ -52,25 +53,8 @@ def decode_file_meta(value: Buffer) -> FileMeta:
     meta = parse_fields(metas[-1])
     tensors = [_slice_meta(m) for m in messages(meta, 1)]
     versions = messages(meta, 2)
-    v = parse_fields(versions[-1]) if versions else {}
-    bad = tuple(signed(x) for x in _ints(v.get(3, [])))
-    return FileMeta(tensors, signed(last_int(v, 1)), signed(last_int(v, 2)), bad)
-
-
-def _ints(values: list[int | Buffer]) -> list[int]:
-    """A repeated int32 field, packed or not."""
-    from formats.io.protowire import read_varint
-
-    out: list[int] = []
-    for item in values:
-        if isinstance(item, int):
-            out.append(item)
-            continue
-        pos = 0
-        while pos < len(item):
-            number, pos = read_varint(item, pos, len(item))
-            out.append(number)
-    return out
+    v = decode(VERSION_DEF, bytes(versions[-1]) if versions else b"")  # the last one, as before
+    return FileMeta(tensors, v["producer"], v["min_consumer"], tuple(v["bad_consumers"]))
 
 
 def _slice_meta(data: Buffer) -> SliceMeta:

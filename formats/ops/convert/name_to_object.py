@@ -20,7 +20,7 @@ from formats.concepts.object_graph import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import SourceTensor, is_object_based, source_tensors
+from formats.ops.convert.conversion_source import SourceTensor, is_object_based, source_tensors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

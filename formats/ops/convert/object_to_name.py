@@ -26,7 +26,7 @@ from formats.ops.convert.optimizer_moves import Moved, OptimizerMove
 from formats.ops.convert.optimizer_rows import OPTIMIZER_PROBLEM
 from formats.ops.convert.optimizer_state import OptimizerState, read_optimizer_state
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import is_object_based, source_tensors
+from formats.ops.convert.conversion_source import is_object_based, source_tensors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

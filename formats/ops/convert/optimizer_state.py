@@ -1,7 +1,7 @@
 """A checkpoint's optimizer state read through the optimizer table: which framework and optimizer wrote
 it, and what each tensor means (slot ``m`` of ``dense/kernel``, the step counter, a hyperparameter).
 
-:func:`read_optimizer_state` takes the :class:`~formats.ops.convert.sources.SourceTensor` list of a
+:func:`read_optimizer_state` takes the :class:`~formats.ops.convert.conversion_source.SourceTensor` list of a
 checkpoint (names after rename rules, roles, slots tied to their variables) and recognises:
 
 - the framework: TF1 for name-based checkpoints and for slots named by TF1's convention
@@ -25,7 +25,7 @@ from formats.concepts.optimizers import (FRAMEWORK_TITLES, KERAS3, KERAS_LEGACY,
 from formats.concepts.roles import SLOT_SUFFIXES, classify_name
 from formats.core.model import Checkpoint, FormatName
 from formats.core.records import field, record
-from formats.ops.convert.sources import SourceTensor, is_object_based
+from formats.ops.convert.conversion_source import SourceTensor, is_object_based
 
 __all__ = ["StateTensor", "OptimizerState", "read_optimizer_state", "KERAS3_FORMATS"]
 

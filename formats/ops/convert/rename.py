@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from formats.core.model import Checkpoint, FormatName
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.conversion_source import is_object_based
 
 __all__ = ["plan_rename"]
 

@@ -29,7 +29,7 @@ from formats.ops.convert.optimizer_moves import OptimizerMove
 from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
 from formats.ops.convert.optimizer_state import read_optimizer_state
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import SourceTensor, source_tensors
+from formats.ops.convert.conversion_source import SourceTensor, source_tensors
 
 __all__ = ["plan_onto_template", "nearest_candidates"]
 

@@ -22,7 +22,7 @@ from formats.core.registry import edit_target, is_object_layout, write_targets, 
 from formats.core.sources import Source
 from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, PlanRow
-from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.conversion_source import is_object_based
 from formats.ops.convert.targets import planner
 from formats.ops.edit.plan import EditOptions, EditPlan, KeyAction
 from formats.ops.edit.prune import prune_graph

@@ -159,7 +159,7 @@ def _explain_optimizer_state(report: DoctorReport, ckpt: Checkpoint, target: Che
     the checkpoint's variables renamed by ``rules`` (the suggested ones, on the second pass)."""
     from formats.concepts.optimizers import equivalence
     from formats.ops.convert.optimizer_state import read_optimizer_state
-    from formats.ops.convert.sources import source_tensors
+    from formats.ops.convert.conversion_source import source_tensors
 
     have = read_optimizer_state(ckpt, source_tensors(ckpt, rules))
     want = read_optimizer_state(target, source_tensors(target, None))

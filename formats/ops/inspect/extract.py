@@ -18,7 +18,7 @@ tensors by name and everything else by key; names two tensors share are refused 
 Patterns select by key either way. The object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``, a serialized
 proto, not a tensor of the program) is left out unless ``include_graph`` or a pattern names it exactly.
 
-Values are stored with the one numpy dtype policy of :mod:`formats.io.npy` (shared with
+Values are stored with the one numpy dtype policy of :mod:`formats.io.npy_output` (shared with
 ``convert --to npz``): bfloat16, float8 and int4-like tensors as their raw bits (``uint16``,
 ``uint8``; the npz record keeps the real dtype, the report names each), strings and variants as
 fixed-width bytes, never pickled unless ``allow_pickle``.
@@ -43,7 +43,7 @@ from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
 from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
                                remove_tree, sweep_temporaries, temp_name)
-from formats.io.npy import bits_note, read_back, stores_bits, write_member, write_npy
+from formats.io.npy_output import bits_note, read_back, stores_bits, write_member, write_npy
 from formats.npz.writer import write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
 

@@ -35,7 +35,7 @@ from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
 from formats.core.registry import writer_of
 from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.conversion_source import is_object_based
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "provenance_entry",
            "exporter"]
@@ -111,7 +111,7 @@ def exporter(target: str) -> Any:
 
 
 def plan_npz(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
-    """Plan an ``.npz`` export of every tensor of ``source`` numpy can hold (see :mod:`formats.io.npy`)."""
+    """Plan an ``.npz`` export of every tensor of ``source`` numpy can hold (see :mod:`formats.io.npy_output`)."""
     return plan_export(source, options, FormatName.NPZ.value)
 
 

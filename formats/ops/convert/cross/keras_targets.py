@@ -25,7 +25,7 @@ from formats.discover.resolve import open_checkpoint
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, UnsupportedError, UsageError
-from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.conversion_source import is_object_based
 from formats.core.model import Checkpoint, FormatName
 from formats.keras_h5.output import KERAS2_VERSION, KERAS_SUFFIX, TOP_LEVEL
 from formats.ops.convert.cross.matching import Pairing, match_variables

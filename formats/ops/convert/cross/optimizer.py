@@ -18,7 +18,7 @@ from formats.ops.convert.optimizer_moves import OptimizerMove
 from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
 from formats.ops.convert.optimizer_state import OptimizerState, read_optimizer_state
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
-from formats.ops.convert.sources import SourceTensor, source_tensors
+from formats.ops.convert.conversion_source import SourceTensor, source_tensors
 from formats.ops.rules import RuleSet
 
 __all__ = ["fill_keras3_optimizer", "keras3_like"]

@@ -13,7 +13,7 @@ from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import VALUE_SUFFIX
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, ObjectGraph
 from formats.core.records import record
-from formats.ops.convert.sources import is_object_based
+from formats.ops.convert.conversion_source import is_object_based
 from formats.ops.rules import RuleSet
 
 __all__ = ["KerasVar", "keras_variables", "split_name", "NON_TRAINABLE", "order_key"]
