@@ -9,17 +9,16 @@ iterator), a :class:`Digest` recorded while writing stands in for it.
 from __future__ import annotations
 
 from _collections_abc import Callable  # collections.abc's classes, without the collections package
-import math
 
+from formats.core.comparison import Comparison, Digest, compare_values, digest_update, tensor_digest
 from formats.core.records import field, record
-from formats.core.errors import CheckpointError
 from formats.core.model import shape_text
 from formats.core.parallel import map_ordered
-from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
+from formats.core.sources import CHUNK, Source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",
@@ -27,15 +26,6 @@ __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "comp
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, tensors_done)``."""
-
-
-@record(frozen=True)
-class Digest:
-    """What a value was: dtype name, shape and the sha256 of its canonical bytes (see :func:`tensor_digest`)."""
-
-    dtype: str
-    shape: tuple[int, ...]
-    sha256: str
 
 
 @record(frozen=True)
@@ -115,102 +105,24 @@ def _concurrent(sources: Iterable[Any]) -> bool:
 
 def compare_tensor(actual: Source, expected: Source | Digest, chunk: int = CHUNK,
                    check_crc: bool = True) -> tuple[str, str] | None:
-    """``None`` when both hold the same dtype, shape and value, else ``(kind, message)``."""
-    try:
-        return _compare(actual, expected, chunk, check_crc)
-    except CheckpointError as exc:
-        return "unreadable", exc.message
-    except ValueError as exc:
-        return "unreadable", str(exc)
-
-
-def _compare(actual: Source, expected: Source | Digest, chunk: int, check_crc: bool) -> tuple[str, str] | None:
-    dt_a, shape_a = describe(actual)
-    if isinstance(expected, Digest):
-        dt_name, shape_b = expected.dtype, expected.shape
-    else:
-        dt_b, shape_b = describe(expected)
-        dt_name = dt_b.name
-    if dt_a.name != dt_name:
-        return "dtype", f"dtype {dt_a.name}, source has {dt_name}"
-    if shape_a != tuple(shape_b):
-        return "shape", f"shape {shape_text(shape_a)}, source has {shape_text(shape_b)}"
-    if isinstance(expected, Digest):
-        got = tensor_digest(actual, chunk)
-        return None if got == expected.sha256 else ("value", f"values differ (sha256 {got[:12]}..., "
-                                                               f"source {expected.sha256[:12]}...)")
-    if dt_a.fixed_width:
-        xs, ys = fixed_chunks(actual, chunk, check_crc), fixed_chunks(expected, chunk, check_crc)
-        at = first_difference(xs, ys)
-        if at is None:
-            return None
-        for _ in xs:  # read both to the end: a damaged stored tensor then says so (ChecksumError)
-            pass
-        for _ in ys:
-            pass
-        return "value", f"values differ, first at element {at // dt_a.itemsize} of {math.prod(shape_a)}"
-    left, right = elements(actual), elements(expected)
-    for i, (a, b) in enumerate(zip(left, right)):
-        if a != b:
-            return "value", f"values differ, first at element {i} of {len(left)}"
-    return None
-
-
-
-
-def first_difference(xs: Iterator[memoryview], ys: Iterator[memoryview]) -> int | None:
-    """Byte offset of the first difference between two byte streams (their lengths included), else None."""
-    empty = memoryview(b"")
-    x, y, pos = empty, empty, 0
-    while True:
-        while not x:
-            x = next(xs, None)  # type: ignore[arg-type]
-            if x is None:
-                break
-        while not y:
-            y = next(ys, None)  # type: ignore[arg-type]
-            if y is None:
-                break
-        if x is None or y is None:
-            return None if x is None and y is None else pos
-        n = min(len(x), len(y))
-        at = _first_unequal(x[:n], y[:n])
-        if at is not None:
-            return pos + at
-        x, y, pos = x[n:], y[n:], pos + n
-
-
-def _first_unequal(a: memoryview, b: memoryview) -> int | None:
-    from formats.core.memcmp import same_bytes
-
-    if same_bytes(a, b):  # the usual case, without the GIL; numpy only to find where they differ
+    """``None`` when both hold the same dtype, shape and value, else ``(kind, message)``: the one engine
+    (:func:`~formats.core.comparison.compare_values`) asked whether anything differs."""
+    found = compare_values(actual, expected, chunk=chunk, check_crc=check_crc)
+    if found.kind is None:
         return None
-    import numpy as np
-
-    u = np.frombuffer(a, dtype=np.uint8)
-    v = np.frombuffer(b, dtype=np.uint8)
-    whole = len(u) // 8 * 8
-    if np.array_equal(u[:whole].view(np.uint64), v[:whole].view(np.uint64)) and np.array_equal(u[whole:], v[whole:]):
-        return None
-    return int(np.flatnonzero(u != v)[0])
+    return found.kind, _message(found)
 
 
-def digest_update(h: Any, element: bytes) -> None:
-    """Feed one string/variant element to a digest: 8-byte little-endian length, then the bytes."""
-    h.update(len(element).to_bytes(8, "little"))
-    h.update(element)
+def _message(found: Comparison) -> str:
+    if found.kind == "dtype":
+        return f"dtype {found.dtypes[0]}, source has {found.dtypes[1]}"
+    if found.kind == "shape":
+        return f"shape {shape_text(found.shapes[0])}, source has {shape_text(found.shapes[1])}"
+    if found.kind == "value" and found.digests is not None:
+        got, want = found.digests
+        return f"values differ (sha256 {got[:12]}..., source {want[:12]}...)"
+    if found.kind == "value":
+        return f"values differ, first at element {found.first} of {found.size}"
+    return found.message
 
 
-def tensor_digest(source: Source, chunk: int = CHUNK) -> str:
-    """sha256 of a value's canonical bytes (the corpus manifest's scheme), computed in bounded memory."""
-    dt, _ = describe(source)
-    import hashlib
-
-    h = hashlib.sha256()
-    if dt.fixed_width:
-        for piece in fixed_chunks(source, chunk):
-            h.update(piece)
-    else:
-        for element in elements(source):
-            digest_update(h, element)
-    return h.hexdigest()

@@ -19,6 +19,7 @@ import math
 import os
 from _collections_abc import Callable  # for the Progress alias: collections.abc's, without the collections package
 
+from formats.core.comparison import compare_values
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
@@ -217,64 +218,47 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
 # -- comparing one pair ----------------------------------------------------------------------------
 def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance | None = None,
                     keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS) -> Change | None:
-    """The :class:`Change` between two tensors, or None when they are the same."""
+    """The :class:`Change` between two tensors, or None when they are the same: the one engine
+    (:func:`~formats.core.comparison.compare_values`) finds what differs, with this tolerance; the
+    statistics of a value (or numeric dtype) change are added on top."""
     tol = tol or Tolerance()
     side_a, side_b = Side(ea.key, ea.shape, ea.dtype), Side(eb.key, eb.shape, eb.dtype)
-    if ea.shape != eb.shape:
-        return Change(name, "shape", side_a, side_b)
-    kind = "dtype" if ea.dtype != eb.dtype else "value"
-    if keys_only:
-        return Change(name, kind, side_a, side_b) if kind == "dtype" else None
     ka, kb = value_kind(ea.dtype), value_kind(eb.dtype)
     numeric = "bytes" not in (ka, kb) and "other" not in (ka, kb)
-    if kind == "dtype" and not numeric:
-        return Change(name, kind, side_a, side_b)
-    if kind == "value" and _all_equal(ea, eb, tol, numeric, chunk_elements):
+
+    def close(x: np.ndarray, y: np.ndarray) -> bool:
+        return _differ_mask(x, y, tol, numeric, quick=True) is None
+
+    found = compare_values(ea, eb, chunk=BYTE_CHUNK, chunk_elements=chunk_elements, strict=False, shape_first=True,
+                           values=not keys_only, close=None if tol.bytewise or not numeric else close,
+                           same_stored=_same_stored, to_end=False)
+    if found.error is not None:
+        raise found.error
+    if found.kind is None:
         return None
-    stats = _value_stats(ea, eb, tol, numeric, kind == "dtype", chunk_elements)
+    if found.kind == "shape" or keys_only or not numeric and found.kind == "dtype":
+        return Change(name, found.kind, side_a, side_b)
+    stats = _value_stats(ea, eb, tol, numeric, found.kind == "dtype", chunk_elements)
     if numeric:
         side_a.nan, side_a.inf = stats.pop("nan_a"), stats.pop("inf_a")
         side_b.nan, side_b.inf = stats.pop("nan_b"), stats.pop("inf_b")
         stats["nonfinite_appeared"] = side_b.nan > side_a.nan or side_b.inf > side_a.inf
-    return Change(name, kind, side_a, side_b, stats)
+    return Change(name, found.kind, side_a, side_b, stats)
 
 
 def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:
     return paired_chunks(iter_chunks(ea, chunk), iter_chunks(eb, chunk))
 
 
-def _all_equal(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, chunk: int) -> bool:
-    """One pass over both tensors, their checksums checked on the way: bytewise for two fixed-width tensors
-    of one dtype whose formats stream their bytes (without numpy), else chunk by chunk with numpy."""
-    if tol.bytewise and numeric and ea.dtype == eb.dtype and _streams_bytes(ea) and _streams_bytes(eb):
-        return same_bytes(ea, eb)
-    equal = True
-    for x, y in _pairs(ea, eb, chunk):
-        if equal and _differ_mask(x, y, tol, numeric, quick=True) is not None:
-            equal = False
-    return equal
-
-
-def _streams_bytes(entry: TensorEntry) -> bool:
-    """Whether the entry's format streams its bytes itself (the contract's default reads the whole value)."""
-    return type(entry).byte_chunks is not TensorEntry.byte_chunks
-
-
-def same_bytes(ea: TensorEntry, eb: TensorEntry, chunk: int = BYTE_CHUNK) -> bool:
-    """Whether two fixed-width tensors store the same canonical bytes, reading each once
-    (:meth:`~formats.core.model.TensorEntry.byte_chunks`, checksums checked; each piece compared right
-    after its checksum, while it is in the CPU's cache). A difference ends the comparison early; the
-    caller reads both again for the statistics, checks included."""
-    from formats.core.memcmp import same_bytes as equal
-
+def _same_stored(ea: TensorEntry, eb: TensorEntry) -> bool | None:
+    """Whether two tensors stored unchanged in local files hold the same bytes, read with ``pread`` (no mapping,
+    no page faults) and CRC checked; None when either is not so stored or a check fails (then streamed)."""
     ranges = ea.stored_range(), eb.stored_range()
-    if ranges[0] is not None and ranges[1] is not None:
-        from formats.io.crc import same_ranges
+    if ranges[0] is None or ranges[1] is None:
+        return None
+    from formats.io.crc import same_ranges
 
-        same = same_ranges(ranges[0], ranges[1])  # read with pread: no mapping, no page faults
-        if same is not None:
-            return same
-    return all(equal(x, y) for x, y in paired_chunks(ea.byte_chunks(chunk), eb.byte_chunks(chunk), len))
+    return same_ranges(ranges[0], ranges[1])
 
 
 def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, quick: bool = False) -> Any:
