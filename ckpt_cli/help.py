@@ -92,19 +92,5 @@ command = functools.partial(click.command, cls=CkptCommand)
 
 
 def example_lines(cmd: click.Command) -> list[str]:
-    """The command lines of a command's ``Examples:`` block, a line ending in ``\\`` joined with the next
-    (used by the help tests, which run every one: tests/test_examples.py)."""
-    text = cmd.help or ""
-    if "Examples:" not in text:
-        return []
-    out: list[str] = []
-    lines = iter(text.split("Examples:", 1)[1].splitlines())
-    for line in lines:
-        line = line.strip()
-        while line.endswith("\\"):
-            line = line[:-1].rstrip() + " " + next(lines, "").strip()
-        if line.startswith("ckpt "):
-            out.append(line)
-    return out
-
-
+    """The command lines of a command's ``Examples:`` block (:func:`ckpt_cli.spec.example_lines`)."""
+    return spec.example_lines(cmd.help or "")

@@ -130,18 +130,24 @@ class Command:
         return params
 
     def examples(self) -> list[str]:
-        """The command lines of the help's ``Examples:`` block (a line ending in ``\\`` joined with the next)."""
-        if "Examples:" not in self.help:
-            return []
-        out: list[str] = []
-        lines = iter(self.help.split("Examples:", 1)[1].splitlines())
-        for line in lines:
-            line = line.strip()
-            while line.endswith("\\"):
-                line = line[:-1].rstrip() + " " + next(lines, "").strip()
-            if line.startswith("ckpt "):
-                out.append(line)
-        return out
+        """The command lines of the help's ``Examples:`` block (:func:`example_lines`)."""
+        return example_lines(self.help)
+
+
+def example_lines(help: str) -> list[str]:
+    """The command lines of a help text's ``Examples:`` block, a line ending in ``\\`` joined with the next
+    (the help tests run every one: tests/test_examples.py)."""
+    if "Examples:" not in help:
+        return []
+    out: list[str] = []
+    lines = iter(help.split("Examples:", 1)[1].splitlines())
+    for line in lines:
+        line = line.strip()
+        while line.endswith("\\"):
+            line = line[:-1].rstrip() + " " + next(lines, "").strip()
+        if line.startswith("ckpt "):
+            out.append(line)
+    return out
 
 
 class Params(dict):
