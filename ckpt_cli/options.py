@@ -75,13 +75,9 @@ def _write_targets() -> list[str]:
 
 def _writes(layout: str) -> bool:
     """Whether a registered format writes ``layout`` (formats asked in order, each imported when reached)."""
-    from formats.core.registry import writer_of
+    from formats.core.registry import writer_capability
 
-    try:
-        writer_of(layout)
-    except KeyError:
-        return False
-    return True
+    return layout in writer_capability(layout, "writes")
 
 
 target_choices = Choices(_write_targets, _writes)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
-           "iter_builtin_formats", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with",
+           "iter_builtin_formats", "writer_capability", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with",
            "write_targets", "writer_of", "format_of", "edit_target", "is_object_layout"]
 
 ENTRY_POINT_GROUP = "tfckpt.formats"
@@ -220,6 +220,17 @@ def writer_of(layout: str) -> Any:
         if layout in getattr(spec, "writes", ()):
             return spec
     raise KeyError(layout)
+
+
+def writer_capability(layout: str, attribute: str) -> Any:
+    """The capability ``attribute`` (:data:`formats.core.format.CAPABILITIES`) of the format that writes
+    ``layout``; the capability's default when no registered format writes it."""
+    from formats.core.format import CAPABILITIES, capability
+
+    try:
+        return capability(writer_of(layout), attribute)
+    except KeyError:
+        return CAPABILITIES[attribute]
 
 
 def format_of(layout: str) -> Any:

@@ -262,14 +262,8 @@ def execute_plan(plan: ConversionPlan, output: str, *, dry_run: bool = False, fo
     return result
 
 
-
-
 def _links(target: str) -> bool:
     """Whether the format writing ``target`` can hard-link input data files."""
-    from formats.core.format import capability
-    from formats.core.registry import writer_of
+    from formats.core.registry import writer_capability
 
-    try:
-        return bool(capability(writer_of(target), "links"))
-    except KeyError:
-        return False
+    return bool(writer_capability(target, "links"))

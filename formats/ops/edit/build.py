@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from formats.core.format import capability
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
-from formats.core.registry import edit_target, is_object_layout, write_targets, writer_of
+from formats.core.registry import edit_target, is_object_layout, write_targets, writer_capability, writer_of
 from formats.core.sources import Source
 from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, PlanRow
@@ -49,18 +49,12 @@ def own_target(ckpt: Checkpoint) -> str | None:
 
 def has_data_files(target: str) -> bool:
     """Whether an output in ``target`` can be spread over data files (its format's ``data_files``)."""
-    try:
-        return bool(capability(writer_of(target), "data_files"))
-    except KeyError:
-        return False
+    return bool(writer_capability(target, "data_files"))
 
 
 def _sharded_by_size(target: str) -> bool:
     """Whether ``target`` is written as shards of at most a size (its format's ``max_shard_size``)."""
-    try:
-        return target in capability(writer_of(target), "max_shard_size")  # type: ignore[operator]
-    except KeyError:
-        return False
+    return target in writer_capability(target, "max_shard_size")
 
 
 def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs: list[str],
