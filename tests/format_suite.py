@@ -19,7 +19,6 @@ The base class is not collected itself (its name does not start with ``Test``); 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -35,8 +34,7 @@ from formats.core.errors import OutputExistsError, OutputIsInputError
 from formats.core.format import capability, layouts_of
 from formats.core.model import Role
 from formats.discover.resolve import claim, resolve
-
-CORPUS = Path(__file__).parent / "data" / "corpus"
+from tests.conftest import CORPUS, digest
 
 
 def _manifest() -> dict[str, Any]:
@@ -56,20 +54,6 @@ REGISTERED = {"tf-bundle": "tf-bundle", "hdf5": "keras-h5", "tf-v1": "tf-v1", "s
 def manifest_paths(format_name: str) -> tuple[str, ...]:
     """The corpus entries the registry format ``format_name`` reads, as the manifests name them."""
     return tuple(sorted(k for k, v in MANIFEST.items() if REGISTERED.get(v["format"]) == format_name))
-
-
-def digest(arr: Any) -> str:
-    """The manifests' sha256 of a value (tests/data/corpus/README.md)."""
-    h = hashlib.sha256()
-    a = np.asarray(arr)
-    if a.dtype == object or a.dtype.kind in "SU":
-        for x in a.reshape(-1):
-            b = x if isinstance(x, bytes) else str(x).encode()
-            h.update(len(b).to_bytes(8, "little"))
-            h.update(b)
-    else:
-        h.update(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ CRC-checked bytes, or compared with ``pread`` through diff's stored-range hook).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -58,16 +59,21 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return a, b
 
 
-@pytest.mark.parametrize("name", list(PAIRS))
-def test_diff_and_roundtrip_agree_in_memory(name: str) -> None:
-    a, b, differs = PAIRS[name]
-    ea, eb = ArrayEntry(name, a), ArrayEntry(name, b)
+def _assert_agree(name: str, ea: Any, eb: Any, differs: str | None) -> None:
+    """diff's comparison and the read-back's find the same: equal, or the same kind of difference."""
     change = compare_entries(name, ea, eb)
     problem = compare_tensor(ea, eb)
     assert (change is None) == (problem is None) == (differs is None)
     if differs is not None:
         assert change is not None and problem is not None
         assert change.kind == problem[0] == differs
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_diff_and_roundtrip_agree_in_memory(name: str) -> None:
+    a, b, differs = PAIRS[name]
+    ea, eb = ArrayEntry(name, a), ArrayEntry(name, b)
+    _assert_agree(name, ea, eb, differs)
     assert compare_values(ea, eb).kind == differs
     assert compare_values(ea, eb, strict=False, shape_first=True).same == (differs is None)
 
@@ -77,12 +83,7 @@ def test_diff_and_roundtrip_agree_on_bundles(name: str, bundles: tuple[Path, Pat
     _, _, differs = PAIRS[name]
     with open_checkpoint(str(bundles[0])) as ca, open_checkpoint(str(bundles[1])) as cb:
         ea, eb = ca[name], cb[name]
-        change = compare_entries(name, ea, eb)
-        problem = compare_tensor(ea, eb)
-        assert (change is None) == (problem is None) == (differs is None)
-        if differs is not None:
-            assert change is not None and problem is not None
-            assert change.kind == problem[0] == differs
+        _assert_agree(name, ea, eb, differs)
         # a checkpoint against its own sources, and against a digest of them
         a = _source(PAIRS[name][0])
         assert compare_tensor(ea, a) is None
