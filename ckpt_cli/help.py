@@ -40,8 +40,6 @@ def format_exit_status(formatter: click.HelpFormatter, meanings: dict[int, str] 
                                col_spacing=2)
 
 
-WRITER_EXIT_STATUS = spec.WRITER_EXIT_STATUS
-
 GROUPS: dict[str, tuple[str, ...]] = {
     "Selection": ("patterns", "recursive", "match", "strip_prefix_a", "strip_prefix_b", "keys_only", "include_graph",
                   "no_optimizer", "ignore_optimizer", "against", "target", "last", "select", "exclude",

@@ -129,10 +129,6 @@ class Command:
         params.update((a.name, () if a.nargs == -1 else None) for a in self.arguments)
         return params
 
-    def examples(self) -> list[str]:
-        """The command lines of the help's ``Examples:`` block (:func:`example_lines`)."""
-        return example_lines(self.help)
-
 
 def example_lines(help: str) -> list[str]:
     """The command lines of a help text's ``Examples:`` block, a line ending in ``\\`` joined with the next
