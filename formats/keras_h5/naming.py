@@ -9,9 +9,9 @@ without a config, from the path itself: Keras names container elements by the sn
 """
 from __future__ import annotations
 
-import re
 
 from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
+from formats.concepts.keras_layers import NON_TRAINABLE, SUB_OBJECTS, VARIABLES, by_snake_name, to_snake_case
 from formats.concepts.optimizers import KERAS3, family_of_class
 from formats.core.records import record
 
@@ -23,36 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
            "to_snake_case"]
 
-_BIAS = ("bias", "use_bias")
-_KERNEL_BIAS = [("kernel", None), _BIAS]
-_NORM: list[tuple[str, str | None]] = [("gamma", "scale"), ("beta", "center")]
-_RNN_CELL = [("kernel", None), ("recurrent_kernel", None), _BIAS]
-ROLES: dict[str, list[tuple[str, str | None]]] = {
-    "Dense": _KERNEL_BIAS, "EinsumDense": [("kernel", None), ("bias", "bias_axes")],
-    "Conv1D": _KERNEL_BIAS, "Conv2D": _KERNEL_BIAS, "Conv3D": _KERNEL_BIAS,
-    "Conv1DTranspose": _KERNEL_BIAS, "Conv2DTranspose": _KERNEL_BIAS, "Conv3DTranspose": _KERNEL_BIAS,
-    "DepthwiseConv1D": _KERNEL_BIAS, "DepthwiseConv2D": _KERNEL_BIAS,
-    "SeparableConv1D": [("depthwise_kernel", None), ("pointwise_kernel", None), _BIAS],
-    "SeparableConv2D": [("depthwise_kernel", None), ("pointwise_kernel", None), _BIAS],
-    "Embedding": [("embeddings", None)],
-    "BatchNormalization": [*_NORM, ("moving_mean", None), ("moving_variance", None)],
-    "LayerNormalization": _NORM, "GroupNormalization": _NORM,
-    "LSTMCell": _RNN_CELL, "GRUCell": _RNN_CELL, "SimpleRNNCell": _RNN_CELL,
-    "PReLU": [("alpha", None)],
-}
-_CELLS = {"LSTM": "LSTMCell", "GRU": "GRUCell", "SimpleRNN": "SimpleRNNCell"}
-_NON_TRAINABLE = {"moving_mean", "moving_variance"}
+ROLES = VARIABLES
+"""Class name -> its variables in storage order (:data:`formats.concepts.keras_layers.VARIABLES`)."""
 _CONTAINERS = {"layers", "_layers"}
-
-
-def to_snake_case(name: str) -> str:
-    """Keras' ``to_snake_case`` (``BatchNormalization`` -> ``batch_normalization``, ``Conv2D`` -> ``conv2d``)."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
-_BY_SNAKE = {to_snake_case(c): c for c in [*ROLES, *_CELLS]}
 
 
 @record
@@ -110,14 +83,18 @@ def layer_roles(cls: str | None, cfg: dict[str, Any] | None, count: int) -> list
 
 
 def _class_of(group: VarsGroup, parent: VarsGroup | None, known: dict[str, Any]) -> tuple[str | None, Any]:
+    """The class of a ``vars`` group's object: from the config by its name; else as the attribute its parent
+    saves it under says (``query_dense`` of a ``MultiHeadAttention``, ``cell`` of an ``LSTM``); else from the
+    names Keras gives by class (the container's ``layers/batch_normalization_1``, a cell's ``lstm_cell``)."""
     hit = known.get(group.own_name)
     if hit is not None:
         return hit
     last = group.path.rsplit("/", 1)[-1]
-    if last == "cell" and parent is not None and parent.cls in _CELLS:
-        return _CELLS[parent.cls], None
-    base = re.sub(r"_\d+$", "", last)
-    return _BY_SNAKE.get(last, _BY_SNAKE.get(base)), None
+    if parent is not None and parent.cls is not None:
+        sub = SUB_OBJECTS.get(parent.cls, {})
+        if sub.get(last) is not None:
+            return sub[last], None
+    return by_snake_name(last) or by_snake_name(group.own_name), None
 
 
 def name_groups(groups: dict[str, VarsGroup], config: Any) -> None:
@@ -210,7 +187,7 @@ def _candidates(groups: dict[str, VarsGroup]) -> list[tuple[str, tuple[int, ...]
     return [(f"{g.full_name}/{role}", shape, f"{g.path}/vars/{i}" if g.path else f"vars/{i}")
             for g in groups.values() if not g.path.startswith("optimizer")
             for i, (role, shape) in enumerate(zip(g.roles or [str(i) for i in range(len(g.shapes))], g.shapes))
-            if role not in _NON_TRAINABLE]
+            if role not in NON_TRAINABLE]
 
 
 def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tuple[str, tuple[int, ...], str]] | None:
@@ -230,5 +207,5 @@ def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tupl
                 return None
             prefix = f"{g.path}/vars/" if g.path else "vars/"
             found += [(f"{g.full_name}/{r}", s, f"{prefix}{i}") for i, (r, s) in enumerate(zip(g.roles or [], g.shapes))
-                      if r not in _NON_TRAINABLE]
+                      if r not in NON_TRAINABLE]
     return found or None

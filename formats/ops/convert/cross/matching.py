@@ -1,24 +1,40 @@
-"""Pair a source's weights with a template's: by name where the names agree, else layer by layer
-by kind and shapes; what cannot be paired with certainty is reported, never guessed.
+"""Pair a source's weights with a template's, as Keras pairs them and better; what cannot be paired with
+certainty is reported, never guessed.
 
-1. Names: a template weight takes the source weight with the same Keras name (after rules).
-2. Layers: the weights left over are grouped by owner (the name without its last segment). A
-   template layer and a source layer are paired when each is the only one compatible with the
-   other: as many weights, in the same order, with equal shapes and dtypes and equal kinds
-   (``kernel``, ``gamma``, ...) where both sides know them. Several compatible layers on either
-   side is an ambiguity: an error listing the candidates (a ``--map`` rule resolves it).
+A weight is known by its layer (the name without its last segment, ``mha/query``) and its variable name
+(``kernel``), with Keras 2's variable names read as Keras 3 names them (``depthwise_kernel`` of a
+``DepthwiseConv2D`` is ``kernel``: :func:`~formats.concepts.keras_layers.keras3_names`).
+
+1. **Automatic layer names are never evidence.** ``dense_3`` says only that it was the fourth ``Dense``
+   created in its process. Layers with automatic names of one class (``dense``, ``dense_1``, ... on one
+   side, ``dense_4``, ``dense_5``, ... on the other) are paired by the order of their numbers when both sides
+   have as many of them; otherwise they are left to step 3.
+2. **Names.** A template weight takes the source weight of the same layer and variable name.
+3. **Layers.** The weights left over are paired layer by layer, each layer's variables by the layer's own
+   order (the order both Keras versions store them in, :data:`~formats.concepts.keras_layers.VARIABLES`):
+   a template layer and a source layer of the same name, as many variables with equal shapes and dtypes,
+   variable names equal where both sides know them; else the only source layer compatible with the template
+   layer (and it with no other). Several compatible layers is an ambiguity: an error naming the candidates
+   and the ``--map`` line that pairs the first (``--map`` renames the source's layer to the template's).
+
+Every pairing that is not by equal names says how in its plan row (``--dry-run``), and one warning counts
+them.
 """
 from __future__ import annotations
 
+from formats.concepts.keras_layers import automatic_family, keras3_names
 from formats.core.records import record
 from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan
-from formats.ops.convert.cross.variables import KerasVar
+from formats.ops.convert.cross.variables import KerasVar, split_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["Pairing", "match_variables"]
+
+NAME = "name"
+"""``Pairing.how`` of a pairing by equal names."""
 
 
 @record
@@ -32,19 +48,89 @@ class Pairing:
 
 def match_variables(sources: Sequence[KerasVar], targets: Sequence[KerasVar], plan: ConversionPlan) -> list[Pairing]:
     """One :class:`Pairing` per target, in target order; problems are added to ``plan``."""
+    seen: dict[str, KerasVar] = {}
+    for var in sources:
+        if var.name in seen:
+            plan.add("duplicate-name", var.name, f"{seen[var.name].key!r} and {var.key!r} are both named "
+                     f"{var.name!r}; rename one with --map/--regex", ERROR, [seen[var.name].key, var.key])
+        seen.setdefault(var.name, var)
+    ranks = _automatic_ranks(sources, targets)
+    src_names = _matching_names(sources, ranks)
+    tgt_names = _matching_names(targets, {t: t for t in ranks.values()})
     by_name: dict[str, KerasVar] = {}
     for var in sources:
-        if var.name in by_name:
-            plan.add("duplicate-name", var.name, f"{by_name[var.name].key!r} and {var.key!r} are both named "
-                     f"{var.name!r}; rename one with --map/--regex", ERROR, [by_name[var.name].key, var.key])
-        by_name.setdefault(var.name, var)
-    pairs = {t.key: Pairing(t, by_name.get(t.name), "name") for t in targets}
+        name = src_names[var.key]
+        if name is not None:
+            by_name.setdefault(name, var)
+    pairs: dict[str, Pairing] = {}
+    for t in targets:
+        name = tgt_names[t.key]
+        source = by_name.get(name) if name is not None else None
+        how = _rank_note(source, t, ranks) if source is not None and source.name != t.name else NAME
+        pairs[t.key] = Pairing(t, source, how)
     used = {p.source.key for p in pairs.values() if p.source is not None}
     _match_layers([s for s in sources if s.key not in used], [t for t in targets if pairs[t.key].source is None],
-                  pairs, plan)
+                  pairs, plan, src_names, tgt_names)
     for pairing in pairs.values():
         _check(pairing, plan)
+    _count_fallbacks(list(pairs.values()), plan)
     return [pairs[t.key] for t in targets]
+
+
+def _top(name: str) -> str:
+    return name.split("/", 1)[0]
+
+
+def _automatic_ranks(sources: Sequence[KerasVar], targets: Sequence[KerasVar]) -> dict[str, str]:
+    """Source layer name -> template layer name for layers named automatically on both sides: the k-th of a
+    class (by the numbers Keras appended) to the k-th, where both sides have as many of that class. A source
+    layer a rule renamed (``--map``) keeps the name the user gave it, and so does the template layer of that
+    name."""
+    ruled = {_top(v.name) for v in sources if v.name != v.original}
+    src = _families([_top(v.name) for v in sources if _top(v.name) not in ruled])
+    tgt = _families([_top(v.name) for v in targets if _top(v.name) not in ruled])
+    ranks: dict[str, str] = {}
+    for family, names in src.items():
+        if len(tgt.get(family, [])) == len(names):
+            ranks.update(zip(names, tgt[family]))
+    return ranks
+
+
+def _families(names: list[str]) -> dict[str, list[str]]:
+    """Automatic layer names by class, each class's in the order Keras numbered them."""
+    found: dict[str, dict[str, int]] = {}
+    for name in names:
+        family = automatic_family(name)
+        if family is not None:
+            found.setdefault(family[0], {})[name] = family[1]
+    return {family: sorted(members, key=members.__getitem__) for family, members in found.items()}
+
+
+def _matching_names(variables: Sequence[KerasVar], ranks: dict[str, str]) -> dict[str, str | None]:
+    """Key -> the name a weight is paired by: its layer (an automatically named one as ``ranks`` pairs it) and
+    its variable name as Keras 3 names it; None for a weight whose layer name is automatic and unpaired (such a
+    name is no evidence: step 3 pairs it)."""
+    ruled = {_top(v.name) for v in variables if v.name != v.original}
+    out: dict[str, str | None] = {}
+    for owner, group in _groups(variables).items():
+        kinds = keras3_names([v.kind for v in group])
+        for var, kind in zip(group, kinds):
+            name = f"{owner}/{kind}" if owner else kind
+            top, sep, rest = name.partition("/")
+            if top in ranks:
+                out[var.key] = ranks[top] + sep + rest
+            elif automatic_family(top) is not None and top not in ruled and sep:
+                out[var.key] = None
+            else:
+                out[var.key] = name
+    return out
+
+
+def _rank_note(source: KerasVar, target: KerasVar, ranks: dict[str, str]) -> str:
+    top = _top(source.name)
+    if ranks.get(top, top) != top:
+        return f"automatic names: {top!r} -> {ranks[top]!r} (as many of the class on both sides, in creation order)"
+    return f"layer {split_name(source.name)[0]!r} -> {split_name(target.name)[0]!r}: variable names as Keras 3 names them"
 
 
 def _groups(variables: Sequence[KerasVar]) -> dict[str, list[KerasVar]]:
@@ -54,37 +140,71 @@ def _groups(variables: Sequence[KerasVar]) -> dict[str, list[KerasVar]]:
     return groups
 
 
+def _known(kind: str) -> bool:
+    return not kind.isdigit()
+
+
 def _compatible(a: list[KerasVar], b: list[KerasVar]) -> bool:
+    """As many variables, in order with equal shapes and dtypes, and equal names where both sides know them."""
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
+    kinds_a, kinds_b = keras3_names([v.kind for v in a]), keras3_names([v.kind for v in b])
+    for x, y, kx, ky in zip(a, b, kinds_a, kinds_b):
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
-        if not x.kind.isdigit() and not y.kind.isdigit() and x.kind != y.kind:
+        if _known(kx) and _known(ky) and kx != ky:
             return False
     return True
 
 
+def _owner(var: KerasVar, names: dict[str, str | None]) -> str | None:
+    name = names.get(var.key)
+    return split_name(name)[0] if name is not None else None
+
+
 def _match_layers(sources: list[KerasVar], targets: list[KerasVar], pairs: dict[str, Pairing],
-                  plan: ConversionPlan) -> None:
+                  plan: ConversionPlan, src_names: dict[str, str | None], tgt_names: dict[str, str | None]) -> None:
     src_groups, tgt_groups = _groups(sources), _groups(targets)
+    src_owner = {owner: _owner(vs[0], src_names) for owner, vs in src_groups.items()}
+    ambiguous: list[tuple[str, list[str]]] = []
     for owner, tvars in tgt_groups.items():
+        same = [s for s, svars in src_groups.items()
+                if src_owner[s] is not None and src_owner[s] == _owner(tvars[0], tgt_names) and _compatible(svars, tvars)]
+        if same:
+            _pair(src_groups.pop(same[0]), tvars, pairs, f"layer {same[0]!r} -> {owner!r} by the layer's variable "
+                  "order (variable names not stored, or different)")
+            continue
         candidates = [s for s, svars in src_groups.items() if _compatible(svars, tvars)]
         if not candidates:
             continue
         rivals = [t for t, other in tgt_groups.items() if _compatible(src_groups[candidates[0]], other)]
         if len(candidates) > 1 or len(rivals) > 1:
-            shown = candidates if len(candidates) > 1 else rivals
-            plan.add("ambiguous", owner or "(model)", f"layer {owner!r} of the template could be any of "
-                     f"{len(shown)} layers with the same kinds and shapes; pair them with --map OLD=NEW",
-                     ERROR, shown)
+            ambiguous.append((owner, candidates if len(candidates) > 1 else rivals))
             continue
         source = candidates[0]
-        for svar, tvar in zip(src_groups[source], tvars):
-            pairs[tvar.key] = Pairing(tvar, svar, f"layer {source!r} -> {owner!r} by kind and shapes")
-        plan.add("fallback", owner, f"names differ: source layer {source!r} paired with template layer "
-                 f"{owner!r} by kinds and shapes", WARNING, [source])
-        del src_groups[source]
+        _pair(src_groups.pop(source), tvars, pairs, f"layer {source!r} -> {owner!r}: the only layer with these "
+              "variables (names differ)")
+    for owner, shown in ambiguous:
+        if all(pairs[t.key].source is not None for t in tgt_groups[owner]):
+            continue
+        first = shown[0] if shown[0] in src_groups else None
+        fix = f"; if it is {first!r}, add: --map {first}={owner}" if first is not None and owner else ""
+        plan.add("ambiguous", owner or "(model)", f"layer {owner!r} of the template could be any of "
+                 f"{len(shown)} layers with the same variables ({', '.join(shown)}){fix}", ERROR, shown)
+
+
+def _pair(svars: list[KerasVar], tvars: list[KerasVar], pairs: dict[str, Pairing], how: str) -> None:
+    for svar, tvar in zip(svars, tvars):
+        pairs[tvar.key] = Pairing(tvar, svar, how)
+
+
+def _count_fallbacks(pairings: list[Pairing], plan: ConversionPlan) -> None:
+    """One warning counting the layers paired otherwise than by equal names (each row says how)."""
+    layers = sorted({split_name(p.target.name)[0] for p in pairings if p.source is not None and p.how != NAME})
+    if layers:
+        shown = ", ".join(layers[:5]) + (f" and {len(layers) - 5} more" if len(layers) > 5 else "")
+        plan.add("fallback", "(pairing)", f"{len(layers)} template layer(s) paired otherwise than by equal names "
+                 f"({shown}); --dry-run lists how each was paired", WARNING, layers)
 
 
 def _check(pairing: Pairing, plan: ConversionPlan) -> None:
