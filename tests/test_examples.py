@@ -220,7 +220,10 @@ PLACEHOLDERS: dict[str, Any] = {
     "model.weights.h5": Corpus("keras3_tagger/tagger.weights.h5"),
     "tagger_weights.h5": Corpus("keras2_tagger/tagger_weights.h5"),
     "tagger_tf/ckpt": Corpus("keras2_tagger/tagger_tf/ckpt"),
+    "tagger_model.h5": Corpus("keras2_tagger/tagger_model.h5"),
     "tagger.weights.h5": Corpus("keras3_tagger/tagger.weights.h5"),
+    "keras3/converted.weights.h5": Ckpt(("convert", "{tagger_weights.h5}", "-o", "{out}", "--to", "keras3-h5",
+                                         "--template", "{keras3/tagger.weights.h5}")),
     "keras3/tagger.weights.h5": Corpus("keras3_tagger/tagger.weights.h5"),
     # a CheckpointManager run of three checkpoints (ckpt average)
     "run/ckpt-8": Corpus("seed_keras2/tf_ckpts/ckpt-8"),

@@ -93,3 +93,37 @@ def test_an_ambiguity_names_the_map_line_that_settles_it_and_the_line_works(run_
     assert fixed.exit_code == 0, fixed.output
     rows = {line.split()[1]: line.split()[0] for line in fixed.stdout.splitlines() if ":0" in line}
     assert rows == {"first/first/kernel:0": "encoder/encoder/kernel:0", "second/second/kernel:0": "decoder/decoder/kernel:0"}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_diff_match_converted_passes_a_right_conversion_and_fails_a_wrong_one(run_cli, tmp_path: Path,
+                                                                              source: str) -> None:
+    src, out = DATA / "unnamed" / source, tmp_path / "out.weights.h5"
+    made = run_cli("convert", src, "-o", out, "--to", "keras3-h5", "--template", DATA / "unnamed" / "t.weights.h5")
+    assert made.exit_code == 0, made.output
+    right = run_cli("diff", "--match", "converted", src, out)
+    assert right.exit_code == 0, right.output
+    assert right.stdout.strip().endswith("identical (6 tensors; compared bytewise)")
+    if source == "tf/ckpt":  # what the conversion leaves out is named, and is no difference
+        assert "A: left out by the conversion: 1 object_graph tensor(s) of the source left out (a Keras 3 " \
+               "weights file has no place for it): _CHECKPOINTABLE_OBJECT_GRAPH" in right.stderr
+    with h5py.File(out, "r+") as f:  # the two 8 x 8 kernels swapped: what pairing dense_3 by name would do
+        first, second = f["layers/dense/vars/0"], f["layers/dense_1/vars/0"]
+        a, b = np.asarray(first), np.asarray(second)
+        first[...], second[...] = b, a
+    wrong = run_cli("diff", "--match", "converted", "--json", src, out)
+    assert wrong.exit_code == 1
+    import json
+
+    doc = json.loads(wrong.stdout)
+    assert sorted(c["key"] for c in doc["changed"]) == ["layers/dense/vars/0", "layers/dense_1/vars/0"]
+    assert (doc["only_in_a"], doc["only_in_b"], doc["same"]) == ([], [], 4)
+
+
+def test_diff_match_converted_needs_an_output_with_a_templates_layout(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "o.npz"
+    assert run_cli("convert", DATA / "unnamed" / "w.h5", "-o", out, "--to", "npz").exit_code == 0
+    result = run_cli("diff", "--match", "converted", DATA / "unnamed" / "w.h5", out)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"ckpt: error: {out}: --match converted checks a conversion onto a template's "
+                                    "layout (keras2-h5, keras3-h5, tf-name, tf-object); npz is not one")

@@ -38,12 +38,14 @@ SPEC = Command(
       ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
       ckpt diff --names run_a/tf_ckpts/ckpt-4 run_a/tf_ckpts/ckpt-5   # exit 1: with names, roles
+      ckpt diff --match converted tagger_weights.h5 keras3/converted.weights.h5   # a conversion's check
     """,
     arguments=(Arg("a", type=CHECKPOINT), Arg("b", type=CHECKPOINT)),
     options=(
-        Opt("--match", type=("key", "name"), default="key", show_default=True,
-            help="Pair tensors by checkpoint key, or by TF1-style variable name (bundle vs HDF5, "
-                 "name-based vs object-based)."),
+        Opt("--match", type=("key", "name", "converted"), default="key", show_default=True,
+            help="Pair tensors by checkpoint key, by TF1-style variable name (bundle vs HDF5, "
+                 "name-based vs object-based), or as converting A onto B's layout pairs them (B: the "
+                 "output of `ckpt convert A --template T`; give the conversion's rename rules too)."),
         Opt("--filter", "-f", name="patterns", multiple=True, metavar="GLOB",
             help="Only tensors whose key (with --match name: name), after the rename rules, is GLOB or "
                  "matches it (repeatable)."),

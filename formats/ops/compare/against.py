@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Progress, RoundTripReport, compare_checkpoints
-from formats.ops.compare.keying import MATCHES, pairing_names
+from formats.ops.compare.keying import SIDE_MATCHES, pairing_names
 from formats.ops.rules import RuleSet
 
 __all__ = ["keyed", "verify_against"]
@@ -33,7 +33,7 @@ def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rule
                    progress: Progress | None = None) -> tuple[RoundTripReport, list[str]]:
     """Compare ``out`` with ``src`` (see the module doc): the report, and notes (names two keys share,
     rules that matched nothing)."""
-    if match not in MATCHES:
+    if match not in SIDE_MATCHES:
         raise ValueError(f"match must be 'key' or 'name', not {match!r}")
     notes: list[str] = []
     actual = keyed(out, match, None, notes)

@@ -146,6 +146,22 @@ def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | Non
     return out, clashes
 
 
+def _converted(ca: Checkpoint, cb: Checkpoint, rules: RuleSet | None,
+               notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """name -> key for both sides as converting A onto B's layout pairs them: B's keys, A's keys under the B key
+    they fill (:func:`~formats.ops.convert.as_converted.converted_pairs`). What the conversion leaves out of A is
+    said in ``notes``, not counted; B's tensors it makes up are left out of the comparison (also noted)."""
+    from formats.ops.convert.as_converted import converted_pairs
+
+    found = converted_pairs(ca, cb, rules)
+    notes += [f"A: left out by the conversion: {line}" for line in found.left_out]
+    notes += [f"the conversion cannot be planned onto B: {line}" for line in found.problems]
+    if found.made:
+        notes.append(f"B: {len(found.made)} tensor(s) the conversion makes, not compared: {', '.join(found.made)}")
+    made = set(found.made)
+    return dict(found.pairs), {key: key for key in cb if key not in made}
+
+
 def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str | os.PathLike[str], *,
                      match: str = "key", rules: RuleSet | None = None, strip_prefix_a: str | None = None,
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
@@ -162,7 +178,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
     if match not in MATCHES:
-        raise UsageError("", f"match must be 'key' or 'name', not {match!r}")
+        raise UsageError("", f"match must be one of {', '.join(MATCHES)}, not {match!r}")
     from formats.discover.resolve import open_checkpoint
 
     ca = a if isinstance(a, Checkpoint) else open_checkpoint(a)
@@ -183,8 +199,12 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
           strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None,
           patterns: Sequence[str] = (), jobs: int | None = 1) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
-    names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
-    names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
+    if match == "converted":
+        names_a, names_b = _converted(ca, cb, rules, result.notes)
+        clash_a, clash_b = [], []
+    else:
+        names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
+        names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
     if patterns:
         selected, unmatched = select_keys(sorted(names_a.keys() | names_b.keys()), patterns)
         if unmatched:

@@ -15,10 +15,13 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from formats.ops.rules import RuleSet
 
-__all__ = ["MATCHES", "pairing_names", "name_pairs", "match_name_hint"]
+__all__ = ["MATCHES", "SIDE_MATCHES", "pairing_names", "name_pairs", "match_name_hint"]
 
-MATCHES = ("key", "name")
-"""What tensors may pair by."""
+MATCHES = ("key", "name", "converted")
+"""What tensors may pair by (``converted``: as a conversion of A onto B's layout pairs them, see
+:mod:`formats.ops.convert.as_converted`; ``diff`` only)."""
+SIDE_MATCHES = ("key", "name")
+"""The pairings that name each side's tensors on their own (:func:`pairing_names`)."""
 
 
 def _is_graph(key: str, role: str) -> bool:
