@@ -201,7 +201,8 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
     result = DiffResult(ca.path, cb.path)
     if match == "converted":
         names_a, names_b = _converted(ca, cb, rules, result.notes)
-        clash_a, clash_b = [], []
+        clash_a: list[tuple[str, str]] = []
+        clash_b: list[tuple[str, str]] = []
     else:
         names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
         names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
