@@ -125,5 +125,26 @@ def test_diff_match_converted_needs_an_output_with_a_templates_layout(run_cli, t
     assert run_cli("convert", DATA / "unnamed" / "w.h5", "-o", out, "--to", "npz").exit_code == 0
     result = run_cli("diff", "--match", "converted", DATA / "unnamed" / "w.h5", out)
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"ckpt: error: {out}: --match converted checks a conversion onto a template's "
-                                    "layout (keras2-h5, keras3-h5, tf-name, tf-object); npz is not one")
+    assert result.stderr.startswith(f"ckpt: error: {out}: pairing as a conversion pairs needs a conversion's output "
+                                    "in a template's layout (keras2-h5, keras3-h5, tf-name, tf-object); npz is not one")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_doctor_suggests_what_convert_pairs_and_its_rules_give_the_same_file(run_cli, tmp_path: Path,
+                                                                             model: str) -> None:
+    """doctor and convert pair with one engine: doctor's rules, given to convert, write the very bytes the plain
+    command writes (and never offer an automatic name as evidence: dense_4 is not dense_4)."""
+    src, tpl, fix = DATA / model / "w.h5", DATA / model / "t.weights.h5", tmp_path / "fix.json"
+    doctor = run_cli("doctor", src, "--against", tpl, "--write-rules", fix)
+    assert doctor.exit_code in (0, 1), doctor.output
+    if model == "unnamed":
+        assert [line for line in doctor.stdout.splitlines() if line.startswith("suggest")] == [
+            f"suggest dense_{a}/{v} -> dense_{b}/{v} (automatic names: 'dense_{a}' -> 'dense_{b}' (as many of the "
+            "class on both sides, in creation order))" for a, b in ((3, 2), (4, 3), (5, 4)) for v in ("kernel", "bias")]
+        assert "mismatched" not in doctor.stdout.split("suggest")[0]
+    plain, ruled = tmp_path / "plain.weights.h5", tmp_path / "ruled.weights.h5"
+    assert run_cli("convert", src, "-o", plain, "--to", "keras3-h5", "--template", tpl).exit_code == 0
+    extra = ["--rules", fix] if fix.exists() else []
+    made = run_cli("convert", src, "-o", ruled, "--to", "keras3-h5", "--template", tpl, *extra)
+    assert made.exit_code == 0, made.output
+    assert ruled.read_bytes() == plain.read_bytes()

@@ -40,8 +40,8 @@ def _target(output: Checkpoint) -> str:
         return str(output.format)
     if output.format in _KERAS3_LAYOUTS:
         return FormatName.KERAS3_H5.value
-    raise UsageError(output.path, f"--match converted checks a conversion onto a template's layout "
-                     f"({', '.join(sorted(PLANNERS))}); {output.format} is not one")
+    raise UsageError(output.path, f"pairing as a conversion pairs needs a conversion's output in a template's "
+                     f"layout ({', '.join(sorted(PLANNERS))}); {output.format} is not one")
 
 
 def converted_pairs(source: Checkpoint, output: Checkpoint, rules: RuleSet | None = None) -> ConvertedPairs:

@@ -29,7 +29,7 @@ from collections import defaultdict
 
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
@@ -135,7 +135,8 @@ def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = Fals
                                (want[n].shape, want[n].dtype) != (have[n].shape, have[n].dtype))
     if not ignore_optimizer:
         _explain_optimizer_state(report, ckpt, target)
-    report.suggestions = _suggest(report)
+    keras = _keras_pairs(ckpt, target)
+    report.suggestions = _suggest(report) if keras is None else _keras_suggestions(report, keras)
     report.rules = _rules(report)
     if not ignore_optimizer and report.rules:
         _explain_optimizer_state(report, ckpt, target, RuleSet(list(report.rules)))
@@ -195,6 +196,40 @@ def _suggest(report: DoctorReport) -> list[Suggestion]:
                        [n for n in report.missing if n not in explained],
                        [n for n in report.unexpected if n not in taken], _slot, _is_optimizer)
     return [Suggestion(p.missing, p.candidate, p.reason) for p in pairs]
+
+
+def _keras_pairs(ckpt: Checkpoint, target: Checkpoint) -> list[tuple[str, str, str]] | None:
+    """For a Keras checkpoint (a Keras file, or a TF-format ``save_weights``) against a Keras target: ``(target
+    name, checkpoint name, how)`` of every weight ``ckpt convert --template TARGET`` pairs under another name - the pairing of
+    :func:`~formats.ops.convert.cross.matching.match_variables`, where automatic layer names are never evidence;
+    None for any other target."""
+    from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
+    from formats.ops.convert.cross.matching import match_variables
+    from formats.ops.convert.cross.variables import keras_variables
+    from formats.ops.convert.plan import ConversionPlan
+
+    keras = (*KERAS3_LAYOUTS, FormatName.KERAS2_H5.value)
+    if target.format not in keras or ckpt.format not in (*keras, FormatName.TF_OBJECT.value):
+        return None
+    sources, _ = keras_variables(ckpt)
+    targets, _ = keras_variables(target)
+    if not sources or not targets:
+        return None
+    plan = ConversionPlan(ckpt.path, str(target.format), target.path)
+    return [(p.target.name, p.source.name, p.how) for p in match_variables(sources, targets, plan)
+            if p.source is not None and p.source.name != p.target.name]
+
+
+def _keras_suggestions(report: DoctorReport, pairs: list[tuple[str, str, str]]) -> list[Suggestion]:
+    """The Keras pairing as suggestions; a name both sides have that the pairing gives to other weights (an
+    automatic ``dense_4`` on each side) is missing and unexpected, not a mismatch no rename can fix."""
+    moved = {want for want, have, _ in pairs} | {have for _, have, _ in pairs}
+    taken = [n for n in report.mismatched if n in moved]
+    report.mismatched = [n for n in report.mismatched if n not in moved]
+    report.missing = sorted({*report.missing, *(n for n in taken if n in report.target_entries)})
+    report.unexpected = sorted({*report.unexpected, *(n for n in taken if n in report.ckpt_entries)})
+    return [Suggestion(want, have, how) for want, have, how in pairs
+            if want in report.target_entries and have in report.ckpt_entries]
 
 
 def _split(old: str, new: str) -> tuple[str, str]:

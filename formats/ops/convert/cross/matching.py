@@ -54,9 +54,10 @@ def match_variables(sources: Sequence[KerasVar], targets: Sequence[KerasVar], pl
             plan.add("duplicate-name", var.name, f"{seen[var.name].key!r} and {var.key!r} are both named "
                      f"{var.name!r}; rename one with --map/--regex", ERROR, [seen[var.name].key, var.key])
         seen.setdefault(var.name, var)
-    ranks = _automatic_ranks(sources, targets)
-    src_names = _matching_names(sources, ranks)
-    tgt_names = _matching_names(targets, {t: t for t in ranks.values()})
+    ruled = {_top(v.name) for v in sources if v.name != v.original}  # layer names a --map/--rules gave
+    ranks = _automatic_ranks(sources, targets, ruled)
+    src_names = _matching_names(sources, ranks, ruled)
+    tgt_names = _matching_names(targets, {t: t for t in ranks.values()}, ruled)
     by_name: dict[str, KerasVar] = {}
     for var in sources:
         name = src_names[var.key]
@@ -81,12 +82,11 @@ def _top(name: str) -> str:
     return name.split("/", 1)[0]
 
 
-def _automatic_ranks(sources: Sequence[KerasVar], targets: Sequence[KerasVar]) -> dict[str, str]:
+def _automatic_ranks(sources: Sequence[KerasVar], targets: Sequence[KerasVar], ruled: set[str]) -> dict[str, str]:
     """Source layer name -> template layer name for layers named automatically on both sides: the k-th of a
     class (by the numbers Keras appended) to the k-th, where both sides have as many of that class. A source
-    layer a rule renamed (``--map``) keeps the name the user gave it, and so does the template layer of that
-    name."""
-    ruled = {_top(v.name) for v in sources if v.name != v.original}
+    layer a rule renamed (``--map``; its name in ``ruled``) keeps the name the user gave it, and so does the
+    template layer of that name."""
     src = _families([_top(v.name) for v in sources if _top(v.name) not in ruled])
     tgt = _families([_top(v.name) for v in targets if _top(v.name) not in ruled])
     ranks: dict[str, str] = {}
@@ -106,11 +106,10 @@ def _families(names: list[str]) -> dict[str, list[str]]:
     return {family: sorted(members, key=members.__getitem__) for family, members in found.items()}
 
 
-def _matching_names(variables: Sequence[KerasVar], ranks: dict[str, str]) -> dict[str, str | None]:
+def _matching_names(variables: Sequence[KerasVar], ranks: dict[str, str], ruled: set[str]) -> dict[str, str | None]:
     """Key -> the name a weight is paired by: its layer (an automatically named one as ``ranks`` pairs it) and
-    its variable name as Keras 3 names it; None for a weight whose layer name is automatic and unpaired (such a
-    name is no evidence: step 3 pairs it)."""
-    ruled = {_top(v.name) for v in variables if v.name != v.original}
+    its variable name as Keras 3 names it; None for a weight whose layer name is automatic, unpaired and not
+    one a rule gave (``ruled``): such a name is no evidence, step 3 pairs it."""
     out: dict[str, str | None] = {}
     for owner, group in _groups(variables).items():
         kinds = keras3_names([v.kind for v in group])
