@@ -19,6 +19,8 @@ import h5py
 import numpy as np
 import pytest
 
+from formats.ops.convert.cross import keras_targets
+
 DATA = Path(__file__).parent / "data" / "keras_resume"
 SOURCES = ("ckpt/ckpt", "tf/ckpt")
 OUTPUTS = [("t.weights.h5", "out.weights.h5"), ("t.keras", "out.weights.h5"), ("t.keras", "out.keras")]
@@ -84,3 +86,23 @@ def test_slots_of_a_variable_the_template_does_not_train_are_refused(run_cli, tm
                   "--drop-optimizer")
     assert res.exit_code == 0, res.output
     assert not any(k.startswith("optimizer/") for k in _weights(out))
+
+
+def test_an_optimizer_group_keras_would_skip_is_never_written(run_cli, tmp_path: Path, monkeypatch) -> None:
+    """Keras 3 loads an optimizer's variables only when the file holds as many as the optimizer has: an
+    optimizer group missing some (here the filling stops after the step counter) is an error, nothing written."""
+    fill = keras_targets.fill_keras3_optimizer
+
+    def partial(plan, source, template, pairings, options):  # type: ignore[no-untyped-def]
+        used = fill(plan, source, template, pairings, options)
+        plan.rows = [r for r in plan.rows if not r.key.startswith("optimizer/") or r.key == "optimizer/vars/0"]
+        return used
+
+    monkeypatch.setattr(keras_targets, "fill_keras3_optimizer", partial)
+    out = tmp_path / "out.weights.h5"
+    res = run_cli("convert", DATA / "sgd" / "ckpt" / "ckpt", "-o", out, "--to", "keras3-h5", "--template",
+                  DATA / "sgd" / "t.weights.h5")
+    assert res.exit_code == 1, res.output
+    assert "the output's optimizer would hold 1 of the template's 12 variables, and Keras 3 skips an optimizer " \
+           "whose variable count differs from its own" in " ".join(res.output.split())
+    assert not out.exists()

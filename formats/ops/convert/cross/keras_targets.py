@@ -215,6 +215,7 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         others = [k for k in others if k not in (used or set()) and k not in refused]
         reasons = _keras3_reasons(plan, options, source, others, rest if used is None else [],
                                   options.template or source.path, filled=used is not None)
+        _check_optimizer_written(plan, rest, used, options.template or source.path)
         _check_shard_size(plan, options.max_shard_size)
         model = _keras_model(template)
         plan.check_output = functools.partial(_check_keras3_output, model=model)
@@ -226,6 +227,22 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
+
+
+def _check_optimizer_written(plan: ConversionPlan, rest: list[str], used: set[str] | None, where: str) -> None:
+    """Keras 3 loads an optimizer's variables only when the file holds exactly as many as the optimizer has
+    (else it warns "Skipping variable loading for optimizer" and keeps none of them): an optimizer group
+    written without every one of the template's variables is an error, never an output."""
+    if used is None or plan.errors:
+        return
+    expected = [k for k in rest if k.startswith("optimizer/")]
+    written = {row.key for row in plan.rows}
+    missing = [k for k in expected if k not in written]
+    if missing:
+        plan.add("optimizer", where, f"the output's optimizer would hold {len(expected) - len(missing)} of the "
+                 f"template's {len(expected)} variables, and Keras 3 skips an optimizer whose variable count "
+                 "differs from its own: nothing written (--drop-optimizer leaves optimizer state out)",
+                 candidates=missing)
 
 
 def _keras_model(template: Checkpoint) -> tuple[str, str] | None:
