@@ -69,15 +69,18 @@ def _left_out(plan: ConversionPlan, others: list[str], source: Checkpoint, what:
 
 
 def _keras3_reasons(plan: ConversionPlan, options: ConvertOptions, source: Checkpoint, others: list[str],
-                    rest: list[str] | None, where: str) -> dict[str, str]:
+                    rest: list[str] | None, where: str, filled: bool = False) -> dict[str, str]:
     """Report the template's optimizer variables ``rest`` (None: no template) left out, and say why
-    the source's ``others`` are. Optimizer state both sides hold is an error unless ``--drop-optimizer``."""
+    the source's ``others`` are (``filled``: the template's optimizer took the source's state). Optimizer
+    state both sides hold is an error unless ``--drop-optimizer``."""
     held = [k for k in others if source[k].role in ("optimizer", "slot")]
     if options.drop_optimizer:
         state = "--drop-optimizer"
         if rest:
             plan.add("unused", where, f"{len(rest)} optimizer tensor(s) of the template left out ({state})", WARNING,
                      list(rest))
+    elif filled:
+        state = "no variable of a Keras 3 optimizer holds it: Keras 3 keeps such settings in the optimizer's config"
     elif rest and held:
         state = "no place found in the template's optimizer variables"
         plan.add("unsupported", where, f"the template's {len(rest)} optimizer variables cannot be tied to the "
@@ -208,9 +211,11 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
             used = _own_optimizer(plan, source, rest)
         else:
             used = fill_keras3_optimizer(plan, source, template, pairings, options) if filling else None
-        others = [k for k in others if k not in (used or set())]
+        refused = {key for problem in plan.errors for key in problem.candidates}
+        others = [k for k in others if k not in (used or set()) and k not in refused]
         reasons = _keras3_reasons(plan, options, source, others, rest if used is None else [],
-                                  options.template or source.path)
+                                  options.template or source.path, filled=used is not None)
+        _check_optimizer_written(plan, rest, used, options.template or source.path)
         _check_shard_size(plan, options.max_shard_size)
         model = _keras_model(template)
         plan.check_output = functools.partial(_check_keras3_output, model=model)
@@ -222,6 +227,22 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
+
+
+def _check_optimizer_written(plan: ConversionPlan, rest: list[str], used: set[str] | None, where: str) -> None:
+    """Keras 3 loads an optimizer's variables only when the file holds exactly as many as the optimizer has
+    (else it warns "Skipping variable loading for optimizer" and keeps none of them): an optimizer group
+    written without every one of the template's variables is an error, never an output."""
+    if used is None or plan.errors:
+        return
+    expected = [k for k in rest if k.startswith("optimizer/")]
+    written = {row.key for row in plan.rows}
+    missing = [k for k in expected if k not in written]
+    if missing:
+        plan.add("optimizer", where, f"the output's optimizer would hold {len(expected) - len(missing)} of the "
+                 f"template's {len(expected)} variables, and Keras 3 skips an optimizer whose variable count "
+                 "differs from its own: nothing written (--drop-optimizer leaves optimizer state out)",
+                 candidates=missing)
 
 
 def _keras_model(template: Checkpoint) -> tuple[str, str] | None:

@@ -4,7 +4,8 @@ The template's optimizer is read through the optimizer table (its class from ``c
 ``vars`` group's name, each slot tied to its model variable); each slot takes the source's slot of
 the same meaning of the source weight paired with that model variable, the step counter comes
 from the source's, hyperparameters from ``--hparam``, the source or the template
-(:mod:`formats.ops.convert.optimizer_rows`).
+(:mod:`formats.ops.convert.optimizer_rows`). Source state the template's optimizer has no place for (the
+slots of a variable the template does not train) is an error naming the arrays: never left out unsaid.
 """
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from formats.core.records import replace
 from formats.ops.convert.cross.matching import Pairing
 from formats.ops.convert.cross.variables import keras_variables
 from formats.ops.convert.optimizer_moves import OptimizerMove
-from formats.ops.convert.optimizer_rows import TargetState, fill_optimizer_state
+from formats.ops.convert.optimizer_rows import OPTIMIZER_PROBLEM, TargetState, fill_optimizer_state
 from formats.ops.convert.optimizer_state import OptimizerState, read_optimizer_state
-from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import SourceTensor, source_tensors
 from formats.ops.rules import RuleSet
 
@@ -28,7 +29,8 @@ def fill_keras3_optimizer(plan: ConversionPlan, source: Checkpoint, template: Ch
                           options: ConvertOptions) -> set[str] | None:
     """Rows for the template's optimizer variables; the source keys used, or None when the template's
     or the source's optimizer is not recognised (the template's optimizer state is then left out:
-    without ``config.json`` its slots are tied to model variables only where their shapes fix the order)."""
+    without ``config.json`` its slots are tied to model variables only where their shapes fix the order).
+    Source slots, step counter or extra state left without a place are an error naming them."""
     dst = read_optimizer_state(template, source_tensors(template, None))
     src = read_optimizer_state(source, source_tensors(source, options.rules))
     if not (src.known and src.slots):
@@ -44,7 +46,24 @@ def fill_keras3_optimizer(plan: ConversionPlan, source: Checkpoint, template: Ch
         if state.variable is not None:
             state = replace(state, variable=names.get(state.variable, state.variable))
         targets.append(TargetState(state.key, template[state.key], state))
-    return fill_optimizer_state(plan, move, targets, options.allow_missing)
+    used = fill_optimizer_state(plan, move, targets, options.allow_missing)
+    if move.error is None:
+        _unplaced(plan, src, used, options.template or template.path)
+    return used
+
+
+def _unplaced(plan: ConversionPlan, src: OptimizerState, used: set[str], where: str) -> None:
+    """An error naming the source's optimizer arrays (slots, step counter, extra state) that no template
+    optimizer variable took: Keras 3 would resume without them."""
+    left = [s for s in src.by_key().values() if s.key not in used and s.kind in ("slot", "step", "extra")]
+    if not left:
+        return
+    variables = sorted({s.variable for s in left if s.variable})
+    whose = f" (of {', '.join(variables[:5])}{' and more' if len(variables) > 5 else ''})" if variables else ""
+    plan.add(OPTIMIZER_PROBLEM, where, f"{len(left)} optimizer array(s) of the source{whose} have no place in the "
+             "template's optimizer: a variable the template does not train has no slots there. Save the template "
+             "with those variables trainable, or use --drop-optimizer to leave optimizer state out",
+             ERROR, sorted(s.key for s in left))
 
 
 def _trainable(src: OptimizerState, pairings: list[Pairing]) -> list[Variable]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from formats.concepts.keras_layers import NON_TRAINABLE
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import VALUE_SUFFIX
 from formats.concepts.object_graph import OBJECT_GRAPH_KEY, ObjectGraph
@@ -16,10 +17,7 @@ from formats.core.records import record
 from formats.ops.convert.conversion_source import is_object_based
 from formats.ops.rules import RuleSet
 
-__all__ = ["KerasVar", "keras_variables", "split_name", "NON_TRAINABLE", "order_key"]
-
-NON_TRAINABLE = {"moving_mean", "moving_variance"}
-"""Keras weights that are never trainable (batch normalization statistics)."""
+__all__ = ["KerasVar", "keras_variables", "split_name", "order_key"]
 _VALUE = VALUE_SUFFIX
 _SUFFIX = re.compile(r":\d+$")
 _NUM = re.compile(r"^(.*?)(?:_(\d+))?$")
