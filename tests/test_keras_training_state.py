@@ -144,16 +144,25 @@ def test_drop_optimizer_is_for_keras3_only(tmp_path: Path, run_cli) -> None:
     assert "--drop-optimizer applies to --to keras3-h5 only" in res.output
 
 
-def test_a_template_without_optimizer_variables_says_so(tmp_path: Path, run_cli) -> None:
-    """The template holds no optimizer state: a warning whose reason is true for Keras 3."""
+def test_a_template_without_optimizer_variables_refuses_the_sources_state(tmp_path: Path, run_cli) -> None:
+    """The template holds no optimizer state: training state is refused, never dropped (exit 1, the arrays
+    named); --drop-optimizer says to leave it out."""
     src, _ = _source(tmp_path)
-    res = run_cli("convert", src, "-o", tmp_path / "k3.weights.h5", "--to", "keras3-h5", "--template",
-                  _template(tmp_path / "t.weights.h5", None))
-    assert res.exit_code == 0, res.output
-    text = " ".join(res.output.split())
-    assert "12 slot tensor(s) of the source left out (the template has no optimizer variables: save it after " \
-           "model.optimizer.build(model.trainable_variables), or use --drop-optimizer)" in text
-    assert "model weights only" not in text
+    tpl = _template(tmp_path / "t.weights.h5", None)
+    out = tmp_path / "k3.weights.h5"
+    res = run_cli("convert", src, "-o", out, "--to", "keras3-h5", "--template", tpl, "--json")
+    assert res.exit_code == 1 and not out.exists()
+    errors = [p for p in json.loads(res.stdout)["problems"] if p["severity"] == "error"]
+    assert [p["kind"] for p in errors] == ["optimizer"]
+    assert errors[0]["message"] == ("14 optimizer tensor(s) of the source have no place: the template has no "
+                                    "optimizer variables: save it after model.optimizer.build("
+                                    "model.trainable_variables), or use --drop-optimizer to leave them out")
+    with open_checkpoint(str(src)) as source:  # 12 slots, the step counter and the learning rate, by name
+        held = sorted(k for k in source if source[k].role in ("slot", "optimizer"))
+    assert len(held) == 14 and sorted(errors[0]["candidates"]) == held
+    dropped = run_cli("convert", src, "-o", out, "--to", "keras3-h5", "--template", tpl, "--drop-optimizer")
+    assert dropped.exit_code == 0, dropped.output
+    assert "model weights only" not in dropped.output
 
 
 def test_a_training_checkpoint_becomes_one_h5_group_per_layer(tmp_path: Path, run_cli) -> None:

@@ -94,6 +94,9 @@ def _keras3_reasons(plan: ConversionPlan, options: ConvertOptions, source: Check
     else:
         state = ("the template has no optimizer variables: save it after model.optimizer.build("
                  "model.trainable_variables), or use --drop-optimizer")
+        if held:  # training state is written or refused, never dropped
+            plan.add("optimizer", where, f"{len(held)} optimizer tensor(s) of the source have no place: {state} "
+                     "to leave them out", candidates=held)
     reasons = {"": "a Keras 3 weights file has no place for it"}
     if state:
         reasons.update(optimizer=state, slot=state)
@@ -215,6 +218,8 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
         others = [k for k in others if k not in (used or set()) and k not in refused]
         reasons = _keras3_reasons(plan, options, source, others, rest if used is None else [],
                                   options.template or source.path, filled=used is not None)
+        refused = {key for problem in plan.errors for key in problem.candidates}
+        others = [k for k in others if k not in refused]
         _check_optimizer_written(plan, rest, used, options.template or source.path)
         _check_shard_size(plan, options.max_shard_size)
         model = _keras_model(template)
