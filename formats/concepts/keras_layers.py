@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "NON_TRAINABLE", "CELLS", "to_snake_case", "by_snake_name",
-           "keras3_names",
+           "keras3_names", "keras3_spelling", "KERAS3_WORDS",
            "is_automatic", "automatic_family"]
 
 _BIAS = ("bias", "use_bias")
@@ -127,3 +127,16 @@ def keras3_names(names: list[str]) -> list[str]:
     """One layer's variable names (in its order) as Keras 3 names them: ``["depthwise_kernel", "bias"]`` (a
     Keras 2 ``DepthwiseConv2D``) -> ``["kernel", "bias"]``; any other list is returned as it is."""
     return list(_KERAS2_SIGNATURES.get(tuple(names), names))
+
+
+KERAS3_WORDS = {"batchnorm": "bn"}
+"""Words of layer names Keras 3's applications spell otherwise than Keras 2's did (MobileNetV3's
+``expanded_conv/depthwise/BatchNorm`` is Keras 3's ``expanded_conv_depthwise_bn``)."""
+_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def keras3_spelling(name: str) -> str:
+    """A layer name as Keras 3 spells it: lower case, words joined by ``_`` (Keras 3 refuses ``/`` in a name),
+    and :data:`KERAS3_WORDS` respelled: ``Conv/BatchNorm`` -> ``conv_bn``."""
+    words = [w for w in _WORD.split(name.lower()) if w]
+    return "_".join(KERAS3_WORDS.get(w, w) for w in words)

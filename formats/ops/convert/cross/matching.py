@@ -13,7 +13,9 @@ A weight is known by its layer (the name without its last segment, ``mha/query``
 3. **Layers.** The weights left over are paired layer by layer, each layer's variables by the layer's own
    order (the order both Keras versions store them in, :data:`~formats.concepts.keras_layers.VARIABLES`):
    a template layer and a source layer of the same name, as many variables with equal shapes and dtypes,
-   variable names equal where both sides know them; else the only source layer compatible with the template
+   variable names equal where both sides know them; else of the same name as Keras 3 spells names
+   (:func:`~formats.concepts.keras_layers.keras3_spelling`: MobileNetV3's ``Conv/BatchNorm`` is ``conv_bn``),
+   one on each side; else the only source layer compatible with the template
    layer (and it with no other). Several compatible layers is an ambiguity: an error naming the candidates
    and the ``--map`` line that pairs the first (``--map`` renames the source's layer to the template's).
 
@@ -22,8 +24,8 @@ them.
 """
 from __future__ import annotations
 
-from formats.concepts.keras_layers import automatic_family, keras3_names
-from formats.core.records import record
+from formats.concepts.keras_layers import automatic_family, keras3_names, keras3_spelling
+from formats.core.records import record, replace
 from formats.ops.convert.plan import ERROR, WARNING, ConversionPlan
 from formats.ops.convert.cross.variables import KerasVar, split_name
 
@@ -48,6 +50,32 @@ class Pairing:
 
 def match_variables(sources: Sequence[KerasVar], targets: Sequence[KerasVar], plan: ConversionPlan) -> list[Pairing]:
     """One :class:`Pairing` per target, in target order; problems are added to ``plan``."""
+    prefix = _model_prefix(sources, targets)
+    if prefix:  # a Keras 2 subclassed model's weights are named under the model's name; Keras 3's are not
+        originals = {var.key: var for var in sources}
+        sources = [replace(var, name=var.name[len(prefix):], original=var.original[len(prefix):]) for var in sources]
+        pairings = _match(sources, targets, plan)
+        plan.add("fallback", "(pairing)", f"every source weight is named under {prefix[:-1]!r} (a Keras 2 subclassed "
+                 "model's name) and no template weight is: paired without it", WARNING, [prefix[:-1]])
+        note = f"the model's name {prefix[:-1]!r} left out"
+        return [Pairing(p.target, originals[p.source.key], note if p.how == NAME else f"{note}; {p.how}")
+                if p.source is not None else p for p in pairings]
+    return _match(sources, targets, plan)
+
+
+def _model_prefix(sources: Sequence[KerasVar], targets: Sequence[KerasVar]) -> str:
+    """``"blocks/"`` when every source weight is named under one first segment that names no template weight
+    (a Keras 2 subclassed model ``Blocks`` names its layers' weights ``blocks/dense/kernel``), else ``""``."""
+    heads = {var.name.split("/", 1)[0] for var in sources if "/" in var.name}
+    if len(heads) != 1 or any("/" not in var.name or var.name != var.original for var in sources) or not targets:
+        return ""
+    head = heads.pop()
+    if any(_top(t.name) == head for t in targets) or any(var.name.count("/") < 2 for var in sources):
+        return ""
+    return f"{head}/"
+
+
+def _match(sources: Sequence[KerasVar], targets: Sequence[KerasVar], plan: ConversionPlan) -> list[Pairing]:
     seen: dict[str, KerasVar] = {}
     for var in sources:
         if var.name in seen:
@@ -167,11 +195,19 @@ def _match_layers(sources: list[KerasVar], targets: list[KerasVar], pairs: dict[
     src_owner = {owner: _owner(vs[0], src_names) for owner, vs in src_groups.items()}
     ambiguous: list[tuple[str, list[str]]] = []
     for owner, tvars in tgt_groups.items():
+        target_owner = _owner(tvars[0], tgt_names)
         same = [s for s, svars in src_groups.items()
-                if src_owner[s] is not None and src_owner[s] == _owner(tvars[0], tgt_names) and _compatible(svars, tvars)]
+                if src_owner[s] is not None and src_owner[s] == target_owner and _compatible(svars, tvars)]
         if same:
             _pair(src_groups.pop(same[0]), tvars, pairs, f"layer {same[0]!r} -> {owner!r} by the layer's variable "
                   "order (variable names not stored, or different)")
+            continue
+        spelling = keras3_spelling(target_owner) if target_owner is not None else None
+        spelled = [s for s, svars in src_groups.items() if spelling is not None and (o := src_owner[s]) is not None
+                   and keras3_spelling(o) == spelling and _compatible(svars, tvars)]
+        if len(spelled) == 1 and target_owner is not None and _spelled_once(target_owner, tgt_groups, tgt_names):
+            _pair(src_groups.pop(spelled[0]), tvars, pairs, f"layer {spelled[0]!r} -> {owner!r}: the same name as "
+                  "Keras 3 spells it")
             continue
         candidates = [s for s, svars in src_groups.items() if _compatible(svars, tvars)]
         if not candidates:
@@ -190,6 +226,13 @@ def _match_layers(sources: list[KerasVar], targets: list[KerasVar], pairs: dict[
         fix = f"; if it is {first!r}, add: --map {first}={owner}" if first is not None and owner else ""
         plan.add("ambiguous", owner or "(model)", f"layer {owner!r} of the template could be any of "
                  f"{len(shown)} layers with the same variables ({', '.join(shown)}){fix}", ERROR, shown)
+
+
+def _spelled_once(owner: str, groups: dict[str, list[KerasVar]], names: dict[str, str | None]) -> bool:
+    """Whether ``owner`` is the only layer of ``groups`` with its Keras 3 spelling."""
+    spelling = keras3_spelling(owner)
+    return sum(1 for vs in groups.values() if (o := _owner(vs[0], names)) is not None
+               and keras3_spelling(o) == spelling) == 1
 
 
 def _pair(svars: list[KerasVar], tvars: list[KerasVar], pairs: dict[str, Pairing], how: str) -> None:
