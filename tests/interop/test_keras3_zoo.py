@@ -7,10 +7,10 @@ test runs ``ckpt convert SRC -o OUT.weights.h5 --to keras3-h5 --template T`` (th
 would) and passes when Keras 3's ``model.load_weights(OUT)`` gives a model whose predictions are the tf-keras
 model's within a relative error of 1e-5. Expected values come only from Keras; no rename rules, no options.
 
-The whole zoo is built by one tf-keras process and one Keras 3 process, and every OUT is loaded by one more
-Keras 3 process (``programs/zoo_report.py`` runs them; only the models of the selected tests are built). The
-subclassed model has no ``full`` case: tf-keras cannot save a subclassed model whole as .h5.
-``python tests/interop/programs/zoo_report.py DIR`` does the same and prints the table, with Keras 3's own
+The whole zoo is built by one tf-keras process and one Keras 3 process, which then loads every OUT, while ckpt
+converts the models already built (``programs/zoo_report.py`` runs them; only the models of the selected tests
+are built); about 4 minutes on 2 cores for the 142 cases. The subclassed model has no ``full`` case: tf-keras
+cannot save a subclassed model whole as .h5. ``python tests/interop/programs/zoo_report.py DIR`` does the same and prints the table, with Keras 3's own
 legacy loader on the Keras 2 .h5 files beside it (the floor), keeping every file in DIR.
 """
 from __future__ import annotations

@@ -3,21 +3,26 @@
 Each model is one function taking the ``keras`` module (``tf_keras`` under ``TF_USE_LEGACY_KERAS=1``, or Keras 3)
 and returning a built model; ``ZOO`` maps the model's name to ``(builder, input shape, input kind)``. This file
 imports only numpy at module level (the test module reads ``ZOO``'s names without TensorFlow), never ckpt, and
-is a program too, run once per framework (one process for the whole zoo: TensorFlow's start-up costs seconds):
+is a program too, run once per framework (one process for the whole zoo: TensorFlow's start-up costs seconds).
+Each mode reports per model or per job as soon as it is done, a JSON line flushed at once, so that the harness
+(``zoo_report.py``) converts a model while the next ones are still being built:
 
 - ``python keras_zoo.py keras2 DIR [MODEL...]`` (tf-keras): builds each model, gives every weight distinct
   random values, and writes ``DIR/MODEL/k2/``: ``x.npy`` (a fixed input), ``pred.npy`` (the model's
   predictions), ``w.h5`` (``save_weights``), ``tf/ckpt`` (``save_weights``, TF format), ``full.h5``
-  (``model.save``; not for the subclassed model, which tf-keras cannot save whole as .h5). ``DIR/keras2.json``:
-  per model, ``{"error": null or the first line of the error that stopped it, "seconds": ...}``.
+  (``model.save``; not for the subclassed model, which tf-keras cannot save whole as .h5); then appends
+  ``{"model", "error": null or the first line of the error that stopped it, "seconds"}`` to ``DIR/keras2.jsonl``.
 - ``python keras_zoo.py keras3 DIR [MODEL...]`` (Keras 3): builds each model and writes the templates
-  ``DIR/MODEL/k3/t.weights.h5`` (``save_weights``) and ``t.keras`` (``model.save``); ``DIR/keras3.json`` as above.
-- ``python keras_zoo.py load DIR JOBS OUT`` (Keras 3): JOBS is a JSON list of ``{"id", "model", "weights"}``;
-  for each, a model of that architecture (built once per model) has every variable set to a sentinel (NaN, or
-  ``INT_SENTINEL``), loads ``weights`` with ``model.load_weights`` and predicts on ``x.npy``. OUT (JSON) maps
-  each id to ``{"error", "warnings", "unloaded", "n_variables", "rel_err", "seconds"}``: ``error`` the exception's first
-  line (or null), ``unloaded`` the paths of variables still holding the sentinel, ``rel_err``
-  ``max|pred - k2 pred| / max|k2 pred|`` (null when there is no prediction or it is not finite).
+  ``DIR/MODEL/k3/t.weights.h5`` (``save_weights``) and ``t.keras`` (``model.save``); ``DIR/keras3.jsonl`` as above.
+- ``python keras_zoo.py load DIR JOBS OUT`` (Keras 3): follows JOBS, JSON lines ``{"id", "model", "weights"}``
+  appended by another process until a ``null`` line, grouped by model. For each, a model of that architecture
+  (built once per group) has every variable set to a sentinel (NaN, or ``INT_SENTINEL``), loads ``weights``
+  with ``model.load_weights`` and predicts on ``x.npy``; a line ``{"id", "error", "warnings", "unloaded",
+  "n_variables", "rel_err", "seconds"}`` goes to OUT: ``error`` the exception's first line (or null),
+  ``unloaded`` the paths of variables still holding the sentinel, ``rel_err`` ``max|pred - k2 pred| /
+  max|k2 pred|`` (null when there is no prediction or it is not finite).
+- ``python keras_zoo.py keras3+load DIR JOBS OUT [MODEL...]`` (Keras 3): keras3, then load in the same process,
+  each job loaded into the model whose templates were saved (the sentinels make it as good as a fresh one).
 
 Every model leaves layer names automatic except where keras.applications names them; ``keras.backend.
 clear_session()`` before each build gives each model the automatic names a fresh process would.
@@ -31,7 +36,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -281,50 +286,49 @@ def _build(keras: Any, model: str) -> Any:
     return ZOO[model][0](keras)
 
 
-def keras2(keras: Any, root: str, models: list[str]) -> None:
-    status: dict[str, dict[str, Any]] = {}
-    for name in models:
-        start = time.perf_counter()
-        try:
-            model = _build(keras, name)
-            randomize(model, 1000 + sorted(ZOO).index(name))
-            out = os.path.join(root, name, "k2")
-            os.makedirs(os.path.join(out, "tf"), exist_ok=True)
-            x = sample_input(name)
-            np.save(os.path.join(out, "x.npy"), x)
-            np.save(os.path.join(out, "pred.npy"), predict(model, x))
-            model.save_weights(os.path.join(out, "w.h5"))
-            model.save_weights(os.path.join(out, "tf", "ckpt"))
-            if name not in NO_FULL_H5:
-                model.save(os.path.join(out, "full.h5"))
-            status[name] = {"error": None}
-        except Exception as exc:  # one model's failure is reported, the others still run
-            traceback.print_exc()
-            status[name] = {"error": _first_line(exc)}
-        status[name]["seconds"] = time.perf_counter() - start
-    with open(os.path.join(root, "keras2.json"), "w") as f:
-        json.dump(status, f, indent=1)
+def _save_keras2(keras: Any, name: str, out: str) -> Any:
+    model = _build(keras, name)
+    randomize(model, 1000 + sorted(ZOO).index(name))
+    os.makedirs(os.path.join(out, "tf"), exist_ok=True)
+    x = sample_input(name)
+    np.save(os.path.join(out, "x.npy"), x)
+    np.save(os.path.join(out, "pred.npy"), predict(model, x))
+    model.save_weights(os.path.join(out, "w.h5"))
+    model.save_weights(os.path.join(out, "tf", "ckpt"))
+    if name not in NO_FULL_H5:
+        model.save(os.path.join(out, "full.h5"))
+    return model
 
 
-def keras3(keras: Any, root: str, models: list[str]) -> None:
-    status: dict[str, dict[str, Any]] = {}
-    for name in models:
-        start = time.perf_counter()
-        try:
-            model = _build(keras, name)
-            out = os.path.join(root, name, "k3")
-            os.makedirs(out, exist_ok=True)
-            model.save_weights(os.path.join(out, "t.weights.h5"))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.save(os.path.join(out, "t.keras"))
-            status[name] = {"error": None}
-        except Exception as exc:
-            traceback.print_exc()
-            status[name] = {"error": _first_line(exc)}
-        status[name]["seconds"] = time.perf_counter() - start
-    with open(os.path.join(root, "keras3.json"), "w") as f:
-        json.dump(status, f, indent=1)
+def _save_keras3(keras: Any, name: str, out: str) -> Any:
+    model = _build(keras, name)
+    os.makedirs(out, exist_ok=True)
+    model.save_weights(os.path.join(out, "t.weights.h5"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(os.path.join(out, "t.keras"))
+    return model
+
+
+def build(keras: Any, mode: str, root: str, models: list[str], keep: bool = False) -> dict[str, Any]:
+    """keras2 or keras3 mode: each model's files, and a line in ``DIR/MODE.jsonl`` as soon as they are written;
+    the models built, when ``keep``."""
+    save, sub = (_save_keras2, "k2") if mode == "keras2" else (_save_keras3, "k3")
+    kept = {}
+    with open(os.path.join(root, f"{mode}.jsonl"), "w") as status:
+        for name in models:
+            start = time.perf_counter()
+            error = None
+            try:
+                model = save(keras, name, os.path.join(root, name, sub))
+                if keep:
+                    kept[name] = model
+            except Exception as exc:  # one model's failure is reported, the others still run
+                traceback.print_exc()
+                error = _first_line(exc)
+            status.write(json.dumps({"model": name, "error": error, "seconds": time.perf_counter() - start}) + "\n")
+            status.flush()
+    return kept
 
 
 def _fill_sentinel(model: Any) -> None:
@@ -343,47 +347,74 @@ def _unloaded(model: Any) -> list[str]:
     return out
 
 
-def load(keras: Any, root: str, jobs: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
-    results: dict[str, dict[str, Any]] = {}
-    built: dict[str, Any] = {}
-    for job in jobs:
-        name = job["model"]
-        result: dict[str, Any] = {"error": None, "warnings": [], "unloaded": [], "n_variables": None,
-                                  "rel_err": None}
-        results[job["id"]] = result
-        start = time.perf_counter()
-        try:
-            if name not in built:
-                built.clear()
-                built[name] = _build(keras, name)
-            model = built[name]
-            result["n_variables"] = len(model.weights)
-            _fill_sentinel(model)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model.load_weights(job["weights"])
-            result["warnings"] = [str(w.message).strip().splitlines()[0] for w in caught if str(w.message).strip()]
-            result["unloaded"] = _unloaded(model)
-            k2 = os.path.join(root, name, "k2")
-            got = predict(model, np.load(os.path.join(k2, "x.npy")))
-            result["rel_err"] = relative_error(got, np.load(os.path.join(k2, "pred.npy")))
-        except Exception as exc:
-            result["error"] = _first_line(exc)
-        result["seconds"] = time.perf_counter() - start
-    return results
+def follow(path: str) -> Iterator[dict[str, str]]:
+    """The JSON lines of a file another process is still appending to, until a ``null`` line."""
+    with open(path) as f:
+        pending = ""
+        while True:
+            pending += f.readline()
+            if not pending.endswith("\n"):
+                time.sleep(0.05)
+                continue
+            job = json.loads(pending)
+            pending = ""
+            if job is None:
+                return
+            yield job
+
+
+def load_one(keras: Any, root: str, model: Any, name: str, weights: str) -> dict[str, Any]:
+    """Sentinels in every variable, ``model.load_weights(weights)``, predictions against the Keras 2 ones."""
+    result: dict[str, Any] = {"error": None, "warnings": [], "unloaded": [], "n_variables": len(model.weights),
+                              "rel_err": None}
+    try:
+        _fill_sentinel(model)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.load_weights(weights)
+        result["warnings"] = [str(w.message).strip().splitlines()[0] for w in caught if str(w.message).strip()]
+        result["unloaded"] = _unloaded(model)
+        k2 = os.path.join(root, name, "k2")
+        got = predict(model, np.load(os.path.join(k2, "x.npy")))
+        result["rel_err"] = relative_error(got, np.load(os.path.join(k2, "pred.npy")))
+    except Exception as exc:
+        result["error"] = _first_line(exc)
+    return result
+
+
+def load(keras: Any, root: str, jobs_path: str, results_path: str, built: dict[str, Any] | None = None) -> None:
+    """load mode: each job of JOBS (followed as it grows) loaded, its result a line of OUT at once. A model
+    of ``built`` serves all jobs of its architecture; others are built when their first job comes (and kept
+    only while their jobs last: jobs come grouped by model)."""
+    built = built or {}
+    last: dict[str, Any] = {}
+    with open(results_path, "w") as out:
+        for job in follow(jobs_path):
+            start = time.perf_counter()
+            name = job["model"]
+            try:
+                if name not in built and name not in last:
+                    last.clear()
+                    last[name] = _build(keras, name)
+                model = built[name] if name in built else last[name]
+                result = load_one(keras, root, model, name, job["weights"])
+            except Exception as exc:
+                result = {"error": f"building the model: {_first_line(exc)}", "warnings": [], "unloaded": [],
+                          "n_variables": None, "rel_err": None}
+            result.update(id=job["id"], seconds=time.perf_counter() - start)
+            out.write(json.dumps(result) + "\n")
+            out.flush()
 
 
 def main(argv: list[str]) -> None:
     mode, root = argv[0], argv[1]
     keras = importlib.import_module("tf_keras" if mode == "keras2" else "keras")
     if mode == "load":
-        with open(argv[2]) as f:
-            jobs = json.load(f)
-        with open(argv[3], "w") as f:
-            json.dump(load(keras, root, jobs), f, indent=1)
-        return
-    models = argv[2:] or list(ZOO)
-    (keras2 if mode == "keras2" else keras3)(keras, root, models)
+        load(keras, root, argv[2], argv[3])
+    elif mode == "keras3+load":
+        load(keras, root, argv[2], argv[3], build(keras, "keras3", root, argv[4:] or list(ZOO), keep=True))
+    else:
+        build(keras, mode, root, argv[2:] or list(ZOO))
 
 
 if __name__ == "__main__":

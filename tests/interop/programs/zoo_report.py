@@ -3,15 +3,20 @@ tests/interop/test_keras3_zoo.py, and a program that prints its table.
 
     python tests/interop/programs/zoo_report.py DIR [MODEL...]
 
-builds the zoo of ``keras_zoo.py`` into DIR (one tf-keras process, one Keras 3 process, side by side), runs
-``ckpt convert SRC -o OUT --to keras3-h5 --template T`` from a shell as a user would, for every model, each
-Keras 2 file (``w.h5``: save_weights, ``tf``: save_weights in TF format, ``full``: model.save .h5) and each
-Keras 3 template (``weights``: t.weights.h5, ``keras``: t.keras), then loads every OUT in one Keras 3 process
-(``model.load_weights``) and compares the predictions with the Keras 2 model's. It also records Keras 3's own
-legacy loader on the Keras 2 ``.h5`` files (``model.load_weights("w.h5")``): the floor ckpt must match or beat.
+builds the zoo of ``keras_zoo.py`` into DIR, runs ``ckpt convert SRC -o OUT --to keras3-h5 --template T``
+from a shell as a user would, for every model, each Keras 2 file (``h5``: save_weights .h5, ``tf``:
+save_weights in TF format, ``full``: model.save .h5) and each Keras 3 template (``weights``: t.weights.h5,
+``keras``: t.keras), loads every OUT with Keras 3's ``model.load_weights`` and compares the predictions with
+the Keras 2 model's. It also records Keras 3's own legacy loader on the Keras 2 ``.h5`` files
+(``model.load_weights("w.h5")``): the floor ckpt must match or beat.
+
+Two Python processes ask Keras, side by side: tf-keras builds and saves the models, and Keras 3 saves the
+templates and then loads everything. A model's conversions start (two at a time, one per core) as soon as both
+have saved it, and its loads as soon as those are done, while the builders go on with the next models.
+
 Everything stays in DIR: ``MODEL/k2``, ``MODEL/k3``, ``MODEL/out/SRC-TEMPLATE.weights.h5`` with ckpt's output
-beside it (``.log``), the processes' logs, ``report.json`` and ``report.txt`` (the table printed). Expected
-values come only from Keras. Exit status 0 when every combination passes, 1 otherwise.
+beside it (``.log``), the processes' logs and JSON-lines reports, ``report.json`` and ``report.txt`` (the table
+printed). Expected values come only from Keras. Exit status 0 when every combination passes, 1 otherwise.
 """
 from __future__ import annotations
 
@@ -56,31 +61,18 @@ def _env(legacy: bool) -> dict[str, str]:
 
 
 def _keras(mode: str, root: Path, args: list[str]) -> subprocess.Popen[bytes]:
+    """``keras_zoo.py MODE DIR ARGS...``, its output in ``DIR/MODE.log``."""
     with open(root / f"{mode}.log", "wb") as log:  # the child holds its own copy of the handle
         return subprocess.Popen([sys.executable, str(HERE / "keras_zoo.py"), mode, str(root), *args],
                                 stdout=log, stderr=subprocess.STDOUT, env=_env(mode == "keras2"))
 
 
-def _wait(proc: subprocess.Popen[bytes], root: Path, mode: str, timeout: float) -> None:
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        code = -9
-    if code != 0:
-        tail = (root / f"{mode}.log").read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"keras_zoo.py {mode} exited {code} (log {root / f'{mode}.log'}):\n{tail}")
-
-
-def build(root: Path, models: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """The Keras 2 files and the Keras 3 templates of every model (the two processes run side by side);
-    ``{"keras2": {model: {"error": first line or None, "seconds": ...}}, "keras3": {...}}``."""
-    root.mkdir(parents=True, exist_ok=True)
-    procs = {mode: _keras(mode, root, models) for mode in ("keras2", "keras3")}
-    for mode, proc in procs.items():
-        _wait(proc, root, mode, timeout=1800)
-    return {mode: json.loads((root / f"{mode}.json").read_text()) for mode in procs}
+def _lines(path: Path) -> list[Any]:
+    """The complete JSON lines of a file another process may still be appending to."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def ckpt_command() -> list[str]:
@@ -124,21 +116,10 @@ def convert(root: Path, model: str, source: str, template: str) -> dict[str, Any
             "warnings": sum(line.startswith("warning:") for line in text.splitlines()), "seconds": seconds}
 
 
-def load(root: Path, jobs: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
-    """One Keras 3 process loads every job's weights (``keras_zoo.py load``)."""
-    if not jobs:
-        return {}
-    (root / "load_jobs.json").write_text(json.dumps(jobs, indent=1))
-    proc = _keras("load", root, [str(root / "load_jobs.json"), str(root / "load_results.json")])
-    _wait(proc, root, "load", timeout=1800)
-    results: dict[str, dict[str, Any]] = json.loads((root / "load_results.json").read_text())
-    return results
-
-
-def verdict(load_result: dict[str, Any] | None) -> tuple[bool, str]:
+def verdict(load_result: dict[str, Any] | None, loader_exit: int | None = 0) -> tuple[bool, str]:
     """(passed, what Keras 3's load gave) for one load result."""
     if load_result is None:
-        return False, "not loaded"
+        return False, f"no load result (the Keras 3 process exited {loader_exit}; see keras3+load.log)"
     if load_result["error"]:
         return False, f"load error: {load_result['error']}"
     if load_result["unloaded"]:
@@ -149,52 +130,127 @@ def verdict(load_result: dict[str, Any] | None) -> tuple[bool, str]:
     return err <= TOLERANCE, "loaded"
 
 
-def run(root: Path, models: list[str] | None = None, workers: int | None = None) -> dict[str, Any]:
+class _Pipeline:
+    """The two Keras processes and the conversions, overlapped: a model's conversions start as soon as both
+    builders have reported it (``keras2.jsonl``, ``keras3.jsonl``), and its loads are handed to the Keras 3
+    process (``load_jobs.jsonl``, which it follows once its templates are saved) as soon as they are done."""
+
+    def __init__(self, root: Path, models: list[str], workers: int) -> None:
+        self.root, self.models = root, models
+        for name in ("keras2.jsonl", "keras3.jsonl", "load_results.jsonl"):
+            (root / name).unlink(missing_ok=True)
+        self.jobs = open(root / "load_jobs.jsonl", "w")  # closed by close()
+        self.procs = {"keras2": _keras("keras2", root, models),
+                      "keras3": _keras("keras3+load", root, [str(root / "load_jobs.jsonl"),
+                                                             str(root / "load_results.jsonl"), *models])}
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers)
+        self.broken: dict[str, str] = {}
+        self.converted: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.floors: list[tuple[str, str]] = []
+        self.loader_exit: int | None = None
+
+    def run(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        started: set[str] = set()
+        pending: dict[str, list[tuple[tuple[str, str, str], concurrent.futures.Future[dict[str, Any]]]]] = {}
+        while len(started) < len(self.models) or pending:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the zoo took more than {timeout:.0f} s; logs in {self.root}")
+            reported = {mode: {r["model"]: r for r in _lines(self.root / f"{mode}.jsonl")}
+                        for mode in ("keras2", "keras3")}
+            for model in self.models:
+                if model in started:
+                    continue
+                why = self._why_not_built(model, reported)
+                if why is None and not all(model in reported[mode] for mode in reported):
+                    continue  # not built yet
+                started.add(model)
+                if why:
+                    self.broken[model] = why
+                else:
+                    pending[model] = [(c, self.pool.submit(convert, self.root, *c)) for c in case_ids([model])]
+            for model, futures in list(pending.items()):
+                if all(future.done() for _, future in futures):
+                    del pending[model]
+                    self._hand_over(model, {c: future.result() for c, future in futures})
+            time.sleep(0.1)
+        self.jobs.write("null\n")
+        self.jobs.flush()
+        self.loader_exit = self.procs["keras3"].wait(timeout=max(deadline - time.monotonic(), 1))
+
+    def _why_not_built(self, model: str, reported: dict[str, dict[str, Any]]) -> str | None:
+        """Why a model will have no files (a builder's error, or its exit before the model), or None."""
+        for mode, done in reported.items():
+            if model in done:
+                if done[model]["error"]:
+                    return f"{mode} build failed: {done[model]['error']}"
+            elif self.procs[mode].poll() is not None:  # read again: its line may have come just before the exit
+                if model not in {r["model"] for r in _lines(self.root / f"{mode}.jsonl")}:
+                    return f"{mode} build failed: keras_zoo.py {mode} exited {self.procs[mode].returncode} first"
+        return None
+
+    def _hand_over(self, model: str, converted: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+        self.converted.update(converted)
+        jobs = [{"id": ":".join(c), "model": model, "weights": r["out"]} for c, r in converted.items()
+                if r["exit"] == 0 and r["out"]]
+        for source in ("h5", "full"):
+            if source in zoo.sources(model):
+                self.floors.append((model, source))
+                jobs.append({"id": f"{model}:{source}:floor", "model": model,
+                             "weights": str(source_path(self.root, model, source))})
+        self.jobs.write("".join(json.dumps(job) + "\n" for job in jobs))
+        self.jobs.flush()
+
+    def close(self) -> None:
+        """Ends what is left (after an error): the processes this pipeline started, its pool, its file."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.jobs.close()
+
+
+def run(root: Path, models: list[str] | None = None, workers: int | None = None,
+        timeout: float = 1800) -> dict[str, Any]:
     """Build, convert and load everything; ``report.json`` (and the returned dict): ``cases`` maps
-    ``model:source:template`` to ``{exit, first_error, warnings, load, passed, status}``, ``floor`` maps
-    ``model:source`` to Keras 3's legacy loader on the Keras 2 .h5 file, ``built`` the build errors."""
+    ``model:source:template`` to ``{exit, first_error, warnings, seconds, load, passed, status}``, ``floor`` maps
+    ``model:source`` to Keras 3's legacy loader on the Keras 2 .h5 file, ``built`` each builder's report."""
     models = models or list(zoo.ZOO)
-    timings: dict[str, float] = {}
+    root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    built = build(root, models)
-    timings["build"] = time.perf_counter() - start
-
-    ids = case_ids(models)
-    broken = {m: f"{side} build failed: {r['error']}" for side in ("keras2", "keras3")
-              for m, r in built[side].items() if r["error"]}
-    todo = [c for c in ids if c[0] not in broken]
-    start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 2) as pool:
-        converted = dict(zip(todo, pool.map(lambda c: convert(root, *c), todo)))
-    timings["convert"] = time.perf_counter() - start
-
-    jobs = [{"id": ":".join(c), "model": c[0], "weights": r["out"]} for c, r in converted.items()
-            if r["exit"] == 0 and r["out"]]
-    floor_ids = [(m, s) for m in models if m not in broken for s in ("h5", "full") if s in zoo.sources(m)]
-    jobs += [{"id": f"{m}:{s}:floor", "model": m, "weights": str(source_path(root, m, s))} for m, s in floor_ids]
-    jobs.sort(key=lambda job: models.index(job["model"]))  # stable: each model is built once
-    start = time.perf_counter()
-    loaded = load(root, jobs)
-    timings["load"] = time.perf_counter() - start
+    pipeline = _Pipeline(root, models, workers or os.cpu_count() or 2)
+    try:
+        pipeline.run(timeout)
+    finally:
+        pipeline.close()
+    built = {mode: {r["model"]: r for r in _lines(root / f"{mode}.jsonl")} for mode in ("keras2", "keras3")}
+    loaded = {r["id"]: r for r in _lines(root / "load_results.jsonl")}
 
     cases: dict[str, dict[str, Any]] = {}
-    for c in ids:
+    for c in case_ids(models):
         key = ":".join(c)
-        if c[0] in broken:
-            cases[key] = {"exit": None, "first_error": broken[c[0]], "warnings": 0, "load": None,
-                          "passed": False, "status": "not built"}
+        if c[0] in pipeline.broken:
+            cases[key] = {"exit": None, "first_error": pipeline.broken[c[0]], "warnings": 0, "seconds": 0.0,
+                          "load": None, "passed": False, "status": "not built"}
             continue
-        r = dict(converted[c])
+        r = dict(pipeline.converted[c])
         r["load"] = loaded.get(key)
-        passed, status = verdict(r["load"]) if r["exit"] == 0 else (False, "not loaded (ckpt failed)")
+        passed, status = (verdict(r["load"], pipeline.loader_exit) if r["exit"] == 0
+                          else (False, "not loaded (ckpt failed)"))
         r.update(passed=passed, status=status)
         cases[key] = r
     floor = {}
-    for m, s in floor_ids:
-        passed, status = verdict(loaded.get(f"{m}:{s}:floor"))
+    for m, s in sorted(pipeline.floors, key=lambda f: (models.index(f[0]), f[1] == "full")):
+        passed, status = verdict(loaded.get(f"{m}:{s}:floor"), pipeline.loader_exit)
         floor[f"{m}:{s}"] = {"load": loaded.get(f"{m}:{s}:floor"), "passed": passed, "status": status}
+    seconds = {"wall": time.perf_counter() - start,
+               "keras2 (sum)": sum(r["seconds"] for r in built["keras2"].values()),
+               "keras3 (sum)": sum(r["seconds"] for r in built["keras3"].values()),
+               "ckpt convert (sum)": sum(r["seconds"] for r in cases.values()),
+               "keras3 loads (sum)": sum(r["seconds"] for r in loaded.values())}
     report = {"models": models, "tolerance": TOLERANCE, "built": built, "skipped": zoo.NO_FULL_H5,
-              "cases": cases, "floor": floor, "seconds": timings}
+              "cases": cases, "floor": floor, "seconds": seconds}
     (root / "report.json").write_text(json.dumps(report, indent=1))
     (root / "report.txt").write_text(table(report))
     return report
