@@ -170,22 +170,23 @@ def renamed(keras: Any) -> Any:
     return keras.Model(inp, keras.layers.Dense(3)(x))
 
 
-# name -> (builder, input shape without the batch, input kind: "float" or "int<N>" for tokens in [0, N))
+# name -> (builder, input shape without the batch, input kind: "float" in [-1, 1], "pixels" in [0, 255] for the
+# applications that rescale their input themselves, or "int<N>" for tokens in [0, N))
 ZOO: dict[str, tuple[Callable[[Any], Any], tuple[int, ...], str]] = {
     "MobileNet": (_app("MobileNet", 32), (32, 32, 3), "float"),
     "MobileNetV2": (_app("MobileNetV2", 32), (32, 32, 3), "float"),
-    "MobileNetV3Small": (_app("MobileNetV3Small", 32), (32, 32, 3), "float"),
-    "MobileNetV3Large": (_app("MobileNetV3Large", 32), (32, 32, 3), "float"),
+    "MobileNetV3Small": (_app("MobileNetV3Small", 32), (32, 32, 3), "pixels"),
+    "MobileNetV3Large": (_app("MobileNetV3Large", 32), (32, 32, 3), "pixels"),
     "ResNet50": (_app("ResNet50", 32), (32, 32, 3), "float"),
     "ResNet50V2": (_app("ResNet50V2", 32), (32, 32, 3), "float"),
     "DenseNet121": (_app("DenseNet121", 32), (32, 32, 3), "float"),
-    "EfficientNetB0": (_app("EfficientNetB0", 32), (32, 32, 3), "float"),
-    "EfficientNetV2B0": (_app("EfficientNetV2B0", 32), (32, 32, 3), "float"),
+    "EfficientNetB0": (_app("EfficientNetB0", 32), (32, 32, 3), "pixels"),
+    "EfficientNetV2B0": (_app("EfficientNetV2B0", 32), (32, 32, 3), "pixels"),
     "InceptionV3": (_app("InceptionV3", 75), (75, 75, 3), "float"),
     "Xception": (_app("Xception", 71), (71, 71, 3), "float"),
     "VGG16": (_app("VGG16", 32), (32, 32, 3), "float"),
     "NASNetMobile": (_app("NASNetMobile", 32), (32, 32, 3), "float"),
-    "ConvNeXtTiny": (_app("ConvNeXtTiny", 32), (32, 32, 3), "float"),
+    "ConvNeXtTiny": (_app("ConvNeXtTiny", 32), (32, 32, 3), "pixels"),
     "rnn": (rnn, (12,), "int50"),
     "norms": (norms, (8,), "float"),
     "attention": (attention, (6, 16), "float"),
@@ -210,13 +211,15 @@ def sample_input(model: str) -> np.ndarray:
     rng = np.random.default_rng(sorted(ZOO).index(model))
     if kind.startswith("int"):
         return rng.integers(0, int(kind[3:]), size=(BATCH, *shape)).astype("int32")
-    return rng.uniform(-1.0, 1.0, size=(BATCH, *shape)).astype("float32")
+    low, high = (0.0, 255.0) if kind == "pixels" else (-1.0, 1.0)
+    return rng.uniform(low, high, size=(BATCH, *shape)).astype("float32")
 
 
 def random_value(name: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
-    """Distinct random values for one variable (named as tf-keras names it), scaled so signals neither die
-    nor explode through deep models: kernels N(0, 1/fan_in), scales (gamma, scale) and variances U(0.5, 1.5), embeddings
-    N(0, 1), everything else N(0, 0.05); integers in [1, 10)."""
+    """Distinct random values for one variable (named as tf-keras names it), scaled so that the input still
+    shows in the outputs of deep models (a weight misplaced early must change them): kernels N(0, 2/fan_in)
+    (He), scales (gamma, scale) and variances U(0.5, 1.5), embeddings N(0, 1), everything else N(0, 0.05);
+    integers in [1, 10)."""
     if "int" in dtype:
         return rng.integers(1, 10, size=shape).astype(dtype)
     leaf = name.split("/")[-1].split(":")[0]
@@ -226,7 +229,7 @@ def random_value(name: str, shape: tuple[int, ...], dtype: str, rng: np.random.G
         value = rng.normal(0.0, 1.0, size=shape)
     elif len(shape) >= 2:
         fan_in = int(np.prod(shape[:2] if leaf == "depthwise_kernel" else shape[:-1]))
-        value = rng.normal(0.0, 1.0 / np.sqrt(max(fan_in, 1)), size=shape)
+        value = rng.normal(0.0, np.sqrt(2.0 / max(fan_in, 1)), size=shape)
     else:
         value = rng.normal(0.0, 0.05, size=shape)
     return value.astype(dtype)
