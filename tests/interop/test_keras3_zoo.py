@@ -85,3 +85,15 @@ def test_plain_convert_keras2_to_keras3_reproduces_predictions(zoo: dict[str, An
     assert r["passed"], (f"Keras 3 after ckpt: {r['status']}, max rel err "
                          f"{r['load'] and r['load']['rel_err']} > {zoo_report.TOLERANCE} ({floor}); "
                          f"load details: {r['load']}")
+
+
+MIN_INPUT_EFFECT = 1e-3
+
+
+@pytest.mark.parametrize("model", list(zoo_report.zoo.ZOO))
+def test_zoo_outputs_show_the_input(zoo: dict[str, Any], model: str) -> None:
+    """The harness itself: the Keras 2 model's two outputs differ, so a weight ckpt put in the wrong place
+    shows as far more than the 1e-5 allowed (the random weights keep the signal alive through deep models)."""
+    effect = zoo["input_effect"].get(model)
+    assert effect is not None, zoo["cases"][f"{model}:h5:weights"]["first_error"]
+    assert effect >= MIN_INPUT_EFFECT

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 TOLERANCE = 1e-5  # max|a - b| / max|b| between the Keras 3 predictions and the Keras 2 ones
 
@@ -211,11 +213,22 @@ class _Pipeline:
         self.jobs.close()
 
 
+def input_effect_of(root: Path, model: str) -> float | None:
+    """max|pred[0] - pred[1]| / max|pred| of the Keras 2 predictions: how much the input shows in the outputs
+    (near 0, the outputs would hardly tell weights put in the wrong place)."""
+    path = root / model / "k2" / "pred.npy"
+    if not path.exists():
+        return None
+    pred = np.load(path).astype("float64")
+    return float(np.max(np.abs(pred[0] - pred[1])) / max(float(np.max(np.abs(pred))), 1e-30))
+
+
 def run(root: Path, models: list[str] | None = None, workers: int | None = None,
         timeout: float = 1800) -> dict[str, Any]:
     """Build, convert and load everything; ``report.json`` (and the returned dict): ``cases`` maps
     ``model:source:template`` to ``{exit, first_error, warnings, seconds, load, passed, status}``, ``floor`` maps
-    ``model:source`` to Keras 3's legacy loader on the Keras 2 .h5 file, ``built`` each builder's report."""
+    ``model:source`` to Keras 3's legacy loader on the Keras 2 .h5 file, ``built`` each builder's report,
+    ``input_effect`` each model's ``input_effect_of``."""
     models = models or list(zoo.ZOO)
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -244,13 +257,14 @@ def run(root: Path, models: list[str] | None = None, workers: int | None = None,
     for m, s in sorted(pipeline.floors, key=lambda f: (models.index(f[0]), f[1] == "full")):
         passed, status = verdict(loaded.get(f"{m}:{s}:floor"), pipeline.loader_exit)
         floor[f"{m}:{s}"] = {"load": loaded.get(f"{m}:{s}:floor"), "passed": passed, "status": status}
+    input_effect = {m: input_effect_of(root, m) for m in models if m not in pipeline.broken}
     seconds = {"wall": time.perf_counter() - start,
                "keras2 (sum)": sum(r["seconds"] for r in built["keras2"].values()),
                "keras3 (sum)": sum(r["seconds"] for r in built["keras3"].values()),
                "ckpt convert (sum)": sum(r["seconds"] for r in cases.values()),
                "keras3 loads (sum)": sum(r["seconds"] for r in loaded.values())}
     report = {"models": models, "tolerance": TOLERANCE, "built": built, "skipped": zoo.NO_FULL_H5,
-              "cases": cases, "floor": floor, "seconds": seconds}
+              "cases": cases, "floor": floor, "input_effect": input_effect, "seconds": seconds}
     (root / "report.json").write_text(json.dumps(report, indent=1))
     (root / "report.txt").write_text(table(report))
     return report
@@ -282,6 +296,8 @@ def table(report: dict[str, Any]) -> str:
         model, source = key.split(":")
         floor_rows.append((model, source, f["status"], _err(f["load"]), "PASS" if f["passed"] else "FAIL"))
     lines += _columns(floor_rows)
+    effects = ", ".join(f"{m} {e:.1e}" for m, e in report["input_effect"].items() if e is not None)
+    lines.append(f"\nInput effect (max|pred[0] - pred[1]| / max|pred| of the Keras 2 predictions): {effects}")
     secs = report["seconds"]
     lines.append("\nSeconds: " + ", ".join(f"{k} {v:.0f}" for k, v in secs.items()))
     return "\n".join(lines) + "\n"
