@@ -1,0 +1,99 @@
+"""Keras 2 -> Keras 3 for real models (issue 26): does ckpt's plain ``convert`` move tf-keras weights into Keras 3?
+
+For each model of the zoo (``programs/keras_zoo.py``: 14 keras.applications architectures and 10 hand-built
+models), each Keras 2 file (``h5``: save_weights .h5, ``tf``: save_weights in TF format, ``full``: model.save
+.h5) and each Keras 3 template (``weights``: save_weights' .weights.h5, ``keras``: model.save's .keras), one
+test runs ``ckpt convert SRC -o OUT.weights.h5 --to keras3-h5 --template T`` (the console script, as a user
+would) and passes when Keras 3's ``model.load_weights(OUT)`` gives a model whose predictions are the tf-keras
+model's within a relative error of 1e-5. Expected values come only from Keras; no rename rules, no options.
+
+The whole zoo is built by one tf-keras process and one Keras 3 process, which then loads every OUT, while ckpt
+converts the models already built (``programs/zoo_report.py`` runs them; only the models of the selected tests
+are built); about 4 minutes on 2 cores for the 142 cases. The subclassed model has no ``full`` case: tf-keras
+cannot save a subclassed model whole as .h5. ``python tests/interop/programs/zoo_report.py DIR`` does the same and prints the table, with Keras 3's own
+legacy loader on the Keras 2 .h5 files beside it (the floor), keeping every file in DIR.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .programs import zoo_report
+
+pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.interop
+
+CASES = zoo_report.case_ids()
+
+
+def _missing_framework() -> str | None:
+    if importlib.util.find_spec("tf_keras") is None:
+        return "tf_keras is not installed"
+    try:
+        version = importlib.metadata.version("keras")
+    except importlib.metadata.PackageNotFoundError:
+        return "keras is not installed"
+    if not version.split(".")[0].isdigit() or int(version.split(".")[0]) < 3:
+        return f"keras {version} is not Keras 3"
+    return None
+
+
+def _selected_models(request: pytest.FixtureRequest) -> list[str]:
+    """The zoo's models that the session's selected tests of this module ask about, in the zoo's order."""
+    wanted = {item.callspec.params["model"] for item in request.session.items
+              if getattr(item, "module", None) is sys.modules[__name__] and hasattr(item, "callspec")}
+    return [m for m in zoo_report.zoo.ZOO if m in wanted]
+
+
+@pytest.fixture(scope="session")
+def zoo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Build, convert and load every selected model once; ``zoo_report.run``'s report. The models' files are
+    removed afterwards (several GB); ``report.json`` and ``report.txt`` stay in the session's tmp dir."""
+    missing = _missing_framework()
+    if missing:
+        pytest.skip(missing)
+    root = tmp_path_factory.mktemp("keras3_zoo")
+    report = zoo_report.run(root, _selected_models(request) or None)
+    yield report
+    for model in report["models"]:
+        shutil.rmtree(root / model, ignore_errors=True)
+
+
+def _floor(zoo: dict[str, Any], model: str, source: str) -> str:
+    kind = "full" if source == "full" else "h5"
+    floor = zoo["floor"].get(f"{model}:{kind}")
+    if floor is None:
+        return "no floor"
+    which = zoo_report.zoo.SOURCES[kind]
+    err = floor["load"] and floor["load"]["rel_err"]
+    return (f"Keras 3's own loader on {which}: {'PASS' if floor['passed'] else 'FAIL'}, {floor['status']}"
+            + (f", max rel err {err:.1e}" if err is not None else ""))
+
+
+@pytest.mark.parametrize(("model", "source", "template"), CASES, ids=["-".join(c) for c in CASES])
+def test_plain_convert_keras2_to_keras3_reproduces_predictions(zoo: dict[str, Any], model: str, source: str,
+                                                               template: str) -> None:
+    r = zoo["cases"][f"{model}:{source}:{template}"]
+    floor = _floor(zoo, model, source)
+    assert r["exit"] == 0, f"ckpt convert exited {r['exit']}: {r['first_error']} ({floor})"
+    assert r["passed"], (f"Keras 3 after ckpt: {r['status']}, max rel err "
+                         f"{r['load'] and r['load']['rel_err']} > {zoo_report.TOLERANCE} ({floor}); "
+                         f"load details: {r['load']}")
+
+
+MIN_INPUT_EFFECT = 1e-3
+
+
+@pytest.mark.parametrize("model", list(zoo_report.zoo.ZOO))
+def test_zoo_outputs_show_the_input(zoo: dict[str, Any], model: str) -> None:
+    """The harness itself: the Keras 2 model's two outputs differ, so a weight ckpt put in the wrong place
+    shows as far more than the 1e-5 allowed (the random weights keep the signal alive through deep models)."""
+    effect = zoo["input_effect"].get(model)
+    assert effect is not None, zoo["cases"][f"{model}:h5:weights"]["first_error"]
+    assert effect >= MIN_INPUT_EFFECT
