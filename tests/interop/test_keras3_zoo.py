@@ -82,9 +82,24 @@ def test_plain_convert_keras2_to_keras3_reproduces_predictions(zoo: dict[str, An
     r = zoo["cases"][f"{model}:{source}:{template}"]
     floor = _floor(zoo, model, source)
     assert r["exit"] == 0, f"ckpt convert exited {r['exit']}: {r['first_error']} ({floor})"
+    if not r["passed"] and _as_keras_loads(zoo, model, source, r):
+        return  # the same error Keras 3's own loader gives with the same weights: the two programs' arithmetic
     assert r["passed"], (f"Keras 3 after ckpt: {r['status']}, max rel err "
                          f"{r['load'] and r['load']['rel_err']} > {zoo_report.TOLERANCE} ({floor}); "
                          f"load details: {r['load']}")
+
+
+def _as_keras_loads(zoo: dict[str, Any], model: str, source: str, r: dict[str, Any]) -> bool:
+    """Whether Keras 3's own loader, given the same Keras 2 weights (the ``.h5`` of this model), loaded them and
+    reproduced the Keras 2 outputs no better than ckpt's file does (the issue's "or equal to what Keras 3's own
+    loader gives for the .h5"): then the error is the two programs' arithmetic, not the conversion's."""
+    kind = "full" if source == "full" else "h5"
+    floor = zoo["floor"].get(f"{model}:{kind}") or zoo["floor"].get(f"{model}:h5")
+    ours = r["load"] and r["load"]["rel_err"]
+    theirs = floor and floor["load"] and floor["load"]["rel_err"]
+    if ours is None or theirs is None or floor["load"].get("unloaded"):
+        return False
+    return bool(ours <= theirs * (1 + 1e-3) and ours <= 10 * zoo_report.TOLERANCE)
 
 
 MIN_INPUT_EFFECT = 1e-3
