@@ -120,6 +120,8 @@ class Translator:
         for old, new in KERAS2_RENAMED_ARGUMENTS.get(cls, {}).items():
             if old in config:
                 config[new] = config.pop(old)
+        if config.get("activity_regularizer", 0) is None:
+            del config["activity_regularizer"]  # Keras 3 writes it only when set
         axis = config.get("axis")
         if isinstance(axis, list) and len(axis) == 1 and isinstance(axis[0], int):
             config["axis"] = axis[0]
