@@ -45,10 +45,12 @@ VARIABLES: dict[str, list[tuple[str, str | None]]] = {
     "PReLU": [("alpha", None)],
     "LayerScale": [("gamma", None)],
     "Normalization": [("mean", "!mean"), ("variance", "!mean"), ("count", "!mean")],
+    "Attention": [("scale", "use_scale"), ("concat_score_weight", "score_mode=concat")],
+    "AdditiveAttention": [("scale", "use_scale")],
 }
 """Class name -> ``(variable, config flag that can leave it out)`` in creation (= storage) order; a flag
 ``"!name"`` leaves the variable out when the config sets ``name`` (a ``Normalization`` given its ``mean`` has
-no variables): see :func:`has_variable`."""
+no variables), ``"name=value"`` keeps it only for that value: see :func:`has_variable`."""
 
 KERAS2_NAMES: dict[str, dict[str, str]] = {
     "DepthwiseConv1D": {"depthwise_kernel": "kernel"},
@@ -98,11 +100,15 @@ _AUTOMATIC_CLASSES = (
 
 def has_variable(flag: str | None, config: dict[str, object]) -> bool:
     """Whether a variable of :data:`VARIABLES` with ``flag`` exists in a layer with ``config``: no flag, a flag the
-    config sets true (or leaves out: every flag defaults to true), or ``"!name"`` with ``name`` unset (None)."""
+    config sets true (or leaves out: every flag defaults to true), ``"!name"`` with ``name`` unset (None), or
+    ``"name=value"`` with ``name`` set to ``value``."""
     if flag is None:
         return True
     if flag.startswith("!"):
         return config.get(flag[1:]) is None
+    if "=" in flag:
+        name, _, value = flag.partition("=")
+        return config.get(name) == value
     return bool(config.get(flag, True))
 
 
