@@ -23,7 +23,7 @@ import pytest
 from formats.ops.convert.cross.legacy_model import translate_model
 
 DATA = Path(__file__).parent / "data" / "keras_legacy"
-MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops")
+MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel")
 TAKEN_UNWRITTEN = {"LSTM": ("implementation",), "GRU": ("implementation",)}
 """Arguments Keras 3 takes without writing them (``keras/src/layers/rnn/lstm.py``: ``kwargs.pop("implementation")``)."""
 
@@ -135,6 +135,19 @@ def test_a_sequential_with_an_input_is_called_from_node_0(converted: dict[str, P
     theirs = [la for la in oracle["config"]["layers"] if la["class_name"] == "Dense"][0]["inbound_nodes"]
     assert ours[0][0][:3] == ["outer", 0, 0]
     assert theirs[0]["args"][0]["config"]["keras_history"][1:] == [0, 0]
+
+
+def test_calls_of_functional_models_count_as_keras_3_counts_them(converted: dict[str, Path]) -> None:
+    """tf-keras numbered a nested Functional model's calls from 1; Keras 3 from 0 in calls and from 1 in
+    ``output_layers`` (its ``get_tensor`` takes 1 off), as its own config says."""
+    _, config, _ = _archive(converted["submodel"])
+    _, oracle, _ = _archive(DATA / "submodel" / "oracle.keras")
+    ours = {la["name"]: la["inbound_nodes"] for la in config["config"]["layers"]}
+    theirs = [la["inbound_nodes"] for la in oracle["config"]["layers"] if la["class_name"] == "Dense"]
+    dense = [nodes for name, nodes in ours.items() if name.startswith("dense")][0]
+    assert dense[0][0][:3] == ["inner", 0, 0] and theirs[0][0]["args"][0]["config"]["keras_history"][1:] == [0, 0]
+    assert config["config"]["output_layers"] == ["head", 1, 0]
+    assert oracle["config"]["output_layers"][1:] == [1, 0]
 
 
 def test_a_custom_layer_is_named_in_a_one_line_error(run_cli, tmp_path: Path) -> None:

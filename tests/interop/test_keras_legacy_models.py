@@ -29,7 +29,7 @@ for _module in ("tensorflow", "tf_keras", "keras"):
         pytest.skip(f"{_module} is not installed", allow_module_level=True)
 
 GENERATOR = Path(__file__).resolve().parents[1] / "data" / "corpus" / "generators" / "keras_legacy.py"
-SMALL = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops")
+SMALL = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel")
 APPLICATIONS = {"MobileNetV2": 32, "ResNet50": 32, "EfficientNetB0": 32, "ConvNeXtTiny": 32, "InceptionV3": 75,
                 "DenseNet121": 32}
 MODELS = (*SMALL, *APPLICATIONS)

@@ -160,12 +160,13 @@ def functional_order(config: dict[str, Any]) -> list[dict[str, Any]]:
     entries = {str(e.get("name")): e for e in config.get("layers", []) if isinstance(e, dict)}
     nodes: dict[tuple[str, int], list[tuple[str, int, int]]] = {}
     for name, entry in entries.items():
-        first = 1 if entry.get("class_name") == "Functional" else 0  # a Functional's node 0 is its own input's
         for i, data in enumerate(entry.get("inbound_nodes") or []):
-            nodes[(name, first + i)] = _node_inputs(data, entries)
+            nodes[(name, i)] = _node_inputs(data, entries)
         if entry.get("class_name") == "InputLayer":
             nodes[(name, 0)] = []
-    order, indices = _build_map(_endpoints(config.get("output_layers"), entries), nodes)
+    outputs = [(n, i - 1 if entries[n].get("class_name") == "Functional" else i, t)  # get_tensor takes 1 off
+               for n, i, t in _endpoints(config.get("output_layers"), entries)]
+    order, indices = _build_map(outputs, nodes)
     depths = _depths(order, nodes)
     for ref in _endpoints(config.get("input_layers"), entries):
         if ref[0] not in depths:

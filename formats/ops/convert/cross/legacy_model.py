@@ -6,9 +6,11 @@
   tensors as keyword arguments (``MultiHeadAttention``'s ``value``) is written in Keras 3's form, each tensor
   with its shape: the one the layer recorded (``query_shape``, ``value_shape``, ``key_shape``) or the model
   input's; any other is refused, ckpt does not infer shapes. ``x + y`` between two layer outputs (a tf-keras
-  ``TFOpLambda``) becomes the merge layer computing it (``Add``). Node indices follow Keras 3: a ``Sequential``
-  built with an input starts with a node of its own in Keras 2, not in Keras 3 (its calls count from 0). One
-  model input or output is written bare, as Keras 3 writes a single tensor.
+  ``TFOpLambda``) becomes the merge layer computing it (``Add``). Node indices follow Keras 3: Keras 2 numbered
+  the calls of a nested Functional model, and of a Sequential built with an input, from 1 (node 0 was the
+  model's own); Keras 3 numbers calls from 0, but for a Functional model in ``input_layers``/``output_layers``
+  (``functional_from_config``'s ``get_tensor`` takes 1 off). One model input or output is written bare, as
+  Keras 3 writes a single tensor.
 - **Sequential** models keep their layers; an ``InputLayer`` is added where Keras 2 kept the input shape on the
   first layer (``batch_input_shape``), and ``build_input_shape`` is the input's.
 - **Names**: Keras 3 refuses ``/`` in a name (DenseNet's ``conv1/conv``): it becomes ``_``, made unique within
@@ -155,6 +157,8 @@ class _Graph:
         self.by_name = dict(zip(self.names, self.entries))
         self.renames = owner.renamed(self.names, where)
         self.offset = {name: 1 for name, e in self.by_name.items() if _starts_with_input(e)}
+        self.call_offset = {**self.offset, **{name: 1 for name, e in self.by_name.items()
+                                              if keras3_class(str(e.get("class_name"))) == "Functional"}}
 
     def translate(self) -> dict[str, Any]:
         """The Keras 3 Functional config."""
@@ -184,19 +188,21 @@ class _Graph:
         return layer
 
     # -- references -----------------------------------------------------------------------------------
-    def ref(self, value: Any, where: str) -> list[Any]:
-        """A Keras 2 reference ``[layer, node, tensor]`` with Keras 3's name and node index."""
+    def ref(self, value: Any, where: str, endpoint: bool = False) -> list[Any]:
+        """A Keras 2 reference ``[layer, node, tensor]`` in a call (or, ``endpoint``, a model input or output) with
+        Keras 3's name and node index."""
         if not is_reference(value, self.by_name):
             self.t.refuse(where, f"a call names {value!r}, which is not a layer of the model")
             return list(value[:3]) if isinstance(value, list) else [str(value), 0, 0]
-        name, node, tensor = value[0], value[1] - self.offset.get(value[0], 0), value[2]
+        offset = (self.offset if endpoint else self.call_offset).get(value[0], 0)
+        name, node, tensor = value[0], value[1] - offset, value[2]
         return [self.renames.get(name, name), node, tensor]
 
     def endpoints(self, key: str) -> Any:
         value = self.config.get(key)
         where = self.inner(key)
         if is_reference(value):
-            return self.ref(value, where)
+            return self.ref(value, where, endpoint=True)
         if isinstance(value, list):
             refs = [self.endpoints_of(v, where) for v in value]
             return refs[0] if len(refs) == 1 and is_reference(value[0]) else refs
@@ -207,7 +213,7 @@ class _Graph:
 
     def endpoints_of(self, value: Any, where: str) -> Any:
         if is_reference(value):
-            return self.ref(value, where)
+            return self.ref(value, where, endpoint=True)
         if isinstance(value, list):
             return [self.endpoints_of(v, where) for v in value]
         return {k: self.endpoints_of(v, where) for k, v in value.items()} if isinstance(value, dict) else value

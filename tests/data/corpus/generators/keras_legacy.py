@@ -8,7 +8,8 @@ the oracle only, not committed) and ``x.npy``/``y.npy`` (an input and the model'
 builds the same architecture natively, loads ``w.h5`` with Keras 3's own legacy weights loader and, when the
 result reproduces ``y.npy``, saves it as ``oracle.keras``: the config Keras 3 writes for that architecture and the
 weights where Keras 3 keeps them - what ``ckpt convert full.h5 --to keras`` must give, decided by Keras, not by
-ckpt. ``custom`` (a layer class Keras does not have) gets no oracle: converting it must fail.
+ckpt. ``custom`` (a layer class Keras does not have) gets no oracle: converting it must fail. ``submodel`` calls two
+Functional models (Keras 2 and Keras 3 number their calls differently).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "custom")
+MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "custom", "submodel")
 NO_ORACLE = ("custom",)
 
 BUILD = '''
@@ -74,6 +75,13 @@ def build(keras, name, keras2):
         x = L.Dense(3)(i)
         y = L.Dense(3)(i)
         return keras.Model(i, L.Dense(2)(x + y))
+    if name == "submodel":  # Functional models called in a Functional model, the last one giving its output
+        j = keras.Input((4,))
+        inner = keras.Model(j, L.BatchNormalization()(L.Dense(3)(j)), name="inner")
+        h = keras.Input((3,))
+        head = keras.Model(h, L.Dense(2)(h), name="head")
+        i = keras.Input((4,))
+        return keras.Model(i, head(L.Dense(3, activation="relu")(inner(i))))
     if name == "custom":
         class Scale(L.Layer):
             def build(self, shape):
