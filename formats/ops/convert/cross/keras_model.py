@@ -71,7 +71,7 @@ def _saved(path: str) -> str:
 
 def _check_output(output: str) -> None:
     if not output.endswith(KERAS_SUFFIX):
-        raise UsageError(output, f"--to {TARGET} writes a Keras 3 model archive, which keras.models.load_model "
+        raise UsageError(output, f"a {TARGET} output is a Keras 3 model archive, which keras.models.load_model "
                                  f"opens only under a name ending in {KERAS_SUFFIX}")
 
 
