@@ -78,7 +78,7 @@ def _check_output(output: str) -> None:
 def _place(plan: ConversionPlan, source: Checkpoint, root: Keras3Object, model: LegacyModel) -> None:
     """A row for every Keras 2 weight, at its Keras 3 place."""
     layers = {child.name: child for child in root.children}
-    renamed = {old: new for old, new in model.renamed.items()}
+    renamed = model.renamed
     if renamed:
         shown = ", ".join(f"{old} -> {new}" for old, new in list(renamed.items())[:3])
         plan.add("fallback", "(names)", f"{len(renamed)} layer name(s) hold '/', which Keras 3 refuses: '/' "
