@@ -7,6 +7,7 @@ when a format is registered without a subclass here.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,11 +97,13 @@ class TestKerasH5(FormatTests):
 
     ``keras2-h5`` rows are ``layer/weight``; ``keras3-h5`` rows are ``object/vars/N``, written as one
     ``.weights.h5`` and, to a ``.weights.json`` name with ``options["max_shard_size"]`` as ``ckpt convert
-    --max-shard-size`` passes it, as sharded weights (which reopen as ``keras3-sharded``)."""
+    --max-shard-size`` passes it, as sharded weights (which reopen as ``keras3-sharded``); ``keras`` rows are
+    ``object/vars/N`` too, written as a ``.keras`` archive with the ``config.json`` and ``metadata.json`` a
+    planner passes (``options["members"]``), which reopens as ``keras-zip``."""
 
     format_name = "keras-h5"
     corpus = (*manifest_paths("keras-h5"), "keras3_tagger/tagger.keras")
-    outputs = {"keras2-h5": ("k2.h5",), "keras3-h5": ("k3.weights.h5", "k3.weights.json")}
+    outputs = {"keras2-h5": ("k2.h5",), "keras3-h5": ("k3.weights.h5", "k3.weights.json"), "keras": ("m.keras",)}
 
     def expected(self, path: Path) -> dict[str, Expected]:
         if path.suffix != ".keras":
@@ -113,15 +116,18 @@ class TestKerasH5(FormatTests):
         with zipfile.ZipFile(path) as zf, h5py.File(io.BytesIO(zf.read("model.weights.h5")), "r") as h5:
             return _h5py_view(h5)
 
+    def rows(self, layout: str, output: str) -> tuple[list[Row], dict[str, Any]]:
+        rows, options = super().rows(layout, output)
+        if layout == "keras":
+            config = {"module": "keras", "class_name": "Sequential", "config": {"name": "s", "layers": []}}
+            return rows, {"members": {"config.json": json.dumps(config).encode(), "metadata.json": b"{}"}}
+        return rows, ({"max_shard_size": 64} if output.endswith(".json") else options)
+
     def key(self, layout: str, name: str) -> str:
         return f"{name}/{name}:0" if layout == "keras2-h5" else f"layers/{name}/vars/0"
 
-    def rows(self, layout: str, output: str) -> tuple[list[Row], dict[str, Any]]:
-        rows, options = super().rows(layout, output)
-        return rows, ({"max_shard_size": 64} if output.endswith(".json") else options)
-
     def reads_back_as(self, layout: str, output: str) -> str:
-        return "keras3-sharded" if output.endswith(".json") else layout
+        return "keras3-sharded" if output.endswith(".json") else "keras-zip" if layout == "keras" else layout
 
 
 

@@ -52,6 +52,7 @@ from ckpt_cli.main import COMMANDS, cli, hoist_global_options
 from .conftest import CORPUS
 
 README = Path(__file__).parent.parent / "README.md"
+KERAS_LEGACY = Path(__file__).parent / "data" / "keras_legacy"
 OUTPUT_PARAMS = {"out", "rules_out"}
 """Parameters that name outputs: never placeholders, never required to exist."""
 
@@ -225,6 +226,7 @@ PLACEHOLDERS: dict[str, Any] = {
     "keras3/converted.weights.h5": Ckpt(("convert", "{tagger_weights.h5}", "-o", "{out}", "--to", "keras3-h5",
                                          "--template", "{keras3/tagger.weights.h5}")),
     "keras3/tagger.weights.h5": Corpus("keras3_tagger/tagger.weights.h5"),
+    "full.h5": Built(lambda t: shutil.copyfile(KERAS_LEGACY / "cnn" / "full.h5", t)),  # a tf-keras model.save .h5
     # a CheckpointManager run of three checkpoints (ckpt average)
     "run/ckpt-8": Corpus("seed_keras2/tf_ckpts/ckpt-8"),
     "run/ckpt-9": Corpus("seed_keras2/tf_ckpts/ckpt-9"),

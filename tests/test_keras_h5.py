@@ -110,9 +110,13 @@ def test_keras2_full_model_optimizer_and_metadata():
 
 
 def test_keras2_weights_metadata_has_no_model_config():
+    with h5py.File(K2_WEIGHTS, "r") as f:  # each layer's weight keys in weight_names order, as h5py reads them
+        names = [*f.attrs["layer_names"], "top_level_model_weights"]  # the model's own weights' group too
+        weights = {str(n): [f"{n}/{w}" for w in f[n].attrs["weight_names"]] for n in names}
     with formats.open_checkpoint(K2_WEIGHTS) as ckpt:
         assert ckpt.metadata == {"layout": "keras2-h5", "keras_version": "2.21.0", "backend": "tensorflow",
-                                 "layers": ["tokens", "embed", "lstm", "bn", "head"]}
+                                 "layers": ["tokens", "embed", "lstm", "bn", "head"], "layer_weights": weights}
+        assert list(ckpt) == [k for keys in weights.values() for k in keys]
 
 
 def test_keras3_names_roles_and_numeric_order():

@@ -51,7 +51,7 @@ SPEC = Command(
     "convert", runner=run,
     short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).",
     exit_status=WRITER_EXIT_STATUS,
-    help="""Convert SRC to another format: --to names one of six targets.
+    help="""Convert SRC to another format: --to names one of seven targets.
 
     \b
       tf-object    TensorFlow 2 object-based bundle (tf.train.Checkpoint)
@@ -59,6 +59,8 @@ SPEC = Command(
       keras2-h5    Keras 2 save_weights .h5
       keras3-h5    Keras 3 .weights.h5, or sharded *.weights.json: needs
                    --template unless SRC is itself Keras 3 weights
+      keras        Keras 3 .keras model from a Keras 2 model.save .h5: its
+                   config translated, its weights placed (no template)
       npz          numpy .npz of every numeric tensor, with a provenance record
       safetensors  .safetensors of every numeric tensor, with a provenance record
 
@@ -91,6 +93,7 @@ SPEC = Command(
       ckpt convert tf_ckpts/ckpt-5 -o tf1/model.ckpt --to tf-name --slot-names tf1 \\
           --hparam beta_1=0.9 --hparam beta_2=0.999
       ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB
+      ckpt convert full.h5 -o model.keras --to keras
     """,
     arguments=(Arg("src", type=CHECKPOINT),),
     options=(

@@ -94,6 +94,7 @@ class FormatName(StrEnumeration):
     KERAS_ZIP = "keras-zip"
     KERAS3_DIR = "keras3-dir"
     KERAS3_SHARDED = "keras3-sharded"
+    KERAS_MODEL = "keras"  # a whole Keras 3 model written from a Keras 2 one (a target; it reads as keras-zip)
     HDF5 = "hdf5"
     NPZ = "npz"
     SAFETENSORS = "safetensors"

@@ -5,6 +5,9 @@
 - ``keras3-sharded`` (:data:`SHARDED_FORMAT`): a ``*.weights.json`` shard index and its shards.
 - ``keras3-dir`` (:data:`DIRECTORY_FORMAT`): an unzipped Keras 3 model directory (``config.json``,
   ``metadata.json``, ``model.weights.h5``), as ``saving_lib.save_model(zipped=False)`` writes it.
+
+``keras-h5`` writes Keras 2 ``.h5`` weights, Keras 3 weights (``.weights.h5``, sharded, ``.keras`` onto a
+template's config) and whole Keras 3 models (``keras``: a ``.keras`` archive whose config a planner made).
 """
 from __future__ import annotations
 
@@ -110,7 +113,7 @@ class KerasFormat:
     name = "keras-h5"
     layouts = (FormatName.KERAS2_H5.value, FormatName.KERAS2_MODEL_H5.value, FormatName.KERAS3_H5.value,
                FormatName.KERAS_ZIP.value, FormatName.HDF5.value)
-    writes = (FormatName.KERAS2_H5.value, FormatName.KERAS3_H5.value)
+    writes = (FormatName.KERAS2_H5.value, FormatName.KERAS3_H5.value, FormatName.KERAS_MODEL.value)
     rewrites = {FormatName.KERAS_ZIP.value: FormatName.KERAS3_H5.value}
     max_shard_size = (FormatName.KERAS3_H5.value,)
 

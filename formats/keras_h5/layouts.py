@@ -2,7 +2,8 @@
 the isolated probe reported it) and describe each dataset: its name and role.
 
 - Keras 2 (tf-keras) weights: root attr ``layer_names``, a group per layer with ``weight_names``;
-  a full-model file puts the same under ``model_weights`` and adds ``optimizer_weights``.
+  a full-model file puts the same under ``model_weights`` and adds ``optimizer_weights``. The metadata
+  lists the layers (``layers``) and each layer's weight keys in its ``weight_names`` order (``layer_weights``).
 - Keras 3: ``<object path>/vars/<i>`` datasets, ``vars`` groups carrying a ``name`` attribute.
 - Anything else: every dataset, named by its path.
 """
@@ -138,27 +139,33 @@ def _keras2(group: Any, prefix: str, datasets: dict[str, Any], groups: Mapping[s
         if value is not None:
             layout.metadata[attr] = value
     layout.metadata["layers"] = names
+    weights: dict[str, list[str]] = {}
     extra = ["top_level_model_weights"] if prefix + "top_level_model_weights" in groups else []
     for layer in [*names, *(e for e in extra if e not in names)]:
         lpath = prefix + layer
         if lpath not in groups:
             layout.problems.append((lpath, "layer_names lists this layer, but the file has no such group"))
             continue
-        _keras2_weights(groups[lpath], lpath + "/", datasets, layout, Role.VARIABLE)
+        weights[layer] = _keras2_weights(groups[lpath], lpath + "/", datasets, layout, Role.VARIABLE)
+    layout.metadata["layer_weights"] = weights
     return layout
 
 
-def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: H5Description, role: str) -> None:
+def _keras2_weights(group: Any, prefix: str, datasets: dict[str, Any], layout: H5Description, role: str) -> list[str]:
+    """Describe the weights a group's ``weight_names`` lists; their keys, in that order."""
     weight_names = attr_list(group.attrs, "weight_names")
     if weight_names is None:
         layout.problems.append((prefix.rstrip("/"), "group has no weight_names attribute"))
-        return
+        return []
+    keys = []
     for weight in weight_names:
         key = prefix + weight
         if key in datasets:
             layout.described[key] = Described(_strip(weight), role)
+            keys.append(key)
         else:
             layout.problems.append((key, "weight_names lists this weight, but the file has no such dataset"))
+    return keys
 
 
 def _keras2_optimizer(groups: Mapping[str, Any], datasets: dict[str, Any], layout: H5Description) -> None:

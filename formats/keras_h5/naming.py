@@ -11,7 +11,8 @@ from __future__ import annotations
 
 
 from formats.concepts.keras3_optimizer import KERAS3_SETTINGS, keras3_assign
-from formats.concepts.keras_layers import NON_TRAINABLE, SUB_OBJECTS, VARIABLES, by_snake_name, to_snake_case
+from formats.concepts.keras_layers import (NON_TRAINABLE, SUB_OBJECTS, VARIABLES, by_snake_name, has_variable,
+                                          to_snake_case)
 from formats.concepts.optimizers import KERAS3, family_of_class
 from formats.core.records import record
 
@@ -72,7 +73,7 @@ def layer_roles(cls: str | None, cfg: dict[str, Any] | None, count: int) -> list
     if table is None:
         return None
     if cfg is not None:
-        roles = [role for role, flag in table if flag is None or cfg.get(flag, True)]
+        roles = [role for role, flag in table if has_variable(flag, cfg)]
         return roles if len(roles) == count else None
     full = [role for role, _ in table]
     required = [role for role, flag in table if flag is None]

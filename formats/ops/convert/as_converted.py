@@ -35,13 +35,17 @@ class ConvertedPairs:
     made: list[str] = field(default_factory=list)
 
 
+_TEMPLATED = sorted(t for t in PLANNERS if t != FormatName.KERAS_MODEL.value)
+"""The targets that write onto a template's layout (``keras`` writes a model from its own config)."""
+
+
 def _target(output: Checkpoint) -> str:
-    if output.format in PLANNERS:
+    if output.format in _TEMPLATED:
         return str(output.format)
     if output.format in _KERAS3_LAYOUTS:
         return FormatName.KERAS3_H5.value
     raise UsageError(output.path, f"pairing as a conversion pairs needs a conversion's output in a template's "
-                     f"layout ({', '.join(sorted(PLANNERS))}); {output.format} is not one")
+                     f"layout ({', '.join(_TEMPLATED)}); {output.format} is not one")
 
 
 def converted_pairs(source: Checkpoint, output: Checkpoint, rules: RuleSet | None = None) -> ConvertedPairs:

@@ -28,6 +28,7 @@ PLANNERS: dict[str, str] = {
     FormatName.TF_NAME.value: "formats.ops.convert.object_to_name:plan_tf_name",
     FormatName.KERAS2_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras2_h5",
     FormatName.KERAS3_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras3_h5",
+    FormatName.KERAS_MODEL.value: "formats.ops.convert.cross.keras_model:plan_keras_model",
 }
 """Targets with a planner of their own -> ``module:function``."""
 EXPORT = "formats.ops.convert.cross.export:exporter"
