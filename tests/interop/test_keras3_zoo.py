@@ -6,6 +6,9 @@ models), each Keras 2 file (``h5``: save_weights .h5, ``tf``: save_weights in TF
 test runs ``ckpt convert SRC -o OUT.weights.h5 --to keras3-h5 --template T`` (the console script, as a user
 would) and passes when Keras 3's ``model.load_weights(OUT)`` gives a model whose predictions are the tf-keras
 model's within a relative error of 1e-5. Expected values come only from Keras; no rename rules, no options.
+Two more tests per model check the harness itself: Keras 3's own legacy loader on the tf-keras .h5 files gives
+the tf-keras predictions within 1e-5 (the floor ckpt must match), and the outputs show the input (so that a
+weight in the wrong place cannot hide below 1e-5).
 
 The whole zoo is built by one tf-keras process and one Keras 3 process, which then loads every OUT, while ckpt
 converts the models already built (``programs/zoo_report.py`` runs them; only the models of the selected tests
@@ -112,3 +115,16 @@ def test_zoo_outputs_show_the_input(zoo: dict[str, Any], model: str) -> None:
     effect = zoo["input_effect"].get(model)
     assert effect is not None, zoo["cases"][f"{model}:h5:weights"]["first_error"]
     assert effect >= MIN_INPUT_EFFECT
+
+
+FLOORS = [(m, s) for m in zoo_report.zoo.ZOO for s in ("h5", "full") if s in zoo_report.zoo.sources(m)]
+
+
+@pytest.mark.parametrize(("model", "source"), FLOORS, ids=["-".join(f) for f in FLOORS])
+def test_keras3_legacy_loader_reproduces_keras2(zoo: dict[str, Any], model: str, source: str) -> None:
+    """The harness itself: Keras 3's own loader on the tf-keras .h5 file (no ckpt) gives the tf-keras
+    predictions, so the two programs build the same architecture and their numbers agree within the 1e-5
+    the conversions must meet; a failure of the conversion tests is then ckpt's."""
+    floor = zoo["floor"].get(f"{model}:{source}")
+    assert floor is not None, zoo["cases"][f"{model}:{source}:weights"]["first_error"]
+    assert floor["passed"], f"{floor['status']}; {floor['load']}"

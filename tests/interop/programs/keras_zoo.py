@@ -215,11 +215,21 @@ def sample_input(model: str) -> np.ndarray:
     return rng.uniform(low, high, size=(BATCH, *shape)).astype("float32")
 
 
-def random_value(name: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
+# Kernels are N(0, gain/fan_in). The gain trades two things: the larger, the more the input (and any weight
+# misplaced early) shows in a deep model's outputs, and the more float32 rounding grows through its layers, so
+# that Keras 3 and tf-keras, running the same weights, drift apart. 1.5 keeps every model's input effect above
+# 5e-3 and Keras 3's own legacy loader within 3e-6 of tf-keras (2 left EfficientNetV2B0 at 1e-5, 1 left
+# MobileNet at 8e-5 of input effect); EfficientNetB0, its signal halved by every squeeze-excite gate, needs 2.5.
+KERNEL_GAIN = {"EfficientNetB0": 2.5}
+DEFAULT_GAIN = 1.5
+
+
+def random_value(name: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator,
+                 gain: float = DEFAULT_GAIN) -> np.ndarray:
     """Distinct random values for one variable (named as tf-keras names it), scaled so that the input still
-    shows in the outputs of deep models (a weight misplaced early must change them): kernels N(0, 2/fan_in)
-    (He), scales (gamma, scale) and variances U(0.5, 1.5), embeddings N(0, 1), everything else N(0, 0.05);
-    integers in [1, 10)."""
+    shows in the outputs of deep models (a weight misplaced early must change them): kernels
+    N(0, gain/fan_in), scales (gamma, scale) and variances U(0.5, 1.5), embeddings N(0, 1), everything else
+    N(0, 0.05); integers in [1, 10)."""
     if "int" in dtype:
         return rng.integers(1, 10, size=shape).astype(dtype)
     leaf = name.split("/")[-1].split(":")[0]
@@ -229,13 +239,13 @@ def random_value(name: str, shape: tuple[int, ...], dtype: str, rng: np.random.G
         value = rng.normal(0.0, 1.0, size=shape)
     elif len(shape) >= 2:
         fan_in = int(np.prod(shape[:2] if leaf == "depthwise_kernel" else shape[:-1]))
-        value = rng.normal(0.0, np.sqrt(2.0 / max(fan_in, 1)), size=shape)
+        value = rng.normal(0.0, np.sqrt(gain / max(fan_in, 1)), size=shape)
     else:
         value = rng.normal(0.0, 0.05, size=shape)
     return value.astype(dtype)
 
 
-def randomize(model: Any, seed: int) -> None:
+def randomize(model: Any, seed: int, gain: float = DEFAULT_GAIN) -> None:
     """Every weight of every layer gets distinct random values (``layer.set_weights``, layer by layer)."""
     rng = np.random.default_rng(seed)
     done: set[int] = set()
@@ -244,7 +254,7 @@ def randomize(model: Any, seed: int) -> None:
             continue
         done.add(id(layer))
         layer.set_weights([random_value(w.name, tuple(w.shape), w.dtype.name if hasattr(w.dtype, "name")
-                                        else str(w.dtype), rng) for w in layer.weights])
+                                        else str(w.dtype), rng, gain) for w in layer.weights])
 
 
 def _leaf_layers(model: Any) -> list[Any]:
@@ -291,7 +301,7 @@ def _build(keras: Any, model: str) -> Any:
 
 def _save_keras2(keras: Any, name: str, out: str) -> Any:
     model = _build(keras, name)
-    randomize(model, 1000 + sorted(ZOO).index(name))
+    randomize(model, 1000 + sorted(ZOO).index(name), KERNEL_GAIN.get(name, DEFAULT_GAIN))
     os.makedirs(os.path.join(out, "tf"), exist_ok=True)
     x = sample_input(name)
     np.save(os.path.join(out, "x.npy"), x)
