@@ -12,14 +12,13 @@ from __future__ import annotations
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.records import field, record
+from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import ERROR, ConvertOptions
 from formats.ops.convert.targets import PLANNERS, planner
 from formats.ops.rules import RuleSet
 
 __all__ = ["ConvertedPairs", "converted_pairs"]
 
-_KERAS3_LAYOUTS = (FormatName.KERAS3_H5.value, FormatName.KERAS_ZIP.value, FormatName.KERAS3_DIR.value,
-                   FormatName.KERAS3_SHARDED.value)
 
 
 @record
@@ -42,7 +41,7 @@ _TEMPLATED = sorted(t for t in PLANNERS if t != FormatName.KERAS_MODEL.value)
 def _target(output: Checkpoint) -> str:
     if output.format in _TEMPLATED:
         return str(output.format)
-    if output.format in _KERAS3_LAYOUTS:
+    if output.format in KERAS3_LAYOUTS:
         return FormatName.KERAS3_H5.value
     raise UsageError(output.path, f"pairing as a conversion pairs needs a conversion's output in a template's "
                      f"layout ({', '.join(_TEMPLATED)}); {output.format} is not one")
