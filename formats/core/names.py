@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "writable_name", "name_bytes", "quoted_text"]
+__all__ = ["safe_text", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -96,3 +96,13 @@ def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
     else:
         shown = repr(str(value))
     return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
+
+
+def unused_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken``, which is added to it."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name

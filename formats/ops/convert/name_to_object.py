@@ -16,6 +16,7 @@ from __future__ import annotations
 
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
+from formats.core.names import unused_name
 from formats.concepts.object_graph import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
@@ -106,13 +107,7 @@ def _optimizer_names(slots: list[SourceTensor], taken: set[str]) -> dict[str, st
     kinds = sorted({t.optimizer or "" for t in slots})
     out = {}
     for kind in kinds:
-        base = OPTIMIZER_NODE if len(kinds) == 1 else f"{OPTIMIZER_NODE}_{kind}"
-        name, n = base, 0
-        while name in taken:
-            n += 1
-            name = f"{base}_{n}"
-        taken.add(name)
-        out[kind] = name
+        out[kind] = unused_name(OPTIMIZER_NODE if len(kinds) == 1 else f"{OPTIMIZER_NODE}_{kind}", taken)
     return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from formats.concepts.keras_layers import KERAS2_OPERATIONS
 from formats.core.records import field, record
+from formats.core.names import unused_name
 from formats.ops.convert.cross.legacy_config import MODELS, Translator, keras3_class, layer_object
 
 TYPE_CHECKING = False
@@ -67,13 +68,7 @@ def _unique_names(names: list[str]) -> dict[str, str]:
     for name in names:
         if "/" not in name:
             continue
-        base = new = name.replace("/", "_")
-        n = 0
-        while new in taken:
-            n += 1
-            new = f"{base}_{n}"
-        taken.add(new)
-        out[name] = new
+        out[name] = unused_name(name.replace("/", "_"), taken)
     return out
 
 
