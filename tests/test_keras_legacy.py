@@ -23,7 +23,7 @@ import pytest
 from formats.ops.convert.cross.legacy_model import translate_model
 
 DATA = Path(__file__).parent / "data" / "keras_legacy"
-MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel")
+MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel", "constants")
 TAKEN_UNWRITTEN = {"LSTM": ("implementation",), "GRU": ("implementation",)}
 """Arguments Keras 3 takes without writing them (``keras/src/layers/rnn/lstm.py``: ``kwargs.pop("implementation")``)."""
 
@@ -270,3 +270,36 @@ def test_arguments_keras_3_renamed_or_dropped() -> None:
     assert layers["d"]["dtype"]["config"] == {"name": "mixed_float16"}
     assert layers["in"] == {"batch_shape": [None, 4], "dtype": "float32", "name": "in"}
     assert model.config["config"]["input_layers"] == ["in", 0, 0]  # one input: bare, as Keras 3 writes it
+
+
+def _with_number(function: str, data: list[Any]) -> dict[str, Any]:
+    """A Functional model of an input and one tf-keras ``TFOpLambda`` called as ``data`` (tf-keras' own form)."""
+    model = _functional()
+    model["config"]["layers"].append({"class_name": "TFOpLambda", "name": "op", "inbound_nodes": [data],
+                                      "config": {"name": "op", "dtype": "float32", "function": function}})
+    model["config"]["output_layers"] = [["op", 0, 0]]
+    return model
+
+
+@pytest.mark.parametrize("function,data,operation", [
+    ("__operators__.add", ["in", 0, 0, {"y": 3.0, "name": None}], "Add"),  # x + 3.0, tf-keras' MobileNetV3
+    ("math.truediv", ["in", 0, 0, {"y": 4.0, "name": None}], "TrueDivide"),
+    ("math.multiply", ["_CONSTANT_VALUE", -1, 2.0, {"y": ["in", 0, 0], "name": None}], "Multiply"),  # 2.0 * x
+])
+def test_a_layer_output_and_a_number_become_the_keras_3_operation(function: str, data: list[Any],
+                                                                  operation: str) -> None:
+    number = data[3]["y"] if data[0] == "in" else data[2]
+    op = translate_model(_with_number(function, data)).config["config"]["layers"][-1]  # type: ignore[index]
+    assert op == {"module": "keras.src.ops.numpy", "class_name": operation, "config": {"name": "op"},
+                  "registered_name": operation, "name": "op", "inbound_nodes": [[["in", 0, 0, {"x2": number}]]]}
+
+
+@pytest.mark.parametrize("function,data", [
+    ("math.subtract", ["_CONSTANT_VALUE", -1, 2.0, {"y": ["in", 0, 0], "name": None}]),  # 2.0 - x: no x2 form
+    ("math.truediv", ["in", 0, 0, {"y": "half", "name": None}]),
+    ("__operators__.add", ["in", 0, 0, {"y": 3.0, "name": "plus"}]),
+])
+def test_operations_ckpt_cannot_write_as_keras_3_computes_them_are_refused(function: str, data: list[Any]) -> None:
+    model = translate_model(_with_number(function, data))
+    assert model.config is None and len(model.refusals) == 1
+    assert model.refusals[0].startswith(f"layer 'op': tf.{function} is translated between two layer outputs")

@@ -23,7 +23,8 @@ import re
 __all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "SUB_OBJECT_CONFIGS", "NON_TRAINABLE", "CELLS", "to_snake_case",
            "by_snake_name", "keras3_names", "keras3_spelling", "KERAS3_WORDS", "is_automatic", "automatic_family",
            "has_variable", "KERAS3_LAYERS", "KERAS3_CLASSES", "KERAS3_OBJECTS", "KERAS3_ACTIVATIONS", "KERAS2_CLASSES",
-           "KERAS2_OPERATIONS", "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS", "ANY_VALUE",
+           "KERAS2_OPERATIONS", "KERAS2_CONSTANT_OPERATIONS", "KERAS3_OPERATIONS_MODULE",
+           "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS", "ANY_VALUE",
            "KERAS3_LAYERS_MODULE", "DTYPE_POLICY"]
 
 _BIAS = ("bias", "use_bias")
@@ -262,6 +263,18 @@ KERAS2_OPERATIONS: dict[str, str] = {
 }
 """tf-keras ``TFOpLambda`` functions (``x + y`` between two layer outputs) -> the Keras 3 merge layer computing
 the same from the two tensors."""
+
+KERAS2_CONSTANT_OPERATIONS: dict[str, str] = {
+    "__operators__.add": "Add", "math.add": "Add", "math.subtract": "Subtract", "__operators__.sub": "Subtract",
+    "math.multiply": "Multiply", "math.truediv": "TrueDivide", "__operators__.truediv": "TrueDivide",
+}
+"""tf-keras ``TFOpLambda`` functions between a layer output and a number (MobileNetV3's ``x + 3.0`` and
+``x * (1 / 6)``) -> the Keras 3 operation (:data:`KERAS3_OPERATIONS_MODULE`) computing the same, as Keras 3 itself
+writes ``x + 3.0`` into a Functional model's config: ``{"args": [tensor, 3.0], "kwargs": {}}``."""
+
+KERAS3_OPERATIONS_MODULE = "keras.src.ops.numpy"
+"""The module Keras 3 names for the operations of :data:`KERAS2_CONSTANT_OPERATIONS` (``Add``, ``TrueDivide``);
+an operation is no layer: it holds no variables and ``model.layers`` leaves it out."""
 
 ANY_VALUE = object()
 """In :data:`KERAS2_ARGUMENTS`: the argument never changes what the model computes, whatever its value."""

@@ -29,9 +29,11 @@ for _module in ("tensorflow", "tf_keras", "keras"):
         pytest.skip(f"{_module} is not installed", allow_module_level=True)
 
 GENERATOR = Path(__file__).resolve().parents[1] / "data" / "corpus" / "generators" / "keras_legacy.py"
-SMALL = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel")
-APPLICATIONS = {"MobileNetV2": 32, "ResNet50": 32, "EfficientNetB0": 32, "ConvNeXtTiny": 32, "InceptionV3": 75,
-                "DenseNet121": 32}
+SMALL = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "submodel", "constants")
+APPLICATIONS = {"MobileNet": 32, "MobileNetV2": 32, "MobileNetV3Small": 32, "MobileNetV3Large": 32, "ResNet50": 32,
+                "ResNet50V2": 32, "DenseNet121": 32, "EfficientNetB0": 32, "EfficientNetV2B0": 32, "InceptionV3": 75,
+                "Xception": 71, "VGG16": 32, "NASNetMobile": 32, "ConvNeXtTiny": 32}
+"""The 14 keras.applications architectures of the zoo (programs/keras_zoo.py), each at its smallest input."""
 MODELS = (*SMALL, *APPLICATIONS)
 TOLERANCE = 1e-5
 

@@ -27,6 +27,8 @@ from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 __all__ = ["plan_keras_model", "archive_members"]
 
 TARGET = FormatName.KERAS_MODEL.value
+_SHOWN = 5
+"""How many refusals the error names (a model of 60 custom layers gets one readable line)."""
 
 
 def plan_keras_model(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
@@ -44,7 +46,9 @@ def plan_keras_model(source: Checkpoint, options: ConvertOptions) -> ConversionP
         return plan
     model = translate_model(config)
     if model.config is None:
-        raise UnsupportedError(source.path, "cannot rebuild the model in Keras 3: " + "; ".join(model.refusals))
+        shown = model.refusals[:_SHOWN]
+        more = f"; and {len(model.refusals) - _SHOWN} more layer(s)" if len(model.refusals) > _SHOWN else ""
+        raise UnsupportedError(source.path, "cannot rebuild the model in Keras 3: " + "; ".join(shown) + more)
     root = model_objects(model.config)
     _place(plan, source, root, model)
     _left_out(plan, source)

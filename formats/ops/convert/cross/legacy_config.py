@@ -20,7 +20,8 @@ translated is a refusal (:attr:`Translator.refusals`), never a guess.
 from __future__ import annotations
 
 from formats.concepts.keras_layers import (ANY_VALUE, CHANGED_ACTIVATIONS, DTYPE_POLICY, KERAS2_ARGUMENTS,
-                                           KERAS2_CLASSES, KERAS2_OPERATIONS, KERAS2_RENAMED_ARGUMENTS,
+                                           KERAS2_CLASSES, KERAS2_CONSTANT_OPERATIONS, KERAS2_OPERATIONS,
+                                           KERAS2_RENAMED_ARGUMENTS,
                                            KERAS3_ACTIVATIONS, KERAS3_CLASSES, KERAS3_LAYERS, KERAS3_LAYERS_MODULE,
                                            KERAS3_OBJECTS)
 
@@ -95,7 +96,8 @@ class Translator:
             return True
         if cls in ("TFOpLambda", "SlicingOpLambda"):
             self.refuse(where, f"a TensorFlow operation ({cls}) that Keras 3 cannot rebuild (ckpt translates "
-                               f"{', '.join(sorted(KERAS2_OPERATIONS))} between two layer outputs)")
+                               f"{', '.join(sorted(KERAS2_OPERATIONS))} between two layer outputs, and "
+                               f"{', '.join(sorted(KERAS2_CONSTANT_OPERATIONS))} with a number)")
         elif cls in ("LocallyConnected1D", "LocallyConnected2D", "DenseFeatures", "ThresholdedReLU", "RandomHeight",
                      "RandomWidth"):
             self.refuse(where, f"class {cls} is a Keras 2 layer that Keras 3 does not have")

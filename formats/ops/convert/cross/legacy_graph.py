@@ -21,7 +21,7 @@ from __future__ import annotations
 from formats.concepts.keras_layers import (CELLS, NON_TRAINABLE, SUB_OBJECT_CONFIGS, SUB_OBJECTS, VARIABLES,
                                            has_variable, to_snake_case)
 from formats.core.records import field, record
-from formats.ops.convert.cross.legacy_model import KERAS_TENSOR, is_reference
+from formats.ops.convert.cross.legacy_model import KERAS_TENSOR, is_operation, is_reference
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,8 +122,9 @@ def _model_children(cls: str, config: dict[str, Any], path: str) -> list[Keras3O
     if cls == "Sequential":
         layers = [e for e in layers if e.get("class_name") != "InputLayer"]
         ordered = layers
-    else:
-        ordered = functional_order(config)
+    else:  # Keras 3 orders operations and layers together; model.layers (and so the keys) holds the layers only
+        layers = [e for e in layers if not is_operation(e)]
+        ordered = [e for e in functional_order(config) if not is_operation(e)]
     keys = dict(zip((id(e) for e in ordered), unique_keys([str(e.get("class_name")) for e in ordered])))
     children = []
     for entry in layers:  # Keras 2's order; each at its Keras 3 key (None: Keras 3 leaves the layer out)

@@ -6,7 +6,11 @@
   tensors as keyword arguments (``MultiHeadAttention``'s ``value``) is written in Keras 3's form, each tensor
   with its shape: the one the layer recorded (``query_shape``, ``value_shape``, ``key_shape``) or the model
   input's; any other is refused, ckpt does not infer shapes. ``x + y`` between two layer outputs (a tf-keras
-  ``TFOpLambda``) becomes the merge layer computing it (``Add``). Node indices follow Keras 3: Keras 2 numbered
+  ``TFOpLambda``) becomes the merge layer computing it (``Add``); ``x + 3.0`` between a layer output and a number
+  (MobileNetV3's hard-swish) becomes the Keras 3 operation that computes it (``keras.src.ops.numpy.Add``), called
+  in the legacy form with the number as its second operand (``[[layer, node, tensor, {"x2": 3.0}]]``: the form
+  needs no shape, which tf-keras's ``model.save`` does not record); a number first only where the operands may
+  swap (``2.0 * x``). Node indices follow Keras 3: Keras 2 numbered
   the calls of a nested Functional model, and of a Sequential built with an input, from 1 (node 0 was the
   model's own); Keras 3 numbers calls from 0, but for a Functional model in ``input_layers``/``output_layers``
   (``functional_from_config``'s ``get_tensor`` takes 1 off). One model input or output is written bare, as
@@ -18,7 +22,7 @@
 """
 from __future__ import annotations
 
-from formats.concepts.keras_layers import KERAS2_OPERATIONS
+from formats.concepts.keras_layers import KERAS2_CONSTANT_OPERATIONS, KERAS2_OPERATIONS, KERAS3_OPERATIONS_MODULE
 from formats.core.records import field, record
 from formats.core.names import unused_name
 from formats.ops.convert.cross.legacy_config import MODELS, Translator, keras3_class, layer_object
@@ -27,13 +31,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LegacyModel", "translate_model", "KERAS_TENSOR", "is_reference"]
+__all__ = ["LegacyModel", "translate_model", "KERAS_TENSOR", "is_reference", "is_operation"]
 
 KERAS_TENSOR = "__keras_tensor__"
 """The ``class_name`` of a tensor in a Keras 3 call (``{"shape", "dtype", "keras_history"}``)."""
 _CONSTANT = "_CONSTANT_VALUE"
 _SHAPES = {"query": "query_shape", "value": "value_shape", "key": "key_shape"}
 _COMPUTE = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+_COMMUTATIVE = ("Add", "Multiply")
+"""Operations whose operands may swap, exactly (``2.0 * x`` is ``x * 2.0`` in IEEE arithmetic)."""
 
 
 @record
@@ -171,7 +177,8 @@ class _Graph:
     def layer(self, entry: dict[str, Any], name: str) -> dict[str, Any] | None:
         cls = keras3_class(str(entry.get("class_name")))
         nodes = entry.get("inbound_nodes") or []
-        if cls == "TFOpLambda" and _config_of(entry).get("function") in KERAS2_OPERATIONS:
+        if cls == "TFOpLambda" and _config_of(entry).get("function") in {**KERAS2_OPERATIONS,
+                                                                          **KERAS2_CONSTANT_OPERATIONS}:
             return self.operation(entry, name, nodes)
         layer = self.t.layer(entry, self.inner(name))
         if layer is None:
@@ -279,29 +286,69 @@ class _Graph:
         return [self.renamed_tensors(v, where) for v in value] if isinstance(value, list) else value
 
     def operation(self, entry: dict[str, Any], name: str, nodes: Any) -> dict[str, Any] | None:
-        """``x + y`` (a tf-keras ``TFOpLambda``) as the Keras 3 merge layer of the two tensors."""
+        """A tf-keras ``TFOpLambda``: ``x + y`` between two layer outputs as the Keras 3 merge layer of the two
+        tensors, ``x + 3.0`` with a number as the Keras 3 operation."""
         where = self.inner(name)
-        config = _config_of(entry)
+        function = str(_config_of(entry).get("function"))
         calls = []
         for data in nodes if isinstance(nodes, list) else []:
-            inputs = self.inputs_of(data, where)
-            if inputs is None:
+            call = self.operands(data, where)
+            if call is None:
                 return None
-            kwargs = inputs[0][3] if isinstance(inputs[0][3], dict) else {}
-            y: Any = kwargs.get("y")
-            if len(inputs) != 1 or not is_reference(y, self.by_name) or set(kwargs) - {"y", "name"} \
-                    or kwargs.get("name") is not None:
-                self.t.refuse(where, f"tf.{config.get('function')} is translated between two layer outputs only "
-                                     f"(this call: {data!r})")
-                return None
-            calls.append([[*self.ref(inputs[0][:3], where), {}], [*self.ref(y[:3], where), {}]])
+            calls.append(call)
+        if calls and all(is_reference(y, self.by_name) and not first for _, y, first in calls) \
+                and function in KERAS2_OPERATIONS:
+            return self.merge_layer(entry, name, [[[*self.ref(x, where), {}], [*self.ref(y[:3], where), {}]]
+                                                  for x, y, _ in calls])
+        cls = KERAS2_CONSTANT_OPERATIONS.get(function)
+        if calls and cls and all(_is_number(y) and (not first or cls in _COMMUTATIVE) for _, y, first in calls):
+            new = self.renames.get(name, name)
+            return {"module": KERAS3_OPERATIONS_MODULE, "class_name": cls, "config": {"name": new},
+                    "registered_name": cls, "name": new,
+                    "inbound_nodes": [[[*self.ref(x, where), {"x2": y}]] for x, y, _ in calls]}
+        self.t.refuse(where, f"tf.{function} is translated between two layer outputs "
+                             f"({', '.join(sorted(KERAS2_OPERATIONS))}) or from a layer output and a number "
+                             f"({', '.join(sorted(KERAS2_CONSTANT_OPERATIONS))}; a number first only for "
+                             f"{' and '.join(sorted(_COMMUTATIVE))}); this call: {nodes!r}")
+        return None
+
+    def operands(self, data: Any, where: str) -> tuple[list[Any], Any, bool] | None:
+        """One call of a ``TFOpLambda`` as ``(x, y, whether the number came first)``: ``x`` a tensor reference,
+        ``y`` what tf-keras passed as ``y`` (another reference, a number; None for anything else)."""
+        single = data[0] if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list) else data
+        if isinstance(single, list) and len(single) == 4 and single[0] == _CONSTANT and isinstance(single[3], dict):
+            kwargs, y = single[3], single[2]  # 2.0 - x: tf-keras wrote the number as the input, the tensor as y
+            x: Any = kwargs.get("y")
+            if set(kwargs) - {"y", "name"} or kwargs.get("name") is not None or not is_reference(x, self.by_name):
+                return [], None, True
+            return list(x[:3]), y, True
+        inputs = self.inputs_of(data, where)
+        if inputs is None:
+            return None
+        kwargs = inputs[0][3] if isinstance(inputs[0][3], dict) else {}
+        if len(inputs) != 1 or set(kwargs) - {"y", "name"} or kwargs.get("name") is not None:
+            return inputs[0][:3], None, False
+        return inputs[0][:3], kwargs.get("y"), False
+
+    def merge_layer(self, entry: dict[str, Any], name: str, calls: list[Any]) -> dict[str, Any]:
+        """``x + y`` as the Keras 3 merge layer (``Add``) called on the two tensors."""
+        config = _config_of(entry)
         new = self.renames.get(name, name)
         dtype = config.get("dtype")
         layer = layer_object(KERAS2_OPERATIONS[config["function"]], {
             "name": new, "trainable": bool(config.get("trainable", True)),
-            "dtype": self.t.dtype(dtype if dtype is not None else "float32", where)})
+            "dtype": self.t.dtype(dtype if dtype is not None else "float32", self.inner(name))})
         layer.update(name=new, inbound_nodes=calls)
         return layer
+
+
+def is_operation(entry: Any) -> bool:
+    """Whether a translated config entry is a Keras 3 operation (no layer: no variables, not in ``model.layers``)."""
+    return isinstance(entry, dict) and entry.get("module") == KERAS3_OPERATIONS_MODULE
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _starts_with_input(entry: dict[str, Any]) -> bool:

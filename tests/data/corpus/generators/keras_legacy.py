@@ -9,7 +9,10 @@ builds the same architecture natively, loads ``w.h5`` with Keras 3's own legacy 
 result reproduces ``y.npy``, saves it as ``oracle.keras``: the config Keras 3 writes for that architecture and the
 weights where Keras 3 keeps them - what ``ckpt convert full.h5 --to keras`` must give, decided by Keras, not by
 ckpt. ``custom`` (a layer class Keras does not have) gets no oracle: converting it must fail. ``submodel`` calls two
-Functional models (Keras 2 and Keras 3 number their calls differently).
+Functional models (Keras 2 and Keras 3 number their calls differently). ``constants`` computes with numbers
+(tf-keras ``TFOpLambda`` layers, Keras 3 operations), as MobileNetV3's hard-swish does.
+
+    python tests/data/corpus/generators/keras_legacy.py [OUT_DIR] [MODEL...]   # only these models
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "custom", "submodel")
+MODELS = ("cnn", "rnn", "mha", "nested", "shared", "conv1d", "sequential", "names", "ops", "custom", "submodel",
+          "constants")
 NO_ORACLE = ("custom",)
 
 BUILD = '''
@@ -75,6 +79,12 @@ def build(keras, name, keras2):
         x = L.Dense(3)(i)
         y = L.Dense(3)(i)
         return keras.Model(i, L.Dense(2)(x + y))
+    if name == "constants":  # a layer output and a number: MobileNetV3's hard-swish, a number first, x / 4.0, x - 1.0
+        i = keras.Input((4,))
+        x = L.Dense(3)(i)
+        x = L.Multiply()([x, L.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)])
+        x = (2.0 * x - 1.0) / 4.0
+        return keras.Model(i, L.Dense(2)(x))
     if name == "submodel":  # Functional models called in a Functional model, the last one giving its output
         j = keras.Input((4,))
         inner = keras.Model(j, L.BatchNormalization()(L.Dense(3)(j)), name="inner")
@@ -129,14 +139,15 @@ for name in sys.argv[2:]:
 '''
 
 
-def main(out: Path) -> None:
+def main(out: Path, models: tuple[str, ...] = MODELS) -> None:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    subprocess.run([sys.executable, "-c", KERAS2, str(out), *MODELS], check=True, env=dict(env, TF_USE_LEGACY_KERAS="1"))
-    subprocess.run([sys.executable, "-c", KERAS3, str(out), *(m for m in MODELS if m not in NO_ORACLE)], check=True,
+    subprocess.run([sys.executable, "-c", KERAS2, str(out), *models], check=True, env=dict(env, TF_USE_LEGACY_KERAS="1"))
+    subprocess.run([sys.executable, "-c", KERAS3, str(out), *(m for m in models if m not in NO_ORACLE)], check=True,
                    env=env)
-    for model in MODELS:
+    for model in models:
         (out / model / "w.h5").unlink()
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "keras_legacy")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "keras_legacy",
+         tuple(sys.argv[2:]) or MODELS)
