@@ -303,3 +303,15 @@ def test_operations_ckpt_cannot_write_as_keras_3_computes_them_are_refused(funct
     model = translate_model(_with_number(function, data))
     assert model.config is None and len(model.refusals) == 1
     assert model.refusals[0].startswith(f"layer 'op': tf.{function} is translated between two layer outputs")
+
+
+def test_a_model_config_that_cannot_be_read_is_named_as_such(run_cli, tmp_path: Path) -> None:
+    source = tmp_path / "deep.h5"
+    shutil.copy(DATA / "constants" / "full.h5", source)
+    with h5py.File(source, "r+") as h5:
+        h5.attrs["model_config"] = "[" * 200_000 + "]" * 200_000
+    result = run_cli("convert", source, "-o", tmp_path / "m.keras", "--to", "keras")
+    assert result.exit_code == 1
+    assert (f"unsupported: {source}: --to keras rebuilds the model from its config, which cannot be read: attribute "
+            "model_config nests deeper than 64 levels") in result.output
+    assert not (tmp_path / "m.keras").exists()

@@ -40,6 +40,11 @@ def plan_keras_model(source: Checkpoint, options: ConvertOptions) -> ConversionP
                  f"and takes no template (to put a Keras 2 file's weights into a Keras 3 model's config, use --to "
                  f"{FormatName.KERAS3_H5} --template MODEL{KERAS_SUFFIX} -o OUT{KERAS_SUFFIX})")
     config = source.metadata.get("model_config") if source.format == FormatName.KERAS2_H5 else None
+    unreadable = [p.message for p in source.problems() if p.where == "@model_config"]
+    if unreadable and "layer_weights" in source.metadata:
+        plan.add("unsupported", source.path, f"--to {TARGET} rebuilds the model from its config, which cannot be "
+                 f"read: {unreadable[0]}")
+        return plan
     if not isinstance(config, dict) or "layer_weights" not in source.metadata:
         plan.add("unsupported", source.path, f"--to {TARGET} translates a Keras 2 whole model (an .h5 written by "
                  f"model.save, which holds the model's config); this {source.format} file has no model config")
