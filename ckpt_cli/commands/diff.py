@@ -40,7 +40,7 @@ SPEC = Command(
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
       ckpt diff --names run_a/tf_ckpts/ckpt-4 run_a/tf_ckpts/ckpt-5   # exit 1: with names, roles
       ckpt diff --match converted tagger_weights.h5 keras3/converted.weights.h5   # a conversion's check
-      ckpt diff --plot base/ckpt-1 finetuned/ckpt-9   # which layers moved
+      ckpt diff --plot run_a/model.ckpt-1 run_a/model.ckpt-200   # exit 1: which tensors moved
     """,
     arguments=(Arg("a", type=CHECKPOINT), Arg("b", type=CHECKPOINT)),
     options=(

@@ -65,7 +65,7 @@ SPEC = Command(
       ckpt stats run/tf_ckpts
       ckpt stats run/model.ckpt-200 'dnn/*/kernel' --json
       ckpt stats --names run/tf_ckpts
-      ckpt stats --hist run/tf_ckpts 'dnn/*'
+      ckpt stats --hist run/model.ckpt-200 'dnn/*'
       ckpt stats --check-finite run/tf_ckpts || echo "training diverged"
     """,
     arguments=(Arg("path", type=CHECKPOINT), Arg("patterns", nargs=-1, required=False, metavar="[KEY|GLOB]...",

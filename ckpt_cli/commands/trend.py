@@ -54,7 +54,7 @@ SPEC = Command(
     Examples:
       ckpt trend runs/exp1/tf_ckpts
       ckpt trend model_dir 'dnn/*/kernel'
-      ckpt trend --plot runs/exp1/tf_ckpts 'dense/*'
+      ckpt trend --plot runs/exp1/tf_ckpts 'net/*'
       ckpt trend runs/exp1/tf_ckpts --json > trend.json
       ckpt trend --check-finite runs/exp1/tf_ckpts || echo "training diverged"
     """,

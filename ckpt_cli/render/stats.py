@@ -46,8 +46,7 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
     emit(table if result.tensors else None, notes + lines)
 
 
-HIST_NOTE = ("the finite values from min to max in equal bins (bool and 8-bit integers: the dtype's whole range), "
-             "heights relative to each tensor's fullest bin")
+HIST_NOTE = "finite values in equal bins from min to max (bool, 8-bit ints: the dtype's range); heights relative to the fullest bin"
 
 
 def histogram_cells(tensors: list[Any], table: TextTable, ascii: bool, width: int | None) -> list[str]:
