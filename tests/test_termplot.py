@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ckpt_cli.render.plot import bar_chart, line_plot, resample, strip
+from ckpt_cli.render.trend import TREND_STATS
 from formats import write_checkpoint
 
 from .conftest import CORPUS
@@ -152,23 +153,27 @@ def test_trend_plot_golden(run_cli, fixed) -> None:
     golden("termplot_trend_plot.txt", result.stdout)
 
 
-def test_trend_plot_axes_are_numpy_norms(run_cli, fixed) -> None:
-    """Each plot's top and bottom labels are the max and min of numpy's norms (or changes) over the steps, its
-    x axis the first and last steps, and its dots the points."""
+def test_trend_plot_axes_are_numpy_stats(run_cli, fixed) -> None:
+    """Each plot's top and bottom labels are the max and min of numpy's norms (changes, means, maxima) over the
+    steps, and its x axis the first and last steps."""
     values = [read_all(f"{RUN}/ckpt-{s}") for s in (3, 4, 5)]
-    for stat in ("norm", "change"):
+    numeric = [k for k, v in values[-1].items() if v.dtype.kind in "fiu"]
+    for stat in ("norm", "change", "mean", "max"):
         out = run_cli("trend", "--stat", stat, RUN).stdout.splitlines()
-        titles = [i for i, line in enumerate(out) if line.endswith(f"{stat} (L2)")]
-        assert len(titles) == len([k for k, v in values[-1].items() if v.dtype.kind in "fiu"])
+        titles = [i for i, line in enumerate(out) if line.endswith(TREND_STATS[stat])]
+        assert len(titles) == len(numeric)
         for i in titles:
             key = out[i].split("  ")[0]
             xs = [v[key].astype(np.float64) for v in values]
-            ys = [float(np.linalg.norm(x)) for x in xs] if stat == "norm" else \
-                [float(np.linalg.norm(b - a)) for a, b in zip(xs, xs[1:])]
+            ys = {"norm": [float(np.linalg.norm(x)) for x in xs], "mean": [float(x.mean()) for x in xs],
+                  "max": [float(x.max()) for x in xs],
+                  "change": [float(np.linalg.norm(b - a)) for a, b in zip(xs, xs[1:])]}[stat]
             plot = out[i + 1:i + 9]
             top, bottom = plot[0].split()[0], plot[5].split()[0]
             if max(ys) > min(ys):
-                assert (top, bottom) == (f"{max(ys):.4g}", f"{min(ys):.4g}"), key
+                assert (float(top), float(bottom)) == pytest.approx((max(ys), min(ys)), rel=1e-3), (key, stat)
+            else:
+                assert float(plot[2].split()[0]) == pytest.approx(ys[0], rel=1e-3), (key, stat)  # the middle row
             assert plot[7].split() == ["3", "(step)", "5"]
 
 

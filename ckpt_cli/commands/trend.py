@@ -47,7 +47,7 @@ SPEC = Command(
     of the change since the previous checkpoint, drawn as unicode sparklines. A
     variable that holds NaN or Inf is flagged with the step where that began.
     Checkpoints of other runs in the same directory are left out with a note.
-    --plot draws each variable's norm (or --stat change) over the steps as a
+    --plot draws each variable's norm (or another --stat) over the steps as a
     line plot in Braille dots fitting the terminal (ASCII with --ascii).
 
     \b
@@ -63,9 +63,10 @@ SPEC = Command(
     options=(
         Opt("--check-finite", flag=True, help="Exit 1 and name the variables that hold NaN or Inf."),
         Opt("--plot", flag=True, help="Draw each variable's --stat over the steps as a line plot."),
-        Opt("--stat", type=("norm", "change"), metavar="NAME",
-            help="What --plot draws: norm (L2, the default) or change (L2 of the change since the "
-                 "previous checkpoint); implies --plot."),
+        Opt("--stat", type=("norm", "change", "mean", "std", "min", "max", "nonfinite"), metavar="NAME",
+            help="What --plot draws: norm (L2, the default), change (L2 of the change since the previous "
+                 "checkpoint), mean, std, min, max (finite elements) or nonfinite (NaN and Inf count); "
+                 "implies --plot."),
         Opt("--ascii", flag=True, help="Draw --plot in ASCII characters instead of Braille dots."),
         json_option("The numbers as JSON, for plotting elsewhere."),
     ),

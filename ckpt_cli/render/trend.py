@@ -47,8 +47,9 @@ def render_trend(result: Any) -> None:
     emit(table if result.variables else None, lines)
 
 
-TREND_STATS = ("norm", "change")
-"""What ``trend --plot`` can draw: a variable's L2 norm at each checkpoint, or the L2 norm of its change."""
+TREND_STATS = {"norm": "norm (L2)", "change": "change (L2 since the previous checkpoint)", "mean": "mean",
+               "std": "std", "min": "min", "max": "max", "nonfinite": "NaN and Inf elements"}
+"""What ``trend --plot --stat NAME`` can draw, each with its title (a ``VariableTrend`` list of that name)."""
 
 
 def render_trend_plot(result: Any, stat: str, ascii: bool, width: int, height: int = 6) -> None:
@@ -64,7 +65,7 @@ def render_trend_plot(result: Any, stat: str, ascii: bool, width: int, height: i
         ys = getattr(v, stat)
         start = v.nonfinite_from
         flag = "" if start is None else f"  NaN/Inf from step {_step(result.steps[start])}"
-        lines.append([(shown(v.key), "bold"), (f"  {shape_text(v.shape)}  {stat} (L2)" + flag,
+        lines.append([(shown(v.key), "bold"), (f"  {shape_text(v.shape)}  {TREND_STATS[stat]}" + flag,
                                                None if start is None else "red")])
         lines += [[(row, None)] for row in line_plot(xs, ys, width, height, ascii, label)]
         lines.append([("", None)])
