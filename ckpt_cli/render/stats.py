@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import shape_text
+from .common import shape_text, shown
 from .table import TextTable, emit
 
 
@@ -25,7 +25,7 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
                        ("NaN", "right"), ("Inf", "right")])
     for t in result.tensors:
         extra = list(names.get(t.key, ("", ""))) if names is not None else []
-        table.add_row(t.key, *extra, t.dtype, shape_text(t.shape), stat(t.min), stat(t.max), stat(t.mean),
+        table.add_row(shown(t.key), *extra, t.dtype, shape_text(t.shape), stat(t.min), stat(t.max), stat(t.mean),
                       stat(t.std), stat(t.l2), stat(t.zeros), stat(t.nan), stat(t.inf),
                       style=None if t.finite else "red")
     notes: list[list[tuple[str, str | None]]] = []
@@ -42,7 +42,7 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
         f"{len(bad)} with NaN or Inf" if bad else "all finite")
     lines = [[(result.path, "bold"), (summary, None)]]
     if check_finite:
-        lines += [[("not finite ", "red"), (f"{t.key}: {t.nan} NaN, {t.inf} Inf", None)] for t in bad]
+        lines += [[("not finite ", "red"), (f"{shown(t.key)}: {t.nan} NaN, {t.inf} Inf", None)] for t in bad]
     emit(table if result.tensors else None, notes + lines)
 
 

@@ -12,7 +12,7 @@ import sys
 
 from formats.core.object_keys import VALUE_SUFFIX
 
-from .common import safe_text, shown, use_color
+from .common import safe_text, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _rich_mode(stream: Any) -> bool:
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks)."""
     header = [name for name, _ in table.columns]
-    rows = [list(map(shown, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
+    rows = [list(map(safe_text, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
     columns = list(zip(header, *rows)) if table.rows else [(h,) for h in header]
     widths = [max(map(len, column)) for column in columns]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
@@ -158,7 +158,7 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     key column leaves the other columns too little room, the suffix is left out of its keys; a key is never
     cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
     are limited to what is left of ``width`` (at least 12)."""
-    rows = [list(map(shown, row)) for row in table.rows]
+    rows = [list(map(safe_text, row)) for row in table.rows]
     natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
