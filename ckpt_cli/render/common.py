@@ -24,6 +24,18 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+def shown(text: str) -> str:
+    """Text from a checkpoint (a key) as a terminal shows it: undecodable bytes as ``\\xNN``
+    (:func:`safe_text`), and control characters (escape, bell, newline...) escaped the same way, so a
+    hostile key cannot move the cursor, recolour the terminal or break a table's rows (stats and the plots;
+    the other tables, and ls's compact listing, print keys as :func:`safe_text` leaves them)."""
+    text = safe_text(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
 shape_text = remembered(4096)(_shape_text)
 """``formats.core.shapes.shape_text``, cached."""
 
