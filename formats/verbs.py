@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from formats.ops.compare.verify import VerifyReport
     from formats.ops.convert.plan import ConversionResult
     from formats.ops.inspect.stats import CheckpointStats
-    from formats.ops.report.model import Report
+    from formats.ops.report.result import Report
     from formats.ops.rules import RuleSet
 
     Source = str | os.PathLike[str] | Checkpoint

@@ -18,7 +18,7 @@ import formats
 from formats import write_checkpoint
 from formats.api import open_checkpoint
 from formats.core.names import safe_text
-from formats.ops.report.build import build_report, checkpoint_report, diff_report
+from formats.ops.report.build import build_report, checkpoint_report
 from formats.ops.report.heatmap import heatmap
 from formats.ops.report.html import anchor, script_json
 

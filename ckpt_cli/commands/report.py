@@ -8,7 +8,7 @@ from ..spec import CHECKPOINT, PATH, Arg, Command, Ints, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from formats.ops.report.model import Report
+    from formats.ops.report.result import Report
 
     from ..environment import Environment
     from ..spec import Params

@@ -1,5 +1,5 @@
 """Rendering of ``ckpt report``: the line saying what was written (the page itself is
-:meth:`formats.ops.report.model.Report.to_html`, which Jupyter shows too)."""
+:meth:`formats.ops.report.result.Report.to_html`, which Jupyter shows too)."""
 from __future__ import annotations
 
 from typing import Any

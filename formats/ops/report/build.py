@@ -23,8 +23,8 @@ from formats.core.values import CHUNK_ELEMENTS, value_kind
 from formats.ops.inspect.histogram import LINEAR, LOG
 from formats.ops.inspect.stats import tensor_stats
 from formats.ops.inspect.tree import TreeNode, build_tree
-from formats.ops.report.model import (KINDS, CheckpointReport, DiffReport, PairReport, Report, RunReport,
-                                      VariableReport)
+from formats.ops.report.model import KINDS, CheckpointReport, DiffReport, PairReport, RunReport, VariableReport
+from formats.ops.report.result import Report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def report_kind(paths: Sequence[str]) -> str:
 def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: str | None = None,
                  bins: int = DEFAULT_BINS, patterns: Sequence[str] = (), jobs: int | None = 1,
                  progress: Progress | None = None) -> Report:
-    """The :class:`~formats.ops.report.model.Report` of ``paths`` (``kind`` as :func:`report_kind` finds it when
+    """The :class:`~formats.ops.report.result.Report` of ``paths`` (``kind`` as :func:`report_kind` finds it when
     None; checkpoints given opened are left open, paths are opened and closed here)."""
     names = [p.path if isinstance(p, Checkpoint) else os.fspath(p) for p in paths]
     kind = kind or report_kind(names)

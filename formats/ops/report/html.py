@@ -1,7 +1,7 @@
 """A report as one self-contained HTML page: inline CSS, script and SVG, no request to anything.
 
 This is the one place the report's HTML is made, in the library rather than in ``ckpt_cli/render/``, because
-:meth:`Report._repr_html_ <formats.ops.report.model.Report._repr_html_>` (Jupyter) must give the same page
+:meth:`Report._repr_html_ <formats.ops.report.result.Report._repr_html_>` (Jupyter) must give the same page
 without the command line; ``ckpt report`` writes :func:`render_html`'s text.
 
 Everything that comes from a checkpoint (keys, names, notes, paths) goes through :func:`esc` (HTML escaping
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from formats.ops.inspect.tree import CheckpointTree, TreeNode
-    from formats.ops.report.model import CheckpointReport, DiffReport, Report, RunReport, VariableReport
+    from formats.ops.report.model import CheckpointReport, DiffReport, RunReport, VariableReport
+
+    Report = Any  # formats.ops.report.result.Report, which imports this module (one of its fields is set per kind)
 
 __all__ = ["render_html", "render_fragment", "esc", "anchor", "script_json", "content_policy"]
 
@@ -110,7 +112,7 @@ def _files(files: list[str], limit: int = 12) -> str:
 
 # -- one checkpoint ---------------------------------------------------------------------------------------
 def _checkpoint(report: Report) -> str:
-    c: CheckpointReport = report.checkpoint  # type: ignore[assignment]
+    c: CheckpointReport = report.checkpoint
     head = (f"<h1>{esc(c.path)}</h1><p class=\"facts\">{esc(c.format)}, {c.tensors} tensors, "
             f"{c.parameters:,} parameters, {human_bytes(c.nbytes)}"
             + (f"; files: {_files(c.files)}" if c.files else "") + "</p>")
@@ -212,7 +214,7 @@ _CHANGE = (("rel L2", "rel_l2"), ("cosine", "cosine"), ("max|a-b|", "max_abs_dif
 
 
 def _diff(report: Report) -> str:
-    d: DiffReport = report.diff  # type: ignore[assignment]
+    d: DiffReport = report.diff
     head = (f"<h1>{esc(d.a)} vs {esc(d.b)}</h1><p class=\"facts\">{esc(d.format_a)} vs {esc(d.format_b)}: "
             f"{len(d.pairs)} changed, {len(d.only_in_a)} only in A, {len(d.only_in_b)} only in B, "
             f"{d.same} the same</p>")
@@ -271,7 +273,7 @@ def _when(mtime: float | None) -> str:
 
 
 def _run(report: Report) -> str:
-    r: RunReport = report.run  # type: ignore[assignment]
+    r: RunReport = report.run
     t = r.trend
     head = (f"<h1>{esc(t.path)}</h1><p class=\"facts\">{len(t.checkpoints)} checkpoints, "
             f"{len(t.variables)} variables</p>")

@@ -3,7 +3,6 @@ steps, a bar, and a heatmap (a palette PNG inside an SVG, one pixel per cell). N
 digits and every shape of a chart is one ``<path>``, so a drawing is a few hundred bytes."""
 from __future__ import annotations
 
-import math
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
