@@ -102,13 +102,14 @@ def diff(a: Source, b: Source, *, match: str = "key", rules: RuleSet | Sequence[
 
 
 def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = None,
-          progress: Progress | None = None) -> CheckpointStats:
+          progress: Progress | None = None, histograms: Sequence[str] = (), bins: int = 32) -> CheckpointStats:
     """min, max, mean, std, L2 norm, zeros, NaN and Inf counts of the tensors matching ``patterns`` (all when
-    empty; ``ckpt stats``)."""
+    empty; ``ckpt stats``), and with ``histograms`` (``"linear"``, ``"log"``) each tensor's histograms of
+    ``bins`` bins (:mod:`formats.ops.inspect.histogram`)."""
     from formats.ops.inspect.stats import checkpoint_stats
 
     with _Opened(source) as ckpt:
-        return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs)
+        return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs, histograms=histograms, bins=bins)
 
 
 def report(*sources: Source, kind: str | None = None, patterns: Sequence[str] = (), bins: int = 48,

@@ -5,6 +5,9 @@ of zeros, NaNs and Infs. min/max/mean/std/L2 are over the finite elements only. 
 to float64 chunk by chunk (bfloat16, float16 and float8 go through float32 first); complex tensors are
 summarised by their magnitudes. Strings and variants get a count only. Bundle tensors are streamed
 from the memory-mapped data file with their checksum checked (see :mod:`formats.core.values`).
+
+With ``histograms`` (scales of :mod:`.histogram`) each numeric tensor also gets its histograms: bins from
+the dtype are counted in the statistics pass, bins from the values' range in one more pass after it.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from formats.core.model import Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
 from formats.core.records import field, record
 from formats.core.selection import select
+from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
+                                           float_chunks)
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
 
 TYPE_CHECKING = False
@@ -42,6 +47,8 @@ class TensorStats:
     zeros: int | None = None
     nan: int | None = None
     inf: int | None = None
+    histograms: dict[str, Histogram] | None = None
+    """Histograms by scale (``linear``, ``log``) when asked for (empty for a string or unreadable tensor)."""
 
     @property
     def finite(self) -> bool:
@@ -49,10 +56,14 @@ class TensorStats:
         return not (self.nan or self.inf)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"key", "dtype", "shape", "size", "min", "max", "mean", "std", "l2", "zeros", "nan", "inf"}``."""
-        return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "size": self.size, "min": self.min,
-                "max": self.max, "mean": self.mean, "std": self.std, "l2": self.l2, "zeros": self.zeros,
-                "nan": self.nan, "inf": self.inf}
+        """``{"key", "dtype", "shape", "size", "min", "max", "mean", "std", "l2", "zeros", "nan", "inf"}``, and
+        ``"histograms": {scale: Histogram.to_json()}`` (empty for a string tensor) when they were asked for."""
+        out = {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "size": self.size, "min": self.min,
+               "max": self.max, "mean": self.mean, "std": self.std, "l2": self.l2, "zeros": self.zeros,
+               "nan": self.nan, "inf": self.inf}
+        if self.histograms is not None:
+            out["histograms"] = {scale: h.to_json() for scale, h in self.histograms.items()}
+        return out
 
 
 @record
@@ -97,13 +108,18 @@ class _Running:
         self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
 
 
-def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> TensorStats:
-    """The :class:`TensorStats` of one tensor, reading it in chunks of ``chunk_elements``."""
+def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS, histograms: Sequence[str] = (),
+                 bins: int = DEFAULT_BINS) -> TensorStats:
+    """The :class:`TensorStats` of one tensor, reading it in chunks of ``chunk_elements``; with
+    ``histograms`` (scales) also its :class:`~formats.ops.inspect.histogram.Histogram` on each, ``bins`` bins."""
     import numpy as np
 
     out = TensorStats(entry.key, entry.dtype, entry.shape, entry.size)
     if entry.unreadable or value_kind(entry.dtype) in ("bytes", "other"):
+        out.histograms = {} if histograms else None
         return out
+    early = {s: counter_for(s, entry.dtype, None, bins) for s in histograms}
+    magnitudes = ValueRange() if any(c is None and s == LOG for s, c in early.items()) else None
     run, zeros, nan, inf = _Running(), 0, 0, 0
     exact: list[int] = []  # integer min/max kept exact (float64 cannot hold every int64)
     integral = value_kind(entry.dtype) in ("int", "bool")
@@ -117,28 +133,53 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Te
             nan_mask = np.isnan(x)
             x = np.abs(x)
             x[nan_mask] = np.nan
+        _count(early, x)
         zeros += x.size - int(np.count_nonzero(x))  # NaN is non-zero
         finite = np.isfinite(x)
-        if finite.all():  # the usual case: no mask, no copy
-            run.add(x)
-            continue
-        nans = int(np.isnan(x).sum())
-        nan += nans
-        inf += int(x.size - finite.sum()) - nans
-        run.add(x[finite])
+        if not finite.all():
+            nans = int(np.isnan(x).sum())
+            nan += nans
+            inf += int(x.size - finite.sum()) - nans
+            x = x[finite]
+        run.add(x)
+        if magnitudes is not None:
+            magnitudes.add(x)
     out.zeros, out.nan, out.inf = zeros, nan, inf
     if run.n:
         out.min, out.max, out.mean = (exact[0], exact[1], run.mean) if exact else (run.lo, run.hi, run.mean)
         out.std, out.l2 = math.sqrt(max(run.m2, 0.0) / run.n), math.sqrt(run.sq)
+    if histograms:
+        out.histograms = _histograms(entry, early, out, magnitudes, bins, chunk_elements)
     return out
 
 
+def _count(counters: dict[str, HistogramCounter | None], x: np.ndarray) -> None:
+    for counter in counters.values():
+        if counter is not None:
+            counter.add(x)
+
+
+def _histograms(entry: TensorEntry, early: dict[str, HistogramCounter | None], stats: TensorStats,
+                magnitudes: ValueRange | None, bins: int, chunk_elements: int) -> dict[str, Histogram]:
+    """Finish the histograms counted in the statistics pass; count the others, whose bins come from the
+    range that pass found, in a second pass."""
+    known = magnitudes or ValueRange()
+    known.lo, known.hi = stats.min, stats.max
+    late = {s: counter_for(s, entry.dtype, known, bins) for s, c in early.items() if c is None}
+    if late:
+        for x in float_chunks(entry, chunk_elements):
+            _count(late, x)
+    counters = {**early, **late}
+    return {s: c.result() for s, c in counters.items() if c is not None}
+
+
 def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
-                     progress: Callable[[int, int], None] | None = None, jobs: int | None = 1) -> CheckpointStats:
+                     progress: Callable[[int, int], None] | None = None, jobs: int | None = 1,
+                     histograms: Sequence[str] = (), bins: int = DEFAULT_BINS) -> CheckpointStats:
     """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key.
 
     Tensors are read on ``jobs`` threads (None: every core) when the format allows concurrent reads; the
-    result is the same whatever ``jobs`` is. Raises :class:`~formats.core.errors.NothingSelectedError`
+    result is the same whatever ``jobs`` is. ``histograms`` and ``bins`` as :func:`tensor_stats`. Raises :class:`~formats.core.errors.NothingSelectedError`
     when a pattern matches no key."""
     entries = list(select(ckpt, patterns))
     done = [0, 0]
@@ -149,6 +190,6 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
         if progress is not None:
             progress(*done)
 
-    found = map_ordered(lambda entry: tensor_stats(entry, chunk_elements), entries,
+    found = map_ordered(lambda entry: tensor_stats(entry, chunk_elements, histograms, bins), entries,
                         jobs if ckpt.concurrent_reads else 1, weight=lambda entry: entry.nbytes, done=advance)
     return CheckpointStats(ckpt.path, ckpt.format, found)
