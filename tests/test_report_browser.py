@@ -18,18 +18,20 @@ pytest.importorskip("websocket", reason="needs websocket-client (the test extra)
 pytestmark = pytest.mark.skipif(chromium() is None, reason="needs chromium (apt-get install chromium)")
 
 SLOTS = CORPUS / "seed_slots" / "tf_ckpts"
-KINDS = {"checkpoint": [SLOTS / "ckpt-5"], "diff": [SLOTS / "ckpt-3", SLOTS / "ckpt-5"], "run": [SLOTS]}
+ESTIMATOR = CORPUS / "tf1_estimator"
+KINDS = {"checkpoint": [CORPUS / "keras3_tagger" / "tagger.keras"],
+         "diff": [ESTIMATOR / "model.ckpt-1", ESTIMATOR / "model.ckpt-200"], "run": [SLOTS]}
 
 
 @pytest.fixture(scope="module")
 def page():
-    with Page() as p:
+    with Page(1000, 1000) as p:
         yield p
 
 
 def written(run_cli, tmp_path: Path, kind: str) -> Path:
     out = tmp_path / f"{kind}.html"
-    result = run_cli("report", *KINDS[kind], "-o", out)
+    result = run_cli("report", *(os.path.relpath(p) for p in KINDS[kind]), "-o", out)
     assert result.exit_code == 0, result.stderr
     return out
 
@@ -37,7 +39,10 @@ def written(run_cli, tmp_path: Path, kind: str) -> Path:
 def _screen(page: Page, kind: str) -> None:
     folder = os.environ.get("CKPT_REPORT_SCREENS")
     if folder:
+        page.eval("document.querySelectorAll('.tree > details').forEach(d => { d.open = true; })")
         page.eval("window.scrollTo(0, 0)")
+        if kind == "diff":  # the first heatmap, under the table
+            page.eval("window.scrollTo(0, document.querySelector('svg.heat').closest('article').offsetTop - 420)")
         page.screenshot(Path(folder) / f"report-{kind}.png")
 
 
@@ -59,13 +64,13 @@ def test_search_filters_sections_and_tree(run_cli, tmp_path, page):
     total = page.eval("document.querySelectorAll('article.var').length")
     shown = page.eval("""(() => {
         const box = document.querySelector('input[type=search]');
-        box.value = 'kernel'; box.dispatchEvent(new Event('input'));
+        box.value = 'DENSE'; box.dispatchEvent(new Event('input'));
         return [...document.querySelectorAll('article.var')].filter(a => a.offsetParent !== null)
             .map(a => a.dataset.key); })()""")
-    assert shown and len(shown) < total and all("kernel" in k for k in shown)
+    assert shown and len(shown) < total and all("dense" in k.lower() for k in shown)
     assert page.eval("document.querySelector('.count').textContent") == f"{len(shown)} shown"
     assert page.eval("[...document.querySelectorAll('.tree .leaf')].filter(d => d.offsetParent !== null)"
-                     ".every(d => d.dataset.key.toLowerCase().includes('kernel'))")
+                     ".every(d => d.dataset.key.toLowerCase().includes('dense'))")
     assert page.eval("[...document.querySelectorAll('.tree details')].filter(d => d.offsetParent !== null)"
                      ".every(d => d.open)")
     page.eval("(() => { const b = document.querySelector('input[type=search]'); b.value = '';"
@@ -81,12 +86,16 @@ def test_tree_expands_and_log_switch_shows_log_histograms(run_cli, tmp_path, pag
     assert page.eval("""(() => { const d = document.querySelector('.tree > details');
         d.querySelector('summary').click(); return d.open &&
         [...d.children].some(c => c.tagName !== 'SUMMARY' && c.offsetParent !== null); })()""")
-    visible = "[...document.querySelectorAll('svg.h-log')].filter(s => getComputedStyle(s).display !== 'none').length"
-    assert page.eval(visible) == 0
+    def shown(css: str) -> int:
+        return page.eval(f"[...document.querySelectorAll('svg.hist path.{css}')]"
+                         ".filter(p => getComputedStyle(p).display !== 'none').length")
+
+    paths = page.eval("document.querySelectorAll('svg.hist path.ylog').length")
+    assert paths > 0 and (shown("ylin"), shown("ylog")) == (paths, 0)
     page.eval("document.querySelector('input.log-all').click()")
-    assert page.eval(visible) == page.eval("document.querySelectorAll('svg.h-log').length") > 0
-    assert page.eval("[...document.querySelectorAll('svg.h-lin')].filter(s => getComputedStyle(s).display !== "
-                     "'none' && s.closest('article').querySelector('svg.h-log')).length") == 0
+    assert (shown("ylin"), shown("ylog")) == (0, paths)
+    page.eval("document.querySelector('input.log-one').click()")  # one histogram back to linear heights
+    assert (shown("ylin"), shown("ylog")) == (1, paths - 1)
 
 
 def test_an_anchor_scrolls_to_its_section(run_cli, tmp_path, page):

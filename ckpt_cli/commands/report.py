@@ -24,7 +24,8 @@ def run(env: Environment, p: Params) -> int:
         raise UsageError("", "say where the page goes: -o OUT.html (or --json for the data on stdout)")
     kind = report_kind(p.paths) if p.kind == "auto" else p.kind
     if kind == "run":
-        result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, jobs=p.jobs)
+        result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
+                              jobs=p.jobs)
     else:
         result = _report(p, kind)
     written = result.write_html(p.out, force=p.force) if p.out is not None else None
@@ -52,7 +53,8 @@ def _report(p: Params, kind: str) -> Report:
         opened = [stack.enter_context(open_checkpoint(path)) for path in p.paths]
         total = sum(e.nbytes for c in opened for e in c.values())
         with progress_for(opened[0], "reading", total=total) as progress:
-            return verbs.report(*opened, kind=kind, patterns=p.patterns, bins=p.bins, jobs=p.jobs, progress=progress)
+            return verbs.report(*opened, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
+                                jobs=p.jobs, progress=progress)
 
 
 SPEC = Command(
@@ -87,7 +89,9 @@ SPEC = Command(
         Opt("--filter", "-f", name="patterns", multiple=True, metavar="GLOB",
             help="Only tensors whose key is GLOB or matches it (repeatable)."),
         Opt("--bins", type=Ints(min=1, max=1024), default=48, show_default=True, metavar="N",
-            help="Histogram bins per tensor (on each scale: linear, and log10 of the magnitudes)."),
+            help="Histogram bins per tensor."),
+        Opt("--log-bins", flag=True,
+            help="Also each tensor's histogram of log10 |x| (magnitudes over decades; about as much work again)."),
         Opt("--force", flag=True, help="Replace an existing OUT."),
         json_option("The report's data as JSON on stdout (with -o, the page is written too)."),
         jobs_option(),

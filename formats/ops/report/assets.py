@@ -2,7 +2,7 @@
 
 Every rule is scoped under ``.ckpt-report`` so a report shown in Jupyter leaves the notebook's own styles
 alone. The script only filters by key, opens the tree along a search and switches every histogram between
-its linear and its log scale (each histogram's own switch is CSS alone): everything it reads is in the page's elements (``data-key``), so a report reads
+linear and log heights (each histogram's own switch is CSS alone): everything it reads is in the page's elements (``data-key``), so a report reads
 the same, unfiltered, where scripts do not run.
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ CSS = """
 .ckpt-report .flag.only{background:#e6ecfa;color:#24478f}
 .ckpt-report svg text{font:10px ui-monospace,Menlo,Consolas,monospace;fill:#555e70}
 .ckpt-report svg.hist path{fill:#3b6fd8}
-.ckpt-report svg.h-log,.ckpt-report article:has(input.log-one:checked) svg.h-lin{display:none}
-.ckpt-report article:has(input.log-one:checked) svg.h-log{display:inline}
+.ckpt-report svg.hist .ylog,.ckpt-report article:has(input.log-one:checked) svg.hist .ylin{display:none}
+.ckpt-report article:has(input.log-one:checked) svg.hist .ylog{display:inline}
 .ckpt-report svg.line path{fill:none;stroke-width:1.5}
 .ckpt-report svg.line .l0{stroke:#3b6fd8}.ckpt-report svg.line .l1{stroke:#d8742b;stroke-dasharray:4 3}
 .ckpt-report svg.line .t0{fill:#3b6fd8}.ckpt-report svg.line .t1{fill:#d8742b}

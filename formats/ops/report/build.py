@@ -1,9 +1,9 @@
 """Computing a report: one checkpoint, two, or a run directory, streamed a chunk at a time.
 
 - one checkpoint: its object tree (:func:`~formats.ops.inspect.tree.build_tree`; optimizer state in a tree of
-  its own) and, per tensor, :func:`~formats.ops.inspect.stats.tensor_stats` with its histograms on the linear
-  and the log scale (:mod:`formats.ops.inspect.histogram`: bins fixed from the statistics pass, counted in a
-  second pass);
+  its own) and, per tensor, :func:`~formats.ops.inspect.stats.tensor_stats` with its histogram
+  (:mod:`formats.ops.inspect.histogram`: bins fixed from the statistics pass, counted in a second pass; on
+  request also the histogram of log10 |x|);
 - two checkpoints: :func:`~formats.ops.compare.diff.diff_checkpoints` (the diff verb's pairing and
   statistics), and for each changed 2-D pair a down-sampled heatmap of ``|a - b|`` (:mod:`.heatmap`);
 - a run directory: :func:`~formats.ops.inspect.trend.run_trend` (every variable's norm at each step).
@@ -20,7 +20,7 @@ from formats.core.model import OPTIMIZER_ROLES, Checkpoint, TensorEntry
 from formats.core.parallel import map_ordered
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, value_kind
-from formats.ops.inspect.histogram import LINEAR, LOG
+from formats.ops.inspect.histogram import LINEAR
 from formats.ops.inspect.stats import tensor_stats
 from formats.ops.inspect.tree import TreeNode, build_tree
 from formats.ops.report.model import KINDS, CheckpointReport, DiffReport, PairReport, RunReport, VariableReport
@@ -59,10 +59,11 @@ def report_kind(paths: Sequence[str]) -> str:
 
 
 def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: str | None = None,
-                 bins: int = DEFAULT_BINS, patterns: Sequence[str] = (), jobs: int | None = 1,
-                 progress: Progress | None = None) -> Report:
+                 bins: int = DEFAULT_BINS, scales: Sequence[str] = (LINEAR,), patterns: Sequence[str] = (),
+                 jobs: int | None = 1, progress: Progress | None = None) -> Report:
     """The :class:`~formats.ops.report.result.Report` of ``paths`` (``kind`` as :func:`report_kind` finds it when
-    None; checkpoints given opened are left open, paths are opened and closed here)."""
+    None; checkpoints given opened are left open, paths are opened and closed here). ``bins`` and ``scales``:
+    each tensor's histograms (:func:`variable_report`)."""
     names = [p.path if isinstance(p, Checkpoint) else os.fspath(p) for p in paths]
     kind = kind or report_kind(names)
     if kind not in KINDS:
@@ -81,7 +82,8 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
         if kind == "diff":
             report.diff = diff_report(opened[0], opened[1], patterns, jobs=jobs, progress=progress)
         else:
-            report.checkpoint = checkpoint_report(opened[0], patterns, bins=bins, jobs=jobs, progress=progress)
+            report.checkpoint = checkpoint_report(opened[0], patterns, bins=bins, scales=scales, jobs=jobs,
+                                                  progress=progress)
     finally:
         for given, ckpt in zip(paths, opened):
             if ckpt is not given:
@@ -98,17 +100,18 @@ def _open(source: str | os.PathLike[str] | Checkpoint) -> Checkpoint:
 
 
 # -- one checkpoint --------------------------------------------------------------------------------------
-def variable_report(entry: TensorEntry, bins: int = DEFAULT_BINS,
-                    chunk_elements: int = CHUNK_ELEMENTS) -> VariableReport:
-    """One tensor's :class:`VariableReport`: :func:`~formats.ops.inspect.stats.tensor_stats` with its linear and
-    log histograms (:mod:`formats.ops.inspect.histogram`; none for strings, variants, unreadable tensors)."""
-    stats = tensor_stats(entry, chunk_elements, histograms=(LINEAR, LOG), bins=bins)
+def variable_report(entry: TensorEntry, bins: int = DEFAULT_BINS, chunk_elements: int = CHUNK_ELEMENTS,
+                    scales: Sequence[str] = (LINEAR,)) -> VariableReport:
+    """One tensor's :class:`VariableReport`: :func:`~formats.ops.inspect.stats.tensor_stats` with its histograms
+    on ``scales`` (:mod:`formats.ops.inspect.histogram`: ``linear``, and ``log``, of log10 |x|, which costs
+    about as much again; none for strings, variants, unreadable tensors)."""
+    stats = tensor_stats(entry, chunk_elements, histograms=tuple(scales), bins=bins)
     return VariableReport(entry.key, entry.dtype, entry.shape, entry.nbytes, str(entry.role), entry.name,
                           entry.partitions, sorted(set(entry.files)), stats)
 
 
 def checkpoint_report(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: int = DEFAULT_BINS,
-                      jobs: int | None = 1, progress: Progress | None = None,
+                      scales: Sequence[str] = (LINEAR,), jobs: int | None = 1, progress: Progress | None = None,
                       chunk_elements: int = CHUNK_ELEMENTS) -> CheckpointReport:
     """The :class:`CheckpointReport` of the tensors of ``ckpt`` whose keys match ``patterns`` (all when
     empty), sorted by key."""
@@ -121,7 +124,7 @@ def checkpoint_report(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: i
         if progress is not None:
             progress(*done)
 
-    found = map_ordered(lambda e: variable_report(e, bins, chunk_elements), entries,
+    found = map_ordered(lambda e: variable_report(e, bins, chunk_elements, scales), entries,
                         jobs if ckpt.concurrent_reads else 1, weight=lambda e: e.nbytes, done=advance)
     full = build_tree(ckpt, patterns=list(patterns) or None)
     model, optimizer = split_optimizer(full)

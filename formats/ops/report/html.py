@@ -194,19 +194,16 @@ def _variable(v: VariableReport) -> str:
 
 
 def _histograms(hists: dict[str, Any], s: Any) -> str:
-    """The linear histogram, and the log one (log10 of the magnitudes) behind the ``log`` switch."""
+    """The histogram of the values (a ``log`` switch for log heights), and of log10 |x| when it was computed."""
     linear, log = hists.get("linear"), hists.get("log")
-    if linear is None or not linear.binned and (log is None or not log.binned):
+    if linear is None or not linear.binned:
         why = "no numeric values" if s.nan is None else "no finite values"
         return (f'<div><svg class="hist" viewBox="0 0 320 86" width="320" height="86" role="img" '
                 f'aria-label="no histogram"><text x="0" y="40">{why}</text></svg></div>')
-    lin = histogram_svg(linear.counts, linear.edges[0], linear.edges[-1], "h-lin")
-    switch = ""
+    plots = histogram_svg(linear.counts, linear.edges[0], linear.edges[-1])
     if log is not None and log.binned:
-        lo, hi = 10 ** log.edges[0], 10 ** log.edges[-1]
-        lin += histogram_svg(log.counts, lo, hi, "h-log", "|x| ")
-        switch = '<label class="scale"><input type="checkbox" class="log-one"> log10 |x|</label>'
-    return f"<div>{switch}{lin}</div>"
+        plots += histogram_svg(log.counts, 10 ** log.edges[0], 10 ** log.edges[-1], "|x| ")
+    return f'<div><label class="scale"><input type="checkbox" class="log-one"> log</label>{plots}</div>'
 
 
 # -- two checkpoints --------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The report's drawings as small inline SVG: a histogram, a line chart over a run's
+"""The report's drawings as small inline SVG: a histogram (linear and log heights), a line chart over a run's
 steps, a bar, and a heatmap (a palette PNG inside an SVG, one pixel per cell). Numbers are written with few
 digits and every shape of a chart is one ``<path>``, so a drawing is a few hundred bytes."""
 from __future__ import annotations
+
+import math
 
 
 TYPE_CHECKING = False
@@ -41,13 +43,16 @@ def _step_path(heights: Sequence[float], width: float, height: float) -> str:
     return "".join(parts)
 
 
-def histogram_svg(counts: Sequence[int], lo: float, hi: float, css: str = "h-lin", prefix: str = "") -> str:
-    """Bars of ``counts`` over ``[lo, hi]`` (an SVG of class ``hist`` and ``css``), the axis' ends (after
-    ``prefix``) under it and the highest count over it."""
+def histogram_svg(counts: Sequence[int], lo: float, hi: float, prefix: str = "") -> str:
+    """Bars of ``counts`` over ``[lo, hi]``, twice: with heights linear in the count (a path of class ``ylin``)
+    and in its logarithm (``ylog``, hidden until the page's log switch shows it), the axis' ends (after
+    ``prefix``) under them and the highest count over them."""
     peak = max(counts, default=0) or 1
-    heights = [c / peak for c in counts]
-    return (f'<svg class="hist {css}" viewBox="0 0 {W} {H + 14}" width="{W}" height="{H + 14}" role="img" '
-            f'aria-label="histogram"><path d="{_step_path(heights, W, H)}"/>'
+    linear = [c / peak for c in counts]
+    logged = [math.log1p(c) / math.log1p(peak) for c in counts]
+    return (f'<svg class="hist" viewBox="0 0 {W} {H + 14}" width="{W}" height="{H + 14}" role="img" '
+            f'aria-label="histogram"><path class="ylin" d="{_step_path(linear, W, H)}"/>'
+            f'<path class="ylog" d="{_step_path(logged, W, H)}"/>'
             f'<text x="0" y="{H + 12}">{prefix}{number(lo)}</text><text x="{W}" y="{H + 12}" text-anchor="end">'
             f'{number(hi)}</text><text x="{W}" y="10" text-anchor="end" class="peak">{peak}</text></svg>')
 
