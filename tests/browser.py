@@ -111,7 +111,9 @@ class Page:
             raise RuntimeError(f"{expression}: {found['exceptionDetails']}")
         return found["result"].get("value")
 
-    def screenshot(self, out: Path) -> None:
-        """The viewport as a PNG."""
-        data = self.call("Page.captureScreenshot", format="png")["data"]
+    def screenshot(self, out: Path, height: int | None = None) -> None:
+        """The viewport as a PNG (with ``height``, the page's top ``height`` pixels, beyond the viewport)."""
+        clip = {"x": 0, "y": 0, "width": self.size[0], "height": height, "scale": 1} if height else None
+        extra = {"clip": clip, "captureBeyondViewport": True} if clip else {}
+        data = self.call("Page.captureScreenshot", format="png", **extra)["data"]
         out.write_bytes(base64.b64decode(data))

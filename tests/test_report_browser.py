@@ -41,9 +41,11 @@ def _screen(page: Page, kind: str) -> None:
     if folder:
         page.eval("document.querySelectorAll('.tree > details').forEach(d => { d.open = true; })")
         page.eval("window.scrollTo(0, 0)")
-        if kind == "diff":  # the first heatmap, under the table
-            page.eval("window.scrollTo(0, document.querySelector('svg.heat').closest('article').offsetTop - 420)")
-        page.screenshot(Path(folder) / f"report-{kind}.png")
+        height = None
+        if kind == "diff":  # down to the first heatmap, under the table
+            height = page.eval("(() => { const a = document.querySelector('svg.heat').closest('article');"
+                               "return Math.ceil(a.getBoundingClientRect().bottom + 8); })()")
+        page.screenshot(Path(folder) / f"report-{kind}.png", height)
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

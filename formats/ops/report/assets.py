@@ -35,7 +35,7 @@ CSS = """
 .ckpt-report .plots{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}
 .ckpt-report table.stats{align-self:start}
 .ckpt-report .flag{display:inline-block;font:600 11px system-ui,sans-serif;padding:0 6px;border-radius:8px;margin-left:6px;vertical-align:middle}
-.ckpt-report .flag.nan,.ckpt-report .flag.inf{background:#fde2e1;color:#a40e0b}
+.ckpt-report .flag.nan,.ckpt-report .flag.inf,.ckpt-report .flag.unreadable{background:#fde2e1;color:#a40e0b}
 .ckpt-report .flag.all-zero{background:#fff1c2;color:#7a5b00}
 .ckpt-report .flag.only{background:#e6ecfa;color:#24478f}
 .ckpt-report svg text{font:10px ui-monospace,Menlo,Consolas,monospace;fill:#555e70}

@@ -107,7 +107,7 @@ def variable_report(entry: TensorEntry, bins: int = DEFAULT_BINS, chunk_elements
     about as much again; none for strings, variants, unreadable tensors)."""
     stats = tensor_stats(entry, chunk_elements, histograms=tuple(scales), bins=bins)
     return VariableReport(entry.key, entry.dtype, entry.shape, entry.nbytes, str(entry.role), entry.name,
-                          entry.partitions, sorted(set(entry.files)), stats)
+                          entry.partitions, sorted(set(entry.files)), stats, entry.unreadable)
 
 
 def checkpoint_report(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: int = DEFAULT_BINS,

@@ -187,6 +187,8 @@ def _variable(v: VariableReport) -> str:
         facts.append(f"{v.partitions} partitions")
     if v.files:
         facts.append("stored in " + _files(v.files, 3))
+    if v.unreadable:
+        facts.append("unreadable: " + esc(v.unreadable))
     plot = _histograms(v.stats.histograms or {}, s)
     return (f'<article class="var" id="{esc(anchor("k-", v.key))}" data-key="{esc(v.key)}">'
             f'<h3><a href="#{esc(anchor("k-", v.key))}">{esc(v.key)}</a>{_flags(v.flags)}</h3>'
@@ -197,7 +199,7 @@ def _histograms(hists: dict[str, Any], s: Any) -> str:
     """The histogram of the values (a ``log`` switch for log heights), and of log10 |x| when it was computed."""
     linear, log = hists.get("linear"), hists.get("log")
     if linear is None or not linear.binned:
-        why = "no numeric values" if s.nan is None else "no finite values"
+        why = "no numeric values read" if s.nan is None else "no finite values"
         return (f'<div><svg class="hist" viewBox="0 0 320 86" width="320" height="86" role="img" '
                 f'aria-label="no histogram"><text x="0" y="40">{why}</text></svg></div>')
     plots = histogram_svg(linear.counts, linear.edges[0], linear.edges[-1])
@@ -294,4 +296,4 @@ def _trend(v: Any, steps: list[int | None]) -> str:
             f'<h3><a href="#{esc(anchor("k-", v.key))}">{esc(v.key)}</a>{flags}</h3>'
             f'<div class="facts">{facts}</div>'
             f'<div class="plots">{line_svg(v.norm, steps, "L2 norm")}'
-            f'{line_svg(v.change, steps, "L2 norm of the change since the previous step", "l1")}</div></article>')
+            f'{line_svg(v.change, steps, "L2 norm of the change", "l1")}</div></article>')

@@ -32,25 +32,28 @@ class VariableReport:
     partitions: int
     files: list[str]
     stats: TensorStats
+    unreadable: str | None = None
+    """Why ckpt cannot read the tensor (its statistics are then its count only), else None."""
 
     @property
     def flags(self) -> list[str]:
-        """``nan``, ``inf``, ``all-zero``, ``unreadable``: what deserves a second look."""
+        """``unreadable``, ``nan``, ``inf``, ``all-zero``: what deserves a second look."""
         s = self.stats
-        out = [name for name, count in (("nan", s.nan), ("inf", s.inf)) if count]
+        out = ["unreadable"] if self.unreadable else []
+        out += [name for name, count in (("nan", s.nan), ("inf", s.inf)) if count]
         if s.zeros is not None and s.size and s.zeros == s.size:
             out.append("all-zero")
         return out
 
     def to_json(self) -> dict[str, Any]:
         """``{"key", "dtype", "shape", "nbytes", "role", "name", "partitions", "files", "stats", "histograms",
-        "flags"}`` (``stats`` as ``ckpt stats --json`` has them, ``histograms`` by scale)."""
+        "flags", "unreadable"}`` (``stats`` as ``ckpt stats --json`` has them, ``histograms`` by scale)."""
         stats = {k: v for k, v in self.stats.to_json().items() if k not in ("key", "dtype", "shape", "histograms")}
         hists = self.stats.histograms or {}
         return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes,
                 "role": self.role, "name": self.name, "partitions": self.partitions, "files": self.files,
                 "stats": stats, "histograms": {scale: h.to_json() for scale, h in hists.items()},
-                "flags": self.flags}
+                "flags": self.flags, "unreadable": self.unreadable}
 
 
 @record
