@@ -52,7 +52,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                 "rules_out", "shards", "max_shard_size"),
     "Optimizer state": ("learning_rate", "hparams"),
     "Output": ("as_json", "all_rows", "verbose", "quiet", "sort", "tree", "names", "fmt", "mode", "by", "precision", "threshold",
-               "edgeitems", "full"),
+               "edgeitems", "full", "hist", "bins", "plot", "stat", "ascii"),
 }
 _HEADING = {name: title for title, names in GROUPS.items() for name in names}
 ORDER = ("Selection", "Rename rules", "Comparison", "Casting", "Writing", "Optimizer state", "Output", "Other options")

@@ -44,9 +44,12 @@ def test_variables_that_appear_or_change_shape(run_cli, tmp_path):
     assert [c["step"] for c in doc["checkpoints"]] == [1, 2, 10]
     assert doc["variables"] == [
         {"key": "b", "shape": [], "dtype": "float32", "norm": [None, 2.0, 1.0], "change": [None, None, 3.0],
-         "nonfinite": [None, 0, 0], "nonfinite_from": None},
+         "nonfinite": [None, 0, 0], "nonfinite_from": None, "mean": [None, 2.0, -1.0], "std": [None, 0.0, 0.0],
+         "min": [None, 2.0, -1.0], "max": [None, 2.0, -1.0]},
         {"key": "w", "shape": [3], "dtype": "float32", "norm": [5.0, 13.0, 0.0], "change": [None, None, 13.0],
-         "nonfinite": [0, 0, 0], "nonfinite_from": None}]
+         "nonfinite": [0, 0, 0], "nonfinite_from": None, "mean": [3.5, 19 / 3, 0.0],
+         "std": [0.5, pytest.approx(float(np.std([3.0, 4.0, 12.0])), rel=1e-12), 0.0], "min": [3.0, 3.0, 0.0],
+         "max": [4.0, 12.0, 0.0]}]
 
 
 def test_filters_and_unreadable_checkpoints(run_cli, tmp_path):

@@ -17,7 +17,7 @@ def run(env: Environment, p: Params) -> int:
     return run_diff(p.a, p.b, match=p.match, patterns=p.patterns, maps=p.maps, regexes=p.regexes,
                     rules_file=p.rules_file, strip_prefix_a=p.strip_prefix_a, strip_prefix_b=p.strip_prefix_b,
                     atol=p.atol, rtol=p.rtol, equal_nan=p.equal_nan, keys_only=p.keys_only, quiet=p.quiet,
-                    as_json=p.as_json, jobs=p.jobs, names=p.names, env=env)
+                    as_json=p.as_json, jobs=p.jobs, names=p.names, env=env, plot=p.plot, ascii=p.ascii)
 
 
 SPEC = Command(
@@ -29,7 +29,8 @@ SPEC = Command(
     A and B are checkpoints of any supported format, or directories (their latest
     checkpoint). Values are equal when their bytes are identical, unless --atol,
     --rtol or --equal-nan ask for numpy allclose semantics. Rename options rewrite
-    A's names so that they match B's.
+    A's names so that they match B's. --plot draws a bar per changed tensor of its
+    relative change ||a-b||/||a||, biggest first, fitting the terminal.
 
     \b
     Examples:
@@ -39,6 +40,7 @@ SPEC = Command(
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
       ckpt diff --names run_a/tf_ckpts/ckpt-4 run_a/tf_ckpts/ckpt-5   # exit 1: with names, roles
       ckpt diff --match converted tagger_weights.h5 keras3/converted.weights.h5   # a conversion's check
+      ckpt diff --plot run_a/model.ckpt-1 run_a/model.ckpt-200   # exit 1: which tensors moved
     """,
     arguments=(Arg("a", type=CHECKPOINT), Arg("b", type=CHECKPOINT)),
     options=(
@@ -57,6 +59,8 @@ SPEC = Command(
         Opt("--equal-nan", flag=True, help="Count NaN as equal to NaN (tolerance comparison)."),
         Opt("--keys-only", flag=True, help="Compare keys, shapes and dtypes only; read no values."),
         Opt("--names", flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does."),
+        Opt("--plot", flag=True, help="Draw a bar per changed tensor of its relative change instead of the table."),
+        Opt("--ascii", flag=True, help="Draw --plot in ASCII characters instead of Unicode blocks."),
         Opt("-q", "--quiet", flag=True, help="Print nothing; the exit status says it all."),
         json_option(),
         jobs_option(),
@@ -68,10 +72,11 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
              regexes: tuple[str, ...] = (), rules_file: str | None = None, strip_prefix_a: str | None = None,
              strip_prefix_b: str | None = None, atol: float | None = None, rtol: float | None = None,
              equal_nan: bool = False, keys_only: bool = False, quiet: bool = False, as_json: bool = False,
-             jobs: int | None = 0, names: bool = False, env: Environment | None = None) -> int:
+             jobs: int | None = 0, names: bool = False, env: Environment | None = None, plot: bool = False,
+             ascii: bool = False) -> int:
     """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
-    ``quiet`` (with ``names``, each key's name and role beside it), and return the exit status (0 equal,
-    1 different)."""
+    ``quiet`` (with ``names``, each key's name and role beside it; with ``plot``, bars of the relative changes
+    instead of the table, in ASCII with ``ascii``), and return the exit status (0 equal, 1 different)."""
     from formats import verbs
     from formats.api import open_checkpoint
     from formats.ops.compare.diff import Tolerance
@@ -110,6 +115,11 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
                 doc["names"] = {side: {k: {"name": n, "role": r} for k, (n, r) in sorted(found.items())}
                                 for side, found in zip("ab", named)}
             print_json(doc)
+        elif plot:
+            from ..render.diff import render_diff_plot
+            from ..render.plot import plot_width, wants_ascii
+
+            render_diff_plot(result, tolerance, keys_only, wants_ascii(ascii), plot_width() or 80)
         else:
             from ..render.diff import render_diff
 

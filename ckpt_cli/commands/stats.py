@@ -4,7 +4,7 @@ from __future__ import annotations
 from formats.core.errors import ExitCode
 
 from ..options import jobs_option, json_option
-from ..spec import CHECKPOINT, Arg, Command, Opt
+from ..spec import CHECKPOINT, Arg, Command, Ints, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ def run(env: Environment, p: Params) -> int:
 
     with open_checkpoint(p.path) as ckpt:
         with progress_for(ckpt, "reading") as progress:
-            result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs)
+            result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs,
+                                 histograms=("linear",) if p.hist else (), bins=p.bins)
         named = None
         if p.names:
             from formats.ops.inspect.summary import names_and_roles
@@ -35,7 +36,12 @@ def run(env: Environment, p: Params) -> int:
     else:
         from ..render.stats import render_stats
 
-        render_stats(result, p.check_finite, named)
+        hist = None
+        if p.hist:
+            from ..render.plot import plot_width, wants_ascii
+
+            hist = (wants_ascii(p.ascii), plot_width(None))
+        render_stats(result, p.check_finite, named, hist)
     return int(ExitCode.PROBLEMS if p.check_finite and result.nonfinite else ExitCode.OK)
 
 
@@ -49,11 +55,17 @@ SPEC = Command(
     Inf are counted. bfloat16/float16 are computed in float32 or wider; strings
     and variants get a count only. Tensors are read in chunks, checksums checked.
 
+    --hist adds a histogram of each tensor's finite values (--bins equal bins
+    from its min to its max; bool and 8-bit integers over their dtype's range),
+    drawn in Unicode blocks that fit the terminal, or ASCII with --ascii; with
+    --json the bin edges and counts, NaN, +Inf, -Inf and zeros counted apart.
+
     \b
     Examples:
       ckpt stats run/tf_ckpts
       ckpt stats run/model.ckpt-200 'dnn/*/kernel' --json
       ckpt stats --names run/tf_ckpts
+      ckpt stats --hist run/model.ckpt-200 'dnn/*'
       ckpt stats --check-finite run/tf_ckpts || echo "training diverged"
     """,
     arguments=(Arg("path", type=CHECKPOINT), Arg("patterns", nargs=-1, required=False, metavar="[KEY|GLOB]...",
@@ -61,6 +73,10 @@ SPEC = Command(
     options=(
         Opt("--check-finite", flag=True, help="Exit 1 and name the tensors holding NaN or Inf."),
         Opt("--names", flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does."),
+        Opt("--hist", flag=True, help="Add a histogram of each tensor's values (also to --json: edges and counts)."),
+        Opt("--bins", type=Ints(min=1, max=4096), default=32, show_default=True, metavar="N",
+            help="Bins of each --hist histogram (fewer are drawn when the terminal is narrower)."),
+        Opt("--ascii", flag=True, help="Draw --hist in ASCII characters instead of Unicode blocks."),
         json_option(),
         jobs_option(),
     ),

@@ -23,6 +23,11 @@ def run(env: Environment, p: Params) -> int:
         from ..render.common import print_json
 
         print_json(result.to_json())
+    elif p.plot or p.stat is not None:
+        from ..render.plot import plot_width, wants_ascii
+        from ..render.trend import render_trend_plot
+
+        render_trend_plot(result, p.stat or "norm", wants_ascii(p.ascii), plot_width() or 80)
     else:
         from ..render.trend import render_trend
 
@@ -42,11 +47,14 @@ SPEC = Command(
     of the change since the previous checkpoint, drawn as unicode sparklines. A
     variable that holds NaN or Inf is flagged with the step where that began.
     Checkpoints of other runs in the same directory are left out with a note.
+    --plot draws each variable's norm (or another --stat) over the steps as a
+    line plot in Braille dots fitting the terminal (ASCII with --ascii).
 
     \b
     Examples:
       ckpt trend runs/exp1/tf_ckpts
       ckpt trend model_dir 'dnn/*/kernel'
+      ckpt trend --plot runs/exp1/tf_ckpts 'net/*'
       ckpt trend runs/exp1/tf_ckpts --json > trend.json
       ckpt trend --check-finite runs/exp1/tf_ckpts || echo "training diverged"
     """,
@@ -54,6 +62,12 @@ SPEC = Command(
                                                        complete=("keys",))),
     options=(
         Opt("--check-finite", flag=True, help="Exit 1 and name the variables that hold NaN or Inf."),
+        Opt("--plot", flag=True, help="Draw each variable's --stat over the steps as a line plot."),
+        Opt("--stat", type=("norm", "change", "mean", "std", "min", "max", "nonfinite"), metavar="NAME",
+            help="What --plot draws: norm (L2, the default), change (L2 of the change since the previous "
+                 "checkpoint), mean, std, min, max (finite elements) or nonfinite (NaN and Inf count); "
+                 "implies --plot."),
+        Opt("--ascii", flag=True, help="Draw --plot in ASCII characters instead of Braille dots."),
         json_option("The numbers as JSON, for plotting elsewhere."),
     ),
 )

@@ -7,7 +7,7 @@ import sys
 from formats.core.memo import remembered
 from formats.core.shapes import shape_text as _shape_text
 from formats.core.units import human_bytes as _human_bytes
-from formats.core.names import safe_data, safe_text  # noqa: F401 (safe_text: re-exported to table.py)
+from formats.core.names import safe_data, safe_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -16,6 +16,20 @@ if TYPE_CHECKING:
 
 human_bytes = remembered(4096)(_human_bytes)  # listings repeat the same few sizes and shapes many times
 """``formats.core.units.human_bytes`` (``1536`` -> ``1.5 KiB``), cached."""
+
+
+def shown(text: str) -> str:
+    """Text from a checkpoint (a key) as a terminal shows it: undecodable bytes as ``\\xNN``
+    (:func:`safe_text`), and control characters (escape, bell, newline...) escaped the same way, so a
+    hostile key cannot move the cursor, recolour the terminal or break a table's rows (stats and the plots;
+    the other tables, and ls's compact listing, print keys as :func:`safe_text` leaves them)."""
+    text = safe_text(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
+                   for c in text)
+
+
 shape_text = remembered(4096)(_shape_text)
 """``formats.core.shapes.shape_text``, cached."""
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .common import shape_text
-from .table import TextTable, emit
+from .table import SUFFIX_NOTE, TextTable, emit, without_value_suffix
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -74,3 +74,34 @@ def _summary(result: Any, tolerance: Any, keys_only: bool) -> str:
              if result.changed else "0 changed",
              f"{len(result.only_in_a)} only in A", f"{len(result.only_in_b)} only in B", f"{result.same} same"]
     return ": " + ", ".join(parts) + f" (compared {how})"
+
+
+def render_diff_plot(result: Any, tolerance: Any, keys_only: bool, ascii: bool, width: int) -> None:
+    """One bar per changed tensor of its relative change ``||a-b|| / ||a||``, biggest first (a change of
+    shape or dtype, or of a tensor whose A is all zeros, is named without a bar), then the summary line."""
+    from .plot import bar_chart
+
+    rows = []
+    for c in result.by_size():
+        rel = c.stats.get("rel_l2") if c.kind == "value" else None
+        if c.kind != "value":
+            text = _what(c)
+        elif rel is None:
+            text = "rel - (A is zero)" if "rel_l2" in c.stats else "values differ"
+        else:
+            text = f"rel {num(rel)}"
+        if c.stats.get("nonfinite_appeared"):
+            text += " NaN/Inf appeared"
+        rows.append((_label(c), rel, text))
+    notes: list[list[tuple[str, str | None]]] = []
+    if rows and max(len(label) for label, _, _ in rows) + max(len(text) for _, _, text in rows) + 27 > width:
+        short = without_value_suffix([label for label, _, _ in rows])  # bars under 24 columns: as tables do
+        if short is not None:
+            rows = [(label, rel, text) for label, (_, rel, text) in zip(short, rows)]
+            notes.append([(SUFFIX_NOTE, None)])
+    lines: list[list[tuple[str, str | None]]] = [[(row, None)] for row in bar_chart(rows, width, ascii)]
+    lines += notes
+    if rows:
+        lines.append([("bars: ", "bold"), ("||a-b|| / ||a|| of each changed tensor, scaled to the largest", None)])
+    lines.append([(f"{result.a} vs {result.b}", "bold"), (_summary(result, tolerance, keys_only), None)])
+    emit(None, lines)

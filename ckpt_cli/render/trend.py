@@ -45,3 +45,35 @@ def render_trend(result: Any) -> None:
     lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
                                           f"{len(result.variables)} variables", None)])
     emit(table if result.variables else None, lines)
+
+
+TREND_STATS = {"norm": "norm (L2)", "change": "change (L2 since the previous checkpoint)", "mean": "mean",
+               "std": "std", "min": "min", "max": "max", "nonfinite": "NaN and Inf elements"}
+"""What ``trend --plot --stat NAME`` can draw, each with its title (a ``VariableTrend`` list of that name)."""
+
+
+def render_trend_plot(result: Any, stat: str, ascii: bool, width: int, height: int = 6) -> None:
+    """One line plot per variable of ``stat`` over the run's steps (the checkpoints' order where a step is
+    unknown), then the notes and summary lines :func:`render_trend` prints."""
+    from .plot import line_plot, shown
+
+    known = all(s is not None for s in result.steps) and len(set(result.steps)) == len(result.steps)
+    xs = list(result.steps) if known else list(range(len(result.checkpoints)))
+    label = "step" if known else "checkpoint"
+    lines: list[list[tuple[str, str | None]]] = []
+    for v in result.variables:
+        ys = getattr(v, stat)
+        start = v.nonfinite_from
+        flag = "" if start is None else f"  NaN/Inf from step {_step(result.steps[start])}"
+        lines.append([(shown(v.key), "bold"), (f"  {shape_text(v.shape)}  {TREND_STATS[stat]}" + flag,
+                                               None if start is None else "red")])
+        lines += [[(row, None)] for row in line_plot(xs, ys, width, height, ascii, label)]
+        lines.append([("", None)])
+    steps = ", ".join(_step(s) for s in result.steps)
+    count = len(result.checkpoints)
+    lines += [[("diverged ", "red"), (f"{shown(v.key)}: {v.nonfinite[-1] or 0} NaN/Inf at the last checkpoint, "
+                                      f"first at step {_step(result.steps[v.nonfinite_from])}", None)]
+              for v in result.diverged]
+    lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
+                                          f"{len(result.variables)} variables", None)])
+    emit(None, lines)

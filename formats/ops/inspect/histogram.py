@@ -156,14 +156,13 @@ class HistogramCounter:
         self.size += x.size
         finite_mask = np.isfinite(x)
         if not finite_mask.all():
-            nans = np.isnan(x)
-            self.nan += int(nans.sum())
-            self.posinf += int((x == np.inf).sum())
-            self.neginf += int((x == -np.inf).sum())
+            self.nan += int(np.count_nonzero(np.isnan(x)))
+            self.posinf += int(np.count_nonzero(x == np.inf))
+            self.neginf += int(np.count_nonzero(x == -np.inf))
             x = x[finite_mask]
         zero = x == 0
-        self.zeros += int(zero.sum())
-        self.negative += int((x < 0).sum())
+        self.zeros += int(np.count_nonzero(zero))
+        self.negative += int(np.count_nonzero(x < 0))
         if self.scale == LOG:
             x = np.log10(np.abs(x[~zero]))
             x = np.clip(x, *self.range)  # log10 of the range's ends bound every value; clip guards rounding

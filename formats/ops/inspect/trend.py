@@ -3,7 +3,8 @@
 For a directory holding the checkpoints of one run (a ``CheckpointManager`` directory, an Estimator
 ``model_dir``), ordered by step: per numeric variable, its L2 norm at each checkpoint (over finite
 elements) and the L2 norm of its change since the previous checkpoint (``||x_t - x_{t-1}||``; ``None``
-for the first checkpoint, where the variable is absent, or where its shape changed). Values stream in
+for the first checkpoint, where the variable is absent, or where its shape changed), and its mean, std,
+min and max (over finite elements, as :mod:`.stats` computes them). Values stream in
 chunks; at most two checkpoints are open at a time. Unreadable checkpoints are skipped with a note.
 """
 from __future__ import annotations
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
 
+_SERIES = ("norm", "change", "nonfinite", "mean", "std", "min", "max")
+"""A :class:`VariableTrend`'s lists, one value per checkpoint, in field order."""
+
 
 @record
 class VariableTrend:
@@ -38,6 +42,10 @@ class VariableTrend:
     change: list[float | None] = field(default_factory=list)
     nonfinite: list[int | None] = field(default_factory=list)
     """NaN and Inf elements at each checkpoint (None where the variable is absent)."""
+    mean: list[float | None] = field(default_factory=list)
+    std: list[float | None] = field(default_factory=list)
+    min: list[float | int | None] = field(default_factory=list)
+    max: list[float | int | None] = field(default_factory=list)
 
     @property
     def nonfinite_from(self) -> int | None:
@@ -45,10 +53,12 @@ class VariableTrend:
         return next((i for i, n in enumerate(self.nonfinite) if n), None)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"key", "shape", "dtype", "norm", "change", "nonfinite", "nonfinite_from"}`` (shape and dtype of the
-        last checkpoint; ``nonfinite_from`` the index of the first checkpoint holding NaN or Inf, or null)."""
+        """``{"key", "shape", "dtype", "norm", "change", "nonfinite", "nonfinite_from", "mean", "std", "min",
+        "max"}`` (shape and dtype of the last checkpoint; ``nonfinite_from`` the index of the first checkpoint
+        holding NaN or Inf, or null)."""
         return {"key": self.key, "shape": list(self.shape), "dtype": self.dtype, "norm": self.norm,
-                "change": self.change, "nonfinite": self.nonfinite, "nonfinite_from": self.nonfinite_from}
+                "change": self.change, "nonfinite": self.nonfinite, "nonfinite_from": self.nonfinite_from,
+                "mean": self.mean, "std": self.std, "min": self.min, "max": self.max}
 
 
 @record
@@ -168,18 +178,22 @@ def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkp
         entry = ckpt[key]
         if not _numeric(entry):
             continue
-        trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, [None] * index, [None] * index,
-                                                     [None] * index))
+        empty: list[list[Any]] = [[None] * index for _ in _SERIES]
+        trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, *empty))
         stats = tensor_stats(entry)
         trend.norm.append(_finite(stats.l2))
         trend.nonfinite.append((stats.nan or 0) + (stats.inf or 0))
+        trend.mean.append(_finite(stats.mean))
+        trend.std.append(_finite(stats.std))
+        trend.min.append(stats.min)
+        trend.max.append(stats.max)
         old = previous.get(key) if previous is not None else None
         same = old is not None and old.shape == entry.shape and _numeric(old)
         trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
         trend.shape, trend.dtype = entry.shape, entry.dtype
     for trend in trends.values():
         if len(trend.norm) <= index:
-            trend.norm.append(None)
-            trend.change.append(None)
-            trend.nonfinite.append(None)
+            for series in _SERIES:
+                getattr(trend, series).append(None)
     return unmatched
+
