@@ -311,3 +311,19 @@ def test_cli_never_overwrites_an_input(run_cli, corpus_copy) -> None:
     folder = corpus_copy(SLOTS)
     result = run_cli("report", folder / "ckpt-5", "-o", folder / "ckpt-5.index", "--force")
     assert result.exit_code != 0 and "being read" in result.stderr
+
+
+@pytest.mark.parametrize("rel", ["saved_models/module", "saved_models/tf_keras_model", "tf1_v1_adam/model.ckpt-30",
+                                 "tf1_v1_sharded", "keras2_tagger/tagger_model.h5", "keras2_tagger/tagger_weights.h5"])
+def test_every_format_gets_a_section_per_tensor(rel: str) -> None:
+    report = formats.report(CORPUS / rel, jobs=1)
+    with open_checkpoint(CORPUS / rel) as ckpt:
+        keys = sorted(ckpt)
+        numeric = {k for k, e in ckpt.items() if e.dtype not in ("string", "variant")}
+    page = report.to_html()
+    assert page.count('<article class="var"') == len(keys)
+    for v in report.checkpoint.variables:
+        hist = (v.stats.histograms or {}).get("linear")
+        assert (hist is not None) == (v.key in numeric)
+        if hist is not None:
+            assert hist.binned == v.stats.size - (v.stats.nan or 0) - (v.stats.inf or 0)
