@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "graph": "ckpt_cli.commands.graph",
     "ls": "ckpt_cli.commands.ls",
     "rename": "ckpt_cli.commands.rename",
+    "report": "ckpt_cli.commands.report",
     "run": "ckpt_cli.commands.run",
     "show": "ckpt_cli.commands.show",
     "stats": "ckpt_cli.commands.stats",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from formats.core.sources import TensorValue
     from formats.tf_bundle.state_file import update_state_file
     from formats.ops.edit import EditOptions, average, edit
-    from formats.verbs import convert, diff, extract, rename, stats, verify, verify_against
+    from formats.verbs import convert, diff, extract, rename, report, stats, verify, verify_against
     from formats.tf_bundle.writer import write_checkpoint
 
 __version__ = "0.1.0"
@@ -38,7 +38,7 @@ __all__ = [
     "NothingSelectedError", "UsageError", "OutputError", "OutputExistsError", "OutputIsInputError",
     "InvalidOutputError", "OutputWriteError", "VerificationError", "ExitCode",
     "write_checkpoint", "update_state_file", "TensorValue", "edit", "average", "EditOptions",
-    "verify", "verify_against", "diff", "stats", "extract", "convert", "rename",
+    "verify", "verify_against", "diff", "stats", "report", "extract", "convert", "rename",
 ]
 
 _ERRORS = ("CheckpointError", "CheckpointNotFoundError", "NotACheckpointError", "CorruptCheckpointError",
@@ -49,7 +49,8 @@ _LAZY = {"open_checkpoint": ".api", "load_checkpoint": ".api", "list_variables":
          "Checkpoint": ".core.model", "TensorEntry": ".core.model", "UnreadableEntry": ".core.model",
          "write_checkpoint": ".tf_bundle.writer", "update_state_file": ".tf_bundle.state_file",
          "TensorValue": ".core.sources", "edit": ".ops.edit", "average": ".ops.edit", "EditOptions": ".ops.edit",
-         **{name: ".verbs" for name in ("verify", "verify_against", "diff", "stats", "extract", "convert", "rename")},
+         **{name: ".verbs" for name in ("verify", "verify_against", "diff", "stats", "report", "extract", "convert",
+                                              "rename")},
          **{name: ".core.errors" for name in _ERRORS}}
 
 

@@ -25,12 +25,13 @@ if TYPE_CHECKING:
     from formats.ops.compare.verify import VerifyReport
     from formats.ops.convert.plan import ConversionResult
     from formats.ops.inspect.stats import CheckpointStats
+    from formats.ops.report.result import Report
     from formats.ops.rules import RuleSet
 
     Source = str | os.PathLike[str] | Checkpoint
     Progress = Callable[[int, int], None]
 
-__all__ = ["verify", "verify_against", "diff", "stats", "extract", "convert", "rename", "edit", "average"]
+__all__ = ["verify", "verify_against", "diff", "stats", "report", "extract", "convert", "rename", "edit", "average"]
 
 
 class _Opened:
@@ -109,6 +110,19 @@ def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = No
 
     with _Opened(source) as ckpt:
         return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs, histograms=histograms, bins=bins)
+
+
+def report(*sources: Source, kind: str | None = None, patterns: Sequence[str] = (), bins: int = 48,
+           log_bins: bool = False, jobs: int | None = None, progress: Progress | None = None) -> Report:
+    """A report of one checkpoint, a pair (the diff) or a run directory (``ckpt report``): the data as
+    ``report.to_json()``, the self-contained page as ``report.to_html()`` (Jupyter shows it). ``kind`` is found
+    from ``sources`` when None (``checkpoint``, ``diff`` or ``run``); ``bins``: histogram bins per tensor;
+    ``log_bins``: also each tensor's histogram of log10 |x| (about as much work again)."""
+    from formats.ops.report.build import build_report
+
+    scales = ("linear", "log") if log_bins else ("linear",)
+    return build_report(list(sources), kind=kind, bins=bins, scales=scales, patterns=patterns, jobs=jobs,
+                        progress=progress)
 
 
 def extract(source: Source, patterns: Sequence[str], output: str | os.PathLike[str], *, mode: str = "auto",

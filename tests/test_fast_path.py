@@ -41,6 +41,7 @@ PLAIN = [
      "--cast", "float32=bfloat16", "--cast-model-only", "--shards", "2", "--max-shard-size", "500MB", "--to", "npz"],
     ["average", "a", "b", "c", "-o", "o", "--drop-optimizer", "--shards", "1"], ["average", "d", "--last", "3", "-o", "o"],
     ["run", "script.py", "--tf_checkpoint_path", "x", "-q", "y"], ["completion", "zsh"],
+    ["report", "a", "b", "-o", "r.html", "--kind", "diff", "-f", "k*", "--bins", "16", "--force", "--json", "-j", "1"],
 ]
 """Command lines of every command the fast path takes."""
 

@@ -32,6 +32,7 @@ MISSING_INPUT = {
     "trend": ["trend", MISSING],
     "edit": ["edit", MISSING, "-o", "out", "--drop-optimizer"],
     "average": ["average", MISSING, GOOD, "-o", "out"],
+    "report": ["report", MISSING],
 }
 
 

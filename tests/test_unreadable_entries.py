@@ -104,3 +104,11 @@ def test_hdf5_dataset_without_a_tensorflow_dtype_is_listed(tmp_path):
     with formats.open_checkpoint(path) as ckpt:
         assert sorted(ckpt) == ["pairs", "x"]
         assert ckpt["pairs"].problem() == "HDF5 type [('p', '<i4'), ('q', '<f4')] has no TensorFlow dtype"
+
+
+def test_report_flags_each_unreadable_tensor(tmp_path):
+    doc = formats.report(_npz(tmp_path / "m.npz")).to_json()["checkpoint"]
+    found = {v["key"]: (v["flags"], v["unreadable"], v["histograms"]) for v in doc["variables"]}
+    assert found == {"ok": ([], None, found["ok"][2]), "bad": (["unreadable"], PICKLED, {}),
+                     "t": (["unreadable"], DATETIME, {})}
+    assert found["ok"][2]["linear"]["counts"][0] == 1

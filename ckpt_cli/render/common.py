@@ -6,22 +6,16 @@ import sys
 
 from formats.core.memo import remembered
 from formats.core.shapes import shape_text as _shape_text
-from formats.core.names import safe_text
+from formats.core.units import human_bytes as _human_bytes
+from formats.core.names import safe_data, safe_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
 
-@remembered(4096)  # listings repeat the same few sizes and shapes many times
-def human_bytes(n: int) -> str:
-    """``1536`` -> ``1.5 KiB``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+human_bytes = remembered(4096)(_human_bytes)  # listings repeat the same few sizes and shapes many times
+"""``formats.core.units.human_bytes`` (``1536`` -> ``1.5 KiB``), cached."""
 
 
 def shown(text: str) -> str:
@@ -55,16 +49,6 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, no_color=not use_color(), highlight=False, soft_wrap=False, file=stream)
 
 
-def _safe(data: Any) -> Any:
-    if isinstance(data, str):
-        return safe_text(data)
-    if isinstance(data, dict):
-        return {_safe(k): _safe(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_safe(v) for v in data]
-    return data
-
-
 def json_text(data: Any) -> str:
     """``data`` as the JSON ckpt prints: indented by 2, non-ASCII kept, undecodable key bytes as ``\\xNN``."""
     import json
@@ -73,7 +57,7 @@ def json_text(data: Any) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(_safe(data), indent=2, ensure_ascii=False)
+        text = json.dumps(safe_data(data), indent=2, ensure_ascii=False)
     return text
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "safe_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -45,6 +45,18 @@ def safe_text(text: str) -> str:
         import re
 
         return re.sub(_SURROGATE, _shown, text)
+
+
+def safe_data(data: Any) -> Any:
+    """``data`` (JSON-ready: dicts, lists, tuples, strings, numbers) with every string, keys included, made
+    :func:`safe_text`; tuples become lists."""
+    if isinstance(data, str):
+        return safe_text(data)
+    if isinstance(data, dict):
+        return {safe_data(k): safe_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [safe_data(v) for v in data]
+    return data
 
 
 def writable_name(name: str) -> str:

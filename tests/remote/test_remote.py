@@ -234,3 +234,19 @@ def test_a_bucket_prefix_of_many_checkpoints_is_listed_with_requests_in_flight_t
     state["most"] = 0
     one_at_a_time = run_cli("ls", "--json", f"s3://{bucket}/run")
     assert one_at_a_time.stdout == result.stdout and state["most"] == 1
+
+
+def test_s3_report_of_a_checkpoint_a_pair_and_a_run_is_the_local_one(s3_bucket, tmp_path, run_cli):
+    fs, bucket = s3_bucket
+    _upload(fs, bucket, CORPUS / "seed_slots/tf_ckpts", "tf_ckpts")
+    url, local = f"s3://{bucket}/tf_ckpts", CORPUS / "seed_slots/tf_ckpts"
+    for names, kind in (["ckpt-5"], "checkpoint"), (["ckpt-3", "ckpt-5"], "diff"), ([], "run"):
+        result = run_cli("report", *([f"{url}/{n}" for n in names] or [url]), "--json", "-o", tmp_path / f"{kind}.html")
+        assert result.exit_code == 0, result.stderr
+        got = json.loads(result.stdout.replace(url, str(local)))
+        want = json.loads(json.dumps(formats.report(*([local / n for n in names] or [local])).to_json()))
+        for doc in (got, want):
+            for row in doc.get("run", {}).get("checkpoints", []):
+                row.pop("mtime")  # the object's time in the bucket, the file's here
+        assert got == want and got["kind"] == kind
+        assert (tmp_path / f"{kind}.html").read_text().count('<article class="var"') > 0

@@ -70,6 +70,8 @@ class TrendResult:
     steps: list[int | None] = field(default_factory=list)
     variables: list[VariableTrend] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    mtimes: list[float] = field(default_factory=list)
+    """Each checkpoint's modification time (seconds since the epoch; 0.0 when unknown)."""
 
     @property
     def diverged(self) -> list[VariableTrend]:
@@ -109,9 +111,10 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
     checkpoint)."""
     from formats.discover.resolve import open_checkpoint
     from formats.discover.scan import scan_directory
+    from formats.io import storage
 
     directory = os.fspath(directory)
-    if not os.path.isdir(directory):
+    if not (storage.isdir(directory) if storage.is_url(directory) else os.path.isdir(directory)):
         raise CheckpointNotFoundError(directory, "not a directory (trend needs a run's checkpoint directory)")
     result = TrendResult(directory)
     infos = _one_run(scan_directory(directory), result)
@@ -129,6 +132,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
                 result.notes.append(f"skipped {info.path}: {exc.message}")
                 continue
             unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns))
+            result.mtimes.append(info.mtime)
             if previous is not None:
                 previous.close()
             previous = ckpt

@@ -1,0 +1,24 @@
+"""Rendering of ``ckpt report``: the line saying what was written (the page itself is
+:meth:`formats.ops.report.result.Report.to_html`, which Jupyter shows too)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import human_bytes
+from .table import emit
+
+
+def _what(report: Any) -> str:
+    if report.kind == "checkpoint":
+        return f"{len(report.checkpoint.variables)} tensors"
+    if report.kind == "diff":
+        d = report.diff
+        return f"{len(d.pairs)} changed, {len(d.only_in_a)} only in A, {len(d.only_in_b)} only in B, {d.same} same"
+    t = report.run.trend
+    return f"{len(t.checkpoints)} checkpoints, {len(t.variables)} variables"
+
+
+def render_report_written(report: Any, out: str, nbytes: int) -> None:
+    """``wrote OUT: checkpoint report (34 tensors), 107 KiB``."""
+    emit(None, [[("wrote ", None), (out, "bold"), (f": {report.kind} report ({_what(report)}), {human_bytes(nbytes)}",
+                                                    None)]])

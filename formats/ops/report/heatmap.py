@@ -1,0 +1,104 @@
+"""``|a - b|`` of two 2-D tensors down-sampled to a small grid, streamed a chunk at a time.
+
+Cell ``(i, j)`` of an ``R x C`` grid over an ``m x n`` tensor covers rows ``[ceil(i*m/R), ceil((i+1)*m/R))``
+and the same for columns; its value is the mean of the finite ``|a - b|`` over the elements it covers. The
+chunks arrive in C order and need not align with rows: each is cut into a partial first row, whole rows and
+a partial last row, and each piece is summed per cell with ``numpy.add.reduceat`` (memory: one chunk).
+"""
+from __future__ import annotations
+
+from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks
+from formats.ops.report.model import Heatmap
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+
+    from formats.core.model import TensorEntry
+
+__all__ = ["MAX_CELLS", "heatmap", "cell_starts"]
+
+MAX_CELLS = 48
+"""Cells along each side at most (a 48 x 48 grid: about 2 KB in the page)."""
+
+
+def cell_starts(length: int, cells: int) -> np.ndarray:
+    """The first index of each of ``cells`` cells over ``length`` elements (``ceil(i * length / cells)``)."""
+    import numpy as np
+
+    return (np.arange(cells, dtype=np.int64) * length + cells - 1) // cells
+
+
+class _Grid:
+    """Sums and counts of finite ``|a - b|`` per cell."""
+
+    def __init__(self, shape: tuple[int, int], rows: int, cols: int) -> None:
+        import numpy as np
+
+        self.m, self.n = shape
+        self.rows, self.cols = rows, cols
+        self.col_starts = cell_starts(self.n, cols)
+        self.row_of = np.repeat(np.arange(rows), np.diff(np.append(cell_starts(self.m, rows), self.m)))
+        self.sums = np.zeros((rows, cols))
+        self.counts = np.zeros((rows, cols), dtype=np.int64)
+
+    def add_row_piece(self, row: int, col: int, d: np.ndarray, ok: np.ndarray) -> None:
+        """Elements ``[col, col + len(d))`` of row ``row``."""
+        import numpy as np
+
+        first = int(np.searchsorted(self.col_starts, col, side="right")) - 1
+        last = int(np.searchsorted(self.col_starts, col + d.size, side="left"))
+        starts = np.maximum(self.col_starts[first:last], col) - col
+        i = self.row_of[row]
+        self.sums[i, first:last] += np.add.reduceat(d, starts)
+        self.counts[i, first:last] += np.add.reduceat(ok, starts)
+
+    def add_rows(self, row: int, d: np.ndarray, ok: np.ndarray) -> None:
+        """Whole rows ``row, row + 1, ...`` (``d`` shaped ``(k, n)``)."""
+        import numpy as np
+
+        by_col = np.add.reduceat(d, self.col_starts, axis=1)
+        ok_col = np.add.reduceat(ok, self.col_starts, axis=1)
+        cells = self.row_of[row:row + d.shape[0]]
+        breaks = np.flatnonzero(np.diff(cells)) + 1
+        starts = np.concatenate(([0], breaks))
+        self.sums[cells[starts]] += np.add.reduceat(by_col, starts, axis=0)
+        self.counts[cells[starts]] += np.add.reduceat(ok_col, starts, axis=0)
+
+    def result(self) -> Heatmap:
+        """The grid as a :class:`Heatmap`."""
+        cells = [None if c == 0 else float(s / c) for s, c in zip(self.sums.ravel(), self.counts.ravel())]
+        return Heatmap((self.m, self.n), self.rows, self.cols, cells)
+
+
+def heatmap(a: TensorEntry, b: TensorEntry, cells: int = MAX_CELLS, chunk_elements: int = CHUNK_ELEMENTS) -> Heatmap:
+    """The down-sampled ``|a - b|`` of two numeric tensors of the same 2-D shape (see the module doc)."""
+    import numpy as np
+
+    m, n = a.shape
+    grid = _Grid((m, n), max(1, min(m, cells)), max(1, min(n, cells)))
+    pos = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for x, y in paired_chunks(iter_chunks(a, chunk_elements), iter_chunks(b, chunk_elements)):
+            d = np.abs(as_float(y) - as_float(x))  # complex: the magnitude
+            ok = np.isfinite(d)
+            d = np.where(ok, d, 0.0)
+            ok = ok.astype(np.int64)
+            _add_chunk(grid, pos, d, ok, n)
+            pos += d.size
+    return grid.result()
+
+
+def _add_chunk(grid: _Grid, pos: int, d: np.ndarray, ok: np.ndarray, n: int) -> None:
+    """Elements ``[pos, pos + len(d))`` in C order: a partial first row, whole rows, a partial last row."""
+    row, col = divmod(pos, n)
+    if col:
+        take = min(n - col, d.size)
+        grid.add_row_piece(row, col, d[:take], ok[:take])
+        d, ok, row = d[take:], ok[take:], row + 1
+    whole = d.size // n
+    if whole:
+        grid.add_rows(row, d[:whole * n].reshape(whole, n), ok[:whole * n].reshape(whole, n))
+        d, ok, row = d[whole * n:], ok[whole * n:], row + whole
+    if d.size:
+        grid.add_row_piece(row, 0, d, ok)
