@@ -9,7 +9,7 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     copy = ["hidden_size", "vocab_size"]     # same name in both
     rename = { n_positions = "n_ctx" }        # config.json field = original field
     require = ["hidden_size"]                 # a missing one is an error naming it
-    defaults = { layer_norm_eps = 1e-12 }     # when the original lacks the field
+    defaults = { layer_norm_eps = 1e-12, num_decoder_layers = "=num_layers" }  # when the original lacks it
     set = { activation_function = "gelu_new" }  # always
     from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor, when the original lacks it
 """
@@ -105,6 +105,10 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if source in original:
             out[name] = original[source]
     for name, value in spec.get("defaults", {}).items():
+        if isinstance(value, str) and value.startswith("="):  # another field's value ("=num_layers")
+            if value[1:] in out or value[1:] in overrides:
+                out.setdefault(name, overrides.get(value[1:], out.get(value[1:])))
+            continue
         out.setdefault(name, value)
     for name, where in spec.get("from_shapes", {}).items():
         if name in out or name in overrides:

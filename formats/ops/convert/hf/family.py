@@ -47,7 +47,7 @@ from typing import Any
 from formats.core.errors import InputReadError, UsageError
 
 __all__ = ["Family", "Layout", "MapRule", "DropRule", "Param", "Pattern", "FamilyError", "load_family",
-           "family_names", "read_family_file", "FAMILIES_DIR", "evaluate", "PLACEHOLDER", "is_model_map"]
+           "family_names", "read_family_file", "FAMILIES_DIR", "evaluate", "holds", "PLACEHOLDER", "is_model_map"]
 
 FAMILIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -73,6 +73,19 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
             product *= value
         total += sign * product
     return total
+
+
+def holds(condition: str | None, values: dict[str, Any]) -> bool:
+    """Whether ``condition`` holds for ``values``: None (always), ``a!=b``, ``a==b`` (fields or integers),
+    ``flag`` or ``!flag`` (a boolean field, true when absent)."""
+    if condition is None:
+        return True
+    for op in ("!=", "=="):
+        if op in condition:
+            left, right = (evaluate(side.strip(), values) for side in condition.split(op, 1))
+            return (left != right) if op == "!=" else (left == right)
+    negate = condition.startswith("!")
+    return bool(values.get(condition.lstrip("!"), True)) != negate
 
 
 @dataclass
@@ -172,6 +185,7 @@ class Param:
     shape: list[str]
     each: dict[str, str] = field(default_factory=dict)
     group: str = "base"
+    when: str | None = None
 
 
 @dataclass
@@ -254,7 +268,8 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: str, where: str = "")
 def _parse(doc: dict[str, Any], path: str) -> Family:
     layouts = [_layout(item, path) for item in _need(doc, "layouts", list, path)]
     params = [Param(Pattern(_need(p, "name", str, path, "params: ")), list(_need(p, "shape", list, path, "params: ")),
-                    dict(p.get("each", {})), str(p.get("group", "base"))) for p in doc.get("params", [])]
+                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"))
+              for p in doc.get("params", [])]
     tied = {_need(t, "name", str, path, "tied: "): _need(t, "to", str, path, "tied: ") for t in doc.get("tied", [])}
     return Family(name=_need(doc, "family", str, path), path=path, model_type=str(doc.get("model_type", doc["family"])),
                   config_files=list(doc.get("config_files", [])), config_format=str(doc.get("config_format", "json")),

@@ -14,7 +14,7 @@ from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
-                                           family_names, load_family)
+                                           family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
 __all__ = ["plan_hf", "detect_family", "expected_params", "Target", "HF", "Choice", "choose"]
@@ -79,7 +79,7 @@ def expected_params(family: Family, config: dict[str, Any], groups: list[str] | 
     configuration field that is missing."""
     out: dict[str, Target] = {}
     for param in family.params:
-        if groups is not None and param.group not in groups:
+        if (groups is not None and param.group not in groups) or not holds(param.when, config):
             continue
         for values in _combinations(param, config):
             shape = tuple(evaluate(dim, config) for dim in param.shape)
@@ -232,8 +232,7 @@ def _strip(name: str, choice: Choice) -> str:
 
 
 def _tied(family: Family, name: str, config: dict[str, Any]) -> bool:
-    when = family.tied_when.get(name)
-    return True if when is None else bool(config.get(when, True))
+    return holds(family.tied_when.get(name), config)
 
 
 def _class(family: Family, present: set[str], variant: dict[str, Any]) -> dict[str, Any]:
