@@ -94,12 +94,25 @@ class Pattern:
 
     text: str
 
-    def regex(self, config: dict[str, Any]) -> re.Pattern[str]:
-        """The anchored regular expression of the pattern for ``config``."""
+    def kinds(self) -> dict[str, str]:
+        """Each named placeholder's kind (``{p:query|key}`` -> ``{"p": "query|key"}``; ``""`` when it has none)."""
+        out = {}
+        for m in PLACEHOLDER.finditer(self.text):
+            name, _, kind = m.group(1).partition(":")
+            if not name.startswith("=") and name != "*":
+                out[name] = kind
+        return out
+
+    def regex(self, config: dict[str, Any], kinds: dict[str, str] | None = None) -> re.Pattern[str]:
+        """The anchored regular expression of the pattern for ``config``; ``kinds`` gives placeholders without
+        a kind of their own one (a map's ``to`` read backwards takes its ``from``'s words)."""
         out, at = [], 0
         for m in PLACEHOLDER.finditer(self.text):
             out.append(re.escape(self.text[at:m.start()]))
-            out.append(self._group(m.group(1), config))
+            spec = m.group(1)
+            if kinds and ":" not in spec and kinds.get(spec):
+                spec = f"{spec}:{kinds[spec]}"
+            out.append(self._group(spec, config))
             at = m.end()
         out.append(re.escape(self.text[at:]))
         return re.compile("".join(out) + r"\Z")
@@ -153,6 +166,7 @@ class MapRule:
     target: Pattern
     ops: tuple[str, ...] = ()
     dtype: str | None = None
+    source_shape: list[str] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -287,7 +301,7 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
         if bad:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype")))
+                            ops, rule.get("dtype"), rule.get("source_shape")))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],
