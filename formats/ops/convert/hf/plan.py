@@ -199,6 +199,7 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     filled: set[str] = set()
+    misfits: dict[str, list[tuple[str, str]]] = {}
     for key, (target, entry, rule) in mapped.items():
         if target not in expected:
             if target in every:
@@ -207,8 +208,11 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             else:
                 plan.add("unmapped", key, f"{key!r} maps to {target!r}, which {choice.cls.get('name')} does not have")
             continue
-        _add_row(plan, key, _strip(target, choice), entry, rule, expected[target], config)
+        misfit = _add_row(plan, key, _strip(target, choice), entry, rule, expected[target], config)
+        if misfit is not None:
+            misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
         filled.add(target)
+    _report_misfits(plan, misfits)
     for name in expected:
         if name not in filled:
             plan.add("missing", name, f"parameter {name!r} {list(expected[name].shape)} of {choice.cls.get('name')} "
@@ -244,16 +248,29 @@ def _class(family: Family, present: set[str], variant: dict[str, Any]) -> dict[s
 
 
 def _add_row(plan: ConversionPlan, key: str, target: str, entry: TensorEntry, rule: MapRule, want: Target,
-             config: dict[str, Any]) -> None:
+             config: dict[str, Any]) -> str | None:
+    """Plan one parameter's row; what is wrong with its shape (the row is not planned then), else None."""
     dtype = rule.dtype or entry.dtype
     shape = output_shape(tuple(entry.shape), rule.ops, want.shape)
     if shape != want.shape:
-        plan.add("shape", key, f"{key!r} {list(entry.shape)} does not fit {target!r}: the configuration "
-                 f"({_fields(want, config)}) says {list(want.shape)}")
-        return
+        return f"{key!r} {list(entry.shape)} does not fit {target!r} {list(want.shape)}"
     transform = " + ".join([*rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
     value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if transform else entry
     plan.add_row(key, target, value, want.shape, dtype, "", transform)
+    return None
+
+
+def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str]]]) -> None:
+    """One error naming the configuration fields every misfit shares (``hidden_size=16``), or one per set of
+    fields when they share none, each naming its first tensor."""
+    if not misfits:
+        return
+    common = set.intersection(*(set(fields.split(", ")) for fields in misfits))
+    groups = {", ".join(sorted(common)): [f for found in misfits.values() for f in found]} if common else misfits
+    for fields, found in groups.items():
+        more = f" (and {len(found) - 1} more tensor{'s' * (len(found) != 2)})" if len(found) > 1 else ""
+        plan.add("config", fields, f"the configuration contradicts the shapes: {found[0][1]}{more}",
+                 candidates=[key for key, _ in found])
 
 
 def _fields(want: Target, config: dict[str, Any]) -> str:
