@@ -75,8 +75,23 @@ class MappedEntry(TensorEntry):
         wanted = by_name(self.dtype).numpy()
         return values if values.dtype == wanted else values.astype(wanted)
 
+    def _stored(self) -> np.ndarray:
+        """The base's value assembled from its canonical byte chunks (a bundle's memory map is released chunk by
+        chunk as it is read, where ``read()`` would leave the whole tensor's pages resident)."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        out = np.empty(self.base.shape, dtype=by_name(self.base.dtype).numpy())
+        flat = out.reshape(-1).view(np.uint8)
+        done = 0
+        for piece in self.base.byte_chunks(CHUNK_BYTES):
+            flat[done:done + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            done += len(piece)
+        return out
+
     def _value(self) -> np.ndarray:
-        value = self.base.read()
+        value = self._stored()
         for n, op in enumerate(self.ops):
             value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape)) if op == "reshape" else value.T
         return self._cast(value.reshape(self.shape))
