@@ -10,7 +10,6 @@ with ckpt's own writer; their expected messages name the tensor or the configura
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 

@@ -105,7 +105,7 @@ SPEC = Command(
 
     \b
     Examples:
-      ckpt convert tests/data/hf/bert-tf1/bert_model.ckpt -o /tmp/bert-hf --to hf --dry-run
+      ckpt convert tests/data/hf/bert/bert_model.ckpt -o bert-hf --to hf --dry-run
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt --dry-run \\
           --map dnn/hiddenlayer_0=dense --map dnn/hiddenlayer_1=dense_1 --map dnn/logits=dense_2

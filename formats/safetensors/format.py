@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from formats.core.model import TensorEntry
     from formats.io.writing import WriteReport
 
-__all__ = ["FORMAT", "SafetensorsFormat", "MODEL_DIR_FORMAT", "ModelDirFormat"]
+__all__ = ["FORMAT", "SafetensorsFormat", "MODEL_DIR_FORMAT", "ModelDirFormat", "is_model_dir"]
 
 
 class SafetensorsFormat:
@@ -69,6 +69,14 @@ class SafetensorsFormat:
 FORMAT = SafetensorsFormat()
 
 
+def is_model_dir(path: str) -> bool:
+    """Whether ``path`` is a local directory with ``config.json`` and ``model.safetensors`` or its index (no
+    import: every path a format before it does not claim is asked)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json")) and (
+        os.path.isfile(os.path.join(path, "model.safetensors"))
+        or os.path.isfile(os.path.join(path, "model.safetensors.index.json")))
+
+
 class ModelDirFormat:
     """A transformers model directory: ``config.json`` and ``model.safetensors`` (or shards and their index)."""
 
@@ -82,13 +90,11 @@ class ModelDirFormat:
 
     def resolve(self, path: str) -> str | None:
         """The model directory ``path`` names (the directory, or its config.json or index)."""
-        from formats.safetensors.model_dir import INDEX, is_model_dir
-
         if storage.is_url(path):
             return None
         if is_model_dir(path):
             return path
-        if os.path.basename(path) in ("config.json", INDEX) and os.path.isfile(path):
+        if os.path.basename(path) in ("config.json", "model.safetensors.index.json") and os.path.isfile(path):
             directory = os.path.dirname(path) or "."
             return directory if is_model_dir(directory) else None
         return None
@@ -99,8 +105,6 @@ class ModelDirFormat:
 
     def find(self, directory: str) -> list[str]:
         """Model directories directly inside a local ``directory``."""
-        from formats.safetensors.model_dir import is_model_dir
-
         if storage.is_url(directory):
             return []
         return [os.path.join(directory, n) for n in sorted(os.listdir(directory))

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from formats.core.format import Row
 
-__all__ = ["CONFIG", "WEIGHTS", "INDEX", "DEFAULT_SHARD_SIZE", "is_model_dir", "open_model_dir", "write_model_dir",
+__all__ = ["CONFIG", "WEIGHTS", "INDEX", "DEFAULT_SHARD_SIZE", "open_model_dir", "write_model_dir",
            "shard_rows", "ModelDirCheckpoint"]
 
 CONFIG = "config.json"
@@ -33,12 +33,6 @@ WEIGHTS = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 DEFAULT_SHARD_SIZE = 5 * 10**9
 """transformers' ``save_pretrained(max_shard_size="5GB")``: shards of at most 5e9 bytes."""
-
-
-def is_model_dir(path: str) -> bool:
-    """Whether ``path`` is a local directory with ``config.json`` and ``model.safetensors`` or its index."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG)) and (
-        os.path.isfile(os.path.join(path, WEIGHTS)) or os.path.isfile(os.path.join(path, INDEX)))
 
 
 class ModelDirCheckpoint(Checkpoint):
@@ -85,7 +79,7 @@ def open_model_dir(path: str) -> ModelDirCheckpoint:
     entries: dict[str, TensorEntry] = {}
     try:
         for file in _shard_files(path):
-            part = open_safetensors(file)
+            part: Checkpoint = open_safetensors(file)
             parts.append(part)
             for key in part:
                 entries[key] = part[key]

@@ -107,8 +107,8 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     """The family (``--family``, ``--rules FILE`` or detected), layout, variant and configuration of a
     conversion; None (with the plan's error) when one cannot be settled."""
     keys = [k for k in source if k != OBJECT_GRAPH_KEY]
-    family = load_family(options.model_map or options.family) if (options.model_map or options.family) \
-        else detect_family(keys)
+    named = options.model_map or options.family
+    family = load_family(named) if named else detect_family(keys)
     if family is None:
         plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
                  f"{', '.join(family_names())}); name one with --family or give a map with --rules")
@@ -127,7 +127,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         return None
     choice = Choice(family, family.layout_of(keys, config), variant, config, original[1])
     if choice.layout is None:
-        plan.add("family", source.path, f"no source layout of {family.name} ({', '.join(l.name for l in family.layouts)}) "
+        plan.add("family", source.path, f"no source layout of {family.name} ({', '.join(lay.name for lay in family.layouts)}) "
                  "recognises these variable names")
         return None
     for note in notes:
