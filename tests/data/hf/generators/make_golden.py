@@ -11,8 +11,10 @@ run transformers' own load_tf_weights_in_<family> on the TF checkpoint, and writ
     model.safetensors  the model's state_dict() exactly as loaded (every key, tied ones included)
     config.json        the config as transformers writes it (model.save_pretrained: with "architectures")
     inputs.npz         the fixed inputs;  outputs.npz  the eval-mode outputs on them (torch.no_grad)
-    oracle.json        versions, the loader and class, what the loader skipped or failed on, and which
-                       parameters it left at their PyTorch initial values ("untouched")
+    oracle.json        versions, the loader and class, what the loader skipped or failed on, which
+                       parameters it left at their PyTorch initial values ("untouched"), and, found by
+                       comparing values (not from the loader), the checkpoint variable each state-dict
+                       tensor equals ("sources") and the variables none equals
 
 The TF2 Model Garden loader, load_tf2_weights_in_bert, is in convert_bert_original_tf2_checkpoint_to_pytorch.py,
 which transformers wheels stopped shipping after 4.46 (4.52.4 has none): --tf2-script names that file or a
@@ -107,6 +109,8 @@ def load(case: dict, model: torch.nn.Module, config: transformers.PretrainedConf
     if case["loader"] == "load_tf2_weights_in_bert":
         tf2_loader(tf2_script)(model, prefix, config)
         return
+    if case.get("loader_target"):  # GPT-2: convert_gpt2_original_tf_checkpoint_to_pytorch.py loads a GPT2Model,
+        model = getattr(model, case["loader_target"])  # which is GPT2LMHeadModel.transformer (lm_head is tied to wte)
     module = importlib.import_module(f"transformers.models.{case['family']}.modeling_{case['family']}")
     fn = getattr(module, case["loader"])
     if case["family"] == "electra":
@@ -180,6 +184,38 @@ def _noteworthy(lines: list[str]) -> list[str]:
     return sorted({line for line in lines if any(k in line for k in keep)})
 
 
+def trace_sources(state: dict[str, torch.Tensor], prefix: str) -> tuple[dict[str, str], list[str]]:
+    """Independently of the loader: which checkpoint variable each state-dict tensor equals, and how
+    ("" same shape, "reshape", "transpose" of the [in, out] matrix (after a reshape to 2-D if needed)); and the
+    checkpoint variables no tensor equals (what the loader skipped or dropped)."""
+    import tensorflow as tf
+
+    arrays = {n: tf.train.load_variable(prefix, n) for n, _ in tf.train.list_variables(prefix)}
+    by_size: dict[int, list[str]] = {}
+    for n, a in arrays.items():
+        if isinstance(a, np.ndarray) and a.dtype == np.float32:
+            by_size.setdefault(a.size, []).append(n)
+    sources: dict[str, str] = {}
+    used: set[str] = set()
+    for key, tensor in state.items():
+        g = tensor.detach().numpy()
+        found = []
+        for n in by_size.get(g.size, []):
+            a = arrays[n]
+            if a.shape == g.shape and np.array_equal(a, g):
+                found.append(n)
+            elif np.array_equal(a.reshape(g.shape), g):
+                found.append(n + " (reshape)")
+            elif g.ndim == 2 and np.array_equal(a.reshape(g.shape[::-1]).T, g):
+                found.append(n + " (transpose)")
+        if found:
+            sources[key] = " | ".join(found)
+            used.update(f.split(" ")[0] for f in found)
+        else:
+            sources[key] = "-"
+    return sources, sorted(n for n in arrays if n not in used)
+
+
 def make(name: str, case: dict, out_root: Path, tf2_script: str | None) -> dict:
     """Write golden/<name>/ for one case; returns its oracle.json record."""
     torch.manual_seed(0)
@@ -191,6 +227,7 @@ def make(name: str, case: dict, out_root: Path, tf2_script: str | None) -> dict:
     prefix = str(ROOT / case["checkpoint"])
     record: dict = {"case": name, "checkpoint": case["checkpoint"], "config_source": case["config"],
                     "class": case["class"], "loader": case["loader"],
+                    "loader_applied_to": case.get("loader_target", "the model"),
                     "versions": {"transformers": transformers.__version__, "torch": torch.__version__}}
     handler = _Messages()
     hf_logger = logging.getLogger("transformers")
@@ -224,6 +261,7 @@ def make(name: str, case: dict, out_root: Path, tf2_script: str | None) -> dict:
     record["untouched"] = sorted(k for k, v in state.items() if v.dtype.is_floating_point
                                  and torch.equal(v, initial[k]))
     record["state_dict_keys"] = len(state)
+    record["sources"], record["checkpoint_variables_not_in_state_dict"] = trace_sources(state, prefix)
     d = out_root / name
     d.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(d / "model.safetensors"),
