@@ -123,9 +123,10 @@ SPEC = Command(
                  "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
                  "weights)."),
         *rule_options("SRC's"),
-        Opt("--family", type=("albert", "bert", "electra", "gpt2", "t5"), metavar="F",
+        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5"), metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5; "
-                 "--to hf detects it from the variable names)."),
+                 "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
+                 "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",
             help="hf: the model's original configuration (bert_config.json, hparams.json, operative_config.gin...) "
                  "when it is not beside the checkpoint."),

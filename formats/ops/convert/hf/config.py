@@ -12,6 +12,9 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     defaults = { layer_norm_eps = 1e-12, num_decoder_layers = "=num_layers" }  # when the original lacks it
     set = { activation_function = "gelu_new" }  # always
     from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor, when the original lacks it
+    flatten = ["model_hparam_overrides"]      # nested fields laid over the top-level ones
+    [config.presets.model_size.small]         # fields a value of a field stands for (ELECTRA's model sizes)
+    hidden_size = 256
 """
 from __future__ import annotations
 
@@ -92,10 +95,28 @@ def parse_gin(text: str) -> dict[str, Any]:
     return out
 
 
+def _expanded(original: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The original's fields over a preset's (``presets.model_size.small``: ELECTRA's model sizes), and the nested
+    tables named in ``flatten`` (ELECTRA's ``model_hparam_overrides``) over both."""
+    out: dict[str, Any] = {}
+    for field_name, presets in spec.get("presets", {}).items():
+        chosen = presets.get(str(original.get(field_name)))
+        if isinstance(chosen, dict):
+            out.update(chosen)
+    out.update(original)
+    for name in spec.get("flatten", []):
+        if isinstance(original.get(name), dict):
+            out.update(original[name])
+    return out
+
+
 def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, tuple[int, ...]],
               overrides: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
     """``config.json``'s fields from the original's by ``spec`` (the family's ``[config]``), ``overrides``
     (``--hparam``) last; also the required fields that are missing, and notes (fields taken from shapes)."""
+    from formats.ops.convert.hf.family import evaluate
+
+    original = _expanded(original, spec)
     out: dict[str, Any] = {}
     notes: list[str] = []
     for name in spec.get("copy", []):
@@ -105,9 +126,12 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if source in original:
             out[name] = original[source]
     for name, value in spec.get("defaults", {}).items():
-        if isinstance(value, str) and value.startswith("="):  # another field's value ("=num_layers")
-            if value[1:] in out or value[1:] in overrides:
-                out.setdefault(name, overrides.get(value[1:], out.get(value[1:])))
+        if isinstance(value, str) and value.startswith("="):  # computed from other fields ("=4*hidden_size")
+            if name not in out:
+                try:
+                    out[name] = evaluate(value[1:], {**out, **overrides})
+                except (KeyError, ValueError):
+                    pass
             continue
         out.setdefault(name, value)
     for name, where in spec.get("from_shapes", {}).items():

@@ -58,19 +58,23 @@ class FamilyError(UsageError):
 
 
 def evaluate(expr: str, values: dict[str, Any]) -> int:
-    """``expr`` (``hidden_size``, ``4*n_embd``, ``num_hidden_layers+4``, ``12``) with ``values``; KeyError
-    naming a field ``values`` lacks, ValueError for a field that is not an integer."""
+    """``expr`` (``hidden_size``, ``4*n_embd``, ``hidden_size/64``, ``num_hidden_layers+4``, ``12``) with
+    ``values`` (``/`` divides without remainder); KeyError naming a field ``values`` lacks, ValueError for a
+    field that is not an integer."""
     total = 0
     for term in expr.replace(" ", "").replace("-", "+-").split("+"):
         if not term:
             continue
         sign, term = (-1, term[1:]) if term.startswith("-") else (1, term)
-        product = 1
-        for factor in term.split("*"):
+        product, op = 1, "*"
+        for factor in re.split(r"([*/])", term):
+            if factor in ("*", "/"):
+                op = factor
+                continue
             value = int(factor) if factor.isdigit() else values[factor]
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{factor} is {value!r}, not an integer")
-            product *= value
+            product = product * value if op == "*" else product // value
         total += sign * product
     return total
 

@@ -49,6 +49,8 @@ def detect_family(keys: list[str]) -> Family | None:
     """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns)."""
     for name in family_names():
         family = load_family(name)
+        if family.raw.get("detect_automatically") is False:
+            continue
         try:
             if family.layout_of(keys, {}) is not None:
                 return family
