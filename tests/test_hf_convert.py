@@ -71,6 +71,22 @@ def test_output_holds_the_oracles_state_dict_bitwise(run_cli, tmp_path: Path, ca
         assert written[key].tobytes() == value.tobytes(), key
 
 
+@pytest.mark.parametrize("case", [c for c in ("bert", "albert", "electra_discriminator", "gpt2", "t5", "t5_v1_1")
+                                  if c in CASES])
+def test_back_to_tf_names_gives_the_original_model_tensors(run_cli, tmp_path: Path, case: str) -> None:
+    src = HF_DATA / CASES[case]["checkpoint"]
+    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
+    assert run_cli("convert", src, "-o", hf, "--to", "hf").exit_code == 0
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", CASES[case]["family"])
+    assert result.exit_code == 0, result.output
+    restored = _read_dir(back)
+    with formats.open_checkpoint(src) as ckpt:
+        for key, value in restored.items():
+            assert ckpt[key].read().tobytes() == value.tobytes() and ckpt[key].shape == value.shape, key
+        kept = {k for k in ckpt if not k.startswith(("generator", "global_step"))}
+    assert sorted(restored) == sorted(kept)
+
+
 # -- the plan -------------------------------------------------------------------------------------------------
 BERT = dict(vocab_size=11, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
             max_position_embeddings=16, type_vocab_size=2)
