@@ -95,13 +95,16 @@ SPEC = Command(
     kernels transposed, per-layer names renumbered, tied embeddings left to
     transformers. config.json is translated from the original configuration
     beside the checkpoint (bert_config.json, albert_config.json, ELECTRA's
-    config, GPT-2's hparams.json, T5's operative_config.gin) or --config FILE;
+    hparams.json, GPT-2's hparams.json, T5's operative_config.gin) or --config
+    FILE;
     --hparam NAME=VALUE adds or overrides a field. Every tensor is mapped, left
     out by a named rule (optimizer slots, global_step, heads the class lacks)
     or an error; every parameter of the class is filled or an error. --rules
     FILE takes a model map of your own (the format of the shipped ones:
     formats/ops/convert/hf/families/*.toml), for --to hf and --to safetensors.
-    --to tf-name --family F goes back, from a transformers directory.
+    --family electra_generator takes ELECTRA's generator instead (as
+    ElectraForMaskedLM, with its generator_config.json). --to tf-name --family
+    F goes back, from a transformers directory.
 
     \b
     Examples:
