@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
@@ -19,7 +19,7 @@ from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
 __all__ = ["plan_hf", "detect_family", "expected_params", "Target", "HF", "Choice", "choose"]
 
-HF = "hf"
+HF = FormatName.HF.value
 """The ``--to`` name of a transformers model directory."""
 
 
@@ -177,10 +177,11 @@ def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     return plan
 
 
-def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
+def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each source tensor mapped (key -> target name, entry, rule), dropped (``pattern\0why`` -> keys) or an
+    ``unmapped`` error."""
     family, config, layout = choice.family, choice.config, choice.layout
     assert layout is not None
-    every = expected_params(family, config)
     mapped: dict[str, tuple[str, TensorEntry, MapRule]] = {}
     dropped: dict[str, list[str]] = {}
     for key in source:
@@ -196,8 +197,14 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             continue
         plan.add("unmapped", key, f"unmapped tensor {key!r} {list(source[key].shape)}: no rule of the {family.name} "
                  f"map ({layout.name} layout) maps or drops it")
-    present = {every[t].group for t, _, _ in mapped.values() if t in every}
-    choice.cls = _class(family, present, choice.variant)
+    return mapped, dropped
+
+
+def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
+    family, config = choice.family, choice.config
+    every = expected_params(family, config)
+    mapped, dropped = _sort_sources(source, choice, plan)
+    choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     filled: set[str] = set()
@@ -215,6 +222,13 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
         filled.add(target)
     _report_misfits(plan, misfits)
+    _finish(plan, choice, expected, filled, dropped)
+
+
+def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], filled: set[str],
+            dropped: dict[str, list[str]]) -> None:
+    """The missing parameters' errors, one warning per drop rule, and what the writer and --json need."""
+    family, config = choice.family, choice.config
     for name in expected:
         if name not in filled:
             plan.add("missing", name, f"parameter {name!r} {list(expected[name].shape)} of {choice.cls.get('name')} "
@@ -224,7 +238,7 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
         plan.add("dropped", pattern, f"{len(keys)} tensor{'s' * (len(keys) != 1)} left out: {why}", WARNING, keys)
     plan.check_collisions()
     plan.write_options = {"config": _config_json(choice), "max_shard_size": None}
-    plan.details = {"family": family.name, "map": family.path, "layout": layout.name,
+    plan.details = {"family": family.name, "map": family.path, "layout": choice.layout.name if choice.layout else None,
                     "variant": choice.variant.get("name"), "class": choice.cls.get("name"),
                     "config_source": choice.config_source, "config": plan.write_options["config"],
                     "tied": {_strip(n, choice): _strip(t, choice) for n, t in family.tied.items()
@@ -241,8 +255,8 @@ def _tied(family: Family, name: str, config: dict[str, Any]) -> bool:
     return holds(family.tied_when.get(name), config)
 
 
-def _class(family: Family, present: set[str], variant: dict[str, Any]) -> dict[str, Any]:
-    """The first class whose groups the source fills (every group but those of variants present)."""
+def _class(family: Family, present: set[str]) -> dict[str, Any]:
+    """The first class every one of whose groups the source fills; else the last."""
     for cls in family.classes:
         if all(g in present for g in cls.get("groups", ["base"])):
             return cls
@@ -292,7 +306,7 @@ def plan_mapped_safetensors(source: Checkpoint, options: ConvertOptions) -> Conv
     """``--to safetensors`` with a model map (``--rules FILE`` or ``--family``): the mapped, transformed
     parameters in one ``.safetensors`` file (no config.json), planned as :func:`plan_hf` plans them."""
     plan = plan_hf(source, options)
-    plan.target = "safetensors"
+    plan.target = FormatName.SAFETENSORS.value
     config = plan.write_options.get("config")
     plan.write_options = {"metadata": {"format": "pt"}} if config is not None else {}
     return plan
