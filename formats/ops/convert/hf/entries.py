@@ -123,8 +123,6 @@ class MappedEntry(TensorEntry):
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """The values in C order, at most ``chunk_elements`` at a time."""
-        import numpy as np
-
         if not self.transposes:
             for piece in self.base.iter_chunks(chunk_elements, pool):
                 yield self._cast(piece.reshape(-1))
