@@ -158,12 +158,14 @@ def _model_planner(to: str, options: Any) -> Any:
     given for ``tf-name`` (from a transformers directory) or ``safetensors``."""
     from formats.ops.convert.targets import planner
 
+    from formats.core.model import FormatName
+
     if options.family or options.model_map:
-        if to == "tf-name":
+        if to == FormatName.TF_NAME:
             from formats.ops.convert.hf.reverse import plan_tf_names
 
             return plan_tf_names
-        if to == "safetensors":
+        if to == FormatName.SAFETENSORS:
             from formats.ops.convert.hf.plan import plan_mapped_safetensors
 
             return plan_mapped_safetensors

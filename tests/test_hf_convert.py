@@ -276,3 +276,11 @@ def test_family_is_detected_and_every_family_file_is_consistent() -> None:
     assert len(params) == 5 + 16 * 2 + 2 + 7  # embeddings, layers, pooler, the two heads
     assert params["cls.seq_relationship.weight"].shape == (2, 8)
     assert params["bert.encoder.layer.1.output.dense.weight"].shape == (8, 12)
+
+
+def test_an_output_directory_holding_the_input_is_refused_even_with_force(run_cli, tiny_bert) -> None:
+    src, _ = tiny_bert()
+    before = sorted(p.name for p in src.parent.iterdir())
+    result = run_cli("convert", src, "-o", src.parent, "--to", "hf", "--force")
+    assert result.exit_code == 4 and "which is being read" in result.output, result.output
+    assert sorted(p.name for p in src.parent.iterdir()) == before

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from formats.core.errors import ExitCode
+from formats.core.model import FormatName
 
 from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, sharded_targets,
                        target_choices, write_options)
@@ -23,7 +24,7 @@ def run(env: Environment, p: Params) -> int:
         hparams = {**hparams, "learning_rate": p.learning_rate}
     if p.max_shard_size is not None and p.to not in sharded_targets():
         raise CommandLineError(f"--max-shard-size applies to --to {' or '.join(sharded_targets())} only")
-    if p.max_shard_size is not None and p.to != "hf" and not p.out.endswith(".json"):
+    if p.max_shard_size is not None and p.to != FormatName.HF and not p.out.endswith(".json"):
         raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {p.out!r}")
     return run_convert(p.src, p.out, p.to, template=p.template, maps=p.maps, regexes=p.regexes,
                        rules_file=p.rules_file, allow_missing=p.allow_missing, drop_optimizer=p.drop_optimizer,

@@ -16,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
-from formats.core.errors import CorruptCheckpointError, InvalidOutputError
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError, OutputExistsError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.io.writing import WriteReport, guard_output
 
@@ -121,8 +121,9 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
         [f"model-{n + 1:05d}-of-{len(shards):05d}.safetensors" for n in range(len(shards))]
     files = [os.path.join(output, n) for n in [CONFIG, *names, *([INDEX] if len(shards) > 1 else [])]]
     guard_output(output, files, inputs=list(inputs), sources=[r.value for r in rows], force=force, directory=True)
+    _refuse_inputs_inside(output, inputs, rows)
     if os.path.isdir(output) and not force and os.listdir(output):
-        raise InvalidOutputError(output, "output directory exists and is not empty", hint="pass force=True to replace it")
+        raise OutputExistsError(output, "output directory exists and is not empty", hint="pass force=True to replace it")
     report = WriteReport(output, FormatName.HF.value, files)
     final = os.path.abspath(output)
     created = make_parents(os.path.join(final, CONFIG)) if not os.path.isdir(final) else []
@@ -137,6 +138,23 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
         remove_created(created)
         raise
     return report
+
+
+def _refuse_inputs_inside(output: str, inputs: Sequence[Any], rows: Sequence[Row]) -> None:
+    """Refuse an input that is the output directory or lies in it (``force`` replaces the whole directory)."""
+    from formats.core.errors import OutputIsInputError
+    from formats.io.writing import named_files
+
+    root = os.path.realpath(os.path.abspath(output))
+    paths: list[str] = []
+    for item in inputs:
+        paths += [item.path, *item.files] if isinstance(item, Checkpoint) else named_files(os.fspath(item))
+    for row in rows:
+        paths += list(getattr(row.value, "files", ()) or ())
+    for path in paths:
+        real = os.path.realpath(os.path.abspath(path))
+        if real == root or real.startswith(root + os.sep):
+            raise OutputIsInputError(output, f"output directory holds {path}, which is being read; write elsewhere")
 
 
 def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[str, Any], report: WriteReport,

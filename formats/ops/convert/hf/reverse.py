@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.core.model import Checkpoint
+from formats.core.model import Checkpoint, FormatName
 from formats.ops.convert.hf.entries import MappedEntry
 from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, load_family
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -39,7 +39,7 @@ def _invert(rule: MapRule, name: str, config: dict[str, Any]) -> str | None:
 
 def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan a name-based TensorFlow checkpoint of the transformers directory ``source``."""
-    plan = ConversionPlan(source.path, "tf-name")
+    plan = ConversionPlan(source.path, FormatName.TF_NAME.value)
     family = load_family(options.model_map or options.family or "")
     config = dict(source.metadata.get("config") or {})
     if not config:
