@@ -284,3 +284,11 @@ def test_an_output_directory_holding_the_input_is_refused_even_with_force(run_cl
     result = run_cli("convert", src, "-o", src.parent, "--to", "hf", "--force")
     assert result.exit_code == 4 and "which is being read" in result.output, result.output
     assert sorted(p.name for p in src.parent.iterdir()) == before
+
+
+def test_a_family_that_does_not_fit_the_names_is_one_error(run_cli, tmp_path: Path, tiny_bert) -> None:
+    src, _ = tiny_bert()
+    result = run_cli("convert", src, "-o", tmp_path / "out", "--to", "hf", "--family", "t5")
+    assert result.exit_code == 1
+    assert [line for line in result.output.splitlines() if line.startswith("error")] == [
+        f"error: family: {src}: no source layout of the t5 map (mesh-tf) recognises these variable names"]

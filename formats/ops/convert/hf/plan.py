@@ -115,6 +115,10 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
                  f"{', '.join(family_names())}); name one with --family or give a map with --rules")
         return None
+    if family.layout_of(keys, {}) is None:
+        plan.add("family", source.path, f"no source layout of the {family.name} map "
+                 f"({', '.join(lay.name for lay in family.layouts)}) recognises these variable names")
+        return None
     original = _original_config(source, family, options, plan)
     if original is None:
         return None
@@ -128,10 +132,6 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     if missing:
         return None
     choice = Choice(family, family.layout_of(keys, config), variant, config, original[1])
-    if choice.layout is None:
-        plan.add("family", source.path, f"no source layout of {family.name} ({', '.join(lay.name for lay in family.layouts)}) "
-                 "recognises these variable names")
-        return None
     for note in notes:
         plan.add("config", note.split(" ", 1)[0], note, WARNING)
     return choice
