@@ -481,7 +481,41 @@ def make_t5() -> None:
                 print(save_tf1(d / "model.ckpt", tensors, global_step=1000000, write_checkpoint_file=True))
 
 
-FAMILIES = {"bert": make_bert, "bert_tf2": make_bert_tf2, "albert": make_albert, "electra": make_electra,
+# --- BERT, TF2 Model Garden BertEncoder layout (tensorflow/models >= 2.4, official/nlp/modeling) -------------------
+# tf.train.Checkpoint(encoder=BertEncoder) (tools/tf2_bert_encoder_checkpoint_converter.py, checkpoint_model_name
+# "encoder"): a functional Keras model, so its weighted layers are again layer_with_weights-N (same order), and the
+# model also keeps them as attributes (_embedding_layer, _position_embedding_layer, _type_embedding_layer,
+# _embedding_norm_layer, _transformer_layers (a list), _pooler_layer): a second path to every layer object, which
+# the saver does not use for names (layer_with_weights-N comes first). TransformerEncoderBlock keeps Keras
+# MultiHeadAttention's own _output_dense (no _attention_output_dense alias): _attention_layer/_output_dense.
+# transformers' TF2 script does not read this layout (it expects "model/" and _attention_output_dense).
+
+
+def bert_tf2_encoder_v2(c: dict, t: dict[str, np.ndarray]) -> tf.Module:
+    """The BertEncoder object graph holding the TF1 ``bert`` case's values."""
+    old = bert_tf2_encoder(c, t)
+    n_layers = c["num_hidden_layers"]
+    layers = [getattr(old, f"layer_with_weights-{k}") for k in range(4 + n_layers + 1)]
+    for layer in layers[4:4 + n_layers]:
+        del layer._attention_output_dense  # only _attention_layer/_output_dense remains
+    encoder = _module(**{f"layer_with_weights-{k}": layer for k, layer in enumerate(layers)})
+    encoder._embedding_layer, encoder._position_embedding_layer = layers[0], layers[1]
+    encoder._type_embedding_layer, encoder._embedding_norm_layer = layers[2], layers[3]
+    encoder._transformer_layers = layers[4:4 + n_layers]
+    encoder._pooler_layer = layers[-1]
+    return encoder
+
+
+def make_bert_tf2_encoder() -> None:
+    """bert_tf2_encoder: tf.train.Checkpoint(encoder=encoder).write("bert_model.ckpt"), the bert values."""
+    tensors = {n: value(BERT_SEED, n, s) for n, s in bert_shapes(BERT_CONFIG).items()}
+    d = ROOT / "bert_tf2_encoder"
+    clean(d)
+    write_json(d / "bert_config.json", BERT_CONFIG)
+    print(tf.train.Checkpoint(encoder=bert_tf2_encoder_v2(BERT_CONFIG, tensors)).write(str(d / "bert_model.ckpt")))
+
+
+FAMILIES = {"bert": make_bert, "bert_tf2": make_bert_tf2, "bert_tf2_encoder": make_bert_tf2_encoder, "albert": make_albert, "electra": make_electra,
             "gpt2": make_gpt2, "t5": make_t5}
 
 

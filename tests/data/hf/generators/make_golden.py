@@ -236,20 +236,33 @@ def make(name: str, case: dict, out_root: Path, tf2_script: str | None) -> dict:
     stdout = io.StringIO()
     try:
         with contextlib.redirect_stdout(stdout):
-            try:
-                load(case, model, config, prefix, tf2_script)
-            except Exception as exc:  # recorded: the oracle's own failure is a finding
-                if not case.get("on_failure_load_model_variables"):
-                    raise
-                record["loader_failed_on_full_checkpoint"] = f"{type(exc).__name__}: {exc}"
-                import tensorflow as tf
+            if case.get("loader_refuses_layout_use"):  # the loader cannot read this layout: record its error, then
+                try:  # make the golden from the twin case holding the same values (traced below by value)
+                    load(case, getattr(transformers, case["class"])(config), config, prefix, tf2_script)
+                    record["loader_on_this_layout"] = "loaded (unexpected)"
+                except Exception as exc:
+                    record["loader_on_this_layout"] = f"{type(exc).__name__}: {exc}"
+                twin = CASES[case["loader_refuses_layout_use"]]
+                record["made_from"] = (f"{twin['checkpoint']} (same values, other layout) by the same loader; "
+                                       "'sources' traces every tensor to this checkpoint by value")
+                load(twin, model, config, str(ROOT / twin["checkpoint"]), tf2_script)
+                handler.lines.clear()
+                stdout = io.StringIO()
+            else:
+                try:
+                    load(case, model, config, prefix, tf2_script)
+                except Exception as exc:  # recorded: the oracle's own failure is a finding
+                    if not case.get("on_failure_load_model_variables"):
+                        raise
+                    record["loader_failed_on_full_checkpoint"] = f"{type(exc).__name__}: {exc}"
+                    import tensorflow as tf
 
-                keep = [n for n, _ in tf.train.list_variables(prefix) if n.startswith("model/")
-                        and not n.endswith(("/Adam", "/Adam_1"))]
-                with tempfile.TemporaryDirectory() as tmp:
-                    subset = model_only_copy(prefix, keep, tmp)
-                    record["then_loaded"] = f"the {len(keep)} model/ variables re-saved alone"
-                    load(case, model, config, subset, tf2_script)
+                    keep = [n for n, _ in tf.train.list_variables(prefix) if n.startswith("model/")
+                            and not n.endswith(("/Adam", "/Adam_1"))]
+                    with tempfile.TemporaryDirectory() as tmp:
+                        subset = model_only_copy(prefix, keep, tmp)
+                        record["then_loaded"] = f"the {len(keep)} model/ variables re-saved alone"
+                        load(case, model, config, subset, tf2_script)
     finally:
         hf_logger.removeHandler(handler)
         transformers.logging.set_verbosity_warning()
