@@ -26,9 +26,20 @@ The file says, as data::
     [[tied]]                             # a parameter transformers ties to another (not stored)
     name = "cls.predictions.decoder.weight"
     to = "bert.embeddings.word_embeddings.weight"
+    when = "tie_word_embeddings"         # optional, as a parameter's ``when`` (``a!=b``, ``flag``, ``!flag``)
     [[classes]]                          # the target classes, the first whose groups the source fills wins
     name = "BertForPreTraining"
     groups = ["base", "pretraining"]
+    strip = ""                           # a prefix the class's own names lack (BertModel: "bert.")
+    [[variants]]                         # optional: T5 v1.0 / v1.1, told apart by a name
+    name = "v1.1"
+    detect = "encoder/block_{i:03d}/layer_001/DenseReluDense/wi_0/kernel"
+    set = { feed_forward_proj = "gated-gelu" }  # config.json fields
+    groups = ["gated"]                   # parameter groups it adds to the class's
+
+A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
+``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
+discriminator's names).
 
 Patterns: ``{name}`` is one name part (no ``/``), ``{name:d}`` digits, ``{name:03d}`` three digits,
 ``{name:d+4}`` digits whose value is the placeholder's plus 4, ``{name:a|b}`` one of the words,
