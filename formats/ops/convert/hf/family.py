@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.errors import InputReadError, UsageError
@@ -103,7 +103,7 @@ def holds(condition: str | None, values: dict[str, Any]) -> bool:
     return bool(values.get(condition.lstrip("!"), True)) != negate
 
 
-@dataclass
+@record
 class Pattern:
     """A name pattern (see the module docstring), compiled once the configuration is known."""
 
@@ -173,7 +173,7 @@ class Pattern:
         return PLACEHOLDER.sub(one, self.text)
 
 
-@dataclass
+@record
 class MapRule:
     """``from`` (a source name pattern) -> ``to`` (a target parameter), with ``ops`` and an optional cast."""
 
@@ -187,7 +187,7 @@ class MapRule:
         return f"{self.source.text} -> {self.target.text}"
 
 
-@dataclass
+@record
 class DropRule:
     """Source names left out on purpose, and ``why``."""
 
@@ -195,7 +195,7 @@ class DropRule:
     why: str
 
 
-@dataclass
+@record
 class Layout:
     """One source layout of a family: how to recognise it, its map and drop rules."""
 
@@ -205,7 +205,7 @@ class Layout:
     drops: list[DropRule]
 
 
-@dataclass
+@record
 class Param:
     """A target parameter pattern with its shape (config expressions), the config fields it repeats over
     (``each``: placeholder -> count field) and its ``group``."""
@@ -217,7 +217,7 @@ class Param:
     when: str | None = None
 
 
-@dataclass
+@record
 class Family:
     """A model family's map, as read from its file (``path``)."""
 

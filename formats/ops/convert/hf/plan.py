@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass, field
+from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
@@ -23,7 +23,7 @@ HF = FormatName.HF.value
 """The ``--to`` name of a transformers model directory."""
 
 
-@dataclass
+@record
 class Target:
     """A parameter of the target class: its shape, its group, and the pattern it came from."""
 
@@ -32,7 +32,7 @@ class Target:
     param: Param
 
 
-@dataclass
+@record
 class Choice:
     """What a plan settled on: the family, its source layout, the variant, the class and its config."""
 
