@@ -245,9 +245,10 @@ def make(name: str, case: dict, out_root: Path, tf2_script: str | None) -> dict:
                 twin = CASES[case["loader_refuses_layout_use"]]
                 record["made_from"] = (f"{twin['checkpoint']} (same values, other layout) by the same loader; "
                                        "'sources' traces every tensor to this checkpoint by value")
+                handler.lines.clear()  # the messages kept are the twin load's
+                stdout.seek(0)
+                stdout.truncate()
                 load(twin, model, config, str(ROOT / twin["checkpoint"]), tf2_script)
-                handler.lines.clear()
-                stdout = io.StringIO()
             else:
                 try:
                     load(case, model, config, prefix, tf2_script)
