@@ -6,6 +6,8 @@
 - ``partitioned``: a 4-way partitioned embedding stored as slice entries, as TF1 writes it.
 - ``keras3``: a Keras 3 ``.weights.h5`` of about the same size as ``bert``'s variables.
 - ``bert_large``: the same with 24 layers of width 1024 (~4 GB).
+- ``bert_large_pretraining``: google-research/bert's BERT-large pretraining checkpoint, every variable
+  (heads, ``adam_m``/``adam_v``; ~4 GB) and its ``bert_config.json``: ``convert --to hf``'s input.
 - ``bert_object``: ``bert`` converted by ``ckpt convert --to tf-object``: a ``tf.train.Checkpoint``-like
   object-based bundle of the same bytes (slots as slot variables, the object graph last in the data
   file, as TensorFlow writes it).
@@ -38,6 +40,61 @@ def _bert_variables(layers: int, hidden: int = HIDDEN, ffn: int = FFN) -> Iterat
         yield f"{base}/intermediate/dense/bias", (ffn,)
         yield f"{base}/output/dense/kernel", (ffn, hidden)
         yield f"{base}/output/LayerNorm/gamma", (hidden,)
+
+
+BERT_LARGE_CONFIG = {"vocab_size": VOCAB, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                     "intermediate_size": 4096, "max_position_embeddings": 512, "type_vocab_size": 2,
+                     "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+                     "initializer_range": 0.02}
+
+
+def _bert_pretraining_variables(config: dict[str, int]) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """Every variable of google-research/bert's BERT pretraining model (``run_pretraining.py``), as it names them."""
+    h, f, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    yield "bert/embeddings/word_embeddings", (v, h)
+    yield "bert/embeddings/position_embeddings", (config["max_position_embeddings"], h)
+    yield "bert/embeddings/token_type_embeddings", (config["type_vocab_size"], h)
+    yield from (("bert/embeddings/LayerNorm/" + p, (h,)) for p in ("gamma", "beta"))
+    for i in range(config["num_hidden_layers"]):
+        base = f"bert/encoder/layer_{i}"
+        for part in ("attention/self/query", "attention/self/key", "attention/self/value", "attention/output/dense"):
+            yield f"{base}/{part}/kernel", (h, h)
+            yield f"{base}/{part}/bias", (h,)
+        yield f"{base}/intermediate/dense/kernel", (h, f)
+        yield f"{base}/intermediate/dense/bias", (f,)
+        yield f"{base}/output/dense/kernel", (f, h)
+        yield f"{base}/output/dense/bias", (h,)
+        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
+            yield from ((f"{base}/{norm}/{p}", (h,)) for p in ("gamma", "beta"))
+    yield "bert/pooler/dense/kernel", (h, h)
+    yield "bert/pooler/dense/bias", (h,)
+    yield "cls/predictions/transform/dense/kernel", (h, h)
+    yield "cls/predictions/transform/dense/bias", (h,)
+    yield from (("cls/predictions/transform/LayerNorm/" + p, (h,)) for p in ("gamma", "beta"))
+    yield "cls/predictions/output_bias", (v,)
+    yield "cls/seq_relationship/output_weights", (2, h)
+    yield "cls/seq_relationship/output_bias", (2,)
+
+
+def bert_large_pretraining(out: Path) -> str:
+    """google-research/bert's BERT-large pretraining checkpoint, complete (heads, ``adam_m``/``adam_v`` slots,
+    ``global_step``; ~4 GB) with its ``bert_config.json``: the input of ``convert --to hf``."""
+    import json
+
+    from formats import write_checkpoint
+
+    def tensors() -> Iterator[tuple[str, np.ndarray]]:
+        for i, (name, shape) in enumerate(_bert_pretraining_variables(BERT_LARGE_CONFIG)):
+            for suffix in ("", "/adam_m", "/adam_v"):
+                yield name + suffix, _values(shape, i * 3 + len(suffix))
+        yield "global_step", np.array(1000000, dtype=np.int64)
+
+    folder = out / "bert-large-pretraining"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bert_config.json").write_text(json.dumps(BERT_LARGE_CONFIG, indent=2))
+    prefix = str(folder / "bert_model.ckpt")
+    write_checkpoint(prefix, tensors(), force=True, verify=False)
+    return prefix
 
 
 def _values(shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -164,7 +221,7 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
     """Generate the named inputs (skipping ones already present) and return name -> path."""
     out.mkdir(parents=True, exist_ok=True)
     makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3, "bert_large": bert_large,
-              "bert_object": bert_object,
+              "bert_object": bert_object, "bert_large_pretraining": bert_large_pretraining,
               "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
     done = {}
     for name in which:

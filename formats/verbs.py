@@ -140,13 +140,19 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
             rules: RuleSet | Sequence[str] | None = None, allow_missing: bool = False, drop_optimizer: bool = False,
             slot_names: str = "tf2", hparams: dict[str, float] | None = None, max_shard_size: int | None = None,
             dry_run: bool = False, force: bool = False, verify: bool = True, update_state: bool = False,
-            link: bool = False, jobs: int | None = None, progress: Progress | None = None) -> ConversionResult:
+            link: bool = False, jobs: int | None = None, progress: Progress | None = None, family: str | None = None,
+            model_config: str | None = None, model_map: str | None = None) -> ConversionResult:
     """``source`` written as format ``to`` at ``output`` (``ckpt convert``): every problem is planned first, and
     nothing is written when there is one (``result.ok`` is False, ``result.plan.problems`` says why) or with
-    ``dry_run``; the output is read back and compared unless ``verify=False``."""
+    ``dry_run``; the output is read back and compared unless ``verify=False``.
+
+    ``to="hf"``: a transformers model directory (``config.json``, ``model.safetensors``) from a TensorFlow
+    checkpoint of a model ``family`` (``bert``, ``albert``, ``electra``, ``gpt2``, ``t5``; detected when None),
+    its original configuration found beside it or given as ``model_config``; ``model_map`` is a user's map
+    file instead of a shipped family (also for ``to="safetensors"``). ``to="tf-name"`` with ``family`` goes
+    back: a transformers directory as the original TensorFlow names."""
     from formats.core.errors import UsageError
     from formats.ops.convert.plan import ConvertOptions
-    from formats.ops.convert.targets import planner
     from formats.ops.rules import RuleSet
 
     if drop_optimizer and to != "keras3-h5":
@@ -154,11 +160,31 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
                          "leaves optimizer state out of other formats)")
     options = ConvertOptions(rules=_rules(rules) or RuleSet(), template=template, allow_missing=allow_missing,
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
-                             drop_optimizer=drop_optimizer)
+                             drop_optimizer=drop_optimizer, family=family, model_config=model_config,
+                             model_map=model_map)
     with _Opened(source) as ckpt:
-        plan = planner(to)(ckpt, options)
+        plan = _model_planner(to, options)(ckpt, options)
         return _write(plan, output, [source, ckpt] + ([template] if template else []), dry_run=dry_run, force=force,
                       verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+
+
+def _model_planner(to: str, options: Any) -> Any:
+    """The planner of ``to``; a model family's (:mod:`formats.ops.convert.hf`) when a family or model map is
+    given for ``tf-name`` (from a transformers directory) or ``safetensors``."""
+    from formats.ops.convert.targets import planner
+
+    from formats.core.model import FormatName
+
+    if options.family or options.model_map:
+        if to == FormatName.TF_NAME:
+            from formats.ops.convert.hf.reverse import plan_tf_names
+
+            return plan_tf_names
+        if to == FormatName.SAFETENSORS:
+            from formats.ops.convert.hf.plan import plan_mapped_safetensors
+
+            return plan_mapped_safetensors
+    return planner(to)
 
 
 def rename(source: Source, output: str | os.PathLike[str], rules: RuleSet | Sequence[str], *,

@@ -218,6 +218,47 @@ class TestSafetensors(FormatTests):
         return found
 
 
+class TestModelDir(FormatTests):
+    """transformers model directories: config.json and model.safetensors written by the ``safetensors`` library,
+    or shards and their index; read back with it."""
+
+    format_name = "hf"
+    made = ("single", "sharded")
+    outputs = {"hf": ("model-dir",)}
+    skip_values = {"hf": frozenset()}
+
+    def make_sample(self, name: str, directory: Path) -> Path:
+        from safetensors.numpy import save_file
+
+        values = {"encoder.weight": np.arange(12, dtype=np.float32).reshape(3, 4), "encoder.bias": np.ones(3, np.float32),
+                  "head.weight": np.full((2, 3), -1.5, np.float16), "steps": np.array([1, 2], np.int64)}
+        folder = directory / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"model_type": "toy"}))
+        if name == "single":
+            save_file(values, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            return folder
+        keys = sorted(values)
+        parts = {"model-00001-of-00002.safetensors": keys[:2], "model-00002-of-00002.safetensors": keys[2:]}
+        for file, names in parts.items():
+            save_file({k: values[k] for k in names}, str(folder / file), metadata={"format": "pt"})
+        index = {"metadata": {"total_size": sum(v.nbytes for v in values.values())},
+                 "weight_map": {k: f for f, names in parts.items() for k in names}}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+        return folder
+
+    def expected(self, path: Path) -> dict[str, Expected]:
+        from safetensors import safe_open
+
+        found = {}
+        for file in sorted(path.glob("*.safetensors")):
+            with safe_open(str(file), framework="numpy") as f:
+                for key in f.keys():  # noqa: SIM118 - safe_open is no mapping
+                    value = f.get_tensor(key)
+                    found[key] = Expected(value.shape, value.dtype.name, digest(value))
+        return found
+
+
 def test_every_registered_format_joins_the_suite() -> None:
     """A new built-in format cannot be registered without a FormatTests subclass here."""
     suites = {cls.format_name for cls in FormatTests.__subclasses__() if cls.__module__ == __name__}

@@ -48,7 +48,7 @@ def test_members_in_order_with_names_and_values() -> None:
     assert [(m.name, m.value) for m in ExitCode] == [(m.name, m.value) for m in _OldExit]
     assert [m.value for m in Role] == ["variable", "slot", "optimizer", "iterator", "save_counter", "object_graph",
                                        "other"]
-    assert len(ExitCode) == 7 and len(Role) == 7 and len(FormatName) == 14
+    assert len(ExitCode) == 7 and len(Role) == 7 and len(FormatName) == 15
     assert [type(m.value) for m in (ExitCode.OK, Role.SLOT, FormatName.NPZ)] == [int, str, str]
 
 

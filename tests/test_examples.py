@@ -53,6 +53,7 @@ from .conftest import CORPUS
 
 README = Path(__file__).parent.parent / "README.md"
 KERAS_LEGACY = Path(__file__).parent / "data" / "keras_legacy"
+HF_DATA = Path(__file__).parent / "data" / "hf"
 OUTPUT_PARAMS = {"out", "rules_out"}
 """Parameters that name outputs: never placeholders, never required to exist."""
 
@@ -232,6 +233,8 @@ PLACEHOLDERS: dict[str, Any] = {
     "run/ckpt-9": Corpus("seed_keras2/tf_ckpts/ckpt-9"),
     "run/ckpt-10": Corpus("seed_keras2/tf_ckpts/ckpt-10"),
     # scripts that read checkpoints through tf.train only (ckpt run)
+    "uncased_L-12_H-768_A-12": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),  # convert --to hf
+    "tests/data/hf/bert": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),
     "convert_bert_checkpoint.py": Built(_script),
     "convert_bert_original_tf_checkpoint_to_pytorch.py": Built(_script),
     "inspect.py": Built(_script),

@@ -132,9 +132,9 @@ def test_convert_help_names_every_target_and_what_needs_a_template(run_cli):
     from formats.ops.convert.targets import TARGETS
 
     text = run_cli("convert", "--help").stdout
-    assert text.splitlines()[2] == "  Convert SRC to another format: --to names one of seven targets."
-    listed = [line.split()[0] for line in text.splitlines()[4:14] if line.startswith("    ") and line[4] != " "]
-    assert sorted(listed) == sorted(TARGETS) and len(TARGETS) == 7
+    assert text.splitlines()[2] == "  Convert SRC to another format: --to names one of eight targets."
+    listed = [line.split()[0] for line in text.splitlines()[4:16] if line.startswith("    ") and line[4] != " "]
+    assert sorted(listed) == sorted(TARGETS) and len(TARGETS) == 8
     assert "keras3-h5    Keras 3 .weights.h5, or sharded *.weights.json: needs\n" in text
     sections: dict[str, list[str]] = {}
     heading = ""

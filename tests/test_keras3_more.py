@@ -341,7 +341,7 @@ def test_sharded_output_refuses_to_replace_existing_files(tmp_path, run_cli):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--to", "npz", "-o", "x.npz", "--max-shard-size", "1MB"], "--max-shard-size applies to --to keras3-h5 only"),
+    (["--to", "npz", "-o", "x.npz", "--max-shard-size", "1MB"], "--max-shard-size applies to --to hf or keras3-h5 only"),
     (["--to", "keras3-h5", "-o", "x.weights.h5", "--max-shard-size", "1MB"], "name OUT *.weights.json"),
     (["--to", "keras3-h5", "-o", "x.weights.json", "--max-shard-size", "lots"], "'lots' is not a size"),
     (["--to", "keras3-h5", "-o", "x.weights.json", "--max-shard-size", "0"], "must be more than 0 bytes"),

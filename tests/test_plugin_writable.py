@@ -110,14 +110,14 @@ def _tensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def test_write_targets_are_derived_from_the_registry(site: Path) -> None:
-    assert registry.write_targets() == ["keras", "keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object",
-                                        "toy"]
+    assert registry.write_targets() == ["hf", "keras", "keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name",
+                                        "tf-object", "toy"]
     assert registry.writer_of("toy").name == "toy" and registry.edit_target("toy") == "toy"
 
 
 def test_builtin_write_targets_in_todays_order() -> None:
     builtin = sorted({t for spec in registry.builtin_formats() for t in getattr(spec, "writes", ())})
-    assert builtin == ["keras", "keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object"]
+    assert builtin == ["hf", "keras", "keras2-h5", "keras3-h5", "npz", "safetensors", "tf-name", "tf-object"]
     assert registry.writer_of(FormatName.TF_OBJECT).name == "tf-bundle"
     assert registry.edit_target(FormatName.KERAS_ZIP) == FormatName.KERAS3_H5
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from formats.core.errors import ExitCode
+from formats.core.model import FormatName
 
 from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, sharded_targets,
                        target_choices, write_options)
-from ..spec import (CHECKPOINT, FLOAT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
+from ..spec import (CHECKPOINT, FLOAT, PATH, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
                     ParameterError)
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -23,13 +24,13 @@ def run(env: Environment, p: Params) -> int:
         hparams = {**hparams, "learning_rate": p.learning_rate}
     if p.max_shard_size is not None and p.to not in sharded_targets():
         raise CommandLineError(f"--max-shard-size applies to --to {' or '.join(sharded_targets())} only")
-    if p.max_shard_size is not None and not p.out.endswith(".json"):
+    if p.max_shard_size is not None and p.to != FormatName.HF and not p.out.endswith(".json"):
         raise CommandLineError(f"--max-shard-size writes sharded weights: name OUT *.weights.json, not {p.out!r}")
     return run_convert(p.src, p.out, p.to, template=p.template, maps=p.maps, regexes=p.regexes,
                        rules_file=p.rules_file, allow_missing=p.allow_missing, drop_optimizer=p.drop_optimizer,
                        slot_names=p.slot_names, hparams=hparams, max_shard_size=p.max_shard_size, dry_run=p.dry_run,
                        as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
-                       link=p.link, jobs=p.jobs, verbose=p.verbose)
+                       link=p.link, jobs=p.jobs, verbose=p.verbose, family=p.family, model_config=p.model_config)
 
 
 def parse_hparams(values: tuple[str, ...]) -> dict[str, float]:
@@ -51,7 +52,7 @@ SPEC = Command(
     "convert", runner=run,
     short_help="Convert between checkpoint formats (TF1 <-> TF2, Keras, npz...).",
     exit_status=WRITER_EXIT_STATUS,
-    help="""Convert SRC to another format: --to names one of seven targets.
+    help="""Convert SRC to another format: --to names one of eight targets.
 
     \b
       tf-object    TensorFlow 2 object-based bundle (tf.train.Checkpoint)
@@ -63,6 +64,8 @@ SPEC = Command(
                    config translated, its weights placed (no template)
       npz          numpy .npz of every numeric tensor, with a provenance record
       safetensors  .safetensors of every numeric tensor, with a provenance record
+      hf           transformers model directory (config.json, model.safetensors)
+                   from a TensorFlow BERT, ALBERT, ELECTRA, GPT-2 or T5 checkpoint
 
     --template T is a file the target program wrote for the same model (e.g.
     with model.save_weights): the output takes T's layout and keys, and SRC's
@@ -85,8 +88,28 @@ SPEC = Command(
     equivalent or a missing hyperparameter, unused tensors, rules that matched
     nothing) is reported before anything is written.
 
+    --to hf maps a published model family's TensorFlow checkpoint (--family
+    bert, albert, electra, gpt2, t5; detected from the names when not given;
+    BERT's TF1 and TF2 Model Garden layouts) onto the parameters of its
+    transformers class (BertForPreTraining, AlbertForPreTraining,
+    ElectraForPreTraining, GPT2LMHeadModel, T5ForConditionalGeneration):
+    kernels transposed, per-layer names renumbered, tied embeddings left to
+    transformers. config.json is translated from the original configuration
+    beside the checkpoint (bert_config.json, albert_config.json, ELECTRA's
+    hparams.json, GPT-2's hparams.json, T5's operative_config.gin) or --config
+    FILE;
+    --hparam NAME=VALUE adds or overrides a field. Every tensor is mapped, left
+    out by a named rule (optimizer slots, global_step, heads the class lacks)
+    or an error; every parameter of the class is filled or an error. --rules
+    FILE takes a model map of your own (the format of the shipped ones:
+    formats/ops/convert/hf/families/*.toml), for --to hf and --to safetensors.
+    --family electra_generator takes ELECTRA's generator instead (as
+    ElectraForMaskedLM, with its generator_config.json). --to tf-name --family
+    F goes back, from a transformers directory.
+
     \b
     Examples:
+      ckpt convert tests/data/hf/bert/bert_model.ckpt -o bert-hf --to hf --dry-run
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object
       ckpt convert model.ckpt-200 -o tf2/ckpt-1 --to tf-object --template keras/ckpt --dry-run \\
           --map dnn/hiddenlayer_0=dense --map dnn/hiddenlayer_1=dense_1 --map dnn/logits=dense_2
@@ -104,6 +127,13 @@ SPEC = Command(
                  "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
                  "weights)."),
         *rule_options("SRC's"),
+        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5"), metavar="F",
+            help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5; "
+                 "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
+                 "ElectraForMaskedLM)."),
+        Opt("--config", name="model_config", type=PATH, metavar="FILE",
+            help="hf: the model's original configuration (bert_config.json, hparams.json, operative_config.gin...) "
+                 "when it is not beside the checkpoint."),
         Opt("--allow-missing", flag=True, help="Template variables with no source keep the template's value."),
         Opt("--drop-optimizer", flag=True,
             help="keras3-h5: leave optimizer state out (both the source's and the template's variables)."),
@@ -115,10 +145,12 @@ SPEC = Command(
                  "(Momentum slots are scaled by it between TF1 and Keras)."),
         Opt("--hparam", name="hparams", multiple=True, metavar="NAME=VALUE", convert=parse_hparams,
             help="An optimizer hyperparameter neither checkpoint stores (beta_1=0.9, beta_2=0.999; "
-                 "iterations=N for the step count); repeatable."),
+                 "iterations=N for the step count); with --to hf a model configuration field "
+                 "(num_hidden_layers=12); repeatable."),
         Opt("--max-shard-size", type=SIZE, metavar="SIZE",
             help="keras3-h5: write sharded weights (OUT a *.weights.json) with at most SIZE bytes of tensors "
-                 "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does."),
+                 "per shard (500MB, 2GB, ...), as Keras' save_weights(max_shard_size=...) does; hf: shards "
+                 "model-0000N-of-0000M.safetensors above SIZE (default 5GB, as save_pretrained)."),
         *write_options(),
         link_option(),
         jobs_option(READ_BACK_JOBS),
@@ -131,7 +163,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                 drop_optimizer: bool = False, slot_names: str = "tf2", hparams: dict[str, float] | None = None,
                 max_shard_size: int | None = None, dry_run: bool = False, as_json: bool = False, force: bool = False,
                 no_verify: bool = False, update_state: bool = False, link: bool = False, jobs: int | None = None,
-                verbose: bool = False) -> int:
+                verbose: bool = False, family: str | None = None, model_config: str | None = None) -> int:
     """Convert ``src`` to the ``to`` format at ``out`` (:func:`formats.verbs.convert`); print the plan's problems
     and what was written; return the exit status (0 written or planned, 1 problems found)."""
     from formats import verbs
@@ -145,12 +177,19 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
     if drop_optimizer and to != FormatName.KERAS3_H5:
         raise UsageError("", f"--drop-optimizer applies to --to {FormatName.KERAS3_H5} only (ckpt edit "
                          "--drop-optimizer leaves optimizer state out of other formats)")
+    model_map = None
+    if rules_file and to in (FormatName.HF, FormatName.SAFETENSORS, FormatName.TF_NAME):
+        from formats.ops.convert.hf.family import is_model_map
+
+        if is_model_map(rules_file):
+            model_map, rules_file = rules_file, None
     rules = build_rules(maps, regexes, rules_file)
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
         result = verbs.convert(source, out, to, template=template, rules=rules, allow_missing=allow_missing,
                                drop_optimizer=drop_optimizer, slot_names=slot_names, hparams=hparams,
                                max_shard_size=max_shard_size, dry_run=dry_run, force=force, verify=not no_verify,
-                               update_state=update_state, link=link, jobs=jobs, progress=progress)
+                               update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
+                               model_config=model_config, model_map=model_map)
     return render_result(result, as_json, verbose=verbose)
 
 

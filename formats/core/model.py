@@ -98,6 +98,7 @@ class FormatName(StrEnumeration):
     HDF5 = "hdf5"
     NPZ = "npz"
     SAFETENSORS = "safetensors"
+    HF = "hf"  # a transformers model directory: config.json and model.safetensors (or its shards)
 
 
 def natural_key(key: str) -> list[tuple[int, Any]]:

@@ -59,6 +59,7 @@ BUILTIN: tuple[str, ...] = (
     "formats.keras_h5.format:DIRECTORY_FORMAT",
     "formats.npz.format:FORMAT",
     "formats.safetensors.format:FORMAT",
+    "formats.safetensors.format:MODEL_DIR_FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
 

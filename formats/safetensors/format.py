@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from formats.core.model import TensorEntry
     from formats.io.writing import WriteReport
 
-__all__ = ["FORMAT", "SafetensorsFormat"]
+__all__ = ["FORMAT", "SafetensorsFormat", "MODEL_DIR_FORMAT", "ModelDirFormat", "is_model_dir"]
 
 
 class SafetensorsFormat:
@@ -67,3 +67,64 @@ class SafetensorsFormat:
 
 
 FORMAT = SafetensorsFormat()
+
+
+def is_model_dir(path: str) -> bool:
+    """Whether ``path`` is a local directory with ``config.json`` and ``model.safetensors`` or its index (no
+    import: every path a format before it does not claim is asked)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json")) and (
+        os.path.isfile(os.path.join(path, "model.safetensors"))
+        or os.path.isfile(os.path.join(path, "model.safetensors.index.json")))
+
+
+class ModelDirFormat:
+    """A transformers model directory: ``config.json`` and ``model.safetensors`` (or shards and their index)."""
+
+    name = FormatName.HF.value
+    description = "transformers model directory: config.json, model.safetensors (or its shards and index)"
+    suffixes = ()
+    layouts = (FormatName.HF.value,)
+    writes = (FormatName.HF.value,)
+    max_shard_size = (FormatName.HF.value,)
+    claims_directories = True
+
+    def resolve(self, path: str) -> str | None:
+        """The model directory ``path`` names (the directory, or its config.json or index)."""
+        if storage.is_url(path):
+            return None
+        if is_model_dir(path):
+            return path
+        if os.path.basename(path) in ("config.json", "model.safetensors.index.json") and os.path.isfile(path):
+            directory = os.path.dirname(path) or "."
+            return directory if is_model_dir(directory) else None
+        return None
+
+    def sniff(self, path: str) -> bool:
+        """Whether ``path`` names a transformers model directory."""
+        return self.resolve(path) is not None
+
+    def find(self, directory: str) -> list[str]:
+        """Model directories directly inside a local ``directory``."""
+        if storage.is_url(directory):
+            return []
+        return [os.path.join(directory, n) for n in sorted(os.listdir(directory))
+                if is_model_dir(os.path.join(directory, n))]
+
+    def open(self, path: str) -> Checkpoint:
+        """Every shard's header and the config (values are read when asked)."""
+        from formats.safetensors.model_dir import open_model_dir
+
+        return open_model_dir(path)
+
+    def write(self, output: str, rows: Sequence[Row], **how: Any) -> WriteReport:
+        """Write the directory (:func:`formats.safetensors.model_dir.write_model_dir`)."""
+        from formats.safetensors.model_dir import write_model_dir
+
+        return write_model_dir(output, rows, **how)
+
+    def unstorable(self, entry: TensorEntry) -> str | None:
+        """Why ``entry`` cannot be stored (None when it can)."""
+        return FORMAT.unstorable(entry)
+
+
+MODEL_DIR_FORMAT = ModelDirFormat()

@@ -1,6 +1,7 @@
 """The ``safetensors`` format's writer: the documented layout (8-byte header length, JSON header with
 ``__metadata__``, then the data), written without the ``safetensors`` package (which reads it back);
-``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``. Guarded, atomically, read back
+``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``; ``options["metadata"]`` adds to (or
+replaces) ``__metadata__``'s other fields (``{"format": "pt"}`` for transformers). Guarded, atomically, read back
 and compared; :func:`write` is the one signature of :mod:`formats.core.format`.
 """
 from __future__ import annotations
@@ -38,7 +39,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     refuse_url(output)
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {PROVENANCE_KEY: json.dumps(record)} if record else {}
-    header: dict[str, Any] = {"__metadata__": {**metadata, "format": "np"}}
+    header: dict[str, Any] = {"__metadata__": {**metadata, "format": "np", **(options or {}).get("metadata", {})}}
     offset = 0
     for row in rows:
         size = math.prod(row.shape) * by_name(row.dtype).itemsize

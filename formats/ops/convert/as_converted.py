@@ -34,8 +34,9 @@ class ConvertedPairs:
     made: list[str] = field(default_factory=list)
 
 
-_TEMPLATED = sorted(t for t in PLANNERS if t != FormatName.KERAS_MODEL.value)
-"""The targets that write onto a template's layout (``keras`` writes a model from its own config)."""
+_TEMPLATED = sorted(t for t in PLANNERS if t not in (FormatName.KERAS_MODEL.value, FormatName.HF.value))
+"""The targets that write onto a template's layout (``keras`` writes a model from its own config, ``hf`` from a
+model map)."""
 
 
 def _target(output: Checkpoint) -> str:

@@ -38,7 +38,9 @@ class ConvertOptions:
     """What the user asked for: rename ``rules``, a ``template`` path, the target's switches
     (``max_shard_size``: bytes per shard of sharded Keras 3 weights), and ``hparams``: optimizer
     hyperparameters (``learning_rate``, ``beta_1``, ``iterations``) that optimizer state transforms need
-    when neither checkpoint stores them; ``drop_optimizer``: leave optimizer state out (``keras3-h5``)."""
+    when neither checkpoint stores them; ``drop_optimizer``: leave optimizer state out (``keras3-h5``);
+    ``family``, ``model_config``, ``model_map``: a model family's name, its original configuration file and a
+    model map file (``--to hf``, ``--to safetensors``, ``--to tf-name`` from a transformers directory)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
@@ -48,6 +50,9 @@ class ConvertOptions:
     max_shard_size: int | None = None
     hparams: dict[str, float] = field(default_factory=dict)
     drop_optimizer: bool = False
+    family: str | None = None
+    model_config: str | None = None
+    model_map: str | None = None
 
 
 @record
@@ -110,6 +115,7 @@ class ConversionPlan:
     write_options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     check_output: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     resources: list[Any] = field(default_factory=list, repr=False)
+    details: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def errors(self) -> list[Problem]:
@@ -175,7 +181,8 @@ class ConversionPlan:
         """A JSON-ready dict: source, target, template, rows, problems, ok."""
         return {"source": self.source, "target": self.target, "template": self.template, "ok": self.ok,
                 "object_graph": self.object_graph is not None, "transformed": self.transformed,
-                "rows": [r.to_json() for r in self.rows], "problems": [p.to_json() for p in self.problems]}
+                "rows": [r.to_json() for r in self.rows], "problems": [p.to_json() for p in self.problems],
+                **({"details": self.details} if self.details else {})}
 
     def close(self) -> None:
         """Close every checkpoint the plan opened (a template, for instance)."""

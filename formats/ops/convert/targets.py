@@ -29,6 +29,7 @@ PLANNERS: dict[str, str] = {
     FormatName.KERAS2_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras2_h5",
     FormatName.KERAS3_H5.value: "formats.ops.convert.cross.keras_targets:plan_keras3_h5",
     FormatName.KERAS_MODEL.value: "formats.ops.convert.cross.keras_model:plan_keras_model",
+    FormatName.HF.value: "formats.ops.convert.hf.plan:plan_hf",
 }
 """Targets with a planner of their own -> ``module:function``."""
 EXPORT = "formats.ops.convert.cross.export:exporter"

@@ -1,0 +1,146 @@
+"""Tensors a model map computes from a stored one while it streams: reshaped (free: the bytes are the same),
+transposed (a 2-D kernel ``[in, out]`` as PyTorch's ``[out, in]``) and cast (T5's bfloat16 as float32).
+
+:class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it and their read-back
+compares the file with the same computation. A transpose reads its source whole (one tensor at a time: the
+largest kernel of BERT-large is 16 MiB) and yields the result in row blocks; a plain reshape streams the
+source's own chunks.
+"""
+from __future__ import annotations
+
+import math
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING
+
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import numpy as np
+
+__all__ = ["MappedEntry", "OPS", "output_shape"]
+
+OPS = ("reshape", "transpose")
+"""The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
+
+
+def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``ops`` make of ``shape`` when the result must be ``target`` (a reshape takes the shape the
+    following ops turn into ``target``); None when they cannot (element counts differ)."""
+    if math.prod(shape) != math.prod(target):
+        return None
+    out = tuple(shape)
+    for n, op in enumerate(ops):
+        if op == "reshape":
+            out = _reshape_goal(ops[n + 1:], target)
+        elif op == "transpose":
+            out = out[::-1]
+    return out
+
+
+def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a reshape must give so that the ops after it end at ``target``."""
+    shape = tuple(target)
+    for op in reversed(rest):
+        if op == "transpose":
+            shape = shape[::-1]
+    return shape
+
+
+TILE = 256
+"""Rows of the stored kernel copied at a time when a transposed block is made C-contiguous: numpy's own copy of a
+transposed view walks the source a column at a time and runs several times slower than this tiling."""
+
+
+def _block(flat: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of ``flat`` as a C-contiguous array; a transposed view of a C-contiguous kernel is
+    copied tile by tile (each tile read along the kernel's rows)."""
+    import numpy as np
+
+    part = flat[start:stop]
+    if part.flags.c_contiguous or part.ndim != 2:
+        return np.ascontiguousarray(part)
+    out = np.empty(part.shape, dtype=part.dtype)
+    for i in range(0, part.shape[1], TILE):
+        out[:, i:i + TILE] = part[:, i:i + TILE]
+    return out
+
+
+class MappedEntry(TensorEntry):
+    """``base`` with ``ops`` applied (ending at ``shape``) and cast to ``dtype``, under a new ``key``."""
+
+    __slots__ = ("base", "ops")
+
+    def __init__(self, base: TensorEntry, key: str, shape: tuple[int, ...], dtype: str, ops: tuple[str, ...]) -> None:
+        from formats.core.dtypes import by_name
+
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * by_name(dtype).itemsize, base.name, base.role)
+        self.base, self.ops = base, tuple(ops)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored tensor."""
+        return self.base.files
+
+    @property
+    def transposes(self) -> bool:
+        """Whether the element order changes (else the bytes stream through, cast at most)."""
+        return "transpose" in self.ops and len(self.base.shape) > 1 and sum(d > 1 for d in self.base.shape) > 1
+
+    def _cast(self, values: np.ndarray) -> np.ndarray:
+        from formats.core.dtypes import by_name
+
+        wanted = by_name(self.dtype).numpy()
+        return values if values.dtype == wanted else values.astype(wanted)
+
+    def _stored(self) -> np.ndarray:
+        """The base's value assembled from its canonical byte chunks (a bundle's memory map is released chunk by
+        chunk as it is read, where ``read()`` would leave the whole tensor's pages resident)."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        out = np.empty(self.base.shape, dtype=by_name(self.base.dtype).numpy())
+        flat = out.reshape(-1).view(np.uint8)
+        done = 0
+        for piece in self.base.byte_chunks(CHUNK_BYTES):
+            flat[done:done + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            done += len(piece)
+        return out
+
+    def _value(self) -> np.ndarray:
+        value = self._stored()
+        for n, op in enumerate(self.ops):
+            value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape)) if op == "reshape" else value.T
+        return self._cast(value.reshape(self.shape))
+
+    def read(self) -> np.ndarray:
+        """The mapped value."""
+        import numpy as np
+
+        return np.ascontiguousarray(self._value())
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The values in C order, at most ``chunk_elements`` at a time."""
+        if not self.transposes:
+            for piece in self.base.iter_chunks(chunk_elements, pool):
+                yield self._cast(piece.reshape(-1))
+            return
+        value = self._value()
+        flat = value.reshape(self.shape[0], -1) if self.shape else value.reshape(1, -1)
+        rows = max(1, chunk_elements // max(1, flat.shape[1]))
+        for start in range(0, flat.shape[0], rows):
+            yield _block(flat, start, start + rows).reshape(-1)
+
+    def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
+        """Canonical little-endian bytes of the mapped value, streamed."""
+        from formats.core.dtypes import by_name
+        from formats.core.sources import array_chunks
+
+        itemsize = by_name(self.dtype).itemsize
+        if not self.transposes and self.dtype == self.base.dtype:
+            yield from self.base.byte_chunks(chunk, check)
+            return
+        for piece in self.iter_chunks(max(1, chunk // itemsize)):
+            yield from array_chunks(piece, chunk)

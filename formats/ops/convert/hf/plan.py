@@ -1,0 +1,312 @@
+"""Plan ``ckpt convert SRC --to hf``: every source tensor mapped to a parameter of the target class, or dropped
+by a named rule, or an error; every parameter of the class filled (or tied to one that is), or an error; the
+original configuration translated into ``config.json`` and checked against the tensors' shapes. Nothing is
+written here: :func:`formats.ops.convert.plan.execute_plan` writes the plan with the ``hf`` format's writer.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from formats.core.records import field, record
+from typing import Any
+
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.ops.convert.hf.config import find_config, read_config, translate
+from formats.ops.convert.hf.entries import MappedEntry, output_shape
+from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
+                                           family_names, holds, load_family)
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+
+__all__ = ["plan_hf", "detect_family", "expected_params", "Target", "HF", "Choice", "choose"]
+
+HF = FormatName.HF.value
+"""The ``--to`` name of a transformers model directory."""
+
+
+@record
+class Target:
+    """A parameter of the target class: its shape, its group, and the pattern it came from."""
+
+    shape: tuple[int, ...]
+    group: str
+    param: Param
+
+
+@record
+class Choice:
+    """What a plan settled on: the family, its source layout, the variant, the class and its config."""
+
+    family: Family
+    layout: Layout | None = None
+    variant: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    config_source: str = ""
+    groups: list[str] = field(default_factory=list)
+    cls: dict[str, Any] = field(default_factory=dict)
+
+
+def detect_family(keys: list[str]) -> Family | None:
+    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns)."""
+    for name in family_names():
+        family = load_family(name)
+        if family.raw.get("detect_automatically") is False:
+            continue
+        try:
+            if family.layout_of(keys, {}) is not None:
+                return family
+        except KeyError:
+            continue
+    return None
+
+
+def _combinations(param: Param, config: dict[str, Any]) -> list[dict[str, str]]:
+    """Every placeholder assignment a parameter pattern repeats over (``each`` counts, ``a|b`` words)."""
+    axes: list[list[tuple[str, str]]] = []
+    for m in PLACEHOLDER.finditer(param.name.text):
+        name, _, kind = m.group(1).partition(":")
+        if name.startswith("="):
+            continue
+        if name in param.each:
+            axes.append([(name, str(n)) for n in range(evaluate(param.each[name], config))])
+        elif "|" in kind:
+            axes.append([(name, word) for word in kind.split("|")])
+        else:
+            raise KeyError(f"{param.name.text}: placeholder {{{name}}} has no 'each' count and no words")
+    return [dict(combo) for combo in itertools.product(*axes)]
+
+
+def expected_params(family: Family, config: dict[str, Any], groups: list[str] | None = None) -> dict[str, Target]:
+    """Every parameter of the family's target (of ``groups``, default all) -> its shape and group: names and
+    shapes known from the family file and the configuration, without torch or transformers. KeyError names a
+    configuration field that is missing."""
+    out: dict[str, Target] = {}
+    for param in family.params:
+        if (groups is not None and param.group not in groups) or not holds(param.when, config):
+            continue
+        for values in _combinations(param, config):
+            shape = tuple(evaluate(dim, config) for dim in param.shape)
+            out[param.name.fill(values, config)] = Target(shape, param.group, param)
+    return out
+
+
+def _original_config(source: Checkpoint, family: Family, options: ConvertOptions,
+                     plan: ConversionPlan) -> tuple[dict[str, Any], str] | None:
+    path = options.model_config or find_config(source.path, family.config_files)
+    if path is None:
+        looked = " or ".join(family.config_files) or "a configuration file"
+        where = os.path.dirname(os.path.abspath(source.path))
+        plan.add("config", "config", f"missing model configuration: no {looked} beside the checkpoint in {where}; "
+                 "give one with --config FILE")
+        return None
+    return read_config(path, family.config_format), path
+
+
+def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in hparams.items()}
+
+
+def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> Choice | None:
+    """The family (``--family``, ``--rules FILE`` or detected), layout, variant and configuration of a
+    conversion; None (with the plan's error) when one cannot be settled."""
+    keys = [k for k in source if k != OBJECT_GRAPH_KEY]
+    named = options.model_map or options.family
+    family = load_family(named) if named else detect_family(keys)
+    if family is None:
+        plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
+                 f"{', '.join(family_names())}); name one with --family or give a map with --rules")
+        return None
+    if family.layout_of(keys, {}) is None:
+        plan.add("family", source.path, f"no source layout of the {family.name} map "
+                 f"({', '.join(lay.name for lay in family.layouts)}) recognises these variable names")
+        return None
+    original = _original_config(source, family, options, plan)
+    if original is None:
+        return None
+    shapes = {k: tuple(source[k].shape) for k in keys}
+    variant = _variant(family, keys)
+    spec = {**family.config, "set": {**family.config.get("set", {}), **variant.get("set", {})}}
+    config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+    for name in missing:
+        plan.add("config", name, f"missing model configuration field {name!r} in {original[1]} (give it with "
+                 f"--hparam {name}=VALUE)")
+    if missing:
+        return None
+    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1])
+    for note in notes:
+        plan.add("config", note.split(" ", 1)[0], note, WARNING)
+    return choice
+
+
+def _variant(family: Family, keys: list[str]) -> dict[str, Any]:
+    """The first of the family's variants whose ``detect`` pattern matches a key (T5 v1.1's gated
+    feed-forward), else the one without ``detect``, else none."""
+    fallback: dict[str, Any] = {}
+    for variant in family.variants:
+        detect = variant.get("detect")
+        if detect is None:
+            fallback = fallback or variant
+            continue
+        regex = Pattern(detect).regex({})
+        if any(regex.match(k) for k in keys):
+            return variant
+    return fallback
+
+
+def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRule, str] | None:
+    for rule in rules:
+        m = rule.source.regex(config).match(key)
+        if m:
+            values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
+            return rule, rule.target.fill(values, config)
+    return None
+
+
+def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
+    """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``)."""
+    plan = ConversionPlan(source.path, HF)
+    try:
+        choice = choose(source, options, plan)
+        if choice is None:
+            return plan
+        _plan_tensors(source, choice, plan)
+        plan.write_options["max_shard_size"] = options.max_shard_size
+    except KeyError as exc:
+        plan.add("config", str(exc.args[0]), f"missing model configuration field {exc.args[0]!r}")
+    except ValueError as exc:
+        plan.add("config", "config", f"model configuration: {exc}")
+    return plan
+
+
+def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each source tensor mapped (key -> target name, entry, rule), dropped (``pattern\0why`` -> keys) or an
+    ``unmapped`` error."""
+    family, config, layout = choice.family, choice.config, choice.layout
+    assert layout is not None
+    mapped: dict[str, tuple[str, TensorEntry, MapRule]] = {}
+    dropped: dict[str, list[str]] = {}
+    for key in source:
+        if key == OBJECT_GRAPH_KEY:
+            continue
+        found = _map(layout.maps, key, config)
+        if found is not None:
+            mapped[key] = (found[1], source[key], found[0])
+            continue
+        drop = next((d for d in layout.drops if d.match.regex(config).match(key)), None)
+        if drop is not None:
+            dropped.setdefault(f"{drop.match.text}\0{drop.why}", []).append(key)
+            continue
+        plan.add("unmapped", key, f"unmapped tensor {key!r} {list(source[key].shape)}: no rule of the {family.name} "
+                 f"map ({layout.name} layout) maps or drops it")
+    return mapped, dropped
+
+
+def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
+    family, config = choice.family, choice.config
+    every = expected_params(family, config)
+    mapped, dropped = _sort_sources(source, choice, plan)
+    choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
+    choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
+    expected = {name: t for name, t in every.items() if t.group in choice.groups}
+    filled: set[str] = set()
+    misfits: dict[str, list[tuple[str, str]]] = {}
+    for key, (target, entry, rule) in mapped.items():
+        if target not in expected:
+            if target in every:
+                why = f"{every[target].group} parameters, which {choice.cls.get('name')} does not have"
+                dropped.setdefault(f"{every[target].group}\0{why}", []).append(key)
+            else:
+                plan.add("unmapped", key, f"{key!r} maps to {target!r}, which {choice.cls.get('name')} does not have")
+            continue
+        misfit = _add_row(plan, key, _strip(target, choice), entry, rule, expected[target], config)
+        if misfit is not None:
+            misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
+        filled.add(target)
+    _report_misfits(plan, misfits)
+    _finish(plan, choice, expected, filled, dropped)
+
+
+def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], filled: set[str],
+            dropped: dict[str, list[str]]) -> None:
+    """The missing parameters' errors, one warning per drop rule, and what the writer and --json need."""
+    family, config = choice.family, choice.config
+    for name in expected:
+        if name not in filled:
+            plan.add("missing", name, f"parameter {name!r} {list(expected[name].shape)} of {choice.cls.get('name')} "
+                     "has no source tensor")
+    for what, keys in dropped.items():
+        pattern, why = what.split("\0")
+        plan.add("dropped", pattern, f"{len(keys)} tensor{'s' * (len(keys) != 1)} left out: {why}", WARNING, keys)
+    plan.check_collisions()
+    plan.write_options = {"config": _config_json(choice), "max_shard_size": None}
+    plan.details = {"family": family.name, "map": family.path, "layout": choice.layout.name if choice.layout else None,
+                    "variant": choice.variant.get("name"), "class": choice.cls.get("name"),
+                    "config_source": choice.config_source, "config": plan.write_options["config"],
+                    "tied": {_strip(n, choice): _strip(t, choice) for n, t in family.tied.items()
+                             if t in expected and _tied(family, n, config)}}
+
+
+def _strip(name: str, choice: Choice) -> str:
+    """A parameter's name in the chosen class (``BertModel`` has no ``bert.`` prefix)."""
+    prefix = choice.cls.get("strip", "")
+    return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+
+def _tied(family: Family, name: str, config: dict[str, Any]) -> bool:
+    return holds(family.tied_when.get(name), config)
+
+
+def _class(family: Family, present: set[str]) -> dict[str, Any]:
+    """The first class every one of whose groups the source fills; else the last."""
+    for cls in family.classes:
+        if all(g in present for g in cls.get("groups", ["base"])):
+            return cls
+    return family.classes[-1] if family.classes else {"name": family.name, "groups": ["base"]}
+
+
+def _add_row(plan: ConversionPlan, key: str, target: str, entry: TensorEntry, rule: MapRule, want: Target,
+             config: dict[str, Any]) -> str | None:
+    """Plan one parameter's row; what is wrong with its shape (the row is not planned then), else None."""
+    dtype = rule.dtype or entry.dtype
+    shape = output_shape(tuple(entry.shape), rule.ops, want.shape)
+    if shape != want.shape:
+        return f"{key!r} {list(entry.shape)} does not fit {target!r} {list(want.shape)}"
+    transform = " + ".join([*rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
+    value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if transform else entry
+    plan.add_row(key, target, value, want.shape, dtype, "", transform)
+    return None
+
+
+def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str]]]) -> None:
+    """One error naming the configuration fields every misfit shares (``hidden_size=16``), or one per set of
+    fields when they share none, each naming its first tensor."""
+    if not misfits:
+        return
+    common = set.intersection(*(set(fields.split(", ")) for fields in misfits))
+    groups = {", ".join(sorted(common)): [f for found in misfits.values() for f in found]} if common else misfits
+    for fields, found in groups.items():
+        more = f" (and {len(found) - 1} more tensor{'s' * (len(found) != 2)})" if len(found) > 1 else ""
+        plan.add("config", fields, f"the configuration contradicts the shapes: {found[0][1]}{more}",
+                 candidates=[key for key, _ in found])
+
+
+def _fields(want: Target, config: dict[str, Any]) -> str:
+    names = sorted({f for dim in want.param.shape for f in dim.replace("+", "*").split("*") if not f.isdigit()})
+    return ", ".join(f"{n}={config.get(n)}" for n in names)
+
+
+def _config_json(choice: Choice) -> dict[str, Any]:
+    config = {k: v for k, v in choice.config.items()}
+    config["model_type"] = choice.family.model_type
+    if choice.cls.get("name"):
+        config["architectures"] = [choice.cls["name"]]
+    return dict(sorted(config.items()))
+
+
+def plan_mapped_safetensors(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
+    """``--to safetensors`` with a model map (``--rules FILE`` or ``--family``): the mapped, transformed
+    parameters in one ``.safetensors`` file (no config.json), planned as :func:`plan_hf` plans them."""
+    plan = plan_hf(source, options)
+    plan.target = FormatName.SAFETENSORS.value
+    config = plan.write_options.get("config")
+    plan.write_options = {"metadata": {"format": "pt"}} if config is not None else {}
+    return plan

@@ -1,0 +1,104 @@
+"""``ckpt convert DIR --to tf-name --family F``: a transformers model directory back under the original
+TensorFlow names, by the family's map read backwards (its first layout: BERT's TF1 names).
+
+A map rule is inverted by matching its ``to`` pattern against parameter names and filling its ``from``
+pattern (``.`` in a value becomes ``/``; a placeholder the parameter name lacks takes its empty alternative, or
+its first); its ops run backwards (a transpose is its own inverse). A reshape is invertible only where the rule
+gives the source's shape (``source_shape``); otherwise the parameter is an error, as is any parameter no rule
+maps. Tied parameters stored anyway (a duplicate of the one they are tied to) are left out by name.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from formats.core.model import Checkpoint, FormatName
+from formats.ops.convert.hf.entries import MappedEntry
+from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, load_family
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+
+__all__ = ["plan_tf_names"]
+
+
+def _source_name(rule: MapRule, values: dict[str, str], config: dict[str, Any]) -> str:
+    filled = dict(values)
+    for m in PLACEHOLDER.finditer(rule.source.text):
+        name, _, kind = m.group(1).partition(":")
+        if name.startswith("=") or name in filled:
+            continue
+        words = kind.split("|")
+        filled[name] = "" if "" in words else words[0]
+    return rule.source.fill({k: v.replace(".", "/") for k, v in filled.items()}, config)
+
+
+def _invert(rule: MapRule, name: str, config: dict[str, Any]) -> str | None:
+    kinds = {k: v.replace("/", ".") if "|" in v else "d" if v.startswith(("d", "0")) else ""
+             for k, v in rule.source.kinds().items()}
+    m = rule.target.regex(config, kinds).match(name)
+    return None if m is None else _source_name(rule, rule.target.values(m), config)
+
+
+def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
+    """Plan a name-based TensorFlow checkpoint of the transformers directory ``source``."""
+    plan = ConversionPlan(source.path, FormatName.TF_NAME.value)
+    family = load_family(options.model_map or options.family or "")
+    config = dict(source.metadata.get("config") or {})
+    if not config:
+        plan.add("config", source.path, "not a transformers model directory (no config.json): --family reads "
+                 "one back")
+        return plan
+    layout = family.layouts[0]
+    tied = {_strip_any(n, family) for n in family.tied}
+    for key in source:
+        entry = source[key]
+        found = None
+        for rule in layout.maps:
+            for name in _candidates(key, family):
+                tf_name = _invert(rule, name, config)
+                if tf_name is not None:
+                    found = (rule, tf_name)
+                    break
+            if found:
+                break
+        if found is None:
+            if key in tied or any(key == n for n in family.tied):
+                plan.add("dropped", key, "tied to another parameter (stored once, under that one's name)", WARNING)
+            else:
+                plan.add("unmapped", key, f"unmapped parameter {key!r}: no rule of the {family.name} map gives it "
+                         "a TensorFlow name")
+            continue
+        _row(plan, key, entry, *found, config)
+    plan.check_collisions()
+    plan.details = {"family": family.name, "map": family.path, "layout": layout.name}
+    return plan
+
+
+def _candidates(key: str, family: Family) -> list[str]:
+    """``key`` and, for a base class's names (no prefix), the names with each class's stripped prefix back."""
+    return [key, *(cls["strip"] + key for cls in family.classes if cls.get("strip"))]
+
+
+def _strip_any(name: str, family: Any) -> str:
+    for cls in family.classes:
+        prefix = cls.get("strip", "")
+        if prefix and name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _row(plan: ConversionPlan, key: str, entry: Any, rule: MapRule, tf_name: str, config: dict[str, Any]) -> None:
+    ops = tuple(reversed(rule.ops))
+    shape = tuple(entry.shape)
+    if "reshape" in ops:
+        spec = getattr(rule, "source_shape", None)
+        if not spec:
+            plan.add("unsupported", key, f"{key!r} -> {tf_name!r}: the map reshapes it and does not say the "
+                     "TensorFlow shape, so it cannot be inverted")
+            return
+        shape = tuple(evaluate(d, config) for d in spec)
+    elif "transpose" in ops:
+        shape = shape[::-1]
+    dtype = entry.dtype
+    transform = " + ".join(ops)
+    value = MappedEntry(entry, tf_name, shape, dtype, ops) if ops else entry
+    plan.add_row(key, tf_name, value, shape, dtype, "", transform)
+

@@ -1,0 +1,214 @@
+"""A transformers model directory: ``config.json`` and ``model.safetensors``, or shards
+``model-00001-of-0000N.safetensors`` with ``model.safetensors.index.json`` (``{"metadata": {"total_size": N},
+"weight_map": {name: file}}``), as ``save_pretrained`` writes them.
+
+:func:`open_model_dir` opens one as a single checkpoint (every shard's tensors); :func:`write_model_dir` writes
+one: shards of at most ``max_shard_size`` bytes cut as transformers cuts them (a tensor goes to the current
+shard unless it would pass the limit), each safetensors file with ``__metadata__ = {"format": "pt"}`` (what
+transformers requires), every file read back and compared, the whole directory staged beside the output and
+renamed into place at once (a replaced directory, with ``force``, only after the new one is complete).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+from formats.core.dtypes import by_name
+from formats.core.errors import CorruptCheckpointError, InvalidOutputError, OutputExistsError
+from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.io.writing import WriteReport, guard_output
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from formats.core.format import Row
+
+__all__ = ["CONFIG", "WEIGHTS", "INDEX", "DEFAULT_SHARD_SIZE", "open_model_dir", "write_model_dir",
+           "shard_rows", "ModelDirCheckpoint"]
+
+CONFIG = "config.json"
+WEIGHTS = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+DEFAULT_SHARD_SIZE = 5 * 10**9
+"""transformers' ``save_pretrained(max_shard_size="5GB")``: shards of at most 5e9 bytes."""
+
+
+class ModelDirCheckpoint(Checkpoint):
+    """A transformers model directory's tensors (from every shard); ``metadata["config"]`` is its config."""
+
+    def __init__(self, path: str, entries: dict[str, TensorEntry], parts: list[Checkpoint],
+                 metadata: dict[str, Any]) -> None:
+        super().__init__(path, FormatName.HF, entries, metadata=metadata)
+        self._parts = parts
+
+    @property
+    def files(self) -> list[str]:
+        """The config, the index and every shard."""
+        return [os.path.join(self.path, CONFIG), *(f for part in self._parts for f in [part.path])]
+
+    def close(self) -> None:
+        """Close every shard."""
+        for part in self._parts:
+            part.close()
+
+
+def _shard_files(path: str) -> list[str]:
+    index = os.path.join(path, INDEX)
+    if not os.path.isfile(index):
+        return [os.path.join(path, WEIGHTS)]
+    try:
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        return [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptCheckpointError(index, f"not a safetensors index: {exc}") from None
+
+
+def open_model_dir(path: str) -> ModelDirCheckpoint:
+    """Open a transformers model directory: its config and every shard's header (values read when asked)."""
+    from formats.safetensors.reader import open_safetensors
+
+    try:
+        with open(os.path.join(path, CONFIG), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise CorruptCheckpointError(os.path.join(path, CONFIG), f"cannot read the model config: {exc}") from None
+    parts: list[Checkpoint] = []
+    entries: dict[str, TensorEntry] = {}
+    try:
+        for file in _shard_files(path):
+            part: Checkpoint = open_safetensors(file)
+            parts.append(part)
+            for key in part:
+                entries[key] = part[key]
+    except BaseException:
+        for part in parts:
+            part.close()
+        raise
+    return ModelDirCheckpoint(path, entries, parts, {"config": config, "shards": len(parts)})
+
+
+def shard_rows(rows: Sequence[Row], max_shard_size: int) -> list[list[Row]]:
+    """``rows`` cut into shards as transformers cuts a state dict: in order, a new shard when the next tensor
+    would take the current one past ``max_shard_size`` bytes (a larger tensor gets a shard of its own)."""
+    shards: list[list[Row]] = [[]]
+    size = 0
+    for row in rows:
+        nbytes = math.prod(row.shape) * by_name(row.dtype).itemsize
+        if shards[-1] and size + nbytes > max_shard_size:
+            shards.append([])
+            size = 0
+        shards[-1].append(row)
+        size += nbytes
+    return shards
+
+
+def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatName.HF.value, force: bool = False,
+                    verify: bool = True, inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None,
+                    jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
+    """Write a transformers model directory at ``output``: ``options["config"]`` as ``config.json``, ``rows`` as
+    ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index)."""
+    from formats.io.atomic import make_parents, refuse_url, remove_created, sweep_temporaries, temp_name
+
+    refuse_url(output)
+    options = dict(options or {})
+    if os.path.lexists(output) and not os.path.isdir(output):
+        raise InvalidOutputError(output, "output exists and is not a directory")
+    shards = shard_rows(rows, int(options.get("max_shard_size") or DEFAULT_SHARD_SIZE))
+    names = [WEIGHTS] if len(shards) == 1 else \
+        [f"model-{n + 1:05d}-of-{len(shards):05d}.safetensors" for n in range(len(shards))]
+    files = [os.path.join(output, n) for n in [CONFIG, *names, *([INDEX] if len(shards) > 1 else [])]]
+    guard_output(output, files, inputs=list(inputs), sources=[r.value for r in rows], force=force, directory=True)
+    _refuse_inputs_inside(output, inputs, rows)
+    if os.path.isdir(output) and not force and os.listdir(output):
+        raise OutputExistsError(output, "output directory exists and is not empty", hint="pass force=True to replace it")
+    report = WriteReport(output, FormatName.HF.value, files)
+    final = os.path.abspath(output)
+    created = make_parents(os.path.join(final, CONFIG)) if not os.path.isdir(final) else []
+    sweep_temporaries(final)
+    stage = temp_name(final)
+    try:
+        os.mkdir(stage)
+        _stage(stage, shards, names, options, report, verify, progress)
+        _swap(stage, final)
+    except BaseException:
+        _discard(stage)
+        remove_created(created)
+        raise
+    return report
+
+
+def _refuse_inputs_inside(output: str, inputs: Sequence[Any], rows: Sequence[Row]) -> None:
+    """Refuse an input that is the output directory or lies in it (``force`` replaces the whole directory)."""
+    from formats.core.errors import OutputIsInputError
+    from formats.io.writing import named_files
+
+    root = os.path.realpath(os.path.abspath(output))
+    paths: list[str] = []
+    for item in inputs:
+        paths += [item.path, *item.files] if isinstance(item, Checkpoint) else named_files(os.fspath(item))
+    for row in rows:
+        paths += list(getattr(row.value, "files", ()) or ())
+    for path in paths:
+        real = os.path.realpath(os.path.abspath(path))
+        if real == root or real.startswith(root + os.sep):
+            raise OutputIsInputError(output, f"output directory holds {path}, which is being read; write elsewhere")
+
+
+def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[str, Any], report: WriteReport,
+           verify: bool, progress: Callable[[int, int], None] | None) -> None:
+    from formats.io.writing import write_text
+    from formats.safetensors.writer import write
+
+    done = [0, 0]
+
+    def step(nbytes: int, tensors: int) -> None:
+        if progress is not None:
+            progress(done[0] + nbytes, done[1] + tensors)
+
+    weight_map: dict[str, str] = {}
+    for shard, name in zip(shards, names):
+        part = write(os.path.join(stage, name), shard, verify=verify, progress=step,
+                     options={"metadata": {"format": "pt"}})
+        report.contents += part.contents
+        report.tensors += part.tensors
+        report.bytes += part.bytes
+        done[0], done[1] = report.bytes, report.tensors
+        weight_map.update({row.key: name for row in shard})
+    write_text(os.path.join(stage, CONFIG), json.dumps(options.get("config", {}), indent=2, sort_keys=True) + "\n",
+               format="json")
+    if len(shards) > 1:
+        index = {"metadata": {"total_size": report.bytes}, "weight_map": dict(sorted(weight_map.items()))}
+        write_text(os.path.join(stage, INDEX), json.dumps(index, indent=2) + "\n", format="json")
+    report.verified = verify
+
+
+def _swap(stage: str, final: str) -> None:
+    """Rename the staged directory to ``final``; an existing ``final`` (``force``) is moved aside first and removed
+    after."""
+    from formats.io.atomic import fsync_dir, temp_name
+
+    old = None
+    if os.path.isdir(final):
+        old = temp_name(final)
+        os.rename(final, old)
+    try:
+        os.rename(stage, final)
+    except BaseException:
+        if old is not None:
+            os.rename(old, final)
+        raise
+    fsync_dir(os.path.dirname(final))
+    if old is not None:
+        _discard(old)
+
+
+def _discard(path: str) -> None:
+    from formats.io.atomic import remove_tree
+
+    try:
+        remove_tree(path)
+    except OSError:  # left for the next write's sweep
+        pass
