@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import jobs_option, json_option
+from ..options import executor_option, jobs_option, json_option
 from ..spec import CHECKPOINT, Arg, Command, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -21,7 +21,7 @@ def run(env: Environment, p: Params) -> int:
 
     with open_checkpoint(p.path) as ckpt:
         with progress_for(ckpt, "reading") as progress:
-            result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs)
+            result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs, executor=p.executor)
         named = None
         if p.names:
             from formats.ops.inspect.summary import names_and_roles
@@ -63,5 +63,6 @@ SPEC = Command(
         Opt("--names", flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does."),
         json_option(),
         jobs_option(),
+        executor_option(),
     ),
 )

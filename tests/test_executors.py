@@ -1,0 +1,67 @@
+"""Units of work and executors without a cluster: the option's words, the missing extra, units that travel."""
+from __future__ import annotations
+
+import pickle
+import sys
+
+import pytest
+
+from formats.core.errors import UsageError
+from formats.core.executors import ENVIRONMENT, LocalExecutor, executor_for
+from formats.discover.units import group_keys
+
+from .conftest import CORPUS
+
+SEED = CORPUS / "seed_slots/tf_ckpts/ckpt-5"
+
+
+def test_local_is_the_default_and_the_environment_names_one(monkeypatch):
+    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    assert isinstance(executor_for(None, 3), LocalExecutor) and executor_for(None, 3).jobs == 3
+    monkeypatch.setenv(ENVIRONMENT, "local")
+    assert isinstance(executor_for(None), LocalExecutor)
+    monkeypatch.setenv(ENVIRONMENT, "spark://x")
+    with pytest.raises(UsageError, match="CKPT_EXECUTOR: 'spark://x' is not an executor"):
+        executor_for(None)
+    with pytest.raises(UsageError, match="--executor: 'dask://' is not an executor"):
+        executor_for("dask://")
+
+
+@pytest.mark.parametrize("command", [["verify", str(SEED)], ["stats", str(SEED)], ["diff", str(SEED), str(SEED)]])
+def test_without_dask_the_option_says_how_to_install_it(run_cli, monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    result = run_cli(*command, "--executor", "dask://127.0.0.1:8786")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "ckpt: error: --executor dask:// needs the Dask packages: pip install 'tfckpt[dask]'"]
+
+
+def test_a_bad_executor_is_a_usage_error(run_cli):
+    result = run_cli("verify", str(SEED), "--executor", "threads")
+    assert result.exit_code == 2 and "is not an executor: give 'local' or 'dask://HOST:PORT'" in result.stderr
+
+
+def test_units_are_consecutive_and_bounded():
+    sizes = [("a", 10), ("b", 50), ("c", 100), ("d", 1), ("e", 1), ("f", 0)]
+    assert list(group_keys(sizes, 60)) == [(("a", "b"), 60), (("c",), 100), (("d", "e", "f"), 2)]
+    assert [k for k, _ in group_keys(sizes, 0)] == [("a",), ("b",), ("c",), ("d",), ("e",), ("f",)]
+
+
+def test_a_unit_is_a_plain_picklable_call_and_gives_the_local_result():
+    """What a worker is sent (the function, a reference to the checkpoint, keys) and sends back pickles; run in
+    a fresh process-level cache it gives what verify and stats give on threads."""
+    import formats
+    from formats.discover import units
+    from formats.ops.compare.verify import verify_unit
+    from formats.ops.inspect.stats import stats_unit
+
+    with formats.open_checkpoint(SEED) as ckpt:
+        ref = units.source_ref(ckpt, "test-run")
+        keys = tuple(sorted(ckpt))
+    shipped = pickle.loads(pickle.dumps((verify_unit, ref, keys)))
+    found = shipped[0](*shipped[1:])
+    assert found == [(k, None) for k in keys]
+    stats = pickle.loads(pickle.dumps(stats_unit(ref, keys)))
+    expected = formats.stats(SEED)
+    assert [s.to_json() for s in stats] == [t.to_json() for t in expected.tensors]
+    units._opened.pop(ref).close()
