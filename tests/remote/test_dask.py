@@ -148,6 +148,7 @@ class KillOnce:
     file says it happened). The nanny starts a new worker and the scheduler runs the unit again."""
 
     name = "ckpt-kill-once"
+    unit = "ckpt-verify_unit"
 
     def __init__(self, marker: str) -> None:
         self.marker = marker
@@ -159,7 +160,7 @@ class KillOnce:
         pass
 
     def transition(self, key: object, start: str, finish: str, **kwargs: object) -> None:
-        if finish == "executing" and "ckpt-verify_unit" in str(key) and not os.path.exists(self.marker):
+        if finish == "executing" and self.unit in str(key) and not os.path.exists(self.marker):
             with open(self.marker, "w") as f:
                 f.write(str(os.getpid()))
             os._exit(1)
@@ -203,3 +204,95 @@ def test_a_corrupt_range_is_reported_as_locally(run_cli, bucket, dask_url, tmp_p
     assert doc == json.loads(local.stdout.replace(str(copy), f"s3://{bucket.name}/bad"))
     assert len(doc["problems"]) == 1 and "checksum" in doc["problems"][0]["message"]
     assert "data-00002" in doc["problems"][0]["message"] or doc["problems"][0]["where"]
+
+
+# -- writes on the cluster ----------------------------------------------------------------------------------------
+def _objects(bucket, prefix: str) -> dict[str, bytes]:
+    """Every object under ``prefix`` of the bucket: name -> bytes."""
+    names = sorted(bucket.fs.find(f"{bucket.name}/{prefix}"))
+    return {n.rsplit("/", 1)[1]: bucket.fs.cat_file(n) for n in names}
+
+
+def _files(folder, stem: str) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.name.startswith(stem)}
+
+
+def _written_three(run_cli, bucket, dask_url, tmp_path, name: str, *args: str):
+    """``ckpt ARGS -o OUT`` ({} the inputs' folder) on the cluster and on threads (S3 in, S3 out), and on the
+    local copy (local in, local out): the three outputs' files, by name."""
+    url = bucket.url
+    dask = run_cli(*[a.format(url) for a in args], "-o", f"s3://{bucket.name}/{name}-dask/out",
+                   "--executor", dask_url, "--json")
+    threads = run_cli(*[a.format(url) for a in args], "-o", f"s3://{bucket.name}/{name}-threads/out",
+                      "--executor", "local", "--json")
+    copy = run_cli(*[a.format(str(bucket.local)) for a in args], "-o", str(tmp_path / "out"), "--json")
+    assert dask.exit_code == threads.exit_code == copy.exit_code == 0, (dask.stderr, threads.stderr, copy.stderr)
+    docs = [json.loads(r.stdout) for r in (dask, threads, copy)]
+    assert docs[0]["written"]["contents"] == docs[1]["written"]["contents"] == docs[2]["written"]["contents"]
+    return (_objects(bucket, f"{name}-dask"), _objects(bucket, f"{name}-threads"), _files(tmp_path, "out"))
+
+
+def test_average_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
+    dask, threads, copy = _written_three(run_cli, bucket, dask_url, tmp_path, "avg",
+                                         "average", "{}/ckpt-1", "{}/ckpt-2")
+    assert sorted(dask) == [f"out.data-0000{k}-of-0000{SHARDS}" for k in range(SHARDS)] + ["out.index"]
+    assert dask == threads == copy
+    import formats
+
+    a, b = _tensors(1), _tensors(2)
+    with formats.open_checkpoint(str(tmp_path / "out")) as out:
+        for key in ("layer_05/kernel", "embedding"):
+            expected = ((a[key].astype(np.float64) + b[key].astype(np.float64)) / 2).astype(a[key].dtype)
+            assert out[key].read().tobytes() == expected.tobytes()
+        assert int(out["global_step"].read()) == 1002  # the newest input's
+
+
+def test_edit_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
+    dask, threads, copy = _written_three(run_cli, bucket, dask_url, tmp_path, "edit", "edit", "{}/ckpt-2",
+                                         "--select", "layer_1*", "--select", "embedding", "--cast", "float32=float16",
+                                         "--shards", "3")
+    assert sorted(dask) == [f"out.data-0000{k}-of-00003" for k in range(3)] + ["out.index"]
+    assert dask == threads == copy
+    import formats
+
+    with formats.open_checkpoint(str(tmp_path / "out")) as out:
+        assert sorted(out) == sorted(k for k in _tensors(2) if k.startswith("layer_1") or k == "embedding")
+        kernel = _tensors(2)["layer_12/kernel"]
+        assert out["layer_12/kernel"].read().tobytes() == kernel.astype(np.float16).tobytes()
+
+
+def test_a_worker_killed_while_writing_gives_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
+    from distributed import Client, WorkerPlugin
+
+    marker = str(tmp_path / "killed")
+    plugin = type("KillOncePlugin", (KillOnce, WorkerPlugin), {"unit": "ckpt-write_data_unit"})(marker)
+    args = ("average", f"{bucket.url}/ckpt-1", f"{bucket.url}/ckpt-2")
+    with Client(dask_url.replace("dask://", "tcp://"), set_as_default=False) as client:
+        client.register_plugin(plugin)
+        try:
+            dask = run_cli(*args, "-o", f"s3://{bucket.name}/killed/out", "--executor", dask_url)
+        finally:
+            client.unregister_worker_plugin(KillOnce.name)
+        client.wait_for_workers(2, timeout=60)
+    assert os.path.exists(marker) and dask.exit_code == 0, dask.stderr
+    local = run_cli(*args, "-o", f"s3://{bucket.name}/killed-local/out", "--executor", "local")
+    assert local.exit_code == 0
+    assert _objects(bucket, "killed") == _objects(bucket, "killed-local")
+
+
+def test_a_failed_write_leaves_nothing_behind(run_cli, bucket, dask_url, tmp_path):
+    """One input's data file 2 is corrupt: the unit writing data file 2 fails on its checksum, the others have
+    written theirs; no index is published and the data files written are removed."""
+    copy = tmp_path / "bad"
+    shutil.copytree(bucket.local, copy)
+    data = copy / f"ckpt-2.data-00002-of-0000{SHARDS}"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    data.write_bytes(bytes(raw))
+    for f in sorted(os.listdir(copy)):
+        if f.startswith("ckpt-2."):
+            bucket.fs.put_file(str(copy / f), f"{bucket.name}/badrun/{f}")
+    result = run_cli("average", f"{bucket.url}/ckpt-1", f"s3://{bucket.name}/badrun/ckpt-2",
+                     "-o", f"s3://{bucket.name}/failed/out", "--executor", dask_url)
+    assert result.exit_code == 3 and "checksum" in result.stderr, result.stderr
+    assert bucket.fs.find(f"{bucket.name}/failed") == []
