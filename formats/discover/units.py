@@ -19,12 +19,14 @@ from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
-    from typing import Any
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any, TypeVar
+
+    R = TypeVar("R")
 
     from formats.core.model import Checkpoint
 
-__all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "UNIT_BYTES"]
+__all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_in_unit", "UNIT_BYTES"]
 
 UNIT_BYTES = 64 << 20
 """Stored bytes of tensors per unit (a bigger tensor is a unit alone)."""
@@ -100,6 +102,16 @@ def opened(ref: SourceRef) -> Checkpoint:
         _opened.pop(next(iter(_opened))).close()
     _opened[ref] = ckpt
     return ckpt
+
+
+def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any]) -> list[R]:
+    """``[fn(item) for item in items]`` inside one unit, with a few items in flight when the checkpoint allows
+    concurrent reads: a unit of many small tensors in a bucket is bound by each request's latency, not by
+    bandwidth, if its tensors are read one after the other."""
+    from formats.core.parallel import map_ordered
+    from formats.io import storage
+
+    return map_ordered(fn, items, storage.IN_FLIGHT if len(items) > 1 and ckpt.concurrent_reads else 1)
 
 
 def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES) -> Iterator[tuple[tuple[Any, ...], int]]:

@@ -21,7 +21,7 @@ SHARDS = 4
 
 
 def _tensors(seed: int) -> dict[str, np.ndarray]:
-    """Twenty tensors of several dtypes over ``SHARDS`` data files; ``seed`` moves the float values."""
+    """Thirty-seven tensors of several dtypes, strings among them, over ``SHARDS`` data files; ``seed`` moves the float values."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for i in range(16):
@@ -31,6 +31,7 @@ def _tensors(seed: int) -> dict[str, np.ndarray]:
     out["global_step"] = np.array(1000 + seed, dtype=np.int64)
     out["counts"] = np.arange(10, dtype=np.int32) * (seed + 1)
     out["has_nan"] = np.array([1.0, np.nan, np.inf, 0.0], dtype=np.float32)
+    out["vocab"] = np.array([b"alpha", b"b" * seed, b""], dtype=object)  # a string tensor: its own CRC layout
     return out
 
 
@@ -125,7 +126,7 @@ def test_diff_on_the_cluster(run_cli, bucket, dask_url):
     dask, threads, copy = _three(run_cli, bucket, dask_url, "diff", "{}/ckpt-1", "{}/ckpt-2")
     assert dask == threads == copy
     a, b = _tensors(1), _tensors(2)
-    differing = sorted(k for k in a if a[k].tobytes() != b[k].tobytes())
+    differing = sorted(k for k in a if a[k].tolist() != b[k].tolist() and k != "has_nan")
     assert sorted(c["key"] for c in dask["changed"]) == differing
     x, y = (t["layer_00/kernel"].astype(np.float64) for t in (a, b))
     change = next(c for c in dask["changed"] if c["key"] == "layer_00/kernel")
@@ -249,14 +250,16 @@ def test_average_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url,
 
 def test_edit_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
     dask, threads, copy = _written_three(run_cli, bucket, dask_url, tmp_path, "edit", "edit", "{}/ckpt-2",
-                                         "--select", "layer_1*", "--select", "embedding", "--cast", "float32=float16",
+                                         "--select", "layer_1*", "--select", "embedding", "--select", "vocab",
+                                         "--cast", "float32=float16",
                                          "--shards", "3")
     assert sorted(dask) == [f"out.data-0000{k}-of-00003" for k in range(3)] + ["out.index"]
     assert dask == threads == copy
     import formats
 
     with formats.open_checkpoint(str(tmp_path / "out")) as out:
-        assert sorted(out) == sorted(k for k in _tensors(2) if k.startswith("layer_1") or k == "embedding")
+        assert sorted(out) == sorted(k for k in _tensors(2) if k.startswith("layer_1") or k in ("embedding", "vocab"))
+        assert out["vocab"].read().tolist() == [b"alpha", b"bb", b""]
         kernel = _tensors(2)["layer_12/kernel"]
         assert out["layer_12/kernel"].read().tobytes() == kernel.astype(np.float16).tobytes()
 

@@ -25,7 +25,7 @@ from formats.core.model import Checkpoint, TensorEntry
 from formats.core.selection import nothing_selected, select_keys
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.core.value_tuples import ValueTuple
-from formats.discover.units import SourceRef, opened
+from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.compare.keying import MATCHES, pairing_names
 from formats.ops.units import run_units
 
@@ -236,7 +236,8 @@ def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, s
     """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
     two tensors (None when they are the same)."""
     ca, cb = opened(ref_a), opened(ref_b)
-    return [compare_entries(name, ca[ka], cb[kb], tol, keys_only, chunk_elements) for name, ka, kb in pairs]
+    both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
+    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements), pairs)
 
 
 # -- comparing one pair ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import os
 
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry
-from formats.discover.units import SourceRef, opened
+from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -84,7 +84,7 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: 
 def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str | None]]:
     """A unit of ``verify``: each of ``keys`` of the checkpoint ``ref`` names with its problem (None when sound)."""
     ckpt = opened(ref)
-    return [(key, _entry_problem(ckpt[key])) for key in keys]
+    return each_in_unit(ckpt, lambda key: (key, _entry_problem(ckpt[key])), keys)
 
 
 def _entry_problem(entry: TensorEntry) -> str | None:

@@ -110,58 +110,71 @@ def write_data_unit(ref: PlanRef, shard: int, keys: tuple[str, ...], positions: 
         raise CorruptCheckpointError(path, "the inputs changed since the write was planned (a worker planned "
                                            "other tensors for this data file)")
     with _slot(buffers):
-        rows = _write_remote(path, mine, shard, buffer) if storage.is_url(path) else _write_local(path, mine, shard, buffer)
-    _read_back(path, rows)
+        write = _write_remote if storage.is_url(path) else _write_local
+        rows, written = write(path, mine, shard, buffer)
+    _read_back(path, written)
     return rows
 
 
-def _write_local(path: str, pairs: list[tuple[str, Any]], shard: int, buffer: int) -> list[tuple[bytes, bytes]]:
+class _Summing:
+    """A file being written, with the CRC32C and the size of everything written to it."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.crc, self.size = f, 0, 0
+
+    def write(self, data: Any) -> int:
+        from formats.io.crc import crc32c
+
+        self.crc = crc32c(data, self.crc)
+        self.size += len(memoryview(data).cast("B"))
+        return int(self.f.write(data) or 0)
+
+
+def _write_local(path: str, pairs: list[tuple[str, Any]], shard: int, buffer: int) -> tuple[Any, tuple[int, int]]:
     from formats.io.atomic import atomic_output
     from formats.tf_bundle.writer import write_data_file
 
     with atomic_output(path) as temp, open(temp, "xb", buffering=min(buffer, 8 << 20)) as f:
-        return write_data_file(f, pairs, shard, path, chunk=min(buffer, 8 << 20))
+        out = _Summing(f)
+        rows = write_data_file(out, pairs, shard, path, chunk=min(buffer, 8 << 20))  # type: ignore[arg-type]
+    return rows, (out.size, out.crc)
 
 
-def _write_remote(url: str, pairs: list[tuple[str, Any]], shard: int, buffer: int) -> list[tuple[bytes, bytes]]:
+def _write_remote(url: str, pairs: list[tuple[str, Any]], shard: int, buffer: int) -> tuple[Any, tuple[int, int]]:
     """Stream to object storage: parts of ``buffer`` bytes; the object appears only when the last call completes,
     and an error discards the upload (a killed process leaves an incomplete upload, never an object)."""
     from formats.tf_bundle.writer import write_data_file
 
     fs, p = storage.filesystem(url)
     f = fs.open(p, "wb", block_size=buffer)
+    out = _Summing(f)
     try:
-        rows = write_data_file(f, pairs, shard, url, chunk=min(buffer, 8 << 20))
+        rows = write_data_file(out, pairs, shard, url, chunk=min(buffer, 8 << 20))  # type: ignore[arg-type]
     except BaseException:
         f.discard()
         raise
     f.close()
-    return rows
+    return rows, (out.size, out.crc)
 
 
-def _read_back(path: str, rows: list[tuple[bytes, bytes]]) -> None:
-    """Read every tensor of the data file at ``path`` back and check its CRC32C against its index row."""
-    from formats.io.crc import crc32c, mask
-    from formats.tf_bundle.reader import parse_entry
+def _read_back(path: str, written: tuple[int, int]) -> None:
+    """Read the data file at ``path`` back whole and check its size and CRC32C against what was written."""
+    from formats.io.crc import crc32c
 
-    for key, entry in rows:
-        raw = parse_entry(key, entry, path)
-        crc = 0
-        if storage.is_url(path):
-            for piece in storage.iter_ranges(path, raw.offset, raw.offset + raw.size):
+    size, expected = written
+    crc = 0
+    if storage.is_url(path):
+        if storage.file_size(path) != size:
+            raise VerificationError(path, f"verification failed: {storage.file_size(path)} bytes read back, "
+                                          f"{size} written")
+        for piece in storage.iter_ranges(path, 0, size):
+            crc = crc32c(piece, crc)
+    else:
+        with open(path, "rb") as f:
+            while piece := f.read(8 << 20):
                 crc = crc32c(piece, crc)
-        else:
-            with open(path, "rb") as f:
-                f.seek(raw.offset)
-                left = raw.size
-                while left:
-                    piece = f.read(min(left, 8 << 20))
-                    if not piece:
-                        break
-                    crc, left = crc32c(piece, crc), left - len(piece)
-        if mask(crc) != raw.crc32c:
-            raise VerificationError(path, f"verification failed: {key.decode('utf-8', 'surrogateescape')!r}: the "
-                                          "bytes read back differ from those written")
+    if crc != expected:
+        raise VerificationError(path, "verification failed: the bytes read back differ from those written")
 
 
 def remote_executor(executor: str | Executor | None) -> Executor | None:

@@ -14,7 +14,7 @@ from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
-from formats.discover.units import SourceRef, opened
+from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False
@@ -152,4 +152,4 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
 def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUNK_ELEMENTS) -> list[TensorStats]:
     """A unit of ``stats``: the :class:`TensorStats` of each of ``keys`` of the checkpoint ``ref`` names."""
     ckpt = opened(ref)
-    return [tensor_stats(ckpt[key], chunk_elements) for key in keys]
+    return each_in_unit(ckpt, lambda key: tensor_stats(ckpt[key], chunk_elements), keys)
