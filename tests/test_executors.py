@@ -21,9 +21,9 @@ def test_local_is_the_default_and_the_environment_names_one(monkeypatch):
     monkeypatch.setenv(ENVIRONMENT, "local")
     assert isinstance(executor_for(None), LocalExecutor)
     monkeypatch.setenv(ENVIRONMENT, "spark://x")
-    with pytest.raises(UsageError, match="CKPT_EXECUTOR: 'spark://x' is not an executor"):
+    with pytest.raises(UsageError, match=r"'spark://x' \(the CKPT_EXECUTOR environment variable\) is not an executor"):
         executor_for(None)
-    with pytest.raises(UsageError, match="--executor: 'dask://' is not an executor"):
+    with pytest.raises(UsageError, match="^'dask://' is not an executor"):
         executor_for("dask://")
 
 
@@ -33,7 +33,7 @@ def test_without_dask_the_option_says_how_to_install_it(run_cli, monkeypatch, co
     result = run_cli(*command, "--executor", "dask://127.0.0.1:8786")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "ckpt: error: --executor dask:// needs the Dask packages: pip install 'tfckpt[dask]'"]
+        "ckpt: error: a dask:// executor needs the Dask packages: pip install 'tfckpt[dask]'"]
 
 
 def test_a_bad_executor_is_a_usage_error(run_cli):

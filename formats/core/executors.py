@@ -82,7 +82,7 @@ class DaskExecutor(Executor):
         try:
             from distributed import Client
         except ImportError:
-            raise UsageError("", f"--executor dask:// needs the Dask packages: {INSTALL}") from None
+            raise UsageError("", f"a dask:// executor needs the Dask packages: {INSTALL}") from None
         self.address = address
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)
@@ -144,5 +144,5 @@ def executor_for(spec: str | Executor | None = None, jobs: int | None = 1) -> Ex
         return DaskExecutor(f"tcp://{rest}")
     if sep and scheme in ("tcp", "tls", "inproc", "ucx") and rest:
         return DaskExecutor(text)
-    source = "--executor" if spec is not None else ENVIRONMENT
-    raise UsageError("", f"{source}: {text!r} is not an executor: give 'local' or 'dask://HOST:PORT'")
+    named = "" if spec is not None else f" (the {ENVIRONMENT} environment variable)"
+    raise UsageError("", f"{text!r}{named} is not an executor: give 'local' or 'dask://HOST:PORT'")
