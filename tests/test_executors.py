@@ -65,3 +65,40 @@ def test_a_unit_is_a_plain_picklable_call_and_gives_the_local_result():
     expected = formats.stats(SEED)
     assert [s.to_json() for s in stats] == [t.to_json() for t in expected.tensors]
     units._opened.pop(ref).close()
+
+
+def test_worker_buffers_come_from_the_environment(monkeypatch):
+    from formats.ops.edit.on_cluster import buffer_settings
+
+    monkeypatch.delenv("CKPT_WORKER_BUFFERS", raising=False)
+    monkeypatch.delenv("CKPT_BUFFER_MB", raising=False)
+    assert buffer_settings() == (2, 64 << 20)
+    monkeypatch.setenv("CKPT_WORKER_BUFFERS", "1")
+    monkeypatch.setenv("CKPT_BUFFER_MB", "16")
+    assert buffer_settings() == (1, 16 << 20)
+    monkeypatch.setenv("CKPT_BUFFER_MB", "lots")
+    with pytest.raises(UsageError, match="CKPT_WORKER_BUFFERS and CKPT_BUFFER_MB must be whole numbers"):
+        buffer_settings()
+
+
+def test_a_cluster_write_of_a_keras_output_is_refused_before_anything_is_written(tmp_path):
+    """Only bundles are written on a cluster; anything else says to use the local executor (exit 2)."""
+    import formats
+    from formats.core.executors import Executor
+    from formats.ops.edit.on_cluster import write_on_cluster
+    from formats.ops.edit import EditOptions, plan_edit
+    from formats.ops.edit.edit import plan_edit_of
+
+    class Elsewhere(Executor):
+        remote = True
+
+        def map(self, fn, units, *, weight=None, done=None):  # noqa: ANN001, ANN202 - never reached
+            raise AssertionError("nothing may run")
+
+    ckpt = formats.open_checkpoint(CORPUS / "keras3_tagger/tagger.weights.h5")
+    options = EditOptions()
+    with pytest.raises(UsageError, match="a write on a cluster writes TensorFlow bundles"):
+        write_on_cluster(plan_edit(ckpt, options), plan_edit_of, [ckpt], options, str(tmp_path / "out.weights.h5"),
+                         Elsewhere())
+    ckpt.close()
+    assert list(tmp_path.iterdir()) == []

@@ -238,6 +238,11 @@ def test_average_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url,
                                          "average", "{}/ckpt-1", "{}/ckpt-2")
     assert sorted(dask) == [f"out.data-0000{k}-of-0000{SHARDS}" for k in range(SHARDS)] + ["out.index"]
     assert dask == threads == copy
+    local_out = tmp_path / "on-disk"  # the workers write the data files to a local folder (renamed when whole)
+    result = run_cli("average", f"{bucket.url}/ckpt-1", f"{bucket.url}/ckpt-2", "-o", str(local_out / "out"),
+                     "--executor", dask_url)
+    assert result.exit_code == 0, result.stderr
+    assert _files(local_out, "") == copy  # and no temporary file is left beside them
     import formats
 
     a, b = _tensors(1), _tensors(2)
