@@ -1,6 +1,7 @@
 """Units of work and executors without a cluster: the option's words, the missing extra, units that travel."""
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 
@@ -102,3 +103,27 @@ def test_a_cluster_write_of_a_keras_output_is_refused_before_anything_is_written
                          Elsewhere())
     ckpt.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_clients_fsspec_options_travel_with_a_unit(monkeypatch):
+    """fsspec options configured on the client (``FSSPEC_S3_ENDPOINT_URL``, fsspec's config files) are part of the
+    reference a worker opens a checkpoint by, and are applied there; a local path carries none."""
+    pytest.importorskip("fsspec")
+    from fsspec.config import conf
+
+    from formats.discover import units
+
+    class Remote:
+        path, format = "s3://bucket/run/ckpt-1", "tf-bundle"
+
+    monkeypatch.setitem(conf, "s3", {"endpoint_url": "http://127.0.0.1:9000", "anon": True})
+    ref = units.source_ref(Remote(), "run-1")  # type: ignore[arg-type]
+    assert ref == units.SourceRef("s3://bucket/run/ckpt-1", "tf-bundle",
+                                  (("anon", True), ("endpoint_url", "http://127.0.0.1:9000")), "run-1")
+    assert pickle.loads(pickle.dumps(ref)) == ref
+
+    class Local:
+        path, format = "run/ckpt-1", "tf-bundle"
+
+    assert units.source_ref(Local()).options == ()  # type: ignore[arg-type]
+    assert units.source_ref(Local()).path == os.path.abspath("run/ckpt-1")  # type: ignore[arg-type]
