@@ -44,11 +44,12 @@ _slots: dict[int, Any] = {}
 
 
 class PlanRef(ValueTuple):
-    """A plan by name: ``planner(opened inputs, options)`` of the inputs ``refs`` (``options``: EditOptions)."""
+    """A plan by name: ``planner(opened inputs, options)`` of the inputs ``refs`` (``options``: EditOptions).
+    (The planner is not the first field: Dask takes a tuple argument that starts with a function for a task.)"""
 
-    planner: Any
     refs: tuple[SourceRef, ...]
     options: Any
+    planner: Any
 
 
 def buffer_settings() -> tuple[int, int]:
@@ -220,7 +221,7 @@ def write_on_cluster(plan: EditPlan, planner: Callable[..., EditPlan], sources: 
             if plan.target not in BUNDLE_TARGETS:
                 raise UsageError(output, f"a write on a cluster writes TensorFlow bundles ({', '.join(BUNDLE_TARGETS)}),"
                                          f" not {plan.target}: write it with the local executor")
-            result.written = _write(plan, PlanRef(planner, (), options), sources, output,
+            result.written = _write(plan, PlanRef((), options, planner), sources, output,
                                     executor, force, [*plan.inputs, *sources, *inputs], progress)
             if update_state:
                 from formats.tf_bundle.state_file import update_state_file
