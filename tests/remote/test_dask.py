@@ -203,8 +203,15 @@ def test_a_corrupt_range_is_reported_as_locally(run_cli, bucket, dask_url, tmp_p
     doc = json.loads(dask.stdout)
     assert doc == json.loads(threads.stdout)
     assert doc == json.loads(local.stdout.replace(str(copy), f"s3://{bucket.name}/bad"))
-    assert len(doc["problems"]) == 1 and "checksum" in doc["problems"][0]["message"]
-    assert "data-00002" in doc["problems"][0]["message"] or doc["problems"][0]["where"]
+    import formats
+
+    flipped = len(raw) // 2
+    with formats.open_checkpoint(str(bucket.local / "ckpt-1")) as ckpt:  # the tensor the index puts there
+        hit = [k.decode() for k, e in ckpt.reader.entries.items()
+               if k and e.shard_id == 2 and e.offset <= flipped < e.offset + e.size]
+    assert len(hit) == 1
+    assert [p["where"] for p in doc["problems"]] == hit
+    assert doc["problems"][0]["message"].startswith(f"tensor {hit[0]!r}: checksum mismatch (index says 0x")
 
 
 # -- writes on the cluster ----------------------------------------------------------------------------------------
