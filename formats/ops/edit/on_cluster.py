@@ -21,7 +21,7 @@ import os
 
 from formats.core.errors import CorruptCheckpointError, UsageError, VerificationError
 from formats.core.executors import Executor, executor_for
-from formats.core.model import OBJECT_GRAPH_KEY
+from formats.core.model import OBJECT_GRAPH_KEY, FormatName
 from formats.core.value_tuples import ValueTuple
 from formats.discover.units import SourceRef, opened, source_ref
 from formats.io import storage
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PlanRef", "remote_executor", "execute_edit_on", "write_on_cluster", "write_data_unit", "BUNDLE_TARGETS", "buffer_settings"]
 
-BUNDLE_TARGETS = ("tf-name", "tf-object")
+BUNDLE_TARGETS = (FormatName.TF_NAME.value, FormatName.TF_OBJECT.value)
 """The outputs written on a cluster: TensorFlow bundles, whose data files are independent."""
 _plans: dict[bytes, Any] = {}
 _slots: dict[int, Any] = {}
@@ -270,7 +270,8 @@ def _write(plan: EditPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: 
     except BaseException:
         _remove(files)
         raise
-    report = WriteReport(output, "tf-object" if plan.conversion.object_graph is not None else "tf-name",
+    layout = FormatName.TF_OBJECT if plan.conversion.object_graph is not None else FormatName.TF_NAME
+    report = WriteReport(output, layout.value,
                          [output + ".index", *files], verified=True)
     from formats.core.sources import describe
 
