@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .spec import CHECKPOINT, PATH, Choices, Ints, Opt
 
-__all__ = ["rule_options", "write_options", "output_option", "link_option", "jobs_option", "json_option",
+__all__ = ["rule_options", "write_options", "output_option", "link_option", "jobs_option", "executor_option", "json_option",
            "target_choices", "sharded_targets", "READ_BACK_JOBS", "CHECKPOINT"]
 
 
@@ -61,6 +61,14 @@ def jobs_option(what: str = "Threads reading tensors at once") -> Opt:
     """``--jobs N``: how many threads read tensors (checksums and comparisons run on every core by default)."""
     return Opt("--jobs", "-j", name="jobs", type=Ints(min=0), default=0, metavar="N",
                help=f"{what} (default 0: one per available core).")
+
+
+def executor_option() -> Opt:
+    """``--executor local|dask://HOST:PORT``: where the units of work run (``CKPT_EXECUTOR`` when not given)."""
+    return Opt("--executor", name="executor", metavar="WHERE",
+               help="Where the work runs: 'local' (threads, --jobs; the default) or 'dask://HOST:PORT', the "
+                    "workers of a Dask scheduler, which read the checkpoint from its URL themselves (pip install "
+                    "'tfckpt[dask]'). Default: the CKPT_EXECUTOR environment variable, else local.")
 
 
 READ_BACK_JOBS = "Threads reading the output back to verify it"

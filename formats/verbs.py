@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    from formats.core.executors import Executor
     from formats.core.roundtrip import RoundTripReport
     from formats.ops.compare.diff import DiffResult
     from formats.ops.compare.verify import VerifyReport
@@ -65,13 +66,14 @@ def _rules(rules: RuleSet | Sequence[str] | None) -> RuleSet | None:
 
 
 def verify(source: Source, *, jobs: int | None = None, progress: Progress | None = None,
-           allow_loader_refusals: bool = False) -> VerifyReport:
+           allow_loader_refusals: bool = False, executor: str | Executor | None = None) -> VerifyReport:
     """Read every tensor and check every checksum and data file (``ckpt verify``): the report (``report.ok``;
-    ``report.problems`` and ``report.loader_refusals`` say what is wrong). ``jobs``: threads (None: every core)."""
+    ``report.problems`` and ``report.loader_refusals`` say what is wrong). ``jobs``: threads (None: every core);
+    ``executor``: where the work runs (``"local"``, ``"dask://HOST:PORT"``; None: ``$CKPT_EXECUTOR``, else local)."""
     from formats.ops.compare.verify import verify_checkpoint
 
     with _Opened(source) as ckpt:
-        return verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals)
+        return verify_checkpoint(ckpt, progress, jobs, allow_loader_refusals=allow_loader_refusals, executor=executor)
 
 
 def verify_against(output: Source, source: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
@@ -90,26 +92,30 @@ def verify_against(output: Source, source: Source, *, match: str = "key", rules:
 def diff(a: Source, b: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
          patterns: Sequence[str] = (), strip_prefix_a: str | None = None, strip_prefix_b: str | None = None,
          atol: float | None = None, rtol: float | None = None, equal_nan: bool = False, keys_only: bool = False,
-         jobs: int | None = None, progress: Progress | None = None) -> DiffResult:
+         jobs: int | None = None, progress: Progress | None = None, executor: str | Executor | None = None) -> DiffResult:
     """What differs between ``a`` and ``b`` (``ckpt diff``): keys only in one, shape and dtype changes, value
-    changes (exact, or within ``atol``/``rtol`` as numpy's allclose). ``result.equal`` when nothing differs."""
+    changes (exact, or within ``atol``/``rtol`` as numpy's allclose). ``result.equal`` when nothing differs.
+    ``executor`` as for :func:`verify`."""
     from formats.ops.compare.diff import Tolerance, diff_checkpoints
 
     with _Opened(a) as ca, _Opened(b) as cb:
         return diff_checkpoints(ca, cb, match=match, rules=_rules(rules), strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, tolerance=Tolerance.of(atol, rtol, equal_nan),
-                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs)
+                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,
+                                executor=executor)
 
 
 def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = None,
-          progress: Progress | None = None, histograms: Sequence[str] = (), bins: int = 32) -> CheckpointStats:
+          progress: Progress | None = None, histograms: Sequence[str] = (), bins: int = 32,
+          executor: str | Executor | None = None) -> CheckpointStats:
     """min, max, mean, std, L2 norm, zeros, NaN and Inf counts of the tensors matching ``patterns`` (all when
     empty; ``ckpt stats``), and with ``histograms`` (``"linear"``, ``"log"``) each tensor's histograms of
-    ``bins`` bins (:mod:`formats.ops.inspect.histogram`)."""
+    ``bins`` bins (:mod:`formats.ops.inspect.histogram`); ``executor`` as for :func:`verify`."""
     from formats.ops.inspect.stats import checkpoint_stats
 
     with _Opened(source) as ckpt:
-        return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs, histograms=histograms, bins=bins)
+        return checkpoint_stats(ckpt, patterns, progress=progress, jobs=jobs, histograms=histograms, bins=bins,
+                                executor=executor)
 
 
 def report(*sources: Source, kind: str | None = None, patterns: Sequence[str] = (), bins: int = 48,

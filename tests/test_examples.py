@@ -245,6 +245,9 @@ REMOTE_PLACEHOLDERS: dict[str, Any] = {
     "bucket/run": Built(_remote_run),
     "bucket/tf1/model.ckpt-200": Corpus(ESTIMATOR),
     "host/run": Built(_remote_run),
+    "bucket/train/ckpt-8": Corpus("seed_keras2/tf_ckpts/ckpt-8"),
+    "bucket/train/ckpt-9": Corpus("seed_keras2/tf_ckpts/ckpt-9"),
+    "bucket/train/ckpt-10": Corpus("seed_keras2/tf_ckpts/ckpt-10"),
 }
 URL_HOSTS = ("s3://", "gs://", "https://")
 """URL schemes run against ``memory://<unique>/``: ``s3://bucket/x`` is ``REMOTE_PLACEHOLDERS['bucket/x']``."""
@@ -430,9 +433,31 @@ def _upload_remote(path: str, root: str, workdir: Path) -> bool:
     return fs.exists(path) or fs.exists(path.rstrip("/") + ".index")
 
 
+_CLUSTER: list[Any] = []
+
+
+def _executor(token: str) -> str:
+    """A ``dask://HOST:PORT`` of an example runs on an in-process Dask cluster of two workers (threads of this
+    process, so they see fsspec's memory:// filesystem the URLs are moved to); on local threads without Dask.
+    Worker processes and a real S3 API: tests/remote/test_dask.py."""
+    if not token.startswith("dask://"):
+        return token
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        return "local"
+    if not _CLUSTER:
+        import atexit
+
+        _CLUSTER.append(LocalCluster(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None))
+        atexit.register(_CLUSTER[0].close)
+    return _CLUSTER[0].scheduler_address
+
+
 def prepare(example: Example, workdir: Path, root: str) -> list[str]:
-    """The argv to run: URLs moved to memory://, inputs made from placeholders, globs expanded."""
-    argv = [_remote(t, root) for t in example.argv]
+    """The argv to run: URLs moved to memory://, inputs made from placeholders, globs expanded, a Dask
+    scheduler's address replaced by an in-process cluster's."""
+    argv = [_executor(_remote(t, root)) for t in example.argv]
     inputs = set(input_paths(argv))
     out = []
     for token in argv:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import READ_BACK_JOBS, jobs_option, output_option, target_choices, write_options
+from ..options import READ_BACK_JOBS, executor_option, jobs_option, output_option, target_choices, write_options
 from ..spec import CHECKPOINT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Ints, Opt
 from .edit import check_output, report
 
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def run(env: Environment, p: Params) -> int:
     """``ckpt average CKPT... -o OUT``: the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
-    from formats.ops.edit import EditOptions, execute_edit, plan_average
+    from formats.ops.edit import EditOptions, plan_average
+    from formats.ops.edit.on_cluster import execute_edit_on
 
     from ..render.progress import progress_for
 
@@ -30,8 +31,9 @@ def run(env: Environment, p: Params) -> int:
         check_output(p.out, plan.target, p.max_shard_size)
         total = 0 if p.dry_run else sum(e.nbytes for e in opened[-1].values())
         with progress_for(opened[-1], "averaging", total=total) as progress:
-            result = execute_edit(plan, p.out, dry_run=p.dry_run, force=p.force, verify=not p.no_verify,
-                                  update_state=p.update_state, progress=progress, jobs=p.jobs, inputs=paths)
+            result = execute_edit_on(p.executor, plan, plan_average, opened, options, p.out, dry_run=p.dry_run,
+                                     force=p.force, verify=not p.no_verify, update_state=p.update_state,
+                                     progress=progress, jobs=p.jobs, inputs=paths)
     finally:
         for ckpt in opened:
             ckpt.close()
@@ -72,6 +74,7 @@ SPEC = Command(
         Opt("--max-shard-size", type=SIZE, metavar="SIZE", help="Data files of at most SIZE bytes."),
         *write_options("the mean of the inputs"),
         jobs_option(READ_BACK_JOBS),
+        executor_option(),
     ),
 )
 

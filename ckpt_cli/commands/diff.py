@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import jobs_option, json_option, rule_options
+from ..options import executor_option, jobs_option, json_option, rule_options
 from ..spec import CHECKPOINT, FLOAT, Arg, Command, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -17,7 +17,8 @@ def run(env: Environment, p: Params) -> int:
     return run_diff(p.a, p.b, match=p.match, patterns=p.patterns, maps=p.maps, regexes=p.regexes,
                     rules_file=p.rules_file, strip_prefix_a=p.strip_prefix_a, strip_prefix_b=p.strip_prefix_b,
                     atol=p.atol, rtol=p.rtol, equal_nan=p.equal_nan, keys_only=p.keys_only, quiet=p.quiet,
-                    as_json=p.as_json, jobs=p.jobs, names=p.names, env=env, plot=p.plot, ascii=p.ascii)
+                    as_json=p.as_json, jobs=p.jobs, names=p.names, env=env, plot=p.plot, ascii=p.ascii,
+                    executor=p.executor)
 
 
 SPEC = Command(
@@ -64,6 +65,7 @@ SPEC = Command(
         Opt("-q", "--quiet", flag=True, help="Print nothing; the exit status says it all."),
         json_option(),
         jobs_option(),
+        executor_option(),
     ),
 )
 
@@ -73,7 +75,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
              strip_prefix_b: str | None = None, atol: float | None = None, rtol: float | None = None,
              equal_nan: bool = False, keys_only: bool = False, quiet: bool = False, as_json: bool = False,
              jobs: int | None = 0, names: bool = False, env: Environment | None = None, plot: bool = False,
-             ascii: bool = False) -> int:
+             ascii: bool = False, executor: str | None = None) -> int:
     """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
     ``quiet`` (with ``names``, each key's name and role beside it; with ``plot``, bars of the relative changes
     instead of the table, in ASCII with ``ascii``), and return the exit status (0 equal, 1 different)."""
@@ -95,7 +97,8 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
         with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
             result = verbs.diff(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
-                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs)
+                                keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,
+                                executor=executor)
         hint = match_name_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
         named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import READ_BACK_JOBS, jobs_option, output_option, target_choices, write_options
+from ..options import READ_BACK_JOBS, executor_option, jobs_option, output_option, target_choices, write_options
 from ..spec import CHECKPOINT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Ints, Opt, ParameterError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 def run(env: Environment, p: Params) -> int:
     """``ckpt edit SRC -o OUT``: the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
-    from formats.ops.edit import EditOptions, execute_edit, plan_edit
+    from formats.ops.edit import EditOptions, plan_edit
+    from formats.ops.edit.edit import plan_edit_of
+    from formats.ops.edit.on_cluster import execute_edit_on
 
     from ..render.progress import progress_for
 
@@ -29,8 +31,9 @@ def run(env: Environment, p: Params) -> int:
         check_output(p.out, plan.target, p.max_shard_size)
         total = 0 if p.dry_run else sum(a.nbytes for a in source.values())
         with progress_for(source, "writing", total=total) as progress:
-            result = execute_edit(plan, p.out, dry_run=p.dry_run, force=p.force, verify=not p.no_verify,
-                                  update_state=p.update_state, progress=progress, jobs=p.jobs, inputs=[p.src, source])
+            result = execute_edit_on(p.executor, plan, plan_edit_of, [source], options, p.out, dry_run=p.dry_run,
+                                     force=p.force, verify=not p.no_verify, update_state=p.update_state,
+                                     progress=progress, jobs=p.jobs, inputs=[p.src, source])
     report(result, p.as_json, p.verbose)
     return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
@@ -92,6 +95,7 @@ SPEC = Command(
             help="Data files of at most SIZE bytes (500MB, 2GB...); keras3-h5: sharded weights (OUT *.json)."),
         *write_options(),
         jobs_option(READ_BACK_JOBS),
+        executor_option(),
     ),
 )
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import jobs_option, json_option
+from ..options import executor_option, jobs_option, json_option
 from ..spec import CHECKPOINT, Arg, Command, Ints, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -22,7 +22,7 @@ def run(env: Environment, p: Params) -> int:
     with open_checkpoint(p.path) as ckpt:
         with progress_for(ckpt, "reading") as progress:
             result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs,
-                                 histograms=("linear",) if p.hist else (), bins=p.bins)
+                                 histograms=("linear",) if p.hist else (), bins=p.bins, executor=p.executor)
         named = None
         if p.names:
             from formats.ops.inspect.summary import names_and_roles
@@ -79,5 +79,6 @@ SPEC = Command(
         Opt("--ascii", flag=True, help="Draw --hist in ASCII characters instead of Unicode blocks."),
         json_option(),
         jobs_option(),
+        executor_option(),
     ),
 )

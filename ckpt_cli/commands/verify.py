@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import jobs_option, json_option, rule_options
+from ..options import executor_option, jobs_option, json_option, rule_options
 from ..spec import CHECKPOINT, Arg, Command, CommandLineError, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -28,7 +28,12 @@ def run(env: Environment, p: Params) -> int:
         return _verify_against(env, p.paths[0], p.against, p.match, rules, p.as_json)
     if p.match != "key" or p.maps or p.regexes or p.rules_file:
         raise CommandLineError("--match, --map, --regex and --rules pair tensors with SRC: use them with --against")
-    return run_verify(p.paths, p.as_json, p.jobs, p.allow_loader_refusals)
+    if p.executor is None:
+        return run_verify(p.paths, p.as_json, p.jobs, p.allow_loader_refusals)
+    from formats.core.executors import executor_for
+
+    with executor_for(p.executor, p.jobs) as executor:
+        return run_verify(p.paths, p.as_json, p.jobs, p.allow_loader_refusals, executor)
 
 
 SPEC = Command(
@@ -70,6 +75,7 @@ SPEC = Command(
                  "without failing on it."),
         json_option("Machine-readable report on stdout."),
         jobs_option(),
+        executor_option(),
     ),
 )
 
@@ -101,15 +107,16 @@ def _verify_against(env: Environment, path: str, against: str, match: str, rules
     return int(ExitCode.OK if report.ok else ExitCode.PROBLEMS)
 
 
-def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_loader_refusals: bool = False) -> int:
+def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_loader_refusals: bool = False,
+               executor: Any = None) -> int:
     """Verify each checkpoint once (on ``jobs`` threads; None: every core), print the reports, and return the
     exit status: the worst of every checkpoint's (what a format's own loader refuses counts as a problem unless
-    ``allow_loader_refusals``)."""
+    ``allow_loader_refusals``). ``executor``: where the work runs (None: ``$CKPT_EXECUTOR``, else local threads)."""
     reports: list[Any] = []
     status = ExitCode.OK
     seen: set[tuple[str, str]] = set()
     for path in paths:
-        report, code = _verify_one(path, seen, len(paths) > 1, jobs, allow_loader_refusals)
+        report, code = _verify_one(path, seen, len(paths) > 1, jobs, allow_loader_refusals, executor)
         status = max(status, code)
         if report is not None:
             reports.append(report)
@@ -118,7 +125,7 @@ def run_verify(paths: tuple[str, ...], as_json: bool, jobs: int | None, allow_lo
 
 
 def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int | None,
-                allow_loader_refusals: bool) -> tuple[Any, ExitCode]:
+                allow_loader_refusals: bool, executor: Any = None) -> tuple[Any, ExitCode]:
     """The report of one checkpoint (None when ``seen`` already holds it: ``ckpt-1.index`` and
     ``ckpt-1.data-*`` are one); with ``several``, one that cannot be opened is an error line, not the end."""
     from formats.api import open_target
@@ -134,7 +141,8 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
             return None, ExitCode.OK
         seen.add((target.format, identity(target.path)))
         with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
-            report = verbs.verify(ckpt, jobs=jobs, progress=progress, allow_loader_refusals=allow_loader_refusals)
+            report = verbs.verify(ckpt, jobs=jobs, progress=progress, allow_loader_refusals=allow_loader_refusals,
+                                  executor=executor)
     except CheckpointError as exc:
         if not several:
             raise

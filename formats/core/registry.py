@@ -114,6 +114,13 @@ def _scan_entry_points() -> Iterator[Any]:
             yield spec
 
 
+def _path_backport(finder: object) -> bool:
+    """Whether ``finder`` is the ``importlib_metadata`` backport's path finder (which the ``importlib_metadata``
+    package puts on ``sys.meta_path`` when imported, by Dask for one): it finds distributions in the ``sys.path``
+    folders :func:`_may_declare` looks at, as ``PathFinder`` does."""
+    return type(finder).__module__ == "importlib_metadata" and type(finder).__name__ == "MetadataPathFinder"
+
+
 def _may_declare(group: str) -> bool:
     """Whether any installed distribution may declare entry points in ``group``: a look at the
     ``entry_points.txt`` of each ``*.dist-info``/``*.egg-info`` folder on ``sys.path`` (a few
@@ -122,7 +129,7 @@ def _may_declare(group: str) -> bool:
     a custom distribution finder)."""
     from _frozen_importlib_external import PathFinder  # importlib.machinery's, without importing importlib
 
-    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+    if any(hasattr(f, "find_distributions") and f is not PathFinder and not _path_backport(f) for f in sys.meta_path):
         return True
     section = f"[{group}]".encode()
     for entry in sys.path:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any, BinaryIO
 
-__all__ = ["write_checkpoint", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
+__all__ = ["write_checkpoint", "write_data_file", "index_bytes", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
            "VerificationError"]
 
 
@@ -349,9 +349,36 @@ class _BackgroundSync:
         self.close()
 
 
+def write_data_file(out: BinaryIO, pairs: Iterable[tuple[str, Source]], shard: int, prefix: str = "",
+                    chunk: int = CHUNK) -> list[tuple[bytes, bytes]]:
+    """Write ``pairs`` one after another into ``out``, from its start, as data file number ``shard`` of a bundle
+    (each tensor's bytes as :func:`write_checkpoint` writes them, none copied in the kernel: ``out`` may be a
+    stream to object storage); return each tensor's ``(key, entry)``, its row of the index. One data file of a
+    checkpoint written by a unit on a cluster (:mod:`formats.ops.edit.on_cluster`)."""
+    rows: list[tuple[bytes, bytes]] = []
+    offset = 0
+    for key, source in pairs:
+        record = _write_tensor(out, _key_bytes(key, prefix), source, offset, chunk, False, True, shard, kernel=False)
+        rows.append((record.key, record.entry))
+        offset += record.size
+    return rows
+
+
+def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """A bundle's index: the header for ``num_shards`` data files, then ``rows`` (``(key, entry)``) by key."""
+    import io
+
+    table = TableWriter(buffer := io.BytesIO())
+    table.add(b"", encode_header(num_shards=num_shards))
+    for key, entry in sorted(rows):
+        table.add(key, entry)
+    table.finish()
+    return buffer.getvalue()
+
+
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
-                  verify: bool, keep: bool, shard: int = 0) -> _Record:
-    copied = _kernel_copy(out, source, offset)
+                  verify: bool, keep: bool, shard: int = 0, kernel: bool = True) -> _Record:
+    copied = _kernel_copy(out, source, offset) if kernel else None
     if copied is not None:
         raw = source.raw
         entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)

@@ -22,22 +22,25 @@ from _collections_abc import Callable  # for the Progress alias: collections.abc
 from formats.core.comparison import compare_values
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.parallel import map_ordered
 from formats.core.selection import nothing_selected, select_keys
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.core.value_tuples import ValueTuple
+from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.compare.keying import MATCHES, pairing_names
+from formats.ops.units import run_units
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from formats.core.executors import Executor
+
     import numpy as np
 
     from formats.ops.rules import Rule, RuleSet
 
-__all__ = ["Tolerance", "Side", "Change", "DiffResult", "diff_checkpoints", "compare_entries"]
+__all__ = ["Tolerance", "Side", "Change", "DiffResult", "diff_checkpoints", "diff_unit", "compare_entries"]
 
 BYTE_CHUNK = 1 << 20
 """Bytes compared at a time when values are compared bytewise (small enough to stay in the CPU's cache
@@ -166,7 +169,8 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
                      match: str = "key", rules: RuleSet | None = None, strip_prefix_a: str | None = None,
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
                      keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS,
-                     progress: Progress | None = None, patterns: Sequence[str] = (), jobs: int | None = 1) -> DiffResult:
+                     progress: Progress | None = None, patterns: Sequence[str] = (), jobs: int | None = 1,
+                     executor: str | Executor | None = None) -> DiffResult:
     """Compare checkpoints ``a`` and ``b`` (opened :class:`Checkpoint` objects or paths; see the module doc).
 
     ``patterns`` (exact or globs, as :func:`~formats.core.selection.select_keys`) keep only the pairs whose
@@ -174,7 +178,8 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     selects nothing on either side raises :class:`~formats.core.errors.NothingSelectedError`.
     ``keys_only`` compares keys, shapes and dtypes and reads no values. ``progress(bytes, tensors)`` is
     called after each pair. Pairs are compared on ``jobs`` threads (None: every core) when both formats allow
-    concurrent reads; the result is the same whatever ``jobs`` is. Raises a
+    concurrent reads, or in units (:func:`diff_unit`) on the workers of ``executor``; the result is the same
+    whatever ``jobs`` and ``executor`` are. Raises a
     :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
     """
     if match not in MATCHES:
@@ -186,7 +191,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
         cb = b if isinstance(b, Checkpoint) else open_checkpoint(b)
         try:
             return _diff(ca, cb, match, rules, strip_prefix_a, strip_prefix_b, tolerance or Tolerance(),
-                         keys_only, chunk_elements, progress, patterns, jobs)
+                         keys_only, chunk_elements, progress, patterns, jobs, executor)
         finally:
             if cb is not b:
                 cb.close()
@@ -197,7 +202,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
 
 def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, strip_a: str | None,
           strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None,
-          patterns: Sequence[str] = (), jobs: int | None = 1) -> DiffResult:
+          patterns: Sequence[str] = (), jobs: int | None = 1, executor: str | Executor | None = None) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
     if match == "converted":
         names_a, names_b = _converted(ca, cb, rules, result.notes)
@@ -216,24 +221,23 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
         clash_a, clash_b = [c for c in clash_a if c[1] in keep], [c for c in clash_b if c[1] in keep]
     result.only_in_a = sorted([names_a[n] for n in names_a if n not in names_b] + [k for k, _ in clash_a])
     result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
-    pairs = [(name, ca[names_a[name]], cb[names_b[name]]) for name in sorted(n for n in names_a if n in names_b)]
-    counts = [0, 0]
-
-    def compare(pair: tuple[str, TensorEntry, TensorEntry]) -> Change | None:
-        return compare_entries(*pair, tol, keys_only, chunk)
-
-    def advance(pair: tuple[str, TensorEntry, TensorEntry], _: Change | None) -> None:
-        counts[0] += pair[1].nbytes + pair[2].nbytes
-        counts[1] += 1
-        if progress is not None:
-            progress(*counts)
-
+    pairs = [((name, names_a[name], names_b[name]), ca[names_a[name]].nbytes + cb[names_b[name]].nbytes)
+             for name in sorted(n for n in names_a if n in names_b)]
     parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
-    found = map_ordered(compare, pairs, jobs if parallel else 1, weight=lambda p: p[1].nbytes, done=advance)
+    found = run_units((ca, cb), diff_unit, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel=parallel)
     result.changed = [change for change in found if change is not None]
     result.same = len(found) - len(result.changed)
     result.unused_rules = rules.unused() if rules is not None else []
     return result
+
+
+def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, str], ...], tol: Tolerance,
+              keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS) -> list[Change | None]:
+    """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
+    two tensors (None when they are the same)."""
+    ca, cb = opened(ref_a), opened(ref_b)
+    both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
+    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements), pairs)
 
 
 # -- comparing one pair ----------------------------------------------------------------------------
@@ -316,6 +320,13 @@ def _value_stats(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool
     return acc.result(numeric)
 
 
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """``vdot(x, y).real`` summed by numpy's pairwise summation: the same bits whatever the thread count of the
+    BLAS library (``np.dot``'s differ between a process with one BLAS thread, as a Dask worker has, and one
+    with many), so a diff on a cluster is the diff on one machine."""
+    return float(((x.conj() if x.dtype.kind == "c" else x) * y).sum().real)
+
+
 class _Accumulator:
     """Running sums for the statistics of a changed pair (float64, finite pairs only)."""
 
@@ -341,10 +352,10 @@ class _Accumulator:
         if d.size:
             self.max_abs = max(self.max_abs, float(d.max()))
         self.sum_abs += float(d.sum())
-        self.sq_diff += float(np.dot(d, d))
-        self.sq_a += float(np.vdot(fa, fa).real)
-        self.sq_b += float(np.vdot(fb, fb).real)
-        self.dot += float(np.vdot(fa, fb).real)
+        self.sq_diff += _dot(d, d)
+        self.sq_a += _dot(fa, fa)
+        self.sq_b += _dot(fb, fb)
+        self.dot += _dot(fa, fb)
 
     def result(self, numeric: bool) -> dict[str, Any]:
         """The JSON statistics (``None`` where undefined)."""

@@ -6,9 +6,14 @@ import os
 
 from formats.core.errors import CheckpointError
 from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry
-from formats.core.parallel import map_ordered
+from formats.discover.units import SourceRef, each_in_unit, opened
+from formats.ops.units import run_units
 
-__all__ = ["CheckpointProblem", "VerifyReport", "verify_checkpoint", "Progress"]
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from formats.core.executors import Executor
+
+__all__ = ["CheckpointProblem", "VerifyReport", "verify_checkpoint", "verify_unit", "Progress"]
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, tensors_done)`` while work goes on."""
@@ -56,35 +61,30 @@ def total_bytes(ckpt: Checkpoint) -> int:
 
 
 def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: int | None = 1, *,
-                      allow_loader_refusals: bool = False) -> VerifyReport:
+                      allow_loader_refusals: bool = False, executor: str | Executor | None = None) -> VerifyReport:
     """Check ``ckpt`` thoroughly through the contract: the checkpoint's structure problems, then every
     entry's storage problem or, when it has none, a full read with the format's checks. What the format's
     own loader refuses (:meth:`Checkpoint.loader_refusals`) is reported too, and makes the report not ``ok``
     unless ``allow_loader_refusals``.
 
-    Entries are checked on ``jobs`` threads (None: every core) when the format allows concurrent reads;
-    the report is the same whatever ``jobs`` is."""
+    Entries are checked in units (:func:`verify_unit`) on ``jobs`` threads (None: every core) when the format
+    allows concurrent reads, or on the workers of ``executor`` (:func:`~formats.core.executors.executor_for`);
+    the report is the same whatever ``jobs`` and ``executor`` are."""
     report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files],
                           loader_refusals=ckpt.loader_refusals(), refusals_allowed=allow_loader_refusals)
     report.problems += ckpt.problems()
     broken = {p.where for p in report.problems}
-    entries = list(ckpt.items())
-    done = [0, 0]
-
-    def check(item: tuple[str, TensorEntry]) -> str | None:
-        return None if item[0] in broken else _entry_problem(item[1])
-
-    def advance(item: tuple[str, TensorEntry], _: str | None) -> None:
-        done[0] += item[1].nbytes
-        done[1] += 1
-        if progress:
-            progress(done[0], done[1])
-
-    found = map_ordered(check, entries, jobs if ckpt.concurrent_reads else 1, weight=lambda kv: kv[1].nbytes,
-                        done=advance)
-    report.problems += [CheckpointProblem(key, problem) for (key, _), problem in zip(entries, found) if problem is not None]
-    report.tensors, report.bytes = len(entries), sum(e.nbytes for _, e in entries)
+    entries = [(key, e.nbytes) for key, e in ckpt.items()]
+    found = run_units((ckpt,), verify_unit, [(k, n) for k, n in entries if k not in broken], progress, jobs, executor)
+    report.problems += [CheckpointProblem(key, problem) for key, problem in found if problem is not None]
+    report.tensors, report.bytes = len(entries), sum(n for _, n in entries)
     return report
+
+
+def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """A unit of ``verify``: each of ``keys`` of the checkpoint ``ref`` names with its problem (None when sound)."""
+    ckpt = opened(ref)
+    return each_in_unit(ckpt, lambda key: (key, _entry_problem(ckpt[key])), keys)
 
 
 def _entry_problem(entry: TensorEntry) -> str | None:

@@ -24,7 +24,7 @@ from formats.core.model import Checkpoint, TensorEntry, shape_text
 from formats.core.values import value_kind
 from formats.ops.convert.plan import Problem
 from formats.ops.edit.build import plan_output
-from formats.ops.edit.plan import EditOptions, EditPlan, EditResult, execute_edit
+from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
 from formats.ops.edit.values import MeanTensor
 
 __all__ = ["plan_average", "average", "newest", "newest_last", "compare_inputs"]
@@ -125,13 +125,14 @@ def plan_average(sources: Sequence[Checkpoint], options: EditOptions | None = No
 def average(sources: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, dry_run: bool = False,
             force: bool = False, verify: bool = True, update_state: bool = False, order: str = "step",
             progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
-            **options: Any) -> EditResult:
+            executor: Any = None, **options: Any) -> EditResult:
     """Write the average of the checkpoints at ``sources`` to ``output`` (see the module docstring).
 
     ``order="step"`` takes the input with the highest step as the newest (when every path has one),
     ``order="given"`` the last one. Keyword ``options`` are :class:`~formats.ops.edit.plan.EditOptions`
     fields (``drop_optimizer=True``, ``to=...``, ``shards=...``). ``jobs``: threads reading the output
-    back and computing the means again to compare (None: every core).
+    back and computing the means again to compare (None: every core). ``executor``: ``"dask://HOST:PORT"`` (or
+    ``$CKPT_EXECUTOR``) writes each data file on a worker of that cluster (:mod:`formats.ops.edit.on_cluster`).
     """
     from formats.discover.resolve import open_checkpoint
 
@@ -141,11 +142,15 @@ def average(sources: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     try:
         for path in paths:
             opened.append(open_checkpoint(path))
-        plan = plan_average(opened, EditOptions(**options))
+        plan_options = EditOptions(**options)
+        plan = plan_average(opened, plan_options)
     except BaseException:
         for ckpt in opened:
             ckpt.close()
         raise
     plan.resources += opened
-    return execute_edit(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify,
-                        update_state=update_state, inputs=paths, progress=progress, jobs=jobs)
+    from formats.ops.edit.on_cluster import execute_edit_on
+
+    return execute_edit_on(executor, plan, plan_average, opened, plan_options, os.fspath(output), dry_run=dry_run,
+                           force=force, verify=verify, update_state=update_state, inputs=paths, progress=progress,
+                           jobs=jobs)

@@ -12,14 +12,14 @@ one call::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from formats.core.model import Checkpoint
 from formats.ops.edit.build import plan_output
-from formats.ops.edit.plan import EditOptions, EditPlan, EditResult, execute_edit
+from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
 
-__all__ = ["plan_edit", "edit"]
+__all__ = ["plan_edit", "plan_edit_of", "edit"]
 
 
 def plan_edit(source: Checkpoint, options: EditOptions | None = None) -> EditPlan:
@@ -31,9 +31,15 @@ def plan_edit(source: Checkpoint, options: EditOptions | None = None) -> EditPla
     return plan_output(source, options or EditOptions(), "edit", [source.path])
 
 
+def plan_edit_of(sources: Sequence[Checkpoint], options: EditOptions) -> EditPlan:
+    """:func:`plan_edit` of the one checkpoint of ``sources`` (the planners of a write on a cluster take a list)."""
+    return plan_edit(sources[0], options)
+
+
 def edit(source: str | os.PathLike[str], output: str | os.PathLike[str], *, dry_run: bool = False,
          force: bool = False, verify: bool = True, update_state: bool = False,
-         progress: Callable[[int, int], None] | None = None, jobs: int | None = None, **options: Any) -> EditResult:
+         progress: Callable[[int, int], None] | None = None, jobs: int | None = None, executor: Any = None,
+         **options: Any) -> EditResult:
     """Write the checkpoint at ``source`` to ``output`` edited as the keyword ``options`` say
     (the fields of :class:`~formats.ops.edit.plan.EditOptions`: ``drop_optimizer=True``,
     ``select=("net/*",)``, ``casts={"float32": "bfloat16"}``, ``shards=4``, ``to=FormatName.TF_NAME``...).
@@ -41,17 +47,21 @@ def edit(source: str | os.PathLike[str], output: str | os.PathLike[str], *, dry_
     Nothing is written when the plan has errors (``result.ok`` is False and ``result.plan.problems``
     says why) or with ``dry_run``. The output is written atomically, read back and compared with
     what was planned (on ``jobs`` threads; None: every core); ``force`` replaces an existing output (never
-    an input).
+    an input). ``executor``: ``"dask://HOST:PORT"`` (or ``$CKPT_EXECUTOR``) writes each data file of a bundle
+    output on a worker of that cluster (:mod:`formats.ops.edit.on_cluster`).
     """
     from formats.discover.resolve import open_checkpoint
 
     ckpt = open_checkpoint(source)
     try:
-        plan = plan_edit(ckpt, EditOptions(**options))
+        plan_options = EditOptions(**options)
+        plan = plan_edit(ckpt, plan_options)
     except BaseException:
         ckpt.close()
         raise
     plan.resources.append(ckpt)
-    return execute_edit(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify,
-                        update_state=update_state, inputs=[os.fspath(source)], progress=progress,
-                        jobs=jobs)
+    from formats.ops.edit.on_cluster import execute_edit_on
+
+    return execute_edit_on(executor, plan, plan_edit_of, [ckpt], plan_options, os.fspath(output), dry_run=dry_run,
+                           force=force, verify=verify, update_state=update_state, inputs=[os.fspath(source)],
+                           progress=progress, jobs=jobs)

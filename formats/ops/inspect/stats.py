@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.parallel import map_ordered
 from formats.core.records import field, record
 from formats.core.selection import select
 from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
                                            float_chunks)
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
+from formats.discover.units import SourceRef, each_in_unit, opened
+from formats.ops.units import run_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats"]
+    from formats.core.executors import Executor
+
+__all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats", "stats_unit"]
 
 
 @record
@@ -99,12 +102,12 @@ class _Running:
             return
         n, mean = x.size, float(x.sum()) / x.size
         d = x - mean
-        m2 = float(d @ d)
+        m2 = float((d * d).sum())  # numpy's pairwise sum, not BLAS: the same bits with any BLAS thread count
         delta, total = mean - self.mean, self.n + n
         self.m2 += m2 + delta * delta * self.n * n / total
         self.mean += delta * n / total
         self.n = total
-        self.sq += float(x @ x)
+        self.sq += float((x * x).sum())
         self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
 
 
@@ -175,21 +178,23 @@ def _histograms(entry: TensorEntry, early: dict[str, HistogramCounter | None], s
 
 def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
                      progress: Callable[[int, int], None] | None = None, jobs: int | None = 1,
-                     histograms: Sequence[str] = (), bins: int = DEFAULT_BINS) -> CheckpointStats:
+                     histograms: Sequence[str] = (), bins: int = DEFAULT_BINS,
+                     executor: str | Executor | None = None) -> CheckpointStats:
     """Statistics of the tensors whose keys match ``patterns`` (keys or globs; all when empty), sorted by key.
 
-    Tensors are read on ``jobs`` threads (None: every core) when the format allows concurrent reads; the
-    result is the same whatever ``jobs`` is. ``histograms`` and ``bins`` as :func:`tensor_stats`. Raises :class:`~formats.core.errors.NothingSelectedError`
-    when a pattern matches no key."""
-    entries = list(select(ckpt, patterns))
-    done = [0, 0]
+    Tensors are read in units (:func:`stats_unit`) on ``jobs`` threads (None: every core) when the format
+    allows concurrent reads, or on the workers of ``executor``; the result is the same whatever ``jobs`` and
+    ``executor`` are. ``histograms`` and ``bins`` as :func:`tensor_stats`. Raises
+    :class:`~formats.core.errors.NothingSelectedError` when a pattern matches no key."""
+    sizes = [(entry.key, entry.nbytes) for entry in select(ckpt, patterns)]
+    return CheckpointStats(ckpt.path, ckpt.format,
+                           run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements,
+                                     tuple(histograms), bins))
 
-    def advance(entry: TensorEntry, _: TensorStats) -> None:
-        done[0] += entry.nbytes
-        done[1] += 1
-        if progress is not None:
-            progress(*done)
 
-    found = map_ordered(lambda entry: tensor_stats(entry, chunk_elements, histograms, bins), entries,
-                        jobs if ckpt.concurrent_reads else 1, weight=lambda entry: entry.nbytes, done=advance)
-    return CheckpointStats(ckpt.path, ckpt.format, found)
+def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUNK_ELEMENTS,
+               histograms: tuple[str, ...] = (), bins: int = DEFAULT_BINS) -> list[TensorStats]:
+    """A unit of ``stats``: the :class:`TensorStats` of each of ``keys`` of the checkpoint ``ref`` names (with
+    ``histograms`` of ``bins`` bins, as :func:`tensor_stats`)."""
+    ckpt = opened(ref)
+    return each_in_unit(ckpt, lambda key: tensor_stats(ckpt[key], chunk_elements, histograms, bins), keys)

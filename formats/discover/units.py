@@ -1,0 +1,129 @@
+"""Checkpoints named so that a unit of work can open them anywhere, and the work cut into units.
+
+A :class:`SourceRef` is what travels to a worker in place of an opened checkpoint: its path or URL, its
+format, the fsspec storage options of the URL's protocol (``fsspec.config.conf``, which fsspec fills from
+``FSSPEC_<PROTOCOL>_<OPTION>`` variables and its config files; credentials otherwise come from the worker's
+own environment, as they do on the client), and a token naming this run. :func:`opened` gives the
+checkpoint a reference names in the process running the unit: the one the caller lent (:func:`lending`) when
+units run on local threads - one code path, one opened index - else one opened there, once per run and
+process, and kept for the next unit.
+
+:func:`group_keys` cuts a list of tensors into units: consecutive runs (so a fixed-order merge is a
+concatenation) of about ``budget`` stored bytes, a bigger tensor alone.
+"""
+from __future__ import annotations
+
+import os
+
+from formats.core.value_tuples import ValueTuple
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any, TypeVar
+
+    R = TypeVar("R")
+
+    from formats.core.model import Checkpoint
+
+__all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_in_unit", "UNIT_BYTES"]
+
+UNIT_BYTES = 64 << 20
+"""Stored bytes of tensors per unit (a bigger tensor is a unit alone)."""
+_KEEP = 4  # checkpoints a worker process keeps open (one per run and side of a diff)
+
+
+class SourceRef(ValueTuple):
+    """A checkpoint by name: ``path`` (absolute, or a URL), ``format``, storage options, and the run's token."""
+
+    path: str
+    format: str
+    options: tuple[tuple[str, Any], ...] = ()
+    token: str = ""
+
+
+_lent: dict[SourceRef, Checkpoint] = {}
+_opened: dict[SourceRef, Checkpoint] = {}
+
+
+def storage_options(path: str) -> tuple[tuple[str, Any], ...]:
+    """The fsspec options configured in this process for ``path``'s protocol (none for a local path)."""
+    from formats.io import storage
+
+    if not storage.is_url(path):
+        return ()
+    try:
+        from fsspec.config import conf
+    except ImportError:
+        return ()
+    protocol = path.split("://", 1)[0].lower()
+    return tuple(sorted((conf.get(protocol) or {}).items()))
+
+
+def source_ref(ckpt: Checkpoint, token: str = "") -> SourceRef:
+    """The reference a unit opens ``ckpt`` by (a local path made absolute: workers have their own cwd)."""
+    from formats.io import storage
+
+    path = ckpt.path if storage.is_url(ckpt.path) else os.path.abspath(ckpt.path)
+    return SourceRef(path, ckpt.format, storage_options(path), token)
+
+
+class lending:  # noqa: N801 - used as a context manager, like open()
+    """``with lending(ckpt, ref):`` units of this process naming ``ref`` use ``ckpt`` (already open)."""
+
+    def __init__(self, ckpt: Checkpoint, ref: SourceRef) -> None:
+        self.ckpt, self.ref = ckpt, ref
+
+    def __enter__(self) -> SourceRef:
+        _lent[self.ref] = self.ckpt
+        return self.ref
+
+    def __exit__(self, *exc: object) -> None:
+        _lent.pop(self.ref, None)
+
+
+def opened(ref: SourceRef) -> Checkpoint:
+    """The checkpoint ``ref`` names, in this process: lent, already opened for this run, or opened now."""
+    ckpt = _lent.get(ref) or _opened.get(ref)
+    if ckpt is not None:
+        return ckpt
+    if ref.options:
+        from fsspec.config import conf
+
+        conf[ref.path.split("://", 1)[0].lower()] = dict(ref.options)
+    from formats.core.errors import NotACheckpointError
+    from formats.discover.resolve import open_checkpoint
+
+    ckpt = open_checkpoint(ref.path)
+    if ckpt.format != ref.format:
+        ckpt.close()
+        raise NotACheckpointError(ref.path, f"is {ckpt.format} here, {ref.format} where the work was planned")
+    while len(_opened) >= _KEEP:
+        _opened.pop(next(iter(_opened))).close()
+    _opened[ref] = ckpt
+    return ckpt
+
+
+def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any]) -> list[R]:
+    """``[fn(item) for item in items]`` inside one unit, with a few items in flight when the checkpoint allows
+    concurrent reads: a unit of many small tensors in a bucket is bound by each request's latency, not by
+    bandwidth, if its tensors are read one after the other."""
+    from formats.core.parallel import map_ordered
+    from formats.io import storage
+
+    return map_ordered(fn, items, storage.IN_FLIGHT if len(items) > 1 and ckpt.concurrent_reads else 1)
+
+
+def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """``(keys, bytes)`` of consecutive tensors of ``sizes`` (``(key, stored bytes)``; a key may be any
+    picklable item, such as a pair to compare), about ``budget`` bytes each (one each for 0)."""
+    keys: list[Any] = []
+    total = 0
+    for key, size in sizes:
+        if keys and total + size > budget:
+            yield tuple(keys), total
+            keys, total = [], 0
+        keys.append(key)
+        total += size
+    if keys:
+        yield tuple(keys), total

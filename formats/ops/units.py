@@ -1,0 +1,86 @@
+"""Running the work of a command as units, on local threads or a cluster, merged in a fixed order.
+
+``verify``, ``stats`` and ``diff`` each hand :func:`run_units` a module-level unit function (``verify_unit``,
+``stats_unit``, ``diff_unit``) and their tensors in the order of the result. The tensors are cut into units
+of consecutive keys (:func:`formats.discover.units.group_keys`: one tensor per unit on local threads, as
+before, about 64 MiB of stored bytes per unit on a cluster, where a unit costs a round trip); each unit is
+the function and plain arguments - the checkpoints as :class:`~formats.discover.units.SourceRef`, its keys -
+and returns one small partial result per tensor. The partial results are concatenated in unit order, so
+the result is the same wherever the units ran. On local threads the units use the checkpoints the caller
+opened (lent for the run); on a cluster each worker opens them from their URLs once per run.
+"""
+from __future__ import annotations
+
+from formats.core.executors import Executor, LocalExecutor, executor_for
+from formats.discover.units import UNIT_BYTES, group_keys, lending, source_ref
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from formats.core.model import Checkpoint
+
+__all__ = ["run_units", "new_token"]
+
+_runs = [0]
+
+
+def new_token() -> str:
+    """A name for one run, unique in this process and (with the process id and time) across a cluster."""
+    import os
+    import time
+
+    _runs[0] += 1
+    return f"{os.getpid():x}-{time.time_ns():x}-{_runs[0]}"
+
+
+def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
+              sizes: Sequence[tuple[Any, int]], progress: Callable[[int, int], None] | None = None,
+              jobs: int | None = 1, executor: str | Executor | None = None, *args: Any,
+              parallel: bool | None = None) -> list[Any]:
+    """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys), the
+    per-item results concatenated in order. ``refs`` name ``checkpoints``; ``parallel`` (default: every
+    checkpoint's ``concurrent_reads``) allows local threads. ``progress(bytes, items)`` follows the units as
+    they finish."""
+    ckpts = list(checkpoints)
+    if parallel is None:
+        parallel = all(c.concurrent_reads for c in ckpts)
+    chosen = executor_for(executor, jobs if parallel else 1)
+    if isinstance(chosen, LocalExecutor) and not parallel:
+        chosen = LocalExecutor(1)
+    try:
+        return _run(ckpts, fn, sizes, progress, chosen, args)
+    finally:
+        if chosen is not executor:
+            chosen.close()
+
+
+def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Sequence[tuple[Any, int]],
+         progress: Callable[[int, int], None] | None, chosen: Executor, args: tuple[Any, ...]) -> list[Any]:
+    token = new_token()
+    refs = [source_ref(c, token) for c in ckpts]
+    units: list[tuple[Any, ...]] = []
+    weights: dict[int, tuple[int, int]] = {}
+    for items, nbytes in group_keys(sizes, UNIT_BYTES if chosen.remote else 0):
+        unit = (*refs, items, *args)
+        units.append(unit)
+        weights[id(unit)] = (nbytes, len(items))
+    done = [0, 0]
+
+    def advance(unit: tuple[Any, ...], _: object) -> None:
+        nbytes, n = weights[id(unit)]
+        done[0] += nbytes
+        done[1] += n
+        if progress is not None:
+            progress(*done)
+
+    lent = [] if chosen.remote else [lending(c, r) for c, r in zip(ckpts, refs)]
+    for lend in lent:
+        lend.__enter__()
+    try:
+        found = chosen.map(fn, units, weight=lambda unit: weights[id(unit)][0], done=advance)
+    finally:
+        for lend in lent:
+            lend.__exit__()
+    return [result for part in found for result in part]
