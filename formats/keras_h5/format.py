@@ -16,6 +16,7 @@ import re
 
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
+from formats.io.model_dirs import ModelDirectoryFormat
 from formats.io.zipped import ZIP_MAGICS
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -179,7 +180,7 @@ class ShardedFormat:
         return open_keras(path, "sharded")
 
 
-class DirectoryFormat:
+class DirectoryFormat(ModelDirectoryFormat):
     """An unzipped Keras 3 model: a directory with ``config.json``, ``metadata.json``, ``model.weights.h5``."""
 
     name = FormatName.KERAS3_DIR.value
@@ -188,25 +189,11 @@ class DirectoryFormat:
     suffixes = ()
     claims_directories = True
 
-    def resolve(self, path: str) -> str | None:
-        """The model directory ``path`` names (the directory itself, or its ``config.json``/``metadata.json``)."""
-        if is_model_directory(path):
-            return path
-        if os.path.basename(path) in ("config.json", "metadata.json") and os.path.isfile(path):
-            directory = os.path.dirname(path) or "."
-            return directory if is_model_directory(directory) else None
-        return None
+    marker_files = ("config.json", "metadata.json")
 
-    def sniff(self, path: str) -> bool:
-        """Whether ``path`` names a Keras model directory."""
-        return self.resolve(path) is not None
-
-    def find(self, directory: str) -> list[str]:
-        """Model directories directly inside a local ``directory``."""
-        if storage.is_url(directory):
-            return []
-        return [os.path.join(directory, n) for n in sorted(os.listdir(directory))
-                if is_model_directory(os.path.join(directory, n))]
+    def is_checkpoint_dir(self, path: str) -> bool:
+        """Whether ``path`` is a Keras 3 model directory."""
+        return is_model_directory(path)
 
     def open(self, path: str) -> Checkpoint:
         """Open the directory's weights with its config."""

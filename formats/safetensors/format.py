@@ -5,6 +5,7 @@ import os
 
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
+from formats.io.model_dirs import ModelDirectoryFormat
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def is_model_dir(path: str) -> bool:
         or os.path.isfile(os.path.join(path, "model.safetensors.index.json")))
 
 
-class ModelDirFormat:
+class ModelDirFormat(ModelDirectoryFormat):
     """A transformers model directory: ``config.json`` and ``model.safetensors`` (or shards and their index)."""
 
     name = FormatName.HF.value
@@ -88,27 +89,11 @@ class ModelDirFormat:
     max_shard_size = (FormatName.HF.value,)
     claims_directories = True
 
-    def resolve(self, path: str) -> str | None:
-        """The model directory ``path`` names (the directory, or its config.json or index)."""
-        if storage.is_url(path):
-            return None
-        if is_model_dir(path):
-            return path
-        if os.path.basename(path) in ("config.json", "model.safetensors.index.json") and os.path.isfile(path):
-            directory = os.path.dirname(path) or "."
-            return directory if is_model_dir(directory) else None
-        return None
+    marker_files = ("config.json", "model.safetensors.index.json")
 
-    def sniff(self, path: str) -> bool:
-        """Whether ``path`` names a transformers model directory."""
-        return self.resolve(path) is not None
-
-    def find(self, directory: str) -> list[str]:
-        """Model directories directly inside a local ``directory``."""
-        if storage.is_url(directory):
-            return []
-        return [os.path.join(directory, n) for n in sorted(os.listdir(directory))
-                if is_model_dir(os.path.join(directory, n))]
+    def is_checkpoint_dir(self, path: str) -> bool:
+        """Whether ``path`` is a transformers model directory."""
+        return is_model_dir(path)
 
     def open(self, path: str) -> Checkpoint:
         """Every shard's header and the config (values are read when asked)."""
