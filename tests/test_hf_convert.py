@@ -292,3 +292,14 @@ def test_a_family_that_does_not_fit_the_names_is_one_error(run_cli, tmp_path: Pa
     assert result.exit_code == 1
     assert [line for line in result.output.splitlines() if line.startswith("error")] == [
         f"error: family: {src}: no source layout of the t5 map (mesh-tf) recognises these variable names"]
+
+
+def test_a_configuration_nested_too_deep_is_one_clear_error(run_cli, tmp_path: Path) -> None:
+    config = tmp_path / "bert_config.json"
+    config.write_text('{"hidden_size": ' + "[" * 5000 + "1" + "]" * 5000 + "}")
+    result = run_cli("convert", HF_DATA / "bert" / "bert_model.ckpt", "-o", tmp_path / "out", "--to", "hf",
+                     "--config", config)
+    assert result.exit_code == 3
+    assert (f"ckpt: error: {config}: not a JSON model configuration: the model configuration nests deeper than 64 "
+            "levels; refusing to parse it") in result.output
+    assert not (tmp_path / "out").exists()

@@ -15,6 +15,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
+from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, OutputExistsError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
@@ -54,14 +55,20 @@ class ModelDirCheckpoint(Checkpoint):
             part.close()
 
 
+MAX_JSON_BYTES = 64 << 20
+"""Largest config.json or index read (transformers' are a few hundred KB at most)."""
+
+
 def _shard_files(path: str) -> list[str]:
     index = os.path.join(path, INDEX)
     if not os.path.isfile(index):
         return [os.path.join(path, WEIGHTS)]
     try:
-        with open(index, encoding="utf-8") as f:
-            weight_map = json.load(f)["weight_map"]
+        with open(index, "rb") as f:
+            weight_map = load_json(f.read(MAX_JSON_BYTES + 1), index, "the index", max_bytes=MAX_JSON_BYTES)["weight_map"]
         return [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
+    except CorruptCheckpointError as exc:
+        raise CorruptCheckpointError(index, f"not a safetensors index: {exc.message}") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptCheckpointError(index, f"not a safetensors index: {exc}") from None
 
@@ -71,9 +78,12 @@ def open_model_dir(path: str) -> ModelDirCheckpoint:
     from formats.safetensors.reader import open_safetensors
 
     try:
-        with open(os.path.join(path, CONFIG), encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError) as exc:
+        with open(os.path.join(path, CONFIG), "rb") as f:
+            config = load_json(f.read(MAX_JSON_BYTES + 1), os.path.join(path, CONFIG), "the config",
+                               max_bytes=MAX_JSON_BYTES)
+    except CorruptCheckpointError as exc:
+        raise CorruptCheckpointError(os.path.join(path, CONFIG), f"cannot read the model config: {exc.message}") from None
+    except OSError as exc:
         raise CorruptCheckpointError(os.path.join(path, CONFIG), f"cannot read the model config: {exc}") from None
     parts: list[Checkpoint] = []
     entries: dict[str, TensorEntry] = {}

@@ -19,11 +19,11 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
 from __future__ import annotations
 
 import ast
-import json
 import os
 from typing import Any
 
-from formats.core.errors import InputReadError
+from formats.core.bounded_json import load_json
+from formats.core.errors import CorruptCheckpointError, InputReadError
 
 __all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError"]
 
@@ -44,6 +44,10 @@ def find_config(checkpoint: str, names: list[str]) -> str | None:
     return None
 
 
+MAX_JSON_BYTES = 64 << 20
+"""Largest JSON configuration or model map read (the ones these families ship are a few KB)."""
+
+
 def read_config(path: str, kind: str) -> dict[str, Any]:
     """The original configuration at ``path``: ``json`` (an object) or ``gin``."""
     try:
@@ -54,9 +58,9 @@ def read_config(path: str, kind: str) -> dict[str, Any]:
     if kind == "gin" or path.endswith(".gin"):
         return parse_gin(text)
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(path, f"not a JSON model configuration: {exc}") from None
+        doc = load_json(text, path, "the model configuration", max_bytes=MAX_JSON_BYTES)
+    except CorruptCheckpointError as exc:
+        raise ConfigError(path, f"not a JSON model configuration: {exc.message}") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "not a JSON model configuration: expected an object")
     return doc

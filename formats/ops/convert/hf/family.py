@@ -258,12 +258,13 @@ def read_family_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise InputReadError(path, f"cannot read model map ({exc.strerror})", errno=exc.errno) from None
     if path.endswith(".json"):
-        import json
+        from formats.core.bounded_json import load_json
+        from formats.core.errors import CorruptCheckpointError
 
         try:
-            doc = json.loads(raw)
-        except ValueError as exc:
-            raise FamilyError(path, f"not a valid model map (JSON): {exc}") from None
+            doc = load_json(raw, path, "the model map", max_bytes=64 << 20)
+        except CorruptCheckpointError as exc:
+            raise FamilyError(path, f"not a valid model map (JSON): {exc.message}") from None
         if not isinstance(doc, dict):
             raise FamilyError(path, "not a valid model map: expected an object")
         return doc
