@@ -69,7 +69,7 @@ def test_a_unit_is_a_plain_picklable_call_and_gives_the_local_result():
 
 
 def test_worker_buffers_come_from_the_environment(monkeypatch):
-    from formats.ops.edit.on_cluster import buffer_settings
+    from formats.discover.units import buffer_settings
 
     monkeypatch.delenv("CKPT_WORKER_BUFFERS", raising=False)
     monkeypatch.delenv("CKPT_BUFFER_MB", raising=False)

@@ -299,6 +299,15 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """Format-specific facts (header fields, Keras version, model config, ...)."""
         return self._given_metadata
 
+    def remote_sizes(self) -> dict[str, int | None]:
+        """The sizes of this checkpoint's remote files looked up so far (None: missing), for units of work that
+        open it again elsewhere (:mod:`formats.discover.units`); empty when none were."""
+        return {}
+
+    def know_remote_sizes(self, sizes: dict[str, int | None]) -> None:
+        """Take ``sizes`` of remote files (found by the process that planned the work) instead of asking the
+        store again; a format that looks none up ignores them."""
+
     @property
     def object_graph(self) -> Any:
         """The decoded object graph of an object-based checkpoint, else None."""

@@ -15,31 +15,47 @@ from __future__ import annotations
 
 import os
 
+from formats.core.errors import UsageError
 from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any, TypeVar
 
     R = TypeVar("R")
 
     from formats.core.model import Checkpoint
 
-__all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_in_unit", "UNIT_BYTES"]
+__all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_in_unit", "UNIT_BYTES",
+           "buffer_settings", "reads_in_flight", "for_unit"]
 
 UNIT_BYTES = 64 << 20
 """Stored bytes of tensors per unit (a bigger tensor is a unit alone)."""
 _KEEP = 4  # checkpoints a worker process keeps open (one per run and side of a diff)
 
 
+def buffer_settings() -> tuple[int, int]:
+    """``(buffers, buffer bytes)`` a worker may hold: ``CKPT_WORKER_BUFFERS`` (2) data files written at once,
+    each with one buffer of ``CKPT_BUFFER_MB`` (64) MiB; a unit that reads keeps one buffer's worth of chunks
+    in flight (:func:`each_in_unit`)."""
+    try:
+        return (max(1, int(os.environ.get("CKPT_WORKER_BUFFERS", "2"))),
+                max(5, int(os.environ.get("CKPT_BUFFER_MB", "64"))) << 20)
+    except ValueError as exc:
+        raise UsageError("", f"CKPT_WORKER_BUFFERS and CKPT_BUFFER_MB must be whole numbers ({exc})") from None
+
+
 class SourceRef(ValueTuple):
-    """A checkpoint by name: ``path`` (absolute, or a URL), ``format``, storage options, and the run's token."""
+    """A checkpoint by name: ``path`` (absolute, or a URL), ``format``, storage options, the run's token, and
+    the sizes of its remote files."""
 
     path: str
     format: str
     options: tuple[tuple[str, Any], ...] = ()
     token: str = ""
+    sizes: tuple[tuple[str, int | None], ...] = ()
+    """Sizes of remote files the client found (:func:`for_unit`): a worker asks the store about no others."""
 
 
 _lent: dict[SourceRef, Checkpoint] = {}
@@ -75,18 +91,31 @@ class lending:  # noqa: N801 - used as a context manager, like open()
         self.ckpt, self.ref = ckpt, ref
 
     def __enter__(self) -> SourceRef:
-        _lent[self.ref] = self.ckpt
+        _lent[_name(self.ref)] = self.ckpt
         return self.ref
 
     def __exit__(self, *exc: object) -> None:
-        _lent.pop(self.ref, None)
+        _lent.pop(_name(self.ref), None)
+
+
+def _name(ref: SourceRef) -> SourceRef:
+    """``ref`` without the sizes it carries: the units of one run name one checkpoint, each with its files."""
+    return ref._replace(sizes=()) if ref.sizes else ref
 
 
 def opened(ref: SourceRef) -> Checkpoint:
-    """The checkpoint ``ref`` names, in this process: lent, already opened for this run, or opened now."""
-    ckpt = _lent.get(ref) or _opened.get(ref)
-    if ckpt is not None:
-        return ckpt
+    """The checkpoint ``ref`` names, in this process: lent, already opened for this run, or opened now; it
+    takes the sizes of remote files ``ref`` carries."""
+    name = _name(ref)
+    ckpt = _lent.get(name) or _opened.get(name)
+    if ckpt is None:
+        ckpt = _open(name)
+    if ref.sizes:
+        ckpt.know_remote_sizes(dict(ref.sizes))
+    return ckpt
+
+
+def _open(ref: SourceRef) -> Checkpoint:
     if ref.options:
         from fsspec.config import conf
 
@@ -104,14 +133,31 @@ def opened(ref: SourceRef) -> Checkpoint:
     return ckpt
 
 
-def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any]) -> list[R]:
-    """``[fn(item) for item in items]`` inside one unit, with a few items in flight when the checkpoint allows
-    concurrent reads: a unit of many small tensors in a bucket is bound by each request's latency, not by
-    bandwidth, if its tensors are read one after the other."""
-    from formats.core.parallel import map_ordered
+def for_unit(ref: SourceRef, ckpt: Checkpoint, keys: Iterable[str]) -> SourceRef:
+    """``ref`` carrying the sizes (as the client found them) of only the files that ``keys`` of ``ckpt`` are
+    read from: what a unit reading those tensors needs, so a unit's arguments stay small however many data
+    files the checkpoint has. ``ref`` itself when the client looked none up."""
+    known = ckpt.remote_sizes()
+    if not known:
+        return _name(ref)
+    files = {f for key in keys for f in ckpt[key].files if f in known}
+    return ref._replace(sizes=tuple(sorted((f, known[f]) for f in files)))
+
+
+def reads_in_flight() -> int:
+    """Tensors a unit reads at once: one buffer (:func:`buffer_settings`) of read chunks (8 by default)."""
     from formats.io import storage
 
-    return map_ordered(fn, items, storage.IN_FLIGHT if len(items) > 1 and ckpt.concurrent_reads else 1)
+    return max(1, buffer_settings()[1] // storage.CHUNK)
+
+
+def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any]) -> list[R]:
+    """``[fn(item) for item in items]`` inside one unit, :func:`reads_in_flight` items at once when the
+    checkpoint allows concurrent reads: a unit of many small tensors in a bucket is bound by each request's
+    latency, not by bandwidth, if its tensors are read one after the other."""
+    from formats.core.parallel import map_ordered
+
+    return map_ordered(fn, items, reads_in_flight() if len(items) > 1 and ckpt.concurrent_reads else 1)
 
 
 def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES) -> Iterator[tuple[tuple[Any, ...], int]]:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 __all__ = ["is_url", "filesystem", "read_bytes", "read_range", "file_size", "mtime", "isfile", "isdir", "glob",
-           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "not_regular", "missing_files", "EXTRAS"]
+           "join", "dirname", "basename", "iter_ranges", "transfer", "open_regular", "not_regular", "missing_files", "file_sizes",
+           "EXTRAS"]
 
 _URL = r"^[a-zA-Z][a-zA-Z0-9+.-]*://"  # compiled only for a path with "://" (start-up)
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
@@ -232,10 +233,39 @@ def isfile(path: str) -> bool:
     return info is not None and info.get("type") == "file"
 
 
+LOOKUPS_IN_FLIGHT = 16
+"""Metadata requests for remote files in flight at once (a checkpoint of 100 data files in a bucket waits
+for a few round trips, not 100)."""
+def _size_or_none(path: str) -> int | None:
+    if not is_url(path):
+        return os.path.getsize(path) if os.path.isfile(path) else None
+    info = _info(path)
+    if info is None or info.get("type") != "file" or info.get("size") is None:
+        return None
+    return int(info["size"])
+
+
+def file_sizes(files: Iterable[str]) -> dict[str, int | None]:
+    """Each of ``files``' size in bytes, None for one that does not exist; remote files are looked up
+    :data:`LOOKUPS_IN_FLIGHT` at a time."""
+    paths = list(dict.fromkeys(files))
+    remote = [f for f in paths if is_url(f)]
+    found: dict[str, int | None] = {}
+    if len(remote) > 1:
+        from formats.core.parallel import map_ordered
+
+        found = dict(zip(remote, map_ordered(_size_or_none, remote, min(LOOKUPS_IN_FLIGHT, len(remote)))))
+    return {f: found[f] if f in found else _size_or_none(f) for f in paths}
+
+
 def missing_files(files: Iterable[str]) -> list[str]:
     """Those of ``files`` (a checkpoint's) that do not exist (a bundle's data file deleted, or not yet copied
-    or uploaded): its keys can be listed, their values not read."""
-    return [f for f in files if not (isfile(f) if is_url(f) else os.path.exists(f))]
+    or uploaded): its keys can be listed, their values not read. Remote files are looked up
+    :data:`LOOKUPS_IN_FLIGHT` at a time."""
+    paths = list(files)
+    remote = [f for f in paths if is_url(f)]
+    sizes = file_sizes(remote) if remote else {}
+    return [f for f in paths if (sizes[f] is None if f in sizes else not os.path.exists(f))]
 
 
 def isdir(path: str) -> bool:

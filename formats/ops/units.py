@@ -12,7 +12,7 @@ opened (lent for the run); on a cluster each worker opens them from their URLs o
 from __future__ import annotations
 
 from formats.core.executors import Executor, LocalExecutor, executor_for
-from formats.discover.units import UNIT_BYTES, group_keys, lending, source_ref
+from formats.discover.units import UNIT_BYTES, for_unit, group_keys, lending, source_ref
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -38,11 +38,11 @@ def new_token() -> str:
 def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
               sizes: Sequence[tuple[Any, int]], progress: Callable[[int, int], None] | None = None,
               jobs: int | None = 1, executor: str | Executor | None = None, *args: Any,
-              parallel: bool | None = None) -> list[Any]:
+              parallel: bool | None = None, keys_of: Callable[[Any], Sequence[str]] | None = None) -> list[Any]:
     """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys), the
     per-item results concatenated in order. ``refs`` name ``checkpoints``; ``parallel`` (default: every
     checkpoint's ``concurrent_reads``) allows local threads. ``progress(bytes, items)`` follows the units as
-    they finish."""
+    they finish. ``keys_of(item)``: the item's key in each checkpoint (default: the item is the key)."""
     ckpts = list(checkpoints)
     if parallel is None:
         parallel = all(c.concurrent_reads for c in ckpts)
@@ -50,20 +50,24 @@ def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
     if isinstance(chosen, LocalExecutor) and not parallel:
         chosen = LocalExecutor(1)
     try:
-        return _run(ckpts, fn, sizes, progress, chosen, args)
+        return _run(ckpts, fn, sizes, progress, chosen, args, keys_of or (lambda item: (item,) * len(ckpts)))
     finally:
         if chosen is not executor:
             chosen.close()
 
 
 def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Sequence[tuple[Any, int]],
-         progress: Callable[[int, int], None] | None, chosen: Executor, args: tuple[Any, ...]) -> list[Any]:
+         progress: Callable[[int, int], None] | None, chosen: Executor, args: tuple[Any, ...],
+         keys_of: Callable[[Any], Sequence[str]]) -> list[Any]:
     token = new_token()
     refs = [source_ref(c, token) for c in ckpts]
     units: list[tuple[Any, ...]] = []
     weights: dict[int, tuple[int, int]] = {}
     for items, nbytes in group_keys(sizes, UNIT_BYTES if chosen.remote else 0):
-        unit = (*refs, items, *args)
+        unit_refs = refs
+        if chosen.remote:  # each unit carries the sizes of the files it reads, as found here
+            unit_refs = [for_unit(r, c, (keys_of(item)[i] for item in items)) for i, (r, c) in enumerate(zip(refs, ckpts))]
+        unit = (*unit_refs, items, *args)
         units.append(unit)
         weights[id(unit)] = (nbytes, len(items))
     done = [0, 0]

@@ -91,7 +91,7 @@ class BundleTensor(TensorEntry):
     @property
     def files(self) -> tuple[str, ...]:
         """The index and the data file(s) the value is read from."""
-        return (self._reader.index_path, *self._reader.data_paths)
+        return (self._reader.index_path, *self._reader.data_files(self.raw))
 
     @property
     def partitions(self) -> int:
@@ -312,6 +312,17 @@ class BundleCheckpoint(Checkpoint):
     def files(self) -> list[str]:
         """The index and every data file."""
         return [self.reader.index_path, *self.reader.data_paths]
+
+    def remote_sizes(self) -> dict[str, int | None]:
+        """The sizes of the data files behind URLs looked up so far."""
+        return dict(self.reader.remote_sizes)
+
+    def know_remote_sizes(self, sizes: dict[str, int | None]) -> None:
+        """Take these data files' sizes (those not looked up here yet)."""
+        mine = set(self.reader.data_paths)
+        for path, size in sizes.items():
+            if path in mine:
+                self.reader.remote_sizes.setdefault(path, size)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 __all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
 
 
-def open_data_file(path: str) -> tuple[Any, int | None]:
+def open_data_file(path: str, size: int | None = None) -> tuple[Any, int | None]:
     """A read-only map of a local data file (``b""`` when empty) and a descriptor of the same file, kept
-    open for ``pread`` (the caller closes it); or a :class:`RemoteFile` for a URL, and None."""
+    open for ``pread`` (the caller closes it); or a :class:`RemoteFile` for a URL (of ``size`` bytes when
+    known), and None."""
     if storage.is_url(path):
-        return RemoteFile(path), None
+        return RemoteFile(path, size), None
     try:
         with storage.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
@@ -48,11 +49,11 @@ def advise(m: Any, start: int, stop: int, option: int) -> None:
 
 
 class RemoteFile:
-    """A data file behind a URL: its size (one metadata request) and ranged reads."""
+    """A data file behind a URL: its size (one metadata request, unless known) and ranged reads."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, size: int | None = None) -> None:
         self.path = path
-        self.size = storage.file_size(path)
+        self.size = storage.file_size(path) if size is None else size
 
     def __len__(self) -> int:
         return self.size

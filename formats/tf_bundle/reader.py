@@ -127,8 +127,11 @@ class BundleReader:
         self._maps: dict[int, Any] = {}
         self._fds: dict[int, int] = {}  # the mapped files, for pread
         self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
+        self.remote_sizes: dict[str, int | None] = {}  # a URL's data files, as found when opened
         self._check_entries()
-        self.missing = self._missing_files()
+        self._missing: dict[int, str] | None = None
+        if not storage.is_url(prefix):  # a URL's data files are looked up when first needed (see shard_missing)
+            self._missing = self._missing_files()
 
     # -- structure -------------------------------------------------------------------------
     def _check_entries(self) -> None:
@@ -138,12 +141,39 @@ class BundleReader:
                     self.index_path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
                     f"but the header declares {self.header.num_shards}")
 
+    @property
+    def missing(self) -> dict[int, str]:
+        """Shard -> why its data file cannot be read, for every data file (behind a URL: all looked up at once,
+        on first use)."""
+        if self._missing is None:
+            with self._lock:
+                if self._missing is None:
+                    self._missing = self._missing_files()
+        return self._missing
+
+    def shard_missing(self, shard: int) -> str | None:
+        """Why data file ``shard`` cannot be read (it does not exist), or None. Behind a URL, when not every
+        file has been looked up, this one is (its size kept for reading): a unit of work on a cluster worker
+        asks about the files it reads, not about all of them."""
+        if self._missing is not None:
+            return self._missing.get(shard)
+        path = self.data_paths[shard]
+        if path not in self.remote_sizes:
+            self.remote_sizes.update(storage.file_sizes([path]))
+        return None if self.remote_sizes[path] is not None else self._missing_message(shard)
+
+    def _missing_message(self, shard: int) -> str:
+        return f"data file missing (shard {shard + 1} of {len(self.data_paths)} of {self.prefix})"
+
     def _missing_files(self) -> dict[int, str]:
         """Shard -> why its data file cannot be read (it does not exist). The index alone still lists
         every key; reading a value from a missing shard raises CheckpointNotFoundError."""
-        exists = storage.isfile if storage.is_url(self.prefix) else os.path.isfile
-        return {i: f"data file missing (shard {i + 1} of {len(self.data_paths)} of {self.prefix})"
-                for i, path in enumerate(self.data_paths) if not exists(path)}
+        if storage.is_url(self.prefix):  # one metadata request per data file not yet looked up, all at once
+            self.remote_sizes.update(storage.file_sizes([p for p in self.data_paths if p not in self.remote_sizes]))
+            gone = {path for path, size in self.remote_sizes.items() if size is None}
+        else:
+            gone = {path for path in self.data_paths if not os.path.isfile(path)}
+        return {i: self._missing_message(i) for i, path in enumerate(self.data_paths) if path in gone}
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
@@ -154,6 +184,17 @@ class BundleReader:
 
         hidden = {encode_slice_key(e.key, s) for e in sliced for s in e.slices}
         return [k for k in self.entries if k not in hidden] if hidden else list(self.entries)
+
+    def data_files(self, e: RawEntry) -> tuple[str, ...]:
+        """The data files an entry's value is read from (for a partitioned variable, its slices'), in order."""
+        if e.slices:
+            from formats.concepts.slice_key import encode_slice_key
+
+            parts = (self.entries.get(encode_slice_key(e.key, s)) for s in e.slices)
+            shards = sorted({p.shard_id for p in parts if p is not None and p.size})
+        else:
+            shards = [e.shard_id] if e.size else []
+        return tuple(self.data_paths[i] for i in shards if 0 <= i < len(self.data_paths))
 
     def nbytes(self, e: RawEntry) -> int:
         """Stored bytes of an entry; for a partitioned variable, of all its slices."""
@@ -168,12 +209,13 @@ class BundleReader:
     def _map(self, shard: int) -> Any:
         m = self._maps.get(shard)
         if m is None:
-            if shard in self.missing:
-                raise CheckpointNotFoundError(self.data_paths[shard], self.missing[shard])
+            problem = self.shard_missing(shard)
+            if problem is not None:
+                raise CheckpointNotFoundError(self.data_paths[shard], problem)
             with self._lock:
                 m = self._maps.get(shard)
                 if m is None:
-                    m, fd = open_data_file(self.data_paths[shard])
+                    m, fd = open_data_file(self.data_paths[shard], self.remote_sizes.get(self.data_paths[shard]))
                     if fd is not None:
                         self._fds[shard] = fd
                     self._maps[shard] = m
@@ -272,7 +314,7 @@ class BundleReader:
         """``(fd, offset, size, crc32c)`` of a non-partitioned, little-endian, fixed-width entry stored whole in a
         local data file; None otherwise (and for an entry whose sizes or bounds are wrong: reading it the usual
         way says why)."""
-        if e.slices or not e.size or self.header.big_endian or e.shard_id in self.missing:
+        if e.slices or not e.size or self.header.big_endian or self.shard_missing(e.shard_id) is not None:
             return None
         dt = dtypes.by_enum(e.dtype)
         if dt is None or dt.numpy_name is None or not dt.fixed_width or e.size != math.prod(e.shape) * dt.itemsize \

@@ -144,6 +144,36 @@ def test_verify_api_with_an_executor_object(bucket, dask_url):
     assert [t.key for t in second.tensors] == sorted(k for k in _tensors(2) if k.startswith("layer_0"))
 
 
+def test_a_unit_asks_the_store_only_about_the_files_it_reads(bucket, monkeypatch):
+    """A unit opens the checkpoint again where it runs: with the sizes the client found it asks the store about
+    no data file, without them only about the one it reads, never about all SHARDS of them."""
+    import formats
+    from formats.discover.units import for_unit, source_ref
+    from formats.io import storage
+    from formats.ops.compare.verify import verify_unit
+    from formats.ops.units import new_token
+
+    asked: list[str] = []
+    real = storage._size_or_none
+    monkeypatch.setattr(storage, "_size_or_none", lambda path: asked.append(path) or real(path))
+    url = f"{bucket.url}/ckpt-2"
+    with formats.open_checkpoint(url) as ckpt:
+        assert asked == []  # opening a bundle in a bucket looks up no data file
+        key = "layer_00/kernel"
+        data_file = f"{url}.data-00000-of-0000{SHARDS}"
+        assert [f for f in ckpt[key].files if ".data-" in f] == [data_file]
+        bare = source_ref(ckpt, new_token())
+        assert verify_unit(bare, (key,)) == [(key, None)]  # opened anew: nothing lent
+        assert asked == [data_file]
+        ckpt.problems()  # the client's own checks look every data file up, all at once
+        assert sorted(asked[1:]) == [f"{url}.data-0000{k}-of-0000{SHARDS}" for k in range(SHARDS)]
+        asked.clear()
+        sized = for_unit(source_ref(ckpt, new_token()), ckpt, [key])
+        assert sized.sizes == ((data_file, bucket.fs.size(data_file[5:])),)
+        assert verify_unit(sized, (key,)) == [(key, None)]
+        assert asked == []
+
+
 class KillOnce:
     """A worker plugin: the first ckpt unit to start on a worker kills that worker's process (once: the marker
     file says it happened). The nanny starts a new worker and the scheduler runs the unit again."""

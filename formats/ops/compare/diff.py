@@ -224,7 +224,8 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
     pairs = [((name, names_a[name], names_b[name]), ca[names_a[name]].nbytes + cb[names_b[name]].nbytes)
              for name in sorted(n for n in names_a if n in names_b)]
     parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
-    found = run_units((ca, cb), diff_unit, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel=parallel)
+    found = run_units((ca, cb), diff_unit, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel=parallel,
+                      keys_of=lambda pair: pair[1:])
     result.changed = [change for change in found if change is not None]
     result.same = len(found) - len(result.changed)
     result.unused_rules = rules.unused() if rules is not None else []

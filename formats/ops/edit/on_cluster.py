@@ -23,7 +23,7 @@ from formats.core.errors import CorruptCheckpointError, UsageError, Verification
 from formats.core.executors import Executor, executor_for
 from formats.core.model import OBJECT_GRAPH_KEY, FormatName
 from formats.core.value_tuples import ValueTuple
-from formats.discover.units import SourceRef, opened, source_ref
+from formats.discover.units import SourceRef, buffer_settings, opened, source_ref
 from formats.io import storage
 from formats.ops.units import new_token
 
@@ -50,16 +50,6 @@ class PlanRef(ValueTuple):
     refs: tuple[SourceRef, ...]
     options: Any
     planner: Any
-
-
-def buffer_settings() -> tuple[int, int]:
-    """``(buffers, buffer bytes)`` a worker writing data files may hold: ``CKPT_WORKER_BUFFERS`` (2) and
-    ``CKPT_BUFFER_MB`` (64)."""
-    try:
-        return (max(1, int(os.environ.get("CKPT_WORKER_BUFFERS", "2"))),
-                max(5, int(os.environ.get("CKPT_BUFFER_MB", "64"))) << 20)
-    except ValueError as exc:
-        raise UsageError("", f"CKPT_WORKER_BUFFERS and CKPT_BUFFER_MB must be whole numbers ({exc})") from None
 
 
 def planned_pairs(plan: EditPlan) -> tuple[list[tuple[str, Any]], list[int]]:
