@@ -147,7 +147,8 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
             slot_names: str = "tf2", hparams: dict[str, float] | None = None, max_shard_size: int | None = None,
             dry_run: bool = False, force: bool = False, verify: bool = True, update_state: bool = False,
             link: bool = False, jobs: int | None = None, progress: Progress | None = None, family: str | None = None,
-            model_config: str | None = None, model_map: str | None = None) -> ConversionResult:
+            model_config: str | None = None, model_map: str | None = None,
+            executor: str | Executor | None = None) -> ConversionResult:
     """``source`` written as format ``to`` at ``output`` (``ckpt convert``): every problem is planned first, and
     nothing is written when there is one (``result.ok`` is False, ``result.plan.problems`` says why) or with
     ``dry_run``; the output is read back and compared unless ``verify=False``.
@@ -156,7 +157,10 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     checkpoint of a model ``family`` (``bert``, ``albert``, ``electra``, ``gpt2``, ``t5``; detected when None),
     its original configuration found beside it or given as ``model_config``; ``model_map`` is a user's map
     file instead of a shipped family (also for ``to="safetensors"``). ``to="tf-name"`` with ``family`` goes
-    back: a transformers directory as the original TensorFlow names."""
+    back: a transformers directory as the original TensorFlow names.
+
+    ``executor`` (``dask://HOST:PORT``, an executor; None: ``$CKPT_EXECUTOR``, else this machine): a cluster
+    writes a bundle output's data files on its workers (see :mod:`formats.ops.edit.on_cluster`)."""
     from formats.core.errors import UsageError
     from formats.ops.convert.plan import ConvertOptions
     from formats.ops.rules import RuleSet
@@ -168,51 +172,61 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
                              drop_optimizer=drop_optimizer, family=family, model_config=model_config,
                              model_map=model_map)
+    from formats.ops.convert.targets import model_planner
+
     with _Opened(source) as ckpt:
-        plan = _model_planner(to, options)(ckpt, options)
-        return _write(plan, output, [source, ckpt] + ([template] if template else []), dry_run=dry_run, force=force,
-                      verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
-
-
-def _model_planner(to: str, options: Any) -> Any:
-    """The planner of ``to``; a model family's (:mod:`formats.ops.convert.hf`) when a family or model map is
-    given for ``tf-name`` (from a transformers directory) or ``safetensors``."""
-    from formats.ops.convert.targets import planner
-
-    from formats.core.model import FormatName
-
-    if options.family or options.model_map:
-        if to == FormatName.TF_NAME:
-            from formats.ops.convert.hf.reverse import plan_tf_names
-
-            return plan_tf_names
-        if to == FormatName.SAFETENSORS:
-            from formats.ops.convert.hf.plan import plan_mapped_safetensors
-
-            return plan_mapped_safetensors
-    return planner(to)
+        plan = model_planner(to, options)(ckpt, options)
+        return _write(plan, output, ckpt, (options, to), [source] + ([template] if template else []),
+                      dry_run=dry_run, force=force, verify=verify, update_state=update_state, link=link, jobs=jobs,
+                      progress=progress, executor=executor)
 
 
 def rename(source: Source, output: str | os.PathLike[str], rules: RuleSet | Sequence[str], *,
            rename_full_names: bool = False, dry_run: bool = False, force: bool = False, verify: bool = True,
            update_state: bool = False, link: bool = False, jobs: int | None = None,
-           progress: Progress | None = None) -> ConversionResult:
+           progress: Progress | None = None, executor: str | Executor | None = None) -> ConversionResult:
     """``source`` written again at ``output`` with its variables renamed by ``rules`` (``ckpt rename``); an
-    object-based checkpoint's graph is rebuilt to match. Planned, written and verified as :func:`convert`."""
+    object-based checkpoint's graph is rebuilt to match. Planned, written and verified as :func:`convert`
+    (``executor`` too)."""
     from formats.ops.convert.plan import ConvertOptions
     from formats.ops.convert.rename import plan_rename
     from formats.ops.rules import RuleSet
 
     options = ConvertOptions(rules=_rules(rules) or RuleSet(), rename_full_names=rename_full_names)
     with _Opened(source) as ckpt:
-        return _write(plan_rename(ckpt, options), output, [source, ckpt], dry_run=dry_run, force=force,
-                      verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+        return _write(plan_rename(ckpt, options), output, ckpt, (options, ""), [source], dry_run=dry_run,
+                      force=force, verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
+                      executor=executor)
 
 
-def _write(plan: Any, output: str | os.PathLike[str], inputs: list[Any], **how: Any) -> ConversionResult:
-    from formats.ops.convert.plan import execute_plan
+def _write(plan: Any, output: str | os.PathLike[str], ckpt: Checkpoint, job: tuple[Any, str], inputs: list[Any], *,
+           executor: str | Executor | None = None, **how: Any) -> ConversionResult:
+    """Write ``plan`` of ``ckpt`` here, or on the cluster ``executor`` names, where ``job`` - (options, target;
+    "" for a rename) - plans it again."""
+    from formats.core.executors import is_local
 
-    return execute_plan(plan, str(output), inputs=inputs, **how)
+    if is_local(executor) or how.get("dry_run"):
+        from formats.ops.convert.plan import execute_plan
+
+        return execute_plan(plan, str(output), inputs=[*inputs, ckpt], **how)
+    from formats.ops.convert.targets import ConvertJob, plan_job
+    from formats.ops.edit.on_cluster import execute_plan_on
+
+    return execute_plan_on(executor, plan, plan_job, [ckpt], _portable(ConvertJob(*job)), str(output),
+                           inputs=[*inputs, ckpt], **how)
+
+
+def _portable(job: Any) -> Any:
+    """``job`` with the files its options name (a template, a model configuration or map) as absolute paths:
+    a worker has a working directory of its own."""
+    import dataclasses
+    import os
+
+    from formats.io import storage
+
+    fixed = {name: os.path.abspath(value) for name in ("template", "model_config", "model_map")
+             if isinstance(value := getattr(job.options, name), str) and not storage.is_url(value)}
+    return job._replace(options=dataclasses.replace(job.options, **fixed)) if fixed else job
 
 
 def edit(source: Source, output: str | os.PathLike[str], **options: Any) -> Any:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from formats.core.errors import ExitCode
 from formats.core.model import FormatName
 
-from ..options import (READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, sharded_targets,
-                       target_choices, write_options)
+from ..options import (READ_BACK_JOBS, executor_option, jobs_option, link_option, output_option, rule_options,
+                       sharded_targets, target_choices, write_options)
 from ..spec import (CHECKPOINT, FLOAT, PATH, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
                     ParameterError)
 
@@ -30,7 +30,8 @@ def run(env: Environment, p: Params) -> int:
                        rules_file=p.rules_file, allow_missing=p.allow_missing, drop_optimizer=p.drop_optimizer,
                        slot_names=p.slot_names, hparams=hparams, max_shard_size=p.max_shard_size, dry_run=p.dry_run,
                        as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
-                       link=p.link, jobs=p.jobs, verbose=p.verbose, family=p.family, model_config=p.model_config)
+                       link=p.link, jobs=p.jobs, verbose=p.verbose, family=p.family, model_config=p.model_config,
+                       executor=p.executor)
 
 
 def parse_hparams(values: tuple[str, ...]) -> dict[str, float]:
@@ -107,6 +108,11 @@ SPEC = Command(
     ElectraForMaskedLM, with its generator_config.json). --to tf-name --family
     F goes back, from a transformers directory.
 
+    --executor dask://HOST:PORT writes a tf-object or tf-name output's data
+    files on a Dask cluster's workers, each straight to the destination (a
+    bucket), the index last; SRC, OUT and a template must be reachable from
+    the workers.
+
     \b
     Examples:
       ckpt convert tests/data/hf/bert/bert_model.ckpt -o bert-hf --to hf --dry-run
@@ -154,6 +160,7 @@ SPEC = Command(
         *write_options(),
         link_option(),
         jobs_option(READ_BACK_JOBS),
+        executor_option(),
     ),
 )
 
@@ -163,7 +170,8 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                 drop_optimizer: bool = False, slot_names: str = "tf2", hparams: dict[str, float] | None = None,
                 max_shard_size: int | None = None, dry_run: bool = False, as_json: bool = False, force: bool = False,
                 no_verify: bool = False, update_state: bool = False, link: bool = False, jobs: int | None = None,
-                verbose: bool = False, family: str | None = None, model_config: str | None = None) -> int:
+                verbose: bool = False, family: str | None = None, model_config: str | None = None,
+                executor: str | None = None) -> int:
     """Convert ``src`` to the ``to`` format at ``out`` (:func:`formats.verbs.convert`); print the plan's problems
     and what was written; return the exit status (0 written or planned, 1 problems found)."""
     from formats import verbs
@@ -189,7 +197,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                                drop_optimizer=drop_optimizer, slot_names=slot_names, hparams=hparams,
                                max_shard_size=max_shard_size, dry_run=dry_run, force=force, verify=not no_verify,
                                update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
-                               model_config=model_config, model_map=model_map)
+                               model_config=model_config, model_map=model_map, executor=executor)
     return render_result(result, as_json, verbose=verbose)
 
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 
-from ..options import READ_BACK_JOBS, jobs_option, link_option, output_option, rule_options, write_options
+from ..options import (READ_BACK_JOBS, executor_option, jobs_option, link_option, output_option, rule_options,
+                       write_options)
 from ..spec import CHECKPOINT, WRITER_EXIT_STATUS, Arg, Command, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -16,7 +17,7 @@ def run(env: Environment, p: Params) -> int:
     return run_rename(p.src, p.out, maps=p.maps, regexes=p.regexes, rules_file=p.rules_file, add_prefix=p.add_prefix,
                       strip_prefix=p.strip_prefix, rename_full_names=p.rename_full_names, dry_run=p.dry_run,
                       as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
-                      link=p.link, jobs=p.jobs, all_rows=p.all_rows, verbose=p.verbose)
+                      link=p.link, jobs=p.jobs, all_rows=p.all_rows, verbose=p.verbose, executor=p.executor)
 
 
 SPEC = Command(
@@ -38,6 +39,10 @@ SPEC = Command(
       ckpt rename run/tf_ckpts/ckpt-5 -o renamed/ckpt-5 --map net/l1=net/dense
       ckpt rename model.ckpt-200 -o new/model.ckpt-200 --strip-prefix tower_0 --dry-run
       ckpt rename ckpt-5 -o out/ckpt-5 --regex '^model/(.*)=\\1' --rename-full-names
+
+    --executor dask://HOST:PORT writes a bundle's data files on a Dask
+    cluster's workers, each straight to the destination (a bucket), the index
+    last; SRC and OUT must be reachable from the workers.
     """,
     arguments=(Arg("src", type=CHECKPOINT),),
     options=(
@@ -51,6 +56,7 @@ SPEC = Command(
             help="With --dry-run, list every tensor (by default only those whose key changes)."),
         link_option(),
         jobs_option(READ_BACK_JOBS),
+        executor_option(),
     ),
 )
 
@@ -59,7 +65,8 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
                rules_file: str | None = None, add_prefix: str | None = None, strip_prefix: str | None = None,
                rename_full_names: bool = False, dry_run: bool = False, as_json: bool = False, force: bool = False,
                no_verify: bool = False, update_state: bool = False, link: bool = False,
-               jobs: int | None = None, all_rows: bool = False, verbose: bool = False) -> int:
+               jobs: int | None = None, all_rows: bool = False, verbose: bool = False,
+               executor: str | None = None) -> int:
     """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
     written (a dry run: the renamed tensors, every one with ``all_rows``); return the exit status (0 written
     or planned, 1 problems found)."""
@@ -73,5 +80,6 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
         result = verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
-                              verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress)
+                              verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
+                              executor=executor)
     return render_result(result, as_json, changed_only=not all_rows, verbose=verbose)

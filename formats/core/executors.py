@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 
 from formats.core.errors import InputReadError, UsageError
-from formats.core.parallel import map_ordered
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     R = TypeVar("R")
 
-__all__ = ["Executor", "LocalExecutor", "DaskExecutor", "executor_for", "ENVIRONMENT", "INSTALL"]
+__all__ = ["Executor", "LocalExecutor", "DaskExecutor", "executor_for", "is_local", "ENVIRONMENT", "INSTALL"]
 
 ENVIRONMENT = "CKPT_EXECUTOR"
 """The environment variable naming the executor when none is given (``local`` when unset)."""
@@ -69,6 +68,8 @@ class LocalExecutor(Executor):
     def map(self, fn: Callable[..., R], units: Sequence[tuple[Any, ...]], *,
             weight: Callable[[tuple[Any, ...]], int] | None = None,
             done: Callable[[tuple[Any, ...], R], None] | None = None) -> list[R]:
+        from formats.core.parallel import map_ordered
+
         return map_ordered(lambda unit: fn(*unit), units, self.jobs, weight=weight, done=done)
 
 
@@ -128,6 +129,15 @@ class DaskExecutor(Executor):
 
     def close(self) -> None:
         self.client.close()
+
+
+def is_local(spec: str | Executor | None = None) -> bool:
+    """Whether ``spec`` (as :func:`executor_for` takes it) names this process's threads - known without
+    connecting anywhere or importing anything."""
+    if isinstance(spec, Executor):
+        return not spec.remote
+    text = spec if spec is not None else os.environ.get(ENVIRONMENT, "")
+    return text.strip() in ("", "local")
 
 
 def executor_for(spec: str | Executor | None = None, jobs: int | None = 1) -> Executor:

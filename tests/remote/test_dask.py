@@ -306,6 +306,98 @@ def test_edit_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tm
         assert out["layer_12/kernel"].read().tobytes() == kernel.astype(np.float16).tobytes()
 
 
+def _same_tensors(bucket, name: str, local) -> None:
+    """The checkpoint written at ``name``/out in the bucket holds what the one at ``local`` holds: the same keys,
+    dtypes, shapes and bytes of every tensor (the object graph included). A local write of local inputs takes
+    their data files over whole (a kernel copy), so its data file orders the tensors by input file: the same
+    tensors at other offsets."""
+    import formats
+
+    with formats.open_checkpoint(f"s3://{bucket.name}/{name}/out") as a, formats.open_checkpoint(str(local)) as b:
+        assert a.format == b.format and sorted(a) == sorted(b)
+        for key in a:
+            assert (a[key].dtype, a[key].shape) == (b[key].dtype, b[key].shape), key
+            va, vb = a[key].read(), b[key].read()
+            assert (va.tolist() == vb.tolist()) if va.dtype == object else va.tobytes() == vb.tobytes(), key
+
+
+def test_convert_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
+    """A name-based bundle as an object-based one (its object graph built on the client, planned again on
+    every worker): the same files as on threads, the same tensors as from the local copy."""
+    dask, threads, copy = _written_three(run_cli, bucket, dask_url, tmp_path, "convert", "convert", "{}/ckpt-2",
+                                         "--to", "tf-object")
+    assert sorted(dask) == sorted(copy) == ["out.data-00000-of-00001", "out.index"]  # convert writes one data file
+    assert dask == threads
+    _same_tensors(bucket, "convert-dask", tmp_path / "out")
+    import formats
+
+    with formats.open_checkpoint(str(tmp_path / "out")) as out:
+        assert out.format == "tf-object"
+        kernel = {e.name: e for e in out.values() if e.name}["layer_03/kernel"]
+        assert kernel.read().tobytes() == _tensors(2)["layer_03/kernel"].tobytes()
+
+
+def test_rename_on_the_cluster_writes_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
+    dask, threads, copy = _written_three(run_cli, bucket, dask_url, tmp_path, "rename", "rename", "{}/ckpt-1",
+                                         "--regex", "^layer_(.*)=block_\\1", "--map", "embedding=tok/embedding")
+    assert sorted(dask) == sorted(copy)
+    assert dask == threads
+    _same_tensors(bucket, "rename-dask", tmp_path / "out")
+    import formats
+
+    with formats.open_checkpoint(str(tmp_path / "out")) as out:
+        expected = {("block_" + k[6:] if k.startswith("layer_") else "tok/embedding" if k == "embedding" else k): v
+                    for k, v in _tensors(1).items()}
+        assert sorted(out) == sorted(expected)
+        assert out["block_07/bias"].read().tobytes() == expected["block_07/bias"].tobytes()
+        assert out["tok/embedding"].read().tobytes() == expected["tok/embedding"].tobytes()
+
+
+def test_no_verify_on_the_cluster_reads_nothing_back(run_cli, bucket, dask_url, tmp_path):
+    """--no-verify: the workers write and do not read their data files back (the report says it was not
+    verified); the bytes are those of a verified write."""
+    from distributed import Client
+
+    def reads(client) -> int:
+        return sum(client.run(lambda: __import__("formats.io.storage", fromlist=["x"]).transfer().requests).values())
+
+    def reset(client) -> None:
+        client.run(lambda: __import__("formats.io.storage", fromlist=["x"]).transfer().reset())
+
+    args = ("edit", f"{bucket.url}/ckpt-2", "--cast", "float32=float16")
+    with Client(dask_url.replace("dask://", "tcp://"), set_as_default=False) as client:
+        reset(client)
+        checked = run_cli(*args, "-o", f"s3://{bucket.name}/nv-checked/out", "--executor", dask_url, "--json")
+        with_read_back = reads(client)
+        reset(client)
+        unchecked = run_cli(*args, "-o", f"s3://{bucket.name}/nv-unchecked/out", "--executor", dask_url, "--json",
+                            "--no-verify")
+        without = reads(client)
+    assert checked.exit_code == unchecked.exit_code == 0, (checked.stderr, unchecked.stderr)
+    assert json.loads(checked.stdout)["written"]["verified"] is True
+    assert json.loads(unchecked.stdout)["written"]["verified"] is False
+    written_files = sum(".data-" in k for k in _objects(bucket, "nv-checked"))
+    assert without > 0  # the workers read their inputs
+    assert with_read_back - without >= written_files  # and, verifying, each data file they wrote, once at least
+    assert _objects(bucket, "nv-checked") == _objects(bucket, "nv-unchecked")
+
+
+def test_link_is_refused_on_the_cluster(run_cli, bucket, dask_url, tmp_path):
+    result = run_cli("rename", str(bucket.local / "ckpt-1"), "-o", str(tmp_path / "linked" / "out"), "--map", "a=b",
+                     "--link", "--executor", dask_url)
+    assert result.exit_code == 2, result.stderr
+    assert "--link" in result.stderr and "cluster" in result.stderr and "\n" not in result.stderr.strip()
+    assert not (tmp_path / "linked").exists()
+
+
+def test_a_keras_output_is_refused_on_the_cluster(run_cli, bucket, dask_url, tmp_path):
+    result = run_cli("convert", f"{bucket.url}/ckpt-1", "-o", str(tmp_path / "w.npz"), "--to", "npz",
+                     "--executor", dask_url)
+    assert result.exit_code == 2, result.stderr
+    assert "write it with the local executor" in result.stderr
+    assert not (tmp_path / "w.npz").exists()
+
+
 def test_a_worker_killed_while_writing_gives_the_same_bytes(run_cli, bucket, dask_url, tmp_path):
     from distributed import Client, WorkerPlugin
 

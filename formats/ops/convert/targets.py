@@ -11,6 +11,7 @@ import sys
 
 from formats.core.model import FormatName
 from formats.core.registry import write_targets
+from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     TARGETS: dict[str, str]
     """``--to`` name -> ``module:function`` of its planner (from the registry, when first asked)."""
 
-__all__ = ["TARGETS", "PLANNERS", "EXPORT", "planner", "targets"]
+__all__ = ["TARGETS", "PLANNERS", "EXPORT", "planner", "targets", "model_planner", "ConvertJob", "plan_job"]
 
 PLANNERS: dict[str, str] = {
     FormatName.TF_OBJECT.value: "formats.ops.convert.name_to_object:plan_tf_object",
@@ -59,3 +60,37 @@ def planner(name: str) -> Callable[..., Any]:
     __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
     function = getattr(sys.modules[module], attr)
     return function(name) if ref == EXPORT else function
+
+
+def model_planner(to: str, options: Any) -> Callable[..., Any]:
+    """The planner of ``to`` for ``options``: a model family's (:mod:`formats.ops.convert.hf`) when a family or
+    a model map is given for ``tf-name`` (from a transformers directory) or ``safetensors``, else
+    :func:`planner`."""
+    if options.family or options.model_map:
+        if to == FormatName.TF_NAME:
+            from formats.ops.convert.hf.reverse import plan_tf_names
+
+            return plan_tf_names
+        if to == FormatName.SAFETENSORS:
+            from formats.ops.convert.hf.plan import plan_mapped_safetensors
+
+            return plan_mapped_safetensors
+    return planner(to)
+
+
+class ConvertJob(ValueTuple):
+    """A ``convert`` (to ``to``) or a ``rename`` (``to`` empty) by its options, to be planned again where its
+    units run (:func:`plan_job`; the options' file paths absolute or URLs)."""
+
+    options: Any
+    to: str = ""
+
+
+def plan_job(sources: list[Any], job: ConvertJob) -> Any:
+    """The plan of ``job`` for its one source (``sources[0]``): what ``formats.convert`` or ``formats.rename``
+    plans."""
+    if not job.to:
+        from formats.ops.convert.rename import plan_rename
+
+        return plan_rename(sources[0], job.options)
+    return model_planner(job.to, job.options)(sources[0], job.options)

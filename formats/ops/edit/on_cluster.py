@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from formats.core.model import Checkpoint
+    from formats.ops.convert.plan import ConversionPlan, ConversionResult
     from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
 
-__all__ = ["PlanRef", "remote_executor", "execute_edit_on", "write_on_cluster", "write_data_unit", "BUNDLE_TARGETS", "buffer_settings"]
+__all__ = ["PlanRef", "remote_executor", "execute_edit_on", "write_on_cluster", "write_data_unit", "BUNDLE_TARGETS", "buffer_settings",
+           "execute_plan_on", "write_conversion_on"]
 
 BUNDLE_TARGETS = (FormatName.TF_NAME.value, FormatName.TF_OBJECT.value)
 """The outputs written on a cluster: TensorFlow bundles, whose data files are independent."""
@@ -52,12 +54,17 @@ class PlanRef(ValueTuple):
     planner: Any
 
 
-def planned_pairs(plan: EditPlan) -> tuple[list[tuple[str, Any]], list[int]]:
+def _conversion(plan: EditPlan | ConversionPlan) -> ConversionPlan:
+    """What is written: an edit's conversion, or a conversion itself."""
+    return plan.conversion if hasattr(plan, "conversion") else plan
+
+
+def planned_pairs(plan: EditPlan | ConversionPlan) -> tuple[list[tuple[str, Any]], list[int]]:
     """The ``(key, source)`` pairs a bundle writer writes for ``plan`` (the object graph last), and the data
     file number of each."""
     from formats.core.sources import TensorValue
 
-    conversion = plan.conversion
+    conversion = _conversion(plan)
     pairs: list[tuple[str, Any]] = [(row.key, row.value) for row in conversion.rows]
     graph = conversion.object_graph
     if graph is not None:
@@ -67,7 +74,7 @@ def planned_pairs(plan: EditPlan) -> tuple[list[tuple[str, Any]], list[int]]:
     return pairs, shards
 
 
-def _plan(ref: PlanRef) -> EditPlan:
+def _plan(ref: PlanRef) -> EditPlan | ConversionPlan:
     """The plan ``ref`` names, made once per run in this process (the inputs stay open for the next unit)."""
     import pickle
 
@@ -76,7 +83,7 @@ def _plan(ref: PlanRef) -> EditPlan:
     if plan is None:
         plan = ref.planner([opened(r) for r in ref.refs], ref.options)
         while len(_plans) >= 2:
-            _plans.pop(next(iter(_plans))).conversion.close()
+            _conversion(_plans.pop(next(iter(_plans)))).close()
         _plans[name] = plan
     return plan
 
@@ -91,10 +98,10 @@ def _slot(buffers: int) -> Any:
 
 
 def write_data_unit(ref: PlanRef, shard: int, keys: tuple[str, ...], positions: tuple[int, ...], path: str,
-                    buffer: int = 64 << 20, buffers: int = 2) -> list[tuple[bytes, bytes]]:
+                    buffer: int = 64 << 20, buffers: int = 2, verify: bool = True) -> list[tuple[bytes, bytes]]:
     """A unit of a write on a cluster: data file ``path`` (number ``shard``) of the plan ``ref`` names, holding
-    the tensors at ``positions`` of its pairs (which must be ``keys``), written, read back and checked; its
-    index rows ``(key, entry)``."""
+    the tensors at ``positions`` of its pairs (which must be ``keys``), written, read back and checked (unless
+    not ``verify``); its index rows ``(key, entry)``."""
     pairs, _ = planned_pairs(_plan(ref))
     mine = [pairs[i] for i in positions]
     if tuple(k for k, _ in mine) != keys:
@@ -103,7 +110,8 @@ def write_data_unit(ref: PlanRef, shard: int, keys: tuple[str, ...], positions: 
     with _slot(buffers):
         write = _write_remote if storage.is_url(path) else _write_local
         rows, written = write(path, mine, shard, buffer)
-    _read_back(path, written)
+    if verify:
+        _read_back(path, written)
     return rows
 
 
@@ -187,8 +195,33 @@ def execute_edit_on(executor: str | Executor | None, plan: EditPlan, planner: Ca
         return execute_edit(plan, output, dry_run=dry_run, force=force, verify=verify, update_state=update_state,
                             inputs=inputs, progress=progress, jobs=jobs)
     try:
-        return write_on_cluster(plan, planner, sources, options, output, remote, force=force,
+        return write_on_cluster(plan, planner, sources, options, output, remote, force=force, verify=verify,
                                 update_state=update_state, inputs=inputs, progress=progress)
+    finally:
+        if remote is not executor:
+            remote.close()
+
+
+def execute_plan_on(executor: str | Executor | None, plan: ConversionPlan, planner: Callable[..., ConversionPlan],
+                    sources: Sequence[Checkpoint], options: Any, output: str, *, dry_run: bool = False,
+                    force: bool = False, verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
+                    progress: Callable[[int, int], None] | None = None, link: bool = False,
+                    jobs: int | None = None) -> ConversionResult:
+    """:func:`~formats.ops.convert.plan.execute_plan` (``convert``, ``rename``) on local threads, or written on
+    a cluster's workers when ``executor`` (None: ``$CKPT_EXECUTOR``) is one: ``planner(sources, options)``
+    makes ``plan`` again there. ``link`` (hard links of input data files) is for local outputs only."""
+    remote = None if dry_run else remote_executor(executor)
+    if remote is None:
+        from formats.ops.convert.plan import execute_plan
+
+        return execute_plan(plan, output, dry_run=dry_run, force=force, verify=verify, update_state=update_state,
+                            inputs=inputs, progress=progress, link=link, jobs=jobs)
+    try:
+        if link:
+            raise UsageError(output, "--link hard-links input files on this machine: it does not apply to a write "
+                                     "on a cluster")
+        return write_conversion_on(plan, PlanRef((), options, planner), sources, output, remote, force=force,
+                                   verify=verify, update_state=update_state, inputs=inputs, progress=progress)
     finally:
         if remote is not executor:
             remote.close()
@@ -196,36 +229,54 @@ def execute_edit_on(executor: str | Executor | None, plan: EditPlan, planner: Ca
 
 def write_on_cluster(plan: EditPlan, planner: Callable[..., EditPlan], sources: Sequence[Checkpoint],
                      options: EditOptions, output: str, executor: Executor, *, force: bool = False,
-                     update_state: bool = False, inputs: Iterable[Any] = (),
+                     verify: bool = True, update_state: bool = False, inputs: Iterable[Any] = (),
                      progress: Callable[[int, int], None] | None = None) -> EditResult:
-    """Write ``plan`` (``planner(sources, options)``) at ``output`` on ``executor``'s workers
+    """Write the edit ``plan`` (``planner(sources, options)``) at ``output`` on ``executor``'s workers
     (see the module docstring); the plan is closed afterwards. Nothing is written for a plan with errors."""
-    from formats.ops.convert.plan import ConversionResult
     from formats.ops.edit.plan import EditResult
 
     try:
-        result = ConversionResult(plan.conversion, output)
-        if plan.conversion.check_output is not None:
-            plan.conversion.check_output(output)
-        if plan.ok:
-            if plan.target not in BUNDLE_TARGETS:
-                raise UsageError(output, f"a write on a cluster writes TensorFlow bundles ({', '.join(BUNDLE_TARGETS)}),"
-                                         f" not {plan.target}: write it with the local executor")
-            result.written = _write(plan, PlanRef((), options, planner), sources, output,
-                                    executor, force, [*plan.inputs, *sources, *inputs], progress)
-            if update_state:
-                from formats.tf_bundle.state_file import update_state_file
-
-                directory = os.path.dirname(os.path.abspath(output))
-                update_state_file(directory, output, inputs=list(inputs))
-                result.state_file = os.path.join(directory, "checkpoint")
+        result = write_conversion_on(plan.conversion, PlanRef((), options, planner), sources, output, executor,
+                                     force=force, verify=verify, update_state=update_state,
+                                     inputs=[*plan.inputs, *inputs], progress=progress)
     finally:
         plan.close()
     return EditResult(plan, result)
 
 
-def _write(plan: EditPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: str, chosen: Executor, force: bool,
-           inputs: list[Any], progress: Callable[[int, int], None] | None) -> Any:
+def write_conversion_on(plan: ConversionPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: str,
+                        executor: Executor, *, force: bool = False, verify: bool = True, update_state: bool = False,
+                        inputs: Iterable[Any] = (), progress: Callable[[int, int], None] | None = None
+                        ) -> ConversionResult:
+    """Write ``plan`` - ``ref.planner(sources, ref.options)`` - at ``output`` on ``executor``'s workers, each
+    data file read back by its worker unless not ``verify``; the plan is closed afterwards. Nothing is written
+    for a plan with errors."""
+    from formats.ops.convert.plan import ConversionResult
+
+    inputs = list(inputs)
+    try:
+        result = ConversionResult(plan, output)
+        if plan.check_output is not None:
+            plan.check_output(output)
+        if plan.ok:
+            if plan.target not in BUNDLE_TARGETS:
+                raise UsageError(output, f"a write on a cluster writes TensorFlow bundles ({', '.join(BUNDLE_TARGETS)}),"
+                                         f" not {plan.target}: write it with the local executor")
+            result.written = _write(plan, ref, sources, output, executor, force, [*sources, *inputs], progress,
+                                    verify)
+            if update_state:
+                from formats.tf_bundle.state_file import update_state_file
+
+                directory = os.path.dirname(os.path.abspath(output))
+                update_state_file(directory, output, inputs=inputs)
+                result.state_file = os.path.join(directory, "checkpoint")
+    finally:
+        plan.close()
+    return result
+
+
+def _write(plan: ConversionPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: str, chosen: Executor,
+           force: bool, inputs: list[Any], progress: Callable[[int, int], None] | None, verify: bool) -> Any:
     from formats.io.writing import Stored, WriteReport, guard_output
     from formats.tf_bundle.reader import data_file_name
 
@@ -240,7 +291,7 @@ def _write(plan: EditPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: 
     units, sizes = [], {}
     for k in range(count):
         positions = tuple(i for i, s in enumerate(shards) if s == k)
-        unit = (ref, k, tuple(pairs[i][0] for i in positions), positions, files[k], buffer, buffers)
+        unit = (ref, k, tuple(pairs[i][0] for i in positions), positions, files[k], buffer, buffers, verify)
         units.append(unit)
         sizes[id(unit)] = (sum(_nbytes(pairs[i][1]) for i in positions), len(positions))
     done = [0, 0]
@@ -260,9 +311,8 @@ def _write(plan: EditPlan, ref: PlanRef, sources: Sequence[Checkpoint], output: 
     except BaseException:
         _remove(files)
         raise
-    layout = FormatName.TF_OBJECT if plan.conversion.object_graph is not None else FormatName.TF_NAME
-    report = WriteReport(output, layout.value,
-                         [output + ".index", *files], verified=True)
+    layout = FormatName.TF_OBJECT if plan.object_graph is not None else FormatName.TF_NAME
+    report = WriteReport(output, layout.value, [output + ".index", *files], verified=verify)
     from formats.core.sources import describe
 
     for key, source in pairs:
