@@ -82,6 +82,51 @@ def test_worker_buffers_come_from_the_environment(monkeypatch):
         buffer_settings()
 
 
+def test_a_worker_reads_at_most_its_buffers_at_once(monkeypatch):
+    """Units that opened their checkpoint themselves (a worker's) take a slot each: with CKPT_WORKER_BUFFERS=1
+    four threads of units never read two units at once, while inside a unit several tensors are in flight;
+    units of a lent checkpoint (--jobs threads) take none."""
+    import threading
+    import time
+
+    import formats
+    from formats.discover import units
+
+    monkeypatch.setenv("CKPT_WORKER_BUFFERS", "1")
+    monkeypatch.setitem(units._slots, 1, threading.BoundedSemaphore(1))
+    lock = threading.Lock()
+    active: dict[int, int] = {}
+    most = {"units": 0, "items": 0}
+
+    def unit(ckpt, number: int) -> None:
+        def item(key: str) -> None:
+            with lock:
+                active[number] = active.get(number, 0) + 1
+                most["units"] = max(most["units"], sum(1 for n in active.values() if n))
+                most["items"] = max(most["items"], sum(active.values()))
+            time.sleep(0.02)
+            with lock:
+                active[number] -= 1
+        units.each_in_unit(ckpt, item, sorted(ckpt)[:6])
+
+    def run(ckpt) -> dict[str, int]:
+        most.update(units=0, items=0)
+        threads = [threading.Thread(target=unit, args=(ckpt, n)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return dict(most)
+
+    with formats.open_checkpoint(str(SEED)) as ckpt:
+        assert ckpt.concurrent_reads
+        on_a_worker = run(ckpt)
+        with units.lending(ckpt, units.source_ref(ckpt, "lent")):
+            on_threads = run(ckpt)
+    assert on_a_worker["units"] == 1 and on_a_worker["items"] > 1
+    assert on_threads["units"] > 1
+
+
 def test_a_cluster_write_of_a_keras_output_is_refused_before_anything_is_written(tmp_path):
     """Only bundles are written on a cluster; anything else says to use the local executor (exit 2)."""
     import formats

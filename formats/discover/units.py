@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from formats.core.model import Checkpoint
 
 __all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_in_unit", "UNIT_BYTES",
-           "buffer_settings", "reads_in_flight", "for_unit"]
+           "buffer_settings", "reads_in_flight", "for_unit", "worker_slot"]
 
 UNIT_BYTES = 64 << 20
 """Stored bytes of tensors per unit (a bigger tensor is a unit alone)."""
@@ -151,13 +151,35 @@ def reads_in_flight() -> int:
     return max(1, buffer_settings()[1] // storage.CHUNK)
 
 
+_slots: dict[int, Any] = {}
+
+
+def worker_slot(buffers: int | None = None) -> Any:
+    """This process's semaphore of ``buffers`` (default: :func:`buffer_settings`' count) units holding a buffer
+    at once: ``with worker_slot():`` around a unit's reading or writing bounds a worker's memory whatever its
+    number of threads."""
+    if buffers is None:
+        buffers = buffer_settings()[0]
+    if buffers not in _slots:
+        import threading
+
+        _slots[buffers] = threading.BoundedSemaphore(buffers)
+    return _slots[buffers]
+
+
 def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any]) -> list[R]:
     """``[fn(item) for item in items]`` inside one unit, :func:`reads_in_flight` items at once when the
     checkpoint allows concurrent reads: a unit of many small tensors in a bucket is bound by each request's
-    latency, not by bandwidth, if its tensors are read one after the other."""
+    latency, not by bandwidth, if its tensors are read one after the other. Where the unit opened the
+    checkpoint itself (a cluster worker), it first takes a :func:`worker_slot`; units on the caller's
+    threads (a checkpoint lent) are bounded by ``--jobs`` instead."""
     from formats.core.parallel import map_ordered
 
-    return map_ordered(fn, items, reads_in_flight() if len(items) > 1 and ckpt.concurrent_reads else 1)
+    jobs = reads_in_flight() if len(items) > 1 and ckpt.concurrent_reads else 1
+    if any(c is ckpt for c in _lent.values()):
+        return map_ordered(fn, items, jobs)
+    with worker_slot():
+        return map_ordered(fn, items, jobs)
 
 
 def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES) -> Iterator[tuple[tuple[Any, ...], int]]:

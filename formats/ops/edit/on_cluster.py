@@ -23,7 +23,7 @@ from formats.core.errors import CorruptCheckpointError, UsageError, Verification
 from formats.core.executors import Executor, executor_for
 from formats.core.model import OBJECT_GRAPH_KEY, FormatName
 from formats.core.value_tuples import ValueTuple
-from formats.discover.units import SourceRef, buffer_settings, opened, source_ref
+from formats.discover.units import SourceRef, buffer_settings, opened, source_ref, worker_slot
 from formats.io import storage
 from formats.ops.units import new_token
 
@@ -42,7 +42,6 @@ __all__ = ["PlanRef", "remote_executor", "execute_edit_on", "write_on_cluster", 
 BUNDLE_TARGETS = (FormatName.TF_NAME.value, FormatName.TF_OBJECT.value)
 """The outputs written on a cluster: TensorFlow bundles, whose data files are independent."""
 _plans: dict[bytes, Any] = {}
-_slots: dict[int, Any] = {}
 
 
 class PlanRef(ValueTuple):
@@ -88,15 +87,6 @@ def _plan(ref: PlanRef) -> EditPlan | ConversionPlan:
     return plan
 
 
-def _slot(buffers: int) -> Any:
-    """This process's semaphore of ``buffers`` data files written at once."""
-    if buffers not in _slots:
-        import threading
-
-        _slots[buffers] = threading.BoundedSemaphore(buffers)
-    return _slots[buffers]
-
-
 def write_data_unit(ref: PlanRef, shard: int, keys: tuple[str, ...], positions: tuple[int, ...], path: str,
                     buffer: int = 64 << 20, buffers: int = 2, verify: bool = True) -> list[tuple[bytes, bytes]]:
     """A unit of a write on a cluster: data file ``path`` (number ``shard``) of the plan ``ref`` names, holding
@@ -107,7 +97,7 @@ def write_data_unit(ref: PlanRef, shard: int, keys: tuple[str, ...], positions: 
     if tuple(k for k, _ in mine) != keys:
         raise CorruptCheckpointError(path, "the inputs changed since the write was planned (a worker planned "
                                            "other tensors for this data file)")
-    with _slot(buffers):
+    with worker_slot(buffers):
         write = _write_remote if storage.is_url(path) else _write_local
         rows, written = write(path, mine, shard, buffer)
     if verify:
