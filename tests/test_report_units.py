@@ -1,0 +1,44 @@
+"""``ckpt report`` as units (:func:`formats.ops.units.run_units`): on local threads the report is, to the byte,
+the one ckpt wrote before its work became units. The golden files ``tests/golden/report/*.json`` were written by
+the code before that change (``python -m tests.test_report_units`` rewrites them: only ever from a known-good
+tree), with the corpus folder written as ``CORPUS``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import formats
+
+from .conftest import CORPUS
+
+GOLDEN = Path(__file__).parent / "golden" / "report"
+CASES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "checkpoint_seed_slots_ckpt5": (("seed_slots/tf_ckpts/ckpt-5",), True),
+    "checkpoint_all_dtypes": (("tf2_mixed/all_dtypes/ckpt-1",), True),
+    "checkpoint_partitioned": (("tf1_partitioned/model.ckpt-200",), False),
+    "diff_seed_slots_3_5": (("seed_slots/tf_ckpts/ckpt-3", "seed_slots/tf_ckpts/ckpt-5"), False),
+    "diff_tf1_adam_1_200": (("tf1_adam/model.ckpt-1", "tf1_adam/model.ckpt-200"), False),
+}
+"""Golden file name -> (corpus paths, log bins)."""
+
+
+def report_text(rels: tuple[str, ...], log_bins: bool, **kwargs: Any) -> str:
+    """The report's JSON as ``ckpt report --json`` would hold it, keys sorted, the corpus folder as ``CORPUS``."""
+    report = formats.report(*[CORPUS / rel for rel in rels], log_bins=log_bins, **kwargs)
+    return json.dumps(report.to_json(), sort_keys=True, indent=0).replace(str(CORPUS), "CORPUS") + "\n"
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_local_threads_give_the_report_ckpt_gave_before_units(name: str, jobs: int) -> None:
+    rels, log_bins = CASES[name]
+    assert report_text(rels, log_bins, jobs=jobs) == (GOLDEN / f"{name}.json").read_text()
+
+
+if __name__ == "__main__":  # regenerate the golden files (see the module doc)
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, (rels, log_bins) in CASES.items():
+        (GOLDEN / f"{name}.json").write_text(report_text(rels, log_bins, jobs=1))
