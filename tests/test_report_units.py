@@ -23,12 +23,17 @@ CASES: dict[str, tuple[tuple[str, ...], bool]] = {
     "diff_tf1_adam_1_200": (("tf1_adam/model.ckpt-1", "tf1_adam/model.ckpt-200"), False),
 }
 """Golden file name -> (corpus paths, log bins)."""
+RUNS = {"run_seed_slots": "seed_slots/tf_ckpts", "run_tf1_adam": "tf1_adam", "run_tf1_estimator": "tf1_estimator"}
+"""Golden file name -> a run directory of the corpus."""
 
 
 def report_text(rels: tuple[str, ...], log_bins: bool, **kwargs: Any) -> str:
-    """The report's JSON as ``ckpt report --json`` would hold it, keys sorted, the corpus folder as ``CORPUS``."""
-    report = formats.report(*[CORPUS / rel for rel in rels], log_bins=log_bins, **kwargs)
-    return json.dumps(report.to_json(), sort_keys=True, indent=0).replace(str(CORPUS), "CORPUS") + "\n"
+    """The report's JSON as ``ckpt report --json`` would hold it, keys sorted, the corpus folder as ``CORPUS``
+    (a run's checkpoints without their ``mtime``: when the corpus was checked out)."""
+    doc = formats.report(*[CORPUS / rel for rel in rels], log_bins=log_bins, **kwargs).to_json()
+    for row in (doc["run"] or {}).get("checkpoints", []) if doc["kind"] == "run" else []:
+        row.pop("mtime")
+    return json.dumps(doc, sort_keys=True, indent=0).replace(str(CORPUS), "CORPUS") + "\n"
 
 
 @pytest.mark.parametrize("jobs", [1, 3])
@@ -38,7 +43,14 @@ def test_local_threads_give_the_report_ckpt_gave_before_units(name: str, jobs: i
     assert report_text(rels, log_bins, jobs=jobs) == (GOLDEN / f"{name}.json").read_text()
 
 
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_runs_report_is_the_one_ckpt_gave_before_units(name: str) -> None:
+    assert report_text((RUNS[name],), False, jobs=3) == (GOLDEN / f"{name}.json").read_text()
+
+
 if __name__ == "__main__":  # regenerate the golden files (see the module doc)
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, (rels, log_bins) in CASES.items():
         (GOLDEN / f"{name}.json").write_text(report_text(rels, log_bins, jobs=1))
+    for name, rel in RUNS.items():
+        (GOLDEN / f"{name}.json").write_text(report_text((rel,), False, jobs=1))
