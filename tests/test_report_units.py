@@ -45,7 +45,16 @@ def test_local_threads_give_the_report_ckpt_gave_before_units(name: str, jobs: i
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_runs_report_is_the_one_ckpt_gave_before_units(name: str) -> None:
-    assert report_text((RUNS[name],), False, jobs=3) == (GOLDEN / f"{name}.json").read_text()
+    """Exactly, but for the norms of the changes: their squares are now summed by numpy's pairwise sum (the same
+    bits on any machine), before by BLAS's dot; they may differ in the last bit or two."""
+    got = json.loads(report_text((RUNS[name],), False, jobs=3))
+    want = json.loads((GOLDEN / f"{name}.json").read_text())
+    for mine, golden in zip(got["run"]["variables"], want["run"]["variables"]):
+        assert [c is None for c in mine["change"]] == [c is None for c in golden["change"]]
+        assert [c for c in mine["change"] if c is not None] == pytest.approx(
+            [c for c in golden["change"] if c is not None], rel=1e-14)
+        mine["change"] = golden["change"] = None
+    assert got == want
 
 
 if __name__ == "__main__":  # regenerate the golden files (see the module doc)

@@ -25,7 +25,7 @@ def run(env: Environment, p: Params) -> int:
     kind = report_kind(p.paths) if p.kind == "auto" else p.kind
     if kind == "run":
         result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
-                              jobs=p.jobs)
+                              jobs=p.jobs, executor=p.executor)
     else:
         result = _report(p, kind)
     written = result.write_html(p.out, force=p.force) if p.out is not None else None

@@ -74,14 +74,33 @@ def test_pair_report_on_the_cluster(run_cli, bucket, dask_url, tmp_path):
         assert changed[key]["heatmap"]["cells"] == pytest.approx(block_means(d).ravel().tolist(), rel=1e-9)
 
 
+def test_run_report_on_the_cluster(run_cli, bucket, dask_url, tmp_path):
+    dask, threads, copy, pages = _report_three(run_cli, bucket, dask_url, tmp_path, "{}")
+    for doc in (dask, threads, copy):  # when each file was written: the bucket's objects, the copy's files
+        for row in doc["run"]["checkpoints"]:
+            assert row.pop("mtime") > 0
+    assert dask == threads == copy
+    assert pages[0] == pages[1]  # the copy's page holds its files' times
+    assert [c["step"] for c in dask["run"]["checkpoints"]] == [1, 2]
+    a, b = _tensors(1), _tensors(2)
+    trends = {v["key"]: v for v in dask["run"]["variables"]}
+    assert "vocab" not in trends and trends["has_nan"]["nonfinite"] == [2, 2]
+    for key in ("layer_07/kernel", "embedding", "counts"):
+        x, y = a[key].astype(np.float64), b[key].astype(np.float64)
+        assert trends[key]["norm"] == pytest.approx([np.linalg.norm(x), np.linalg.norm(y)], rel=1e-12)
+        assert trends[key]["change"][0] is None
+        assert trends[key]["change"][1] == pytest.approx(np.linalg.norm(y - x), rel=1e-12)
+
+
 @pytest.mark.parametrize("unit,paths", [("ckpt-stats_unit", ("ckpt-2",)),
-                                        ("ckpt-heatmap_unit", ("ckpt-1", "ckpt-2"))])
+                                        ("ckpt-heatmap_unit", ("ckpt-1", "ckpt-2")),
+                                        ("ckpt-change_unit", ("",))])
 def test_a_worker_killed_mid_report_gives_the_same_report(run_cli, bucket, dask_url, tmp_path, unit, paths):
     from distributed import Client, WorkerPlugin
 
     marker = str(tmp_path / "killed")
     plugin = type("KillOncePlugin", (KillOnce, WorkerPlugin), {"unit": unit})(marker)
-    urls = [f"{bucket.url}/{p}" for p in paths]
+    urls = [f"{bucket.url}/{p}".rstrip("/") for p in paths]  # "": the run directory
     with Client(dask_url.replace("dask://", "tcp://"), set_as_default=False) as client:
         client.register_plugin(plugin)
         try:

@@ -6,10 +6,11 @@
   request also the histogram of log10 |x|);
 - two checkpoints: :func:`~formats.ops.compare.diff.diff_checkpoints` (the diff verb's pairing and
   statistics), and for each changed 2-D pair a down-sampled heatmap of ``|a - b|`` (:mod:`.heatmap`);
-- a run directory: :func:`~formats.ops.inspect.trend.run_trend` (every variable's norm at each step).
+- a run directory: :func:`~formats.ops.inspect.trend.run_trend` (every variable's norm at each step and the
+  norm of its change since the previous one).
 
 The tensors are read in units (:func:`~formats.ops.units.run_units`: ``stats_unit``, ``diff_unit``,
-:func:`~formats.ops.report.heatmap.heatmap_unit`) on ``jobs`` threads when the format allows concurrent reads,
+:func:`~formats.ops.report.heatmap.heatmap_unit`, a run's ``change_unit``) on ``jobs`` threads when the format allows concurrent reads,
 or on the workers of an ``executor`` (a Dask cluster), which read the checkpoints from their URLs; only the
 statistics, changes and heatmaps travel back, and what a tensor is (dtype, shape, role, files) comes from the
 checkpoint opened here, so the report is the same wherever its units ran. Each tensor streams in chunks of
@@ -82,12 +83,12 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
     if len(paths) != wanted:
         raise UsageError("", f"a {kind} report takes {wanted} path{'s' if wanted > 1 else ''}, not {len(paths)}")
     report = Report(kind, names, bins=bins)
-    if kind == "run":
-        report.run = run_report(names[0], patterns)
-        return report
     chosen = executor_for(executor, jobs)
     opened: list[Checkpoint] = []
     try:
+        if kind == "run":
+            report.run = run_report(names[0], patterns, jobs=jobs, executor=chosen)
+            return report
         opened += [_open(p) for p in paths]
         if kind == "diff":
             report.diff = diff_report(opened[0], opened[1], patterns, jobs=jobs, progress=progress, executor=chosen)
@@ -216,9 +217,11 @@ def _numeric(entry: TensorEntry) -> bool:
 
 
 # -- a run -----------------------------------------------------------------------------------------------
-def run_report(directory: str, patterns: Sequence[str] = ()) -> RunReport:
-    """The :class:`RunReport` of the checkpoints in ``directory`` (:func:`~formats.ops.inspect.trend.run_trend`)."""
+def run_report(directory: str, patterns: Sequence[str] = (), *, jobs: int | None = 1,
+               executor: str | Executor | None = None) -> RunReport:
+    """The :class:`RunReport` of the checkpoints in ``directory`` (:func:`~formats.ops.inspect.trend.run_trend`:
+    each checkpoint's tensors read in units on ``jobs`` threads or the workers of ``executor``)."""
     from formats.ops.inspect.trend import run_trend
 
-    trend = run_trend(directory, patterns)
+    trend = run_trend(directory, patterns, jobs=jobs, executor=executor)
     return RunReport(trend, list(trend.mtimes))
