@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
-from ..options import jobs_option, json_option
+from ..options import executor_option, jobs_option, json_option
 from ..spec import CHECKPOINT, PATH, Arg, Command, Ints, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -25,7 +25,7 @@ def run(env: Environment, p: Params) -> int:
     kind = report_kind(p.paths) if p.kind == "auto" else p.kind
     if kind == "run":
         result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
-                              jobs=p.jobs)
+                              jobs=p.jobs, executor=p.executor)
     else:
         result = _report(p, kind)
     written = result.write_html(p.out, force=p.force) if p.out is not None else None
@@ -54,7 +54,7 @@ def _report(p: Params, kind: str) -> Report:
         total = sum(e.nbytes for c in opened for e in c.values())
         with progress_for(opened[0], "reading", total=total) as progress:
             return verbs.report(*opened, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
-                                jobs=p.jobs, progress=progress)
+                                jobs=p.jobs, progress=progress, executor=p.executor)
 
 
 SPEC = Command(
@@ -71,7 +71,8 @@ SPEC = Command(
     checkpoints: each one's step and time, and every variable's norm over the
     steps. The page needs no network (CSS, script and SVG inline), has a search
     box over keys and an anchor per tensor (report.html#k-KEY). Tensors are read
-    in chunks on --jobs threads; the page stays a few KB per tensor.
+    in chunks on --jobs threads, or on the workers of a Dask cluster
+    (--executor dask://HOST:PORT); the page stays a few KB per tensor.
 
     \b
     Examples:
@@ -95,5 +96,6 @@ SPEC = Command(
         Opt("--force", flag=True, help="Replace an existing OUT."),
         json_option("The report's data as JSON on stdout (with -o, the page is written too)."),
         jobs_option(),
+        executor_option(),
     ),
 )

@@ -16,7 +16,7 @@ def run(env: Environment, p: Params) -> int:
     """``ckpt trend DIRECTORY [GLOB]...``: the exit status (1: with --check-finite, a variable diverged)."""
     from formats.ops.inspect.trend import run_trend
 
-    result = run_trend(p.directory, p.patterns)
+    result = run_trend(p.directory, p.patterns, executor="local")  # one thread, as ever (no --executor yet)
     for note in result.notes:
         env.warn(note)
     if p.as_json:

@@ -6,6 +6,11 @@ elements) and the L2 norm of its change since the previous checkpoint (``||x_t -
 for the first checkpoint, where the variable is absent, or where its shape changed), and its mean, std,
 min and max (over finite elements, as :mod:`.stats` computes them). Values stream in
 chunks; at most two checkpoints are open at a time. Unreadable checkpoints are skipped with a note.
+
+Each checkpoint's tensors are read in units (:func:`~formats.ops.units.run_units`: ``stats_unit`` for the
+statistics, :func:`change_unit` for the changes against the previous checkpoint) on ``jobs`` threads or the
+workers of an ``executor``; sums are numpy's pairwise ones (never BLAS), so the trend is the same bits wherever
+its units ran.
 """
 from __future__ import annotations
 
@@ -14,18 +19,21 @@ import os
 import re
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError, NotACheckpointError
+from formats.core.executors import Executor, executor_for
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
 from formats.core.selection import nothing_selected, select_keys
-from formats.ops.inspect.stats import tensor_stats
 from formats.core.values import as_float, iter_chunks, paired_chunks, value_kind
+from formats.discover.units import SourceRef, each_in_unit, opened
+from formats.ops.inspect.stats import stats_unit
+from formats.ops.units import run_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm"]
+__all__ = ["VariableTrend", "TrendResult", "run_trend", "change_norm", "change_unit"]
 
 _SERIES = ("norm", "change", "nonfinite", "mean", "std", "min", "max")
 """A :class:`VariableTrend`'s lists, one value per checkpoint, in field order."""
@@ -86,15 +94,24 @@ class TrendResult:
 
 
 def change_norm(a: TensorEntry, b: TensorEntry) -> float:
-    """``||b - a||`` (L2, float64) of two tensors of the same shape, streamed in chunks."""
+    """``||b - a||`` (L2, float64) of two tensors of the same shape, streamed in chunks. The squares are summed
+    by numpy's pairwise summation, not BLAS (whose ``d @ d`` depends on its thread count): the same bits in a
+    Dask worker as here."""
     import numpy as np
 
     total = 0.0
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf give a non-finite norm, reported as None
         for x, y in paired_chunks(iter_chunks(a), iter_chunks(b)):
             d = as_float(y) - as_float(x)
-            total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float(d @ d)
+            total += float((d.conj() * d).real.sum()) if d.dtype.kind == "c" else float((d * d).sum())
     return math.sqrt(total)
+
+
+def change_unit(ref_a: SourceRef, ref_b: SourceRef, keys: tuple[str, ...]) -> list[float]:
+    """A unit of a trend: :func:`change_norm` of each of ``keys`` from the checkpoint ``ref_a`` names to the one
+    ``ref_b`` names."""
+    ca, cb = opened(ref_a), opened(ref_b)
+    return each_in_unit(ca if cb.concurrent_reads else cb, lambda key: change_norm(ca[key], cb[key]), keys)
 
 
 def _numeric(entry: TensorEntry) -> bool:
@@ -105,10 +122,22 @@ def _finite(x: float | None) -> float | None:
     return x if x is None or math.isfinite(x) else None
 
 
-def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -> TrendResult:
+def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = (), *, jobs: int | None = 1,
+              executor: str | Executor | None = None) -> TrendResult:
     """The :class:`TrendResult` of the checkpoints in ``directory`` (variables selected by key ``patterns``,
     exact or globs; :class:`~formats.core.errors.NothingSelectedError` when one matches no key in any
-    checkpoint)."""
+    checkpoint). Tensors are read in units on ``jobs`` threads (None: every core) or on the workers of
+    ``executor`` (None: ``$CKPT_EXECUTOR``, else local threads); the result is the same wherever they ran."""
+    chosen = executor_for(executor, jobs)
+    try:
+        return _trend(directory, patterns, jobs, chosen)
+    finally:
+        if chosen is not executor:
+            chosen.close()
+
+
+def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int | None,
+           executor: Executor) -> TrendResult:
     from formats.discover.resolve import open_checkpoint
     from formats.discover.scan import scan_directory
     from formats.io import storage
@@ -131,7 +160,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = ()) -
             except CheckpointError as exc:
                 result.notes.append(f"skipped {info.path}: {exc.message}")
                 continue
-            unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns))
+            unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns, jobs, executor))
             result.mtimes.append(info.mtime)
             if previous is not None:
                 previous.close()
@@ -168,32 +197,41 @@ def _one_run(infos: list[Any], result: TrendResult) -> list[Any]:
 
 
 def _add(result: TrendResult, trends: dict[str, VariableTrend], previous: Checkpoint | None, ckpt: Checkpoint,
-         step: int | None, patterns: Sequence[str]) -> list[str]:
+         step: int | None, patterns: Sequence[str], jobs: int | None, executor: Executor) -> list[str]:
     """Append ``ckpt``'s norms and changes; return the patterns that matched none of its keys."""
     index = len(result.checkpoints)
     result.checkpoints.append(ckpt.path)
     result.steps.append(step)
     keys, unmatched = select_keys(sorted(ckpt), patterns)
-    for key in keys:
+    numeric = [key for key in keys if _numeric(ckpt[key])]
+    found = run_units((ckpt,), stats_unit, [(key, ckpt[key].nbytes) for key in numeric], None, jobs, executor)
+    changes = _changes(previous, ckpt, numeric, jobs, executor)
+    for key, stats in zip(numeric, found):
         entry = ckpt[key]
-        if not _numeric(entry):
-            continue
         empty: list[list[Any]] = [[None] * index for _ in _SERIES]
         trend = trends.setdefault(key, VariableTrend(key, entry.shape, entry.dtype, *empty))
-        stats = tensor_stats(entry)
         trend.norm.append(_finite(stats.l2))
         trend.nonfinite.append((stats.nan or 0) + (stats.inf or 0))
         trend.mean.append(_finite(stats.mean))
         trend.std.append(_finite(stats.std))
         trend.min.append(stats.min)
         trend.max.append(stats.max)
-        old = previous.get(key) if previous is not None else None
-        same = old is not None and old.shape == entry.shape and _numeric(old)
-        trend.change.append(_finite(change_norm(old, entry)) if same else None)  # type: ignore[arg-type]
+        trend.change.append(_finite(changes[key]) if key in changes else None)
         trend.shape, trend.dtype = entry.shape, entry.dtype
     for trend in trends.values():
         if len(trend.norm) <= index:
             for series in _SERIES:
                 getattr(trend, series).append(None)
     return unmatched
+
+
+def _changes(previous: Checkpoint | None, ckpt: Checkpoint, keys: list[str], jobs: int | None,
+             executor: Executor) -> dict[str, float]:
+    """key -> :func:`change_norm` since ``previous`` of each of ``keys`` it holds, numeric and of the same shape."""
+    if previous is None:
+        return {}
+    olds = [(key, previous.get(key)) for key in keys]
+    same = [key for key, old in olds if old is not None and old.shape == ckpt[key].shape and _numeric(old)]
+    sizes = [(key, previous[key].nbytes + ckpt[key].nbytes) for key in same]
+    return dict(zip(same, run_units((previous, ckpt), change_unit, sizes, None, jobs, executor)))
 

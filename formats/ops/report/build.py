@@ -6,25 +6,31 @@
   request also the histogram of log10 |x|);
 - two checkpoints: :func:`~formats.ops.compare.diff.diff_checkpoints` (the diff verb's pairing and
   statistics), and for each changed 2-D pair a down-sampled heatmap of ``|a - b|`` (:mod:`.heatmap`);
-- a run directory: :func:`~formats.ops.inspect.trend.run_trend` (every variable's norm at each step).
+- a run directory: :func:`~formats.ops.inspect.trend.run_trend` (every variable's norm at each step and the
+  norm of its change since the previous one).
 
-Tensors are worked on ``jobs`` threads (:func:`~formats.core.parallel.map_ordered`) when the format allows
-concurrent reads; each streams in chunks of ``chunk_elements``, so memory stays bounded by ``jobs`` chunks.
+The tensors are read in units (:func:`~formats.ops.units.run_units`: ``stats_unit``, ``diff_unit``,
+:func:`~formats.ops.report.heatmap.heatmap_unit`, a run's ``change_unit``) on ``jobs`` threads when the format allows concurrent reads,
+or on the workers of an ``executor`` (a Dask cluster), which read the checkpoints from their URLs; only the
+statistics, changes and heatmaps travel back, and what a tensor is (dtype, shape, role, files) comes from the
+checkpoint opened here, so the report is the same wherever its units ran. Each tensor streams in chunks of
+``chunk_elements``, so memory stays bounded by ``jobs`` chunks.
 """
 from __future__ import annotations
 
 import os
 
 from formats.core.errors import UsageError
+from formats.core.executors import Executor, executor_for
 from formats.core.model import OPTIMIZER_ROLES, Checkpoint, TensorEntry
-from formats.core.parallel import map_ordered
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS, value_kind
 from formats.ops.inspect.histogram import LINEAR
-from formats.ops.inspect.stats import tensor_stats
+from formats.ops.inspect.stats import TensorStats, stats_unit, tensor_stats
 from formats.ops.inspect.tree import TreeNode, build_tree
 from formats.ops.report.model import KINDS, CheckpointReport, DiffReport, PairReport, RunReport, VariableReport
 from formats.ops.report.result import Report
+from formats.ops.units import run_units
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,10 +66,13 @@ def report_kind(paths: Sequence[str]) -> str:
 
 def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: str | None = None,
                  bins: int = DEFAULT_BINS, scales: Sequence[str] = (LINEAR,), patterns: Sequence[str] = (),
-                 jobs: int | None = 1, progress: Progress | None = None) -> Report:
+                 jobs: int | None = 1, progress: Progress | None = None,
+                 executor: str | Executor | None = None) -> Report:
     """The :class:`~formats.ops.report.result.Report` of ``paths`` (``kind`` as :func:`report_kind` finds it when
     None; checkpoints given opened are left open, paths are opened and closed here). ``bins`` and ``scales``:
-    each tensor's histograms (:func:`variable_report`)."""
+    each tensor's histograms (:func:`variable_report`). ``executor``: where the units run (``"local"``,
+    ``"dask://HOST:PORT"``, an :class:`~formats.core.executors.Executor`; None: ``$CKPT_EXECUTOR``, else local
+    threads); one connection serves the whole report."""
     names = [p.path if isinstance(p, Checkpoint) else os.fspath(p) for p in paths]
     kind = kind or report_kind(names)
     if kind not in KINDS:
@@ -74,20 +83,24 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
     if len(paths) != wanted:
         raise UsageError("", f"a {kind} report takes {wanted} path{'s' if wanted > 1 else ''}, not {len(paths)}")
     report = Report(kind, names, bins=bins)
-    if kind == "run":
-        report.run = run_report(names[0], patterns)
-        return report
-    opened = [_open(p) for p in paths]
+    chosen = executor_for(executor, jobs)
+    opened: list[Checkpoint] = []
     try:
+        if kind == "run":
+            report.run = run_report(names[0], patterns, jobs=jobs, executor=chosen)
+            return report
+        opened += [_open(p) for p in paths]
         if kind == "diff":
-            report.diff = diff_report(opened[0], opened[1], patterns, jobs=jobs, progress=progress)
+            report.diff = diff_report(opened[0], opened[1], patterns, jobs=jobs, progress=progress, executor=chosen)
         else:
             report.checkpoint = checkpoint_report(opened[0], patterns, bins=bins, scales=scales, jobs=jobs,
-                                                  progress=progress)
+                                                  progress=progress, executor=chosen)
     finally:
         for given, ckpt in zip(paths, opened):
             if ckpt is not given:
                 ckpt.close()
+        if chosen is not executor:
+            chosen.close()
     return report
 
 
@@ -105,27 +118,26 @@ def variable_report(entry: TensorEntry, bins: int = DEFAULT_BINS, chunk_elements
     """One tensor's :class:`VariableReport`: :func:`~formats.ops.inspect.stats.tensor_stats` with its histograms
     on ``scales`` (:mod:`formats.ops.inspect.histogram`: ``linear``, and ``log``, of log10 |x|, which costs
     about as much again; none for strings, variants, unreadable tensors)."""
-    stats = tensor_stats(entry, chunk_elements, histograms=tuple(scales), bins=bins)
+    return _variable(entry, tensor_stats(entry, chunk_elements, histograms=tuple(scales), bins=bins))
+
+
+def _variable(entry: TensorEntry, stats: TensorStats) -> VariableReport:
+    """The :class:`VariableReport` of ``entry`` (as opened here) with its ``stats`` (wherever computed)."""
     return VariableReport(entry.key, entry.dtype, entry.shape, entry.nbytes, str(entry.role), entry.name,
                           entry.partitions, sorted(set(entry.files)), stats, entry.unreadable)
 
 
 def checkpoint_report(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: int = DEFAULT_BINS,
                       scales: Sequence[str] = (LINEAR,), jobs: int | None = 1, progress: Progress | None = None,
-                      chunk_elements: int = CHUNK_ELEMENTS) -> CheckpointReport:
+                      chunk_elements: int = CHUNK_ELEMENTS, executor: str | Executor | None = None) -> CheckpointReport:
     """The :class:`CheckpointReport` of the tensors of ``ckpt`` whose keys match ``patterns`` (all when
-    empty), sorted by key."""
+    empty), sorted by key: each tensor's statistics and histograms computed in units
+    (:func:`~formats.ops.inspect.stats.stats_unit`) on ``jobs`` threads or the workers of ``executor``;
+    ``progress(bytes, tensors)`` as the units finish."""
     entries = select(ckpt, patterns)
-    done = [0, 0]
-
-    def advance(entry: TensorEntry, _: VariableReport) -> None:
-        done[0] += entry.nbytes
-        done[1] += 1
-        if progress is not None:
-            progress(*done)
-
-    found = map_ordered(lambda e: variable_report(e, bins, chunk_elements, scales), entries,
-                        jobs if ckpt.concurrent_reads else 1, weight=lambda e: e.nbytes, done=advance)
+    sizes = [(entry.key, entry.nbytes) for entry in entries]
+    stats = run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements, tuple(scales), bins)
+    found = [_variable(entry, s) for entry, s in zip(entries, stats)]
     full = build_tree(ckpt, patterns=list(patterns) or None)
     model, optimizer = split_optimizer(full)
     root = full.root
@@ -174,25 +186,30 @@ def _pruned(root: TreeNode, mine: Callable[[TreeNode], bool]) -> TreeNode:
 
 # -- two checkpoints -------------------------------------------------------------------------------------
 def diff_report(ca: Checkpoint, cb: Checkpoint, patterns: Sequence[str] = (), *, jobs: int | None = 1,
-                progress: Progress | None = None, chunk_elements: int = CHUNK_ELEMENTS) -> DiffReport:
+                progress: Progress | None = None, chunk_elements: int = CHUNK_ELEMENTS,
+                executor: str | Executor | None = None) -> DiffReport:
     """The :class:`DiffReport` of ``ca`` against ``cb``: tensors paired by key as ``ckpt diff`` pairs them, the
-    changed pairs biggest change first, each 2-D value change with its heatmap."""
+    changed pairs biggest change first, each 2-D value change with its heatmap. The diff and then the heatmaps
+    (:func:`~formats.ops.report.heatmap.heatmap_unit`) run in units on ``jobs`` threads or the workers of
+    ``executor``; ``progress(bytes, pairs)`` follows the diff's units."""
     from formats.ops.compare.diff import diff_checkpoints
-    from formats.ops.report.heatmap import heatmap
+    from formats.ops.report.heatmap import heatmap_unit
 
-    found = diff_checkpoints(ca, cb, patterns=patterns, jobs=jobs, progress=progress, chunk_elements=chunk_elements)
+    found = diff_checkpoints(ca, cb, patterns=patterns, jobs=jobs, progress=progress, chunk_elements=chunk_elements,
+                             executor=executor)
     changes = found.by_size()
-
-    def drawn(change: object) -> PairReport:
-        a, b = ca[change.a.key], cb[change.b.key]  # type: ignore[attr-defined]
-        if change.kind == "value" and len(a.shape) == 2 and a.size and _numeric(a) and _numeric(b):  # type: ignore[attr-defined]
-            return PairReport(change, heatmap(a, b, chunk_elements=chunk_elements))
-        return PairReport(change)
-
-    parallel = ca.concurrent_reads and cb.concurrent_reads
-    pairs = map_ordered(drawn, changes, jobs if parallel else 1, weight=lambda c: ca[c.a.key].nbytes)
+    drawn = [(c.a.key, c.b.key) for c in changes if c.kind == "value" and _drawable(ca[c.a.key], cb[c.b.key])]
+    sizes = [(pair, ca[pair[0]].nbytes + cb[pair[1]].nbytes) for pair in drawn]
+    maps = dict(zip(drawn, run_units((ca, cb), heatmap_unit, sizes, None, jobs, executor, chunk_elements,
+                                     keys_of=lambda pair: pair)))
+    pairs = [PairReport(c, maps.get((c.a.key, c.b.key)) if c.kind == "value" else None) for c in changes]
     return DiffReport(ca.path, cb.path, ca.format, cb.format, pairs, found.only_in_a, found.only_in_b, found.same,
                       found.notes)
+
+
+def _drawable(a: TensorEntry, b: TensorEntry) -> bool:
+    """Whether a value change of ``a`` to ``b`` gets a heatmap: both numeric, readable, 2-D and not empty."""
+    return len(a.shape) == 2 and bool(a.size) and _numeric(a) and _numeric(b)
 
 
 def _numeric(entry: TensorEntry) -> bool:
@@ -200,9 +217,11 @@ def _numeric(entry: TensorEntry) -> bool:
 
 
 # -- a run -----------------------------------------------------------------------------------------------
-def run_report(directory: str, patterns: Sequence[str] = ()) -> RunReport:
-    """The :class:`RunReport` of the checkpoints in ``directory`` (:func:`~formats.ops.inspect.trend.run_trend`)."""
+def run_report(directory: str, patterns: Sequence[str] = (), *, jobs: int | None = 1,
+               executor: str | Executor | None = None) -> RunReport:
+    """The :class:`RunReport` of the checkpoints in ``directory`` (:func:`~formats.ops.inspect.trend.run_trend`:
+    each checkpoint's tensors read in units on ``jobs`` threads or the workers of ``executor``)."""
     from formats.ops.inspect.trend import run_trend
 
-    trend = run_trend(directory, patterns)
+    trend = run_trend(directory, patterns, jobs=jobs, executor=executor)
     return RunReport(trend, list(trend.mtimes))

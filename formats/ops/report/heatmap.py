@@ -4,10 +4,14 @@ Cell ``(i, j)`` of an ``R x C`` grid over an ``m x n`` tensor covers rows ``[cei
 and the same for columns; its value is the mean of the finite ``|a - b|`` over the elements it covers. The
 chunks arrive in C order and need not align with rows: each is cut into a partial first row, whole rows and
 a partial last row, and each piece is summed per cell with ``numpy.add.reduceat`` (memory: one chunk).
+
+:func:`heatmap_unit` is the unit of work of ``ckpt report A B`` (:func:`formats.ops.units.run_units`): the
+heatmaps of some pairs, read wherever the unit runs (a thread here or a Dask worker); only the grids travel back.
 """
 from __future__ import annotations
 
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks
+from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.report.model import Heatmap
 
 TYPE_CHECKING = False
@@ -16,7 +20,7 @@ if TYPE_CHECKING:
 
     from formats.core.model import TensorEntry
 
-__all__ = ["MAX_CELLS", "heatmap", "cell_starts"]
+__all__ = ["MAX_CELLS", "heatmap", "heatmap_unit", "cell_starts"]
 
 MAX_CELLS = 48
 """Cells along each side at most (a 48 x 48 grid: about 2 KB in the page)."""
@@ -87,6 +91,15 @@ def heatmap(a: TensorEntry, b: TensorEntry, cells: int = MAX_CELLS, chunk_elemen
             _add_chunk(grid, pos, d, ok, n)
             pos += d.size
     return grid.result()
+
+
+def heatmap_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str], ...],
+                 chunk_elements: int = CHUNK_ELEMENTS, cells: int = MAX_CELLS) -> list[Heatmap]:
+    """A unit of ``ckpt report A B``: the :func:`heatmap` of each ``(key in A, key in B)`` of ``pairs`` (numeric
+    tensors of one 2-D shape) of the checkpoints ``ref_a`` and ``ref_b`` name."""
+    ca, cb = opened(ref_a), opened(ref_b)
+    both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
+    return each_in_unit(both, lambda p: heatmap(ca[p[0]], cb[p[1]], cells, chunk_elements), pairs)
 
 
 def _add_chunk(grid: _Grid, pos: int, d: np.ndarray, ok: np.ndarray, n: int) -> None:
