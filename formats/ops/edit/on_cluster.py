@@ -208,8 +208,7 @@ def execute_plan_on(executor: str | Executor | None, plan: ConversionPlan, plann
                             inputs=inputs, progress=progress, link=link, jobs=jobs)
     try:
         if link:
-            raise UsageError(output, "--link hard-links input files on this machine: it does not apply to a write "
-                                     "on a cluster")
+            raise UsageError(output, "linking data files applies to writes on this machine, not on a cluster")
         return write_conversion_on(plan, PlanRef((), options, planner), sources, output, remote, force=force,
                                    verify=verify, update_state=update_state, inputs=inputs, progress=progress)
     finally:
