@@ -221,14 +221,14 @@ def _write(plan: Any, output: str | os.PathLike[str], ckpt: Checkpoint, job: tup
 def _portable(job: Any) -> Any:
     """``job`` with the files its options name (a template, a model configuration or map) as absolute paths:
     a worker has a working directory of its own."""
-    import dataclasses
     import os
 
+    from formats.core.records import replace
     from formats.io import storage
 
     fixed = {name: os.path.abspath(value) for name in ("template", "model_config", "model_map")
              if isinstance(value := getattr(job.options, name), str) and not storage.is_url(value)}
-    return job._replace(options=dataclasses.replace(job.options, **fixed)) if fixed else job
+    return job._replace(options=replace(job.options, **fixed)) if fixed else job
 
 
 def edit(source: Source, output: str | os.PathLike[str], **options: Any) -> Any:

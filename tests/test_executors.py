@@ -172,3 +172,18 @@ def test_the_clients_fsspec_options_travel_with_a_unit(monkeypatch):
 
     assert units.source_ref(Local()).options == ()  # type: ignore[arg-type]
     assert units.source_ref(Local()).path == os.path.abspath("run/ckpt-1")  # type: ignore[arg-type]
+
+
+def test_a_convert_job_names_its_files_as_a_worker_finds_them(monkeypatch, tmp_path):
+    """A worker has a working directory of its own: a template or model configuration named relative to the
+    client's travels as an absolute path; a URL as it is; and the job survives pickling (as Dask ships it)."""
+    from formats import verbs
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.targets import ConvertJob
+
+    monkeypatch.chdir(tmp_path)
+    job = verbs._portable(ConvertJob(ConvertOptions(template="keras/ckpt", model_config="s3://b/config.json"),
+                                     "tf-object"))
+    assert job.options.template == str(tmp_path / "keras" / "ckpt")
+    assert job.options.model_config == "s3://b/config.json"
+    assert pickle.loads(pickle.dumps(job)) == job
