@@ -36,11 +36,38 @@ def report_text(rels: tuple[str, ...], log_bins: bool, **kwargs: Any) -> str:
     return json.dumps(doc, sort_keys=True, indent=0).replace(str(CORPUS), "CORPUS") + "\n"
 
 
+NUMPY_OF_THE_GOLDEN = 2
+"""The numpy major version the golden files were written with: another one (CI's oldest tier runs numpy 1.24)
+computes some histogram edges in the last bit differently, so there the floats are compared to 1e-12."""
+
+
+def _close(got: Any, want: Any, where: str = "") -> None:
+    """``got == want``, but floats to a relative 1e-12."""
+    if isinstance(want, float) and isinstance(got, (float, int)):
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-300), where
+    elif isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), where
+        for key in want:
+            _close(got[key], want[key], f"{where}/{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want)):
+            _close(a, b, f"{where}[{i}]")
+    else:
+        assert got == want, where
+
+
 @pytest.mark.parametrize("jobs", [1, 3])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_local_threads_give_the_report_ckpt_gave_before_units(name: str, jobs: int) -> None:
+    import numpy as np
+
     rels, log_bins = CASES[name]
-    assert report_text(rels, log_bins, jobs=jobs) == (GOLDEN / f"{name}.json").read_text()
+    got, want = report_text(rels, log_bins, jobs=jobs), (GOLDEN / f"{name}.json").read_text()
+    if int(np.__version__.split(".")[0]) == NUMPY_OF_THE_GOLDEN:
+        assert got == want  # to the byte
+    else:
+        _close(json.loads(got), json.loads(want))
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
