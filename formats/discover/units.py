@@ -133,11 +133,14 @@ def _open(ref: SourceRef) -> Checkpoint:
     return ckpt
 
 
-def for_unit(ref: SourceRef, ckpt: Checkpoint, keys: Iterable[str]) -> SourceRef:
+def for_unit(ref: SourceRef, ckpt: Checkpoint, keys: Iterable[str],
+             known: dict[str, int | None] | None = None) -> SourceRef:
     """``ref`` carrying the sizes (as the client found them) of only the files that ``keys`` of ``ckpt`` are
     read from: what a unit reading those tensors needs, so a unit's arguments stay small however many data
-    files the checkpoint has. ``ref`` itself when the client looked none up."""
-    known = ckpt.remote_sizes()
+    files the checkpoint has. ``ref`` itself when the client looked none up. ``known``: ``ckpt.remote_sizes()``,
+    when the caller cuts many units of one checkpoint (taken once, not copied for every unit)."""
+    if known is None:
+        known = ckpt.remote_sizes()
     if not known:
         return _name(ref)
     files = {f for key in keys for f in ckpt[key].files if f in known}

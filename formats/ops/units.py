@@ -63,10 +63,12 @@ def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Sequence[
     refs = [source_ref(c, token) for c in ckpts]
     units: list[tuple[Any, ...]] = []
     weights: dict[int, tuple[int, int]] = {}
+    known = [c.remote_sizes() for c in ckpts] if chosen.remote else []
     for items, nbytes in group_keys(sizes, UNIT_BYTES if chosen.remote else 0):
         unit_refs = refs
         if chosen.remote:  # each unit carries the sizes of the files it reads, as found here
-            unit_refs = [for_unit(r, c, (keys_of(item)[i] for item in items)) for i, (r, c) in enumerate(zip(refs, ckpts))]
+            unit_refs = [for_unit(r, c, (keys_of(item)[i] for item in items), k)
+                         for i, (r, c, k) in enumerate(zip(refs, ckpts, known))]
         unit = (*unit_refs, items, *args)
         units.append(unit)
         weights[id(unit)] = (nbytes, len(items))

@@ -215,16 +215,24 @@ def test_a_worker_killed_mid_run_gives_the_same_report(run_cli, bucket, dask_url
     assert json.loads(dask.stdout) == json.loads(local.stdout)
 
 
-def test_a_corrupt_range_is_reported_as_locally(run_cli, bucket, dask_url, tmp_path):
+def _upload_flipped(bucket, tmp_path, stem: str, prefix: str) -> tuple[object, int]:
+    """A local copy of the checkpoints with one bit flipped in the middle of ``stem``'s data file 2, and ``stem``
+    uploaded from it under ``prefix`` of the bucket: (the copy's folder, the flipped byte's offset)."""
     copy = tmp_path / "bad"
     shutil.copytree(bucket.local, copy)
-    data = copy / f"ckpt-1.data-00002-of-0000{SHARDS}"
+    data = copy / f"{stem}.data-00002-of-0000{SHARDS}"
     raw = bytearray(data.read_bytes())
-    raw[len(raw) // 2] ^= 0x40
+    flipped = len(raw) // 2
+    raw[flipped] ^= 0x40
     data.write_bytes(bytes(raw))
     for f in sorted(os.listdir(copy)):
-        if f.startswith("ckpt-1."):
-            bucket.fs.put_file(str(copy / f), f"{bucket.name}/bad/{f}")
+        if f.startswith(f"{stem}."):
+            bucket.fs.put_file(str(copy / f), f"{bucket.name}/{prefix}/{f}")
+    return copy, flipped
+
+
+def test_a_corrupt_range_is_reported_as_locally(run_cli, bucket, dask_url, tmp_path):
+    copy, flipped = _upload_flipped(bucket, tmp_path, "ckpt-1", "bad")
     url = f"s3://{bucket.name}/bad/ckpt-1"
     dask = run_cli("verify", "--json", url, "--executor", dask_url)
     threads = run_cli("verify", "--json", url, "--executor", "local")
@@ -235,7 +243,6 @@ def test_a_corrupt_range_is_reported_as_locally(run_cli, bucket, dask_url, tmp_p
     assert doc == json.loads(local.stdout.replace(str(copy), f"s3://{bucket.name}/bad"))
     import formats
 
-    flipped = len(raw) // 2
     with formats.open_checkpoint(str(bucket.local / "ckpt-1")) as ckpt:  # the tensor the index puts there
         hit = [k.decode() for k, e in ckpt.reader.entries.items()
                if k and e.shard_id == 2 and e.offset <= flipped < e.offset + e.size]
@@ -422,15 +429,7 @@ def test_a_worker_killed_while_writing_gives_the_same_bytes(run_cli, bucket, das
 def test_a_failed_write_leaves_nothing_behind(run_cli, bucket, dask_url, tmp_path):
     """One input's data file 2 is corrupt: the unit writing data file 2 fails on its checksum, the others have
     written theirs; no index is published and the data files written are removed."""
-    copy = tmp_path / "bad"
-    shutil.copytree(bucket.local, copy)
-    data = copy / f"ckpt-2.data-00002-of-0000{SHARDS}"
-    raw = bytearray(data.read_bytes())
-    raw[len(raw) // 2] ^= 0x40
-    data.write_bytes(bytes(raw))
-    for f in sorted(os.listdir(copy)):
-        if f.startswith("ckpt-2."):
-            bucket.fs.put_file(str(copy / f), f"{bucket.name}/badrun/{f}")
+    _upload_flipped(bucket, tmp_path, "ckpt-2", "badrun")
     result = run_cli("average", f"{bucket.url}/ckpt-1", f"s3://{bucket.name}/badrun/ckpt-2",
                      "-o", f"s3://{bucket.name}/failed/out", "--executor", dask_url)
     assert result.exit_code == 3 and "checksum" in result.stderr, result.stderr
