@@ -24,7 +24,7 @@ from formats.ops.report.html import anchor, script_json
 
 from .conftest import CORPUS, MANIFEST
 from .test_diff import memory_checkpoint, read_all
-from .test_stats import close, expected
+from .test_stats import as_float64, close, expected
 
 SLOTS = "seed_slots/tf_ckpts"
 
@@ -39,13 +39,9 @@ def values_of(rel: str) -> dict[str, np.ndarray]:
 
 
 def finite_float(value: np.ndarray) -> np.ndarray:
-    """A value as the report bins it: float64 (complex: magnitudes), finite elements only."""
-    x = value
-    if x.dtype.kind == "c":
-        x = np.abs(x.astype(np.complex128))
-    elif x.dtype.kind not in "fiub":
-        x = x.astype(np.float32)
-    x = x.astype(np.float64).ravel()
+    """A value as the report bins it: float64 as the statistics see it (complex: magnitudes), finite elements
+    only."""
+    x = as_float64(value)
     return x[np.isfinite(x)]
 
 

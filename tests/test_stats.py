@@ -18,14 +18,20 @@ from .conftest import CORPUS, MANIFEST
 from .test_diff import GOLDEN, memory_checkpoint, read_all
 
 
-def expected(value: np.ndarray) -> dict[str, Any]:
-    """Statistics straight from numpy, the way the docs define them."""
+def as_float64(value: np.ndarray) -> np.ndarray:
+    """A value as the docs say the statistics see it: float64, flat (complex: magnitudes; bfloat16 and other
+    numpy extension types through float32)."""
     x = value
     if x.dtype.kind == "c":
         x = np.abs(x.astype(np.complex128))
     elif x.dtype.kind not in "fiub":
         x = x.astype(np.float32)
-    x = x.astype(np.float64).ravel()
+    return x.astype(np.float64).ravel()
+
+
+def expected(value: np.ndarray) -> dict[str, Any]:
+    """Statistics straight from numpy, the way the docs define them."""
+    x = as_float64(value)
     finite = x[np.isfinite(x)]
     integral = value.dtype.kind in "iub"
     out: dict[str, Any] = {"size": value.size, "zeros": int((x == 0).sum()), "nan": int(np.isnan(x).sum()),
