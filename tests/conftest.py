@@ -11,6 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from .installed import import_installed
+
+import_installed()  # formats and ckpt_cli from the installed package, before any test module imports them
+
 CORPUS = Path(__file__).parent / "data" / "corpus"
 MANIFEST: dict[str, Any] = json.loads((CORPUS / "manifest.json").read_text())["entries"]
 

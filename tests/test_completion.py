@@ -11,6 +11,7 @@ import pytest
 from ckpt_cli.completion import checkpoint_candidates, completion_script
 
 from .conftest import CORPUS
+from .installed import LAUNCHER, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,14 +62,14 @@ def _bash_complete(words: list[str], cwd: Path) -> list[str]:
     """Run the committed bash completion function as bash would, with ``ckpt`` being this checkout's CLI."""
     shim = cwd / "bin"
     shim.mkdir(exist_ok=True)
-    (shim / "ckpt").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ckpt_cli "$@"\n')
+    (shim / "ckpt").write_text(f'#!/bin/sh\nexec "{LAUNCHER}" "$@"\n')
     (shim / "ckpt").chmod(0o755)
     # as bash hands them over: each word as typed, escapes included
     script = (f'source "{ROOT}/completions/ckpt.bash"\n'
               f"COMP_WORDS=({' '.join(map(_sh, words))}); COMP_CWORD={len(words) - 1}\n"
               "_ckpt_completion ckpt 2>/dev/null\n"
               'printf "%s\\n" "${COMPREPLY[@]}"\n')
-    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
+    env = child_env(PATH=f"{shim}:{os.environ['PATH']}")
     out = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, check=True)
     return [x for x in out.stdout.splitlines() if x]
 

@@ -8,7 +8,6 @@ when a format is registered without a subclass here.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import formats
 from formats.core import registry
 from formats.core.model import OBJECT_GRAPH_KEY
 
+from .installed import child_env
 from .format_suite import CORPUS, MANIFEST, REGISTERED, Expected, FormatTests, Row, digest, manifest_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -288,7 +288,7 @@ def _one_sample_each(tmp_path_factory: Any) -> list[Path]:
 def test_python_m_ckpt_cli_ls_is_run_cli(run_cli: Any, tmp_path_factory: Any) -> None:
     """The CLI tests' ``run_cli`` runs the shipped entry point: ``python -m ckpt_cli ls`` (a subprocess) prints
     what ``run_cli("ls", ...)`` prints, with the same exit status, on one sample of every format."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
+    env = child_env(NO_COLOR="1", COLUMNS="200")
     for sample in _one_sample_each(tmp_path_factory):
         shipped = subprocess.run([sys.executable, "-m", "ckpt_cli", "ls", str(sample)], capture_output=True,
                                  text=True, env=env, cwd=ROOT)

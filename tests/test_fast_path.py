@@ -14,6 +14,7 @@ from ckpt_cli import fast
 from ckpt_cli.main import cli
 from formats.core import registry
 from tests.conftest import CORPUS
+from tests.installed import LAUNCHER, child_env, site_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
@@ -128,7 +129,7 @@ def test_same_output_and_status_as_click(argv: list[str], capsys) -> None:
 def _modules_after(argv: list[str]) -> set[str]:
     code = ("import sys\nfrom ckpt_cli.fast import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "sys.stderr.write(' '.join(sorted(sys.modules)))\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True)
     return set(done.stderr.split())
 
@@ -153,7 +154,7 @@ def test_imports_nothing_it_does_not_need(argv: list[str]) -> None:
 
 
 def test_anything_else_goes_to_click() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-m", "ckpt_cli", "ls", "--sort", "bogus", str(BUNDLE)],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 2
@@ -247,7 +248,7 @@ def test_writing_a_bundle_imports_nothing_it_does_not_need(tmp_path, argv: list[
     assert modules & heavy == set()
     # the script runs with re already imported (_modules_after's own); through the launcher, none of these
     launched = _imported([command, str(NAME_BASED / "model.ckpt-200"), "-o", str(tmp_path / "again" / "ckpt"), *options],
-                         [str(ROOT / "scripts" / "ckpt")])
+                         [str(LAUNCHER)])
     # an object-based write flushes its data file on a thread (threading imports functools, and it collections)
     unneeded = {"re", "enum", "contextlib", *heavy} | ({"functools", "collections"} if command == "rename" else set())
     assert "formats.tf_bundle.writer" in launched and launched & unneeded == set()
@@ -258,10 +259,9 @@ def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
     imports importlib itself), with the checkout and the dependencies' directories on the path: listing a
     bundle imports none of contextlib, glob, fnmatch, importlib (and warnings), nor the output-writing helpers;
     regular expressions are compiled only for names that need them."""
-    deps = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     code = ("import sys\nfrom ckpt_cli.fast import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "import re\nsys.stderr.write(' '.join(sorted(sys.modules)) + ' cached:%d' % len(re._cache))\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *deps])}
+    env = child_env(PYTHONPATH=os.pathsep.join(site_dirs()))
     done = subprocess.run([sys.executable, "-S", "-c", code, "ls", str(BUNDLE)], capture_output=True, text=True,
                           env=env, check=True)
     modules = set(done.stderr.split())
@@ -276,8 +276,7 @@ def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
 def _imported(argv: list[str], launcher: list[str]) -> set[str]:
     """The modules ``launcher ARGV`` imports (``-X importtime``), without ``site`` (``-S``: no editable-install
     hook), with the checkout and the dependencies' directories on the path."""
-    deps = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *deps])}
+    env = child_env(PYTHONPATH=os.pathsep.join(site_dirs()))
     done = subprocess.run([sys.executable, "-S", "-X", "importtime", *launcher, *argv], capture_output=True,
                           text=True, env=env, check=True)
     return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
@@ -292,7 +291,7 @@ Python's own start, and resolving, registering and opening the checkpoint are no
 def test_ls_of_a_prefix_through_the_launcher_imports_only_the_listing() -> None:
     """The installed ``ckpt`` (scripts/ckpt) imports no ``re`` before ckpt runs (pip's generated console
     script does), and listing a bundle by its prefix reads the index with the compact listing alone."""
-    modules = _imported(["ls", str(BUNDLE)], [str(ROOT / "scripts" / "ckpt")])
+    modules = _imported(["ls", str(BUNDLE)], [str(LAUNCHER)])
     assert "formats.tf_bundle.index_listing" in modules and "ckpt_cli.render.listing" in modules
     assert modules & START_UP_FREE == set()
     modules = _imported(["ls", "--json", "-f", "*kernel*", str(BUNDLE)], ["-m", "ckpt_cli"])
@@ -335,12 +334,12 @@ def test_verify_through_the_launcher_imports_no_regular_expressions_or_enum(argv
     """``ckpt verify`` of a bundle (its object graph decoded too) and ``ckpt diff`` go without re, enum, functools,
     contextlib and the collections package (namedtuples are formats.core.value_tuples'): about 6 ms of their
     start-up (issue 24 #6, #7; issue 25)."""
-    modules = _imported(argv, [str(ROOT / "scripts" / "ckpt")])
+    modules = _imported(argv, [str(LAUNCHER)])
     assert f"formats.ops.compare.{argv[0]}" in modules
     assert modules & {"re", "enum", "functools", "contextlib", "typing", "collections"} == set()
 
 
-@pytest.mark.parametrize("entry", [f"runpy.run_path({str(ROOT / 'scripts' / 'ckpt')!r}, run_name='__main__')",
+@pytest.mark.parametrize("entry", [f"runpy.run_path({str(LAUNCHER)!r}, run_name='__main__')",
                                    "runpy.run_module('ckpt_cli', run_name='__main__', alter_sys=True)"],
                          ids=["scripts/ckpt", "python -m ckpt_cli"])
 def test_the_entry_points_freeze_the_start_up_objects(entry: str) -> None:
@@ -349,7 +348,7 @@ def test_the_entry_points_freeze_the_start_up_objects(entry: str) -> None:
     ckpt as a library freezes nothing."""
     code = (f"import gc, runpy, sys\nsys.argv = ['ckpt', 'ls', {str(BUNDLE)!r}]\nbefore = gc.get_freeze_count()\n"
             f"try:\n    {entry}\nexcept SystemExit:\n    pass\nsys.stderr.write('%d %d' % (before, gc.get_freeze_count()))\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     before, after = map(int, done.stderr.split())
     assert before == 0 and after > 1000

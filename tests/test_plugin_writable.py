@@ -22,6 +22,7 @@ from formats.core.format import layouts_of
 from formats.core.model import FormatName
 
 from .conftest import CORPUS
+from .installed import child_env, site_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = CORPUS / "seed_slots/tf_ckpts/ckpt-5"
@@ -99,7 +100,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _ckpt(site: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    env = child_env(PYTHONPATH=os.pathsep.join([str(site), *site_dirs()]))
     return subprocess.run([sys.executable, "-m", "ckpt_cli", *map(str, args)], capture_output=True, text=True,
                           env=env, cwd=site)
 

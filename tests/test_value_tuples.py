@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import copy
+import os
 import pickle
 from collections import namedtuple
 
 import pytest
 
 from formats.core.value_tuples import ValueTuple
+
+from .installed import child_env, site_dirs
 
 
 class Ref(ValueTuple):
@@ -81,7 +84,7 @@ def test_no_collections_import() -> None:
 
     code = "import sys\nimport formats.core.value_tuples\nprint('collections' in sys.modules)"
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)})
+                          env=child_env(PYTHONPATH=os.pathsep.join(site_dirs())))
     assert done.stdout.strip() == "False", done.stderr
 
 

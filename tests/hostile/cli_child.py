@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.installed import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,6 +28,10 @@ def _mapped() -> int:
 
 def main() -> None:
     import resource
+
+    from tests.installed import import_installed
+
+    import_installed()  # formats and ckpt_cli as the tests import them, not the checkout this module runs from
 
     headroom, stall, commands = int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
     import h5py  # noqa: F401 - mapped before the limit is measured, as in a real run
@@ -55,7 +61,8 @@ def run_limited(commands: list[list[str]], headroom: int = 512 << 20, stall: flo
                 timeout: float = 120.0) -> list[dict[str, Any]]:
     """Run ``commands`` in a child (see the module docstring); one result per command, or an
     AssertionError naming the command that crashed or hung the child."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "NO_COLOR": "1", "MALLOC_ARENA_MAX": "2"}
+    # the child runs this module from the checkout (``tests`` on its path); main() imports ckpt as the tests do
+    env = {**child_env(COLUMNS="200", NO_COLOR="1", MALLOC_ARENA_MAX="2"), "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "tests.hostile.cli_child", str(headroom), str(stall), json.dumps(commands)]
     try:
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)

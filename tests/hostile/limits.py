@@ -7,14 +7,14 @@ import resource
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+
+from ..installed import child_env
 
 __all__ = ["Outcome", "run_limited", "assert_clean", "MiB"]
 
 MiB = 1 << 20
-ROOT = Path(__file__).resolve().parents[2]
 _ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "COLUMNS": "200",
-        "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "", "PYTHONDONTWRITEBYTECODE": "1"}
+        "PYTHONFAULTHANDLER": "", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 @dataclass
@@ -34,7 +34,7 @@ def _limit(memory: int) -> None:
 def run_limited(*args: str | os.PathLike[str], seconds: float = 60, memory: int = 768 * MiB,
                 cwd: str | os.PathLike[str] | None = None) -> Outcome:
     """``python -m ckpt_cli ARGS`` with at most ``memory`` bytes of address space and ``seconds`` of time."""
-    env = {**os.environ, **_ENV}
+    env = child_env(**_ENV)
     env.pop("PYTHONFAULTHANDLER")
     try:
         done = subprocess.run([sys.executable, "-m", "ckpt_cli", *map(str, args)], capture_output=True, text=True,

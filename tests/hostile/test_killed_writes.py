@@ -16,6 +16,8 @@ import formats
 from formats.core.errors import CheckpointNotFoundError
 from formats.io.atomic import is_temp_name, sweep_temporaries
 
+from ..installed import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # The child writes NEW over the prefix (with force), killing itself at the N-th call of a file-system step.
@@ -76,7 +78,7 @@ def _raw_entries(prefix: str) -> dict[bytes, bytes]:
 
 
 def _run_child(prefix: str, kill_at: int, shards: int = 1, mode: str = "arrays", source: str = "") -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", CHILD, prefix, str(kill_at), str(shards), mode, source],
                           capture_output=True, text=True, env=env)
     return done.returncode, done.stdout
@@ -197,7 +199,7 @@ def test_a_killed_forced_conversion_with_the_state_file_never_loses_a_checkpoint
     folder = tmp_path / "run"
     folder.mkdir()
     prefix = str(folder / "ckpt-1")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
 
     def run(kill_at: int) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", CLI_CHILD, prefix, str(kill_at), "1", "cli", source],

@@ -18,6 +18,7 @@ import formats
 from formats.io.atomic import sweep_temporaries, temp_name
 
 from ..conftest import CORPUS
+from ..installed import child_env
 from .craft import bundle, entry
 
 FLOAT = 1
@@ -104,7 +105,7 @@ def _source(tmp_path: Path, mib: int = 64) -> Path:
 
 def _kill_while_writing(args: list[str], folder: Path) -> bool:
     """Run ``ckpt ARGS`` and SIGKILL it once a temporary appears in ``folder``; True if it was killed."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     proc = subprocess.Popen([sys.executable, "-m", "ckpt_cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 60
