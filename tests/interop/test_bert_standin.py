@@ -5,7 +5,7 @@ TensorFlow writes a BERT-shaped TF1 checkpoint (google-research/bert's variable 
 TensorFlow and once under ``ckpt run`` (formats.tf as ``tensorflow``); every parameter must be
 equal. Needs tensorflow, torch and a transformers 4.x release (5.0 dropped the TF loaders), e.g.:
 
-    python -m venv /tmp/bert && /tmp/bert/bin/pip install tensorflow-cpu torch 'transformers<5' -e '.[test]'
+    python -m venv /tmp/bert && /tmp/bert/bin/pip install tensorflow-cpu torch 'transformers<5' '.[test]'
     /tmp/bert/bin/python -m pytest -m interop tests/interop/test_bert_standin.py
 
 Skipped where any of them is missing.
