@@ -111,3 +111,15 @@ def test_the_readme_keeps_the_test_command():
     assert "<!-- test-command: .ci/run runs the next line verbatim -->" in text
     after = text.split("<!-- test-command", 1)[1].splitlines()
     assert any(line.strip().startswith("python3 ") for line in after[1:4])
+
+
+def test_the_readme_has_a_row_per_command():
+    """The table of commands: one row per command of the CLI, its text the spec's ``short_help`` (what
+    ``ckpt --help`` prints beside it), its link a section of a page under docs/."""
+    from ckpt_cli.command_table import COMMANDS, spec_of
+
+    rows = re.findall(r"^\| \[`ckpt ([a-z-]+)`\]\(([^)\s]+)\) \| (.+?) \|$", section("Commands"), re.M)
+    names = [name for name, _, _ in rows]
+    assert sorted(names) == sorted(COMMANDS), "one row per command, each once"
+    assert {name: text for name, _, text in rows} == {name: spec_of(name).short_help for name in COMMANDS}
+    assert [name for name, target, _ in rows if not re.fullmatch(r"(docs/[\w-]+\.md)?#[\w-]+", target)] == []
