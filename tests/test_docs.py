@@ -122,4 +122,4 @@ def test_the_readme_has_a_row_per_command():
     names = [name for name, _, _ in rows]
     assert sorted(names) == sorted(COMMANDS), "one row per command, each once"
     assert {name: text for name, _, text in rows} == {name: spec_of(name).short_help for name in COMMANDS}
-    assert [name for name, target, _ in rows if not re.fullmatch(r"(docs/[\w-]+\.md)?#[\w-]+", target)] == []
+    assert [name for name, target, _ in rows if not re.fullmatch(r"docs/[\w-]+\.md#[\w-]+", target)] == []
