@@ -105,6 +105,11 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert pages - linked == set()
 
 
+def test_the_readme_is_short():
+    """What a newcomer reads first: the reference lives under docs/."""
+    assert len(README.read_text().splitlines()) <= 400
+
+
 def test_the_readme_keeps_the_test_command():
     """.ci/run runs the line after the marker: it must stay in the README, in its set-up section."""
     text = section("Set up")
