@@ -1,10 +1,10 @@
 """Every example the documentation shows runs: each ``Examples:`` block of every command's ``--help`` (and the
-root's), and every ``ckpt ...`` line of the README's code blocks.
+root's), and every ``ckpt ...`` line of the code blocks of README.md and docs/*.md (tests/documentation.py).
 
 How an example runs
 -------------------
-Each block (one command's examples, one README code block) runs in order in its own empty working directory,
-in-process (``CliRunner``), so a line may use what an earlier line of the same block wrote (``doctor
+Each block (one command's examples, one code block of the documentation) runs in order in its own empty working
+directory, in-process (``CliRunner``), so a line may use what an earlier line of the same block wrote (``doctor
 --write-rules fix.json`` then ``convert --rules fix.json``). A line is split like a shell line: quotes and
 globs as bash treats them; after the ``ckpt`` part, ``| jq ...`` requires JSON on stdout, ``| other`` and ``> file``
 take stdout (a ``> file`` inside the working directory is written, so later lines can read it), ``&& ...`` /
@@ -50,8 +50,8 @@ from ckpt_cli.help import example_lines
 from ckpt_cli.main import COMMANDS, cli, hoist_global_options
 
 from .conftest import CORPUS
+from .documentation import all_code_blocks, doc_name
 
-README = Path(__file__).parent.parent / "README.md"
 KERAS_LEGACY = Path(__file__).parent / "data" / "keras_legacy"
 HF_DATA = Path(__file__).parent / "data" / "hf"
 OUTPUT_PARAMS = {"out", "rules_out"}
@@ -335,7 +335,7 @@ def help_blocks() -> list[tuple[str, list[str]]]:
 
 
 SCRATCH = "$(mktemp -d)"
-"""A README block may begin ``out=$(mktemp -d)`` so that run from the repository root it writes into a scratch
+"""A documentation block may begin ``out=$(mktemp -d)`` so that run from the repository root it writes into a scratch
 directory; here every block already runs in an empty working directory, so the scratch directory is that one."""
 
 
@@ -354,13 +354,13 @@ def substitute(line: str, variables: dict[str, str]) -> str:
     return re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: variables.get(m.group(1), m.group(0)), line)
 
 
-def readme_blocks() -> list[tuple[str, list[str]]]:
-    """(id, ckpt lines) for each README code block holding some: in a transcript (``$ `` lines) only the
-    ``$ ckpt`` lines; elsewhere the lines starting with ``ckpt ``; ``\\`` continues a line."""
-    text = README.read_text()
+def doc_blocks() -> list[tuple[str, list[str]]]:
+    """(id, ckpt lines) for each code block of the documentation (README.md and docs/*.md) holding some: in a
+    transcript (``$ `` lines) only the ``$ ckpt`` lines; elsewhere the lines starting with ``ckpt ``; ``\\``
+    continues a line."""
     out = []
-    for match in re.finditer(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
-        lines = match.group(1).splitlines()
+    for block in all_code_blocks():
+        lines = block.lines
         transcript = any(line.startswith("$ ") for line in lines)
         found, i, variables = [], 0, {}
         while i < len(lines):
@@ -375,8 +375,7 @@ def readme_blocks() -> list[tuple[str, list[str]]]:
                 found.append(substitute(line, variables))
             i += 1
         if found:
-            number = text[:match.start()].count("\n") + 1
-            out.append((f"README.md:{number}", found))
+            out.append((f"{doc_name(block.page)}:{block.number}", found))
     return out
 
 
@@ -490,7 +489,7 @@ def run_example(example: Example, workdir: Path, root: str) -> None:
         target.write_text(result.stdout)
 
 
-BLOCKS = help_blocks() + readme_blocks()
+BLOCKS = help_blocks() + doc_blocks()
 
 
 @pytest.mark.parametrize("lines", [lines for _, lines in BLOCKS], ids=[name for name, _ in BLOCKS])
@@ -504,10 +503,10 @@ def test_documented_examples_run(lines, tmp_path, monkeypatch):
         run_example(parse_example(line), workdir, root)
 
 
-def test_readme_block_variables():
+def test_doc_block_variables():
     assert shell_assignments("out=$(mktemp -d); c=tests/data/corpus  # scratch") == {"out": ".", "c": "tests/data/corpus"}
     assert substitute("ckpt ls $c/x -o ${out}/y $HOME", {"out": ".", "c": "corpus"}) == "ckpt ls corpus/x -o ./y $HOME"
-    lines = dict(readme_blocks())
+    lines = dict(doc_blocks())
     assert not [line for block in lines.values() for line in block if "$out" in line or "$c/" in line]
 
 

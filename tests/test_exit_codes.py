@@ -15,6 +15,7 @@ from ckpt_cli.help import EXIT_MEANINGS
 from ckpt_cli.main import COMMANDS
 from formats.core.errors import ExitCode
 
+from . import documentation
 from .conftest import CORPUS
 
 ROOT = Path(__file__).parent.parent
@@ -267,10 +268,8 @@ def test_every_help_states_every_exit_code(run_cli, name):
     assert list(EXIT_MEANINGS) == list(ExitCode)
 
 
-def test_readme_exit_code_table_is_the_same():
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M)
+def test_documented_exit_code_table_is_the_same():
+    rows = re.findall(r"^\| (\d+) \| (.+?) \|$", documentation.section("Exit codes"), re.M)
     assert [(int(c), m) for c, m in rows] == [(int(c), m) for c, m in EXIT_MEANINGS.items()]
 
 

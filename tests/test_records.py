@@ -125,7 +125,8 @@ def test_a_field_left_out_of_init_behaves_as_a_dataclass_one() -> None:
 
 
 def test_no_module_of_the_package_imports_dataclasses() -> None:
-    """One record idiom (README, "House rules"): a class that holds data is a ``@record``, never a dataclass."""
+    """One record idiom (docs/development.md, "House rules"): a class that holds data is a ``@record``, never a
+    dataclass."""
     import pathlib
     import re
 

@@ -89,7 +89,8 @@ def test_no_collections_import() -> None:
 
 
 def test_no_module_makes_a_collections_namedtuple() -> None:
-    """The second record idiom is the value tuple (README, "House rules"): no ``collections.namedtuple`` is left."""
+    """The second record idiom is the value tuple (docs/development.md, "House rules"): no
+    ``collections.namedtuple`` is left."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent

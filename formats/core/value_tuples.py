@@ -12,8 +12,8 @@ one. Type checkers see ``typing.NamedTuple``::
         offset: int
         size: int = 0
 
-The rule (README, "House rules"): data classes are ``@record``; a value tuple is for an immutable value made
-in bulk on a hot path (index entries) or used as a tuple.
+The rule (docs/development.md, "House rules"): data classes are ``@record``; a value tuple is for an immutable
+value made in bulk on a hot path (index entries) or used as a tuple.
 """
 from __future__ import annotations
 
