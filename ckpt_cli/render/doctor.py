@@ -28,7 +28,8 @@ def render_doctor(report: Any, written: Any) -> None:
                                             f"{report.fixed_by_rules} of {len(report.missing)} missing"
                                             + (", verified" if written.verified else ""), None)])
     verdict = ("would load", "green") if report.would_load else ("would NOT load", "red")
-    counts = (f" (by {report.matched_by}): {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
+    by = f" (by {report.matched_by})" if report.matched_by != "name" else ""
+    counts = (f"{by}: {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
               f"{len(report.unexpected)} unexpected")
     lines.append([(f"{report.ckpt} ", "bold"), verdict, (f" into {report.target}{counts}", None)])
     emit(table if table.rows else None, lines)

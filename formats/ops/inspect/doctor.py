@@ -41,7 +41,7 @@ from collections import defaultdict
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
-from formats.core.object_keys import VALUE_SUFFIX
+from formats.core.object_keys import object_path
 from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
@@ -50,8 +50,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names",
-           "object_path"]
+__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names"]
 
 _SUFFIXES = frozenset(SLOT_SUFFIXES) | frozenset(TRAINING_SHADOWS)
 _NON_SLOT_STATE = frozenset(p for p in TF1_SCALARS if p != "global_step")
@@ -159,12 +158,6 @@ def duplicate_names(ckpt: Checkpoint) -> dict[str, list[str]]:
         if key != OBJECT_GRAPH_KEY and entry.name and entry.name != key:
             keys[str(entry.name)].append(key)
     return {name: found for name, found in sorted(keys.items()) if len(found) > 1}
-
-
-def object_path(key: str) -> str:
-    """An object-based key as the object path it is stored under (``net/l1/_kernel``); other attributes'
-    keys (``iterator/.ATTRIBUTES/ITERATOR_STATE``) as they are."""
-    return key[:-len(VALUE_SUFFIX)] if key.endswith(VALUE_SUFFIX) else key
 
 
 def _object_based(ckpt: Checkpoint) -> bool:
