@@ -137,8 +137,9 @@ def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: s
     out: dict[str, TensorEntry] = {}
     for key in sorted(ckpt):
         entry = ckpt[key]
-        if key == OBJECT_GRAPH_KEY or entry.role == "object_graph" or (ignore_optimizer and _is_optimizer(entry)):
-            continue
+        if key == OBJECT_GRAPH_KEY or entry.role in ("object_graph", "save_counter") \
+                or (ignore_optimizer and _is_optimizer(entry)):
+            continue  # tf.train.Checkpoint's save_counter: no variable of a program restoring by name
         if entry.name in out:
             notes.append(f"{side}: keys {out[entry.name].key!r} and {key!r} share the name {entry.name!r}")
             continue
