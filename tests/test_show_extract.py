@@ -309,10 +309,16 @@ def test_shared_names_are_refused_by_name(run_cli, tmp_path):
              ObjectNode(2, attributes=[Attribute("VARIABLE_VALUE", "w", "b/.ATTRIBUTES/VARIABLE_VALUE")])]
     write_checkpoint(src, {"a/.ATTRIBUTES/VARIABLE_VALUE": np.zeros(2, np.float32),
                            "b/.ATTRIBUTES/VARIABLE_VALUE": np.ones(2, np.float32)}, encode_object_graph(nodes))
-    result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/")
+    result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/", "--by", "name")
     assert result.exit_code == 4
     assert "'a/.ATTRIBUTES/VARIABLE_VALUE' and 'b/.ATTRIBUTES/VARIABLE_VALUE' are both named 'w'" in result.stderr
-    assert "hint: extract them by key" in result.stderr and not (tmp_path / "o").exists()
+    assert "hint: name the files by object path (--by path) or by key (--by key)" in result.stderr
+    assert not (tmp_path / "o").exists()
+    result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/")  # the default: by object path, and says so
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["a.npy", "b.npy"]
+    assert "named by object path, not by variable name: 1 name(s) are shared by several tensors ('w' (2 tensors))" \
+        in result.output
 
 
 def test_an_object_graph_ending_in_nul_is_left_out_unless_asked(run_cli, tmp_path):

@@ -46,7 +46,9 @@ SPEC = Command(
     one KEY.npy per tensor (keys become relative paths; hostile keys such as
     ../../x are escaped and never leave the directory). A directory of an
     object-based checkpoint is named by variable name instead (net/dense/kernel.npy,
-    not net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE.npy; --by key keeps keys), and
+    not net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE.npy; --by key keeps keys; by
+    object path, net/l1/kernel.npy, where tensors share a name, as Keras 3's
+    do, or with --by path), and
     the object graph is left out unless --include-graph. Types numpy lacks
     (bfloat16, float8, int4...) are stored as their raw bits (uint16, uint8),
     exactly as convert --to npz stores them; strings and variants as
@@ -65,9 +67,10 @@ SPEC = Command(
         output_option("OUT.npy (one tensor), OUT.npz (many), or a directory (ends in / or exists)."),
         Opt("--format", name="mode", type=("auto", "npy", FormatName.NPZ.value, "dir"), default="auto", show_default=True,
             help="Output kind; auto decides from OUT and the number of tensors."),
-        Opt("--by", type=("auto", "key", "name"), default="auto", show_default=True,
-            help="Name files and members by checkpoint key or by variable name (net/dense/kernel); auto: by "
-                 "name for a directory of an object-based checkpoint, else by key."),
+        Opt("--by", type=("auto", "key", "name", "path"), default="auto", show_default=True,
+            help="Name files and members by checkpoint key, by variable name (net/dense/kernel) or by object "
+                 "path (net/l1/kernel); auto: by name for a directory of an object-based checkpoint (by path "
+                 "where tensors share a name), else by key."),
         Opt("--include-graph", flag=True,
             help="Also write the object graph (_CHECKPOINTABLE_OBJECT_GRAPH), left out by default."),
         Opt("--force", flag=True, help="Replace existing output files."),

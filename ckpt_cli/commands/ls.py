@@ -178,8 +178,23 @@ def _listing(target: Any, tree: bool, patterns: list[str], sort: str, names: boo
             return ("tree", ckpt.path, listing)
         summary = summarise(ckpt, patterns, sort, names, optimizer)
         _warn_unmatched(summary.path, summary.unmatched)
+        if names:
+            _warn_shared_names(ckpt)
         signatures = ckpt.metadata.get("signatures") if as_json else None
         return ("ckpt", ckpt.path, (summary, signatures))
+
+
+def _warn_shared_names(ckpt: Any) -> None:
+    """A warning when the names listed do not tell variables apart: full names several variables share (Keras 3
+    names every ``Dense`` kernel of a model ``<model>/kernel``)."""
+    from formats.ops.inspect.doctor import duplicate_names
+
+    shared = duplicate_names(ckpt)
+    if shared:
+        shown = ", ".join(f"{name!r} ({len(keys)} variables)" for name, keys in list(shared.items())[:3])
+        more = f" and {len(shared) - 3} more" if len(shared) > 3 else ""
+        warn(f"{ckpt.path}: {len(shared)} name(s) are shared by several variables ({shown}{more}); their keys "
+             "(object paths) tell them apart, as tf.train.Checkpoint.restore does")
 
 
 def _compact_listing(target: Any, patterns: list[str]) -> Any:

@@ -14,7 +14,7 @@ def render_doctor(report: Any, written: Any) -> None:
     have, want = report.ckpt_entries, report.target_entries
     table = TextTable([("variable", "left"), ("problem", "left"), ("checkpoint", "left"), ("target", "left")])
     for n in report.mismatched:
-        a, b = have[n], want[n]
+        a, b = report.ckpt_entry(n), want[n]
         table.add_row(n, "shape" if a.shape != b.shape else "dtype", f"{a.dtype} {shape_text(a.shape)}",
                       f"{b.dtype} {shape_text(b.shape)}", style="red")
     for n in report.missing:
@@ -28,7 +28,8 @@ def render_doctor(report: Any, written: Any) -> None:
                                             f"{report.fixed_by_rules} of {len(report.missing)} missing"
                                             + (", verified" if written.verified else ""), None)])
     verdict = ("would load", "green") if report.would_load else ("would NOT load", "red")
-    counts = (f": {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
+    by = f" (by {report.matched_by})" if report.matched_by != "name" else ""
+    counts = (f"{by}: {len(report.missing)} missing, {len(report.mismatched)} mismatched, "
               f"{len(report.unexpected)} unexpected")
     lines.append([(f"{report.ckpt} ", "bold"), verdict, (f" into {report.target}{counts}", None)])
     emit(table if table.rows else None, lines)

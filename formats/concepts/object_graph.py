@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "label_keys", "MAX_NESTING",
-           "MAX_PATH_BYTES"]
+           "MAX_PATH_BYTES", "keras3_optimizer"]
 
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 _MARKER = f"/{ATTRIBUTES}/"
@@ -376,18 +376,59 @@ def _by_name(full_name: str) -> Role:
     return role if role in (Role.OPTIMIZER, Role.ITERATOR) else Role.VARIABLE
 
 
+KERAS3_OPTIMIZER_LISTS = frozenset({"_variables", "_trainable_variables", "_trainable_variables_indices"})
+"""A Keras 3 optimizer's children that are lists but not slots."""
+
+
+def keras3_optimizer(graph: ObjectGraph, node_id: int) -> bool:
+    """Whether the node is a Keras 3 optimizer (children ``_iterations``, ``_variables`` and
+    ``_trainable_variables``: the variables it trains, in the order of its slot lists)."""
+    names = {c.local_name for c in graph.nodes[node_id].children}
+    return {"_iterations", "_variables", "_trainable_variables"} <= names
+
+
+def _keras3_slot_name(attribute: str) -> str:
+    """A Keras 3 optimizer's slot list attribute as its slot name: ``_momentums`` -> ``momentum``,
+    ``_velocities`` -> ``velocity``, ``_velocity_hats`` -> ``velocity_hat``."""
+    name = attribute.lstrip("_")
+    return name[:-3] + "y" if name.endswith("ies") else name[:-1] if name.endswith("s") else name
+
+
+def _keras3_structural_slots(graph: ObjectGraph) -> dict[int, tuple[int, str]]:
+    """Slot node -> (variable node, slot name) for Keras 3 optimizers, from the graph's structure: the
+    ``i``-th entry of each slot list (``_momentums``, ``_velocities``) belongs to the ``i``-th of
+    ``_trainable_variables``. Certain where names are not (Keras 3 names every ``Dense`` kernel of a
+    model ``<model>/kernel``)."""
+    out: dict[int, tuple[int, str]] = {}
+    for node in graph.nodes:
+        if not keras3_optimizer(graph, node.id):
+            continue
+        lists = {c.local_name: graph.nodes[c.node_id] for c in node.children}
+        trained = {c.local_name: c.node_id for c in lists["_trainable_variables"].children}
+        for name, child in lists.items():
+            if name in KERAS3_OPTIMIZER_LISTS or not name.startswith("_") or not child.children \
+                    or child.attributes or any(c.local_name not in trained for c in child.children):
+                continue
+            for ref in child.children:
+                if graph.nodes[ref.node_id].attributes and not graph.nodes[ref.node_id].children:
+                    out.setdefault(ref.node_id, (trained[ref.local_name], _keras3_slot_name(name)))
+    return out
+
+
 def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) -> dict[int, tuple[int, str]]:
-    """Slot node -> (variable node, slot name) for Keras optimizers (``Adam/m/net/dense/kernel``).
+    """Slot node -> (variable node, slot name) for Keras optimizers (``Adam/m/net/dense/kernel``; Keras 3's
+    from the graph's structure, :func:`_keras3_structural_slots`).
 
     Only nodes under an optimizer whose full name is ``<A>/<slot>/<rest>`` with ``rest`` the full
     name of exactly one model variable (a VARIABLE_VALUE not under any optimizer) count, and
     ``<slot>/<rest>`` with ``slot`` a tf-keras slot name of the optimizer table (an optimizer built
     outside ``apply_gradients`` names its slots ``m/dense/kernel``).
     """
+    structural = _keras3_structural_slots(graph)
     model: dict[str, list[int]] = {}
     candidates: list[tuple[int, str]] = []
     for node_id, attr in mapping.values():
-        if attr.name != VARIABLE_VALUE or graph.slot_of(node_id) is not None:
+        if attr.name != VARIABLE_VALUE or graph.slot_of(node_id) is not None or node_id in structural:
             continue
         if graph.optimizer_of(node_id) is None:
             model.setdefault(attr.full_name, []).append(node_id)
@@ -402,4 +443,4 @@ def _keras_slots(graph: ObjectGraph, mapping: dict[str, tuple[int, Attribute]]) 
         unprefixed = parse_keras_slot(full_name, model)
         if unprefixed is not None and unprefixed.optimizer is None and len(model[unprefixed.variable]) == 1:
             out[node_id] = (model[unprefixed.variable][0], unprefixed.slot)
-    return out
+    return out | structural

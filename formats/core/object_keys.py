@@ -5,7 +5,7 @@ that build one, key lookup and the tables that shorten keys all use them from he
 """
 from __future__ import annotations
 
-__all__ = ["ATTRIBUTES", "VARIABLE_VALUE", "VALUE_SUFFIX"]
+__all__ = ["ATTRIBUTES", "VARIABLE_VALUE", "VALUE_SUFFIX", "object_path"]
 
 ATTRIBUTES = ".ATTRIBUTES"
 """The path segment before an object's attribute names in its keys."""
@@ -13,3 +13,9 @@ VARIABLE_VALUE = "VARIABLE_VALUE"
 """The attribute a variable's value is saved under."""
 VALUE_SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 """The suffix every variable's key ends with in an object-based checkpoint."""
+
+
+def object_path(key: str) -> str:
+    """A variable's key as the object path it is stored under (``net/l1/_kernel``); the keys of other
+    attributes (``iterator/.ATTRIBUTES/ITERATOR_STATE``) and of name-based checkpoints as they are."""
+    return key[:-len(VALUE_SUFFIX)] if key.endswith(VALUE_SUFFIX) else key

@@ -2,7 +2,7 @@
 
 A name-based checkpoint's names are its keys, classified by :func:`formats.concepts.roles.classify_names`
 (``<var>/Adam`` is slot ``m`` of ``<var>``); a Keras file's entries say their roles themselves. An object-based checkpoint's names are the
-attributes' ``full_name``s, and slots come from its object graph (:func:`formats.concepts.object_graph.label_keys`).
+attributes' ``full_name``s (the object path for model variables that share one, as Keras 3's do), and slots come from its object graph (:func:`formats.concepts.object_graph.label_keys`).
 Rename rules are applied to names (for slots, to the slot's own name; the variable it belongs to
 is looked up among the renamed names).
 """
@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from formats.core.records import record
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.core.object_keys import VARIABLE_VALUE, object_path
 from formats.ops.rules import RuleSet
 
-__all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from formats.concepts.object_graph import EntryLabel
+
+__all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS", "shared_variable_names"]
 
 LABELLED_FORMATS = (FormatName.KERAS2_H5, FormatName.KERAS2_MODEL_H5, FormatName.KERAS3_H5, FormatName.KERAS_ZIP,
                     FormatName.KERAS3_DIR, FormatName.KERAS3_SHARDED)
@@ -66,11 +71,24 @@ def _renamed(key: str | None, renamed: dict[str, str]) -> str | None:
     return renamed.get(key, key) if key is not None else None
 
 
+def shared_variable_names(labels: dict[str, EntryLabel]) -> set[str]:
+    """The full names several model variables of an object-based checkpoint share (Keras 3 names every
+    ``Dense`` kernel of a model ``<model>/kernel``): such variables are known by their object path
+    (``net/l1/_kernel``) instead, the one thing that tells them apart."""
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        if label.role == "variable" and label.attribute == VARIABLE_VALUE:
+            seen[label.name] = seen.get(label.name, 0) + 1
+    return {name for name, n in seen.items() if n > 1}
+
+
 def _object_based(ckpt: Checkpoint, keys: list[str], apply: object) -> list[SourceTensor]:
     from formats.concepts.object_graph import label_keys
 
     labels = label_keys(ckpt.object_graph, keys)
-    renamed = {k: apply(labels[k].name) for k in keys}  # type: ignore[operator]
+    shared = shared_variable_names(labels)
+    renamed = {k: apply(object_path(k) if labels[k].name in shared else labels[k].name)  # type: ignore[operator]
+               for k in keys}
     out = []
     for key in keys:
         label = labels[key]

@@ -8,7 +8,8 @@ structure. Recognised optimizer slots (``<var>/Adam``, ``<var>/Adam_1``, ``<var>
 become slot variables of an optimizer node (root child ``optimizer``) linked to their variable,
 as TensorFlow writes them: ``SlotVariableReference``s on the optimizer node, keys
 ``<var path>/.OPTIMIZER_SLOT/optimizer/<slot>/.ATTRIBUTES/VARIABLE_VALUE``. TF1 Adam's unscoped
-``beta1_power`` / ``beta2_power`` become children of the optimizer node. Nodes are numbered
+``beta1_power`` / ``beta2_power`` become children of the optimizer node. A ``save_counter`` (int64 1) is written as every
+``tf.train.Checkpoint`` writes one, unless a source variable takes the name. Nodes are numbered
 breadth-first (children in name order), slot variables last, like TensorFlow's traversal.
 With ``--template`` the work is done by :mod:`formats.ops.convert.template` instead.
 """
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["plan_tf_object", "plan_name_to_object"]
 
 OPTIMIZER_NODE = "optimizer"
+SAVE_COUNTER = "save_counter"
 
 
 def plan_tf_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
@@ -63,7 +65,9 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     if bad:
         return plan
     builder = GraphBuilder()
-    tree = _tree([t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers])
+    names = [t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers]
+    counter = SAVE_COUNTER not in {n.split("/", 1)[0] for n in names}
+    tree = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
     _grow(builder, tree)
     nodes = {t.name: builder.object(t.name.split("/")) for t in plain}
     opt_nodes = {o: builder.object([n]) for o, n in optimizers.items()}
@@ -82,6 +86,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         key = builder.slot(opt_nodes[t.optimizer or ""], nodes[t.slot_of], t.slot_name or "", t.name)
         plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, f"slot {t.slot_name} of {t.slot_of}")
     _warn_partitioned(plan, plain + moved + slots)
+    _save_counter(plan, builder, counter)
     plan.object_graph = builder.encode()
     for name in optimizers.values():
         if name != OPTIMIZER_NODE:
@@ -89,6 +94,24 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     plan.check_collisions()
     plan.report_unused_rules(options.rules)
     return plan
+
+
+def _save_counter(plan: ConversionPlan, builder: GraphBuilder, free: bool) -> None:
+    """The ``save_counter`` every ``tf.train.Checkpoint`` writes (int64, 1: saved once), so that the guide's
+    ``ckpt.restore(path).assert_existing_objects_matched()`` passes on the output (``restore`` creates the
+    counter, and an object with no value in the checkpoint fails it); a warning instead when a source
+    variable already takes the name."""
+    import numpy as np
+
+    if not free:
+        plan.add("save_counter", SAVE_COUNTER, f"no save_counter written: a source variable is named under "
+                 f"{SAVE_COUNTER!r}; tf.train.Checkpoint's assert_existing_objects_matched() will fail on its "
+                 "counter", WARNING)
+        return
+    node = builder.find(SAVE_COUNTER)
+    assert node is not None
+    key = builder.variable(node, SAVE_COUNTER)
+    plan.add_row(None, key, np.array(1, dtype=np.int64), (), "int64", "tf.train.Checkpoint's save_counter (1)")
 
 
 def _warn_partitioned(plan: ConversionPlan, tensors: list[SourceTensor]) -> None:

@@ -139,6 +139,12 @@ def _framework(ckpt: Checkpoint, tensors: list[SourceTensor], model: set[str]) -
     object_based = is_object_based(ckpt) and ckpt.object_graph is not None
     if not object_based and ckpt.format not in _KERAS2_FORMATS:
         return TF1
+    if object_based and any(t.role == "slot" for t in tensors):
+        from formats.concepts.object_graph import keras3_optimizer
+
+        graph = ckpt.object_graph
+        if any(keras3_optimizer(graph, node.id) for node in graph.nodes):  # a Keras 3 program's tf.train.Checkpoint
+            return KERAS3
     votes: Counter[str] = Counter()
     for t in tensors:
         if t.role == "slot" and classify_name(t.original).role == "slot":

@@ -1,7 +1,18 @@
 """``doctor``: would checkpoint CKPT load into the program that wrote TARGET?
 
-Both sides are compared by :attr:`TensorEntry.name` (the TF1-style variable name; the object graph entry
-is left out), which is what a restore matches on. The report lists:
+When both are object-based (TF2 ``tf.train.Checkpoint`` bundles), they are compared as
+``tf.train.Checkpoint.restore`` matches them: by object path, the program's objects bound to the
+checkpoint's from the root down (:mod:`formats.concepts.restore_binding`); full names play no part (Keras 3
+gives every ``Dense`` kernel of a model the same one). The names in the report are then object paths
+(``net/l1/_kernel``: a key without ``/.ATTRIBUTES/VARIABLE_VALUE``), ``missing`` are the target's variables
+no checkpoint object is bound to (``status.assert_existing_objects_matched()`` fails on them),
+``unexpected`` the checkpoint's that nothing reads, and ``bound`` says which checkpoint path each target
+path is read from where the two differ (a layer that moved is still reached through another path, such as
+a Keras 3 optimizer's ``_trainable_variables``).
+
+Otherwise both sides are compared by :attr:`TensorEntry.name` (the TF1-style variable name; the object
+graph entry is left out), which is what a name-based restore matches on. Either way, full names that
+several variables share are flagged (``duplicates``). The report lists:
 
 - ``missing``: names TARGET has and CKPT lacks (a strict restore fails on them);
 - ``unexpected``: names only CKPT has (harmless for a restore, usually a sign of a rename);
@@ -30,6 +41,7 @@ from collections import defaultdict
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.core.object_keys import object_path
 from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
 from formats.ops.rules import Rule, RuleSet, specific_first
@@ -38,7 +50,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES"]
+__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names"]
 
 _SUFFIXES = frozenset(SLOT_SUFFIXES) | frozenset(TRAINING_SHADOWS)
 _NON_SLOT_STATE = frozenset(p for p in TF1_SCALARS if p != "global_step")
@@ -91,6 +103,13 @@ class DoctorReport:
     notes: list[str] = field(default_factory=list)
     fixed_by_rules: int = 0
     optimizer_state: list[Suggestion] = field(default_factory=list)
+    matched_by: str = "name"
+    bound: dict[str, str] = field(default_factory=dict)
+    duplicates: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def ckpt_entry(self, name: str) -> TensorEntry:
+        """The checkpoint entry target ``name`` is read from (by object path: the one it is bound to)."""
+        return self.ckpt_entries[self.bound.get(name, name)]
 
     @property
     def would_load(self) -> bool:
@@ -103,8 +122,11 @@ class DoctorReport:
             "ckpt": self.ckpt, "target": self.target, "would_load": self.would_load,
             "missing": [{"name": n, **_describe(self.target_entries[n])} for n in self.missing],
             "unexpected": [{"name": n, **_describe(self.ckpt_entries[n])} for n in self.unexpected],
-            "mismatched": [{"name": n, "ckpt": _describe(self.ckpt_entries[n]),
+            "mismatched": [{"name": n, "ckpt": _describe(self.ckpt_entry(n)),
                             "target": _describe(self.target_entries[n])} for n in self.mismatched],
+            "matched_by": self.matched_by,
+            "bound": {n: c for n, c in sorted(self.bound.items()) if n != c},
+            "duplicate_names": self.duplicates,
             "suggestions": [s.to_json() for s in self.suggestions],
             "rules": [{r.kind: [r.old, r.new]} for r in self.rules],
             "fixed_by_rules": self.fixed_by_rules, "notes": self.notes,
@@ -115,8 +137,9 @@ def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: s
     out: dict[str, TensorEntry] = {}
     for key in sorted(ckpt):
         entry = ckpt[key]
-        if key == OBJECT_GRAPH_KEY or entry.role == "object_graph" or (ignore_optimizer and _is_optimizer(entry)):
-            continue
+        if key == OBJECT_GRAPH_KEY or entry.role in ("object_graph", "save_counter") \
+                or (ignore_optimizer and _is_optimizer(entry)):
+            continue  # tf.train.Checkpoint's save_counter: no variable of a program restoring by name
         if entry.name in out:
             notes.append(f"{side}: keys {out[entry.name].key!r} and {key!r} share the name {entry.name!r}")
             continue
@@ -124,15 +147,38 @@ def _by_name(ckpt: Checkpoint, ignore_optimizer: bool, notes: list[str], side: s
     return out
 
 
+def duplicate_names(ckpt: Checkpoint) -> dict[str, list[str]]:
+    """Full (TF1-style) names that several variables of ``ckpt`` share -> their keys, in key order: such a name
+    says nothing about which variable is which (Keras 3 names every ``Dense`` kernel of a model
+    ``<model>/kernel``). Only object-based checkpoints can hold them; name-based keys are the names."""
+    if ckpt.object_graph is None or OBJECT_GRAPH_KEY not in ckpt:
+        return {}
+    keys: dict[str, list[str]] = defaultdict(list)
+    for key in sorted(ckpt):
+        entry = ckpt[key]
+        if key != OBJECT_GRAPH_KEY and entry.name and entry.name != key:
+            keys[str(entry.name)].append(key)
+    return {name: found for name, found in sorted(keys.items()) if len(found) > 1}
+
+
+def _object_based(ckpt: Checkpoint) -> bool:
+    return ckpt.object_graph is not None and OBJECT_GRAPH_KEY in ckpt
+
+
 def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = False) -> DoctorReport:
-    """Compare ``ckpt`` with ``target`` by variable name; see the module doc."""
+    """Compare ``ckpt`` with ``target`` by object path (both object-based) or variable name; see the module doc."""
     report = DoctorReport(ckpt.path, target.path)
-    have = report.ckpt_entries = _by_name(ckpt, ignore_optimizer, report.notes, "checkpoint")
-    want = report.target_entries = _by_name(target, ignore_optimizer, report.notes, "target")
-    report.missing = sorted(n for n in want if n not in have)
-    report.unexpected = sorted(n for n in have if n not in want)
-    report.mismatched = sorted(n for n in want if n in have and
-                               (want[n].shape, want[n].dtype) != (have[n].shape, have[n].dtype))
+    report.duplicates = {side: found for side, found in (("checkpoint", duplicate_names(ckpt)),
+                                                         ("target", duplicate_names(target))) if found}
+    if _object_based(ckpt) and _object_based(target):
+        _by_object_path(report, ckpt, target, ignore_optimizer)
+    else:
+        have = report.ckpt_entries = _by_name(ckpt, ignore_optimizer, report.notes, "checkpoint")
+        want = report.target_entries = _by_name(target, ignore_optimizer, report.notes, "target")
+        report.missing = sorted(n for n in want if n not in have)
+        report.unexpected = sorted(n for n in have if n not in want)
+        report.mismatched = sorted(n for n in want if n in have and
+                                   (want[n].shape, want[n].dtype) != (have[n].shape, have[n].dtype))
     if not ignore_optimizer:
         _explain_optimizer_state(report, ckpt, target)
     keras = _keras_pairs(ckpt, target)
@@ -143,6 +189,39 @@ def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = Fals
     report.fixed_by_rules = _fixed(report)
     _optimizer_note(report)
     return report
+
+
+def _by_object_path(report: DoctorReport, ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool) -> None:
+    """Fill ``report`` as ``tf.train.Checkpoint.restore`` binds ``target``'s objects to ``ckpt``'s."""
+    from formats.concepts.restore_binding import bind_keys
+
+    def entries(side: Checkpoint) -> dict[str, str]:
+        return {k: object_path(k) for k in sorted(side) if k != OBJECT_GRAPH_KEY and side[k].role != "object_graph"
+                and not (ignore_optimizer and _is_optimizer(side[k]))}
+
+    mine, theirs = entries(target), entries(ckpt)
+    report.matched_by = "object path"
+    have = report.ckpt_entries = {path: ckpt[key] for key, path in theirs.items()}
+    want = report.target_entries = {path: target[key] for key, path in mine.items()}
+    bound = bind_keys(target.object_graph, list(target), ckpt.object_graph, list(ckpt))
+    report.bound = {path: theirs[bound[key]] for key, path in mine.items() if bound.get(key) in theirs}
+    report.missing = sorted(n for n in want if n not in report.bound)
+    read = set(report.bound.values())
+    report.unexpected = sorted(n for n in have if n not in read)
+    report.mismatched = sorted(n for n, c in report.bound.items()
+                               if (want[n].shape, want[n].dtype) != (have[c].shape, have[c].dtype))
+    report.notes.append("matched by object path, as tf.train.Checkpoint.restore binds objects (full names are "
+                        "not used)")
+    moved = sorted((n, c) for n, c in report.bound.items() if n != c)
+    if moved:
+        shown = ", ".join(f"{n} <- {c}" for n, c in moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3
+                                                                   else "")
+        report.notes.append(f"{len(moved)} of the target's variables are read from another object path ({shown}): "
+                            "the checkpoint reaches those objects by a path both sides share")
+    for side, found in report.duplicates.items():
+        shown = ", ".join(f"{name!r} ({len(keys)} variables)" for name, keys in list(found.items())[:3])
+        report.notes.append(f"{side}: {len(found)} full name(s) shared by several variables ({shown}); full names "
+                            "cannot tell them apart, object paths can")
 
 
 def _is_optimizer(entry: TensorEntry) -> bool:
@@ -291,7 +370,7 @@ def _unsupplied(report: DoctorReport) -> list[str]:
 
 
 def _optimizer_note(report: DoctorReport) -> None:
-    shapes = [n for n in report.mismatched if report.ckpt_entries[n].shape != report.target_entries[n].shape]
+    shapes = [n for n in report.mismatched if report.ckpt_entry(n).shape != report.target_entries[n].shape]
     if shapes:
         report.notes.append(f"{len(shapes)} variable{'s' if len(shapes) != 1 else ''} differ in shape (different "
                             "layer sizes?); no rename can fix that")

@@ -11,10 +11,13 @@ Modes (``mode="auto"`` picks one from ``out``):
   control characters are percent-encoded, so a hostile key such as ``../../x`` or ``/etc/passwd``
   always lands inside the directory (and the resolved path is checked again before writing).
 
-Files and members are named by key (``by="key"``) or by the TF1-style variable name (``by="name"``:
+Files and members are named by key (``by="key"``), by the TF1-style variable name (``by="name"``:
 ``net/dense/kernel`` rather than ``net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``, whose ``.ATTRIBUTES``
-folder ``ls`` hides). ``by="auto"`` (the default) names a directory of an object-based checkpoint's
-tensors by name and everything else by key; names two tensors share are refused (extract by key).
+folder ``ls`` hides) or by object path (``by="path"``: ``net/l1/kernel``, the key without
+``/.ATTRIBUTES/VARIABLE_VALUE``, unique like the key). ``by="auto"`` (the default) names a directory of an
+object-based checkpoint's tensors by name, or by object path when several of them share a name (Keras 3
+names every ``Dense`` kernel of a model ``<model>/kernel``; a warning says so), and everything else by key;
+``by="name"`` refuses names two tensors share (extract ``--by path`` or ``--by key``).
 Patterns select by key either way. The object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``, a serialized
 proto, not a tensor of the program) is left out unless ``include_graph`` or a pattern names it exactly.
 
@@ -39,6 +42,7 @@ from collections.abc import Callable, Sequence
 from formats.core.names import writable_name
 from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.core.object_keys import object_path
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
 from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
@@ -93,12 +97,33 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
             verify: bool = True, by: str = "auto", include_graph: bool = False) -> WriteReport:
     """Write the tensors of ``ckpt`` matching ``patterns`` (all when empty) to ``out``; see the module doc.
 
-    ``by`` names the files/members: ``"key"``, ``"name"`` or ``"auto"``. ``progress(bytes_done,
+    ``by`` names the files/members: ``"key"``, ``"name"``, ``"path"`` or ``"auto"``. ``progress(bytes_done,
     tensors_done)`` is called after each tensor is written."""
     entries = _selected(ckpt, patterns, include_graph)
     refuse_url(os.fspath(out))
     path, mode = _choose_mode(os.fspath(out), mode, len(entries))
-    labels = output_names(ckpt, entries, _naming(ckpt, by, mode), path)
+    naming = _naming(ckpt, by, mode)
+    shared = _shared_names(entries) if by == "auto" and naming == "name" else {}
+    labels = output_names(ckpt, entries, "path" if shared else naming, path)
+    report = _write(ckpt, entries, labels, path, mode, force, allow_pickle, verify, progress)
+    if shared:
+        shown = ", ".join(f"{name!r} ({count} tensors)" for name, count in list(shared.items())[:3])
+        report.warnings.append(f"named by object path, not by variable name: {len(shared)} name(s) are shared by "
+                               f"several tensors ({shown})")
+    return report
+
+
+def _shared_names(entries: list[TensorEntry]) -> dict[str, int]:
+    """Variable names several of ``entries`` share -> how many (sorted by name)."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        label = str(entry.name or entry.key)
+        counts[label] = counts.get(label, 0) + 1
+    return {name: n for name, n in sorted(counts.items()) if n > 1}
+
+
+def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path: str, mode: str, force: bool,
+           allow_pickle: bool, verify: bool, progress: Progress | None) -> WriteReport:
     options = {"inputs": [ckpt], "force": force, "verify": verify, "allow_pickle": allow_pickle}
     if mode == "npy":
         report = write_npy(path, labels[0], entries[0], **options)  # type: ignore[arg-type]
@@ -130,25 +155,27 @@ def _selected(ckpt: Checkpoint, patterns: Sequence[str], include_graph: bool) ->
 
 
 def _naming(ckpt: Checkpoint, by: str, mode: str) -> str:
-    if by not in ("auto", "key", "name"):
-        raise ValueError(f"by must be 'auto', 'key' or 'name', not {by!r}")
+    if by not in ("auto", "key", "name", "path"):
+        raise ValueError(f"by must be 'auto', 'key', 'name' or 'path', not {by!r}")
     if by != "auto":
         return by
     return "name" if mode == "dir" and ckpt.format == FormatName.TF_OBJECT else "key"
 
 
 def output_names(ckpt: Checkpoint, entries: list[TensorEntry], by: str, out: str) -> list[str]:
-    """Each entry's name in the output: its key, or (``by="name"``) its variable name (its key when it
-    has none); ExtractError when two entries would share one."""
+    """Each entry's name in the output: its key, its object path (``by="path"``), or (``by="name"``) its
+    variable name (its key when it has none); ExtractError when two entries would share one."""
     if by == "key":
         return [e.key for e in entries]
+    if by == "path":
+        return [object_path(e.key) for e in entries]
     labels = [str(e.name or e.key) for e in entries]
     seen: dict[str, str] = {}
     for entry, label in zip(entries, labels):
         other = seen.setdefault(label, entry.key)
         if other != entry.key:
             raise ExtractError(out, f"{other!r} and {entry.key!r} are both named {label!r}",
-                               hint="extract them by key")
+                               hint="name the files by object path (--by path) or by key (--by key)")
     return labels
 
 

@@ -10,6 +10,10 @@ A weight is known by its layer (the name without its last segment, ``mha/query``
    side, ``dense_4``, ``dense_5``, ... on the other) are paired by the order of their numbers when both sides
    have as many of them; otherwise they are left to step 3.
 2. **Names.** A template weight takes the source weight of the same layer and variable name.
+0. **Object paths**, for a bundle whose weights share full names (a Keras 3 program's ``tf.train.Checkpoint``
+   names every ``Dense`` kernel ``<model>/kernel``; such weights are named by object path): a template weight
+   takes the source weight whose object path ends in the template weight's layer path and variable
+   (``net/l1/_kernel`` for ``l1`` / ``kernel``), one to one.
 3. **Layers.** The weights left over are paired layer by layer, each layer's variables by the layer's own
    order (the order both Keras versions store them in, :data:`~formats.concepts.keras_layers.VARIABLES`):
    a template layer and a source layer of the same name, as many variables with equal shapes and dtypes,
@@ -50,6 +54,49 @@ class Pairing:
 
 def match_variables(sources: Sequence[KerasVar], targets: Sequence[KerasVar], plan: ConversionPlan) -> list[Pairing]:
     """One :class:`Pairing` per target, in target order; problems are added to ``plan``."""
+    by_path = _by_object_path(sources, targets)
+    if by_path:
+        used = {p.source.key for p in by_path.values() if p.source is not None}
+        rest = _match_by_name([s for s in sources if s.key not in used], [t for t in targets if t.key not in by_path],
+                              plan)
+        by_path.update((p.target.key, p) for p in rest)
+        _count_fallbacks(list(by_path.values()), plan)
+        return [by_path[t.key] for t in targets]
+    return _match_by_name(sources, targets, plan)
+
+
+def _path_name(var: KerasVar) -> str:
+    """A bundle weight's object path as a Keras 3 file's ``<layer path>/<variable>``: ``net/l1/_kernel`` ->
+    ``net/l1/kernel`` (Keras 3 keeps a ``Dense`` kernel as ``_kernel``)."""
+    owner, _, last = var.object_path.rpartition("/")
+    return f"{owner}/{last.lstrip('_')}" if owner else last.lstrip("_")
+
+
+def _by_object_path(sources: Sequence[KerasVar], targets: Sequence[KerasVar]) -> dict[str, Pairing]:
+    """Target key -> its pairing, by object path, for the source weights a bundle names by object path (their
+    full names are shared: see :mod:`~formats.ops.convert.cross.variables`): a template weight ``l1`` /
+    ``kernel`` (a Keras 3 file's layer path and variable) takes the one such source weight whose object path
+    ends in ``l1/kernel`` (``net/l1/_kernel``: the model's attribute names, as both files keep them), when no
+    other template weight would take it."""
+    named = [s for s in sources if s.object_path and s.original == s.name == s.object_path]
+    if not named:
+        return {}
+    found: dict[str, list[KerasVar]] = {}
+    for t in targets:
+        if t.object_path and not t.object_path.isdigit():
+            want = f"{t.object_path}/{t.kind}"
+            found[t.key] = [s for s in named if _path_name(s) == want or _path_name(s).endswith("/" + want)]
+    claims: dict[str, int] = {}
+    for hits in found.values():
+        for s in hits:
+            claims[s.key] = claims.get(s.key, 0) + 1
+    by_key = {t.key: t for t in targets}
+    return {key: Pairing(by_key[key], hits[0], f"by object path: {hits[0].object_path} -> {by_key[key].object_path}")
+            for key, hits in found.items() if len(hits) == 1 and claims[hits[0].key] == 1}
+
+
+def _match_by_name(sources: Sequence[KerasVar], targets: Sequence[KerasVar], plan: ConversionPlan) -> list[Pairing]:
+    """One :class:`Pairing` per target, by name (steps 1-3 of the module doc)."""
     prefix = _model_prefix(sources, targets)
     if prefix:  # a Keras 2 subclassed model's weights are named under the model's name; Keras 3's are not
         originals = {var.key: var for var in sources}

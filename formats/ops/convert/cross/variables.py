@@ -1,6 +1,8 @@
 """The model weights of a Keras-related checkpoint, seen the same way whatever the format.
 
-Each :class:`KerasVar` has the Keras name used for matching (a bundle attribute's ``full_name``,
+Each :class:`KerasVar` has the Keras name used for matching (a bundle attribute's ``full_name``, or its
+object path where several weights share that full name, as a Keras 3 program's ``tf.train.Checkpoint`` names
+every ``Dense`` kernel ``<model>/kernel``,
 a Keras 2 weight name without ``:0``, or the Keras 3 reader's ``<layer>/<role>``, all after rename
 rules), the top-level layer it belongs to, its position in model order, and whether it is
 trainable (where the file says so). Optimizer state, slots and the object graph are not weights.
@@ -137,11 +139,15 @@ def _bundle_vars(ckpt: Checkpoint, graph: ObjectGraph) -> list[KerasVar]:
         flag = (node_id in trainable) if trainable else _guess_trainable(str(entry.name))
         found.append((key, entry, path, flag))
     base = _model_root([path for _, _, path, _ in found])
+    counts: dict[str, int] = {}
+    for _, entry, path, _ in found:
+        counts[str(entry.name or path)] = counts.get(str(entry.name or path), 0) + 1
     out = []
     for key, entry, path, flag in found:
         inner = path[len(base):]
         top = inner.split("/", 1)[0] if "/" in inner else ""
         name = str(entry.name or path)
+        name = path if counts[name] > 1 else name  # a full name several weights share (Keras 3): the object path
         out.append(KerasVar(key, name, name, top, 0, entry, object_path=path, trainable=flag))
     if base:  # the layers in model order, as the root's own layers are ordered
         out.sort(key=lambda v: _layer_rank(v.layer))
