@@ -39,7 +39,7 @@ from tests.conftest import CORPUS, digest
 
 def _manifest() -> dict[str, Any]:
     entries: dict[str, Any] = {}
-    for name in ("manifest.json", "manifest_more.json"):
+    for name in ("manifest.json", "manifest_more.json", "manifest_tf216.json"):
         entries.update(json.loads((CORPUS / name).read_text())["entries"])
     return entries
 
