@@ -6,6 +6,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -77,3 +78,95 @@ def test_a_gin_bracket_never_closed_is_refused_naming_file_and_line(run_cli, tmp
         "'[' is never closed (everything after it would be one binding)"
     assert result.stderr.splitlines() == [f"ckpt: error: {gin}: line {line}: not a gin configuration: {what}"]
     assert result.stdout == "" and not out.exists()
+
+
+# -- --to keras: a model config Keras 3 cannot build is refused, never written and "verified" -----------------
+TAGGER = Path(__file__).parent / "data" / "corpus" / "keras2_tagger" / "tagger_model.h5"
+
+
+def _layer(config: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(e for e in config["config"]["layers"] if e["config"].get("name") == name)
+
+
+def _set(name: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        _layer(config, name)["config"][key] = value
+    return edit
+
+
+def _calls(name: str, nodes: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        _layer(config, name)["inbound_nodes"] = nodes
+    return edit
+
+
+def _outputs(value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config["config"]["output_layers"] = value
+    return edit
+
+
+def _config_of(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        _layer(config, name)["config"] = value
+    return edit
+
+
+KERAS_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "cycle": (_calls("embed", [[["lstm", 0, 0, {}]]]),
+              "layer 'embed': its input depends on its own output (embed -> lstm -> embed), which Keras cannot build"),
+    "missing-node": (_calls("lstm", [[["embed", 5, 0, {}]]]),
+                     "layer 'lstm': names call 5 of layer 'embed', which has 1 call(s)"),
+    "missing-output": (_calls("lstm", [[["embed", 0, 3, {}]]]),
+                       "layer 'lstm': names output 3 of layer 'embed', which has 1 output(s)"),
+    "units-contradict-kernel": (_set("lstm", "units", 20),
+                                "layer 'lstm': its config (units=20) makes kernel [8, 80], the file holds [8, 64] "
+                                "(model_weights/lstm/lstm/lstm_cell/kernel:0)"),
+    "dense-units": (lambda c: _layer(c, "head")["config"]["layers"][1]["config"].update(units=3),
+                    "layer 'head': its config (units=3) makes kernel [16, 3], the file holds [16, 16] "
+                    "(model_weights/head/dense/kernel:0)"),
+    "negative-units": (_set("lstm", "units", -16), "layer 'lstm': LSTM's units=-16 is not a positive integer "
+                                                   "(Keras 3 refuses it)"),
+    "string-units": (_set("lstm", "units", "16"), "layer 'lstm': LSTM's units='16' is not a positive integer "
+                                                  "(Keras 3 refuses it)"),
+    "negative-input-dim": (_set("embed", "input_dim", -50), "layer 'embed': Embedding's input_dim=-50 is not a "
+                                                            "positive integer (Keras 3 refuses it)"),
+    "trainable-no": (_set("lstm", "trainable", "no"), "layer 'lstm': LSTM's trainable='no' is not true or false "
+                                                      "(Keras 3 refuses it)"),
+    "model-trainable-no": (lambda c: c["config"].update(trainable="no"),
+                           "layer 'tagger': the model's trainable='no' is not true or false (Keras 3 refuses it)"),
+    "layer-config-list": (_config_of("bn", [1, 2]),
+                          "layer 'bn': the config of a BatchNormalization layer is a list, not an object"),
+    "call-of-a-bare-name": (_calls("lstm", [[["embed"]]]),
+                            "layer 'lstm': a call [['embed']] is not in a form ckpt reads"),
+    "call-empty": (_calls("lstm", [[]]), "layer 'lstm': a call [] is not in a form ckpt reads"),
+    "call-a-number": (_calls("lstm", [5]), "layer 'lstm': a call 5 is not in a form ckpt reads"),
+    "no-outputs": (_outputs([]), "model 'tagger': it has no outputs, so Keras 3 would keep none of its layers"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KERAS_CASES))
+def test_a_model_config_keras_cannot_build_is_refused_in_one_line(run_cli, tmp_path: Path, case: str) -> None:
+    import h5py
+
+    edit, why = KERAS_CASES[case]
+    src = tmp_path / "tagger_model.h5"
+    shutil.copyfile(TAGGER, src)
+    with h5py.File(src, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        edit(config)
+        f.attrs["model_config"] = json.dumps(config)
+    out = tmp_path / "model.keras"
+    started = time.monotonic()
+    result = run_cli("convert", src, "-o", out, "--to", "keras")
+    assert time.monotonic() - started < 10
+    assert result.stderr.splitlines() == [f"ckpt: error: {src}: cannot rebuild the model in Keras 3: {why}"]
+    assert result.exit_code == 3 and result.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tagger_model.h5"]
+
+
+def test_the_unedited_model_still_converts(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "model.keras"
+    result = run_cli("convert", TAGGER, "-o", out, "--to", "keras")
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.stdout and "12 tensors" in result.stdout

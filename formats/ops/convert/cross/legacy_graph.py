@@ -27,7 +27,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", "unique_keys"]
+__all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", "unique_keys", "node_inputs",
+           "endpoints"]
 
 
 @record
@@ -36,7 +37,8 @@ class Keras3Object:
     sub-object), ``cls``, ``variables`` (its own, in creation order; None when ckpt does not know the class's),
     ``trainable``, ``children`` (sub-layers and sub-objects in Keras 2's creation order), ``layer``: the name of
     the layer it is or belongs to (a sub-object's is its layer's), which Keras 2 puts in its weights' names, and
-    ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs)."""
+    ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs); ``config``: its
+    translated config."""
 
     path: str
     name: str | None
@@ -46,6 +48,7 @@ class Keras3Object:
     layer: str = ""
     children: list[Keras3Object] = field(default_factory=list)
     kept: bool = True
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def walk(self) -> list[Keras3Object]:
         """This object and every object below it, parents first."""
@@ -84,7 +87,8 @@ def model_objects(obj: dict[str, Any], path: str = "", name: str | None = None, 
     cls = str(obj.get("class_name"))
     config = _config(obj)
     own = config.get("name") if name is None and isinstance(config.get("name"), str) else name
-    node = Keras3Object(path, own, cls, None, bool(config.get("trainable", True)), layer or str(own or ""))
+    node = Keras3Object(path, own, cls, None, bool(config.get("trainable", True)), layer or str(own or ""),
+                        config=config)
     if cls in ("Functional", "Sequential"):
         node.variables = []
         node.children = _model_children(cls, config, path)
@@ -150,7 +154,9 @@ def _flatten(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
     return []
 
 
-def _node_inputs(data: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+def node_inputs(data: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The tensor references ``(layer, node, tensor)`` of one call of a translated config (either form), naming
+    layers of ``scope``."""
     if isinstance(data, dict):
         return _flatten([data.get("args"), data.get("kwargs")], scope)
     return [(d[0], d[1], d[2]) for d in data if is_reference(d, scope)] if isinstance(data, list) else []
@@ -162,14 +168,14 @@ def functional_order(config: dict[str, Any]) -> list[dict[str, Any]]:
     nodes: dict[tuple[str, int], list[tuple[str, int, int]]] = {}
     for name, entry in entries.items():
         for i, data in enumerate(entry.get("inbound_nodes") or []):
-            nodes[(name, i)] = _node_inputs(data, entries)
+            nodes[(name, i)] = node_inputs(data, entries)
         if entry.get("class_name") == "InputLayer":
             nodes[(name, 0)] = []
     outputs = [(n, i - 1 if entries[n].get("class_name") == "Functional" else i, t)  # get_tensor takes 1 off
-               for n, i, t in _endpoints(config.get("output_layers"), entries)]
+               for n, i, t in endpoints(config.get("output_layers"), entries)]
     order, indices = _build_map(outputs, nodes)
     depths = _depths(order, nodes)
-    for ref in _endpoints(config.get("input_layers"), entries):
+    for ref in endpoints(config.get("input_layers"), entries):
         if ref[0] not in depths:
             depths[ref[0]] = 0
             indices[ref[0]] = -1
@@ -182,12 +188,14 @@ def functional_order(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [entries[n] for n in layers]
 
 
-def _endpoints(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+def endpoints(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The references of a model's ``input_layers`` or ``output_layers`` (bare, a list or a dict), naming layers of
+    ``scope``."""
     if is_reference(value, scope):
         return [tuple(value[:3])]
     if isinstance(value, dict):
-        return [t for k in sorted(value) for t in _endpoints(value[k], scope)]
-    return [t for v in value for t in _endpoints(v, scope)] if isinstance(value, list) else []
+        return [t for k in sorted(value) for t in endpoints(value[k], scope)]
+    return [t for v in value for t in endpoints(v, scope)] if isinstance(value, list) else []
 
 
 def _build_map(outputs: list[Any], nodes: dict[tuple[str, int], list[tuple[str, int, int]]]
