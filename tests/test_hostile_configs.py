@@ -6,7 +6,8 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -130,7 +130,6 @@ def _place(plan: ConversionPlan, source: Checkpoint, root: Keras3Object, model: 
 def _contradictions(source: Checkpoint, name: str, keys: list[str], order: list[tuple[Keras3Object, int]]) -> list[str]:
     """Why the stored weights ``keys`` of layer ``name`` cannot be its variables as its config makes them (the first
     that cannot; Keras 3 would refuse to load it), else nothing."""
-    out = []
     for key, (obj, index) in zip(keys, order):
         why = weight_problem(obj.cls, obj.variables[index], obj.config, tuple(source[key].shape)) \
             if obj.variables else None
