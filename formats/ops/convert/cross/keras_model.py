@@ -20,8 +20,8 @@ from formats.concepts.keras_layers import KERAS2_NAMES
 from formats.core.errors import UnsupportedError, UsageError
 from formats.core.model import Checkpoint, FormatName
 from formats.keras_h5.output import KERAS3_VERSION, KERAS_SUFFIX, TOP_LEVEL
-from formats.ops.convert.cross.legacy_checks import graph_problems, weight_problem
-from formats.ops.convert.cross.legacy_graph import Keras3Object, keras2_order, model_objects
+from formats.ops.convert.cross.legacy_checks import weight_problem
+from formats.ops.convert.cross.legacy_graph import Keras3Object, graph_problems, keras2_order, model_objects
 from formats.ops.convert.cross.legacy_model import LegacyModel, translate_model
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 

@@ -15,6 +15,9 @@ Keras 2 lists a layer's weights as ``layer.weights``: its trainable weights, the
 the layer's own variables, then its sub-layers' in creation order (a nested model's BatchNormalization
 statistics come after all its trainable weights; a frozen layer's weights with the non-trainable ones):
 :func:`keras2_order`.
+
+What ``functional_from_config`` would fail on, or loop for ever on, in a translated config (a call naming a node
+or output that does not exist, calls in a cycle, no outputs) is :func:`graph_problems`'s.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", "unique_keys", "node_inputs",
-           "endpoints"]
+           "endpoints", "graph_problems"]
 
 
 @record
@@ -239,6 +242,95 @@ def _depths(order: list[tuple[str, int]], nodes: dict[tuple[str, int], list[tupl
             if key in in_graph:
                 node_depths[key] = max(depth + 1, node_depths.get(key, 0))
     return depths
+
+
+MULTI_OUTPUT = frozenset({"MultiHeadAttention", "GroupedQueryAttention", "Bidirectional", "RNN"})
+"""Layers whose number of outputs depends on how they are called (attention scores, states)."""
+
+
+# -- what Keras 3 refuses in a graph -----------------------------------------------------------------------------------
+def graph_problems(config: dict[str, Any], where: str = "") -> list[str]:
+    """What ``functional_from_config`` would fail on (or loop on) in a translated Functional ``config``, and in the
+    Functional models nested in it; one sentence per problem, naming the layer."""
+    entries = {str(e.get("name")): e for e in config.get("layers", []) if isinstance(e, dict)}
+    out: list[str] = []
+    for name, entry in entries.items():
+        inner = f"{where}/{name}" if where else name
+        if entry.get("class_name") == "Functional" and isinstance(entry.get("config"), dict):
+            out += graph_problems(entry["config"], inner)
+        for data in entry.get("inbound_nodes") or []:
+            for ref in node_inputs(data, entries):
+                out += _reference_problems(ref, entries, inner, endpoint=False)
+    for key in ("input_layers", "output_layers"):
+        found = endpoints(config.get(key), entries)
+        if not found and key == "output_layers":
+            out.append(f"model {where or config.get('name')!r}: it has no outputs, so Keras 3 would keep none of its "
+                       "layers")
+        for ref in found:
+            out += _reference_problems(ref, entries, f"{where}/{key}" if where else key, endpoint=True)
+    cycle = _cycle(entries)
+    if cycle:
+        out.append(f"layer {(f'{where}/' if where else '') + cycle[0]!r}: its input depends on its own output "
+                   f"({' -> '.join(cycle)}), which Keras cannot build")
+    return out
+
+
+def _calls(entry: dict[str, Any]) -> int:
+    """How many calls (nodes) Keras 3 makes of a layer when it replays the config: an input has its own."""
+    if entry.get("class_name") == "InputLayer":
+        return 1
+    nodes = entry.get("inbound_nodes")
+    return len(nodes) if isinstance(nodes, list) else 0
+
+
+def _outputs(entry: dict[str, Any]) -> int | None:
+    """How many tensors one call of a layer returns (None: it depends on the call)."""
+    cls = entry.get("class_name")
+    config = _config(entry)
+    if cls == "Functional":
+        return len(endpoints(config.get("output_layers"), {str(e.get("name")): e for e in config.get("layers", [])
+                                                           if isinstance(e, dict)})) or None
+    if cls in MULTI_OUTPUT or config.get("return_state") or is_operation(entry):
+        return None
+    return 1
+
+
+def _reference_problems(ref: tuple[str, int, int], entries: dict[str, Any], where: str, endpoint: bool) -> list[str]:
+    name, node, tensor = ref
+    producer = entries[name]
+    index = node - 1 if endpoint and producer.get("class_name") == "Functional" else node  # get_tensor's offset
+    calls = _calls(producer)
+    if not 0 <= index < calls:
+        return [f"layer {where!r}: names call {node} of layer {name!r}, which has {calls} call(s)"]
+    outputs = _outputs(producer)
+    if tensor < 0 or outputs is not None and tensor >= outputs:
+        return [f"layer {where!r}: names output {tensor} of layer {name!r}, which has {outputs} output(s)"]
+    return []
+
+
+def _cycle(entries: dict[str, Any]) -> list[str]:
+    """The layers of a cycle of calls (a call that needs its own output), first layer repeated last; else []."""
+    graph = {(name, i): [(r[0], r[1]) for r in node_inputs(data, entries)]
+             for name, entry in entries.items() for i, data in enumerate(entry.get("inbound_nodes") or [])}
+    state: dict[tuple[str, int], int] = {}  # 1: on the path, 2: done
+    for start in graph:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(graph[start])]
+        state[start] = 1
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(child) == 1:
+                at = path.index(child)
+                return [n for n, _ in path[at:]] + [child[0]]
+            elif child in graph and not state.get(child):
+                state[child] = 1
+                path.append(child)
+                stack.append(iter(graph[child]))
+    return []
 
 
 # -- Keras 2's order of a layer's weights ---------------------------------------------------------------------
