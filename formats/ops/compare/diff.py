@@ -152,8 +152,9 @@ def _names(ckpt: Checkpoint, match: str, strip: str | None, rules: RuleSet | Non
 def _converted(ca: Checkpoint, cb: Checkpoint, rules: RuleSet | None,
                notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """name -> key for both sides as converting A onto B's layout pairs them: B's keys, A's keys under the B key
-    they fill (:func:`~formats.ops.convert.as_converted.converted_pairs`). What the conversion leaves out of A is
-    said in ``notes``, not counted; B's tensors it makes up are left out of the comparison (also noted)."""
+    they fill (:func:`~formats.ops.convert.as_converted.converted_pairs`). What the conversion leaves out of A on
+    purpose is said in ``notes``, not counted; A's model variables B holds no counterpart of are under their own
+    keys, so they count as only in A; B's tensors the conversion makes up are left out of the comparison (noted)."""
     from formats.ops.convert.as_converted import converted_pairs
 
     found = converted_pairs(ca, cb, rules)
@@ -162,7 +163,10 @@ def _converted(ca: Checkpoint, cb: Checkpoint, rules: RuleSet | None,
     if found.made:
         notes.append(f"B: {len(found.made)} tensor(s) the conversion makes, not compared: {', '.join(found.made)}")
     made = set(found.made)
-    return dict(found.pairs), {key: key for key in cb if key not in made}
+    names_a, names_b = dict(found.pairs), {key: key for key in cb if key not in made}
+    for key in found.unplaced:
+        names_a[key if key not in names_a and key not in names_b else f"{key} (A)"] = key
+    return names_a, names_b
 
 
 def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str | os.PathLike[str], *,

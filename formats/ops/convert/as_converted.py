@@ -5,12 +5,14 @@ The output of ``ckpt convert SRC --template T`` has the template's layout, so pl
 onto the output itself pairs every output tensor with the source tensor the conversion put there - weights,
 optimizer slots and counters, by the same rules (the ``--map``/``--rules`` the conversion was given). A correct
 conversion's pairs hold equal bytes; a wrong one's do not. Source tensors the conversion leaves out (the object
-graph, state only one side holds) are named with the conversion's reason, not counted as differences.
+graph, state only one side holds) are named with the conversion's reason, not counted as differences; a model
+variable of the source with no counterpart in the output is ``unplaced``: the conversion should have written it,
+so it is a difference (an output that lost whole layers is not "identical").
 """
 from __future__ import annotations
 
 from formats.core.errors import UsageError
-from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
 from formats.core.records import field, record
 from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import ERROR, ConvertOptions
@@ -26,12 +28,14 @@ class ConvertedPairs:
     """``pairs``: output key -> the source key a conversion fills it from; ``left_out``: what the conversion
     leaves out of the source, one line per reason with the keys; ``problems``: why the conversion could not
     be planned onto this output (then some output keys have no pair); ``made``: output keys the conversion
-    makes up or computes (an object graph, a transformed value), not compared."""
+    makes up or computes (an object graph, a transformed value), not compared; ``unplaced``: the source's model
+    variables no output tensor is paired with (what the output lacks)."""
 
     pairs: dict[str, str] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     made: list[str] = field(default_factory=list)
+    unplaced: list[str] = field(default_factory=list)
 
 
 _TEMPLATED = sorted(t for t in PLANNERS if t not in (FormatName.KERAS_MODEL.value, FormatName.HF.value))
@@ -59,10 +63,15 @@ def converted_pairs(source: Checkpoint, output: Checkpoint, rules: RuleSet | Non
                 found.pairs[row.key] = row.source
             else:
                 found.made.append(row.key)
+        placed = {row.source for row in plan.rows}
+        found.unplaced = [k for k in source if k != OBJECT_GRAPH_KEY and k not in placed
+                          and source[k].role == Role.VARIABLE]
+        unplaced = set(found.unplaced)
         for problem in plan.problems:
             if problem.severity == ERROR:
                 found.problems.append(f"{problem.kind}: {problem.key}: {problem.message}")
             elif problem.kind == "unused":
-                keys = ", ".join(problem.candidates or [problem.key])
-                found.left_out.append(f"{problem.message}: {keys}")
+                keys = [k for k in problem.candidates or [problem.key] if k not in unplaced]
+                if keys:
+                    found.left_out.append(f"{problem.message}: {', '.join(keys)}")
     return found

@@ -20,7 +20,8 @@ from formats.concepts.keras_layers import KERAS2_NAMES
 from formats.core.errors import UnsupportedError, UsageError
 from formats.core.model import Checkpoint, FormatName
 from formats.keras_h5.output import KERAS3_VERSION, KERAS_SUFFIX, TOP_LEVEL
-from formats.ops.convert.cross.legacy_graph import Keras3Object, keras2_order, model_objects
+from formats.ops.convert.cross.legacy_checks import weight_problem
+from formats.ops.convert.cross.legacy_graph import Keras3Object, graph_problems, keras2_order, model_objects
 from formats.ops.convert.cross.legacy_model import LegacyModel, translate_model
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
@@ -51,9 +52,10 @@ def plan_keras_model(source: Checkpoint, options: ConvertOptions) -> ConversionP
         return plan
     model = translate_model(config)
     if model.config is None:
-        shown = model.refusals[:_SHOWN]
-        more = f"; and {len(model.refusals) - _SHOWN} more layer(s)" if len(model.refusals) > _SHOWN else ""
-        raise UnsupportedError(source.path, "cannot rebuild the model in Keras 3: " + "; ".join(shown) + more)
+        _refuse(source, model.refusals)
+    assert model.config is not None
+    if model.config.get("class_name") == "Functional":
+        _refuse(source, graph_problems(model.config.get("config") or {}))
     root = model_objects(model.config)
     _place(plan, source, root, model)
     _left_out(plan, source)
@@ -62,6 +64,14 @@ def plan_keras_model(source: Checkpoint, options: ConvertOptions) -> ConversionP
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
+
+
+def _refuse(source: Checkpoint, refusals: list[str]) -> None:
+    """Raise the one error naming why the model cannot be rebuilt in Keras 3 (nothing when ``refusals`` is empty)."""
+    if refusals:
+        shown = refusals[:_SHOWN]
+        more = f"; and {len(refusals) - _SHOWN} more layer(s)" if len(refusals) > _SHOWN else ""
+        raise UnsupportedError(source.path, "cannot rebuild the model in Keras 3: " + "; ".join(shown) + more)
 
 
 def archive_members(config: dict[str, object], date_saved: str) -> dict[str, bytes]:
@@ -92,6 +102,7 @@ def _place(plan: ConversionPlan, source: Checkpoint, root: Keras3Object, model: 
         shown = ", ".join(f"{old} -> {new}" for old, new in list(renamed.items())[:3])
         plan.add("fallback", "(names)", f"{len(renamed)} layer name(s) hold '/', which Keras 3 refuses: '/' "
                  f"becomes '_' ({shown}{', ...' if len(renamed) > 3 else ''})", WARNING, list(renamed))
+    contradictions: list[str] = []
     for name, keys in source.metadata["layer_weights"].items():
         if not keys:
             continue
@@ -103,15 +114,28 @@ def _place(plan: ConversionPlan, source: Checkpoint, root: Keras3Object, model: 
         order = keras2_order(layer)
         if not _check(plan, source, name, layer, keys, order):
             continue
-        if not layer.kept:
-            plan.add("unused", name, f"layer {name!r} is not connected to the model's outputs: Keras 3 leaves it "
-                     f"out of the model, and its {len(keys)} weight(s) with it", WARNING, keys)
+        contradictions += _contradictions(source, name, keys, order)
+        if not layer.kept:  # Keras 2 saves only the layers between inputs and outputs: the config was edited
+            plan.add("unused", name, f"layer {name!r} is not connected to the model's outputs: Keras 3 would leave it "
+                     f"out of the model, and its {len(keys)} weight(s) with it", candidates=keys)
             continue
         for key, (obj, index) in zip(keys, order):
             entry = source[key]
             kind = obj.variables[index] if obj.variables else ""
             note = "" if _kind(str(entry.name)) == kind else f"Keras 2 {_kind(str(entry.name))}"
             plan.add_row(key, f"{obj.path}/vars/{index}", entry, entry.shape, entry.dtype, note)
+    _refuse(source, contradictions)
+
+
+def _contradictions(source: Checkpoint, name: str, keys: list[str], order: list[tuple[Keras3Object, int]]) -> list[str]:
+    """Why the stored weights ``keys`` of layer ``name`` cannot be its variables as its config makes them (the first
+    that cannot; Keras 3 would refuse to load it), else nothing."""
+    for key, (obj, index) in zip(keys, order):
+        why = weight_problem(obj.cls, obj.variables[index], obj.config, tuple(source[key].shape)) \
+            if obj.variables else None
+        if why is not None:
+            return [f"layer {name!r}: {why} ({key})"]
+    return []
 
 
 def _kind(name: str) -> str:
@@ -164,4 +188,5 @@ def _left_out(plan: ConversionPlan, source: Checkpoint) -> None:
     stray = [k for k in source if source[k].role == "variable" and k not in placed
              and not any(k in p.candidates or k == p.key for p in plan.problems)]
     if stray:
-        plan.add("unused", "model_weights", f"{len(stray)} weight(s) no layer lists", WARNING, stray)
+        plan.add("unused", "model_weights", f"{len(stray)} weight(s) no layer lists: the model would lose them",
+                 candidates=stray)

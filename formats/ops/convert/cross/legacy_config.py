@@ -24,6 +24,7 @@ from formats.concepts.keras_layers import (ANY_VALUE, CHANGED_ACTIVATIONS, DTYPE
                                            KERAS2_RENAMED_ARGUMENTS,
                                            KERAS3_ACTIVATIONS, KERAS3_CLASSES, KERAS3_LAYERS, KERAS3_LAYERS_MODULE,
                                            KERAS3_OBJECTS)
+from formats.ops.convert.cross.legacy_checks import argument_problems
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ class Translator:
             return self.model(obj, where)
         if not self.known(cls, where):
             return None
+        if not isinstance(obj["config"], dict):
+            self.refuse(where, f"the config of a {cls} layer is a {type(obj['config']).__name__}, not an object")
+            return None
         return layer_object(cls, self.arguments(cls, dict(obj["config"]), where))
 
     def known(self, cls: str, where: str) -> bool:
@@ -129,6 +133,8 @@ class Translator:
             config["axis"] = axis[0]
         for key, value in list(config.items()):
             config[key] = self.value(cls, key, value, where)
+        for problem in argument_problems(cls, config):
+            self.refuse(where, f"{cls}'s {problem} (Keras 3 refuses it)")
         return config
 
     def value(self, cls: str, key: str, value: Any, where: str) -> Any:

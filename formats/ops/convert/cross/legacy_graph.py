@@ -15,6 +15,9 @@ Keras 2 lists a layer's weights as ``layer.weights``: its trainable weights, the
 the layer's own variables, then its sub-layers' in creation order (a nested model's BatchNormalization
 statistics come after all its trainable weights; a frozen layer's weights with the non-trainable ones):
 :func:`keras2_order`.
+
+What ``functional_from_config`` would fail on, or loop for ever on, in a translated config (a call naming a node
+or output that does not exist, calls in a cycle, no outputs) is :func:`graph_problems`'s.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", "unique_keys"]
+__all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", "unique_keys", "node_inputs",
+           "endpoints", "graph_problems"]
 
 
 @record
@@ -36,7 +40,8 @@ class Keras3Object:
     sub-object), ``cls``, ``variables`` (its own, in creation order; None when ckpt does not know the class's),
     ``trainable``, ``children`` (sub-layers and sub-objects in Keras 2's creation order), ``layer``: the name of
     the layer it is or belongs to (a sub-object's is its layer's), which Keras 2 puts in its weights' names, and
-    ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs)."""
+    ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs); ``config``: its
+    translated config."""
 
     path: str
     name: str | None
@@ -46,6 +51,7 @@ class Keras3Object:
     layer: str = ""
     children: list[Keras3Object] = field(default_factory=list)
     kept: bool = True
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def walk(self) -> list[Keras3Object]:
         """This object and every object below it, parents first."""
@@ -84,7 +90,8 @@ def model_objects(obj: dict[str, Any], path: str = "", name: str | None = None, 
     cls = str(obj.get("class_name"))
     config = _config(obj)
     own = config.get("name") if name is None and isinstance(config.get("name"), str) else name
-    node = Keras3Object(path, own, cls, None, bool(config.get("trainable", True)), layer or str(own or ""))
+    node = Keras3Object(path, own, cls, None, bool(config.get("trainable", True)), layer or str(own or ""),
+                        config=config)
     if cls in ("Functional", "Sequential"):
         node.variables = []
         node.children = _model_children(cls, config, path)
@@ -150,7 +157,9 @@ def _flatten(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
     return []
 
 
-def _node_inputs(data: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+def node_inputs(data: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The tensor references ``(layer, node, tensor)`` of one call of a translated config (either form), naming
+    layers of ``scope``."""
     if isinstance(data, dict):
         return _flatten([data.get("args"), data.get("kwargs")], scope)
     return [(d[0], d[1], d[2]) for d in data if is_reference(d, scope)] if isinstance(data, list) else []
@@ -162,14 +171,14 @@ def functional_order(config: dict[str, Any]) -> list[dict[str, Any]]:
     nodes: dict[tuple[str, int], list[tuple[str, int, int]]] = {}
     for name, entry in entries.items():
         for i, data in enumerate(entry.get("inbound_nodes") or []):
-            nodes[(name, i)] = _node_inputs(data, entries)
+            nodes[(name, i)] = node_inputs(data, entries)
         if entry.get("class_name") == "InputLayer":
             nodes[(name, 0)] = []
     outputs = [(n, i - 1 if entries[n].get("class_name") == "Functional" else i, t)  # get_tensor takes 1 off
-               for n, i, t in _endpoints(config.get("output_layers"), entries)]
+               for n, i, t in endpoints(config.get("output_layers"), entries)]
     order, indices = _build_map(outputs, nodes)
     depths = _depths(order, nodes)
-    for ref in _endpoints(config.get("input_layers"), entries):
+    for ref in endpoints(config.get("input_layers"), entries):
         if ref[0] not in depths:
             depths[ref[0]] = 0
             indices[ref[0]] = -1
@@ -182,12 +191,14 @@ def functional_order(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [entries[n] for n in layers]
 
 
-def _endpoints(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+def endpoints(value: Any, scope: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The references of a model's ``input_layers`` or ``output_layers`` (bare, a list or a dict), naming layers of
+    ``scope``."""
     if is_reference(value, scope):
         return [tuple(value[:3])]
     if isinstance(value, dict):
-        return [t for k in sorted(value) for t in _endpoints(value[k], scope)]
-    return [t for v in value for t in _endpoints(v, scope)] if isinstance(value, list) else []
+        return [t for k in sorted(value) for t in endpoints(value[k], scope)]
+    return [t for v in value for t in endpoints(v, scope)] if isinstance(value, list) else []
 
 
 def _build_map(outputs: list[Any], nodes: dict[tuple[str, int], list[tuple[str, int, int]]]
@@ -231,6 +242,95 @@ def _depths(order: list[tuple[str, int]], nodes: dict[tuple[str, int], list[tupl
             if key in in_graph:
                 node_depths[key] = max(depth + 1, node_depths.get(key, 0))
     return depths
+
+
+MULTI_OUTPUT = frozenset({"MultiHeadAttention", "GroupedQueryAttention", "Bidirectional", "RNN"})
+"""Layers whose number of outputs depends on how they are called (attention scores, states)."""
+
+
+# -- what Keras 3 refuses in a graph -----------------------------------------------------------------------------------
+def graph_problems(config: dict[str, Any], where: str = "") -> list[str]:
+    """What ``functional_from_config`` would fail on (or loop on) in a translated Functional ``config``, and in the
+    Functional models nested in it; one sentence per problem, naming the layer."""
+    entries = {str(e.get("name")): e for e in config.get("layers", []) if isinstance(e, dict)}
+    out: list[str] = []
+    for name, entry in entries.items():
+        inner = f"{where}/{name}" if where else name
+        if entry.get("class_name") == "Functional" and isinstance(entry.get("config"), dict):
+            out += graph_problems(entry["config"], inner)
+        for data in entry.get("inbound_nodes") or []:
+            for ref in node_inputs(data, entries):
+                out += _reference_problems(ref, entries, inner, endpoint=False)
+    for key in ("input_layers", "output_layers"):
+        found = endpoints(config.get(key), entries)
+        if not found and key == "output_layers":
+            out.append(f"model {where or config.get('name')!r}: it has no outputs, so Keras 3 would keep none of its "
+                       "layers")
+        for ref in found:
+            out += _reference_problems(ref, entries, f"{where}/{key}" if where else key, endpoint=True)
+    cycle = _cycle(entries)
+    if cycle:
+        out.append(f"layer {(f'{where}/' if where else '') + cycle[0]!r}: its input depends on its own output "
+                   f"({' -> '.join(cycle)}), which Keras cannot build")
+    return out
+
+
+def _calls(entry: dict[str, Any]) -> int:
+    """How many calls (nodes) Keras 3 makes of a layer when it replays the config: an input has its own."""
+    if entry.get("class_name") == "InputLayer":
+        return 1
+    nodes = entry.get("inbound_nodes")
+    return len(nodes) if isinstance(nodes, list) else 0
+
+
+def _outputs(entry: dict[str, Any]) -> int | None:
+    """How many tensors one call of a layer returns (None: it depends on the call)."""
+    cls = entry.get("class_name")
+    config = _config(entry)
+    if cls == "Functional":
+        return len(endpoints(config.get("output_layers"), {str(e.get("name")): e for e in config.get("layers", [])
+                                                           if isinstance(e, dict)})) or None
+    if cls in MULTI_OUTPUT or config.get("return_state") or is_operation(entry):
+        return None
+    return 1
+
+
+def _reference_problems(ref: tuple[str, int, int], entries: dict[str, Any], where: str, endpoint: bool) -> list[str]:
+    name, node, tensor = ref
+    producer = entries[name]
+    index = node - 1 if endpoint and producer.get("class_name") == "Functional" else node  # get_tensor's offset
+    calls = _calls(producer)
+    if not 0 <= index < calls:
+        return [f"layer {where!r}: names call {node} of layer {name!r}, which has {calls} call(s)"]
+    outputs = _outputs(producer)
+    if tensor < 0 or outputs is not None and tensor >= outputs:
+        return [f"layer {where!r}: names output {tensor} of layer {name!r}, which has {outputs} output(s)"]
+    return []
+
+
+def _cycle(entries: dict[str, Any]) -> list[str]:
+    """The layers of a cycle of calls (a call that needs its own output), first layer repeated last; else []."""
+    graph = {(name, i): [(r[0], r[1]) for r in node_inputs(data, entries)]
+             for name, entry in entries.items() for i, data in enumerate(entry.get("inbound_nodes") or [])}
+    state: dict[tuple[str, int], int] = {}  # 1: on the path, 2: done
+    for start in graph:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(graph[start])]
+        state[start] = 1
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(child) == 1:
+                at = path.index(child)
+                return [n for n, _ in path[at:]] + [child[0]]
+            elif child in graph and not state.get(child):
+                state[child] = 1
+                path.append(child)
+                stack.append(iter(graph[child]))
+    return []
 
 
 # -- Keras 2's order of a layer's weights ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 from formats.concepts.keras_layers import KERAS2_CONSTANT_OPERATIONS, KERAS2_OPERATIONS, KERAS3_OPERATIONS_MODULE
 from formats.core.records import field, record
 from formats.core.names import unused_name
+from formats.ops.convert.cross.legacy_checks import argument_problems
 from formats.ops.convert.cross.legacy_config import MODELS, Translator, keras3_class, layer_object
 
 TYPE_CHECKING = False
@@ -98,6 +99,11 @@ class _ModelTranslator:
         self.t.refuse(where, f"{what} has no layers in its config (a subclassed model: Keras 3 needs its code)")
         return None
 
+    def check_model(self, trainable: Any, where: str) -> None:
+        """A refusal for a model argument Keras 3 refuses (``trainable`` that is not a boolean)."""
+        for problem in argument_problems("Functional", {"trainable": trainable}):
+            self.t.refuse(where, f"the model's {problem} (Keras 3 refuses it)")
+
     def renamed(self, names: list[str], where: str) -> dict[str, str]:
         """The names of one model's layers Keras 3 refuses, renamed (reported for the top-level model)."""
         found = _unique_names(names)
@@ -126,8 +132,9 @@ class _ModelTranslator:
             if layer is not None:
                 _set_name(layer, renames.get(old, old))
                 layers.append(layer)
-        out: dict[str, Any] = {"name": name, "trainable": bool(config.get("trainable", True))
-                               if isinstance(config, dict) else True, "layers": layers}
+        trainable = config.get("trainable", True) if isinstance(config, dict) else True
+        self.check_model(trainable, where or name)
+        out: dict[str, Any] = {"name": name, "trainable": trainable, "layers": layers}
         build = config.get("build_input_shape") if isinstance(config, dict) else None
         if build is None and layers and layers[0].get("class_name") == "InputLayer":
             build = layers[0]["config"].get("batch_shape")
@@ -167,6 +174,7 @@ class _Graph:
         out: dict[str, Any] = {"name": str(self.config.get("name", "functional"))}
         if "trainable" in self.config:
             out["trainable"] = self.config["trainable"]
+            self.owner.check_model(out["trainable"], self.where or out["name"])
         out.update(layers=layers, input_layers=self.endpoints("input_layers"),
                    output_layers=self.endpoints("output_layers"))
         return out
@@ -225,7 +233,8 @@ class _Graph:
         """A Keras 2 call's inputs ``[[layer, node, tensor, kwargs], ...]`` (one bare input wrapped)."""
         if is_reference(data):
             data = [data]
-        if not isinstance(data, list) or not all(isinstance(d, list) and d for d in data):
+        if not isinstance(data, list) or not data or not all(
+                is_reference(d) or isinstance(d, list) and d and d[0] == _CONSTANT for d in data):
             self.t.refuse(where, f"a call {data!r} is not in a form ckpt reads")
             return None
         if any(d[0] == _CONSTANT for d in data):

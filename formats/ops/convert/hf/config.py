@@ -56,7 +56,7 @@ def read_config(path: str, kind: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, f"cannot read the model configuration ({getattr(exc, 'strerror', None) or exc})") from None
     if kind == "gin" or path.endswith(".gin"):
-        return parse_gin(text)
+        return parse_gin(text, path)
     try:
         doc = load_json(text, path, "the model configuration", max_bytes=MAX_JSON_BYTES)
     except CorruptCheckpointError as exc:
@@ -66,34 +66,70 @@ def read_config(path: str, kind: str) -> dict[str, Any]:
     return doc
 
 
-def parse_gin(text: str) -> dict[str, Any]:
+_OPENING = {"]": "[", ")": "(", "}": "{"}
+
+
+def _scan(line: str, stack: list[tuple[str, int]], number: int) -> tuple[str, str | None]:
+    """``line`` without its comment, the brackets it opens pushed onto ``stack`` (with ``number``, the line they
+    open on) and those it closes popped; brackets and ``#`` inside quotes are text. Also what is wrong (a closing
+    bracket that closes nothing, or another kind), else None."""
+    quote = ""
+    escaped = False
+    for at, char in enumerate(line):
+        if quote:
+            escaped = char == "\\" and not escaped
+            if char == quote and not escaped:
+                quote = ""
+            continue
+        if char in "'\"":
+            quote = char
+        elif char == "#":
+            return line[:at], None
+        elif char in "[({":
+            stack.append((char, number))
+        elif char in _OPENING:
+            if not stack or stack[-1][0] != _OPENING[char]:
+                return line, f"{char!r} closes no {_OPENING[char]!r}"
+            stack.pop()
+    return line, None
+
+
+def parse_gin(text: str, path: str = "") -> dict[str, Any]:
     """The bindings of a gin file: ``d_model = 512`` -> ``{"d_model": 512}``; ``Scope.param = 'x'`` kept
     under ``Scope.param`` and, when no macro has the name, under ``param`` too. Values are Python literals;
-    others (``@ref``, ``%MACRO``) are kept as text. Continued lines (open brackets) are joined."""
+    others (``@ref``, ``%MACRO``) are kept as text. Continued lines (open brackets) are joined, in time linear in
+    the text; a bracket that is never closed, or closed by another kind, is a :class:`ConfigError` naming
+    ``path`` and the line (gin refuses such a file, and everything after it would be lost)."""
     out: dict[str, Any] = {}
     plain: dict[str, Any] = {}
-    pending = ""
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].rstrip() if not pending else line.rstrip()
+    pending: list[str] = []
+    stack: list[tuple[str, int]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line, wrong = _scan(line, stack, number)
+        if wrong is not None:
+            raise ConfigError(path, f"line {number}: not a gin configuration: {wrong}")
         if not line.strip():
             continue
-        pending = f"{pending} {line.strip()}" if pending else line.strip()
-        if pending.count("[") > pending.count("]") or pending.count("(") > pending.count(")"):
+        pending.append(line.strip())
+        if stack:
             continue
-        name, sep, value = pending.partition("=")
-        pending = ""
+        name, sep, value = " ".join(pending).partition("=")
+        pending = []
         if not sep:
             continue
         name, value = name.strip(), value.strip()
         try:
             parsed: Any = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             parsed = value
         if "." in name or "/" in name:
             out[name] = parsed
             plain.setdefault(name.replace("/", ".").rsplit(".", 1)[-1], parsed)
         else:
             out[name] = parsed
+    if stack:
+        raise ConfigError(path, f"line {stack[0][1]}: not a gin configuration: {stack[0][0]!r} is never closed "
+                                "(everything after it would be one binding)")
     for name, value in plain.items():
         out.setdefault(name, value)
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from formats.core.records import field, record
 from typing import Any
 
@@ -17,7 +18,7 @@ from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
-__all__ = ["plan_hf", "detect_family", "expected_params", "Target", "HF", "Choice", "choose"]
+__all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
 
 HF = FormatName.HF.value
 """The ``--to`` name of a transformers model directory."""
@@ -59,19 +60,57 @@ def detect_family(keys: list[str]) -> Family | None:
     return None
 
 
-def _combinations(param: Param, config: dict[str, Any]) -> list[dict[str, str]]:
-    """Every placeholder assignment a parameter pattern repeats over (``each`` counts, ``a|b`` words)."""
-    axes: list[list[tuple[str, str]]] = []
+def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
+    """Each placeholder a parameter pattern repeats over, with its count (``each``: a configuration expression)
+    or its words (``a|b``), in the pattern's order; nothing is expanded."""
+    axes: list[tuple[str, int | list[str]]] = []
     for m in PLACEHOLDER.finditer(param.name.text):
         name, _, kind = m.group(1).partition(":")
         if name.startswith("="):
             continue
         if name in param.each:
-            axes.append([(name, str(n)) for n in range(evaluate(param.each[name], config))])
+            axes.append((name, evaluate(param.each[name], config)))
         elif "|" in kind:
-            axes.append([(name, word) for word in kind.split("|")])
+            axes.append((name, kind.split("|")))
         else:
             raise KeyError(f"{param.name.text}: placeholder {{{name}}} has no 'each' count and no words")
+    return axes
+
+
+class ConfigBoundError(ValueError):
+    """A configuration whose counts imply more parameters than a checkpoint can fill: ``field`` names the
+    configuration field (or fields) behind the count."""
+
+    def __init__(self, field_name: str, values: str, consequence: str) -> None:
+        super().__init__(f"{values} {consequence}")
+        self.field, self.values, self.consequence = field_name, values, consequence
+
+
+def check_counts(family: Family, config: dict[str, Any], tensors: int) -> None:
+    """Refuse (:class:`ConfigBoundError`) a configuration one of whose parameter patterns repeats more times
+    than the checkpoint holds tensors (``num_hidden_layers = 10**9`` beside 200 tensors): every repetition
+    needs a tensor of its own, so the configuration contradicts the checkpoint; checked before anything is
+    expanded, so time and memory stay bounded by the checkpoint's size."""
+    for param in family.params:
+        if not holds(param.when, config):
+            continue
+        axes = _axes(param, config)
+        count = 1
+        for _, axis in axes:
+            count *= len(axis) if isinstance(axis, list) else max(axis, 0)
+        if count > tensors:
+            fields = sorted({f for name, _ in axes if name in param.each
+                             for f in re.findall(r"[A-Za-z_]\w*", param.each[name])})
+            named = ", ".join(f"{f}={config.get(f)!r}" for f in fields) or "the configuration"
+            raise ConfigBoundError(", ".join(fields) or "config", named, f"makes {count:,} parameters "
+                                   f"{param.name.text!r}, more than the {tensors:,} tensors the checkpoint holds: "
+                                   "the configuration does not describe this checkpoint")
+
+
+def _combinations(param: Param, config: dict[str, Any]) -> list[dict[str, str]]:
+    """Every placeholder assignment a parameter pattern repeats over (``each`` counts, ``a|b`` words)."""
+    axes = [[(name, str(n)) for n in range(axis)] if isinstance(axis, int) else [(name, word) for word in axis]
+            for name, axis in _axes(param, config)]
     return [dict(combo) for combo in itertools.product(*axes)]
 
 
@@ -164,6 +203,7 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
 def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``)."""
     plan = ConversionPlan(source.path, HF)
+    choice: Choice | None = None
     try:
         choice = choose(source, options, plan)
         if choice is None:
@@ -172,6 +212,9 @@ def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         plan.write_options["max_shard_size"] = options.max_shard_size
     except KeyError as exc:
         plan.add("config", str(exc.args[0]), f"missing model configuration field {exc.args[0]!r}")
+    except ConfigBoundError as exc:
+        where = f" in {choice.config_source}" if choice is not None and choice.config_source else ""
+        plan.add("config", exc.field, f"{exc.values}{where} {exc.consequence}")
     except ValueError as exc:
         plan.add("config", "config", f"model configuration: {exc}")
     return plan
@@ -202,6 +245,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
 
 def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
     family, config = choice.family, choice.config
+    check_counts(family, config, sum(1 for k in source if k != OBJECT_GRAPH_KEY))
     every = expected_params(family, config)
     mapped, dropped = _sort_sources(source, choice, plan)
     choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
