@@ -6,7 +6,9 @@ A key read from JSON (a safetensors header, an npz provenance record) may also h
 stands for no byte at all (``"\\ud800"``). The rule:
 
 * shown (tables, JSON, messages): an undecodable byte as ``\\xNN``, a lone surrogate as ``\\uXXXX``
-  (:func:`safe_text`);
+  (:func:`safe_text`); on a terminal (every text renderer and message, TTY or pipe, never JSON), control
+  and other unprintable characters too: ``\\x1b``, ``\\x07``, ``\\x9b``, ``\\u202e`` (:func:`terminal_text`),
+  so a hostile name cannot move the cursor, recolour the terminal or forge a row;
 * written where a format stores bytes (bundle keys, HDF5 names, file names): undecodable bytes as those
   bytes, a lone surrogate as the text ``\\uXXXX`` (:func:`writable_name`, :func:`name_bytes`);
 * written where a format stores UTF-8 (proto strings: an object graph's names, and so the keys it
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "safe_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "terminal_text", "safe_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -45,6 +47,21 @@ def safe_text(text: str) -> str:
         import re
 
         return re.sub(_SURROGATE, _shown, text)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as every renderer prints it on a terminal or a pipe: :func:`safe_text`, then each character
+    :meth:`str.isprintable` refuses (C0 and C1 controls such as ESC, BEL, CR, newline, DEL, CSI; format
+    characters such as U+202E) as ``\\xNN`` (below 256), ``\\uXXXX`` or ``\\UXXXXXXXX``. Printable text is returned as it
+    is (JSON keeps the exact string: this is for text output only)."""
+    text = safe_text(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(ord(c)) for c in text)
+
+
+def _escaped(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def safe_data(data: Any) -> Any:
