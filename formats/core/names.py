@@ -18,10 +18,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "terminal_text", "safe_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "terminal_text", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -67,13 +68,38 @@ def _escaped(code: int) -> str:
 def safe_data(data: Any) -> Any:
     """``data`` (JSON-ready: dicts, lists, tuples, strings, numbers) with every string, keys included, made
     :func:`safe_text`; tuples become lists."""
-    if isinstance(data, str):
-        return safe_text(data)
-    if isinstance(data, dict):
-        return {safe_data(k): safe_data(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [safe_data(v) for v in data]
-    return data
+    return map_data(data, lambda leaf: safe_text(leaf) if isinstance(leaf, str) else leaf, safe_text)
+
+
+def map_data(data: Any, leaf: Callable[[Any], Any], key: Callable[[str], str] | None = None) -> Any:
+    """A copy of JSON-ready ``data`` (dicts, lists, tuples) with ``leaf`` applied to every other value and
+    ``key`` (if given) to every dict key; tuples become lists. Iterative: any nesting depth (a report's tree
+    of a key with thousands of ``/``) is walked without recursion."""
+    if not isinstance(data, (dict, list, tuple)):
+        return leaf(data)
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(data, root, 0)]  # (container, its copy's parent, slot in the parent)
+    while stack:
+        node, parent, slot = stack.pop()
+        if isinstance(node, dict):
+            copy: Any = {}
+            parent[slot] = copy
+            for k, v in node.items():
+                k = key(k) if key is not None else k
+                if isinstance(v, (dict, list, tuple)):
+                    copy[k] = None
+                    stack.append((v, copy, k))
+                else:
+                    copy[k] = leaf(v)
+        else:
+            copy = [None] * len(node)
+            parent[slot] = copy
+            for i, v in enumerate(node):
+                if isinstance(v, (dict, list, tuple)):
+                    stack.append((v, copy, i))
+                else:
+                    copy[i] = leaf(v)
+    return root[0]
 
 
 def writable_name(name: str) -> str:
