@@ -16,7 +16,7 @@ Click-free and import-free (``_signal`` is built in): this module is imported be
 from __future__ import annotations
 
 import os
-import _signal
+import _signal  # type: ignore[import-not-found]  # signal's C half: the module signal imports enum
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:

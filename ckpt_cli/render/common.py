@@ -7,7 +7,7 @@ import sys
 from formats.core.memo import remembered
 from formats.core.shapes import shape_text as _shape_text
 from formats.core.units import human_bytes as _human_bytes
-from formats.core.names import safe_data, safe_text, terminal_text
+from formats.core.names import safe_data, terminal_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:

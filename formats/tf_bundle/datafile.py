@@ -29,6 +29,7 @@ def open_data_file(path: str, size: int | None = None) -> tuple[Any, int | None]
     try:
         with storage.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
+            m: Any
             if size <= SMALL_FILE:  # read whole: no descriptor stays behind a map that arrays may outlive
                 m = f.read()
             else:

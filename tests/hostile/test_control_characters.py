@@ -282,5 +282,5 @@ def test_on_a_terminal(hostile, argv: list[str], rich: str) -> None:
     for raw in RAW:
         assert raw not in out, (raw, out)
     assert re.sub(r"\x1b\[[0-9;]*m", "", out).replace("\n", "").isprintable(), out  # only ckpt's own styles
-    for key, shown in SHOWN.items():
+    for shown in SHOWN.values():
         assert shown.split("/")[0] in out
