@@ -1,5 +1,16 @@
-"""``python -m ckpt_cli``: the same entry as the ``ckpt`` command (scripts/ckpt, :func:`ckpt_cli.fast.main`)."""
-import gc
+"""``python -m ckpt_cli``: the same entry as the ``ckpt`` command (scripts/ckpt, :func:`ckpt_cli.fast.main`),
+Ctrl-C handled first of all as there (:mod:`ckpt_cli.interrupt`)."""
+if __name__ == "__main__":
+    try:
+        from ckpt_cli.interrupt import install
+
+        install()
+    except KeyboardInterrupt:  # Ctrl-C before the handler was in place
+        from ckpt_cli.interrupt import interrupted
+
+        interrupted()
+
+import gc  # noqa: E402
 
 if __name__ == "__main__":
     gc.freeze()  # as scripts/ckpt: the start-up's objects go to the permanent generation, collections skip them

@@ -29,9 +29,12 @@ def execute(spec: Command, params: Params, env: Environment) -> int:
 
 
 def _run(spec: Command, params: Params, env: Environment, usage: type[Exception]) -> int:
+    from .interrupt import command_running
+
     try:
-        status = spec.runner(env, params)
-        sys.stdout.flush()
+        with command_running():  # Ctrl-C is KeyboardInterrupt here: the command cleans up, then the line below
+            status = spec.runner(env, params)
+            sys.stdout.flush()
         return int(status)
     except usage:
         raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from formats.core.names import safe_text
+from formats.core.names import terminal_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ class Environment:
         return sys.stderr
 
     def line(self, text: str) -> None:
-        """One line on stderr, names that are not valid UTF-8 escaped, flushed at once."""
-        print(safe_text(text), file=sys.stderr, flush=True)
+        """One line on stderr, flushed at once: names that are not valid UTF-8, and control characters (a
+        hostile key's ESC, BEL, CR or newline), escaped (:func:`~formats.core.names.terminal_text`)."""
+        print(terminal_text(text), file=sys.stderr, flush=True)
 
     def warn(self, message: str) -> None:
         """``ckpt: warning: message``."""

@@ -1,5 +1,5 @@
-"""Small formatting helpers and the consoles every renderer writes to (names that are not valid UTF-8
-are shown by :func:`formats.core.names.safe_text`, the one rule for them)."""
+"""Small formatting helpers and the consoles every renderer writes to (names are shown by :func:`shown`:
+:func:`formats.core.names.terminal_text`, the one rule for them)."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,7 @@ import sys
 from formats.core.memo import remembered
 from formats.core.shapes import shape_text as _shape_text
 from formats.core.units import human_bytes as _human_bytes
-from formats.core.names import safe_data, safe_text
+from formats.core.names import safe_data, terminal_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -18,16 +18,12 @@ human_bytes = remembered(4096)(_human_bytes)  # listings repeat the same few siz
 """``formats.core.units.human_bytes`` (``1536`` -> ``1.5 KiB``), cached."""
 
 
-def shown(text: str) -> str:
-    """Text from a checkpoint (a key) as a terminal shows it: undecodable bytes as ``\\xNN``
-    (:func:`safe_text`), and control characters (escape, bell, newline...) escaped the same way, so a
-    hostile key cannot move the cursor, recolour the terminal or break a table's rows (stats and the plots;
-    the other tables, and ls's compact listing, print keys as :func:`safe_text` leaves them)."""
-    text = safe_text(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
-                   for c in text)
+shown = terminal_text
+"""Text from a checkpoint (a key, a path, a message naming one) as every text renderer prints it, on a
+terminal or a pipe: :func:`formats.core.names.terminal_text` (undecodable bytes as ``\\xNN``, control and
+other unprintable characters escaped the same way), so a hostile key cannot move the cursor, recolour the
+terminal or forge a table's rows. The table layer (:mod:`.table`) applies it to every cell and line; JSON
+keeps the exact string."""
 
 
 shape_text = remembered(4096)(_shape_text)

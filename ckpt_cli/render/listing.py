@@ -6,7 +6,7 @@ import os
 import sys
 from itertools import repeat
 
-from .common import human_bytes, json_text, shape_text
+from .common import human_bytes, json_text, shape_text, shown
 from .table import Segment, TextTable, emit, emit_rows
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -42,8 +42,8 @@ def _summary_line(summary: Any) -> list[list[Segment]]:
 
 def render_compact_table(listing: CompactListing) -> None:
     """What :func:`render_tensor_table` prints for the same tensors, written a block of rows at a time
-    (the rows are never all held as text); on a terminal where rich would lay the table out, through
-    :func:`render_tensor_table`."""
+    (the rows are never all held as text, keys escaped as :func:`~.common.shown` escapes them); on a
+    terminal where rich would lay the table out, through :func:`render_tensor_table`."""
     lines = _summary_line(listing)
     if not listing.tensors:
         emit(None, lines)
@@ -53,12 +53,20 @@ def render_compact_table(listing: CompactListing) -> None:
     widths = [max(len(name), *(len(t[i]) for t in texts.values())) for i, name in enumerate(("dtype", "shape", "size"))]
     wd, ws, wz = widths
     rests = [f"  {t[0]:<{wd}}  {t[1]:<{ws}}  {t[2]:>{wz}}" if t else "" for t in map(texts.get, listing.kinds)]
+    blocks = listing.blocks
     wk = max(3, listing.key_width)
+    if not listing.printable:  # keys holding a character to escape: their blocks escaped (the rest as they are)
+        blocks = []
+        for text, ids in listing.blocks:
+            escaped = _shown_block(text)
+            if escaped is not text:
+                wk = max(wk, *map(len, escaped.split("\n")))
+            blocks.append((escaped, ids))
     header = f"{'key':<{wk}}  {'dtype':<{wd}}  {'shape':<{ws}}  {'size':>{wz}}"
 
     def chunks() -> Iterator[str]:
         pad, rest = str.ljust, rests.__getitem__
-        for text, ids in listing.blocks:
+        for text, ids in blocks:
             yield "\n".join(map(operator.add, map(pad, text.split("\n"), repeat(wk)), map(rest, ids)))
 
     ascii = listing.ascii and all(r.isascii() for r in rests)
@@ -66,6 +74,13 @@ def render_compact_table(listing: CompactListing) -> None:
         from formats.ops.inspect.summary import expand
 
         render_tensor_table(expand(listing))
+
+
+def _shown_block(text: str) -> str:
+    """A compact listing's block of keys (newline-separated) with each key as :func:`~.common.shown` shows it."""
+    if text.replace("\n", " ").isprintable():
+        return text
+    return "\n".join(map(shown, text.split("\n")))
 
 
 def print_listing_json(docs: list[Any]) -> None:

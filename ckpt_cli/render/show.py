@@ -13,6 +13,7 @@ def render_values(name: str, entry: Any, value: Any, slice_text: str | None, *, 
     """``name[slice] -> [shape]: dtype [shape]`` and the values (``threshold`` None: every element)."""
     import numpy as np
 
+    from .common import shown as shown_name
     from .values import display_array
 
     shown = display_array(value)
@@ -21,5 +22,5 @@ def render_values(name: str, entry: Any, value: Any, slice_text: str | None, *, 
         body = np.array2string(shown, formatter={"all": str} if shown.dtype == object else None,
                                separator=", " if shown.dtype == object else " ")
     part = f"[{slice_text}] -> {list(value.shape)}" if slice_text is not None else ""
-    print(f"{name}{part}: {entry.dtype} {list(entry.shape)}")
+    print(f"{shown_name(name)}{shown_name(part)}: {entry.dtype} {list(entry.shape)}")
     print(body)

@@ -12,7 +12,7 @@ import sys
 
 from formats.core.object_keys import VALUE_SUFFIX
 
-from .common import safe_text, use_color
+from .common import shown, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _rich_mode(stream: Any) -> bool:
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks)."""
     header = [name for name, _ in table.columns]
-    rows = [list(map(safe_text, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
+    rows = [list(map(shown, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
     columns = list(zip(header, *rows)) if table.rows else [(h,) for h in header]
     widths = [max(map(len, column)) for column in columns]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
@@ -54,13 +54,16 @@ def plain_table(table: TextTable) -> list[str]:
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
-    """Print ``table`` then ``lines`` to stdout (or stderr): rich on a terminal, plain text otherwise."""
+    """Print ``table`` then ``lines`` to stdout (or stderr): rich on a terminal, plain text otherwise. Every
+    cell and every segment is escaped by :func:`~.common.shown` on either (no control character of a name
+    reaches the terminal, and no name breaks a row)."""
     stream = sys.stderr if stderr else sys.stdout
+    lines = _shown_lines(lines)
     if not _rich_mode(stream):
         out = [] if table is None else plain_table(table)
         out += ["".join(text for text, _ in line) for line in lines or []]
         if out:
-            stream.write(safe_text("\n".join(out) + "\n"))
+            stream.write("\n".join(out) + "\n")
         return
     if os.environ.get("CKPT_FORCE_RICH") != "1" and _emit_fitting(table, lines or [], stream):
         return
@@ -72,8 +75,10 @@ def emit_rows(header: str, chunks: Iterable[str], widest: int, ascii: bool, line
     ``chunks`` of rows (each chunk rows joined by newlines, written as it comes) - then ``lines``, as
     :func:`emit` would print them; ``widest`` is the longest row, ``ascii`` whether every row is ASCII.
     Returns False, writing nothing, on a terminal where rich would lay the table out (a row too wide
-    or not ASCII): the caller then emits it as a :class:`TextTable`."""
+    or not ASCII): the caller then emits it as a :class:`TextTable`. The rows must be escaped already (as
+    :func:`~.common.shown` escapes them); ``lines`` are escaped here."""
     stream = sys.stdout
+    lines = _shown_lines(lines) or []
     texts = ["".join(text for text, _ in line) for line in lines]
     rich = _rich_mode(stream)
     if rich:
@@ -89,10 +94,17 @@ def emit_rows(header: str, chunks: Iterable[str], widest: int, ascii: bool, line
     if rich:
         out = ["".join(_paint(text, style, color) for text, style in line) for line in lines]
     else:
-        out = [safe_text(text) for text in texts]
+        out = texts
     if out:
         stream.write("\n".join(out) + "\n")
     return True
+
+
+def _shown_lines(lines: list[list[Segment]] | None) -> list[list[Segment]] | None:
+    """``lines`` with the text of every segment escaped by :func:`~.common.shown`."""
+    if not lines:
+        return lines
+    return [[(shown(text), style) for text, style in line] for line in lines]
 
 
 def _terminal_width(stream: Any) -> int | None:
@@ -158,7 +170,7 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     key column leaves the other columns too little room, the suffix is left out of its keys; a key is never
     cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
     are limited to what is left of ``width`` (at least 12)."""
-    rows = [list(map(safe_text, row)) for row in table.rows]
+    rows = [list(map(shown, row)) for row in table.rows]
     natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
@@ -211,5 +223,5 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
     for line in lines:
         text = Text()
         for chunk, part_style in line:
-            text.append(safe_text(chunk), style=part_style if use_color() else None)
+            text.append(chunk, style=part_style if use_color() else None)
         out.print(text, soft_wrap=True)

@@ -53,15 +53,16 @@ class CompactListing:
 
     ``total_tensors`` counts every tensor of the checkpoint (listed or not), ``unmatched`` the patterns
     that matched no key, ``key_width`` the longest listed key (in characters), ``ascii`` whether every
-    listed key is ASCII.
+    listed key is ASCII, ``printable`` whether every listed key is shown as it is (no character that
+    :func:`~formats.core.names.terminal_text` escapes: a control character, a format character...).
     """
 
     __slots__ = ("path", "format", "files", "kinds", "blocks", "total_tensors", "unmatched", "key_width", "ascii",
-                 "_counts")
+                 "printable", "_counts")
 
     def __init__(self, path: str, format: str, files: list[str], kinds: list[TensorKind],
                  blocks: list[tuple[str, array]], total_tensors: int, unmatched: list[str], key_width: int,
-                 ascii: bool) -> None:
+                 ascii: bool, printable: bool = True) -> None:
         self.path = path
         self.format = format
         self.files = files
@@ -71,6 +72,7 @@ class CompactListing:
         self.unmatched = unmatched
         self.key_width = key_width
         self.ascii = ascii
+        self.printable = printable
         self._counts: dict[int, int] | None = None
 
     def __repr__(self) -> str:

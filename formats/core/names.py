@@ -6,7 +6,9 @@ A key read from JSON (a safetensors header, an npz provenance record) may also h
 stands for no byte at all (``"\\ud800"``). The rule:
 
 * shown (tables, JSON, messages): an undecodable byte as ``\\xNN``, a lone surrogate as ``\\uXXXX``
-  (:func:`safe_text`);
+  (:func:`safe_text`); on a terminal (every text renderer and message, TTY or pipe, never JSON), control
+  and other unprintable characters too: ``\\x1b``, ``\\x07``, ``\\x9b``, ``\\u202e`` (:func:`terminal_text`),
+  so a hostile name cannot move the cursor, recolour the terminal or forge a row;
 * written where a format stores bytes (bundle keys, HDF5 names, file names): undecodable bytes as those
   bytes, a lone surrogate as the text ``\\uXXXX`` (:func:`writable_name`, :func:`name_bytes`);
 * written where a format stores UTF-8 (proto strings: an object graph's names, and so the keys it
@@ -16,10 +18,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "safe_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "terminal_text", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -47,16 +50,56 @@ def safe_text(text: str) -> str:
         return re.sub(_SURROGATE, _shown, text)
 
 
+def terminal_text(text: str) -> str:
+    """``text`` as every renderer prints it on a terminal or a pipe: :func:`safe_text`, then each character
+    :meth:`str.isprintable` refuses (C0 and C1 controls such as ESC, BEL, CR, newline, DEL, CSI; format
+    characters such as U+202E) as ``\\xNN`` (below 256), ``\\uXXXX`` or ``\\UXXXXXXXX``. Printable text is returned as it
+    is (JSON keeps the exact string: this is for text output only)."""
+    text = safe_text(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(ord(c)) for c in text)
+
+
+def _escaped(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def safe_data(data: Any) -> Any:
     """``data`` (JSON-ready: dicts, lists, tuples, strings, numbers) with every string, keys included, made
     :func:`safe_text`; tuples become lists."""
-    if isinstance(data, str):
-        return safe_text(data)
-    if isinstance(data, dict):
-        return {safe_data(k): safe_data(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [safe_data(v) for v in data]
-    return data
+    return map_data(data, lambda leaf: safe_text(leaf) if isinstance(leaf, str) else leaf, safe_text)
+
+
+def map_data(data: Any, leaf: Callable[[Any], Any], key: Callable[[str], str] | None = None) -> Any:
+    """A copy of JSON-ready ``data`` (dicts, lists, tuples) with ``leaf`` applied to every other value and
+    ``key`` (if given) to every dict key; tuples become lists. Iterative: any nesting depth (a report's tree
+    of a key with thousands of ``/``) is walked without recursion."""
+    if not isinstance(data, (dict, list, tuple)):
+        return leaf(data)
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(data, root, 0)]  # (container, its copy's parent, slot in the parent)
+    while stack:
+        node, parent, slot = stack.pop()
+        if isinstance(node, dict):
+            copy: Any = {}
+            parent[slot] = copy
+            for k, v in node.items():
+                k = key(k) if key is not None else k
+                if isinstance(v, (dict, list, tuple)):
+                    copy[k] = None
+                    stack.append((v, copy, k))
+                else:
+                    copy[k] = leaf(v)
+        else:
+            copy = [None] * len(node)
+            parent[slot] = copy
+            for i, v in enumerate(node):
+                if isinstance(v, (dict, list, tuple)):
+                    stack.append((v, copy, i))
+                else:
+                    copy[i] = leaf(v)
+    return root[0]
 
 
 def writable_name(name: str) -> str:

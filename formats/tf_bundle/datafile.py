@@ -15,8 +15,13 @@ if TYPE_CHECKING:
 __all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
 
 
+SMALL_FILE = 1 << 20
+"""A local data file of at most this many bytes is read whole instead of mapped (a map holds a descriptor
+until the last array viewing it is gone: a bundle of thousands of small shards would hold them all)."""
+
+
 def open_data_file(path: str, size: int | None = None) -> tuple[Any, int | None]:
-    """A read-only map of a local data file (``b""`` when empty) and a descriptor of the same file, kept
+    """A read-only map of a local data file (its bytes when at most :data:`SMALL_FILE`) and a descriptor of the same file, kept
     open for ``pread`` (the caller closes it); or a :class:`RemoteFile` for a URL (of ``size`` bytes when
     known), and None."""
     if storage.is_url(path):
@@ -24,7 +29,11 @@ def open_data_file(path: str, size: int | None = None) -> tuple[Any, int | None]
     try:
         with storage.open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            m: Any
+            if size <= SMALL_FILE:  # read whole: no descriptor stays behind a map that arrays may outlive
+                m = f.read()
+            else:
+                m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             return m, os.dup(f.fileno())
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None

@@ -21,7 +21,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-__all__ = ["BundleFiles"]
+__all__ = ["BundleFiles", "SYNCING"]
+
+SYNCING = 16
+"""Finished files flushed to disk in the background (each on a thread, held open) at once."""
 
 
 class BundleFiles:
@@ -67,9 +70,17 @@ class BundleFiles:
         return self.data
 
     def sync_in_background(self, f: BinaryIO) -> None:
-        """Start flushing a finished file to disk while the write goes on (see :meth:`finish_syncs`)."""
+        """Start flushing a finished file to disk while the write goes on (see :meth:`finish_syncs`). At most
+        :data:`SYNCING` files are flushed (and held open) at once: beyond, the oldest flush is waited for and
+        its file closed (a bundle may have thousands of data files, a process a thousand descriptors)."""
         f.flush()
-        self._syncs.append(_Sync(f.fileno()))
+        self._syncs.append(_Sync(f.fileno(), f))
+        while len(self._syncs) > SYNCING:
+            done = self._syncs.pop(0)
+            done.join()
+            if done.file is not self.index and done.file is not self.data:
+                done.file.close()
+                self._opened.remove(done.file)
 
     @property
     def syncing(self) -> bool:
@@ -107,10 +118,10 @@ class BundleFiles:
 class _Sync:
     """``fsync(fd)`` on a thread; :meth:`join` re-raises its error."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, file: BinaryIO) -> None:
         import threading  # only a write with new bytes flushes them (a linked rename has none)
 
-        self.fd = fd
+        self.fd, self.file = fd, file
         self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
         self.thread.start()

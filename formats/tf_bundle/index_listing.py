@@ -10,8 +10,11 @@ before is decoded and checked by the reader's own :func:`~formats.tf_bundle.read
 
 Anything this does not handle the way :class:`~formats.tf_bundle.reader.BundleReader` would - a
 structural problem, a partitioned variable, a key that is not UTF-8 or holds a newline, more distinct
-kinds than :data:`MAX_KINDS` - makes :func:`compact_listing` return None, and the caller opens the
-bundle (which reports any problem in its own words). Memory stays at the index plus its keys.
+kinds than :data:`MAX_KINDS` - makes :func:`compact_listing` return None, and the caller opens the bundle
+(which reports any problem in its own words). A key with another character that
+:func:`~formats.core.names.terminal_text` escapes (a control character) is listed, and the listing says
+so (``printable``: a table of it is written escaped, JSON keeps it exact). Memory stays at the index plus
+its keys.
 """
 from __future__ import annotations
 
@@ -44,6 +47,9 @@ _MAX_LEARNED = 4 * MAX_KINDS
 _OBJECT_GRAPH = OBJECT_GRAPH_KEY.encode()
 _FORMATS = {True: "tf-object", False: "tf-name"}
 """``str(FormatName.TF_OBJECT)`` and ``str(FormatName.TF_NAME)`` (tests check), without the model's enums."""
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\n"
+"""The ASCII bytes a key is shown as it is with (the newline separates keys): what is left of an ASCII
+block without them is a control character, which :func:`~formats.core.names.terminal_text` escapes."""
 
 
 class _Decline(Exception):
@@ -100,6 +106,7 @@ class _Lister:
         self.total = 0
         self.width = 0
         self.ascii = True
+        self.printable = True
         self.object_based = False
         self.used: set[str] = set()
 
@@ -123,7 +130,7 @@ class _Lister:
         files = [self.path, *(data_file_name(prefix, i, n) for i in range(n))]
         unmatched = [p for p in dict.fromkeys(self.patterns) if p not in self.used]
         return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, blocks, self.total, unmatched, self.width,
-                              self.ascii)
+                              self.ascii, self.printable)
 
     def _block(self, block: bytes, prev: bytes | None) -> tuple[list[bytes], array]:
         """The keys and kinds of one block's entries, checked as :mod:`formats.io.sstable` checks them."""
@@ -240,6 +247,9 @@ class _Lister:
             raise _Decline  # a key holding a newline
         ascii = joined.isascii()
         text = joined.decode("ascii" if ascii else "utf-8")  # not UTF-8: str order may differ from the index's
+        if self.printable:  # (of the block: a key a pattern leaves out may count; the table is then only escaped)
+            self.printable = not joined.translate(None, _PRINTABLE_ASCII) if ascii else \
+                text.replace("\n", " ").isprintable()
         if self.patterns:
             text, ids = self._select(text, ids)
             ascii = text.isascii()

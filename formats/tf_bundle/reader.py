@@ -41,6 +41,11 @@ __all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data
 MAX_SHARDS = 1 << 20
 
 
+OPEN_DATA_FILES = 64
+"""Data files of one bundle held open (mapped, and a descriptor for ``pread``) at once, beyond those being
+read by a thread right now (never closed under it)."""
+
+
 def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     """``prefix.data-%05d-of-%05d``, as TensorFlow names data files."""
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
@@ -126,6 +131,7 @@ class BundleReader:
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._maps: dict[int, Any] = {}
         self._fds: dict[int, int] = {}  # the mapped files, for pread
+        self._reading: dict[int, int] = {}  # shard -> threads reading its descriptor now (never closed then)
         self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self.remote_sizes: dict[str, int | None] = {}  # a URL's data files, as found when opened
         self._check_entries()
@@ -207,19 +213,38 @@ class BundleReader:
 
     # -- data files ------------------------------------------------------------------------
     def _map(self, shard: int) -> Any:
+        """The map of data file ``shard``, opened on first use. At most :data:`OPEN_DATA_FILES` stay open (a
+        bundle may have thousands of shards, a process a thousand descriptors): the least recently used
+        is closed for a new one (its map when the last view of it is gone)."""
         m = self._maps.get(shard)
-        if m is None:
-            problem = self.shard_missing(shard)
-            if problem is not None:
-                raise CheckpointNotFoundError(self.data_paths[shard], problem)
-            with self._lock:
-                m = self._maps.get(shard)
-                if m is None:
-                    m, fd = open_data_file(self.data_paths[shard], self.remote_sizes.get(self.data_paths[shard]))
-                    if fd is not None:
-                        self._fds[shard] = fd
-                    self._maps[shard] = m
+        if m is not None:
+            if len(self._maps) > 1:
+                with self._lock:
+                    if shard in self._maps:
+                        self._maps[shard] = self._maps.pop(shard)  # the most recently used last
+            return m
+        problem = self.shard_missing(shard)
+        if problem is not None:
+            raise CheckpointNotFoundError(self.data_paths[shard], problem)
+        with self._lock:
+            m = self._maps.get(shard)
+            if m is None:
+                if len(self._maps) >= OPEN_DATA_FILES:
+                    idle = [k for k in self._maps if not self._reading.get(k)]  # least recently used first
+                    for k in idle[:len(self._maps) - OPEN_DATA_FILES + 1]:
+                        self._forget(k)
+                m, fd = open_data_file(self.data_paths[shard], self.remote_sizes.get(self.data_paths[shard]))
+                if fd is not None:
+                    self._fds[shard] = fd
+                self._maps[shard] = m
         return m
+
+    def _forget(self, shard: int) -> None:
+        """Close data file ``shard`` (its map once no array views it: the last reference unmaps it)."""
+        self._maps.pop(shard, None)
+        fd = self._fds.pop(shard, None)
+        if fd is not None:
+            os.close(fd)
 
     def file_size(self, shard: int) -> int:
         """Current size of a data file in bytes."""
@@ -329,14 +354,20 @@ class BundleReader:
     def _crc(self, e: RawEntry) -> int:
         """The CRC32C of a fixed-width entry's stored bytes: read with ``pread`` where :meth:`stored_range` says
         where they lie (no mapping, no GIL), else streamed in chunks (which report a missing or short file)."""
-        where = self.stored_range(e)
-        if where is None:
-            actual = 0
-            for chunk in self.chunks(e):
-                actual = crc32c(chunk, actual)
-            return actual
-        fd, offset, size, _ = where
-        crc = crc32c_range(fd, offset, size)
+        with self._lock:
+            self._reading[e.shard_id] = self._reading.get(e.shard_id, 0) + 1
+        try:
+            where = self.stored_range(e)
+            if where is None:
+                actual = 0
+                for chunk in self.chunks(e):
+                    actual = crc32c(chunk, actual)
+                return actual
+            fd, offset, size, _ = where
+            crc = crc32c_range(fd, offset, size)
+        finally:
+            with self._lock:
+                self._reading[e.shard_id] -= 1
         if crc is None:
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r} at bytes "
                                          f"[{offset}, {offset + size}) runs past the end of the file "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import math
 
-from formats.core.names import safe_data, safe_text
+from formats.core.names import map_data, safe_data, safe_text
 from formats.core.shapes import shape_text
 from formats.core.units import human_bytes
 from formats.ops.report.assets import CSS, SCRIPT
@@ -51,13 +51,8 @@ def anchor(prefix: str, key: str) -> str:
 
 
 def _finite(data: Any) -> Any:
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_finite(v) for v in data]
-    return data
+    """``data`` with NaN and Inf as None (:func:`~formats.core.names.map_data`: any nesting depth)."""
+    return map_data(data, lambda v: None if isinstance(v, float) and not math.isfinite(v) else v)
 
 
 def script_json(data: Any) -> str:
