@@ -24,6 +24,7 @@ def execute(spec: Command, params: Params, env: Environment) -> int:
     usage error."""
     from ckpt_cli.spec import CommandLineError
 
+    spec.check_required(params)
     with entered(env):
         return _run(spec, params, env, CommandLineError)
 
