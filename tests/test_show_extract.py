@@ -312,7 +312,7 @@ def test_shared_names_are_refused_by_name(run_cli, tmp_path):
     result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/")
     assert result.exit_code == 4
     assert "'a/.ATTRIBUTES/VARIABLE_VALUE' and 'b/.ATTRIBUTES/VARIABLE_VALUE' are both named 'w'" in result.stderr
-    assert "hint: extract them by key" in result.stderr and not (tmp_path / "o").exists()
+    assert "hint: use --by key to name each output by its key" in result.stderr and not (tmp_path / "o").exists()
 
 
 def test_an_object_graph_ending_in_nul_is_left_out_unless_asked(run_cli, tmp_path):

@@ -14,7 +14,7 @@ Modes (``mode="auto"`` picks one from ``out``):
 Files and members are named by key (``by="key"``) or by the TF1-style variable name (``by="name"``:
 ``net/dense/kernel`` rather than ``net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``, whose ``.ATTRIBUTES``
 folder ``ls`` hides). ``by="auto"`` (the default) names a directory of an object-based checkpoint's
-tensors by name and everything else by key; names two tensors share are refused (extract by key).
+tensors by name and everything else by key; names two tensors share are refused (hint: ``by="key"``).
 Patterns select by key either way. The object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``, a serialized
 proto, not a tensor of the program) is left out unless ``include_graph`` or a pattern names it exactly.
 
@@ -148,7 +148,7 @@ def output_names(ckpt: Checkpoint, entries: list[TensorEntry], by: str, out: str
         other = seen.setdefault(label, entry.key)
         if other != entry.key:
             raise ExtractError(out, f"{other!r} and {entry.key!r} are both named {label!r}",
-                               hint="extract them by key")
+                               hint='pass by="key" to name each output by its key')
     return labels
 
 
