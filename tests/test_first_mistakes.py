@@ -155,3 +155,107 @@ def test_nearest_ranks() -> None:
     assert nearest("net/l1/kernal", spellings, n=1) == [("net/l1/_kernel/.ATTRIBUTES/VARIABLE_VALUE",
                                                          "net/l1/_kernel")]
     assert nearest("qqqqqqqq", spellings) == []
+
+
+# -- 4. ls lists numbered keys in number order -------------------------------------------------------------------
+TAGGER_TF = CORPUS / "keras2_tagger" / "tagger_tf" / "ckpt"
+"""tf-keras save_weights (TF format): optimizer/_variables/1 ... /20 (a bundle: listed from its index alone)."""
+
+
+def _by_value(key: str) -> list:
+    """Independent of formats.core.natural: digit runs as numbers (the corpus keys' numbers follow '/', '_', '-')."""
+    import re
+
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
+
+
+def _table_keys(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    assert lines[0].split()[0] == "key"
+    return [line.split()[0] for line in lines[1:-1]]
+
+
+def _keras3_h5_keys() -> list[str]:
+    import h5py
+
+    found: list[str] = []
+    with h5py.File(KERAS3_H5, "r") as f:
+        f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return found
+
+
+def test_ls_of_keras3_weights_lists_optimizer_vars_in_number_order(run_cli) -> None:
+    result = run_cli("ls", KERAS3_H5)
+    assert result.exit_code == 0, result.stderr
+    keys = _table_keys(result.stdout)
+    optimizer = [k for k in keys if k.startswith("optimizer/vars/")]
+    assert optimizer == [f"optimizer/vars/{i}" for i in range(22)]  # h5py: 0..21
+    assert sorted(keys) == sorted(_keras3_h5_keys()) and keys == sorted(keys, key=_by_value)
+    # --names, --json: the same order
+    names = run_cli("ls", KERAS3_H5, "--names")
+    assert _table_keys(names.stdout) == keys
+    import json
+
+    assert [t["key"] for t in json.loads(run_cli("ls", KERAS3_H5, "--json").stdout)["tensors"]] == keys
+
+
+def test_ls_of_a_bundle_index_lists_in_number_order(run_cli) -> None:
+    """`ls PREFIX` of a bundle reads the index alone (the compact listing, in the index's text order): the
+    rows come in number order all the same, as the opened checkpoint's (--names) do."""
+    from formats.tf_bundle.index_listing import compact_listing
+
+    assert compact_listing(str(TAGGER_TF)) is not None  # the compact path is the one taken
+    keys = _table_keys(run_cli("ls", TAGGER_TF).stdout)
+    slots = [k for k in keys if k.startswith("optimizer/_variables/")]
+    assert slots == [f"optimizer/_variables/{i}/.ATTRIBUTES/VARIABLE_VALUE" for i in range(1, 21)]
+    assert keys == sorted(keys, key=_by_value)
+    assert _table_keys(run_cli("ls", TAGGER_TF, "--names").stdout) == keys
+    import json
+
+    assert [t["key"] for t in json.loads(run_cli("ls", TAGGER_TF, "--json").stdout)["tensors"]] == keys
+    filtered = _table_keys(run_cli("ls", TAGGER_TF, "-f", "optimizer/_variables/*").stdout)
+    assert filtered == slots
+
+
+def test_ls_tree_lists_numbered_children_in_number_order(run_cli) -> None:
+    result = run_cli("ls", "--tree", KERAS3_H5)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("optimizer"))
+    children = [line.split()[1] for line in lines[at + 2:at + 24]]
+    assert children == [str(i) for i in range(22)]
+
+
+def test_sort_size_breaks_ties_in_number_order(run_cli) -> None:
+    keys = _table_keys(run_cli("ls", KERAS3_H5, "--sort", "size").stdout)
+    sixteen = [k for k in keys if k.startswith("optimizer/vars/") and k.rsplit("/", 1)[1] in
+               {"10", "11", "12", "13", "16", "17"}]  # [16] float32: 64 B each
+    assert sixteen == ["optimizer/vars/10", "optimizer/vars/11", "optimizer/vars/12", "optimizer/vars/13",
+                       "optimizer/vars/16", "optimizer/vars/17"]
+
+
+def test_the_index_listing_in_blocks(tmp_path: Path) -> None:
+    """A large index (many blocks, as it streams): rows in number order across blocks, in blocks of the
+    index's sizes; an index whose numbers all have one digit, or are zero-padded, keeps its blocks as read."""
+    from formats.tf_bundle.encode import encode_entry
+    from formats.tf_bundle.index_listing import compact_listing
+    from tests.bundle_index import write_bundle
+
+    keys = sorted(f"optimizer/vars/{i}" for i in range(3000))
+    pairs = [(k.encode(), encode_entry(1, (4,), 16 * i, 16, 0, 0)) for i, k in enumerate(keys)]
+    listing = compact_listing(write_bundle(tmp_path / "many", pairs, shards=1), [])
+    assert listing is not None and len(listing.blocks) > 5
+    assert [k for k, _ in listing.rows()] == [f"optimizer/vars/{i}" for i in range(3000)]
+    padded = sorted(f"layer_{i:05d}/kernel" for i in range(3000))
+    pairs = [(k.encode(), encode_entry(1, (4,), 16 * i, 16, 0, 0)) for i, k in enumerate(padded)]
+    listing = compact_listing(write_bundle(tmp_path / "padded", pairs, shards=1), [])
+    assert [k for k, _ in listing.rows()] == padded
+
+
+def test_natural_order() -> None:
+    from formats.core.natural import natural_order
+
+    keys = ["v10", "v9", "v1", "v01", "v0", "a/b", "a1", "a/", "x1234567890", "x999999999", "x9z", "dense_10/k",
+            "dense_2/k", "dense/k"]
+    assert sorted(keys, key=natural_order) == ["a/", "a/b", "a1", "dense/k", "dense_2/k", "dense_10/k", "v0", "v01",
+                                               "v1", "v9", "v10", "x9z", "x999999999", "x1234567890"]

@@ -1,9 +1,10 @@
 """What a mistyped name may have meant: the one rule behind every "did you mean" (paths, keys).
 
 :func:`nearest` ranks candidates by how close one of their spellings is to the word typed (difflib's ratio,
-at least :data:`CUTOFF`, as :func:`difflib.get_close_matches` ranks), a spelling that differs from the word only
-by a leading ``_`` on some ``/``-segments first: Keras 3 tracks a layer's ``kernel`` as ``_kernel``
-(``net/l1/_kernel/.ATTRIBUTES/VARIABLE_VALUE``), where Keras 2 wrote ``net/l1/kernel``. :func:`key_spellings`
+at least :data:`CUTOFF`, as :func:`difflib.get_close_matches` ranks), after better kinds of match: a spelling
+equal to the word, one that differs from it only by a leading ``_`` on a ``/``-segment (Keras 3 tracks a
+layer's ``kernel`` as ``_kernel``: ``net/l1/_kernel/.ATTRIBUTES/VARIABLE_VALUE``, where Keras 2 wrote
+``net/l1/kernel``), one that holds the word's segments in order. :func:`key_spellings`
 gives each key of a checkpoint the spellings a user may type for it: the key, its object path (an
 object-based key without ``/.ATTRIBUTES/VARIABLE_VALUE``) and its variable name.
 
@@ -35,7 +36,7 @@ def nearest(word: str, candidates: Mapping[str, Iterable[str]], n: int = LIMIT,
     (itself included when it is one). Ranked: a spelling equal to ``word`` (a name, where keys were wanted);
     one equal but for leading underscores of segments (Keras 3's ``_kernel``); one holding ``word``'s
     segments in order, underscores aside (``l1/kernel`` in ``net/l1/_kernel``); then by difflib's ratio
-    (at least ``cutoff``); ties by candidate. Only candidates of the best of these kinds are returned.""" 
+    (at least ``cutoff``); ties by candidate. Only candidates of the best of these kinds are returned."""
     import difflib
 
     variants = _underscore_variants(word)
