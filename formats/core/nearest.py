@@ -36,7 +36,7 @@ def nearest(word: str, candidates: Mapping[str, Iterable[str]], n: int = LIMIT,
     (itself included when it is one). Ranked: a spelling equal to ``word`` (a name, where keys were wanted);
     one equal but for leading underscores of segments (Keras 3's ``_kernel``); one holding ``word``'s
     segments in order, underscores aside (``l1/kernel`` in ``net/l1/_kernel``); then by difflib's ratio
-    (at least ``cutoff``); ties by candidate. Only candidates of the best of these kinds are returned."""
+    (at least ``cutoff``); ties by candidate, numbers by value. Only candidates of the best of these kinds are returned."""
     import difflib
 
     variants = _underscore_variants(word)
@@ -54,7 +54,9 @@ def nearest(word: str, candidates: Mapping[str, Iterable[str]], n: int = LIMIT,
             scored.append((-best[0], candidate, best[1]))
     if not scored:
         return []
-    scored.sort()
+    from formats.core.natural import natural_order
+
+    scored.sort(key=lambda item: (item[0], natural_order(item[1])))  # ties in number order: ckpt-3, ckpt-4, ckpt-10
     tier = _tier(-scored[0][0])  # only the best kind of match: `net/l1/_kernel` for `net/l1/kernel`, not `l2`'s too
     return [(candidate, spelling) for score, candidate, spelling in scored[:n] if _tier(-score) == tier]
 
