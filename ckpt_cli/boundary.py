@@ -12,6 +12,8 @@ from .environment import Environment, entered
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    import re
+
     from ckpt_cli.spec import Command, Params
 
 __all__ = ["execute", "report_error", "print_error_json", "cli_hint"]
@@ -24,6 +26,7 @@ def execute(spec: Command, params: Params, env: Environment) -> int:
     usage error."""
     from ckpt_cli.spec import CommandLineError
 
+    spec.check_required(params)
     with entered(env):
         return _run(spec, params, env, CommandLineError)
 
@@ -92,14 +95,15 @@ def print_error_json(code: int, message: str, hint: str | None) -> None:
 
 def cli_hint(exc: BaseException) -> str | None:
     """The hint for ``exc`` in command-line words: the library's hint with its keyword arguments as flags
-    (``pass force=True`` -> ``use --force``), else one per error class or per errno."""
+    (``pass force=True`` -> ``use --force``, ``pass by="key"`` -> ``use --by key``), else one per error class
+    or per errno."""
     from formats.core.errors import TensorNotFoundError
 
     hint = getattr(exc, "hint", None)
     if hint:
         import re
 
-        return re.sub(r"\bpass (\w+)=True\b", lambda m: "use --" + m.group(1).replace("_", "-"), hint)
+        return re.sub(r"""\bpass (\w+)=(?:True\b|"([^"]*)"|'([^']*)')""", _as_flag, hint)
     if isinstance(exc, TensorNotFoundError) and exc.path:
         import shlex
 
@@ -107,6 +111,13 @@ def cli_hint(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):
         return _OS_HINTS.get(exc.errno or 0)
     return None
+
+
+def _as_flag(match: re.Match[str]) -> str:
+    """``pass force=True`` -> ``use --force``; ``pass by="key"`` -> ``use --by key``."""
+    flag = "use --" + match.group(1).replace("_", "-")
+    value = match.group(2) if match.group(2) is not None else match.group(3)
+    return flag if value is None else f"{flag} {value}"
 
 
 _OS_HINTS = {

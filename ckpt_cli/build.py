@@ -79,8 +79,11 @@ def _option(opt: Opt) -> click.Option:
                 raise click.BadParameter(exc.message, ctx=ctx, param_hint=hint) from None
 
         extra["callback"] = callback
-    return click.Option([*opt.decls, opt.name], multiple=opt.multiple, required=opt.required,
-                        default=opt.default if not opt.multiple else None, metavar=opt.metavar,
+    if not opt.multiple and not opt.required:
+        # Not for a required option: click >= 8.3 takes an explicit default, None too, as the value given,
+        # and would run the command without it (`convert SRC --to tf-object` writing a checkpoint named None).
+        extra["default"] = opt.default
+    return click.Option([*opt.decls, opt.name], multiple=opt.multiple, required=opt.required, metavar=opt.metavar,
                         show_default=opt.show_default, help=opt.help or None, shell_complete=_completer(opt.complete),
                         **extra)
 

@@ -106,6 +106,10 @@ class Opt:
         """The parameter's value when the option is not given."""
         return () if self.multiple else self.default
 
+    def spelling(self) -> str:
+        """Its spellings as click's usage errors quote them: ``'-o' / '--output'``."""
+        return " / ".join(f"'{decl}'" for decl in self.decls)
+
 
 class Command:
     """One command: what ``--help`` says, its arguments and options (in help order), and its runner.
@@ -122,6 +126,15 @@ class Command:
         self.name, self.short_help, self.help = name, short_help, help
         self.arguments, self.options, self.runner = arguments, options, runner
         self.exit_status, self.passes_on = dict(exit_status or {}), passes_on
+
+    def check_required(self, params: Params) -> None:
+        """A :class:`CommandLineError` naming the first required option ``params`` lacks (click's words:
+        ``Missing option '-o' / '--output'.``): no runner starts without one, whichever front end parsed
+        the line (both refuse such a line themselves; this is the last guard before the command runs)."""
+        for opt in self.options:
+            value = params.get(opt.name)
+            if opt.required and (value is None or (opt.multiple and not value)):
+                raise CommandLineError(f"Missing option {opt.spelling()}.")
 
     def defaults(self) -> Params:
         """Every parameter at its value when nothing is given."""

@@ -231,7 +231,7 @@ def test_an_empty_directory_says_nothing_more(tmp_path):
 
 
 @pytest.mark.parametrize(("typed", "meant"), [
-    ("tf_ckpts/ckpt-44", "tf_ckpts/ckpt-4, tf_ckpts/ckpt-5, tf_ckpts/ckpt-3"),
+    ("tf_ckpts/ckpt-44", "tf_ckpts/ckpt-4, tf_ckpts/ckpt-3, tf_ckpts/ckpt-5"),  # equally near: in number order
     ("tf_ckpt", "tf_ckpts"),
     ("tf_ckpts/ckpt-", "tf_ckpts/ckpt-3, tf_ckpts/ckpt-4, tf_ckpts/ckpt-5"),  # a prefix: the ones it begins
 ])

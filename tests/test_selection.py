@@ -107,7 +107,8 @@ def test_show_of_a_missing_key_is_1(run_cli):
     result = run_cli("show", CORPUS / EST200, "kernel")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [f"ckpt: error: {CORPUS / EST200}: no tensor named 'kernel'",
-                                          f"  hint: `ckpt ls {CORPUS / EST200}` lists the keys"]
+                                          "  hint: did you mean 'dnn/logits/kernel' or 'dnn/hiddenlayer_0/kernel' or "
+                                          "'dnn/hiddenlayer_1/kernel'?"]
 
 
 def test_trend_selection_matching_nothing_is_1(run_cli):

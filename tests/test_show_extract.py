@@ -312,7 +312,7 @@ def test_shared_names_are_refused_by_name(run_cli, tmp_path):
     result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/", "--by", "name")
     assert result.exit_code == 4
     assert "'a/.ATTRIBUTES/VARIABLE_VALUE' and 'b/.ATTRIBUTES/VARIABLE_VALUE' are both named 'w'" in result.stderr
-    assert "hint: name the files by object path (--by path) or by key (--by key)" in result.stderr
+    assert "hint: use --by path to name the files by object path, or use --by key to name them by key" in result.stderr
     assert not (tmp_path / "o").exists()
     result = run_cli("extract", src, "-o", f"{tmp_path / 'o'}/")  # the default: by object path, and says so
     assert result.exit_code == 0, result.output

@@ -3,8 +3,9 @@ without an object per tensor.
 
 Rows come in blocks (as the index stores them): a block is its keys joined by newlines (one string)
 and an array of indexes into :attr:`CompactListing.kinds`, the distinct ``(dtype, shape, nbytes)``
-of the listed tensors (a large checkpoint repeats a few shapes many times). Keys are in sorted
-order and hold no newline. A format offers it through its optional ``compact_listing`` (see
+of the listed tensors (a large checkpoint repeats a few shapes many times). Keys are in natural order
+(:mod:`formats.core.natural`: ``vars/2`` before ``vars/10``; :func:`in_natural_order` puts the blocks of an
+index, sorted as text, in it) and hold no newline. A format offers it through its optional ``compact_listing`` (see
 :mod:`formats.core.registry`) when it can read one faster than opening the checkpoint.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from array import array
     from collections.abc import Iterator
 
-__all__ = ["TensorKind", "CompactListing", "NON_PARAMETER", "count_data_files", "count_parameters"]
+__all__ = ["TensorKind", "CompactListing", "NON_PARAMETER", "count_data_files", "count_parameters", "in_natural_order"]
 
 NON_PARAMETER = frozenset({"string", "variant", "resource"})
 """Dtypes whose elements are not counted as parameters."""
@@ -118,3 +119,30 @@ class CompactListing:
         for text, ids in self.blocks:
             for key, kind in zip(text.split("\n"), ids):
                 yield key, kinds[kind]
+
+
+def in_natural_order(blocks: list[tuple[str, array]]) -> list[tuple[str, array]]:
+    """``blocks`` (keys in text order, as an index stores them) with their rows in natural order
+    (:func:`formats.core.natural.natural_order`), in blocks of the same sizes: the same blocks when that is
+    their order already (always, when no key holds a number of two or more digits: checked without
+    splitting a block)."""
+    from formats.core.natural import natural_order, needs_natural_order
+
+    if not any(needs_natural_order(text) for text, _ in blocks):
+        return blocks
+    from array import array
+
+    keys = [key for text, _ in blocks for key in text.split("\n")]
+    order = sorted(range(len(keys)), key=lambda i: natural_order(keys[i]))
+    if all(i == at for at, i in enumerate(order)):
+        return blocks
+    kinds = array("I")
+    for _, ids in blocks:
+        kinds.extend(ids)
+    out = []
+    start = 0
+    for _, ids in blocks:
+        part = order[start:start + len(ids)]
+        start += len(ids)
+        out.append(("\n".join([keys[i] for i in part]), array("I", [kinds[i] for i in part])))
+    return out

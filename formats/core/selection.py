@@ -12,7 +12,7 @@ from formats.core.errors import NothingSelectedError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from formats.core.model import Checkpoint, TensorEntry
 
@@ -59,16 +59,58 @@ def select(ckpt: Checkpoint, patterns: Sequence[str]) -> list[TensorEntry]:
     """
     keys, unmatched = select_keys(ckpt, patterns)
     if unmatched:
-        raise nothing_selected(ckpt.path, unmatched)
+        from formats.core.nearest import key_spellings
+
+        raise nothing_selected(ckpt.path, unmatched, among=key_spellings(ckpt))
     return [ckpt[k] for k in sorted(keys)]
 
 
-def nothing_selected(path: object, unmatched: Sequence[str], what: str = "key") -> NothingSelectedError:
-    """The error for ``unmatched`` patterns (``what`` is the thing matched: ``key`` or ``name``), with a hint
-    that patterns match the whole key and, for a pattern without glob characters, the glob meant."""
+def nothing_selected(path: object, unmatched: Sequence[str], what: str = "key",
+                     among: Mapping[str, Iterable[str]] | Iterable[str] = ()) -> NothingSelectedError:
+    """The error for ``unmatched`` patterns (``what`` is the thing matched: ``key`` or ``name``), with a hint.
+
+    ``among`` are the keys (or names) the patterns were matched against; a mapping gives each the spellings a
+    user may type for it (:func:`formats.core.nearest.key_spellings`). A pattern without glob characters that
+    is part of one of them is told the glob it meant (``try '*kernel*'``); one that is not gets the nearest
+    of them instead (``did you mean 'net/l1/_kernel/.ATTRIBUTES/VARIABLE_VALUE'?``), where there is one."""
     listed = " or ".join(repr(p) for p in unmatched)
     plain = [p for p in unmatched if not is_glob(p)]
-    hint = f"patterns are exact {what}s or globs on the whole {what}"
-    if plain:
-        hint += ": try " + ", ".join(repr(f"*{p}*") for p in plain)
-    return NothingSelectedError(path, f"no {what} matches {listed}", hint=hint, patterns=tuple(unmatched))
+    near = _nearest(plain, among)
+    globbed = [p for p in plain if p not in near]
+    parts = [_did_you_mean(near)] if near else []
+    if globbed or not near:
+        hint = f"patterns are exact {what}s or globs on the whole {what}"
+        if globbed:
+            hint += ": try " + ", ".join(repr(f"*{p}*") for p in globbed)
+        parts.append(hint)
+    return NothingSelectedError(path, f"no {what} matches {listed}", hint="; ".join(parts),
+                                patterns=tuple(unmatched))
+
+
+def _nearest(plain: Sequence[str], among: Mapping[str, Iterable[str]] | Iterable[str]) -> dict[str, list[str]]:
+    """Each of the ``plain`` patterns that no candidate of ``among`` holds (so that ``*pattern*`` would select
+    nothing either) -> the candidates nearest to it (:func:`formats.core.nearest.nearest`), where there are."""
+    if not plain:
+        return {}
+    from collections.abc import Mapping
+
+    from formats.core.nearest import nearest, plain_spellings
+
+    spellings = among if isinstance(among, Mapping) else plain_spellings(among)
+    out: dict[str, list[str]] = {}
+    for pattern in plain:
+        if spellings and not any(pattern in candidate for candidate in spellings):
+            found = [candidate for candidate, _ in nearest(pattern, spellings)]
+            if found:
+                out[pattern] = found
+    return out
+
+
+def _did_you_mean(near: dict[str, list[str]]) -> str:
+    """``did you mean 'a' or 'b'?`` for one pattern; ``did you mean 'a' for 'x', 'b' for 'y'?`` (the nearest
+    to each) for several."""
+    from formats.core.nearest import did_you_mean
+
+    if len(near) == 1:
+        return did_you_mean(next(iter(near.values()))) or ""
+    return "did you mean " + ", ".join(f"{found[0]!r} for {p!r}" for p, found in near.items()) + "?"

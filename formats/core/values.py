@@ -163,7 +163,21 @@ def parse_key_slice(ckpt: Checkpoint, text: str) -> tuple[str, tuple[Any, ...] |
                     return key, parse_index(inner), inner
                 except ValueError as exc:
                     raise UsageError(ckpt.path, str(exc), hint="slices look like [0:3, :] or [2, ...]") from None
-    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}")
+    raise TensorNotFoundError(ckpt.path, f"no tensor named {text!r}", hint=_did_you_mean(ckpt, text))
+
+
+def _did_you_mean(ckpt: Checkpoint, text: str) -> str | None:
+    """The spellings of the keys nearest to ``text`` (a key, object path or variable name, perhaps with a
+    slice: ``net/l1/kernel[0]`` -> ``did you mean 'net/l1/_kernel[0]'?``), or None."""
+    from formats.core.nearest import did_you_mean, key_spellings, nearest
+
+    spellings = key_spellings(ckpt)
+    near: list[str] = []
+    if text.endswith("]") and "[" in text:
+        at = text.rindex("[")
+        near = [spelling + text[at:] for _, spelling in nearest(text[:at], spellings)]
+    near = near or [spelling for _, spelling in nearest(text, spellings)]
+    return did_you_mean(spelling for spelling in near if spelling != text)
 
 
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:

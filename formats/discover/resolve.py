@@ -161,15 +161,15 @@ def _did_you_mean(p: str) -> str | None:
     the closest names in its folder (``ckpt-44`` -> ``ckpt-4``, ``tf_ckpt`` -> ``tf_ckpts``)."""
     import glob  # only for an error or a recursive search (start-up)
 
-    near = [n[:-len(".index")] for n in sorted(glob.glob(glob.escape(p) + "*.index"))[:3]]
-    if not near:
-        import difflib
+    from formats.core.nearest import LIMIT, did_you_mean, nearest
 
+    near = [n[:-len(".index")] for n in sorted(glob.glob(glob.escape(p) + "*.index"))[:LIMIT]]
+    if not near:
         folder, name = os.path.split(p)
-        close = difflib.get_close_matches(name, _names_in(folder or os.curdir), n=3, cutoff=0.6) if name else []
-        near = [os.path.join(folder, c) for c in close]
+        close = nearest(name, {n: (n,) for n in _names_in(folder or os.curdir)}) if name else []
+        near = [os.path.join(folder, c) for c, _ in close]
     near = [n for n in near if os.path.normpath(n) != os.path.normpath(p)]  # never the path itself
-    return "did you mean " + ", ".join(near) + "?" if near else None
+    return did_you_mean(near, quote=False)
 
 
 def _names_in(folder: str) -> list[str]:

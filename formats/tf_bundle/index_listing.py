@@ -25,7 +25,7 @@ from bisect import bisect_left
 from formats.core.gc_pause import paused_gc
 from formats.core.dtypes import name_of as dtype_name
 from formats.core.errors import CheckpointError
-from formats.core.compact_listing import CompactListing, TensorKind
+from formats.core.compact_listing import CompactListing, TensorKind, in_natural_order
 from formats.core.shapes import OBJECT_GRAPH_KEY
 from formats.core.selection import select_keys
 from formats.io.sstable.block import KEY_WIDENING, read_block
@@ -129,8 +129,13 @@ class _Lister:
         n = self.header.num_shards
         files = [self.path, *(data_file_name(prefix, i, n) for i in range(n))]
         unmatched = [p for p in dict.fromkeys(self.patterns) if p not in self.used]
+<<<<<<< HEAD
         return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, blocks, self.total, unmatched, self.width,
                               self.ascii, self.printable)
+=======
+        return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, in_natural_order(blocks), self.total,
+                              unmatched, self.width, self.ascii)
+>>>>>>> mistakes
 
     def _block(self, block: bytes, prev: bytes | None) -> tuple[list[bytes], array]:
         """The keys and kinds of one block's entries, checked as :mod:`formats.io.sstable` checks them."""

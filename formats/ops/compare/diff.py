@@ -216,9 +216,10 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
         names_a, clash_a = _names(ca, match, strip_a, rules, "A", result.notes)
         names_b, clash_b = _names(cb, match, strip_b, None, "B", result.notes)
     if patterns:
-        selected, unmatched = select_keys(sorted(names_a.keys() | names_b.keys()), patterns)
+        paired = sorted(names_a.keys() | names_b.keys())
+        selected, unmatched = select_keys(paired, patterns)
         if unmatched:
-            raise nothing_selected(f"{ca.path}, {cb.path}", unmatched, match)
+            raise nothing_selected(f"{ca.path}, {cb.path}", unmatched, match, among=paired)
         keep = set(selected)
         names_a = {n: k for n, k in names_a.items() if n in keep}
         names_b = {n: k for n, k in names_b.items() if n in keep}

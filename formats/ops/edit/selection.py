@@ -64,7 +64,7 @@ def _matching(out: Selection, path: str, keys: list[str], subject: dict[str, str
     subjects = sorted(set(subject.values()))
     hits, unmatched = select_keys(subjects, list(patterns))
     if unmatched:
-        error = nothing_selected(path, unmatched, by)
+        error = nothing_selected(path, unmatched, by, among=subjects)
         out.problems.append(Problem("selection", ", ".join(unmatched), f"{error.message} ({error.hint})", ERROR))
     wanted = set(hits)
     return {k for k in keys if subject[k] in wanted}

@@ -17,7 +17,7 @@ folder ``ls`` hides) or by object path (``by="path"``: ``net/l1/kernel``, the ke
 ``/.ATTRIBUTES/VARIABLE_VALUE``, unique like the key). ``by="auto"`` (the default) names a directory of an
 object-based checkpoint's tensors by name, or by object path when several of them share a name (Keras 3
 names every ``Dense`` kernel of a model ``<model>/kernel``; a warning says so), and everything else by key;
-``by="name"`` refuses names two tensors share (extract ``--by path`` or ``--by key``).
+``by="name"`` refuses names two tensors share (hint: ``by="path"`` or ``by="key"``).
 Patterns select by key either way. The object graph (``_CHECKPOINTABLE_OBJECT_GRAPH``, a serialized
 proto, not a tensor of the program) is left out unless ``include_graph`` or a pattern names it exactly.
 
@@ -175,7 +175,8 @@ def output_names(ckpt: Checkpoint, entries: list[TensorEntry], by: str, out: str
         other = seen.setdefault(label, entry.key)
         if other != entry.key:
             raise ExtractError(out, f"{other!r} and {entry.key!r} are both named {label!r}",
-                               hint="name the files by object path (--by path) or by key (--by key)")
+                               hint='pass by="path" to name the files by object path, or pass by="key" to name '
+                                    'them by key')
     return labels
 
 

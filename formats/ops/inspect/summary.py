@@ -5,6 +5,7 @@ from formats.core.gc_pause import paused_gc
 from formats.core.compact_listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
+from formats.core.natural import key_order
 from formats.core.selection import select_keys
 from formats.core.value_tuples import ValueTuple
 
@@ -87,7 +88,8 @@ def _row(entry: TensorEntry, names: bool) -> TensorRow:
 
 def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "key", names: bool = False,
               include_optimizer: bool = True) -> CheckpointSummary:
-    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` or by ``size`` (largest first).
+    """The rows of ``ckpt`` whose keys match ``patterns``, sorted by ``key`` (in natural order:
+    :mod:`formats.core.natural`) or by ``size`` (largest first).
 
     Patterns are selected as by :func:`~formats.core.selection.select_keys`; those matching no key
     are listed in ``unmatched`` (a listing does not fail on them). ``names`` fills each row's ``name`` and ``role``; ``include_optimizer=False`` drops slots and
@@ -101,10 +103,11 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
             keys, unmatched = select_keys(ckpt, patterns or ())
             rows = [_row(e, names) for e in map(ckpt.__getitem__, keys)
                     if include_optimizer or e.role not in (Role.SLOT, Role.OPTIMIZER)]
+    order = key_order(r.key for r in rows)  # numbers by value: optimizer/vars/2 before optimizer/vars/10
     if sort == "size":
-        rows.sort(key=lambda r: (-r.nbytes, r.key))
+        rows.sort(key=lambda r: (-r.nbytes, order(r.key)))
     else:
-        rows.sort(key=lambda r: r.key)
+        rows.sort(key=lambda r: order(r.key))
     return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), count_data_files(ckpt.files), unmatched)
 
 

@@ -20,6 +20,7 @@ from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
+from formats.core.natural import key_order
 from formats.core.object_keys import ATTRIBUTES
 from formats.core.records import field, record
 
@@ -171,7 +172,7 @@ def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
     linear in the keys' length."""
     root = TreeNode("")
     kids: dict[int, dict[str, TreeNode]] = {}
-    for key in sorted(keys):
+    for key in sorted(keys, key=key_order(keys)):  # numbers by value: vars/2 before vars/10
         parts = key.split("/", MAX_TREE_DEPTH - 1)
         node = root
         for part in parts:

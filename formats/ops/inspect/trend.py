@@ -138,6 +138,7 @@ def run_trend(directory: str | os.PathLike[str], patterns: Sequence[str] = (), *
 
 def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int | None,
            executor: Executor) -> TrendResult:
+    from formats.core.nearest import key_spellings
     from formats.discover.resolve import open_checkpoint
     from formats.discover.scan import scan_directory
     from formats.io import storage
@@ -150,6 +151,7 @@ def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int
     trends: dict[str, VariableTrend] = {}
     previous: Checkpoint | None = None
     unmatched = set(patterns)
+    among: dict[str, tuple[str, ...]] = {}
     try:
         for info in infos:
             if info.error:
@@ -161,6 +163,8 @@ def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int
                 result.notes.append(f"skipped {info.path}: {exc.message}")
                 continue
             unmatched &= set(_add(result, trends, previous, ckpt, info.step, patterns, jobs, executor))
+            if unmatched:  # the keys a pattern matching nothing may have meant
+                among.update(key_spellings(ckpt))
             result.mtimes.append(info.mtime)
             if previous is not None:
                 previous.close()
@@ -169,7 +173,7 @@ def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int
         if previous is not None:
             previous.close()
     if unmatched and result.checkpoints:
-        raise nothing_selected(directory, [p for p in dict.fromkeys(patterns) if p in unmatched])
+        raise nothing_selected(directory, [p for p in dict.fromkeys(patterns) if p in unmatched], among=among)
     result.variables = [trends[k] for k in sorted(trends)]
     return result
 

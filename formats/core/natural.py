@@ -1,0 +1,56 @@
+"""The order keys are listed in: as text, but numbers as numbers (``optimizer/vars/2`` before ``optimizer/vars/10``,
+``dense_2`` before ``dense_10``, ``ckpt-3`` before ``ckpt-10``).
+
+:func:`natural_order` is a sort key: the key with every run of digits written as its length (one digit,
+``"9"`` followed by one more character past 9 digits) and then the number without leading zeros, so that
+plain text order compares numbers by value and everything else as before (a digit run still sorts against
+any other character as a digit does); keys equal but for leading zeros keep their text order. Keys whose
+digit runs are all one digit long are already in this order when sorted as text (:func:`needs_natural_order`
+tells, cheaply, whether a sorted listing must be sorted again).
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from re import Match, Pattern
+    from typing import Any
+
+__all__ = ["natural_order", "needs_natural_order", "key_order"]
+
+_runs: Pattern[str] | None = None  # compiled (and re imported) when first needed: start-up
+
+
+def _number(match: Match[str]) -> str:
+    digits = match.group().lstrip("0")
+    n = len(digits)
+    return (chr(0x30 + n) if n <= 9 else "9" + chr(0x30 + n)) + digits
+
+
+def natural_order(key: str) -> tuple[str, str]:
+    """Sort key of ``key``: numbers in it compared by value (see the module's docstring)."""
+    global _runs
+    if _runs is None:
+        import re
+
+        _runs = re.compile(r"\d+")
+    return _runs.sub(_number, key), key
+
+
+_ONE_DIGIT = str.maketrans("123456789", "000000000")
+
+
+def needs_natural_order(text: str) -> bool:
+    """Whether keys in ``text`` (one or many, joined) hold a number of two or more digits: only then can their
+    natural order differ from their text order. (No ``re``: ``ckpt ls PREFIX`` asks at start-up.)"""
+    return "00" in text.translate(_ONE_DIGIT)
+
+
+def key_order(keys: Iterable[str]) -> Callable[[str], Any]:
+    """The sort key that puts ``keys`` in natural order: :func:`natural_order`, or the key itself (faster)
+    where that is the same order (no number of two or more digits among them)."""
+    return natural_order if needs_natural_order("\n".join(keys)) else _itself
+
+
+def _itself(key: str) -> str:
+    return key
