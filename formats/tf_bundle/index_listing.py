@@ -129,13 +129,8 @@ class _Lister:
         n = self.header.num_shards
         files = [self.path, *(data_file_name(prefix, i, n) for i in range(n))]
         unmatched = [p for p in dict.fromkeys(self.patterns) if p not in self.used]
-<<<<<<< HEAD
-        return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, blocks, self.total, unmatched, self.width,
-                              self.ascii, self.printable)
-=======
-        return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, in_natural_order(blocks), self.total,
-                              unmatched, self.width, self.ascii)
->>>>>>> mistakes
+        return CompactListing(prefix, _FORMATS[self.object_based], files, self.kinds, in_natural_order(blocks),
+                              self.total, unmatched, self.width, self.ascii, self.printable)
 
     def _block(self, block: bytes, prev: bytes | None) -> tuple[list[bytes], array]:
         """The keys and kinds of one block's entries, checked as :mod:`formats.io.sstable` checks them."""
