@@ -27,7 +27,8 @@ PROGRAM_STEPS = ("step", "global_step")
 """Names a program gives its own step counter."""
 OPTIMIZER_COUNTERS = frozenset({*COUNTERS.values(), "iterations", "_iterations"}) - {"global_step"}
 """Last name segments of an optimizer's iteration counter (``Adam/iter``, ``optimizer/_iterations``)."""
-_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+_INTEGERS = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
+"""The integer dtypes a step may have, with their sizes in bytes."""
 
 
 def _names(entry: TensorEntry) -> tuple[tuple[str, ...], bool]:
@@ -72,6 +73,9 @@ def own_step(ckpt: Checkpoint) -> tuple[int | None, str | None]:
     if entry is None:
         return None, None
     try:
-        return int(entry.read()), entry.key
+        raw = b"".join(entry.byte_chunks())  # canonical little-endian bytes, checksum checked; no numpy
     except (CheckpointError, ValueError, OSError):
         return None, entry.key
+    if len(raw) != _INTEGERS[entry.dtype]:
+        return None, entry.key
+    return int.from_bytes(raw, "little", signed=entry.dtype.startswith("int")), entry.key
