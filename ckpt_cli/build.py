@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .completion import CHECKPOINT as CHECKPOINT_TYPE
-from .completion import complete_keys, key_completer
+from .completion import complete_keys, key_completer, list_completer
 from .help import CkptCommand
 from .spec import (CHECKPOINT, FILE, FLOAT, PATH, SIZE, TEXT, UNPROCESSED, Arg, Choices, Command, CommandLineError, Ints,
                    Opt,
@@ -54,6 +54,8 @@ def click_type(kind: Any) -> Any:
 def _completer(complete: tuple[str, ...] | None) -> Any:
     if complete is None:
         return None
+    if complete[0] == "choices":  # a comma-separated list of these (stats --columns)
+        return list_completer(*complete[1:])
     return key_completer(*complete[1:]) if len(complete) > 1 else complete_keys
 
 

@@ -77,6 +77,20 @@ def key_completer(*sources: str) -> Any:
     return complete
 
 
+def list_completer(*choices: str) -> Any:
+    """A click ``shell_complete`` callback completing a comma-separated list of ``choices`` (``stats
+    --columns mean,s<TAB>`` -> ``mean,std``): the last item, the ones before it kept, none named twice."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        done, _, last = incomplete.rpartition(",")
+        head = done + "," if done else ""
+        taken = {w.lower() for w in done.split(",")}
+        return [CompletionItem(head + c) for c in choices
+                if c.lower().startswith(last.lower()) and c.lower() not in taken]
+
+    return complete
+
+
 def _param_value(ctx: click.Context, name: str) -> Any:
     """A parameter's value on the line being completed. Completing an option's value (``--opt <TAB>``) stops
     click's parsing before the arguments are bound; they are then the leftover words, in order."""

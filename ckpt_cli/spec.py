@@ -87,7 +87,7 @@ class Opt:
     value; ``multiple``: repeatable, the values collected in a tuple. ``convert`` turns the parsed value into
     what the command gets (both front ends call it; a :class:`ParameterError` it raises is a usage error
     naming the option). ``complete``: how the shell completes its value (``("keys", "a")``: the tensor keys
-    of argument ``a``'s checkpoint)."""
+    of argument ``a``'s checkpoint; ``("choices", "x", "y")``: a comma-separated list of these)."""
 
     __slots__ = ("decls", "name", "help", "type", "default", "flag", "multiple", "required", "metavar",
                  "show_default", "convert", "complete")

@@ -92,17 +92,19 @@ def verify_against(output: Source, source: Source, *, match: str = "key", rules:
 def diff(a: Source, b: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
          patterns: Sequence[str] = (), strip_prefix_a: str | None = None, strip_prefix_b: str | None = None,
          atol: float | None = None, rtol: float | None = None, equal_nan: bool = False, keys_only: bool = False,
-         jobs: int | None = None, progress: Progress | None = None, executor: str | Executor | None = None) -> DiffResult:
+         jobs: int | None = None, progress: Progress | None = None, executor: str | Executor | None = None,
+         first_difference: bool = False) -> DiffResult:
     """What differs between ``a`` and ``b`` (``ckpt diff``): keys only in one, shape and dtype changes, value
     changes (exact, or within ``atol``/``rtol`` as numpy's allclose). ``result.equal`` when nothing differs.
-    ``executor`` as for :func:`verify`."""
+    ``executor`` as for :func:`verify`. ``first_difference``: stop at the first difference, reading nothing
+    after it (``ckpt diff -q``; ``result.complete`` is then False)."""
     from formats.ops.compare.diff import Tolerance, diff_checkpoints
 
     with _Opened(a) as ca, _Opened(b) as cb:
         return diff_checkpoints(ca, cb, match=match, rules=_rules(rules), strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, tolerance=Tolerance.of(atol, rtol, equal_nan),
                                 keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,
-                                executor=executor)
+                                executor=executor, first_difference=first_difference)
 
 
 def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = None,

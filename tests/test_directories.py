@@ -107,7 +107,7 @@ def test_a_state_file_naming_a_missing_checkpoint_hides_nothing(corpus_copy, run
          "the checkpoint state file names 'ckpt-11' as the latest checkpoint, but it does not exist")]
     text = run_cli("ls", run).stdout.splitlines()
     assert text[-1] == f"{run}: 5 checkpoints"
-    assert text[5].split() == ["ckpt-11", "11", "missing", "0", "0", "B", "latest;", "error:", "the", "checkpoint", "state",
+    assert text[5].split() == ["ckpt-11", "11", "-", "missing", "0", "0", "B", "latest;", "error:", "the", "checkpoint", "state",
                                "file", "names", "'ckpt-11'", "as", "the", "latest", "checkpoint,", "but", "it", "does",
                                "not", "exist"]
 

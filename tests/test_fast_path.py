@@ -32,7 +32,7 @@ PLAIN = [
     ["convert", "a", "-o", "b", "--to", "keras3-h5", "--max-shard-size", "1.5GiB", "--template", "t"],
     ["convert", "a", "-o", "b", "--to", "tf-name", "--slot-names", "tf1", "--update-state", "--force"],
     ["stats", "p"], ["stats", "p", "k*", "j*", "--check-finite", "--names", "--json", "-j", "1"],
-    ["stats", "p", "--hist", "--bins", "16", "--ascii"], ["trend", "d", "--plot", "--stat", "change", "--ascii"],
+    ["stats", "p", "--hist", "--bins", "16", "--ascii"], ["stats", "p", "--columns", "mean,STD,nan"], ["trend", "d", "--plot", "--stat", "change", "--ascii"],
     ["diff", "--plot", "--ascii", "a", "b"],
     ["show", "p", "k[0:2]", "--precision", "3", "--threshold=0", "--edgeitems", "2", "--full", "--json"],
     ["extract", "p", "a", "b", "-o", "x.npz", "--format", "npz", "--by", "name", "--include-graph", "--allow-pickle"],

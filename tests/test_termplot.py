@@ -15,6 +15,7 @@ import pytest
 from ckpt_cli.render.plot import bar_chart, line_plot, resample, strip
 from ckpt_cli.render.trend import TREND_STATS
 from formats import write_checkpoint
+from formats.core.object_keys import VALUE_SUFFIX
 
 from .conftest import CORPUS
 from .test_diff import GOLDEN, read_all
@@ -155,7 +156,7 @@ def test_trend_plot_golden(run_cli, fixed) -> None:
 
 def test_trend_plot_axes_are_numpy_stats(run_cli, fixed) -> None:
     """Each plot's top and bottom labels are the max and min of numpy's norms (changes, means, maxima) over the
-    steps, and its x axis the first and last steps."""
+    steps, and its x axis the first and last steps (the checkpoints' own, not the 3 and 5 of their names)."""
     values = [read_all(f"{RUN}/ckpt-{s}") for s in (3, 4, 5)]
     numeric = [k for k, v in values[-1].items() if v.dtype.kind in "fiu"]
     for stat in ("norm", "change", "mean", "max"):
@@ -174,7 +175,8 @@ def test_trend_plot_axes_are_numpy_stats(run_cli, fixed) -> None:
                 assert (float(top), float(bottom)) == pytest.approx((max(ys), min(ys)), rel=1e-3), (key, stat)
             else:
                 assert float(plot[2].split()[0]) == pytest.approx(ys[0], rel=1e-3), (key, stat)  # the middle row
-            assert plot[7].split() == ["3", "(step)", "5"]
+            steps = [int(v["step" + VALUE_SUFFIX]) for v in values]  # the checkpoints' own step variable
+            assert plot[7].split() == [str(steps[0]), "(step)", str(steps[-1])] == ["30", "(step)", "50"]
 
 
 def test_trend_plot_json_is_trend_json(run_cli) -> None:

@@ -62,7 +62,8 @@ SPEC = Command(
         Opt("--names", flag=True, help="Add each tensor's TF1-style name and role (also to --json), as ls does."),
         Opt("--plot", flag=True, help="Draw a bar per changed tensor of its relative change instead of the table."),
         Opt("--ascii", flag=True, help="Draw --plot in ASCII characters instead of Unicode blocks."),
-        Opt("-q", "--quiet", flag=True, help="Print nothing; the exit status says it all."),
+        Opt("-q", "--quiet", flag=True, help="Print nothing; the exit status says it all (reading stops at the first "
+                                             "difference)."),
         json_option(),
         jobs_option(),
         executor_option(),
@@ -78,7 +79,8 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
              ascii: bool = False, executor: str | None = None) -> int:
     """Compare ``a`` with ``b`` (pairs on ``jobs`` threads; 0 or None: every core), print what differs unless
     ``quiet`` (with ``names``, each key's name and role beside it; with ``plot``, bars of the relative changes
-    instead of the table, in ASCII with ``ascii``), and return the exit status (0 equal, 1 different)."""
+    instead of the table, in ASCII with ``ascii``), and return the exit status (0 equal, 1 different). With
+    ``quiet``, or under ``ckpt -q``, nothing after the first difference is read."""
     from formats import verbs
     from formats.api import open_checkpoint
     from formats.ops.compare.diff import Tolerance
@@ -90,6 +92,11 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
 
         rules = build_rules(maps, regexes, rules_file) or None
     tolerance = Tolerance.of(atol, rtol, equal_nan)
+    if env is None:
+        from ..environment import current
+
+        env = current()
+    first = quiet or env.quiet  # no table shown (diff -q, or ckpt -q diff): stop at the first difference
     with open_checkpoint(a) as ca, open_checkpoint(b) as cb:
         from ..render.progress import progress_for
 
@@ -98,14 +105,11 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
             result = verbs.diff(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
                                 keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,
-                                executor=executor)
-        hint = match_name_hint(ca, cb) if match == "key" and not (result.same or result.changed) else None
+                                executor=executor, first_difference=first)
+        hint = match_name_hint(ca, cb) if match == "key" and result.complete and not (result.same or result.changed) \
+            else None
         named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:
-        if env is None:
-            from ..environment import current
-
-            env = current()
         if hint:
             env.hint(hint)
         for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:

@@ -32,7 +32,9 @@ SPEC = Command(
     per checkpoint found (from its `checkpoint` state file and its *.index files; a
     model base directory lists its SavedModel versions); -r walks a tree; with
     --tree, a directory shows its latest checkpoint. Several PATHs (a shell glob
-    such as run/ckpt-*) list each checkpoint once.
+    such as run/ckpt-*) list each checkpoint once. A directory's rows show "save",
+    the number in a checkpoint's name (ckpt-5: 5), and "step", its own step
+    variable (step, global_step, the optimizer's iterations; - without one).
 
     \b
     Examples:

@@ -68,8 +68,8 @@ SPEC = Command(
     log), NaN/Inf and all-zero flags, dtype and storage. Two PATHs: the diff,
     each changed tensor's relative change and cosine, biggest first, a heatmap
     of |a-b| for 2-D tensors, keys only in one. A directory of several
-    checkpoints: each one's step and time, and every variable's norm over the
-    steps. The page needs no network (CSS, script and SVG inline), has a search
+    checkpoints: each one's save number (in its name), own step and time, and
+    every variable's norm over the steps. The page needs no network (CSS, script and SVG inline), has a search
     box over keys and an anchor per tensor (report.html#k-KEY). Tensors are read
     in chunks on --jobs threads, or on the workers of a Dask cluster
     (--executor dask://HOST:PORT); the page stays a few KB per tensor.

@@ -41,8 +41,25 @@ def run(env: Environment, p: Params) -> int:
             from ..render.plot import plot_width, wants_ascii
 
             hist = (wants_ascii(p.ascii), plot_width(None))
-        render_stats(result, p.check_finite, named, hist)
+        render_stats(result, p.check_finite, named, hist, p.columns)
     return int(ExitCode.PROBLEMS if p.check_finite and result.nonfinite else ExitCode.OK)
+
+
+COLUMN_NAMES = ("dtype", "shape", "min", "max", "mean", "std", "L2", "zeros", "NaN", "Inf")
+"""``--columns``' choices, as its help and completion list them (:data:`ckpt_cli.render.stats.COLUMNS`)."""
+
+
+def _columns(text: str | None) -> tuple[str, ...] | None:
+    """``--columns`` parsed (:func:`ckpt_cli.render.stats.parse_columns`); a usage error for an unknown name."""
+    if text is None:
+        return None
+    from ..render.stats import parse_columns
+    from ..spec import ParameterError
+
+    try:
+        return parse_columns(text)
+    except ValueError as e:
+        raise ParameterError(str(e)) from None
 
 
 SPEC = Command(
@@ -60,11 +77,16 @@ SPEC = Command(
     drawn in Unicode blocks that fit the terminal, or ASCII with --ascii; with
     --json the bin edges and counts, NaN, +Inf, -Inf and zeros counted apart.
 
+    On a terminal too narrow for every column, L2 and zeros are left out first
+    (then NaN and Inf when all is finite, max, min, shape...; a line names
+    them); --columns chooses which and in what order (--json has them all).
+
     \b
     Examples:
       ckpt stats run/tf_ckpts
       ckpt stats run/model.ckpt-200 'dnn/*/kernel' --json
       ckpt stats --names run/tf_ckpts
+      ckpt stats --columns mean,std,NaN,Inf run/tf_ckpts
       ckpt stats --hist run/model.ckpt-200 'dnn/*'
       ckpt stats --check-finite run/tf_ckpts || echo "training diverged"
     """,
@@ -76,6 +98,9 @@ SPEC = Command(
         Opt("--hist", flag=True, help="Add a histogram of each tensor's values (also to --json: edges and counts)."),
         Opt("--bins", type=Ints(min=1, max=4096), default=32, show_default=True, metavar="N",
             help="Bins of each --hist histogram (fewer are drawn when the terminal is narrower)."),
+        Opt("--columns", metavar="COL,...", convert=_columns, complete=("choices", *COLUMN_NAMES),
+            help="The statistics to show, in this order: " + ",".join(COLUMN_NAMES) + " or all "
+                 "(default: all that fit the terminal; the key is always shown)."),
         Opt("--ascii", flag=True, help="Draw --hist in ASCII characters instead of Unicode blocks."),
         json_option(),
         jobs_option(),

@@ -45,7 +45,9 @@ SPEC = Command(
     DIRECTORY holds one run's checkpoints (a CheckpointManager directory, an
     Estimator model_dir). Per variable: the L2 norm at each step and the L2 norm
     of the change since the previous checkpoint, drawn as unicode sparklines. A
-    variable that holds NaN or Inf is flagged with the step where that began.
+    variable that holds NaN or Inf is flagged with the step where that began: a
+    checkpoint's own step variable (step, global_step, the optimizer's
+    iterations), else the number in its name ("save 5").
     Checkpoints of other runs in the same directory are left out with a note.
     --plot draws each variable's norm (or another --stat) over the steps as a
     line plot in Braille dots fitting the terminal (ASCII with --ascii).

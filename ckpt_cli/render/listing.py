@@ -132,17 +132,19 @@ def _write_compact_json(listing: CompactListing, indent: str) -> None:
 
 
 def render_directory_table(path: str, infos: list[Any], below: int = 0) -> None:
-    """One row per checkpoint: prefix, step, format, tensors, size, modified, and ``latest`` (the state file's
-    latest), ``error: ...`` or both (``latest; error: ...``); ``below``: the checkpoints in its subdirectories,
-    named in the summary line when there are none in it."""
+    """One row per checkpoint: prefix, save (the number in its name), step (its own step variable's value,
+    ``-`` when it has none), format, tensors, size, modified, and ``latest`` (the state file's latest),
+    ``error: ...`` or both (``latest; error: ...``); ``below``: the checkpoints in its subdirectories, named in
+    the summary line when there are none in it."""
     import datetime as _dt
 
-    table = TextTable([("checkpoint", "left"), ("step", "right"), ("format", "left"), ("tensors", "right"),
-                       ("size", "right"), ("modified", "left"), ("", "left")])
+    table = TextTable([("checkpoint", "left"), ("save", "right"), ("step", "right"), ("format", "left"),
+                       ("tensors", "right"), ("size", "right"), ("modified", "left"), ("", "left")])
     for info in infos:
         mark = "; ".join(m for m in ("latest" if info.latest else "", f"error: {info.error}" if info.error else "") if m)
         modified = _dt.datetime.fromtimestamp(info.mtime).strftime("%Y-%m-%d %H:%M") if info.mtime else ""
-        table.add_row(_relative(info.path, path), "" if info.step is None else str(info.step), info.format,
+        table.add_row(_relative(info.path, path), "" if info.step is None else str(info.step),
+                      "-" if info.own_step is None else str(info.own_step), info.format,
                       str(info.tensors), human_bytes(info.nbytes), modified, mark,
                       style="red" if info.error else ("green" if info.latest else None))
     count = f": {len(infos)} checkpoint{'s' if len(infos) != 1 else ''}"

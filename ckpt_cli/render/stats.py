@@ -14,28 +14,77 @@ def stat(x: float | int | None) -> str:
     return str(x) if isinstance(x, int) else f"{x:.5g}"
 
 
+COLUMNS = ("dtype", "shape", "min", "max", "mean", "std", "L2", "zeros", "NaN", "Inf")
+"""The columns of the stats table after the key, in their order (``--columns`` chooses among them)."""
+_RIGHT = {"min", "max", "mean", "std", "L2", "zeros", "NaN", "Inf"}
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``--columns``: ``"mean,std,NaN"`` -> the columns named, in that order (any case; ``all``: every one);
+    ValueError naming an unknown column and the known ones."""
+    known = {c.lower(): c for c in COLUMNS}
+    out: list[str] = []
+    for word in (w.strip() for w in text.split(",")):
+        if word.lower() == "all":
+            out += [c for c in COLUMNS if c not in out]
+        elif word.lower() in known:
+            if known[word.lower()] not in out:
+                out.append(known[word.lower()])
+        elif word:
+            raise ValueError(f"no column {word!r} (columns: {', '.join(COLUMNS)}, or all)")
+    if not out:
+        raise ValueError(f"name at least one column ({', '.join(COLUMNS)}, or all)")
+    return tuple(out)
+
+
+def leave_out_order(any_nonfinite: bool) -> list[str]:
+    """The columns a terminal too narrow for them all goes without, first to last (the key and dtype stay):
+    L2 and zeros, NaN and Inf when every tensor is finite (the summary says so), max, min and shape, then
+    std and mean."""
+    counts = ["Inf", "NaN"]
+    return ["L2", "zeros", *([] if any_nonfinite else counts), "max", "min", "shape",
+            *(counts if any_nonfinite else []), "std", "mean"]
+
+
+def _cells(t: Any) -> dict[str, str]:
+    return {"dtype": t.dtype, "shape": shape_text(t.shape), "min": stat(t.min), "max": stat(t.max),
+            "mean": stat(t.mean), "std": stat(t.std), "L2": stat(t.l2), "zeros": stat(t.zeros), "NaN": stat(t.nan),
+            "Inf": stat(t.inf)}
+
+
 def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, str]] | None = None,
-                 hist: tuple[bool, int | None] | None = None) -> None:
+                 hist: tuple[bool, int | None] | None = None, columns: tuple[str, ...] | None = None) -> None:
     """The table (with ``names``, each key's name and role beside it, as ``ls --names`` shows them), a summary
     line, and with ``check_finite`` one line per tensor holding NaN or Inf. With ``hist`` (``(ascii, width)``:
-    the width to fit, None for no limit) a histogram column between min and max (:func:`histogram_cells`)."""
+    the width to fit, None for no limit) a histogram column between min and max (:func:`histogram_cells`).
+    ``columns``: the statistics shown (:data:`COLUMNS`, in the order given); by default all of them, fewer on a
+    terminal too narrow for them (:func:`leave_out_order`, with a line naming those left out)."""
+    from .table import columns_to_leave_out, terminal_columns, without_columns
+
     named = [("name", "left"), ("role", "left")] if names is not None else []
-    table = TextTable([("key", "left"), *named, ("dtype", "left"), ("shape", "left"), ("min", "right"),
-                       ("max", "right"), ("mean", "right"), ("std", "right"), ("L2", "right"), ("zeros", "right"),
-                       ("NaN", "right"), ("Inf", "right")])
+    chosen = COLUMNS if columns is None else columns
+    table = TextTable([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)])
     for t in result.tensors:
         extra = list(names.get(t.key, ("", ""))) if names is not None else []
-        table.add_row(shown(t.key), *extra, t.dtype, shape_text(t.shape), stat(t.min), stat(t.max), stat(t.mean),
-                      stat(t.std), stat(t.l2), stat(t.zeros), stat(t.nan), stat(t.inf),
-                      style=None if t.finite else "red")
+        cells = _cells(t)
+        table.add_row(shown(t.key), *extra, *(cells[c] for c in chosen), style=None if t.finite else "red")
     notes: list[list[tuple[str, str | None]]] = []
+    left_out: list[str] = []
+    if columns is None:
+        width = terminal_columns()
+        reserve = len("  ") + 8 if hist is not None else 0  # the narrowest histogram
+        left_out = columns_to_leave_out(table, width, leave_out_order(bool(result.nonfinite)), reserve)
+        table = without_columns(table, left_out)
     if hist is not None and result.tensors:
-        at = len(table.columns) - 7  # before max
-        cells = histogram_cells(result.tensors, table, *hist)
+        names_now = [name for name, _ in table.columns]
+        at = names_now.index("max") if "max" in names_now else len(names_now)
+        cells_h = histogram_cells(result.tensors, table, *hist)
         table.columns.insert(at, ("histogram", "left"))
-        for row, cell in zip(table.rows, cells):
+        for row, cell in zip(table.rows, cells_h):
             row.insert(at, cell)
         notes.append([("histogram: ", "bold"), (HIST_NOTE, None)])
+    if left_out:
+        notes.append([(f"(not shown: {', '.join(left_out)}; see --columns)", None)])
     bad = result.nonfinite
     count = len(result.tensors)
     summary = f": {count} tensor{'s' if count != 1 else ''}, " + (

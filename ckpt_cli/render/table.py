@@ -190,6 +190,51 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     return rows, natural, shortened
 
 
+def terminal_columns() -> int | None:
+    """The width a table is laid out to: None on a pipe (plain text, nothing left out or wrapped); on a
+    terminal (or with ``CKPT_FORCE_RICH=1``) ``COLUMNS`` when set, else the terminal's width, else 80 - the
+    width rich lays the table out to."""
+    if not _rich_mode(sys.stdout):
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return _terminal_width(sys.stdout) or 80
+
+
+def laid_out_width(table: TextTable, width: int) -> int:
+    """How wide the table is when laid out for a terminal ``width`` columns wide (:func:`_fit`: keys maybe
+    without :data:`VALUE_SUFFIX`, prose columns wrapped), its header included."""
+    _, widths, _ = _fit(table, width)
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def without_columns(table: TextTable, names: Iterable[str]) -> TextTable:
+    """``table`` without the columns named ``names`` (the same row styles)."""
+    drop = set(names)
+    keep = [i for i, (name, _) in enumerate(table.columns) if name not in drop]
+    return TextTable([table.columns[i] for i in keep], [[row[i] for i in keep] for row in table.rows],
+                     list(table.row_styles))
+
+
+def columns_to_leave_out(table: TextTable, width: int | None, optional: Iterable[str], reserve: int = 0) -> list[str]:
+    """The fewest of the ``optional`` columns, taken in that order, to leave out so that the table laid out
+    for a terminal ``width`` columns wide (with ``reserve`` more columns beside it) fits; the key column is
+    never among them and never cut. Nothing on a pipe (``width`` None); every optional column when even that
+    does not make it fit (a row then overflows whole, for the terminal to wrap)."""
+    if width is None or not table.rows:
+        return []
+    out: list[str] = []
+    trial = table
+    for name in [None, *optional]:
+        if name is not None:
+            out.append(name)
+            trial = without_columns(trial, [name])
+        if laid_out_width(trial, width) + reserve <= width:
+            return out
+    return out
+
+
 def _layout(table: TextTable, width: int) -> list[tuple[str, str | None]]:
     """The table as lines of text (with a style each): columns two spaces apart, prose columns wrapped to
     their width, every other cell whole."""

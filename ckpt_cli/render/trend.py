@@ -24,26 +24,33 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
-def _step(step: int | None) -> str:
-    return "?" if step is None else str(step)
+def _number(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
+def summary(result: Any) -> list[tuple[str, str | None]]:
+    """The closing line: the run, its checkpoints' own steps (``-`` for one without a step variable) and the
+    numbers in their names (``saves``), and the variables."""
+    count = len(result.checkpoints)
+    steps = ", ".join(map(_number, result.own_steps))
+    saves = ", ".join(map(_number, result.steps))
+    return [(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}; saves "
+                                    f"{saves}), {len(result.variables)} variables", None)]
 
 
 def render_trend(result: Any) -> None:
-    """The table, notes, and a summary line naming the steps."""
+    """The table, notes, and a summary line naming the steps (:func:`summary`)."""
     table = TextTable([("variable", "left"), ("shape", "left"), ("norm", "left"), ("first", "right"),
                        ("last", "right"), ("change", "left"), ("last change", "right"), ("finite", "left")])
     for v in result.variables:
         start = v.nonfinite_from
-        flag = "yes" if start is None else f"NaN/Inf from step {_step(result.steps[start])}"
+        flag = "yes" if start is None else f"NaN/Inf from {result.when(start)}"
         table.add_row(v.key, shape_text(v.shape), sparkline(v.norm), _num(v.norm[0]), _num(v.norm[-1]),
                       sparkline(v.change[1:]), _num(v.change[-1]), flag, style=None if start is None else "red")
     lines = [[("note ", "yellow"), (n, None)] for n in result.notes]
-    lines += [[("diverged ", "red"), (f"{v.key}: {v.nonfinite[-1] or 0} NaN/Inf at the last checkpoint, first at step "
-                                      f"{_step(result.steps[v.nonfinite_from])}", None)] for v in result.diverged]
-    steps = ", ".join(_step(s) for s in result.steps)
-    count = len(result.checkpoints)
-    lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
-                                          f"{len(result.variables)} variables", None)])
+    lines += [[("diverged ", "red"), (f"{v.key}: {v.nonfinite[-1] or 0} NaN/Inf at the last checkpoint, first at "
+                                      f"{result.when(v.nonfinite_from)}", None)] for v in result.diverged]
+    lines.append(summary(result))
     emit(table if result.variables else None, lines)
 
 
@@ -53,27 +60,23 @@ TREND_STATS = {"norm": "norm (L2)", "change": "change (L2 since the previous che
 
 
 def render_trend_plot(result: Any, stat: str, ascii: bool, width: int, height: int = 6) -> None:
-    """One line plot per variable of ``stat`` over the run's steps (the checkpoints' order where a step is
-    unknown), then the notes and summary lines :func:`render_trend` prints."""
+    """One line plot per variable of ``stat`` over the run's steps (``TrendResult.axis``: the numbers in the
+    names, or the checkpoints' order, where steps are unknown), then the notes and summary lines
+    :func:`render_trend` prints."""
     from .plot import line_plot, shown
 
-    known = all(s is not None for s in result.steps) and len(set(result.steps)) == len(result.steps)
-    xs = list(result.steps) if known else list(range(len(result.checkpoints)))
-    label = "step" if known else "checkpoint"
+    xs, label = result.axis()
     lines: list[list[tuple[str, str | None]]] = []
     for v in result.variables:
         ys = getattr(v, stat)
         start = v.nonfinite_from
-        flag = "" if start is None else f"  NaN/Inf from step {_step(result.steps[start])}"
+        flag = "" if start is None else f"  NaN/Inf from {result.when(start)}"
         lines.append([(shown(v.key), "bold"), (f"  {shape_text(v.shape)}  {TREND_STATS[stat]}" + flag,
                                                None if start is None else "red")])
         lines += [[(row, None)] for row in line_plot(xs, ys, width, height, ascii, label)]
         lines.append([("", None)])
-    steps = ", ".join(_step(s) for s in result.steps)
-    count = len(result.checkpoints)
     lines += [[("diverged ", "red"), (f"{shown(v.key)}: {v.nonfinite[-1] or 0} NaN/Inf at the last checkpoint, "
-                                      f"first at step {_step(result.steps[v.nonfinite_from])}", None)]
+                                      f"first at {result.when(v.nonfinite_from)}", None)]
               for v in result.diverged]
-    lines.append([(result.path, "bold"), (f": {count} checkpoint{'s' if count != 1 else ''} (steps {steps}), "
-                                          f"{len(result.variables)} variables", None)])
+    lines.append(summary(result))
     emit(None, lines)

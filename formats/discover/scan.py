@@ -13,6 +13,7 @@ import os
 import re
 
 from formats.concepts.state import CheckpointState, read_state
+from formats.concepts.step import own_step
 from formats.core.errors import CheckpointError
 from formats.discover.resolve import (Target, claim, claim_directory, find_checkpoints, identity, latest_version,
                                       locate_named, normalize)
@@ -35,12 +36,15 @@ _SHARDS = r"-\?{5}-of-\d{5}$"  # a sharded V1 save's pattern: model.ckpt-200-???
 
 class CheckpointInfo:
     """One row of a directory listing; ``error`` is set when it cannot be read whole (counts are then
-    what could be read: 0 when it cannot be opened at all)."""
+    what could be read: 0 when it cannot be opened at all). ``step`` is the number in the checkpoint's name
+    (:func:`step_of`: ``ckpt-5`` -> 5, how many times a ``CheckpointManager`` saved); ``own_step`` the value of
+    its own step variable (:func:`formats.concepts.step.own_step`: ``step``, ``global_step``, the optimizer's
+    iterations), None when it has none."""
 
-    __slots__ = ("path", "step", "format", "tensors", "nbytes", "mtime", "latest", "error")
+    __slots__ = ("path", "step", "format", "tensors", "nbytes", "mtime", "latest", "error", "own_step")
 
     def __init__(self, path: str, step: int | None, format: str, tensors: int, nbytes: int, mtime: float,
-                 latest: bool, error: str | None = None) -> None:
+                 latest: bool, error: str | None = None, own_step: int | None = None) -> None:
         self.path = path
         self.step = step
         self.format = format
@@ -49,6 +53,7 @@ class CheckpointInfo:
         self.mtime = mtime
         self.latest = latest
         self.error = error
+        self.own_step = own_step
 
     def __repr__(self) -> str:
         return f"CheckpointInfo({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -59,10 +64,11 @@ class CheckpointInfo:
     __hash__ = None  # type: ignore[assignment]
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        out: dict[str, object] = {"path": self.path, "step": self.step, "format": self.format,
-                                  "tensors": self.tensors, "nbytes": self.nbytes, "mtime": self.mtime,
-                                  "latest": self.latest}
+        """A JSON-ready dict: ``step`` the number in the name (the save number), ``own_step`` the checkpoint's
+        own step (null when it has no step variable)."""
+        out: dict[str, object] = {"path": self.path, "step": self.step, "own_step": self.own_step,
+                                  "format": self.format, "tensors": self.tensors, "nbytes": self.nbytes,
+                                  "mtime": self.mtime, "latest": self.latest}
         if self.error:
             out["error"] = self.error
         return out
@@ -138,6 +144,7 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
             info.format = ckpt.format
             info.tensors = len(ckpt)
             info.nbytes = sum(e.nbytes for e in ckpt.values())
+            info.own_step = own_step(ckpt)[0]  # one scalar read
             files = ckpt.files
             gone = storage.missing_files(ckpt.files)
     except CheckpointError as exc:

@@ -212,14 +212,21 @@ class OutputGuard:
     :class:`~formats.core.errors.OutputIsInputError` when one of them is an output file (same path
     after resolving symlinks, or the same inode: a hard link). Writers fed from a one-shot iterator
     call :meth:`check_source` as each source is reached, before its bytes are written.
+
+    ``renamed``: the writer never writes into an existing output file - it writes new files under
+    temporary names, renames them over the old ones and unlinks the old ones it does not replace (the
+    bundle writer) - so an output file that is a hard link of an input file (the same inode under another
+    name: the data file of an earlier ``--link`` output) is no hazard, and only the same path is refused:
+    replacing that name leaves the input's own name, and its bytes, as they were.
     """
 
-    def __init__(self, output: str, files: Iterable[str], leftovers: Iterable[str] = ()) -> None:
+    def __init__(self, output: str, files: Iterable[str], leftovers: Iterable[str] = (), renamed: bool = False) -> None:
         self.output = output
         self.files = list(files)
         self._paths = {_identity(f) for f in self.files}
         left = set(leftovers)  # no checkpoint's files: compared by path only (a hard link of an input is fine)
-        self._inodes = {i for i in map(_inode, (f for f in self.files if f not in left)) if i is not None}
+        self._inodes = set() if renamed else {
+            i for i in map(_inode, (f for f in self.files if f not in left)) if i is not None}
         self._seen: set[tuple[str, ...]] = set()
 
     def check_files(self, files: Iterable[str]) -> None:
@@ -248,7 +255,7 @@ class OutputGuard:
 def guard_output(output: str, files: Iterable[str] | None = None, *,
                  inputs: Iterable[str | os.PathLike[str] | Checkpoint] = (), sources: Iterable[Source] = (),
                  force: bool = False, what: str = "output file", directory: bool = False,
-                 marker: str | None = None) -> OutputGuard:
+                 marker: str | None = None, renamed: bool = False) -> OutputGuard:
     """Check an output before anything is written; return the guard for sources met later.
 
     ``files`` are the files the output creates (default: ``output`` itself). Refused, in this order:
@@ -257,13 +264,15 @@ def guard_output(output: str, files: Iterable[str] | None = None, *,
     unless ``force`` (``what`` names it in the message: ``output checkpoint exists``). With ``marker``,
     the output exists when that one file does (a bundle is its index: data files without it are what a
     killed write left, replaced by the next; such files are inputs only under the same path, for a killed
-    ``--link`` write leaves hard links of its inputs); else when any of ``files`` does.
+    ``--link`` write leaves hard links of its inputs); else when any of ``files`` does. ``renamed``: the
+    writer only ever renames new files over the output's (:class:`OutputGuard`): an output file that is a
+    hard link of an input is then replaced, not refused.
     """
     if not directory:
         refuse_directory(output)
     files = [output] if files is None else list(files)
     orphans = [f for f in files if f != marker] if marker is not None and not _exists(marker) else []
-    guard = OutputGuard(output, files, orphans)
+    guard = OutputGuard(output, files, orphans, renamed)
     guard.check_inputs(inputs)
     for source in sources:
         guard.check_source(source)

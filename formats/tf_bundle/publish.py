@@ -117,6 +117,8 @@ def settle(settled_index: str, final_index: str, staged: list[str], finals: list
             link = f"{temp}.settle-{i}"
             os.link(source, link)
             os.replace(link, final)
+            if os.path.lexists(link):  # final was already a link of the same file (an earlier --link output's)
+                os.unlink(link)
     except OSError:
         with ignoring(OSError):
             os.unlink(settled_index)

@@ -114,7 +114,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     fresh = object_graph is not None or not isinstance(pairs, list) or len(pairs) > len(layout.placed)
     out = BundleFiles(prefix, layout, link, fresh, None if shards is None else _shard_count(prefix, shards))
     guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=sources, force=force,
-                         what="output checkpoint", marker=out.final_index)
+                         what="output checkpoint", marker=out.final_index, renamed=True)  # publish(): renames only
     sweep_temporaries(prefix)  # what killed writes of this prefix left
     created = make_parents(prefix)
     try:

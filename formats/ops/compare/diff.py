@@ -118,6 +118,9 @@ class DiffResult:
         self.same = 0
         self.notes: list[str] = []
         self.unused_rules: list[Rule] = []
+        self.complete = True
+        """False when the comparison stopped at its first difference (``first_difference``): ``changed`` then
+        holds that one, ``same`` only the pairs compared before it."""
 
     def __repr__(self) -> str:
         return (f"DiffResult({self.a!r}, {self.b!r}, only_in_a={self.only_in_a!r}, only_in_b={self.only_in_b!r}, "
@@ -174,7 +177,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
                      keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS,
                      progress: Progress | None = None, patterns: Sequence[str] = (), jobs: int | None = 1,
-                     executor: str | Executor | None = None) -> DiffResult:
+                     executor: str | Executor | None = None, first_difference: bool = False) -> DiffResult:
     """Compare checkpoints ``a`` and ``b`` (opened :class:`Checkpoint` objects or paths; see the module doc).
 
     ``patterns`` (exact or globs, as :func:`~formats.core.selection.select_keys`) keep only the pairs whose
@@ -183,8 +186,11 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     ``keys_only`` compares keys, shapes and dtypes and reads no values. ``progress(bytes, tensors)`` is
     called after each pair. Pairs are compared on ``jobs`` threads (None: every core) when both formats allow
     concurrent reads, or in units (:func:`diff_unit`) on the workers of ``executor``; the result is the same
-    whatever ``jobs`` and ``executor`` are. Raises a
-    :class:`~formats.core.errors.CheckpointError` when a side is unreadable.
+    whatever ``jobs`` and ``executor`` are. With ``first_difference`` (``diff -q``: is there any difference?)
+    the comparison stops at the first: a key only in one side, then a shape or dtype change (neither reads a
+    value), then the first pair whose values differ, in key order - the pairs after it are not read, and
+    ``result.complete`` is False. Raises a :class:`~formats.core.errors.CheckpointError` when a side (a
+    tensor compared) is unreadable.
     """
     if match not in MATCHES:
         raise UsageError("", f"match must be one of {', '.join(MATCHES)}, not {match!r}")
@@ -195,7 +201,7 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
         cb = b if isinstance(b, Checkpoint) else open_checkpoint(b)
         try:
             return _diff(ca, cb, match, rules, strip_prefix_a, strip_prefix_b, tolerance or Tolerance(),
-                         keys_only, chunk_elements, progress, patterns, jobs, executor)
+                         keys_only, chunk_elements, progress, patterns, jobs, executor, first_difference)
         finally:
             if cb is not b:
                 cb.close()
@@ -206,7 +212,8 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
 
 def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, strip_a: str | None,
           strip_b: str | None, tol: Tolerance, keys_only: bool, chunk: int, progress: Progress | None,
-          patterns: Sequence[str] = (), jobs: int | None = 1, executor: str | Executor | None = None) -> DiffResult:
+          patterns: Sequence[str] = (), jobs: int | None = 1, executor: str | Executor | None = None,
+          first_difference: bool = False) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
     if match == "converted":
         names_a, names_b = _converted(ca, cb, rules, result.notes)
@@ -229,29 +236,72 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
     pairs = [((name, names_a[name], names_b[name]), ca[names_a[name]].nbytes + cb[names_b[name]].nbytes)
              for name in sorted(n for n in names_a if n in names_b)]
     parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
+    result.unused_rules = rules.unused() if rules is not None else []
+    if first_difference:
+        _first_difference(result, ca, cb, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel)
+        return result
     found = run_units((ca, cb), diff_unit, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel=parallel,
                       keys_of=lambda pair: pair[1:])
     result.changed = [change for change in found if change is not None]
     result.same = len(found) - len(result.changed)
-    result.unused_rules = rules.unused() if rules is not None else []
     return result
 
 
+def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs: list[tuple[tuple[str, str, str], int]],
+                      progress: Progress | None, jobs: int | None, executor: str | Executor | None, tol: Tolerance,
+                      keys_only: bool, chunk: int, parallel: bool) -> None:
+    """Fill ``result`` up to the first difference: keys only in one side, then the first shape or dtype change
+    (headers only), then values in batches of pairs in key order - 1, 2, 4... pairs, so that a difference
+    early on stops the reading at once and equal checkpoints are still read on ``jobs`` threads - without the
+    statistics of the changed pair."""
+    if result.only_in_a or result.only_in_b:
+        result.complete = not pairs
+        return
+    for (name, key_a, key_b), _ in pairs:
+        change = compare_entries(name, ca[key_a], cb[key_b], tol, keys_only=True)
+        if change is not None:
+            result.changed, result.complete = [change], False
+            return
+    if keys_only:
+        result.same = len(pairs)
+        return
+    start, size, done = 0, 1, [0, 0]
+
+    def advance(nbytes: int, n: int) -> None:
+        if progress is not None:
+            progress(done[0] + nbytes, done[1] + n)
+
+    while start < len(pairs):
+        batch = pairs[start:start + size]
+        found = run_units((ca, cb), diff_unit, batch, advance, jobs, executor, tol, False, chunk, False,
+                          parallel=parallel, keys_of=lambda pair: pair[1:])
+        done[0] += sum(nbytes for _, nbytes in batch)
+        done[1] += len(batch)
+        for change in found:
+            if change is not None:
+                result.changed, result.complete = [change], False
+                return
+            result.same += 1
+        start, size = start + len(batch), size * 2
+
+
 def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, str], ...], tol: Tolerance,
-              keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS) -> list[Change | None]:
+              keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS, stats: bool = True) -> list[Change | None]:
     """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
-    two tensors (None when they are the same)."""
+    two tensors (None when they are the same; without its statistics unless ``stats``)."""
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements), pairs)
+    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements,
+                                                       stats), pairs)
 
 
 # -- comparing one pair ----------------------------------------------------------------------------
 def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance | None = None,
-                    keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS) -> Change | None:
+                    keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS, stats: bool = True) -> Change | None:
     """The :class:`Change` between two tensors, or None when they are the same: the one engine
-    (:func:`~formats.core.comparison.compare_values`) finds what differs, with this tolerance; the
-    statistics of a value (or numeric dtype) change are added on top."""
+    (:func:`~formats.core.comparison.compare_values`) finds what differs, with this tolerance, reading no
+    further than the first difference; the statistics of a value (or numeric dtype) change are added on top
+    unless not ``stats`` (they read both tensors whole)."""
     tol = tol or Tolerance()
     side_a, side_b = Side(ea.key, ea.shape, ea.dtype), Side(eb.key, eb.shape, eb.dtype)
     ka, kb = value_kind(ea.dtype), value_kind(eb.dtype)
@@ -267,14 +317,14 @@ def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance 
         raise found.error
     if found.kind is None:
         return None
-    if found.kind == "shape" or keys_only or not numeric and found.kind == "dtype":
+    if found.kind == "shape" or keys_only or not stats or not numeric and found.kind == "dtype":
         return Change(name, found.kind, side_a, side_b)
-    stats = _value_stats(ea, eb, tol, numeric, found.kind == "dtype", chunk_elements)
+    values = _value_stats(ea, eb, tol, numeric, found.kind == "dtype", chunk_elements)
     if numeric:
-        side_a.nan, side_a.inf = stats.pop("nan_a"), stats.pop("inf_a")
-        side_b.nan, side_b.inf = stats.pop("nan_b"), stats.pop("inf_b")
-        stats["nonfinite_appeared"] = side_b.nan > side_a.nan or side_b.inf > side_a.inf
-    return Change(name, found.kind, side_a, side_b, stats)
+        side_a.nan, side_a.inf = values.pop("nan_a"), values.pop("inf_a")
+        side_b.nan, side_b.inf = values.pop("nan_b"), values.pop("inf_b")
+        values["nonfinite_appeared"] = side_b.nan > side_a.nan or side_b.inf > side_a.inf
+    return Change(name, found.kind, side_a, side_b, values)
 
 
 def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:

@@ -71,7 +71,9 @@ class VariableTrend:
 
 @record
 class TrendResult:
-    """The checkpoints of the run (oldest first) and every variable's trend."""
+    """The checkpoints of the run (oldest first) and every variable's trend. ``steps`` are the numbers in the
+    checkpoints' names (``ckpt-5`` -> 5: the save number; the run is ordered by them), ``own_steps`` the values
+    of their own step variables (:func:`formats.concepts.step.own_step`; None for one without)."""
 
     path: str
     checkpoints: list[str] = field(default_factory=list)
@@ -80,6 +82,22 @@ class TrendResult:
     notes: list[str] = field(default_factory=list)
     mtimes: list[float] = field(default_factory=list)
     """Each checkpoint's modification time (seconds since the epoch; 0.0 when unknown)."""
+    own_steps: list[int | None] = field(default_factory=list)
+
+    def when(self, index: int) -> str:
+        """Checkpoint ``index`` as the run's text names it: ``step 50`` (its own step), else ``save 5`` (the
+        number in its name), else ``checkpoint 3`` (its place in the run, from 1)."""
+        own, save = self.own_steps[index], self.steps[index]
+        return f"step {own}" if own is not None else f"save {save}" if save is not None else f"checkpoint {index + 1}"
+
+    def axis(self) -> tuple[list[int], str]:
+        """The x values of the run's plots and their name: the checkpoints' own steps when every one has its
+        own and they are distinct, else the numbers in their names (``save``) when so, else 0, 1, 2...
+        (``checkpoint``)."""
+        for values, label in ((self.own_steps, "step"), (self.steps, "save")):
+            if all(v is not None for v in values) and len(set(values)) == len(values) == len(self.checkpoints):
+                return [int(v) for v in values if v is not None], label
+        return list(range(len(self.checkpoints))), "checkpoint"
 
     @property
     def diverged(self) -> list[VariableTrend]:
@@ -87,8 +105,11 @@ class TrendResult:
         return [v for v in self.variables if v.nonfinite_from is not None]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"path", "checkpoints": [{"path", "step"}], "variables": [...], "diverged": [keys], "notes"}``."""
-        return {"path": self.path, "checkpoints": [{"path": p, "step": s} for p, s in zip(self.checkpoints, self.steps)],
+        """``{"path", "checkpoints": [{"path", "step", "own_step"}], "variables": [...], "diverged": [keys],
+        "notes"}``: ``step`` the number in the name (the save number), ``own_step`` the checkpoint's own step."""
+        return {"path": self.path,
+                "checkpoints": [{"path": p, "step": s, "own_step": o}
+                                for p, s, o in zip(self.checkpoints, self.steps, self.own_steps)],
                 "variables": [v.to_json() for v in self.variables], "diverged": [v.key for v in self.diverged],
                 "notes": self.notes}
 
@@ -166,6 +187,7 @@ def _trend(directory: str | os.PathLike[str], patterns: Sequence[str], jobs: int
             if unmatched:  # the keys a pattern matching nothing may have meant
                 among.update(key_spellings(ckpt))
             result.mtimes.append(info.mtime)
+            result.own_steps.append(info.own_step)
             if previous is not None:
                 previous.close()
             previous = ckpt

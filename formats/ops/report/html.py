@@ -273,22 +273,26 @@ def _run(report: Report) -> str:
             f"{len(t.variables)} variables</p>")
     notes = "".join(f"<li>{esc(n)}</li>" for n in t.notes)
     head += f'<ul class="notes">{notes}</ul>' if notes else ""
-    rows = "".join(f"<tr><td>{'?' if s is None else s}</td><td>{_when(m)}</td><td class=\"k\">{esc(p)}</td></tr>"
-                   for p, s, m in zip(t.checkpoints, t.steps, r.mtimes))
-    table = f'<h2>Checkpoints</h2><table><tr><th>step</th><th>time</th><th class="k">path</th></tr>{rows}</table>'
-    sections = "".join(_trend(v, t.steps) for v in t.variables)
+    rows = "".join(f"<tr><td>{'' if s is None else s}</td><td>{'-' if o is None else o}</td><td>{_when(m)}</td>"
+                   f"<td class=\"k\">{esc(p)}</td></tr>"
+                   for p, s, o, m in zip(t.checkpoints, t.steps, t.own_steps, r.mtimes))
+    table = ('<h2>Checkpoints</h2><table><tr><th title="the number in its name">save</th>'
+             '<th title="its own step variable (step, global_step, the optimizer\'s iterations)">step</th>'
+             f'<th>time</th><th class="k">path</th></tr>{rows}</table>')
+    ends = (t.when(0), t.when(len(t.checkpoints) - 1)) if t.checkpoints else ("", "")
+    sections = "".join(_trend(v, t, ends) for v in t.variables)
     return f"{head}{table}<h2>Variables ({len(t.variables)})</h2>{sections}"
 
 
-def _trend(v: Any, steps: list[int | None]) -> str:
+def _trend(v: Any, t: Any, ends: tuple[str, str]) -> str:
     start = v.nonfinite_from
     flags = _flags(["nan"]) if start is not None else ""
-    since = f", NaN/Inf from step {steps[start]}" if start is not None else ""
+    since = f", NaN/Inf from {t.when(start)}" if start is not None else ""
     first = next((x for x in v.norm if x is not None), None)
     last = next((x for x in reversed(v.norm) if x is not None), None)
     facts = f"{esc(v.dtype)} {shape_text(v.shape)}, norm {number(first)} -> {number(last)}{since}"
     return (f'<article class="var" id="{esc(anchor("k-", v.key))}" data-key="{esc(v.key)}">'
             f'<h3><a href="#{esc(anchor("k-", v.key))}">{esc(v.key)}</a>{flags}</h3>'
             f'<div class="facts">{facts}</div>'
-            f'<div class="plots">{line_svg(v.norm, steps, "L2 norm")}'
-            f'{line_svg(v.change, steps, "L2 norm of the change", "l1")}</div></article>')
+            f'<div class="plots">{line_svg(v.norm, ends, "L2 norm")}'
+            f'{line_svg(v.change, ends, "L2 norm of the change", "l1")}</div></article>')

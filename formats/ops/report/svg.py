@@ -63,9 +63,10 @@ def _sampled(n: int) -> list[int]:
     return sorted({round(i * (n - 1) / (MAX_POINTS - 1)) for i in range(MAX_POINTS)})
 
 
-def line_svg(values: Sequence[float | None], steps: Sequence[int | None], title: str, css: str = "l0") -> str:
-    """``values`` (one per step, None where absent) as a line (class ``css``) with ``title`` over it, the value
-    range written at the left and the first and last step under it."""
+def line_svg(values: Sequence[float | None], ends: tuple[str, str], title: str, css: str = "l0") -> str:
+    """``values`` (one per checkpoint, None where absent) as a line (class ``css``) with ``title`` over it, the
+    value range written at the left and ``ends`` - the first and last checkpoint, ``step 30``, ``step 50`` -
+    under it."""
     n = len(values)
     known = [v for v in values if v is not None]
     lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
@@ -81,13 +82,12 @@ def line_svg(values: Sequence[float | None], steps: Sequence[int | None], title:
         pen = "L"
     if len(d) == 1:  # one point: a dot
         d.append("h0.1")
-    ends = [s for s in (steps[0], steps[-1]) if steps] if steps else []
-    first, last = (("?" if s is None else str(s)) for s in (ends or [None, None]))
+    first, last = ends
     return (f'<svg class="line" viewBox="0 0 {W} {H + 14}" width="{W}" height="{H + 14}" role="img" '
             f'aria-label="{title}"><path class="{css}" d="{"".join(d)}"/><text x="{W}" y="10" '
             f'text-anchor="end" class="t{css[-1]}">{title}</text><text x="0" y="10">{number(hi) if known else ""}'
             f'</text><text x="0" y="{H}">{number(lo) if known else "no values"}</text><text x="0" y="{H + 12}">'
-            f'step {first}</text><text x="{W}" y="{H + 12}" text-anchor="end">step {last}</text></svg>')
+            f'{first}</text><text x="{W}" y="{H + 12}" text-anchor="end">{last}</text></svg>')
 
 
 def bar_svg(fraction: float, label: str) -> str:
