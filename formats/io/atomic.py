@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
            "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created",
-           "publish_file", "publish_dir", "publishing", "exists_error", "new_generation", "GENERATION_KEY"]
+           "publish_file", "publish_dir", "publish_into_dir", "publishing", "exists_error", "new_generation", "GENERATION_KEY"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
@@ -467,3 +467,112 @@ class publishing:  # noqa: N801 - used as a context manager
         if self.fd is not None:
             os.close(self.fd)  # releases the lock
             self.fd = None
+
+
+def publish_into_dir(stage: str, root: str, *, replace: bool, what: str = "output file") -> bool:
+    """Put the files under ``stage`` (a directory beside ``root``, same relative paths) into the existing
+    directory ``root`` in one step, keeping what else ``root`` holds: a new directory is built beside it from
+    ``root``'s entries (hard links, never copies) and the staged files, and exchanged with ``root``
+    (:func:`publish_dir`) - a kill at any instant leaves the old directory or the new one, whole. A staged file
+    whose name is taken in ``root`` raises :func:`exists_error` unless ``replace``. What appears in the old
+    directory while the new one is built is moved over after the exchange. Returns False, having changed
+    nothing, where this cannot be done (``root`` a mount point or on another file system than its parent, a
+    file system without hard links or without an exchange): the caller then moves the files in one by one."""
+    root = os.path.realpath(root)
+    parent = os.path.dirname(root)
+    try:
+        if os.stat(root).st_dev != os.stat(parent).st_dev or _rename_call() is None:
+            return False
+    except OSError:
+        return False
+    with publishing(parent):
+        clone = temp_name(root)
+        try:
+            _merge_tree(root, stage, clone, replace, what)
+        except _NotLinkable:
+            remove_tree(clone)
+            return False
+        except BaseException:
+            remove_tree(clone)
+            raise
+        if not _renameat2(clone, root, _EXCHANGE):
+            remove_tree(clone)
+            return False
+        fsync_dir(parent)
+        _move_stragglers(clone, root)  # ``clone`` is the old directory now
+        with ignoring(OSError):
+            remove_tree(clone)
+    return True
+
+
+class _NotLinkable(Exception):
+    """An entry of the existing directory cannot be hard-linked into the new one."""
+
+
+def _merge_tree(root: str, stage: str, clone: str, replace: bool, what: str) -> None:
+    """Build ``clone``: ``root``'s entries hard-linked (directories recreated with their modes), then the staged
+    files renamed in over them (an existing one only with ``replace``)."""
+    import stat as st
+
+    modes: list[tuple[str, os.stat_result]] = []
+    todo = [("", root)]
+    os.mkdir(clone)
+    while todo:
+        rel, folder = todo.pop()
+        modes.append((os.path.join(clone, rel) if rel else clone, os.stat(folder)))
+        for entry in os.scandir(folder):
+            target = os.path.join(clone, rel, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                os.mkdir(target)
+                todo.append((os.path.join(rel, entry.name), entry.path))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            else:
+                try:
+                    os.link(entry.path, target, follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP):
+                        raise _NotLinkable(entry.path) from exc
+                    raise
+    todo = [("", stage)]
+    while todo:
+        rel, folder = todo.pop()
+        for entry in os.scandir(folder):
+            target = os.path.join(clone, rel, entry.name)
+            if entry.is_dir(follow_symlinks=False) and os.path.isdir(target) and not os.path.islink(target):
+                todo.append((os.path.join(rel, entry.name), entry.path))
+                continue
+            if os.path.lexists(target):
+                shown = os.path.join(root, rel, entry.name)
+                if not replace:
+                    raise exists_error(shown, what)
+                if os.path.isdir(target) and not os.path.islink(target) or entry.is_dir(follow_symlinks=False):
+                    from formats.core.errors import InvalidOutputError
+
+                    raise InvalidOutputError(shown, "a file and a directory would have the same name here")
+            os.replace(entry.path, target)
+    for path, status in reversed(modes):  # innermost first: a read-only directory is filled before
+        with ignoring(OSError):
+            os.chmod(path, st.S_IMODE(status.st_mode))
+        with ignoring(OSError):
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    with ignoring(OSError):
+        os.chown(clone, modes[0][1].st_uid, modes[0][1].st_gid)
+
+
+def _move_stragglers(old: str, new: str) -> None:
+    """Entries that appeared in the ``old`` directory tree while the ``new`` one was built, moved over."""
+    todo = [""]
+    while todo:
+        rel = todo.pop()
+        try:
+            entries = list(os.scandir(os.path.join(old, rel)))
+        except OSError:
+            continue
+        for entry in entries:
+            target = os.path.join(new, rel, entry.name)
+            if not os.path.lexists(target):
+                with ignoring(OSError):
+                    os.rename(entry.path, target)
+            elif entry.is_dir(follow_symlinks=False) and os.path.isdir(target):
+                todo.append(os.path.join(rel, entry.name))
