@@ -120,6 +120,23 @@ def _read_all(path: Path) -> dict[str, bytes]:
         return {k: ckpt[k].read().tobytes() for k in ckpt}
 
 
+def _kill_at_every_step(setup, write: list[str], state, folder: Path) -> set[str]:
+    """For every step N of ``write`` over what ``setup()`` makes: kill it at N, record ``state()`` (which fails on
+    a mix), then check the next write completes (``state() == "new"``) and leaves no temporary in ``folder``.
+    Returns the states seen."""
+    setup()
+    code, steps = _run(write)  # how many steps a whole write takes
+    assert code == 0 and steps > 3, (code, steps)
+    seen = set()
+    for kill_at in range(1, steps + 1):
+        setup()
+        assert _run(write, kill_at)[0] == -signal.SIGKILL, kill_at
+        seen.add(state())
+        assert _run(write)[0] == 0 and state() == "new", kill_at  # the next write completes and cleans up
+        assert _litter(folder) == [], kill_at
+    return seen
+
+
 # -- kills at every step ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shard", [None, "1KB"], ids=["one-file", "sharded"])
 def test_hf_force_killed_at_every_step_leaves_the_old_or_the_new_model(tmp_path, bert_pair, shard):
@@ -135,21 +152,13 @@ def test_hf_force_killed_at_every_step_leaves_the_old_or_the_new_model(tmp_path,
     if shard:
         assert (tmp_path / "probe-old" / "model.safetensors.index.json").exists()
     write_new = ["convert", str(new_src), "-o", str(out), "--to", "hf", "--force", *extra]
-    seen = set()
-    kill_at, steps = 1, None
-    while steps is None or kill_at <= steps:
+
+    def setup() -> None:
         shutil.rmtree(tmp_path / "run", ignore_errors=True)
         assert _run(["convert", str(old_src), "-o", str(out), "--to", "hf", *extra])[0] == 0
-        code, taken = _run(write_new, kill_at)
-        if steps is None:
-            steps = taken
-        assert code == -signal.SIGKILL, (kill_at, code)
-        seen.add(_hf_state(out, digests))
-        code, _ = _run(write_new)  # the next write completes and cleans up
-        assert code == 0 and _hf_state(out, digests) == "new"
-        assert _litter(tmp_path / "run") == []
-        kill_at += 1
-    assert seen == {"old", "new"}, seen  # never no model directory
+
+    seen = _kill_at_every_step(setup, write_new, lambda: _hf_state(out, digests), tmp_path / "run")
+    assert seen == {"old", "new"}  # never no model directory
 
 
 def _keras_state(out: Path, digests: dict[str, dict[str, bytes]]) -> str:
@@ -188,19 +197,14 @@ def test_sharded_keras_force_killed_at_every_step_leaves_the_old_or_the_new_weig
             count = len(ckpt.metadata["shards"])
         return "old" if count == len(digests["old"]["shards"]) - 1 else "new"
 
-    seen = set()
-    kill_at, steps = 1, None
-    while steps is None or kill_at <= steps:
+    def setup() -> None:
         shutil.rmtree(folder, ignore_errors=True)
         assert write("3KB", force=False)[0] == 0
-        code, taken = write("5KB", kill_at)
-        steps = steps or taken
-        assert code == -signal.SIGKILL
-        seen.add(state())
-        assert write("5KB")[0] == 0 and state() == "new"  # the next write completes and cleans up
-        assert sorted(p.name for p in folder.iterdir()) == digests["new"]["shards"]
-        kill_at += 1
-    assert seen == {"old", "new"}, seen
+
+    write_new = ["convert", src, "-o", str(out), "--to", "keras3-h5", "--max-shard-size", "5KB", "--drop-optimizer",
+                 "--force"]
+    assert _kill_at_every_step(setup, write_new, state, folder) == {"old", "new"}
+    assert sorted(p.name for p in folder.iterdir()) == digests["new"]["shards"]  # and nothing else left
 
 
 def test_extract_force_into_an_existing_directory_killed_at_every_step(tmp_path):
@@ -215,28 +219,20 @@ def test_extract_force_into_an_existing_directory_killed_at_every_step(tmp_path)
 
     def state() -> str:
         files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-        assert files == ["mine.txt"] + [f"layer_{i}/w.npy" for i in range(4)], files
+        assert files == [f"layer_{i}/w.npy" for i in range(4)] + ["mine.txt"], files
         assert (root / "mine.txt").read_text() == "the user's"
         got = {i: float(np.load(root / f"layer_{i}" / "w.npy")[0, 0]) for i in range(4)}
         assert got in ({i: float(i) for i in range(4)}, {i: float(100 + i) for i in range(4)}), got  # never a mix
         return "old" if got[0] == 0 else "new"
 
     write_new = ["extract", srcs["new"], "-o", f"{root}/", "--force"]
-    seen = set()
-    kill_at, steps = 1, None
-    while steps is None or kill_at <= steps:
+    def setup() -> None:
         shutil.rmtree(tmp_path / "run", ignore_errors=True)
         root.mkdir(parents=True)
         (root / "mine.txt").write_text("the user's")
         assert _run(["extract", srcs["old"], "-o", f"{root}/"])[0] == 0
-        code, taken = _run(write_new, kill_at)
-        steps = steps or taken
-        assert code == -signal.SIGKILL
-        seen.add(state())
-        assert _run(write_new)[0] == 0 and state() == "new"
-        assert _litter(tmp_path / "run") == []
-        kill_at += 1
-    assert seen == {"old", "new"}, seen
+
+    assert _kill_at_every_step(setup, write_new, state, tmp_path / "run") == {"old", "new"}
 
 
 # -- verify reports a mix ---------------------------------------------------------------------------------------
