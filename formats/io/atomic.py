@@ -28,6 +28,7 @@ from formats.core.errors import CheckpointError, InvalidOutputError, OutputWrite
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
     from contextlib import AbstractContextManager
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
@@ -289,7 +290,7 @@ GENERATION_KEY = "ckpt_generation"
 :func:`new_generation` (``verify`` reports files of another generation than their index's: a mix)."""
 
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2(2)'s RENAME_NOREPLACE, RENAME_EXCHANGE
-_renameat2_cache: list[object] = []
+_renameat2_cache: list[tuple[str, Any] | None] = []
 
 
 def new_generation() -> str:
@@ -297,10 +298,10 @@ def new_generation() -> str:
     return os.urandom(8).hex()
 
 
-def _rename_call() -> object:
+def _rename_call() -> tuple[str, Any] | None:
     """The C function behind :func:`_renameat2` (Linux ``renameat2``, macOS ``renamex_np``), or None."""
     if not _renameat2_cache:
-        func: object = None
+        func: tuple[str, Any] | None = None
         try:
             import ctypes
 
@@ -328,7 +329,7 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
         return False
     import ctypes
 
-    name, func = call  # type: ignore[misc]
+    name, func = call
     if name == "renameat2":
         result = func(-100, os.fsencode(src), -100, os.fsencode(dst), flags)  # AT_FDCWD
     else:  # pragma: no cover - macOS: RENAME_SWAP 2, RENAME_EXCL 4
