@@ -478,7 +478,9 @@ def publish_into_dir(stage: str, root: str, *, replace: bool, what: str = "outpu
     whose name is taken in ``root`` raises :func:`exists_error` unless ``replace``. What appears in the old
     directory while the new one is built is moved over after the exchange. Returns False, having changed
     nothing, where this cannot be done (``root`` a mount point or on another file system than its parent, a
-    file system without hard links or without an exchange): the caller then moves the files in one by one."""
+    file system without hard links or without an exchange, more than :data:`MAX_LINKED` entries in ``root``):
+    the caller then moves the files in one by one. ``root`` is a new directory afterwards (a process whose
+    working directory it was sees the old one, removed)."""
     root = os.path.realpath(root)
     parent = os.path.dirname(root)
     try:
@@ -506,6 +508,11 @@ def publish_into_dir(stage: str, root: str, *, replace: bool, what: str = "outpu
     return True
 
 
+MAX_LINKED = 200_000
+"""The most entries an existing directory may hold for :func:`publish_into_dir` to rebuild it (hard links);
+beyond, the files are moved in one by one."""
+
+
 class _NotLinkable(Exception):
     """An entry of the existing directory cannot be hard-linked into the new one."""
 
@@ -518,10 +525,14 @@ def _merge_tree(root: str, stage: str, clone: str, replace: bool, what: str) -> 
     modes: list[tuple[str, os.stat_result]] = []
     todo = [("", root)]
     os.mkdir(clone)
+    count = 0
     while todo:
         rel, folder = todo.pop()
         modes.append((os.path.join(clone, rel) if rel else clone, os.stat(folder)))
         for entry in os.scandir(folder):
+            count += 1
+            if count > MAX_LINKED:
+                raise _NotLinkable(root)
             target = os.path.join(clone, rel, entry.name)
             if entry.is_dir(follow_symlinks=False):
                 os.mkdir(target)

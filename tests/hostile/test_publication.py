@@ -350,3 +350,62 @@ def test_two_concurrent_conversions_to_one_new_output(tmp_path):
         assert any("output file exists" in e for e in errors)
         with formats.open_checkpoint(str(out)) as ckpt:
             assert sorted(ckpt) == sorted(f"w{i}" for i in range(16))
+
+
+# -- where the system cannot exchange or refuse to replace (not Linux, an old kernel, a file system without it) --
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_publish_dir_without_renameat2(tmp_path, monkeypatch):
+    from formats.core.errors import OutputExistsError
+
+    monkeypatch.setattr(atomic, "_renameat2", lambda src, dst, flags: False)
+    final = tmp_path / "out"
+
+    def staged(text: str) -> str:
+        stage = Path(atomic.temp_name(str(final)))
+        stage.mkdir()
+        (stage / "f").write_text(text)
+        return str(stage)
+
+    atomic.publish_dir(staged("one"), str(final), replace=False)  # a new name: claimed by mkdir, then renamed
+    assert (final / "f").read_text() == "one"
+    stage = staged("two")
+    with pytest.raises(OutputExistsError, match="output directory exists"):
+        atomic.publish_dir(stage, str(final), replace=False)
+    atomic.publish_dir(stage, str(final), replace=True)  # the old one aside, the new in, the old removed
+    assert (final / "f").read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_old_directory_a_killed_write_left_aside_is_put_back(tmp_path):
+    final = tmp_path / "out"
+    aside = tmp_path / f".out.tmp-0123abcd-{atomic._host()}-{_dead_pid()}.old"  # moved aside, then the kill
+    aside.mkdir()
+    (aside / "f").write_text("old")
+    atomic.sweep_temporaries(str(final))
+    assert (final / "f").read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    aside.mkdir()  # where the new directory did take its place, the old one is removed
+    atomic.sweep_temporaries(str(final))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_extract_into_a_directory_too_large_to_rebuild_moves_files_in(tmp_path, monkeypatch, run_cli):
+    src = tmp_path / "src" / "ckpt"
+    formats.write_checkpoint(str(src), {"a": np.zeros(3, np.float32), "b/c": np.ones(2, np.int64)})
+    root = tmp_path / "arrays"
+    root.mkdir()
+    (root / "mine.txt").write_text("the user's")
+    inode = root.stat().st_ino
+    monkeypatch.setattr(atomic, "MAX_LINKED", 0)
+    assert run_cli("extract", src, "-o", f"{root}/").exit_code == 0
+    assert root.stat().st_ino == inode  # the same directory, the files moved in
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == ["a.npy", "b/c.npy", "mine.txt"]
+    monkeypatch.setattr(atomic, "MAX_LINKED", 1000)
+    assert run_cli("extract", src, "-o", f"{root}/", "--force").exit_code == 0
+    assert root.stat().st_ino != inode  # rebuilt beside and exchanged in one step
+    assert (root / "mine.txt").read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arrays", "src"]
