@@ -407,7 +407,7 @@ def publish_dir(stage: str, final: str, *, replace: bool, what: str = "output di
                 continue
             fsync_dir(directory)
             return
-        if not os.path.isdir(final) or os.path.islink(final):
+        if not os.path.isdir(final):
             from formats.core.errors import InvalidOutputError
 
             raise InvalidOutputError(final, "output exists and is not a directory")
@@ -424,7 +424,10 @@ def publish_dir(stage: str, final: str, *, replace: bool, what: str = "output di
             fsync_dir(directory)
             stage = old
         with ignoring(OSError):  # left for the next write's sweep
-            remove_tree(stage)
+            if os.path.islink(stage):  # a symbolic link was replaced: the directory it named is not ours
+                os.unlink(stage)
+            else:
+                remove_tree(stage)
         return
     raise exists_error(final, what)
 

@@ -409,3 +409,18 @@ def test_extract_into_a_directory_too_large_to_rebuild_moves_files_in(tmp_path, 
     assert root.stat().st_ino != inode  # rebuilt beside and exchanged in one step
     assert (root / "mine.txt").read_text() == "the user's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["arrays", "src"]
+
+
+def test_publish_dir_over_a_symbolic_link_replaces_the_link_only(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep").write_text("not the output's")
+    final = tmp_path / "out"
+    final.symlink_to(target)
+    stage = Path(atomic.temp_name(str(final)))
+    stage.mkdir()
+    (stage / "f").write_text("new")
+    atomic.publish_dir(str(stage), str(final), replace=True)
+    assert not final.is_symlink() and (final / "f").read_text() == "new"
+    assert (target / "keep").read_text() == "not the output's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "out"]
