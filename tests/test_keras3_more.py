@@ -4,6 +4,7 @@ opened as a user types them and checked against manifest_more.json; ``convert --
 from __future__ import annotations
 
 import json
+import re
 import os
 import math
 import shutil
@@ -267,6 +268,11 @@ def test_convert_writes_shards_and_reads_them_back(tmp_path, run_cli):
     assert [p["key"] for p in written["problems"] if p["kind"] == "fallback"] == ["layers/lstm/cell/vars/1"]
     assert [_datasets(out.parent / n) for n in shards] == TAGGER_SHARDS
     index = json.loads(out.read_text())
+    generation = index["metadata"].pop("ckpt_generation")  # the write's id, which every shard carries too
+    assert re.fullmatch(r"[0-9a-f]{16}", generation)
+    import h5py
+
+    assert [h5py.File(out.parent / n, "r").attrs["ckpt_generation"] for n in shards] == [generation] * 4
     assert index == {"metadata": {"total_size": 9616.0}, "weight_map": {
         "/layers/batch_normalization/vars": ["tagger_00000.weights.h5"],
         "/layers/embedding/vars": ["tagger_00000.weights.h5"],

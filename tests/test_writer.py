@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import formats
+from formats.io import atomic as atomic_module
 from formats.io.crc import crc32c, mask
 from formats.core.sources import TensorValue
 from formats.tf_bundle import writer as writer_module
@@ -281,7 +282,11 @@ def test_failed_index_rename_removes_the_renamed_data_file(tmp_path, monkeypatch
             raise PermissionError(13, "Permission denied")
         real(a, b)
 
+    def renameat2(a, b, flags):  # the index of a new output is put in place exclusively (RENAME_NOREPLACE)
+        return replace(a, b) is not None
+
     monkeypatch.setattr(writer_module.os, "replace", replace)
+    monkeypatch.setattr(atomic_module, "_renameat2", renameat2)
     with pytest.raises(PermissionError):
         _write(tmp_path, {"a": np.int32(1)})
     assert [os.path.basename(c) for c in calls] == ["ckpt" + DATA, "ckpt.index"]

@@ -278,7 +278,7 @@ def test_a_copied_data_file_goes_to_disk_piece_by_piece_while_it_is_copied(tmp_p
     real_wrote, real_fsync, real_publish = writer_module._BackgroundSync.wrote, os.fsync, files_module.publish
     monkeypatch.setattr(writer_module._BackgroundSync, "wrote", lambda self, n: (events.append(n), real_wrote(self, n))[1])
     monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
-    monkeypatch.setattr(files_module, "publish", lambda *a: (events.append("publish"), real_publish(*a))[1])
+    monkeypatch.setattr(files_module, "publish", lambda *a, **k: (events.append("publish"), real_publish(*a, **k))[1])
     out = str(tmp_path / "out" / "model.ckpt-7")
     with open_checkpoint(src) as source:
         formats.write_checkpoint(out, source)

@@ -5,7 +5,14 @@ Writers write under :func:`temp_name`, flush with :func:`fsync_file`, rename int
 :func:`make_parents` created for it (:func:`remove_created`), so an interrupted write leaves
 nothing behind. A temporary's name carries the writing process's host and pid, so what a killed
 writer left behind (nothing can remove it then) is found by the next write of the same output and
-removed (:func:`sweep_temporaries`; :func:`atomic_output` does it first). :func:`ensure_space` refuses up front when the output's file system cannot hold
+removed (:func:`sweep_temporaries`; :func:`atomic_output` does it first).
+
+Publication is one step, for every output: a file by one ``rename(2)`` (:func:`publish_file`), a directory
+by one rename, or one exchange of the new directory with the old (:func:`publish_dir`), a set of files
+beside others by an index renamed last (:mod:`formats.io.publish`) - so a kill at any instant leaves the
+whole old output or the whole new one. Without ``force`` the step is exclusive (``renameat2`` with
+``RENAME_NOREPLACE``, or ``link(2)``): an output another writer put in place since the check fails the
+write as if it had existed (:func:`exists_error`). :func:`ensure_space` refuses up front when the output's file system cannot hold
 what is about to be written, so a full disk is a clean error before any byte is written (HDF5 in
 particular does not fail gracefully mid-file). What the
 operating system refuses while an output is written surfaces as
@@ -21,10 +28,12 @@ from formats.core.errors import CheckpointError, InvalidOutputError, OutputWrite
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
     from contextlib import AbstractContextManager
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
-           "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created"]
+           "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created",
+           "publish_file", "publish_dir", "publish_into_dir", "publishing", "exists_error", "new_generation", "GENERATION_KEY"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})  # only writing fails this way
@@ -72,7 +81,8 @@ class ignoring:  # noqa: N801 - a drop-in for contextlib.suppress
 def sweep_temporaries(out: str) -> list[str]:
     """Remove what killed writers of ``out`` left beside it: temporaries (files, staging directories, a
     bundle's ``<temp>.index``/``<temp>.data-*``) whose name says this host and a process that no longer
-    exists. A live writer's temporaries, another host's and foreign names are never touched. Returns the
+    exists. A live writer's temporaries, another host's and foreign names are never touched; an old output a
+    killed :func:`publish_dir` had moved aside (``.old``) is put back where nothing took its place. Returns the
     paths removed."""
     directory = os.path.dirname(os.path.abspath(out))
     lead = f".{os.path.basename(out)}.tmp-"
@@ -92,6 +102,9 @@ def sweep_temporaries(out: str) -> list[str]:
             continue
         path = os.path.join(directory, name)
         try:
+            if match.group(2) == ".old" and not os.path.lexists(out):  # an output moved aside, then the kill
+                os.rename(path, out)
+                continue
             if os.path.isdir(path) and not os.path.islink(path):
                 remove_tree(path)
             else:
@@ -219,17 +232,19 @@ def remove_created(directories: list[str]) -> None:
             return
 
 
-def atomic_output(out: str, needed: int = 0) -> AbstractContextManager[str]:
+def atomic_output(out: str, needed: int = 0, *, replace: bool = True,
+                  what: str = "output file") -> AbstractContextManager[str]:
     """``with atomic_output(out) as temp``: a temporary path beside ``out`` to write (and verify) one file; on
-    leaving the block it is flushed and renamed to ``out``; on any error it is removed, with the directories
-    created for it. ``needed`` bytes are checked first. (contextlib is imported here, on a single-file write,
-    not with this module, which every bundle write imports.)"""
+    leaving the block it is flushed and put in place as ``out`` (:func:`publish_file`: replacing an existing
+    one with ``replace``, else only where none is there then); on any error it is removed, with the
+    directories created for it. ``needed`` bytes are checked first. (contextlib is imported here, on a
+    single-file write, not with this module, which every bundle write imports.)"""
     import contextlib
 
-    return contextlib.contextmanager(_atomic_output)(out, needed)
+    return contextlib.contextmanager(_atomic_output)(out, needed, replace, what)
 
 
-def _atomic_output(out: str, needed: int) -> Iterator[str]:
+def _atomic_output(out: str, needed: int, replace: bool, what: str) -> Iterator[str]:
     refuse_url(out)
     directory = os.path.dirname(os.path.abspath(out))
     try:
@@ -242,7 +257,7 @@ def _atomic_output(out: str, needed: int) -> Iterator[str]:
         ensure_space(directory, needed)
         yield temp
         fsync_file(temp)
-        os.replace(temp, out)
+        publish_file(temp, out, replace=replace, what=what)
         fsync_dir(directory)
     except BaseException as exc:
         if os.path.lexists(temp):
@@ -267,3 +282,312 @@ def refuse_url(out: str) -> None:
     if is_url(out):
         raise InvalidOutputError(out, "this output is written to local disk only; write it locally and upload it "
                                  "(TensorFlow bundles can be written to a URL directly)")
+
+
+# -- publication: one step, exclusive without force ----------------------------------------------------------
+GENERATION_KEY = "ckpt_generation"
+"""The metadata key under which a multi-file output's index and each of its files carry the write's
+:func:`new_generation` (``verify`` reports files of another generation than their index's: a mix)."""
+
+_NOREPLACE, _EXCHANGE = 1, 2  # renameat2(2)'s RENAME_NOREPLACE, RENAME_EXCHANGE
+_renameat2_cache: list[tuple[str, Any] | None] = []
+
+
+def new_generation() -> str:
+    """A fresh id for one write of a multi-file output (16 hex digits)."""
+    return os.urandom(8).hex()
+
+
+def _rename_call() -> tuple[str, Any] | None:
+    """The C function behind :func:`_renameat2` (Linux ``renameat2``, macOS ``renamex_np``), or None."""
+    if not _renameat2_cache:
+        func: tuple[str, Any] | None = None
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            for name, args in (("renameat2", [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                              ctypes.c_uint]),
+                               ("renamex_np", [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint])):
+                found = getattr(libc, name, None)
+                if found is not None:
+                    found.argtypes, found.restype = args, ctypes.c_int
+                    func = (name, found)
+                    break
+        except (OSError, AttributeError, ImportError):  # pragma: no cover - no C library to load
+            func = None
+        _renameat2_cache.append(func)
+    return _renameat2_cache[0]
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """``rename(src, dst)`` with ``flags`` (:data:`_NOREPLACE`: fail with FileExistsError where ``dst`` exists;
+    :data:`_EXCHANGE`: swap the two) in one step; False where the system or the file system cannot (the caller
+    falls back). Tests wrap this function to kill a writer at each step."""
+    call = _rename_call()
+    if call is None:
+        return False
+    import ctypes
+
+    name, func = call
+    if name == "renameat2":
+        result = func(-100, os.fsencode(src), -100, os.fsencode(dst), flags)  # AT_FDCWD
+    else:  # pragma: no cover - macOS: RENAME_SWAP 2, RENAME_EXCL 4
+        result = func(os.fsencode(src), os.fsencode(dst), {_NOREPLACE: 4, _EXCHANGE: 2}[flags])
+    if result == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), src, None, dst)
+
+
+def exists_error(out: str, what: str = "output file") -> CheckpointError:
+    """The error of a write whose output exists (``what`` names it: ``output checkpoint exists``) - also when
+    another writer put it in place between the check and the publication."""
+    from formats.core.errors import OutputExistsError
+
+    return OutputExistsError(out, f"{what} exists", hint="pass force=True to replace it")
+
+
+def publish_file(temp: str, out: str, *, replace: bool = True, what: str = "output file") -> None:
+    """Put the finished file ``temp`` in place as ``out`` in one step. With ``replace`` an existing ``out`` is
+    replaced (``rename(2)``); without, the step fails where anything is at ``out`` at that instant
+    (``renameat2(RENAME_NOREPLACE)``, else ``link(2)`` then unlinking ``temp``), raising :func:`exists_error`:
+    of two writers of one new output, the second fails as if the output had existed."""
+    if replace:
+        os.replace(temp, out)
+        return
+    try:
+        if _renameat2(temp, out, _NOREPLACE):
+            return
+        try:
+            os.link(temp, out, follow_symlinks=False)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links on this file system: the check and the rename are two steps here
+            if os.path.lexists(out):
+                raise FileExistsError(errno.EEXIST, "exists", out) from None
+            os.replace(temp, out)
+            return
+        os.unlink(temp)
+    except FileExistsError:
+        raise exists_error(out, what) from None
+
+
+def publish_dir(stage: str, final: str, *, replace: bool, what: str = "output directory") -> None:
+    """Put the complete directory ``stage`` (beside ``final``) in place as ``final`` in one step, and flush.
+
+    Where nothing is at ``final`` it is renamed there exclusively (``renameat2(RENAME_NOREPLACE)``; elsewhere
+    ``mkdir(final)`` claims the name, and the rename replaces that empty directory); an empty directory at
+    ``final`` is removed first. Without ``replace``, anything else at ``final`` - also put there by another
+    writer since the check - raises :func:`exists_error`. With ``replace`` an existing ``final`` is exchanged
+    with ``stage`` in one ``renameat2(RENAME_EXCHANGE)`` and then removed (``stage`` holds it): a kill at any
+    instant leaves the old directory or the new one, whole. Where the system cannot exchange, the old directory
+    is renamed aside to a ``.old`` temporary first, which :func:`sweep_temporaries` puts back where a killed
+    write left no ``final``."""
+    directory = os.path.dirname(os.path.abspath(final))
+    for _ in range(3):  # an empty directory at final, removed; or final removed by someone meanwhile
+        if not os.path.lexists(final) or not replace:
+            try:
+                if os.path.isdir(final) and not os.path.islink(final):
+                    os.rmdir(final)  # only an empty one: OSError (not empty) means it exists
+                _place_new_dir(stage, final)
+            except FileNotFoundError:
+                continue
+            except FileExistsError:
+                if not replace:
+                    raise exists_error(final, what) from None
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) and not replace:
+                    raise exists_error(final, what) from None
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                continue
+            fsync_dir(directory)
+            return
+        if not os.path.isdir(final):
+            from formats.core.errors import InvalidOutputError
+
+            raise InvalidOutputError(final, "output exists and is not a directory")
+        if _renameat2(stage, final, _EXCHANGE):
+            fsync_dir(directory)
+        else:  # two renames: the old directory is kept aside (and put back by the next write if killed between)
+            old = temp_name(final) + ".old"
+            os.rename(final, old)
+            try:
+                os.rename(stage, final)
+            except BaseException:
+                os.rename(old, final)
+                raise
+            fsync_dir(directory)
+            stage = old
+        with ignoring(OSError):  # left for the next write's sweep
+            if os.path.islink(stage):  # a symbolic link was replaced: the directory it named is not ours
+                os.unlink(stage)
+            else:
+                remove_tree(stage)
+        return
+    raise exists_error(final, what)
+
+
+def _place_new_dir(stage: str, final: str) -> None:
+    """Rename ``stage`` to ``final`` where nothing is; FileExistsError (or ENOTEMPTY) where something is."""
+    if _renameat2(stage, final, _NOREPLACE):
+        return
+    os.mkdir(final)  # claims the name: a second writer's mkdir fails
+    try:
+        os.rename(stage, final)  # replaces the empty directory just made
+    except BaseException:
+        with ignoring(OSError):
+            os.rmdir(final)
+        raise
+
+
+class publishing:  # noqa: N801 - used as a context manager
+    """``with publishing(directory):`` - publications of outputs in ``directory`` by cooperating writers
+    (every ckpt process) take turns: an exclusive ``flock`` on the directory, released when the block ends or
+    the process dies. A publication of several steps (a bundle's data files, then its index) checks, inside,
+    that the output is still absent when it must be. Where the directory cannot be locked it goes ahead."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.fd: int | None = None
+
+    def __enter__(self) -> publishing:
+        try:
+            import fcntl
+
+            self.fd = os.open(self.directory, os.O_RDONLY)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (OSError, ImportError):  # pragma: no cover - no flock here (Windows, some network file systems)
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+            self.fd = None
+
+
+def publish_into_dir(stage: str, root: str, *, replace: bool, what: str = "output file") -> bool:
+    """Put the files under ``stage`` (a directory beside ``root``, same relative paths) into the existing
+    directory ``root`` in one step, keeping what else ``root`` holds: a new directory is built beside it from
+    ``root``'s entries (hard links, never copies) and the staged files, and exchanged with ``root``
+    (:func:`publish_dir`) - a kill at any instant leaves the old directory or the new one, whole. A staged file
+    whose name is taken in ``root`` raises :func:`exists_error` unless ``replace``. What appears in the old
+    directory while the new one is built is moved over after the exchange. Returns False, having changed
+    nothing, where this cannot be done (``root`` a mount point or on another file system than its parent, a
+    file system without hard links or without an exchange, more than :data:`MAX_LINKED` entries in ``root``):
+    the caller then moves the files in one by one. ``root`` is a new directory afterwards (a process whose
+    working directory it was sees the old one, removed)."""
+    root = os.path.realpath(root)
+    parent = os.path.dirname(root)
+    try:
+        if os.stat(root).st_dev != os.stat(parent).st_dev or _rename_call() is None:
+            return False
+    except OSError:
+        return False
+    with publishing(parent):
+        clone = temp_name(root)
+        try:
+            _merge_tree(root, stage, clone, replace, what)
+        except _NotLinkable:
+            remove_tree(clone)
+            return False
+        except BaseException:
+            remove_tree(clone)
+            raise
+        if not _renameat2(clone, root, _EXCHANGE):
+            remove_tree(clone)
+            return False
+        fsync_dir(parent)
+        _move_stragglers(clone, root)  # ``clone`` is the old directory now
+        with ignoring(OSError):
+            remove_tree(clone)
+    return True
+
+
+MAX_LINKED = 200_000
+"""The most entries an existing directory may hold for :func:`publish_into_dir` to rebuild it (hard links);
+beyond, the files are moved in one by one."""
+
+
+class _NotLinkable(Exception):
+    """An entry of the existing directory cannot be hard-linked into the new one."""
+
+
+def _merge_tree(root: str, stage: str, clone: str, replace: bool, what: str) -> None:
+    """Build ``clone``: ``root``'s entries hard-linked (directories recreated with their modes), then the staged
+    files renamed in over them (an existing one only with ``replace``)."""
+    import stat as st
+
+    modes: list[tuple[str, os.stat_result]] = []
+    todo = [("", root)]
+    os.mkdir(clone)
+    count = 0
+    while todo:
+        rel, folder = todo.pop()
+        modes.append((os.path.join(clone, rel) if rel else clone, os.stat(folder)))
+        for entry in os.scandir(folder):
+            count += 1
+            if count > MAX_LINKED:
+                raise _NotLinkable(root)
+            target = os.path.join(clone, rel, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                os.mkdir(target)
+                todo.append((os.path.join(rel, entry.name), entry.path))
+            elif entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            else:
+                try:
+                    os.link(entry.path, target, follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP):
+                        raise _NotLinkable(entry.path) from exc
+                    raise
+    todo = [("", stage)]
+    while todo:
+        rel, folder = todo.pop()
+        for entry in os.scandir(folder):
+            target = os.path.join(clone, rel, entry.name)
+            if entry.is_dir(follow_symlinks=False) and os.path.isdir(target) and not os.path.islink(target):
+                todo.append((os.path.join(rel, entry.name), entry.path))
+                continue
+            if os.path.lexists(target):
+                shown = os.path.join(root, rel, entry.name)
+                if not replace:
+                    raise exists_error(shown, what)
+                if os.path.isdir(target) and not os.path.islink(target) or entry.is_dir(follow_symlinks=False):
+                    from formats.core.errors import InvalidOutputError
+
+                    raise InvalidOutputError(shown, "a file and a directory would have the same name here")
+            os.replace(entry.path, target)
+    for path, status in reversed(modes):  # innermost first: a read-only directory is filled before
+        with ignoring(OSError):
+            os.chmod(path, st.S_IMODE(status.st_mode))
+        with ignoring(OSError):
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    with ignoring(OSError):
+        os.chown(clone, modes[0][1].st_uid, modes[0][1].st_gid)
+
+
+def _move_stragglers(old: str, new: str) -> None:
+    """Entries that appeared in the ``old`` directory tree while the ``new`` one was built, moved over."""
+    todo = [""]
+    while todo:
+        rel = todo.pop()
+        try:
+            entries = list(os.scandir(os.path.join(old, rel)))
+        except OSError:
+            continue
+        for entry in entries:
+            target = os.path.join(new, rel, entry.name)
+            if not os.path.lexists(target):
+                with ignoring(OSError):
+                    os.rename(entry.path, target)
+            elif entry.is_dir(follow_symlinks=False) and os.path.isdir(target):
+                todo.append(os.path.join(rel, entry.name))

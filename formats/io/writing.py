@@ -318,7 +318,7 @@ def write_text(path: str | os.PathLike[str], text: str, *, format: str,
     guard_output(out, inputs=inputs, force=force, what=what)
     data = text.encode("utf-8")
     report = WriteReport(out, format, [out], bytes=len(data))
-    with atomic_output(out, len(data)) as temp:
+    with atomic_output(out, len(data), replace=force, what=what) as temp:
         with open(temp, "xb") as f:
             f.write(data)
         with open(temp, "rb") as f:

@@ -27,7 +27,7 @@ __all__ = ["describe_file", "chunk_tables", "dataset_values", "h5py_error_messag
 H5_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError, IndexError, OverflowError)
 """What h5py raises on a damaged file."""
 KERAS_ATTRIBUTES = re.compile(r"(layer_names|weight_names)\d*|name|keras_version|backend|model_config|"
-                              r"training_config")
+                              r"training_config|ckpt_generation")
 """The group attributes the Keras layouts read (no others are read from a file)."""
 _LAYOUTS = {0: "compact", 1: "contiguous", 2: "chunked", 3: "virtual"}
 _COMPACT_LIMIT = 1 << 16

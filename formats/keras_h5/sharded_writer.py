@@ -9,23 +9,30 @@ group split over shards is created in each, its ``name`` attribute in the first.
 [shards]}}``.
 
 Every file is written into a temporary directory beside the output, the set is opened back as one
-checkpoint and compared with the sources, then the shards and, last, the index are renamed into place.
+checkpoint and compared with the sources, then put in place as every index-named set is
+(:mod:`formats.io.publish`): the shards under names the live index does not use, then the index in one
+rename - where the old weights use the same shard names, the new shards go first under stand-in names
+carrying the write's generation id and take their own names after (``settle``). The index and every shard
+carry that generation id (``metadata.ckpt_generation``, the root attribute ``ckpt_generation``), so shards of
+two writes side by side are reported by ``verify``. The output exists when its index does: shards no index
+names (a killed write's) are replaced.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import shutil
-import tempfile
 
 from formats.core.errors import InvalidOutputError, UsageError, VerificationError
 from formats.core.model import Checkpoint, FormatName
 from formats.core.records import record
 from formats.core.roundtrip import RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe
-from formats.io.atomic import ensure_space, fsync_dir, fsync_file, refuse_url
+from formats.io.atomic import (GENERATION_KEY, ensure_space, fsync_file, make_parents, new_generation, publishing,
+                               refuse_url, remove_created, remove_tree, sweep_temporaries, temp_name)
+from formats.io.publish import publish_set, settle_set
 from formats.io.writing import Stored, WriteReport, check_roundtrip, guard_output
+from formats.keras_h5.shards import SHARD_SUFFIX
 from formats.keras_h5.writer import Keras3Group, _dataset
 
 TYPE_CHECKING = False
@@ -139,33 +146,94 @@ def write_keras3_sharded(path: str | os.PathLike[str], groups: Sequence[Keras3Gr
     directory = os.path.dirname(os.path.abspath(out))
     names = shard_names(out, plan.shards)
     guard_output(out, [out, *(os.path.join(directory, n) for n in names)], inputs=inputs,
-                 sources=expected.values(), force=force, what="output weights")
-    os.makedirs(directory, exist_ok=True)
-    ensure_space(directory, plan.total)
-    temp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=directory)
+                 sources=expected.values(), force=force, what="output weights", marker=out)
+    created = make_parents(out)
+    sweep_temporaries(out)
+    generation = new_generation()
+    temp = temp_name(out)
     try:
-        report = _write_all(temp, out, names, plan, expected, verify, chunk)
-        for name in [*names, os.path.basename(out)]:  # the index last: it is what makes the set loadable
-            os.replace(os.path.join(temp, name), os.path.join(directory, name))
-        fsync_dir(directory)
+        ensure_space(directory, plan.total)
+        os.mkdir(temp)
+        report = _write_all(temp, out, names, plan, expected, verify, chunk, generation)
+        _publish(temp, out, names, plan, generation, force)
+    except BaseException:
+        remove_created(created)
+        raise
     finally:
-        shutil.rmtree(temp, ignore_errors=True)
+        remove_tree(temp)
     return report
 
 
+def _family(out: str) -> list[str]:
+    """The shard files of ``out``'s name in its directory: ``<base>_NNNNN.weights.h5``, and the stand-ins
+    ``<base>_NNNNN.<generation>.weights.h5`` a replacement publishes first."""
+    import re
+
+    directory = os.path.dirname(os.path.abspath(out))
+    base = re.escape(shard_names(out, 1)[0].removesuffix("_00000.weights.h5"))
+    pattern = re.compile(rf"^{base}_\d{{5}}(\.[0-9a-f]{{16}})?\.weights\.h5$")
+    try:
+        return [os.path.join(directory, n) for n in sorted(os.listdir(directory)) if pattern.match(n)]
+    except OSError:
+        return []
+
+
+def _live_names(out: str) -> set[str]:
+    """The shard names the index at ``out`` names (every shard file of the family where it cannot be read)."""
+    from formats.keras_h5.shards import read_shard_map
+
+    if not os.path.lexists(out):
+        return set()
+    try:
+        return set(read_shard_map(out).shards)
+    except Exception:  # noqa: BLE001 - an index we cannot read: every shard file may be its
+        return {os.path.basename(p) for p in _family(out)}
+
+
+def _publish(temp: str, out: str, names: list[str], plan: _Plan, generation: str, force: bool) -> None:
+    """Put the verified set in place (:mod:`formats.io.publish`): shards under names the live index does not
+    use - their own, or stand-ins carrying the generation, settled under their own after - then the index."""
+    directory = os.path.dirname(os.path.abspath(out))
+    finals = [os.path.join(directory, n) for n in names]
+    with publishing(directory):
+        taken = _live_names(out) & set(names)
+        staged = [f.removesuffix(SHARD_SUFFIX) + f".{generation}{SHARD_SUFFIX}" for f in finals] if taken else finals
+        index = os.path.join(temp, os.path.basename(out))
+        staged_index = index
+        if taken:  # the index naming the stand-ins goes first; the one naming the final names once they exist
+            staged_index = os.path.join(temp, "staged.json")
+            _write_index(staged_index, plan, [os.path.basename(s) for s in staged], names, generation)
+        keep = {os.path.abspath(f) for f in finals}
+        publish_set(staged_index, out, [(os.path.join(temp, n), s) for n, s in zip(names, staged)],
+                    stale=lambda: [f for f in _family(out) if os.path.abspath(f) not in keep], replace=force,
+                    what="output weights")
+        if taken:
+            settle_set(index, out, staged, finals, temp_name(out))
+
+
+def _write_index(path: str, plan: _Plan, staged: list[str], names: list[str], generation: str) -> None:
+    """The index of ``plan`` naming each shard ``names[i]`` as ``staged[i]``, with the generation id."""
+    rename = dict(zip(names, staged))
+    weight_map = {k: [rename[n] for n in v] for k, v in plan.weight_map.items()}
+    with open(path, "x", encoding="utf-8") as f:
+        json.dump({"metadata": {"total_size": float(plan.total), GENERATION_KEY: generation},
+                   "weight_map": weight_map}, f, indent=4)
+    fsync_file(path)
+
+
 def _write_all(temp: str, out: str, names: list[str], plan: _Plan, expected: dict[str, Source], verify: bool,
-               chunk: int) -> WriteReport:
+               chunk: int, generation: str) -> WriteReport:
     import h5py
 
     named: set[str] = set()
     for shard, name in enumerate(names):
         with h5py.File(os.path.join(temp, name), "w") as h5:
+            h5.attrs[GENERATION_KEY] = generation  # the index's too: a shard of another write beside it is a mix
             _fill_shard(h5, plan, shard, named, chunk)
     index = os.path.join(temp, os.path.basename(out))
-    with open(index, "x", encoding="utf-8") as f:
-        json.dump({"metadata": {"total_size": float(plan.total)}, "weight_map": plan.weight_map}, f, indent=4)
-    for name in [*names, os.path.basename(out)]:
+    for name in names:
         fsync_file(os.path.join(temp, name))
+    _write_index(index, plan, names, names, generation)
     directory = os.path.dirname(os.path.abspath(out))
     report = WriteReport(out, FormatName.KERAS3_SHARDED.value, [os.path.join(directory, n) for n in names] + [out])
     for key, source in expected.items():

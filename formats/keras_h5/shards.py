@@ -19,6 +19,7 @@ import os
 from formats.core.errors import CheckpointNotFoundError, CorruptCheckpointError
 from formats.core.model import FormatName
 from formats.core.records import field, record
+from formats.io.atomic import GENERATION_KEY
 from formats.keras_h5.reader import KerasCheckpoint
 from formats.keras_h5.source import read_json_file
 
@@ -41,6 +42,8 @@ class ShardMap:
     shards: list[str] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
     total_size: float | None = None
+    generation: str | None = None
+    """The id of the write that made the set (``metadata.ckpt_generation``), which each shard then carries."""
 
     @property
     def directory(self) -> str:
@@ -92,6 +95,8 @@ def read_shard_map(path: str) -> ShardMap:
     meta = data.get("metadata")
     size = meta.get("total_size") if isinstance(meta, dict) else None
     smap.total_size = float(size) if isinstance(size, (int, float)) and not isinstance(size, bool) else None
+    generation = meta.get(GENERATION_KEY) if isinstance(meta, dict) else None
+    smap.generation = generation if isinstance(generation, str) else None
     return smap
 
 
@@ -127,8 +132,22 @@ def open_sharded(path: str) -> KerasCheckpoint:
     if smap.total_size is not None:
         meta["total_size"] = smap.total_size
     ckpt = build_checkpoint(path, parts, [path, *(p for p, _ in parts)], FormatName.KERAS3_SHARDED, meta)
-    ckpt._problems += _placement_problems(smap, ckpt)
+    ckpt._problems += _placement_problems(smap, ckpt) + _mix_problems(smap, parts)
     return ckpt
+
+
+def _mix_problems(smap: ShardMap, parts: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """Shards whose generation id (root attribute ``ckpt_generation``) is not the index's: two writes' files."""
+    if smap.generation is None:
+        return []
+    problems = []
+    for shard, image in parts:
+        theirs = image.tree.attrs.get(GENERATION_KEY)
+        if theirs != smap.generation:
+            problems.append((shard, (f"written by another write than {os.path.basename(smap.path)} names "
+                                     f"(generation {theirs if isinstance(theirs, str) else 'none'}, the index's "
+                                     f"{smap.generation}): a mix of two outputs' files")))
+    return problems
 
 
 def _placement_problems(smap: ShardMap, ckpt: KerasCheckpoint) -> list[tuple[str, str]]:

@@ -54,7 +54,7 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
     written: dict[str, Written] = {}
-    with atomic_output(out, planned_bytes(s for _, s in items)) as temp:
+    with atomic_output(out, planned_bytes(s for _, s in items), replace=force) as temp:
         with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name, (key, source) in zip(names, items):
                 with zf.open(name, "w", force_zip64=True) as member:

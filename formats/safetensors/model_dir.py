@@ -6,7 +6,9 @@
 one: shards of at most ``max_shard_size`` bytes cut as transformers cuts them (a tensor goes to the current
 shard unless it would pass the limit), each safetensors file with ``__metadata__ = {"format": "pt"}`` (what
 transformers requires), every file read back and compared, the whole directory staged beside the output and
-renamed into place at once (a replaced directory, with ``force``, only after the new one is complete).
+put in place at once (:func:`~formats.io.atomic.publish_dir`: a new directory by one exclusive rename, a
+replaced one, with ``force``, exchanged with the new one in one step). Shards carry the write's generation
+id in their metadata, as the index does: a shard of another write beside the index is reported.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, OutputExistsError
-from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.core.model import Checkpoint, CheckpointProblem, FormatName, TensorEntry
+from formats.io.atomic import GENERATION_KEY
 from formats.io.writing import WriteReport, guard_output
 
 if TYPE_CHECKING:
@@ -40,8 +43,8 @@ class ModelDirCheckpoint(Checkpoint):
     """A transformers model directory's tensors (from every shard); ``metadata["config"]`` is its config."""
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], parts: list[Checkpoint],
-                 metadata: dict[str, Any]) -> None:
-        super().__init__(path, FormatName.HF, entries, metadata=metadata)
+                 metadata: dict[str, Any], problems: list[CheckpointProblem] | None = None) -> None:
+        super().__init__(path, FormatName.HF, entries, metadata=metadata, problems=problems)
         self._parts = parts
 
     @property
@@ -59,18 +62,37 @@ MAX_JSON_BYTES = 64 << 20
 """Largest config.json or index read (transformers' are a few hundred KB at most)."""
 
 
-def _shard_files(path: str) -> list[str]:
+def _shard_files(path: str) -> tuple[list[str], str | None]:
+    """The shard files of the model directory at ``path``, and the generation id its index names (if any)."""
     index = os.path.join(path, INDEX)
     if not os.path.isfile(index):
-        return [os.path.join(path, WEIGHTS)]
+        return [os.path.join(path, WEIGHTS)], None
     try:
         with open(index, "rb") as f:
-            weight_map = load_json(f.read(MAX_JSON_BYTES + 1), index, "the index", max_bytes=MAX_JSON_BYTES)["weight_map"]
-        return [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
+            data = load_json(f.read(MAX_JSON_BYTES + 1), index, "the index", max_bytes=MAX_JSON_BYTES)
+        weight_map = data["weight_map"]
+        files = [os.path.join(path, name) for name in sorted(set(weight_map.values()))]
     except CorruptCheckpointError as exc:
         raise CorruptCheckpointError(index, f"not a safetensors index: {exc.message}") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptCheckpointError(index, f"not a safetensors index: {exc}") from None
+    meta = data.get("metadata")
+    generation = meta.get(GENERATION_KEY) if isinstance(meta, dict) else None
+    return files, generation if isinstance(generation, str) else None
+
+
+def _mix_problems(parts: Sequence[Checkpoint], generation: str | None) -> list[CheckpointProblem]:
+    """Shards whose generation id is not the index's: files of two writes side by side."""
+    if generation is None:
+        return []
+    problems = []
+    for part in parts:
+        theirs = (part.metadata.get("metadata") or {}).get(GENERATION_KEY)
+        if theirs != generation:
+            problems.append(CheckpointProblem(part.path, (
+                f"written by another write than {INDEX} names (generation {theirs or 'none'}, the index's "
+                f"{generation}): a mix of two outputs' files")))
+    return problems
 
 
 def open_model_dir(path: str) -> ModelDirCheckpoint:
@@ -88,7 +110,8 @@ def open_model_dir(path: str) -> ModelDirCheckpoint:
     parts: list[Checkpoint] = []
     entries: dict[str, TensorEntry] = {}
     try:
-        for file in _shard_files(path):
+        files, generation = _shard_files(path)
+        for file in files:
             part: Checkpoint = open_safetensors(file)
             parts.append(part)
             for key in part:
@@ -97,7 +120,8 @@ def open_model_dir(path: str) -> ModelDirCheckpoint:
         for part in parts:
             part.close()
         raise
-    return ModelDirCheckpoint(path, entries, parts, {"config": config, "shards": len(parts)})
+    return ModelDirCheckpoint(path, entries, parts, {"config": config, "shards": len(parts)},
+                              _mix_problems(parts, generation))
 
 
 def shard_rows(rows: Sequence[Row], max_shard_size: int) -> list[list[Row]]:
@@ -120,7 +144,7 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
                     jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
     """Write a transformers model directory at ``output``: ``options["config"]`` as ``config.json``, ``rows`` as
     ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index)."""
-    from formats.io.atomic import make_parents, refuse_url, remove_created, sweep_temporaries, temp_name
+    from formats.io.atomic import make_parents, publish_dir, refuse_url, remove_created, sweep_temporaries, temp_name
 
     refuse_url(output)
     options = dict(options or {})
@@ -142,7 +166,7 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
     try:
         os.mkdir(stage)
         _stage(stage, shards, names, options, report, verify, progress)
-        _swap(stage, final)
+        publish_dir(stage, final, replace=force, what="output directory")
     except BaseException:
         _discard(stage)
         remove_created(created)
@@ -169,10 +193,13 @@ def _refuse_inputs_inside(output: str, inputs: Sequence[Any], rows: Sequence[Row
 
 def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[str, Any], report: WriteReport,
            verify: bool, progress: Callable[[int, int], None] | None) -> None:
+    from formats.io.atomic import new_generation
     from formats.io.writing import write_text
     from formats.safetensors.writer import write
 
     done = [0, 0]
+    generation = new_generation() if len(shards) > 1 else None  # the index and each shard carry it (verify)
+    metadata = {"format": "pt", **({GENERATION_KEY: generation} if generation else {})}
 
     def step(nbytes: int, tensors: int) -> None:
         if progress is not None:
@@ -181,7 +208,7 @@ def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[
     weight_map: dict[str, str] = {}
     for shard, name in zip(shards, names):
         part = write(os.path.join(stage, name), shard, verify=verify, progress=step,
-                     options={"metadata": {"format": "pt"}})
+                     options={"metadata": metadata})
         report.contents += part.contents
         report.tensors += part.tensors
         report.bytes += part.bytes
@@ -190,29 +217,10 @@ def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[
     write_text(os.path.join(stage, CONFIG), json.dumps(options.get("config", {}), indent=2, sort_keys=True) + "\n",
                format="json")
     if len(shards) > 1:
-        index = {"metadata": {"total_size": report.bytes}, "weight_map": dict(sorted(weight_map.items()))}
+        index = {"metadata": {"total_size": report.bytes, GENERATION_KEY: generation},
+                 "weight_map": dict(sorted(weight_map.items()))}
         write_text(os.path.join(stage, INDEX), json.dumps(index, indent=2) + "\n", format="json")
     report.verified = verify
-
-
-def _swap(stage: str, final: str) -> None:
-    """Rename the staged directory to ``final``; an existing ``final`` (``force``) is moved aside first and removed
-    after."""
-    from formats.io.atomic import fsync_dir, temp_name
-
-    old = None
-    if os.path.isdir(final):
-        old = temp_name(final)
-        os.rename(final, old)
-    try:
-        os.rename(stage, final)
-    except BaseException:
-        if old is not None:
-            os.rename(old, final)
-        raise
-    fsync_dir(os.path.dirname(final))
-    if old is not None:
-        _discard(old)
 
 
 def _discard(path: str) -> None:

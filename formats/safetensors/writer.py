@@ -50,7 +50,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     raw += b" " * (-len(raw) % 8)
     guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
     report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
-    with atomic_output(output, offset) as temp:
+    with atomic_output(output, offset, replace=force) as temp:
         with open(temp, "xb") as out:
             out.write(struct.pack("<Q", len(raw)))
             out.write(raw)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from formats.io.atomic import ignoring, temp_name
+from formats.io.atomic import ignoring, publishing, temp_name
 from formats.tf_bundle.layout import Layout
 from formats.tf_bundle.publish import publish, settle, unused_shard_count
 from formats.tf_bundle.reader import data_file_name
@@ -93,14 +93,16 @@ class BundleFiles:
         for sync in syncs:
             sync.join()
 
-    def publish(self) -> None:
+    def publish(self, replace: bool = True) -> None:
         """Put the bundle in place: it replaces the old checkpoint, if any, in one step - under the staged names
-        (empty data files padding the count), then under the final ones."""
+        (empty data files padding the count), then under the final ones. Without ``replace`` an index put in
+        place meanwhile (by another writer) fails the write as if it had existed."""
         self.finish_syncs()
-        publish(self.temp_index, self.final_index, list(zip(self.temps, self.staged)))
-        self._published = True
-        if self.settled_index is not None:
-            settle(self.settled_index, self.final_index, self.staged, self.finals, self.temp)
+        with publishing(self.directory):
+            publish(self.temp_index, self.final_index, list(zip(self.temps, self.staged)), replace=replace)
+            self._published = True
+            if self.settled_index is not None:
+                settle(self.settled_index, self.final_index, self.staged, self.finals, self.temp)
 
     def __exit__(self, *exc: object) -> None:
         with ignoring(BaseException):

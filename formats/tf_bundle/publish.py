@@ -7,7 +7,8 @@ index names its data files only through their count ``MMMMM`` (the header's ``nu
 data files are given names no existing file has: :func:`unused_shard_count` picks a shard count whose names
 are all free (the writer pads the data files with empty ones at the end to reach it - TensorFlow reads a
 shard that holds no tensor as it reads any other). The writer puts everything under temporary names first
-(one :func:`~formats.io.atomic.temp_name` stem, which names this host and process), then :func:`publish`:
+(one :func:`~formats.io.atomic.temp_name` stem, which names this host and process), then :func:`publish`
+(:mod:`formats.io.publish`, which every output of several files named by an index shares):
 
 1. renames the data files into place, under names the old index does not use (replacing data files a
    killed write left, which no index names), and flushes the directory - the old index still names the old
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import os
 
-from formats.io.atomic import fsync_dir, ignoring
+from formats.io.publish import publish_set, settle_set
 from formats.io.writing import bundle_file_part
 
 __all__ = ["publish", "settle", "data_files_of", "unused_shard_count"]
@@ -78,56 +79,17 @@ def _live_shard_count(prefix: str) -> int | None:
         return None
 
 
-def publish(temp_index: str, final_index: str, data: list[tuple[str, str]]) -> None:
-    """Rename the written bundle into place: ``data`` is ``[(temporary, final)]`` of its data files, whose final
-    names no existing file has (:func:`unused_shard_count`)."""
+def publish(temp_index: str, final_index: str, data: list[tuple[str, str]], *, replace: bool = True) -> None:
+    """Rename the written bundle into place (:func:`~formats.io.publish.publish_set`): ``data`` is
+    ``[(temporary, final)]`` of its data files, whose final names no existing file has
+    (:func:`unused_shard_count`); the prefix's data files the new index does not name are removed after."""
     prefix = final_index[:-len(".index")]
-    directory = os.path.dirname(os.path.abspath(final_index))
-    finals = {os.path.abspath(final) for _, final in data}
-    placed: list[str] = []
-    try:
-        for temp, final in data:
-            os.replace(temp, final)
-            if os.path.lexists(temp):  # both were links of one input file: rename(2) leaves both names
-                os.unlink(temp)
-            placed.append(final)
-        fsync_dir(directory)  # the new data files are on disk before an index names them
-        os.replace(temp_index, final_index)  # old checkpoint -> new checkpoint, in one step
-    except BaseException:  # nothing names these data files
-        for final in placed:
-            with ignoring(OSError):
-                os.unlink(final)
-        raise
-    fsync_dir(directory)
-    for path in data_files_of(prefix):
-        if os.path.abspath(path) not in finals:
-            with ignoring(FileNotFoundError):
-                os.unlink(path)
+    publish_set(temp_index, final_index, data, stale=lambda: data_files_of(prefix), replace=replace)
 
 
 def settle(settled_index: str, final_index: str, staged: list[str], finals: list[str], temp: str) -> None:
     """After :func:`publish` put a bundle in place under a padded shard count (``staged`` data files, the last
-    ones empty), give it its own count: hard-link each non-empty data file under its final name (replacing the
-    old checkpoint's dead files), swap in ``settled_index`` (the same index, the header counting ``finals``),
-    then remove the staged names. Every instant shows the new checkpoint, under one count or the other; where
-    the file system has no hard links the staged layout stays (TensorFlow reads it as it is)."""
-    directory = os.path.dirname(os.path.abspath(final_index))
-    try:
-        for i, (source, final) in enumerate(zip(staged, finals)):
-            link = f"{temp}.settle-{i}"
-            os.link(source, link)
-            os.replace(link, final)
-            if os.path.lexists(link):  # final was already a link of the same file (an earlier --link output's)
-                os.unlink(link)
-    except OSError:
-        with ignoring(OSError):
-            os.unlink(settled_index)
-        return
-    fsync_dir(directory)
-    os.replace(settled_index, final_index)
-    fsync_dir(directory)
-    keep = {os.path.abspath(f) for f in finals}
-    for path in staged:
-        if os.path.abspath(path) not in keep:
-            with ignoring(FileNotFoundError):
-                os.unlink(path)
+    ones empty), give it its own count (:func:`~formats.io.publish.settle_set`: the index swapped in names
+    ``finals``); where the file system has no hard links the staged layout stays (TensorFlow reads it as it
+    is)."""
+    settle_set(settled_index, final_index, staged, finals, temp)

@@ -122,7 +122,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
             fresh_bytes = planned_bytes(s for i, s in enumerate(sources) if i not in layout.placed)
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards)
-            out.publish()
+            out.publish(replace=force)
     except BaseException:
         remove_created(created)
         raise

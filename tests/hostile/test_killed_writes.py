@@ -39,6 +39,9 @@ def killing(real):
 
 for name in ("replace", "unlink", "link", "fsync", "copy_file_range"):
     setattr(os, name, killing(getattr(os, name)))
+import formats.io.atomic as atomic  # the exclusive or exchanging renames (renameat2) are steps too
+
+atomic._renameat2 = killing(atomic._renameat2)
 new = {f"layer_{i}/w": np.full((256, 64), 100 + i, np.float32) for i in range(4)}
 if mode == "copy":  # taken over from another bundle: kernel copies, or links
     with formats.open_checkpoint(sys.argv[5]) as source:

@@ -122,13 +122,14 @@ def test_killed_extract_to_a_directory_is_cleaned_by_the_next(tmp_path, run_cli,
     folder = tmp_path / "out"
     folder.mkdir()
     root = folder / "dir" if not into_existing else folder
-    killed = _kill_while_writing(["extract", str(src), "-o", f"{root}/"], folder)
-    leftovers = [p for p in folder.iterdir() if p.name.startswith(".")]
-    finals = [p for p in folder.rglob("*.npy") if not any(part.startswith(".") for part in p.relative_to(folder).parts)]
-    assert finals == []  # never a partial set under the final names
-    assert leftovers or not killed  # the staging directory a kill leaves behind...
-    result = run_cli("extract", src, "-o", f"{root}/")
+    beside = root.parent  # the directory is staged beside itself (then renamed, or exchanged, into place)
+    killed = _kill_while_writing(["extract", str(src), "-o", f"{root}/"], beside)
+    leftovers = [p for p in beside.iterdir() if p.name.startswith(".")]
+    finals = sorted(str(p.relative_to(root)) for p in root.rglob("*.npy")) if root.is_dir() else []
+    assert finals in ([], [f"layer_{i}/kernel.npy" for i in range(8)])  # never a partial set under the final names
+    assert leftovers or not killed or finals  # the staging directory a kill leaves behind...
+    result = run_cli("extract", src, "-o", f"{root}/", *(["--force"] if finals else []))
     assert result.exit_code == 0, result.output
-    assert [p for p in folder.rglob("*") if p.name.startswith(".")] == []  # ...is removed by the next extract
+    assert [p for p in beside.rglob("*") if p.name.startswith(".")] == []  # ...is removed by the next extract
     got = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*.npy")}
     assert sorted(got) == [f"layer_{i}/kernel.npy" for i in range(8)]

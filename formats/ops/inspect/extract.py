@@ -29,7 +29,10 @@ fixed-width bytes, never pickled unless ``allow_pickle``.
 Every output is written the one way (:mod:`formats.io.writing`): guarded (a file of the
 checkpoint is never replaced, an existing output only with ``force``), written under temporary
 names, read back and compared with the checkpoint, then renamed into place. A directory is all or
-nothing: every file is written and verified in a staging directory first.
+nothing: every file is written and verified in a staging directory beside it first; a new directory is then
+renamed into place, and an existing one exchanged in one step with a copy of it (hard links) that holds the
+new files (:func:`~formats.io.atomic.publish_into_dir`) - a kill at any instant leaves the old files or the
+new ones, never a mix.
 """
 from __future__ import annotations
 
@@ -45,8 +48,8 @@ from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorE
 from formats.core.object_keys import object_path
 from formats.core.roundtrip import RoundTripReport
 from formats.core.selection import select
-from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, refuse_url, remove_created,
-                               remove_tree, sweep_temporaries, temp_name)
+from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, publish_dir, publish_into_dir,
+                               refuse_url, remove_created, remove_tree, sweep_temporaries, temp_name)
 from formats.io.npy_output import bits_note, read_back, stores_bits, write_member, write_npy
 from formats.npz.writer import write_npz
 from formats.io.writing import Stored, WriteReport, guard_output
@@ -248,25 +251,34 @@ def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: C
     guard_output(root, targets, inputs=[ckpt], force=force, directory=True)
     report = WriteReport(root, "npy-dir", targets)
     exists = os.path.isdir(root)
-    final = os.path.abspath(root)
+    final = os.path.realpath(root) if exists else os.path.abspath(root)
     created = [] if exists else make_parents(final)
-    staged_as = os.path.join(final, "ckpt-extract") if exists else final
-    sweep_temporaries(staged_as)  # what a killed extract left behind
-    stage = temp_name(staged_as)
+    sweep_temporaries(final)  # what a killed extract left behind
+    sweep_temporaries(os.path.join(final, "ckpt-extract"))  # (and one that staged inside the directory)
+    inside = exists and not _can_stage_beside(final)  # a mount point, or a parent we cannot write: file by file
+    stage = temp_name(os.path.join(final, "ckpt-extract") if inside else final)  # beside: one rename or exchange
     try:
-        ensure_space(final if exists else os.path.dirname(final), sum(e.nbytes for e in entries))
+        ensure_space(final if inside else os.path.dirname(final), sum(e.nbytes for e in entries))
         _stage(entries, rels, stage, report, allow_pickle, verify, progress)
-        if exists:
+        if not exists:
+            publish_dir(stage, final, replace=False)
+        elif inside or not publish_into_dir(stage, final, replace=force):
             _move_in(stage, rels, root, entries)
-        else:
-            os.rename(stage, final)  # all at once
-            fsync_dir(os.path.dirname(final))
     except BaseException:
         _discard(stage)
         remove_created(created)
         raise
     _discard(stage)
     return report
+
+
+def _can_stage_beside(directory: str) -> bool:
+    """Whether a staging directory beside ``directory`` is on its file system and can be made."""
+    parent = os.path.dirname(directory)
+    try:
+        return os.stat(directory).st_dev == os.stat(parent).st_dev and os.access(parent, os.W_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 def _discard(stage: str) -> None:

@@ -45,7 +45,7 @@ class Report:
 
         data = self.to_html().encode("utf-8")
         guard_output(out, inputs=self.inputs, force=force, what="output file")
-        with atomic_output(out, len(data)) as temp:
+        with atomic_output(out, len(data), replace=force) as temp:
             with open(temp, "wb") as f:
                 f.write(data)
         return len(data)
