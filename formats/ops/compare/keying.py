@@ -2,7 +2,7 @@
 
 The one rule ``diff`` and ``verify --against`` both follow: each tensor of a side gets the name it pairs
 under - its key, or with ``match="name"`` its TF1-style variable name (:attr:`TensorEntry.name`, the object
-graph left out) - stripped of a prefix and renamed by rules when asked; tensors of the two sides pair when
+graph and ``save_counter`` left out) - stripped of a prefix and renamed by rules when asked; tensors of the two sides pair when
 their names are equal. A name two keys of one side share keeps the first key in sorted order; the others
 are clashes, left unpaired. :func:`match_name_hint` says when pairing by key finds nothing but pairing by
 name would.
@@ -25,7 +25,9 @@ SIDE_MATCHES = ("key", "name")
 
 
 def _is_graph(key: str, role: str) -> bool:
-    return key == OBJECT_GRAPH_KEY or role == Role.OBJECT_GRAPH
+    """The object graph, or ``tf.train.Checkpoint``'s ``save_counter``: a checkpoint's bookkeeping, no variable
+    of a program restoring by name (a name-based -> object-based conversion writes one, as ``doctor`` knows)."""
+    return key == OBJECT_GRAPH_KEY or role in (Role.OBJECT_GRAPH, Role.SAVE_COUNTER)
 
 
 def pairing_names(ckpt: Checkpoint, match: str, *, strip: str | None = None,
