@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from ckpt_cli.spec import Command, Params
 
-__all__ = ["execute", "report_error", "print_error_json", "cli_hint"]
+__all__ = ["execute", "report_error", "print_error_json", "cli_hint", "cli_words"]
 
 
 def execute(spec: Command, params: Params, env: Environment) -> int:
@@ -101,9 +101,7 @@ def cli_hint(exc: BaseException) -> str | None:
 
     hint = getattr(exc, "hint", None)
     if hint:
-        import re
-
-        return re.sub(r"""\bpass (\w+)=(?:True\b|"([^"]*)"|'([^']*)')""", _as_flag, hint)
+        return cli_words(hint)
     if isinstance(exc, TensorNotFoundError) and exc.path:
         import shlex
 
@@ -111,6 +109,14 @@ def cli_hint(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):
         return _OS_HINTS.get(exc.errno or 0)
     return None
+
+
+def cli_words(hint: str) -> str:
+    """A library hint in command-line words: its keyword arguments as flags (``pass force=True`` -> ``use
+    --force``, ``pass match="path"`` -> ``use --match path``)."""
+    import re
+
+    return re.sub(r"""\bpass (\w+)=(?:True\b|"([^"]*)"|'([^']*)')""", _as_flag, hint)
 
 
 def _as_flag(match: re.Match[str]) -> str:

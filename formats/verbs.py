@@ -79,8 +79,9 @@ def verify(source: Source, *, jobs: int | None = None, progress: Progress | None
 def verify_against(output: Source, source: Source, *, match: str = "key", rules: RuleSet | Sequence[str] | None = None,
                    progress: Progress | None = None) -> RoundTripReport:
     """Whether ``output`` holds exactly the tensors of ``source`` (``ckpt verify --against``): keys (or, with
-    ``match="name"``, variable names, ``source``'s renamed by ``rules``), shapes, dtypes and values. The report's
-    ``notes`` name what the pairing left aside (names two keys share, rules that matched nothing)."""
+    ``match="name"``, variable names, with ``match="path"`` object paths; ``source``'s renamed by ``rules``),
+    shapes, dtypes and values. The report's ``notes`` name what the pairing left aside (names two keys share,
+    rules that matched nothing)."""
     from formats.ops.compare.against import verify_against as compare
 
     with _Opened(output) as out, _Opened(source) as src:
@@ -95,8 +96,9 @@ def diff(a: Source, b: Source, *, match: str = "key", rules: RuleSet | Sequence[
          jobs: int | None = None, progress: Progress | None = None, executor: str | Executor | None = None,
          first_difference: bool = False) -> DiffResult:
     """What differs between ``a`` and ``b`` (``ckpt diff``): keys only in one, shape and dtype changes, value
-    changes (exact, or within ``atol``/``rtol`` as numpy's allclose). ``result.equal`` when nothing differs.
-    ``executor`` as for :func:`verify`. ``first_difference``: stop at the first difference, reading nothing
+    changes (exact, or within ``atol``/``rtol`` as numpy's allclose), tensors paired by ``match`` (``"key"``,
+    ``"name"``, ``"path"`` or ``"converted"``: :func:`formats.ops.compare.diff.diff_checkpoints`).
+    ``result.equal`` when nothing differs. ``executor`` as for :func:`verify`. ``first_difference``: stop at the first difference, reading nothing
     after it (``ckpt diff -q``; ``result.complete`` is then False)."""
     from formats.ops.compare.diff import Tolerance, diff_checkpoints
 

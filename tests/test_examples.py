@@ -210,6 +210,8 @@ PLACEHOLDERS: dict[str, Any] = {
     "tf_ckpts": Corpus("seed_slots/tf_ckpts"),
     "run_a/tf_ckpts": Corpus("seed_slots/tf_ckpts"),
     "run_b/tf_ckpts": Corpus("seed_slots/tf_ckpts"),
+    # the Training-checkpoints guide's program on TF >= 2.16 (Keras 3 layers sharing full names)
+    "guide/tf_ckpts": Corpus("tf216_guide/two_dense/tf_ckpts"),
     "runs": Built(_runs),
     "runs/exp1/tf_ckpts": Corpus("seed_slots/tf_ckpts"),
     "ckpt-5": Built(_model_scoped),

@@ -30,7 +30,7 @@ SPEC = Command(
     A and B are checkpoints of any supported format, or directories (their latest
     checkpoint). Values are equal when their bytes are identical, unless --atol,
     --rtol or --equal-nan ask for numpy allclose semantics. Rename options rewrite
-    A's names so that they match B's. --plot draws a bar per changed tensor of its
+    A's names so that they match B's (with --match path: A's object paths). --plot draws a bar per changed tensor of its
     relative change ||a-b||/||a||, biggest first, fitting the terminal.
 
     \b
@@ -38,6 +38,7 @@ SPEC = Command(
       ckpt diff run_a/model.ckpt-1 run_a/model.ckpt-200   # exit 1: they differ
       ckpt diff --quiet run_a/tf_ckpts run_b/tf_ckpts && echo same
       ckpt diff --match name tf1/model.ckpt-200 converted/ckpt-1 --atol 1e-6
+      ckpt diff --match path guide/tf_ckpts/ckpt-8 guide/tf_ckpts/ckpt-10   # exit 1: Keras 3, shared names
       ckpt diff old new --map dnn/hiddenlayer_0=dense --json
       ckpt diff --names run_a/tf_ckpts/ckpt-4 run_a/tf_ckpts/ckpt-5   # exit 1: with names, roles
       ckpt diff --match converted tagger_weights.h5 keras3/converted.weights.h5   # a conversion's check
@@ -45,13 +46,15 @@ SPEC = Command(
     """,
     arguments=(Arg("a", type=CHECKPOINT), Arg("b", type=CHECKPOINT)),
     options=(
-        Opt("--match", type=("key", "name", "converted"), default="key", show_default=True,
+        Opt("--match", type=("key", "name", "path", "converted"), default="key", show_default=True,
             help="Pair tensors by checkpoint key, by TF1-style variable name (bundle vs HDF5, "
-                 "name-based vs object-based), or as converting A onto B's layout pairs them (B: the "
-                 "output of `ckpt convert A --template T`; give the conversion's rename rules too)."),
+                 "name-based vs object-based), by object path (net/l1/_kernel: both object-based, as "
+                 "tf.train.Checkpoint.restore binds them; where Keras 3 layers share full names), or as "
+                 "converting A onto B's layout pairs them (B: the output of `ckpt convert A --template T`; "
+                 "give the conversion's rename rules too)."),
         Opt("--filter", "-f", name="patterns", multiple=True, metavar="GLOB",
-            help="Only tensors whose key (with --match name: name), after the rename rules, is GLOB or "
-                 "matches it (repeatable)."),
+            help="Only tensors whose key (with --match name: name; with --match path: object path), after the "
+                 "rename rules, is GLOB or matches it (repeatable)."),
         *rule_options("A's"),
         Opt("--strip-prefix-a", metavar="PREFIX", complete=("keys", "a"), help="Remove this '/'-prefix from A's names first."),
         Opt("--strip-prefix-b", metavar="PREFIX", complete=("keys", "b"), help="Remove this '/'-prefix from B's names first."),
@@ -84,7 +87,9 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
     from formats import verbs
     from formats.api import open_checkpoint
     from formats.ops.compare.diff import Tolerance
-    from formats.ops.compare.keying import match_name_hint
+    from formats.ops.compare.keying import match_name_hint, match_path_hint
+
+    from ..boundary import cli_words
 
     rules = None
     if maps or regexes or rules_file:
@@ -108,10 +113,12 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
                                 executor=executor, first_difference=first)
         hint = match_name_hint(ca, cb) if match == "key" and result.complete and not (result.same or result.changed) \
             else None
+        if match == "name":
+            hint = match_path_hint(ca, cb)
         named = _names(result, ca, cb) if names and not quiet else None
     if not quiet:
         if hint:
-            env.hint(hint)
+            env.hint(cli_words(hint))
         for note in result.notes + [f"rule {r} matched nothing" for r in result.unused_rules]:
             env.warn(note)
         if as_json:

@@ -17,13 +17,19 @@ if TYPE_CHECKING:
 def run(env: Environment, p: Params) -> int:
     """``ckpt doctor CKPT --against TARGET``: the exit status (0 it would load, 1 it would not)."""
     from formats.api import open_checkpoint
+    from formats.ops.compare.keying import match_path_hint
     from formats.ops.inspect.doctor import diagnose
+
+    from ..boundary import cli_words
 
     written = None
     with open_checkpoint(p.ckpt_path) as ckpt, open_checkpoint(p.target) as tmpl:
-        report = diagnose(ckpt, tmpl, p.ignore_optimizer)
+        report = diagnose(ckpt, tmpl, p.ignore_optimizer, match=p.match)
+        hint = match_path_hint(ckpt, tmpl) if p.match == "name" else None
         if p.rules_out:
             written = _write_rules(p.rules_out, report.rules, p.force, [ckpt, tmpl, p.ckpt_path, p.target])
+    if hint:
+        env.hint(cli_words(hint))
     if p.as_json:
         from ..render.common import print_json
 
@@ -41,7 +47,10 @@ SPEC = Command(
     exit_status={0: "it would load", 1: "it would not (each reason listed)"},
     help="""Check whether CKPT would load where TARGET's variables are expected.
 
-    Variables are matched by TF1-style name. Lists missing, unexpected and
+    Variables are matched as a restore binds them: by object path when both are
+    object-based (tf.train.Checkpoint), else by TF1-style name; --match path or
+    --match name chooses (by name: as a name-based restore reads an object-based
+    checkpoint). Lists missing, unexpected and
     shape-mismatched variables, suggests renames scope by scope (a scope holding
     the same variables, weights->kernel, biases->bias, the only variable of a
     shape, a similar name; slots follow their variables) and can write them as a
@@ -53,11 +62,16 @@ SPEC = Command(
       ckpt doctor old/model.ckpt-200 --against new/model.ckpt-1 --write-rules fix.json  # exit 1
       ckpt rename old/model.ckpt-200 -o fixed/model.ckpt-200 --rules fix.json
       ckpt doctor fixed/model.ckpt-200 --against new/model.ckpt-1   # exit 0: now it would
+      ckpt doctor guide/tf_ckpts/ckpt-10 --against guide/tf_ckpts/ckpt-8 --match path
     """,
     arguments=(Arg("ckpt_path", metavar="CKPT", type=CHECKPOINT),),
     options=(
         Opt("--against", name="target", required=True, type=CHECKPOINT, metavar="TARGET",
             help="A checkpoint or Keras weights file written by the program CKPT should load into."),
+        Opt("--match", type=("auto", "path", "name"), default="auto", show_default=True,
+            help="Pair variables by object path (net/l1/_kernel, as tf.train.Checkpoint.restore binds; both "
+                 "object-based) or by TF1-style name (as a name-based restore reads); auto: by object path "
+                 "when both are object-based, else by name."),
         Opt("--ignore-optimizer", flag=True, help="Leave optimizer slots and state out of the comparison."),
         Opt("--write-rules", name="rules_out", type=PATH, metavar="FILE",
             help="Write the suggested renames as a JSON rules file (for convert/rename/diff --rules)."),

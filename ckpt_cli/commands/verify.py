@@ -48,7 +48,9 @@ SPEC = Command(
     (keys, shapes, dtypes and values, compared chunk by chunk), e.g. after a conversion:
     --match name pairs them by variable name (after a name-based -> object-based
     conversion the keys differ), and --map/--regex/--rules rename SRC's names as
-    the conversion did.
+    the conversion did; --match path pairs two object-based checkpoints by
+    object path, as tf.train.Checkpoint.restore does (Keras 3 layers share full
+    names), the rename options then renaming SRC's object paths.
 
     What the format's own loader would refuse although ckpt reads it (a safetensors
     file the safetensors library rejects, a V1 dtype TensorFlow's V1 reader does
@@ -61,14 +63,17 @@ SPEC = Command(
       ckpt verify run/tf_ckpts --json
       ckpt verify run/tf_ckpts/ckpt-*
       ckpt verify converted/ckpt --against run/model.ckpt-200 --match name
+      ckpt rename guide/tf_ckpts/ckpt-10 -o moved/ckpt-10 --map net=model
+      ckpt verify moved/ckpt-10 --against guide/tf_ckpts/ckpt-10 --match path --map net=model
     """,
     arguments=(Arg("paths", nargs=-1, type=CHECKPOINT),),
     options=(
         Opt("--against", name="against", type=CHECKPOINT, metavar="SRC",
             help="Compare with another checkpoint instead: same keys, shapes, dtypes and values."),
-        Opt("--match", type=("key", "name"), default="key", show_default=True,
-            help="With --against: pair tensors by checkpoint key, or by TF1-style variable name (a "
-                 "name-based SRC and its object-based conversion, a bundle and a Keras file)."),
+        Opt("--match", type=("key", "name", "path"), default="key", show_default=True,
+            help="With --against: pair tensors by checkpoint key, by TF1-style variable name (a "
+                 "name-based SRC and its object-based conversion, a bundle and a Keras file), or by object "
+                 "path (net/l1/_kernel: both object-based, where Keras 3 layers share full names)."),
         *rule_options("SRC's"),
         Opt("--allow-loader-refusals", flag=True,
             help="Report what the format's own loader refuses (TensorFlow, the safetensors library) "
@@ -83,7 +88,9 @@ SPEC = Command(
 def _verify_against(env: Environment, path: str, against: str, match: str, rules: Any, as_json: bool) -> int:
     from formats import verbs
     from formats.api import open_checkpoint
-    from formats.ops.compare.keying import match_name_hint
+    from formats.ops.compare.keying import match_name_hint, match_path_hint
+
+    from ..boundary import cli_words
 
     from ..render.progress import progress_for
 
@@ -92,8 +99,10 @@ def _verify_against(env: Environment, path: str, against: str, match: str, rules
             report = verbs.verify_against(out, src, match=match, rules=rules or None, progress=progress)
         report.path, report.against = path, against  # as the command line named them
         hint = match_name_hint(out, src) if match == "key" and report.tensors == 0 and report.mismatches else None
+        if match == "name":  # names several tensors share leave them unpaired, even when the rest is the same
+            hint = match_path_hint(out, src)
     if hint:
-        env.hint(hint)
+        env.hint(cli_words(hint))
     for note in report.notes:
         env.warn(note)
     if as_json:

@@ -1,9 +1,10 @@
-"""``verify PATH --against SRC``: does PATH hold exactly SRC's tensors, paired by key or by variable name?
+"""``verify PATH --against SRC``: does PATH hold exactly SRC's tensors, paired by key, variable name or object path?
 
 By key (the default) both checkpoints are compared as they are. By name (``match="name"``) each side is
 keyed by its entries' TF1-style variable names (the object graph left out), so an object-based
 conversion of a name-based checkpoint, or a Keras file and a bundle, can be checked against their
-source. ``rules`` rename SRC's names first - the rules the conversion was given - so that they match
+source. By object path (``match="path"``, both object-based) each side is keyed by its tensors' object
+paths (:mod:`formats.ops.compare.keying`), where several tensors share a full name. ``rules`` rename SRC's names first - the rules the conversion was given - so that they match
 PATH's. Values are compared chunk by chunk (:func:`formats.core.roundtrip.compare_checkpoints`).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["keyed", "verify_against"]
 
 def keyed(ckpt: Checkpoint, match: str, rules: RuleSet | None = None,
           notes: list[str] | None = None) -> dict[str, TensorEntry]:
-    """``ckpt``'s entries keyed by key (``match="key"``) or by variable name, renamed by ``rules``
+    """``ckpt``'s entries keyed by key (``match="key"``), by variable name or by object path, renamed by ``rules``
     (:func:`~formats.ops.compare.keying.pairing_names`); a name two keys share keeps the first key (and a
     note says so)."""
     names, clashes = pairing_names(ckpt, match, rules=rules or None)
@@ -34,7 +35,7 @@ def verify_against(out: Checkpoint, src: Checkpoint, *, match: str = "key", rule
     """Compare ``out`` with ``src`` (see the module doc): the report, and notes (names two keys share,
     rules that matched nothing)."""
     if match not in SIDE_MATCHES:
-        raise ValueError(f"match must be 'key' or 'name', not {match!r}")
+        raise ValueError(f"match must be one of {', '.join(SIDE_MATCHES)}, not {match!r}")
     notes: list[str] = []
     actual = keyed(out, match, None, notes)
     expected = keyed(src, match, rules, notes)

@@ -1,8 +1,10 @@
 """``diff``: what differs between two checkpoints - keys, shapes, dtypes and values.
 
-Tensors are paired by key (``match="key"``) or by :attr:`TensorEntry.name` (``match="name"``, the
+Tensors are paired by key (``match="key"``), by :attr:`TensorEntry.name` (``match="name"``, the
 TF1-style variable name, which lets a name-based checkpoint be compared with an object-based one; the
-object graph entry is then left out). Names are first stripped of ``strip_prefix_a`` / ``strip_prefix_b``,
+object graph entry is then left out) or by object path (``match="path"``, both sides object-based: what
+``tf.train.Checkpoint.restore`` goes by, where Keras 3 gives several variables one full name); see
+:mod:`formats.ops.compare.keying`. Names are first stripped of ``strip_prefix_a`` / ``strip_prefix_b``,
 then the rename ``rules`` are applied **to A's names** so that they match B's (``--map old=new`` reads
 "A's old is B's new").
 
@@ -181,7 +183,8 @@ def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str
     """Compare checkpoints ``a`` and ``b`` (opened :class:`Checkpoint` objects or paths; see the module doc).
 
     ``patterns`` (exact or globs, as :func:`~formats.core.selection.select_keys`) keep only the pairs whose
-    name - the key, or with ``match="name"`` the variable name, after the rules - they select; one that
+    name - the key, or with ``match="name"`` the variable name, with ``match="path"`` the object path, after the
+    rules - they select; one that
     selects nothing on either side raises :class:`~formats.core.errors.NothingSelectedError`.
     ``keys_only`` compares keys, shapes and dtypes and reads no values. ``progress(bytes, tensors)`` is
     called after each pair. Pairs are compared on ``jobs`` threads (None: every core) when both formats allow

@@ -50,7 +50,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names"]
+__all__ = ["DOCTOR_MATCHES", "Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names"]
 
 _SUFFIXES = frozenset(SLOT_SUFFIXES) | frozenset(TRAINING_SHADOWS)
 _NON_SLOT_STATE = frozenset(p for p in TF1_SCALARS if p != "global_step")
@@ -165,12 +165,28 @@ def _object_based(ckpt: Checkpoint) -> bool:
     return ckpt.object_graph is not None and OBJECT_GRAPH_KEY in ckpt
 
 
-def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = False) -> DoctorReport:
-    """Compare ``ckpt`` with ``target`` by object path (both object-based) or variable name; see the module doc."""
+DOCTOR_MATCHES = ("auto", "path", "name")
+"""How :func:`diagnose` may pair variables: ``auto`` by object path when both sides are object-based, else by
+name; ``path`` by object path (both must be object-based); ``name`` by variable name, as a name-based restore
+(``tf.compat.v1.train.Saver``, ``init_from_checkpoint``) reads even an object-based checkpoint."""
+
+
+def diagnose(ckpt: Checkpoint, target: Checkpoint, ignore_optimizer: bool = False,
+             match: str = "auto") -> DoctorReport:
+    """Compare ``ckpt`` with ``target`` by object path or variable name, as ``match`` (:data:`DOCTOR_MATCHES`)
+    says; see the module doc. ``match="path"`` with a side that is not object-based raises
+    :class:`~formats.core.errors.UsageError`."""
+    if match not in DOCTOR_MATCHES:
+        raise ValueError(f"match must be one of {', '.join(DOCTOR_MATCHES)}, not {match!r}")
+    if match == "path":
+        from formats.ops.compare.keying import require_object_paths
+
+        require_object_paths(target)
+        require_object_paths(ckpt)
     report = DoctorReport(ckpt.path, target.path)
     report.duplicates = {side: found for side, found in (("checkpoint", duplicate_names(ckpt)),
                                                          ("target", duplicate_names(target))) if found}
-    if _object_based(ckpt) and _object_based(target):
+    if match == "path" or match == "auto" and _object_based(ckpt) and _object_based(target):
         _by_object_path(report, ckpt, target, ignore_optimizer)
     else:
         have = report.ckpt_entries = _by_name(ckpt, ignore_optimizer, report.notes, "checkpoint")
