@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 import formats
 from formats.core.errors import UsageError
-from tests.conftest import CORPUS, SHIPPED, digest
+from tests.conftest import CORPUS, SHIPPED
 
 TWO = CORPUS / "tf216_guide" / "two_dense"
 CKPT8, CKPT10 = TWO / "tf_ckpts" / "ckpt-8", TWO / "tf_ckpts" / "ckpt-10"
