@@ -62,7 +62,7 @@ def _bash_complete(words: list[str], cwd: Path) -> list[str]:
     """Run the committed bash completion function as bash would, with ``ckpt`` being this checkout's CLI."""
     shim = cwd / "bin"
     shim.mkdir(exist_ok=True)
-    (shim / "ckpt").write_text(f'#!/bin/sh\nexec "{LAUNCHER}" "$@"\n')
+    (shim / "ckpt").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{LAUNCHER}" "$@"\n')
     (shim / "ckpt").chmod(0o755)
     # as bash hands them over: each word as typed, escapes included
     script = (f'source "{ROOT}/completions/ckpt.bash"\n'

@@ -1,7 +1,7 @@
 """Tensor values as writers and comparisons see them: a dtype, a shape, and bytes in bounded chunks.
 
 A *source* is a numpy array (or anything ``numpy.asarray`` accepts), a :class:`TensorValue`
-(an array with an explicit TensorFlow dtype, e.g. ``variant``), or a
+(an array with an explicit TensorFlow dtype, e.g. ``variant``, or a fixed-width scalar as its canonical bytes), or a
 :class:`~formats.core.model.TensorEntry` of any opened checkpoint. Fixed-width values come out as
 their canonical bytes (C order, little-endian) in chunks of at most ``chunk`` bytes: a bundle
 tensor streams straight from its memory map with its CRC32C checked on the way, so a whole
@@ -56,8 +56,20 @@ def describe(source: Source) -> tuple[dtypes.DType, tuple[int, ...]]:
         return _entry_dtype(source), tuple(source.shape)
     if _scalar_string(source):
         return dtypes.by_enum(dtypes.STRING), ()  # type: ignore[return-value]
+    raw = _raw_scalar(source)
+    if raw is not None:
+        return raw, ()
     arr, dt = _as_array(source)
     return dt, tuple(arr.shape)
+
+
+def _raw_scalar(source: Source) -> dtypes.DType | None:
+    """The dtype of a fixed-width scalar given as its canonical bytes (``TensorValue(b"\\x01" + 7 * b"\\0",
+    "int64")``: a value planned without numpy, such as a ``save_counter``), else None."""
+    if not (isinstance(source, TensorValue) and isinstance(source.value, bytes) and source.dtype not in (None, "string")):
+        return None
+    dt = dtypes.by_name(source.dtype)
+    return dt if dt.fixed_width and len(source.value) == dt.itemsize else None
 
 
 def _scalar_string(source: Source) -> bool:
@@ -138,4 +150,6 @@ def fixed_chunks(source: Source, chunk: int = CHUNK, check: bool = True) -> Iter
     """
     if isinstance(source, TensorEntry):
         return source.byte_chunks(chunk, check)
+    if _raw_scalar(source) is not None:
+        return iter((memoryview(source.value),))
     return array_chunks(_as_array(source)[0], chunk)

@@ -100,8 +100,8 @@ def _save_counter(plan: ConversionPlan, builder: GraphBuilder, free: bool) -> No
     """The ``save_counter`` every ``tf.train.Checkpoint`` writes (int64, 1: saved once), so that the guide's
     ``ckpt.restore(path).assert_existing_objects_matched()`` passes on the output (``restore`` creates the
     counter, and an object with no value in the checkpoint fails it); a warning instead when a source
-    variable already takes the name."""
-    import numpy as np
+    variable already takes the name. The value is its canonical bytes: planning a conversion imports no numpy."""
+    from formats.core.sources import TensorValue
 
     if not free:
         plan.add("save_counter", SAVE_COUNTER, f"no save_counter written: a source variable is named under "
@@ -111,7 +111,7 @@ def _save_counter(plan: ConversionPlan, builder: GraphBuilder, free: bool) -> No
     node = builder.find(SAVE_COUNTER)
     assert node is not None
     key = builder.variable(node, SAVE_COUNTER)
-    plan.add_row(None, key, np.array(1, dtype=np.int64), (), "int64", "tf.train.Checkpoint's save_counter (1)")
+    plan.add_row(None, key, TensorValue((1).to_bytes(8, "little"), "int64"), (), "int64", "tf.train.Checkpoint's save_counter (1)")
 
 
 def _warn_partitioned(plan: ConversionPlan, tensors: list[SourceTensor]) -> None:
