@@ -241,8 +241,10 @@ def test_convert_migrates_to_a_v2_bundle(run_cli, tmp_path, to, rel):
     want = MORE[rel]["tensors"]
     with formats.open_checkpoint(out) as ckpt:
         assert ckpt.format == to
-        by_name = {e.name: e for e in ckpt.values() if e.role != "object_graph"}
+        by_name = {e.name: e for e in ckpt.values() if e.role not in ("object_graph", "save_counter")}
         assert sorted(by_name) == sorted(want)
+        counters = [e.read() for e in ckpt.values() if e.role == "save_counter"]
+        assert counters == ([1] if to == "tf-object" else [])  # tf.train.Checkpoint's, saved once
         for name, spec in want.items():
             assert digest(by_name[name].read()) == spec["sha256"], name
     match = ["--match", "name"] if to == "tf-object" else []
