@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .installed import child_env
+
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
 
@@ -110,8 +112,9 @@ def test_an_editable_install_is_refused(run, tmp_path) -> None:
     (site / "ckpt_cli" / "__init__.py").write_text("")
     (site / "__editable__.tfckpt-0.1.0.pth").write_text("")
     probe = run.PROBE.replace('sysconfig.get_paths()["purelib"]', repr(str(site)))
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=site)
+    env = child_env(PYTHONPATH=str(site))  # the stand-in site-packages first, as its own would be
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=site, env=env)
     assert done.stdout.startswith("editable or missing: ")
     (site / "__editable__.tfckpt-0.1.0.pth").unlink()
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=site)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=site, env=env)
     assert done.stdout.strip() == str((site / "ckpt_cli" / "__init__.py").resolve())

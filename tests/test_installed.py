@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -80,7 +81,14 @@ def test_the_installed_package_is_this_checkout() -> None:
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """The files of the wheel ``pip wheel .`` builds from this checkout (what ``pip install .`` installs)."""
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+    # built from a copy of what the build reads: an in-tree build writes build/ in the checkout, which another
+    # build at the same time (.ci/run's other tier) would share
+    src = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("scripts", *PACKAGES):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
                           capture_output=True, text=True, env=child_env(PIP_DISABLE_PIP_VERSION_CHECK="1"))
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = out.glob("tfckpt-*.whl")
