@@ -82,3 +82,42 @@ def _shipped_command() -> Any:
 
 
 SHIPPED = _shipped_command()
+
+
+@pytest.fixture
+def record_opens(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``record_opens()`` -> the list of every path this process opens from then on (``os.open`` and ``open``),
+    in order: what a command read."""
+    import builtins
+
+    def start() -> list[str]:
+        opened: list[str] = []
+        real_os_open, real_open = os.open, builtins.open
+
+        def os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            opened.append(os.fspath(path))
+            return real_os_open(path, *args, **kwargs)
+
+        def open_(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if isinstance(file, (str, os.PathLike)):
+                opened.append(os.fspath(file))
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", os_open)
+        monkeypatch.setattr(builtins, "open", open_)
+        return opened
+
+    return start
+
+
+def edited_model_config(source: Path, out: Path, edit: Any) -> Path:
+    """A copy of the whole-model Keras 2 file ``source`` at ``out`` whose ``model_config`` ``edit(config)`` changed
+    in place (hostile or inconsistent configs for ``convert --to keras``)."""
+    import h5py
+
+    shutil.copyfile(source, out)
+    with h5py.File(out, "r+") as f:
+        config = json.loads(f.attrs["model_config"])
+        edit(config)
+        f.attrs["model_config"] = json.dumps(config)
+    return out

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import edited_model_config
+
 HF_DATA = Path(__file__).parent / "data" / "hf"
 
 
@@ -148,15 +150,8 @@ KERAS_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 
 @pytest.mark.parametrize("case", sorted(KERAS_CASES))
 def test_a_model_config_keras_cannot_build_is_refused_in_one_line(run_cli, tmp_path: Path, case: str) -> None:
-    import h5py
-
     edit, why = KERAS_CASES[case]
-    src = tmp_path / "tagger_model.h5"
-    shutil.copyfile(TAGGER, src)
-    with h5py.File(src, "r+") as f:
-        config = json.loads(f.attrs["model_config"])
-        edit(config)
-        f.attrs["model_config"] = json.dumps(config)
+    src = edited_model_config(TAGGER, tmp_path / "tagger_model.h5", edit)
     out = tmp_path / "model.keras"
     started = time.monotonic()
     result = run_cli("convert", src, "-o", out, "--to", "keras")

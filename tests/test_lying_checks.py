@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import zipfile
 from pathlib import Path
+
+from .conftest import edited_model_config
 
 TAGGER = Path(__file__).parent / "data" / "corpus" / "keras2_tagger" / "tagger_model.h5"
 LSTM = ["model_weights/lstm/lstm/lstm_cell/bias:0", "model_weights/lstm/lstm/lstm_cell/kernel:0",
@@ -47,23 +48,11 @@ def test_diff_match_converted_reports_the_layers_an_output_lost(run_cli, tmp_pat
     assert "identical" not in text.stdout and "has no place in the template" not in text.stderr
 
 
-def _edited(tmp_path: Path, edit) -> Path:
-    import h5py
-
-    src = tmp_path / "tagger_model.h5"
-    shutil.copyfile(TAGGER, src)
-    with h5py.File(src, "r+") as f:
-        config = json.loads(f.attrs["model_config"])
-        edit(config)
-        f.attrs["model_config"] = json.dumps(config)
-    return src
-
-
 def test_to_keras_refuses_to_leave_out_layers_its_outputs_do_not_reach(run_cli, tmp_path: Path) -> None:
     def outputs_are_the_input(config: dict) -> None:
         config["config"]["output_layers"] = [["tokens", 0, 0]]
 
-    src = _edited(tmp_path, outputs_are_the_input)
+    src = edited_model_config(TAGGER, tmp_path / "tagger_model.h5", outputs_are_the_input)
     out = tmp_path / "model.keras"
     result = run_cli("convert", src, "-o", out, "--to", "keras")
     assert result.exit_code == 1, result.output

@@ -149,30 +149,15 @@ def test_the_run_report_of_checkpoints_without_a_step(run_cli, tmp_path: Path) -
     assert ">save 1</text>" in page and ">save 2</text>" in page
 
 
-def test_ls_of_a_run_opens_each_index_and_the_one_data_file_of_its_step(run_cli, tmp_path: Path, monkeypatch) -> None:
+def test_ls_of_a_run_opens_each_index_and_the_one_data_file_of_its_step(run_cli, tmp_path: Path, record_opens) -> None:
     """With a step variable a listing opens that scalar's data file too - the one shard holding it - and nothing
     else (tests/test_zero_copy.py: without one, indexes only)."""
-    import builtins
-    import os
 
     run = tmp_path / "run"
     for n in (1, 2):
         write_checkpoint(run / f"ckpt-{n}", {"w": np.ones(3, np.float32), "global_step": np.asarray(n, np.int64)},
                          shards=[0, 1])
-    opened: list[str] = []
-    real_os_open, real_open = os.open, builtins.open
-
-    def os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        opened.append(os.fspath(path))
-        return real_os_open(path, *args, **kwargs)
-
-    def open_(file, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if isinstance(file, (str, os.PathLike)):
-            opened.append(os.fspath(file))
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", os_open)
-    monkeypatch.setattr(builtins, "open", open_)
+    opened = record_opens()
     doc = json.loads(run_cli("ls", "--json", run).stdout)
     assert [c["own_step"] for c in doc["checkpoints"]] == [1, 2]
     assert sorted(set(p for p in opened if str(run) in p)) == sorted(

@@ -141,7 +141,7 @@ def test_rename_with_link_of_an_object_based_checkpoint_links_its_data_file(tmp_
     assert new == {k.replace("dnn/", "net/", 1): v for k, v in old.items()}
     with open_checkpoint(out) as ckpt:
         assert ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].raw.shard_id == 1
-        assert sorted(c.local_name for c in ckpt.object_graph.nodes[0].children) == ["global_step", "net"]
+        assert sorted(c.local_name for c in ckpt.object_graph.nodes[0].children) == ["global_step", "net", "save_counter"]
 
 
 def test_rename_of_an_object_based_checkpoint_copies_the_bytes_before_its_old_graph(tmp_path, run_cli,
@@ -241,24 +241,11 @@ def test_link_across_file_systems_falls_back_to_a_copy(tmp_path, monkeypatch):
     assert _values(out) == _values(src)
 
 
-def test_ls_of_a_directory_opens_no_data_file(tmp_path, run_cli, monkeypatch):
+def test_ls_of_a_directory_opens_no_data_file(tmp_path, run_cli, record_opens):
     """A directory listing shows counts, sizes and dates: it reads indexes, never a data file."""
     for step in range(1, 6):
         write_checkpoint(str(tmp_path / f"ckpt-{step}"), {"w": np.full((4,), step, np.float32)}.items())
-    opened: list[str] = []
-    real_os_open, real_open = os.open, builtins.open
-
-    def os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        opened.append(os.fspath(path))
-        return real_os_open(path, *args, **kwargs)
-
-    def open_(file, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if isinstance(file, (str, os.PathLike)):
-            opened.append(os.fspath(file))
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", os_open)
-    monkeypatch.setattr(builtins, "open", open_)
+    opened = record_opens()
     doc = json.loads(run_cli("ls", "--json", tmp_path).stdout)
     assert [c["tensors"] for c in doc["checkpoints"]] == [1] * 5
     assert sorted(p for p in opened if str(tmp_path) in p) == sorted(str(tmp_path / f"ckpt-{s}.index")
