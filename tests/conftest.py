@@ -121,3 +121,18 @@ def edited_model_config(source: Path, out: Path, edit: Any) -> Path:
         edit(config)
         f.attrs["model_config"] = json.dumps(config)
     return out
+
+
+@pytest.fixture(autouse=True)
+def _no_tensorflow_stand_in_left_behind() -> Any:
+    """``ckpt run`` run in-process installs the TensorFlow stand-in (``formats.tf.standin.install``) and, as a
+    command whose process ends, never takes it off: put ``tensorflow`` back as it was before the test, so that a
+    later test importing the real TensorFlow gets it, whatever order the tests run in."""
+    import sys
+
+    before = {k: v for k, v in sys.modules.items() if k == "tensorflow" or k.startswith("tensorflow.")}
+    yield
+    standin = sys.modules.get("formats.tf.standin")
+    if standin is not None and standin._FINDER in sys.meta_path:
+        standin.uninstall()
+        sys.modules.update(before)
