@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "SUB_OBJECT_CONFIGS", "SUB_OBJECT_NAMES", "NON_TRAINABLE", "CELLS",
-           "to_snake_case",
-           "by_snake_name", "keras3_names", "keras3_spelling", "KERAS3_WORDS", "is_automatic", "automatic_family",
-           "has_variable", "KERAS3_LAYERS", "KERAS3_CLASSES", "KERAS3_OBJECTS", "KERAS3_ACTIVATIONS", "KERAS2_CLASSES",
-           "KERAS2_OPERATIONS", "KERAS2_CONSTANT_OPERATIONS", "KERAS3_OPERATIONS_MODULE",
-           "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS", "ANY_VALUE",
-           "KERAS3_LAYERS_MODULE", "DTYPE_POLICY"]
+__all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "SUB_OBJECT_CONFIGS", "SUB_OBJECT_NAMES", "NON_TRAINABLE",
+           "CELLS", "to_snake_case", "by_snake_name", "keras3_names", "keras3_spelling", "KERAS3_WORDS",
+           "is_automatic", "automatic_family", "has_variable", "KERAS3_LAYERS", "KERAS3_CLASSES", "KERAS3_OBJECTS",
+           "KERAS3_ACTIVATIONS", "KERAS2_CLASSES", "KERAS2_OPERATIONS", "KERAS2_CONSTANT_OPERATIONS",
+           "KERAS3_OPERATIONS_MODULE", "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS",
+           "ANY_VALUE", "KERAS3_LAYERS_MODULE", "DTYPE_POLICY"]
 
 _BIAS = ("bias", "use_bias")
 _KERNEL_BIAS = [("kernel", None), _BIAS]

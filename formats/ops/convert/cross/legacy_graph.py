@@ -34,7 +34,8 @@ __all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", 
 class Keras3Object:
     """One object of a Keras 3 model: its object ``path`` (``""`` the model), ``name`` (the ``name`` attribute
     Keras 3 gives its ``vars`` group: a sub-object's is :data:`~formats.concepts.keras_layers.SUB_OBJECT_NAMES`'
-    or its own config's; None when unknown), ``cls``, ``variables`` (its own, in creation order; None when ckpt does not know the class's),
+    or its own config's; None when unknown), ``cls``, ``variables`` (its own, in creation order; None when ckpt
+    does not know the class's),
     ``trainable``, ``children`` (sub-layers and sub-objects in Keras 2's creation order), ``layer``: the name of
     the layer it is or belongs to (a sub-object's is its layer's), which Keras 2 puts in its weights' names, and
     ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs)."""
