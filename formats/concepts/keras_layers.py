@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "SUB_OBJECT_CONFIGS", "NON_TRAINABLE", "CELLS", "to_snake_case",
-           "by_snake_name", "keras3_names", "keras3_spelling", "KERAS3_WORDS", "is_automatic", "automatic_family",
-           "has_variable", "KERAS3_LAYERS", "KERAS3_CLASSES", "KERAS3_OBJECTS", "KERAS3_ACTIVATIONS", "KERAS2_CLASSES",
-           "KERAS2_OPERATIONS", "KERAS2_CONSTANT_OPERATIONS", "KERAS3_OPERATIONS_MODULE",
-           "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS", "ANY_VALUE",
-           "KERAS3_LAYERS_MODULE", "DTYPE_POLICY"]
+__all__ = ["VARIABLES", "KERAS2_NAMES", "SUB_OBJECTS", "SUB_OBJECT_CONFIGS", "SUB_OBJECT_NAMES", "NON_TRAINABLE",
+           "CELLS", "to_snake_case", "by_snake_name", "keras3_names", "keras3_spelling", "KERAS3_WORDS",
+           "is_automatic", "automatic_family", "has_variable", "KERAS3_LAYERS", "KERAS3_CLASSES", "KERAS3_OBJECTS",
+           "KERAS3_ACTIVATIONS", "KERAS2_CLASSES", "KERAS2_OPERATIONS", "KERAS2_CONSTANT_OPERATIONS",
+           "KERAS3_OPERATIONS_MODULE", "KERAS2_ARGUMENTS", "KERAS2_RENAMED_ARGUMENTS", "CHANGED_ACTIVATIONS",
+           "ANY_VALUE", "KERAS3_LAYERS_MODULE", "DTYPE_POLICY"]
 
 _BIAS = ("bias", "use_bias")
 _KERNEL_BIAS = [("kernel", None), _BIAS]
@@ -84,6 +84,16 @@ SUB_OBJECT_CONFIGS: dict[str, dict[str, tuple[str, ...] | dict[str, str]]] = {
 one set; a serialized layer, whose class is the sub-object's), a dict builds it from the layer's config
 ({sub-object flag: the layer's flag}: a ``MultiHeadAttention``'s projections have a bias when it has
 ``use_bias``). A recurrent layer's ``cell`` takes the layer's own config (Keras keeps the cell's arguments there)."""
+
+SUB_OBJECT_NAMES: dict[str, dict[str, str]] = {
+    "MultiHeadAttention": {"query_dense": "query", "key_dense": "key", "value_dense": "value",
+                           "output_dense": "attention_output"},
+    "LSTM": {"cell": "lstm_cell"}, "GRU": {"cell": "gru_cell"}, "SimpleRNN": {"cell": "simple_rnn_cell"},
+}
+"""The name a layer gives its sub-object (``keras/src/layers/attention/multi_head_attention.py``: ``EinsumDense(...,
+name="query")``; ``rnn/lstm.py``: ``LSTMCell(..., name="lstm_cell")``), which Keras 3 saves as the ``name`` attribute
+of the sub-object's ``vars`` group and Keras 2 put in its weights' names. A wrapped layer (``Bidirectional``'s,
+``TimeDistributed``'s, an ``RNN``'s cell) keeps the name in its own config."""
 
 NON_TRAINABLE = frozenset({"moving_mean", "moving_variance"})
 """Variables of these names are never trainable (batch normalization statistics)."""

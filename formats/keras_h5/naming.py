@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["VarsGroup", "OptimizerVar", "layer_roles", "name_groups", "config_layers", "optimizer_names",
-           "to_snake_case"]
+           "configured_optimizer", "to_snake_case"]
 
 ROLES = VARIABLES
 """Class name -> its variables in storage order (:data:`formats.concepts.keras_layers.VARIABLES`)."""
@@ -166,12 +166,22 @@ def optimizer_names(opt: VarsGroup, groups: dict[str, VarsGroup], config: Any) -
 
 def _optimizer_settings(config: Any, opt: VarsGroup) -> tuple[list[tuple[tuple[str, ...], bool]] | None, str | None]:
     """The (slot settings, learning rate is a variable) combinations to try, and the class name."""
-    compile_cfg = config.get("compile_config") if isinstance(config, dict) else None
-    opt_cfg = compile_cfg.get("optimizer") if isinstance(compile_cfg, dict) else None
-    if not isinstance(opt_cfg, dict):
+    named = configured_optimizer(config)
+    if named is None:
         fam = family_of_class(opt.own_name, KERAS3)
         combos = KERAS3_SETTINGS.get(fam.name, [()]) if fam else [()]
         return [(c, lr) for c in combos for lr in (True, False)], fam.class_name(KERAS3) if fam else None
+    return named
+
+
+def configured_optimizer(config: Any) -> tuple[list[tuple[tuple[str, ...], bool]] | None, str | None] | None:
+    """The optimizer a Keras 3 ``config.json`` names (``compile_config``'s ``optimizer``, as ``Model.compile``
+    serializes it): ``([(slot settings, learning rate is a variable)], class name)``, the settings None for an
+    optimizer whose variables ckpt does not lay out (EMA, gradient accumulation); None when the config names none."""
+    compile_cfg = config.get("compile_config") if isinstance(config, dict) else None
+    opt_cfg = compile_cfg.get("optimizer") if isinstance(compile_cfg, dict) else None
+    if not isinstance(opt_cfg, dict) or not isinstance(opt_cfg.get("class_name"), str):
+        return None
     cfg = opt_cfg.get("config")
     cfg = cfg if isinstance(cfg, dict) else {}
     if cfg.get("use_ema") or cfg.get("gradient_accumulation_steps"):
@@ -192,21 +202,48 @@ def _candidates(groups: dict[str, VarsGroup]) -> list[tuple[str, tuple[int, ...]
 
 
 def _trainable_variables(groups: dict[str, VarsGroup], config: Any) -> list[tuple[str, tuple[int, ...], str]] | None:
-    """The model's trainable variables ``(name, shape, key)`` in Keras order (config layer order, attribute
-    children after)."""
+    """The model's trainable variables ``(name, shape, key)`` in Keras order (``model.trainable_variables``): the
+    config's layers in order (a nested model's in its place), each layer's own variables, then its sub-objects' in
+    the order the layer creates them (:data:`~formats.concepts.keras_layers.SUB_OBJECTS`: a ``Bidirectional``'s
+    forward layer before its backward one, a ``MultiHeadAttention``'s query, key, value, output)."""
     by_name = {g.own_name: g for g in groups.values() if not g.path.startswith("optimizer")}
     found: list[tuple[str, tuple[int, ...], str]] = []
-    for node in _walk(config.get("config") if isinstance(config, dict) else None):
+    for node in _layer_nodes(config.get("config") if isinstance(config, dict) else None):
         cfg: Any = node.get("config")
         name = cfg.get("name") if isinstance(cfg, dict) else None
         group = by_name.get(name) if isinstance(name, str) else None
         if group is None or cfg.get("trainable") is False:
             continue
-        for g in [group] + sorted((c for c in groups.values() if c.path.startswith(group.path + "/")
-                                   and c.full_name.startswith(group.full_name + "/")), key=lambda c: c.path):
+        for g in _with_sub_objects(group, groups):
             if g.shapes and g.roles is None:
                 return None
             prefix = f"{g.path}/vars/" if g.path else "vars/"
             found += [(f"{g.full_name}/{r}", s, f"{prefix}{i}") for i, (r, s) in enumerate(zip(g.roles or [], g.shapes))
                       if r not in NON_TRAINABLE]
     return found or None
+
+
+def _layer_nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """The serialized layers of a model config, nested models' layers in their place; not the layers a layer
+    wraps (a ``Bidirectional``'s), which are its sub-objects."""
+    if isinstance(node, dict):
+        if "class_name" in node:
+            yield node
+            node = node.get("config")
+        layers = node.get("layers") if isinstance(node, dict) else None
+        for layer in layers if isinstance(layers, list) else []:
+            yield from _layer_nodes(layer)
+
+
+def _with_sub_objects(group: VarsGroup, groups: dict[str, VarsGroup]) -> list[VarsGroup]:
+    """``group`` and its sub-objects' groups (attribute children, not a nested model's layers), each followed by
+    its own, in the order the layer creates them (others after, by path)."""
+    children = [c for c in groups.values() if c.path.startswith(f"{group.path}/") and c.path != group.path
+                and _parent(groups, c.path) is group and c.path.split("/")[-2] not in _CONTAINERS]
+    created = list(SUB_OBJECTS.get(group.cls or "", {}))
+    rank = {attr: i for i, attr in enumerate(created)}
+    children.sort(key=lambda c: (rank.get(c.path.rsplit("/", 1)[-1], len(rank)), c.path))
+    out = [group]
+    for child in children:
+        out += _with_sub_objects(child, groups)
+    return out

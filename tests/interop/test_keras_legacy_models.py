@@ -143,3 +143,32 @@ def test_a_custom_layer_is_named_in_a_one_line_error(work: dict[str, object]) ->
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "class Scale is not built into Keras" in lines[0] and "layer 'scale'" in lines[0]
     assert not (Path(work["dir"]) / "custom" / "model.keras").exists()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_ckpt_reads_its_output_back(work: dict[str, object], model: str, tmp_path: Path) -> None:
+    """Every archive Keras 3 loaded above is also one ckpt reads back (issue 36): ``diff --match converted`` finds
+    it identical to its source, and ``--to keras3-h5`` takes it as a template, every weight where it keeps it."""
+    import h5py
+
+    directory = Path(work["dir"]) / model  # type: ignore[arg-type]
+    diff = _ckpt("diff", "--match", "converted", directory / "full.h5", directory / "model.keras")
+    assert diff.exit_code == 0, diff.output  # type: ignore[attr-defined]
+    assert "identical (" in diff.stdout and "cannot be planned" not in diff.output  # type: ignore[attr-defined]
+    out = tmp_path / "w.weights.h5"
+    converted = _ckpt("convert", directory / "full.h5", "--to", "keras3-h5", "--template", directory / "model.keras",
+                      "-o", out)
+    assert converted.exit_code == 0, converted.output  # type: ignore[attr-defined]
+
+    def datasets(source: object) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with h5py.File(source, "r") as h5:
+            h5.visititems(lambda n, o: found.__setitem__(n, np.asarray(o).tobytes()) if isinstance(o, h5py.Dataset)
+                          else None)
+        return found
+
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(directory / "model.keras") as zf:
+        assert datasets(out) == datasets(io.BytesIO(zf.read("model.weights.h5")))

@@ -199,9 +199,7 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     template = _open_template(plan, options, KERAS3, KERAS3_LAYOUTS)
     if template is None and options.template is None:
         if source.format not in KERAS3_LAYOUTS:
-            plan.add("unsupported", source.path, "--to keras3-h5 needs --template, a .weights.h5 file written by "
-                     "Keras 3 for the same architecture (Keras 3 object paths cannot be derived from "
-                     f"a {source.format} file)")
+            plan.add("unsupported", source.path, _no_template(source))
         else:
             template = source
     sources, others = keras_variables(source, options.rules)
@@ -232,6 +230,19 @@ def plan_keras3_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     return plan
+
+
+def _no_template(source: Checkpoint) -> str:
+    """Why ``--to keras3-h5`` needs a template for ``source``, and, for a Keras 2 whole model, the way through."""
+    if source.format == KERAS2 and isinstance(source.metadata.get("model_config"), dict) \
+            and "layer_weights" in source.metadata:
+        model = FormatName.KERAS_MODEL.value
+        return (f"--to {KERAS3} needs --template, a .weights.h5 or .keras file written by Keras 3 for the same "
+                f"architecture; this {source.format} file is a whole model (model.save), whose Keras 3 object paths "
+                f"--to {model} derives from its config: convert it --to {model} -o MODEL{KERAS_SUFFIX} (Keras 3 loads "
+                f"that model; --to {KERAS3} takes it as a source or a --template)")
+    return (f"--to {KERAS3} needs --template, a .weights.h5 file written by Keras 3 for the same architecture "
+            f"(Keras 3 object paths cannot be derived from a {source.format} file)")
 
 
 def _check_optimizer_written(plan: ConversionPlan, rest: list[str], used: set[str] | None, where: str) -> None:

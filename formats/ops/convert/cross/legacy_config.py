@@ -12,12 +12,15 @@ time into Keras 3's form, from the tables of :mod:`formats.concepts.keras_layers
   becomes an ``InputLayer``'s ``batch_shape`` and leaves the other layers; a one-element ``axis`` list is an int
   (as Keras 3's own legacy loader reads it); the dtype a ``DTypePolicy``; initializers, regularizers and
   constraints in Keras 3's form; wrapped layers (``Bidirectional``, ``TimeDistributed``, an ``RNN``'s cell)
-  translated alike; activations checked (Keras 3's ``hard_sigmoid`` computes something else).
+  translated alike, a ``Bidirectional``'s forward and backward layers both written and named as Keras 3 writes
+  them (:func:`bidirectional`); activations checked (Keras 3's ``hard_sigmoid`` computes something else).
 
 Models (their layers, calls and names) are :mod:`formats.ops.convert.cross.legacy_model`'s. Whatever cannot be
 translated is a refusal (:attr:`Translator.refusals`), never a guess.
 """
 from __future__ import annotations
+
+import copy
 
 from formats.concepts.keras_layers import (ANY_VALUE, CHANGED_ACTIVATIONS, DTYPE_POLICY, KERAS2_ARGUMENTS,
                                            KERAS2_CLASSES, KERAS2_CONSTANT_OPERATIONS, KERAS2_OPERATIONS,
@@ -30,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Translator", "keras3_class", "layer_object", "dtype_policy", "MODELS", "WRAPPED_LAYERS"]
+__all__ = ["Translator", "keras3_class", "layer_object", "dtype_policy", "bidirectional", "MODELS", "WRAPPED_LAYERS"]
 
 MODELS = ("Functional", "Sequential")
 """The model classes whose configs hold layers (translated by the model translator)."""
@@ -55,6 +58,28 @@ def dtype_policy(name: str) -> dict[str, Any]:
     """Keras 3's serialized ``DTypePolicy`` of ``name`` (``float32``, ``mixed_float16``)."""
     module, cls = DTYPE_POLICY
     return {"module": module, "class_name": cls, "config": {"name": name}, "registered_name": None}
+
+
+def bidirectional(config: dict[str, Any]) -> dict[str, Any]:
+    """A translated ``Bidirectional`` config as Keras 3 writes it (``keras/src/layers/rnn/bidirectional.py``:
+    ``get_config``): ``layer`` the forward layer, named ``forward_<name>``, and ``backward_layer`` always (Keras 2
+    wrote it only when given; otherwise it was the layer's config with ``go_backwards`` flipped), named
+    ``backward_<name>``: the names both Keras versions give the two layers, which Keras 3 saves as their ``vars``
+    groups' ``name``. Both return sequences with ``zero_output_for_mask`` set as the wrapper forces it."""
+    forward = config.get("layer")
+    if not isinstance(forward, dict) or not isinstance(forward.get("config"), dict):
+        return config  # refused already
+    backward = config.get("backward_layer")
+    if not isinstance(backward, dict) or not isinstance(backward.get("config"), dict):
+        backward = copy.deepcopy(forward)
+        backward["config"]["go_backwards"] = not forward["config"].get("go_backwards", False)
+    for layer, prefix in ((forward, "forward_"), (backward, "backward_")):
+        inner = layer["config"] = dict(layer["config"])
+        name = str(inner.get("name", ""))
+        inner["name"] = prefix + (name[len(prefix):] if name.startswith(prefix) else name)
+        if "return_sequences" in inner:
+            inner["zero_output_for_mask"] = bool(inner["return_sequences"])
+    return {**config, "layer": forward, "backward_layer": backward}
 
 
 def _is_object(value: Any) -> bool:
@@ -88,7 +113,8 @@ class Translator:
         if not isinstance(obj["config"], dict):
             self.refuse(where, f"the config of a {cls} layer is a {type(obj['config']).__name__}, not an object")
             return None
-        return layer_object(cls, self.arguments(cls, dict(obj["config"]), where))
+        config = self.arguments(cls, dict(obj["config"]), where)
+        return layer_object(cls, bidirectional(config) if cls == "Bidirectional" else config)
 
     def known(self, cls: str, where: str) -> bool:
         """Whether Keras 3 has the layer class ``cls``; a refusal saying why not otherwise."""

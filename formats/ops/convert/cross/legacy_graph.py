@@ -21,8 +21,8 @@ or output that does not exist, calls in a cycle, no outputs) is :func:`graph_pro
 """
 from __future__ import annotations
 
-from formats.concepts.keras_layers import (CELLS, NON_TRAINABLE, SUB_OBJECT_CONFIGS, SUB_OBJECTS, VARIABLES,
-                                           has_variable, to_snake_case)
+from formats.concepts.keras_layers import (CELLS, NON_TRAINABLE, SUB_OBJECT_CONFIGS, SUB_OBJECT_NAMES, SUB_OBJECTS,
+                                           VARIABLES, has_variable, to_snake_case)
 from formats.core.records import field, record
 from formats.ops.convert.cross.legacy_model import KERAS_TENSOR, is_operation, is_reference
 
@@ -36,8 +36,10 @@ __all__ = ["Keras3Object", "model_objects", "functional_order", "keras2_order", 
 
 @record
 class Keras3Object:
-    """One object of a Keras 3 model: its object ``path`` (``""`` the model), ``name`` attribute (None for a
-    sub-object), ``cls``, ``variables`` (its own, in creation order; None when ckpt does not know the class's),
+    """One object of a Keras 3 model: its object ``path`` (``""`` the model), ``name`` (the ``name`` attribute
+    Keras 3 gives its ``vars`` group: a sub-object's is :data:`~formats.concepts.keras_layers.SUB_OBJECT_NAMES`'
+    or its own config's; None when unknown), ``cls``, ``variables`` (its own, in creation order; None when ckpt
+    does not know the class's),
     ``trainable``, ``children`` (sub-layers and sub-objects in Keras 2's creation order), ``layer``: the name of
     the layer it is or belongs to (a sub-object's is its layer's), which Keras 2 puts in its weights' names, and
     ``kept``: False for a layer Keras 3 leaves out of the model (not connected to its outputs); ``config``: its
@@ -102,7 +104,7 @@ def model_objects(obj: dict[str, Any], path: str = "", name: str | None = None, 
         sub = _sub_object(cls, attr, sub_cls, obj)
         if sub is not None:
             child = model_objects(sub, _join(path, attr), None, node.layer)
-            child.name = None
+            child.name = SUB_OBJECT_NAMES.get(cls, {}).get(attr, child.name)
             child.trainable = child.trainable and node.trainable
             node.children.append(child)
     if node.variables is None and node.children:

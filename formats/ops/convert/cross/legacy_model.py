@@ -17,6 +17,7 @@
   Keras 3 writes a single tensor.
 - **Sequential** models keep their layers; an ``InputLayer`` is added where Keras 2 kept the input shape on the
   first layer (``batch_input_shape``), and ``build_input_shape`` is the input's.
+- **build_config**: written where the Keras 2 config fixes a layer's input shapes (:meth:`_Graph.build_config`).
 - **Names**: Keras 3 refuses ``/`` in a name (DenseNet's ``conv1/conv``): it becomes ``_``, made unique within
   the model, every reference following.
 """
@@ -193,9 +194,38 @@ class _Graph:
             return None
         new = self.renames.get(name, name)
         _set_name(layer, new)
+        build = self.build_config(name, cls, nodes)
+        if build is not None:
+            layer["build_config"] = build
         layer["name"] = new
         layer["inbound_nodes"] = [self.node(n, name, cls) for n in (nodes if isinstance(nodes, list) else [])]
         return layer
+
+    def build_config(self, name: str, cls: str, nodes: Any) -> dict[str, Any] | None:
+        """The ``build_config`` Keras 3 writes for a layer (``Layer.get_build_config``: the shapes of its first
+        call's tensors), where the Keras 2 config fixes them: a ``MultiHeadAttention``'s recorded
+        ``query_shape``/``value_shape`` (and ``key_shape`` when called with a key), or the shape of the model input
+        a layer is called on. None elsewhere (ckpt does not infer shapes; Keras 3 builds such a layer when the
+        model calls it)."""
+        if cls in MODELS or not isinstance(nodes, list) or not nodes:
+            return None
+        config = _config_of(self.by_name[name])
+        first = [nodes[0]] if is_reference(nodes[0]) else nodes[0]
+        if not isinstance(first, list) or not first or not all(isinstance(d, list) and len(d) == 4 for d in first):
+            return None  # a call in another form (node() says what is wrong with it)
+        inputs = first
+        kwargs = inputs[-1][3] if isinstance(inputs[-1][3], dict) else {}
+        if cls == "MultiHeadAttention":
+            wanted = ["query_shape", "value_shape"] + (["key_shape"] if len(inputs) > 2 or "key" in kwargs else [])
+            shapes = {k: config.get(k) for k in wanted}
+            return {"shapes_dict": shapes} if all(isinstance(v, list) for v in shapes.values()) else None
+        if len(inputs) != 1 or self.holds_tensors(kwargs) or not is_reference(inputs[0][:3], self.by_name):
+            return None
+        producer = self.by_name[inputs[0][0]]
+        shape = _config_of(producer).get("batch_input_shape", _config_of(producer).get("batch_shape"))
+        if keras3_class(str(producer.get("class_name"))) != "InputLayer" or not isinstance(shape, list):
+            return None
+        return {"input_shape": shape}
 
     # -- references -----------------------------------------------------------------------------------
     def ref(self, value: Any, where: str, endpoint: bool = False) -> list[Any]:

@@ -10,9 +10,10 @@ slots of a variable the template does not train) is an error naming the arrays: 
 from __future__ import annotations
 
 from formats.concepts.keras3_optimizer import Variable, keras3_assign
-from formats.concepts.optimizers import KERAS3
+from formats.concepts.optimizers import KERAS3, family_of_class
 from formats.core.model import Checkpoint
 from formats.core.records import replace
+from formats.keras_h5.naming import configured_optimizer
 from formats.ops.convert.cross.matching import Pairing
 from formats.ops.convert.cross.variables import keras_variables
 from formats.ops.convert.optimizer_moves import OptimizerMove
@@ -82,17 +83,21 @@ def _index(key: str) -> tuple[str, int]:
 
 def keras3_like(plan: ConversionPlan, ckpt: Checkpoint, like: OptimizerState, rules: RuleSet | None,
                 where: str, trainable: list[Variable] | None = None) -> OptimizerState:
-    """A Keras 3 file's optimizer read as ``like``'s (same family and settings) when the file alone
-    cannot tell (no ``config.json``: RMSprop with momentum and RMSprop centered have as many
-    variables); a warning says so. Model variables are tied in the order of ``trainable`` (the file's
+    """A Keras 3 file's optimizer whose slots the file alone does not tie to model variables: read as the
+    optimizer its ``config.json`` names (``compile_config``), else as ``like``'s (same family and settings: without
+    a config, RMSprop with momentum and RMSprop centered have as many variables); a warning says which. Model variables are tied in the order of ``trainable`` (the file's
     trainable variables in model order, as the other side's slots show them) when every slot's shape
     fits it, else by their shapes, or in layer order."""
     fam = like.family
+    combos = [(tuple(sorted(like.settings())), lr) for lr in (True, False)]
+    named = configured_optimizer(ckpt.metadata.get("model_config"))
+    if named is not None:  # the file's config names its optimizer: read as that, whatever the other side holds
+        fam = family_of_class(named[1], KERAS3) if named[1] else None
+        combos = named[0] or []
     keys = sorted((k for k in ckpt if k.startswith("optimizer/vars/")), key=_index)
-    if fam is None or fam.class_name(KERAS3) is None or not keys:
+    if fam is None or fam.class_name(KERAS3) is None or not keys or not combos:
         return OptimizerState(framework=KERAS3)
     shapes = [tuple(ckpt[k].shape) for k in keys]
-    combos = [(tuple(sorted(like.settings())), lr) for lr in (True, False)]
     variables = [(v.name, v.shape, v.key) for v in keras_variables(ckpt, rules)[0] if v.trainable is not False]
     found, how = (keras3_assign(fam, shapes, combos, trainable), "as the other side's slots order them") \
         if trainable else ([], "")
@@ -111,7 +116,13 @@ def keras3_like(plan: ConversionPlan, ckpt: Checkpoint, like: OptimizerState, ru
         else:
             tensors.append(SourceTensor(key, f"optimizer/{name}", f"optimizer/{name}", "slot", entry, order[index][0],
                                         fam.class_name(KERAS3), name))
-    settings = ", ".join(sorted(like.settings())) or "default settings"
-    plan.add("fallback", where, f"no config.json names this Keras 3 file's optimizer: its variables are read as "
-             f"{fam.title} with {settings} like the other side's, model variables tied {how}", WARNING)
+    if named is not None:
+        settings = ", ".join(combos[0][0]) or "default settings"
+        plan.add("fallback", where, f"this Keras 3 file's config.json names its optimizer ({named[1]} with "
+                 f"{settings}), not which model variable each of its slots belongs to: model variables tied {how}",
+                 WARNING)
+    else:
+        settings = ", ".join(sorted(like.settings())) or "default settings"
+        plan.add("fallback", where, f"no config.json names this Keras 3 file's optimizer: its variables are read as "
+                 f"{fam.title} with {settings} like the other side's, model variables tied {how}", WARNING)
     return read_optimizer_state(ckpt, tensors)
