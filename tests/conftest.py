@@ -136,3 +136,10 @@ def _no_tensorflow_stand_in_left_behind() -> Any:
     if standin is not None and standin._FINDER in sys.meta_path:
         standin.uninstall()
         sys.modules.update(before)
+
+
+def numbers_by_value(key: str) -> list:
+    """Text order but runs of digits compared as numbers (the corpus keys' numbers follow a '/', '_' or '-')."""
+    import re
+
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import CORPUS, MANIFEST, entries_of
+from .conftest import CORPUS, MANIFEST, entries_of, numbers_by_value
 
 BUNDLES = entries_of("tf-bundle")
 GUIDE_BUNDLES = sorted(k for k, v in json.loads((CORPUS / "manifest_tf216.json").read_text())["entries"].items()
@@ -16,11 +16,6 @@ GUIDE_BUNDLES = sorted(k for k, v in json.loads((CORPUS / "manifest_tf216.json")
 """The TF 2.16 guide's checkpoints (their own manifest, tests/data/corpus/manifest_tf216.json)."""
 
 
-def numbers_by_value(key: str) -> list:
-    """Text order but runs of digits compared as numbers (the corpus keys' numbers follow a '/', '_' or '-')."""
-    import re
-
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
 STATES = entries_of("checkpoint-state")
 
 
