@@ -17,12 +17,12 @@ LIST_EXAMPLE = CORPUS / "seed_keras2" / "tf_list_example-1"
 # -- 2. extract's hint on shared names says the flag -------------------------------------------------------------
 def test_extract_of_shared_names_names_the_by_key_flag(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "arrays"
-    result = run_cli("extract", LIST_EXAMPLE, "-o", f"{out}/")
+    result = run_cli("extract", LIST_EXAMPLE, "-o", f"{out}/", "--by", "name")  # the default names them by path
     assert result.exit_code == 4
     assert result.stderr.splitlines() == [
         f"ckpt: error: {out}/: 'listed/0/.ATTRIBUTES/VARIABLE_VALUE' and 'listed/1/.ATTRIBUTES/VARIABLE_VALUE' "
         "are both named 'Variable'",
-        "  hint: use --by key to name each output by its key",
+        "  hint: use --by path to name the files by object path, or use --by key to name them by key",
     ]
     assert not out.exists()
     # ... and the flag it names does it

@@ -122,9 +122,10 @@ def test_verify_show_stats(toy_plugin: Path, run_cli) -> None:
 def test_diff_against_the_bundle_by_name(toy_plugin: Path, run_cli) -> None:
     result = run_cli("diff", "--match", "name", "--json", toy_plugin, SOURCE)
     doc = json.loads(result.stdout)
-    # both variables pair by name with equal values; the bundle's optimizer state is only in B
+    # both variables pair by name with equal values; the bundle's optimizer state is only in B (its save_counter,
+    # tf.train.Checkpoint's bookkeeping, is left out by name with the object graph)
     assert (doc["same"], doc["changed"], doc["only_in_a"]) == (2, [], [])
-    assert len(doc["only_in_b"]) == 12 and result.exit_code == 1
+    assert len(doc["only_in_b"]) == 11 and result.exit_code == 1
 
 
 def test_extract_and_convert(toy_plugin: Path, tmp_path: Path, run_cli) -> None:

@@ -29,9 +29,10 @@ def test_roles_survive_conversion(run_cli, tmp_path, source, to):
     out = tmp_path / "out" / "ckpt"
     assert run_cli("convert", source, "-o", out, "--to", to).exit_code == 0
     before, after = _roles(source), _roles(out)
-    assert Counter(after.values()) == Counter(before.values())
+    # a name-based -> object-based conversion adds tf.train.Checkpoint's save_counter
+    assert Counter(after.values()) == Counter(before.values()) + Counter(["save_counter"] if to == "tf-object" else [])
     if to == "tf-object":  # the names are kept: each tensor keeps its role
-        assert after == before
+        assert after == {**before, "save_counter": "save_counter"}
 
 
 def test_global_step_is_optimizer_state_in_both_layouts(run_cli, tmp_path):
