@@ -150,10 +150,7 @@ def _summarise(target: Target, latest: str | None) -> CheckpointInfo:
     except CheckpointError as exc:
         info.error = str(exc.message)
         files, gone = [target.path + ".index", target.path], []
-    present = [f for f in files if f not in gone and _exists(f)]
-    # when it was last written: its newest file (the first alone behind a URL, one request rather than one a file)
-    info.mtime = (0.0 if not present else storage.mtime(present[0]) if storage.is_url(present[0])
-                  else max(storage.mtime(f) for f in present))
+    info.mtime = next((storage.mtime(f) for f in files if f not in gone and _exists(f)), 0.0)
     if gone:
         info.error = "missing " + ", ".join(os.path.basename(f) for f in gone)
     return info
