@@ -9,19 +9,17 @@ interpreter imports ``site`` (its .pth files) and, for ``-m``, ``runpy`` - befor
 itself reports the interrupt (:func:`pythons_own`): such a sample says nothing about ckpt."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from formats.tf_bundle.writer import write_checkpoint
 
-from ..installed import LAUNCHER
+from ..installed import LAUNCHER, child_env
 
 DELAYS_MS = (0, 5, 20, 50, 75, 100, 150, 200, 300, 400)
 LINE = "ckpt: interrupted\n"
@@ -55,19 +53,10 @@ def _launchers() -> dict[str, list[str]]:
             "scripts/ckpt": [sys.executable, str(LAUNCHER)]}
 
 
-def _env() -> dict[str, str]:
-    import ckpt_cli
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(ckpt_cli.__file__).resolve().parents[1]),
-                                         *filter(None, [env.get("PYTHONPATH")])])
-    return env
-
-
 def _interrupted_at(argv: list[str], delay: float) -> tuple[int | None, str]:
     """Exit status and stderr of ``argv`` sent SIGINT ``delay`` seconds after it was spawned; None for the
     status when the command had finished before then (no signal sent: a fast ``ls`` on a quiet machine)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(),
                             start_new_session=True)  # the signal reaches ckpt alone, as a terminal's Ctrl-C would
     time.sleep(delay)
     finished = proc.poll() is not None
@@ -111,7 +100,7 @@ def test_a_command_still_cleans_up_on_ctrl_c(tmp_path, big) -> None:
     installed is handed back for the command's run): a write interrupted midway leaves nothing behind."""
     argv = [*_launchers()["python -m ckpt_cli"], "convert", big["a"], "-o", str(tmp_path / "out" / "ckpt-1"), "--to",
             "tf-object"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(), start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (tmp_path / "out").exists():
         time.sleep(0.002)
