@@ -69,9 +69,12 @@ class FamilyError(UsageError):
 
 
 def evaluate(expr: str, values: dict[str, Any]) -> int:
-    """``expr`` (``hidden_size``, ``4*n_embd``, ``hidden_size/64``, ``num_hidden_layers+4``, ``12``) with
-    ``values`` (``/`` divides without remainder); KeyError naming a field ``values`` lacks, ValueError for a
-    field that is not an integer."""
+    """``expr`` (``hidden_size``, ``4*n_embd``, ``hidden_size/64``, ``num_hidden_layers+4``, ``12``, and
+    ``max(1,hidden_size/64)`` as a whole expression) with ``values`` (``/`` divides without remainder); KeyError
+    naming a field ``values`` lacks, ValueError for a field that is not an integer."""
+    expr = expr.replace(" ", "")
+    if expr.startswith("max(") and expr.endswith(")"):
+        return max(evaluate(arg, values) for arg in expr[4:-1].split(","))
     total = 0
     for term in expr.replace(" ", "").replace("-", "+-").split("+"):
         if not term:
