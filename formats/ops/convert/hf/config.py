@@ -12,6 +12,9 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     defaults = { layer_norm_eps = 1e-12, num_decoder_layers = "=num_layers" }  # when the original lacks it
     set = { activation_function = "gelu_new" }  # always
     from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor, when the original lacks it
+    from_presence = { tie_word_embeddings = "!decoder/logits/kernel" }  # whether that tensor is there (! absent),
+                                              # when the original lacks it
+    divides = { hidden_size = "num_attention_heads" }  # hidden_size must be a multiple (checked: .check)
     flatten = ["model_hparam_overrides"]      # nested fields laid over the top-level ones
     [config.presets.model_size.small]         # fields a value of a field stands for (ELECTRA's model sizes)
     hidden_size = 256
@@ -153,7 +156,8 @@ def _expanded(original: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, tuple[int, ...]],
               overrides: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
     """``config.json``'s fields from the original's by ``spec`` (the family's ``[config]``), ``overrides``
-    (``--hparam``) last; also the required fields that are missing, and notes (fields taken from shapes)."""
+    (``--hparam``) last; also the required fields that are missing, and notes (fields taken from shapes or from
+    which tensors are there)."""
     from formats.ops.convert.hf.family import evaluate
 
     original = _expanded(original, spec)
@@ -181,6 +185,11 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if key in shapes and int(dim) < len(shapes[key]):
             out[name] = shapes[key][int(dim)]
             notes.append(f"{name} = {out[name]} from the shape of {key}")
+    for name, key in spec.get("from_presence", {}).items():
+        if name not in out and name not in overrides:
+            out[name] = (key.lstrip("!") in shapes) != key.startswith("!")
+            notes.append(f"{name} = {out[name]} from the checkpoint: it holds {'no ' * (key.lstrip('!') not in shapes)}"
+                         f"{key.lstrip('!')}")
     out.update(overrides)
     out.update(spec.get("set", {}))
     missing = [name for name in spec.get("require", []) if name not in out]
