@@ -12,6 +12,7 @@ from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.ops.convert.hf.check import config_problems, count_problems, tie_problems
 from formats.ops.convert.hf.config import find_config, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
@@ -251,9 +252,12 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
-    filled: set[str] = set()
+    covered = _check(plan, choice, mapped, expected)
+    filled: set[str] = set(covered)  # their errors are the one that names the field
     misfits: dict[str, list[tuple[str, str]]] = {}
     for key, (target, entry, rule) in mapped.items():
+        if target in covered:
+            continue
         if target not in expected:
             if target in every:
                 why = f"{every[target].group} parameters, which {choice.cls.get('name')} does not have"
@@ -267,6 +271,19 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
         filled.add(target)
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
+
+
+def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, TensorEntry, MapRule]],
+           expected: dict[str, Target]) -> set[str]:
+    """The checks of :mod:`.check` (what transformers 5 will check when it loads the output), each one error naming
+    the field; the parameters whose own errors (missing, unmapped) those stand for."""
+    family, config, where = choice.family, choice.config, choice.config_source
+    sources = {target: key for key, (target, _, _) in mapped.items()}
+    problems, covered = count_problems(family, config, list(sources), [n for n in expected if n not in sources], where)
+    tied, tied_covered = tie_problems(family, config, sources, where)
+    for field_name, message in [*problems, *tied, *config_problems(family, config, choice.cls.get("name"))]:
+        plan.add("config", field_name, message)
+    return covered | tied_covered
 
 
 def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], filled: set[str],
