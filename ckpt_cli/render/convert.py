@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 def render_conversion(result: Any, changed_only: bool = False, verbose: bool = False) -> None:
     """Dry run: every row (with ``changed_only``, those whose key changes, and how many were left out);
-    always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary)."""
+    always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary). A
+    ``--to hf`` plan's errors, and then its summary, go to stderr (:func:`emit_problems`)."""
     plan = result.plan
     table = None
     if result.dry_run:
@@ -22,11 +23,28 @@ def render_conversion(result: Any, changed_only: bool = False, verbose: bool = F
         hidden = len(plan.rows) - len(rows)
         emit(table if rows else None, [[(f"{hidden} unchanged tensor{'s' * (hidden != 1)} not shown (--all lists "
                                          "them)", None)]] if hidden else None)
-    if plan.problems:
-        if table is not None:
-            emit(lines=[[("", None)]])
-        emit(lines=problem_lines(plan.problems, verbose))
-    emit(lines=_summary(result))
+    if plan.problems and table is not None:
+        emit(lines=[[("", None)]])
+    from formats.core.model import FormatName
+
+    errors_to_stderr = plan.target == FormatName.HF.value  # the other targets' tests still read them on stdout
+    emit_problems(plan.problems, verbose, errors_to_stderr)
+    emit(lines=_summary(result), stderr=errors_to_stderr and bool(plan.errors))
+
+
+def emit_problems(problems: list[Any], verbose: bool = False, errors_to_stderr: bool = False) -> None:
+    """A plan's problems as :func:`problem_lines` words them, on stdout; with ``errors_to_stderr``, the warnings
+    on stdout (part of the report) and the errors on stderr, as every other error of ckpt."""
+    if not errors_to_stderr:
+        if problems:
+            emit(lines=problem_lines(problems, verbose))
+        return
+    warnings = [p for p in problems if p.severity != "error"]
+    errors = [p for p in problems if p.severity == "error"]
+    if warnings:
+        emit(lines=problem_lines(warnings, verbose))
+    if errors:
+        emit(lines=problem_lines(errors, verbose), stderr=True)
 
 
 INLINE = 3
