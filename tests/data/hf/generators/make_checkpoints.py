@@ -2,7 +2,8 @@
 
     /work/venvs/hf-data/bin/python tests/data/hf/generators/make_checkpoints.py [family ...]
 
-(any venv with tensorflow-cpu >= 2.16 and tf-keras; families: bert bert_tf2 albert electra gpt2 t5; default all).
+(any venv with tensorflow-cpu >= 2.16 and tf-keras; families: bert bert_tf2 albert electra gpt2 t5 t5_mixed;
+default all).
 Each case directory gets the checkpoint under the file names the original release uses and the original
 configuration file beside it. Variable names, shapes and layouts are the original repositories':
 google-research/bert, tensorflow/models v2.3.0 (official/nlp/bert, TF2), google-research/albert,
@@ -356,6 +357,16 @@ T5_GIN = {
     "1.1": {"d_model": 32, "d_ff": 48, "d_kv": 6, "num_heads": 4, "num_layers": 2, "vocab": 99,
             "activation": "['gelu', 'linear']", "shared_embedding_and_softmax_weights": False},
 }
+# The two other pairings of feed-forward and output embedding (issue 37): a ReLU T5 with its own decoder/logits and
+# a gated one tied to the shared embedding. Model only, no slots.
+T5_MIXED = {
+    "t5_relu_untied": {"d_model": 32, "d_ff": 37, "d_kv": 8, "num_heads": 4, "num_layers": 2, "vocab": 99,
+                       "activation": "'relu'", "shared_embedding_and_softmax_weights": False, "gated": False,
+                       "dropout": 0.1, "seed": T5_SEED + 20},
+    "t5_gated_tied": {"d_model": 32, "d_ff": 48, "d_kv": 6, "num_heads": 4, "num_layers": 2, "vocab": 99,
+                      "activation": "['gelu', 'linear']", "shared_embedding_and_softmax_weights": True, "gated": True,
+                      "dropout": 0.0, "seed": T5_SEED + 30},
+}
 
 
 def t5_shapes(g: dict) -> dict[str, list[int]]:
@@ -364,7 +375,7 @@ def t5_shapes(g: dict) -> dict[str, list[int]]:
     no EncDecAttention bias; the final rms_norm per stack; v1.1: wi_0 / wi_1 and decoder/logits/kernel)."""
     d, inner, ff = g["d_model"], g["num_heads"] * g["d_kv"], g["d_ff"]
     shapes = {"shared/embedding": [g["vocab"], d]}
-    gated = not g["shared_embedding_and_softmax_weights"]
+    gated = g.get("gated", not g["shared_embedding_and_softmax_weights"])
     for stack in ("encoder", "decoder"):
         for b in range(g["num_layers"]):
             p = f"{stack}/block_{b:03d}/"
@@ -383,7 +394,7 @@ def t5_shapes(g: dict) -> dict[str, list[int]]:
             shapes[f + "DenseReluDense/wo/kernel"] = [ff, d]
             shapes[f + "rms_norm/scale"] = [d]
         shapes[f"{stack}/rms_norm/scale"] = [d]
-    if gated:
+    if not g["shared_embedding_and_softmax_weights"]:
         shapes["decoder/logits/kernel"] = [d, g["vocab"]]
     return shapes
 
@@ -407,13 +418,14 @@ def adafactor_slots(seed: int, tensors: dict[str, np.ndarray], min_dim_size_to_f
 
 def t5_gin(version: str, g: dict) -> str:
     """An operative_config.gin as t5_mesh_transformer writes it (the parts a converter reads, in its format)."""
-    ff = "'gelu', 'linear'" if version == "1.1" else "'relu'"
+    activation = g["activation"]
+    dropout = g.get("dropout", 0.1 if version == "1.0" else 0.0)
     lines = [
         "import mesh_tensorflow.optimize", "import mesh_tensorflow.transformer.transformer",
         "import mesh_tensorflow.transformer.transformer_layers", "import t5.models.mesh_transformer", "",
         "# Macros:", "# " + "=" * 78,
         f"d_ff = {g['d_ff']}", f"d_kv = {g['d_kv']}", f"d_model = {g['d_model']}",
-        f"dropout_rate = {0.1 if version == '1.0' else 0.0}", "inputs_length = 512",
+        f"dropout_rate = {dropout}", "inputs_length = 512",
         f"num_heads = {g['num_heads']}", f"num_layers = {g['num_layers']}", "",
         "# Parameters for AdafactorOptimizer:", "# " + "=" * 78,
         "AdafactorOptimizer.beta1 = 0.0", "AdafactorOptimizer.clipping_threshold = 1.0",
@@ -424,7 +436,7 @@ def t5_gin(version: str, g: dict) -> str:
         "# Parameters for Bitransformer:", "# " + "=" * 78, "Bitransformer.shared_embedding = True", ""]
     for stack in ("decoder", "encoder"):
         lines += [f"# Parameters for {stack}/DenseReluDense:", "# " + "=" * 78,
-                  f"{stack}/DenseReluDense.activation = {'[' + ff + ']' if version == '1.1' else ff}",
+                  f"{stack}/DenseReluDense.activation = {activation}",
                   f"{stack}/DenseReluDense.dropout_rate = %dropout_rate",
                   f"{stack}/DenseReluDense.hidden_size = %d_ff", f"{stack}/DenseReluDense.use_bias = False", ""]
     lines += ["# Parameters for decoder/EncDecAttention:", "# " + "=" * 78,
@@ -515,8 +527,18 @@ def make_bert_tf2_encoder() -> None:
     print(tf.train.Checkpoint(encoder=bert_tf2_encoder_v2(BERT_CONFIG, tensors)).write(str(d / "bert_model.ckpt")))
 
 
+def make_t5_mixed() -> None:
+    """t5_relu_untied / t5_gated_tied: model only (model.ckpt-1000000 + checkpoint + operative_config.gin)."""
+    for case, g in T5_MIXED.items():
+        tensors = {n: value(g["seed"], n, s) for n, s in t5_shapes(g).items()}
+        d = ROOT / case
+        clean(d)
+        (d / "operative_config.gin").write_text(t5_gin(case, g))
+        print(save_tf1(d / "model.ckpt", tensors, global_step=1000000, write_checkpoint_file=True))
+
+
 FAMILIES = {"bert": make_bert, "bert_tf2": make_bert_tf2, "bert_tf2_encoder": make_bert_tf2_encoder, "albert": make_albert, "electra": make_electra,
-            "gpt2": make_gpt2, "t5": make_t5}
+            "gpt2": make_gpt2, "t5": make_t5, "t5_mixed": make_t5_mixed}
 
 
 def main(argv: list[str]) -> None:
