@@ -71,7 +71,8 @@ def test_output_holds_the_oracles_state_dict_bitwise(run_cli, tmp_path: Path, ca
         assert written[key].tobytes() == value.tobytes(), key
 
 
-@pytest.mark.parametrize("case", [c for c in ("bert", "albert", "electra_discriminator", "gpt2", "t5", "t5_v1_1")
+@pytest.mark.parametrize("case", [c for c in ("bert", "albert", "electra_discriminator", "gpt2", "t5", "t5_v1_1",
+                                               "t5_relu_untied", "t5_gated_tied")
                                   if c in CASES])
 def test_back_to_tf_names_gives_the_original_model_tensors(run_cli, tmp_path: Path, case: str) -> None:
     src = HF_DATA / CASES[case]["checkpoint"]
