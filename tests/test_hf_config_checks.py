@@ -71,13 +71,14 @@ def test_gpt2_heads_that_do_not_divide_n_embd_are_refused(run_cli, tmp_path: Pat
                       "multiple of n_head"]
 
 
+@pytest.mark.parametrize("case", ["bert", "bert_tf2"])  # TF2: the pooler's layer_with_weights-N follows the count
 @pytest.mark.parametrize("layers", [1, 3])
-def test_a_wrong_layer_count_is_one_error_naming_the_field(run_cli, tmp_path: Path, layers: int) -> None:
-    config = json.loads((HF_DATA / "bert" / "bert_config.json").read_text())
+def test_a_wrong_layer_count_is_one_error_naming_the_field(run_cli, tmp_path: Path, layers: int, case: str) -> None:
+    config = json.loads((HF_DATA / case / "bert_config.json").read_text())
     config["num_hidden_layers"] = layers
     path = tmp_path / "bert_config.json"
     path.write_text(json.dumps(config))
-    errors = _refused(run_cli, tmp_path / "out", HF_DATA / "bert" / "bert_model.ckpt", "--config", path)
+    errors = _refused(run_cli, tmp_path / "out", HF_DATA / case / "bert_model.ckpt", "--config", path)
     assert errors == [f"error: config: num_hidden_layers: num_hidden_layers={layers} in {path}, but the checkpoint "
                       "holds 2 (blocks 0 to 1): the configuration does not describe this checkpoint"]
 
@@ -85,8 +86,7 @@ def test_a_wrong_layer_count_is_one_error_naming_the_field(run_cli, tmp_path: Pa
 def test_a_wrong_decoder_layer_count_names_its_own_field(run_cli, tmp_path: Path) -> None:
     errors = _refused(run_cli, tmp_path / "out", HF_DATA / "t5" / "model.ckpt-1000000", "--hparam",
                       "num_decoder_layers=3")
-    gin = HF_DATA / "t5" / "operative_config.gin"
-    assert errors == [f"error: config: num_decoder_layers: num_decoder_layers=3 in {gin}, but the checkpoint holds 2 "
+    assert errors == ["error: config: num_decoder_layers: num_decoder_layers=3 (--hparam), but the checkpoint holds 2 "
                       "(blocks 0 to 1): the configuration does not describe this checkpoint"]
 
 

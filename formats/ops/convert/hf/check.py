@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from formats.ops.convert.hf.family import PLACEHOLDER, Family, evaluate, holds, read_family_file
@@ -27,6 +28,9 @@ TRANSFORMERS5_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "t
 
 Problem = tuple[str, str]
 """A configuration field (or fields) and what is wrong."""
+
+Origin = Callable[[str], str]
+"""Where a configuration field's value came from, as words to append (`` in bert_config.json``, `` (--hparam)``)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,9 +79,10 @@ def _count_fields(family: Family, name: str) -> list[tuple[str, str]]:
 
 
 def count_problems(family: Family, config: dict[str, Any], targets: list[str], missing: list[str],
-                   config_source: str) -> tuple[list[Problem], set[str]]:
+                   origin: Origin) -> tuple[list[Problem], set[str], dict[str, int]]:
     """One error per count (``num_hidden_layers=3``) that disagrees with the blocks the mapped ``targets`` hold
-    (the highest index + 1), and the ``targets`` and ``missing`` parameters whose errors it stands for."""
+    (the highest index + 1); the ``targets`` and ``missing`` parameters whose errors it stands for; and each wrong
+    count field (a plain name) with the count the checkpoint holds."""
     seen: dict[str, int] = {}
     for name in targets:
         for value, expr in _count_fields(family, name):
@@ -93,25 +98,25 @@ def count_problems(family: Family, config: dict[str, Any], targets: list[str], m
     problems = []
     for expr, (_, held) in wrong.items():
         fields = re.findall(r"[A-Za-z_]\w*", expr)
-        named = ", ".join(_shown(config, f) for f in fields) + (f" in {config_source}" if config_source else "")
+        named = ", ".join(_shown(config, f) + origin(f) for f in fields)
         problems.append((", ".join(fields), f"{named}, but the checkpoint holds {held} (blocks 0 to {held - 1}): "
                                             "the configuration does not describe this checkpoint"))
     covered = {n for n in [*targets, *missing] if any(expr in wrong for _, expr in _count_fields(family, n))}
-    return problems, covered
+    return problems, covered, {expr: held for expr, (_, held) in wrong.items() if expr.isidentifier()}
 
 
 def tie_problems(family: Family, config: dict[str, Any], sources: dict[str, str],
-                 config_source: str) -> tuple[list[Problem], set[str]]:
+                 origin: Origin) -> tuple[list[Problem], set[str]]:
     """For each tied parameter with a condition (``lm_head.weight`` when ``tie_word_embeddings``): tied, the
     checkpoint must hold no tensor for it; untied, it must hold one (``sources``: target -> source key). Also the
     parameters whose errors these stand for."""
     problems: list[Problem] = []
     covered: set[str] = set()
-    where = f" in {config_source}" if config_source else ""
     for name, condition in family.tied_when.items():
         if PLACEHOLDER.search(name) or "=" in condition:
             continue
         flag = condition.lstrip("!")
+        where = origin(flag)
         tied = holds(condition, config)
         if tied and name in sources:
             problems.append((flag, f"{_shown(config, flag)}{where}, but the checkpoint holds its own {name!r} "

@@ -45,6 +45,7 @@ class Choice:
     config_source: str = ""
     groups: list[str] = field(default_factory=list)
     cls: dict[str, Any] = field(default_factory=dict)
+    overrides: list[str] = field(default_factory=list)
 
 
 def detect_family(keys: list[str]) -> Family | None:
@@ -171,7 +172,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
                  f"--hparam {name}=VALUE)")
     if missing:
         return None
-    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1])
+    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1], overrides=sorted(options.hparams))
     for note in notes:
         plan.add("config", note.split(" ", 1)[0], note, WARNING)
     return choice
@@ -277,10 +278,21 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
            expected: dict[str, Target]) -> set[str]:
     """The checks of :mod:`.check` (what transformers 5 will check when it loads the output), each one error naming
     the field; the parameters whose own errors (missing, unmapped) those stand for."""
-    family, config, where = choice.family, choice.config, choice.config_source
+    family, config = choice.family, choice.config
+
+    def origin(name: str) -> str:
+        return " (--hparam)" if name in choice.overrides else f" in {choice.config_source}" if choice.config_source else ""
+
     sources = {target: key for key, (target, _, _) in mapped.items()}
-    problems, covered = count_problems(family, config, list(sources), [n for n in expected if n not in sources], where)
-    tied, tied_covered = tie_problems(family, config, sources, where)
+    problems, covered, held = count_problems(family, config, list(sources), [n for n in expected if n not in sources],
+                                             origin)
+    if held and choice.layout is not None:  # what the wrong count alone left unmapped (the pooler after the layers)
+        for problem in [p for p in plan.problems if p.kind == "unmapped"]:
+            found = _map(choice.layout.maps, problem.key, {**config, **held})
+            if found is not None:
+                covered.add(found[1])
+                plan.problems.remove(problem)
+    tied, tied_covered = tie_problems(family, config, sources, origin)
     for field_name, message in [*problems, *tied, *config_problems(family, config, choice.cls.get("name"))]:
         plan.add("config", field_name, message)
     return covered | tied_covered
