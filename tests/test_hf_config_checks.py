@@ -157,6 +157,15 @@ def test_a_class_or_model_type_transformers_5_lacks_is_refused(run_cli, tmp_path
     assert errors == [error]
 
 
+def test_the_mapped_tensors_alone_need_no_transformers_class(run_cli, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.toml"  # --to safetensors writes no config.json: no class, no model type to check
+    mine.write_text(Path(load_family("bert").path).read_text().replace('model_type = "bert"', 'model_type = "mine"'))
+    out = tmp_path / "model.safetensors"
+    result = run_cli("convert", HF_DATA / "bert" / "bert_model.ckpt", "-o", out, "--to", "safetensors", "--rules", mine)
+    assert result.exit_code == 0, result.output
+    assert out.is_file()
+
+
 def test_every_shipped_class_is_one_transformers_5_has() -> None:
     known = transformers5_classes()
     assert known["bert"] and "BertForPreTraining" in known["bert"] and "BertConfig" not in known["bert"]

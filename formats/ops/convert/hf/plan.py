@@ -202,9 +202,10 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
     return None
 
 
-def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
-    """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``)."""
-    plan = ConversionPlan(source.path, HF)
+def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> ConversionPlan:
+    """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``), or as
+    the mapped tensors alone in another ``target`` (then no check of what transformers would build)."""
+    plan = ConversionPlan(source.path, target)
     choice: Choice | None = None
     try:
         choice = choose(source, options, plan)
@@ -293,7 +294,8 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
                 covered.add(found[1])
                 plan.problems.remove(problem)
     tied, tied_covered = tie_problems(family, config, sources, origin)
-    for field_name, message in [*problems, *tied, *config_problems(family, config, choice.cls.get("name"))]:
+    built = config_problems(family, config, choice.cls.get("name")) if plan.target == HF else []
+    for field_name, message in [*problems, *tied, *built]:
         plan.add("config", field_name, message)
     return covered | tied_covered
 
@@ -378,8 +380,7 @@ def _config_json(choice: Choice) -> dict[str, Any]:
 def plan_mapped_safetensors(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """``--to safetensors`` with a model map (``--rules FILE`` or ``--family``): the mapped, transformed
     parameters in one ``.safetensors`` file (no config.json), planned as :func:`plan_hf` plans them."""
-    plan = plan_hf(source, options)
-    plan.target = FormatName.SAFETENSORS.value
+    plan = plan_hf(source, options, FormatName.SAFETENSORS.value)
     config = plan.write_options.get("config")
     plan.write_options = {"metadata": {"format": "pt"}} if config is not None else {}
     return plan
