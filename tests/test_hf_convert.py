@@ -272,7 +272,7 @@ def test_family_is_detected_and_every_family_file_is_consistent() -> None:
         for layout in family.layouts:
             assert layout.maps and layout.drops
     config = {**BERT, "layer_norm_eps": 1e-12}
-    params = expected_params(load_family("bert"), config, ["base", "pooler", "pretraining"])
+    params = expected_params(load_family("bert"), config, ["base", "pooler", "mlm", "nsp"])
     assert len(params) == 5 + 16 * 2 + 2 + 7  # embeddings, layers, pooler, the two heads
     assert params["cls.seq_relationship.weight"].shape == (2, 8)
     assert params["bert.encoder.layer.1.output.dense.weight"].shape == (8, 12)
