@@ -1,9 +1,11 @@
 """``ckpt convert --to hf`` of BERTs fine-tuned by google-research/bert's own scripts (issue 37): run_classifier.py's
 top-level ``output_weights`` [num_labels, hidden] / ``output_bias`` as ``BertForSequenceClassification`` with
 ``num_labels`` from the shape, run_squad.py's ``cls/squad/output_weights`` [2, hidden] / ``output_bias`` as
-``BertForQuestionAnswering`` (which has no pooler: the checkpoint's is left out by name).
+``BertForQuestionAnswering`` (which has no pooler: the checkpoint's is left out by name); and Model Garden's
+``BertPretrainerV2`` checkpoint (``encoder/...`` + ``masked_lm/...``, made by tf-models-official itself) as
+``BertForMaskedLM``.
 
-The checkpoints are ``tests/data/hf/bert_classifier`` and ``bert_squad`` (real TensorFlow, the scripts' variable
+The checkpoints are ``tests/data/hf/bert_classifier``, ``bert_squad`` and ``bert_tf2_pretrainer`` (real TensorFlow, the scripts' variable
 names, AdamWeightDecayOptimizer slots; ``generators/make_originals_a.py``). Their golden state dicts (transformers
 4.x's ``load_tf_weights_in_bert``) are checked bitwise by ``tests/test_hf_convert.py`` and, loaded by transformers
 5, by ``tests/interop/test_hf_transformers5.py``; here: the plan, exactly (numpy only), and bad input.
@@ -87,6 +89,25 @@ def test_run_squad_checkpoint_plans_question_answering_and_drops_the_pooler_by_n
     assert sorted(dropped["pooler"]["candidates"]) == ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"]
     assert dropped["pooler"]["message"] == ("2 tensors left out: pooler parameters, which BertForQuestionAnswering "
                                             "does not have")
+
+
+def test_model_garden_pretrainer_plans_a_masked_lm_from_the_heads_embedding_table(run_cli) -> None:
+    plan = _plan(run_cli, HF_DATA / "bert_tf2_pretrainer" / "bert_model.ckpt")
+    assert plan["details"]["class"] == "BertForMaskedLM" and plan["details"]["layout"] == "tf2-model-garden"
+    rows = {r["key"]: r for r in plan["rows"]}
+    head = {"cls.predictions.transform.dense.weight": [H, H], "cls.predictions.transform.dense.bias": [H],
+            "cls.predictions.transform.LayerNorm.weight": [H], "cls.predictions.transform.LayerNorm.bias": [H],
+            "cls.predictions.bias": [50]}
+    assert {k: r["shape"] for k, r in rows.items()} == {**ENCODER, **head}
+    v = "/.ATTRIBUTES/VARIABLE_VALUE"
+    assert rows["bert.embeddings.word_embeddings.weight"]["source"] == "masked_lm/embedding_table" + v
+    assert rows["cls.predictions.bias"]["source"] == "masked_lm/output_bias.Sbias" + v
+    assert rows["cls.predictions.transform.dense.weight"]["transform"] == "transpose"
+    assert rows["bert.encoder.layer.1.attention.self.query.weight"]["transform"] == "reshape + transpose"
+    assert plan["details"]["tied"] == {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+                                       "cls.predictions.decoder.bias": "cls.predictions.bias"}
+    assert [(p["kind"], p["key"], sorted(p["candidates"])) for p in plan["problems"]] == [
+        ("dropped", "pooler", ["encoder/layer_with_weights-6/bias" + v, "encoder/layer_with_weights-6/kernel" + v])]
 
 
 def test_a_pretraining_checkpoint_gets_no_num_labels(run_cli) -> None:

@@ -14,6 +14,19 @@ TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with mak
 - ``bert_squad``: what ``run_squad.py`` leaves: the encoder (pooler included: modeling.BertModel always makes it,
   run_squad never uses it), ``cls/squad/output_weights`` [2, hidden], ``cls/squad/output_bias`` [2], the slots.
 
+- ``bert_tf2_pretrainer``: a Model Garden (tensorflow/models, TF2 object-based) BERT with its masked-LM head, as
+  ``tools/tf2_bert_encoder_checkpoint_converter.py --converted_model=pretrainer`` and Model Garden's pretraining
+  task save it: ``tf.train.Checkpoint(**BertPretrainerV2(encoder).checkpoint_items).write("bert_model.ckpt")``,
+  i.e. ``encoder/layer_with_weights-1..6/...`` (no ``-0``: the word embeddings are the masked-LM head's
+  ``masked_lm/embedding_table``, the shorter path to the same variable), ``masked_lm/dense``,
+  ``masked_lm/layer_norm``, ``masked_lm/output_bias.Sbias``. Made by tf-models-official 2.20's own
+  ``BertEncoder`` and ``BertPretrainerV2`` (TF_USE_LEGACY_KERAS=1), so this step needs a venv with
+  tf-models-official (``pip install --no-deps tf-models-official`` + scipy, gin-config, pyyaml over the oracle's
+  packages); its values are set from the TF1 names' generators. transformers 4.x has no loader for this layout
+  (its TF2 script reads encoders only, "does not handle MLM/NSP heads", and refuses ``encoder/``), so its golden
+  case is made by ``load_tf_weights_in_bert`` on the same values saved under google-research/bert's names (no
+  pooler: ``BertForMaskedLM`` has none), traced by value as the others.
+
 The oracle: transformers 4.57.6's ``load_tf_weights_in_bert`` **refuses both layouts** (recorded in oracle.json,
 ``loader_on_this_layout``): the top-level ``output_weights`` makes it ask the model itself for ``.weight``; for
 ``cls/squad/`` it asks ``BertForQuestionAnswering`` for ``.classifier`` (it has ``qa_outputs``), and it walks into
@@ -54,10 +67,16 @@ CASES: dict[str, dict] = {
                    "config": "bert_squad/bert_config.json", "class": "BertForQuestionAnswering",
                    "loader": "load_tf_weights_in_bert", "golden_made_by": "make_originals_a.py"},
 }
-SEEDS = {"bert_classifier": 11, "bert_squad": 12}
+CASES["bert_tf2_pretrainer"] = {"family": "bert", "layout": "tf2-model-garden-pretrainer",
+                                "checkpoint": "bert_tf2_pretrainer/bert_model.ckpt",
+                                "config": "bert_tf2_pretrainer/bert_config.json", "class": "BertForMaskedLM",
+                                "loader": "load_tf_weights_in_bert", "golden_made_by": "make_originals_a.py"}
+SEEDS = {"bert_classifier": 11, "bert_squad": 12, "bert_tf2_pretrainer": 13}
 HEADS = {"bert_classifier": {"output_weights": [3, 16], "output_bias": [3]},
          "bert_squad": {"cls/squad/output_weights": [2, 16], "cls/squad/output_bias": [2]}}
-RENAMED = {"bert_classifier": {"output_weights": "classifier/output_weights", "output_bias": "classifier/output_bias"},
+HEADS["bert_tf2_pretrainer"] = {n: sh for n, sh in mc.bert_shapes(SMALL_BERT).items() if n.startswith("cls/predictions/")}
+RENAMED = {"bert_tf2_pretrainer": {},
+           "bert_classifier": {"output_weights": "classifier/output_weights", "output_bias": "classifier/output_bias"},
            "bert_squad": {"cls/squad/output_weights": "qa_outputs/output_weights",
                           "cls/squad/output_bias": "qa_outputs/output_bias"}}
 """The names load_tf_weights_in_bert reads into the class's head (no transpose: output_weights is [out, in])."""
@@ -70,7 +89,58 @@ def model_tensors(case: str) -> dict:
     return {n: value(SEEDS[case], n, s) for n, s in shapes.items()}
 
 
+MODEL_GARDEN_NAMES = [  # tf-models-official variable names (v.name) -> google-research/bert's, in order
+    (r"word_embeddings/embeddings", "bert/embeddings/word_embeddings"),
+    (r"position_embedding/embeddings", "bert/embeddings/position_embeddings"),
+    (r"type_embeddings/embeddings", "bert/embeddings/token_type_embeddings"),
+    (r"embeddings/layer_norm/(gamma|beta)", r"bert/embeddings/LayerNorm/\1"),
+    (r"transformer/layer_(\d+)/self_attention/(query|key|value)/(kernel|bias)", r"bert/encoder/layer_\1/attention/self/\2/\3"),
+    (r"transformer/layer_(\d+)/self_attention/attention_output/(kernel|bias)", r"bert/encoder/layer_\1/attention/output/dense/\2"),
+    (r"transformer/layer_(\d+)/self_attention_layer_norm/(gamma|beta)", r"bert/encoder/layer_\1/attention/output/LayerNorm/\2"),
+    (r"transformer/layer_(\d+)/intermediate/(kernel|bias)", r"bert/encoder/layer_\1/intermediate/dense/\2"),
+    (r"transformer/layer_(\d+)/output/(kernel|bias)", r"bert/encoder/layer_\1/output/dense/\2"),
+    (r"transformer/layer_(\d+)/output_layer_norm/(gamma|beta)", r"bert/encoder/layer_\1/output/LayerNorm/\2"),
+    (r"pooler_transform/(kernel|bias)", r"bert/pooler/dense/\1"),
+    (r"bert/cls/predictions/transform/dense/(kernel|bias)", r"cls/predictions/transform/dense/\1"),
+    (r"bert/cls/predictions/transform/LayerNorm/(gamma|beta)", r"cls/predictions/transform/LayerNorm/\1"),
+    (r"bert/cls/predictions/output_bias/bias", "cls/predictions/output_bias"),
+]
+
+
+def make_model_garden_pretrainer(case: str) -> None:
+    """tf-models-official's BertPretrainerV2 (no classification heads), values from the TF1 names' generators."""
+    import os
+    import re
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tensorflow as tf
+    from official.nlp.modeling import models, networks
+
+    c = SMALL_BERT
+    encoder = networks.BertEncoder(vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
+                                   num_layers=c["num_hidden_layers"], num_attention_heads=c["num_attention_heads"],
+                                   inner_dim=c["intermediate_size"], max_sequence_length=c["max_position_embeddings"],
+                                   type_vocab_size=c["type_vocab_size"])
+    pretrainer = models.BertPretrainerV2(encoder_network=encoder)
+    ones = tf.ones((1, 8), tf.int32)
+    pretrainer(dict(input_word_ids=ones, input_mask=ones, input_type_ids=tf.zeros_like(ones),
+                    masked_lm_positions=tf.zeros((1, 2), tf.int32)))
+    tensors = {**{n: value(SEEDS[case], n, s) for n, s in mc.bert_shapes(c).items() if n.startswith("bert/")},
+               **{n: value(SEEDS[case], n, s) for n, s in HEADS[case].items()}}
+    for variable in pretrainer.variables:
+        name = variable.name.rsplit(":", 1)[0]
+        tf1 = next(re.sub(f"^{a}$", b, name) for a, b in MODEL_GARDEN_NAMES if re.fullmatch(a, name))
+        variable.assign(tensors[tf1].reshape(variable.shape))
+    d = ROOT / case
+    clean(d)
+    write_json(d / "bert_config.json", c)
+    print(tf.train.Checkpoint(**pretrainer.checkpoint_items).write(str(d / "bert_model.ckpt")))
+
+
 def make_checkpoint(case: str) -> None:
+    if case == "bert_tf2_pretrainer":
+        make_model_garden_pretrainer(case)
+        return
     d = ROOT / case
     clean(d)
     write_json(d / "bert_config.json", SMALL_BERT)
@@ -82,8 +152,8 @@ def renamed_copy(case: str, directory: str) -> str:
     """The case's model variables re-saved under the names transformers' loader reads (see the docstring)."""
     out = {}
     for name, array in model_tensors(case).items():
-        if case == "bert_squad" and name.startswith("bert/pooler/"):
-            continue  # BertForQuestionAnswering has no pooler; the loader would fail walking into it
+        if case != "bert_classifier" and name.startswith("bert/pooler/"):
+            continue  # BertForQuestionAnswering and BertForMaskedLM have no pooler; the loader would fail in it
         out[RENAMED[case].get(name, name)] = array
     return save_tf1(Path(directory) / "model.ckpt", out)
 
@@ -102,10 +172,10 @@ def make_golden_case(case: str) -> None:
         twin = {"family": "bert", "loader": "load_tf_weights_in_bert", "checkpoint": renamed_copy(case, tmp)}
         mg.CASES["renamed copy"] = twin
         record = mg.make(case, spec, ROOT / "golden", None)
-    names = ", ".join(f"{a} -> {b}" for a, b in RENAMED[case].items())
+    names = ", ".join(f"{a} -> {b}" for a, b in RENAMED[case].items()) or "google-research/bert's names"
     record["made_from"] = (f"a copy of {spec['checkpoint']}'s model variables re-saved by TensorFlow under the names "
-                           f"the loader reads ({names}{'; bert/pooler left out' if case == 'bert_squad' else ''}), "
-                           "by the same loader; 'sources' traces every tensor to this checkpoint by value")
+                           f"the loader reads ({names}{'; bert/pooler left out' if case != 'bert_classifier' else ''}),"
+                           " by the same loader; 'sources' traces every tensor to this checkpoint by value")
     (ROOT / "golden" / case / "oracle.json").write_text(json.dumps(record, indent=2) + "\n")
     print(case, "untouched:", record["untouched"], "refused:", record.get("loader_on_this_layout"))
 
