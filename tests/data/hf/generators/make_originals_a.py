@@ -137,7 +137,95 @@ def make_model_garden_pretrainer(case: str) -> None:
     print(tf.train.Checkpoint(**pretrainer.checkpoint_items).write(str(d / "bert_model.ckpt")))
 
 
+# --- MobileBERT (google-research/google-research mobilebert/, TF1) -------------------------------------------
+MOBILEBERT_CONFIG = {"attention_probs_dropout_prob": 0.1, "embedding_size": 8, "hidden_act": "relu",
+                     "hidden_dropout_prob": 0.0, "hidden_size": 16, "initializer_range": 0.02,
+                     "intermediate_size": 16, "intra_bottleneck_size": 8, "key_query_shared_bottleneck": True,
+                     "max_position_embeddings": 16, "normalization_type": "no_norm", "num_attention_heads": 2,
+                     "num_feedforward_networks": 2, "num_hidden_layers": 2, "trigram_input": True,
+                     "type_vocab_size": 2, "use_bottleneck": True, "use_bottleneck_attention": False,
+                     "vocab_size": 40}
+"""The released uncased_L-24_H-128_B-512_A-4_F-4_OPT.json's fields and switches, every size made tiny."""
+
+
+def mobilebert_shapes(c: dict) -> dict[str, list[int]]:
+    """run_pretraining.py's variables, by mobilebert/modeling.py: embedding_lookup [vocab, embedding_size],
+    embedding_transformation (dense_layer_2d of the trigram concat: [3 * embedding, hidden]), embedding_postprocessor,
+    layer_norm's "FakeLayerNorm" (no_norm: beta, gamma); per layer bottleneck/input and bottleneck/attention
+    (key_query_shared_bottleneck) [hidden, bottleneck], attention/self query, key [bottleneck, bottleneck] and value
+    [hidden, bottleneck] (value_tensor is the layer input), attention/output/dense, ffn_layer_N (num_feedforward_networks
+    - 1 of them), intermediate, output, output/bottleneck [bottleneck, hidden]; pooler (classifier_activation);
+    get_masked_lm_output's cls/predictions (transform/dense, transform/LayerNorm: contrib layer_norm,
+    output_bias, extra_output_weights [vocab, hidden - embedding]) and cls/seq_relationship."""
+    h, e, b, i, v = c["hidden_size"], c["embedding_size"], c["intra_bottleneck_size"], c["intermediate_size"], c["vocab_size"]
+    norm = "FakeLayerNorm"
+    s = {"bert/embeddings/word_embeddings": [v, e], "bert/embeddings/embedding_transformation/kernel": [3 * e, h],
+         "bert/embeddings/embedding_transformation/bias": [h],
+         "bert/embeddings/token_type_embeddings": [c["type_vocab_size"], h],
+         "bert/embeddings/position_embeddings": [c["max_position_embeddings"], h],
+         f"bert/embeddings/{norm}/beta": [h], f"bert/embeddings/{norm}/gamma": [h]}
+
+    def dense(scope: str, n_in: int, n_out: int) -> None:
+        s[scope + "/kernel"], s[scope + "/bias"] = [n_in, n_out], [n_out]
+
+    def fake_norm(scope: str, n: int) -> None:
+        s[f"{scope}/{norm}/beta"], s[f"{scope}/{norm}/gamma"] = [n], [n]
+
+    for n in range(c["num_hidden_layers"]):
+        p = f"bert/encoder/layer_{n}/"
+        for part in ("input", "attention"):
+            dense(p + f"bottleneck/{part}/dense", h, b)
+            fake_norm(p + f"bottleneck/{part}", b)
+        dense(p + "attention/self/query", b, b)
+        dense(p + "attention/self/key", b, b)
+        dense(p + "attention/self/value", h, b)
+        dense(p + "attention/output/dense", b, b)
+        fake_norm(p + "attention/output", b)
+        for f in range(c["num_feedforward_networks"] - 1):
+            dense(p + f"ffn_layer_{f}/intermediate/dense", b, i)
+            dense(p + f"ffn_layer_{f}/output/dense", i, b)
+            fake_norm(p + f"ffn_layer_{f}/output", b)
+        dense(p + "intermediate/dense", b, i)
+        dense(p + "output/dense", i, b)
+        fake_norm(p + "output", b)
+        dense(p + "output/bottleneck/dense", b, h)
+        fake_norm(p + "output/bottleneck", h)
+    dense("bert/pooler/dense", h, h)
+    dense("cls/predictions/transform/dense", h, h)
+    s["cls/predictions/transform/LayerNorm/beta"], s["cls/predictions/transform/LayerNorm/gamma"] = [h], [h]
+    s["cls/predictions/output_bias"] = [v]
+    s["cls/predictions/extra_output_weights"] = [v, h - e]
+    s["cls/seq_relationship/output_weights"], s["cls/seq_relationship/output_bias"] = [2, h], [2]
+    return s
+
+
+def make_mobilebert(case: str) -> None:
+    """mobilebert: run_pretraining.py's output (model.ckpt-3 + checkpoint) with LAMB's adam_m / adam_v slots."""
+    d = ROOT / case
+    clean(d)
+    write_json(d / "bert_config.json", MOBILEBERT_CONFIG)
+    tensors = {n: value(SEEDS[case], n, sh) for n, sh in mobilebert_shapes(MOBILEBERT_CONFIG).items()}
+    print(save_tf1(d / "model.ckpt", mc.with_adam_slots(SEEDS[case], tensors), global_step=3,
+                   write_checkpoint_file=True))
+
+
+def _mobilebert_config(case: dict):
+    """convert_mobilebert_original_tf_checkpoint_to_pytorch.py: MobileBertConfig.from_json_file(config)."""
+    return mg.transformers.MobileBertConfig.from_json_file(str(ROOT / case["config"]))
+
+
+CASES["mobilebert"] = {"family": "mobilebert", "layout": "tf1", "checkpoint": "mobilebert/model.ckpt-3",
+                       "config": "mobilebert/bert_config.json", "class": "MobileBertForPreTraining",
+                       "loader": "load_tf_weights_in_mobilebert"}
+SEEDS["mobilebert"] = 14
+DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config)}
+"""Cases transformers 4.x's own loader reads as they are: checkpoint maker, oracle config."""
+
+
 def make_checkpoint(case: str) -> None:
+    if case in DIRECT:
+        DIRECT[case][0](case)
+        return
     if case == "bert_tf2_pretrainer":
         make_model_garden_pretrainer(case)
         return
@@ -166,6 +254,11 @@ def _config_with_labels(case: dict):
 
 
 def make_golden_case(case: str) -> None:
+    if case in DIRECT:
+        mg.CONFIGS[CASES[case]["family"]] = DIRECT[case][1]
+        record = mg.make(case, CASES[case], ROOT / "golden", None)
+        print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
+        return
     spec = {**CASES[case], "loader_refuses_layout_use": "renamed copy"}  # make_golden's twin: the copy below
     mg.CONFIGS["bert"] = _config_with_labels
     with tempfile.TemporaryDirectory() as tmp:

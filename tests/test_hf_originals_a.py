@@ -1,0 +1,91 @@
+"""``ckpt convert --to hf`` of original TF releases of BERT-like families whose transformers 4.x loaders transformers
+5 dropped (issue 37): MobileBERT (google-research/google-research mobilebert/, TF1).
+
+The checkpoints under ``tests/data/hf/<case>/`` were written by real TensorFlow under the original variable names
+(``generators/make_originals_a.py``); ``golden/<case>/`` is what transformers 4.57.6's own
+``load_tf_weights_in_<family>`` made of them. Their state dicts are checked bitwise by ``tests/test_hf_convert.py``
+and, loaded by transformers 5, by ``tests/interop/test_hf_transformers5.py``; here, numpy only: the plan's keys and
+shapes are exactly the golden state dict's (tied parameters aside), each family is detected by its names even where
+BERT's detect pattern matches too, and a configuration that contradicts the checkpoint is one error.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from formats.ops.convert.hf.family import load_family
+
+HF_DATA = Path(__file__).parent / "data" / "hf"
+CASES = {"mobilebert": "mobilebert/model.ckpt-3"}
+
+
+def _golden_shapes(case: str) -> dict[str, list[int]]:
+    """The golden state dict's keys and shapes, from its safetensors header (no tensor read)."""
+    raw = (HF_DATA / "golden" / case / "model.safetensors").read_bytes()
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    return {k: v["shape"] for k, v in header.items() if k != "__metadata__"}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_plan_is_exactly_the_oracles_state_dict(run_cli, case: str) -> None:
+    result = run_cli("convert", HF_DATA / CASES[case], "-o", HF_DATA / "never", "--to", "hf", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    family = load_family(case)
+    assert plan["details"]["family"] == case and plan["details"]["class"] == family.classes[0]["name"]
+    golden = {k: v for k, v in _golden_shapes(case).items() if k not in family.tied}
+    assert {r["key"]: r["shape"] for r in plan["rows"]} == golden
+    slots = [p for p in plan["problems"] if p["key"] == "{*}/{s:adam_m|adam_v}"]
+    assert len(slots) == 1 and len(slots[0]["candidates"]) == 2 * len(golden)
+    assert sorted(p["kind"] for p in plan["problems"]) == ["dropped", "dropped"]  # the slots, global_step
+
+
+def test_mobilebert_rows_follow_load_tf_weights_in_mobilebert(run_cli) -> None:
+    result = run_cli("convert", HF_DATA / CASES["mobilebert"], "-o", HF_DATA / "never", "--to", "hf", "--dry-run",
+                     "--json")
+    rows = {r["source"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["cls/predictions/extra_output_weights"]["key"] == "cls.predictions.dense.weight"
+    assert rows["cls/predictions/extra_output_weights"]["shape"] == [8, 40]  # [hidden - embedding, vocab]
+    assert rows["cls/predictions/extra_output_weights"]["transform"] == "transpose"
+    assert rows["bert/encoder/layer_1/ffn_layer_0/output/FakeLayerNorm/gamma"]["key"] == \
+        "mobilebert.encoder.layer.1.ffn.0.output.LayerNorm.weight"
+    assert rows["bert/embeddings/embedding_transformation/kernel"]["shape"] == [16, 24]  # [hidden, 3 * embedding]
+    assert rows["bert/encoder/layer_0/attention/self/value/kernel"]["shape"] == [8, 16]  # from the layer input
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("intra_bottleneck_size", 4, "error: config: intra_bottleneck_size=4: the configuration contradicts the shapes: "
+     "'bert/encoder/layer_0/attention/output/FakeLayerNorm/beta' [8] does not fit "
+     "'mobilebert.encoder.layer.0.attention.output.LayerNorm.bias' [4] (and 57 more tensors)"),
+    ("type_vocab_size", 3, "error: config: hidden_size=16, type_vocab_size=3: the configuration contradicts the shapes: "
+     "'bert/embeddings/token_type_embeddings' [2, 16] does not fit 'mobilebert.embeddings.token_type_embeddings.weight' "
+     "[3, 16] (candidates: bert/embeddings/token_type_embeddings)"),
+])
+def test_a_mobilebert_config_that_contradicts_the_checkpoint_is_refused(run_cli, tmp_path: Path, field: str,
+                                                                         value: int, message: str) -> None:
+    config = json.loads((HF_DATA / "mobilebert" / "bert_config.json").read_text())
+    config[field] = value
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "out"
+    result = run_cli("convert", HF_DATA / CASES["mobilebert"], "-o", out, "--to", "hf", "--config", path)
+    assert result.exit_code == 1, result.output
+    assert not out.exists()
+    errors = [line for line in result.output.splitlines() if line.startswith("error")]
+    assert errors[0].startswith(message) and len(errors) == 1, errors
+
+
+def test_a_family_is_detected_by_the_rules_that_cover_its_names() -> None:
+    import formats
+    from formats.ops.convert.hf.plan import detect_family
+
+    with formats.open_checkpoint(HF_DATA / CASES["mobilebert"]) as ckpt:
+        keys = list(ckpt)
+    assert load_family("bert").layout_of(keys, {}) is not None  # BERT's detect pattern matches MobileBERT's names
+    family = detect_family(keys)
+    assert family is not None and family.name == "mobilebert"
+    with formats.open_checkpoint(HF_DATA / "bert" / "bert_model.ckpt") as ckpt:
+        family = detect_family(list(ckpt))
+    assert family is not None and family.name == "bert"
