@@ -218,7 +218,67 @@ CASES["mobilebert"] = {"family": "mobilebert", "layout": "tf1", "checkpoint": "m
                        "config": "mobilebert/bert_config.json", "class": "MobileBertForPreTraining",
                        "loader": "load_tf_weights_in_mobilebert"}
 SEEDS["mobilebert"] = 14
-DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config)}
+# --- BigBird (google-research/bigbird, TF1 graph code of bigbird/core + bigbird/pretrain) -------------------------
+BIGBIRD_CONFIG = {"attention_probs_dropout_prob": 0.1, "attention_type": "original_full", "block_size": 4,
+                  "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 16, "initializer_range": 0.02,
+                  "intermediate_size": 24, "max_encoder_length": 64, "max_position_embeddings": 64,
+                  "norm_type": "postnorm", "num_attention_heads": 2, "num_hidden_layers": 2, "num_rand_blocks": 3,
+                  "rescale_embedding": False, "scope": "bert", "type_vocab_size": 2, "use_bias": True,
+                  "use_gradient_checkpointing": False, "vocab_size": 72}
+"""pretrain.config as bigbird/core/flags.py's save() writes it (JSON), the model's fields, every size made tiny;
+original_full attention, as BigBird itself switches to for max_encoder_length <= 512. vocab_size 72 holds
+transformers' default sep_token_id 66."""
+
+
+def bigbird_shapes(c: dict) -> dict[str, list[int]]:
+    """run_pretraining.py's variables: those bigbird/core's BertModel, MaskedLMLayer and NSPLayer create (listed
+    from the code itself, run under tf.compat.v1 graph mode), the masked-LM head's Dense2dLayer and NormLayer
+    (both named "transform") under cls/predictions, where load_tf_weights_in_big_bird reads them."""
+    h, v = c["hidden_size"], c["vocab_size"]
+    s = {"bert/embeddings/word_embeddings": [v, h], "bert/embeddings/token_type_embeddings": [c["type_vocab_size"], h],
+         "bert/embeddings/position_embeddings": [c["max_position_embeddings"], h]}
+    for n in range(c["num_hidden_layers"]):
+        s.update({k: sh for k, sh in mc.bert_layer_shapes(f"bert/encoder/layer_{n}/", h, c["intermediate_size"]).items()})
+    s.update({"bert/encoder/LayerNorm/beta": [h], "bert/encoder/LayerNorm/gamma": [h],
+              "bert/pooler/dense/kernel": [h, h], "bert/pooler/dense/bias": [h],
+              "cls/predictions/transform/kernel": [h, h], "cls/predictions/transform/bias": [h],
+              "cls/predictions/transform/beta": [h], "cls/predictions/transform/gamma": [h],
+              "cls/predictions/output_bias": [v], "cls/seq_relationship/output_weights": [2, h],
+              "cls/seq_relationship/output_bias": [2]})
+    return s
+
+
+def make_bigbird(case: str) -> None:
+    """bigbird: a run_pretraining.py output (model.ckpt-3 + checkpoint) with bigbird/core/optimization.py's
+    AdamWeightDecayOptimizer slots (a tf.compat.v1.train.Optimizer: <var>/AdamWeightDecayOptimizer for m, _1 for v)."""
+    d = ROOT / case
+    clean(d)
+    write_json(d / "pretrain.config", BIGBIRD_CONFIG)
+    tensors = {n: value(SEEDS[case], n, sh) for n, sh in bigbird_shapes(BIGBIRD_CONFIG).items()}
+    slots = dict(tensors)
+    for name, array in tensors.items():
+        slots[name + "/AdamWeightDecayOptimizer"] = value(SEEDS[case], name + "/m", list(array.shape), "m")
+        slots[name + "/AdamWeightDecayOptimizer_1"] = value(SEEDS[case], name + "/v", list(array.shape), "v")
+    print(save_tf1(d / "model.ckpt", slots, global_step=3, write_checkpoint_file=True))
+
+
+def _bigbird_config(case: dict):
+    """BigBirdConfig of cases.json's "hf_config": pretrain.config's values by hand (the transformers 4.x script took
+    a BigBirdConfig JSON): num_rand_blocks is num_random_blocks, rescale_embedding rescale_embeddings."""
+    return mg.transformers.BigBirdConfig(**case["hf_config"])
+
+
+CASES["bigbird"] = {"family": "bigbird", "layout": "tf1", "checkpoint": "bigbird/model.ckpt-3",
+                    "config": "bigbird/pretrain.config", "class": "BigBirdForPreTraining",
+                    "loader": "load_tf_weights_in_big_bird",
+                    "hf_config": {"vocab_size": 72, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+                                  "intermediate_size": 24, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                                  "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64,
+                                  "type_vocab_size": 2, "initializer_range": 0.02, "attention_type": "original_full",
+                                  "block_size": 4, "num_random_blocks": 3, "use_bias": True,
+                                  "rescale_embeddings": False}}
+SEEDS["bigbird"] = 15
+DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config), "bigbird": (make_bigbird, _bigbird_config)}
 """Cases transformers 4.x's own loader reads as they are: checkpoint maker, oracle config."""
 
 
@@ -253,9 +313,24 @@ def _config_with_labels(case: dict):
     return config
 
 
+_MAKE_GOLDEN_LOAD = mg.load
+
+
+def _load(case: dict, model, config, prefix: str, tf2_script) -> None:
+    """make_golden's load, but load_tf_weights_in_big_bird(model, tf_checkpoint_path, is_trivia_qa=False) as
+    convert_bigbird_original_tf_checkpoint_to_pytorch.py calls it (no config argument)."""
+    if case["loader"] == "load_tf_weights_in_big_bird":
+        from transformers.models.big_bird.modeling_big_bird import load_tf_weights_in_big_bird
+
+        load_tf_weights_in_big_bird(model, prefix, is_trivia_qa=False)
+        return
+    _MAKE_GOLDEN_LOAD(case, model, config, prefix, tf2_script)
+
+
 def make_golden_case(case: str) -> None:
     if case in DIRECT:
         mg.CONFIGS[CASES[case]["family"]] = DIRECT[case][1]
+        mg.load = _load
         record = mg.make(case, CASES[case], ROOT / "golden", None)
         print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
         return
