@@ -1,6 +1,7 @@
 """``ckpt convert --to hf`` of original TF releases of BERT-like families whose transformers 4.x loaders transformers
-5 dropped (issue 37): MobileBERT (google-research/google-research mobilebert/, TF1) and BigBird
-(google-research/bigbird, its encoder and pretraining heads, TF1 graph code).
+5 dropped (issue 37): MobileBERT (google-research/google-research mobilebert/, TF1), BigBird
+(google-research/bigbird, its encoder and pretraining heads, TF1 graph code) and ConvBERT (yitu-opensource/ConvBert,
+ELECTRA's pretraining with convolution heads, as ConvBertModel).
 
 The checkpoints under ``tests/data/hf/<case>/`` were written by real TensorFlow under the original variable names
 (``generators/make_originals_a.py``); ``golden/<case>/`` is what transformers 4.57.6's own
@@ -19,7 +20,7 @@ import pytest
 from formats.ops.convert.hf.family import load_family
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
-CASES = {"mobilebert": "mobilebert/model.ckpt-3", "bigbird": "bigbird/model.ckpt-3"}
+CASES = {"mobilebert": "mobilebert/model.ckpt-3", "bigbird": "bigbird/model.ckpt-3", "convbert": "convbert/model.ckpt-3"}
 
 
 def _golden_shapes(case: str) -> dict[str, list[int]]:
@@ -38,11 +39,15 @@ def test_plan_is_exactly_the_oracles_state_dict(run_cli, case: str) -> None:
     assert plan["details"]["family"] == case and plan["details"]["class"] == family.classes[0]["name"]
     golden = {k: v for k, v in _golden_shapes(case).items() if k not in family.tied}
     assert {r["key"]: r["shape"] for r in plan["rows"]} == golden
-    assert sorted(p["kind"] for p in plan["problems"]) == ["dropped", "dropped"]  # the slots, global_step
-    slots, step = sorted((p for p in plan["problems"]), key=lambda p: p["key"] == "global_step")
-    assert step["candidates"] == ["global_step"]
-    rows = {r["source"] for r in plan["rows"]}
-    assert len(slots["candidates"]) == 2 * len(golden) and {k.rsplit("/", 1)[0] for k in slots["candidates"]} == rows
+    assert [p["kind"] for p in plan["problems"]] == ["dropped", "dropped"]
+    dropped = {p["key"]: p["candidates"] for p in plan["problems"]}
+    assert dropped.pop("global_step") == ["global_step"]
+    ((rule, keys),) = dropped.items()
+    if case == "convbert":  # the generator and both ELECTRA heads (no optimizer slots in this case)
+        assert len(keys) == 34 and {k.split("/")[0] for k in keys} == {"generator", "generator_predictions",
+                                                                       "discriminator_predictions"}
+    else:  # the optimizer's two slots of every model variable
+        assert len(keys) == 2 * len(golden) and {k.rsplit("/", 1)[0] for k in keys} == {r["source"] for r in plan["rows"]}
 
 
 def test_mobilebert_rows_follow_load_tf_weights_in_mobilebert(run_cli) -> None:
@@ -94,6 +99,19 @@ def test_bigbird_rows_follow_load_tf_weights_in_big_bird(run_cli) -> None:
     assert config["attention_type"] == "original_full" and config["rescale_embeddings"] is False
 
 
+def test_convbert_convolution_kernels_as_load_tf_weights_in_convbert_permutes_them(run_cli) -> None:
+    result = run_cli("convert", HF_DATA / CASES["convbert"], "-o", HF_DATA / "never", "--to", "hf", "--dry-run",
+                     "--json")
+    rows = {r["source"]: r for r in json.loads(result.stdout)["rows"]}
+    p = "electra/encoder/layer_1/attention/self/conv_attn_key/"
+    assert (rows[p + "depthwise_kernel"]["shape"], rows[p + "depthwise_kernel"]["transform"]) == ([16, 1, 3],
+                                                                                                 "reshape + transpose")
+    assert (rows[p + "pointwise_kernel"]["shape"], rows[p + "pointwise_kernel"]["transform"]) == ([8, 16, 1], "transpose")
+    assert (rows[p + "bias"]["shape"], rows[p + "bias"]["transform"]) == ([8, 1], "reshape")
+    assert rows["electra/encoder/layer_0/attention/self/conv_attn_kernel/kernel"]["key"] == \
+        "encoder.layer.0.attention.self.conv_kernel_layer.weight"
+
+
 def test_a_family_is_detected_by_the_rules_that_cover_its_names() -> None:
     import formats
     from formats.ops.convert.hf.plan import detect_family
@@ -104,6 +122,11 @@ def test_a_family_is_detected_by_the_rules_that_cover_its_names() -> None:
         assert load_family("bert").layout_of(keys, {}) is not None  # BERT's detect pattern matches their names too
         family = detect_family(keys)
         assert family is not None and family.name == case
+    with formats.open_checkpoint(HF_DATA / CASES["convbert"]) as ckpt:
+        keys = list(ckpt)
+    assert load_family("electra").layout_of(keys, {}) is not None  # ELECTRA's detect pattern matches ConvBERT's
+    family = detect_family(keys)
+    assert family is not None and family.name == "convbert"
     with formats.open_checkpoint(HF_DATA / "bert" / "bert_model.ckpt") as ckpt:
         family = detect_family(list(ckpt))
     assert family is not None and family.name == "bert"

@@ -278,7 +278,75 @@ CASES["bigbird"] = {"family": "bigbird", "layout": "tf1", "checkpoint": "bigbird
                                   "block_size": 4, "num_random_blocks": 3, "use_bias": True,
                                   "rescale_embeddings": False}}
 SEEDS["bigbird"] = 15
-DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config), "bigbird": (make_bigbird, _bigbird_config)}
+# --- ConvBERT (yitu-opensource/ConvBert: ELECTRA's run_pretraining.py with conv attention, TF1) -------------------
+CONVBERT_CONFIG = {"attention_probs_dropout_prob": 0.1, "conv_kernel_size": 3, "embedding_size": 8, "head_ratio": 2,
+                   "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 16, "initializer_range": 0.02,
+                   "intermediate_size": 24, "layer_norm_eps": 1e-12, "max_position_embeddings": 32,
+                   "num_attention_heads": 4, "num_groups": 1, "num_hidden_layers": 2, "type_vocab_size": 2,
+                   "vocab_size": 50}
+"""The ConvBertConfig JSON convert_convbert_original_tf1_checkpoint_to_pytorch_and_tf2.py takes, every size tiny."""
+
+
+def convbert_layer_shapes(p: str, h: int, heads: int, ratio: int, k: int, inter: int) -> dict[str, list[int]]:
+    """One ConvBERT layer's variables under ``p``; the shapes are those load_tf_weights_in_convbert reads (its
+    transposes and permutes undone): all_head = hidden / head_ratio, heads / head_ratio convolution heads."""
+    a, conv_heads = h // ratio, heads // ratio
+    s: dict[str, list[int]] = {}
+    for part in ("query", "key", "value"):
+        s[f"{p}attention/self/{part}/kernel"], s[f"{p}attention/self/{part}/bias"] = [h, a], [a]
+    s[p + "attention/self/conv_attn_key/depthwise_kernel"] = [k, h, 1]
+    s[p + "attention/self/conv_attn_key/pointwise_kernel"] = [1, h, a]
+    s[p + "attention/self/conv_attn_key/bias"] = [a]
+    s[p + "attention/self/conv_attn_kernel/kernel"], s[p + "attention/self/conv_attn_kernel/bias"] = [a, conv_heads * k], [conv_heads * k]
+    s[p + "attention/self/conv_attn_point/kernel"], s[p + "attention/self/conv_attn_point/bias"] = [h, a], [a]
+    s[p + "attention/output/dense/kernel"], s[p + "attention/output/dense/bias"] = [h, h], [h]
+    s[p + "attention/output/LayerNorm/beta"], s[p + "attention/output/LayerNorm/gamma"] = [h], [h]
+    s[p + "intermediate/dense/kernel"], s[p + "intermediate/dense/bias"] = [h, inter], [inter]
+    s[p + "output/dense/kernel"], s[p + "output/dense/bias"] = [inter, h], [h]
+    s[p + "output/LayerNorm/beta"], s[p + "output/LayerNorm/gamma"] = [h], [h]
+    return s
+
+
+def convbert_shapes(c: dict) -> dict[str, list[int]]:
+    """run_pretraining.py's variables: the shared embeddings, the discriminator (electra/...), a generator of a
+    quarter of the size (generator/..., 1 layer here), discriminator_predictions and generator_predictions."""
+    e, h, v = c["embedding_size"], c["hidden_size"], c["vocab_size"]
+    s = {"electra/embeddings/word_embeddings": [v, e], "electra/embeddings/position_embeddings": [c["max_position_embeddings"], e],
+         "electra/embeddings/token_type_embeddings": [c["type_vocab_size"], e],
+         "electra/embeddings/LayerNorm/beta": [e], "electra/embeddings/LayerNorm/gamma": [e],
+         "electra/embeddings_project/kernel": [e, h], "electra/embeddings_project/bias": [h]}
+    for n in range(c["num_hidden_layers"]):
+        s.update(convbert_layer_shapes(f"electra/encoder/layer_{n}/", h, c["num_attention_heads"], c["head_ratio"],
+                                       c["conv_kernel_size"], c["intermediate_size"]))
+    g = h // 2
+    s.update({"generator/embeddings_project/kernel": [e, g], "generator/embeddings_project/bias": [g]})
+    s.update(convbert_layer_shapes("generator/encoder/layer_0/", g, 2, 2, c["conv_kernel_size"], 2 * g))
+    s.update({"generator_predictions/dense/kernel": [g, e], "generator_predictions/dense/bias": [e],
+              "generator_predictions/LayerNorm/beta": [e], "generator_predictions/LayerNorm/gamma": [e],
+              "generator_predictions/output_bias": [v],
+              "discriminator_predictions/dense/kernel": [h, h], "discriminator_predictions/dense/bias": [h],
+              "discriminator_predictions/dense_1/kernel": [h, 1], "discriminator_predictions/dense_1/bias": [1]})
+    return s
+
+
+def make_convbert(case: str) -> None:
+    """convbert: model.ckpt-3 + checkpoint (no optimizer slots, to stay small), config.json beside it."""
+    d = ROOT / case
+    clean(d)
+    write_json(d / "config.json", CONVBERT_CONFIG)
+    tensors = {n: value(SEEDS[case], n, sh) for n, sh in convbert_shapes(CONVBERT_CONFIG).items()}
+    print(save_tf1(d / "model.ckpt", tensors, global_step=3, write_checkpoint_file=True))
+
+
+def _convbert_config(case: dict):
+    return mg.transformers.ConvBertConfig.from_json_file(str(ROOT / case["config"]))
+
+
+CASES["convbert"] = {"family": "convbert", "layout": "tf1", "checkpoint": "convbert/model.ckpt-3",
+                     "config": "convbert/config.json", "class": "ConvBertModel", "loader": "load_tf_weights_in_convbert"}
+SEEDS["convbert"] = 16
+DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config), "bigbird": (make_bigbird, _bigbird_config),
+          "convbert": (make_convbert, _convbert_config)}
 """Cases transformers 4.x's own loader reads as they are: checkpoint maker, oracle config."""
 
 
@@ -327,11 +395,39 @@ def _load(case: dict, model, config, prefix: str, tf2_script) -> None:
     _MAKE_GOLDEN_LOAD(case, model, config, prefix, tf2_script)
 
 
+def trace_permutes(case: str, record: dict) -> dict:
+    """make_golden's trace_sources knows reshapes and 2-D transposes; ConvBERT's convolution kernels are 3-D
+    permutes (load_tf_weights_in_convbert's permute(1, 2, 0) and (2, 1, 0)): found here the same way, by value."""
+    import itertools
+
+    import numpy as np
+    import tensorflow as tf
+    from safetensors.numpy import load_file
+
+    prefix = str(ROOT / CASES[case]["checkpoint"])
+    state = load_file(str(ROOT / "golden" / case / "model.safetensors"))
+    arrays = {n: tf.train.load_variable(prefix, n) for n, _ in tf.train.list_variables(prefix)}
+    for key, source in record["sources"].items():
+        if source != "-":
+            continue
+        found = [f"{n} (permute {', '.join(map(str, perm))})" for n, a in arrays.items()
+                 if isinstance(a, np.ndarray) and a.size == state[key].size and a.ndim == state[key].ndim
+                 for perm in itertools.permutations(range(a.ndim))
+                 if np.transpose(a, perm).shape == state[key].shape and np.array_equal(np.transpose(a, perm), state[key])]
+        record["sources"][key] = " | ".join(found) or "-"
+    used = {v.split(" ")[0] for v in record["sources"].values()}
+    record["checkpoint_variables_not_in_state_dict"] = sorted(n for n in arrays if n not in used)
+    (ROOT / "golden" / case / "oracle.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def make_golden_case(case: str) -> None:
     if case in DIRECT:
         mg.CONFIGS[CASES[case]["family"]] = DIRECT[case][1]
         mg.load = _load
         record = mg.make(case, CASES[case], ROOT / "golden", None)
+        if "-" in record["sources"].values():
+            record = trace_permutes(case, record)
         print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
         return
     spec = {**CASES[case], "loader_refuses_layout_use": "renamed copy"}  # make_golden's twin: the copy below
