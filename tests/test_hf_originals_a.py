@@ -1,7 +1,7 @@
 """``ckpt convert --to hf`` of original TF releases of BERT-like families whose transformers 4.x loaders transformers
 5 dropped (issue 37): MobileBERT (google-research/google-research mobilebert/, TF1), BigBird
-(google-research/bigbird, its encoder and pretraining heads, TF1 graph code) and ConvBERT (yitu-opensource/ConvBert,
-ELECTRA's pretraining with convolution heads, as ConvBertModel).
+(google-research/bigbird, its encoder and pretraining heads, TF1 graph code), ConvBERT (yitu-opensource/ConvBert,
+ELECTRA's pretraining with convolution heads, as ConvBertModel) and RemBERT (as RemBertModel).
 
 The checkpoints under ``tests/data/hf/<case>/`` were written by real TensorFlow under the original variable names
 (``generators/make_originals_a.py``); ``golden/<case>/`` is what transformers 4.57.6's own
@@ -20,7 +20,13 @@ import pytest
 from formats.ops.convert.hf.family import load_family
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
-CASES = {"mobilebert": "mobilebert/model.ckpt-3", "bigbird": "bigbird/model.ckpt-3", "convbert": "convbert/model.ckpt-3"}
+CASES = {"mobilebert": "mobilebert/model.ckpt-3", "bigbird": "bigbird/model.ckpt-3", "convbert": "convbert/model.ckpt-3",
+         "rembert": "rembert/model.ckpt"}
+DROPS = {"mobilebert": {"{*}/{s:adam_m|adam_v}": 170, "global_step": 1},
+         "bigbird": {"{*}/{s:AdamWeightDecayOptimizer|AdamWeightDecayOptimizer_1|adam_m|adam_v}": 92, "global_step": 1},
+         "convbert": {"{p:generator|generator_predictions|discriminator_predictions}/{*}": 34, "global_step": 1},
+         "rembert": {"cls/{*}": 6}}
+"""Each case's drop rules and how many tensors each leaves out (nothing else is left out)."""
 
 
 def _golden_shapes(case: str) -> dict[str, list[int]]:
@@ -39,13 +45,16 @@ def test_plan_is_exactly_the_oracles_state_dict(run_cli, case: str) -> None:
     assert plan["details"]["family"] == case and plan["details"]["class"] == family.classes[0]["name"]
     golden = {k: v for k, v in _golden_shapes(case).items() if k not in family.tied}
     assert {r["key"]: r["shape"] for r in plan["rows"]} == golden
-    assert [p["kind"] for p in plan["problems"]] == ["dropped", "dropped"]
+    assert {p["kind"] for p in plan["problems"]} == {"dropped"}
     dropped = {p["key"]: p["candidates"] for p in plan["problems"]}
-    assert dropped.pop("global_step") == ["global_step"]
+    assert {rule: len(keys) for rule, keys in dropped.items()} == DROPS[case]
+    if "global_step" in dropped:
+        assert dropped.pop("global_step") == ["global_step"]
     ((rule, keys),) = dropped.items()
     if case == "convbert":  # the generator and both ELECTRA heads (no optimizer slots in this case)
-        assert len(keys) == 34 and {k.split("/")[0] for k in keys} == {"generator", "generator_predictions",
-                                                                       "discriminator_predictions"}
+        assert {k.split("/")[0] for k in keys} == {"generator", "generator_predictions", "discriminator_predictions"}
+    elif case == "rembert":  # the pretraining head and the output embedding transformers' converter never reads
+        assert all(k.startswith("cls/predictions/") for k in keys)
     else:  # the optimizer's two slots of every model variable
         assert len(keys) == 2 * len(golden) and {k.rsplit("/", 1)[0] for k in keys} == {r["source"] for r in plan["rows"]}
 
@@ -116,7 +125,7 @@ def test_a_family_is_detected_by_the_rules_that_cover_its_names() -> None:
     import formats
     from formats.ops.convert.hf.plan import detect_family
 
-    for case in ("mobilebert", "bigbird"):
+    for case in ("mobilebert", "bigbird", "rembert"):
         with formats.open_checkpoint(HF_DATA / CASES[case]) as ckpt:
             keys = list(ckpt)
         assert load_family("bert").layout_of(keys, {}) is not None  # BERT's detect pattern matches their names too

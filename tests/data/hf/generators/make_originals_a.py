@@ -345,8 +345,54 @@ def _convbert_config(case: dict):
 CASES["convbert"] = {"family": "convbert", "layout": "tf1", "checkpoint": "convbert/model.ckpt-3",
                      "config": "convbert/config.json", "class": "ConvBertModel", "loader": "load_tf_weights_in_convbert"}
 SEEDS["convbert"] = 16
+# --- RemBERT (Google's TF1 RemBERT checkpoint) ---------------------------------------------------------------------
+REMBERT_CONFIG = {"attention_probs_dropout_prob": 0.0, "bos_token_id": 312, "eos_token_id": 313,
+                  "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "hidden_size": 16, "initializer_range": 0.02,
+                  "input_embedding_size": 8, "intermediate_size": 24, "layer_norm_eps": 1e-12,
+                  "max_position_embeddings": 32, "num_attention_heads": 2, "num_hidden_layers": 2,
+                  "output_embedding_size": 12, "pad_token_id": 0, "type_vocab_size": 2, "vocab_size": 320}
+"""The RemBertConfig JSON convert_rembert_tf_checkpoint_to_pytorch.py takes (the released one's fields), tiny;
+vocab_size 320 holds RemBERT's bos / eos ids 312 / 313."""
+
+
+def rembert_shapes(c: dict) -> dict[str, list[int]]:
+    """BERT's variables with input embeddings of input_embedding_size, bert/encoder/embedding_hidden_mapping_in
+    [input_embedding_size, hidden], the pooler, and the pretraining head with its decoupled output embedding
+    (cls/predictions/transform/dense [hidden, output_embedding_size], its LayerNorm, output_bias, and
+    cls/predictions/output_embedding [vocab, output_embedding_size]): the names load_tf_weights_in_rembert reads,
+    and names it denies for the rest."""
+    e, h, o, v = c["input_embedding_size"], c["hidden_size"], c["output_embedding_size"], c["vocab_size"]
+    s = {"bert/embeddings/word_embeddings": [v, e], "bert/embeddings/token_type_embeddings": [c["type_vocab_size"], e],
+         "bert/embeddings/position_embeddings": [c["max_position_embeddings"], e],
+         "bert/embeddings/LayerNorm/beta": [e], "bert/embeddings/LayerNorm/gamma": [e],
+         "bert/encoder/embedding_hidden_mapping_in/kernel": [e, h], "bert/encoder/embedding_hidden_mapping_in/bias": [h]}
+    for n in range(c["num_hidden_layers"]):
+        s.update(mc.bert_layer_shapes(f"bert/encoder/layer_{n}/", h, c["intermediate_size"]))
+    s.update({"bert/pooler/dense/kernel": [h, h], "bert/pooler/dense/bias": [h],
+              "cls/predictions/transform/dense/kernel": [h, o], "cls/predictions/transform/dense/bias": [o],
+              "cls/predictions/transform/LayerNorm/beta": [o], "cls/predictions/transform/LayerNorm/gamma": [o],
+              "cls/predictions/output_bias": [v], "cls/predictions/output_embedding": [v, o]})
+    return s
+
+
+def make_rembert(case: str) -> None:
+    """rembert: model.ckpt (no optimizer slots, to stay small), config.json beside it."""
+    d = ROOT / case
+    clean(d)
+    write_json(d / "config.json", REMBERT_CONFIG)
+    tensors = {n: value(SEEDS[case], n, sh) for n, sh in rembert_shapes(REMBERT_CONFIG).items()}
+    print(save_tf1(d / "model.ckpt", tensors, write_checkpoint_file=True))
+
+
+def _rembert_config(case: dict):
+    return mg.transformers.RemBertConfig.from_json_file(str(ROOT / case["config"]))
+
+
+CASES["rembert"] = {"family": "rembert", "layout": "tf1", "checkpoint": "rembert/model.ckpt",
+                    "config": "rembert/config.json", "class": "RemBertModel", "loader": "load_tf_weights_in_rembert"}
+SEEDS["rembert"] = 17
 DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config), "bigbird": (make_bigbird, _bigbird_config),
-          "convbert": (make_convbert, _convbert_config)}
+          "convbert": (make_convbert, _convbert_config), "rembert": (make_rembert, _rembert_config)}
 """Cases transformers 4.x's own loader reads as they are: checkpoint maker, oracle config."""
 
 
