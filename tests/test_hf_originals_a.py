@@ -139,3 +139,22 @@ def test_a_family_is_detected_by_the_rules_that_cover_its_names() -> None:
     with formats.open_checkpoint(HF_DATA / "bert" / "bert_model.ckpt") as ckpt:
         family = detect_family(list(ckpt))
     assert family is not None and family.name == "bert"
+
+
+@pytest.mark.parametrize("case, family", [*((c, c) for c in sorted(CASES)), ("bert_classifier", "bert"),
+                                          ("bert_squad", "bert")])
+def test_back_to_tf_names_gives_the_original_model_tensors(run_cli, tmp_path: Path, case: str, family: str) -> None:
+    import formats
+
+    src = HF_DATA / CASES.get(case, f"{case}/model.ckpt-3")
+    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
+    assert run_cli("convert", src, "-o", hf, "--to", "hf").exit_code == 0
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", family)
+    assert result.exit_code == 0, result.output
+    with formats.open_checkpoint(back) as ckpt:
+        restored = {k: ckpt[k].read() for k in ckpt}
+    plan = json.loads(run_cli("convert", src, "-o", tmp_path / "x", "--to", "hf", "--dry-run", "--json").stdout)
+    assert sorted(restored) == sorted(r["source"] for r in plan["rows"])
+    with formats.open_checkpoint(src) as ckpt:
+        for key, value in restored.items():
+            assert ckpt[key].shape == value.shape and ckpt[key].read().tobytes() == value.tobytes(), key
