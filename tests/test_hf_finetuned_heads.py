@@ -3,7 +3,8 @@ top-level ``output_weights`` [num_labels, hidden] / ``output_bias`` as ``BertFor
 ``num_labels`` from the shape, run_squad.py's ``cls/squad/output_weights`` [2, hidden] / ``output_bias`` as
 ``BertForQuestionAnswering`` (which has no pooler: the checkpoint's is left out by name); and Model Garden's
 ``BertPretrainerV2`` checkpoint (``encoder/...`` + ``masked_lm/...``, made by tf-models-official itself) as
-``BertForMaskedLM``.
+``BertForMaskedLM``; and google-research/albert's run_classifier.py checkpoint (the same top-level head) as
+``AlbertForSequenceClassification``.
 
 The checkpoints are ``tests/data/hf/bert_classifier``, ``bert_squad`` and ``bert_tf2_pretrainer`` (real TensorFlow, the scripts' variable
 names, AdamWeightDecayOptimizer slots; ``generators/make_originals_a.py``). Their golden state dicts (transformers
@@ -110,9 +111,29 @@ def test_model_garden_pretrainer_plans_a_masked_lm_from_the_heads_embedding_tabl
         ("dropped", "pooler", ["encoder/layer_with_weights-6/bias" + v, "encoder/layer_with_weights-6/kernel" + v])]
 
 
-def test_a_pretraining_checkpoint_gets_no_num_labels(run_cli) -> None:
-    plan = _plan(run_cli, HF_DATA / "bert" / "bert_model.ckpt")
-    assert plan["details"]["class"] == "BertForPreTraining" and "num_labels" not in plan["details"]["config"]
+def test_albert_run_classifier_checkpoint_plans_a_sequence_classifier(run_cli, tmp_path: Path) -> None:
+    src = HF_DATA / "albert_classifier" / "model.ckpt-3"
+    plan = _plan(run_cli, src)
+    assert plan["details"]["class"] == "AlbertForSequenceClassification"
+    assert plan["details"]["config"]["num_labels"] == 4
+    rows = {r["key"]: r for r in plan["rows"]}
+    assert len(rows) == 27 and (rows["classifier.weight"]["source"], rows["classifier.weight"]["shape"]) == (
+        "output_weights", [4, H])
+    assert (rows["classifier.bias"]["source"], rows["classifier.bias"]["shape"]) == ("output_bias", [4])
+    assert [(p["kind"], p["key"]) for p in plan["problems"]] == [("config", "num_labels"), ("dropped", "global_step")]
+    back = tmp_path / "back" / "model.ckpt"
+    assert run_cli("convert", src, "-o", tmp_path / "hf", "--to", "hf").exit_code == 0
+    assert run_cli("convert", tmp_path / "hf", "-o", back, "--to", "tf-name", "--family", "albert").exit_code == 0
+    with formats.open_checkpoint(back) as restored, formats.open_checkpoint(src) as original:
+        assert sorted(restored) == sorted(k for k in original if k != "global_step")
+        assert all(restored[k].read().tobytes() == original[k].read().tobytes() for k in restored)
+
+
+@pytest.mark.parametrize("case, ckpt, cls", [("bert", "bert_model.ckpt", "BertForPreTraining"),
+                                              ("albert", "model.ckpt-best", "AlbertForPreTraining")])
+def test_a_pretraining_checkpoint_gets_no_num_labels(run_cli, case: str, ckpt: str, cls: str) -> None:
+    plan = _plan(run_cli, HF_DATA / case / ckpt)
+    assert plan["details"]["class"] == cls and "num_labels" not in plan["details"]["config"]
 
 
 @pytest.mark.parametrize("how", ["bias", "hparam", "squad", "missing-bias"])

@@ -11,6 +11,10 @@ TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with mak
   (already [out, in]) and ``output_bias`` [num_labels] at the top level, AdamWeightDecayOptimizer's ``adam_m`` /
   ``adam_v`` for each, ``global_step``; ``bert_config.json`` (which has no ``num_labels``: the script takes the
   label count from its data processor, here 3).
+- ``albert_classifier``: google-research/albert's ``run_classifier.py`` output: its encoder (one shared layer group)
+  and the same top-level ``output_weights`` / ``output_bias`` head (num_labels 4), ``global_step`` (no slots, to stay
+  small); ``load_tf_weights_in_albert`` reads this head as it is (it renames the top-level names to
+  ``classifier/``), so its golden case is made directly.
 - ``bert_squad``: what ``run_squad.py`` leaves: the encoder (pooler included: modeling.BertModel always makes it,
   run_squad never uses it), ``cls/squad/output_weights`` [2, hidden], ``cls/squad/output_bias`` [2], the slots.
 
@@ -82,8 +86,28 @@ RENAMED = {"bert_tf2_pretrainer": {},
 """The names load_tf_weights_in_bert reads into the class's head (no transpose: output_weights is [out, in])."""
 
 
+SMALL_ALBERT = {"attention_probs_dropout_prob": 0, "down_scale_factor": 1, "embedding_size": 8, "gap_size": 0,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0, "hidden_size": 16, "initializer_range": 0.02,
+                "inner_group_num": 1, "intermediate_size": 24, "max_position_embeddings": 32, "net_structure_type": 0,
+                "num_attention_heads": 2, "num_hidden_groups": 1, "num_hidden_layers": 2, "num_memory_blocks": 0,
+                "type_vocab_size": 2, "vocab_size": 50}
+"""albert_config.json of ``albert_classifier`` (the released v2 format), smaller than the ``albert`` case's."""
+CASES["albert_classifier"] = {"family": "albert", "layout": "tf1-run-classifier",
+                              "checkpoint": "albert_classifier/model.ckpt-3",
+                              "config": "albert_classifier/albert_config.json",
+                              "class": "AlbertForSequenceClassification", "loader": "load_tf_weights_in_albert",
+                              "num_labels": 4, "golden_made_by": "make_originals_a.py"}
+SEEDS["albert_classifier"] = 18
+HEADS["albert_classifier"] = {"output_weights": [4, 16], "output_bias": [4]}
+
+
 def model_tensors(case: str) -> dict:
-    """The fine-tuned model's variables: the encoder of modeling.BertModel (no cls/ pretraining heads) + the head."""
+    """The fine-tuned model's variables: the encoder of modeling.BertModel (no cls/ pretraining heads) + the head
+    (ALBERT's run_classifier.py: its modeling.AlbertModel + the same top-level head)."""
+    if case == "albert_classifier":
+        shapes = {n: s for n, s in mc.albert_shapes(SMALL_ALBERT).items() if n.startswith("bert/")}
+        shapes.update(HEADS[case])
+        return {n: value(SEEDS[case], n, s) for n, s in shapes.items()}
     shapes = {n: s for n, s in mc.bert_shapes(SMALL_BERT).items() if n.startswith("bert/")}
     shapes.update(HEADS[case])
     return {n: value(SEEDS[case], n, s) for n, s in shapes.items()}
@@ -391,8 +415,27 @@ def _rembert_config(case: dict):
 CASES["rembert"] = {"family": "rembert", "layout": "tf1", "checkpoint": "rembert/model.ckpt",
                     "config": "rembert/config.json", "class": "RemBertModel", "loader": "load_tf_weights_in_rembert"}
 SEEDS["rembert"] = 17
+def make_albert_classifier(case: str) -> None:
+    """albert_classifier: run_classifier.py's output dir (model.ckpt-3 + checkpoint), without optimizer slots (to
+    stay small). load_tf_weights_in_albert reads its head as it is (it renames a top-level output_weights and
+    output_bias to classifier/...), so this golden case is the loader on the checkpoint itself."""
+    d = ROOT / case
+    clean(d)
+    write_json(d / "albert_config.json", SMALL_ALBERT)
+    print(save_tf1(d / "model.ckpt", model_tensors(case), global_step=3, write_checkpoint_file=True))
+
+
+def _albert_config_with_labels(case: dict):
+    """convert_albert_original_tf_checkpoint_to_pytorch.py's AlbertConfig.from_json_file, with cases.json's
+    num_labels (run_classifier.py's label count, which albert_config.json does not hold)."""
+    config = _ORIGINAL_CONFIGS["albert"](case)
+    config.num_labels = case["num_labels"]
+    return config
+
+
 DIRECT = {"mobilebert": (make_mobilebert, _mobilebert_config), "bigbird": (make_bigbird, _bigbird_config),
-          "convbert": (make_convbert, _convbert_config), "rembert": (make_rembert, _rembert_config)}
+          "convbert": (make_convbert, _convbert_config), "rembert": (make_rembert, _rembert_config),
+          "albert_classifier": (make_albert_classifier, _albert_config_with_labels)}
 """Cases transformers 4.x's own loader reads as they are: checkpoint maker, oracle config."""
 
 
@@ -414,20 +457,21 @@ def renamed_copy(case: str, directory: str) -> str:
     """The case's model variables re-saved under the names transformers' loader reads (see the docstring)."""
     out = {}
     for name, array in model_tensors(case).items():
-        if case != "bert_classifier" and name.startswith("bert/pooler/"):
+        if case in ("bert_squad", "bert_tf2_pretrainer") and name.startswith("bert/pooler/"):
             continue  # BertForQuestionAnswering and BertForMaskedLM have no pooler; the loader would fail in it
         out[RENAMED[case].get(name, name)] = array
     return save_tf1(Path(directory) / "model.ckpt", out)
 
 
 def _config_with_labels(case: dict):
-    config = mg.bert_config(case)
+    config = _ORIGINAL_CONFIGS[case["family"]](case)
     if "num_labels" in case:
         config.num_labels = case["num_labels"]
     return config
 
 
 _MAKE_GOLDEN_LOAD = mg.load
+_ORIGINAL_CONFIGS = dict(mg.CONFIGS)  # make_golden.py's own, before this script wraps any
 
 
 def _load(case: dict, model, config, prefix: str, tf2_script) -> None:
@@ -477,14 +521,15 @@ def make_golden_case(case: str) -> None:
         print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
         return
     spec = {**CASES[case], "loader_refuses_layout_use": "renamed copy"}  # make_golden's twin: the copy below
-    mg.CONFIGS["bert"] = _config_with_labels
+    family = spec["family"]
+    mg.CONFIGS[family] = _config_with_labels
     with tempfile.TemporaryDirectory() as tmp:
-        twin = {"family": "bert", "loader": "load_tf_weights_in_bert", "checkpoint": renamed_copy(case, tmp)}
+        twin = {"family": family, "loader": spec["loader"], "checkpoint": renamed_copy(case, tmp)}
         mg.CASES["renamed copy"] = twin
         record = mg.make(case, spec, ROOT / "golden", None)
     names = ", ".join(f"{a} -> {b}" for a, b in RENAMED[case].items()) or "google-research/bert's names"
     record["made_from"] = (f"a copy of {spec['checkpoint']}'s model variables re-saved by TensorFlow under the names "
-                           f"the loader reads ({names}{'; bert/pooler left out' if case != 'bert_classifier' else ''}),"
+                           f"the loader reads ({names}{'; bert/pooler left out' if case in ('bert_squad', 'bert_tf2_pretrainer') else ''}),"
                            " by the same loader; 'sources' traces every tensor to this checkpoint by value")
     (ROOT / "golden" / case / "oracle.json").write_text(json.dumps(record, indent=2) + "\n")
     print(case, "untouched:", record["untouched"], "refused:", record.get("loader_on_this_layout"))
