@@ -44,4 +44,4 @@ def test_slots_twin_has_the_same_golden_model_and_outputs(name: str) -> None:
 
 def test_the_data_stays_small() -> None:
     total = sum(p.stat().st_size for p in HF.rglob("*") if p.is_file())
-    assert total < 6 * 1024 * 1024
+    assert total < 10 * 1024 * 1024  # the five original families, their fine-tuned heads and the issue 37 originals

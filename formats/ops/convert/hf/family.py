@@ -95,9 +95,12 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
 
 def holds(condition: str | None, values: dict[str, Any]) -> bool:
     """Whether ``condition`` holds for ``values``: None (always), ``a!=b``, ``a==b`` (fields or integers),
-    ``flag`` or ``!flag`` (a boolean field, true when absent)."""
+    ``flag`` or ``!flag`` (a boolean field, true when absent), ``?field`` (the field is there at all: BERT's
+    classifier, whose ``num_labels`` only a classifier's weights give)."""
     if condition is None:
         return True
+    if condition.startswith("?"):
+        return condition[1:] in values
     for op in ("!=", "=="):
         if op in condition:
             left, right = (evaluate(side.strip(), values) for side in condition.split(op, 1))

@@ -49,17 +49,34 @@ class Choice:
 
 
 def detect_family(keys: list[str]) -> Family | None:
-    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns)."""
+    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns); when several do
+    (MobileBERT's names begin as BERT's), the one whose rules map or drop the most keys, the first by name on a tie."""
+    found: list[tuple[Family, Layout]] = []
     for name in family_names():
         family = load_family(name)
         if family.raw.get("detect_automatically") is False:
             continue
         try:
-            if family.layout_of(keys, {}) is not None:
-                return family
+            layout = family.layout_of(keys, {})
         except KeyError:
             continue
-    return None
+        if layout is not None:
+            found.append((family, layout))
+    if len(found) <= 1:
+        return found[0][0] if found else None
+    covered = [_covered(layout, keys) for _, layout in found]
+    return found[covered.index(max(covered))][0]
+
+
+def _covered(layout: Layout, keys: list[str]) -> int:
+    """How many of ``keys`` a layout's map and drop rules match (rules that need the configuration left out)."""
+    regexes = []
+    for pattern in [rule.source for rule in layout.maps] + [drop.match for drop in layout.drops]:
+        try:
+            regexes.append(pattern.regex({}))
+        except KeyError:
+            continue
+    return sum(1 for key in keys if any(regex.match(key) for regex in regexes))
 
 
 def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
