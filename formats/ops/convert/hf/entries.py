@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["MappedEntry", "OPS", "output_shape"]
+__all__ = ["MappedEntry", "PartEntry", "OPS", "output_shape"]
 
 OPS = ("reshape", "transpose")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
@@ -144,3 +144,26 @@ class MappedEntry(TensorEntry):
             return
         for piece in self.iter_chunks(max(1, chunk // itemsize)):
             yield from array_chunks(piece, chunk)
+
+
+class PartEntry(TensorEntry):
+    """Part ``index`` of ``base`` along its first axis (a map's ``split``: XLNet's per-layer biases stored as one
+    [n_layer, ...] tensor), under a new ``key``; read whole from the base (one small tensor at a time)."""
+
+    __slots__ = ("base", "index")
+
+    def __init__(self, base: TensorEntry, key: str, index: int) -> None:
+        shape = tuple(base.shape[1:])
+        super().__init__(key, shape, base.dtype, base.nbytes // max(1, base.shape[0]), base.name, base.role)
+        self.base, self.index = base, index
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored tensor."""
+        return self.base.files
+
+    def read(self) -> np.ndarray:
+        """The part's value."""
+        import numpy as np
+
+        return np.ascontiguousarray(self.base.read()[self.index])

@@ -38,6 +38,9 @@ The file says, as data::
     groups = ["gated"]                   # parameter groups it adds to the class's
 
 A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
+a map rule's ``split = { i = "n_layer" }`` maps one source tensor to one target per value of ``{i}`` (a
+placeholder of ``to`` only), the source's first axis holding the parts in order (XLNet's ``r_w_bias``
+[n_layer, n_head, d_head] as each layer's [n_head, d_head]);
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -182,6 +185,7 @@ class MapRule:
     ops: tuple[str, ...] = ()
     dtype: str | None = None
     source_shape: list[str] | None = None
+    split: dict[str, str] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -317,7 +321,7 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
         if bad:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype"), rule.get("source_shape")))
+                            ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split")))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],

@@ -13,7 +13,7 @@ from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
-from formats.ops.convert.hf.entries import MappedEntry, output_shape
+from formats.ops.convert.hf.entries import MappedEntry, PartEntry, output_shape
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -196,6 +196,7 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
+            values.update({name: f"{{{name}}}" for name in rule.split or {}})  # filled per part by _split
             return rule, rule.target.fill(values, config)
     return None
 
@@ -231,6 +232,9 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         if key == OBJECT_GRAPH_KEY:
             continue
         found = _map(layout.maps, key, config)
+        if found is not None and found[0].split:
+            mapped.update(_split(plan, source[key], found[0], found[1], config))
+            continue
         if found is not None:
             mapped[key] = (found[1], source[key], found[0])
             continue
@@ -241,6 +245,20 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         plan.add("unmapped", key, f"unmapped tensor {key!r} {list(source[key].shape)}: no rule of the {family.name} "
                  f"map ({layout.name} layout) maps or drops it")
     return mapped, dropped
+
+
+def _split(plan: ConversionPlan, entry: TensorEntry, rule: MapRule, target: str,
+           config: dict[str, Any]) -> dict[str, tuple[str, TensorEntry, MapRule]]:
+    """A ``split`` rule's parts: ``key[n]`` -> (the target with ``{i}`` = n, part n of the source); an error when
+    the source's first axis does not hold one part per value."""
+    (name, count_expr), = (rule.split or {}).items()
+    count = evaluate(count_expr, config)
+    if not entry.shape or entry.shape[0] != count:
+        plan.add("config", count_expr, f"{entry.key!r} {list(entry.shape)} does not hold one part per "
+                 f"{{{name}}} along its first axis ({count_expr}={count}): the configuration contradicts the shapes")
+        return {}
+    return {f"{entry.key}[{n}]": (target.replace(f"{{{name}}}", str(n)), PartEntry(entry, f"{entry.key}[{n}]", n), rule)
+            for n in range(count)}
 
 
 def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
@@ -314,8 +332,9 @@ def _add_row(plan: ConversionPlan, key: str, target: str, entry: TensorEntry, ru
     shape = output_shape(tuple(entry.shape), rule.ops, want.shape)
     if shape != want.shape:
         return f"{key!r} {list(entry.shape)} does not fit {target!r} {list(want.shape)}"
-    transform = " + ".join([*rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
-    value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if transform else entry
+    part = [f"part {entry.index} of axis 0"] if isinstance(entry, PartEntry) else []
+    transform = " + ".join([*part, *rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
+    value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if rule.ops or dtype != entry.dtype else entry
     plan.add_row(key, target, value, want.shape, dtype, "", transform)
     return None
 
