@@ -1,0 +1,145 @@
+"""Write the tiny TensorFlow checkpoints of XLNet and GPT-Neo (issue 37, original releases, part B) with real
+TensorFlow, under the original repositories' variable names, shapes and layouts.
+
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo]
+
+(any venv with tensorflow-cpu >= 2.16; default both). Values as make_checkpoints.py makes them (tfwrite.value:
+one generator per variable name). The golden files are then made by make_golden_b.py (the oracle venv).
+
+- xlnet, xlnet_slots: zihangdai/xlnet modeling.py with untie_r (as every released model): `model/transformer/...`,
+  the per-layer relative-attention biases stacked in one [n_layer, ...] variable each (`r_w_bias`, `r_r_bias`,
+  `r_s_bias`, `seg_embed`), `model/lm_loss/bias`; `xlnet_model.ckpt` + `xlnet_config.json` as the released
+  tarballs; the `_slots` twin adds a real tf.compat.v1.train.AdamOptimizer's state (train_gpu.py with weight_decay
+  0, the default), `model.ckpt-3`.
+- gpt_neo, gpt_neo_slots: EleutherAI/gpt-neo's mesh-tensorflow model (models/gpt2/gpt2.py): `gpt2/wte`, `gpt2/wpe`,
+  `gpt2/hN/norm_1`, `attn/q|k|v|o` [n_embd, n_embd] (mesh-tf's combined heads), `attn/compute_output_bias/o_b`,
+  `norm_2`, `mlp/conv1d_main/c_fc|c_proj/kernel|bias`, `gpt2/ln_f`; the mesh-tf run's `config.json`; the `_slots`
+  twin adds mesh-tf AdamWeightDecayOptimizer's `<name>/adam_m`, `<name>/adam_v`; both hold `global_step`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import tfwrite
+from tfwrite import clean, save_tf1, tf, value, write_json
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent  # tests/data/hf
+
+# --- XLNet (zihangdai/xlnet) ----------------------------------------------------------------------------------
+
+XLNET_CONFIG = {"d_head": 8, "d_inner": 24, "d_model": 16, "ff_activation": "gelu", "n_head": 2, "n_layer": 2,
+                "n_token": 40, "untie_r": True}
+XLNET_SEED = 11
+
+
+def xlnet_shapes(c: dict) -> dict[str, list[int]]:
+    """zihangdai/xlnet modeling.py transformer_xl (untie_r) and lm_loss, under the `model` scope."""
+    d, h, k, n, i = c["d_model"], c["n_head"], c["d_head"], c["n_layer"], c["d_inner"]
+    t = "model/transformer/"
+    shapes = {t + "word_embedding/lookup_table": [c["n_token"], d], t + "mask_emb/mask_emb": [1, 1, d],
+              t + "r_w_bias": [n, h, k], t + "r_r_bias": [n, h, k], t + "r_s_bias": [n, h, k],
+              t + "seg_embed": [n, 2, h, k]}
+    for layer in range(n):
+        p = f"{t}layer_{layer}/"
+        for part in ("q", "k", "v", "r", "o"):
+            shapes[f"{p}rel_attn/{part}/kernel"] = [d, h, k]
+        shapes.update({p + "rel_attn/LayerNorm/beta": [d], p + "rel_attn/LayerNorm/gamma": [d],
+                       p + "ff/layer_1/kernel": [d, i], p + "ff/layer_1/bias": [i],
+                       p + "ff/layer_2/kernel": [i, d], p + "ff/layer_2/bias": [d],
+                       p + "ff/LayerNorm/beta": [d], p + "ff/LayerNorm/gamma": [d]})
+    shapes["model/lm_loss/bias"] = [c["n_token"]]
+    return shapes
+
+
+def xlnet_value(name: str, shape: list[int]) -> np.ndarray:
+    """Embeddings (the lookup table, mask_emb, seg_embed) ~ N(0, 1); the rest as tfwrite.value."""
+    kind = "embedding" if name.endswith(("lookup_table", "mask_emb", "seg_embed")) else "auto"
+    return value(XLNET_SEED, name, shape, kind)
+
+
+def save_with_adam(prefix: Path, tensors: dict[str, np.ndarray], seed: int) -> str:
+    """The model plus a real tf.compat.v1.train.AdamOptimizer's state after 3 steps (<name>/Adam, <name>/Adam_1,
+    beta1_power, beta2_power, global_step); the model variables are put back to their values afterwards."""
+    v1 = tfwrite.v1
+    with tf.Graph().as_default():
+        variables = [v1.Variable(a, name=n) for n, a in tensors.items()]
+        rng = np.random.default_rng(seed)
+        loss = tf.add_n([tf.reduce_sum(v * rng.standard_normal(v.shape).astype(np.float32)) for v in variables])
+        step = v1.train.get_or_create_global_step()
+        train = v1.train.AdamOptimizer(learning_rate=1e-3).minimize(loss, global_step=step)
+        restore = [v.assign(a) for v, a in zip(variables, tensors.values())]
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            for _ in range(3):
+                sess.run(train)
+            sess.run(restore)
+            return v1.train.Saver(save_relative_paths=True).save(sess, str(prefix), global_step=step,
+                                                                 write_meta_graph=False)
+
+
+def make_xlnet() -> None:
+    """xlnet: as a released tarball (xlnet_model.ckpt + xlnet_config.json); xlnet_slots: + Adam, model.ckpt-3."""
+    tensors = {n: xlnet_value(n, s) for n, s in xlnet_shapes(XLNET_CONFIG).items()}
+    for case, slots in (("xlnet", False), ("xlnet_slots", True)):
+        d = ROOT / case
+        clean(d)
+        write_json(d / "xlnet_config.json", XLNET_CONFIG)
+        if slots:
+            print(save_with_adam(d / "model.ckpt", tensors, XLNET_SEED))
+        else:
+            print(save_tf1(d / "xlnet_model.ckpt", tensors))
+
+
+# --- GPT-Neo (EleutherAI/gpt-neo, mesh-tensorflow) ------------------------------------------------------------
+
+GPT_NEO_CONFIG = {"n_head": 2, "n_vocab": 50, "embed_dropout": 0, "n_ctx": 32, "n_positions": 32, "n_embd": 16,
+                  "n_layer": 2, "attention_types": [[["global", "local"], 1]], "res_dropout": 0, "attn_dropout": 0,
+                  "activation_function": "gelu", "precision": "float32", "model": "GPT", "tokens_per_mb_per_replica": 2048,
+                  "scale_by_depth": True, "scale_by_in": False, "mesh_shape": "x:1", "layout": "batch:x"}
+GPT_NEO_SEED = 12
+
+
+def gpt_neo_shapes(c: dict) -> dict[str, list[int]]:
+    """EleutherAI/gpt-neo models/gpt2/gpt2.py: mesh-tf variables (attention weights with the heads combined)."""
+    e = c["n_embd"]
+    shapes = {"gpt2/wte": [c["n_vocab"], e], "gpt2/wpe": [c["n_ctx"], e]}
+    for n in range(c["n_layer"]):
+        p = f"gpt2/h{n}/"
+        shapes.update({p + "norm_1/g": [e], p + "norm_1/b": [e],
+                       p + "attn/q": [e, e], p + "attn/k": [e, e], p + "attn/v": [e, e], p + "attn/o": [e, e],
+                       p + "attn/compute_output_bias/o_b": [e], p + "norm_2/g": [e], p + "norm_2/b": [e],
+                       p + "mlp/conv1d_main/c_fc/kernel": [e, 4 * e], p + "mlp/conv1d_main/c_fc/bias": [4 * e],
+                       p + "mlp/conv1d_main/c_proj/kernel": [4 * e, e], p + "mlp/conv1d_main/c_proj/bias": [e]})
+    shapes.update({"gpt2/ln_f/g": [e], "gpt2/ln_f/b": [e]})
+    return shapes
+
+
+def make_gpt_neo() -> None:
+    """gpt_neo: model.ckpt-1000 (+ global_step) + checkpoint + config.json; gpt_neo_slots: model.ckpt-1003, + the
+    adam_m/adam_v slots."""
+    tensors = {n: value(GPT_NEO_SEED, n, s, "embedding" if n in ("gpt2/wte", "gpt2/wpe") else "auto")
+               for n, s in gpt_neo_shapes(GPT_NEO_CONFIG).items()}
+    for case, slots in (("gpt_neo", False), ("gpt_neo_slots", True)):
+        d = ROOT / case
+        clean(d)
+        (d / "config.json").write_text(json.dumps(GPT_NEO_CONFIG, indent=2) + "\n")
+        model = dict(tensors)
+        if slots:
+            for name, array in tensors.items():
+                model[name + "/adam_m"] = value(GPT_NEO_SEED, name + "/adam_m", list(array.shape), "m")
+                model[name + "/adam_v"] = value(GPT_NEO_SEED, name + "/adam_v", list(array.shape), "v")
+        print(save_tf1(d / "model.ckpt", model, global_step=1003 if slots else 1000, write_checkpoint_file=True))
+
+
+def main(argv: list[str]) -> None:
+    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo}
+    for name in argv or list(makers):
+        makers[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
