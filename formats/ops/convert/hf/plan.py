@@ -226,7 +226,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     ``unmapped`` error."""
     family, config, layout = choice.family, choice.config, choice.layout
     assert layout is not None
-    mapped: dict[str, tuple[str, TensorEntry, MapRule]] = {}
+    mapped: dict[str, tuple[str, TensorEntry | None, MapRule]] = {}
     dropped: dict[str, list[str]] = {}
     for key in source:
         if key == OBJECT_GRAPH_KEY:
@@ -248,15 +248,15 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
 
 
 def _split(plan: ConversionPlan, entry: TensorEntry, rule: MapRule, target: str,
-           config: dict[str, Any]) -> dict[str, tuple[str, TensorEntry, MapRule]]:
+           config: dict[str, Any]) -> dict[str, tuple[str, TensorEntry | None, MapRule]]:
     """A ``split`` rule's parts: ``key[n]`` -> (the target with ``{i}`` = n, part n of the source); an error when
-    the source's first axis does not hold one part per value."""
+    the source's first axis does not hold one part per value (the parts then None: claimed, not planned)."""
     (name, count_expr), = (rule.split or {}).items()
     count = evaluate(count_expr, config)
     if not entry.shape or entry.shape[0] != count:
         plan.add("config", count_expr, f"{entry.key!r} {list(entry.shape)} does not hold one part per "
                  f"{{{name}}} along its first axis ({count_expr}={count}): the configuration contradicts the shapes")
-        return {}
+        return {f"{entry.key}[{n}]": (target.replace(f"{{{name}}}", str(n)), None, rule) for n in range(count)}
     return {f"{entry.key}[{n}]": (target.replace(f"{{{name}}}", str(n)), PartEntry(entry, f"{entry.key}[{n}]", n), rule)
             for n in range(count)}
 
@@ -272,6 +272,9 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     filled: set[str] = set()
     misfits: dict[str, list[tuple[str, str]]] = {}
     for key, (target, entry, rule) in mapped.items():
+        if entry is None:  # a split whose error is planned already
+            filled.add(target)
+            continue
         if target not in expected:
             if target in every:
                 why = f"{every[target].group} parameters, which {choice.cls.get('name')} does not have"
@@ -353,7 +356,7 @@ def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str
 
 
 def _fields(want: Target, config: dict[str, Any]) -> str:
-    names = sorted({f for dim in want.param.shape for f in dim.replace("+", "*").split("*") if not f.isdigit()})
+    names = sorted({f for dim in want.param.shape for f in re.split(r"[-+*/]", dim) if f and not f.isdigit()})
     return ", ".join(f"{n}={config.get(n)}" for n in names)
 
 
