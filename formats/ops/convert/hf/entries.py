@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["MappedEntry", "PartEntry", "OPS", "output_shape"]
+__all__ = ["MappedEntry", "PartEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
 OPS = ("reshape", "transpose")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
@@ -167,3 +167,43 @@ class PartEntry(TensorEntry):
         import numpy as np
 
         return np.ascontiguousarray(self.base.read()[self.index])
+
+
+class RowsZeroedEntry(TensorEntry):
+    """``base`` with the rows ``rows`` of its first axis set to zero (a map's ``zero_rows``), under a new ``key``."""
+
+    __slots__ = ("base", "rows")
+
+    def __init__(self, base: TensorEntry, key: str, rows: tuple[int, ...]) -> None:
+        super().__init__(key, tuple(base.shape), base.dtype, base.nbytes, base.name, base.role)
+        self.base, self.rows = base, rows
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored tensor."""
+        return self.base.files
+
+    def read(self) -> np.ndarray:
+        """The base's value with the rows zeroed."""
+        import numpy as np
+
+        value = np.array(self.base.read())
+        value[list(self.rows)] = 0
+        return value
+
+
+class ZerosEntry(TensorEntry):
+    """A parameter written as zeros (a family's ``zeros`` rule): no stored tensor behind it."""
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        from formats.core.dtypes import by_name
+
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * by_name(dtype).itemsize)
+
+    def read(self) -> np.ndarray:
+        """Zeros of the shape and dtype."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        return np.zeros(self.shape, dtype=by_name(self.dtype).numpy())

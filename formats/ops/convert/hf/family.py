@@ -40,7 +40,10 @@ The file says, as data::
 A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
 a map rule's ``split = { i = "n_layer" }`` maps one source tensor to one target per value of ``{i}`` (a
 placeholder of ``to`` only), the source's first axis holding the parts in order (XLNet's ``r_w_bias``
-[n_layer, n_head, d_head] as each layer's [n_head, d_head]);
+[n_layer, n_head, d_head] as each layer's [n_head, d_head]); ``zero_rows = ["pad_token_id"]`` writes those rows
+(config expressions) as zeros (Pegasus's script zeroes the padding token's embedding); a parameter's
+``zeros = "why"`` writes it as zeros when no source tensor fills it (a bias the original model does not have),
+with a warning naming it and why;
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -186,6 +189,7 @@ class MapRule:
     dtype: str | None = None
     source_shape: list[str] | None = None
     split: dict[str, str] | None = None
+    zero_rows: list[str] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -219,6 +223,7 @@ class Param:
     each: dict[str, str] = field(default_factory=dict)
     group: str = "base"
     when: str | None = None
+    zeros: str | None = None
 
 
 @record
@@ -302,7 +307,7 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: str, where: str = "")
 def _parse(doc: dict[str, Any], path: str) -> Family:
     layouts = [_layout(item, path) for item in _need(doc, "layouts", list, path)]
     params = [Param(Pattern(_need(p, "name", str, path, "params: ")), list(_need(p, "shape", list, path, "params: ")),
-                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"))
+                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"), p.get("zeros"))
               for p in doc.get("params", [])]
     tied = {_need(t, "name", str, path, "tied: "): _need(t, "to", str, path, "tied: ") for t in doc.get("tied", [])}
     return Family(name=_need(doc, "family", str, path), path=path, model_type=str(doc.get("model_type", doc["family"])),
@@ -321,7 +326,8 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
         if bad:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split")))
+                            ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split"),
+                            rule.get("zero_rows")))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],

@@ -13,7 +13,7 @@ from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
-from formats.ops.convert.hf.entries import MappedEntry, PartEntry, output_shape
+from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -294,10 +294,19 @@ def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], f
             dropped: dict[str, list[str]]) -> None:
     """The missing parameters' errors, one warning per drop rule, and what the writer and --json need."""
     family, config = choice.family, choice.config
+    zeros: dict[str, list[str]] = {}
     for name in expected:
-        if name not in filled:
+        why = expected[name].param.zeros
+        if name not in filled and why:
+            plan.add_row(None, _strip(name, choice), ZerosEntry(_strip(name, choice), expected[name].shape),
+                         expected[name].shape, "float32", "", "zeros")
+            zeros.setdefault(why, []).append(_strip(name, choice))
+        elif name not in filled:
             plan.add("missing", name, f"parameter {name!r} {list(expected[name].shape)} of {choice.cls.get('name')} "
                      "has no source tensor")
+    for why, names in zeros.items():
+        plan.add("zeros", names[0], f"{len(names)} parameter{'s' * (len(names) != 1)} written as zeros: {why}",
+                 WARNING, names)
     for what, keys in dropped.items():
         pattern, why = what.split("\0")
         plan.add("dropped", pattern, f"{len(keys)} tensor{'s' * (len(keys) != 1)} left out: {why}", WARNING, keys)
@@ -336,6 +345,12 @@ def _add_row(plan: ConversionPlan, key: str, target: str, entry: TensorEntry, ru
     if shape != want.shape:
         return f"{key!r} {list(entry.shape)} does not fit {target!r} {list(want.shape)}"
     part = [f"part {entry.index} of axis 0"] if isinstance(entry, PartEntry) else []
+    if rule.zero_rows:
+        rows = tuple(evaluate(r, config) for r in rule.zero_rows)
+        if not entry.shape or any(not 0 <= r < entry.shape[0] for r in rows):
+            return f"{key!r} {list(entry.shape)} has no row {', '.join(map(str, rows))} to zero"
+        entry = RowsZeroedEntry(entry, entry.key, rows)
+        part.append(f"row{'s' * (len(rows) != 1)} {', '.join(map(str, rows))} zeroed")
     transform = " + ".join([*part, *rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
     value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if rule.ops or dtype != entry.dtype else entry
     plan.add_row(key, target, value, want.shape, dtype, "", transform)
