@@ -41,7 +41,67 @@ CASES = {
     "gpt_neo_slots": {"family": "gpt_neo", "layout": "mesh-tf", "checkpoint": "gpt_neo_slots/model.ckpt-1003",
                       "config": "gpt_neo_slots/config.json", "class": "GPTNeoForCausalLM",
                       "loader": "load_tf_weights_in_gpt_neo"},
+    "pegasus": {"family": "pegasus", "layout": "tf1", "checkpoint": "pegasus/model.ckpt-1000",
+                "config": "pegasus/params.json", "class": "PegasusForConditionalGeneration",
+                "loader": "convert_pegasus"},
 }
+PEGASUS_SCRIPT = "transformers/models/pegasus/convert_pegasus_tf_to_pytorch.py"
+PEGASUS_DEFAULTS = dict(vocab_size=96103, max_position_embeddings=512, d_model=1024, encoder_ffn_dim=4096,
+                        decoder_ffn_dim=4096, encoder_attention_heads=16, decoder_attention_heads=16, encoder_layers=16,
+                        decoder_layers=16, dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, pad_token_id=0,
+                        eos_token_id=1, is_encoder_decoder=True, normalize_before=True, scale_embedding=True,
+                        normalize_embedding=False, add_final_layer_norm=True, static_position_embeddings=True,
+                        num_beams=8, activation_function="relu")
+"""configuration_pegasus.DEFAULTS as transformers 3.x/4.0 defined it (the script imports it; later releases dropped
+it, so the script as shipped in 4.46.3 fails at its import): pegasus-large's architecture."""
+
+
+def pegasus_updates(case: dict) -> dict:
+    """The script's cfg_updates for the case (its task_specific_params entry, for the tiny model): pegasus's param
+    set fields (params.json) as PegasusConfig fields."""
+    p = json.loads((mg.ROOT / case["config"]).read_text())
+    return dict(vocab_size=p["vocab_size"], d_model=p["hidden_size"], encoder_ffn_dim=p["filter_size"],
+                decoder_ffn_dim=p["filter_size"], encoder_attention_heads=p["num_heads"],
+                decoder_attention_heads=p["num_heads"], encoder_layers=p["num_encoder_layers"],
+                decoder_layers=p["num_decoder_layers"], max_position_embeddings=p["max_input_len"])
+
+
+def pegasus_config(case: dict) -> transformers.PretrainedConfig:
+    """convert_pegasus's PegasusConfig(**DEFAULTS updated by cfg_updates)."""
+    return transformers.PegasusConfig(**{**PEGASUS_DEFAULTS, **pegasus_updates(case)})
+
+
+def pegasus_script(wheel: str):
+    """convert_pegasus_tf_to_pytorch.py from a transformers 4.46.3 wheel, run unchanged against 4.57.6 with the
+    DEFAULTS and task_specific_params it imports put back into configuration_pegasus."""
+    import importlib.util
+    import zipfile
+
+    from transformers.models.pegasus import configuration_pegasus
+
+    configuration_pegasus.DEFAULTS = PEGASUS_DEFAULTS
+    configuration_pegasus.task_specific_params = {}
+    with zipfile.ZipFile(wheel) as whl:
+        source = whl.read(PEGASUS_SCRIPT).decode()
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("convert_pegasus", loader=None))
+    exec(compile(source, PEGASUS_SCRIPT, "exec"), module.__dict__)  # noqa: S102 - the oracle itself
+    return module
+
+
+WHEEL: list[str] = []
+_load = mg.load
+
+
+def load(case: dict, model, config, prefix: str, tf2_script: str | None) -> None:
+    """make_golden's loaders; Pegasus: the script's get_tf_weights_as_numpy and convert_pegasus (which builds its own
+    model from DEFAULTS + cfg_updates), its state dict then put into the case's model (same config)."""
+    if case["loader"] != "convert_pegasus":
+        _load(case, model, config, prefix, tf2_script)
+        return
+    script = pegasus_script(WHEEL[0])
+    built = script.convert_pegasus(script.get_tf_weights_as_numpy(prefix), pegasus_updates(case))
+    assert built.config.to_dict() == config.to_dict()
+    model.load_state_dict(built.state_dict(), strict=True)
 
 
 def xlnet_config(case: dict) -> transformers.PretrainedConfig:
@@ -66,12 +126,16 @@ def inputs_for(case: dict, config: transformers.PretrainedConfig) -> dict[str, n
     out = _inputs(case, config)
     if case["family"] == "xlnet":
         out["token_type_ids"] = (np.arange(8)[None, :] >= 4).repeat(2, 0).astype(np.int64)
+    if case["family"] == "pegasus":
+        dec = np.random.default_rng(20261124).integers(1, config.vocab_size, size=(2, 5)).astype(np.int64)
+        dec[:, 0] = config.decoder_start_token_id
+        out["decoder_input_ids"] = dec
     return out
 
 
 def outputs_of(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, np.ndarray]:
     """make_golden's outputs; GPT-Neo's with use_cache=False, as GPT-2's."""
-    return _outputs(model, inputs, "gpt2" if family == "gpt_neo" else family)
+    return _outputs(model, inputs, "gpt2" if family in ("gpt_neo", "pegasus") else family)
 
 
 def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
@@ -80,28 +144,46 @@ def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
     import tensorflow as tf
 
     sources, unused = _trace(state, prefix)
-    arrays = {n: tf.train.load_variable(prefix, n) for n in unused}
+    arrays = {n: tf.train.load_variable(prefix, n) for n in unused + ["embeddings/weights"]
+              if n in dict(tf.train.list_variables(prefix))}
     for key, found in sources.items():
         if found != "-":
             continue
         g = state[key].detach().numpy()
         hits = [f"{n} [{i}]" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.ndim == g.ndim + 1
                 and a.shape[1:] == g.shape for i in range(a.shape[0]) if np.array_equal(a[i], g)]
+        if not hits and g.ndim == 2:  # Pegasus: the script zeroes the padding token's embedding row
+            hits = [f"{n} (row 0 zeroed)" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.shape == g.shape
+                    and not g[0].any() and np.array_equal(a[1:], g[1:])]
+        if not hits and key.endswith("embed_positions.weight"):
+            hits = ["computed (sinusoidal, as transformers makes it)"]
+        elif not hits and not g.any():
+            hits = ["zeros (written by the script)"]
         if hits:
             sources[key] = " | ".join(hits)
     used = {f.split(" ")[0] for v in sources.values() for f in v.split(" | ")}
     return sources, [n for n in unused if n not in used]
 
 
-mg.CONFIGS.update({"xlnet": xlnet_config, "gpt_neo": gpt_neo_config})
-mg.inputs_for, mg.outputs_of, mg.trace_sources = inputs_for, outputs_of, trace_sources
+mg.CONFIGS.update({"xlnet": xlnet_config, "gpt_neo": gpt_neo_config, "pegasus": pegasus_config})
+mg.inputs_for, mg.outputs_of, mg.trace_sources, mg.load = inputs_for, outputs_of, trace_sources, load
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="golden case names (default: all of CASES)")
     parser.add_argument("--out", type=Path, default=mg.ROOT / "golden")
+    parser.add_argument("--wheel", help="a transformers 4.46.3 wheel (for the Pegasus script; default: pip download)")
     args = parser.parse_args()
+    if args.wheel is None and any(CASES[c]["family"] == "pegasus" for c in args.cases or CASES):
+        import subprocess
+        import tempfile
+
+        tmp = tempfile.mkdtemp(prefix="hf-oracle-")
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "transformers==4.46.3", "-d", tmp],
+                       check=True)
+        args.wheel = str(next(Path(tmp).glob("*.whl")))
+    WHEEL.append(args.wheel or "")
     for name in args.cases or list(CASES):
         record = mg.make(name, CASES[name], args.out, None)
         print(name, "untouched:", record["untouched"], "sources:", sum(v != "-" for v in record["sources"].values()),

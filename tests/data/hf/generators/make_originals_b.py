@@ -1,9 +1,9 @@
 """Write the tiny TensorFlow checkpoints of XLNet and GPT-Neo (issue 37, original releases, part B) with real
 TensorFlow, under the original repositories' variable names, shapes and layouts.
 
-    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo]
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo] [pegasus]
 
-(any venv with tensorflow-cpu >= 2.16; default both). Values as make_checkpoints.py makes them (tfwrite.value:
+(any venv with tensorflow-cpu >= 2.16; default all). Values as make_checkpoints.py makes them (tfwrite.value:
 one generator per variable name). The golden files are then made by make_golden_b.py (the oracle venv).
 
 - xlnet, xlnet_slots: zihangdai/xlnet modeling.py with untie_r (as every released model): `model/transformer/...`,
@@ -15,6 +15,11 @@ one generator per variable name). The golden files are then made by make_golden_
   `gpt2/hN/norm_1`, `attn/q|k|v|o` [n_embd, n_embd] (mesh-tf's combined heads), `attn/compute_output_bias/o_b`,
   `norm_2`, `mlp/conv1d_main/c_fc|c_proj/kernel|bias`, `gpt2/ln_f`; the mesh-tf run's `config.json`; the `_slots`
   twin adds mesh-tf AdamWeightDecayOptimizer's `<name>/adam_m`, `<name>/adam_v`; both hold `global_step`.
+- pegasus: google-research/pegasus's TF1 Transformer: `embeddings/weights`, `encoder|decoder/layer_N/self_attention`
+  (decoder also `memory_attention`) `/q_proj|k_proj|v_proj|output_proj/kernel` (no biases), `.../LayerNorm`,
+  `ffn/dense`, `ffn/dense_1`, `ffn/LayerNorm`, `encoder|decoder/LayerNorm`; Adafactor's slots and global_step, as a
+  training run's `model.ckpt-N`. pegasus keeps its configuration in code (a registered param set), so the case
+  holds `params.json`: that param set's model fields.
 """
 from __future__ import annotations
 
@@ -135,8 +140,63 @@ def make_gpt_neo() -> None:
         print(save_tf1(d / "model.ckpt", model, global_step=1003 if slots else 1000, write_checkpoint_file=True))
 
 
+# --- Pegasus (google-research/pegasus, TF1) ---------------------------------------------------------------------
+
+PEGASUS_PARAMS = {"vocab_size": 40, "hidden_size": 16, "filter_size": 24, "num_heads": 2, "num_encoder_layers": 2,
+                  "num_decoder_layers": 2, "max_input_len": 32, "max_output_len": 16}
+PEGASUS_SEED = 13
+
+
+def pegasus_shapes(p: dict) -> dict[str, list[int]]:
+    """google-research/pegasus models/transformer.py (layers/embedding.py, attention.py, transformer_block.py): the
+    shared `embeddings/weights`, attention projections without biases, `ffn/dense` and `ffn/dense_1` with biases,
+    pre-norm LayerNorms and the stacks' final `LayerNorm`."""
+    h, f = p["hidden_size"], p["filter_size"]
+    shapes = {"embeddings/weights": [p["vocab_size"], h]}
+    for stack, count, attentions in (("encoder", p["num_encoder_layers"], ("self_attention",)),
+                                     ("decoder", p["num_decoder_layers"], ("self_attention", "memory_attention"))):
+        for n in range(count):
+            layer = f"{stack}/layer_{n}/"
+            for attention in attentions:
+                for proj in ("q_proj", "k_proj", "v_proj", "output_proj"):
+                    shapes[f"{layer}{attention}/{proj}/kernel"] = [h, h]
+                shapes[f"{layer}{attention}/LayerNorm/gamma"] = [h]
+                shapes[f"{layer}{attention}/LayerNorm/beta"] = [h]
+            shapes.update({layer + "ffn/dense/kernel": [h, f], layer + "ffn/dense/bias": [f],
+                           layer + "ffn/dense_1/kernel": [f, h], layer + "ffn/dense_1/bias": [h],
+                           layer + "ffn/LayerNorm/gamma": [h], layer + "ffn/LayerNorm/beta": [h]})
+        shapes[f"{stack}/LayerNorm/gamma"] = [h]
+        shapes[f"{stack}/LayerNorm/beta"] = [h]
+    return shapes
+
+
+def with_adafactor_slots(seed: int, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """TF1 Adafactor's slots as slot_creator names them: `<name>/Adafactor` (the row factor vr of a matrix, or v of a
+    vector) and `<name>/Adafactor_1` (the column factor vc of a matrix)."""
+    out = dict(tensors)
+    for name, array in tensors.items():
+        if array.ndim == 2:
+            out[name + "/Adafactor"] = value(seed, name + "/Adafactor", [array.shape[0]], "v")
+            out[name + "/Adafactor_1"] = value(seed, name + "/Adafactor_1", [array.shape[1]], "v")
+        else:
+            out[name + "/Adafactor"] = value(seed, name + "/Adafactor", list(array.shape), "v")
+    return out
+
+
+def make_pegasus() -> None:
+    """pegasus: model.ckpt-1000 + checkpoint as a pegasus training run leaves it (with Adafactor's slots and
+    global_step), and params.json: the model fields of its param set (pegasus/params/public_params.py)."""
+    tensors = {n: value(PEGASUS_SEED, n, s, "embedding" if n == "embeddings/weights" else "auto")
+               for n, s in pegasus_shapes(PEGASUS_PARAMS).items()}
+    d = ROOT / "pegasus"
+    clean(d)
+    write_json(d / "params.json", PEGASUS_PARAMS)
+    print(save_tf1(d / "model.ckpt", with_adafactor_slots(PEGASUS_SEED, tensors), global_step=1000,
+                   write_checkpoint_file=True))
+
+
 def main(argv: list[str]) -> None:
-    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo}
+    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus}
     for name in argv or list(makers):
         makers[name]()
 
