@@ -197,7 +197,7 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
             values.update({name: f"{{{name}}}" for name in rule.split or {}})  # filled per part by _split
-            return rule, rule.target.fill(values, config)
+            return rule, "\n".join(t.fill(values, config) for t in [rule.target, *rule.also])
     return None
 
 
@@ -236,7 +236,9 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
             mapped.update(_split(plan, source[key], found[0], found[1], config))
             continue
         if found is not None:
-            mapped[key] = (found[1], source[key], found[0])
+            first, *copies = found[1].split("\n")  # a rule's ``also``: more targets of the same tensor
+            mapped[key] = (first, source[key], found[0])
+            mapped.update({f"{key} (copy {n})": (t, source[key], found[0]) for n, t in enumerate(copies, 1)})
             continue
         drop = next((d for d in layout.drops if d.match.regex(config).match(key)), None)
         if drop is not None:
