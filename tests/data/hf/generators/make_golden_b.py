@@ -44,7 +44,28 @@ CASES = {
     "pegasus": {"family": "pegasus", "layout": "tf1", "checkpoint": "pegasus/model.ckpt-1000",
                 "config": "pegasus/params.json", "class": "PegasusForConditionalGeneration",
                 "loader": "convert_pegasus"},
+    "bigbird_pegasus": {"family": "bigbird_pegasus", "layout": "tf1", "checkpoint": "bigbird_pegasus/model.ckpt-1000",
+                        "config": "bigbird_pegasus/params.json", "class": "BigBirdPegasusForConditionalGeneration",
+                        "loader": "convert_bigbird_pegasus"},
 }
+BIGBIRD_PEGASUS_SCRIPT = "transformers/models/bigbird_pegasus/convert_bigbird_pegasus_tf_to_pytorch.py"
+
+
+def bigbird_pegasus_updates(case: dict) -> dict:
+    """The script's config_update (its __main__ passes {}: the user fills it in): bigbird's flags (params.json) as
+    BigBirdPegasusConfig fields."""
+    p = json.loads((mg.ROOT / case["config"]).read_text())
+    return dict(vocab_size=p["vocab_size"], d_model=p["hidden_size"], encoder_ffn_dim=p["intermediate_size"],
+                decoder_ffn_dim=p["intermediate_size"], encoder_attention_heads=p["num_attention_heads"],
+                decoder_attention_heads=p["num_attention_heads"], encoder_layers=p["num_hidden_layers"],
+                decoder_layers=p["num_hidden_layers"], max_position_embeddings=p["max_position_embeddings"],
+                attention_type=p["attention_type"], block_size=p["block_size"], num_random_blocks=p["num_rand_blocks"],
+                use_bias=p["use_bias"])
+
+
+def bigbird_pegasus_config(case: dict) -> transformers.PretrainedConfig:
+    """convert_bigbird_pegasus's BigBirdPegasusConfig(**config_update)."""
+    return transformers.BigBirdPegasusConfig(**bigbird_pegasus_updates(case))
 PEGASUS_SCRIPT = "transformers/models/pegasus/convert_pegasus_tf_to_pytorch.py"
 PEGASUS_DEFAULTS = dict(vocab_size=96103, max_position_embeddings=512, d_model=1024, encoder_ffn_dim=4096,
                         decoder_ffn_dim=4096, encoder_attention_heads=16, decoder_attention_heads=16, encoder_layers=16,
@@ -71,9 +92,9 @@ def pegasus_config(case: dict) -> transformers.PretrainedConfig:
     return transformers.PegasusConfig(**{**PEGASUS_DEFAULTS, **pegasus_updates(case)})
 
 
-def pegasus_script(wheel: str):
-    """convert_pegasus_tf_to_pytorch.py from a transformers 4.46.3 wheel, run unchanged against 4.57.6 with the
-    DEFAULTS and task_specific_params it imports put back into configuration_pegasus."""
+def pegasus_script(wheel: str, path: str = PEGASUS_SCRIPT):
+    """A conversion script from a transformers 4.46.3 wheel, run unchanged against 4.57.6 (for Pegasus's, with the
+    DEFAULTS and task_specific_params it imports put back into configuration_pegasus)."""
     import importlib.util
     import zipfile
 
@@ -82,7 +103,7 @@ def pegasus_script(wheel: str):
     configuration_pegasus.DEFAULTS = PEGASUS_DEFAULTS
     configuration_pegasus.task_specific_params = {}
     with zipfile.ZipFile(wheel) as whl:
-        source = whl.read(PEGASUS_SCRIPT).decode()
+        source = whl.read(path).decode()
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader("convert_pegasus", loader=None))
     exec(compile(source, PEGASUS_SCRIPT, "exec"), module.__dict__)  # noqa: S102 - the oracle itself
     return module
@@ -95,6 +116,12 @@ _load = mg.load
 def load(case: dict, model, config, prefix: str, tf2_script: str | None) -> None:
     """make_golden's loaders; Pegasus: the script's get_tf_weights_as_numpy and convert_pegasus (which builds its own
     model from DEFAULTS + cfg_updates), its state dict then put into the case's model (same config)."""
+    if case["loader"] == "convert_bigbird_pegasus":
+        script = pegasus_script(WHEEL[0], BIGBIRD_PEGASUS_SCRIPT)
+        built = script.convert_bigbird_pegasus(script.get_tf_weights_as_numpy(prefix), bigbird_pegasus_updates(case))
+        assert built.config.to_dict() == config.to_dict()
+        model.load_state_dict(built.state_dict(), strict=True)
+        return
     if case["loader"] != "convert_pegasus":
         _load(case, model, config, prefix, tf2_script)
         return
@@ -126,7 +153,7 @@ def inputs_for(case: dict, config: transformers.PretrainedConfig) -> dict[str, n
     out = _inputs(case, config)
     if case["family"] == "xlnet":
         out["token_type_ids"] = (np.arange(8)[None, :] >= 4).repeat(2, 0).astype(np.int64)
-    if case["family"] == "pegasus":
+    if case["family"] in ("pegasus", "bigbird_pegasus"):
         dec = np.random.default_rng(20261124).integers(1, config.vocab_size, size=(2, 5)).astype(np.int64)
         dec[:, 0] = config.decoder_start_token_id
         out["decoder_input_ids"] = dec
@@ -135,7 +162,7 @@ def inputs_for(case: dict, config: transformers.PretrainedConfig) -> dict[str, n
 
 def outputs_of(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, np.ndarray]:
     """make_golden's outputs; GPT-Neo's with use_cache=False, as GPT-2's."""
-    return _outputs(model, inputs, "gpt2" if family in ("gpt_neo", "pegasus") else family)
+    return _outputs(model, inputs, "gpt2" if family in ("gpt_neo", "pegasus", "bigbird_pegasus") else family)
 
 
 def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
@@ -165,7 +192,8 @@ def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
     return sources, [n for n in unused if n not in used]
 
 
-mg.CONFIGS.update({"xlnet": xlnet_config, "gpt_neo": gpt_neo_config, "pegasus": pegasus_config})
+mg.CONFIGS.update({"xlnet": xlnet_config, "gpt_neo": gpt_neo_config, "pegasus": pegasus_config,
+                   "bigbird_pegasus": bigbird_pegasus_config})
 mg.inputs_for, mg.outputs_of, mg.trace_sources, mg.load = inputs_for, outputs_of, trace_sources, load
 
 
@@ -175,7 +203,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=mg.ROOT / "golden")
     parser.add_argument("--wheel", help="a transformers 4.46.3 wheel (for the Pegasus script; default: pip download)")
     args = parser.parse_args()
-    if args.wheel is None and any(CASES[c]["family"] == "pegasus" for c in args.cases or CASES):
+    if args.wheel is None and any("pegasus" in CASES[c]["family"] for c in args.cases or CASES):
         import subprocess
         import tempfile
 

@@ -1,7 +1,7 @@
 """Write the tiny TensorFlow checkpoints of XLNet and GPT-Neo (issue 37, original releases, part B) with real
 TensorFlow, under the original repositories' variable names, shapes and layouts.
 
-    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo] [pegasus]
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo] [pegasus] [bigbird_pegasus]
 
 (any venv with tensorflow-cpu >= 2.16; default all). Values as make_checkpoints.py makes them (tfwrite.value:
 one generator per variable name). The golden files are then made by make_golden_b.py (the oracle venv).
@@ -20,6 +20,11 @@ one generator per variable name). The golden files are then made by make_golden_
   `ffn/dense`, `ffn/dense_1`, `ffn/LayerNorm`, `encoder|decoder/LayerNorm`; Adafactor's slots and global_step, as a
   training run's `model.ckpt-N`. pegasus keeps its configuration in code (a registered param set), so the case
   holds `params.json`: that param set's model fields.
+- bigbird_pegasus: google-research/bigbird's summarization encoder-decoder under `pegasus/`: `embeddings/
+  word_embeddings`, `embeddings/position_embeddings` (learned, shared by both stacks), `encoder|decoder/layer_N/
+  attention/self/query|key|value` (2-D kernels, biases), `attention/output/dense`, decoder `attention/encdec...`,
+  `intermediate/dense`, `output/dense`, pre-norm `LayerNorm`s, the stacks' final `LayerNorm`; `params.json` holds the
+  bigbird flags (core/flags.py) that shape it.
 """
 from __future__ import annotations
 
@@ -195,8 +200,52 @@ def make_pegasus() -> None:
                    write_checkpoint_file=True))
 
 
+# --- BigBird-Pegasus (google-research/bigbird, summarization) ---------------------------------------------------
+
+BIGBIRD_PEGASUS_PARAMS = {"vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_attention_heads": 2,
+                          "num_hidden_layers": 2, "max_position_embeddings": 32, "attention_type": "block_sparse",
+                          "block_size": 4, "num_rand_blocks": 1, "use_bias": False}
+BIGBIRD_PEGASUS_SEED = 14
+
+
+def bigbird_pegasus_shapes(p: dict) -> dict[str, list[int]]:
+    """google-research/bigbird's Pegasus-style encoder-decoder (core/encoder.py, core/decoder.py, core/attention.py:
+    2-D attention kernels [hidden, heads x head size] with biases, pre-norm LayerNorms) under `pegasus/`."""
+    h, i = p["hidden_size"], p["intermediate_size"]
+    shapes = {"pegasus/embeddings/word_embeddings": [p["vocab_size"], h],
+              "pegasus/embeddings/position_embeddings": [p["max_position_embeddings"], h]}
+    for stack in ("encoder", "decoder"):
+        for n in range(p["num_hidden_layers"]):
+            layer = f"pegasus/{stack}/layer_{n}/"
+            attentions = [("attention/self/", "attention/output/dense/")]
+            if stack == "decoder":
+                attentions.append(("attention/encdec/", "attention/encdec_output/dense/"))
+            for qkv, out in attentions:
+                for part in ("query", "key", "value"):
+                    shapes[f"{layer}{qkv}{part}/kernel"], shapes[f"{layer}{qkv}{part}/bias"] = [h, h], [h]
+                shapes[f"{layer}{qkv}LayerNorm/beta"], shapes[f"{layer}{qkv}LayerNorm/gamma"] = [h], [h]
+                shapes[f"{layer}{out}kernel"], shapes[f"{layer}{out}bias"] = [h, h], [h]
+            shapes.update({layer + "intermediate/LayerNorm/beta": [h], layer + "intermediate/LayerNorm/gamma": [h],
+                           layer + "intermediate/dense/kernel": [h, i], layer + "intermediate/dense/bias": [i],
+                           layer + "output/dense/kernel": [i, h], layer + "output/dense/bias": [h]})
+        shapes[f"pegasus/{stack}/LayerNorm/beta"], shapes[f"pegasus/{stack}/LayerNorm/gamma"] = [h], [h]
+    return shapes
+
+
+def make_bigbird_pegasus() -> None:
+    """bigbird_pegasus: model.ckpt-1000 + checkpoint (with global_step), and params.json: the bigbird flags that shape
+    the model (core/flags.py; the released summarization checkpoints come without a configuration file)."""
+    tensors = {n: value(BIGBIRD_PEGASUS_SEED, n, s, "embedding" if "embeddings/" in n else "auto")
+               for n, s in bigbird_pegasus_shapes(BIGBIRD_PEGASUS_PARAMS).items()}
+    d = ROOT / "bigbird_pegasus"
+    clean(d)
+    write_json(d / "params.json", BIGBIRD_PEGASUS_PARAMS)
+    print(save_tf1(d / "model.ckpt", tensors, global_step=1000, write_checkpoint_file=True))
+
+
 def main(argv: list[str]) -> None:
-    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus}
+    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus,
+              "bigbird_pegasus": make_bigbird_pegasus}
     for name in argv or list(makers):
         makers[name]()
 
