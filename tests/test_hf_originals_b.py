@@ -18,9 +18,18 @@ import pytest
 import formats
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
-CASES = {"xlnet": ("xlnet/xlnet_model.ckpt", "lm_loss.weight"), "xlnet_slots": ("xlnet_slots/model.ckpt-3", "lm_loss.weight"),
-         "gpt_neo": ("gpt_neo/model.ckpt-1000", "lm_head.weight"),
-         "gpt_neo_slots": ("gpt_neo_slots/model.ckpt-1003", "lm_head.weight")}
+XLNET_TIED = {"lm_loss.weight": "transformer.word_embedding.weight"}
+NEO_TIED = {"lm_head.weight": "transformer.wte.weight"}
+SEQ2SEQ_TIED = {f"{n}": "model.shared.weight" for n in ("model.encoder.embed_tokens.weight",
+                                                         "model.decoder.embed_tokens.weight", "lm_head.weight")}
+CASES = {"xlnet": ("xlnet/xlnet_model.ckpt", "XLNetLMHeadModel", XLNET_TIED),
+         "xlnet_slots": ("xlnet_slots/model.ckpt-3", "XLNetLMHeadModel", XLNET_TIED),
+         "gpt_neo": ("gpt_neo/model.ckpt-1000", "GPTNeoForCausalLM", NEO_TIED),
+         "gpt_neo_slots": ("gpt_neo_slots/model.ckpt-1003", "GPTNeoForCausalLM", NEO_TIED),
+         "pegasus": ("pegasus/model.ckpt-1000", "PegasusForConditionalGeneration", SEQ2SEQ_TIED),
+         "bigbird_pegasus": ("bigbird_pegasus/model.ckpt-1000", "BigBirdPegasusForConditionalGeneration", SEQ2SEQ_TIED)}
+COMPUTED = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")
+"""Pegasus's sinusoidal tables: in the oracle's state dict, made by transformers, not stored."""
 
 
 def _plan(run_cli, src: Path, tmp_path: Path, *extra: str) -> dict:
@@ -34,9 +43,9 @@ def _plan(run_cli, src: Path, tmp_path: Path, *extra: str) -> dict:
 def _golden_shapes(case: str) -> dict[str, list[int]]:
     from safetensors.numpy import load_file
 
-    tied = CASES[case][1]
+    skip = set(CASES[case][2]) | (set(COMPUTED) if case == "pegasus" else set())
     return {k: list(v.shape) for k, v in load_file(str(HF_DATA / "golden" / case / "model.safetensors")).items()
-            if k != tied}
+            if k not in skip}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -44,9 +53,8 @@ def test_plan_has_exactly_the_oracles_parameters_and_shapes(run_cli, tmp_path: P
     plan = _plan(run_cli, HF_DATA / CASES[case][0], tmp_path)
     assert {r["key"]: r["shape"] for r in plan["rows"]} == _golden_shapes(case)
     assert all(r["dtype"] == "float32" for r in plan["rows"])
-    assert plan["details"]["class"] == ("XLNetLMHeadModel" if case.startswith("xlnet") else "GPTNeoForCausalLM")
-    assert plan["details"]["tied"] == {CASES[case][1]: ("transformer.word_embedding.weight" if case.startswith("xlnet")
-                                                         else "transformer.wte.weight")}
+    assert plan["details"]["class"] == CASES[case][1]
+    assert plan["details"]["tied"] == CASES[case][2]
     assert [p for p in plan["problems"] if p["severity"] == "error"] == []
 
 
@@ -155,3 +163,53 @@ def test_a_config_that_contradicts_the_shapes_names_the_field(run_cli, tmp_path:
     errors = _errors(run_cli, src, tmp_path)
     assert len(errors) == 1 and errors[0].startswith("error: config: hidden_size=32: the configuration contradicts "
                                                      "the shapes: "), errors
+
+
+def test_pegasus_zeroes_the_padding_row_and_writes_the_missing_biases_as_zeros(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    src, out = HF_DATA / "pegasus/model.ckpt-1000", tmp_path / "hf"
+    plan = _plan(run_cli, src, tmp_path)
+    rows = {r["key"]: r for r in plan["rows"]}
+    assert rows["model.shared.weight"]["transform"] == "row 0 zeroed"
+    zeros = sorted(k for k, r in rows.items() if r["transform"] == "zeros")
+    assert all(r["source"] is None for k, r in rows.items() if k in zeros)
+    assert zeros == sorted(["final_logits_bias"] + [
+        f"model.{stack}.layers.{i}.{attn}.{p}_proj.bias" for stack, attns in (("encoder", ["self_attn"]),
+                                                                             ("decoder", ["self_attn", "encoder_attn"]))
+        for i in (0, 1) for attn in attns for p in ("q", "k", "v", "out")])
+    warnings = {p["kind"]: p for p in plan["problems"] if p["kind"] in ("zeros", "dropped")}
+    assert warnings["zeros"]["severity"] == "warning"
+    assert run_cli("convert", src, "-o", out, "--to", "hf").exit_code == 0
+    written = load_file(str(out / "model.safetensors"))
+    with formats.open_checkpoint(src) as ckpt:
+        embeddings = ckpt["embeddings/weights"].read()
+    assert not written["model.shared.weight"][0].any() and embeddings[0].any()
+    assert np.array_equal(written["model.shared.weight"][1:], embeddings[1:])
+    assert written["final_logits_bias"].shape == (1, 40) and not written["final_logits_bias"].any()
+    assert not any(k.endswith("embed_positions.weight") for k in written)
+
+
+def test_bigbird_pegasus_writes_its_one_position_table_to_both_stacks(run_cli, tmp_path: Path) -> None:
+    rows = _plan(run_cli, HF_DATA / "bigbird_pegasus/model.ckpt-1000", tmp_path)["rows"]
+    table = "pegasus/embeddings/position_embeddings"
+    assert sorted((r["source"], r["key"]) for r in rows if (r["source"] or "").startswith(table)) == [
+        (table, "model.encoder.embed_positions.weight"), (f"{table} (copy 1)", "model.decoder.embed_positions.weight")]
+
+
+def test_pegasus_without_its_params_names_the_fields_and_takes_them_from_hparams(run_cli, tmp_path: Path) -> None:
+    src = _copy("pegasus", tmp_path, {})
+    (src.parent / "params.json").unlink()
+    result = run_cli("convert", src, "-o", tmp_path / "out", "--to", "hf")
+    assert result.exit_code == 1 and not (tmp_path / "out").exists()
+    assert "missing model configuration: no params.json beside the checkpoint" in result.output
+    (src.parent / "params.json").write_text("{}")
+    errors = _errors(run_cli, src, tmp_path)
+    fields = ("encoder_attention_heads", "decoder_attention_heads", "encoder_layers", "decoder_layers")
+    assert errors == [f"error: config: {f}: missing model configuration field {f!r} in {src.parent / 'params.json'} "
+                      f"(give it with --hparam {f}=VALUE)" for f in fields]
+    hparams = [a for f in fields for a in ("--hparam", f"{f}=2")]
+    result = run_cli("convert", src, "-o", tmp_path / "out", "--to", "hf", *hparams, "--hparam", "max_position_embeddings=32")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (config["vocab_size"], config["d_model"], config["encoder_ffn_dim"]) == (40, 16, 24)  # from the shapes
