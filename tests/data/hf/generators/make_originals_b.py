@@ -1,7 +1,7 @@
 """Write the tiny TensorFlow checkpoints of XLNet and GPT-Neo (issue 37, original releases, part B) with real
 TensorFlow, under the original repositories' variable names, shapes and layouts.
 
-    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [gpt_neo] [pegasus] [bigbird_pegasus]
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [xlnet_stsb] [gpt_neo] [pegasus] [bigbird_pegasus]
 
 (any venv with tensorflow-cpu >= 2.16; default all). Values as make_checkpoints.py makes them (tfwrite.value:
 one generator per variable name). The golden files are then made by make_golden_b.py (the oracle venv).
@@ -11,6 +11,8 @@ one generator per variable name). The golden files are then made by make_golden_
   `r_s_bias`, `seg_embed`), `model/lm_loss/bias`; `xlnet_model.ckpt` + `xlnet_config.json` as the released
   tarballs; the `_slots` twin adds a real tf.compat.v1.train.AdamOptimizer's state (train_gpu.py with weight_decay
   0, the default), `model.ckpt-3`.
+- xlnet_stsb: run_classifier.py's STS-B fine-tuning (the regression head `model/regression_sts-b/logit`, the summary
+  `model/sequnece_summary/summary`, sic; no mask_emb, no lm_loss), `model.ckpt-100`.
 - gpt_neo, gpt_neo_slots: EleutherAI/gpt-neo's mesh-tensorflow model (models/gpt2/gpt2.py): `gpt2/wte`, `gpt2/wpe`,
   `gpt2/hN/norm_1`, `attn/q|k|v|o` [n_embd, n_embd] (mesh-tf's combined heads), `attn/compute_output_bias/o_b`,
   `norm_2`, `mlp/conv1d_main/c_fc|c_proj/kernel|bias`, `gpt2/ln_f`; the mesh-tf run's `config.json`; the `_slots`
@@ -102,6 +104,23 @@ def make_xlnet() -> None:
             print(save_with_adam(d / "model.ckpt", tensors, XLNET_SEED))
         else:
             print(save_tf1(d / "xlnet_model.ckpt", tensors))
+
+
+def make_xlnet_stsb() -> None:
+    """xlnet_stsb: a run_classifier.py fine-tuning on STS-B (regression, --task_name=sts-b), model.ckpt-100: the
+    transformer without mask_emb (the fine-tuning graph has no two-stream query) and lm_loss, the sequence summary
+    under its misspelt scope `model/sequnece_summary/summary`, the head `model/regression_sts-b/logit` [d_model, 1],
+    global_step."""
+    shapes = {n: s for n, s in xlnet_shapes(XLNET_CONFIG).items() if not n.endswith(("mask_emb", "lm_loss/bias"))}
+    d = XLNET_CONFIG["d_model"]
+    shapes.update({"model/sequnece_summary/summary/kernel": [d, d], "model/sequnece_summary/summary/bias": [d],
+                   "model/regression_sts-b/logit/kernel": [d, 1], "model/regression_sts-b/logit/bias": [1]})
+    tensors = {n: value(XLNET_SEED + 100, n, s, "embedding" if n.endswith(("lookup_table", "seg_embed")) else "auto")
+               for n, s in shapes.items()}
+    folder = ROOT / "xlnet_stsb"
+    clean(folder)
+    write_json(folder / "xlnet_config.json", XLNET_CONFIG)
+    print(save_tf1(folder / "model.ckpt", tensors, global_step=100, write_checkpoint_file=True))
 
 
 # --- GPT-Neo (EleutherAI/gpt-neo, mesh-tensorflow) ------------------------------------------------------------
@@ -244,7 +263,7 @@ def make_bigbird_pegasus() -> None:
 
 
 def main(argv: list[str]) -> None:
-    makers = {"xlnet": make_xlnet, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus,
+    makers = {"xlnet": make_xlnet, "xlnet_stsb": make_xlnet_stsb, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus,
               "bigbird_pegasus": make_bigbird_pegasus}
     for name in argv or list(makers):
         makers[name]()
