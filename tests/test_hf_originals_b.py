@@ -24,6 +24,7 @@ SEQ2SEQ_TIED = {f"{n}": "model.shared.weight" for n in ("model.encoder.embed_tok
                                                          "model.decoder.embed_tokens.weight", "lm_head.weight")}
 CASES = {"xlnet": ("xlnet/xlnet_model.ckpt", "XLNetLMHeadModel", XLNET_TIED),
          "xlnet_slots": ("xlnet_slots/model.ckpt-3", "XLNetLMHeadModel", XLNET_TIED),
+         "xlnet_stsb": ("xlnet_stsb/model.ckpt-100", "XLNetForSequenceClassification", XLNET_TIED),
          "gpt_neo": ("gpt_neo/model.ckpt-1000", "GPTNeoForCausalLM", NEO_TIED),
          "gpt_neo_slots": ("gpt_neo_slots/model.ckpt-1003", "GPTNeoForCausalLM", NEO_TIED),
          "pegasus": ("pegasus/model.ckpt-1000", "PegasusForConditionalGeneration", SEQ2SEQ_TIED),
@@ -213,3 +214,16 @@ def test_pegasus_without_its_params_names_the_fields_and_takes_them_from_hparams
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert (config["vocab_size"], config["d_model"], config["encoder_ffn_dim"]) == (40, 16, 24)  # from the shapes
+
+
+def test_xlnet_fine_tuned_on_stsb_is_a_sequence_classifier_with_num_labels_from_the_head(run_cli, tmp_path: Path) -> None:
+    plan = _plan(run_cli, HF_DATA / "xlnet_stsb/model.ckpt-100", tmp_path)
+    rows = {r["key"]: r for r in plan["rows"]}
+    assert plan["details"]["config"]["num_labels"] == 1
+    assert rows["logits_proj.weight"] == {"source": "model/regression_sts-b/logit/kernel", "key": "logits_proj.weight",
+                                          "shape": [1, 16], "dtype": "float32", "note": "", "transform": "transpose"}
+    assert rows["sequence_summary.summary.weight"]["source"] == "model/sequnece_summary/summary/kernel"
+    assert rows["transformer.mask_emb"]["source"] is None and rows["transformer.mask_emb"]["transform"] == "zeros"
+    zeros = [p for p in plan["problems"] if p["kind"] == "zeros"]
+    assert [(p["candidates"], p["severity"]) for p in zeros] == [(["transformer.mask_emb"], "warning")]
+    assert "lm_loss.bias" not in rows

@@ -69,8 +69,10 @@ def test_transformers5_reproduces_the_oracle(run_cli, tmp_path: Path, case: str)
     expected = load_file(str(golden / "model.safetensors"))
     state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     assert sorted(k for k in state if k in expected) == sorted(expected)
-    for key, value in expected.items():
-        assert state[key].dtype == value.dtype and state[key].tobytes() == value.tobytes(), key
+    absent = {k for k, v in json.loads((golden / "oracle.json").read_text())["sources"].items() if v.startswith("none")}
+    for key, value in expected.items():  # but a parameter in no checkpoint variable (XLNet fine-tuned: mask_emb)
+        same = state[key].dtype == value.dtype and state[key].shape == value.shape
+        assert same and (key in absent or state[key].tobytes() == value.tobytes()), key
     inputs = dict(np.load(golden / "inputs.npz"))
     wanted = dict(np.load(golden / "outputs.npz"))
     got = _outputs(model, inputs, spec["family"])
@@ -91,5 +93,5 @@ def test_transformers5_reproduces_the_oracle(run_cli, tmp_path: Path, case: str)
     prefix = f"{model.base_model_prefix}."
     for key, value in base.items():
         source = key if key in expected else prefix + key
-        if source in expected:
+        if source in expected and source not in absent:
             assert value.numpy().tobytes() == expected[source].tobytes(), key
