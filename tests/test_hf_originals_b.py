@@ -227,3 +227,11 @@ def test_xlnet_fine_tuned_on_stsb_is_a_sequence_classifier_with_num_labels_from_
     zeros = [p for p in plan["problems"] if p["kind"] == "zeros"]
     assert [(p["candidates"], p["severity"]) for p in zeros] == [(["transformer.mask_emb"], "warning")]
     assert "lm_loss.bias" not in rows
+
+
+def test_gpt_neo_bfloat16_variables_are_written_as_float32(run_cli, tmp_path: Path) -> None:
+    rows = {r["source"]: r for r in _plan(run_cli, HF_DATA / "gpt_neo/model.ckpt-1000", tmp_path)["rows"]}
+    with formats.open_checkpoint(HF_DATA / "gpt_neo/model.ckpt-1000") as ckpt:
+        assert {ckpt[k].dtype for k in rows} == {"bfloat16"}
+    assert rows["gpt2/h1/attn/o"]["transform"] == "transpose + as float32"
+    assert rows["gpt2/wte"]["transform"] == "as float32" and rows["gpt2/wte"]["dtype"] == "float32"

@@ -176,17 +176,21 @@ def outputs_of(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, n
 
 def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
     """make_golden's tracing by value, plus a part of a variable along its first axis (XLNet's per-layer biases,
-    stored stacked): ``name [i]``."""
+    stored stacked): ``name [i]``; a bfloat16 variable cast (``as float32``); Pegasus's zeroed padding row, computed
+    position tables and zeros."""
     import tensorflow as tf
 
     sources, unused = _trace(state, prefix)
     arrays = {n: tf.train.load_variable(prefix, n) for n in unused + ["embeddings/weights"]
               if n in dict(tf.train.list_variables(prefix))}
+    cast = {n: a for n, a in arrays.items() if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16"}
     for key, found in sources.items():
         if found != "-":
             continue
         g = state[key].detach().numpy()
-        hits = [f"{n} [{i}]" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.ndim == g.ndim + 1
+        hits = [f"{n} ({how}as float32)" for n, a in cast.items() for how, b in (("", a), ("transpose, ", a.T))[:1 + (a.ndim == 2)]
+                if b.shape == g.shape and np.array_equal(b.astype(np.float32), g)]  # GPT-Neo's bfloat16 variables
+        hits += [f"{n} [{i}]" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.ndim == g.ndim + 1
                 and a.shape[1:] == g.shape for i in range(a.shape[0]) if np.array_equal(a[i], g)]
         if not hits and g.ndim == 2:  # Pegasus: the script zeroes the padding token's embedding row
             hits = [f"{n} (row 0 zeroed)" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.shape == g.shape

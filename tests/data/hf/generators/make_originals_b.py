@@ -13,7 +13,8 @@ one generator per variable name). The golden files are then made by make_golden_
   0, the default), `model.ckpt-3`.
 - xlnet_stsb: run_classifier.py's STS-B fine-tuning (the regression head `model/regression_sts-b/logit`, the summary
   `model/sequnece_summary/summary`, sic; no mask_emb, no lm_loss), `model.ckpt-100`.
-- gpt_neo, gpt_neo_slots: EleutherAI/gpt-neo's mesh-tensorflow model (models/gpt2/gpt2.py): `gpt2/wte`, `gpt2/wpe`,
+- gpt_neo, gpt_neo_slots: EleutherAI/gpt-neo's mesh-tensorflow model (models/gpt2/gpt2.py), bfloat16 variables as
+  a run with "precision": "bfloat16" keeps them (mesh-tf's master dtype): `gpt2/wte`, `gpt2/wpe`,
   `gpt2/hN/norm_1`, `attn/q|k|v|o` [n_embd, n_embd] (mesh-tf's combined heads), `attn/compute_output_bias/o_b`,
   `norm_2`, `mlp/conv1d_main/c_fc|c_proj/kernel|bias`, `gpt2/ln_f`; the mesh-tf run's `config.json`; the `_slots`
   twin adds mesh-tf AdamWeightDecayOptimizer's `<name>/adam_m`, `<name>/adam_v`; both hold `global_step`.
@@ -127,7 +128,7 @@ def make_xlnet_stsb() -> None:
 
 GPT_NEO_CONFIG = {"n_head": 2, "n_vocab": 50, "embed_dropout": 0, "n_ctx": 32, "n_positions": 32, "n_embd": 16,
                   "n_layer": 2, "attention_types": [[["global", "local"], 1]], "res_dropout": 0, "attn_dropout": 0,
-                  "activation_function": "gelu", "precision": "float32", "model": "GPT", "tokens_per_mb_per_replica": 2048,
+                  "activation_function": "gelu", "precision": "bfloat16", "model": "GPT", "tokens_per_mb_per_replica": 2048,
                   "scale_by_depth": True, "scale_by_in": False, "mesh_shape": "x:1", "layout": "batch:x"}
 GPT_NEO_SEED = 12
 
@@ -150,7 +151,8 @@ def gpt_neo_shapes(c: dict) -> dict[str, list[int]]:
 def make_gpt_neo() -> None:
     """gpt_neo: model.ckpt-1000 (+ global_step) + checkpoint + config.json; gpt_neo_slots: model.ckpt-1003, + the
     adam_m/adam_v slots."""
-    tensors = {n: value(GPT_NEO_SEED, n, s, "embedding" if n in ("gpt2/wte", "gpt2/wpe") else "auto")
+    bf16 = tf.bfloat16.as_numpy_dtype  # "precision": "bfloat16": mesh-tf keeps the master weights in bfloat16
+    tensors = {n: value(GPT_NEO_SEED, n, s, "embedding" if n in ("gpt2/wte", "gpt2/wpe") else "auto").astype(bf16)
                for n, s in gpt_neo_shapes(GPT_NEO_CONFIG).items()}
     for case, slots in (("gpt_neo", False), ("gpt_neo_slots", True)):
         d = ROOT / case
@@ -159,8 +161,8 @@ def make_gpt_neo() -> None:
         model = dict(tensors)
         if slots:
             for name, array in tensors.items():
-                model[name + "/adam_m"] = value(GPT_NEO_SEED, name + "/adam_m", list(array.shape), "m")
-                model[name + "/adam_v"] = value(GPT_NEO_SEED, name + "/adam_v", list(array.shape), "v")
+                model[name + "/adam_m"] = value(GPT_NEO_SEED, name + "/adam_m", list(array.shape), "m").astype(bf16)
+                model[name + "/adam_v"] = value(GPT_NEO_SEED, name + "/adam_v", list(array.shape), "v").astype(bf16)
         print(save_tf1(d / "model.ckpt", model, global_step=1003 if slots else 1000, write_checkpoint_file=True))
 
 
