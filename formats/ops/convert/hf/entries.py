@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["MappedEntry", "PartEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
+__all__ = ["MappedEntry", "PartEntry", "StackedEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
 OPS = ("reshape", "transpose")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
@@ -207,3 +207,26 @@ class ZerosEntry(TensorEntry):
         from formats.core.dtypes import by_name
 
         return np.zeros(self.shape, dtype=by_name(self.dtype).numpy())
+
+
+class StackedEntry(TensorEntry):
+    """``parts`` stacked along a new first axis (a ``split`` read backwards: XLNet's per-layer biases as the one
+    [n_layer, ...] tensor of the TensorFlow checkpoint), under ``key``."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[TensorEntry], key: str) -> None:
+        first = parts[0]
+        super().__init__(key, (len(parts), *first.shape), first.dtype, first.nbytes * len(parts), key, first.role)
+        self.parts = parts
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored parts."""
+        return tuple(f for part in self.parts for f in part.files)
+
+    def read(self) -> np.ndarray:
+        """The parts, stacked."""
+        import numpy as np
+
+        return np.stack([part.read() for part in self.parts])

@@ -44,7 +44,8 @@ placeholder of ``to`` only), the source's first axis holding the parts in order 
 (config expressions) as zeros (Pegasus's script zeroes the padding token's embedding); a parameter's
 ``zeros = "why"`` writes it as zeros when no source tensor fills it (a bias the original model does not have),
 with a warning naming it and why; ``also = ["..."]`` copies the source to more parameters (BigBird-Pegasus's
-one position table, the encoder's and the decoder's);
+one position table, the encoder's and the decoder's); ``config_from = { field = "placeholder" }`` records a
+placeholder's value in config.json (XLNet's fine-tuning task, which ``--to tf-name`` needs to name the head back);
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -195,6 +196,7 @@ class MapRule:
     split: dict[str, str] | None = None
     zero_rows: list[str] | None = None
     also: list[Pattern] = field(default_factory=list)
+    config_from: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -332,7 +334,8 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
                             ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split"),
-                            rule.get("zero_rows"), [Pattern(str(a)) for a in rule.get("also", [])]))
+                            rule.get("zero_rows"), [Pattern(str(a)) for a in rule.get("also", [])],
+                            dict(rule.get("config_from", {}))))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],

@@ -235,6 +235,10 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         if found is not None and found[0].split:
             mapped.update(_split(plan, source[key], found[0], found[1], config))
             continue
+        if found is not None and found[0].config_from:  # e.g. XLNet's task name, kept for --to tf-name
+            m = found[0].source.regex(config).match(key)
+            assert m is not None
+            config.update({name: m.group(p) for name, p in found[0].config_from.items()})
         if found is not None:
             first, *copies = found[1].split("\n")  # a rule's ``also``: more targets of the same tensor
             mapped[key] = (first, source[key], found[0])
