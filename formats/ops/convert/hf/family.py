@@ -100,12 +100,12 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
 
 def holds(condition: str | None, values: dict[str, Any]) -> bool:
     """Whether ``condition`` holds for ``values``: None (always), ``a!=b``, ``a==b`` (fields or integers),
-    ``flag`` or ``!flag`` (a boolean field, true when absent), ``?field`` (the field is given: XLNet's num_labels,
-    known only from a classifier's shape)."""
+    ``flag`` or ``!flag`` (a boolean field, true when absent), ``?field`` / ``!?field`` (the field is given / is
+    not: XLNet's num_labels, known only from a classifier's shape)."""
     if condition is None:
         return True
-    if condition.startswith("?"):
-        return condition[1:] in values
+    if condition.lstrip("!").startswith("?"):
+        return (condition.lstrip("!")[1:] in values) != condition.startswith("!")
     for op in ("!=", "=="):
         if op in condition:
             left, right = (evaluate(side.strip(), values) for side in condition.split(op, 1))
