@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["MappedEntry", "PartEntry", "StackedEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
+__all__ = ["MappedEntry", "PartEntry", "StackedEntry", "PiecesEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
 OPS = ("reshape", "transpose")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
@@ -230,3 +230,28 @@ class StackedEntry(TensorEntry):
         import numpy as np
 
         return np.stack([part.read() for part in self.parts])
+
+
+class PiecesEntry(TensorEntry):
+    """``pieces`` (entries already shaped) concatenated along ``axis`` (a map's ``into``: ImageGPT's q, k and v
+    projections as one c_attn), under ``key``."""
+
+    __slots__ = ("pieces", "axis")
+
+    def __init__(self, pieces: list[TensorEntry], axis: int, key: str, shape: tuple[int, ...]) -> None:
+        from formats.core.dtypes import by_name
+
+        dtype = pieces[0].dtype
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * by_name(dtype).itemsize, key, pieces[0].role)
+        self.pieces, self.axis = pieces, axis
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored pieces."""
+        return tuple(f for piece in self.pieces for f in piece.files)
+
+    def read(self) -> np.ndarray:
+        """The pieces, concatenated."""
+        import numpy as np
+
+        return np.ascontiguousarray(np.concatenate([piece.read() for piece in self.pieces], axis=self.axis))

@@ -46,6 +46,8 @@ placeholder of ``to`` only), the source's first axis holding the parts in order 
 with a warning naming it and why; ``also = ["..."]`` copies the source to more parameters (BigBird-Pegasus's
 one position table, the encoder's and the decoder's); ``config_from = { field = "placeholder" }`` records a
 placeholder's value in config.json (XLNet's fine-tuning task, which ``--to tf-name`` needs to name the head back);
+``into = { axis = 1, at = "n_embd", size = "n_embd" }`` makes the source one piece of the target, at that offset
+along that axis (ImageGPT's q, k and v projections side by side in c_attn; the pieces must tile the target);
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -197,6 +199,7 @@ class MapRule:
     zero_rows: list[str] | None = None
     also: list[Pattern] = field(default_factory=list)
     config_from: dict[str, str] = field(default_factory=dict)
+    into: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -335,7 +338,7 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
                             ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split"),
                             rule.get("zero_rows"), [Pattern(str(a)) for a in rule.get("also", [])],
-                            dict(rule.get("config_from", {}))))
+                            dict(rule.get("config_from", {})), rule.get("into")))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],

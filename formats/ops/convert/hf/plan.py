@@ -13,7 +13,8 @@ from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
-from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
+from formats.ops.convert.hf.entries import (MappedEntry, PartEntry, PiecesEntry, RowsZeroedEntry, ZerosEntry,
+                                            output_shape)
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -277,8 +278,13 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     filled: set[str] = set()
     misfits: dict[str, list[tuple[str, str]]] = {}
+    pieces: dict[str, list[tuple[str, TensorEntry, MapRule]]] = {}
     for key, (target, entry, rule) in mapped.items():
         if entry is None:  # a split whose error is planned already
+            filled.add(target)
+            continue
+        if rule.into is not None and target in expected:  # one piece of the target: assembled below
+            pieces.setdefault(target, []).append((key, entry, rule))
             filled.add(target)
             continue
         if target not in expected:
@@ -292,8 +298,38 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
         if misfit is not None:
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
         filled.add(target)
+    for target, found in pieces.items():
+        _assemble(plan, _strip(target, choice), found, expected[target], config)
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
+
+
+def _assemble(plan: ConversionPlan, target: str, found: list[tuple[str, TensorEntry, MapRule]], want: Target,
+              config: dict[str, Any]) -> None:
+    """One parameter made of the pieces ``into`` rules place along an axis; an error naming what does not fit or
+    what is not covered."""
+    placed = []
+    for key, entry, rule in found:
+        into = rule.into or {}
+        axis, at, size = int(into["axis"]), evaluate(str(into["at"]), config), evaluate(str(into["size"]), config)
+        shape = list(want.shape)
+        shape[axis] = size
+        if output_shape(tuple(entry.shape), rule.ops, tuple(shape)) != tuple(shape):
+            plan.add("config", key, f"{key!r} {list(entry.shape)} does not fit its piece {shape} of {target!r} "
+                     f"{list(want.shape)}: the configuration contradicts the shapes")
+            return
+        dtype = rule.dtype or entry.dtype
+        value = MappedEntry(entry, key, tuple(shape), dtype, rule.ops) if rule.ops or dtype != entry.dtype else entry
+        placed.append((at, size, key, value))
+    placed.sort(key=lambda p: p[0])
+    ends = [0] + [at + size for at, size, _, _ in placed]
+    if [at for at, _, _, _ in placed] != ends[:-1] or ends[-1] != want.shape[axis]:
+        plan.add("missing", target, f"the pieces of {target!r} {list(want.shape)} ({', '.join(k for _, _, k, _ in placed)}) "
+                 f"do not cover its axis {axis} exactly")
+        return
+    value = PiecesEntry([v for _, _, _, v in placed], axis, target, want.shape)
+    plan.add_row(" + ".join(k for _, _, k, _ in placed), target, value, want.shape, value.dtype, "",
+                 f"pieces along axis {axis}")
 
 
 def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], filled: set[str],
