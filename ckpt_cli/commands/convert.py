@@ -134,9 +134,9 @@ SPEC = Command(
                  "weights)."),
         *rule_options("SRC's"),
         Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5", "xlnet", "gpt_neo",
-                              "pegasus", "bigbird_pegasus"), metavar="F",
+                              "pegasus", "bigbird_pegasus", "imagegpt"), metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5, "
-                 "xlnet, gpt_neo, pegasus, bigbird_pegasus; "
+                 "xlnet, gpt_neo, pegasus, bigbird_pegasus, imagegpt; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",
