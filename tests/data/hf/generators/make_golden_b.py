@@ -12,6 +12,9 @@ which cases.json holds too). Everything but the configs, the inputs and the valu
   --finetuning_task sts-b (xlnet_stsb): XLNetForSequenceClassification, num_labels 1, the same loader (it leaves
   mask_emb, which a fine-tuned checkpoint lacks, at its initial value). The inputs add
   token_type_ids (two segments), so that seg_embed and r_s_bias take part in the outputs.
+- ImageGPT: load_tf_weights_in_imagegpt on ImageGPTForCausalImageModeling(ImageGPTConfig(n_embd, n_layer, n_head,
+  vocab_size=n_vocab + 1, n_positions=n_ctx)) (convert_imagegpt_original_tf2_to_pytorch.py's config for a size
+  of its own; the script names a class 4.57 lacks).
 - GPT-Neo: convert_gpt_neo_mesh_tf_to_pytorch.py's GPTNeoConfig(hidden_size=n_embd, num_layers=n_layer,
   num_heads=n_head, attention_types, max_position_embeddings=n_positions, resid_dropout=res_dropout,
   embed_dropout, attention_dropout=attn_dropout) **plus vocab_size=n_vocab**: the script passes no vocabulary
@@ -52,6 +55,9 @@ CASES = {
     "bigbird_pegasus": {"family": "bigbird_pegasus", "layout": "tf1", "checkpoint": "bigbird_pegasus/model.ckpt-1000",
                         "config": "bigbird_pegasus/params.json", "class": "BigBirdPegasusForConditionalGeneration",
                         "loader": "convert_bigbird_pegasus"},
+    "imagegpt": {"family": "imagegpt", "layout": "tf1", "checkpoint": "imagegpt/model.ckpt-1000",
+                 "config": "imagegpt/hparams.json", "class": "ImageGPTForCausalImageModeling",
+                 "loader": "load_tf_weights_in_imagegpt"},
 }
 BIGBIRD_PEGASUS_SCRIPT = "transformers/models/bigbird_pegasus/convert_bigbird_pegasus_tf_to_pytorch.py"
 
@@ -136,6 +142,15 @@ def load(case: dict, model, config, prefix: str, tf2_script: str | None) -> None
     model.load_state_dict(built.state_dict(), strict=True)
 
 
+def imagegpt_config(case: dict) -> transformers.PretrainedConfig:
+    """convert_imagegpt_original_tf2_to_pytorch.py's ImageGPTConfig(n_embd, n_layer, n_head) (its sizes table has
+    only the released small/medium/large) with the tiny run's vocab_size = n_vocab + 1 (the start-of-image token) and
+    n_positions = n_ctx; its ImageGPTForCausalLM is ImageGPTForCausalImageModeling in 4.57."""
+    h = json.loads((mg.ROOT / case["config"]).read_text())
+    return transformers.ImageGPTConfig(n_embd=h["n_embd"], n_layer=h["n_layer"], n_head=h["n_head"],
+                                       vocab_size=h["n_vocab"] + 1, n_positions=h["n_ctx"])
+
+
 def xlnet_config(case: dict) -> transformers.PretrainedConfig:
     """convert_xlnet_original_tf_checkpoint_to_pytorch.py: XLNetConfig.from_json_file(xlnet_config.json); with
     --finetuning_task sts-b, config.finetuning_task = "sts-b" and num_labels = GLUE_TASKS_NUM_LABELS["sts-b"] = 1."""
@@ -170,7 +185,8 @@ def inputs_for(case: dict, config: transformers.PretrainedConfig) -> dict[str, n
 
 
 def outputs_of(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, np.ndarray]:
-    """make_golden's outputs; GPT-Neo's with use_cache=False, as GPT-2's."""
+    """make_golden's outputs; GPT-Neo's and the Pegasus ones' with use_cache=False, as GPT-2's (not ImageGPT's: 4.57 fails
+    on it without a cache, past_length None)."""
     return _outputs(model, inputs, "gpt2" if family in ("gpt_neo", "pegasus", "bigbird_pegasus") else family)
 
 
@@ -181,8 +197,9 @@ def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
     import tensorflow as tf
 
     sources, unused = _trace(state, prefix)
-    arrays = {n: tf.train.load_variable(prefix, n) for n in unused + ["embeddings/weights"]
+    arrays = {n: tf.train.load_variable(prefix, n) for n in unused + ["embeddings/weights", "model/wte"]
               if n in dict(tf.train.list_variables(prefix))}
+    pieces: set[str] = set()  # variables traced as pieces of a parameter (ImageGPT)
     cast = {n: a for n, a in arrays.items() if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16"}
     for key, found in sources.items():
         if found != "-":
@@ -195,18 +212,28 @@ def trace_sources(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
         if not hits and g.ndim == 2:  # Pegasus: the script zeroes the padding token's embedding row
             hits = [f"{n} (row 0 zeroed)" for n, a in arrays.items() if isinstance(a, np.ndarray) and a.shape == g.shape
                     and not g[0].any() and np.array_equal(a[1:], g[1:])]
+        if not hits and key.endswith("attn.c_attn.weight"):  # ImageGPT: q, k, v side by side, each transposed
+            layer = "model/h" + key.split(".")[2] + "/attn/"
+            qkv = [arrays.get(f"{layer}{p}_proj") for p in "qkv"]
+            if all(a is not None for a in qkv) and np.array_equal(np.concatenate([a.T for a in qkv], 1), g):
+                hits = [f"{layer}q_proj, k_proj, v_proj (each transposed, side by side)"]
+                pieces.update(f"{layer}{p}_proj" for p in "qkv")
+        if not hits and key == "transformer.wte.weight" and "model/sos" in arrays:  # ImageGPT: sos as the last row
+            if np.array_equal(np.concatenate([arrays["model/wte"], arrays["model/sos"][None]]), g):
+                hits = ["model/wte, then model/sos as the last row"]
+                pieces.update(("model/wte", "model/sos"))
         if not hits and key.endswith("embed_positions.weight"):
             hits = ["computed (sinusoidal, as transformers makes it)"]
         elif not hits and not g.any():
-            hits = ["zeros (written by the script)"]
+            hits = ["zeros (no checkpoint variable: the script's zeros, or the loader's initial ones)"]
         if hits:
             sources[key] = " | ".join(hits)
-    used = {f.split(" ")[0] for v in sources.values() for f in v.split(" | ")}
+    used = {f.split(" ")[0] for v in sources.values() for f in v.split(" | ")} | pieces
     return sources, [n for n in unused if n not in used]
 
 
 mg.CONFIGS.update({"xlnet": xlnet_config, "gpt_neo": gpt_neo_config, "pegasus": pegasus_config,
-                   "bigbird_pegasus": bigbird_pegasus_config})
+                   "bigbird_pegasus": bigbird_pegasus_config, "imagegpt": imagegpt_config})
 mg.inputs_for, mg.outputs_of, mg.trace_sources, mg.load = inputs_for, outputs_of, trace_sources, load
 
 

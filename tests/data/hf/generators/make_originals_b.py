@@ -2,6 +2,7 @@
 TensorFlow, under the original repositories' variable names, shapes and layouts.
 
     /work/oracle/bin/python tests/data/hf/generators/make_originals_b.py [xlnet] [xlnet_stsb] [gpt_neo] [pegasus] [bigbird_pegasus]
+        [imagegpt]
 
 (any venv with tensorflow-cpu >= 2.16; default all). Values as make_checkpoints.py makes them (tfwrite.value:
 one generator per variable name). The golden files are then made by make_golden_b.py (the oracle venv).
@@ -28,6 +29,8 @@ one generator per variable name). The golden files are then made by make_golden_
   attention/self/query|key|value` (2-D kernels, biases), `attention/output/dense`, decoder `attention/encdec...`,
   `intermediate/dense`, `output/dense`, pre-norm `LayerNorm`s, the stacks' final `LayerNorm`; `params.json` holds the
   bigbird flags (core/flags.py) that shape it.
+- imagegpt: openai/image-gpt's TF1 model: `model/wte`, `sos`, `wtet`, `wpe`, `hN/ln_1/g`, `attn/q_proj|k_proj|v_proj|
+  c_proj` (no biases), `ln_2/g`, `mlp/c_fc|c_proj/w,b`, `ln_f/g`; hparams.json with the run's sizes.
 """
 from __future__ import annotations
 
@@ -264,9 +267,44 @@ def make_bigbird_pegasus() -> None:
     print(save_tf1(d / "model.ckpt", tensors, global_step=1000, write_checkpoint_file=True))
 
 
+# --- ImageGPT (openai/image-gpt) --------------------------------------------------------------------------------
+
+IMAGEGPT_HPARAMS = {"n_ctx": 16, "n_embd": 16, "n_head": 2, "n_layer": 2, "n_vocab": 40}
+IMAGEGPT_SEED = 15
+
+
+def imagegpt_shapes(h: dict) -> dict[str, list[int]]:
+    """openai/image-gpt src/model.py: `wte` [n_vocab, n_embd] (the colour clusters), `sos` [n_embd] (the
+    start-of-image embedding), `wtet` [n_vocab, n_embd] (the untied output), `wpe`; per block `ln_1/g` and `ln_2/g`
+    (its norm has a scale only), `attn/q_proj|k_proj|v_proj|c_proj` [n_embd, n_embd] (no biases), `mlp/c_fc|c_proj`
+    as GPT-2's conv1d ([1, nx, nf] and a bias); `ln_f/g`."""
+    e = h["n_embd"]
+    shapes = {"model/wte": [h["n_vocab"], e], "model/wpe": [h["n_ctx"], e], "model/sos": [e],
+              "model/wtet": [h["n_vocab"], e]}
+    for n in range(h["n_layer"]):
+        p = f"model/h{n}/"
+        shapes.update({p + "ln_1/g": [e], p + "attn/q_proj": [e, e], p + "attn/k_proj": [e, e],
+                       p + "attn/v_proj": [e, e], p + "attn/c_proj": [e, e], p + "ln_2/g": [e],
+                       p + "mlp/c_fc/w": [1, e, 4 * e], p + "mlp/c_fc/b": [4 * e],
+                       p + "mlp/c_proj/w": [1, 4 * e, e], p + "mlp/c_proj/b": [e]})
+    shapes["model/ln_f/g"] = [e]
+    return shapes
+
+
+def make_imagegpt() -> None:
+    """imagegpt: model.ckpt-1000 + checkpoint (global_step) and hparams.json (the run's n_ctx, n_embd, n_head,
+    n_layer, n_vocab)."""
+    tensors = {n: value(IMAGEGPT_SEED, n, s, "embedding" if n in ("model/wte", "model/wpe", "model/sos", "model/wtet")
+                        else "auto") for n, s in imagegpt_shapes(IMAGEGPT_HPARAMS).items()}
+    d = ROOT / "imagegpt"
+    clean(d)
+    write_json(d / "hparams.json", IMAGEGPT_HPARAMS)
+    print(save_tf1(d / "model.ckpt", tensors, global_step=1000, write_checkpoint_file=True))
+
+
 def main(argv: list[str]) -> None:
     makers = {"xlnet": make_xlnet, "xlnet_stsb": make_xlnet_stsb, "gpt_neo": make_gpt_neo, "pegasus": make_pegasus,
-              "bigbird_pegasus": make_bigbird_pegasus}
+              "bigbird_pegasus": make_bigbird_pegasus, "imagegpt": make_imagegpt}
     for name in argv or list(makers):
         makers[name]()
 
