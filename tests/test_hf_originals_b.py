@@ -28,7 +28,8 @@ CASES = {"xlnet": ("xlnet/xlnet_model.ckpt", "XLNetLMHeadModel", XLNET_TIED),
          "gpt_neo": ("gpt_neo/model.ckpt-1000", "GPTNeoForCausalLM", NEO_TIED),
          "gpt_neo_slots": ("gpt_neo_slots/model.ckpt-1003", "GPTNeoForCausalLM", NEO_TIED),
          "pegasus": ("pegasus/model.ckpt-1000", "PegasusForConditionalGeneration", SEQ2SEQ_TIED),
-         "bigbird_pegasus": ("bigbird_pegasus/model.ckpt-1000", "BigBirdPegasusForConditionalGeneration", SEQ2SEQ_TIED)}
+         "bigbird_pegasus": ("bigbird_pegasus/model.ckpt-1000", "BigBirdPegasusForConditionalGeneration", SEQ2SEQ_TIED),
+         "imagegpt": ("imagegpt/model.ckpt-1000", "ImageGPTForCausalImageModeling", {})}
 COMPUTED = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")
 """Pegasus's sinusoidal tables: in the oracle's state dict, made by transformers, not stored."""
 
@@ -258,3 +259,29 @@ def test_back_to_tf_names_gives_the_original_model_tensors(run_cli, tmp_path: Pa
             assert not got[key][0].any() and np.array_equal(got[key][1:], value[1:])
             continue
         assert got[key].dtype == np.float32 and np.array_equal(got[key], value), key
+
+
+def test_imagegpt_assembles_c_attn_and_wte_from_their_pieces(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    src, out = HF_DATA / "imagegpt/model.ckpt-1000", tmp_path / "hf"
+    rows = {r["key"]: r for r in _plan(run_cli, src, tmp_path)["rows"]}
+    assert rows["transformer.h.1.attn.c_attn.weight"]["source"] == (
+        "model/h1/attn/q_proj + model/h1/attn/k_proj + model/h1/attn/v_proj")
+    assert rows["transformer.h.1.attn.c_attn.weight"]["transform"] == "pieces along axis 1"
+    assert rows["transformer.wte.weight"]["source"] == "model/wte + model/sos"
+    assert run_cli("convert", src, "-o", out, "--to", "hf").exit_code == 0
+    written = load_file(str(out / "model.safetensors"))
+    with formats.open_checkpoint(src) as ckpt:
+        q, k, v = (ckpt[f"model/h1/attn/{p}_proj"].read() for p in "qkv")
+        wte, sos = ckpt["model/wte"].read(), ckpt["model/sos"].read()
+    assert np.array_equal(written["transformer.h.1.attn.c_attn.weight"], np.concatenate([q.T, k.T, v.T], axis=1))
+    assert np.array_equal(written["transformer.wte.weight"], np.concatenate([wte, sos[None]]))
+    assert json.loads((out / "config.json").read_text())["vocab_size"] == 41
+
+
+def test_imagegpt_piece_of_the_wrong_size_is_one_error(run_cli, tmp_path: Path) -> None:
+    src = _copy("imagegpt", tmp_path, {"model/sos": np.zeros(8, np.float32)})
+    assert _errors(run_cli, src, tmp_path) == [
+        "error: config: model/sos: 'model/sos' [8] does not fit its piece [1, 16] of 'transformer.wte.weight' [41, 16]: "
+        "the configuration contradicts the shapes"]
