@@ -13,8 +13,8 @@ from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
-from formats.ops.convert.hf.entries import (MappedEntry, PartEntry, PiecesEntry, RowsZeroedEntry, ZerosEntry,
-                                            output_shape)
+from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
+from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -234,7 +234,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
             continue
         found = _map(layout.maps, key, config)
         if found is not None and found[0].split:
-            mapped.update(_split(plan, source[key], found[0], found[1], config))
+            mapped.update(split_parts(plan, source[key], found[0], found[1], config))
             continue
         if found is not None and found[0].config_from:  # e.g. XLNet's task name, kept for --to tf-name
             m = found[0].source.regex(config).match(key)
@@ -252,20 +252,6 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         plan.add("unmapped", key, f"unmapped tensor {key!r} {list(source[key].shape)}: no rule of the {family.name} "
                  f"map ({layout.name} layout) maps or drops it")
     return mapped, dropped
-
-
-def _split(plan: ConversionPlan, entry: TensorEntry, rule: MapRule, target: str,
-           config: dict[str, Any]) -> dict[str, tuple[str, TensorEntry | None, MapRule]]:
-    """A ``split`` rule's parts: ``key[n]`` -> (the target with ``{i}`` = n, part n of the source); an error when
-    the source's first axis does not hold one part per value (the parts then None: claimed, not planned)."""
-    (name, count_expr), = (rule.split or {}).items()
-    count = evaluate(count_expr, config)
-    if not entry.shape or entry.shape[0] != count:
-        plan.add("config", count_expr, f"{entry.key!r} {list(entry.shape)} does not hold one part per "
-                 f"{{{name}}} along its first axis ({count_expr}={count}): the configuration contradicts the shapes")
-        return {f"{entry.key}[{n}]": (target.replace(f"{{{name}}}", str(n)), None, rule) for n in range(count)}
-    return {f"{entry.key}[{n}]": (target.replace(f"{{{name}}}", str(n)), PartEntry(entry, f"{entry.key}[{n}]", n), rule)
-            for n in range(count)}
 
 
 def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> None:
@@ -299,37 +285,9 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
         filled.add(target)
     for target, found in pieces.items():
-        _assemble(plan, _strip(target, choice), found, expected[target], config)
+        assemble(plan, _strip(target, choice), found, expected[target].shape, config)
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
-
-
-def _assemble(plan: ConversionPlan, target: str, found: list[tuple[str, TensorEntry, MapRule]], want: Target,
-              config: dict[str, Any]) -> None:
-    """One parameter made of the pieces ``into`` rules place along an axis; an error naming what does not fit or
-    what is not covered."""
-    placed = []
-    for key, entry, rule in found:
-        into = rule.into or {}
-        axis, at, size = int(into["axis"]), evaluate(str(into["at"]), config), evaluate(str(into["size"]), config)
-        shape = list(want.shape)
-        shape[axis] = size
-        if output_shape(tuple(entry.shape), rule.ops, tuple(shape)) != tuple(shape):
-            plan.add("config", key, f"{key!r} {list(entry.shape)} does not fit its piece {shape} of {target!r} "
-                     f"{list(want.shape)}: the configuration contradicts the shapes")
-            return
-        dtype = rule.dtype or entry.dtype
-        value = MappedEntry(entry, key, tuple(shape), dtype, rule.ops) if rule.ops or dtype != entry.dtype else entry
-        placed.append((at, size, key, value))
-    placed.sort(key=lambda p: p[0])
-    ends = [0] + [at + size for at, size, _, _ in placed]
-    if [at for at, _, _, _ in placed] != ends[:-1] or ends[-1] != want.shape[axis]:
-        plan.add("missing", target, f"the pieces of {target!r} {list(want.shape)} ({', '.join(k for _, _, k, _ in placed)}) "
-                 f"do not cover its axis {axis} exactly")
-        return
-    value = PiecesEntry([v for _, _, _, v in placed], axis, target, want.shape)
-    plan.add_row(" + ".join(k for _, _, k, _ in placed), target, value, want.shape, value.dtype, "",
-                 f"pieces along axis {axis}")
 
 
 def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], filled: set[str],
