@@ -63,9 +63,11 @@ def test_output_holds_the_oracles_state_dict_bitwise(run_cli, tmp_path: Path, ca
     config = json.loads((out / "config.json").read_text())
     assert config["architectures"] == [CASES[case]["class"]]
     tied = {k for k in expected if k in _tied(case, config)}
+    sources = json.loads((golden.parent / "oracle.json").read_text())["sources"]
+    tied |= {k for k, v in sources.items() if v.startswith(("computed", "none"))}  # made by transformers, or absent
     expected = {k: v for k, v in expected.items() if k not in tied and not k.endswith(("position_ids", "token_type_ids",
                                                                                        ".attn.masked_bias", ".attn.bias"))}
-    assert sorted(written) == sorted(expected)
+    assert sorted(k for k in written if k not in tied) == sorted(expected)
     for key, value in expected.items():
         assert written[key].dtype == value.dtype and written[key].shape == value.shape, key
         assert written[key].tobytes() == value.tobytes(), key
@@ -266,7 +268,8 @@ def test_a_users_map_file_for_safetensors(run_cli, tmp_path: Path, tiny_bert) ->
 
 
 def test_family_is_detected_and_every_family_file_is_consistent() -> None:
-    assert {"albert", "bert", "electra", "electra_generator", "gpt2", "t5", "mobilebert", "bigbird", "convbert", "rembert"} <= set(family_names())
+    assert {"albert", "bert", "electra", "electra_generator", "gpt2", "t5", "mobilebert", "bigbird", "convbert",
+            "rembert", "gpt_neo", "xlnet", "pegasus", "bigbird_pegasus", "imagegpt"} <= set(family_names())
     for name in family_names():
         family = load_family(name)
         assert family.name == name and family.classes and family.layouts

@@ -134,9 +134,10 @@ SPEC = Command(
                  "weights)."),
         *rule_options("SRC's"),
         Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5", "mobilebert", "bigbird",
-                              "convbert", "rembert"), metavar="F",
+                              "convbert", "rembert", "xlnet", "gpt_neo", "pegasus", "bigbird_pegasus", "imagegpt"),
+            metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5, "
-                 "mobilebert, bigbird, convbert, rembert; "
+                 "mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, imagegpt; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",

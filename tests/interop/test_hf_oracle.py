@@ -46,8 +46,12 @@ def _config(path: Path) -> dict:
 def test_oracle_regenerates_the_committed_golden_files(case: str, tmp_path: Path) -> None:
     if "bert_tf2" in case:
         pytest.skip("the TF2 loader lives in a transformers 4.46 wheel; run make_golden.py --tf2-script by hand")
+    family = json.loads((DATA / "cases.json").read_text())[case]["family"]
+    if "pegasus" in family:
+        pytest.skip("the Pegasus scripts live in a transformers 4.46 wheel; run make_golden_b.py --wheel by hand")
+    generator = "make_golden_b.py" if family in ("xlnet", "gpt_neo") else "make_golden.py"  # issue 37's part B
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(DATA / "generators" / "make_golden.py"), case, "--out", str(tmp_path)],
+    done = subprocess.run([sys.executable, str(DATA / "generators" / generator), case, "--out", str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     new, old = tmp_path / case, DATA / "golden" / case

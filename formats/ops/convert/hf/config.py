@@ -11,7 +11,8 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     require = ["hidden_size"]                 # a missing one is an error naming it
     defaults = { layer_norm_eps = 1e-12, num_decoder_layers = "=num_layers" }  # when the original lacks it
     set = { activation_function = "gelu_new" }  # always
-    from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor, when the original lacks it
+    from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor (or of the first name a
+                                              # pattern such as "model/regression_{t}/logit/kernel" matches)
     from_presence = { tie_word_embeddings = "!decoder/logits/kernel" }  # whether that tensor is there (! absent),
                                               # when the original lacks it
     divides = { hidden_size = "num_attention_heads" }  # hidden_size must be a multiple (checked: .check)
@@ -182,6 +183,11 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if name in out or name in overrides:
             continue
         key, _, dim = where.rpartition(":")
+        if "{" in key:  # a name pattern (XLNet's model/regression_{task}/logit/kernel): the first key it matches
+            from formats.ops.convert.hf.family import Pattern
+
+            regex = Pattern(key).regex({})
+            key = next((k for k in sorted(shapes) if regex.match(k)), key)
         if key in shapes and int(dim) < len(shapes[key]):
             out[name] = shapes[key][int(dim)]
             notes.append(f"{name} = {out[name]} from the shape of {key}")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["MappedEntry", "OPS", "output_shape"]
+__all__ = ["MappedEntry", "PartEntry", "StackedEntry", "PiecesEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
 OPS = ("reshape", "transpose")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
@@ -144,3 +144,114 @@ class MappedEntry(TensorEntry):
             return
         for piece in self.iter_chunks(max(1, chunk // itemsize)):
             yield from array_chunks(piece, chunk)
+
+
+class PartEntry(TensorEntry):
+    """Part ``index`` of ``base`` along its first axis (a map's ``split``: XLNet's per-layer biases stored as one
+    [n_layer, ...] tensor), under a new ``key``; read whole from the base (one small tensor at a time)."""
+
+    __slots__ = ("base", "index")
+
+    def __init__(self, base: TensorEntry, key: str, index: int) -> None:
+        shape = tuple(base.shape[1:])
+        super().__init__(key, shape, base.dtype, base.nbytes // max(1, base.shape[0]), base.name, base.role)
+        self.base, self.index = base, index
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored tensor."""
+        return self.base.files
+
+    def read(self) -> np.ndarray:
+        """The part's value."""
+        import numpy as np
+
+        return np.ascontiguousarray(self.base.read()[self.index])
+
+
+class RowsZeroedEntry(TensorEntry):
+    """``base`` with the rows ``rows`` of its first axis set to zero (a map's ``zero_rows``), under a new ``key``."""
+
+    __slots__ = ("base", "rows")
+
+    def __init__(self, base: TensorEntry, key: str, rows: tuple[int, ...]) -> None:
+        super().__init__(key, tuple(base.shape), base.dtype, base.nbytes, base.name, base.role)
+        self.base, self.rows = base, rows
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored tensor."""
+        return self.base.files
+
+    def read(self) -> np.ndarray:
+        """The base's value with the rows zeroed."""
+        import numpy as np
+
+        value = np.array(self.base.read())
+        value[list(self.rows)] = 0
+        return value
+
+
+class ZerosEntry(TensorEntry):
+    """A parameter written as zeros (a family's ``zeros`` rule): no stored tensor behind it."""
+
+    def __init__(self, key: str, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        from formats.core.dtypes import by_name
+
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * by_name(dtype).itemsize)
+
+    def read(self) -> np.ndarray:
+        """Zeros of the shape and dtype."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        return np.zeros(self.shape, dtype=by_name(self.dtype).numpy())
+
+
+class StackedEntry(TensorEntry):
+    """``parts`` stacked along a new first axis (a ``split`` read backwards: XLNet's per-layer biases as the one
+    [n_layer, ...] tensor of the TensorFlow checkpoint), under ``key``."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[TensorEntry], key: str) -> None:
+        first = parts[0]
+        super().__init__(key, (len(parts), *first.shape), first.dtype, first.nbytes * len(parts), key, first.role)
+        self.parts = parts
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored parts."""
+        return tuple(f for part in self.parts for f in part.files)
+
+    def read(self) -> np.ndarray:
+        """The parts, stacked."""
+        import numpy as np
+
+        return np.stack([part.read() for part in self.parts])
+
+
+class PiecesEntry(TensorEntry):
+    """``pieces`` (entries already shaped) concatenated along ``axis`` (a map's ``into``: ImageGPT's q, k and v
+    projections as one c_attn), under ``key``."""
+
+    __slots__ = ("pieces", "axis")
+
+    def __init__(self, pieces: list[TensorEntry], axis: int, key: str, shape: tuple[int, ...]) -> None:
+        from formats.core.dtypes import by_name
+
+        dtype = pieces[0].dtype
+        super().__init__(key, tuple(shape), dtype, math.prod(shape) * by_name(dtype).itemsize, key, pieces[0].role)
+        self.pieces, self.axis = pieces, axis
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files of the stored pieces."""
+        return tuple(f for piece in self.pieces for f in piece.files)
+
+    def read(self) -> np.ndarray:
+        """The pieces, concatenated."""
+        import numpy as np
+
+        return np.ascontiguousarray(np.concatenate([piece.read() for piece in self.pieces], axis=self.axis))

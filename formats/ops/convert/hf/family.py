@@ -38,6 +38,16 @@ The file says, as data::
     groups = ["gated"]                   # parameter groups it adds to the class's
 
 A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
+a map rule's ``split = { i = "n_layer" }`` maps one source tensor to one target per value of ``{i}`` (a
+placeholder of ``to`` only), the source's first axis holding the parts in order (XLNet's ``r_w_bias``
+[n_layer, n_head, d_head] as each layer's [n_head, d_head]); ``zero_rows = ["pad_token_id"]`` writes those rows
+(config expressions) as zeros (Pegasus's script zeroes the padding token's embedding); a parameter's
+``zeros = "why"`` writes it as zeros when no source tensor fills it (a bias the original model does not have),
+with a warning naming it and why; ``also = ["..."]`` copies the source to more parameters (BigBird-Pegasus's
+one position table, the encoder's and the decoder's); ``config_from = { field = "placeholder" }`` records a
+placeholder's value in config.json (XLNet's fine-tuning task, which ``--to tf-name`` needs to name the head back);
+``into = { axis = 1, at = "n_embd", size = "n_embd" }`` makes the source one piece of the target, at that offset
+along that axis (ImageGPT's q, k and v projections side by side in c_attn; the pieces must tile the target);
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -95,12 +105,12 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
 
 def holds(condition: str | None, values: dict[str, Any]) -> bool:
     """Whether ``condition`` holds for ``values``: None (always), ``a!=b``, ``a==b`` (fields or integers),
-    ``flag`` or ``!flag`` (a boolean field, true when absent), ``?field`` (the field is there at all: BERT's
-    classifier, whose ``num_labels`` only a classifier's weights give)."""
+    ``flag`` or ``!flag`` (a boolean field, true when absent), ``?field`` / ``!?field`` (the field is given / is
+    not: XLNet's num_labels, known only from a classifier's shape)."""
     if condition is None:
         return True
-    if condition.startswith("?"):
-        return condition[1:] in values
+    if condition.lstrip("!").startswith("?"):
+        return (condition.lstrip("!")[1:] in values) != condition.startswith("!")
     for op in ("!=", "=="):
         if op in condition:
             left, right = (evaluate(side.strip(), values) for side in condition.split(op, 1))
@@ -188,6 +198,11 @@ class MapRule:
     ops: tuple[str, ...] = ()
     dtype: str | None = None
     source_shape: list[str] | None = None
+    split: dict[str, str] | None = None
+    zero_rows: list[str] | None = None
+    also: list[Pattern] = field(default_factory=list)
+    config_from: dict[str, str] = field(default_factory=dict)
+    into: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -221,6 +236,7 @@ class Param:
     each: dict[str, str] = field(default_factory=dict)
     group: str = "base"
     when: str | None = None
+    zeros: str | None = None
 
 
 @record
@@ -304,7 +320,7 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: str, where: str = "")
 def _parse(doc: dict[str, Any], path: str) -> Family:
     layouts = [_layout(item, path) for item in _need(doc, "layouts", list, path)]
     params = [Param(Pattern(_need(p, "name", str, path, "params: ")), list(_need(p, "shape", list, path, "params: ")),
-                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"))
+                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"), p.get("zeros"))
               for p in doc.get("params", [])]
     tied = {_need(t, "name", str, path, "tied: "): _need(t, "to", str, path, "tied: ") for t in doc.get("tied", [])}
     return Family(name=_need(doc, "family", str, path), path=path, model_type=str(doc.get("model_type", doc["family"])),
@@ -323,7 +339,9 @@ def _layout(item: dict[str, Any], path: str) -> Layout:
         if bad:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
         maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype"), rule.get("source_shape")))
+                            ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split"),
+                            rule.get("zero_rows"), [Pattern(str(a)) for a in rule.get("also", [])],
+                            dict(rule.get("config_from", {})), rule.get("into")))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],

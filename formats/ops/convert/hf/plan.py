@@ -14,7 +14,8 @@ from typing import Any
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.check import config_problems, count_problems, tie_problems
 from formats.ops.convert.hf.config import find_config, read_config, translate
-from formats.ops.convert.hf.entries import MappedEntry, output_shape
+from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
+from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -215,7 +216,8 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
-            return rule, rule.target.fill(values, config)
+            values.update({name: f"{{{name}}}" for name in rule.split or {}})  # filled per part by _split
+            return rule, "\n".join(t.fill(values, config) for t in [rule.target, *rule.also])
     return None
 
 
@@ -245,14 +247,23 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     ``unmapped`` error."""
     family, config, layout = choice.family, choice.config, choice.layout
     assert layout is not None
-    mapped: dict[str, tuple[str, TensorEntry, MapRule]] = {}
+    mapped: dict[str, tuple[str, TensorEntry | None, MapRule]] = {}
     dropped: dict[str, list[str]] = {}
     for key in source:
         if key == OBJECT_GRAPH_KEY:
             continue
         found = _map(layout.maps, key, config)
+        if found is not None and found[0].split:
+            mapped.update(split_parts(plan, source[key], found[0], found[1], config))
+            continue
+        if found is not None and found[0].config_from:  # e.g. XLNet's task name, kept for --to tf-name
+            m = found[0].source.regex(config).match(key)
+            assert m is not None
+            config.update({name: m.group(p) for name, p in found[0].config_from.items()})
         if found is not None:
-            mapped[key] = (found[1], source[key], found[0])
+            first, *copies = found[1].split("\n")  # a rule's ``also``: more targets of the same tensor
+            mapped[key] = (first, source[key], found[0])
+            mapped.update({f"{key} (copy {n})": (t, source[key], found[0]) for n, t in enumerate(copies, 1)})
             continue
         drop = next((d for d in layout.drops if d.match.regex(config).match(key)), None)
         if drop is not None:
@@ -274,8 +285,16 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     covered = _check(plan, choice, mapped, expected)
     filled: set[str] = set(covered)  # their errors are the one that names the field
     misfits: dict[str, list[tuple[str, str]]] = {}
+    pieces: dict[str, list[tuple[str, TensorEntry, MapRule]]] = {}
     for key, (target, entry, rule) in mapped.items():
         if target in covered:
+            continue
+        if entry is None:  # a split whose error is planned already
+            filled.add(target)
+            continue
+        if rule.into is not None and target in expected:  # one piece of the target: assembled below
+            pieces.setdefault(target, []).append((key, entry, rule))
+            filled.add(target)
             continue
         if target not in expected:
             if target in every:
@@ -288,6 +307,8 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
         if misfit is not None:
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
         filled.add(target)
+    for target, found in pieces.items():
+        assemble(plan, _strip(target, choice), found, expected[target].shape, config)
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
 
@@ -321,10 +342,19 @@ def _finish(plan: ConversionPlan, choice: Choice, expected: dict[str, Target], f
             dropped: dict[str, list[str]]) -> None:
     """The missing parameters' errors, one warning per drop rule, and what the writer and --json need."""
     family, config = choice.family, choice.config
+    zeros: dict[str, list[str]] = {}
     for name in expected:
-        if name not in filled:
+        why = expected[name].param.zeros
+        if name not in filled and why:
+            plan.add_row(None, _strip(name, choice), ZerosEntry(_strip(name, choice), expected[name].shape),
+                         expected[name].shape, "float32", "", "zeros")
+            zeros.setdefault(why, []).append(_strip(name, choice))
+        elif name not in filled:
             plan.add("missing", name, f"parameter {name!r} {list(expected[name].shape)} of {choice.cls.get('name')} "
                      "has no source tensor")
+    for why, names in zeros.items():
+        plan.add("zeros", names[0], f"{len(names)} parameter{'s' * (len(names) != 1)} written as zeros: {why}",
+                 WARNING, names)
     for what, keys in dropped.items():
         pattern, why = what.split("\0")
         plan.add("dropped", pattern, f"{len(keys)} tensor{'s' * (len(keys) != 1)} left out: {why}", WARNING, keys)
@@ -362,8 +392,15 @@ def _add_row(plan: ConversionPlan, key: str, target: str, entry: TensorEntry, ru
     shape = output_shape(tuple(entry.shape), rule.ops, want.shape)
     if shape != want.shape:
         return f"{key!r} {list(entry.shape)} does not fit {target!r} {list(want.shape)}"
-    transform = " + ".join([*rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
-    value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if transform else entry
+    part = [f"part {entry.index} of axis 0"] if isinstance(entry, PartEntry) else []
+    if rule.zero_rows:
+        rows = tuple(evaluate(r, config) for r in rule.zero_rows)
+        if not entry.shape or any(not 0 <= r < entry.shape[0] for r in rows):
+            return f"{key!r} {list(entry.shape)} has no row {', '.join(map(str, rows))} to zero"
+        entry = RowsZeroedEntry(entry, entry.key, rows)
+        part.append(f"row{'s' * (len(rows) != 1)} {', '.join(map(str, rows))} zeroed")
+    transform = " + ".join([*part, *rule.ops, *([f"as {dtype}"] if dtype != entry.dtype else [])])
+    value = MappedEntry(entry, target, want.shape, dtype, rule.ops) if rule.ops or dtype != entry.dtype else entry
     plan.add_row(key, target, value, want.shape, dtype, "", transform)
     return None
 
@@ -382,7 +419,7 @@ def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str
 
 
 def _fields(want: Target, config: dict[str, Any]) -> str:
-    names = sorted({f for dim in want.param.shape for f in dim.replace("+", "*").split("*") if not f.isdigit()})
+    names = sorted({f for dim in want.param.shape for f in re.split(r"[-+*/]", dim) if f and not f.isdigit()})
     return ", ".join(f"{n}={config.get(n)}" for n in names)
 
 

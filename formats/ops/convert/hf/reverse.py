@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.core.model import Checkpoint, FormatName
-from formats.ops.convert.hf.entries import MappedEntry
+from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.ops.convert.hf.entries import MappedEntry, StackedEntry
 from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, load_family
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
@@ -24,6 +24,10 @@ def _source_name(rule: MapRule, values: dict[str, str], config: dict[str, Any]) 
     for m in PLACEHOLDER.finditer(rule.source.text):
         name, _, kind = m.group(1).partition(":")
         if name.startswith("=") or name in filled:
+            continue
+        given = [f for f, p in rule.config_from.items() if p == name and f in config]
+        if given:  # a value the forward map kept in config.json (XLNet's fine-tuning task)
+            filled[name] = str(config[given[0]])
             continue
         words = kind.split("|")
         filled[name] = "" if "" in words else words[0]
@@ -48,6 +52,7 @@ def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan
         return plan
     layout = family.layouts[0]
     tied = {_strip_any(n, family) for n in family.tied}
+    parts: dict[str, dict[int, TensorEntry]] = {}
     for key in source:
         entry = source[key]
         found = None
@@ -60,13 +65,27 @@ def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan
             if found:
                 break
         if found is None:
-            if key in tied or any(key == n for n in family.tied):
+            why = _not_stored(key, family, layout.maps, config)
+            if why:
+                plan.add("dropped", key, why, WARNING)
+            elif key in tied or any(key == n for n in family.tied):
                 plan.add("dropped", key, "tied to another parameter (stored once, under that one's name)", WARNING)
             else:
                 plan.add("unmapped", key, f"unmapped parameter {key!r}: no rule of the {family.name} map gives it "
                          "a TensorFlow name")
             continue
+        if found[0].split:  # a part of a stacked tensor: stacked again below
+            index = _invert_value(found[0], key, next(iter(found[0].split)), config)
+            parts.setdefault(found[1], {})[index] = entry
+            continue
         _row(plan, key, entry, *found, config)
+    for tf_name, stacked in parts.items():
+        if sorted(stacked) != list(range(len(stacked))):
+            plan.add("missing", tf_name, f"{tf_name!r} stacks one parameter per layer; the directory has only "
+                     f"parts {sorted(stacked)}")
+            continue
+        value = StackedEntry([stacked[n] for n in range(len(stacked))], tf_name)
+        plan.add_row(stacked[0].key, tf_name, value, value.shape, value.dtype, "", "stack")
     plan.check_collisions()
     plan.details = {"family": family.name, "map": family.path, "layout": layout.name}
     return plan
@@ -102,3 +121,22 @@ def _row(plan: ConversionPlan, key: str, entry: Any, rule: MapRule, tf_name: str
     value = MappedEntry(entry, tf_name, shape, dtype, ops) if ops else entry
     plan.add_row(key, tf_name, value, shape, dtype, "", transform)
 
+
+
+def _invert_value(rule: MapRule, key: str, name: str, config: dict[str, Any]) -> int:
+    """The value of placeholder ``name`` (a split's part) in the parameter name ``key`` that ``rule`` targets."""
+    kinds = {k: v.replace("/", ".") if "|" in v else "" for k, v in rule.source.kinds().items()}
+    m = rule.target.regex(config, {**kinds, name: "d"}).match(key)
+    return int(m.group(name)) if m else -1
+
+
+def _not_stored(key: str, family: Family, maps: list[MapRule], config: dict[str, Any]) -> str | None:
+    """Why a parameter the map makes has no TensorFlow tensor of its own (a ``zeros`` parameter, an ``also`` copy),
+    else None."""
+    for param in family.params:
+        if param.zeros and param.name.regex(config).match(key):
+            return f"written as zeros by the {family.name} map ({param.zeros}): no TensorFlow tensor"
+    for rule in maps:
+        if any(also.regex(config).match(key) for also in rule.also):
+            return f"a copy of {rule.target.text!r} ({rule.source.text!r}, one TensorFlow tensor)"
+    return None
