@@ -13,6 +13,8 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     set = { activation_function = "gelu_new" }  # always
     from_shapes = { vocab_size = "shared/embedding:0" }  # dimension 0 of that tensor, when the original lacks it
     flatten = ["model_hparam_overrides"]      # nested fields laid over the top-level ones
+    count = { num_hidden_layers = "layer_with_weights-0/layer_with_weights-{n:d}/_output_dense/kernel{*}" }
+                                              # how many source names match (a model map pattern)
     [config.presets.model_size.small]         # fields a value of a field stands for (ELECTRA's model sizes)
     hidden_size = 256
 """
@@ -49,7 +51,8 @@ MAX_JSON_BYTES = 64 << 20
 
 
 def read_config(path: str, kind: str) -> dict[str, Any]:
-    """The original configuration at ``path``: ``json`` (an object) or ``gin``."""
+    """The original configuration at ``path``: ``json`` (an object), ``keras-hub`` (a preset's ``config.json``:
+    the backbone's ``config`` object, with its ``class_name``) or ``gin``."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -63,6 +66,10 @@ def read_config(path: str, kind: str) -> dict[str, Any]:
         raise ConfigError(path, f"not a JSON model configuration: {exc.message}") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "not a JSON model configuration: expected an object")
+    if kind == "keras-hub":
+        if not isinstance(doc.get("config"), dict):
+            raise ConfigError(path, "not a keras-hub preset configuration: no \"config\" object")
+        return {**doc["config"], "class_name": doc.get("class_name")}
     return doc
 
 
@@ -169,7 +176,7 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if isinstance(value, str) and value.startswith("="):  # computed from other fields ("=4*hidden_size")
             if name not in out:
                 try:
-                    out[name] = evaluate(value[1:], {**out, **overrides})
+                    out[name] = evaluate(value[1:], {**original, **out, **overrides})
                 except (KeyError, ValueError):
                     pass
             continue
@@ -181,6 +188,13 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if key in shapes and int(dim) < len(shapes[key]):
             out[name] = shapes[key][int(dim)]
             notes.append(f"{name} = {out[name]} from the shape of {key}")
+    for name, pattern in spec.get("count", {}).items():
+        if name not in out and name not in overrides:
+            from formats.ops.convert.hf.family import Pattern
+
+            regex = Pattern(pattern).regex({})
+            out[name] = sum(1 for key in shapes if regex.match(key))
+            notes.append(f"{name} = {out[name]}, the number of source tensors named {pattern}")
     out.update(overrides)
     out.update(spec.get("set", {}))
     missing = [name for name in spec.get("require", []) if name not in out]

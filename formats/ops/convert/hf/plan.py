@@ -18,7 +18,7 @@ from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
-__all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
+__all__ = ["plan_hf", "detect_family", "source_names", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
 
 HF = FormatName.HF.value
 """The ``--to`` name of a transformers model directory."""
@@ -44,6 +44,32 @@ class Choice:
     config_source: str = ""
     groups: list[str] = field(default_factory=list)
     cls: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, list[str]] = field(default_factory=dict)
+
+
+def source_names(source: Checkpoint) -> dict[str, list[str]]:
+    """Each stored key -> the names a model map may know it by: the key itself, then, for a variable of an
+    object-based checkpoint or a SavedModel, the same attribute under each further object path of its node, in
+    TensorFlow's breadth-first order (a Keras SavedModel stores its variables as ``variables/N``; the same node is
+    also ``layer_with_weights-0/layer_with_weights-4/_attention_layer/_query_dense/kernel``)."""
+    keys = [k for k in source if k != OBJECT_GRAPH_KEY]
+    out = {k: [k] for k in keys}
+    graph = source.object_graph
+    if graph is None:
+        return out
+    for key, (node_id, _) in graph.map_keys(keys).items():
+        path = graph.path(node_id)
+        if path and key.startswith(path + "/"):
+            tail = key[len(path):]
+            out[key] += [alias + tail for alias in graph.aliases(node_id)]
+    return out
+
+
+def _candidates(layout: Layout, names: list[str]) -> list[str]:
+    """The names a layout's rules are tried on: those carrying its ``prefix`` without it, then all as they are."""
+    if not layout.prefix:
+        return names
+    return [n[len(layout.prefix):] for n in names if n.startswith(layout.prefix)] + names
 
 
 def detect_family(keys: list[str]) -> Family | None:
@@ -128,16 +154,25 @@ def expected_params(family: Family, config: dict[str, Any], groups: list[str] | 
     return out
 
 
-def _original_config(source: Checkpoint, family: Family, options: ConvertOptions,
+def _original_config(source: Checkpoint, family: Family, layout: Layout, options: ConvertOptions,
                      plan: ConversionPlan) -> tuple[dict[str, Any], str] | None:
-    path = options.model_config or find_config(source.path, family.config_files)
+    files = family.config_files if layout.config_files is None else layout.config_files
+    kind = layout.config_format or family.config_format
+    if not files and not options.model_config:  # a layout whose configuration is all in its shapes
+        return {}, ""
+    path = options.model_config or find_config(source.path, files)
     if path is None:
-        looked = " or ".join(family.config_files) or "a configuration file"
+        looked = " or ".join(files) or "a configuration file"
         where = os.path.dirname(os.path.abspath(source.path))
         plan.add("config", "config", f"missing model configuration: no {looked} beside the checkpoint in {where}; "
                  "give one with --config FILE")
         return None
-    return read_config(path, family.config_format), path
+    config = read_config(path, kind)
+    if layout.config_class and config.get("class_name") not in layout.config_class:
+        plan.add("family", path, f"{path} describes a {config.get('class_name')}, not a "
+                 f"{' or '.join(layout.config_class)} (the {family.name} map's {layout.name} layout)")
+        return None
+    return config, path
 
 
 def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
@@ -147,30 +182,33 @@ def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
 def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> Choice | None:
     """The family (``--family``, ``--rules FILE`` or detected), layout, variant and configuration of a
     conversion; None (with the plan's error) when one cannot be settled."""
-    keys = [k for k in source if k != OBJECT_GRAPH_KEY]
+    names = source_names(source)
+    keys = [n for found in names.values() for n in found]
     named = options.model_map or options.family
     family = load_family(named) if named else detect_family(keys)
     if family is None:
         plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
                  f"{', '.join(family_names())}); name one with --family or give a map with --rules")
         return None
-    if family.layout_of(keys, {}) is None:
+    layout = family.layout_of(keys, {})
+    if layout is None:
         plan.add("family", source.path, f"no source layout of the {family.name} map "
                  f"({', '.join(lay.name for lay in family.layouts)}) recognises these variable names")
         return None
-    original = _original_config(source, family, options, plan)
+    original = _original_config(source, family, layout, options, plan)
     if original is None:
         return None
-    shapes = {k: tuple(source[k].shape) for k in keys}
+    shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
-    spec = {**family.config, "set": {**family.config.get("set", {}), **variant.get("set", {})}}
+    base = family.config if layout.config is None else layout.config
+    spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
     config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
     for name in missing:
         plan.add("config", name, f"missing model configuration field {name!r} in {original[1]} (give it with "
                  f"--hparam {name}=VALUE)")
     if missing:
         return None
-    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1])
+    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1], names=names)
     for note in notes:
         plan.add("config", note.split(" ", 1)[0], note, WARNING)
     return choice
@@ -230,11 +268,12 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     for key in source:
         if key == OBJECT_GRAPH_KEY:
             continue
-        found = _map(layout.maps, key, config)
+        tried = _candidates(layout, choice.names.get(key, [key]))
+        found = next((hit for hit in (_map(layout.maps, name, config) for name in tried) if hit), None)
         if found is not None:
             mapped[key] = (found[1], source[key], found[0])
             continue
-        drop = next((d for d in layout.drops if d.match.regex(config).match(key)), None)
+        drop = next((d for d in layout.drops for name in tried if d.match.regex(config).match(name)), None)
         if drop is not None:
             dropped.setdefault(f"{drop.match.text}\0{drop.why}", []).append(key)
             continue
