@@ -15,6 +15,8 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
     flatten = ["model_hparam_overrides"]      # nested fields laid over the top-level ones
     count = { num_hidden_layers = "layer_with_weights-0/layer_with_weights-{n:d}/_output_dense/kernel{*}" }
                                               # how many source names match (a model map pattern)
+    unsupported = ["rope_frequency_adjustment_factor"]  # original fields the map cannot carry: absent or null
+    only = { use_post_ffw_norm = [false] }    # original fields the map carries only with these values
     [config.presets.model_size.small]         # fields a value of a field stands for (ELECTRA's model sizes)
     hidden_size = 256
 """
@@ -157,6 +159,18 @@ def _expanded(original: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _check_supported(original: dict[str, Any], spec: dict[str, Any]) -> None:
+    """ValueError naming an original field whose value the map cannot carry into ``config.json`` (a keras-hub
+    Llama's rope scaling, a Gemma 2's soft caps): converting it anyway would change the model's outputs."""
+    for name in spec.get("unsupported", []):
+        if original.get(name) is not None:
+            raise ValueError(f"{name} = {original[name]!r} is not supported by this model map (only null)")
+    for name, allowed in spec.get("only", {}).items():
+        if name in original and original[name] not in allowed:
+            raise ValueError(f"{name} = {original[name]!r} is not supported by this model map "
+                             f"(only {', '.join(repr(a) for a in allowed)})")
+
+
 def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, tuple[int, ...]],
               overrides: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
     """``config.json``'s fields from the original's by ``spec`` (the family's ``[config]``), ``overrides``
@@ -164,6 +178,7 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
     from formats.ops.convert.hf.family import evaluate
 
     original = _expanded(original, spec)
+    _check_supported(original, spec)
     out: dict[str, Any] = {}
     notes: list[str] = []
     for name in spec.get("copy", []):
