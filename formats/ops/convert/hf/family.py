@@ -44,7 +44,8 @@ source names that carry ``prefix`` before them (a TF Hub SavedModel holds the Mo
 ``layer_with_weights-0`` of the model it exports). Object-based checkpoints and SavedModels are matched by every
 object path of each variable (:func:`formats.ops.convert.hf.plan.source_names`), not only the stored key.
 
-A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
+A map rule's ``concat = { over = "p", axis = 1 }`` joins the tensors of every word of ``{p:a|b|c}`` into its one
+``to`` (:mod:`.joins`). A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
@@ -201,6 +202,7 @@ class MapRule:
     ops: tuple[str, ...] = ()
     dtype: str | None = None
     source_shape: list[str] | None = None
+    concat: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -346,8 +348,14 @@ def _layout(item: dict[str, Any], path: str, earlier: dict[str, Layout]) -> Layo
         if bad:
             raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose, "
                               "permute:AXES)")
-        maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype"), rule.get("source_shape")))
+        source = Pattern(_need(rule, "from", str, path, "map: "))
+        concat = rule.get("concat")
+        if concat is not None and (not isinstance(concat, dict) or not isinstance(concat.get("axis"), int)
+                                   or "|" not in source.kinds().get(str(concat.get("over")), "")):
+            raise FamilyError(path, f"map {rule.get('from')!r}: concat must be {{ over = a placeholder with words, "
+                              "axis = an integer }")
+        maps.append(MapRule(source, Pattern(_need(rule, "to", str, path, "map: ")), ops, rule.get("dtype"),
+                            rule.get("source_shape"), concat))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     if like is not None:

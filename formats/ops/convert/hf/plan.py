@@ -14,6 +14,7 @@ from typing import Any
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import find_config, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
+from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -229,12 +230,12 @@ def _variant(family: Family, keys: list[str]) -> dict[str, Any]:
     return fallback
 
 
-def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRule, str] | None:
+def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRule, str, dict[str, str]] | None:
     for rule in rules:
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
-            return rule, rule.target.fill(values, config)
+            return rule, rule.target.fill(values, config), values
     return None
 
 
@@ -263,7 +264,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     ``unmapped`` error."""
     family, config, layout = choice.family, choice.config, choice.layout
     assert layout is not None
-    mapped: dict[str, tuple[str, TensorEntry, MapRule]] = {}
+    mapped: dict[str, tuple[str, TensorEntry, MapRule, dict[str, str]]] = {}
     dropped: dict[str, list[str]] = {}
     for key in source:
         if key == OBJECT_GRAPH_KEY:
@@ -271,7 +272,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         tried = _candidates(layout, choice.names.get(key, [key]))
         found = next((hit for hit in (_map(layout.maps, name, config) for name in tried) if hit), None)
         if found is not None:
-            mapped[key] = (found[1], source[key], found[0])
+            mapped[key] = (found[1], source[key], found[0], found[2])
             continue
         drop = next((d for d in layout.drops for name in tried if d.match.regex(config).match(name)), None)
         if drop is not None:
@@ -287,12 +288,13 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     check_counts(family, config, sum(1 for k in source if k != OBJECT_GRAPH_KEY))
     every = expected_params(family, config)
     mapped, dropped = _sort_sources(source, choice, plan)
-    choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
+    choice.cls = _class(family, {every[t].group for t, *_ in mapped.values() if t in every})
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     filled: set[str] = set()
     misfits: dict[str, list[tuple[str, str]]] = {}
-    for key, (target, entry, rule) in mapped.items():
+    joins: dict[str, list[Part]] = {}
+    for key, (target, entry, rule, values) in mapped.items():
         if target not in expected:
             if target in every:
                 why = f"{every[target].group} parameters, which {choice.cls.get('name')} does not have"
@@ -300,10 +302,17 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             else:
                 plan.add("unmapped", key, f"{key!r} maps to {target!r}, which {choice.cls.get('name')} does not have")
             continue
+        filled.add(target)
+        if rule.concat is not None:
+            joins.setdefault(target, []).append((key, entry, rule, values))
+            continue
         misfit = _add_row(plan, key, _strip(target, choice), entry, rule, expected[target], config)
         if misfit is not None:
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
-        filled.add(target)
+    for target, parts in joins.items():
+        misfit = add_joined_row(plan, _strip(target, choice), parts, expected[target].shape)
+        if misfit is not None:
+            misfits.setdefault(_fields(expected[target], config), []).append((parts[0][0], misfit))
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
 
