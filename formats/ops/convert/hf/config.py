@@ -29,7 +29,7 @@ from typing import Any
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, InputReadError
 
-__all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError"]
+__all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError", "UnsupportedConfigError"]
 
 
 class ConfigError(InputReadError):
@@ -159,16 +159,31 @@ def _expanded(original: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class UnsupportedConfigError(ValueError):
+    """An original configuration field whose value a model map cannot carry (``field`` names it)."""
+
+    def __init__(self, field_name: str, value: Any, allowed: str) -> None:
+        super().__init__(f"{field_name} = {json_text(value)} ({allowed})")
+        self.field, self.value, self.allowed = field_name, value, allowed
+
+
 def _check_supported(original: dict[str, Any], spec: dict[str, Any]) -> None:
-    """ValueError naming an original field whose value the map cannot carry into ``config.json`` (a keras-hub
-    Llama's rope scaling, a Gemma 2's soft caps): converting it anyway would change the model's outputs."""
+    """:class:`UnsupportedConfigError` naming an original field whose value the map cannot carry into
+    ``config.json`` (a keras-hub Llama's rope scaling, a Gemma 2's soft caps): converting it anyway would change
+    the model's outputs."""
     for name in spec.get("unsupported", []):
         if original.get(name) is not None:
-            raise ValueError(f"{name} = {original[name]!r} is not supported by this model map (only null)")
+            raise UnsupportedConfigError(name, original[name], "only null")
     for name, allowed in spec.get("only", {}).items():
         if name in original and original[name] not in allowed:
-            raise ValueError(f"{name} = {original[name]!r} is not supported by this model map "
-                             f"(only {', '.join(repr(a) for a in allowed)})")
+            raise UnsupportedConfigError(name, original[name], f"only {' or '.join(json_text(a) for a in allowed)}")
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON writes it (``false``, ``1.0``)."""
+    import json
+
+    return json.dumps(value)
 
 
 def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, tuple[int, ...]],

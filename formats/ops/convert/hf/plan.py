@@ -12,7 +12,7 @@ from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
-from formats.ops.convert.hf.config import find_config, read_config, translate
+from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
@@ -170,7 +170,7 @@ def _original_config(source: Checkpoint, family: Family, layout: Layout, options
         return None
     config = read_config(path, kind)
     if layout.config_class and config.get("class_name") not in layout.config_class:
-        plan.add("family", path, f"{path} describes a {config.get('class_name')}, not a "
+        plan.add("family", path, f"describes a {config.get('class_name')}, not a "
                  f"{' or '.join(layout.config_class)} (the {family.name} map's {layout.name} layout)")
         return None
     return config, path
@@ -203,7 +203,12 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     variant = _variant(family, keys)
     base = family.config if layout.config is None else layout.config
     spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
-    config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+    try:
+        config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+    except UnsupportedConfigError as exc:
+        plan.add("config", exc.field, f"the {family.name} map cannot carry {exc.field} = {json_text(exc.value)} of "
+                 f"{original[1]} ({exc.allowed})")
+        return None
     for name in missing:
         plan.add("config", name, f"missing model configuration field {name!r} in {original[1]} (give it with "
                  f"--hparam {name}=VALUE)")
