@@ -54,7 +54,12 @@ MAX_JSON_BYTES = 64 << 20
 
 def read_config(path: str, kind: str) -> dict[str, Any]:
     """The original configuration at ``path``: ``json`` (an object), ``keras-hub`` (a preset's ``config.json``:
-    the backbone's ``config`` object, with its ``class_name``) or ``gin``."""
+    the backbone's ``config`` object, with its ``class_name``), ``keras-metadata:NODE`` (a Keras SavedModel's
+    ``keras_metadata.pb``: the configuration of the Keras object at ``NODE``) or ``gin``."""
+    if kind.startswith("keras-metadata:"):
+        from formats.ops.convert.hf.keras_metadata import read_keras_metadata
+
+        return read_keras_metadata(path, kind.partition(":")[2])
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()

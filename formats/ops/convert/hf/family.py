@@ -42,7 +42,7 @@ and ``[layouts.config]`` (used instead of the family's), ``config_class`` (the `
 ``config.json`` must name), and ``like`` + ``prefix``: the map and drop rules of the layout named ``like``, for
 source names that carry ``prefix`` before them (a TF Hub SavedModel holds the Model Garden encoder as the
 ``layer_with_weights-0`` of the model it exports). Object-based checkpoints and SavedModels are matched by every
-object path of each variable (:func:`formats.ops.convert.hf.plan.source_names`), not only the stored key.
+object path of each variable (:func:`formats.ops.convert.hf.names.source_names`), not only the stored key.
 
 A map rule's ``concat = { over = "p", axis = 1 }`` joins the tensors of every word of ``{p:a|b|c}`` into its one
 ``to`` (:mod:`.joins`). A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;

@@ -15,11 +15,12 @@ from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorE
 from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.joins import Part, add_joined_row
+from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
-__all__ = ["plan_hf", "detect_family", "source_names", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
+__all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
 
 HF = FormatName.HF.value
 """The ``--to`` name of a transformers model directory."""
@@ -48,43 +49,35 @@ class Choice:
     names: dict[str, list[str]] = field(default_factory=dict)
 
 
-def source_names(source: Checkpoint) -> dict[str, list[str]]:
-    """Each stored key -> the names a model map may know it by: the key itself, then, for a variable of an
-    object-based checkpoint or a SavedModel, the same attribute under each further object path of its node, in
-    TensorFlow's breadth-first order (a Keras SavedModel stores its variables as ``variables/N``; the same node is
-    also ``layer_with_weights-0/layer_with_weights-4/_attention_layer/_query_dense/kernel``)."""
-    keys = [k for k in source if k != OBJECT_GRAPH_KEY]
-    out = {k: [k] for k in keys}
-    graph = source.object_graph
-    if graph is None:
-        return out
-    for key, (node_id, _) in graph.map_keys(keys).items():
-        path = graph.path(node_id)
-        if path and key.startswith(path + "/"):
-            tail = key[len(path):]
-            out[key] += [alias + tail for alias in graph.aliases(node_id)]
-    return out
-
-
-def _candidates(layout: Layout, names: list[str]) -> list[str]:
-    """The names a layout's rules are tried on: those carrying its ``prefix`` without it, then all as they are."""
-    if not layout.prefix:
-        return names
-    return [n[len(layout.prefix):] for n in names if n.startswith(layout.prefix)] + names
-
-
-def detect_family(keys: list[str]) -> Family | None:
-    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns)."""
+def detect_family(keys: list[str], path: str | None = None) -> Family | None:
+    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns) and, for a layout
+    with a ``config_class``, whose configuration beside ``path`` names one of them (a TF Hub BERT's object paths
+    are also an ALBERT's: their ``keras_metadata.pb`` tells them apart)."""
     for name in family_names():
         family = load_family(name)
         if family.raw.get("detect_automatically") is False:
             continue
         try:
-            if family.layout_of(keys, {}) is not None:
-                return family
+            layout = family.layout_of(keys, {})
         except KeyError:
             continue
+        if layout is not None and (path is None or _class_fits(family, layout, path)):
+            return family
     return None
+
+
+def _class_fits(family: Family, layout: Layout, path: str) -> bool:
+    """Whether the configuration beside ``path`` names a class of the layout's ``config_class`` (True when the
+    layout names none, or the configuration is missing or unreadable: the plan reports that later)."""
+    if not layout.config_class:
+        return True
+    found = find_config(path, family.config_files if layout.config_files is None else layout.config_files)
+    if found is None:
+        return True
+    try:
+        return read_config(found, layout.config_format or family.config_format).get("class_name") in layout.config_class
+    except (OSError, ValueError):
+        return True
 
 
 def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
@@ -186,7 +179,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     names = source_names(source)
     keys = [n for found in names.values() for n in found]
     named = options.model_map or options.family
-    family = load_family(named) if named else detect_family(keys)
+    family = load_family(named) if named else detect_family(keys, source.path)
     if family is None:
         plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
                  f"{', '.join(family_names())}); name one with --family or give a map with --rules")
@@ -274,7 +267,7 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     for key in source:
         if key == OBJECT_GRAPH_KEY:
             continue
-        tried = _candidates(layout, choice.names.get(key, [key]))
+        tried = candidates(layout, choice.names.get(key, [key]))
         found = next((hit for hit in (_map(layout.maps, name, config) for name in tried) if hit), None)
         if found is not None:
             mapped[key] = (found[1], source[key], found[0], found[2])

@@ -53,8 +53,44 @@ def make_bert(out: Path) -> None:
     print("bert ->", out)
 
 
+def make_albert(out: Path) -> None:
+    """ALBERT as TF Hub's albert_en_* were made: google-research/albert's TF1 checkpoint converted by tensorflow/models'
+    own ``tf2_albert_encoder_checkpoint_converter`` into an ``AlbertEncoder`` checkpoint, exported from an
+    ``EncoderConfig`` of type albert (``--encoder_config_file``)."""
+    import json
+
+    from official.legacy.albert import configs
+    from official.nlp.configs import encoders
+    from official.nlp.tools import export_tfhub_lib
+    from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter
+
+    case = HF / "albert"
+    config_file = case / "albert_config.json"
+    albert_config = configs.AlbertConfig.from_json_file(str(config_file))
+    raw = json.loads(config_file.read_text())
+    shutil.rmtree(out, ignore_errors=True)
+    work = out.parent / (out.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    (work / "vocab.txt").write_text("".join(f"{t}\n" for t in VOCAB))
+    (work / "v2" / "temp_v1").mkdir(parents=True)  # the converter writes its temporary checkpoint there
+    converted = str(work / "v2" / "albert_encoder")
+    converter.convert_checkpoint(albert_config, converted, str(case / "model.ckpt-best"), "encoder", "encoder")
+    encoder_config = encoders.EncoderConfig(type="albert", albert=encoders.AlbertEncoderConfig(
+        vocab_size=raw["vocab_size"], embedding_width=raw["embedding_size"], hidden_size=raw["hidden_size"],
+        num_layers=raw["num_hidden_layers"], num_attention_heads=raw["num_attention_heads"],
+        hidden_activation=raw["hidden_act"], intermediate_size=raw["intermediate_size"],
+        dropout_rate=raw["hidden_dropout_prob"], attention_dropout_rate=raw["attention_probs_dropout_prob"],
+        max_position_embeddings=raw["max_position_embeddings"], type_vocab_size=raw["type_vocab_size"],
+        initializer_range=raw["initializer_range"]))
+    export_tfhub_lib.export_model(str(out), encoder_config=encoder_config, model_checkpoint_path=converted + "-1",
+                                  with_mlm=False, vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+    shutil.rmtree(work)
+    print("albert ->", out)
+
+
 def main() -> None:
-    cases = {"bert": make_bert}
+    cases = {"bert": make_bert, "albert": make_albert}
     for name in sys.argv[1:] or cases:
         cases[name](HERE / name)
 
