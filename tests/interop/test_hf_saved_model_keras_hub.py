@@ -35,6 +35,7 @@ transformers 4.57's (see tests/interop/test_hf_transformers5.py); the keras-hub 
 CASES = {
     "tfhub_bert": (DATA / "tfhub" / "bert", DATA / "hf" / "golden" / "bert_tf2_encoder", "BertModel"),
     "tfhub_albert": (DATA / "tfhub" / "albert", DATA / "hf" / "golden" / "albert", "AlbertModel"),
+    "tfhub_electra": (DATA / "tfhub" / "electra", DATA / "hf" / "golden" / "electra_discriminator", "ElectraModel"),
     "keras_hub_bert": (DATA / "keras_hub" / "bert" / "preset", DATA / "keras_hub" / "bert" / "golden", "BertModel"),
     "keras_hub_gpt2": (DATA / "keras_hub" / "gpt2" / "preset", DATA / "keras_hub" / "gpt2" / "golden",
                        "GPT2LMHeadModel"),
@@ -73,7 +74,7 @@ def test_transformers5_loads_the_conversion_with_the_golden_tensors_and_outputs(
     model = cls.from_pretrained(out).eval()
     golden_config = json.loads((golden / "config.json").read_text())
     golden_class = getattr(transformers, golden_config["architectures"][0])
-    # The TF Hub ALBERT's golden model is AlbertForPreTraining: its base model (albert.*) is what the SavedModel holds.
+    # The TF Hub ALBERT's and ELECTRA's golden models have pretraining heads: the SavedModels hold their base models.
     prefix = "" if golden_class is cls else f"{model.base_model_prefix}."
     expected = {k[len(prefix):]: v for k, v in load_file(str(golden / "model.safetensors")).items()
                 if k.startswith(prefix)}

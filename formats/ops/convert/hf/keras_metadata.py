@@ -46,7 +46,10 @@ def read_keras_metadata(path: str, node_path: str) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A serialized Keras function as its name (``Text>gelu`` -> ``gelu``); anything else as it is."""
+    """A serialized Keras function as its name (``{"config": "Text>gelu"}`` and ``Text>gelu`` -> ``gelu``);
+    anything else as it is."""
     if isinstance(value, dict) and value.get("class_name") == "function" and isinstance(value.get("config"), str):
-        return value["config"].rpartition(">")[2]
+        return _plain(value["config"])
+    if isinstance(value, str) and value.startswith("Text>"):  # a function registered by tensorflow/models
+        return value[len("Text>"):]
     return value

@@ -89,8 +89,54 @@ def make_albert(out: Path) -> None:
     print("albert ->", out)
 
 
+ELECTRA_NAME_REPLACEMENTS = (("electra/", ""), ("embeddings_project", "embedding_projection"))
+"""google-research/electra's discriminator names as the Model Garden BertEncoder's, before tensorflow/models'
+own BERT replacements (``tf1_bert_checkpoint_converter_lib.BERT_V2_NAME_REPLACEMENTS``, its ``bert/`` one aside)."""
+
+
+def make_electra(out: Path) -> None:
+    """ELECTRA as TF Hub's electra_* encoders hold it: the discriminator in a Model Garden ``BertEncoder`` with an
+    embedding projection (``embedding_size`` < ``hidden_size``). google-research/electra's TF1 checkpoint is
+    renamed by tensorflow/models' ``tf1_bert_checkpoint_converter_lib.convert`` (which also splits the attention
+    kernels per head), read into the encoder by name (every variable but the pooler, which ELECTRA lacks: given
+    seeded values) and exported as BERT is."""
+    import numpy as np
+    import tensorflow as tf
+    from official.legacy.bert import configs
+    from official.nlp.tools import export_tfhub_lib
+    from official.nlp.tools import tf1_bert_checkpoint_converter_lib as lib
+
+    case = HF / "electra"
+    bert_config = configs.BertConfig.from_json_file(str(case / "discriminator_config.json"))
+    shutil.rmtree(out, ignore_errors=True)
+    work = out.parent / (out.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "v1").mkdir(parents=True)
+    (work / "vocab.txt").write_text("".join(f"{t}\n" for t in VOCAB))
+    lib.convert(str(case / "model.ckpt"), str(work / "v1" / "ckpt"), bert_config.num_attention_heads,
+                ELECTRA_NAME_REPLACEMENTS + lib.BERT_V2_NAME_REPLACEMENTS[1:], lib.BERT_V2_PERMUTATIONS,
+                exclude_patterns=["adam", "Adam", "generator", "discriminator_predictions", "global_step"])
+    encoder = export_tfhub_lib.get_bert_encoder(bert_config)
+    reader = tf.train.load_checkpoint(str(work / "v1" / "ckpt"))
+    stored = reader.get_variable_to_shape_map()
+    for variable in encoder.weights:  # what Keras's name-based load_weights does, the pooler aside
+        name = variable.name.split(":")[0]
+        if name.startswith("pooler_transform/"):
+            rng = np.random.default_rng(len(name))
+            variable.assign(rng.standard_normal(variable.shape).astype(np.float32) * 0.1)
+            continue
+        assert name in stored, f"{name} was not in the converted checkpoint"
+        variable.assign(reader.get_tensor(name))
+    assert len(stored) == len(encoder.weights) - 2, sorted(stored)
+    saved = tf.train.Checkpoint(encoder=encoder).save(str(work / "ckpt"))
+    export_tfhub_lib.export_model(str(out), bert_config=bert_config, model_checkpoint_path=saved, with_mlm=False,
+                                  vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+    shutil.rmtree(work)
+    print("electra ->", out)
+
+
 def main() -> None:
-    cases = {"bert": make_bert, "albert": make_albert}
+    cases = {"bert": make_bert, "albert": make_albert, "electra": make_electra}
     for name in sys.argv[1:] or cases:
         cases[name](HERE / name)
 
