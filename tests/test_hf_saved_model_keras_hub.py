@@ -143,3 +143,8 @@ def test_a_missing_part_of_a_joined_parameter_is_an_error_naming_it(run_cli, tmp
         "error: missing: transformer.h.1.attn.c_attn.bias: parameter 'transformer.h.1.attn.c_attn.bias' joins "
         "query, key, value; no source tensor for key (have layers/transformer_decoder_1/_self_attention_layer/"
         "query_dense/vars/1, layers/transformer_decoder_1/_self_attention_layer/value_dense/vars/1)"]
+
+
+def test_the_data_stays_small() -> None:
+    total = sum(p.stat().st_size for root in (KERAS_HUB, DATA / "tfhub") for p in root.rglob("*") if p.is_file())
+    assert total < 5_000_000, total  # 4.3 MB: three SavedModels (their saved_model.pb) and four presets
