@@ -135,8 +135,48 @@ def make_electra(out: Path) -> None:
     print("electra ->", out)
 
 
+def make_bert_v2(out: Path) -> None:
+    """BERT as newer Model Garden exports hold it: ``export_model(encoder_config=EncoderConfig(type="bert_v2"))``
+    (``--encoder_config_file``) builds ``BertEncoderV2``, a Keras layer (not a functional model) whose variables
+    sit under ``_embedding_layer``, ``_transformer_layers/N``, ``_pooler_layer``. Its values are the ``bert_tf2_encoder``
+    case's, read into the legacy encoder as ``make_bert`` does and copied variable by variable (names checked)."""
+    import tensorflow as tf
+    from official.legacy.bert import configs
+    from official.nlp.configs import encoders
+    from official.nlp.tools import export_tfhub_lib
+
+    case = HF / "bert_tf2_encoder"
+    bert_config = configs.BertConfig.from_json_file(str(case / "bert_config.json"))
+    shutil.rmtree(out, ignore_errors=True)
+    work = out.parent / (out.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    (work / "vocab.txt").write_text("".join(f"{t}\n" for t in VOCAB))
+    legacy = export_tfhub_lib.get_bert_encoder(bert_config)
+    tf.train.Checkpoint(encoder=legacy).read(str(case / "bert_model.ckpt")).assert_existing_objects_matched()
+    encoder_config = encoders.EncoderConfig(type="bert_v2", bert_v2=encoders.BertEncoderConfig(
+        vocab_size=bert_config.vocab_size, hidden_size=bert_config.hidden_size,
+        num_layers=bert_config.num_hidden_layers, num_attention_heads=bert_config.num_attention_heads,
+        hidden_activation=bert_config.hidden_act, intermediate_size=bert_config.intermediate_size,
+        dropout_rate=bert_config.hidden_dropout_prob, attention_dropout_rate=bert_config.attention_probs_dropout_prob,
+        max_position_embeddings=bert_config.max_position_embeddings, type_vocab_size=bert_config.type_vocab_size,
+        initializer_range=bert_config.initializer_range))
+    encoder = encoders.build_encoder(encoder_config)
+    encoder(encoder.inputs)
+    assert type(encoder).__name__ == "BertEncoderV2", type(encoder)
+    names = [w.name.split(":")[0].removeprefix(f"{encoder.name}/") for w in encoder.weights]
+    assert names == [w.name.split(":")[0] for w in legacy.weights], names
+    for target, source in zip(encoder.weights, legacy.weights):
+        target.assign(source)
+    saved = tf.train.Checkpoint(encoder=encoder).save(str(work / "ckpt"))
+    export_tfhub_lib.export_model(str(out), encoder_config=encoder_config, model_checkpoint_path=saved,
+                                  with_mlm=False, vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+    shutil.rmtree(work)
+    print("bert_v2 ->", out)
+
+
 def main() -> None:
-    cases = {"bert": make_bert, "albert": make_albert, "electra": make_electra}
+    cases = {"bert": make_bert, "albert": make_albert, "electra": make_electra, "bert_v2": make_bert_v2}
     for name in sys.argv[1:] or cases:
         cases[name](HERE / name)
 
