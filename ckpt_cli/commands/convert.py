@@ -133,8 +133,10 @@ SPEC = Command(
                  "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
                  "weights)."),
         *rule_options("SRC's"),
-        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5"), metavar="F",
-            help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5; "
+        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5"),
+            metavar="F",
+            help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gemma, "
+                 "gpt2, llama, t5; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",
