@@ -44,6 +44,8 @@ CASES = {
                         "GemmaForCausalLM"),
     "keras_hub_llama": (DATA / "keras_hub" / "llama" / "preset", DATA / "keras_hub" / "llama" / "golden",
                         "LlamaForCausalLM"),
+    "keras_hub_llama_tied": (DATA / "keras_hub" / "llama_tied" / "preset", DATA / "keras_hub" / "llama_tied" / "golden",
+                             "LlamaForCausalLM"),
 }
 
 

@@ -45,6 +45,10 @@ CASES = {
         vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False,
         rope_theta=10000.0)),
+    "llama_tied": ("LlamaForCausalLM", transformers.LlamaConfig, dict(
+        vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_theta=500000.0)),
 }
 
 
