@@ -150,3 +150,21 @@ def test_a_missing_part_of_a_joined_parameter_is_an_error_naming_it(run_cli, tmp
 def test_the_data_stays_small() -> None:
     total = sum(p.stat().st_size for root in (KERAS_HUB, DATA / "tfhub") for p in root.rglob("*") if p.is_file())
     assert total < 6_000_000, total  # 5.5 MB: four SavedModels (mostly their saved_model.pb) and five presets
+
+
+def test_a_tfhub_albert_without_its_keras_metadata_takes_the_familys_config(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    saved = tmp_path / "albert_en_base"
+    shutil.copytree(DATA / "tfhub" / "albert", saved)
+    (saved / "keras_metadata.pb").unlink()
+    assert _refused(run_cli, saved, tmp_path) == [
+        f"error: config: config: missing model configuration: no keras_metadata.pb beside the checkpoint in {saved}; "
+        "give one with --config FILE (or the albert family's albert_config.json, config.json)"]
+    out = tmp_path / "hf"
+    result = run_cli("convert", saved, "-o", out, "--to", "hf", "--config", DATA / "hf" / "albert" / "albert_config.json")
+    assert result.exit_code == 0, result.output
+    golden = load_file(str(DATA / "hf" / "golden" / "albert" / "model.safetensors"))
+    written = load_file(str(out / "model.safetensors"))
+    assert sorted(written) == sorted(k[len("albert."):] for k in golden if k.startswith("albert."))
+    assert all(np.array_equal(v, golden["albert." + k]) for k, v in written.items())

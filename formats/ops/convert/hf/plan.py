@@ -14,6 +14,7 @@ from typing import Any
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
+from formats.ops.convert.hf.detect import detect_family
 from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
@@ -47,37 +48,6 @@ class Choice:
     groups: list[str] = field(default_factory=list)
     cls: dict[str, Any] = field(default_factory=dict)
     names: dict[str, list[str]] = field(default_factory=dict)
-
-
-def detect_family(keys: list[str], path: str | None = None) -> Family | None:
-    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns) and, for a layout
-    with a ``config_class``, whose configuration beside ``path`` names one of them (a TF Hub BERT's object paths
-    are also an ALBERT's: their ``keras_metadata.pb`` tells them apart)."""
-    for name in family_names():
-        family = load_family(name)
-        if family.raw.get("detect_automatically") is False:
-            continue
-        try:
-            layout = family.layout_of(keys, {})
-        except KeyError:
-            continue
-        if layout is not None and (path is None or _class_fits(family, layout, path)):
-            return family
-    return None
-
-
-def _class_fits(family: Family, layout: Layout, path: str) -> bool:
-    """Whether the configuration beside ``path`` names a class of the layout's ``config_class`` (True when the
-    layout names none, or the configuration is missing or unreadable: the plan reports that later)."""
-    if not layout.config_class:
-        return True
-    found = find_config(path, family.config_files if layout.config_files is None else layout.config_files)
-    if found is None:
-        return True
-    try:
-        return read_config(found, layout.config_format or family.config_format).get("class_name") in layout.config_class
-    except (OSError, ValueError):
-        return True
 
 
 def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
@@ -148,25 +118,39 @@ def expected_params(family: Family, config: dict[str, Any], groups: list[str] | 
     return out
 
 
+def _own_config(family: Family, layout: Layout, options: ConvertOptions) -> bool:
+    """Whether the layout's own configuration applies (its files, format, ``[layouts.config]``): it has one, and
+    ``--config`` names none or a file of one of its names; a ``--config bert_config.json`` beside a TF Hub
+    SavedModel is read as the family's."""
+    own = layout.config_files is not None or layout.config_format is not None or layout.config is not None
+    given = options.model_config
+    return own and (given is None or layout.config_files is None or os.path.basename(given) in layout.config_files)
+
+
 def _original_config(source: Checkpoint, family: Family, layout: Layout, options: ConvertOptions,
-                     plan: ConversionPlan) -> tuple[dict[str, Any], str] | None:
-    files = family.config_files if layout.config_files is None else layout.config_files
-    kind = layout.config_format or family.config_format
+                     plan: ConversionPlan) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    """The original configuration, its path and the ``[config]`` spec that translates it; None (with the plan's
+    error) when it is missing or names another class."""
+    own = _own_config(family, layout, options)
+    files = layout.config_files if own and layout.config_files is not None else family.config_files
+    kind = (layout.config_format if own else None) or family.config_format
+    spec = layout.config if own and layout.config is not None else family.config
     if not files and not options.model_config:  # a layout whose configuration is all in its shapes
-        return {}, ""
+        return {}, "", spec
     path = options.model_config or find_config(source.path, files)
     if path is None:
         looked = " or ".join(files) or "a configuration file"
-        where = os.path.dirname(os.path.abspath(source.path))
+        where = source.path if os.path.isdir(source.path) else os.path.dirname(os.path.abspath(source.path))
+        also = f" (or the {family.name} family's {', '.join(family.config_files)})" if own else ""
         plan.add("config", "config", f"missing model configuration: no {looked} beside the checkpoint in {where}; "
-                 "give one with --config FILE")
+                 f"give one with --config FILE{also}")
         return None
     config = read_config(path, kind)
-    if layout.config_class and config.get("class_name") not in layout.config_class:
+    if own and layout.config_class and config.get("class_name") not in layout.config_class:
         plan.add("family", path, f"describes a {config.get('class_name')}, not a "
                  f"{' or '.join(layout.config_class)} (the {family.name} map's {layout.name} layout)")
         return None
-    return config, path
+    return config, path, spec
 
 
 def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +178,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         return None
     shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
-    base = family.config if layout.config is None else layout.config
+    base = original[2]
     spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
     try:
         config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
