@@ -22,6 +22,8 @@ TFHUB_BERT = DATA / "tfhub" / "bert"
 CASES = {
     "tfhub_bert": (TFHUB_BERT, DATA / "hf" / "golden" / "bert_tf2_encoder", set()),
     "tfhub_bert_v2": (DATA / "tfhub" / "bert_v2", DATA / "hf" / "golden" / "bert_tf2_encoder", set()),
+    "model_garden_bert_v2": (DATA / "tfhub" / "bert_v2_checkpoint" / "bert_model.ckpt",
+                             DATA / "hf" / "golden" / "bert_tf2_encoder", set()),
     "tfhub_albert": (DATA / "tfhub" / "albert", DATA / "hf" / "golden" / "albert", set()),
     "tfhub_electra": (DATA / "tfhub" / "electra", DATA / "hf" / "golden" / "electra_discriminator", set()),
     "keras_hub_bert": (KERAS_HUB / "bert" / "preset", KERAS_HUB / "bert" / "golden", set()),

@@ -35,6 +35,8 @@ transformers 4.57's (see tests/interop/test_hf_transformers5.py); the keras-hub 
 CASES = {
     "tfhub_bert": (DATA / "tfhub" / "bert", DATA / "hf" / "golden" / "bert_tf2_encoder", "BertModel"),
     "tfhub_bert_v2": (DATA / "tfhub" / "bert_v2", DATA / "hf" / "golden" / "bert_tf2_encoder", "BertModel"),
+    "model_garden_bert_v2": (DATA / "tfhub" / "bert_v2_checkpoint" / "bert_model.ckpt",
+                             DATA / "hf" / "golden" / "bert_tf2_encoder", "BertModel"),
     "tfhub_albert": (DATA / "tfhub" / "albert", DATA / "hf" / "golden" / "albert", "AlbertModel"),
     "tfhub_electra": (DATA / "tfhub" / "electra", DATA / "hf" / "golden" / "electra_discriminator", "ElectraModel"),
     "keras_hub_bert": (DATA / "keras_hub" / "bert" / "preset", DATA / "keras_hub" / "bert" / "golden", "BertModel"),

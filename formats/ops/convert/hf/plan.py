@@ -138,6 +138,10 @@ def _original_config(source: Checkpoint, family: Family, layout: Layout, options
     if not files and not options.model_config:  # a layout whose configuration is all in its shapes
         return {}, "", spec
     path = options.model_config or find_config(source.path, files)
+    if path is None and own and layout.config_files is not None:  # a training checkpoint beside bert_config.json
+        path = find_config(source.path, family.config_files)
+        if path is not None:
+            kind, spec, own = family.config_format, family.config, False
     if path is None:
         looked = " or ".join(files) or "a configuration file"
         where = source.path if os.path.isdir(source.path) else os.path.dirname(os.path.abspath(source.path))

@@ -171,8 +171,14 @@ def make_bert_v2(out: Path) -> None:
     saved = tf.train.Checkpoint(encoder=encoder).save(str(work / "ckpt"))
     export_tfhub_lib.export_model(str(out), encoder_config=encoder_config, model_checkpoint_path=saved,
                                   with_mlm=False, vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+    # The training checkpoint the export was made from, as Model Garden's trainer writes it, beside its config.
+    training = out.parent / "bert_v2_checkpoint"
+    shutil.rmtree(training, ignore_errors=True)
+    training.mkdir()
+    tf.train.Checkpoint(encoder=encoder).write(str(training / "bert_model.ckpt"))
+    shutil.copy(case / "bert_config.json", training / "bert_config.json")
     shutil.rmtree(work)
-    print("bert_v2 ->", out)
+    print("bert_v2 ->", out, "and", training)
 
 
 def main() -> None:
