@@ -133,11 +133,13 @@ SPEC = Command(
                  "takes its layout and keys, SRC's values (--to keras3-h5 needs one unless SRC is Keras 3 "
                  "weights)."),
         *rule_options("SRC's"),
-        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gpt2", "t5", "mobilebert", "bigbird",
-                              "convbert", "rembert", "xlnet", "gpt_neo", "pegasus", "bigbird_pegasus", "imagegpt"),
+        Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
+                              "mobilebert", "bigbird", "convbert", "rembert", "xlnet", "gpt_neo", "pegasus",
+                              "bigbird_pegasus", "imagegpt"),
             metavar="F",
-            help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gpt2, t5, "
-                 "mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, imagegpt; "
+            help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gemma, "
+                 "gpt2, llama, t5, mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, "
+                 "imagegpt; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",

@@ -17,6 +17,10 @@ Originals: BERT's ``bert_config.json``, ALBERT's ``albert_config.json``, ELECTRA
                                               # when the original lacks it
     divides = { hidden_size = "num_attention_heads" }  # hidden_size must be a multiple (checked: .check)
     flatten = ["model_hparam_overrides"]      # nested fields laid over the top-level ones
+    count = { num_hidden_layers = "layer_with_weights-0/layer_with_weights-{n:d}/_output_dense/kernel{*}" }
+                                              # how many source names match (a model map pattern)
+    unsupported = ["rope_frequency_adjustment_factor"]  # original fields the map cannot carry: absent or null
+    only = { use_post_ffw_norm = [false] }    # original fields the map carries only with these values
     [config.presets.model_size.small]         # fields a value of a field stands for (ELECTRA's model sizes)
     hidden_size = 256
 """
@@ -29,7 +33,7 @@ from typing import Any
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, InputReadError
 
-__all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError"]
+__all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError", "UnsupportedConfigError"]
 
 
 class ConfigError(InputReadError):
@@ -53,7 +57,13 @@ MAX_JSON_BYTES = 64 << 20
 
 
 def read_config(path: str, kind: str) -> dict[str, Any]:
-    """The original configuration at ``path``: ``json`` (an object) or ``gin``."""
+    """The original configuration at ``path``: ``json`` (an object), ``keras-hub`` (a preset's ``config.json``:
+    the backbone's ``config`` object, with its ``class_name``), ``keras-metadata:NODE`` (a Keras SavedModel's
+    ``keras_metadata.pb``: the configuration of the Keras object at ``NODE``) or ``gin``."""
+    if kind.startswith("keras-metadata:"):
+        from formats.ops.convert.hf.keras_metadata import read_keras_metadata
+
+        return read_keras_metadata(path, kind.partition(":")[2])
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -67,6 +77,10 @@ def read_config(path: str, kind: str) -> dict[str, Any]:
         raise ConfigError(path, f"not a JSON model configuration: {exc.message}") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "not a JSON model configuration: expected an object")
+    if kind == "keras-hub":
+        if not isinstance(doc.get("config"), dict):
+            raise ConfigError(path, "not a keras-hub preset configuration: no \"config\" object")
+        return {**doc["config"], "class_name": doc.get("class_name")}
     return doc
 
 
@@ -154,6 +168,33 @@ def _expanded(original: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class UnsupportedConfigError(ValueError):
+    """An original configuration field whose value a model map cannot carry (``field`` names it)."""
+
+    def __init__(self, field_name: str, value: Any, allowed: str) -> None:
+        super().__init__(f"{field_name} = {json_text(value)} ({allowed})")
+        self.field, self.value, self.allowed = field_name, value, allowed
+
+
+def _check_supported(original: dict[str, Any], spec: dict[str, Any]) -> None:
+    """:class:`UnsupportedConfigError` naming an original field whose value the map cannot carry into
+    ``config.json`` (a keras-hub Llama's rope scaling, a Gemma 2's soft caps): converting it anyway would change
+    the model's outputs."""
+    for name in spec.get("unsupported", []):
+        if original.get(name) is not None:
+            raise UnsupportedConfigError(name, original[name], "only null")
+    for name, allowed in spec.get("only", {}).items():
+        if name in original and original[name] not in allowed:
+            raise UnsupportedConfigError(name, original[name], f"only {' or '.join(json_text(a) for a in allowed)}")
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON writes it (``false``, ``1.0``)."""
+    import json
+
+    return json.dumps(value)
+
+
 def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, tuple[int, ...]],
               overrides: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
     """``config.json``'s fields from the original's by ``spec`` (the family's ``[config]``), ``overrides``
@@ -162,6 +203,7 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
     from formats.ops.convert.hf.family import evaluate
 
     original = _expanded(original, spec)
+    _check_supported(original, spec)
     out: dict[str, Any] = {}
     notes: list[str] = []
     for name in spec.get("copy", []):
@@ -174,7 +216,7 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
         if isinstance(value, str) and value.startswith("="):  # computed from other fields ("=4*hidden_size")
             if name not in out:
                 try:
-                    out[name] = evaluate(value[1:], {**out, **overrides})
+                    out[name] = evaluate(value[1:], {**original, **out, **overrides})
                 except (KeyError, ValueError):
                     pass
             continue
@@ -196,6 +238,13 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
             out[name] = (key.lstrip("!") in shapes) != key.startswith("!")
             notes.append(f"{name} = {out[name]} from the checkpoint: it holds {'no ' * (key.lstrip('!') not in shapes)}"
                          f"{key.lstrip('!')}")
+    for name, pattern in spec.get("count", {}).items():
+        if name not in out and name not in overrides:
+            from formats.ops.convert.hf.family import Pattern
+
+            regex = Pattern(pattern).regex({})
+            out[name] = sum(1 for key in shapes if regex.match(key))
+            notes.append(f"{name} = {out[name]}, the number of source tensors named {pattern}")
     out.update(overrides)
     out.update(spec.get("set", {}))
     missing = [name for name in spec.get("require", []) if name not in out]

@@ -1,5 +1,7 @@
 """Tensors a model map computes from a stored one while it streams: reshaped (free: the bytes are the same),
-transposed (a 2-D kernel ``[in, out]`` as PyTorch's ``[out, in]``) and cast (T5's bfloat16 as float32).
+transposed (a 2-D kernel ``[in, out]`` as PyTorch's ``[out, in]``), permuted (``permute:0,2,1``: keras-hub
+Gemma's ``[heads, hidden, head_dim]`` query kernel as ``[heads, head_dim, hidden]``) and cast (T5's bfloat16 as
+float32).
 
 :class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it and their read-back
 compares the file with the same computation. A transpose reads its source whole (one tensor at a time: the
@@ -21,8 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = ["MappedEntry", "PartEntry", "StackedEntry", "PiecesEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
-OPS = ("reshape", "transpose")
+OPS = ("reshape", "transpose", "permute:AXES")
 """The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
+
+
+def _axes(op: str) -> tuple[int, ...] | None:
+    """The axes of a ``permute:0,2,1`` op, else None."""
+    return tuple(int(a) for a in op[len("permute:"):].split(",")) if op.startswith("permute:") else None
 
 
 def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -36,6 +43,10 @@ def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int
             out = _reshape_goal(ops[n + 1:], target)
         elif op == "transpose":
             out = out[::-1]
+        elif (axes := _axes(op)) is not None:
+            if sorted(axes) != list(range(len(out))):
+                return None
+            out = tuple(out[a] for a in axes)
     return out
 
 
@@ -45,6 +56,11 @@ def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, 
     for op in reversed(rest):
         if op == "transpose":
             shape = shape[::-1]
+        elif (axes := _axes(op)) is not None:
+            before = [0] * len(axes)
+            for n, a in enumerate(axes):
+                before[a] = shape[n]
+            shape = tuple(before)
     return shape
 
 
@@ -86,7 +102,8 @@ class MappedEntry(TensorEntry):
     @property
     def transposes(self) -> bool:
         """Whether the element order changes (else the bytes stream through, cast at most)."""
-        return "transpose" in self.ops and len(self.base.shape) > 1 and sum(d > 1 for d in self.base.shape) > 1
+        moves = "transpose" in self.ops or any(_axes(op) for op in self.ops)
+        return moves and len(self.base.shape) > 1 and sum(d > 1 for d in self.base.shape) > 1
 
     def _cast(self, values: np.ndarray) -> np.ndarray:
         from formats.core.dtypes import by_name
@@ -112,7 +129,11 @@ class MappedEntry(TensorEntry):
     def _value(self) -> np.ndarray:
         value = self._stored()
         for n, op in enumerate(self.ops):
-            value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape)) if op == "reshape" else value.T
+            if op == "reshape":
+                value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape))
+            else:
+                axes = _axes(op)
+                value = value.T if axes is None else value.transpose(axes)
         return self._cast(value.reshape(self.shape))
 
     def read(self) -> np.ndarray:

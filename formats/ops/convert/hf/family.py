@@ -37,7 +37,15 @@ The file says, as data::
     set = { feed_forward_proj = "gated-gelu" }  # config.json fields
     groups = ["gated"]                   # parameter groups it adds to the class's
 
-A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
+A layout may also carry its own ``config_files`` (``[]``: none; every field from the shapes), ``config_format``
+and ``[layouts.config]`` (used instead of the family's), ``config_class`` (the ``class_name`` a keras-hub
+``config.json`` must name), and ``like`` + ``prefix``: the map and drop rules of the layout named ``like``, for
+source names that carry ``prefix`` before them (a TF Hub SavedModel holds the Model Garden encoder as the
+``layer_with_weights-0`` of the model it exports). Object-based checkpoints and SavedModels are matched by every
+object path of each variable (:func:`formats.ops.convert.hf.names.source_names`), not only the stored key.
+
+A map rule's ``concat = { over = "p", axis = 1 }`` joins the tensors of every word of ``{p:a|b|c}`` into its one
+``to`` (:mod:`.joins`). A map rule's ``source_shape`` (config expressions) makes a ``reshape`` invertible for ``--to tf-name``;
 a map rule's ``split = { i = "n_layer" }`` maps one source tensor to one target per value of ``{i}`` (a
 placeholder of ``to`` only), the source's first axis holding the parts in order (XLNet's ``r_w_bias``
 [n_layer, n_head, d_head] as each layer's [n_head, d_head]); ``zero_rows = ["pad_token_id"]`` writes those rows
@@ -52,7 +60,8 @@ along that axis (ImageGPT's q, k and v projections side by side in c_attn; the p
 discriminator's names).
 
 Patterns: ``{name}`` is one name part (no ``/``), ``{name:d}`` digits, ``{name:03d}`` three digits,
-``{name:d+4}`` digits whose value is the placeholder's plus 4, ``{name:a|b}`` one of the words,
+``{name:d+4}`` digits whose value is the placeholder's plus 4, ``{name:_d}`` Keras's suffix of a
+repeated name (none for 0, ``_1``, ``_2``, ...), ``{name:a|b}`` one of the words,
 ``{=expr}`` the configuration's value of ``expr`` (``num_hidden_layers+4``), ``{*}`` anything (slashes too).
 The same placeholders fill ``to`` (numbers plain; a ``/`` in a value becomes ``.``, the separator of parameter
 names, and back in the reverse direction). The configuration's translation is :mod:`.config`'s.
@@ -157,16 +166,25 @@ class Pattern:
         name, _, kind = spec.partition(":")
         if not kind:
             return rf"(?P<{name}>[^/]+)"
+        if kind == "_d":
+            return Pattern._suffix_group(name)
         if "|" in kind or not re.fullmatch(r"0?\d*d(\+\d+)?", kind):
             return rf"(?P<{name}>{'|'.join(re.escape(w) for w in kind.split('|'))})"
         width = re.match(r"0(\d+)d", kind)
         return rf"(?P<{name}>\d{{{width.group(1)}}})" if width else rf"(?P<{name}>\d+)"
+
+    @staticmethod
+    def _suffix_group(name: str) -> str:
+        return rf"(?P<{name}>(?:_[1-9]\d*)?)"
 
     def values(self, match: re.Match[str]) -> dict[str, str]:
         """The placeholders' values of a match, offsets (``{i:d+4}``) taken off and numbers made plain."""
         found = dict(match.groupdict())
         for m in PLACEHOLDER.finditer(self.text):
             name, _, kind = m.group(1).partition(":")
+            if name in found and kind == "_d":
+                found[name] = found[name][1:] or "0"
+                continue
             if name in found and re.fullmatch(r"0?\d*d(\+\d+)?", kind or "x"):
                 offset = int(kind.partition("+")[2] or 0)
                 found[name] = str(int(found[name]) - offset)
@@ -180,6 +198,8 @@ class Pattern:
                 return str(evaluate(spec[1:], config))
             name, _, kind = spec.partition(":")
             value = values[name]
+            if kind == "_d":
+                return "" if value == "0" else f"_{value}"
             width = re.match(r"0(\d+)d", kind)
             offset = int(kind.partition("+")[2] or 0) if re.fullmatch(r"0?\d*d(\+\d+)?", kind or "x") else 0
             if width or offset:
@@ -203,6 +223,7 @@ class MapRule:
     also: list[Pattern] = field(default_factory=list)
     config_from: dict[str, str] = field(default_factory=dict)
     into: dict[str, Any] | None = None
+    concat: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -224,6 +245,11 @@ class Layout:
     detect: list[Pattern]
     maps: list[MapRule]
     drops: list[DropRule]
+    prefix: str = ""
+    config: dict[str, Any] | None = None
+    config_files: list[str] | None = None
+    config_format: str | None = None
+    config_class: list[str] = field(default_factory=list)
 
 
 @record
@@ -318,7 +344,9 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: str, where: str = "")
 
 
 def _parse(doc: dict[str, Any], path: str) -> Family:
-    layouts = [_layout(item, path) for item in _need(doc, "layouts", list, path)]
+    layouts: list[Layout] = []
+    for item in _need(doc, "layouts", list, path):
+        layouts.append(_layout(item, path, {lay.name: lay for lay in layouts}))
     params = [Param(Pattern(_need(p, "name", str, path, "params: ")), list(_need(p, "shape", list, path, "params: ")),
                     dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"), p.get("zeros"))
               for p in doc.get("params", [])]
@@ -330,22 +358,36 @@ def _parse(doc: dict[str, Any], path: str) -> Family:
                   tied_when={t["name"]: t["when"] for t in doc.get("tied", []) if "when" in t}, raw=doc)
 
 
-def _layout(item: dict[str, Any], path: str) -> Layout:
+def _layout(item: dict[str, Any], path: str, earlier: dict[str, Layout]) -> Layout:
     detect = item.get("detect", [])
+    like = item.get("like")
+    if like is not None and like not in earlier:
+        raise FamilyError(path, f"layout {item.get('name')!r}: 'like' names no earlier layout ({like!r})")
     maps = []
     for rule in item.get("map", []):
         ops = tuple(rule.get("ops", ()))
-        bad = [op for op in ops if op not in ("reshape", "transpose")]
+        bad = [op for op in ops if op not in ("reshape", "transpose") and not re.fullmatch(r"permute:\d+(,\d+)+", op)]
         if bad:
-            raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose)")
-        maps.append(MapRule(Pattern(_need(rule, "from", str, path, "map: ")), Pattern(_need(rule, "to", str, path, "map: ")),
-                            ops, rule.get("dtype"), rule.get("source_shape"), rule.get("split"),
-                            rule.get("zero_rows"), [Pattern(str(a)) for a in rule.get("also", [])],
-                            dict(rule.get("config_from", {})), rule.get("into")))
+            raise FamilyError(path, f"map {rule.get('from')!r}: unknown op {bad[0]!r} (reshape, transpose, "
+                              "permute:AXES)")
+        source = Pattern(_need(rule, "from", str, path, "map: "))
+        concat = rule.get("concat")
+        if concat is not None and (not isinstance(concat, dict) or not isinstance(concat.get("axis"), int)
+                                   or "|" not in source.kinds().get(str(concat.get("over")), "")):
+            raise FamilyError(path, f"map {rule.get('from')!r}: concat must be {{ over = a placeholder with words, "
+                              "axis = an integer }")
+        maps.append(MapRule(source, Pattern(_need(rule, "to", str, path, "map: ")), ops, rule.get("dtype"),
+                            rule.get("source_shape"), rule.get("split"), rule.get("zero_rows"),
+                            [Pattern(str(a)) for a in rule.get("also", [])], dict(rule.get("config_from", {})),
+                            rule.get("into"), concat))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
+    if like is not None:
+        maps, drops = maps + earlier[like].maps, drops + earlier[like].drops
+    files = item.get("config_files")
     return Layout(str(item.get("name", "default")), [Pattern(d) for d in ([detect] if isinstance(detect, str) else detect)],
-                  maps, drops)
+                  maps, drops, str(item.get("prefix", "")), item.get("config"), None if files is None else list(files),
+                  item.get("config_format"), list(item.get("config_class", [])))
 
 
 def is_model_map(path: str) -> bool:

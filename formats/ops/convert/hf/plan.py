@@ -13,8 +13,11 @@ from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.check import config_problems, count_problems, tie_problems
-from formats.ops.convert.hf.config import find_config, read_config, translate
+from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
+from formats.ops.convert.hf.detect import detect_family
 from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
+from formats.ops.convert.hf.joins import Part, add_joined_row
+from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, holds, load_family)
@@ -47,37 +50,7 @@ class Choice:
     groups: list[str] = field(default_factory=list)
     cls: dict[str, Any] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
-
-
-def detect_family(keys: list[str]) -> Family | None:
-    """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns); when several do
-    (MobileBERT's names begin as BERT's), the one whose rules map or drop the most keys, the first by name on a tie."""
-    found: list[tuple[Family, Layout]] = []
-    for name in family_names():
-        family = load_family(name)
-        if family.raw.get("detect_automatically") is False:
-            continue
-        try:
-            layout = family.layout_of(keys, {})
-        except KeyError:
-            continue
-        if layout is not None:
-            found.append((family, layout))
-    if len(found) <= 1:
-        return found[0][0] if found else None
-    covered = [_covered(layout, keys) for _, layout in found]
-    return found[covered.index(max(covered))][0]
-
-
-def _covered(layout: Layout, keys: list[str]) -> int:
-    """How many of ``keys`` a layout's map and drop rules match (rules that need the configuration left out)."""
-    regexes = []
-    for pattern in [rule.source for rule in layout.maps] + [drop.match for drop in layout.drops]:
-        try:
-            regexes.append(pattern.regex({}))
-        except KeyError:
-            continue
-    return sum(1 for key in keys if any(regex.match(key) for regex in regexes))
+    names: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
@@ -148,16 +121,43 @@ def expected_params(family: Family, config: dict[str, Any], groups: list[str] | 
     return out
 
 
-def _original_config(source: Checkpoint, family: Family, options: ConvertOptions,
-                     plan: ConversionPlan) -> tuple[dict[str, Any], str] | None:
-    path = options.model_config or find_config(source.path, family.config_files)
+def _own_config(family: Family, layout: Layout, options: ConvertOptions) -> bool:
+    """Whether the layout's own configuration applies (its files, format, ``[layouts.config]``): it has one, and
+    ``--config`` names none or a file of one of its names; a ``--config bert_config.json`` beside a TF Hub
+    SavedModel is read as the family's."""
+    own = layout.config_files is not None or layout.config_format is not None or layout.config is not None
+    given = options.model_config
+    return own and (given is None or layout.config_files is None or os.path.basename(given) in layout.config_files)
+
+
+def _original_config(source: Checkpoint, family: Family, layout: Layout, options: ConvertOptions,
+                     plan: ConversionPlan) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    """The original configuration, its path and the ``[config]`` spec that translates it; None (with the plan's
+    error) when it is missing or names another class."""
+    own = _own_config(family, layout, options)
+    files = layout.config_files if own and layout.config_files is not None else family.config_files
+    kind = (layout.config_format if own else None) or family.config_format
+    spec = layout.config if own and layout.config is not None else family.config
+    if not files and not options.model_config:  # a layout whose configuration is all in its shapes
+        return {}, "", spec
+    path = options.model_config or find_config(source.path, files)
+    if path is None and own and layout.config_files is not None:  # a training checkpoint beside bert_config.json
+        path = find_config(source.path, family.config_files)
+        if path is not None:
+            kind, spec, own = family.config_format, family.config, False
     if path is None:
-        looked = " or ".join(family.config_files) or "a configuration file"
-        where = os.path.dirname(os.path.abspath(source.path))
+        looked = " or ".join(files) or "a configuration file"
+        where = source.path if os.path.isdir(source.path) else os.path.dirname(os.path.abspath(source.path))
+        also = f" (or the {family.name} family's {', '.join(family.config_files)})" if own else ""
         plan.add("config", "config", f"missing model configuration: no {looked} beside the checkpoint in {where}; "
-                 "give one with --config FILE")
+                 f"give one with --config FILE{also}")
         return None
-    return read_config(path, family.config_format), path
+    config = read_config(path, kind)
+    if own and layout.config_class and config.get("class_name") not in layout.config_class:
+        plan.add("family", path, f"describes a {config.get('class_name')}, not a "
+                 f"{' or '.join(layout.config_class)} (the {family.name} map's {layout.name} layout)")
+        return None
+    return config, path, spec
 
 
 def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
@@ -167,30 +167,39 @@ def _numbers(hparams: dict[str, Any]) -> dict[str, Any]:
 def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> Choice | None:
     """The family (``--family``, ``--rules FILE`` or detected), layout, variant and configuration of a
     conversion; None (with the plan's error) when one cannot be settled."""
-    keys = [k for k in source if k != OBJECT_GRAPH_KEY]
+    names = source_names(source)
+    keys = [n for found in names.values() for n in found]
     named = options.model_map or options.family
-    family = load_family(named) if named else detect_family(keys)
+    family = load_family(named) if named else detect_family(keys, source.path)
     if family is None:
         plan.add("family", source.path, f"no model family recognises these variable names (ckpt knows "
                  f"{', '.join(family_names())}); name one with --family or give a map with --rules")
         return None
-    if family.layout_of(keys, {}) is None:
+    layout = family.layout_of(keys, {})
+    if layout is None:
         plan.add("family", source.path, f"no source layout of the {family.name} map "
                  f"({', '.join(lay.name for lay in family.layouts)}) recognises these variable names")
         return None
-    original = _original_config(source, family, options, plan)
+    original = _original_config(source, family, layout, options, plan)
     if original is None:
         return None
-    shapes = {k: tuple(source[k].shape) for k in keys}
+    shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
-    spec = {**family.config, "set": {**family.config.get("set", {}), **variant.get("set", {})}}
-    config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+    base = original[2]
+    spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
+    try:
+        config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+    except UnsupportedConfigError as exc:
+        plan.add("config", exc.field, f"the {family.name} map cannot carry {exc.field} = {json_text(exc.value)} of "
+                 f"{original[1]} ({exc.allowed})")
+        return None
     for name in missing:
         plan.add("config", name, f"missing model configuration field {name!r} in {original[1]} (give it with "
                  f"--hparam {name}=VALUE)")
     if missing:
         return None
-    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1], overrides=sorted(options.hparams))
+    choice = Choice(family, family.layout_of(keys, config), variant, config, original[1],
+                    overrides=sorted(options.hparams), names=names)
     for note in notes:
         plan.add("config", note.split(" ", 1)[0], note, WARNING)
     return choice
@@ -211,13 +220,13 @@ def _variant(family: Family, keys: list[str]) -> dict[str, Any]:
     return fallback
 
 
-def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRule, str] | None:
+def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRule, str, dict[str, str]] | None:
     for rule in rules:
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
-            values.update({name: f"{{{name}}}" for name in rule.split or {}})  # filled per part by _split
-            return rule, "\n".join(t.fill(values, config) for t in [rule.target, *rule.also])
+            filled = {**values, **{name: f"{{{name}}}" for name in rule.split or {}}}  # filled per part by _split
+            return rule, "\n".join(t.fill(filled, config) for t in [rule.target, *rule.also]), values
     return None
 
 
@@ -247,25 +256,28 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
     ``unmapped`` error."""
     family, config, layout = choice.family, choice.config, choice.layout
     assert layout is not None
-    mapped: dict[str, tuple[str, TensorEntry | None, MapRule]] = {}
+    mapped: dict[str, tuple[str, TensorEntry | None, MapRule, dict[str, str]]] = {}
     dropped: dict[str, list[str]] = {}
     for key in source:
         if key == OBJECT_GRAPH_KEY:
             continue
-        found = _map(layout.maps, key, config)
-        if found is not None and found[0].split:
-            mapped.update(split_parts(plan, source[key], found[0], found[1], config))
+        tried = candidates(layout, choice.names.get(key, [key]))
+        hit = next(((name, found) for name in tried if (found := _map(layout.maps, name, config))), None)
+        found = hit[1] if hit is not None else None
+        if hit is not None and found is not None and found[0].split:
+            parts = split_parts(plan, source[key], found[0], found[1], config)
+            mapped.update({part: (*value, found[2]) for part, value in parts.items()})
             continue
-        if found is not None and found[0].config_from:  # e.g. XLNet's task name, kept for --to tf-name
-            m = found[0].source.regex(config).match(key)
+        if hit is not None and found is not None and found[0].config_from:  # XLNet's task name, for --to tf-name
+            m = found[0].source.regex(config).match(hit[0])
             assert m is not None
             config.update({name: m.group(p) for name, p in found[0].config_from.items()})
         if found is not None:
             first, *copies = found[1].split("\n")  # a rule's ``also``: more targets of the same tensor
-            mapped[key] = (first, source[key], found[0])
-            mapped.update({f"{key} (copy {n})": (t, source[key], found[0]) for n, t in enumerate(copies, 1)})
+            mapped[key] = (first, source[key], found[0], found[2])
+            mapped.update({f"{key} (copy {n})": (t, source[key], found[0], found[2]) for n, t in enumerate(copies, 1)})
             continue
-        drop = next((d for d in layout.drops if d.match.regex(config).match(key)), None)
+        drop = next((d for d in layout.drops for name in tried if d.match.regex(config).match(name)), None)
         if drop is not None:
             dropped.setdefault(f"{drop.match.text}\0{drop.why}", []).append(key)
             continue
@@ -279,14 +291,15 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     check_counts(family, config, sum(1 for k in source if k != OBJECT_GRAPH_KEY))
     every = expected_params(family, config)
     mapped, dropped = _sort_sources(source, choice, plan)
-    choice.cls = _class(family, {every[t].group for t, _, _ in mapped.values() if t in every})
+    choice.cls = _class(family, {every[t].group for t, *_ in mapped.values() if t in every})
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     covered = _check(plan, choice, mapped, expected)
     filled: set[str] = set(covered)  # their errors are the one that names the field
     misfits: dict[str, list[tuple[str, str]]] = {}
     pieces: dict[str, list[tuple[str, TensorEntry, MapRule]]] = {}
-    for key, (target, entry, rule) in mapped.items():
+    joins: dict[str, list[Part]] = {}
+    for key, (target, entry, rule, values) in mapped.items():
         if target in covered:
             continue
         if entry is None:  # a split whose error is planned already
@@ -303,17 +316,24 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
             else:
                 plan.add("unmapped", key, f"{key!r} maps to {target!r}, which {choice.cls.get('name')} does not have")
             continue
+        filled.add(target)
+        if rule.concat is not None:
+            joins.setdefault(target, []).append((key, entry, rule, values))
+            continue
         misfit = _add_row(plan, key, _strip(target, choice), entry, rule, expected[target], config)
         if misfit is not None:
             misfits.setdefault(_fields(expected[target], config), []).append((key, misfit))
-        filled.add(target)
     for target, found in pieces.items():
         assemble(plan, _strip(target, choice), found, expected[target].shape, config)
+    for target, parts in joins.items():
+        misfit = add_joined_row(plan, _strip(target, choice), parts, expected[target].shape)
+        if misfit is not None:
+            misfits.setdefault(_fields(expected[target], config), []).append((parts[0][0], misfit))
     _report_misfits(plan, misfits)
     _finish(plan, choice, expected, filled, dropped)
 
 
-def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, TensorEntry, MapRule]],
+def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, TensorEntry | None, MapRule, dict[str, str]]],
            expected: dict[str, Target]) -> set[str]:
     """The checks of :mod:`.check` (what transformers 5 will check when it loads the output), each one error naming
     the field; the parameters whose own errors (missing, unmapped) those stand for."""
@@ -322,7 +342,7 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
     def origin(name: str) -> str:
         return " (--hparam)" if name in choice.overrides else f" in {choice.config_source}" if choice.config_source else ""
 
-    sources = {target: key for key, (target, _, _) in mapped.items()}
+    sources = {target: key for key, (target, *_) in mapped.items()}
     problems, covered, held = count_problems(family, config, list(sources), [n for n in expected if n not in sources],
                                              origin)
     if held and choice.layout is not None:  # what the wrong count alone left unmapped (the pooler after the layers)
