@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MappedEntry", "OPS", "output_shape"]
 
-OPS = ("reshape", "transpose")
-"""The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
+OPS = ("reshape", "transpose", "conv2d")
+"""The shape transforms a map may name, applied in order; a cast is the map's ``dtype``. ``conv2d``: a TensorFlow
+conv2d kernel ``(kh, kw, in, out)`` as PyTorch's ``(out, in, kh, kw)``."""
+CONV2D_AXES = (3, 2, 0, 1)
 
 
 def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -36,6 +38,8 @@ def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int
             out = _reshape_goal(ops[n + 1:], target)
         elif op == "transpose":
             out = out[::-1]
+        elif op == "conv2d":
+            out = tuple(out[a] for a in CONV2D_AXES)
     return out
 
 
@@ -45,6 +49,8 @@ def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, 
     for op in reversed(rest):
         if op == "transpose":
             shape = shape[::-1]
+        elif op == "conv2d":
+            shape = tuple(shape[CONV2D_AXES.index(a)] for a in range(len(shape)))
     return shape
 
 
@@ -86,7 +92,7 @@ class MappedEntry(TensorEntry):
     @property
     def transposes(self) -> bool:
         """Whether the element order changes (else the bytes stream through, cast at most)."""
-        return "transpose" in self.ops and len(self.base.shape) > 1 and sum(d > 1 for d in self.base.shape) > 1
+        return any(op in ("transpose", "conv2d") for op in self.ops) and sum(d > 1 for d in self.base.shape) > 1
 
     def _cast(self, values: np.ndarray) -> np.ndarray:
         from formats.core.dtypes import by_name
@@ -112,7 +118,10 @@ class MappedEntry(TensorEntry):
     def _value(self) -> np.ndarray:
         value = self._stored()
         for n, op in enumerate(self.ops):
-            value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape)) if op == "reshape" else value.T
+            if op == "reshape":
+                value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape))
+            else:
+                value = value.transpose(CONV2D_AXES) if op == "conv2d" else value.T
         return self._cast(value.reshape(self.shape))
 
     def read(self) -> np.ndarray:

@@ -201,7 +201,12 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
 
 
 def plan_hf(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
-    """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``)."""
+    """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``);
+    transformers' own TF weights (``tf_model.h5`` beside its ``config.json``) by :mod:`.tf_h5`'s generic rule."""
+    from formats.ops.convert.hf.tf_h5 import is_tf_h5, plan_tf_h5
+
+    if is_tf_h5(source, options):
+        return plan_tf_h5(source, options)
     plan = ConversionPlan(source.path, HF)
     choice: Choice | None = None
     try:
