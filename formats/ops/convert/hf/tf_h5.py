@@ -152,7 +152,7 @@ def _twin(plan: ConversionPlan, key: str, first: str, source: Checkpoint) -> Non
         plan.add("collision", key, f"{key!r} {list(b.shape)} {b.dtype} and {first!r} {list(a.shape)} {a.dtype} are "
                  "one variable of different shapes")
         return
-    plan.add("dropped", key, f"{key!r}: the variable {first!r} holds, listed again by another layer; written once",
+    plan.add("dropped", key, f"{key!r} left out: the variable {first!r} holds, listed again by another layer",
              WARNING, [key])
 
 
@@ -181,6 +181,10 @@ def _check_scope(plan: ConversionPlan, variables: dict[str, str], tf_cls: str | 
 
 def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec: dict[str, Any],
          config: dict[str, Any]) -> None:
+    for rule in spec.get("drop", []):
+        if re.search(rule["match"], tf_name.name):
+            plan.add("dropped", key, f"{key!r} ({tf_name.name}) left out: {rule['why']}", WARNING, [key])
+            return
     shape = tuple(entry.shape)
     ops: tuple[str, ...] = ()
     if tf_name.op == TRANSPOSE:

@@ -1,0 +1,160 @@
+"""Optional tier: transformers 4.x TensorFlow weights (``tf_model.h5`` directories, ``tests/data/hf_h5``) converted by
+``ckpt convert DIR --to hf`` and opened by transformers 5 (which reads no TensorFlow).
+
+For every case of ``tests/data/hf_h5/cases.json`` (each a tiny random model saved by its TF class's
+``save_pretrained``, with transformers 4.57.6's own TF->PyTorch loader's state dict and outputs as golden files:
+``tests/data/hf_h5/generators/make_h5_zoo.py``): ckpt converts the directory; transformers 5 loads the output with
+the class ``config.json`` names (no missing and no unexpected key) and with ``AutoModel``; every tensor of its state
+dict equals, bitwise, that of transformers 5 loading the golden state dict (tied ones included, as transformers 5
+ties them; names transformers 5 renamed, as ViT's, renamed alike) and the golden tensor under every name both have; its eval-mode outputs equal,
+bitwise, those of transformers 5 running the oracle's own state dict, and are within :data:`TOLERANCE` of the golden
+outputs (transformers 4.57's). ``AutoTokenizer`` loads the output where the case ships a tokenizer and encodes as
+it does from the source directory.
+
+Where the oracle left a tensor at its PyTorch initial value (``oracle.json``'s ``untouched``: transformers 4.x's
+loader never loads buffers, so BART's ``final_logits_bias``), ckpt writes the checkpoint's value: that tensor is
+compared with the h5 weight instead, the reference model gets the same value, and the outputs are compared with
+the TF model's own (``tf_outputs.npz``) within :data:`TF_TOLERANCE`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.interop
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+if int(transformers.__version__.split(".")[0]) < 5:
+    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "hf_h5"
+CASES = json.loads((DATA / "cases.json").read_text()) if (DATA / "cases.json").is_file() else {}
+TOLERANCE = 5e-5
+"""Largest |difference| from transformers 4.57's outputs, relative to max(1, |value|): the weights are the oracle's
+bit for bit and transformers 5 gives the same outputs bit for bit from the oracle's own files (asserted); what is
+left is transformers 4 -> 5 computing some layers differently."""
+TF_TOLERANCE = 1e-4
+"""Largest |difference| from the TF model's own outputs (TensorFlow computes in another order than torch)."""
+
+
+def _cases() -> list[str]:
+    return sorted(c for c in CASES if (DATA / CASES[c]["golden"] / "model.safetensors").is_file())
+
+
+def _outputs(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    with torch.no_grad():
+        try:
+            result = model(**kwargs, output_hidden_states=True, use_cache=False)
+        except TypeError:
+            result = model(**kwargs, output_hidden_states=True)
+    out: dict[str, np.ndarray] = {}
+    for key, val in result.items():
+        if isinstance(val, torch.Tensor):
+            out[key] = val.numpy()
+        elif isinstance(val, tuple):
+            out.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val) if isinstance(t, torch.Tensor)})
+    return out
+
+
+def _close(got: dict[str, np.ndarray], wanted: dict[str, np.ndarray], tolerance: float) -> None:
+    for key in wanted:
+        diff = np.abs(got[key].astype(np.float64) - wanted[key]) / np.maximum(1.0, np.abs(wanted[key]))
+        assert diff.max() <= tolerance, (key, float(diff.max()))
+
+
+def _h5_value(case: dict, dataset: str) -> np.ndarray:
+    import h5py
+
+    with h5py.File(DATA / case["dir"] / "tf_model.h5", "r") as f:
+        return np.asarray(f[dataset])
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_transformers5_loads_the_converted_tf_weights(run_cli, tmp_path: Path, name: str) -> None:
+    from safetensors.numpy import load_file
+
+    case = CASES[name]
+    golden = DATA / case["golden"]
+    oracle = json.loads((golden / "oracle.json").read_text())
+    out = tmp_path / "hf"
+    result = run_cli("convert", DATA / case["dir"], "-o", out, "--to", "hf")
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == [case["pt_class"]]
+    torch.manual_seed(1234)  # a parameter left at its initial value would differ from the oracle's
+    cls = getattr(transformers, case["pt_class"])
+    model, info = cls.from_pretrained(out, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    model.eval()
+    expected = load_file(str(golden / "model.safetensors"))
+    untouched = set(oracle.get("untouched", []))
+    fixed = {key: _h5_value(case, dataset) for key, dataset in _untouched_sources(oracle).items()}
+    state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    inputs = dict(np.load(golden / "inputs.npz"))
+    got = _outputs(model, inputs)
+    reference = _reference(cls, golden, expected, fixed, tmp_path / "oracle")
+    theirs = {k: v.detach().numpy() for k, v in reference.state_dict().items()}
+    assert sorted(state) == sorted(theirs)
+    for key, value in theirs.items():  # transformers 5 renames some of 4.x's names (ViT): both loaded alike
+        assert state[key].dtype == value.dtype and state[key].tobytes() == value.tobytes(), key
+    for key in set(expected) & set(state):
+        want = fixed[key].reshape(expected[key].shape) if key in fixed else expected[key]
+        assert state[key].tobytes() == want.tobytes(), key
+    same = _outputs(reference, inputs)
+    assert sorted(got) == sorted(same)
+    for key in got:
+        assert got[key].tobytes() == same[key].tobytes(), key
+    if untouched:
+        _close(got, dict(np.load(golden / "tf_outputs.npz")), TF_TOLERANCE)
+    else:
+        wanted = dict(np.load(golden / "outputs.npz"))
+        assert sorted(got) == sorted(wanted)
+        _close(got, wanted, TOLERANCE)
+
+
+def _reference(cls, golden: Path, expected: dict[str, np.ndarray], fixed: dict[str, np.ndarray], where: Path):
+    """transformers 5's model of the oracle's own config and state dict (untouched tensors given ``fixed``)."""
+    import shutil
+
+    from safetensors.numpy import save_file
+
+    where.mkdir()
+    shutil.copyfile(golden / "config.json", where / "config.json")
+    save_file({k: np.ascontiguousarray(fixed[k].reshape(v.shape)) if k in fixed else v for k, v in expected.items()},
+              str(where / "model.safetensors"), metadata={"format": "pt"})
+    torch.manual_seed(1234)
+    model = cls.from_pretrained(where)
+    model.eval()
+    return model
+
+
+def _untouched_sources(oracle: dict) -> dict[str, str]:
+    """Each tensor the oracle left at init -> the h5 dataset holding the checkpoint's value (by its last name)."""
+    out = {}
+    for key in oracle.get("untouched", []):
+        found = [d for d in oracle.get("h5_weights_not_in_state_dict", [])
+                 if d.rsplit("/", 1)[-1].replace(":0", "") == key.rsplit(".", 1)[-1]]
+        assert len(found) == 1, (key, found)
+        out[key] = found[0]
+    return out
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_automodel_and_autotokenizer_load_the_output(run_cli, tmp_path: Path, name: str) -> None:
+    case = CASES[name]
+    out = tmp_path / "hf"
+    assert run_cli("convert", DATA / case["dir"], "-o", out, "--to", "hf").exit_code == 0
+    model, info = transformers.AutoModel.from_pretrained(out, output_loading_info=True)
+    # the base class of a head without a pooler (BertForMaskedLM) misses the pooler alone
+    assert all(".pooler." in f".{k}" for k in info["missing_keys"]) and not info["mismatched_keys"], info
+    if case.get("tokenizer"):
+        text = "the quick brown fox jumps over the lazy dog"
+        mine = transformers.AutoTokenizer.from_pretrained(out)
+        theirs = transformers.AutoTokenizer.from_pretrained(DATA / case["dir"])
+        assert mine(text)["input_ids"] == theirs(text)["input_ids"]
+        assert len(mine(text)["input_ids"]) > 2
