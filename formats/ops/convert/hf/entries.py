@@ -27,6 +27,15 @@ conv2d kernel ``(kh, kw, in, out)`` as PyTorch's ``(out, in, kh, kw)``."""
 CONV2D_AXES = (3, 2, 0, 1)
 
 
+def permutation(op: str) -> tuple[int, ...] | None:
+    """The axes of a ``conv2d`` or ``permute(a,b,...)`` op (None for another op)."""
+    if op == "conv2d":
+        return CONV2D_AXES
+    if op.startswith("permute(") and op.endswith(")"):
+        return tuple(int(a) for a in op[8:-1].split(","))
+    return None
+
+
 def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shape ``ops`` make of ``shape`` when the result must be ``target`` (a reshape takes the shape the
     following ops turn into ``target``); None when they cannot (element counts differ)."""
@@ -38,8 +47,8 @@ def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int
             out = _reshape_goal(ops[n + 1:], target)
         elif op == "transpose":
             out = out[::-1]
-        elif op == "conv2d":
-            out = tuple(out[a] for a in CONV2D_AXES)
+        elif permutation(op) is not None:
+            out = tuple(out[a] for a in permutation(op) or ())
     return out
 
 
@@ -49,8 +58,9 @@ def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, 
     for op in reversed(rest):
         if op == "transpose":
             shape = shape[::-1]
-        elif op == "conv2d":
-            shape = tuple(shape[CONV2D_AXES.index(a)] for a in range(len(shape)))
+        elif permutation(op) is not None:
+            axes = permutation(op) or ()
+            shape = tuple(shape[axes.index(a)] for a in range(len(shape)))
     return shape
 
 
@@ -92,7 +102,8 @@ class MappedEntry(TensorEntry):
     @property
     def transposes(self) -> bool:
         """Whether the element order changes (else the bytes stream through, cast at most)."""
-        return any(op in ("transpose", "conv2d") for op in self.ops) and sum(d > 1 for d in self.base.shape) > 1
+        return (any(op == "transpose" or permutation(op) is not None for op in self.ops)
+                and sum(d > 1 for d in self.base.shape) > 1)
 
     def _cast(self, values: np.ndarray) -> np.ndarray:
         from formats.core.dtypes import by_name
@@ -121,7 +132,8 @@ class MappedEntry(TensorEntry):
             if op == "reshape":
                 value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape))
             else:
-                value = value.transpose(CONV2D_AXES) if op == "conv2d" else value.T
+                axes = permutation(op)
+                value = value.T if axes is None else value.transpose(axes)
         return self._cast(value.reshape(self.shape))
 
     def read(self) -> np.ndarray:

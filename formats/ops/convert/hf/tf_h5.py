@@ -37,20 +37,30 @@ _WEIGHT_FILE = re.compile(r"(tf_model.*\.h5|tf_model\.h5\.index\.json|.*\.safete
                           r"pytorch_model.*\.bin|pytorch_model\.bin\.index\.json|flax_model.*\.msgpack|"
                           r"flax_model\.msgpack\.index\.json|.*\.ckpt.*|.*\.h5|.*\.keras)\Z")
 _VOCAB_NAMES = ("word_embeddings.weight", "shared.weight", "wte.weight", "embed_tokens.weight", "tokens_embed.weight")
-_WIDTH_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embedding_size", "embed_dim", "emb_dim", "d_embed")
+_WIDTH_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embedding_size", "embed_dim", "emb_dim", "d_embed",
+                 "input_embedding_size", "emb_size")
 _models: dict[str, Any] = {}
 
 
-def models() -> dict[str, Any]:
-    """``tf_h5.toml``'s ``[models]``: model_type -> base class, prefix, reshapes."""
+def _load() -> dict[str, Any]:
     if not _models:
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # Python 3.10
             import tomli as tomllib
         with open(DATA, "rb") as f:
-            _models.update(tomllib.load(f)["models"])
+            _models.update(tomllib.load(f))
     return _models
+
+
+def models() -> dict[str, Any]:
+    """``tf_h5.toml``'s ``[models]``: model_type -> base class, prefix, drop / rename / reshape rules."""
+    return dict(_load()["models"])
+
+
+def models_defaults() -> dict[str, Any]:
+    """``tf_h5.toml``'s ``[defaults]``: the rules every model type gets first."""
+    return dict(_load().get("defaults", {}))
 
 
 def _directory(source: Checkpoint) -> str:
@@ -179,27 +189,60 @@ def _check_scope(plan: ConversionPlan, variables: dict[str, str], tf_cls: str | 
                          f"model's scope {own!r}")
 
 
+def _rules(spec: dict[str, Any], kind: str, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``kind`` rules of a model type (after every model type's ``[defaults]``) whose ``when`` holds."""
+    rules = [*models_defaults().get(kind, []), *spec.get(kind, [])]
+    return [r for r in rules if _holds(r.get("when"), config)]
+
+
+def _holds(when: str | None, config: dict[str, Any]) -> bool:
+    """``field=value`` (the config's field, as text, is value), ``field!=value`` (is not; an absent field is
+    ``None``) or None."""
+    if when is None:
+        return True
+    negate = "!=" in when
+    name, _, value = when.replace("!=", "=").partition("=")
+    return (str(config.get(name.strip())) == value.strip()) != negate
+
+
 def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec: dict[str, Any],
          config: dict[str, Any]) -> None:
-    for rule in spec.get("drop", []):
-        if re.search(rule["match"], tf_name.name):
-            plan.add("dropped", key, f"{key!r} ({tf_name.name}) left out: {rule['why']}", WARNING, [key])
+    name, shape, ops = tf_name.name, tuple(entry.shape), []
+    for rule in _rules(spec, "drop", config):
+        if re.search(rule["match"], name):
+            plan.add("dropped", key, f"{key!r} ({name}) left out: {rule['why']}", WARNING, [key])
             return
-    shape = tuple(entry.shape)
-    ops: tuple[str, ...] = ()
-    if tf_name.op == TRANSPOSE:
-        shape, ops = shape[::-1], (TRANSPOSE,)
-    elif tf_name.op == CONV2D:
-        shape, ops = (shape[3], shape[2], shape[0], shape[1]), (CONV2D,)
-    for rule in spec.get("reshape", []):
-        if re.search(rule["match"], tf_name.name):
-            new = tuple(d for d in shape if d != 1) if rule["to"] == "squeeze" else tuple(
-                _evaluate(d, config) for d in rule["to"])
-            if new != shape:
-                shape, ops = new, (*ops, "reshape")
+    axes: list[int] | None = None
+    for rule in _rules(spec, "rename", config):
+        if re.search(rule["match"], name):
+            name, axes = re.sub(rule["match"], rule["to"], name), rule.get("permute")
             break
-    value = MappedEntry(entry, tf_name.name, shape, entry.dtype, ops) if ops else entry
-    plan.add_row(key, tf_name.name, value, shape, entry.dtype, "", " + ".join(ops))
+    if axes is not None:
+        shape, ops = tuple(shape[a] for a in axes), [f"permute({','.join(str(a) for a in axes)})"]
+    elif tf_name.op == TRANSPOSE:
+        shape, ops = shape[::-1], [TRANSPOSE]
+    elif tf_name.op == CONV2D:
+        shape, ops = (shape[3], shape[2], shape[0], shape[1]), [CONV2D]
+    for rule in _rules(spec, "reshape", config):
+        if re.search(rule["match"], name):
+            if "permute" in rule:
+                shape, ops = tuple(entry.shape[a] for a in rule["permute"]), [
+                    f"permute({','.join(str(a) for a in rule['permute'])})"]
+            else:
+                new = _reshaped(shape, rule["to"], config)
+                if new != shape:
+                    shape, ops = new, [*ops, "reshape"]
+            break
+    value = MappedEntry(entry, name, shape, entry.dtype, tuple(ops)) if ops else entry
+    plan.add_row(key, name, value, shape, entry.dtype, "", " + ".join(ops))
+
+
+def _reshaped(shape: tuple[int, ...], to: Any, config: dict[str, Any]) -> tuple[int, ...]:
+    if to == "squeeze":
+        return tuple(d for d in shape if d != 1)
+    if to == "column":
+        return (*shape, 1)
+    return tuple(_evaluate(d, config) for d in to)
 
 
 def _evaluate(expr: Any, config: dict[str, Any]) -> int:
