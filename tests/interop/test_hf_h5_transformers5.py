@@ -37,6 +37,17 @@ TOLERANCE = 5e-5
 """Largest |difference| from transformers 4.57's outputs, relative to max(1, |value|): the weights are the oracle's
 bit for bit and transformers 5 gives the same outputs bit for bit from the oracle's own files (asserted); what is
 left is transformers 4 -> 5 computing some layers differently."""
+TRANSFORMERS5_CHANGED = {
+    "clip": "pooler_output of CLIP's text and vision towers (transformers 5 returns another tensor there)",
+    "esm": "the masked-LM logits",
+    "roberta_prelayernorm": "the last hidden state (transformers 5 applies the final LayerNorm to it)",
+}
+"""Cases whose outputs transformers 5 computes differently from 4.57 from the very same weights: ckpt's output gives
+bitwise the outputs transformers 5 gives from the oracle's own files (asserted); only the comparison with 4.57's
+outputs is left out."""
+COMPUTED = ("num_batches_tracked", "inv_freq")
+"""Buffers a TF model holds no value for, which transformers 5 leaves at the value it computes (a BatchNorm's
+update counter, unused in eval mode; rotary frequencies)."""
 TF_TOLERANCE = 1e-4
 """Largest |difference| from the TF model's own outputs (TensorFlow computes in another order than torch)."""
 
@@ -52,12 +63,17 @@ def _outputs(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             result = model(**kwargs, output_hidden_states=True, use_cache=False)
         except TypeError:
             result = model(**kwargs, output_hidden_states=True)
+    return _flat(result)
+
+
+def _flat(value, name: str = "") -> dict[str, np.ndarray]:
+    """Every tensor of a model output: tuples as ``name.0``, nested outputs as ``outer.inner``."""
+    if isinstance(value, torch.Tensor):
+        return {name: value.numpy()}
+    items = value.items() if hasattr(value, "items") else enumerate(value) if isinstance(value, (tuple, list)) else ()
     out: dict[str, np.ndarray] = {}
-    for key, val in result.items():
-        if isinstance(val, torch.Tensor):
-            out[key] = val.numpy()
-        elif isinstance(val, tuple):
-            out.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val) if isinstance(t, torch.Tensor)})
+    for key, inner in items:
+        out.update(_flat(inner, f"{name}.{key}" if name else str(key)))
     return out
 
 
@@ -89,10 +105,10 @@ def test_transformers5_loads_the_converted_tf_weights(run_cli, tmp_path: Path, n
     torch.manual_seed(1234)  # a parameter left at its initial value would differ from the oracle's
     cls = getattr(transformers, case["pt_class"])
     model, info = cls.from_pretrained(out, output_loading_info=True)
-    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    assert not [k for k in info["missing_keys"] if not k.endswith(COMPUTED)], info
+    assert not info["unexpected_keys"] and not info["mismatched_keys"], info
     model.eval()
     expected = load_file(str(golden / "model.safetensors"))
-    untouched = set(oracle.get("untouched", []))
     fixed = {key: _h5_value(case, dataset) for key, dataset in _untouched_sources(oracle).items()}
     state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     inputs = dict(np.load(golden / "inputs.npz"))
@@ -109,11 +125,11 @@ def test_transformers5_loads_the_converted_tf_weights(run_cli, tmp_path: Path, n
     assert sorted(got) == sorted(same)
     for key in got:
         assert got[key].tobytes() == same[key].tobytes(), key
-    if untouched:
+    if set(fixed):
         _close(got, dict(np.load(golden / "tf_outputs.npz")), TF_TOLERANCE)
-    else:
+    elif name not in TRANSFORMERS5_CHANGED:
         wanted = dict(np.load(golden / "outputs.npz"))
-        assert sorted(got) == sorted(wanted)
+        assert set(wanted) <= set(got), sorted(set(wanted) - set(got))
         _close(got, wanted, TOLERANCE)
 
 
@@ -133,14 +149,27 @@ def _reference(cls, golden: Path, expected: dict[str, np.ndarray], fixed: dict[s
     return model
 
 
+def _path(dataset: str) -> str:
+    """An h5 dataset's path below its layer and the TF model's scope, dotted (``_._`` is TF's list separator)."""
+    parts = dataset.split("/", 1)[-1].replace(":0", "").replace("_._", "/").split("/")
+    return ".".join(parts[1:] if len(parts) > 1 else parts)
+
+
+_TF_NAMES = {"running_mean": "moving_mean", "running_var": "moving_variance", "weight": "weight"}
+
+
 def _untouched_sources(oracle: dict) -> dict[str, str]:
-    """Each tensor the oracle left at init -> the h5 dataset holding the checkpoint's value (by its last name)."""
+    """Each tensor the oracle left at init that the h5 holds a value for -> that h5 dataset: the one unused h5 weight
+    whose path ends with the tensor's (TF's names for BatchNorm statistics); a tensor with none (a buffer PyTorch
+    computes) keeps the oracle's value."""
     out = {}
     for key in oracle.get("untouched", []):
-        found = [d for d in oracle.get("h5_weights_not_in_state_dict", [])
-                 if d.rsplit("/", 1)[-1].replace(":0", "") == key.rsplit(".", 1)[-1]]
-        assert len(found) == 1, (key, found)
-        out[key] = found[0]
+        parts = key.split(".")
+        tail = ".".join([*parts[:-1], _TF_NAMES.get(parts[-1], parts[-1])])
+        found = {d.split("/", 1)[-1]: d for d in oracle.get("h5_weights_not_in_state_dict", [])
+                 if _path(d) in (tail, f"{key.split('.')[0]}.{tail}")}
+        assert len(found) <= 1, (key, found)
+        out.update({key: d for d in found.values()})
     return out
 
 
@@ -151,7 +180,8 @@ def test_automodel_and_autotokenizer_load_the_output(run_cli, tmp_path: Path, na
     assert run_cli("convert", DATA / case["dir"], "-o", out, "--to", "hf").exit_code == 0
     model, info = transformers.AutoModel.from_pretrained(out, output_loading_info=True)
     # the base class of a head without a pooler (BertForMaskedLM) misses the pooler alone
-    assert all(".pooler." in f".{k}" for k in info["missing_keys"]) and not info["mismatched_keys"], info
+    assert all(".pooler." in f".{k}" or k.endswith(COMPUTED) for k in info["missing_keys"]), info
+    assert not info["mismatched_keys"], info
     if case.get("tokenizer"):
         text = "the quick brown fox jumps over the lazy dog"
         mine = transformers.AutoTokenizer.from_pretrained(out)

@@ -129,6 +129,7 @@ def plan_tf_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         return plan
     cls, tf_cls = _pt_class(config, spec)
     strip = f"{spec['prefix']}." if cls == spec["base"] else ""
+    out_config = _config_out(config, cls)
     variables = _variables(source)
     _check_scope(plan, variables, tf_cls, config_path)
     seen: dict[str, str] = {}
@@ -144,12 +145,12 @@ def plan_tf_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         except ValueError as exc:
             plan.add("unmapped", key, str(exc))
             continue
-        _add(plan, key, entry, tf_name, spec, config)
+        _add(plan, key, entry, tf_name, spec, out_config)
     if not plan.rows and not plan.errors:
         plan.add("missing", source.path, "no weights in the file")
     _check_config(plan, config, config_path)
     plan.check_collisions()
-    plan.write_options = {"config": _config_out(config, cls), "max_shard_size": options.max_shard_size,
+    plan.write_options = {"config": out_config, "max_shard_size": options.max_shard_size,
                           "copy_files": _other_files(_directory(source), config_path)}
     plan.details = {"family": f"transformers-tf:{model_type}", "class": cls, "config_source": config_path,
                     "copied": [os.path.basename(p) for p in plan.write_options["copy_files"]], "map": DATA}
@@ -190,9 +191,11 @@ def _check_scope(plan: ConversionPlan, variables: dict[str, str], tf_cls: str | 
 
 
 def _rules(spec: dict[str, Any], kind: str, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``kind`` rules of a model type (after every model type's ``[defaults]``) whose ``when`` holds."""
+    """The ``kind`` rules of a model type (after every model type's ``[defaults]``) whose ``when`` holds and
+    whose ``classes`` (a regular expression) matches the PyTorch class."""
     rules = [*models_defaults().get(kind, []), *spec.get(kind, [])]
-    return [r for r in rules if _holds(r.get("when"), config)]
+    cls = config.get("architectures", [""])[0]
+    return [r for r in rules if _holds(r.get("when"), config) and re.search(r.get("classes", ""), cls)]
 
 
 def _holds(when: str | None, config: dict[str, Any]) -> bool:
@@ -240,9 +243,10 @@ def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec:
 def _reshaped(shape: tuple[int, ...], to: Any, config: dict[str, Any]) -> tuple[int, ...]:
     if to == "squeeze":
         return tuple(d for d in shape if d != 1)
-    if to == "column":
-        return (*shape, 1)
-    return tuple(_evaluate(d, config) for d in to)
+    count = 1
+    for d in shape:
+        count *= d
+    return tuple(count if d == "n" else _evaluate(d, config) for d in to)
 
 
 def _evaluate(expr: Any, config: dict[str, Any]) -> int:
