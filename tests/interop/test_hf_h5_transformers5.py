@@ -169,7 +169,8 @@ def _untouched_sources(oracle: dict) -> dict[str, str]:
         found = {d.split("/", 1)[-1]: d for d in oracle.get("h5_weights_not_in_state_dict", [])
                  if _path(d) in (tail, f"{key.split('.')[0]}.{tail}")}
         assert len(found) <= 1, (key, found)
-        out.update({key: d for d in found.values()})
+        if found:
+            out[key] = next(iter(found.values()))
     return out
 
 
