@@ -128,7 +128,7 @@ def plan_tf_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
                  f"(ckpt knows {len(models())}: {', '.join(sorted(models()))})")
         return plan
     cls, tf_cls = _pt_class(config, spec)
-    strip = f"{spec['prefix']}." if cls == spec["base"] else ""
+    strip = f"{spec['prefix']}." if cls == spec["base"] and not spec.get("keep_prefix") else ""
     out_config = _config_out(config, cls)
     variables = _variables(source)
     _check_scope(plan, variables, tf_cls, config_path)
