@@ -53,8 +53,6 @@ UNSUPPORTED = {
     "cvt": "TF's CvT names its class token stages.2 whatever the number of stages; the zoo's 2-stage CvT's is stage 1",
     "sam": "SAM's shared positional embedding is one PyTorch buffer under two names (the oracle left both at init)",
     "vision_text_dual_encoder": "transformers 4.57's logit_scale is [1], 5's a scalar: the oracle's file does not load",
-    "encoder_decoder": "composite configs (encoder-decoder): not translated yet",
-    "vision_encoder_decoder": "composite configs (vision-encoder-decoder): not translated yet",
 }
 """Cases of tests/data/hf_h5 ckpt does not convert exactly yet, and why (expected to fail)."""
 

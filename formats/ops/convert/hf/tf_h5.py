@@ -194,6 +194,9 @@ def _rules(spec: dict[str, Any], kind: str, config: dict[str, Any]) -> list[dict
     """The ``kind`` rules of a model type (after every model type's ``[defaults]``) whose ``when`` holds and
     whose ``classes`` (a regular expression) matches the PyTorch class."""
     rules = [*models_defaults().get(kind, []), *spec.get(kind, [])]
+    for sub in config.values():  # a composite's parts (encoder, decoder): their model types' rules too
+        if isinstance(sub, dict) and models().get(str(sub.get("model_type"))) not in (None, spec):
+            rules += models()[str(sub["model_type"])].get(kind, [])
     cls = config.get("architectures", [""])[0]
     return [r for r in rules if _holds(r.get("when"), config) and re.search(r.get("classes", ""), cls)]
 
