@@ -237,6 +237,7 @@ PLACEHOLDERS: dict[str, Any] = {
     # scripts that read checkpoints through tf.train only (ckpt run)
     "uncased_L-12_H-768_A-12": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),  # convert --to hf
     "tests/data/hf/bert": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),
+    "my-tf-bert-classifier": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),  # tf_model.h5
     "convert_bert_checkpoint.py": Built(_script),
     "convert_bert_original_tf_checkpoint_to_pytorch.py": Built(_script),
     "inspect.py": Built(_script),
