@@ -118,6 +118,7 @@ BUFFERS_NOT_LOADED = {"bart", "marian", "mbart", "pegasus", "blenderbot", "blend
                       "regnet", "segformer", "mobilevit", "cvt", "swiftformer", "groupvit", "sam"}
 TF_OWN_OUTPUT_EMBEDDING = {"albert", "mobilebert", "xglm", "speech_to_text", "blip"}
 LOGIT_SCALE_NOT_MAPPED = {"vision_text_dual_encoder"}
+TF_REPORTS_OTHER = {"idefics": {"hidden_states.0"}}  # TF's first hidden state is another tensor; the rest agree
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -129,7 +130,7 @@ def test_oracle_agrees_with_tf_except_where_documented(name: str) -> None:
         mask = i["attention_mask"].astype(bool) if "attention_mask" in i.files else None
         worst = 0.0
         for k in sorted(set(o.files) & set(t.files)):
-            if o[k].shape != t[k].shape or o[k].dtype.kind != "f":
+            if o[k].shape != t[k].shape or o[k].dtype.kind != "f" or k in TF_REPORTS_OTHER.get(name, ()):
                 continue
             d, scale = np.abs(o[k].astype(np.float64) - t[k]), np.abs(t[k].astype(np.float64))
             if mask is not None and d.shape[:2] == mask.shape:
