@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 CASES: dict[str, dict] = json.loads((ROOT / "cases.json").read_text())
-BUDGET = 18 * 1000 * 1000  # bytes, every file under tests/data/hf_h5
+BUDGET = 18_500_000  # bytes, every file under tests/data/hf_h5
 GOLDEN_FILES = ("model.safetensors", "config.json", "inputs.npz", "outputs.npz", "tf_outputs.npz", "oracle.json")
 TOKENIZER_FILES = {"bert": ("vocab.txt", "tokenizer_config.json"),
                    "gpt2": ("vocab.json", "merges.txt", "tokenizer_config.json"),
@@ -111,6 +111,38 @@ def test_outputs(name: str) -> None:
         assert set(oracle["pt_vs_tf_max_abs_diff"]) == set(o.files) & set(t.files)
         for k in o.files:
             assert np.all(np.isfinite(o[k])), f"{name}: {k}"
+
+
+# where transformers 4.x's TF->PT path and the TF model disagree (README: "Where the oracle and TF disagree")
+BUFFERS_NOT_LOADED = {"bart", "marian", "mbart", "pegasus", "blenderbot", "blenderbot_small", "led", "resnet",
+                      "regnet", "segformer", "mobilevit", "cvt", "swiftformer", "groupvit", "sam"}
+TF_OWN_OUTPUT_EMBEDDING = {"albert", "mobilebert", "xglm", "speech_to_text", "blip"}
+LOGIT_SCALE_NOT_MAPPED = {"vision_text_dual_encoder"}
+TF_REPORTS_OTHER = {"idefics": {"hidden_states.0"}}  # TF's first hidden state is another tensor; the rest agree
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_oracle_agrees_with_tf_except_where_documented(name: str) -> None:
+    """PT (golden) and TF outputs agree to 1e-5 of their scale over unpadded positions, exactly for the cases the
+    README does not list as disagreeing (OpenAI GPT: 1e-3, its GELU differs)."""
+    gold = ROOT / CASES[name]["golden"]
+    with np.load(gold / "inputs.npz") as i, np.load(gold / "outputs.npz") as o, np.load(gold / "tf_outputs.npz") as t:
+        mask = i["attention_mask"].astype(bool) if "attention_mask" in i.files else None
+        worst = 0.0
+        for k in sorted(set(o.files) & set(t.files)):
+            if o[k].shape != t[k].shape or o[k].dtype.kind != "f" or k in TF_REPORTS_OTHER.get(name, ()):
+                continue
+            d, scale = np.abs(o[k].astype(np.float64) - t[k]), np.abs(t[k].astype(np.float64))
+            if mask is not None and d.shape[:2] == mask.shape:
+                d, scale = d[mask], scale[mask]
+            if d.size:
+                worst = max(worst, float(d.max() / max(1.0, scale.max())))
+    documented = BUFFERS_NOT_LOADED | TF_OWN_OUTPUT_EMBEDDING | LOGIT_SCALE_NOT_MAPPED
+    limit = 1e-3 if name == "openai_gpt" else 1e-5
+    if name in documented:
+        assert worst > 1e-3, f"{name}: documented as disagreeing, but PT and TF agree ({worst:.1e})"
+    else:
+        assert worst < limit, f"{name}: PT and TF outputs differ by {worst:.1e} of their scale"
 
 
 def test_size_budget() -> None:

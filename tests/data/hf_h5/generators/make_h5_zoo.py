@@ -336,7 +336,7 @@ def write_cases(root: Path, done: dict[str, dict]) -> None:
     """cases.json: every case made (kept from earlier runs when only some cases were remade)."""
     path = root / "cases.json"
     cases = json.loads(path.read_text()) if path.exists() else {}
-    for name, rec in done.items():
+    for name in done:
         spec = CASES[name]
         cases[name] = {"dir": name, "golden": f"golden/{name}", "tf_class": spec["tf_class"],
                        "pt_class": spec["pt_class"], "model_type": spec["model_type"], "task": spec["task"],

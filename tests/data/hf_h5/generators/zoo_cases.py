@@ -305,3 +305,16 @@ CASES.update({
                                      "TFVisionTextDualEncoderModel", "zero-shot-image-classification", "clip",
                                      components=["vision_model", "text_model"]),
 })
+
+CASES.update({
+    "idefics": case("idefics", "IdeficsConfig",
+                    {"vocab_size": V, "additional_vocab_size": 2, "hidden_size": 16, "intermediate_size": 24,
+                     "num_hidden_layers": 2, "num_attention_heads": 2, "cross_layer_interval": 1,
+                     "max_position_embeddings": 32, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+                     "vision_config": {"embed_dim": 16, "image_size": 32, "patch_size": 8, "num_hidden_layers": 2,
+                                       "num_attention_heads": 2, "intermediate_size": 24, "num_channels": 3},
+                     "perceiver_config": {"use_resampler": False}},
+                    "TFIdeficsForVisionText2Text", "image-text-to-text", "causal",
+                    extra_inputs={"pixel_values": ((2, 1, 3, 32, 32), "float32", 0, 0)},
+                    fixed_inputs={"image_attention_mask": ([[[1]] * 8, [[1]] * 8], "int32")}),
+})
