@@ -186,3 +186,46 @@ def test_bad_input_is_one_line_a_documented_exit_code_and_nothing_written(run_cl
     errors = [line for line in result.output.splitlines() if line.startswith(("error", "ckpt: error"))]
     assert len(errors) == 1 and words in errors[0], result.output
     assert not out.exists()
+
+
+def _shard(src: Path, out: Path) -> None:
+    """``src``'s single tf_model.h5 as transformers 4.x's sharded save_pretrained writes it: two files
+    ``tf_model-0000N-of-00002.h5`` each holding its variables as datasets named without the model's scope (names
+    holding ``model.`` and one-level names whole), ``layer_names`` listing them, and ``tf_model.h5.index.json``
+    mapping each whole variable name to its file."""
+    import h5py
+
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns("tf_model.h5"))
+    whole: dict[str, np.ndarray] = {}
+
+    def visit(name: str, obj: object) -> None:  # a value returned would stop the walk
+        if isinstance(obj, h5py.Dataset):
+            whole.setdefault(name.split("/", 1)[1], np.asarray(obj))
+
+    with h5py.File(src / "tf_model.h5", "r") as f:
+        f.visititems(visit)
+    names = sorted(whole)
+    files = {"tf_model-00001-of-00002.h5": names[:len(names) // 2], "tf_model-00002-of-00002.h5": names[len(names) // 2:]}
+    weight_map = {}
+    for file, part in files.items():
+        with h5py.File(out / file, "w") as g:
+            stored = [n if "model." in n or "/" not in n else n.split("/", 1)[1] for n in part]
+            for name, key in zip(part, stored):
+                g.create_dataset(key, data=whole[name])
+                weight_map[name] = file
+            g.attrs["layer_names"] = [k.encode() for k in stored]
+    total = sum(v.nbytes for v in whole.values())
+    (out / "tf_model.h5.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                            "weight_map": weight_map}))
+
+
+@pytest.mark.parametrize("name", ["bert_mlm", "bart"])
+def test_sharded_tf_weights_convert_as_the_single_file(run_cli, tmp_path: Path, name: str) -> None:
+    _shard(DATA / name, tmp_path / "sharded")
+    assert run_cli("convert", DATA / name, "-o", tmp_path / "one", "--to", "hf").exit_code == 0
+    result = run_cli("convert", tmp_path / "sharded", "-o", tmp_path / "hf", "--to", "hf")
+    assert result.exit_code == 0, result.output
+    one, _ = _read_safetensors(tmp_path / "one" / "model.safetensors")
+    got, _ = _read_safetensors(tmp_path / "hf" / "model.safetensors")
+    assert sorted(got) == sorted(one) and all(got[k].tobytes() == one[k].tobytes() for k in got)
+    assert not list((tmp_path / "hf").glob("tf_model*"))

@@ -25,7 +25,8 @@ import re
 
 from formats.core.records import record
 
-__all__ = ["TfName", "variable_name", "sharded_variable_name", "translate", "snake_case", "CONV2D", "TRANSPOSE"]
+__all__ = ["TfName", "variable_name", "stored_shard_name", "level_zero", "translate", "snake_case", "CONV2D",
+           "TRANSPOSE"]
 
 TRANSPOSE = "transpose"
 """Every axis reversed (a 2-D kernel; a 3-D conv1d kernel ``(k, in, out)`` -> ``(out, in, k)``)."""
@@ -48,11 +49,6 @@ class TfName:
 def variable_name(key: str) -> str:
     """The variable name of a single ``tf_model.h5``'s key (``<layer>/<variable name>``)."""
     return key.split("/", 1)[1] if "/" in key else key
-
-
-def sharded_variable_name(key: str, whole: dict[str, str]) -> str:
-    """The variable name of a shard's key: ``whole`` maps each stored name to the whole name the index lists."""
-    return whole.get(key, key)
 
 
 def stored_shard_name(whole_name: str) -> str:
