@@ -162,6 +162,7 @@ BAD = {
     "config contradicts the shapes": (1, "vocab_size=50 contradicts 'bert/tf_bert_model/bert/embeddings/word_embeddings/weight:0' [99, 32]"),
     "weights of another class": (1, "config.json's architectures names TFBertForMaskedLM, whose weights are under 'tf_bert_for_masked_lm', but the weights are under 'tf_bert_model'"),
     "unknown model type": (1, "model_type 'bort' had no TensorFlow class in transformers 4.x"),
+    "no config.json": (1, "missing model configuration: no config.json beside"),
 }
 
 
@@ -173,6 +174,8 @@ def test_bad_input_is_one_line_a_documented_exit_code_and_nothing_written(run_cl
         (src / "tf_model.h5").write_bytes(data[:len(data) // 2])
     elif how == "extra tensor":
         _add_tensor(src, "extra", "extra/kernel:0")
+    elif how == "no config.json":
+        (src / "config.json").unlink()
     elif how == "config contradicts the shapes":
         _edit_config(src, vocab_size=50)
     elif how == "weights of another class":

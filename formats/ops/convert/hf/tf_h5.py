@@ -83,6 +83,8 @@ def is_tf_h5(source: Checkpoint, options: ConvertOptions) -> bool:
         return False
     if source.format == FormatName.KERAS3_SHARDED.value and os.path.basename(source.path) != TF_INDEX:
         return False
+    if re.fullmatch(r"tf_model(-\d+-of-\d+)?\.h5|tf_model\.h5\.index\.json", os.path.basename(source.path)):
+        return True  # transformers' own file names: a missing or unreadable config.json is this planner's error
     config = options.model_config or os.path.join(_directory(source), CONFIG)
     try:
         doc = _read_json(config)
@@ -120,8 +122,15 @@ def plan_tf_h5(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan writing transformers TF weights ``source`` as a transformers 5 model directory."""
     plan = ConversionPlan(source.path, FormatName.HF.value)
     config_path = options.model_config or os.path.join(_directory(source), CONFIG)
+    if not os.path.isfile(config_path):
+        plan.add("config", config_path, f"missing model configuration: no {CONFIG} beside {source.path} (the one "
+                 "save_pretrained wrote with the weights); give it with --config FILE")
+        return plan
     config = _read_json(config_path)
-    model_type = config["model_type"]
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(model_type, str):
+        plan.add("config", config_path, f"{config_path}: no model_type: not the config.json transformers writes")
+        return plan
     spec = models().get(model_type)
     if spec is None:
         plan.add("family", config_path, f"model_type {model_type!r} had no TensorFlow class in transformers 4.x "
