@@ -239,6 +239,7 @@ PLACEHOLDERS: dict[str, Any] = {
     "tests/data/hf/bert": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),
     "bert_en_uncased_L-12_H-768_A-12_4": Built(lambda t: shutil.copytree(HF_DATA.parent / "tfhub" / "bert", t)),
     "gemma_2b_en": Built(lambda t: shutil.copytree(HF_DATA.parent / "keras_hub" / "gemma" / "preset", t)),
+    "my-tf-bert-classifier": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),  # tf_model.h5
     "convert_bert_checkpoint.py": Built(_script),
     "convert_bert_original_tf_checkpoint_to_pytorch.py": Built(_script),
     "inspect.py": Built(_script),

@@ -137,12 +137,14 @@ def test_every_file_the_code_opens_is_in_the_wheel(wheel_names: set[str], tmp_pa
     runs = [["convert", str(HF_BERT), "-o", str(tmp_path / "hf"), "--to", "hf"],
             ["report", str(bundle), "-o", str(tmp_path / "r.html")],
             ["completion", "bash"], ["completion", "zsh"], ["completion", "fish"],
-            ["ls", str(bundle)], ["verify", str(bundle)], ["stats", str(bundle)]]
+            ["ls", str(bundle)], ["verify", str(bundle)], ["stats", str(bundle)],
+            ["convert", str(ROOT / "tests" / "data" / "hf_h5" / "bert"), "-o", str(tmp_path / "h5"), "--to", "hf"]]
     opened: set[str] = set()
     for argv in runs:
         opened |= _opened_by(argv, tmp_path)
     site = package_dir("formats").parent  # both packages are installed side by side
     names = {str(Path(p).relative_to(site)) for p in opened}
     assert "formats/ops/convert/hf/families/bert.toml" in names  # the hook sees what it should
+    assert "formats/ops/convert/hf/tf_h5.toml" in names
     assert sorted(names - wheel_names) == []
     assert os.path.getsize(tmp_path / "hf" / "model.safetensors") > 0

@@ -143,7 +143,8 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
                     verify: bool = True, inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None,
                     jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
     """Write a transformers model directory at ``output``: ``options["config"]`` as ``config.json``, ``rows`` as
-    ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index)."""
+    ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index), and a copy of each
+    file ``options["copy_files"]`` names (a tokenizer's, beside the weights it came with)."""
     from formats.io.atomic import make_parents, publish_dir, refuse_url, remove_created, sweep_temporaries, temp_name
 
     refuse_url(output)
@@ -153,7 +154,9 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
     shards = shard_rows(rows, int(options.get("max_shard_size") or DEFAULT_SHARD_SIZE))
     names = [WEIGHTS] if len(shards) == 1 else \
         [f"model-{n + 1:05d}-of-{len(shards):05d}.safetensors" for n in range(len(shards))]
-    files = [os.path.join(output, n) for n in [CONFIG, *names, *([INDEX] if len(shards) > 1 else [])]]
+    copies = [os.fspath(c) for c in options.get("copy_files") or ()]
+    files = [os.path.join(output, n) for n in [CONFIG, *names, *([INDEX] if len(shards) > 1 else []),
+                                               *(os.path.basename(c) for c in copies)]]
     guard_output(output, files, inputs=list(inputs), sources=[r.value for r in rows], force=force, directory=True)
     _refuse_inputs_inside(output, inputs, rows)
     if os.path.isdir(output) and not force and os.listdir(output):
@@ -220,7 +223,22 @@ def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[
         index = {"metadata": {"total_size": report.bytes, GENERATION_KEY: generation},
                  "weight_map": dict(sorted(weight_map.items()))}
         write_text(os.path.join(stage, INDEX), json.dumps(index, indent=2) + "\n", format="json")
+    _copy_files(stage, [os.fspath(c) for c in options.get("copy_files") or ()])
     report.verified = verify
+
+
+def _copy_files(stage: str, paths: list[str]) -> None:
+    """Copy each of ``paths`` into ``stage`` under its own name (bytes compared after the copy)."""
+    import shutil
+
+    for path in paths:
+        target = os.path.join(stage, os.path.basename(path))
+        if os.path.exists(target):
+            raise InvalidOutputError(path, f"{os.path.basename(path)} is a file the writer makes itself")
+        shutil.copyfile(path, target)
+        with open(path, "rb") as a, open(target, "rb") as b:
+            if a.read() != b.read():
+                raise InvalidOutputError(target, f"the copy of {path} differs from it")
 
 
 def _discard(path: str) -> None:

@@ -23,13 +23,22 @@ if TYPE_CHECKING:
 
 __all__ = ["MappedEntry", "PartEntry", "StackedEntry", "PiecesEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
-OPS = ("reshape", "transpose", "permute:AXES")
-"""The shape transforms a map may name, applied in order; a cast is the map's ``dtype``."""
+OPS = ("reshape", "transpose", "permute:AXES", "conv2d")
+"""The shape transforms a map may name, applied in order; a cast is the map's ``dtype``. ``permute:0,2,1`` (or
+``permute(0,2,1)``) moves the axes; ``conv2d``: a TensorFlow conv2d kernel ``(kh, kw, in, out)`` as PyTorch's
+``(out, in, kh, kw)``."""
+CONV2D_AXES = (3, 2, 0, 1)
 
 
-def _axes(op: str) -> tuple[int, ...] | None:
-    """The axes of a ``permute:0,2,1`` op, else None."""
-    return tuple(int(a) for a in op[len("permute:"):].split(",")) if op.startswith("permute:") else None
+def permutation(op: str) -> tuple[int, ...] | None:
+    """The axes of a ``conv2d``, ``permute:a,b,...`` or ``permute(a,b,...)`` op (None for another op)."""
+    if op == "conv2d":
+        return CONV2D_AXES
+    if op.startswith("permute(") and op.endswith(")"):
+        return tuple(int(a) for a in op[8:-1].split(","))
+    if op.startswith("permute:"):
+        return tuple(int(a) for a in op[len("permute:"):].split(","))
+    return None
 
 
 def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -43,7 +52,7 @@ def output_shape(shape: tuple[int, ...], ops: tuple[str, ...], target: tuple[int
             out = _reshape_goal(ops[n + 1:], target)
         elif op == "transpose":
             out = out[::-1]
-        elif (axes := _axes(op)) is not None:
+        elif (axes := permutation(op)) is not None:
             if sorted(axes) != list(range(len(out))):
                 return None
             out = tuple(out[a] for a in axes)
@@ -56,7 +65,7 @@ def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, 
     for op in reversed(rest):
         if op == "transpose":
             shape = shape[::-1]
-        elif (axes := _axes(op)) is not None:
+        elif (axes := permutation(op)) is not None:
             before = [0] * len(axes)
             for n, a in enumerate(axes):
                 before[a] = shape[n]
@@ -102,7 +111,7 @@ class MappedEntry(TensorEntry):
     @property
     def transposes(self) -> bool:
         """Whether the element order changes (else the bytes stream through, cast at most)."""
-        moves = "transpose" in self.ops or any(_axes(op) for op in self.ops)
+        moves = "transpose" in self.ops or any(permutation(op) is not None for op in self.ops)
         return moves and len(self.base.shape) > 1 and sum(d > 1 for d in self.base.shape) > 1
 
     def _cast(self, values: np.ndarray) -> np.ndarray:
@@ -132,7 +141,7 @@ class MappedEntry(TensorEntry):
             if op == "reshape":
                 value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape))
             else:
-                axes = _axes(op)
+                axes = permutation(op)
                 value = value.T if axes is None else value.transpose(axes)
         return self._cast(value.reshape(self.shape))
 

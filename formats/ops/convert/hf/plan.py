@@ -232,7 +232,12 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
 
 def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> ConversionPlan:
     """Plan writing ``source`` as a transformers model directory (``config.json``, ``model.safetensors``), or as
-    the mapped tensors alone in another ``target`` (then no check of what transformers would build)."""
+    the mapped tensors alone in another ``target`` (then no check of what transformers would build); transformers'
+    own TF weights (``tf_model.h5`` beside its ``config.json``) by :mod:`.tf_h5`'s generic rule."""
+    from formats.ops.convert.hf.tf_h5 import is_tf_h5, plan_tf_h5
+
+    if target == HF and is_tf_h5(source, options):
+        return plan_tf_h5(source, options)
     plan = ConversionPlan(source.path, target)
     choice: Choice | None = None
     try:
