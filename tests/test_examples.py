@@ -237,6 +237,8 @@ PLACEHOLDERS: dict[str, Any] = {
     # scripts that read checkpoints through tf.train only (ckpt run)
     "uncased_L-12_H-768_A-12": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),  # convert --to hf
     "tests/data/hf/bert": Built(lambda t: shutil.copytree(HF_DATA / "bert", t)),
+    "tests/data/hf/xlnet": Built(lambda t: shutil.copytree(HF_DATA / "xlnet", t)),
+    "tests/data/hf_h5/bert_seqcls": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),
     "bert_en_uncased_L-12_H-768_A-12_4": Built(lambda t: shutil.copytree(HF_DATA.parent / "tfhub" / "bert", t)),
     "gemma_2b_en": Built(lambda t: shutil.copytree(HF_DATA.parent / "keras_hub" / "gemma" / "preset", t)),
     "my-tf-bert-classifier": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),  # tf_model.h5
