@@ -8,6 +8,8 @@
 - ``bert_large``: the same with 24 layers of width 1024 (~4 GB).
 - ``bert_large_pretraining``: google-research/bert's BERT-large pretraining checkpoint, every variable
   (heads, ``adam_m``/``adam_v``; ~4 GB) and its ``bert_config.json``: ``convert --to hf``'s input.
+- ``bert_large_tf_h5``: a BERT-large ``TFBertModel.save_pretrained`` directory (``tf_model.h5`` of 1.3 GB float32 in
+  the Keras 2 HDF5 layout transformers 4.x wrote, and its ``config.json``): ``convert --to hf``'s hub input.
 - ``bert_object``: ``bert`` converted by ``ckpt convert --to tf-object``: a ``tf.train.Checkpoint``-like
   object-based bundle of the same bytes (slots as slot variables, the object graph last in the data
   file, as TensorFlow writes it).
@@ -95,6 +97,53 @@ def bert_large_pretraining(out: Path) -> str:
     prefix = str(folder / "bert_model.ckpt")
     write_checkpoint(prefix, tensors(), force=True, verify=False)
     return prefix
+
+
+def _tf_bert_weights(config: dict[str, int]) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """Every weight of transformers 4.x's ``TFBertModel`` as its ``save_weights`` names them (its ``bert`` layer)."""
+    h, f = config["hidden_size"], config["intermediate_size"]
+    top = "tf_bert_model/bert"
+    yield f"{top}/embeddings/word_embeddings/weight:0", (config["vocab_size"], h)
+    yield f"{top}/embeddings/token_type_embeddings/embeddings:0", (config["type_vocab_size"], h)
+    yield f"{top}/embeddings/position_embeddings/embeddings:0", (config["max_position_embeddings"], h)
+    yield from ((f"{top}/embeddings/LayerNorm/{p}:0", (h,)) for p in ("gamma", "beta"))
+    for i in range(config["num_hidden_layers"]):
+        base = f"{top}/encoder/layer_._{i}"
+        for part in ("attention/self/query", "attention/self/key", "attention/self/value", "attention/output/dense"):
+            yield f"{base}/{part}/kernel:0", (h, h)
+            yield f"{base}/{part}/bias:0", (h,)
+        yield from ((f"{base}/attention/output/LayerNorm/{p}:0", (h,)) for p in ("gamma", "beta"))
+        yield f"{base}/intermediate/dense/kernel:0", (h, f)
+        yield f"{base}/intermediate/dense/bias:0", (f,)
+        yield f"{base}/output/dense/kernel:0", (f, h)
+        yield f"{base}/output/dense/bias:0", (h,)
+        yield from ((f"{base}/output/LayerNorm/{p}:0", (h,)) for p in ("gamma", "beta"))
+    yield f"{top}/pooler/dense/kernel:0", (h, h)
+    yield f"{top}/pooler/dense/bias:0", (h,)
+
+
+def bert_large_tf_h5(out: Path) -> str:
+    """A BERT-large ``TFBertModel.save_pretrained`` directory: ``tf_model.h5`` (1.3 GB float32; the Keras 2 HDF5
+    layout: the root's ``layer_names`` = ``["bert"]``, the group's ``weight_names``, a dataset per weight) and the
+    ``config.json`` transformers 4.x wrote beside it. Returns the directory."""
+    import json
+
+    import h5py
+
+    folder = out / "bert-large-tf"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {**BERT_LARGE_CONFIG, "architectures": ["TFBertModel"], "model_type": "bert", "layer_norm_eps": 1e-12,
+              "pad_token_id": 0, "position_embedding_type": "absolute", "transformers_version": "4.57.6"}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    weights = list(_tf_bert_weights(config))
+    with h5py.File(folder / "tf_model.h5", "w") as f:
+        f.attrs["backend"], f.attrs["keras_version"] = "tensorflow", "2.21.0"
+        f.attrs["layer_names"] = np.array(["bert"], dtype=object)
+        group = f.create_group("bert")
+        group.attrs["weight_names"] = np.array([name for name, _ in weights], dtype=object)
+        for i, (name, shape) in enumerate(weights):
+            group.create_dataset(name, data=_values(shape, i))
+    return str(folder)
 
 
 def _values(shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -222,6 +271,7 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
     out.mkdir(parents=True, exist_ok=True)
     makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3, "bert_large": bert_large,
               "bert_object": bert_object, "bert_large_pretraining": bert_large_pretraining,
+              "bert_large_tf_h5": bert_large_tf_h5,
               "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
     done = {}
     for name in which:

@@ -249,6 +249,8 @@ def measure(inputs: dict[str, str], work: Path, runs: int, ckpt: list[str]) -> l
     rows.append(measure_average(bert, work, max(3, runs // 2), ck))
     if "bert_large_pretraining" in inputs:
         rows.append(measure_to_hf(inputs["bert_large_pretraining"], work, max(3, runs // 2), ck))
+    if "bert_large_tf_h5" in inputs:
+        rows.append(measure_tf_h5_to_hf(inputs["bert_large_tf_h5"], work, max(3, runs // 2), ck))
     return rows
 
 
@@ -263,6 +265,19 @@ def measure_to_hf(prefix: str, work: Path, runs: int, ck: str) -> Row:
     Path(f"{out}.data").unlink(missing_ok=True)
     return Row("convert --to hf (BERT-large + Adam slots, 4 GB; durable, verified)", ours, "cp + sync of the data file",
                cp, "< 200 MiB RSS", ours.rss < 200 * 1024)
+
+
+def measure_tf_h5_to_hf(folder: str, work: Path, runs: int, ck: str) -> Row:
+    """``convert --to hf`` of a BERT-large ``tf_model.h5`` directory (1.3 GB; durable, verified) beside ``cp`` +
+    ``sync`` of the same bytes (issue 37: at most 1.5x, under 200 MiB peak RSS)."""
+    out = work / "out-tf-h5"
+    setup = f"rm -rf {out} {out}.copy; sync"
+    h5 = str(Path(folder) / "tf_model.h5")
+    ours, cp = pair(f"{ck} convert {folder} -o {out} --to hf", f"cp {h5} {out}.copy && sync", runs, setup)
+    shutil.rmtree(out, ignore_errors=True)
+    Path(f"{out}.copy").unlink(missing_ok=True)
+    return Row("convert --to hf (BERT-large tf_model.h5, 1.3 GB; durable, verified)", ours, "cp + sync",
+               cp, "<= 1.5x, < 200 MiB RSS", ours.median <= 1.5 * cp.median and ours.rss < 200 * 1024)
 
 
 def durable_rows(cmd: str, durable: str, setup: str, runs: int, label: str, linked_label: str) -> list[Row]:
@@ -413,7 +428,7 @@ def main() -> None:
     work, out = Path(args.dir).resolve(), Path(args.out).resolve()
     work.mkdir(parents=True, exist_ok=True)
     which = ("bert", "many", "directory") + (() if args.quick else ("bert_large", "million")) + \
-        (("bert_large_pretraining",) if not args.quick and wanted("convert") else ()) + \
+        (("bert_large_pretraining", "bert_large_tf_h5") if not args.quick and wanted("convert") else ()) + \
         (("bert_object",) if wanted("verify") or wanted("rename") else ())
     ckpt = install(work, args.python)
     inputs = generate(work, which)
