@@ -1,0 +1,134 @@
+"""``ckpt convert --to hf`` of the original RoFormer release (ZhuiyiTechnology/roformer's TF1 ``bert_model.ckpt``):
+the plan, numpy only (the transformers 5 side is tests/interop/test_hf_transformers5.py, driven by cases.json).
+
+The checkpoint is ``tests/data/hf/roformer`` (real TensorFlow, the release's names: google-research/bert's without
+position embeddings); the keys and shapes expected are the oracle's (``golden/roformer/model.safetensors``:
+transformers 4.57.6's ``load_tf_weights_in_roformer``) without the tied decoder and the sinusoidal table
+transformers computes. Bad inputs are rebuilt from that checkpoint with ckpt's own writer.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+import formats
+
+HF_DATA = Path(__file__).parent / "data" / "hf"
+SRC = HF_DATA / "roformer" / "bert_model.ckpt"
+TIED = {"cls.predictions.decoder.weight": "roformer.embeddings.word_embeddings.weight",
+        "cls.predictions.decoder.bias": "cls.predictions.bias"}
+COMPUTED = "roformer.encoder.embed_positions.weight"
+"""RoFormer's sinusoidal table: in the oracle's state dict, made by transformers, in no checkpoint variable."""
+
+
+def _plan(run_cli, src: Path, tmp_path: Path, *extra: str) -> dict:
+    out = tmp_path / "out"
+    result = run_cli("convert", src, "-o", out, "--to", "hf", "--dry-run", "--json", "--family", "roformer", *extra)
+    assert result.exit_code == 0, result.output
+    assert not out.exists()
+    return json.loads(result.stdout)
+
+
+def test_plan_has_exactly_the_oracles_parameters_and_shapes(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    golden = load_file(str(HF_DATA / "golden" / "roformer" / "model.safetensors"))
+    plan = _plan(run_cli, SRC, tmp_path)
+    assert {r["key"]: r["shape"] for r in plan["rows"]} == {
+        k: list(v.shape) for k, v in golden.items() if k not in TIED and k != COMPUTED}
+    assert COMPUTED in golden
+    assert all(r["dtype"] == "float32" for r in plan["rows"])
+    assert plan["details"]["class"] == "RoFormerForMaskedLM"
+    assert plan["details"]["tied"] == TIED
+    assert [p for p in plan["problems"] if p["severity"] == "error"] == []
+    rows = {r["source"]: r for r in plan["rows"]}
+    assert rows["bert/encoder/layer_1/attention/self/query/kernel"]["key"] == \
+        "roformer.encoder.layer.1.attention.self.query.weight"
+    assert sorted(r["transform"] or "" for r in plan["rows"]).count("transpose") == 13
+
+
+def test_values_and_config(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    out = tmp_path / "hf"
+    result = run_cli("convert", SRC, "-o", out, "--to", "hf", "--family", "roformer")
+    assert result.exit_code == 0, result.output
+    written = load_file(str(out / "model.safetensors"))
+    with formats.open_checkpoint(SRC) as ckpt:
+        kernel = ckpt["bert/encoder/layer_0/intermediate/dense/kernel"].read()
+        words = ckpt["bert/embeddings/word_embeddings"].read()
+    assert np.array_equal(written["roformer.encoder.layer.0.intermediate.dense.weight"], kernel.T)
+    assert np.array_equal(written["roformer.embeddings.word_embeddings.weight"], words)
+    assert COMPUTED not in written
+    config = json.loads((out / "config.json").read_text())
+    golden = json.loads((HF_DATA / "golden" / "roformer" / "config.json").read_text())
+    fields = ("model_type", "architectures", "vocab_size", "hidden_size", "embedding_size", "num_hidden_layers",
+              "num_attention_heads", "intermediate_size", "max_position_embeddings", "type_vocab_size",
+              "rotary_value", "layer_norm_eps", "pad_token_id", "hidden_act")
+    assert {k: config[k] for k in fields} == {k: golden[k] for k in fields}
+
+
+def test_without_family_it_is_taken_for_bert_and_refused(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("convert", SRC, "-o", out, "--to", "hf")
+    assert result.exit_code == 1 and not out.exists()
+    assert [line for line in result.output.splitlines() if line.startswith("error")] == [
+        "error: missing: bert.embeddings.position_embeddings.weight: parameter "
+        "'bert.embeddings.position_embeddings.weight' [32, 16] of BertForMaskedLM has no source tensor"]
+
+
+def _copy(tmp_path: Path, change: dict[str, np.ndarray | None], config: dict | None = None) -> Path:
+    """The checkpoint re-written by ckpt with ``change`` (None removes a tensor), its (changed) config beside it."""
+    with formats.open_checkpoint(SRC) as ckpt:
+        tensors = {k: ckpt[k].read() for k in ckpt}
+    for key, value in change.items():
+        if value is None:
+            tensors.pop(key)
+        else:
+            tensors[key] = value
+    folder = tmp_path / "roformer"
+    folder.mkdir()
+    shutil.copy(SRC.parent / "bert_config.json", folder / "bert_config.json")
+    if config:
+        original = json.loads((folder / "bert_config.json").read_text())
+        (folder / "bert_config.json").write_text(json.dumps({**original, **config}))
+    formats.write_checkpoint(str(folder / SRC.name), tensors)
+    return folder / SRC.name
+
+
+def _errors(run_cli, src: Path, tmp_path: Path) -> list[str]:
+    out = tmp_path / "out"
+    result = run_cli("convert", src, "-o", out, "--to", "hf", "--family", "roformer")
+    assert result.exit_code == 1, result.output
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+    return [line for line in result.output.splitlines() if line.startswith("error")]
+
+
+def test_a_bert_position_table_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
+    table = np.zeros((32, 16), np.float32)  # a BERT checkpoint given as RoFormer
+    assert _errors(run_cli, _copy(tmp_path, {"bert/embeddings/position_embeddings": table}), tmp_path) == [
+        "error: unmapped: bert/embeddings/position_embeddings: unmapped tensor 'bert/embeddings/position_embeddings' "
+        "[32, 16]: no rule of the roformer map (tf1 layout) maps or drops it"]
+
+
+def test_a_missing_tensor_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
+    assert _errors(run_cli, _copy(tmp_path, {"cls/predictions/output_bias": None}), tmp_path) == [
+        "error: missing: cls.predictions.bias: parameter 'cls.predictions.bias' [50] of RoFormerForMaskedLM has no "
+        "source tensor"]
+
+
+def test_heads_that_do_not_divide_the_hidden_size_are_one_error(run_cli, tmp_path: Path) -> None:
+    assert _errors(run_cli, _copy(tmp_path, {}, {"num_attention_heads": 3}), tmp_path) == [
+        "error: config: num_attention_heads: num_attention_heads=3 does not divide hidden_size=16: transformers 5 "
+        "needs hidden_size to be a multiple of num_attention_heads"]
+
+
+def test_a_hidden_size_that_contradicts_the_shapes_names_it_in_every_error(run_cli, tmp_path: Path) -> None:
+    errors = _errors(run_cli, _copy(tmp_path, {}, {"hidden_size": 32}), tmp_path)
+    assert [e.split(": the configuration")[0] for e in errors] == [
+        "error: config: embedding_size=32", "error: config: embedding_size=32, type_vocab_size=2",
+        "error: config: embedding_size=32, vocab_size=50", "error: config: hidden_size=32",
+        "error: config: hidden_size=32, intermediate_size=24"]
