@@ -1,10 +1,12 @@
-"""``ckpt convert --to hf`` of the original RoFormer release (ZhuiyiTechnology/roformer's TF1 ``bert_model.ckpt``):
-the plan, numpy only (the transformers 5 side is tests/interop/test_hf_transformers5.py, driven by cases.json).
+"""``ckpt convert --to hf`` of the original RoFormer (ZhuiyiTechnology/roformer's TF1 ``bert_model.ckpt``) and CANINE
+(google-research/language's ``canine_model.ckpt``) releases: the plan, numpy only (the transformers 5 side is
+tests/interop/test_hf_transformers5.py, driven by cases.json).
 
-The checkpoint is ``tests/data/hf/roformer`` (real TensorFlow, the release's names: google-research/bert's without
-position embeddings); the keys and shapes expected are the oracle's (``golden/roformer/model.safetensors``:
-transformers 4.57.6's ``load_tf_weights_in_roformer``) without the tied decoder and the sinusoidal table
-transformers computes. Bad inputs are rebuilt from that checkpoint with ckpt's own writer.
+The checkpoints are ``tests/data/hf/roformer`` (real TensorFlow, the release's names: google-research/bert's without
+position embeddings) and ``tests/data/hf/canine``; the keys and shapes expected are the oracle's
+(``golden/<case>/model.safetensors``: transformers 4.57.6's ``load_tf_weights_in_roformer`` /
+``load_tf_weights_in_canine``), for RoFormer without the tied decoder and the sinusoidal table transformers
+computes. Bad inputs are rebuilt from those checkpoints with ckpt's own writer.
 """
 from __future__ import annotations
 
@@ -80,28 +82,29 @@ def test_without_family_it_is_taken_for_bert_and_refused(run_cli, tmp_path: Path
         "'bert.embeddings.position_embeddings.weight' [32, 16] of BertForMaskedLM has no source tensor"]
 
 
-def _copy(tmp_path: Path, change: dict[str, np.ndarray | None], config: dict | None = None) -> Path:
+def _copy(tmp_path: Path, change: dict[str, np.ndarray | None], config: dict | None = None, src: Path = SRC) -> Path:
     """The checkpoint re-written by ckpt with ``change`` (None removes a tensor), its (changed) config beside it."""
-    with formats.open_checkpoint(SRC) as ckpt:
+    with formats.open_checkpoint(src) as ckpt:
         tensors = {k: ckpt[k].read() for k in ckpt}
     for key, value in change.items():
         if value is None:
             tensors.pop(key)
         else:
             tensors[key] = value
-    folder = tmp_path / "roformer"
+    folder = tmp_path / src.parent.name
     folder.mkdir()
-    shutil.copy(SRC.parent / "bert_config.json", folder / "bert_config.json")
+    config_file = next(src.parent.glob("*.json"))
+    shutil.copy(config_file, folder / config_file.name)
     if config:
-        original = json.loads((folder / "bert_config.json").read_text())
-        (folder / "bert_config.json").write_text(json.dumps({**original, **config}))
-    formats.write_checkpoint(str(folder / SRC.name), tensors)
-    return folder / SRC.name
+        original = json.loads((folder / config_file.name).read_text())
+        (folder / config_file.name).write_text(json.dumps({**original, **config}))
+    formats.write_checkpoint(str(folder / src.name), tensors)
+    return folder / src.name
 
 
-def _errors(run_cli, src: Path, tmp_path: Path) -> list[str]:
+def _errors(run_cli, src: Path, tmp_path: Path, *family: str) -> list[str]:
     out = tmp_path / "out"
-    result = run_cli("convert", src, "-o", out, "--to", "hf", "--family", "roformer")
+    result = run_cli("convert", src, "-o", out, "--to", "hf", *(family or ("--family", "roformer")))
     assert result.exit_code == 1, result.output
     assert not out.exists() and not list(tmp_path.glob(".out*"))
     return [line for line in result.output.splitlines() if line.startswith("error")]
@@ -132,3 +135,63 @@ def test_a_hidden_size_that_contradicts_the_shapes_names_it_in_every_error(run_c
         "error: config: embedding_size=32", "error: config: embedding_size=32, type_vocab_size=2",
         "error: config: embedding_size=32, vocab_size=50", "error: config: hidden_size=32",
         "error: config: hidden_size=32, intermediate_size=24"]
+
+
+# --- CANINE -------------------------------------------------------------------------------------------------------
+CANINE = HF_DATA / "canine" / "canine_model.ckpt"
+
+
+def test_canine_is_detected_and_planned_as_the_oracle(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    out = tmp_path / "out"
+    result = run_cli("convert", CANINE, "-o", out, "--to", "hf", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    golden = load_file(str(HF_DATA / "golden" / "canine" / "model.safetensors"))
+    assert {r["key"]: r["shape"] for r in plan["rows"]} == {k: list(v.shape) for k, v in golden.items()}
+    assert plan["details"]["class"] == "CanineModel" and plan["details"]["tied"] == {}
+    assert [p for p in plan["problems"] if p["severity"] == "error"] == []
+    rows = {r["key"]: r for r in plan["rows"]}
+    assert rows["encoder.layer.1.output.dense.weight"]["source"] == "bert/layer_1/output/dense/kernel"
+    assert rows["chars_to_molecules.conv.weight"]["source"] == \
+        "initial_char_encoder/initial_char_encoder/chars_to_molecules/conv/kernel"
+    assert rows["char_embeddings.token_type_embeddings.weight"]["source"] == "char_embeddings/segment_embeddings"
+    assert rows["projection.conv.weight"]["shape"] == [16, 32, 4]
+
+
+def test_canine_conv_kernels_have_every_axis_reversed_and_the_config_is_the_oracles(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    out = tmp_path / "hf"
+    result = run_cli("convert", CANINE, "-o", out, "--to", "hf")
+    assert result.exit_code == 0, result.output
+    written = load_file(str(out / "model.safetensors"))
+    with formats.open_checkpoint(CANINE) as ckpt:
+        up = ckpt["final_char_encoder/conv/kernel"].read()
+    assert up.shape == (4, 32, 16)
+    assert np.array_equal(written["projection.conv.weight"], np.transpose(up))
+    config = json.loads((out / "config.json").read_text())
+    golden = json.loads((HF_DATA / "golden" / "canine" / "config.json").read_text())
+    fields = ("model_type", "architectures", "hidden_size", "num_hidden_layers", "num_attention_heads",
+              "intermediate_size", "max_position_embeddings", "type_vocab_size", "downsampling_rate",
+              "upsampling_kernel_size", "num_hash_functions", "num_hash_buckets", "local_transformer_stride",
+              "layer_norm_eps", "pad_token_id", "bos_token_id", "eos_token_id", "hidden_act")
+    assert {k: config[k] for k in fields} == {k: golden[k] for k in fields}
+
+
+def test_canine_bad_inputs_are_one_error_each(run_cli, tmp_path: Path) -> None:
+    extra = _copy(tmp_path, {"bert/layer_0/attention/gate": np.zeros(3, np.float32)}, src=CANINE)
+    assert _errors(run_cli, extra, tmp_path, "--family", "canine") == [
+        "error: unmapped: bert/layer_0/attention/gate: unmapped tensor 'bert/layer_0/attention/gate' [3]: no rule of "
+        "the canine map (tf1 layout) maps or drops it"]
+    shutil.rmtree(tmp_path / "canine")
+    missing = _copy(tmp_path, {"final_char_encoder/conv/bias": None}, src=CANINE)
+    assert _errors(run_cli, missing, tmp_path, "--family", "canine") == [
+        "error: missing: projection.conv.bias: parameter 'projection.conv.bias' [16] of CanineModel has no source "
+        "tensor"]
+    shutil.rmtree(tmp_path / "canine")
+    heads = _copy(tmp_path, {}, {"num_attention_heads": 3}, src=CANINE)
+    assert _errors(run_cli, heads, tmp_path, "--family", "canine") == [
+        "error: config: num_attention_heads: num_attention_heads=3 does not divide hidden_size=16: transformers 5 "
+        "needs hidden_size to be a multiple of num_attention_heads"]
