@@ -1,8 +1,10 @@
-"""Original TensorFlow releases of issue 37, part C (RoFormer), and the oracle's answer for them.
+"""Original TensorFlow releases of issue 37, part C (RoFormer, CANINE), and the oracle's answer for them.
 
-    /work/oracle/bin/python tests/data/hf/generators/make_originals_c.py [checkpoints] [golden] [case ...]
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_c.py [checkpoints] [golden]
+        [case ...] [--out DIR]
 
-(the oracle venv: tensorflow-cpu, torch==2.13.0 CPU, transformers 4.57.6; default: both steps, every case below).
+(the oracle venv: tensorflow-cpu, torch==2.13.0 CPU, transformers 4.57.6; default: both steps, every case
+below; --out: the golden files' directory, default tests/data/hf/golden).
 Step ``checkpoints`` writes tests/data/hf/<case>/ with real TensorFlow (``tf.compat.v1.train.Saver``), step
 ``golden`` writes tests/data/hf/golden/<case>/ with make_golden.py's own functions (its golden files, their layout
 and oracle.json).
@@ -117,7 +119,7 @@ def make_canine() -> None:
 MAKERS = {"roformer": make_roformer, "canine": make_canine}
 
 
-def golden(names: list[str]) -> None:
+def golden(names: list[str], out: Path | None = None) -> None:
     """make_golden.make for each case, with the configs its conversion script builds; cases.json is not written
     here (its entries are CASES plus the ``untouched`` this prints)."""
     import make_golden as mg
@@ -179,20 +181,24 @@ def golden(names: list[str]) -> None:
 
     mg.trace_sources = trace_sources
     for name in names:
-        record = mg.make(name, CASES[name], mg.ROOT / "golden", None)
+        record = mg.make(name, CASES[name], out or mg.ROOT / "golden", None)
         print(name, json.dumps({"untouched": record["untouched"]}),
               "sources:", sum(v != "-" for v in record["sources"].values()), "/", len(record["sources"]),
               "not in state dict:", record["checkpoint_variables_not_in_state_dict"])
 
 
 def main(argv: list[str]) -> None:
+    out = None
+    if "--out" in argv:  # golden files elsewhere (tests/interop/test_hf_oracle.py compares them to the committed)
+        at = argv.index("--out")
+        out, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
     steps = [a for a in argv if a in ("checkpoints", "golden")] or ["checkpoints", "golden"]
     names = [a for a in argv if a not in ("checkpoints", "golden")] or list(CASES)
     if "checkpoints" in steps:
         for name in names:
             MAKERS[name]()
     if "golden" in steps:
-        golden(names)
+        golden(names, out)
 
 
 if __name__ == "__main__":
