@@ -28,7 +28,7 @@ COMPUTED = "roformer.encoder.embed_positions.weight"
 
 def _plan(run_cli, src: Path, tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "out"
-    result = run_cli("convert", src, "-o", out, "--to", "hf", "--dry-run", "--json", "--family", "roformer", *extra)
+    result = run_cli("convert", src, "-o", out, "--to", "hf", "--dry-run", "--json", *extra)
     assert result.exit_code == 0, result.output
     assert not out.exists()
     return json.loads(result.stdout)
@@ -56,7 +56,7 @@ def test_values_and_config(run_cli, tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
     out = tmp_path / "hf"
-    result = run_cli("convert", SRC, "-o", out, "--to", "hf", "--family", "roformer")
+    result = run_cli("convert", SRC, "-o", out, "--to", "hf")
     assert result.exit_code == 0, result.output
     written = load_file(str(out / "model.safetensors"))
     with formats.open_checkpoint(SRC) as ckpt:
@@ -73,10 +73,14 @@ def test_values_and_config(run_cli, tmp_path: Path) -> None:
     assert {k: config[k] for k in fields} == {k: golden[k] for k in fields}
 
 
-def test_without_family_it_is_taken_for_bert_and_refused(run_cli, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    result = run_cli("convert", SRC, "-o", out, "--to", "hf")
-    assert result.exit_code == 1 and not out.exists()
+def test_roformer_is_detected_and_bert_stays_bert(run_cli, tmp_path: Path) -> None:
+    assert _plan(run_cli, SRC, tmp_path)["details"]["family"] == "roformer"
+    bert = _plan(run_cli, HF_DATA / "bert" / "bert_model.ckpt", tmp_path)["details"]
+    assert (bert["family"], bert["class"]) == ("bert", "BertForPreTraining")
+    pooled = _copy(tmp_path, {"bert/pooler/dense/kernel": np.zeros((16, 16), np.float32),  # BERT's names without
+                              "bert/pooler/dense/bias": np.zeros(16, np.float32)})  # a position table: not RoFormer's
+    result = run_cli("convert", pooled, "-o", tmp_path / "out", "--to", "hf")
+    assert result.exit_code == 1 and not (tmp_path / "out").exists()
     assert [line for line in result.output.splitlines() if line.startswith("error")] == [
         "error: missing: bert.embeddings.position_embeddings.weight: parameter "
         "'bert.embeddings.position_embeddings.weight' [32, 16] of BertForMaskedLM has no source tensor"]
