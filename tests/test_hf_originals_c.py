@@ -199,3 +199,14 @@ def test_canine_bad_inputs_are_one_error_each(run_cli, tmp_path: Path) -> None:
     assert _errors(run_cli, heads, tmp_path, "--family", "canine") == [
         "error: config: num_attention_heads: num_attention_heads=3 does not divide hidden_size=16: transformers 5 "
         "needs hidden_size to be a multiple of num_attention_heads"]
+
+
+def test_canine_position_table_must_have_num_hash_buckets_rows(run_cli, tmp_path: Path) -> None:
+    # transformers' CanineEmbeddings makes char_position_embeddings with num_hash_buckets rows (the release's
+    # max_positions is the same 16384): a checkpoint whose max_positions differs does not fit it
+    src = _copy(tmp_path, {"char_embeddings/char_position_embeddings": np.zeros((64, 16), np.float32)},
+                {"max_positions": 64}, src=CANINE)
+    assert _errors(run_cli, src, tmp_path, "--family", "canine") == [
+        "error: config: hidden_size=16, num_hash_buckets=32: the configuration contradicts the shapes: "
+        "'char_embeddings/char_position_embeddings' [64, 16] does not fit "
+        "'char_embeddings.char_position_embeddings.weight' [32, 16] (candidates: char_embeddings/char_position_embeddings)"]
