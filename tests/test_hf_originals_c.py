@@ -210,3 +210,12 @@ def test_canine_position_table_must_have_num_hash_buckets_rows(run_cli, tmp_path
         "error: config: hidden_size=16, num_hash_buckets=32: the configuration contradicts the shapes: "
         "'char_embeddings/char_position_embeddings' [64, 16] does not fit "
         "'char_embeddings.char_position_embeddings.weight' [32, 16] (candidates: char_embeddings/char_position_embeddings)"]
+
+
+def test_roformer_without_the_masked_lm_head_is_a_roformer_model(run_cli, tmp_path: Path) -> None:
+    with formats.open_checkpoint(SRC) as ckpt:
+        heads = [k for k in ckpt if k.startswith("cls/")]
+    plan = _plan(run_cli, _copy(tmp_path, dict.fromkeys(heads)), tmp_path)
+    assert plan["details"]["class"] == "RoFormerModel"
+    keys = sorted(r["key"] for r in plan["rows"])
+    assert len(keys) == 36 and keys[0] == "embeddings.LayerNorm.bias" and not any(k.startswith("roformer.") for k in keys)
