@@ -1,6 +1,8 @@
 """Which shipped model family a checkpoint is: the one whose source layout recognises its names (and, for a
 layout that names its configuration's class, whose configuration names it); when several do (MobileBERT's names
-begin as BERT's), the one whose rules map or drop the most names.
+begin as BERT's), the one whose rules map or drop the most names, and of those the one with the fewest map rules
+that match no name (RoFormer's are BERT's without the position embeddings: BERT's map covers them too, but has
+rules for a position table, a pooler and an NSP head they lack).
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ def detect_family(keys: list[str], path: str | None = None) -> Family | None:
     """The shipped family one of whose layouts recognises ``keys`` (config-free detect patterns) and, for a layout
     with a ``config_class``, whose configuration beside ``path`` names one of them (a TF Hub BERT's object paths
     are also an ALBERT's: their ``keras_metadata.pb`` tells them apart). When several families do, the one whose
-    rules map or drop the most keys; the first by name on a tie."""
+    rules map or drop the most keys, then the one with the fewest map rules matching no key; the first by name on a
+    tie."""
     found: list[tuple[Family, Layout]] = []
     for name in family_names():
         family = load_family(name)
@@ -32,15 +35,20 @@ def detect_family(keys: list[str], path: str | None = None) -> Family | None:
     return found[covered.index(max(covered))][0]
 
 
-def _covered(layout: Layout, keys: list[str]) -> int:
-    """How many of ``keys`` a layout's map and drop rules match (rules that need the configuration left out)."""
+def _covered(layout: Layout, keys: list[str]) -> tuple[int, int]:
+    """How many of ``keys`` a layout's map and drop rules match, and minus how many of its map rules match none of
+    ``keys`` (rules that need the configuration left out)."""
     regexes = []
-    for pattern in [rule.source for rule in layout.maps] + [drop.match for drop in layout.drops]:
+    unused = 0
+    for n, pattern in enumerate([rule.source for rule in layout.maps] + [drop.match for drop in layout.drops]):
         try:
-            regexes.append(pattern.regex({}))
+            regex = pattern.regex({})
         except KeyError:
             continue
-    return sum(1 for key in keys if any(regex.match(key) for regex in regexes))
+        regexes.append(regex)
+        if n < len(layout.maps) and not any(regex.match(key) for key in keys):
+            unused += 1
+    return sum(1 for key in keys if any(regex.match(key) for regex in regexes)), -unused
 
 
 def _class_fits(family: Family, layout: Layout, path: str) -> bool:
