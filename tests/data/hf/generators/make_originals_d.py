@@ -1,0 +1,139 @@
+"""TAPAS as google-research/tapas saves it, and the oracle's answer for it (issue 37, part D).
+
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_d.py [checkpoints] [golden] [case ...]
+
+(the oracle venv: tensorflow-cpu, torch==2.13.0 CPU, transformers 4.57.6; default: both steps, every case below).
+Step ``checkpoints`` writes tests/data/hf/<case>/ with real TensorFlow (``tf.compat.v1.train.Saver``, as
+TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with make_golden.py's own functions.
+
+- ``tapas``: a TAPAS encoder checkpoint (``model.ckpt`` + ``bert_config.json``): tapas/models/bert/modeling.py's
+  ``bert/embeddings/word_embeddings``, **seven** token-type tables ``bert/embeddings/token_type_embeddings_0..6``
+  [type_vocab_size[i], hidden] (the config's ``type_vocab_size`` is a list, one size per token type: segment,
+  column, row, previous label, column rank, inverse rank, numeric relation), ``position_embeddings``, the
+  embeddings' ``LayerNorm``, BERT's encoder layers and pooler; ``global_step``. As transformers' ``TapasModel``
+  (convert_tapas_original_tf_checkpoint_to_pytorch.py's task INTERMEDIATE_PRETRAINING).
+- ``tapas_sqa``: what tapas's ``run_task_main.py --task=SQA`` leaves: the same encoder and the cell-selection head of
+  tapas_classifier_model_utils.py at the top level: ``output_weights`` [hidden] and ``column_output_weights``
+  [hidden] (vectors) and their **scalar** biases ``output_bias`` [] and ``column_output_bias`` []; ``global_step``.
+  As ``TapasForQuestionAnswering`` (task SQA: no aggregation head, temperature 1).
+
+The oracle: ``load_tf_weights_in_tapas`` on the checkpoint as it is, with the conversion script's config
+(``TapasConfig.from_json_file(bert_config.json)``, ``reset_position_index_per_cell`` False: the script's default)
+**plus ``type_vocab_sizes`` = the file's ``type_vocab_size``**: ``TapasConfig`` reads the sizes from
+``type_vocab_sizes`` and keeps the file's list-valued ``type_vocab_size`` as an unused extra field, so the script as
+it is builds the released sizes [3, 256, 256, 2, 256, 256, 10] whatever the file says (it works on the released
+checkpoints, which have those sizes); these tiny cases have [3, 8, 8, 2, 8, 8, 10]. Inputs: ``token_type_ids``
+[batch, seq, 7] within each table's size, so that every table takes part in the outputs.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import make_checkpoints as mc  # noqa: E402
+from tfwrite import clean, save_tf1, value, write_json  # noqa: E402
+
+ROOT = HERE.parent
+TAPAS_CONFIG = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                "hidden_size": 16, "initializer_range": 0.02, "intermediate_size": 24,
+                "max_position_embeddings": 32, "num_attention_heads": 2, "num_hidden_layers": 2,
+                "type_vocab_size": [3, 8, 8, 2, 8, 8, 10], "vocab_size": 50}
+"""bert_config.json as the TAPAS releases ship it (a list-valued type_vocab_size), tiny."""
+
+CASES: dict[str, dict] = {
+    "tapas": {"family": "tapas", "layout": "tf1", "checkpoint": "tapas/model.ckpt-3", "config": "tapas/bert_config.json",
+              "class": "TapasModel", "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"},
+    "tapas_sqa": {"family": "tapas", "layout": "tf1", "checkpoint": "tapas_sqa/model.ckpt-3",
+                  "config": "tapas_sqa/bert_config.json", "class": "TapasForQuestionAnswering",
+                  "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"},
+}
+SEEDS = {"tapas": 41, "tapas_sqa": 42}
+
+
+def tapas_shapes(c: dict, case: str) -> dict[str, list[int]]:
+    """The encoder's variables (tapas/models/bert/modeling.py) and, for tapas_sqa, the cell-selection head."""
+    h = c["hidden_size"]
+    s = {n: sh for n, sh in mc.bert_shapes({**c, "type_vocab_size": 2}).items()
+         if n.startswith("bert/") and n != "bert/embeddings/token_type_embeddings"}
+    for i, size in enumerate(c["type_vocab_size"]):
+        s[f"bert/embeddings/token_type_embeddings_{i}"] = [size, h]
+    if case == "tapas_sqa":
+        s.update({"output_weights": [h], "output_bias": [], "column_output_weights": [h], "column_output_bias": []})
+    return s
+
+
+def make_checkpoint(case: str) -> None:
+    d = ROOT / case
+    clean(d)
+    write_json(d / "bert_config.json", TAPAS_CONFIG)
+    tensors = {n: value(SEEDS[case], n, sh) for n, sh in tapas_shapes(TAPAS_CONFIG, case).items()}
+    print(save_tf1(d / "model.ckpt", tensors, global_step=3, write_checkpoint_file=True))
+
+
+def trace_scalars(case: str, record: dict) -> dict:
+    """make_golden's trace_sources reads only array variables; TAPAS's scalar biases (output_bias,
+    column_output_bias) load as numpy scalars: found here the same way, by value."""
+    import json
+
+    import numpy as np
+    import tensorflow as tf
+    from safetensors.numpy import load_file
+
+    prefix = str(ROOT / CASES[case]["checkpoint"])
+    state = load_file(str(ROOT / "golden" / case / "model.safetensors"))
+    arrays = {n: np.asarray(tf.train.load_variable(prefix, n)) for n, _ in tf.train.list_variables(prefix)}
+    for key, source in record["sources"].items():
+        if source == "-":
+            found = [n for n, a in arrays.items() if a.dtype == np.float32 and a.shape == state[key].shape
+                     and np.array_equal(a, state[key])]
+            record["sources"][key] = " | ".join(found) or "-"
+    used = {v.split(" ")[0] for v in record["sources"].values()}
+    record["checkpoint_variables_not_in_state_dict"] = sorted(n for n in arrays if n not in used)
+    (ROOT / "golden" / case / "oracle.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def make_golden_case(case: str) -> None:
+    import numpy as np
+
+    import make_golden as mg
+
+    def tapas_config(spec: dict):
+        config = mg.transformers.TapasConfig.from_json_file(str(ROOT / spec["config"]))
+        config.reset_position_index_per_cell = False
+        config.type_vocab_sizes = list(config.type_vocab_size)
+        return config
+
+    plain_inputs = mg.inputs_for
+
+    def inputs_for(spec: dict, config) -> dict:
+        out = plain_inputs(spec, config)
+        rng = np.random.default_rng(20261124)
+        batch, seq = out["input_ids"].shape
+        out["token_type_ids"] = np.stack([rng.integers(0, n, size=(batch, seq)) for n in config.type_vocab_sizes],
+                                         axis=-1).astype(np.int64)
+        return out
+
+    mg.CONFIGS["tapas"] = tapas_config
+    mg.inputs_for = inputs_for
+    record = mg.make(case, CASES[case], ROOT / "golden", None)
+    if "-" in record["sources"].values():
+        record = trace_scalars(case, record)
+    print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
+
+
+def main(argv: list[str]) -> None:
+    steps = [a for a in argv if a in ("checkpoints", "golden")] or ["checkpoints", "golden"]
+    cases = [a for a in argv if a in CASES] or list(CASES)
+    for case in cases:
+        if "checkpoints" in steps:
+            make_checkpoint(case)
+        if "golden" in steps:
+            make_golden_case(case)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
