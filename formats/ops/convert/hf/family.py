@@ -59,6 +59,9 @@ along that axis (ImageGPT's q, k and v projections side by side in c_attn; the p
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
 
+A parameter's ``shape`` may name an item of a list field: ``type_vocab_sizes[6]`` (TAPAS's seven token-type
+tables, one size each).
+
 Patterns: ``{name}`` is one name part (no ``/``), ``{name:d}`` digits, ``{name:03d}`` three digits,
 ``{name:d+4}`` digits whose value is the placeholder's plus 4, ``{name:_d}`` Keras's suffix of a
 repeated name (none for 0, ``_1``, ``_2``, ...), ``{name:a|b}`` one of the words,
@@ -89,7 +92,7 @@ class FamilyError(UsageError):
 
 def evaluate(expr: str, values: dict[str, Any]) -> int:
     """``expr`` (``hidden_size``, ``4*n_embd``, ``hidden_size/64``, ``num_hidden_layers+4``, ``12``, and
-    ``max(1,hidden_size/64)`` as a whole expression) with ``values`` (``/`` divides without remainder); KeyError
+    ``max(1,hidden_size/64)`` as a whole expression; ``type_vocab_sizes[6]``, an item of a list field) with ``values`` (``/`` divides without remainder); KeyError
     naming a field ``values`` lacks, ValueError for a field that is not an integer."""
     expr = expr.replace(" ", "")
     if expr.startswith("max(") and expr.endswith(")"):
@@ -104,12 +107,22 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
             if factor in ("*", "/"):
                 op = factor
                 continue
-            value = int(factor) if factor.isdigit() else values[factor]
+            item = re.fullmatch(r"(\w+)\[(\d+)\]", factor)  # one item of a list field: type_vocab_sizes[6]
+            value = _item(values, item.group(1), int(item.group(2))) if item else int(factor) if factor.isdigit() \
+                else values[factor]
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{factor} is {value!r}, not an integer")
             product = product * value if op == "*" else product // value
         total += sign * product
     return total
+
+
+def _item(values: dict[str, Any], name: str, index: int) -> Any:
+    """Item ``index`` of the list field ``name`` (KeyError when absent, ValueError when not a list that long)."""
+    items = values[name]
+    if not isinstance(items, list) or not 0 <= index < len(items):
+        raise ValueError(f"{name} is {items!r}, not a list with an item {index}")
+    return items[index]
 
 
 def holds(condition: str | None, values: dict[str, Any]) -> bool:
