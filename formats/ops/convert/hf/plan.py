@@ -445,7 +445,7 @@ def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str
 
 def _fields(want: Target, config: dict[str, Any]) -> str:
     names = sorted({f for dim in want.param.shape for f in re.split(r"[-+*/]", dim) if f and not f.isdigit()})
-    return ", ".join(f"{n}={config.get(n)}" for n in names)
+    return ", ".join(f"{n}={evaluate(n, config) if n.endswith(']') else config.get(n)}" for n in names)  # list items
 
 
 def _config_json(choice: Choice) -> dict[str, Any]:
