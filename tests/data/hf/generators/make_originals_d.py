@@ -1,4 +1,4 @@
-"""TAPAS as google-research/tapas saves it, and the oracle's answer for it (issue 37, part D).
+"""TAPAS and Funnel-Transformer as their TF1 code saves them, and the oracle's answer for them (issue 37, part D).
 
     /work/oracle/bin/python tests/data/hf/generators/make_originals_d.py [checkpoints] [golden] [case ...]
 
@@ -17,7 +17,19 @@ TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with mak
   [hidden] (vectors) and their **scalar** biases ``output_bias`` [] and ``column_output_bias`` []; ``global_step``.
   As ``TapasForQuestionAnswering`` (task SQA: no aggregation head, temperature 1).
 
-The oracle: ``load_tf_weights_in_tapas`` on the checkpoint as it is, with the conversion script's config
+- ``funnel``: a Funnel-Transformer (laiguokun/Funnel-Transformer, tensorflow/modeling.py and ops.py) with two
+  encoder blocks of 1 and 2 layers and a 1-layer decoder, as its pretraining saves it (``model.ckpt`` + the
+  FunnelConfig JSON transformers' script takes, ``config.json``): ``model/input/word_embedding/lookup_table``,
+  ``model/input/layer_norm``, ``model/encoder/layer_{0,1,2}/...`` and ``model/decoder/layer_3/...``: the layers
+  numbered **globally** (encoder block after block, then the decoder), each ``rel_attn/q/kernel`` [d_model, n_head,
+  d_head] (no bias), ``k``, ``v`` (kernel + bias [n_head, d_head]), ``r/kernel``, ``r_w_bias``, ``r_r_bias``,
+  ``r_s_bias``, ``seg_embed`` [2, n_head, d_head], ``o/kernel`` [n_head, d_head, d_model] + bias,
+  ``rel_attn/layer_norm``, ``ff/layer_1``, ``ff/layer_2``, ``ff/layer_norm``; ``global_step``. As ``FunnelModel``
+  (convert_funnel_original_tf_checkpoint_to_pytorch.py without ``--base_model``): ``load_tf_weights_in_funnel``
+  finds each encoder layer's block from ``block_sizes`` and each decoder layer by its number minus the encoder's
+  layer count. The inputs add ``token_type_ids`` (two segments), so that ``seg_embed`` and ``r_s_bias`` take part.
+
+The oracle for TAPAS: ``load_tf_weights_in_tapas`` on the checkpoint as it is, with the conversion script's config
 (``TapasConfig.from_json_file(bert_config.json)``, ``reset_position_index_per_cell`` False: the script's default)
 **plus ``type_vocab_sizes`` = the file's ``type_vocab_size``**: ``TapasConfig`` reads the sizes from
 ``type_vocab_sizes`` and keeps the file's list-valued ``type_vocab_size`` as an unused extra field, so the script as
@@ -50,7 +62,36 @@ CASES: dict[str, dict] = {
                   "config": "tapas_sqa/bert_config.json", "class": "TapasForQuestionAnswering",
                   "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"},
 }
-SEEDS = {"tapas": 41, "tapas_sqa": 42}
+SEEDS = {"tapas": 41, "tapas_sqa": 42, "funnel": 43}
+FUNNEL_CONFIG = {"activation_dropout": 0.0, "attention_dropout": 0.1, "attention_type": "relative_shift",
+                 "block_repeats": [1, 1], "block_sizes": [1, 2], "d_head": 8, "d_inner": 24, "d_model": 16,
+                 "hidden_act": "gelu_new", "hidden_dropout": 0.1, "initializer_range": 0.1, "layer_norm_eps": 1e-9,
+                 "n_head": 2, "num_decoder_layers": 1, "pool_q_only": True, "pooling_type": "mean",
+                 "separate_cls": True, "truncate_seq": True, "vocab_size": 40}
+"""The FunnelConfig JSON convert_funnel_original_tf_checkpoint_to_pytorch.py takes, tiny (blocks of 1 and 2
+layers, so that the global layer numbers and transformers' block/layer numbers differ)."""
+CASES["funnel"] = {"family": "funnel", "layout": "tf1", "checkpoint": "funnel/model.ckpt-3", "config": "funnel/config.json",
+                   "class": "FunnelModel", "loader": "load_tf_weights_in_funnel", "golden_made_by": "make_originals_d.py"}
+
+
+def funnel_shapes(c: dict) -> dict[str, list[int]]:
+    """Funnel-Transformer's TF variables: the input embedding, every encoder layer and decoder layer, numbered
+    globally."""
+    m, h, d, i = c["d_model"], c["n_head"], c["d_head"], c["d_inner"]
+    s = {"model/input/word_embedding/lookup_table": [c["vocab_size"], m],
+         "model/input/layer_norm/gamma": [m], "model/input/layer_norm/beta": [m]}
+    n_enc = sum(c["block_sizes"])
+    layers = [f"model/encoder/layer_{n}/" for n in range(n_enc)]
+    layers += [f"model/decoder/layer_{n_enc + n}/" for n in range(c["num_decoder_layers"])]
+    for p in layers:
+        a = p + "rel_attn/"
+        s.update({a + "q/kernel": [m, h, d], a + "k/kernel": [m, h, d], a + "k/bias": [h, d], a + "v/kernel": [m, h, d],
+                  a + "v/bias": [h, d], a + "r/kernel": [m, h, d], a + "r_w_bias": [h, d], a + "r_r_bias": [h, d],
+                  a + "r_s_bias": [h, d], a + "seg_embed": [2, h, d], a + "o/kernel": [h, d, m], a + "o/bias": [m],
+                  a + "layer_norm/gamma": [m], a + "layer_norm/beta": [m],
+                  p + "ff/layer_1/kernel": [m, i], p + "ff/layer_1/bias": [i], p + "ff/layer_2/kernel": [i, m],
+                  p + "ff/layer_2/bias": [m], p + "ff/layer_norm/gamma": [m], p + "ff/layer_norm/beta": [m]})
+    return s
 
 
 def tapas_shapes(c: dict, case: str) -> dict[str, list[int]]:
@@ -68,6 +109,11 @@ def tapas_shapes(c: dict, case: str) -> dict[str, list[int]]:
 def make_checkpoint(case: str) -> None:
     d = ROOT / case
     clean(d)
+    if case == "funnel":
+        write_json(d / "config.json", FUNNEL_CONFIG)
+        tensors = {n: value(SEEDS[case], n, sh) for n, sh in funnel_shapes(FUNNEL_CONFIG).items()}
+        print(save_tf1(d / "model.ckpt", tensors, global_step=3, write_checkpoint_file=True))
+        return
     write_json(d / "bert_config.json", TAPAS_CONFIG)
     tensors = {n: value(SEEDS[case], n, sh) for n, sh in tapas_shapes(TAPAS_CONFIG, case).items()}
     print(save_tf1(d / "model.ckpt", tensors, global_step=3, write_checkpoint_file=True))
@@ -107,10 +153,17 @@ def make_golden_case(case: str) -> None:
         config.type_vocab_sizes = list(config.type_vocab_size)
         return config
 
+    def funnel_config(spec: dict):
+        return mg.transformers.FunnelConfig.from_json_file(str(ROOT / spec["config"]))
+
     plain_inputs = mg.inputs_for
 
     def inputs_for(spec: dict, config) -> dict:
         out = plain_inputs(spec, config)
+        if spec["family"] == "funnel":
+            batch, seq = out["input_ids"].shape
+            out["token_type_ids"] = (np.arange(seq)[None, :] >= 4).repeat(batch, 0).astype(np.int64)
+            return out
         rng = np.random.default_rng(20261124)
         batch, seq = out["input_ids"].shape
         out["token_type_ids"] = np.stack([rng.integers(0, n, size=(batch, seq)) for n in config.type_vocab_sizes],
@@ -118,6 +171,7 @@ def make_golden_case(case: str) -> None:
         return out
 
     mg.CONFIGS["tapas"] = tapas_config
+    mg.CONFIGS["funnel"] = funnel_config
     mg.inputs_for = inputs_for
     record = mg.make(case, CASES[case], ROOT / "golden", None)
     if "-" in record["sources"].values():
