@@ -20,7 +20,7 @@ from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
-                                           family_names, holds, load_family)
+                                           family_names, global_index, holds, load_family, locate)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
 __all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
@@ -60,6 +60,11 @@ def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[st
     for m in PLACEHOLDER.finditer(param.name.text):
         name, _, kind = m.group(1).partition(":")
         if name.startswith("="):
+            continue
+        base, _, part = name.rpartition("_")
+        if base in param.locate and part in ("block", "layer"):  # one axis: every layer of every block
+            if part == "block":
+                axes.append((base, global_index(len(config[param.locate[base]]), 0, config, param.locate[base])))
             continue
         if name in param.each:
             axes.append((name, evaluate(param.each[name], config)))
@@ -104,7 +109,11 @@ def _combinations(param: Param, config: dict[str, Any]) -> list[dict[str, str]]:
     """Every placeholder assignment a parameter pattern repeats over (``each`` counts, ``a|b`` words)."""
     axes = [[(name, str(n)) for n in range(axis)] if isinstance(axis, int) else [(name, word) for word in axis]
             for name, axis in _axes(param, config)]
-    return [dict(combo) for combo in itertools.product(*axes)]
+    out = [dict(combo) for combo in itertools.product(*axes)]
+    for values in out:
+        for name, sizes in param.locate.items():
+            values[f"{name}_block"], values[f"{name}_layer"] = map(str, locate(int(values[name]), config, sizes))
+    return out
 
 
 def expected_params(family: Family, config: dict[str, Any], groups: list[str] | None = None) -> dict[str, Target]:
@@ -225,6 +234,8 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
+            for name, sizes in rule.locate.items():  # Funnel: a global layer number -> its block and layer
+                values[f"{name}_block"], values[f"{name}_layer"] = map(str, locate(int(values[name]), config, sizes))
             filled = {**values, **{name: f"{{{name}}}" for name in rule.split or {}}}  # filled per part by _split
             return rule, "\n".join(t.fill(filled, config) for t in [rule.target, *rule.also]), values
     return None
