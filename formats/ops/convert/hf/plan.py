@@ -236,6 +236,9 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
             for name, sizes in rule.locate.items():  # Funnel: a global layer number -> its block and layer
                 values[f"{name}_block"], values[f"{name}_layer"] = map(str, locate(int(values[name]), config, sizes))
+            if any(f"{{{n}_block}}" not in rule.target.text and int(values[f"{n}_block"]) < len(config[s])
+                   for n, s in rule.locate.items()):
+                continue  # a layer after the blocks (Funnel's decoder) numbered as one in them: not this rule's
             filled = {**values, **{name: f"{{{name}}}" for name in rule.split or {}}}  # filled per part by _split
             return rule, "\n".join(t.fill(filled, config) for t in [rule.target, *rule.also]), values
     return None

@@ -43,8 +43,8 @@ def _invert(rule: MapRule, name: str, config: dict[str, Any]) -> str | None:
         return None
     values = rule.target.values(m)
     for index, sizes in rule.locate.items():  # Funnel: a block and a layer -> the global layer number
-        values[index] = str(global_index(int(values.pop(f"{index}_block")), int(values.pop(f"{index}_layer")),
-                                         config, sizes))
+        block = int(values.pop(f"{index}_block", len(config.get(sizes) or [])))  # no block: the layers after them
+        values[index] = str(global_index(block, int(values.pop(f"{index}_layer")), config, sizes))
     return _source_name(rule, values, config)
 
 
