@@ -1,9 +1,10 @@
-"""``ckpt convert --to hf`` of google-research/tapas's TF1 checkpoints (issue 37, part D): the plan and the written
+"""``ckpt convert --to hf`` of google-research/tapas's and Funnel-Transformer's TF1 checkpoints (issue 37, part D): the plan and the written
 files, numpy only (the transformers 5 side is tests/interop/test_hf_transformers5.py, driven by cases.json).
 
-The checkpoints are ``tests/data/hf/{tapas,tapas_sqa}`` (real TensorFlow, the original names: seven token-type
-tables, the SQA head's scalar biases); the keys and shapes expected are the oracle's (``golden/<case>/
-model.safetensors``: transformers 4.57.6's ``load_tf_weights_in_tapas``). Bad inputs are rebuilt from those
+The checkpoints are ``tests/data/hf/{tapas,tapas_sqa,funnel}`` (real TensorFlow, the original names: seven
+token-type tables, the SQA head's scalar biases; Funnel's globally numbered layers); the keys, shapes and values
+expected are the oracle's (``golden/<case>/model.safetensors``: transformers 4.57.6's ``load_tf_weights_in_tapas``
+/ ``load_tf_weights_in_funnel``). Bad inputs are rebuilt from those
 checkpoints with ckpt's own writer.
 """
 from __future__ import annotations
@@ -20,7 +21,14 @@ from formats.ops.convert.hf.family import evaluate
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
 CASES = {"tapas": ("tapas/model.ckpt-3", "TapasModel"),
-         "tapas_sqa": ("tapas_sqa/model.ckpt-3", "TapasForQuestionAnswering")}
+         "tapas_sqa": ("tapas_sqa/model.ckpt-3", "TapasForQuestionAnswering"),
+         "funnel": ("funnel/model.ckpt-3", "FunnelModel")}
+FIELDS = {"tapas": ("type_vocab_sizes", "reset_position_index_per_cell", "hidden_size", "num_hidden_layers",
+                    "num_attention_heads", "intermediate_size", "max_position_embeddings", "vocab_size"),
+          "funnel": ("block_sizes", "block_repeats", "num_decoder_layers", "d_model", "n_head", "d_head", "d_inner",
+                     "hidden_act", "layer_norm_eps", "pooling_type", "attention_type", "separate_cls", "truncate_seq",
+                     "pool_q_only", "vocab_size")}
+"""config.json fields that must be the oracle's (its config.json has more: transformers' defaults)."""
 
 
 def _plan(run_cli, src: Path, tmp_path: Path, *extra: str) -> dict:
@@ -42,7 +50,7 @@ def test_plan_has_exactly_the_oracles_parameters_and_shapes(run_cli, tmp_path: P
     plan = _plan(run_cli, HF_DATA / CASES[case][0], tmp_path)
     assert {r["key"]: r["shape"] for r in plan["rows"]} == {k: list(v.shape) for k, v in _golden(case).items()}
     assert all(r["dtype"] == "float32" for r in plan["rows"])
-    assert plan["details"]["family"] == "tapas" and plan["details"]["class"] == CASES[case][1]
+    assert plan["details"]["family"] == case.split("_")[0] and plan["details"]["class"] == CASES[case][1]
     assert [p for p in plan["problems"] if p["severity"] == "error"] == []
     assert [(p["kind"], p["candidates"]) for p in plan["problems"]] == [("dropped", ["global_step"])]
 
@@ -60,10 +68,8 @@ def test_written_tensors_and_config_are_the_oracles(run_cli, tmp_path: Path, cas
         assert written[key].shape == value.shape and written[key].tobytes() == value.tobytes(), key
     config = json.loads((out / "config.json").read_text())
     oracle = json.loads((HF_DATA / "golden" / case / "config.json").read_text())
-    for name in ("type_vocab_sizes", "reset_position_index_per_cell", "hidden_size", "num_hidden_layers",
-                 "num_attention_heads", "intermediate_size", "max_position_embeddings", "vocab_size", "architectures"):
+    for name in (*FIELDS[case.split("_")[0]], "architectures", "model_type"):
         assert config[name] == oracle[name], name
-    assert config["type_vocab_sizes"] == [3, 8, 8, 2, 8, 8, 10]
 
 
 def test_sqa_head_keeps_its_scalar_biases_as_scalars(run_cli, tmp_path: Path) -> None:
@@ -104,10 +110,11 @@ def _copy(case: str, tmp_path: Path, change: dict[str, np.ndarray | None], confi
             tensors[key] = value
     folder = tmp_path / case
     folder.mkdir()
-    shutil.copy(src.parent / "bert_config.json", folder / "bert_config.json")
+    name = "config.json" if case == "funnel" else "bert_config.json"
+    shutil.copy(src.parent / name, folder / name)
     if config:
-        original = json.loads((folder / "bert_config.json").read_text())
-        (folder / "bert_config.json").write_text(json.dumps({**original, **config}))
+        original = json.loads((folder / name).read_text())
+        (folder / name).write_text(json.dumps({**original, **config}))
     formats.write_checkpoint(str(folder / src.name), tensors)
     return folder / src.name
 
@@ -144,3 +151,68 @@ def test_a_missing_scalar_bias_or_an_unmapped_head_is_one_error_naming_it(run_cl
     assert _errors(run_cli, agg, tmp_path) == [
         "error: unmapped: output_weights_agg: unmapped tensor 'output_weights_agg' [4, 16]: no rule of the tapas map "
         "(tf1 layout) maps or drops it"]
+
+
+# --- Funnel-Transformer -------------------------------------------------------------------------------------------
+
+def test_locate_reads_a_global_layer_number_as_block_and_layer() -> None:
+    from formats.ops.convert.hf.family import global_index, locate
+
+    config = {"block_sizes": [1, 2]}
+    assert [locate(i, config, "block_sizes") for i in range(5)] == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1)]
+    assert [global_index(b, n, config, "block_sizes") for b, n in ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1))] == [
+        0, 1, 2, 3, 4]
+    for bad in (3, [], [1, 0], [1, True], "4_4_4"):
+        with pytest.raises(ValueError, match="not a list of block sizes"):
+            locate(0, {"block_sizes": bad}, "block_sizes")
+    with pytest.raises(KeyError):
+        locate(0, {}, "block_sizes")
+
+
+def test_funnel_layers_go_to_their_blocks_and_the_decoder(run_cli, tmp_path: Path) -> None:
+    rows = {r["source"]: r for r in _plan(run_cli, HF_DATA / "funnel/model.ckpt-3", tmp_path)["rows"]}
+    where = {s.split("/")[2]: r["key"].rsplit(".attention.", 1)[0] for s, r in rows.items()
+             if s.endswith("/rel_attn/r_w_bias")}
+    assert where == {"layer_0": "encoder.blocks.0.0", "layer_1": "encoder.blocks.1.0", "layer_2": "encoder.blocks.1.1",
+                     "layer_3": "decoder.layers.0"}
+    q = rows["model/encoder/layer_2/rel_attn/q/kernel"]
+    assert (q["key"], q["shape"], q["transform"]) == ("encoder.blocks.1.1.attention.q_head.weight", [16, 16],
+                                                      "reshape + transpose")
+    assert rows["model/decoder/layer_3/rel_attn/r/kernel"]["shape"] == [16, 2, 8]
+    assert rows["model/decoder/layer_3/rel_attn/r/kernel"]["transform"] is None
+
+
+def test_funnel_without_its_decoder_is_a_base_model(run_cli, tmp_path: Path) -> None:
+    with formats.open_checkpoint(HF_DATA / "funnel/model.ckpt-3") as ckpt:
+        gone = {k: None for k in ckpt if k.startswith("model/decoder/")}
+    src = _copy("funnel", tmp_path, gone)
+    plan = _plan(run_cli, src, tmp_path)
+    assert plan["details"]["class"] == "FunnelBaseModel"
+    assert {r["key"]: r["shape"] for r in plan["rows"]} == {
+        k: list(v.shape) for k, v in _golden("funnel").items() if not k.startswith("decoder.")}
+
+
+def test_funnel_decoder_layer_numbered_inside_the_blocks_is_unmapped(run_cli, tmp_path: Path) -> None:
+    with formats.open_checkpoint(HF_DATA / "funnel/model.ckpt-3") as ckpt:
+        tensors = {k: ckpt[k].read() for k in ckpt if k.startswith("model/decoder/")}
+    change: dict[str, np.ndarray | None] = {k: None for k in tensors}
+    change.update({k.replace("layer_3", "layer_0"): v for k, v in tensors.items()})
+    errors = _errors(run_cli, _copy("funnel", tmp_path, change), tmp_path)
+    assert errors[0] == ("error: unmapped: model/decoder/layer_0/ff/layer_1/bias: unmapped tensor "
+                         "'model/decoder/layer_0/ff/layer_1/bias' [24]: no rule of the funnel map (tf1 layout) maps "
+                         "or drops it")
+    assert len([e for e in errors if e.startswith("error: unmapped: model/decoder/layer_0/")]) == len(tensors)
+
+
+def test_funnel_back_to_tf_names_gives_the_original_tensors(run_cli, tmp_path: Path) -> None:
+    src = HF_DATA / "funnel/model.ckpt-3"
+    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
+    assert run_cli("convert", src, "-o", hf, "--to", "hf").exit_code == 0
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", "funnel")
+    assert result.exit_code == 0, result.output
+    with formats.open_checkpoint(back) as restored, formats.open_checkpoint(src) as ckpt:
+        original = {k: ckpt[k].read() for k in ckpt if k != "global_step"}
+        got = {k: restored[k].read() for k in restored}
+    assert sorted(got) == sorted(original)
+    for key, value in original.items():
+        assert got[key].shape == value.shape and np.array_equal(got[key], value), key
