@@ -16,6 +16,10 @@ TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with mak
   tapas_classifier_model_utils.py at the top level: ``output_weights`` [hidden] and ``column_output_weights``
   [hidden] (vectors) and their **scalar** biases ``output_bias`` [] and ``column_output_bias`` []; ``global_step``.
   As ``TapasForQuestionAnswering`` (task SQA: no aggregation head, temperature 1).
+- ``tapas_mlm``: what tapas's pretraining (tapas_pretraining_model.py) leaves: the encoder with its pooler,
+  ``cls/predictions/transform/dense``, ``cls/predictions/transform/LayerNorm``, ``cls/predictions/output_bias``
+  [vocab] and the next-sentence head ``cls/seq_relationship/output_weights`` [2, hidden] / ``output_bias``;
+  ``global_step``. As ``TapasForMaskedLM`` (task MLM): the loader skips the pooler and ``seq_relationship``.
 
 - ``funnel``: a Funnel-Transformer (laiguokun/Funnel-Transformer, tensorflow/modeling.py and ops.py) with two
   encoder blocks of 1 and 2 layers and a 1-layer decoder, as its pretraining saves it (``model.ckpt`` + the
@@ -62,7 +66,10 @@ CASES: dict[str, dict] = {
                   "config": "tapas_sqa/bert_config.json", "class": "TapasForQuestionAnswering",
                   "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"},
 }
-SEEDS = {"tapas": 41, "tapas_sqa": 42, "funnel": 43}
+SEEDS = {"tapas": 41, "tapas_sqa": 42, "funnel": 43, "tapas_mlm": 44}
+CASES["tapas_mlm"] = {"family": "tapas", "layout": "tf1", "checkpoint": "tapas_mlm/model.ckpt-3",
+                      "config": "tapas_mlm/bert_config.json", "class": "TapasForMaskedLM",
+                      "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"}
 FUNNEL_CONFIG = {"activation_dropout": 0.0, "attention_dropout": 0.1, "attention_type": "relative_shift",
                  "block_repeats": [1, 1], "block_sizes": [1, 2], "d_head": 8, "d_inner": 24, "d_model": 16,
                  "hidden_act": "gelu_new", "hidden_dropout": 0.1, "initializer_range": 0.1, "layer_norm_eps": 1e-9,
@@ -101,6 +108,12 @@ def tapas_shapes(c: dict, case: str) -> dict[str, list[int]]:
          if n.startswith("bert/") and n != "bert/embeddings/token_type_embeddings"}
     for i, size in enumerate(c["type_vocab_size"]):
         s[f"bert/embeddings/token_type_embeddings_{i}"] = [size, h]
+    if case == "tapas_mlm":
+        v = c["vocab_size"]
+        s.update({"cls/predictions/transform/dense/kernel": [h, h], "cls/predictions/transform/dense/bias": [h],
+                  "cls/predictions/transform/LayerNorm/gamma": [h], "cls/predictions/transform/LayerNorm/beta": [h],
+                  "cls/predictions/output_bias": [v], "cls/seq_relationship/output_weights": [2, h],
+                  "cls/seq_relationship/output_bias": [2]})
     if case == "tapas_sqa":
         s.update({"output_weights": [h], "output_bias": [], "column_output_weights": [h], "column_output_bias": []})
     return s
