@@ -12,7 +12,7 @@ from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
-from formats.ops.convert.hf.check import config_problems, count_problems, tie_problems
+from formats.ops.convert.hf.check import config_problems, count_problems, locate_problems, tie_problems
 from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
 from formats.ops.convert.hf.detect import detect_family
 from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
@@ -364,6 +364,15 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
     sources = {target: key for key, (target, *_) in mapped.items()}
     problems, covered, held = count_problems(family, config, list(sources), [n for n in expected if n not in sources],
                                              origin)
+    located = locate_problems(choice.layout, list(choice.names), config, origin) if choice.layout is not None else []
+    if located and choice.layout is not None:  # wrong block sizes: every located layer's own error is that one
+        problems = located
+        covered |= {target for target, _, rule, _ in mapped.values() if rule.locate}
+        covered |= {name for name, target in expected.items() if target.param.locate}
+        regexes = [rule.source.regex(config) for rule in choice.layout.maps if rule.locate]
+        for problem in [p for p in plan.problems if p.kind == "unmapped"]:
+            if any(regex.match(problem.key) for regex in regexes):
+                plan.problems.remove(problem)
     if held and choice.layout is not None:  # what the wrong count alone left unmapped (the pooler after the layers)
         for problem in [p for p in plan.problems if p.kind == "unmapped"]:
             found = _map(choice.layout.maps, problem.key, {**config, **held})
