@@ -232,3 +232,26 @@ def test_funnel_back_to_tf_names_gives_the_original_tensors(run_cli, tmp_path: P
     assert sorted(got) == sorted(original)
     for key, value in original.items():
         assert got[key].shape == value.shape and np.array_equal(got[key], value), key
+
+
+@pytest.mark.parametrize("sizes", [[1, 1], [1, 3], [2, 2]])
+def test_funnel_block_sizes_that_do_not_add_up_are_one_error(run_cli, tmp_path: Path, sizes: list[int]) -> None:
+    src = _copy("funnel", tmp_path, {}, {"block_sizes": sizes, "block_repeats": [1] * len(sizes)})
+    assert _errors(run_cli, src, tmp_path) == [
+        f"error: config: block_sizes: block_sizes={sizes} in {src.parent / 'config.json'} makes {sum(sizes)} layers, "
+        "but the checkpoint holds 3 (layers 0 to 2): the configuration does not describe this checkpoint"]
+
+
+@pytest.mark.parametrize("sizes, why", [("1_2", "'1_2'"), ([], "[]"), ([1, 0, 2], "[1, 0, 2]")])
+def test_funnel_block_sizes_that_are_no_list_of_sizes_are_one_error(run_cli, tmp_path: Path, sizes, why: str) -> None:
+    src = _copy("funnel", tmp_path, {}, {"block_sizes": sizes})
+    assert _errors(run_cli, src, tmp_path) == [
+        f"error: config: config: model configuration: block_sizes is {why}, not a list of block sizes"]
+
+
+def test_funnel_without_its_config_is_one_error(run_cli, tmp_path: Path) -> None:
+    src = _copy("funnel", tmp_path, {})
+    (src.parent / "config.json").unlink()
+    assert _errors(run_cli, src, tmp_path) == [
+        f"error: config: config: missing model configuration: no config.json beside the checkpoint in {src.parent}; "
+        "give one with --config FILE"]
