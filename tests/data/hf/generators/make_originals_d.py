@@ -16,6 +16,11 @@ TPUEstimator does), step ``golden`` writes tests/data/hf/golden/<case>/ with mak
   tapas_classifier_model_utils.py at the top level: ``output_weights`` [hidden] and ``column_output_weights``
   [hidden] (vectors) and their **scalar** biases ``output_bias`` [] and ``column_output_bias`` []; ``global_step``.
   As ``TapasForQuestionAnswering`` (task SQA: no aggregation head, temperature 1).
+- ``tapas_tabfact``: what ``run_task_main.py --task=TABFACT`` leaves: the encoder with its pooler, the token
+  logits' ``output_weights`` [hidden] / ``output_bias`` [] (tapas_classifier_model.py computes them for every task;
+  TabFact's run selects no column, so no ``column_output_*``) and the classifier ``output_weights_cls`` [2, hidden]
+  (already [out, in]) / ``output_bias_cls`` [2]. As ``TapasForSequenceClassification`` (task TABFACT): the loader
+  skips ``output_weights`` and ``output_bias``.
 - ``tapas_mlm``: what tapas's pretraining (tapas_pretraining_model.py) leaves: the encoder with its pooler,
   ``cls/predictions/transform/dense``, ``cls/predictions/transform/LayerNorm``, ``cls/predictions/output_bias``
   [vocab] and the next-sentence head ``cls/seq_relationship/output_weights`` [2, hidden] / ``output_bias``;
@@ -66,7 +71,10 @@ CASES: dict[str, dict] = {
                   "config": "tapas_sqa/bert_config.json", "class": "TapasForQuestionAnswering",
                   "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"},
 }
-SEEDS = {"tapas": 41, "tapas_sqa": 42, "funnel": 43, "tapas_mlm": 44}
+SEEDS = {"tapas": 41, "tapas_sqa": 42, "funnel": 43, "tapas_mlm": 44, "tapas_tabfact": 45}
+CASES["tapas_tabfact"] = {"family": "tapas", "layout": "tf1", "checkpoint": "tapas_tabfact/model.ckpt-3",
+                          "config": "tapas_tabfact/bert_config.json", "class": "TapasForSequenceClassification",
+                          "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"}
 CASES["tapas_mlm"] = {"family": "tapas", "layout": "tf1", "checkpoint": "tapas_mlm/model.ckpt-3",
                       "config": "tapas_mlm/bert_config.json", "class": "TapasForMaskedLM",
                       "loader": "load_tf_weights_in_tapas", "golden_made_by": "make_originals_d.py"}
@@ -114,6 +122,8 @@ def tapas_shapes(c: dict, case: str) -> dict[str, list[int]]:
                   "cls/predictions/transform/LayerNorm/gamma": [h], "cls/predictions/transform/LayerNorm/beta": [h],
                   "cls/predictions/output_bias": [v], "cls/seq_relationship/output_weights": [2, h],
                   "cls/seq_relationship/output_bias": [2]})
+    if case == "tapas_tabfact":
+        s.update({"output_weights": [h], "output_bias": [], "output_weights_cls": [2, h], "output_bias_cls": [2]})
     if case == "tapas_sqa":
         s.update({"output_weights": [h], "output_bias": [], "column_output_weights": [h], "column_output_bias": []})
     return s
