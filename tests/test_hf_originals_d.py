@@ -23,6 +23,7 @@ HF_DATA = Path(__file__).parent / "data" / "hf"
 CASES = {"tapas": ("tapas/model.ckpt-3", "TapasModel"),
          "tapas_sqa": ("tapas_sqa/model.ckpt-3", "TapasForQuestionAnswering"),
          "tapas_mlm": ("tapas_mlm/model.ckpt-3", "TapasForMaskedLM"),
+         "tapas_tabfact": ("tapas_tabfact/model.ckpt-3", "TapasForSequenceClassification"),
          "funnel": ("funnel/model.ckpt-3", "FunnelModel")}
 FIELDS = {"tapas": ("type_vocab_sizes", "reset_position_index_per_cell", "hidden_size", "num_hidden_layers",
                     "num_attention_heads", "intermediate_size", "max_position_embeddings", "vocab_size"),
@@ -46,7 +47,8 @@ MLM_TIED = {"cls.predictions.decoder.weight": "tapas.embeddings.word_embeddings.
 DROPPED = {"tapas_mlm": [("cls/seq_relationship/{*}", ["cls/seq_relationship/output_bias",
                                                        "cls/seq_relationship/output_weights"]),
                          ("global_step", ["global_step"]),
-                         ("pooler", ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"])]}
+                         ("pooler", ["bert/pooler/dense/bias", "bert/pooler/dense/kernel"])],
+           "tapas_tabfact": [("cell_selection", ["output_bias", "output_weights"]), ("global_step", ["global_step"])]}
 
 
 def _golden(case: str) -> dict[str, np.ndarray]:
@@ -68,7 +70,8 @@ def test_plan_has_exactly_the_oracles_parameters_and_shapes(run_cli, tmp_path: P
         assert plan["details"]["tied"] == MLM_TIED
     assert sorted((p["key"], sorted(p["candidates"])) for p in plan["problems"] if p["kind"] == "dropped") == \
         DROPPED.get(case, [("global_step", ["global_step"])])
-    assert all(p["kind"] == "dropped" for p in plan["problems"])
+    notes = [p["message"] for p in plan["problems"] if p["kind"] != "dropped"]
+    assert notes == (["num_labels = 2 from the shape of output_weights_cls"] if case == "tapas_tabfact" else [])
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
