@@ -258,3 +258,18 @@ def test_funnel_without_its_config_is_one_error(run_cli, tmp_path: Path) -> None
     assert _errors(run_cli, src, tmp_path) == [
         f"error: config: config: missing model configuration: no config.json beside the checkpoint in {src.parent}; "
         "give one with --config FILE"]
+
+
+@pytest.mark.parametrize("case", ["tapas", "tapas_sqa"])
+def test_tapas_back_to_tf_names_gives_the_original_tensors(run_cli, tmp_path: Path, case: str) -> None:
+    src = HF_DATA / CASES[case][0]
+    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
+    assert run_cli("convert", src, "-o", hf, "--to", "hf").exit_code == 0
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", "tapas")
+    assert result.exit_code == 0, result.output
+    with formats.open_checkpoint(back) as restored, formats.open_checkpoint(src) as ckpt:
+        original = {k: np.asarray(ckpt[k].read()) for k in ckpt if k != "global_step"}
+        got = {k: np.asarray(restored[k].read()) for k in restored}
+    assert sorted(got) == sorted(original)
+    for key, value in original.items():
+        assert got[key].shape == value.shape and np.array_equal(got[key], value), key
