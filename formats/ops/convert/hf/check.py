@@ -3,6 +3,8 @@ is written, each failure one problem naming the configuration field:
 
 - the counts (``each``: ``num_hidden_layers``, ``num_layers``, ...) agree with the blocks the checkpoint holds
   (:func:`count_problems`: one error for the field, not one per tensor);
+- the block sizes of a ``locate`` (Funnel's ``block_sizes``) add up to the layers the checkpoint numbers in those
+  blocks (:func:`locate_problems`);
 - a tied parameter with a condition (T5's ``lm_head.weight`` when ``tie_word_embeddings``) agrees with whether the
   checkpoint holds a tensor for it (:func:`tie_problems`);
 - the family's ``divides`` (``hidden_size`` a multiple of ``num_attention_heads``, at least one head) and
@@ -19,9 +21,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from formats.ops.convert.hf.family import PLACEHOLDER, Family, evaluate, holds, read_family_file
+from formats.ops.convert.hf.family import PLACEHOLDER, Family, Layout, evaluate, holds, read_family_file
 
-__all__ = ["config_problems", "count_problems", "tie_problems", "transformers5_classes", "TRANSFORMERS5_FILE"]
+__all__ = ["config_problems", "count_problems", "locate_problems", "tie_problems", "transformers5_classes", "TRANSFORMERS5_FILE"]
 
 TRANSFORMERS5_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transformers5.toml")
 """Every model class transformers 5 has, per ``model_type`` (data, generated from transformers' auto mappings)."""
@@ -103,6 +105,29 @@ def count_problems(family: Family, config: dict[str, Any], targets: list[str], m
                                             "the configuration does not describe this checkpoint"))
     covered = {n for n in [*targets, *missing] if any(expr in wrong for _, expr in _count_fields(family, n))}
     return problems, covered, {expr: held for expr, (_, held) in wrong.items() if expr.isidentifier()}
+
+
+def locate_problems(layout: Layout, keys: list[str], config: dict[str, Any], origin: Origin) -> list[Problem]:
+    """One error per ``locate`` field (``block_sizes``) whose sizes do not add up to the layers the checkpoint numbers
+    in its blocks (the highest number + 1 the rules placing a layer in a block match)."""
+    inside: dict[str, int] = {}
+    for rule in layout.maps:
+        for name, sizes in rule.locate.items():
+            if f"{{{name}_block}}" not in rule.target.text:
+                continue  # the layers after the blocks (Funnel's decoder)
+            regex = rule.source.regex(config)
+            numbers = [int(rule.source.values(m)[name]) for key in keys if (m := regex.match(key))]
+            inside[sizes] = max([inside.get(sizes, 0), *(n + 1 for n in numbers)])
+    problems = []
+    for sizes, count in inside.items():
+        given = config.get(sizes)
+        if not isinstance(given, list) or not all(type(n) is int for n in given):
+            continue
+        if sum(given) != count:  # (right sizes, the layers after them numbered inside: those are unmapped)
+            problems.append((sizes, f"{_shown(config, sizes)}{origin(sizes)} makes {sum(given)} layers, but the "
+                                    f"checkpoint holds {count} (layers 0 to {count - 1}): the configuration does not "
+                                    "describe this checkpoint"))
+    return problems
 
 
 def tie_problems(family: Family, config: dict[str, Any], sources: dict[str, str],

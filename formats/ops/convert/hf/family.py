@@ -58,6 +58,15 @@ placeholder's value in config.json (XLNet's fine-tuning task, which ``--to tf-na
 along that axis (ImageGPT's q, k and v projections side by side in c_attn; the pieces must tile the target);
 ``detect_automatically = false`` keeps a map out of family detection (ELECTRA's generator shares the
 discriminator's names).
+A map rule's ``locate = { i = "block_sizes" }`` reads ``{i}`` as a global layer number over consecutive blocks of
+those sizes (a list field) and gives ``to`` ``{i_block}`` and ``{i_layer}``, the block and the layer within it;
+past the last block, ``{i_block}`` is the number of blocks and ``{i_layer}`` counts on from 0 (Funnel-Transformer
+numbers its encoder layers, then its decoder's, globally; transformers by block). A parameter's ``locate`` is the
+same: ``encoder.blocks.{i_block}.{i_layer}.ffn.linear_1.weight`` with ``locate = { i = "block_sizes" }`` is one
+parameter per layer of every block.
+
+A parameter's ``shape`` may name an item of a list field: ``type_vocab_sizes[6]`` (TAPAS's seven token-type
+tables, one size each).
 
 Patterns: ``{name}`` is one name part (no ``/``), ``{name:d}`` digits, ``{name:03d}`` three digits,
 ``{name:d+4}`` digits whose value is the placeholder's plus 4, ``{name:_d}`` Keras's suffix of a
@@ -77,7 +86,7 @@ from typing import Any
 from formats.core.errors import InputReadError, UsageError
 
 __all__ = ["Family", "Layout", "MapRule", "DropRule", "Param", "Pattern", "FamilyError", "load_family",
-           "family_names", "read_family_file", "FAMILIES_DIR", "evaluate", "holds", "PLACEHOLDER", "is_model_map"]
+           "family_names", "read_family_file", "FAMILIES_DIR", "evaluate", "holds", "locate", "global_index", "PLACEHOLDER", "is_model_map"]
 
 FAMILIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -89,7 +98,7 @@ class FamilyError(UsageError):
 
 def evaluate(expr: str, values: dict[str, Any]) -> int:
     """``expr`` (``hidden_size``, ``4*n_embd``, ``hidden_size/64``, ``num_hidden_layers+4``, ``12``, and
-    ``max(1,hidden_size/64)`` as a whole expression) with ``values`` (``/`` divides without remainder); KeyError
+    ``max(1,hidden_size/64)`` as a whole expression; ``type_vocab_sizes[6]``, an item of a list field) with ``values`` (``/`` divides without remainder); KeyError
     naming a field ``values`` lacks, ValueError for a field that is not an integer."""
     expr = expr.replace(" ", "")
     if expr.startswith("max(") and expr.endswith(")"):
@@ -104,12 +113,45 @@ def evaluate(expr: str, values: dict[str, Any]) -> int:
             if factor in ("*", "/"):
                 op = factor
                 continue
-            value = int(factor) if factor.isdigit() else values[factor]
+            item = re.fullmatch(r"(\w+)\[(\d+)\]", factor)  # one item of a list field: type_vocab_sizes[6]
+            value = _item(values, item.group(1), int(item.group(2))) if item else int(factor) if factor.isdigit() \
+                else values[factor]
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{factor} is {value!r}, not an integer")
             product = product * value if op == "*" else product // value
         total += sign * product
     return total
+
+
+def _item(values: dict[str, Any], name: str, index: int) -> Any:
+    """Item ``index`` of the list field ``name`` (KeyError when absent, ValueError when not a list that long)."""
+    items = values[name]
+    if not isinstance(items, list) or not 0 <= index < len(items):
+        raise ValueError(f"{name} is {items!r}, not a list with an item {index}")
+    return items[index]
+
+
+def _sizes(values: dict[str, Any], name: str) -> list[int]:
+    sizes = values[name]
+    if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
+        raise ValueError(f"{name} is {sizes!r}, not a list of block sizes")
+    return sizes
+
+
+def locate(index: int, values: dict[str, Any], name: str) -> tuple[int, int]:
+    """The block and the layer within it of global layer ``index`` over blocks of the sizes ``values[name]``
+    (past the last block: the number of blocks, and the count on from 0); KeyError, ValueError as :func:`evaluate`."""
+    sizes = _sizes(values, name)
+    for block, size in enumerate(sizes):
+        if index < size:
+            return block, index
+        index -= size
+    return len(sizes), index
+
+
+def global_index(block: int, layer: int, values: dict[str, Any], name: str) -> int:
+    """The global layer number of ``layer`` in ``block`` (the inverse of :func:`locate`)."""
+    return sum(_sizes(values, name)[:block]) + layer
 
 
 def holds(condition: str | None, values: dict[str, Any]) -> bool:
@@ -224,6 +266,7 @@ class MapRule:
     config_from: dict[str, str] = field(default_factory=dict)
     into: dict[str, Any] | None = None
     concat: dict[str, Any] | None = None
+    locate: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.source.text} -> {self.target.text}"
@@ -263,6 +306,7 @@ class Param:
     group: str = "base"
     when: str | None = None
     zeros: str | None = None
+    locate: dict[str, str] = field(default_factory=dict)
 
 
 @record
@@ -348,7 +392,8 @@ def _parse(doc: dict[str, Any], path: str) -> Family:
     for item in _need(doc, "layouts", list, path):
         layouts.append(_layout(item, path, {lay.name: lay for lay in layouts}))
     params = [Param(Pattern(_need(p, "name", str, path, "params: ")), list(_need(p, "shape", list, path, "params: ")),
-                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"), p.get("zeros"))
+                    dict(p.get("each", {})), str(p.get("group", "base")), p.get("when"), p.get("zeros"),
+                    dict(p.get("locate", {})))
               for p in doc.get("params", [])]
     tied = {_need(t, "name", str, path, "tied: "): _need(t, "to", str, path, "tied: ") for t in doc.get("tied", [])}
     return Family(name=_need(doc, "family", str, path), path=path, model_type=str(doc.get("model_type", doc["family"])),
@@ -379,7 +424,7 @@ def _layout(item: dict[str, Any], path: str, earlier: dict[str, Layout]) -> Layo
         maps.append(MapRule(source, Pattern(_need(rule, "to", str, path, "map: ")), ops, rule.get("dtype"),
                             rule.get("source_shape"), rule.get("split"), rule.get("zero_rows"),
                             [Pattern(str(a)) for a in rule.get("also", [])], dict(rule.get("config_from", {})),
-                            rule.get("into"), concat))
+                            rule.get("into"), concat, dict(rule.get("locate", {}))))
     drops = [DropRule(Pattern(_need(d, "match", str, path, "drop: ")), _need(d, "why", str, path, "drop: "))
              for d in item.get("drop", [])]
     if like is not None:

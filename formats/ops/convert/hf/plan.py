@@ -12,7 +12,7 @@ from formats.core.records import field, record
 from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
-from formats.ops.convert.hf.check import config_problems, count_problems, tie_problems
+from formats.ops.convert.hf.check import config_problems, count_problems, locate_problems, tie_problems
 from formats.ops.convert.hf.config import UnsupportedConfigError, find_config, json_text, read_config, translate
 from formats.ops.convert.hf.detect import detect_family
 from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEntry, ZerosEntry, output_shape
@@ -20,7 +20,7 @@ from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
-                                           family_names, holds, load_family)
+                                           family_names, global_index, holds, load_family, locate)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
 __all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
@@ -60,6 +60,11 @@ def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[st
     for m in PLACEHOLDER.finditer(param.name.text):
         name, _, kind = m.group(1).partition(":")
         if name.startswith("="):
+            continue
+        base, _, part = name.rpartition("_")
+        if base in param.locate and part in ("block", "layer"):  # one axis: every layer of every block
+            if part == "block":
+                axes.append((base, global_index(len(config[param.locate[base]]), 0, config, param.locate[base])))
             continue
         if name in param.each:
             axes.append((name, evaluate(param.each[name], config)))
@@ -104,7 +109,11 @@ def _combinations(param: Param, config: dict[str, Any]) -> list[dict[str, str]]:
     """Every placeholder assignment a parameter pattern repeats over (``each`` counts, ``a|b`` words)."""
     axes = [[(name, str(n)) for n in range(axis)] if isinstance(axis, int) else [(name, word) for word in axis]
             for name, axis in _axes(param, config)]
-    return [dict(combo) for combo in itertools.product(*axes)]
+    out = [dict(combo) for combo in itertools.product(*axes)]
+    for values in out:
+        for name, sizes in param.locate.items():
+            values[f"{name}_block"], values[f"{name}_layer"] = map(str, locate(int(values[name]), config, sizes))
+    return out
 
 
 def expected_params(family: Family, config: dict[str, Any], groups: list[str] | None = None) -> dict[str, Target]:
@@ -225,6 +234,11 @@ def _map(rules: list[MapRule], key: str, config: dict[str, Any]) -> tuple[MapRul
         m = rule.source.regex(config).match(key)
         if m:
             values = {k: v.replace("/", ".") for k, v in rule.source.values(m).items()}
+            for name, sizes in rule.locate.items():  # Funnel: a global layer number -> its block and layer
+                values[f"{name}_block"], values[f"{name}_layer"] = map(str, locate(int(values[name]), config, sizes))
+            if any(f"{{{n}_block}}" not in rule.target.text and int(values[f"{n}_block"]) < len(config[s])
+                   for n, s in rule.locate.items()):
+                continue  # a layer after the blocks (Funnel's decoder) numbered as one in them: not this rule's
             filled = {**values, **{name: f"{{{name}}}" for name in rule.split or {}}}  # filled per part by _split
             return rule, "\n".join(t.fill(filled, config) for t in [rule.target, *rule.also]), values
     return None
@@ -350,6 +364,15 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
     sources = {target: key for key, (target, *_) in mapped.items()}
     problems, covered, held = count_problems(family, config, list(sources), [n for n in expected if n not in sources],
                                              origin)
+    located = locate_problems(choice.layout, list(choice.names), config, origin) if choice.layout is not None else []
+    if located and choice.layout is not None:  # wrong block sizes: every located layer's own error is that one
+        problems = located
+        covered |= {target for target, _, rule, _ in mapped.values() if rule.locate}
+        covered |= {name for name, target in expected.items() if target.param.locate}
+        regexes = [rule.source.regex(config) for rule in choice.layout.maps if rule.locate]
+        for problem in [p for p in plan.problems if p.kind == "unmapped"]:
+            if any(regex.match(problem.key) for regex in regexes):
+                plan.problems.remove(problem)
     if held and choice.layout is not None:  # what the wrong count alone left unmapped (the pooler after the layers)
         for problem in [p for p in plan.problems if p.kind == "unmapped"]:
             found = _map(choice.layout.maps, problem.key, {**config, **held})
@@ -445,7 +468,7 @@ def _report_misfits(plan: ConversionPlan, misfits: dict[str, list[tuple[str, str
 
 def _fields(want: Target, config: dict[str, Any]) -> str:
     names = sorted({f for dim in want.param.shape for f in re.split(r"[-+*/]", dim) if f and not f.isdigit()})
-    return ", ".join(f"{n}={config.get(n)}" for n in names)
+    return ", ".join(f"{n}={evaluate(n, config) if n.endswith(']') else config.get(n)}" for n in names)  # list items
 
 
 def _config_json(choice: Choice) -> dict[str, Any]:

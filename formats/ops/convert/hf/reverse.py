@@ -13,7 +13,7 @@ from typing import Any
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry, StackedEntry
-from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, load_family
+from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, global_index, load_family
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 
 __all__ = ["plan_tf_names"]
@@ -37,8 +37,15 @@ def _source_name(rule: MapRule, values: dict[str, str], config: dict[str, Any]) 
 def _invert(rule: MapRule, name: str, config: dict[str, Any]) -> str | None:
     kinds = {k: v.replace("/", ".") if "|" in v else "d" if v.startswith(("d", "0")) else ""
              for k, v in rule.source.kinds().items()}
+    kinds.update({f"{n}_{part}": "d" for n in rule.locate for part in ("block", "layer")})
     m = rule.target.regex(config, kinds).match(name)
-    return None if m is None else _source_name(rule, rule.target.values(m), config)
+    if m is None:
+        return None
+    values = rule.target.values(m)
+    for index, sizes in rule.locate.items():  # Funnel: a block and a layer -> the global layer number
+        block = int(values.pop(f"{index}_block", len(config.get(sizes) or [])))  # no block: the layers after them
+        values[index] = str(global_index(block, int(values.pop(f"{index}_layer")), config, sizes))
+    return _source_name(rule, values, config)
 
 
 def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
