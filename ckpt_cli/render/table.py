@@ -64,6 +64,8 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
         out += ["".join(text for text, _ in line) for line in lines or []]
         if out:
             stream.write("\n".join(out) + "\n")
+            if stderr:  # an error line is out before anything else happens (and click 8.2's test runner reads
+                stream.flush()  # its stderr buffer without flushing the text layer first)
         return
     if os.environ.get("CKPT_FORCE_RICH") != "1" and _emit_fitting(table, lines or [], stream):
         return
