@@ -283,14 +283,14 @@ def _sort_sources(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> t
         tried = candidates(layout, choice.names.get(key, [key]))
         hit = next(((name, found) for name in tried if (found := _map(layout.maps, name, config))), None)
         found = hit[1] if hit is not None else None
-        if hit is not None and found is not None and found[0].split:
+        if found is not None and found[0].split:
             parts = split_parts(plan, source[key], found[0], found[1], config)
             mapped.update({part: (*value, found[2]) for part, value in parts.items()})
             continue
-        if hit is not None and found is not None and found[0].config_from:  # XLNet's task name, for --to tf-name
-            m = found[0].source.regex(config).match(hit[0])
+        if hit is not None and hit[1][0].config_from:  # XLNet's task name, for --to tf-name
+            m = hit[1][0].source.regex(config).match(hit[0])
             assert m is not None
-            config.update({name: m.group(p) for name, p in found[0].config_from.items()})
+            config.update({name: m.group(p) for name, p in hit[1][0].config_from.items()})
         if found is not None:
             first, *copies = found[1].split("\n")  # a rule's ``also``: more targets of the same tensor
             mapped[key] = (first, source[key], found[0], found[2])
