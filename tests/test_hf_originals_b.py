@@ -17,6 +17,8 @@ import pytest
 
 import formats
 
+from .hf_edits import refused, rewritten
+
 HF_DATA = Path(__file__).parent / "data" / "hf"
 XLNET_TIED = {"lm_loss.weight": "transformer.word_embedding.weight"}
 NEO_TIED = {"lm_head.weight": "transformer.wte.weight"}
@@ -106,27 +108,7 @@ def test_split_values_are_the_parts_of_the_stored_tensor(run_cli, tmp_path: Path
 def _copy(case: str, tmp_path: Path, change: dict[str, np.ndarray | None]) -> Path:
     """The case's checkpoint re-written by ckpt with ``change`` (None removes a tensor), its config beside it."""
     src = HF_DATA / CASES[case][0]
-    with formats.open_checkpoint(src) as ckpt:
-        tensors = {k: ckpt[k].read() for k in ckpt}
-    for key, value in change.items():
-        if value is None:
-            tensors.pop(key)
-        else:
-            tensors[key] = value
-    folder = tmp_path / case
-    folder.mkdir()
-    for config in src.parent.glob("*.json"):
-        shutil.copy(config, folder / config.name)
-    formats.write_checkpoint(str(folder / src.name), tensors)
-    return folder / src.name
-
-
-def _errors(run_cli, src: Path, tmp_path: Path) -> list[str]:
-    out = tmp_path / "out"
-    result = run_cli("convert", src, "-o", out, "--to", "hf")
-    assert result.exit_code == 1, result.output
-    assert not out.exists() and not list(tmp_path.glob(".out*"))
-    return [line for line in result.output.splitlines() if line.startswith("error")]
+    return rewritten(src, tmp_path / case, change, [c.name for c in src.parent.glob("*.json")])
 
 
 @pytest.mark.parametrize("shape", [(2, 8), (3, 2, 8)])
@@ -134,7 +116,7 @@ def test_relative_biases_of_another_shape_are_one_error_naming_the_tensor(run_cl
     # (2, 8): untie_r = False, one [n_head, d_head] for every layer (transformers' loader fails on it: the PyTorch
     # model has no model-wide r_w_bias); (3, 2, 8): three layers' biases in a two-layer model
     value = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    errors = _errors(run_cli, _copy("xlnet", tmp_path, {"model/transformer/r_w_bias": value}), tmp_path)
+    errors = refused(run_cli, _copy("xlnet", tmp_path, {"model/transformer/r_w_bias": value}), tmp_path)
     if len(shape) == 2:  # its first axis happens to be n_layer long: the parts do not fit
         assert errors == [
             "error: config: d_model=16, n_head=2: the configuration contradicts the shapes: "
@@ -148,13 +130,13 @@ def test_relative_biases_of_another_shape_are_one_error_naming_the_tensor(run_cl
 
 def test_an_extra_or_missing_tensor_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
     extra = _copy("gpt_neo", tmp_path, {"gpt2/h0/attn/gate": np.zeros(3, np.float32)})
-    assert _errors(run_cli, extra, tmp_path) == [
+    assert refused(run_cli, extra, tmp_path) == [
         "error: unmapped: gpt2/h0/attn/gate: unmapped tensor 'gpt2/h0/attn/gate' [3]: no rule of the gpt_neo map "
         "(mesh-tf layout) maps or drops it"]
     (tmp_path / "out").mkdir()
     shutil.rmtree(tmp_path / "out")
     missing = _copy("xlnet_slots", tmp_path, {"model/lm_loss/bias": None})
-    assert _errors(run_cli, missing, tmp_path) == [
+    assert refused(run_cli, missing, tmp_path) == [
         "error: missing: lm_loss.bias: parameter 'lm_loss.bias' [40] of XLNetLMHeadModel has no source tensor"]
 
 
@@ -162,7 +144,7 @@ def test_a_config_that_contradicts_the_shapes_names_the_field(run_cli, tmp_path:
     src = _copy("gpt_neo", tmp_path, {})
     config = json.loads((src.parent / "config.json").read_text())
     (src.parent / "config.json").write_text(json.dumps({**config, "n_embd": 32}))
-    errors = _errors(run_cli, src, tmp_path)
+    errors = refused(run_cli, src, tmp_path)
     assert len(errors) == 1 and errors[0].startswith("error: config: hidden_size=32: the configuration contradicts "
                                                      "the shapes: "), errors
 
@@ -206,7 +188,7 @@ def test_pegasus_without_its_params_names_the_fields_and_takes_them_from_hparams
     assert result.exit_code == 1 and not (tmp_path / "out").exists()
     assert "missing model configuration: no params.json beside the checkpoint" in result.output
     (src.parent / "params.json").write_text("{}")
-    errors = _errors(run_cli, src, tmp_path)
+    errors = refused(run_cli, src, tmp_path)
     fields = ("encoder_attention_heads", "decoder_attention_heads", "encoder_layers", "decoder_layers")
     assert errors == [f"error: config: {f}: missing model configuration field {f!r} in {src.parent / 'params.json'} "
                       f"(give it with --hparam {f}=VALUE)" for f in fields]
@@ -282,6 +264,6 @@ def test_imagegpt_assembles_c_attn_and_wte_from_their_pieces(run_cli, tmp_path: 
 
 def test_imagegpt_piece_of_the_wrong_size_is_one_error(run_cli, tmp_path: Path) -> None:
     src = _copy("imagegpt", tmp_path, {"model/sos": np.zeros(8, np.float32)})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         "error: config: model/sos: 'model/sos' [8] does not fit its piece [1, 16] of 'transformer.wte.weight' [41, 16]: "
         "the configuration contradicts the shapes"]

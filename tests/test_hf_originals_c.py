@@ -18,6 +18,8 @@ import numpy as np
 
 import formats
 
+from .hf_edits import refused, rewritten
+
 HF_DATA = Path(__file__).parent / "data" / "hf"
 SRC = HF_DATA / "roformer" / "bert_model.ckpt"
 TIED = {"cls.predictions.decoder.weight": "roformer.embeddings.word_embeddings.weight",
@@ -88,30 +90,11 @@ def test_roformer_is_detected_and_bert_stays_bert(run_cli, tmp_path: Path) -> No
 
 def _copy(tmp_path: Path, change: dict[str, np.ndarray | None], config: dict | None = None, src: Path = SRC) -> Path:
     """The checkpoint re-written by ckpt with ``change`` (None removes a tensor), its (changed) config beside it."""
-    with formats.open_checkpoint(src) as ckpt:
-        tensors = {k: ckpt[k].read() for k in ckpt}
-    for key, value in change.items():
-        if value is None:
-            tensors.pop(key)
-        else:
-            tensors[key] = value
-    folder = tmp_path / src.parent.name
-    folder.mkdir()
-    config_file = next(src.parent.glob("*.json"))
-    shutil.copy(config_file, folder / config_file.name)
-    if config:
-        original = json.loads((folder / config_file.name).read_text())
-        (folder / config_file.name).write_text(json.dumps({**original, **config}))
-    formats.write_checkpoint(str(folder / src.name), tensors)
-    return folder / src.name
+    return rewritten(src, tmp_path / src.parent.name, change, [next(src.parent.glob("*.json")).name], config)
 
 
 def _errors(run_cli, src: Path, tmp_path: Path, *family: str) -> list[str]:
-    out = tmp_path / "out"
-    result = run_cli("convert", src, "-o", out, "--to", "hf", *(family or ("--family", "roformer")))
-    assert result.exit_code == 1, result.output
-    assert not out.exists() and not list(tmp_path.glob(".out*"))
-    return [line for line in result.output.splitlines() if line.startswith("error")]
+    return refused(run_cli, src, tmp_path, *(family or ("--family", "roformer")))
 
 
 def test_a_bert_position_table_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ checkpoints with ckpt's own writer.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,8 @@ import pytest
 
 import formats
 from formats.ops.convert.hf.family import evaluate
+
+from .hf_edits import refused, rewritten
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
 CASES = {"tapas": ("tapas/model.ckpt-3", "TapasModel"),
@@ -120,35 +121,12 @@ def _copy(case: str, tmp_path: Path, change: dict[str, np.ndarray | None], confi
     """The case's checkpoint re-written by ckpt with ``change`` (None removes a tensor), its bert_config.json beside
     it (with ``config``'s fields over it)."""
     src = HF_DATA / CASES[case][0]
-    with formats.open_checkpoint(src) as ckpt:
-        tensors = {k: ckpt[k].read() for k in ckpt}
-    for key, value in change.items():
-        if value is None:
-            tensors.pop(key)
-        else:
-            tensors[key] = value
-    folder = tmp_path / case
-    folder.mkdir()
-    name = "config.json" if case == "funnel" else "bert_config.json"
-    shutil.copy(src.parent / name, folder / name)
-    if config:
-        original = json.loads((folder / name).read_text())
-        (folder / name).write_text(json.dumps({**original, **config}))
-    formats.write_checkpoint(str(folder / src.name), tensors)
-    return folder / src.name
-
-
-def _errors(run_cli, src: Path, tmp_path: Path) -> list[str]:
-    out = tmp_path / "out"
-    result = run_cli("convert", src, "-o", out, "--to", "hf")
-    assert result.exit_code == 1, result.output
-    assert not out.exists() and not list(tmp_path.glob(".out*"))
-    return [line for line in result.output.splitlines() if line.startswith("error")]
+    return rewritten(src, tmp_path / case, change, ["config.json" if case == "funnel" else "bert_config.json"], config)
 
 
 def test_a_token_type_table_the_config_contradicts_names_the_field(run_cli, tmp_path: Path) -> None:
     src = _copy("tapas", tmp_path, {"bert/embeddings/token_type_embeddings_6": np.zeros((9, 16), np.float32)})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         "error: config: hidden_size=16, type_vocab_sizes[6]=10: the configuration contradicts the shapes: "
         "'bert/embeddings/token_type_embeddings_6' [9, 16] does not fit 'embeddings.token_type_embeddings_6.weight' "
         "[10, 16] (candidates: bert/embeddings/token_type_embeddings_6)"]
@@ -156,18 +134,18 @@ def test_a_token_type_table_the_config_contradicts_names_the_field(run_cli, tmp_
 
 def test_a_config_with_too_few_token_types_is_one_error(run_cli, tmp_path: Path) -> None:
     src = _copy("tapas", tmp_path, {}, {"type_vocab_size": [3, 8, 8]})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         "error: config: config: model configuration: type_vocab_sizes is [3, 8, 8], not a list with an item 3"]
 
 
 def test_a_missing_scalar_bias_or_an_unmapped_head_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
     src = _copy("tapas_sqa", tmp_path, {"column_output_bias": None})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         "error: missing: column_output_bias: parameter 'column_output_bias' [] of TapasForQuestionAnswering has no "
         "source tensor"]
     (tmp_path / "tapas_sqa").rename(tmp_path / "first")
     agg = _copy("tapas_sqa", tmp_path, {"output_weights_agg": np.zeros((4, 16), np.float32)})
-    assert _errors(run_cli, agg, tmp_path) == [
+    assert refused(run_cli, agg, tmp_path) == [
         "error: unmapped: output_weights_agg: unmapped tensor 'output_weights_agg' [4, 16]: no rule of the tapas map "
         "(tf1 layout) maps or drops it"]
 
@@ -216,7 +194,7 @@ def test_funnel_decoder_layer_numbered_inside_the_blocks_is_unmapped(run_cli, tm
         tensors = {k: ckpt[k].read() for k in ckpt if k.startswith("model/decoder/")}
     change: dict[str, np.ndarray | None] = {k: None for k in tensors}
     change.update({k.replace("layer_3", "layer_0"): v for k, v in tensors.items()})
-    errors = _errors(run_cli, _copy("funnel", tmp_path, change), tmp_path)
+    errors = refused(run_cli, _copy("funnel", tmp_path, change), tmp_path)
     assert errors[0] == ("error: unmapped: model/decoder/layer_0/ff/layer_1/bias: unmapped tensor "
                          "'model/decoder/layer_0/ff/layer_1/bias' [24]: no rule of the funnel map (tf1 layout) maps "
                          "or drops it")
@@ -240,7 +218,7 @@ def test_funnel_back_to_tf_names_gives_the_original_tensors(run_cli, tmp_path: P
 @pytest.mark.parametrize("sizes", [[1, 1], [1, 3], [2, 2]])
 def test_funnel_block_sizes_that_do_not_add_up_are_one_error(run_cli, tmp_path: Path, sizes: list[int]) -> None:
     src = _copy("funnel", tmp_path, {}, {"block_sizes": sizes, "block_repeats": [1] * len(sizes)})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         f"error: config: block_sizes: block_sizes={sizes} in {src.parent / 'config.json'} makes {sum(sizes)} layers, "
         "but the checkpoint holds 3 (layers 0 to 2): the configuration does not describe this checkpoint"]
 
@@ -248,14 +226,14 @@ def test_funnel_block_sizes_that_do_not_add_up_are_one_error(run_cli, tmp_path: 
 @pytest.mark.parametrize("sizes, why", [("1_2", "'1_2'"), ([], "[]"), ([1, 0, 2], "[1, 0, 2]")])
 def test_funnel_block_sizes_that_are_no_list_of_sizes_are_one_error(run_cli, tmp_path: Path, sizes, why: str) -> None:
     src = _copy("funnel", tmp_path, {}, {"block_sizes": sizes})
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         f"error: config: config: model configuration: block_sizes is {why}, not a list of block sizes"]
 
 
 def test_funnel_without_its_config_is_one_error(run_cli, tmp_path: Path) -> None:
     src = _copy("funnel", tmp_path, {})
     (src.parent / "config.json").unlink()
-    assert _errors(run_cli, src, tmp_path) == [
+    assert refused(run_cli, src, tmp_path) == [
         f"error: config: config: missing model configuration: no config.json beside the checkpoint in {src.parent}; "
         "give one with --config FILE"]
 

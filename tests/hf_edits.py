@@ -1,0 +1,42 @@
+"""Shared by the ``--to hf`` refusal tests: a test-data checkpoint re-written with a change, and the error lines of a
+conversion that must refuse it."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import formats
+
+
+def rewritten(src: Path, folder: Path, change: dict[str, np.ndarray | None], configs: list[str],
+              config: dict[str, Any] | None = None) -> Path:
+    """``src`` re-written by ckpt into ``folder`` (made here) with ``change`` (None removes a tensor), the files
+    named in ``configs`` copied beside it, the first with ``config``'s fields over it; the new checkpoint's path."""
+    with formats.open_checkpoint(src) as ckpt:
+        tensors = {k: ckpt[k].read() for k in ckpt}
+    for key, value in change.items():
+        if value is None:
+            tensors.pop(key)
+        else:
+            tensors[key] = value
+    folder.mkdir()
+    for name in configs:
+        shutil.copy(src.parent / name, folder / name)
+    if config:
+        first = folder / configs[0]
+        first.write_text(json.dumps({**json.loads(first.read_text()), **config}))
+    formats.write_checkpoint(str(folder / src.name), tensors)
+    return folder / src.name
+
+
+def refused(run_cli: Any, src: Path, tmp_path: Path, *options: str) -> list[str]:
+    """The ``error`` lines of ``ckpt convert SRC --to hf`` (with ``options``), which must exit 1 and write nothing."""
+    out = tmp_path / "out"
+    result = run_cli("convert", src, "-o", out, "--to", "hf", *options)
+    assert result.exit_code == 1, result.output
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+    return [line for line in result.output.splitlines() if line.startswith("error")]
