@@ -377,7 +377,7 @@ def _check(plan: ConversionPlan, choice: Choice, mapped: dict[str, tuple[str, Te
         for problem in [p for p in plan.problems if p.kind == "unmapped"]:
             found = _map(choice.layout.maps, problem.key, {**config, **held})
             if found is not None:
-                covered.add(found[1])
+                covered.update(found[1].split("\n"))  # the target and its `also` targets
                 plan.problems.remove(problem)
     tied, tied_covered = tie_problems(family, config, sources, origin)
     built = config_problems(family, config, choice.cls.get("name")) if plan.target == HF else []
