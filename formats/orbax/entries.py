@@ -76,8 +76,8 @@ class ZarrEntry(TensorEntry):
         """The whole value, every chunk decoded by tensorstore."""
         import numpy as np
 
-        value = store.read(self._path, self._open(), self.key)
-        return np.ascontiguousarray(value, dtype=by_name(self.dtype).numpy())
+        value = np.asarray(store.read(self._path, self._open(), self.key), dtype=by_name(self.dtype).numpy())
+        return value if value.flags.c_contiguous else value.copy()
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]``; plain integer/slice indexes are read by tensorstore alone (only the chunks they
@@ -89,7 +89,8 @@ class ZarrEntry(TensorEntry):
                     not isinstance(i, int) or -d <= i < d for i, d in zip(index, self.shape)):
             fixed = tuple(i % d if isinstance(i, int) else slice(*i.indices(d)[:2]) for i, d in zip(index, self.shape))
             if all(isinstance(i, int) or i.start <= i.stop for i in fixed):
-                return np.ascontiguousarray(store.read(self._path, self._open(), self.key, fixed))
+                value = np.asarray(store.read(self._path, self._open(), self.key, fixed))
+                return value if value.flags.c_contiguous else value.copy()
         return super().read_slice(index)
 
 
