@@ -113,7 +113,7 @@ def _leaves(root: str, tree: dict[str, Any]) -> list[tuple[tuple[str, ...], str,
         path = tuple(str(k.get("key")) for k in keys)
         shape = value.get("write_shape")
         ok = isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)
-        out.append((path, str(value.get("value_type")), tuple(shape) if ok else None))
+        out.append((path, str(value.get("value_type")), tuple(shape) if ok and shape is not None else None))
     return out
 
 

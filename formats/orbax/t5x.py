@@ -21,7 +21,7 @@ from formats.orbax.entries import InlineEntry, ZarrEntry
 from formats.orbax.layout import MAX_KEY_DEPTH, T5X_FILE, check_links, inside, zarr_dtype
 from formats.orbax.msgpack import Ext, MsgpackError, unpack
 from formats.orbax.reader import OrbaxCheckpoint
-from formats.orbax.zarr import METADATA_NAMES, ZarrArray, chunk_problem, parse_zarr_metadata
+from formats.orbax.zarr import METADATA_NAMES, chunk_problem, parse_zarr_metadata
 
 __all__ = ["open_t5x", "T5X_LAYOUT", "MAX_T5X_BYTES"]
 
@@ -94,7 +94,8 @@ def _spec_entry(root: str, key: str, spec: dict[Any, Any], files: list[str], **h
         raise CorruptCheckpointError(root, f"{T5X_FILE}: {key}'s tensorstore spec uses the "
                                            f"{kvstore.get('driver')!r} kvstore; ckpt reads local files only")
     directory = inside(root, name.rstrip("/"), f"{T5X_FILE}: {key}'s tensorstore spec")
-    meta = spec.get("metadata") if isinstance(spec.get("metadata"), dict) else {}
+    given = spec.get("metadata")
+    meta = given if isinstance(given, dict) else {}
     declared_shape = meta.get("shape")
     dtype = zarr_dtype(spec.get("dtype"))
     found = [n for n in METADATA_NAMES if os.path.isfile(os.path.join(directory, n))]
