@@ -184,3 +184,30 @@ def copy(sample: str, tmp_path: Path) -> Path:
     out = tmp_path / Path(sample).name
     shutil.copytree(DATA / sample, out)
     return out
+
+
+def test_a_folder_of_items_is_listed_not_taken_for_a_step(run_cli: Any) -> None:
+    result = run_cli("ls", DATA, "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["checkpoints"]
+    assert sorted((Path(r["path"]).name, r["format"]) for r in rows) == [
+        ("pytree_zarr", "orbax"), ("standard", "orbax"), ("t5x_golden", "hf")]
+
+
+def test_a_step_with_two_items_prefixes_each_key_with_its_item(tmp_path: Path) -> None:
+    """An Orbax < 0.5 step (no _CHECKPOINT_METADATA, named by its number) holding items ``params`` and ``zarr``."""
+    step = tmp_path / "7"
+    step.mkdir()
+    shutil.copytree(DATA / "standard", step / "params")
+    shutil.copytree(DATA / "pytree_zarr", step / "zarr")
+    (step / "params" / "_CHECKPOINT_METADATA").unlink()
+    (step / "zarr" / "_CHECKPOINT_METADATA").unlink()
+    with formats.open_checkpoint(step) as ckpt:
+        assert ckpt.metadata["items"] == ["params", "zarr"]
+        want = {**{f"params/{k}": v for k, v in GOLDENS["standard"]["restore"].items()},
+                **{f"zarr/{k}": v for k, v in GOLDENS["pytree_zarr"]["restore"].items()}}
+        assert sorted(ckpt) == sorted(want)
+        for key, golden in want.items():
+            assert digest(ckpt[key].read()) == golden["sha256"], key
+    with formats.open_checkpoint(tmp_path) as latest:  # a root of one step
+        assert Path(latest.path).name == "7"

@@ -166,3 +166,12 @@ def test_msgpack_bounds() -> None:
         with pytest.raises(MsgpackError, match=words):
             unpack(bad)
     assert unpack(b"\x82\xa1a\x01\xa1b\x92\xc3\xcb" + bytes(8)) == {"a": 1, "b": [True, 0.0]}
+
+
+def test_deeply_nested_folders_are_refused(run_cli: Any, tmp_path: Path) -> None:
+    ckpt = copy("pytree_zarr", tmp_path)
+    deep = ckpt / "params.q4"
+    for _ in range(40):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    one_line_error(run_cli("ls", ckpt), 3, "nest deeper than 32 levels")

@@ -12,6 +12,7 @@ absolute path, no ``..``, no symbolic link anywhere under the directory that poi
 from __future__ import annotations
 
 import os
+import re
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
@@ -28,6 +29,8 @@ MAX_FILES = 1_000_000
 """Most files looked at under one checkpoint directory."""
 MAX_KEY_DEPTH = 64
 """Deepest PyTree path accepted."""
+MAX_DIR_DEPTH = 32
+"""Deepest folder nesting under a checkpoint directory (Orbax and T5X write two or three levels)."""
 
 
 def _is_file(path: str) -> bool:
@@ -65,15 +68,17 @@ def items_of(directory: str) -> list[str]:
 
 
 def kind_of(directory: str) -> str | None:
-    """:data:`ITEM`, :data:`STEP`, :data:`T5X` or None for a local directory."""
+    """:data:`ITEM`, :data:`STEP`, :data:`T5X` or None for a local directory. A step holds items and either
+    ``_CHECKPOINT_METADATA`` or a step's name (``12``, ``checkpoint_12``: Orbax before 0.5 wrote no metadata)."""
     if not os.path.isdir(directory) or TMP_MARK in os.path.basename(directory.rstrip(os.sep)):
         return None
     if is_item(directory):
         return ITEM
     if _t5x_file(directory):
         return T5X
-    if _is_file(os.path.join(directory, CHECKPOINT_METADATA_FILE)) or items_of(directory):
-        return STEP if items_of(directory) else None
+    named_as_step = re.search(r"(^|_)\d+$", os.path.basename(os.path.abspath(directory))) is not None
+    if (_is_file(os.path.join(directory, CHECKPOINT_METADATA_FILE)) or named_as_step) and items_of(directory):
+        return STEP  # a folder that merely holds items (a data folder) is no step: it has neither
     return None
 
 
@@ -90,11 +95,15 @@ def inside(root: str, name: str, what: str) -> str:
 
 def check_links(root: str) -> list[str]:
     """Every regular file under ``root`` (sorted); a :class:`CorruptCheckpointError` for a symbolic link whose
-    target lies outside ``root`` (it is never followed), for a name that is not UTF-8, or past
-    :data:`MAX_FILES` files."""
+    target lies outside ``root`` (it is never followed), for a name that is not UTF-8, for folders nested deeper
+    than :data:`MAX_DIR_DEPTH`, or past :data:`MAX_FILES` files."""
     real_root = os.path.realpath(root)
     files: list[str] = []
+    base = root.rstrip(os.sep).count(os.sep)
     for folder, dirs, names in os.walk(root, followlinks=False):
+        if dirs and folder.rstrip(os.sep).count(os.sep) - base >= MAX_DIR_DEPTH:
+            raise CorruptCheckpointError(root, f"its folders nest deeper than {MAX_DIR_DEPTH} levels "
+                                               f"({os.path.relpath(folder, root)[:80]}/...); not read")
         for name in dirs + names:
             path = os.path.join(folder, name)
             _check_name(root, path, name)
