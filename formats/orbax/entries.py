@@ -32,6 +32,8 @@ class ZarrEntry(TensorEntry):
 
     __slots__ = ("_path", "_spec", "_store", "_declared", "_problem", "_files")
 
+    concurrent_reads = True
+
     def __init__(self, key: str, path: str, spec: dict[str, Any], declared: ZarrArray, problem: str | None,
                  files: tuple[str, ...], shape: tuple[int, ...] | None = None, dtype: str | None = None,
                  role: str = Role.VARIABLE, **slot: Any) -> None:
@@ -98,6 +100,8 @@ class InlineEntry(TensorEntry):
     """A value stored in the msgpack file itself (T5X's unpartitioned leaves: flax's ndarray ext)."""
 
     __slots__ = ("_path", "_data", "_problem", "_file")
+
+    concurrent_reads = True
 
     def __init__(self, key: str, path: str, file: str, shape: tuple[int, ...], dtype: str, data: bytes,
                  role: str = Role.VARIABLE, **slot: Any) -> None:

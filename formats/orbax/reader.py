@@ -32,7 +32,9 @@ _ARRAY_VALUES = ("jax.Array", "np.ndarray", "scalar")
 
 class OrbaxCheckpoint(Checkpoint):
     """An opened Orbax item or step: entries, the files that make it up, what ``_METADATA`` and
-    ``_CHECKPOINT_METADATA`` say."""
+    ``_CHECKPOINT_METADATA`` say. Entries may be read from several threads (tensorstore is thread-safe)."""
+
+    concurrent_reads = True
 
     def __init__(self, path: str, layout: str, entries: dict[str, TensorEntry], files: list[str],
                  metadata: dict[str, Any], problems: list[CheckpointProblem]) -> None:
