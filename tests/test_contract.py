@@ -271,12 +271,18 @@ class TestOrbax(FormatTests):
     def make_sample(self, name: str, directory: Path) -> Path:
         import shutil
 
-        pytest.importorskip("tensorstore")
+        if name != "pytree_zarr":  # listed from its JSON alone: the sample every format's `ls` is run on
+            pytest.importorskip("tensorstore")
         out = directory / name.replace("/", "_")
         shutil.copytree(ORBAX_DATA / name, out)
         return out
 
+    def test_no_problems_in_a_good_file(self, sample: Path) -> None:
+        pytest.importorskip("tensorstore")
+        super().test_no_problems_in_a_good_file(sample)
+
     def expected(self, path: Path) -> dict[str, Expected]:
+        pytest.importorskip("tensorstore")
         name = next(n for n in self.made if n.replace("/", "_") == path.name)
         restored = json.loads((ORBAX_DATA / "goldens.json").read_text())[name]["restore"]
         return {k: Expected(tuple(v["shape"]), v["dtype"], v["sha256"]) for k, v in restored.items()}
