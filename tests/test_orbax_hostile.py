@@ -175,3 +175,24 @@ def test_deeply_nested_folders_are_refused(run_cli: Any, tmp_path: Path) -> None
         deep = deep / "d"
     deep.mkdir(parents=True)
     one_line_error(run_cli("ls", ckpt), 3, "nest deeper than 32 levels")
+
+
+def test_an_ocdbt_manifest_naming_a_file_outside_is_refused(run_cli: Any, tmp_path: Path) -> None:
+    """The root manifest's data file ``d/<hash>`` rewritten as ``.../../secret`` (same length, in the zstd frame's raw
+    literals; the manifest's CRC32C recomputed): tensorstore refuses the key, and nothing outside is read."""
+    import struct
+
+    import crc32c
+
+    (tmp_path / "secret").write_bytes(b"not a checkpoint")
+    ckpt = copy("standard", tmp_path / "in")
+    manifest = ckpt / "manifest.ocdbt"
+    raw = manifest.read_bytes()
+    old = next(b"d/" + p.name.encode() for p in (ckpt / "d").iterdir())
+    assert old in raw
+    escape = b"../../secret"
+    new = b"/" * ((len(old) - len(escape)) % 2) + b"./" * ((len(old) - len(escape)) // 2) + escape
+    raw = raw.replace(old, new)
+    manifest.write_bytes(raw[:-4] + struct.pack("<I", crc32c.crc32c(raw[:-4])))
+    line = one_line_error(run_cli("verify", ckpt), 3, "OCDBT", "Invalid key")
+    assert "not a checkpoint" not in line
