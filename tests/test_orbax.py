@@ -211,3 +211,11 @@ def test_a_step_with_two_items_prefixes_each_key_with_its_item(tmp_path: Path) -
             assert digest(ckpt[key].read()) == golden["sha256"], key
     with formats.open_checkpoint(tmp_path) as latest:  # a root of one step
         assert Path(latest.path).name == "7"
+
+
+def test_report_of_a_root_covers_its_steps(run_cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = run_cli("report", DATA / "run", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "3 checkpoints, 8 variables" in result.output
+    assert out.read_text().count("params/dense/kernel") >= 1
