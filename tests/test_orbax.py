@@ -131,6 +131,7 @@ def test_extract_and_convert_equal_orbax_restore(run_cli: Any, tmp_path: Path) -
     st = tmp_path / "s.safetensors"
     result = run_cli("convert", DATA / "run", "--to", "safetensors", "-o", st)
     assert result.exit_code == 0, result.output
+    assert "params/q4: int4 tensors cannot be stored in safetensors; left out" in result.output
     with safe_open(str(st), framework="numpy") as f:  # numpy has no float8/int4: those keys are left to ckpt's tests
         for key in ("params/dense/kernel", "params/dense/bias", "params/layers/0/w", "opt/count", "opt/mu/0"):
             value = f.get_tensor(key)
@@ -141,6 +142,9 @@ def test_extract_and_convert_equal_orbax_restore(run_cli: Any, tmp_path: Path) -
     with np.load(npz) as z:
         for key, golden in t5x.items():
             assert digest(z[key]) == golden["sha256"], key
+    whole = tmp_path / "run.npz"
+    assert run_cli("convert", DATA / "run/3", "--to", "npz", "-o", whole).exit_code == 0
+    assert run_cli("diff", "--quiet", whole, DATA / "run/3").exit_code == 0  # int4 and float8 come back as such
     npy = tmp_path / "k.npy"
     result = run_cli("extract", DATA / "pytree_zarr", "params/layers/1/w", "-o", npy)
     assert result.exit_code == 0, result.output

@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
-from formats.core.model import Role, TensorEntry
+from formats.core.model import CHUNK_ELEMENTS, Role, TensorEntry
 from formats.orbax import store
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from concurrent.futures import Executor
+
     import numpy as np
 
     from formats.orbax.zarr import ZarrArray
@@ -80,6 +83,23 @@ class ZarrEntry(TensorEntry):
 
         value = np.asarray(store.read(self._path, self._open(), self.key), dtype=by_name(self.dtype).numpy())
         return value if value.flags.c_contiguous else value.copy()
+
+    def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
+        """The elements in C order, read by tensorstore a block of leading rows at a time (never the whole value
+        at once for a value larger than ``chunk_elements``)."""
+        import numpy as np
+
+        if len(self.shape) == 0 or self.size <= chunk_elements:
+            yield from super().iter_chunks(chunk_elements, pool)
+            return
+        row = math.prod(self.shape[1:]) or 1
+        rows = max(1, chunk_elements // row)
+        numpy_dtype = by_name(self.dtype).numpy()
+        for start in range(0, self.shape[0], rows):
+            block = np.asarray(store.read(self._path, self._open(), self.key, (slice(start, min(start + rows, self.shape[0])),)),
+                               dtype=numpy_dtype).reshape(-1)
+            for at in range(0, block.size, max(1, chunk_elements)):
+                yield block[at:at + chunk_elements]
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]``; plain integer/slice indexes are read by tensorstore alone (only the chunks they
