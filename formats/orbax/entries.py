@@ -85,15 +85,16 @@ class ZarrEntry(TensorEntry):
         return value if value.flags.c_contiguous else value.copy()
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
-        """The elements in C order, read by tensorstore a block of leading rows at a time (never the whole value
-        at once for a value larger than ``chunk_elements``)."""
+        """The elements in C order, read by tensorstore a block of leading rows at a time, whole stored chunks per
+        block (a value larger than ``chunk_elements`` is held a block, not whole, at a time)."""
         import numpy as np
 
         if len(self.shape) == 0 or self.size <= chunk_elements:
             yield from super().iter_chunks(chunk_elements, pool)
             return
         row = math.prod(self.shape[1:]) or 1
-        rows = max(1, chunk_elements // row)
+        step = self._declared.chunks[0] if self._declared.chunks and self._declared.chunks[0] > 0 else 1
+        rows = -(-max(1, chunk_elements // row) // step) * step  # whole stored chunks: each decoded once
         numpy_dtype = by_name(self.dtype).numpy()
         for start in range(0, self.shape[0], rows):
             block = np.asarray(store.read(self._path, self._open(), self.key, (slice(start, min(start + rows, self.shape[0])),)),
