@@ -61,6 +61,15 @@ class _Item:
             self.keys = set(store.list_keys(root, directory))
         else:
             self.keys = {os.path.relpath(f, directory).replace(os.sep, "/") for f in self.files}
+        self.shared_files = tuple(self.files)
+        self.groups: dict[str, list[str]] = {}  # keys by their first component (an array's name, mostly)
+        for key in self.keys:
+            self.groups.setdefault(key.split("/", 1)[0], []).append(key)
+
+    def under(self, array: str) -> list[str]:
+        """The keys under ``array/`` (its metadata and chunks)."""
+        prefix = array + "/"
+        return [k for k in self.groups.get(array.split("/", 1)[0], ()) if k.startswith(prefix)]
 
     def metadata_files(self) -> dict[str, bytes]:
         names = [k for k in sorted(self.keys) if k.rsplit("/", 1)[-1] in METADATA_NAMES and "/" in k]
@@ -81,8 +90,9 @@ class _Item:
         return out
 
     def chunks(self, array: str) -> set[str]:
-        prefix = array + "/"
-        return {k[len(prefix):] for k in self.keys if k.startswith(prefix) and k[len(prefix):] not in METADATA_NAMES}
+        """The chunk keys of ``array``, relative to it."""
+        skip = len(array) + 1
+        return {k[skip:] for k in self.under(array) if k[skip:] not in METADATA_NAMES}
 
 
 def _read_tree(root: str, path: str) -> dict[str, Any]:
@@ -151,10 +161,9 @@ def _item_entries(item: _Item, prefix: str, problems: list[CheckpointProblem]) -
 def _entry(item: _Item, key: str, param: str, array: ZarrArray, write_shape: tuple[int, ...] | None) -> ZarrEntry:
     problem = chunk_problem(array, item.chunks(param))
     if item.ocdbt:
-        files = tuple(item.files)
+        files = item.shared_files
     else:
-        base = os.path.join(item.directory, param) + os.sep
-        files = tuple(f for f in item.files if f.startswith(base))
+        files = tuple(os.path.join(item.directory, *k.split("/")) for k in sorted(item.under(param)))
     spec = store.array_spec(array.driver, item.directory, param, item.ocdbt)
     if problem is None and write_shape is not None and (len(write_shape) != len(array.shape) or any(
             w > s for w, s in zip(write_shape, array.shape))):

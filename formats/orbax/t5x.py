@@ -85,7 +85,8 @@ def _inline(root: str, file: str, key: str, leaf: Any, **how: Any) -> TensorEntr
     return UnreadableEntry(key, (), type(leaf).__name__, 0, f"a {type(leaf).__name__} leaf, not an array", root)
 
 
-def _spec_entry(root: str, key: str, spec: dict[Any, Any], files: list[str], **how: Any) -> TensorEntry:
+def _spec_entry(root: str, key: str, spec: dict[Any, Any], files: dict[str, list[str]], **how: Any) -> TensorEntry:
+    """A leaf T5X wrote through tensorstore; ``files``: the checkpoint's files by their folder under it."""
     kvstore = spec.get("kvstore")
     name = kvstore.get("path") if isinstance(kvstore, dict) and "path" in kvstore else spec.get("path")
     if not isinstance(name, str):
@@ -105,13 +106,14 @@ def _spec_entry(root: str, key: str, spec: dict[Any, Any], files: list[str], **h
     with open(os.path.join(directory, found[0]), "rb") as f:
         array = parse_zarr_metadata(f.read(1 << 20), found[0], f"{root}: {name}")
     base = directory + os.sep
-    stored = {os.path.relpath(f, directory).replace(os.sep, "/") for f in files if f.startswith(base)}
+    mine = [f for f in files.get(os.path.relpath(directory, root).split(os.sep, 1)[0], ()) if f.startswith(base)]
+    stored = {os.path.relpath(f, directory).replace(os.sep, "/") for f in mine}
     problem = chunk_problem(array, stored - set(METADATA_NAMES))
     shape = tuple(declared_shape) if isinstance(declared_shape, list) and all(
         isinstance(d, int) and d >= 0 for d in declared_shape) else None
     ts_spec = {"driver": array.driver, "kvstore": {"driver": "file", "path": directory + os.sep},
                "recheck_cached_data": False, "recheck_cached_metadata": False}
-    return ZarrEntry(key, root, ts_spec, array, problem, tuple(f for f in files if f.startswith(base)),
+    return ZarrEntry(key, root, ts_spec, array, problem, tuple(mine),
                      shape=shape, dtype=dtype, **how)
 
 
@@ -143,6 +145,9 @@ def open_t5x(path: str) -> OrbaxCheckpoint:
     except MsgpackError as exc:
         raise CorruptCheckpointError(path, f"{T5X_FILE} is not a T5X checkpoint ({exc})") from None
     keys = {"/".join(p) for p, _ in leaves}
+    folders: dict[str, list[str]] = {}
+    for one in files:
+        folders.setdefault(os.path.relpath(one, path).split(os.sep, 1)[0], []).append(one)
     entries: dict[str, TensorEntry] = {}
     empty: list[str] = []
     for parts, leaf in leaves:
@@ -152,7 +157,7 @@ def open_t5x(path: str) -> OrbaxCheckpoint:
             continue
         how = _roles(key, keys)
         if isinstance(leaf, dict):
-            entries[key] = _spec_entry(path, key, leaf, files, **how)
+            entries[key] = _spec_entry(path, key, leaf, folders, **how)
         else:
             entries[key] = _inline(path, file, key, leaf, **how)
     meta: dict[str, Any] = {"version": top.get("version"), "storage": "t5x"}
