@@ -1,5 +1,6 @@
 """Optional tier: orbax-checkpoint itself writes fresh checkpoints (JAX on CPU), and ckpt's read equals Orbax's
-``restore()`` bit for bit: ``StandardCheckpointer`` and ``PyTreeCheckpointer`` (OCDBT and ``use_ocdbt=False``),
+``restore()`` bit for bit: ``StandardCheckpointer`` and ``PyTreeCheckpointer`` (OCDBT and ``use_ocdbt=False``, zarr
+v2 and ``use_zarr3=True``),
 a ``CheckpointManager`` with several steps and two items, arrays big enough to span many chunks, bfloat16,
 float8, int4 and integer arrays, nested dicts and lists. Needs jax (CPU) and orbax-checkpoint, e.g.:
 
@@ -70,9 +71,9 @@ def test_standard_checkpointer(tmp_path: Path) -> None:
     same_as(tmp_path / "s", flat(restored))
 
 
-@pytest.mark.parametrize("ocdbt", [True, False])
-def test_pytree_checkpointer(tmp_path: Path, ocdbt: bool) -> None:
-    ckptr = ocp.Checkpointer(ocp.PyTreeCheckpointHandler(use_ocdbt=ocdbt))
+@pytest.mark.parametrize("ocdbt,zarr3", [(True, False), (False, False), (True, True), (False, True)])
+def test_pytree_checkpointer(tmp_path: Path, ocdbt: bool, zarr3: bool) -> None:
+    ckptr = ocp.Checkpointer(ocp.PyTreeCheckpointHandler(use_ocdbt=ocdbt, use_zarr3=zarr3))
     ckptr.save(tmp_path / "p", tree(2))
     same_as(tmp_path / "p", flat(ckptr.restore(tmp_path / "p")))
 
