@@ -266,7 +266,7 @@ class TestOrbax(FormatTests):
     the goldens of Orbax's own ``restore()`` there. Reads only. Needs tensorstore (the ``orbax`` extra)."""
 
     format_name = "orbax"
-    made = ("pytree_zarr", "standard", "run/2", "t5x/checkpoint_3")
+    made = ("pytree_zarr", "standard", "pytree_zarr3", "run/2", "t5x/checkpoint_3")
 
     def make_sample(self, name: str, directory: Path) -> Path:
         import shutil

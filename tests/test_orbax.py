@@ -22,7 +22,7 @@ import formats
 
 DATA = Path(__file__).parent / "data" / "orbax"
 GOLDENS = json.loads((DATA / "goldens.json").read_text())
-SAMPLES = ("standard", "pytree_zarr", "run/1", "run/2", "run/3", "t5x/checkpoint_3")
+SAMPLES = ("standard", "pytree_zarr", "pytree_zarr3", "run/1", "run/2", "run/3", "t5x/checkpoint_3")
 
 pytest.importorskip("tensorstore")
 
@@ -195,7 +195,7 @@ def test_a_folder_of_items_is_listed_not_taken_for_a_step(run_cli: Any) -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["checkpoints"]
     assert sorted((Path(r["path"]).name, r["format"]) for r in rows) == [
-        ("pytree_zarr", "orbax"), ("standard", "orbax"), ("t5x_golden", "hf")]
+        ("pytree_zarr", "orbax"), ("pytree_zarr3", "orbax"), ("standard", "orbax"), ("t5x_golden", "hf")]
 
 
 def test_a_step_with_two_items_prefixes_each_key_with_its_item(tmp_path: Path) -> None:

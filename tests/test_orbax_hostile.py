@@ -196,3 +196,15 @@ def test_an_ocdbt_manifest_naming_a_file_outside_is_refused(run_cli: Any, tmp_pa
     manifest.write_bytes(raw[:-4] + struct.pack("<I", crc32c.crc32c(raw[:-4])))
     line = one_line_error(run_cli("verify", ckpt), 3, "OCDBT", "Invalid key")
     assert "not a checkpoint" not in line
+
+
+def test_a_missing_zarr3_chunk_fails_verify_when_orbax_promised_every_chunk(run_cli: Any, tmp_path: Path) -> None:
+    """Orbax's ``store_array_data_equal_to_fill_value`` promises every chunk; without the promise a zarr v3 array
+    with a fill value may lack chunks equal to it (zarr reads them as the fill value), so none is a problem."""
+    ckpt = copy("pytree_zarr3", tmp_path)
+    shutil.rmtree(ckpt / "params.dense.kernel" / "c")
+    result = run_cli("verify", ckpt)
+    assert result.exit_code == 1, result.output
+    assert "params/dense/kernel: 1 of its 1 chunks are missing ('c/0/0' first)" in result.stdout
+    edit_tree(ckpt, lambda m: m.update(store_array_data_equal_to_fill_value=False))
+    assert run_cli("verify", ckpt).exit_code == 0

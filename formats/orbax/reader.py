@@ -159,7 +159,7 @@ def _item_entries(item: _Item, prefix: str, problems: list[CheckpointProblem]) -
 
 
 def _entry(item: _Item, key: str, param: str, array: ZarrArray, write_shape: tuple[int, ...] | None) -> ZarrEntry:
-    problem = chunk_problem(array, item.chunks(param))
+    problem = chunk_problem(array, item.chunks(param), item.tree.get("store_array_data_equal_to_fill_value") is True)
     if item.ocdbt:
         files = item.shared_files
     else:

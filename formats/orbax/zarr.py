@@ -27,7 +27,8 @@ _MAX_METADATA_BYTES = 1 << 20
 
 class ZarrArray(ValueTuple):
     """One array's declared metadata: ``driver`` (``zarr`` or ``zarr3``), ``shape``, ckpt ``dtype``, ``chunks``,
-    the chunk key ``separator``, and the dtype as the file names it (``stored_dtype``)."""
+    the chunk key ``separator`` and ``prefix`` (zarr v3's default ``c/``), the dtype as the file names it
+    (``stored_dtype``), and whether it declares a fill value (``fills``: a missing chunk then reads as it)."""
 
     driver: str
     shape: tuple[int, ...]
@@ -35,6 +36,8 @@ class ZarrArray(ValueTuple):
     chunks: tuple[int, ...]
     separator: str
     stored_dtype: str
+    prefix: str = ""
+    fills: bool = False
 
 
 def _dims(value: Any, what: str, where: str) -> tuple[int, ...]:
@@ -49,28 +52,38 @@ def parse_zarr_metadata(raw: bytes, name: str, where: str) -> ZarrArray:
     if not isinstance(meta, dict):
         raise CorruptCheckpointError(where, f"{name} is not a JSON object")
     if name == ".zarray":
+        default = False
         shape = _dims(meta.get("shape"), "its shape", where)
         chunks = _dims(meta.get("chunks"), "its chunks", where)
         separator = meta.get("dimension_separator", ".")
         stored, driver = str(meta.get("dtype")), "zarr"
     else:
+        default = True
         shape = _dims(meta.get("shape"), "its shape", where)
         grid = meta.get("chunk_grid", {})
         config = grid.get("configuration", {}) if isinstance(grid, dict) else {}
         chunks = _dims(config.get("chunk_shape", list(shape)) if isinstance(config, dict) else None, "its chunks", where)
-        separator, stored, driver = "/", str(meta.get("data_type")), "zarr3"
+        stored, driver = str(meta.get("data_type")), "zarr3"
+        encoding = meta.get("chunk_key_encoding", {})
+        encoding = encoding if isinstance(encoding, dict) else {}
+        settings = encoding.get("configuration", {}) if isinstance(encoding.get("configuration"), dict) else {}
+        default = encoding.get("name", "default") == "default"
+        separator = settings.get("separator", "/" if default else ".")
     if len(chunks) != len(shape):
         raise CorruptCheckpointError(where, f"{name} declares {len(chunks)} chunk dimensions for a rank-{len(shape)} "
                                             "array")
     if separator not in (".", "/"):
         raise CorruptCheckpointError(where, f"{name} declares the dimension separator {separator!r}")
-    return ZarrArray(driver, shape, zarr_dtype(stored), chunks, separator, stored)
+    prefix = "c" + separator if driver == "zarr3" and default else ""
+    return ZarrArray(driver, shape, zarr_dtype(stored), chunks, separator, stored, prefix,
+                     meta.get("fill_value") is not None)
 
 
-def chunk_problem(array: ZarrArray, stored: set[str] | None) -> str | None:
+def chunk_problem(array: ZarrArray, stored: set[str] | None, promised: bool = False) -> str | None:
     """Why the array cannot hold what it declares, found without reading it: a shape too large for numpy, a chunk
     above :data:`MAX_CHUNK_BYTES`, or chunks missing from ``stored`` (the chunk keys present, relative to the
-    array; None when they cannot be listed, as for zarr v3); else None."""
+    array; None: not known). A missing chunk of an array with a fill value is a problem only when the writer
+    ``promised`` to store every chunk (Orbax's ``store_array_data_equal_to_fill_value``); else None."""
     itemsize = by_name(array.dtype).itemsize if array.dtype else 1
     problem = array_problem(array.shape, itemsize)
     if problem:
@@ -80,21 +93,23 @@ def chunk_problem(array: ZarrArray, stored: set[str] | None) -> str | None:
     chunk_bytes = math.prod(array.chunks) * itemsize
     if chunk_bytes > MAX_CHUNK_BYTES:
         return f"declares chunks of {chunk_bytes:,} bytes (more than the {MAX_CHUNK_BYTES:,} read)"
-    if stored is None or array.driver != "zarr" or 0 in array.shape:
+    if stored is None or 0 in array.shape or (array.fills and not promised):
         return None
     grid = [-(-s // c) if c else 0 for s, c in zip(array.shape, array.chunks)]
     expected = math.prod(grid)
     if expected > 1_000_000:
         return f"at least {expected - len(stored):,} of its {expected:,} chunks are missing" \
             if expected > len(stored) else None
-    missing = [n for n in (_key(i, array.separator) for i in _indices(grid)) if n not in stored]
+    missing = [n for n in (_key(i, array) for i in _indices(grid)) if n not in stored]
     if missing:
         return f"{len(missing):,} of its {expected:,} chunks are missing ({missing[0]!r} first)"
     return None
 
 
-def _key(index: tuple[int, ...], separator: str) -> str:
-    return separator.join(map(str, index)) if index else "0"
+def _key(index: tuple[int, ...], array: ZarrArray) -> str:
+    if not index:
+        return array.prefix.rstrip("./") or "0"  # zarr v3: "c"; v2: "0"
+    return array.prefix + array.separator.join(map(str, index))
 
 
 def _indices(grid: list[int]) -> Any:

@@ -9,6 +9,7 @@ Writes (each small, together well under 1 MB):
 
 * ``standard/``: ``StandardCheckpointer`` (OCDBT, the default);
 * ``pytree_zarr/``: ``PyTreeCheckpointer`` with ``use_ocdbt=False`` (one zarr directory per array);
+* ``pytree_zarr3/``: the same with ``use_zarr3=True`` (zarr v3 ``zarr.json``, sharded chunks ``c/0/0``);
 * ``run/``: a ``CheckpointManager`` root with steps 1, 2 and 3 (OCDBT, ``StandardSave``);
 * ``t5x/checkpoint_3/``: a tiny T5 1.1 written the way T5X's ``checkpoints.py`` writes it (a msgpack
   ``checkpoint`` whose partitioned leaves are ``ts.Spec`` dicts naming zarr arrays, gzip-compressed, in
@@ -95,6 +96,10 @@ def write_orbax(out: Path, goldens: dict[str, Any]) -> None:
     zarr.save(out / "pytree_zarr", tree(2))
     goldens["pytree_zarr"] = {"restore": flat(zarr.restore(out / "pytree_zarr")),
                               "metadata": flat_metadata(zarr.metadata(out / "pytree_zarr").item_metadata)}
+    zarr3 = ocp.Checkpointer(ocp.PyTreeCheckpointHandler(use_ocdbt=False, use_zarr3=True))
+    zarr3.save(out / "pytree_zarr3", tree(2))
+    goldens["pytree_zarr3"] = {"restore": flat(zarr3.restore(out / "pytree_zarr3")),
+                               "metadata": flat_metadata(zarr3.metadata(out / "pytree_zarr3").item_metadata)}
     options = ocp.CheckpointManagerOptions(max_to_keep=5)
     with ocp.CheckpointManager(out / "run", options=options) as mngr:
         for step in (1, 2, 3):
@@ -191,7 +196,7 @@ def write_t5x(out: Path, goldens: dict[str, Any]) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
-    for name in ("standard", "pytree_zarr", "run", "t5x"):
+    for name in ("standard", "pytree_zarr", "pytree_zarr3", "run", "t5x"):
         shutil.rmtree(out / name, ignore_errors=True)
     goldens: dict[str, Any] = {"versions": {"orbax-checkpoint": _version("orbax-checkpoint"),
                                             "jax": jax.__version__, "tensorstore": _version("tensorstore")}}
