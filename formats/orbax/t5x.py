@@ -29,12 +29,13 @@ T5X_LAYOUT = "t5x"
 MAX_T5X_BYTES = 1 << 34
 """Largest ``checkpoint`` file read (16 GiB: a T5X checkpoint without tensorstore holds every value inline)."""
 _SLOTS = "state/param_states/"
+_CHUNKED = "__msgpack_chunked_array__"
 
 
 def _walk(node: Any, path: tuple[str, ...], out: list[tuple[tuple[str, ...], Any]]) -> None:
     if len(path) > MAX_KEY_DEPTH:
         raise MsgpackError(f"the tree is deeper than {MAX_KEY_DEPTH} levels")
-    if isinstance(node, dict) and not _is_spec(node):
+    if isinstance(node, dict) and not _is_spec(node) and _CHUNKED not in node:
         for name, child in node.items():
             _walk(child, (*path, str(name)), out)
     elif isinstance(node, list):
@@ -42,6 +43,23 @@ def _walk(node: Any, path: tuple[str, ...], out: list[tuple[tuple[str, ...], Any
             _walk(child, (*path, str(i)), out)
     else:
         out.append((path, node))
+
+
+def _unchunk(root: str, key: str, node: dict[Any, Any]) -> tuple[tuple[int, ...], str, bytes]:
+    """flax's chunked array (an inline array above 1 GiB: ``{"__msgpack_chunked_array__": True, "shape": {"0": d0,
+    ...}, "chunks": {"0": <ndarray>, ...}}``) as ``(shape, dtype name, bytes)``, the chunks' bytes in order."""
+    shape, chunks = node.get("shape"), node.get("chunks")
+    try:
+        if not isinstance(shape, dict) or not isinstance(chunks, dict):
+            raise KeyError("shape")
+        dims = tuple(shape[str(i)] for i in range(len(shape)))
+        parts = [_ndarray(root, key, chunks[str(i)]) for i in range(len(chunks))]
+    except (KeyError, AttributeError):
+        raise CorruptCheckpointError(root, f"{T5X_FILE}: {key} is a malformed chunked array") from None
+    dtypes = {part[1] for part in parts}
+    if len(dtypes) != 1 or not all(isinstance(d, int) and d >= 0 for d in dims):
+        raise CorruptCheckpointError(root, f"{T5X_FILE}: {key} is a malformed chunked array")
+    return dims, dtypes.pop(), b"".join(part[2] for part in parts)
 
 
 def _is_spec(node: dict[Any, Any]) -> bool:
@@ -70,8 +88,8 @@ def _ndarray(root: str, key: str, ext: Ext) -> tuple[tuple[int, ...], str, bytes
 def _inline(root: str, file: str, key: str, leaf: Any, **how: Any) -> TensorEntry:
     import struct
 
-    if isinstance(leaf, Ext):
-        shape, dtype, data = _ndarray(root, key, leaf)
+    if isinstance(leaf, (Ext, dict)):
+        shape, dtype, data = _ndarray(root, key, leaf) if isinstance(leaf, Ext) else _unchunk(root, key, leaf)
         ours = zarr_dtype(dtype)
         if ours is None:
             return UnreadableEntry(key, shape, dtype, len(data), f"inline dtype {dtype!r} is not read", root)
@@ -156,7 +174,9 @@ def open_t5x(path: str) -> OrbaxCheckpoint:
             empty.append(key)
             continue
         how = _roles(key, keys)
-        if isinstance(leaf, dict):
+        if isinstance(leaf, dict) and _CHUNKED in leaf:
+            entries[key] = _inline(path, file, key, leaf, **how)
+        elif isinstance(leaf, dict):
             entries[key] = _spec_entry(path, key, leaf, folders, **how)
         else:
             entries[key] = _inline(path, file, key, leaf, **how)
