@@ -208,3 +208,46 @@ def test_a_missing_zarr3_chunk_fails_verify_when_orbax_promised_every_chunk(run_
     assert "params/dense/kernel: 1 of its 1 chunks are missing ('c/0/0' first)" in result.stdout
     edit_tree(ckpt, lambda m: m.update(store_array_data_equal_to_fill_value=False))
     assert run_cli("verify", ckpt).exit_code == 0
+
+
+def test_fuzzed_msgpack_never_escapes_as_another_error() -> None:
+    """Random bytes and mutated T5X files: the decoder returns a value or raises MsgpackError, nothing else."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from formats.orbax.msgpack import MsgpackError, unpack
+
+    original = (DATA / "t5x/checkpoint_3/checkpoint").read_bytes()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.binary(max_size=200), st.tuples(st.integers(0, len(original) - 1), st.binary(min_size=1,
+                                                                                                   max_size=8))))
+    def check(case: Any) -> None:
+        data = case if isinstance(case, bytes) else original[:case[0]] + case[1] + original[case[0] + len(case[1]):]
+        try:
+            unpack(data)
+        except MsgpackError:
+            pass
+
+    check()
+
+
+def test_fuzzed_t5x_files_are_one_line_or_read(tmp_path: Path) -> None:
+    """Bytes of the T5X file overwritten at random: opening gives a CheckpointError or a checkpoint, never a crash."""
+    import random
+
+    import formats
+    from formats.core.errors import CheckpointError
+
+    ckpt = copy("t5x/checkpoint_3", tmp_path)
+    original = (ckpt / "checkpoint").read_bytes()
+    rng = random.Random(39)
+    for _ in range(60):
+        at = rng.randrange(len(original))
+        (ckpt / "checkpoint").write_bytes(original[:at] + bytes([rng.randrange(256)]) + original[at + 1:])
+        try:
+            with formats.open_checkpoint(ckpt) as opened:
+                for entry in opened.values():
+                    entry.problem()
+        except CheckpointError:
+            pass
