@@ -12,7 +12,6 @@ absolute path, no ``..``, no symbolic link anywhere under the directory that poi
 from __future__ import annotations
 
 import os
-import re
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
@@ -76,7 +75,8 @@ def kind_of(directory: str) -> str | None:
         return ITEM
     if _t5x_file(directory):
         return T5X
-    named_as_step = re.search(r"(^|_)\d+$", os.path.basename(os.path.abspath(directory))) is not None
+    name = os.path.basename(os.path.abspath(directory))
+    named_as_step = name.isdigit() or name.rpartition("_")[2].isdigit()
     if (_is_file(os.path.join(directory, CHECKPOINT_METADATA_FILE)) or named_as_step) and items_of(directory):
         return STEP  # a folder that merely holds items (a data folder) is no step: it has neither
     return None
