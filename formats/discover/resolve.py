@@ -301,10 +301,12 @@ def latest_version(targets: list[Target]) -> Target | None:
 def _orbax_steps(targets: list[Target]) -> list[tuple[int, Target]]:
     """An Orbax ``CheckpointManager`` root's steps (``1``, ``2``; T5X's ``checkpoint_3``): like a model base
     directory, its highest step is the latest (Orbax's ``latest_step``)."""
-    import re
-
-    steps = [(int(m.group(1)), t) for t in targets if t.format == "orbax"
-             and (m := re.search(r"(\d+)$", os.path.basename(t.path.rstrip(os.sep))))]
+    steps = []
+    for t in targets:
+        name = os.path.basename(t.path.rstrip(os.sep))
+        digits = name[len(name.rstrip("0123456789")):]
+        if t.format == "orbax" and digits:
+            steps.append((int(digits), t))
     return steps if len(steps) == len(targets) else []
 
 
