@@ -251,3 +251,11 @@ def test_fuzzed_t5x_files_are_one_line_or_read(tmp_path: Path) -> None:
                     entry.problem()
         except CheckpointError:
             pass
+
+
+def test_a_damaged_checkpoint_metadata_file_is_a_problem_not_a_refusal(run_cli: Any, tmp_path: Path) -> None:
+    ckpt = copy("run/2", tmp_path)
+    (ckpt / "_CHECKPOINT_METADATA").write_bytes(b"{not json")
+    assert run_cli("ls", ckpt).exit_code == 0
+    result = run_cli("verify", ckpt)
+    assert result.exit_code == 1 and "_CHECKPOINT_METADATA is not valid JSON" in result.stdout, result.output

@@ -186,9 +186,14 @@ def open_orbax(path: str) -> OrbaxCheckpoint:
         prefix = os.path.basename(directory) + "/" if len(items) > 1 else ""
         entries.update(_item_entries(item, prefix, problems))
     state = os.path.join(path, CHECKPOINT_METADATA_FILE)
-    if os.path.isfile(state) and os.path.getsize(state) <= _MAX_ARRAY_META:
+    if os.path.isfile(state):
         with open(state, "rb") as f:
-            facts = load_json(f.read(), path, CHECKPOINT_METADATA_FILE, max_bytes=_MAX_ARRAY_META)
+            raw = f.read(_MAX_ARRAY_META + 1)
+        try:  # facts about the save, not the data: a damaged file is a problem, not a refusal
+            facts = load_json(raw, path, CHECKPOINT_METADATA_FILE, max_bytes=_MAX_ARRAY_META)
+        except CorruptCheckpointError as exc:
+            problems.append(CheckpointProblem(CHECKPOINT_METADATA_FILE, exc.message))
+            facts = None
         if isinstance(facts, dict):
             meta["checkpoint_metadata"] = {k: facts[k] for k in ("item_handlers", "custom_metadata", "metrics")
                                            if k in facts}
