@@ -296,7 +296,7 @@ def test_a_family_that_does_not_fit_the_names_is_one_error(run_cli, tmp_path: Pa
     result = run_cli("convert", src, "-o", tmp_path / "out", "--to", "hf", "--family", "t5")
     assert result.exit_code == 1
     assert [line for line in result.output.splitlines() if line.startswith("error")] == [
-        f"error: family: {src}: no source layout of the t5 map (mesh-tf) recognises these variable names"]
+        f"error: family: {src}: no source layout of the t5 map (mesh-tf, t5x) recognises these variable names"]
 
 
 def test_a_configuration_nested_too_deep_is_one_clear_error(run_cli, tmp_path: Path) -> None:

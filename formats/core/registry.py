@@ -60,6 +60,7 @@ BUILTIN: tuple[str, ...] = (
     "formats.npz.format:FORMAT",
     "formats.safetensors.format:FORMAT",
     "formats.safetensors.format:MODEL_DIR_FORMAT",
+    "formats.orbax.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
 

@@ -292,9 +292,22 @@ def latest_version(targets: list[Target]) -> Target | None:
     ``model/1``, ``model/2``), the highest version, the one TF Serving serves; else None."""
     versions = [(int(name), t) for t in targets
                 if t.format == FormatName.SAVED_MODEL and (name := os.path.basename(t.path.rstrip(os.sep))).isdigit()]
+    versions += _orbax_steps(targets)
     if not versions or len(versions) != len(targets):
         return None
     return max(versions, key=lambda v: v[0])[1]
+
+
+def _orbax_steps(targets: list[Target]) -> list[tuple[int, Target]]:
+    """An Orbax ``CheckpointManager`` root's steps (``1``, ``2``; T5X's ``checkpoint_3``): like a model base
+    directory, its highest step is the latest (Orbax's ``latest_step``)."""
+    steps = []
+    for t in targets:
+        name = os.path.basename(t.path.rstrip(os.sep))
+        digits = name[len(name.rstrip("0123456789")):]
+        if t.format == "orbax" and digits:
+            steps.append((int(digits), t))
+    return steps if len(steps) == len(targets) else []
 
 
 def _resolve_dir(directory: str) -> Target:

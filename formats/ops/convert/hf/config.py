@@ -245,7 +245,22 @@ def translate(original: dict[str, Any], spec: dict[str, Any], shapes: dict[str, 
             regex = Pattern(pattern).regex({})
             out[name] = sum(1 for key in shapes if regex.match(key))
             notes.append(f"{name} = {out[name]}, the number of source tensors named {pattern}")
+    _computed_defaults(out, spec, original, overrides)  # again: some are computed from fields the shapes gave
     out.update(overrides)
     out.update(spec.get("set", {}))
     missing = [name for name in spec.get("require", []) if name not in out]
-    return out, missing, notes
+    return {k: v for k, v in out.items() if not k.startswith("_")}, missing, notes
+
+
+def _computed_defaults(out: dict[str, Any], spec: dict[str, Any], original: dict[str, Any],
+                       overrides: dict[str, Any]) -> None:
+    """The ``defaults`` computed from other fields (``"=_inner_dim/num_heads"``) still missing, now that the shapes
+    gave theirs; a field named with a leading ``_`` is such a helper, left out of ``config.json``."""
+    from formats.ops.convert.hf.family import evaluate
+
+    for name, value in spec.get("defaults", {}).items():
+        if isinstance(value, str) and value.startswith("=") and name not in out:
+            try:
+                out[name] = evaluate(value[1:], {**original, **out, **overrides})
+            except (KeyError, ValueError):
+                pass
