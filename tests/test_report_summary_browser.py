@@ -1,0 +1,60 @@
+"""The summary page of `ckpt report` in headless Chromium (as tests/test_report_browser.py): it opens from disk
+with no console error (a refused script, a request or a failed inflate would be one), its search inflates every
+key and finds them by substring and by flag, and a found key that the page details links to its section.
+``CKPT_REPORT_SCREENS=DIR`` keeps a screenshot of a search there."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .browser import Page, chromium
+from .test_report_summary import bundle, nonfinite, tensors  # noqa: F401 (bundle: a fixture)
+
+pytest.importorskip("websocket", reason="needs websocket-client (the test extra)")
+pytestmark = pytest.mark.skipif(chromium() is None, reason="needs chromium (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def page():
+    with Page(1100, 900) as p:
+        yield p
+
+
+def _search(page: Page, text: str, flag: int = 0) -> list[str]:
+    """Type ``text``, choose ``flag``; the keys listed."""
+    return page.eval(f"""(async () => {{
+        const box = document.querySelector('input[type=search]'), which = document.querySelector('select.which');
+        which.value = '{flag}'; which.dispatchEvent(new Event('change'));
+        box.value = {text!r}; box.dispatchEvent(new Event('input'));
+        await new Promise(r => setTimeout(r, 300));
+        return [...document.querySelectorAll('table.found td.k')].map(td => td.firstChild.textContent); }})()""")
+
+
+def test_summary_search_finds_every_key_offline(bundle, run_cli, tmp_path: Path, page: Page) -> None:  # noqa: F811
+    out = tmp_path / "many.html"
+    assert run_cli("report", bundle[0], "-o", out).exit_code == 0
+    page.errors.clear()
+    page.open(out)
+    loaded = page.eval("""(async () => { for (let i = 0; i < 100; i++) {
+        const n = document.querySelector('.ckpt-report').getAttribute('data-keys-loaded');
+        if (n !== null) { return Number(n); } await new Promise(r => setTimeout(r, 50)); } return -1; })()""")
+    values = tensors()
+    assert loaded == len(values)
+    assert page.errors == []
+    found = _search(page, "LAYER_7/")
+    assert sorted(found) == ["layer_7/bias", "layer_7/kernel"]
+    assert sorted(_search(page, "", 1)) == sorted(nonfinite(values))
+    assert page.eval("document.querySelector('.count').textContent").startswith("4 of 1,507 keys")
+    many = _search(page, "layer_")
+    assert len(many) == 200 and "the first 200 shown" in page.eval("document.querySelector('.count').textContent")
+    _search(page, "emb/weights")
+    page.eval("document.querySelector('table.found a').click()")
+    assert page.eval("document.querySelector(':target').dataset.key") == "emb/weights"
+    folder = os.environ.get("CKPT_REPORT_SCREENS")
+    if folder:
+        _search(page, "attn")
+        page.eval("window.scrollTo(0, 0)")
+        page.screenshot(Path(folder) / "report-summary.png")
+    assert page.errors == []
