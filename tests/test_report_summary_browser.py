@@ -52,6 +52,9 @@ def test_summary_search_finds_every_key_offline(bundle, run_cli, tmp_path: Path,
     _search(page, "emb/weights")
     page.eval("document.querySelector('table.found a').click()")
     assert page.eval("document.querySelector(':target').dataset.key") == "emb/weights"
+    page.eval("document.querySelector('table.groups tr[data-key=\"h.{i}.attn.w\"]').click()")
+    assert page.eval("document.querySelector('input[type=search]').value") == "h."
+    assert page.eval("document.querySelector('.count').textContent").startswith("300 of 1,507 keys")
     folder = os.environ.get("CKPT_REPORT_SCREENS")
     if folder:
         _search(page, "attn")

@@ -3,7 +3,8 @@
 The script inflates the packed keys (base64 of raw deflate, one ``flag + key`` line each; the flag's bits as
 the page's ``ckpt-summary`` data names them) with the browser's ``DecompressionStream``, then lists the keys
 holding the search text (case-insensitive) and the chosen flag, the first :data:`SHOWN` of them, each linked
-to its section when the page draws it. Keys are set as text, never as HTML. Without scripts the page still
+to its section when the page draws it; a click on a pattern's or a layer's row searches its text up to its
+first number. Keys are set as text, never as HTML. Without scripts the page still
 shows every section; only the search needs them.
 """
 from __future__ import annotations
@@ -18,6 +19,8 @@ SUMMARY_CSS = """
 .ckpt-report table.found:empty{display:none}
 .ckpt-report tr.more td{color:#555e70;font-style:italic}
 .ckpt-report select.which{font:inherit;padding:3px}
+.ckpt-report table.groups tr[data-key]{cursor:pointer}
+.ckpt-report table.groups tr[data-key]:hover{background:#f3f5f9}
 """
 
 SUMMARY_SCRIPT = r"""
@@ -91,6 +94,15 @@ SUMMARY_SCRIPT = r"""
       show();
     });
   }
+  root.querySelectorAll("table.groups tr[data-key]").forEach(function (row) {
+    row.addEventListener("click", function () {  // a group's keys: search its text up to the first number
+      var name = row.getAttribute("data-key"), cut = name.indexOf("{");
+      search.value = cut < 0 ? name : name.slice(0, cut);
+      which.value = "0";
+      show();
+      search.scrollIntoView({block: "start"});
+    });
+  });
   var timer = null;
   function later() { clearTimeout(timer); timer = setTimeout(show, 120); }
   search.addEventListener("input", later);
