@@ -128,10 +128,15 @@ class PackedKeys:
         return self.packed == self.total
 
 
+_FLAG_CHARS = [chr(64 + flag) for flag in range(64)]
+
+
 def _line(flag: int, key: str) -> str:
+    if key.isascii() and "\n" not in key:
+        return _FLAG_CHARS[flag] + key
     from formats.core.names import safe_text
 
-    return chr(64 + flag) + safe_text(key).replace("\n", "\u2424")
+    return _FLAG_CHARS[flag] + safe_text(key).replace("\n", "\u2424")
 
 
 def pack_keys(lines: Iterable[tuple[int, str]], total: int, budget: int, chunk: int = 1 << 18) -> PackedKeys:

@@ -20,7 +20,7 @@ from formats.ops.report.digest import Group, PackedKeys, group_rows, layer_depth
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
     from formats.core.executors import Executor
@@ -107,10 +107,10 @@ class SummaryReport:
                 "keys_packed": self.keys.packed, "notes": self.notes}
 
 
-def _ordered_lines(keys: Sequence[str], flags: Sequence[int]) -> list[tuple[int, str]]:
+def _ordered_lines(keys: Sequence[str], flags: Sequence[int]) -> Iterator[tuple[int, str]]:
     """Flagged keys first (so that a page whose keys pass the budget still finds them), then the rest."""
-    first = [(f, k) for f, k in zip(flags, keys) if f]
-    return first + [(0, k) for f, k in zip(flags, keys) if not f]
+    yield from ((f, k) for f, k in zip(flags, keys) if f)
+    yield from ((0, k) for f, k in zip(flags, keys) if not f)
 
 
 def checkpoint_summary(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: int = 48,
