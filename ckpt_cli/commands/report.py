@@ -72,7 +72,9 @@ SPEC = Command(
     every variable's norm over the steps. The page needs no network (CSS, script and SVG inline), has a search
     box over keys and an anchor per tensor (report.html#k-KEY). Tensors are read
     in chunks on --jobs threads, or on the workers of a Dask cluster
-    (--executor dask://HOST:PORT); the page stays a few KB per tensor.
+    (--executor dask://HOST:PORT); the page stays a few KB per tensor. Past
+    1,000 tensors it is a summary of bounded size (--page): groups by pattern
+    and layer, every NaN/Inf, the largest changes, a search over every key.
 
     \b
     Examples:
