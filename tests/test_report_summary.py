@@ -263,3 +263,30 @@ def test_report_object_draws_the_summary_in_jupyter(bundle) -> None:
     report = formats.report(bundle[0], page="summary")
     assert isinstance(report, Report) and report.summary is not None
     assert report._repr_html_().startswith('<div class="ckpt-report summary">')
+
+
+def test_run_summary_lists_diverged_variables_and_largest_norm_changes(tmp_path: Path, run_cli) -> None:
+    from formats.tf_bundle.state_file import update_state_file
+
+    rng = np.random.default_rng(9)
+    base = {f"layer_{i}/w": rng.normal(size=(3,)).astype(np.float32) for i in range(1_100)}
+    folder = tmp_path / "run"
+    for step, growth in ((1, 1.0), (2, 1.5), (3, 2.0)):
+        values = {k: v.copy() for k, v in base.items()}
+        values["layer_5/w"] *= growth ** 4  # moves most: 16x from first to last
+        values["layer_9/w"] *= growth  # second: 2x
+        if step >= 2:
+            values["layer_7/w"][1] = np.nan
+        write_checkpoint(folder / f"ckpt-{step}", values)
+    update_state_file(str(folder), str(folder / "ckpt-3"))
+    out = tmp_path / "run.html"
+    result = run_cli("report", folder, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "summary of 1100 variables, 1 held NaN/Inf" in result.stdout
+    text = out.read_text()
+    flags = {line[1:]: ord(line[0]) - 64 for line in packed_lines(text)}
+    assert set(flags) == set(base) and {k for k, f in flags.items() if f & 1} == {"layer_7/w"}
+    assert [r[0] for r in table_rows(text, "flagged")] == ["layer_7/w"]
+    order = re.findall(r'<tr data-key="([^"]+)"><td class="k"><a', text.split("Largest norm changes", 1)[1])
+    assert order[:2] == ["layer_5/w", "layer_9/w"]
+    assert {r[0]: r[1] for r in table_rows(text, "groups")}["layer_{i}/w"] == "1,100"

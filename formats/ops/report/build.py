@@ -30,6 +30,7 @@ from formats.ops.inspect.stats import TensorStats, stats_unit, tensor_stats
 from formats.ops.inspect.tree import TreeNode, build_tree
 from formats.ops.report.model import KINDS, CheckpointReport, DiffReport, PairReport, RunReport, VariableReport
 from formats.ops.report.result import Report
+from formats.ops.report.summary import FULL_PAGE_CELLS
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False
@@ -76,7 +77,7 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
     each tensor's histograms (:func:`variable_report`). ``executor``: where the units run (``"local"``,
     ``"dask://HOST:PORT"``, an :class:`~formats.core.executors.Executor`; None: ``$CKPT_EXECUTOR``, else local
     threads); one connection serves the whole report. ``page``: ``full``, ``summary`` or ``auto``
-    (:func:`~formats.ops.report.summary.wants_summary`; a run is always drawn in full)."""
+    (:func:`~formats.ops.report.summary.wants_summary`; a run's variables count as tensors of 48 bins)."""
     names = [p.path if isinstance(p, Checkpoint) else os.fspath(p) for p in paths]
     kind = kind or report_kind(names)
     if kind not in KINDS:
@@ -94,6 +95,11 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
     try:
         if kind == "run":
             report.run = run_report(names[0], patterns, jobs=jobs, executor=chosen)
+            if page == "summary" or page == "auto" and len(report.run.trend.variables) * DEFAULT_BINS > \
+                    FULL_PAGE_CELLS:
+                from formats.ops.report.summary import run_summary
+
+                report.summary = run_summary(report.run)
             return report
         opened += [_open(p) for p in paths]
         if _summary(page, opened, patterns, bins, scales):

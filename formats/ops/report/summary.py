@@ -1,4 +1,4 @@
-"""The summary report: what ``ckpt report`` draws for a checkpoint (or a pair) of many tensors.
+"""The summary report: what ``ckpt report`` draws for a checkpoint, a pair or a run of many tensors.
 
 A full report holds every tensor's statistics and histograms and its page grows a few KB per tensor; past
 :data:`FULL_PAGE_CELLS` (tensors times histogram bins times scales: 1,000 tensors at the default 48 bins) the
@@ -12,8 +12,13 @@ report is a :class:`SummaryReport` instead, whose page (:mod:`.summary_html`) is
   :data:`DETAIL_LIMIT` tensors: the flagged ones first, then the largest (for a pair, the largest changes);
   without their role (slot, optimizer...) and TF1 name, which cost a pass over every key (1.2 s at 100,000);
 - every key, packed for the page's search with its flags (:func:`~formats.ops.report.digest.pack_keys`).
+
+A run's summary (:func:`run_summary`) is made from its trend as computed for the full page: the same groups,
+the variables that held NaN or Inf (from which checkpoint), and in full the ones whose norm moved most.
 """
 from __future__ import annotations
+
+import math
 
 from formats.core.records import field, record
 from formats.ops.report.digest import Group, PackedKeys, group_rows, layer_depth, pack_keys
@@ -29,7 +34,7 @@ if TYPE_CHECKING:
 
     Progress = Callable[[int, int], None]
 
-__all__ = ["SummaryReport", "TensorRow", "checkpoint_summary", "diff_summary", "wants_summary", "FULL_PAGE_CELLS",
+__all__ = ["SummaryReport", "TensorRow", "checkpoint_summary", "diff_summary", "run_summary", "wants_summary", "FULL_PAGE_CELLS",
            "DETAIL_LIMIT", "KEY_BUDGET", "FLAGS"]
 
 FULL_PAGE_CELLS = 48_000
@@ -40,7 +45,8 @@ KEY_BUDGET = 5_000_000
 """Base64 characters of the packed keys in a summary page."""
 
 FLAGS = {"checkpoint": (("nonfinite", 1), ("unreadable", 2), ("all-zero", 4), ("detailed", 8)),
-         "diff": (("nonfinite", 1), ("only in A", 2), ("only in B", 4), ("detailed", 8), ("changed", 16))}
+         "diff": (("nonfinite", 1), ("only in A", 2), ("only in B", 4), ("detailed", 8), ("changed", 16)),
+         "run": (("nonfinite", 1), ("detailed", 8))}
 """The bits of a key's flag in the search data, by report kind."""
 
 
@@ -61,11 +67,15 @@ class TensorRow:
     nan: int = 0
     inf: int = 0
     unreadable: str | None = None
+    since: int | None = None
+    """In a run: the index of the first checkpoint holding NaN or Inf (``nan`` then counts NaN and Inf at the
+    last checkpoint)."""
 
     def to_json(self) -> dict[str, Any]:
-        """``{"key", "dtype", "shape", "nbytes", "size", "nan", "inf", "unreadable"}``."""
+        """``{"key", "dtype", "shape", "nbytes", "size", "nan", "inf", "unreadable", "since"}``."""
         return {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "nbytes": self.nbytes,
-                "size": self.size, "nan": self.nan, "inf": self.inf, "unreadable": self.unreadable}
+                "size": self.size, "nan": self.nan, "inf": self.inf, "unreadable": self.unreadable,
+                "since": self.since}
 
 
 @record
@@ -93,6 +103,9 @@ class SummaryReport:
     same: int = 0
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    run: Any = None
+    """For a run: its :class:`~formats.ops.report.model.RunReport` (the checkpoints), whose ``trend.variables``
+    are here only the :data:`DETAIL_LIMIT` whose norm changed most, biggest first."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"summary": true, "paths", "format", "tensors", "nbytes", "parameters", "patterns", "layers",
@@ -104,7 +117,8 @@ class SummaryReport:
                 "details": [v.to_json() for v in self.details], "changed": [p.to_json() for p in self.pairs],
                 "counts": {"changed": self.changed, "only_in_a": self.only_in_a, "only_in_b": self.only_in_b,
                            "same": self.same},
-                "keys_packed": self.keys.packed, "notes": self.notes}
+                "keys_packed": self.keys.packed, "notes": self.notes,
+                "run": None if self.run is None else self.run.to_json()}
 
 
 def _ordered_lines(keys: Sequence[str], flags: Sequence[int]) -> Iterator[tuple[int, str]]:
@@ -211,3 +225,49 @@ def diff_summary(ca: Checkpoint, cb: Checkpoint, patterns: Sequence[str] = (), *
         pack_keys(_ordered_lines(keys, [flag[k] for k in keys]), len(keys), key_budget), pairs=pairs,
         changed=len(changes), only_in_a=len(found.only_in_a), only_in_b=len(found.only_in_b), same=found.same,
         notes=list(found.notes))
+
+
+def _norm_change(v: Any) -> float:
+    """How much a variable's norm moved from its first to its last checkpoint, relative to the first (inf from
+    zero to something, 0.0 when either is unknown)."""
+    norms = [x for x in v.norm if x is not None]
+    if len(norms) < 2:
+        return 0.0
+    first, last = norms[0], norms[-1]
+    return abs(last - first) / abs(first) if first else (float("inf") if last else 0.0)
+
+
+def run_summary(run: Any, detail_limit: int = DETAIL_LIMIT, key_budget: int = KEY_BUDGET) -> SummaryReport:
+    """The :class:`SummaryReport` of a :class:`~formats.ops.report.model.RunReport` of many variables: groups
+    over its variables (parameters and bytes at the last checkpoint), every variable that held NaN or Inf, the
+    ``detail_limit`` whose norm changed most (first to last checkpoint) drawn in full."""
+    from formats.core import dtypes
+    from formats.core.records import replace
+
+    trend = run.trend
+    variables = trend.variables
+    keys = [v.key for v in variables]
+    sizes = [math.prod(v.shape) for v in variables]
+    nbytes = [size * _itemsize(dtypes, v.dtype) for v, size in zip(variables, sizes)]
+    bad = [v.nonfinite_from is not None for v in variables]
+    top = sorted(range(len(variables)), key=lambda i: (-_norm_change(variables[i]), keys[i]))[:detail_limit]
+    flags = [int(b) for b in bad]
+    for i in top:
+        flags[i] |= 8
+    flagged = [TensorRow(v.key, v.dtype, tuple(v.shape), nb, size, next((n for n in reversed(v.nonfinite)
+                                                                           if n is not None), 0) or 0,
+                         since=v.nonfinite_from)
+               for v, nb, size, b in zip(variables, nbytes, sizes, bad) if b]
+    depth = layer_depth(keys)
+    shown = replace(run, trend=replace(trend, variables=[variables[i] for i in top]))
+    return SummaryReport(
+        "run", [trend.path], f"{len(trend.checkpoints)} checkpoints", len(keys), sum(nbytes), sum(sizes),
+        group_rows(keys, nbytes, sizes, bad, "pattern"), group_rows(keys, nbytes, sizes, bad, "layer", depth), depth,
+        flagged, pack_keys(_ordered_lines(keys, flags), len(keys), key_budget), notes=list(trend.notes), run=shown)
+
+
+def _itemsize(dtypes: Any, name: str) -> int:
+    try:
+        return int(dtypes.by_name(name.removesuffix("_ref")).itemsize)
+    except ValueError:
+        return 0

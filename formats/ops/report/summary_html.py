@@ -14,13 +14,15 @@ from formats.core.shapes import shape_text
 from formats.core.units import human_bytes
 from formats.ops.report.assets import CSS
 from formats.ops.report.digest import PLACEHOLDERS
-from formats.ops.report.html import _change_row, _CHANGE, _pair, _variable, anchor, content_policy, esc, script_json
+from formats.ops.report.html import (_CHANGE, _change_row, _pair, _trend, _variable, _when, anchor, content_policy,
+                                     esc, script_json)
 from formats.ops.report.summary import FLAGS, KEY_BUDGET
 from formats.ops.report.summary_assets import SUMMARY_CSS, SUMMARY_SCRIPT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
     from formats.ops.report.digest import Group
     from formats.ops.report.summary import SummaryReport
@@ -29,7 +31,8 @@ __all__ = ["render_summary_html", "render_summary_fragment", "PAGE_LIMIT", "BUDG
 
 PAGE_LIMIT = 10_000_000
 """The most bytes a summary page takes."""
-BUDGETS = {"flagged": 1_500_000, "changes": 600_000, "patterns": 400_000, "layers": 400_000, "details": 1_200_000}
+BUDGETS = {"flagged": 1_500_000, "changes": 600_000, "patterns": 400_000, "layers": 400_000, "details": 1_200_000,
+           "checkpoints": 300_000}
 """Bytes of each section's rows."""
 TEXT_LIMIT = 2_000
 """Characters shown of a path, a note or a group's name (each at most 8 bytes once escaped)."""
@@ -81,7 +84,8 @@ def render_summary_fragment(report: SummaryReport) -> str:
            f'<table class="found"></table>')
     meta = {"kind": report.kind, "total": report.keys.total, "packed": report.keys.packed,
             "flags": [[name, bit] for name, bit in legend]}
-    sections = (_changes(report) if report.kind == "diff" else "") + _flagged(report) + \
+    lead = {"diff": _changes, "run": _run_changes}.get(report.kind)
+    sections = (lead(report) if lead else "") + _flagged(report) + \
         _groups("By pattern", report.patterns, "patterns", report.kind) + \
         _groups("By layer", report.layers, "layers", report.kind) + _details(report)
     return (f'<div class="ckpt-report summary"><style>{CSS}{SUMMARY_CSS}</style>{_head(report)}{bar}{sections}'
@@ -116,6 +120,8 @@ def _link(key: str, detailed: bool) -> str:
 def _flagged(r: SummaryReport) -> str:
     if not r.flagged:
         return '<h2>NaN / Inf (0)</h2><p class="facts">No tensor holds NaN or Inf.</p>'
+    if r.kind == "run":
+        return _run_flagged(r)
     detailed = {v.key for v in r.details} | {p.change.key for p in r.pairs}
     title = "NaN / Inf appeared" if r.kind == "diff" else "NaN / Inf / unreadable"
     rows = (f'<tr data-key="{esc(t.key)}"><td class="k">{_link(t.key, t.key in detailed)}</td>'
@@ -156,7 +162,11 @@ def _groups(title: str, groups: list[Group], budget: str, kind: str) -> str:
 
 
 def _details(r: SummaryReport) -> str:
-    if r.kind == "diff":
+    if r.kind == "run":
+        t = r.run.trend
+        ends = (t.when(0), t.when(len(t.checkpoints) - 1)) if t.checkpoints else ("", "")
+        articles = [_trend(v, t, ends) for v in t.variables]
+    elif r.kind == "diff":
         top = max((p.change.stats.get("rel_l2") or 0.0 for p in r.pairs), default=0.0) or 1.0
         articles = [_pair(p, top) for p in r.pairs]
     else:
@@ -171,3 +181,41 @@ def _details(r: SummaryReport) -> str:
     more = f'<p class="facts">and {len(articles) - len(out)} more left out (the page\'s budget)</p>' \
         if len(out) < len(articles) else ""
     return f"<h2>Detail ({len(out):,} tensors)</h2>{''.join(out)}{more}"
+
+
+# -- a run ------------------------------------------------------------------------------------------------
+def _run_changes(r: SummaryReport) -> str:
+    """The checkpoints (bounded) and the variables whose norm moved most, biggest first."""
+    from formats.ops.report.svg import number
+
+    t = r.run.trend
+    rows = (f"<tr data-key=\"{esc(_cut(p))}\"><td>{'' if s is None else s}</td><td>{'-' if o is None else o}</td>"
+            f"<td>{_when(m)}</td><td class=\"k\">{esc(_cut(p))}</td></tr>"
+            for p, s, o, m in zip(t.checkpoints, t.steps, t.own_steps, r.run.mtimes))
+    head = '<tr><th>save</th><th>step</th><th>time</th><th class="k">path</th></tr>'
+    table = (f"<h2>Checkpoints ({len(t.checkpoints):,})</h2><table>{head}"
+             f"{_bounded(rows, len(t.checkpoints), BUDGETS['checkpoints'], 'ckpt ls DIR lists them')}</table>")
+
+    def ends(v: Any) -> tuple[float | None, float | None]:
+        norms = [x for x in v.norm if x is not None]
+        return (norms[0], norms[-1]) if norms else (None, None)
+
+    moved = (f'<tr data-key="{esc(v.key)}"><td class="k">{_link(v.key, True)}</td><td>{number(ends(v)[0])}</td>'
+             f"<td>{number(ends(v)[1])}</td></tr>" for v in t.variables)
+    head = '<tr><th class="k">key</th><th>first norm</th><th>last norm</th></tr>'
+    body = _bounded(moved, len(t.variables), BUDGETS["changes"], "the search finds every key")
+    return (f"{table}<h2>Largest norm changes ({len(t.variables):,} of {r.tensors:,}), first to last checkpoint"
+            f"</h2><table>{head}{body}</table>")
+
+
+def _run_flagged(r: SummaryReport) -> str:
+    if not r.flagged:
+        return '<h2>NaN / Inf (0)</h2><p class="facts">No variable held NaN or Inf.</p>'
+    t = r.run.trend
+    detailed = {v.key for v in t.variables}
+    rows = (f'<tr data-key="{esc(x.key)}"><td class="k">{_link(x.key, x.key in detailed)}</td>'
+            f"<td>{esc(x.dtype)}</td><td>{shape_text(x.shape)}</td><td>{x.nan:,}</td>"
+            f"<td>{esc(t.when(x.since)) if x.since is not None else ''}</td></tr>" for x in r.flagged)
+    head = ('<tr><th class="k">key</th><th>dtype</th><th>shape</th><th>NaN+Inf (last)</th><th>from</th></tr>')
+    body = _bounded(rows, len(r.flagged), BUDGETS["flagged"], "search with the non-finite filter: it finds them all")
+    return f'<h2>NaN / Inf ({len(r.flagged):,})</h2><table class="flagged">{head}{body}</table>'
