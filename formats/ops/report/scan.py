@@ -21,12 +21,14 @@ if TYPE_CHECKING:
 
     from formats.core.model import TensorEntry
 
-__all__ = ["TensorColumns", "scan_tensors", "SMALL_ELEMENTS", "BATCH_ELEMENTS"]
+__all__ = ["TensorColumns", "scan_tensors", "SMALL_ELEMENTS", "BATCH_ELEMENTS", "STREAM_ELEMENTS"]
 
 SMALL_ELEMENTS = 1 << 16
 """Tensors of at most this many elements are read whole and batched; larger ones stream in chunks."""
 BATCH_ELEMENTS = 1 << 20
 """Values gathered before a batch is reduced (one float64 copy of them at a time: 8 MiB)."""
+STREAM_ELEMENTS = 1 << 18
+"""Elements per chunk of a large tensor (its float64 copy and the temporaries: about 12 MiB)."""
 BATCH_TENSORS = 8192
 """Arrays gathered before a batch is reduced (each a small numpy object until then)."""
 
@@ -116,11 +118,11 @@ def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], 
             cols.unreadable[i] = True
         elif wanted and entry.size:
             cols.numeric[i] = True
-            if entry.size <= SMALL_ELEMENTS:
+            if entry.size <= SMALL_ELEMENTS:  # a view into the file's map at most: held until its batch
                 batches.add(i, entry.read())
             else:
-                for chunk in iter_chunks(entry, chunk_elements):
-                    batches.add(i, as_float(chunk))  # a copy: the chunk may be a view valid until the next
+                for chunk in iter_chunks(entry, min(chunk_elements, STREAM_ELEMENTS)):
+                    _reduce(cols, [chunk], [i])  # now: the chunk may be a view valid only until the next
         done_bytes += entry.nbytes
         done += 1
         if progress is not None and batches.arrays == 0:
