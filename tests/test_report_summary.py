@@ -290,3 +290,31 @@ def test_run_summary_lists_diverged_variables_and_largest_norm_changes(tmp_path:
     order = re.findall(r'<tr data-key="([^"]+)"><td class="k"><a', text.split("Largest norm changes", 1)[1])
     assert order[:2] == ["layer_5/w", "layer_9/w"]
     assert {r[0]: r[1] for r in table_rows(text, "groups")}["layer_{i}/w"] == "1,100"
+
+
+def test_scan_counts_as_numpy_does_for_every_dtype_and_size() -> None:
+    import ml_dtypes
+
+    from formats.ops.report.scan import SMALL_ELEMENTS, STREAM_ELEMENTS, scan_tensors
+
+    rng = np.random.default_rng(11)
+    big = rng.normal(size=SMALL_ELEMENTS * 5 + 7).astype(np.float32)
+    big[[3, STREAM_ELEMENTS + 1, -1]] = [np.nan, np.inf, 0.0]
+    values = {"a_f16": np.array([1.5, np.nan, -np.inf, 0.0], np.float16),
+              "b_bf16": np.array([2.0, -3.0, np.nan], ml_dtypes.bfloat16),
+              "c_i32": np.array([[0, -7], [5, 0]], np.int32), "d_bool": np.array([True, False, False]),
+              "e_c64": np.array([1 + 1j, np.nan + 0j, 0j, complex(np.inf, 1)], np.complex64),
+              "f_empty": np.zeros((0, 3), np.float32), "g_big": big, "h_f64": np.array(-4.0),
+              "i_str": np.array([b"x"], dtype=object)}
+    entries = list(memory_checkpoint("mem", values).values())
+    cols = scan_tensors(entries)
+    for i, (key, v) in enumerate(values.items()):
+        if v.dtype == object:
+            assert not cols.numeric[i] and cols.nan[i] == cols.inf[i] == 0
+            continue
+        x = np.abs(v.astype(np.complex128)) if v.dtype.kind == "c" else v.astype(np.float64)
+        finite = x[np.isfinite(x)]
+        assert (cols.nan[i], cols.inf[i], cols.zeros[i]) == (np.isnan(x).sum(), np.isinf(x).sum(),
+                                                              (x == 0).sum()), key
+        assert cols.absmax[i] == (np.abs(finite).max() if finite.size else 0.0), key
+        assert cols.sumsq[i] == pytest.approx(float((finite * finite).sum()), rel=1e-12), key
