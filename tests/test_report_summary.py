@@ -111,7 +111,7 @@ def test_every_key_is_in_the_search_data_with_its_flags(page: str, bundle) -> No
     keys = {line[1:].replace("\u2424", "\n"): ord(line[0]) - 64 for line in lines}
     assert len(lines) == len(values) and set(keys) == set(values)
     bad = nonfinite(values)
-    assert {k for k, f in keys.items() if f & BIT["nonfinite"]} == set(bad)
+    assert {k for k, f in keys.items() if f & BIT["NaN/Inf"]} == set(bad)
     assert {k for k, f in keys.items() if f & BIT["all-zero"]} == {"zeros/w"}
     assert not any(f & BIT["unreadable"] for f in keys.values())
     largest = max(values, key=lambda k: values[k].nbytes if values[k].dtype != object else 0)
@@ -184,7 +184,7 @@ def test_page_size_is_bounded_by_construction() -> None:
     assert b"The search holds" in data and b"list them with ckpt ls" in data
     lines = packed_lines(data.decode("utf-8"))
     assert len(lines) == report.keys.packed
-    assert b"more (search with the non-finite filter" in data
+    assert b"more (search with the NaN/Inf filter" in data
 
 
 @pytest.mark.parametrize("budget", [100, 4_000, 50_000])
@@ -247,7 +247,7 @@ def test_diff_summary_lists_the_largest_changes_first(tmp_path: Path, run_cli) -
     assert set(flags) == set(a) | set(b)
     changed = {k for k in a if k in b and not np.array_equal(a[k], b[k], equal_nan=True)}
     assert {k for k, f in flags.items() if f & bits["changed"]} == changed
-    assert {k for k, f in flags.items() if f & bits["nonfinite"]} == {"block_30/w"}
+    assert {k for k, f in flags.items() if f & bits["NaN/Inf"]} == {"block_30/w"}
     assert {k for k, f in flags.items() if f & bits["only in A"]} == {"gone"}
     assert {k for k, f in flags.items() if f & bits["only in B"]} == {"extra"}
     finite = [k for k in changed if k != "block_30/w"]

@@ -44,9 +44,9 @@ DETAIL_LIMIT = 100
 KEY_BUDGET = 5_000_000
 """Base64 characters of the packed keys in a summary page."""
 
-FLAGS = {"checkpoint": (("nonfinite", 1), ("unreadable", 2), ("all-zero", 4), ("detailed", 8)),
-         "diff": (("nonfinite", 1), ("only in A", 2), ("only in B", 4), ("detailed", 8), ("changed", 16)),
-         "run": (("nonfinite", 1), ("detailed", 8))}
+FLAGS = {"checkpoint": (("NaN/Inf", 1), ("unreadable", 2), ("all-zero", 4), ("detailed", 8)),
+         "diff": (("NaN/Inf", 1), ("only in A", 2), ("only in B", 4), ("detailed", 8), ("changed", 16)),
+         "run": (("NaN/Inf", 1), ("detailed", 8))}
 """The bits of a key's flag in the search data, by report kind."""
 
 

@@ -129,7 +129,7 @@ def _flagged(r: SummaryReport) -> str:
             f"<td>{t.inf:,}</td><td class=\"k\">{esc(t.unreadable or '')}</td></tr>" for t in r.flagged)
     head = ('<tr><th class="k">key</th><th>dtype</th><th>shape</th><th>elements</th><th>NaN</th><th>Inf</th>'
             '<th class="k">unreadable</th></tr>')
-    body = _bounded(rows, len(r.flagged), BUDGETS["flagged"], "search with the non-finite filter: it finds them all")
+    body = _bounded(rows, len(r.flagged), BUDGETS["flagged"], "search with the NaN/Inf filter: it finds them all")
     return f'<h2>{title} ({len(r.flagged):,})</h2><table class="flagged">{head}{body}</table>'
 
 
@@ -217,5 +217,5 @@ def _run_flagged(r: SummaryReport) -> str:
             f"<td>{esc(x.dtype)}</td><td>{shape_text(x.shape)}</td><td>{x.nan:,}</td>"
             f"<td>{esc(t.when(x.since)) if x.since is not None else ''}</td></tr>" for x in r.flagged)
     head = ('<tr><th class="k">key</th><th>dtype</th><th>shape</th><th>NaN+Inf (last)</th><th>from</th></tr>')
-    body = _bounded(rows, len(r.flagged), BUDGETS["flagged"], "search with the non-finite filter: it finds them all")
+    body = _bounded(rows, len(r.flagged), BUDGETS["flagged"], "search with the NaN/Inf filter: it finds them all")
     return f'<h2>NaN / Inf ({len(r.flagged):,})</h2><table class="flagged">{head}{body}</table>'
