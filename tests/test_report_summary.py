@@ -318,3 +318,15 @@ def test_scan_counts_as_numpy_does_for_every_dtype_and_size() -> None:
                                                               (x == 0).sum()), key
         assert cols.absmax[i] == (np.abs(finite).max() if finite.size else 0.0), key
         assert cols.sumsq[i] == pytest.approx(float((finite * finite).sum()), rel=1e-12), key
+
+
+def test_summary_lists_each_unreadable_tensor(tmp_path: Path) -> None:
+    import formats
+
+    from .test_unreadable_entries import DATETIME, PICKLED, _npz
+
+    report = formats.report(_npz(tmp_path / "m.npz"), page="summary")
+    doc = report.to_json()["checkpoint"]
+    assert {r["key"]: r["unreadable"] for r in doc["flagged"]} == {"bad": PICKLED, "t": DATETIME}
+    flags = {line[1:]: ord(line[0]) - 64 for line in packed_lines(report.to_html())}
+    assert {k for k, f in flags.items() if f & BIT["unreadable"]} == {"bad", "t"} and set(flags) == {"ok", "bad", "t"}
