@@ -62,3 +62,31 @@ def test_summary_search_finds_every_key_offline(bundle, run_cli, tmp_path: Path,
         page.eval("window.scrollTo(0, 0)")
         page.screenshot(Path(folder) / "report-summary-small.png")
     assert page.errors == []
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "diff"])
+def test_hostile_keys_in_a_summary_run_no_script(tmp_path: Path, page: Page, kind: str) -> None:
+    import numpy as np
+
+    from formats.ops.report.build import build_report
+
+    from .test_diff import memory_checkpoint
+    from .test_report import HOSTILE
+
+    values = {k: np.arange(6, dtype=np.float32).reshape(2, 3) + i for i, k in enumerate(HOSTILE)}
+    values[HOSTILE[0]][0, 0] = np.nan
+    sides = [memory_checkpoint("<b>x</b>", values)]
+    if kind == "diff":
+        sides.append(memory_checkpoint("b", {k: v * 2 for k, v in values.items()}))
+    out = tmp_path / f"hostile-{kind}.html"
+    build_report(sides, page="summary").write_html(str(out))
+    page.errors.clear()
+    page.open(out)
+    assert page.eval("""(async () => { for (let i = 0; i < 100; i++) {
+        if (document.querySelector('.ckpt-report').getAttribute('data-keys-loaded') !== null) { return true; }
+        await new Promise(r => setTimeout(r, 50)); } return false; })()""")
+    found = _search(page, "", 8)  # every detailed key, drawn by the script as text
+    assert len(found) == len(HOSTILE) and any("<script>" in k for k in found)
+    assert page.eval("typeof window.__pwned") == "undefined"
+    assert page.eval("document.querySelectorAll('img').length") == 0
+    assert page.errors == []
