@@ -196,6 +196,7 @@ def test_packed_keys_stay_within_their_budget(budget: int) -> None:
     text = zlib.decompress(base64.b64decode(packed.text), -15).decode()
     got = text.split("\n") if text else []
     assert [line[1:] for line in got] == keys[:packed.packed] and len(got) == packed.packed < len(keys)
+    assert len(packed.text) >= 0.9 * budget or budget < 1_000  # halving fills the budget
 
 
 def test_a_million_tiny_keys_fit(tmp_path: Path) -> None:

@@ -90,3 +90,24 @@ def test_hostile_keys_in_a_summary_run_no_script(tmp_path: Path, page: Page, kin
     assert page.eval("typeof window.__pwned") == "undefined"
     assert page.eval("document.querySelectorAll('img').length") == 0
     assert page.errors == []
+
+
+def test_a_search_missing_keys_says_so(tmp_path: Path, page: Page) -> None:
+    import numpy as np
+
+    from formats.ops.report.summary import checkpoint_summary
+    from formats.ops.report.summary_html import render_summary_html
+
+    from .test_diff import memory_checkpoint
+
+    ckpt = memory_checkpoint("m", {f"{np.random.default_rng(i).bytes(16).hex()}": np.ones(2) for i in range(3000)})
+    summary = checkpoint_summary(ckpt, key_budget=20_000)
+    assert 0 < summary.keys.packed < 3000
+    out = tmp_path / "partial.html"
+    out.write_text(render_summary_html(summary), "utf-8")
+    page.errors.clear()
+    page.open(out)
+    _search(page, "a")
+    assert f"(the search holds {summary.keys.packed:,} of 3,000)" in page.eval(
+        "document.querySelector('.count').textContent")
+    assert page.errors == []

@@ -8,8 +8,9 @@
   the key's first path parts, as many as it takes for the checkpoint to have two groups or more, at most 3),
   with each placeholder's smallest and largest number; counts exact.
 - :func:`pack_keys`: ``flag + key`` lines, newline-joined, raw-deflate compressed and base64-encoded, at most
-  ``budget`` characters by construction: keys are added in chunks, the stream flushed after each, and the
-  chunk that would pass the budget is left out with everything after it (the count packed says so).
+  ``budget`` characters by construction: keys are added in chunks, the stream flushed after each; a chunk
+  that would pass the budget is tried in halves, and the first line that does not fit is left out with
+  everything after it (the count packed says so).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from formats.core.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 __all__ = ["key_pattern", "layer_depth", "layer_of", "Group", "group_rows", "PackedKeys", "pack_keys", "PLACEHOLDERS"]
 
@@ -139,9 +140,25 @@ def _line(flag: int, key: str) -> str:
     return _FLAG_CHARS[flag] + safe_text(key).replace("\n", "\u2424")
 
 
+def _chunks(lines: Iterable[tuple[int, str]], chunk: int) -> Iterator[list[str]]:
+    """The lines as text, in lists of about ``chunk`` characters."""
+    pending: list[str] = []
+    size = 0
+    for flag, key in lines:
+        text = _line(flag, key)
+        pending.append(text)
+        size += len(text) + 1
+        if size >= chunk:
+            yield pending
+            pending, size = [], 0
+    if pending:
+        yield pending
+
+
 def pack_keys(lines: Iterable[tuple[int, str]], total: int, budget: int, chunk: int = 1 << 18) -> PackedKeys:
     """``lines`` (``(flag 0-63, key)``) packed as :class:`PackedKeys` in at most ``budget`` base64 characters
-    (a key's newline shows as U+2424; keys made valid UTF-8 as :func:`~formats.core.names.safe_text` does)."""
+    (a key's newline shows as U+2424; keys made valid UTF-8 as :func:`~formats.core.names.safe_text` does).
+    A chunk that passes the budget is tried again in halves, down to one line, so the budget is filled."""
     import base64
     import zlib
 
@@ -149,31 +166,22 @@ def pack_keys(lines: Iterable[tuple[int, str]], total: int, budget: int, chunk: 
     comp = zlib.compressobj(6, zlib.DEFLATED, -15)
     out: list[bytes] = []
     size = packed = raw = 0
-    pending: list[str] = []
-    pending_bytes = 0
-    iterator = iter(lines)
-    done = False
-    while not done:
-        for flag, key in iterator:
-            text = _line(flag, key)
-            pending.append(text)
-            pending_bytes += len(text) + 1
-            if pending_bytes >= chunk:
-                break
-        else:
-            done = True
-        if not pending:
-            break
-        before = comp.copy()
-        data = ("\n" if packed else "") + "\n".join(pending)
-        piece = comp.compress(data.encode("utf-8")) + comp.flush(zlib.Z_SYNC_FLUSH)
-        if size + len(piece) > limit:
+    full = False
+    for batch in _chunks(lines, chunk):
+        queue = [batch]
+        while queue and not full:
+            part = queue.pop(0)
+            data = (("\n" if packed else "") + "\n".join(part)).encode("utf-8")
+            before = comp.copy()
+            piece = comp.compress(data) + comp.flush(zlib.Z_SYNC_FLUSH)
+            if size + len(piece) <= limit:
+                out.append(piece)
+                size, packed, raw = size + len(piece), packed + len(part), raw + len(data)
+                continue
             comp = before
+            full = len(part) == 1
+            queue[:0] = [] if full else [part[:len(part) // 2], part[len(part) // 2:]]
+        if full:
             break
-        out.append(piece)
-        size += len(piece)
-        packed += len(pending)
-        raw += len(data.encode("utf-8"))
-        pending, pending_bytes = [], 0
     out.append(comp.flush(zlib.Z_FINISH))
     return PackedKeys(base64.b64encode(b"".join(out)).decode("ascii"), packed, total, raw)

@@ -55,7 +55,9 @@ SUMMARY_SCRIPT = r"""
     if (lines === null) { return; }
     var q = search.value.trim().toLowerCase(), bit = parseInt(which.value, 10) || 0;
     found.textContent = "";
-    if (!q && !bit) { count.textContent = lines.length.toLocaleString() + " keys"; return; }
+    var partial = meta.packed < meta.total ? " (the search holds " + meta.packed.toLocaleString() + " of " +
+      meta.total.toLocaleString() + ")" : "";
+    if (!q && !bit) { count.textContent = lines.length.toLocaleString() + " keys" + partial; return; }
     var n = 0;
     for (var i = 0; i < lines.length; i++) {
       var flag = lines[i].charCodeAt(0) - 64;
@@ -80,7 +82,7 @@ SUMMARY_SCRIPT = r"""
       found.appendChild(row);
     }
     count.textContent = n.toLocaleString() + " of " + lines.length.toLocaleString() + " keys" +
-      (n > SHOWN ? ", the first " + SHOWN + " shown" : "");
+      (n > SHOWN ? ", the first " + SHOWN + " shown" : "") + partial;
   }
   function load() {
     var text = root.querySelector("script.ckpt-keys").textContent.trim();
@@ -107,7 +109,6 @@ SUMMARY_SCRIPT = r"""
   function later() { clearTimeout(timer); timer = setTimeout(show, 120); }
   search.addEventListener("input", later);
   which.addEventListener("change", show);
-  if (meta.packed < meta.total) { count.textContent = "search holds " + meta.packed + " of " + meta.total + " keys"; }
   load().catch(function (e) { count.textContent = "search unavailable: " + e; });
 })();
 """.replace("%SHOWN%", str(SHOWN))
