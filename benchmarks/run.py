@@ -46,7 +46,7 @@ TF_LIST = "import sys, tensorflow as tf\nfor k, s in tf.train.list_variables(sys
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 PYTHON = sys.executable
 """The Python of the regular install under test (set by :func:`install`): ``python -c pass`` and ``-m ckpt_cli``."""
-COMMAND_WORDS = ("ls", "verify", "diff", "stats", "show", "extract", "rename", "convert", "average")
+COMMAND_WORDS = ("ls", "verify", "diff", "stats", "show", "extract", "rename", "convert", "average", "report")
 ONLY: set[str] = set()
 """The ckpt commands whose rows run (``--only``); empty: every row."""
 
@@ -391,6 +391,21 @@ def measure_wide(work: Path, runs: int, ck: str, n: int = 100_000) -> list[Row]:
     return rows
 
 
+def measure_report(inputs: dict[str, str], work: Path, runs: int, ck: str) -> list[Row]:
+    """Scale rows of ``report``: the summary page of the 50,000- and 1,000,000-tensor checkpoints, its size
+    beside the 10 MB bound it holds by construction."""
+    rows = []
+    for name, label in (("many", "50,000"), ("million", "1,000,000")):
+        if name not in inputs or not wanted("report"):
+            continue
+        out = work / f"report-{name}.html"
+        ours, _ = pair(f"{ck} report {inputs[name]} -o {out} --force", None, max(1, runs // 3))
+        size = out.stat().st_size
+        rows.append(Row(f"report ({label} tensors; page {size / 1e6:.2f} MB)", ours, "-", None, "page <= 10 MB",
+                        size <= 10_000_000))
+    return rows
+
+
 def _ratio(x: float) -> str:
     """Two decimals, three below 0.1 (so that 0.046x is not shown as the 0.05x goal)."""
     return f"{x:.3f}x" if x < 0.1 else f"{x:.2f}x"
@@ -437,6 +452,7 @@ def main() -> None:
     rows = measure(inputs, work, args.runs, ckpt)
     rows += measure_wide(work, max(3, args.runs // 2), " ".join(ckpt))
     rows += measure_layouts(inputs, work, args.runs, " ".join(ckpt))
+    rows += measure_report(inputs, work, args.runs, " ".join(ckpt))
     rows = [r for r in rows if r.ours.times]
     header = (f"Measured {datetime.date.today().isoformat()} on {platform.machine()} Linux, "
               f"{len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}; {args.runs} runs of each "

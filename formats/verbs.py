@@ -124,17 +124,19 @@ def stats(source: Source, patterns: Sequence[str] = (), *, jobs: int | None = No
 
 def report(*sources: Source, kind: str | None = None, patterns: Sequence[str] = (), bins: int = 48,
            log_bins: bool = False, jobs: int | None = None, progress: Progress | None = None,
-           executor: str | Executor | None = None) -> Report:
+           executor: str | Executor | None = None, page: str = "auto") -> Report:
     """A report of one checkpoint, a pair (the diff) or a run directory (``ckpt report``): the data as
     ``report.to_json()``, the self-contained page as ``report.to_html()`` (Jupyter shows it). ``kind`` is found
     from ``sources`` when None (``checkpoint``, ``diff`` or ``run``); ``bins``: histogram bins per tensor;
     ``log_bins``: also each tensor's histogram of log10 |x| (about as much work again); ``executor`` as for
-    :func:`verify` (a checkpoint's or a pair's tensors are read in units there)."""
+    :func:`verify` (a checkpoint's or a pair's tensors are read in units there); ``page``: ``full`` (a section per
+    tensor), ``summary`` (a page of bounded size, :mod:`formats.ops.report.summary`) or ``auto`` (summary past
+    1,000 tensors at 48 bins)."""
     from formats.ops.report.build import build_report
 
     scales = ("linear", "log") if log_bins else ("linear",)
     return build_report(list(sources), kind=kind, bins=bins, scales=scales, patterns=patterns, jobs=jobs,
-                        progress=progress, executor=executor)
+                        progress=progress, executor=executor, page=page)
 
 
 def extract(source: Source, patterns: Sequence[str], output: str | os.PathLike[str], *, mode: str = "auto",

@@ -25,7 +25,7 @@ def run(env: Environment, p: Params) -> int:
     kind = report_kind(p.paths) if p.kind == "auto" else p.kind
     if kind == "run":
         result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
-                              jobs=p.jobs, executor=p.executor)
+                              jobs=p.jobs, executor=p.executor, page=p.page)
     else:
         result = _report(p, kind)
     written = result.write_html(p.out, force=p.force) if p.out is not None else None
@@ -54,7 +54,7 @@ def _report(p: Params, kind: str) -> Report:
         total = sum(e.nbytes for c in opened for e in c.values())
         with progress_for(opened[0], "reading", total=total) as progress:
             return verbs.report(*opened, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
-                                jobs=p.jobs, progress=progress, executor=p.executor)
+                                jobs=p.jobs, progress=progress, executor=p.executor, page=p.page)
 
 
 SPEC = Command(
@@ -72,7 +72,9 @@ SPEC = Command(
     every variable's norm over the steps. The page needs no network (CSS, script and SVG inline), has a search
     box over keys and an anchor per tensor (report.html#k-KEY). Tensors are read
     in chunks on --jobs threads, or on the workers of a Dask cluster
-    (--executor dask://HOST:PORT); the page stays a few KB per tensor.
+    (--executor dask://HOST:PORT); the page stays a few KB per tensor. Past
+    1,000 tensors it is a summary of bounded size (--page): groups by pattern
+    and layer, every NaN/Inf, the largest changes, a search over every key.
 
     \b
     Examples:
@@ -93,6 +95,10 @@ SPEC = Command(
             help="Histogram bins per tensor."),
         Opt("--log-bins", flag=True,
             help="Also each tensor's histogram of log10 |x| (magnitudes over decades; about as much work again)."),
+        Opt("--page", type=("auto", "full", "summary"), default="auto", show_default=True,
+            help="full: a section per tensor; summary: a page of bounded size (under 10 MB at any count: "
+                 "tensors by pattern and layer, every NaN/Inf, the largest changes, detail for 100, a search "
+                 "over every key); auto: summary past 1,000 tensors at 48 bins (tensors x bins x scales > 48,000)."),
         Opt("--force", flag=True, help="Replace an existing OUT."),
         json_option("The report's data as JSON on stdout (with -o, the page is written too)."),
         jobs_option(),

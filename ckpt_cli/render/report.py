@@ -9,6 +9,14 @@ from .table import emit
 
 
 def _what(report: Any) -> str:
+    if report.summary is not None:
+        s = report.summary
+        if report.kind == "diff":
+            return (f"summary: {s.changed} changed, {s.only_in_a} only in A, {s.only_in_b} only in B, {s.same} same; "
+                    f"{s.keys.packed} of {s.keys.total} keys searchable")
+        if report.kind == "run":
+            return f"summary of {s.tensors} variables, {len(s.flagged)} held NaN/Inf"
+        return f"summary of {s.tensors} tensors, {len(s.flagged)} with NaN/Inf/unreadable"
     if report.kind == "checkpoint":
         return f"{len(report.checkpoint.variables)} tensors"
     if report.kind == "diff":

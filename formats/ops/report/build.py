@@ -24,12 +24,13 @@ from formats.core.errors import UsageError
 from formats.core.executors import Executor, executor_for
 from formats.core.model import OPTIMIZER_ROLES, Checkpoint, TensorEntry
 from formats.core.selection import select
-from formats.core.values import CHUNK_ELEMENTS, value_kind
+from formats.core.values import CHUNK_ELEMENTS
 from formats.ops.inspect.histogram import LINEAR
 from formats.ops.inspect.stats import TensorStats, stats_unit, tensor_stats
 from formats.ops.inspect.tree import TreeNode, build_tree
 from formats.ops.report.model import KINDS, CheckpointReport, DiffReport, PairReport, RunReport, VariableReport
 from formats.ops.report.result import Report
+from formats.ops.report.summary import FULL_PAGE_CELLS
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False
@@ -40,8 +41,11 @@ if TYPE_CHECKING:
 
     Progress = Callable[[int, int], None]
 
-__all__ = ["DEFAULT_BINS", "build_report", "checkpoint_report", "diff_report", "run_report", "report_kind",
+__all__ = ["PAGES", "DEFAULT_BINS", "build_report", "checkpoint_report", "diff_report", "run_report", "report_kind",
            "variable_report"]
+
+PAGES = ("auto", "full", "summary")
+"""What page a report draws: ``full``, ``summary`` or ``auto`` (:func:`_summary`)."""
 
 DEFAULT_BINS = 48
 """Histogram bins per tensor and scale (the page holds about 1 KB per tensor for them)."""
@@ -67,16 +71,19 @@ def report_kind(paths: Sequence[str]) -> str:
 def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: str | None = None,
                  bins: int = DEFAULT_BINS, scales: Sequence[str] = (LINEAR,), patterns: Sequence[str] = (),
                  jobs: int | None = 1, progress: Progress | None = None,
-                 executor: str | Executor | None = None) -> Report:
+                 executor: str | Executor | None = None, page: str = "auto") -> Report:
     """The :class:`~formats.ops.report.result.Report` of ``paths`` (``kind`` as :func:`report_kind` finds it when
     None; checkpoints given opened are left open, paths are opened and closed here). ``bins`` and ``scales``:
     each tensor's histograms (:func:`variable_report`). ``executor``: where the units run (``"local"``,
     ``"dask://HOST:PORT"``, an :class:`~formats.core.executors.Executor`; None: ``$CKPT_EXECUTOR``, else local
-    threads); one connection serves the whole report."""
+    threads); one connection serves the whole report. ``page``: ``full``, ``summary`` or ``auto``
+    (:func:`~formats.ops.report.summary.wants_summary`; a run's variables count as tensors of 48 bins)."""
     names = [p.path if isinstance(p, Checkpoint) else os.fspath(p) for p in paths]
     kind = kind or report_kind(names)
     if kind not in KINDS:
         raise UsageError("", f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if page not in PAGES:
+        raise UsageError("", f"page must be one of {', '.join(PAGES)}, not {page!r}")
     if bins < 1:
         raise UsageError("", f"bins must be 1 or more, not {bins}")
     wanted = {"checkpoint": 1, "diff": 2, "run": 1}[kind]
@@ -88,9 +95,23 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
     try:
         if kind == "run":
             report.run = run_report(names[0], patterns, jobs=jobs, executor=chosen)
+            if page == "summary" or page == "auto" and len(report.run.trend.variables) * DEFAULT_BINS > \
+                    FULL_PAGE_CELLS:
+                from formats.ops.report.summary import run_summary
+
+                report.summary = run_summary(report.run)
             return report
         opened += [_open(p) for p in paths]
-        if kind == "diff":
+        if _summary(page, opened, patterns, bins, scales):
+            from formats.ops.report.summary import checkpoint_summary, diff_summary
+
+            if kind == "diff":
+                report.summary = diff_summary(opened[0], opened[1], patterns, jobs=jobs, progress=progress,
+                                              executor=chosen)
+            else:
+                report.summary = checkpoint_summary(opened[0], patterns, bins=bins, scales=scales, jobs=jobs,
+                                                    progress=progress, executor=chosen)
+        elif kind == "diff":
             report.diff = diff_report(opened[0], opened[1], patterns, jobs=jobs, progress=progress, executor=chosen)
         else:
             report.checkpoint = checkpoint_report(opened[0], patterns, bins=bins, scales=scales, jobs=jobs,
@@ -102,6 +123,18 @@ def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: 
         if chosen is not executor:
             chosen.close()
     return report
+
+
+def _summary(page: str, opened: list[Checkpoint], patterns: Sequence[str], bins: int, scales: Sequence[str]) -> bool:
+    """Whether the report of ``opened`` is a summary: asked for, or ``auto`` and the larger side's tensors
+    (selected by ``patterns``) pass :func:`~formats.ops.report.summary.wants_summary`."""
+    if page != "auto":
+        return page == "summary"
+    from formats.core.selection import select_keys
+    from formats.ops.report.summary import wants_summary
+
+    count = max(len(select_keys(c, patterns)[0]) if patterns else len(c) for c in opened)
+    return wants_summary(count, bins, len(scales))
 
 
 def _open(source: str | os.PathLike[str] | Checkpoint) -> Checkpoint:
@@ -193,27 +226,18 @@ def diff_report(ca: Checkpoint, cb: Checkpoint, patterns: Sequence[str] = (), *,
     (:func:`~formats.ops.report.heatmap.heatmap_unit`) run in units on ``jobs`` threads or the workers of
     ``executor``; ``progress(bytes, pairs)`` follows the diff's units."""
     from formats.ops.compare.diff import diff_checkpoints
-    from formats.ops.report.heatmap import heatmap_unit
+    from formats.ops.report.heatmap import drawable, heatmap_unit
 
     found = diff_checkpoints(ca, cb, patterns=patterns, jobs=jobs, progress=progress, chunk_elements=chunk_elements,
                              executor=executor)
     changes = found.by_size()
-    drawn = [(c.a.key, c.b.key) for c in changes if c.kind == "value" and _drawable(ca[c.a.key], cb[c.b.key])]
+    drawn = [(c.a.key, c.b.key) for c in changes if c.kind == "value" and drawable(ca[c.a.key], cb[c.b.key])]
     sizes = [(pair, ca[pair[0]].nbytes + cb[pair[1]].nbytes) for pair in drawn]
     maps = dict(zip(drawn, run_units((ca, cb), heatmap_unit, sizes, None, jobs, executor, chunk_elements,
                                      keys_of=lambda pair: pair)))
     pairs = [PairReport(c, maps.get((c.a.key, c.b.key)) if c.kind == "value" else None) for c in changes]
     return DiffReport(ca.path, cb.path, ca.format, cb.format, pairs, found.only_in_a, found.only_in_b, found.same,
                       found.notes)
-
-
-def _drawable(a: TensorEntry, b: TensorEntry) -> bool:
-    """Whether a value change of ``a`` to ``b`` gets a heatmap: both numeric, readable, 2-D and not empty."""
-    return len(a.shape) == 2 and bool(a.size) and _numeric(a) and _numeric(b)
-
-
-def _numeric(entry: TensorEntry) -> bool:
-    return not entry.unreadable and value_kind(entry.dtype) not in ("bytes", "other")
 
 
 # -- a run -----------------------------------------------------------------------------------------------

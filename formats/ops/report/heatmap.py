@@ -10,7 +10,7 @@ heatmaps of some pairs, read wherever the unit runs (a thread here or a Dask wor
 """
 from __future__ import annotations
 
-from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks
+from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.report.model import Heatmap
 
@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
     from formats.core.model import TensorEntry
 
-__all__ = ["MAX_CELLS", "heatmap", "heatmap_unit", "cell_starts"]
+__all__ = ["MAX_CELLS", "heatmap", "heatmap_unit", "cell_starts", "drawable"]
+
+
+def drawable(a: TensorEntry, b: TensorEntry) -> bool:
+    """Whether a value change of ``a`` to ``b`` gets a heatmap: both numeric, readable, 2-D and not empty."""
+    return len(a.shape) == 2 and bool(a.size) and _numeric(a) and _numeric(b)
+
+
+def _numeric(entry: TensorEntry) -> bool:
+    return not entry.unreadable and value_kind(entry.dtype) not in ("bytes", "other")
 
 MAX_CELLS = 48
 """Cells along each side at most (a 48 x 48 grid: about 2 KB in the page)."""

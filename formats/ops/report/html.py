@@ -64,12 +64,12 @@ def script_json(data: Any) -> str:
     return "".join(_JSON_ESCAPES.get(c, c) for c in text) if any(c in text for c in _JSON_ESCAPES) else text
 
 
-def content_policy() -> str:
-    """The page's Content-Security-Policy: nothing fetched (images only as ``data:``), only its own script."""
+def content_policy(script: str = SCRIPT) -> str:
+    """The page's Content-Security-Policy: nothing fetched (images only as ``data:``), only its own ``script``."""
     import base64
     import hashlib
 
-    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
             "base-uri 'none'; form-action 'none'")
 
@@ -175,7 +175,9 @@ def _variable(v: VariableReport) -> str:
     s = v.stats
     stats = ("<tr>" + "".join(f"<th>{label}</th>" for label, _ in _STATS) + "</tr><tr>"
              + "".join(f"<td>{number(getattr(s, attr))}</td>" for _, attr in _STATS) + "</tr>")
-    facts = [esc(v.dtype), shape_text(v.shape), f"{s.size:,} elements", human_bytes(v.nbytes), esc(v.role)]
+    facts = [esc(v.dtype), shape_text(v.shape), f"{s.size:,} elements", human_bytes(v.nbytes)]
+    if v.role:  # a summary leaves it out
+        facts.append(esc(v.role))
     if v.name != v.key:
         facts.append("name " + esc(v.name))
     if v.partitions:
