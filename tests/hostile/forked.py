@@ -56,10 +56,21 @@ def _child(fn: Callable[[], tuple[str, str]], headroom: int, budget: int) -> dic
     return {"kind": kind, "detail": detail[:4000], "peak": peak}
 
 
+def _await_single_thread(seconds: float) -> None:
+    """Fork only from a single-threaded process: wait for threads that are ending (a command's fsync thread, a
+    pool an earlier test of this worker process left to wind down) for at most ``seconds``, then insist."""
+    deadline = time.monotonic() + seconds
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not others, f"fork only from a single-threaded process; still running after {seconds} s: {others}"
+
+
 def run_forked(fn: Callable[[], tuple[str, str]], seconds: float, headroom: int, budget: int) -> Verdict:
     """Run ``fn`` (returning ``(outcome, detail)``) in a child: ``headroom`` bytes of address space beyond
     what the parent has mapped, at most ``budget`` bytes allocated through Python at once, ``seconds``."""
-    assert threading.active_count() == 1, "fork only from a single-threaded process"
+    _await_single_thread(30.0)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
