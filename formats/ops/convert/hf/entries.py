@@ -163,6 +163,12 @@ class MappedEntry(TensorEntry):
         for start in range(0, flat.shape[0], rows):
             yield _block(flat, start, start + rows).reshape(-1)
 
+    def stored_range(self) -> tuple[int, int, int, int] | None:
+        """The base's stored bytes where they are the mapped value's (a reshape, no cast): writers copy them."""
+        if self.transposes or self.dtype != self.base.dtype:
+            return None
+        return self.base.stored_range()
+
     def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
         """Canonical little-endian bytes of the mapped value, streamed."""
         from formats.core.dtypes import by_name
