@@ -114,3 +114,33 @@ def test_the_cli_writes_a_verified_copy(tmp_path: Path, run_cli) -> None:  # typ
     assert result.output == f"wrote {out}: 3 tensors, 2.5 KiB (safetensors), verified\n"  # 2,544 bytes
     loaded = load_file(str(out))
     assert all(np.array_equal(loaded[k], v) for k, v in VALUES.items())
+
+
+def test_the_writing_thread_writes_what_one_thread_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [SimpleNamespace(key=k, value=v, shape=v.shape, dtype=str(v.dtype)) for k, v in VALUES.items()]
+    st_writer.write(str(tmp_path / "one.safetensors"), rows)
+    monkeypatch.setattr(placed, "PIPELINE_BYTES", 0)  # a second thread writes from the first byte
+    threads: list[object] = []
+    real_init = placed._ThreadedSink.__init__
+    monkeypatch.setattr(placed._ThreadedSink, "__init__", lambda self, sink: (threads.append(self), real_init(self, sink))[1])
+    report = st_writer.write(str(tmp_path / "two.safetensors"), rows, progress=lambda b, t: None)
+    assert len(threads) == 1 and report.verified
+    assert (tmp_path / "one.safetensors").read_bytes() == (tmp_path / "two.safetensors").read_bytes()
+
+
+def test_a_full_disk_in_the_writing_thread_fails_the_write_cleanly(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    monkeypatch.setattr(placed, "PIPELINE_BYTES", 0)
+
+    def full(self, item, piece):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(placed._Sink, "piece", full)
+    rows = [SimpleNamespace(key=k, value=v, shape=v.shape, dtype=str(v.dtype)) for k, v in VALUES.items()]
+    out = tmp_path / "full.safetensors"
+    with pytest.raises(formats.OutputWriteError) as info:
+        st_writer.write(str(out), rows)
+    assert str(info.value) == f"{out}: No space left on device"
+    assert os.listdir(tmp_path) == []  # no output, no temporary

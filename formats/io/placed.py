@@ -10,7 +10,8 @@ tensor's bytes at the offsets the header gives) hands its tensors here as :class
 - **streamed**: any other is streamed from its source in bounded chunks (its own checks - a bundle's
   CRC32C - made on the way) and written, and the CRC32C of the very bytes written is taken on the way out.
 
-Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`), so
+Sources are read (and transforms computed) on the calling thread while a second one checksums and writes
+the bytes before them. Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`), so
 the fsync before publication is short. :func:`check_placed` then reads every tensor back from the file
 (``pread`` into a page-aligned buffer, on every core, no mapping) and compares its CRC32C with the one
 expected - nothing is read from the sources again and no transform is computed twice. A copied tensor
@@ -55,46 +56,151 @@ def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int,
     return where if where is not None and where[2] == size else None
 
 
+PIPELINE_BYTES = 16 << 20
+"""Streamed bytes from which a second thread writes (and checksums) while this one reads and computes."""
+
+
 def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
                  progress: Callable[[Placed], None] | None = None) -> None:
     """Write ``items`` to ``out`` (a file opened for writing, positioned at the first item's offset; the items
     follow one another without gaps), filling in each one's ``crc`` and ``copied``; ``progress(item)`` after
-    each. Raises the source's own error (a ``ChecksumError`` of a damaged input) or ``CorruptCheckpointError``
-    when a source gives another number of bytes than planned."""
-    from formats.core.errors import CorruptCheckpointError
-
-    fd = out.fileno()
-    with BackgroundSync(fd) as syncer:
-        i = 0
-        while i < len(items):
-            item = items[i]
-            where = stored_unchanged(item.source, item.dtype, item.size)
-            if where is not None:
-                run = _adjacent_run(items, i, where)
-                out.flush()
-                copy_range(where[0], fd, sum(x.size for x in run), where[1], item.offset)
-                out.seek(run[-1].offset + run[-1].size)
-                for done in run:
-                    done.copied = True
-                    syncer.wrote(done.size)
-                    if progress is not None:
-                        progress(done)
-                i += len(run)
-                continue
-            crc = size = 0
-            for piece in fixed_chunks(item.source, chunk):
-                out.write(piece)
-                crc = crc32c(piece, crc)
-                size += len(piece)
-                syncer.wrote(len(piece))
-            if size != item.size:
-                raise CorruptCheckpointError(item.key, f"source gave {size} bytes, expected {item.size}")
-            item.crc = crc
-            if progress is not None:
-                progress(item)
-            i += 1
+    each. Sources are read on the calling thread, one after the other; where there is enough to stream, the
+    bytes are checksummed and written on a second thread meanwhile (a few chunks in flight). Raises the
+    source's own error (a ``ChecksumError`` of a damaged input) or ``CorruptCheckpointError`` when a source
+    gives another number of bytes than planned."""
+    streamed = sum(item.size for item in items
+                   if stored_unchanged(item.source, item.dtype, item.size) is None)
+    with BackgroundSync(out.fileno()) as syncer:
+        sink = _Sink(out, syncer)
+        if streamed >= PIPELINE_BYTES:
+            sink = _ThreadedSink(sink)
+        try:
+            _produce(items, chunk, sink, progress)
+            sink.finish()
+        finally:
+            sink.close()
         out.flush()
         syncer.close()
+
+
+def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callable[[Placed], None] | None) -> None:
+    """Hand every item's bytes to ``sink`` in order: runs of stored bytes as kernel copies, others as chunks."""
+    from formats.core.errors import CorruptCheckpointError
+
+    i = 0
+    while i < len(items):
+        item = items[i]
+        where = stored_unchanged(item.source, item.dtype, item.size)
+        if where is not None:
+            run = _adjacent_run(items, i, where)
+            sink.copy(where[0], where[1], item.offset, sum(x.size for x in run))
+            for done in run:
+                done.copied = True
+                if progress is not None:
+                    progress(done)
+            i += len(run)
+            continue
+        size = 0
+        for piece in fixed_chunks(item.source, chunk):
+            sink.piece(item, piece)
+            size += len(piece)
+        if size != item.size:
+            raise CorruptCheckpointError(item.key, f"source gave {size} bytes, expected {item.size}")
+        sink.end(item)
+        if progress is not None:
+            progress(item)
+        i += 1
+
+
+class _Sink:
+    """Writes what :func:`_produce` hands over, on the calling thread: each streamed piece written and added to
+    its item's CRC32C, each run of stored bytes copied by the kernel; the bytes counted for the background
+    flush."""
+
+    def __init__(self, out: BinaryIO, syncer: BackgroundSync) -> None:
+        self.out, self.syncer = out, syncer
+        self.crc = 0
+
+    def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
+        """Copy ``size`` stored bytes in the kernel to ``dst_offset`` (where the file is positioned)."""
+        self.out.flush()
+        copy_range(src_fd, self.out.fileno(), size, src_offset, dst_offset)
+        self.out.seek(dst_offset + size)
+        self.syncer.wrote(size)
+
+    def piece(self, item: Placed, piece: Any) -> None:
+        """Write one chunk of ``item``'s bytes."""
+        self.out.write(piece)
+        self.crc = crc32c(piece, self.crc)
+        self.syncer.wrote(len(piece))
+
+    def end(self, item: Placed) -> None:
+        """``item``'s bytes are all written: it gets their CRC32C."""
+        item.crc, self.crc = self.crc, 0
+
+    def finish(self) -> None:
+        """Everything handed over is written."""
+
+    def close(self) -> None:
+        """Stop (after an error too)."""
+
+
+class _ThreadedSink(_Sink):
+    """A :class:`_Sink` run by a second thread: the caller hands work over through a queue of a few entries (so
+    memory stays at a few chunks) and goes on reading; an error of the writing thread (a full disk) is raised
+    in the caller at its next hand-over."""
+
+    DEPTH = 3
+
+    def __init__(self, sink: _Sink) -> None:
+        import queue
+        import threading
+
+        self.sink = sink
+        self.work: Any = queue.Queue(self.DEPTH)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="ckpt-write", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            task = self.work.get()
+            if task is None:
+                return
+            if self.error is not None:
+                continue  # drain: the caller stops at its next hand-over
+            try:
+                getattr(self.sink, task[0])(*task[1:])
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self.error = exc
+
+    def _put(self, *task: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.work.put(task)
+
+    def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
+        self._put("copy", src_fd, src_offset, dst_offset, size)
+
+    def piece(self, item: Placed, piece: Any) -> None:
+        import mmap
+
+        if isinstance(getattr(piece, "obj", None), mmap.mmap):  # a view of a memory map, whose pages the reader
+            piece = bytes(piece)  # drops as it goes on: touched again here they would stay resident
+        self._put("piece", item, piece)
+
+    def end(self, item: Placed) -> None:
+        self._put("end", item)
+
+    def finish(self) -> None:
+        self.close()
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.work.put(None)
+            self.thread.join()
 
 
 def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, int]) -> list[Placed]:
