@@ -144,3 +144,39 @@ def test_a_full_disk_in_the_writing_thread_fails_the_write_cleanly(tmp_path: Pat
         st_writer.write(str(out), rows)
     assert str(info.value) == f"{out}: No space left on device"
     assert os.listdir(tmp_path) == []  # no output, no temporary
+
+
+def test_npz_reads_back_with_numpy_and_a_changed_byte_fails_the_write(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    from formats.npz import writer as npz_writer
+
+    items = list(VALUES.items())
+    good = tmp_path / "good.npz"
+    report = npz_writer.write_npz(good, items)
+    assert report.verified and report.roundtrip is not None and report.roundtrip.tensors == 3
+    with np.load(good) as loaded:
+        assert sorted(loaded.files) == sorted(VALUES) and all(np.array_equal(loaded[k], v) for k, v in VALUES.items())
+    real = npz_writer._verify_npz
+
+    def damage_then_verify(temp, *args):  # type: ignore[no-untyped-def]
+        with zipfile.ZipFile(temp) as zf:
+            info = zf.getinfo("b/bias.npy")
+        from formats.io.zipped import stored_member_start
+
+        at = stored_member_start(temp, info, os.path.getsize(temp)) + info.file_size - 1  # the last payload byte
+        with open(temp, "r+b") as f:
+            f.seek(at)
+            byte = f.read(1)
+            f.seek(at)
+            f.write(bytes([byte[0] ^ 0x01]))
+        return real(temp, *args)
+
+    monkeypatch.setattr(npz_writer, "_verify_npz", damage_then_verify)
+    bad = tmp_path / "bad.npz"
+    with pytest.raises(VerificationError) as info:
+        npz_writer.write_npz(bad, items)
+    assert str(info.value) == f"{bad}: verification failed: 'b/bias': the bytes read back differ from the bytes " \
+                              "written (CRC32C)"
+    assert sorted(os.listdir(tmp_path)) == ["good.npz"]
