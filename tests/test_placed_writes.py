@@ -180,3 +180,24 @@ def test_npz_reads_back_with_numpy_and_a_changed_byte_fails_the_write(tmp_path: 
     assert str(info.value) == f"{bad}: verification failed: 'b/bias': the bytes read back differ from the bytes " \
                               "written (CRC32C)"
     assert sorted(os.listdir(tmp_path)) == ["good.npz"]
+
+
+def test_a_transposed_bundle_kernel_is_read_straight_and_checked(tmp_path: Path) -> None:
+    from formats.ops.convert.hf.entries import MappedEntry
+
+    prefix = _bundle(tmp_path)
+    with formats.open_checkpoint(prefix) as ckpt:
+        mapped = MappedEntry(ckpt["a/kernel"], "a.weight", (6, 4), "float32", ("transpose",))
+        assert mapped.stored_range() is None  # the bytes move: streamed, not copied
+        assert np.array_equal(mapped.read(), VALUES["a/kernel"].T)
+        reshaped = MappedEntry(ckpt["c/table"], "c.weight", (300,), "float64", ("reshape",))
+        assert reshaped.stored_range() == ckpt["c/table"].stored_range()  # the same bytes: copied by the kernel
+    data = prefix + ".data-00000-of-00001"
+    with open(data, "r+b") as f:  # a byte of a/kernel (the first tensor written)
+        f.seek(5)
+        byte = f.read(1)
+        f.seek(5)
+        f.write(bytes([byte[0] ^ 0x01]))
+    with formats.open_checkpoint(prefix) as ckpt, pytest.raises(ChecksumError) as info:
+        MappedEntry(ckpt["a/kernel"], "a.weight", (6, 4), "float32", ("transpose",)).read()
+    assert data in str(info.value) and "a/kernel" in str(info.value)
