@@ -121,8 +121,8 @@ def test_the_writing_thread_writes_what_one_thread_would(tmp_path: Path, monkeyp
     st_writer.write(str(tmp_path / "one.safetensors"), rows)
     monkeypatch.setattr(placed, "PIPELINE_BYTES", 0)  # a second thread writes from the first byte
     threads: list[object] = []
-    real_init = placed._ThreadedSink.__init__
-    monkeypatch.setattr(placed._ThreadedSink, "__init__", lambda self, sink: (threads.append(self), real_init(self, sink))[1])
+    real_init = placed.ThreadedSink.__init__
+    monkeypatch.setattr(placed.ThreadedSink, "__init__", lambda self, sink: (threads.append(self), real_init(self, sink))[1])
     report = st_writer.write(str(tmp_path / "two.safetensors"), rows, progress=lambda b, t: None)
     assert len(threads) == 1 and report.verified
     assert (tmp_path / "one.safetensors").read_bytes() == (tmp_path / "two.safetensors").read_bytes()
@@ -201,3 +201,31 @@ def test_a_transposed_bundle_kernel_is_read_straight_and_checked(tmp_path: Path)
     with formats.open_checkpoint(prefix) as ckpt, pytest.raises(ChecksumError) as info:
         MappedEntry(ckpt["a/kernel"], "a.weight", (6, 4), "float32", ("transpose",)).read()
     assert data in str(info.value) and "a/kernel" in str(info.value)
+
+
+def test_npz_members_written_by_a_second_thread_are_the_same_bytes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from formats.npz import writer as npz_writer
+
+    items = list(VALUES.items())
+    npz_writer.write_npz(tmp_path / "one.npz", items)
+    monkeypatch.setattr(npz_writer, "PIPELINE_BYTES", 0)  # every member through the writing thread
+    report = npz_writer.write_npz(tmp_path / "two.npz", items)
+    assert report.verified
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "one.npz") as one, zipfile.ZipFile(tmp_path / "two.npz") as two:
+        assert one.namelist() == two.namelist()  # (their timestamps may differ by a second)
+        for name in one.namelist():
+            assert one.read(name) == two.read(name) and one.getinfo(name).CRC == two.getinfo(name).CRC
+
+    def full(self, item, data):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(npz_writer._Summing, "piece", full)
+    with pytest.raises(formats.OutputWriteError) as info:
+        npz_writer.write_npz(tmp_path / "full.npz", items)
+    assert str(info.value) == f"{tmp_path / 'full.npz'}: No space left on device"
+    assert sorted(os.listdir(tmp_path)) == ["one.npz", "two.npz"]

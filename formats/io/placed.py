@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
-__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged"]
+__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "ThreadedSink", "PIPELINE_BYTES"]
 
 
 class Placed:
@@ -65,7 +65,7 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
     """Write ``items`` to ``out`` (a file opened for writing, positioned at the first item's offset; the items
     follow one another without gaps), filling in each one's ``crc`` and ``copied``; ``progress(item)`` after
     each. Sources are read on the calling thread, one after the other; where there is enough to stream, the
-    bytes are checksummed and written on a second thread meanwhile (a few chunks in flight). Raises the
+    bytes are checksummed and written on a second thread meanwhile (one chunk handed over at a time). Raises the
     source's own error (a ``ChecksumError`` of a damaged input) or ``CorruptCheckpointError`` when a source
     gives another number of bytes than planned."""
     streamed = sum(item.size for item in items
@@ -73,7 +73,7 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
     with BackgroundSync(out.fileno()) as syncer:
         sink = _Sink(out, syncer)
         if streamed >= PIPELINE_BYTES:
-            sink = _ThreadedSink(sink)
+            sink = ThreadedSink(sink)
         try:
             _produce(items, chunk, sink, progress)
             sink.finish()
@@ -145,14 +145,15 @@ class _Sink:
         """Stop (after an error too)."""
 
 
-class _ThreadedSink(_Sink):
-    """A :class:`_Sink` run by a second thread: the caller hands work over through a queue of a few entries (so
-    memory stays at a few chunks) and goes on reading; an error of the writing thread (a full disk) is raised
-    in the caller at its next hand-over."""
+class ThreadedSink(_Sink):
+    """The work of a sink (a :class:`_Sink`, or any object with its ``piece``, ``copy``, ``end`` methods: an npz
+    member's writer) run by a second thread: the caller hands work over through a queue of one entry (so
+    memory stays at three chunks: one queued, one written, one read) and goes on reading; an error of the
+    writing thread (a full disk) is raised in the caller at its next hand-over."""
 
-    DEPTH = 3
+    DEPTH = 1
 
-    def __init__(self, sink: _Sink) -> None:
+    def __init__(self, sink: Any) -> None:
         import queue
         import threading
 
@@ -182,7 +183,7 @@ class _ThreadedSink(_Sink):
     def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
         self._put("copy", src_fd, src_offset, dst_offset, size)
 
-    def piece(self, item: Placed, piece: Any) -> None:
+    def piece(self, item: Any, piece: Any) -> None:
         import mmap
 
         if isinstance(getattr(piece, "obj", None), mmap.mmap):  # a view of a memory map, whose pages the reader

@@ -18,6 +18,7 @@ from formats.core.provenance import PROVENANCE_MEMBER, as_written
 from formats.core.sources import CHUNK, Source
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.crc import crc32c
+from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch
 from formats.io.npy_output import Written, count_member, member_name, write_member
 from formats.io.writing import WriteReport, guard_output, planned_bytes
@@ -64,8 +65,12 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
         with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name, (key, source) in zip(names, items):
                 with zf.open(name, "w", force_zip64=True) as member:
-                    summed = _Summing(member)
-                    written[name] = write_member(summed, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
+                    summed = _Summing(member, planned_bytes([source]) >= PIPELINE_BYTES)
+                    try:
+                        written[name] = write_member(summed, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
+                        summed.finish()
+                    finally:
+                        summed.close()
                 sums[name] = (summed.crc, zf.getinfo(name).CRC)
                 count_member(report, key, name, source, written[name], progress)
             if provenance is not None:
@@ -76,14 +81,35 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
 
 
 class _Summing:
-    """A write-only member that takes the CRC32C of what goes through it (the member's bytes as written)."""
+    """A write-only member that takes the CRC32C of what goes through it (the member's bytes as written).
+    ``threaded``: a second thread writes (zipfile's CRC-32 included) and checksums while the caller reads the
+    next chunk from its source (:class:`~formats.io.placed.ThreadedSink`); :meth:`finish` waits for it."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: Any, threaded: bool = False) -> None:
         self.f, self.crc = f, 0
+        self.sink = ThreadedSink(self) if threaded else None
+
+    def piece(self, item: Any, data: Any) -> None:
+        """Write and checksum ``data`` (on the writing thread when there is one)."""
+        self.crc = crc32c(data, self.crc)
+        self.f.write(data)
 
     def write(self, data: Any) -> int:
-        self.crc = crc32c(data, self.crc)
-        return int(self.f.write(data))
+        if self.sink is not None:
+            self.sink.piece(None, data)
+        else:
+            self.piece(None, data)
+        return memoryview(data).nbytes
+
+    def finish(self) -> None:
+        """Everything handed over is written (an error of the writing thread is raised here)."""
+        if self.sink is not None:
+            self.sink.finish()
+
+    def close(self) -> None:
+        """Stop the writing thread (after an error too)."""
+        if self.sink is not None:
+            self.sink.close()
 
 
 def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
