@@ -229,3 +229,27 @@ def test_npz_members_written_by_a_second_thread_are_the_same_bytes(tmp_path: Pat
         npz_writer.write_npz(tmp_path / "full.npz", items)
     assert str(info.value) == f"{tmp_path / 'full.npz'}: No space left on device"
     assert sorted(os.listdir(tmp_path)) == ["one.npz", "two.npz"]
+
+
+def test_a_whole_bundle_in_any_order_is_one_page_aligned_kernel_copy(tmp_path: Path) -> None:
+    import json
+    import struct
+
+    copied: list[tuple[int, int, int]] = []
+    real = placed.copy_range
+    out = tmp_path / "out.safetensors"
+    with formats.open_checkpoint(_bundle(tmp_path)) as ckpt:
+        rows = list(reversed(_rows(ckpt)))  # not the order of the data file
+        placed.copy_range = lambda *a: (copied.append((a[2], a[3], a[4])), real(*a))[1]  # type: ignore[assignment]
+        try:
+            report = st_writer.write(str(out), rows)
+        finally:
+            placed.copy_range = real  # type: ignore[assignment]
+    raw = out.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    assert copied == [(2544, 0, 8 + length)] and (8 + length) % 4096 == 0  # the whole data file, page-aligned
+    header = json.loads(raw[8:8 + length])
+    assert [k for k in header if k != "__metadata__"] == [r.key for r in rows]  # listed in the order given
+    assert [s.key for s in report.contents] == [r.key for r in rows]
+    loaded = load_file(str(out))
+    assert all(loaded[k].dtype == v.dtype and np.array_equal(loaded[k], v) for k, v in VALUES.items())
