@@ -21,8 +21,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-    from formats.tf_bundle.copy_check import CopyCheck
-
 __all__ = ["BundleFiles", "SYNCING"]
 
 SYNCING = 16
@@ -55,7 +53,6 @@ class BundleFiles:
         self.index: BinaryIO | None = None
         self.data: BinaryIO | None = None
         self._opened: list[BinaryIO] = []
-        self.checks: list[CopyCheck] = []  # the checks of the data copied, closed on exit
         self._syncs: list[_Sync] = []
         self._published = False
 
@@ -110,8 +107,6 @@ class BundleFiles:
     def __exit__(self, *exc: object) -> None:
         with ignoring(BaseException):
             self.finish_syncs()
-        for check in self.checks:
-            check.close()
         for f in (*self._opened, self.index):
             if f is not None:
                 with ignoring(OSError):

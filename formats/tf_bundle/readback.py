@@ -3,8 +3,8 @@
 Each tensor is checked as its bytes got there (:mod:`formats.tf_bundle.writer`):
 
 * written fresh: read back and compared with its source (or the digest taken while writing);
-* copied by the kernel from an input data file: its bytes read back and checked against the checksum its
-  entry carries - the input's own - while the copy goes on (:mod:`formats.tf_bundle.copy_check`), or here;
+* copied by the kernel from an input data file: its bytes checked, straight from the memory map
+  (no copy), against the checksum its entry carries - the input's own;
 * in a hard-linked input data file: its entry checked to point at the input's bytes (same offset,
   size and checksum) in a file that is the input's own (same inode) - no byte is read.
 
@@ -39,26 +39,17 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
         report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
         taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
-        copied = [k for k in taken if by_key[k].how == COPIED and not _checked(by_key[k])]  # read: on every core
+        copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
         found = dict(zip(copied, map_ordered(lambda k: _copied_problem(written[k], by_key[k].source), copied, jobs,
                                              weight=lambda k: by_key[k].size)))
         inodes = _Inodes()
         for key in taken:  # linked: entries and inodes compared, no byte read
-            if by_key[key].how == COPIED and key not in found:
-                continue  # checked while the copy went on, and matched
             problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source, inodes)
             if problem is not None:
                 report.mismatches.append(Mismatch(key, "value", problem))
         report.tensors += len(taken)
         report.bytes += sum(by_key[k].size for k in taken)
     return check_roundtrip(prefix, report)
-
-
-def _checked(record: Any) -> bool:
-    """Whether a copied tensor's bytes were checked against its CRC32C while the copy went on, and matched
-    (:mod:`formats.tf_bundle.copy_check`); the ones that were not are read here."""
-    checked = getattr(record, "checked", None)
-    return checked is not None and checked[0].matched(checked[1])
 
 
 def _copied_problem(entry: Any, source: Any) -> str | None:

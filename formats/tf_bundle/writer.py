@@ -43,7 +43,6 @@ from formats.tf_bundle.encode import encode_entry, encode_header, string_layout,
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED
-from formats.tf_bundle.copy_check import CopyCheck
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
@@ -61,14 +60,13 @@ class _Record:
     read back (``expected``: the source itself or a :class:`Digest`), and how its bytes got there (``how``:
     written fresh, copied from an input data file, or in an input data file linked)."""
 
-    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position", "checked")
+    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position")
 
     def __init__(self, key: bytes, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
                  how: str = FRESH, source: Any = None) -> None:
         self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
         self.expected, self.how, self.source = expected, how, source
         self.position = 0  # in the order the tensors were given
-        self.checked: tuple[CopyCheck, int] | None = None  # copied: checked while the copy went on, at this offset
 
 
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
@@ -192,10 +190,7 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
             shard, offset, how = 0, base, COPIED
             if out.data is None:
                 out.open_data(0)
-            checks = CopyCheck(out.temps[0], [(base + out.layout.placed[p][1].offset, out.layout.placed[p][1].size,
-                                               unmask(out.layout.placed[p][1].crc32c)) for p in reused.positions])
-            out.checks.append(checks)
-            _copy_flushing(reused.path, out.data.fileno(), reused.size, base, checks.copied)  # type: ignore[union-attr]
+            _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
         for position in reused.positions:
             key, source = pairs[position]
@@ -205,8 +200,6 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
             records.append(_Record(_key_bytes(key, guard.output), entry, raw.size, source.dtype, tuple(raw.shape),
                                    how=how, source=source))
             records[-1].position = position
-            if how == COPIED and not out.link:
-                records[-1].checked = (out.checks[-1], offset + raw.offset)
         if progress is not None:
             progress(base, len(records))
     if out.data is not None:
@@ -214,19 +207,15 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
     return records
 
 
-def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int,
-                   copied: Callable[[int], None] | None = None) -> None:
+def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
     """Copy a whole input data file in the kernel, piece by piece, its pieces going to disk while the next
-    ones are copied (rather than all of it at the final fsync); ``copied(end)`` after each piece, with the
-    output offset the copy has reached (the copied tensors are checked from there while the copy goes on)."""
+    ones are copied (rather than all of it at the final fsync)."""
     step = _BackgroundSync.EVERY
     with open(path, "rb") as src, _BackgroundSync(dst_fd) as syncer:  # an input is only ever opened read-only
         for start in range(0, size, step):
             n = min(step, size - start)
             copy_range(src.fileno(), dst_fd, n, start, dst_offset + start)
             syncer.wrote(n)
-            if copied is not None:
-                copied(dst_offset + start + n)
 
 
 def _copy_file(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
