@@ -245,6 +245,9 @@ def measure(inputs: dict[str, str], work: Path, runs: int, ckpt: list[str]) -> l
         cmd = f"{ck} {command} {bert} -o {out}/ckpt {' '.join(extra)}"
         rows += durable_rows(cmd, durable, setup, runs, f"{command} (BERT-like, durable, verified)",
                              f"{command} --link (same)")
+    for to, name in (("safetensors", "m.safetensors"), ("npz", "m.npz")):  # single-file writers (issue 38)
+        ours, cp = pair(f"{ck} convert {bert} -o {out}/{name} --to {to}", durable, max(3, runs // 2), setup)
+        rows.append(ratio_row(f"convert --to {to} (BERT-like, durable, verified)", ours, "cp + sync", cp, 1.2))
     shutil.rmtree(out, ignore_errors=True)
     rows.append(measure_average(bert, work, max(3, runs // 2), ck))
     if "bert_large_pretraining" in inputs:

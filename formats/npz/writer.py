@@ -1,9 +1,12 @@
 """The ``npz`` format's writer: an uncompressed ZIP64 ``.npz`` of ``<key>.npy`` members (the dtype policy
 of :mod:`formats.io.npy_output`) plus, when given, the provenance record ``__ckpt_provenance__.npy``; guarded,
-atomically, read back and compared. :func:`write` is the one signature of :mod:`formats.core.format`.
+atomically, and read back: member names, the provenance record, each ``.npy`` header, the archive's CRC-32s and
+every member's bytes against the CRC32C taken as they were written (the sources are not read again).
+:func:`write` is the one signature of :mod:`formats.core.format`.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -14,7 +17,10 @@ from formats.core.model import Checkpoint, FormatName
 from formats.core.provenance import PROVENANCE_MEMBER, as_written
 from formats.core.sources import CHUNK, Source
 from formats.io.atomic import atomic_output, refuse_url
-from formats.io.npy_output import Written, count_member, member_name, read_back, write_member
+from formats.io.crc import crc32c
+from formats.io.placed import PIPELINE_BYTES, ThreadedSink
+from formats.core.roundtrip import Mismatch
+from formats.io.npy_output import Written, count_member, member_name, write_member
 from formats.io.writing import WriteReport, guard_output, planned_bytes
 
 TYPE_CHECKING = False
@@ -54,17 +60,56 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
     written: dict[str, Written] = {}
+    sums: dict[str, tuple[int, int]] = {}  # member -> (CRC32C of its bytes as written, zipfile's CRC-32 of them)
     with atomic_output(out, planned_bytes(s for _, s in items), replace=force) as temp:
         with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name, (key, source) in zip(names, items):
                 with zf.open(name, "w", force_zip64=True) as member:
-                    written[name] = write_member(member, key, source, allow_pickle, chunk)
+                    summed = _Summing(member, planned_bytes([source]) >= PIPELINE_BYTES)
+                    try:
+                        written[name] = write_member(summed, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
+                        summed.finish()
+                    finally:
+                        summed.close()
+                sums[name] = (summed.crc, zf.getinfo(name).CRC)
                 count_member(report, key, name, source, written[name], progress)
             if provenance is not None:
                 _write_record(zf, provenance)
         if verify:
-            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, chunk)
+            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, sums)
     return report
+
+
+class _Summing:
+    """A write-only member that takes the CRC32C of what goes through it (the member's bytes as written).
+    ``threaded``: a second thread writes (zipfile's CRC-32 included) and checksums while the caller reads the
+    next chunk from its source (:class:`~formats.io.placed.ThreadedSink`); :meth:`finish` waits for it."""
+
+    def __init__(self, f: Any, threaded: bool = False) -> None:
+        self.f, self.crc = f, 0
+        self.sink = ThreadedSink(self) if threaded else None
+
+    def piece(self, item: Any, data: Any) -> None:
+        """Write and checksum ``data`` (on the writing thread when there is one)."""
+        self.crc = crc32c(data, self.crc)
+        self.f.write(data)
+
+    def write(self, data: Any) -> int:
+        if self.sink is not None:
+            self.sink.piece(None, data)
+        else:
+            self.piece(None, data)
+        return memoryview(data).nbytes
+
+    def finish(self) -> None:
+        """Everything handed over is written (an error of the writing thread is raised here)."""
+        if self.sink is not None:
+            self.sink.finish()
+
+    def close(self) -> None:
+        """Stop the writing thread (after an error too)."""
+        if self.sink is not None:
+            self.sink.close()
 
 
 def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
@@ -75,9 +120,16 @@ def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
 
 
 def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
-                record: dict[str, Any] | None, report: WriteReport, chunk: int) -> None:
+                record: dict[str, Any] | None, report: WriteReport, sums: dict[str, tuple[int, int]]) -> None:
+    """Read the archive back: its member names, the provenance record, each member's ``.npy`` header (dtype and
+    shape), the CRC-32 its central directory holds (the one zipfile computed while writing), and every member's
+    bytes against the CRC32C of the bytes written (taken on the way out); the sources are not read again."""
     from formats.core.errors import VerificationError
+    from formats.io.npy_output import check_headers
+    from formats.io.placed import Placed, check_placed
+    from formats.io.zipped import ByteRange, stored_member_start
 
+    size = os.path.getsize(temp)
     with zipfile.ZipFile(temp) as zf:
         members = sorted(zf.namelist())
         planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record is not None else []))
@@ -85,7 +137,20 @@ def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], wr
             raise VerificationError(out, "verification failed: the npz members are not the planned ones")
         if record is not None and _read_record(zf) != record:
             raise VerificationError(out, "verification failed: the provenance record does not read back")
-        report.accept(read_back(out, expected, written, lambda name: lambda: zf.open(name), chunk))
+        infos = {name: zf.getinfo(name) for name in expected}
+    items = {name: Placed(key, None, stored_member_start(temp, infos[name], size), infos[name].file_size, "")
+             for name, (key, _) in expected.items()}
+    # headers parsed from the file itself: the checksums below judge the bytes (zipfile would raise at the end
+    # of a small member whose CRC-32 does not match)
+    found = check_headers(out, expected, written, lambda name: lambda: io.BufferedReader(
+        ByteRange(temp, items[name].offset, items[name].size)))
+    for name, (key, _) in expected.items():
+        if infos[name].CRC != sums[name][1]:
+            found.mismatches.append(Mismatch(key, "value", f"the archive's CRC-32 {infos[name].CRC:08x} is not the "
+                                             f"{sums[name][1]:08x} of the bytes written"))
+        items[name].crc = sums[name][0]
+    found.mismatches += [Mismatch(key, "value", problem) for key, problem in check_placed(temp, list(items.values()))]
+    report.accept(found)
 
 
 def _read_record(zf: zipfile.ZipFile) -> Any:

@@ -33,6 +33,7 @@ from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, Out
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.roundtrip import Digest, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
+from formats.io.background_sync import BackgroundSync as _BackgroundSync
 from formats.io.atomic import ensure_space, make_parents, remove_created, sweep_temporaries
 from formats.io.crc import crc32c, mask, unmask
 from formats.io.writing import OutputGuard, Stored, WriteReport, guard_output, planned_bytes, sources_of
@@ -294,59 +295,6 @@ def _shard_count(prefix: str, shards: Sequence[int] | None) -> int:
     if any(not isinstance(s, int) or s < 0 for s in shards):
         raise InvalidOutputError(prefix, "shard numbers must be integers from 0")
     return max(shards, default=0) + 1
-
-
-class _BackgroundSync:
-    """Flushes a file to disk in a thread while it is being written, so the final fsync is short."""
-
-    EVERY = 64 << 20
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.pending = 0
-        self.done = False
-        self.thread: Any = None  # started once EVERY bytes are written: a small file needs no thread
-
-    def _start(self) -> None:
-        import threading
-
-        self.wake = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            self.wake.wait()
-            self.wake.clear()
-            if self.done:
-                return
-            try:
-                os.fdatasync(self.fd)
-            except OSError:  # the final fsync reports real trouble
-                return
-
-    def wrote(self, n: int) -> None:
-        """Count bytes written; every ``EVERY`` bytes the thread starts flushing them."""
-        self.pending += n
-        if self.pending >= self.EVERY:
-            self.pending = 0
-            if self.thread is None:
-                self._start()
-            self.wake.set()
-
-    def close(self) -> None:
-        """Stop the thread (waiting for a flush in progress)."""
-        if not self.done:
-            self.done = True
-            if self.thread is not None:
-                self.wake.set()
-                self.thread.join()
-
-    def __enter__(self) -> _BackgroundSync:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def write_data_file(out: BinaryIO, pairs: Iterable[tuple[str, Source]], shard: int, prefix: str = "",

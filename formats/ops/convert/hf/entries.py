@@ -92,6 +92,31 @@ def _block(flat: np.ndarray, start: int, stop: int) -> np.ndarray:
     return out
 
 
+def _read_stored(base: TensorEntry, into: np.ndarray) -> bool:
+    """Read ``base``'s stored bytes straight into ``into`` (uint8, their size) with ``pread`` where they lie
+    unchanged in a local file (:meth:`~formats.core.model.TensorEntry.stored_range`), checking their CRC32C
+    (a mismatch: the base's own check raises its error); False where they do not."""
+    import os
+
+    from formats.io.crc import crc32c
+
+    where = base.stored_range()
+    if where is None or where[2] != into.nbytes:
+        return False
+    fd, offset, size, expected = where
+    view = memoryview(into)  # type: ignore[arg-type]
+    done = 0
+    while done < size:
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            return False  # the file ends early: read the usual way, which says so
+        done += n
+    if crc32c(view) != expected:
+        base.check()  # raises the input's ChecksumError
+        return False
+    return True
+
+
 class MappedEntry(TensorEntry):
     """``base`` with ``ops`` applied (ending at ``shape``) and cast to ``dtype``, under a new ``key``."""
 
@@ -121,14 +146,22 @@ class MappedEntry(TensorEntry):
         return values if values.dtype == wanted else values.astype(wanted)
 
     def _stored(self) -> np.ndarray:
-        """The base's value assembled from its canonical byte chunks (a bundle's memory map is released chunk by
-        chunk as it is read, where ``read()`` would leave the whole tensor's pages resident)."""
+        """The base's value: read with ``pread`` straight into the array where its bytes lie unchanged in a local
+        file (a bundle's), read whole where it is not memory-mapped, else assembled from its canonical byte chunks
+        (a memory map is released chunk by chunk as it is read, where ``read()`` would leave the whole tensor's
+        pages resident)."""
         import numpy as np
 
         from formats.core.dtypes import by_name
 
         out = np.empty(self.base.shape, dtype=by_name(self.base.dtype).numpy())
         flat = out.reshape(-1).view(np.uint8)
+        if _read_stored(self.base, flat):  # read straight into the array, checked against its CRC32C
+            return out
+        if not self.base.concurrent_reads:  # not a memory map: one read of the whole value, no copy after it
+            whole = self.base.read()
+            if whole.dtype == out.dtype and tuple(whole.shape) == tuple(out.shape):
+                return np.ascontiguousarray(whole)
         done = 0
         for piece in self.base.byte_chunks(CHUNK_BYTES):
             flat[done:done + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
@@ -162,6 +195,12 @@ class MappedEntry(TensorEntry):
         rows = max(1, chunk_elements // max(1, flat.shape[1]))
         for start in range(0, flat.shape[0], rows):
             yield _block(flat, start, start + rows).reshape(-1)
+
+    def stored_range(self) -> tuple[int, int, int, int] | None:
+        """The base's stored bytes where they are the mapped value's (a reshape, no cast): writers copy them."""
+        if self.transposes or self.dtype != self.base.dtype:
+            return None
+        return self.base.stored_range()
 
     def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
         """Canonical little-endian bytes of the mapped value, streamed."""

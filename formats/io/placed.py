@@ -1,0 +1,246 @@
+"""Tensors written one after another at planned places of one file, and checked on the way back by checksum.
+
+A single-file writer whose layout is known before a byte is written (safetensors: a header, then every
+tensor's bytes at the offsets the header gives) hands its tensors here as :class:`Placed` items:
+
+- **copied**: a tensor whose canonical bytes lie unchanged in a local file
+  (:meth:`~formats.core.model.TensorEntry.stored_range`: a bundle tensor, or one a model map only reshapes)
+  is copied by the kernel (``copy_file_range``; adjacent ones in one call), its bytes never passing through
+  Python. The checksum it must have in the output is the one stored with it in its input (CRC32C);
+- **streamed**: any other is streamed from its source in bounded chunks (its own checks - a bundle's
+  CRC32C - made on the way) and written, and the CRC32C of the very bytes written is taken on the way out.
+
+Sources are read (and transforms computed) on the calling thread while a second one checksums and writes
+the bytes before them. Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`), so
+the fsync before publication is short. :func:`check_placed` then reads every tensor back from the file
+(``pread`` into a page-aligned buffer, on every core, no mapping) and compares its CRC32C with the one
+expected - nothing is read from the sources again and no transform is computed twice. A copied tensor
+whose bytes do not match is looked up in its input, so that a damaged input is reported as such.
+"""
+from __future__ import annotations
+
+import os
+
+from formats.core.model import TensorEntry
+from formats.core.sources import CHUNK, fixed_chunks
+from formats.io.background_sync import BackgroundSync
+from formats.io.crc import crc32c, crc32c_range
+from formats.io.zerocopy import copy_range
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, BinaryIO
+
+__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "ThreadedSink", "PIPELINE_BYTES"]
+
+
+class Placed:
+    """One tensor of an output file: its ``key``, its ``source``, where its bytes go (``offset``, ``size``), and,
+    once written, the CRC32C they must have (``crc``) and whether they were ``copied`` by the kernel."""
+
+    __slots__ = ("key", "source", "offset", "size", "crc", "copied", "dtype")
+
+    def __init__(self, key: str, source: Any, offset: int, size: int, dtype: str) -> None:
+        self.key, self.source, self.offset, self.size, self.dtype = key, source, offset, size, dtype
+        self.crc: int | None = None
+        self.copied = False
+
+
+def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int, int] | None:
+    """``(fd, offset, size, crc32c)`` where ``source`` holds exactly the ``size`` canonical bytes of ``dtype`` the
+    output wants, unchanged in a local file; else None."""
+    if not isinstance(source, TensorEntry) or source.dtype != dtype:
+        return None
+    where = source.stored_range()
+    return where if where is not None and where[2] == size else None
+
+
+PIPELINE_BYTES = 16 << 20
+"""Streamed bytes from which a second thread writes (and checksums) while this one reads and computes."""
+
+
+def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
+                 progress: Callable[[Placed], None] | None = None) -> None:
+    """Write ``items`` to ``out`` (a file opened for writing, positioned at the first item's offset; the items
+    follow one another without gaps), filling in each one's ``crc`` and ``copied``; ``progress(item)`` after
+    each. Sources are read on the calling thread, one after the other; where there is enough to stream, the
+    bytes are checksummed and written on a second thread meanwhile (one chunk handed over at a time). Raises the
+    source's own error (a ``ChecksumError`` of a damaged input) or ``CorruptCheckpointError`` when a source
+    gives another number of bytes than planned."""
+    streamed = sum(item.size for item in items
+                   if stored_unchanged(item.source, item.dtype, item.size) is None)
+    with BackgroundSync(out.fileno()) as syncer:
+        sink = _Sink(out, syncer)
+        if streamed >= PIPELINE_BYTES:
+            sink = ThreadedSink(sink)
+        try:
+            _produce(items, chunk, sink, progress)
+            sink.finish()
+        finally:
+            sink.close()
+        out.flush()
+        syncer.close()
+
+
+def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callable[[Placed], None] | None) -> None:
+    """Hand every item's bytes to ``sink`` in order: runs of stored bytes as kernel copies, others as chunks."""
+    from formats.core.errors import CorruptCheckpointError
+
+    i = 0
+    while i < len(items):
+        item = items[i]
+        where = stored_unchanged(item.source, item.dtype, item.size)
+        if where is not None:
+            run = _adjacent_run(items, i, where)
+            sink.copy(where[0], where[1], item.offset, sum(x.size for x in run))
+            for done in run:
+                done.copied = True
+                if progress is not None:
+                    progress(done)
+            i += len(run)
+            continue
+        size = 0
+        for piece in fixed_chunks(item.source, chunk):
+            sink.piece(item, piece)
+            size += len(piece)
+        if size != item.size:
+            raise CorruptCheckpointError(item.key, f"source gave {size} bytes, expected {item.size}")
+        sink.end(item)
+        if progress is not None:
+            progress(item)
+        i += 1
+
+
+class _Sink:
+    """Writes what :func:`_produce` hands over, on the calling thread: each streamed piece written and added to
+    its item's CRC32C, each run of stored bytes copied by the kernel; the bytes counted for the background
+    flush."""
+
+    def __init__(self, out: BinaryIO, syncer: BackgroundSync) -> None:
+        self.out, self.syncer = out, syncer
+        self.crc = 0
+
+    def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
+        """Copy ``size`` stored bytes in the kernel to ``dst_offset`` (where the file is positioned)."""
+        self.out.flush()
+        copy_range(src_fd, self.out.fileno(), size, src_offset, dst_offset)
+        self.out.seek(dst_offset + size)
+        self.syncer.wrote(size)
+
+    def piece(self, item: Placed, piece: Any) -> None:
+        """Write one chunk of ``item``'s bytes."""
+        self.out.write(piece)
+        self.crc = crc32c(piece, self.crc)
+        self.syncer.wrote(len(piece))
+
+    def end(self, item: Placed) -> None:
+        """``item``'s bytes are all written: it gets their CRC32C."""
+        item.crc, self.crc = self.crc, 0
+
+    def finish(self) -> None:
+        """Everything handed over is written."""
+
+    def close(self) -> None:
+        """Stop (after an error too)."""
+
+
+class ThreadedSink(_Sink):
+    """The work of a sink (a :class:`_Sink`, or any object with its ``piece``, ``copy``, ``end`` methods: an npz
+    member's writer) run by a second thread: the caller hands work over through a queue of one entry (so
+    memory stays at three chunks: one queued, one written, one read) and goes on reading; an error of the
+    writing thread (a full disk) is raised in the caller at its next hand-over."""
+
+    DEPTH = 1
+
+    def __init__(self, sink: Any) -> None:
+        import queue
+        import threading
+
+        self.sink = sink
+        self.work: Any = queue.Queue(self.DEPTH)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="ckpt-write", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            task = self.work.get()
+            if task is None:
+                return
+            if self.error is not None:
+                continue  # drain: the caller stops at its next hand-over
+            try:
+                getattr(self.sink, task[0])(*task[1:])
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self.error = exc
+
+    def _put(self, *task: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.work.put(task)
+
+    def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
+        self._put("copy", src_fd, src_offset, dst_offset, size)
+
+    def piece(self, item: Any, piece: Any) -> None:
+        import mmap
+
+        if isinstance(getattr(piece, "obj", None), mmap.mmap):  # a view of a memory map, whose pages the reader
+            piece = bytes(piece)  # drops as it goes on: touched again here they would stay resident
+        self._put("piece", item, piece)
+
+    def end(self, item: Placed) -> None:
+        self._put("end", item)
+
+    def finish(self) -> None:
+        self.close()
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.work.put(None)
+            self.thread.join()
+
+
+def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, int]) -> list[Placed]:
+    """``items[i]`` and the items after it whose stored bytes follow one another in the same input file, as
+    their places in the output do (one kernel copy for all of them); each gets the checksum it must have."""
+    fd, offset, size, crc = first
+    items[i].crc = crc
+    run = [items[i]]
+    for item in items[i + 1:]:
+        where = stored_unchanged(item.source, item.dtype, item.size)
+        if where is None or where[0] != fd or where[1] != offset + size:
+            break
+        item.crc = where[3]
+        run.append(item)
+        offset, size = where[1], where[2]
+    return run
+
+
+def check_placed(path: str, items: Sequence[Placed], jobs: int | None = None) -> list[tuple[str, str]]:
+    """Read every item back from the file at ``path`` and compare its CRC32C with the one :func:`write_placed`
+    gave it, on ``jobs`` threads (None: every core); ``(key, problem)`` for each that differs, in order. A copied
+    item that differs has its input checked: a damaged input raises the input's own error."""
+    from formats.core.parallel import map_ordered
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        problems = map_ordered(lambda item: _problem(fd, item), list(items), jobs, weight=lambda item: item.size)
+    finally:
+        os.close(fd)
+    return [(item.key, problem) for item, problem in zip(items, problems) if problem is not None]
+
+
+def _problem(fd: int, item: Placed) -> str | None:
+    got = crc32c_range(fd, item.offset, item.size) if item.size else 0
+    if got is None:
+        return "the output ends before this tensor's bytes"
+    if got == item.crc:
+        return None
+    if item.copied:
+        item.source.check()  # the input's bytes: a ChecksumError here names the input
+        return "copied bytes do not match their input's checksum"
+    return "the bytes read back differ from the bytes written (CRC32C)"
