@@ -176,13 +176,14 @@ class _Payload(StoredBytes):
     __slots__ = ("stored",)
 
     def __init__(self, key: str, dtype: str, open_member: Callable[[], Any]) -> None:
-        import numpy as np
+        from formats.io.npy_header import NpyError, read_npy_header
 
         with open_member() as f:
-            version = np.lib.format.read_magic(f)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, stored = read(f)
-            offset = f.tell()
+            try:
+                header = read_npy_header(f.read)
+            except NpyError as exc:
+                raise CorruptCheckpointError(key, f"member does not read back: {exc}") from None
+        shape, fortran, stored, offset = header.shape, header.fortran_order, header.dtype, header.size
         if fortran:
             raise CorruptCheckpointError(key, "member is stored in Fortran order")
         super().__init__(key, tuple(shape), dtype, math.prod(shape) * stored.itemsize, open_member, offset)
