@@ -1,0 +1,93 @@
+"""Issue 38: every command's work grows linearly with the number of tensors. Operations are counted, not
+seconds: the Python calls each command makes (``cProfile``'s call counts, on one thread: ``--jobs 1``) on
+name-based and object-based bundles of N, 2N and 4N tiny tensors. Linear work adds as many calls from 2N to
+4N as twice those from N to 2N (whatever the start costs); work quadratic in the tensors adds four times as
+many (``convert --to tf-object`` once walked its objects with ``list.pop(0)``, ``rename`` and ``ls --tree``
+once scanned every sibling per child: see also ``test_object_graph_scale.py``)."""
+from __future__ import annotations
+
+import cProfile
+import json
+
+import numpy as np
+import pytest
+
+from formats import write_checkpoint
+
+N = 600
+SLACK = 2.3
+"""The calls from 2N to 4N may be at most this many times those from N to 2N (linear: 2; quadratic: 4)."""
+
+
+def _name_based(folder, n: int) -> str:
+    """``n`` tensors of 4 float32 each, 100 per layer (as ``benchmarks/generate.py``'s scale inputs)."""
+    prefix = str(folder / f"name-{n}" / "ckpt-1")
+    write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
+                              for i in range(n)), force=True, verify=False)
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    """``{layout: [prefix of N, 2N, 4N tensors]}``: name-based, and the same converted to object-based."""
+    from click.testing import CliRunner
+
+    from tests.conftest import SHIPPED
+
+    folder = tmp_path_factory.mktemp("scale")
+    named = [_name_based(folder, n) for n in (N, 2 * N, 4 * N)]
+    objects = []
+    for prefix in named:
+        out = prefix.replace("name-", "object-")
+        result = CliRunner().invoke(SHIPPED, ["convert", prefix, "--to", "tf-object", "-o", out])
+        assert result.exit_code == 0, result.output
+        objects.append(out)
+    return {"name": named, "object": objects}
+
+
+def _calls(run_cli, args: list[str]) -> int:
+    """Python calls (functions and built-ins) ``ckpt *args`` makes on this thread; it must succeed."""
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        result = run_cli(*args)
+    finally:
+        profile.disable()
+    assert result.exit_code == 0, (args, result.output)
+    return sum(entry.callcount for entry in profile.getstats())
+
+
+COMMANDS = {
+    "ls": lambda p, out: ["ls", p],
+    "ls --tree": lambda p, out: ["ls", "--tree", p],
+    "verify": lambda p, out: ["verify", "--jobs", "1", p],
+    "diff": lambda p, out: ["diff", "--jobs", "1", p, p],
+    "stats": lambda p, out: ["stats", "--jobs", "1", p],
+    "rename": lambda p, out: ["rename", "--jobs", "1", p, "-o", f"{out}/ckpt", "--map", "model=net"],
+    "edit": lambda p, out: ["edit", "--jobs", "1", p, "-o", f"{out}/ckpt", "--exclude", "model/layer_0/*"],
+    "convert --to tf-object": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-object"],
+    "convert --to tf-name": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-name"],
+    "extract": lambda p, out: ["extract", p, "-o", f"{out}/all.npz"],
+}
+
+
+@pytest.mark.parametrize("layout", ["name", "object"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_work_grows_linearly_with_the_tensors(bundles, run_cli, tmp_path, layout, command):
+    if (layout, command) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")):
+        pytest.skip("the checkpoint is already in that layout")
+    _calls(run_cli, COMMANDS[command](bundles[layout][0], str(tmp_path / "warm")))  # imports, caches: not counted
+    counts = []
+    for i, prefix in enumerate(bundles[layout]):
+        counts.append(_calls(run_cli, COMMANDS[command](prefix, str(tmp_path / f"out{i}"))))
+    first, second = counts[1] - counts[0], counts[2] - counts[1]
+    assert first > 0, counts
+    assert second <= SLACK * first, f"{command} ({layout}-based): calls {counts} grow faster than the tensors"
+
+
+def test_the_bundles_hold_what_they_say(bundles, run_cli):
+    """The inputs themselves: N, 2N, 4N tensors (plus the graph and save counter once object-based)."""
+    for layout, extra in (("name", 0), ("object", 2)):
+        for n, prefix in zip((N, 2 * N, 4 * N), bundles[layout]):
+            listed = json.loads(run_cli("ls", "--json", prefix).stdout)["tensors"]
+            assert len(listed) == n + extra
