@@ -41,6 +41,9 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     from formats.io.protowire import LEN, WireError, iter_fields
 
     view = memoryview(data)
+    fast = _fast_graph(view, source)
+    if fast is not None:
+        return fast
     try:
         _check_size(view, source)
         nodes: list[ObjectNode] = []
@@ -49,6 +52,32 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
                 nodes.append(_node(len(nodes), decode(TRACKABLE_OBJECT, value)))  # type: ignore[arg-type]
     except WireError as exc:
         raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
+    return ObjectGraph(nodes, source)
+
+
+def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:
+    """The graph decoded node by node with :func:`~formats.concepts.object_graph_wire.fast_node` (after the same
+    size check as :func:`_check_size`), or None when any node needs the generic decoder."""
+    from formats.concepts.object_graph_wire import count_items, fast_node, node_spans
+
+    spans = node_spans(view)
+    if spans is None:
+        return None
+    allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
+    items = 0
+    for start, stop in spans:
+        counted = count_items(view, start, stop)
+        if counted is None:
+            return None
+        items += 1 + counted
+        if items > allowed:
+            return None  # the generic path refuses it, in its own words
+    nodes: list[ObjectNode] = []
+    for start, stop in spans:
+        node = fast_node(len(nodes), view, start, stop)
+        if node is None:
+            return None
+        nodes.append(node)
     return ObjectGraph(nodes, source)
 
 
