@@ -91,3 +91,31 @@ def test_the_bundles_hold_what_they_say(bundles, run_cli):
         for n, prefix in zip((N, 2 * N, 4 * N), bundles[layout]):
             listed = json.loads(run_cli("ls", "--json", prefix).stdout)["tensors"]
             assert len(listed) == n + extra
+
+
+def test_local_units_hold_many_small_tensors_or_one_big_one() -> None:
+    """On local threads a unit is up to 1 MiB of small tensors, at most 512 of them, or one bigger tensor alone
+    (a unit per tiny tensor cost a hand-over between threads each)."""
+    from formats.discover.units import LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS, group_keys
+
+    assert (LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS) == (1 << 20, 512)
+    sizes = [(f"t{i}", 16) for i in range(1100)] + [("big", 4 << 20), ("after", 16)]
+    units = list(group_keys(sizes, LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS))
+    assert [len(keys) for keys, _ in units] == [512, 512, 76, 1, 1]
+    assert units[3] == (("big",), 4 << 20)
+    assert [k for keys, _ in units for k in keys] == [k for k, _ in sizes]
+
+
+def test_verify_reports_every_tensor_in_order_whatever_the_units(tmp_path, run_cli) -> None:
+    """A damaged tiny tensor among 1,500 (three local units) is reported by key, once, and the count is whole."""
+    prefix = _name_based(tmp_path, 1500)
+    data = next(p for p in (tmp_path / "name-1500").iterdir() if ".data-" in p.name)
+    raw = bytearray(data.read_bytes())
+    raw[16 * 700] ^= 0xFF  # the 701st tensor's first byte (16 bytes each, written in the order given)
+    data.write_bytes(bytes(raw))
+    result = run_cli("verify", "--json", prefix)
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    report = report[0] if isinstance(report, list) else report
+    assert report["tensors"] == 1500
+    assert [p["where"] for p in report["problems"]] == ["model/layer_7/unit_0/w"]
