@@ -56,26 +56,24 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
 
 
 def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:
-    """The graph decoded node by node with :func:`~formats.concepts.object_graph_wire.fast_node` (after the same
-    size check as :func:`_check_size`), or None when any node needs the generic decoder."""
-    from formats.concepts.object_graph_wire import count_items, fast_node, node_spans
+    """The graph decoded node by node with :func:`~formats.concepts.object_graph_wire.fast_node`, or None when
+    any node needs the generic decoder - or when the nodes and their items outnumber what the bytes justify
+    (:func:`_check_size`'s bound, checked after each node: at most one node's worth is built beyond it), which
+    the generic decoder then refuses in its own words."""
+    from formats.concepts.object_graph_wire import fast_node, node_spans
 
     spans = node_spans(view)
-    if spans is None:
+    if spans is None or len(spans) > FREE_ITEMS + len(view) // BYTES_PER_ITEM:
         return None
     allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
     items = 0
-    for start, stop in spans:
-        counted = count_items(view, start, stop)
-        if counted is None:
-            return None
-        items += 1 + counted
-        if items > allowed:
-            return None  # the generic path refuses it, in its own words
     nodes: list[ObjectNode] = []
     for start, stop in spans:
         node = fast_node(len(nodes), view, start, stop)
         if node is None:
+            return None
+        items += 1 + len(node.children) + len(node.attributes) + len(node.slot_variables)
+        if items > allowed:
             return None
         nodes.append(node)
     return ObjectGraph(nodes, source)

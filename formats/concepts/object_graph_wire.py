@@ -6,7 +6,7 @@ object-based checkpoint (one node per object: a million for some).
 :func:`formats.concepts.proto.messages.decode` (the last value of a scalar wins, absent fields take their
 defaults, strings must be UTF-8); anything else - a registered saver, an unknown field, another wire type - gives
 None, and the caller decodes that node with the generic decoder (which also words any error).
-:func:`count_items` counts a node's children, attributes and slot variables without building them.
+':func:`node_spans` finds the nodes of a graph.
 """
 from __future__ import annotations
 
@@ -17,10 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["fast_node", "count_items", "node_spans"]
-
-_ITEM_TAGS = (0x0A, 0x12, 0x1A)  # children, attributes, slot_variables: length-delimited fields 1, 2, 3
-
+__all__ = ["fast_node", "node_spans"]
 
 def _int32(value: int) -> int:
     low = value & 0xFFFFFFFF
@@ -67,14 +64,6 @@ def node_spans(data: Any) -> list[tuple[int, int]] | None:
     if found is None or any(tag != 0x0A for tag, _, _ in found):
         return None
     return [(start, stop) for _, start, stop in found]
-
-
-def count_items(data: Any, start: int, stop: int) -> int | None:
-    """How many children, attributes and slot variables the node at ``data[start:stop]`` holds, or None."""
-    found = _fields(data, start, stop)
-    if found is None:
-        return None
-    return sum(1 for tag, _, _ in found if tag in _ITEM_TAGS)
 
 
 def _text(data: Any, start: int, stop: int) -> str:
