@@ -65,11 +65,12 @@ def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:
     spans = node_spans(view)
     if spans is None or len(spans) > FREE_ITEMS + len(view) // BYTES_PER_ITEM:
         return None
+    data = view.obj if isinstance(view.obj, bytes) and view.nbytes == len(view.obj) else view.tobytes()
     allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
     items = 0
     nodes: list[ObjectNode] = []
     for start, stop in spans:
-        node = fast_node(len(nodes), view, start, stop)
+        node = fast_node(len(nodes), data, start, stop)
         if node is None:
             return None
         items += 1 + len(node.children) + len(node.attributes) + len(node.slot_variables)

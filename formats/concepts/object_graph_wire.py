@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["fast_node", "node_spans"]
 
-def _int32(value: int) -> int:
-    low = value & 0xFFFFFFFF
-    return low - (1 << 32) if low >= 1 << 31 else low
-
-
 def _fields(data: Any, pos: int, end: int) -> list[tuple[int, int, int]] | None:
     """``(tag, value or start, stop)`` of each field from ``pos`` to ``end``: varint fields (wire type 0) as
     ``(tag, value, -1)``, length-delimited ones (wire type 2) as ``(tag, start, stop)``; None for any other
@@ -66,65 +61,86 @@ def node_spans(data: Any) -> list[tuple[int, int]] | None:
     return [(start, stop) for _, start, stop in found]
 
 
-def _text(data: Any, start: int, stop: int) -> str:
-    return bytes(data[start:stop]).decode("utf-8")  # UnicodeDecodeError: the caller falls back
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """A varint at ``pos`` before ``end``; WireError or IndexError when there is none."""
+    if pos >= end:
+        raise WireError("truncated")
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    return read_varint(data, pos, end)
 
 
-def fast_node(index: int, data: Any, start: int, stop: int) -> ObjectNode | None:
-    """Node ``index`` decoded from ``data[start:stop]``, or None when it holds more than this decodes."""
-    found = _fields(data, start, stop)
-    if found is None:
-        return None
+def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | None:
+    """Node ``index`` decoded from ``data[start:stop]`` (``bytes``), or None when it holds more than this
+    decodes. One pass, no intermediate lists: a graph has a node per object, a million for some."""
     node = ObjectNode(index)
     seen_has_values = False
+    pos = start
     try:
-        for tag, a, b in found:
-            sub = _fields(data, a, b) if b >= 0 else None
-            if sub is None:
+        while pos < stop:
+            tag = data[pos]
+            length, pos = _varint(data, pos + 1, stop)
+            end = pos + length
+            if end > stop:
                 return None
-            if tag == 0x0A:
+            if tag == 0x0A:  # children { node_id: 1, local_name: 2 }
                 node_id, name = 0, ""
-                for t, x, y in sub:
+                while pos < end:
+                    t = data[pos]
+                    value, pos = _varint(data, pos + 1, end)
                     if t == 0x08:
-                        node_id = _int32(x)
-                    elif t == 0x12:
-                        name = _text(data, x, y)
+                        low = value & 0xFFFFFFFF
+                        node_id = low - (1 << 32) if low >= 1 << 31 else low
+                    elif t == 0x12 and pos + value <= end:
+                        name = data[pos:pos + value].decode("utf-8")
+                        pos += value
                     else:
                         return None
                 node.children.append(ChildRef(node_id, name))
-            elif tag == 0x12:
+            elif tag == 0x12:  # attributes { name: 1, full_name: 2, checkpoint_key: 3, optional_restore: 4 }
                 texts = ["", "", ""]
                 optional = False
-                for t, x, y in sub:
-                    if t in (0x0A, 0x12, 0x1A):
-                        texts[(t >> 3) - 1] = _text(data, x, y)
+                while pos < end:
+                    t = data[pos]
+                    value, pos = _varint(data, pos + 1, end)
+                    if t in (0x0A, 0x12, 0x1A) and pos + value <= end:
+                        texts[(t >> 3) - 1] = data[pos:pos + value].decode("utf-8")
+                        pos += value
                     elif t == 0x20:
-                        optional = x != 0
+                        optional = value != 0
                     else:
                         return None
                 node.attributes.append(Attribute(texts[0], texts[1], texts[2], optional))
-            elif tag == 0x1A:
-                original, slot, variable = 0, "", 0
-                for t, x, y in sub:
-                    if t == 0x08:
-                        original = _int32(x)
-                    elif t == 0x12:
-                        slot = _text(data, x, y)
-                    elif t == 0x18:
-                        variable = _int32(x)
+            elif tag == 0x1A:  # slot_variables { original_variable_node_id: 1, slot_name: 2, slot_variable_node_id: 3 }
+                ids = [0, 0]
+                slot = ""
+                while pos < end:
+                    t = data[pos]
+                    value, pos = _varint(data, pos + 1, end)
+                    if t in (0x08, 0x18):
+                        low = value & 0xFFFFFFFF
+                        ids[t >> 4] = low - (1 << 32) if low >= 1 << 31 else low
+                    elif t == 0x12 and pos + value <= end:
+                        slot = data[pos:pos + value].decode("utf-8")
+                        pos += value
                     else:
                         return None
-                node.slot_variables.append(SlotVariableRef(original, slot, variable))
-            elif tag == 0x2A and not seen_has_values:  # a second occurrence is merged: the generic decoder does
+                node.slot_variables.append(SlotVariableRef(ids[0], slot, ids[1]))
+            elif tag == 0x2A and not seen_has_values:  # has_checkpoint_values { value: 1 }; twice: merged (generic)
                 seen_has_values = True
-                value = False
-                for t, x, _ in sub:
+                flag = False
+                while pos < end:
+                    t = data[pos]
+                    value, pos = _varint(data, pos + 1, end)
                     if t != 0x08:
                         return None
-                    value = x != 0
-                node.has_checkpoint_values = value
+                    flag = value != 0
+                node.has_checkpoint_values = flag
             else:
                 return None
-    except UnicodeDecodeError:
+            if pos != end:
+                return None
+    except (UnicodeDecodeError, WireError, IndexError):
         return None
     return node
