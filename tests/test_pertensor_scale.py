@@ -119,3 +119,30 @@ def test_verify_reports_every_tensor_in_order_whatever_the_units(tmp_path, run_c
     report = report[0] if isinstance(report, list) else report
     assert report["tensors"] == 1500
     assert [p["where"] for p in report["problems"]] == ["model/layer_7/unit_0/w"]
+
+
+def test_natural_order_sorts_numbers_by_value() -> None:
+    """The listing's sort key (now one split per key, each digit run worked out once) orders as before: numbers
+    by value, keys equal but for leading zeros in text order, unicode digits as digits."""
+    import random
+    import re
+
+    from formats.core.natural import natural_order
+
+    keys = ["vars/10", "vars/2", "dense_10/kernel", "dense_2/kernel", "ckpt-3", "ckpt-10", "a7", "a007", "a07",
+            "layer_99/w", "layer_100/w", "x", "x1y22z333", "x1y22z4"]
+    assert sorted(keys, key=natural_order) == [
+        "a007", "a07", "a7", "ckpt-3", "ckpt-10", "dense_2/kernel", "dense_10/kernel", "layer_99/w", "layer_100/w",
+        "vars/2", "vars/10", "x", "x1y22z4", "x1y22z333"]
+
+    def before(key: str) -> tuple[str, str]:  # the former key, one regex callback per digit run
+        def number(m: re.Match[str]) -> str:
+            digits = m.group().lstrip("0")
+            return (chr(0x30 + len(digits)) if len(digits) <= 9 else "9" + chr(0x30 + len(digits))) + digits
+        return re.sub(r"\d+", number, key), key
+
+    rng = random.Random(38)
+    alphabet = "ab/_-0123456789\u0663\u0660"
+    for _ in range(3000):
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert natural_order(key) == before(key), key
