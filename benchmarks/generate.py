@@ -14,6 +14,8 @@
   object-based bundle of the same bytes (slots as slot variables, the object graph last in the data
   file, as TensorFlow writes it).
 - ``million``: 1,000,000 small tensors; ``directory``: a run directory of 1,000 small checkpoints.
+- ``scale_name_10k``, ``scale_name_100k``, ``scale_name_1m``: a name-based bundle of N tiny tensors (the per-tensor
+  cost rows, issue 38); ``scale_object_10k`` ... ``scale_object_1m``: the same converted to an object-based bundle.
 
 Values are generated tensor by tensor, so generating stays within bounded memory too.
 """
@@ -212,6 +214,34 @@ def many(out: Path, count: int = 50_000) -> str:
     return prefix
 
 
+SCALES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+"""The sizes of the per-tensor scale inputs (``scale_name_<size>``, ``scale_object_<size>``)."""
+
+
+def scale_name(out: Path, count: int) -> str:
+    """A name-based bundle of ``count`` tiny tensors (4 float32 each, 100 per layer: ``model/layer_<i>/unit_<j>/w``)."""
+    from formats import write_checkpoint
+
+    pairs = ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32)) for i in range(count))
+    prefix = str(out / f"scale-name-{count}" / "ckpt-1")
+    write_checkpoint(prefix, pairs, force=True, verify=False)
+    return prefix
+
+
+def scale_object(out: Path, count: int, size: str) -> str:
+    """:func:`scale_name`'s bundle converted by ``ckpt convert --to tf-object`` (one object per layer and unit)."""
+    import subprocess
+    import sys
+
+    source = generate(out, (f"scale_name_{size}",))[f"scale_name_{size}"]
+    prefix = str(out / f"scale-object-{count}" / "ckpt-1")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, "-m", "ckpt_cli", "convert", source, "-o", prefix, "--to", "tf-object", "--force"],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    return prefix
+
+
 def partitioned(out: Path, rows: int = 1_000_000, dim: int = 64, parts: int = 4) -> str:
     """Write a name-based checkpoint whose embedding is stored as ``parts`` slices; return its prefix."""
     from formats.io.crc import crc32c, mask
@@ -273,6 +303,9 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
               "bert_object": bert_object, "bert_large_pretraining": bert_large_pretraining,
               "bert_large_tf_h5": bert_large_tf_h5,
               "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
+    for size, count in SCALES.items():
+        makers[f"scale_name_{size}"] = lambda o, n=count: scale_name(o, n)
+        makers[f"scale_object_{size}"] = lambda o, n=count, s=size: scale_object(o, n, s)
     done = {}
     for name in which:
         marker = out / f".{name}.done"
@@ -287,4 +320,5 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
 if __name__ == "__main__":
     import sys
 
-    print(generate(Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CKPT_BENCH_DIR", "/tmp/ckpt-bench"))))
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CKPT_BENCH_DIR", "/tmp/ckpt-bench"))
+    print(generate(folder, tuple(sys.argv[2:])) if len(sys.argv) > 2 else generate(folder))

@@ -21,7 +21,9 @@ venv with such an install instead (its ``bin/ckpt`` is run); an editable install
 import hook slows every start of that Python, ``python -c pass`` included. ``python -c pass`` and
 ``python -m ckpt_cli`` run with that venv's Python, from the work directory (never the checkout).
 ``--only`` runs only the rows of the given ckpt commands (``ls``, ``verify``, ``diff``, ``stats``, ``show``, ``extract``,
-``rename``, ``convert``, ``average``), comma-separated.
+``rename``, ``convert``, ``average``, ``edit``), comma-separated.
+The scale rows (issue 38) run every command on bundles of 10k, 100k and 1M tiny tensors (1M left out by
+``--quick``), name-based and object-based, beside ``cat`` of the same files, once each (twice at 10k).
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ TF_LIST = "import sys, tensorflow as tf\nfor k, s in tf.train.list_variables(sys
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 PYTHON = sys.executable
 """The Python of the regular install under test (set by :func:`install`): ``python -c pass`` and ``-m ckpt_cli``."""
-COMMAND_WORDS = ("ls", "verify", "diff", "stats", "show", "extract", "rename", "convert", "average", "report")
+COMMAND_WORDS = ("ls", "verify", "diff", "stats", "show", "extract", "rename", "convert", "average", "report", "edit")
 ONLY: set[str] = set()
 """The ckpt commands whose rows run (``--only``); empty: every row."""
 
@@ -409,6 +411,48 @@ def measure_report(inputs: dict[str, str], work: Path, runs: int, ck: str) -> li
     return rows
 
 
+SCALE_GOALS = {"10k": None, "100k": (1.0, 100), "1m": (10.0, 500)}
+"""Issue 38's per-tensor goals: (wall seconds, MiB of peak RSS) per command, by number of tensors."""
+
+
+def scale_commands(prefix: str, out: Path) -> list[tuple[str, str]]:
+    """``(label, command line after ckpt)`` of every per-tensor scale row on the bundle ``prefix``."""
+    return [("ls", f"ls {prefix}"), ("verify", f"verify {prefix}"), ("ls --tree", f"ls --tree {prefix}"),
+            ("rename", f"rename {prefix} -o {out}/ckpt --map model=net"), ("diff (self)", f"diff {prefix} {prefix}"),
+            ("stats", f"stats {prefix}"), ("edit", f"edit {prefix} -o {out}/ckpt --exclude 'model/layer_0/*'"),
+            ("convert --to tf-object", f"convert {prefix} -o {out}/ckpt --to tf-object"),
+            ("convert --to tf-name", f"convert {prefix} -o {out}/ckpt --to tf-name"),
+            ("extract to .npz", f"extract {prefix} -o {out}/all.npz")]
+
+
+def measure_scale(inputs: dict[str, str], work: Path, ck: str) -> list[Row]:
+    """Issue 38: every command on bundles of N tiny tensors (``scale_<layout>_<size>`` inputs), beside ``cat`` of
+    the bundle's files; the goal is a bound on the command's wall time and peak RSS."""
+    from generate import SCALES
+
+    rows: list[Row] = []
+    out = work / "out-scale"
+    for size, count in SCALES.items():
+        for layout in ("name", "object"):
+            prefix = inputs.get(f"scale_{layout}_{size}")
+            if prefix is None:
+                continue
+            goal = SCALE_GOALS[size]
+            for label, args in scale_commands(prefix, out):
+                if (layout, label) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")) or \
+                        not wanted(command_word(f"{ck} {args}")):
+                    continue
+                cat = f"cat {' '.join(files_of(prefix))} > /dev/null"
+                ours, floor = pair(f"{ck} {args}", cat, 2 if count <= 10_000 else 1, f"rm -rf {out}")
+                if not ours.times:
+                    continue
+                met = None if goal is None else ours.median <= goal[0] and ours.rss <= goal[1] * 1024
+                rows.append(Row(f"{label} ({count:,} tiny tensors, {layout}-based)", ours, "cat", floor,
+                                "report" if goal is None else f"<= {goal[0]:g} s, <= {goal[1]} MiB", met))
+    shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
 def _ratio(x: float) -> str:
     """Two decimals, three below 0.1 (so that 0.046x is not shown as the 0.05x goal)."""
     return f"{x:.3f}x" if x < 0.1 else f"{x:.2f}x"
@@ -448,6 +492,10 @@ def main() -> None:
     which = ("bert", "many", "directory") + (() if args.quick else ("bert_large", "million")) + \
         (("bert_large_pretraining", "bert_large_tf_h5") if not args.quick and wanted("convert") else ()) + \
         (("bert_object",) if wanted("verify") or wanted("rename") else ())
+    from generate import SCALES
+
+    which += tuple(f"scale_{layout}_{size}" for size in SCALES for layout in ("name", "object")
+                   if size != "1m" or not args.quick)
     ckpt = install(work, args.python)
     inputs = generate(work, which)
     os.chdir(work)  # `python -c pass` and `-m ckpt_cli` must not see the checkout on sys.path
@@ -456,6 +504,7 @@ def main() -> None:
     rows += measure_wide(work, max(3, args.runs // 2), " ".join(ckpt))
     rows += measure_layouts(inputs, work, args.runs, " ".join(ckpt))
     rows += measure_report(inputs, work, args.runs, " ".join(ckpt))
+    rows += measure_scale(inputs, work, " ".join(ckpt))
     rows = [r for r in rows if r.ours.times]
     header = (f"Measured {datetime.date.today().isoformat()} on {platform.machine()} Linux, "
               f"{len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}; {args.runs} runs of each "

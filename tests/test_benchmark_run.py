@@ -102,7 +102,7 @@ def test_an_unknown_only_word_is_a_usage_error() -> None:
     done = subprocess.run([sys.executable, str(RUN), "--only", "ls,foo"], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == \
-        "run.py: error: --only: unknown foo (one of ls, verify, diff, stats, show, extract, rename, convert, average)"
+        "run.py: error: --only: unknown foo (one of ls, verify, diff, stats, show, extract, rename, convert, average, report, edit)"
 
 
 def test_an_editable_install_is_refused(run, tmp_path) -> None:
@@ -118,3 +118,18 @@ def test_an_editable_install_is_refused(run, tmp_path) -> None:
     (site / "__editable__.tfckpt-0.1.0.pth").unlink()
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=site, env=env)
     assert done.stdout.strip() == str((site / "ckpt_cli" / "__init__.py").resolve())
+
+
+def test_scale_rows_name_ckpt_commands_and_follow_only(run, tmp_path) -> None:
+    """Issue 38's scale rows: each runs a command ``--only`` knows, every command of the issue's table is there,
+    and under ``--only`` naming none of them no row is run (nor a missing input opened)."""
+    commands = run.scale_commands("/x/ckpt-1", tmp_path)
+    words = {run.command_word(f"/v/bin/ckpt {args}") for _, args in commands}
+    assert words <= set(run.COMMAND_WORDS)
+    assert {label for label, _ in commands} >= {"ls", "verify", "ls --tree", "rename", "diff (self)", "stats", "edit",
+                                                 "convert --to tf-object", "extract to .npz"}
+    run.ONLY.update({"average"})
+    try:
+        assert run.measure_scale({"scale_name_10k": "/nonexistent/ckpt-1"}, tmp_path, "/nonexistent/ckpt") == []
+    finally:
+        run.ONLY.clear()

@@ -41,6 +41,9 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     from formats.io.protowire import LEN, WireError, iter_fields
 
     view = memoryview(data)
+    fast = _fast_graph(view, source)
+    if fast is not None:
+        return fast
     try:
         _check_size(view, source)
         nodes: list[ObjectNode] = []
@@ -49,6 +52,31 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
                 nodes.append(_node(len(nodes), decode(TRACKABLE_OBJECT, value)))  # type: ignore[arg-type]
     except WireError as exc:
         raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
+    return ObjectGraph(nodes, source)
+
+
+def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:
+    """The graph decoded node by node with :func:`~formats.concepts.object_graph_wire.fast_node`, or None when
+    any node needs the generic decoder - or when the nodes and their items outnumber what the bytes justify
+    (:func:`_check_size`'s bound, checked after each node: at most one node's worth is built beyond it), which
+    the generic decoder then refuses in its own words."""
+    from formats.concepts.object_graph_wire import fast_node, node_spans
+
+    spans = node_spans(view)
+    if spans is None or len(spans) > FREE_ITEMS + len(view) // BYTES_PER_ITEM:
+        return None
+    data = view.obj if isinstance(view.obj, bytes) and view.nbytes == len(view.obj) else view.tobytes()
+    allowed = FREE_ITEMS + len(view) // BYTES_PER_ITEM
+    items = 0
+    nodes: list[ObjectNode] = []
+    for start, stop in spans:
+        node = fast_node(len(nodes), data, start, stop)
+        if node is None:
+            return None
+        items += 1 + len(node.children) + len(node.attributes) + len(node.slot_variables)
+        if items > allowed:
+            return None
+        nodes.append(node)
     return ObjectGraph(nodes, source)
 
 

@@ -55,6 +55,8 @@ def terminal_text(text: str) -> str:
     :meth:`str.isprintable` refuses (C0 and C1 controls such as ESC, BEL, CR, newline, DEL, CSI; format
     characters such as U+202E) as ``\\xNN`` (below 256), ``\\uXXXX`` or ``\\UXXXXXXXX``. Printable text is returned as it
     is (JSON keeps the exact string: this is for text output only)."""
+    if text.isascii() and text.isprintable():  # the common case, once per cell of a table: nothing to escape
+        return text
     text = safe_text(text)
     if text.isprintable():
         return text

@@ -13,7 +13,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from re import Match, Pattern
+    from re import Pattern
     from typing import Any
 
 __all__ = ["natural_order", "needs_natural_order", "key_order"]
@@ -21,10 +21,8 @@ __all__ = ["natural_order", "needs_natural_order", "key_order"]
 _runs: Pattern[str] | None = None  # compiled (and re imported) when first needed: start-up
 
 
-def _number(match: Match[str]) -> str:
-    digits = match.group().lstrip("0")
-    n = len(digits)
-    return (chr(0x30 + n) if n <= 9 else "9" + chr(0x30 + n)) + digits
+_NUMBERS: dict[str, str] = {}
+"""Digit run -> what :func:`_number` makes of it (a listing repeats a few thousand runs a million times)."""
 
 
 def natural_order(key: str) -> tuple[str, str]:
@@ -33,8 +31,26 @@ def natural_order(key: str) -> tuple[str, str]:
     if _runs is None:
         import re
 
-        _runs = re.compile(r"\d+")
-    return _runs.sub(_number, key), key
+        _runs = re.compile(r"(\d+)")
+    parts = _runs.split(key)  # text, digits, text, ...: one call, no callback per run
+    if len(parts) == 1:
+        return key, key
+    for i in range(1, len(parts), 2):
+        run = parts[i]
+        found = _NUMBERS.get(run)
+        if found is None:
+            found = _number(run)
+            if len(_NUMBERS) < 1 << 16:
+                _NUMBERS[run] = found
+        parts[i] = found
+    return "".join(parts), key
+
+
+def _number(run: str) -> str:
+    """A digit run as its length (see the module's docstring), then the number without leading zeros."""
+    digits = run.lstrip("0")
+    n = len(digits)
+    return (chr(0x30 + n) if n <= 9 else "9" + chr(0x30 + n)) + digits
 
 
 _ONE_DIGIT = str.maketrans("123456789", "000000000")

@@ -56,16 +56,25 @@ def fields_of(obj: Any) -> tuple[str, ...]:
 def replace(obj: T, **changes: Any) -> T:
     """A copy of the record ``obj`` with ``changes``, as ``dataclasses.replace`` (``init=False`` fields
     start again from their defaults, and cannot be changed)."""
-    specs = obj.__record_specs__  # type: ignore[attr-defined]
-    names = [name for name in obj.__record_fields__ if specs[name].init]  # type: ignore[attr-defined]
-    fixed = sorted(name for name in changes if name in specs and not specs[name].init)
-    if fixed:
-        raise ValueError(f"field {fixed[0]!r} is declared with init=False: replace cannot change it")
-    unknown = set(changes) - set(names)
-    if unknown:
-        raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r} to replace")
-    values = {name: changes[name] if name in changes else getattr(obj, name) for name in names}
-    return type(obj)(**values)
+    cls = type(obj)
+    names = _INIT_NAMES.get(cls)
+    if names is None:
+        specs = obj.__record_specs__  # type: ignore[attr-defined]
+        names = _INIT_NAMES[cls] = frozenset(name for name in obj.__record_fields__  # type: ignore[attr-defined]
+                                             if specs[name].init)
+    if not names.issuperset(changes):
+        specs = obj.__record_specs__  # type: ignore[attr-defined]
+        fixed = sorted(name for name in changes if name in specs and not specs[name].init)
+        if fixed:
+            raise ValueError(f"field {fixed[0]!r} is declared with init=False: replace cannot change it")
+        raise TypeError(f"{cls.__name__} has no field {sorted(set(changes) - names)[0]!r} to replace")
+    values = {name: changes[name] if name in changes else getattr(obj, name)
+              for name in obj.__record_fields__ if name in names}  # type: ignore[attr-defined]
+    return cls(**values)
+
+
+_INIT_NAMES: dict[type, frozenset[str]] = {}
+"""Record class -> the names of its fields ``__init__`` takes (:func:`replace`, once per node of a large graph)."""
 
 
 if TYPE_CHECKING:

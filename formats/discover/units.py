@@ -32,6 +32,11 @@ __all__ = ["SourceRef", "source_ref", "opened", "lending", "group_keys", "each_i
 
 UNIT_BYTES = 64 << 20
 """Stored bytes of tensors per unit (a bigger tensor is a unit alone)."""
+LOCAL_UNIT_BYTES = 1 << 20
+"""Stored bytes of tensors per unit on local threads: small tensors go together (a unit per tensor costs a
+hand-over between threads each, more than reading a tiny tensor), a bigger tensor is a unit alone."""
+LOCAL_UNIT_ITEMS = 512
+"""At most this many tensors per unit on local threads (progress and an early stop stay fine-grained)."""
 _KEEP = 4  # checkpoints a worker process keeps open (one per run and side of a diff)
 
 
@@ -178,20 +183,22 @@ def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any])
     threads (a checkpoint lent) are bounded by ``--jobs`` instead."""
     from formats.core.parallel import map_ordered
 
+    if any(c is ckpt for c in _lent.values()):  # the caller's threads run the units: one item after another
+        return [fn(item) for item in items]
     jobs = reads_in_flight() if len(items) > 1 and ckpt.concurrent_reads else 1
-    if any(c is ckpt for c in _lent.values()):
-        return map_ordered(fn, items, jobs)
     with worker_slot():
         return map_ordered(fn, items, jobs)
 
 
-def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES) -> Iterator[tuple[tuple[Any, ...], int]]:
+def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES,
+               most: int | None = None) -> Iterator[tuple[tuple[Any, ...], int]]:
     """``(keys, bytes)`` of consecutive tensors of ``sizes`` (``(key, stored bytes)``; a key may be any
-    picklable item, such as a pair to compare), about ``budget`` bytes each (one each for 0)."""
+    picklable item, such as a pair to compare), about ``budget`` bytes each (one each for 0), at most
+    ``most`` keys each (None: no limit)."""
     keys: list[Any] = []
     total = 0
     for key, size in sizes:
-        if keys and total + size > budget:
+        if keys and (total + size > budget or len(keys) == most):
             yield tuple(keys), total
             keys, total = [], 0
         keys.append(key)

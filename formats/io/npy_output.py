@@ -58,8 +58,34 @@ _MAX_NAME = 0xFFFF  # a zip member name's length field
 
 
 # -- the policy -----------------------------------------------------------------------------------------
+_STORED: dict[str, tuple[np.dtype, bool]] = {}
+"""dtype name -> (stored dtype, stored as its raw bits), worked out once per dtype (once per tensor costs more
+than writing a tiny tensor)."""
+
+
 def stored_dtype(dtype: str) -> np.dtype:
     """The numpy dtype a fixed-width TensorFlow dtype is stored as (see the module doc)."""
+    return _policy(dtype)[0]
+
+
+def stores_bits(dtype: str) -> bool:
+    """True when ``dtype`` is stored as its raw bits (numpy has no such type)."""
+    found = _STORED.get(dtype)
+    if found is not None:
+        return found[1]
+    dt = by_name(dtype.removesuffix("_ref"))
+    return dt.fixed_width and dt.numpy_name is not None and _policy(dtype)[1]
+
+
+def _policy(dtype: str) -> tuple[np.dtype, bool]:
+    found = _STORED.get(dtype)
+    if found is None:
+        stored = _stored_dtype(dtype)
+        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name)
+    return found
+
+
+def _stored_dtype(dtype: str) -> np.dtype:
     import numpy as np
 
     dt = by_name(dtype.removesuffix("_ref"))
@@ -69,12 +95,6 @@ def stored_dtype(dtype: str) -> np.dtype:
     if native.type.__module__.startswith("numpy"):
         return native
     return np.dtype(f"<u{dt.itemsize}")
-
-
-def stores_bits(dtype: str) -> bool:
-    """True when ``dtype`` is stored as its raw bits (numpy has no such type)."""
-    dt = by_name(dtype.removesuffix("_ref"))
-    return dt.fixed_width and dt.numpy_name is not None and stored_dtype(dtype).name != dt.numpy().name
 
 
 def bits_note(key: str, dtype: str) -> str:
@@ -94,14 +114,27 @@ class Written:
 
 
 # -- writing one .npy -----------------------------------------------------------------------------------
-def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
-    import numpy as np
+_HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}
+"""(dtype, shape) -> the header numpy writes for it, made once (many tensors share a few shapes)."""
 
-    header = {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": tuple(shape)}
-    try:
-        np.lib.format.write_array_header_1_0(f, header)
-    except ValueError:  # too long for version 1.0
-        np.lib.format.write_array_header_2_0(f, header)
+
+def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
+    found = _HEADERS.get((dt, tuple(shape)))
+    if found is None:
+        import io
+
+        import numpy as np
+
+        header = {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": tuple(shape)}
+        made = io.BytesIO()
+        try:
+            np.lib.format.write_array_header_1_0(made, header)
+        except ValueError:  # too long for version 1.0
+            np.lib.format.write_array_header_2_0(made, header)
+        found = made.getvalue()
+        if len(_HEADERS) < 4096:
+            _HEADERS[dt, tuple(shape)] = found
+    f.write(found)
 
 
 def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
@@ -176,13 +209,14 @@ class _Payload(StoredBytes):
     __slots__ = ("stored",)
 
     def __init__(self, key: str, dtype: str, open_member: Callable[[], Any]) -> None:
-        import numpy as np
+        from formats.io.npy_header import NpyError, read_npy_header
 
         with open_member() as f:
-            version = np.lib.format.read_magic(f)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, stored = read(f)
-            offset = f.tell()
+            try:
+                header = read_npy_header(f.read)
+            except NpyError as exc:
+                raise CorruptCheckpointError(key, f"member does not read back: {exc}") from None
+        shape, fortran, stored, offset = header.shape, header.fortran_order, header.dtype, header.size
         if fortran:
             raise CorruptCheckpointError(key, "member is stored in Fortran order")
         super().__init__(key, tuple(shape), dtype, math.prod(shape) * stored.itemsize, open_member, offset)

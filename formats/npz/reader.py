@@ -21,7 +21,7 @@ from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatNa
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
 from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
-from formats.npz.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
+from formats.io.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
 
 if TYPE_CHECKING:
     from typing import Literal

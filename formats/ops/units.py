@@ -2,8 +2,9 @@
 
 ``verify``, ``stats`` and ``diff`` each hand :func:`run_units` a module-level unit function (``verify_unit``,
 ``stats_unit``, ``diff_unit``) and their tensors in the order of the result. The tensors are cut into units
-of consecutive keys (:func:`formats.discover.units.group_keys`: one tensor per unit on local threads, as
-before, about 64 MiB of stored bytes per unit on a cluster, where a unit costs a round trip); each unit is
+of consecutive keys (:func:`formats.discover.units.group_keys`: on local threads up to 1 MiB of small tensors
+or one bigger tensor per unit, so that a tiny tensor does not cost a hand-over between threads; about 64 MiB of
+stored bytes per unit on a cluster, where a unit costs a round trip); each unit is
 the function and plain arguments - the checkpoints as :class:`~formats.discover.units.SourceRef`, its keys -
 and returns one small partial result per tensor. The partial results are concatenated in unit order, so
 the result is the same wherever the units ran. On local threads the units use the checkpoints the caller
@@ -12,7 +13,8 @@ opened (lent for the run); on a cluster each worker opens them from their URLs o
 from __future__ import annotations
 
 from formats.core.executors import Executor, LocalExecutor, executor_for
-from formats.discover.units import UNIT_BYTES, for_unit, group_keys, lending, source_ref
+from formats.discover.units import (LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS, UNIT_BYTES, for_unit, group_keys, lending,
+                                    source_ref)
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -64,7 +66,8 @@ def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Sequence[
     units: list[tuple[Any, ...]] = []
     weights: dict[int, tuple[int, int]] = {}
     known = [c.remote_sizes() for c in ckpts] if chosen.remote else []
-    for items, nbytes in group_keys(sizes, UNIT_BYTES if chosen.remote else 0):
+    cut = (UNIT_BYTES, None) if chosen.remote else (LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS)
+    for items, nbytes in group_keys(sizes, *cut):
         unit_refs = refs
         if chosen.remote:  # each unit carries the sizes of the files it reads, as found here
             unit_refs = [for_unit(r, c, (keys_of(item)[i] for item in items), k)

@@ -45,6 +45,10 @@ def _fast_shape(data: bytes | memoryview, pos: int, end: int) -> tuple[int, ...]
 
 
 _VARINT_TAGS = {0x08: 0, 0x18: 1, 0x20: 2, 0x28: 3}
+_SHAPES: dict[bytes, tuple[int, ...]] = {}
+"""Shape field bytes -> the shape, decoded once: an index of a million tensors holds a few thousand distinct
+shapes, and each tensor of one shape shares one tuple."""
+_MAX_SHAPES = 1 << 16
 
 
 def _fast_entry(data: bytes | memoryview) -> Entry | None:
@@ -84,9 +88,14 @@ def _fast_entry(data: bytes | memoryview) -> Entry | None:
                 length = data[pos + 1]
                 if length >= 0x80 or pos + 2 + length > n:
                     return None
-                found = _fast_shape(data, pos + 2, pos + 2 + length)
+                field = bytes(data[pos + 2:pos + 2 + length])
+                found = _SHAPES.get(field)
                 if found is None:
-                    return None
+                    found = _fast_shape(field, 0, length)
+                    if found is None:
+                        return None
+                    if len(_SHAPES) < _MAX_SHAPES:
+                        _SHAPES[field] = found
                 shape = found
                 pos += 2 + length
             else:

@@ -341,9 +341,12 @@ class BundleReader:
         way says why)."""
         if e.slices or not e.size or self.header.big_endian or self.shard_missing(e.shard_id) is not None:
             return None
-        dt = dtypes.by_enum(e.dtype)
-        if dt is None or dt.numpy_name is None or not dt.fixed_width or e.size != math.prod(e.shape) * dt.itemsize \
-                or reference_dtype_problem(e.dtype) is not None:
+        itemsize = _RANGE_ITEMSIZE.get(e.dtype, -1)
+        if itemsize == -1:
+            dt = dtypes.by_enum(e.dtype)
+            itemsize = _RANGE_ITEMSIZE[e.dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
+                and dt.fixed_width and reference_dtype_problem(e.dtype) is None else None
+        if itemsize is None or e.size != math.prod(e.shape) * itemsize:
             return None
         m = self._map(e.shard_id)
         fd = self._fds.get(e.shard_id)
@@ -550,6 +553,11 @@ class BundleReader:
             index = tuple(slice(s, s + n) if n >= 0 else slice(None) for s, n in extents)
             out[index] = self.read(part)
         return out
+
+
+_RANGE_ITEMSIZE: dict[int, int | None] = {}
+"""DataType number -> its item size when :meth:`BundleReader.stored_range` may give its entries' bytes as they lie
+(fixed-width, with an array counterpart, not a reference dtype), else None; worked out once per dtype."""
 
 
 def reference_dtype_problem(enum: int) -> str | None:

@@ -362,12 +362,22 @@ def _unchanging(source: Source) -> bool:
     return isinstance(source, TensorEntry) or (isinstance(source, TensorValue) and isinstance(source.value, (bytes, str)))
 
 
+SMALL_COPY = 1 << 16
+"""A tensor of at most this many bytes is copied through the output's buffer, not by a kernel copy of its own
+(opening its data file, flushing the output and seeking again cost more than the bytes, once per tensor)."""
+
+
 def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
     """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the bytes
     copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`)."""
     raw = stored_whole(source)
     if raw is None:
         return None
+    if raw.size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
+        data = source.bundle.peek(raw.shard_id, raw.offset, raw.size)
+        if len(data) == raw.size:
+            out.write(data)
+            return raw.size
     out.flush()
     _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)
     out.seek(offset + raw.size)

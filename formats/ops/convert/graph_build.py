@@ -35,6 +35,9 @@ class GraphBuilder:
     def child(self, parent: int, local_name: str) -> int:
         """The child of ``parent`` named ``local_name`` (unescaped), created if absent. A name that is not valid
         UTF-8 is given as it is shown (:func:`~formats.core.names.safe_text`): a graph's names are proto strings."""
+        found = self._children.get((parent, local_name))  # a valid name is its own safe text: no re-encoding
+        if found is not None:
+            return found
         local_name = safe_text(local_name)
         found = self._children.get((parent, local_name))
         if found is not None:

@@ -169,8 +169,7 @@ def _tree(names: list[str]) -> dict[str, Any]:
 def _grow(builder: GraphBuilder, tree: dict[str, Any]) -> None:
     """Create the tree's objects breadth-first, children in name order (TensorFlow's numbering)."""
     queue: list[tuple[int, dict[str, Any]]] = [(0, tree)]
-    while queue:
-        node, children = queue.pop(0)
+    for node, children in queue:  # the list grows as it is walked: breadth-first, no pop(0) (quadratic)
         for name in sorted(children):
             queue.append((builder.child(node, name), children[name]))
 

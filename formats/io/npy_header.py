@@ -95,11 +95,27 @@ def read_npy_header(read: Callable[[int], bytes]) -> NpyHeader:
     if length > MAX_HEADER_BYTES:
         raise NpyError(f"the .npy header claims {length:,} bytes (at most {MAX_HEADER_BYTES:,} accepted)")
     raw = _exact(read, length, "header")
+    dtype, shape, fortran = _parsed(raw, major)
+    return NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+
+
+_PARSED: dict[tuple[bytes, int], tuple[Any, tuple[int, ...], bool]] = {}
+"""Headers already parsed (an npz of many tensors of one shape repeats one header: parsed once)."""
+_MAX_PARSED = 4096
+
+
+def _parsed(raw: bytes, major: int) -> tuple[Any, tuple[int, ...], bool]:
+    """``(dtype, shape, fortran_order)`` of the header text ``raw`` (a .npy of version ``major``)."""
+    found = _PARSED.get((raw, major))
+    if found is not None:
+        return found
     text = raw.decode("utf-8" if major == 3 else "latin-1", "replace")
     header = _literal(text)
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
         raise NpyError("the .npy header is not a dict of descr, fortran_order and shape")
     if not isinstance(header["fortran_order"], bool):
         raise NpyError("the .npy header's fortran_order is not True or False")
-    dtype = _dtype(header["descr"])
-    return NpyHeader(dtype, _shape(header["shape"]), header["fortran_order"], prefix + length, bool(dtype.hasobject))
+    found = _dtype(header["descr"]), _shape(header["shape"]), header["fortran_order"]
+    if len(_PARSED) < _MAX_PARSED:
+        _PARSED[raw, major] = found
+    return found

@@ -1,0 +1,148 @@
+"""Issue 38: every command's work grows linearly with the number of tensors. Operations are counted, not
+seconds: the Python calls each command makes (``cProfile``'s call counts, on one thread: ``--jobs 1``) on
+name-based and object-based bundles of N, 2N and 4N tiny tensors. Linear work adds as many calls from 2N to
+4N as twice those from N to 2N (whatever the start costs); work quadratic in the tensors adds four times as
+many (``convert --to tf-object`` once walked its objects with ``list.pop(0)``, ``rename`` and ``ls --tree``
+once scanned every sibling per child: see also ``test_object_graph_scale.py``)."""
+from __future__ import annotations
+
+import cProfile
+import json
+
+import numpy as np
+import pytest
+
+from formats import write_checkpoint
+
+N = 600
+SLACK = 2.3
+"""The calls from 2N to 4N may be at most this many times those from N to 2N (linear: 2; quadratic: 4)."""
+
+
+def _name_based(folder, n: int) -> str:
+    """``n`` tensors of 4 float32 each, 100 per layer (as ``benchmarks/generate.py``'s scale inputs)."""
+    prefix = str(folder / f"name-{n}" / "ckpt-1")
+    write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
+                              for i in range(n)), force=True, verify=False)
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    """``{layout: [prefix of N, 2N, 4N tensors]}``: name-based, and the same converted to object-based."""
+    from click.testing import CliRunner
+
+    from tests.conftest import SHIPPED
+
+    folder = tmp_path_factory.mktemp("scale")
+    named = [_name_based(folder, n) for n in (N, 2 * N, 4 * N)]
+    objects = []
+    for prefix in named:
+        out = prefix.replace("name-", "object-")
+        result = CliRunner().invoke(SHIPPED, ["convert", prefix, "--to", "tf-object", "-o", out])
+        assert result.exit_code == 0, result.output
+        objects.append(out)
+    return {"name": named, "object": objects}
+
+
+def _calls(run_cli, args: list[str]) -> int:
+    """Python calls (functions and built-ins) ``ckpt *args`` makes on this thread; it must succeed."""
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        result = run_cli(*args)
+    finally:
+        profile.disable()
+    assert result.exit_code == 0, (args, result.output)
+    return sum(entry.callcount for entry in profile.getstats())
+
+
+COMMANDS = {
+    "ls": lambda p, out: ["ls", p],
+    "ls --tree": lambda p, out: ["ls", "--tree", p],
+    "verify": lambda p, out: ["verify", "--jobs", "1", p],
+    "diff": lambda p, out: ["diff", "--jobs", "1", p, p],
+    "stats": lambda p, out: ["stats", "--jobs", "1", p],
+    "rename": lambda p, out: ["rename", "--jobs", "1", p, "-o", f"{out}/ckpt", "--map", "model=net"],
+    "edit": lambda p, out: ["edit", "--jobs", "1", p, "-o", f"{out}/ckpt", "--exclude", "model/layer_0/*"],
+    "convert --to tf-object": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-object"],
+    "convert --to tf-name": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-name"],
+    "extract": lambda p, out: ["extract", p, "-o", f"{out}/all.npz"],
+}
+
+
+@pytest.mark.parametrize("layout", ["name", "object"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_work_grows_linearly_with_the_tensors(bundles, run_cli, tmp_path, layout, command):
+    if (layout, command) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")):
+        pytest.skip("the checkpoint is already in that layout")
+    _calls(run_cli, COMMANDS[command](bundles[layout][0], str(tmp_path / "warm")))  # imports, caches: not counted
+    counts = []
+    for i, prefix in enumerate(bundles[layout]):
+        counts.append(_calls(run_cli, COMMANDS[command](prefix, str(tmp_path / f"out{i}"))))
+    first, second = counts[1] - counts[0], counts[2] - counts[1]
+    assert first > 0, counts
+    assert second <= SLACK * first, f"{command} ({layout}-based): calls {counts} grow faster than the tensors"
+
+
+def test_the_bundles_hold_what_they_say(bundles, run_cli):
+    """The inputs themselves: N, 2N, 4N tensors (plus the graph and save counter once object-based)."""
+    for layout, extra in (("name", 0), ("object", 2)):
+        for n, prefix in zip((N, 2 * N, 4 * N), bundles[layout]):
+            listed = json.loads(run_cli("ls", "--json", prefix).stdout)["tensors"]
+            assert len(listed) == n + extra
+
+
+def test_local_units_hold_many_small_tensors_or_one_big_one() -> None:
+    """On local threads a unit is up to 1 MiB of small tensors, at most 512 of them, or one bigger tensor alone
+    (a unit per tiny tensor cost a hand-over between threads each)."""
+    from formats.discover.units import LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS, group_keys
+
+    assert (LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS) == (1 << 20, 512)
+    sizes = [(f"t{i}", 16) for i in range(1100)] + [("big", 4 << 20), ("after", 16)]
+    units = list(group_keys(sizes, LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS))
+    assert [len(keys) for keys, _ in units] == [512, 512, 76, 1, 1]
+    assert units[3] == (("big",), 4 << 20)
+    assert [k for keys, _ in units for k in keys] == [k for k, _ in sizes]
+
+
+def test_verify_reports_every_tensor_in_order_whatever_the_units(tmp_path, run_cli) -> None:
+    """A damaged tiny tensor among 1,500 (three local units) is reported by key, once, and the count is whole."""
+    prefix = _name_based(tmp_path, 1500)
+    data = next(p for p in (tmp_path / "name-1500").iterdir() if ".data-" in p.name)
+    raw = bytearray(data.read_bytes())
+    raw[16 * 700] ^= 0xFF  # the 701st tensor's first byte (16 bytes each, written in the order given)
+    data.write_bytes(bytes(raw))
+    result = run_cli("verify", "--json", prefix)
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    report = report[0] if isinstance(report, list) else report
+    assert report["tensors"] == 1500
+    assert [p["where"] for p in report["problems"]] == ["model/layer_7/unit_0/w"]
+
+
+def test_natural_order_sorts_numbers_by_value() -> None:
+    """The listing's sort key (now one split per key, each digit run worked out once) orders as before: numbers
+    by value, keys equal but for leading zeros in text order, unicode digits as digits."""
+    import random
+    import re
+
+    from formats.core.natural import natural_order
+
+    keys = ["vars/10", "vars/2", "dense_10/kernel", "dense_2/kernel", "ckpt-3", "ckpt-10", "a7", "a007", "a07",
+            "layer_99/w", "layer_100/w", "x", "x1y22z333", "x1y22z4"]
+    assert sorted(keys, key=natural_order) == [
+        "a007", "a07", "a7", "ckpt-3", "ckpt-10", "dense_2/kernel", "dense_10/kernel", "layer_99/w", "layer_100/w",
+        "vars/2", "vars/10", "x", "x1y22z4", "x1y22z333"]
+
+    def before(key: str) -> tuple[str, str]:  # the former key, one regex callback per digit run
+        def number(m: re.Match[str]) -> str:
+            digits = m.group().lstrip("0")
+            return (chr(0x30 + len(digits)) if len(digits) <= 9 else "9" + chr(0x30 + len(digits))) + digits
+        return re.sub(r"\d+", number, key), key
+
+    rng = random.Random(38)
+    alphabet = "ab/_-0123456789\u0663\u0660"
+    for _ in range(3000):
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert natural_order(key) == before(key), key
