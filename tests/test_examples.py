@@ -442,6 +442,15 @@ def _upload_remote(path: str, root: str, workdir: Path) -> bool:
 _CLUSTER: list[Any] = []
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _close_the_cluster():
+    """The in-process cluster's threads end with this module's tests, not with the test process (tests of other
+    modules may run after these in the same process: pytest-xdist)."""
+    yield
+    while _CLUSTER:
+        _CLUSTER.pop().close()
+
+
 def _executor(token: str) -> str:
     """A ``dask://HOST:PORT`` of an example runs on an in-process Dask cluster of two workers (threads of this
     process, so they see fsspec's memory:// filesystem the URLs are moved to); on local threads without Dask.
@@ -456,7 +465,7 @@ def _executor(token: str) -> str:
         import atexit
 
         _CLUSTER.append(LocalCluster(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None))
-        atexit.register(_CLUSTER[0].close)
+        atexit.register(_CLUSTER[0].close)  # and closed after this module's tests (_close_the_cluster)
     return _CLUSTER[0].scheduler_address
 
 

@@ -57,14 +57,18 @@ def _child(fn: Callable[[], tuple[str, str]], headroom: int, budget: int) -> dic
 
 
 def _await_single_thread(seconds: float) -> None:
-    """Fork only from a single-threaded process: wait for threads that are ending (a command's fsync thread, a
-    pool an earlier test of this worker process left to wind down) for at most ``seconds``, then insist."""
+    """Fork only from a process whose other threads are asleep in daemon threads: wait for threads that are ending
+    (a command's fsync thread) for at most ``seconds``, then insist that what remains is daemon threads. A test run
+    in several worker processes (pytest-xdist) may have run, in this process, a test that left a library's idle
+    daemon pools behind (Dask's, tqdm's monitor); the child runs only ckpt's reading code and needs no lock of theirs,
+    and a child that hangs anyway ends in the ``hang`` verdict after its wall-clock limit, never a hung session."""
     deadline = time.monotonic() + seconds
     for thread in threading.enumerate():
-        if thread is not threading.main_thread():
+        if thread is not threading.main_thread() and not thread.daemon:
             thread.join(max(0.0, deadline - time.monotonic()))
-    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
-    assert not others, f"fork only from a single-threaded process; still running after {seconds} s: {others}"
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    assert not others, f"fork only from a process without other working threads; still running after {seconds} s: " \
+        f"{others}"
 
 
 def run_forked(fn: Callable[[], tuple[str, str]], seconds: float, headroom: int, budget: int) -> Verdict:

@@ -34,6 +34,17 @@ discriminator and T5 within 2.5e-6, the ELECTRA generator's logits 1.3e-5, Mobil
 RemBERT within 6e-7, the fine-tuned BERTs and the Model Garden pretrainer bit for bit (November 2026, transformers 5.23.0)."""
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread while these tests run: the same weights must give the same outputs bit for bit, and
+    with several threads the BLAS library may split a product differently from one call to the next when the
+    machine is busy (seen once: XLNet's logits one ulp apart with two test processes running)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _cases() -> list[str]:
     return sorted(c for c in CASES if (HF_DATA / "golden" / c / "model.safetensors").is_file())
 
