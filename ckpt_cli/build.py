@@ -7,7 +7,6 @@ in an :class:`~ckpt_cli.environment.Environment` made from the root's options. A
 """
 from __future__ import annotations
 
-from typing import Any
 
 import click
 
@@ -17,6 +16,10 @@ from .help import CkptCommand
 from .spec import (CHECKPOINT, FILE, FLOAT, PATH, SIZE, TEXT, UNPROCESSED, Arg, Choices, Command, CommandLineError, Ints,
                    Opt,
                    ParameterError, Params, parse_size)
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["build_command", "ByteSize"]
 

@@ -7,10 +7,13 @@ checkpoint's tensor keys. ``scripts/gen_completions.py`` writes ``completions/ck
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import click
 from click.shell_completion import BashComplete, CompletionItem, add_completion_class
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_KEYS = 2000
 

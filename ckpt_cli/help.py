@@ -7,13 +7,16 @@ from one table keyed by the option's parameter name, so ``--map`` is under "Rena
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import click
 
 from formats.core.errors import ExitCode
 
 from . import spec
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What each exit status means, for every command's ``--help`` and the README (one table).
 EXIT_MEANINGS: dict[ExitCode, str] = {

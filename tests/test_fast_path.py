@@ -254,6 +254,21 @@ def test_writing_a_bundle_imports_nothing_it_does_not_need(tmp_path, argv: list[
     assert "formats.tf_bundle.writer" in launched and launched & unneeded == set()
 
 
+@pytest.mark.parametrize("to", ["safetensors", "npz"])
+def test_an_export_imports_no_other_targets_planner(tmp_path, to: str) -> None:
+    """Issue 38 (start-up): ``convert --to safetensors|npz`` of a bundle loads neither the Keras nor the
+    transformers planners (importing ``cross.export`` once imported every target's planner: 215 modules for a
+    safetensors export, 161 now), nor ``typing``, nor the zip reader when it does not write a zip."""
+    out = tmp_path / f"out.{to}"
+    launched = _imported(["convert", str(NAME_BASED / "model.ckpt-200"), "-o", str(out), "--to", to], [str(LAUNCHER)])
+    assert out.exists() and "formats.ops.convert.cross.export" in launched
+    unneeded = {"formats.ops.convert.cross.keras_targets", "formats.ops.convert.cross.keras_model",
+                "formats.ops.convert.hf.plan", "formats.orbax.format", "logging", "concurrent.futures"}
+    if to == "safetensors":  # (numpy, which an npz export needs, imports typing)
+        unneeded |= {"formats.io.zipped", "zipfile", "numpy", "typing"}
+    assert launched & unneeded == set()
+
+
 def test_ls_of_a_bundle_imports_no_stdlib_module_it_does_not_need() -> None:
     """Issue 24 #6: start-up as users run ckpt. Run without ``site`` (``-S``: no editable-install hook, which
     imports importlib itself), with the checkout and the dependencies' directories on the path: listing a

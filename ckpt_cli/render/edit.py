@@ -1,11 +1,14 @@
 """Rendering of ``edit`` and ``average``: what happens to every key, the problems, the casts, a summary."""
 from __future__ import annotations
 
-from typing import Any
 
 from .convert import problem_lines
 from .reports import written_lines
 from .table import Segment, TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_edit(result: Any, verbose: bool = False) -> None:

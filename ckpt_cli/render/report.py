@@ -2,10 +2,13 @@
 :meth:`formats.ops.report.result.Report.to_html`, which Jupyter shows too)."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import human_bytes
 from .table import emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _what(report: Any) -> str:

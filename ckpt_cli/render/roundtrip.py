@@ -1,10 +1,13 @@
 """Rendering of round-trip comparisons (``verify OUT --against SRC``)."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import human_bytes
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render_roundtrip(report: Any) -> None:

@@ -1,10 +1,13 @@
 """Rendering of ``ckpt stats``: one row per tensor, then a summary (and the non-finite tensors)."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import shape_text, shown
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def stat(x: float | int | None) -> str:

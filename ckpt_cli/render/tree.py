@@ -5,11 +5,14 @@ object holding others) shows the totals of everything under it.
 """
 from __future__ import annotations
 
-from typing import Any
 
 from .common import human_bytes, shape_text
 from .table import (Segment, TextTable, columns_to_leave_out, emit, laid_out_width, plain_table, terminal_columns,
                     without_columns)
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 BRANCH, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
 

@@ -1,10 +1,13 @@
 """Rendering of ``ckpt trend``: one row per variable with unicode sparklines of its norm and its change."""
 from __future__ import annotations
 
-from typing import Any
 
 from .common import shape_text
 from .table import TextTable, emit
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 BARS = "▁▂▃▄▅▆▇█"
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from collections.abc import Callable
 
 __all__ = ["load_json", "nesting_depth", "MAX_DEPTH"]

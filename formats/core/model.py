@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
+__all__ = ["KERAS3_LAYOUTS", "TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
            "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key"]
 
 CHUNK_ELEMENTS = 1 << 20
@@ -99,6 +99,11 @@ class FormatName(StrEnumeration):
     NPZ = "npz"
     SAFETENSORS = "safetensors"
     HF = "hf"  # a transformers model directory: config.json and model.safetensors (or its shards)
+
+
+KERAS3_LAYOUTS = (FormatName.KERAS3_H5.value, FormatName.KERAS_ZIP.value, FormatName.KERAS3_DIR.value,
+                  FormatName.KERAS3_SHARDED.value)
+"""Formats holding Keras 3's ``<object path>/vars/<i>`` layout (a template for ``--to keras3-h5``)."""
 
 
 def natural_key(key: str) -> list[tuple[int, Any]]:

@@ -20,10 +20,13 @@ import select
 import signal
 import time
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from formats.core import errors
 from formats.core.errors import CheckpointError, CorruptCheckpointError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["run_isolated", "STALL_SECONDS", "Beat"]
 

@@ -12,12 +12,10 @@ template's config) and whole Keras 3 models (``keras``: a ``.keras`` archive who
 from __future__ import annotations
 
 import os
-import re
 
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
 from formats.io.model_dirs import ModelDirectoryFormat
-from formats.io.zipped import ZIP_MAGICS
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -33,7 +31,8 @@ __all__ = ["FORMAT", "SHARDED_FORMAT", "DIRECTORY_FORMAT", "KerasFormat", "Shard
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _KERAS_MEMBERS = {"model.weights.h5", "config.json", "model.weights.npz", "model.weights.json"}
 _INDEX_PROBE = 1 << 20
-_WEIGHT_MAP = re.compile(rb'"weight_map"\s*:')
+_WEIGHT_MAP = rb'"weight_map"\s*:'
+"""What a shard index holds near its start (a pattern: ``re`` is imported only when a ``.json`` file is sniffed)."""
 
 
 def _has_userblock(path: str) -> bool:
@@ -67,6 +66,8 @@ def sniff_kind(path: str) -> str | None:
             return "hdf5"
     except OSError:
         return None
+    from formats.io.zipped import ZIP_MAGICS  # zlib and threading only when a file is not HDF5
+
     if head[:4] in ZIP_MAGICS and not path.endswith(".npz") and _keras_zip(path):
         return "zip"
     return None
@@ -81,7 +82,9 @@ def is_shard_index(path: str) -> bool:
             head = f.read(_INDEX_PROBE)
     except OSError:
         return False
-    return head.lstrip()[:1] == b"{" and _WEIGHT_MAP.search(head) is not None
+    import re
+
+    return head.lstrip()[:1] == b"{" and re.search(_WEIGHT_MAP, head) is not None
 
 
 def is_model_directory(path: str) -> bool:
@@ -103,6 +106,8 @@ def _named_shards(directory: str) -> set[str]:
         try:
             named.update(read_shard_map(index).shards)
         except CheckpointError:  # a damaged index still owns the shards Keras would have named
+            import re
+
             stem = os.path.basename(index)[:-len(".json")].removesuffix(".weights")
             named.update(n for n in os.listdir(directory) if re.fullmatch(re.escape(stem) + r"_\d{5}\.weights\.h5", n))
     return named

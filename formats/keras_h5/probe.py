@@ -17,10 +17,13 @@ import json
 import re
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from formats.core.dtypes import from_numpy
 from formats.core.errors import CorruptCheckpointError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["describe_file", "chunk_tables", "dataset_values", "h5py_error_message", "H5_ERRORS", "KERAS_ATTRIBUTES"]
 

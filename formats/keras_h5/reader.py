@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, CheckpointProblem, Role, TensorEntry
@@ -16,7 +15,9 @@ from formats.keras_h5 import storage
 from formats.keras_h5.image import H5Image
 from formats.keras_h5.tree import DatasetInfo
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from concurrent.futures import Executor
 
     import numpy as np

@@ -8,7 +8,6 @@ its failures come back as one-line :class:`~formats.core.errors.CheckpointError`
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, NotACheckpointError, UnsupportedError
@@ -16,6 +15,10 @@ from formats.io.zipped import (MAX_EXPANSION, ByteRange, InflatedMember, check_e
                                member_stream, open_zip, read_member, stored_member_start)
 from formats.keras_h5.image import H5Image, open_image
 from formats.keras_h5.probe import h5py_error_message
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["H5Image", "open_hdf5_file", "open_keras_zip", "open_keras_dir", "h5py_error_message",
            "WEIGHTS_MEMBER", "NPZ_WEIGHTS_MEMBER", "SHARDED_MEMBER", "JSON_MEMBERS", "MAX_EXPANSION",

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CorruptCheckpointError
 from formats.io.zipped import MAX_EXPANSION
 from formats.keras_h5 import chunks
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     import numpy as np
 
     from formats.keras_h5.image import H5Image

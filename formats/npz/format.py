@@ -6,7 +6,6 @@ import os
 
 from formats.core.model import Checkpoint, FormatName
 from formats.io import storage
-from formats.io.zipped import is_zip
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -31,7 +30,11 @@ class NpzFormat:
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local zip archive named ``.npz``."""
-        return (path.endswith(".npz") and not storage.is_url(path) and os.path.isfile(path) and is_zip(path))
+        if not path.endswith(".npz") or storage.is_url(path) or not os.path.isfile(path):
+            return False
+        from formats.io.zipped import is_zip  # zlib and threading only for a .npz file
+
+        return is_zip(path)
 
     def open(self, path: str) -> Checkpoint:
         """Open the archive (members are read when asked)."""

@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Iterator
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
@@ -23,7 +22,9 @@ from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Proven
 from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
 from formats.io.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from typing import Literal
 
     import numpy as np

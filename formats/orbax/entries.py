@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import CHUNK_ELEMENTS, Role, TensorEntry
 from formats.orbax import store
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from collections.abc import Iterator
     from concurrent.futures import Executor
 

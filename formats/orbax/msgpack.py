@@ -10,7 +10,10 @@ are refused, and every failure is a :class:`MsgpackError` with the offset.
 from __future__ import annotations
 
 import struct
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Ext", "MsgpackError", "unpack", "MAX_DEPTH"]
 

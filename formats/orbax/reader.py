@@ -11,7 +11,6 @@ item's name (``params/...``, ``opt_state/...``).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError
@@ -21,6 +20,10 @@ from formats.orbax.entries import ZarrEntry
 from formats.orbax.layout import (CHECKPOINT_METADATA_FILE, ITEM, MAX_KEY_DEPTH, METADATA_FILE, check_links, inside,
                                   items_of, kind_of)
 from formats.orbax.zarr import METADATA_NAMES, ZarrArray, chunk_problem, parse_zarr_metadata
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["OrbaxCheckpoint", "open_orbax", "ORBAX_LAYOUT"]
 

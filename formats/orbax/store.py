@@ -8,9 +8,12 @@ Every spec built here names a local ``file`` kvstore under the checkpoint's dire
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["INSTALL", "tensorstore", "array_spec", "open_array", "open_many", "read", "list_keys", "read_values", "one_line"]
 

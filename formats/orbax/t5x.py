@@ -13,7 +13,6 @@ scalar ext 3, or a plain msgpack number). Keys are the tree's path under ``optim
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import CheckpointProblem, Role, TensorEntry, UnreadableEntry
@@ -22,6 +21,10 @@ from formats.orbax.layout import MAX_KEY_DEPTH, T5X_FILE, check_links, inside, z
 from formats.orbax.msgpack import Ext, MsgpackError, unpack
 from formats.orbax.reader import OrbaxCheckpoint
 from formats.orbax.zarr import METADATA_NAMES, chunk_problem, parse_zarr_metadata
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["open_t5x", "T5X_LAYOUT", "MAX_T5X_BYTES"]
 

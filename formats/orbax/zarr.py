@@ -8,7 +8,6 @@ too large to hold is refused before tensorstore allocates it.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
@@ -16,6 +15,10 @@ from formats.core.errors import CorruptCheckpointError
 from formats.core.shapes import array_problem
 from formats.core.value_tuples import ValueTuple
 from formats.orbax.layout import zarr_dtype
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ZarrArray", "parse_zarr_metadata", "chunk_problem", "METADATA_NAMES", "MAX_CHUNK_BYTES"]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any
 
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
@@ -24,7 +23,9 @@ from formats.core.model import Checkpoint, CheckpointProblem, FormatName, Tensor
 from formats.io.atomic import GENERATION_KEY
 from formats.io.writing import WriteReport, guard_output
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from collections.abc import Callable, Mapping, Sequence
 
     from formats.core.format import Row

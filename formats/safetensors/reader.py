@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
 
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
@@ -16,7 +15,9 @@ from formats.core.provenance import (PROVENANCE_KEY, Provenance, TensorRecord, i
 from formats.safetensors.header import (TF_DTYPES, Header, TensorSpec, loader_refusals, overlaps, read_header,
                                         size_problem)
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     import numpy as np
 
 __all__ = ["SafetensorsTensor", "SafetensorsCheckpoint", "open_safetensors"]

@@ -11,9 +11,12 @@ module installed as ``tensorflow``. Any other name raises one error saying Tenso
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from formats.tf._missing import module_getattr
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["train", "compat", "errors", "io", "dtypes", "python", "DType", "as_dtype"]
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["NeedsTensorFlowError", "NeedsTensorFlowImportError", "needs_tensorflow", "module_getattr"]
 

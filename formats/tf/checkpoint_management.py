@@ -18,7 +18,6 @@ tries the same file name inside the directory and returns that prefix when it ex
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from formats.concepts.state import STATE_FILE, format_state, parse_state
 from formats.concepts.state import CheckpointState as _State
@@ -26,6 +25,10 @@ from formats.core.errors import CheckpointError
 from formats.io import storage
 from formats.tf.io import gfile
 from formats.tf.log import log
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CheckpointState", "get_checkpoint_state", "latest_checkpoint", "checkpoint_exists",
            "get_checkpoint_mtimes"]

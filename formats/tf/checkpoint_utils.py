@@ -15,12 +15,15 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from formats.io import storage
 from formats.tf.checkpoint_management import latest_checkpoint
 from formats.tf.log import log
 from formats.tf.reader import CheckpointReader
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["load_checkpoint", "load_variable", "list_variables", "checkpoints_iterator", "wait_for_new_checkpoint"]
 

@@ -9,10 +9,13 @@ behind it is :mod:`formats.core.dtypes`; numpy and ml_dtypes are imported only w
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
 from formats.core import dtypes as table
 from formats.tf._missing import module_getattr
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DType", "as_dtype", "datatype_name", "CONSTANTS", "float32", "float64", "int32", "uint8", "int16",
            "int8", "string", "complex64", "int64", "bool", "qint8", "quint8", "qint32", "bfloat16", "qint16",

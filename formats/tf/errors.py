@@ -9,11 +9,14 @@ it for missing files and missing keys; ``DataLossError`` and ``InvalidArgumentEr
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointError, CheckpointNotFoundError,
                                  CorruptCheckpointError, NotACheckpointError, TensorNotFoundError, UnsupportedError)
 from formats.tf._missing import module_getattr
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["OpError", "CancelledError", "UnknownError", "InvalidArgumentError", "DeadlineExceededError",
            "NotFoundError", "AlreadyExistsError", "PermissionDeniedError", "ResourceExhaustedError",

@@ -4,7 +4,10 @@
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["log"]
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
 
 from formats.core.errors import CheckpointError, CheckpointNotFoundError
 from formats.core.model import FormatName
@@ -30,7 +29,9 @@ from formats.tf.checkpoint_management import checkpoint_exists
 from formats.tf.dtypes import DType, as_dtype, datatype_name
 from formats.tf.errors import DataLossError, InternalError, NotFoundError, OpError, translate
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from formats.core.model import Checkpoint, TensorEntry
     from formats.discover.resolve import Target
 

@@ -17,9 +17,12 @@ import runpy
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
 
 from formats.tf._missing import NeedsTensorFlowError, NeedsTensorFlowImportError, needs_tensorflow
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MODULES", "install", "uninstall", "run_script"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from formats.concepts.state import STATE_FILE, CheckpointState, format_state, read_state
 from formats.io.writing import write_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     from collections.abc import Iterable
 
 __all__ = ["update_state_file"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING, Any
 
 from formats.concepts.tensor_proto import decode_values, min_value_bytes, value_field
 from formats.core import dtypes
@@ -15,7 +14,9 @@ from formats.io.protowire import WireError, parse_fields
 from formats.tf_v1.reader import SliceRef, TensorInfo, V1Reader
 from formats.concepts.tiling import Box, format_extents, slice_box, tiling_problem, volume
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     import numpy as np
 
     from formats.concepts.roles import NameRole

@@ -12,9 +12,8 @@ so it is a difference (an output that lost whole layers is not "identical").
 from __future__ import annotations
 
 from formats.core.errors import UsageError
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
+from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
 from formats.core.records import field, record
-from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import ERROR, ConvertOptions
 from formats.ops.convert.targets import PLANNERS, planner
 from formats.ops.rules import RuleSet

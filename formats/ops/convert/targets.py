@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from formats.core.model import FormatName
-from formats.core.registry import write_targets
+from formats.core.registry import write_targets, writer_of
 from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False
@@ -53,9 +53,10 @@ def __getattr__(name: str) -> object:
 
 def planner(name: str) -> Callable[..., Any]:
     """The planning function of target ``name``; KeyError for an unknown target."""
-    ref = PLANNERS.get(name) or (EXPORT if name in write_targets() else None)
+    ref = PLANNERS.get(name)
     if ref is None:
-        raise KeyError(name)
+        writer_of(name)  # KeyError for an unknown target; the formats before the writer's are the only ones imported
+        ref = EXPORT
     module, attr = ref.split(":")
     __import__(module)  # not importlib.import_module: importlib imports warnings (start-up)
     function = getattr(sys.modules[module], attr)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry, shape_text
@@ -26,6 +25,10 @@ from formats.ops.convert.plan import Problem
 from formats.ops.edit.build import plan_output
 from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
 from formats.ops.edit.values import MeanTensor
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_average", "average", "newest", "newest_last", "compare_inputs"]
 

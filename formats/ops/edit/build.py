@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from formats.core.format import capability
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
+from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
 from formats.core.registry import edit_target, is_object_layout, write_targets, writer_capability, writer_of
 from formats.core.sources import Source
-from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, PlanRow
 from formats.ops.convert.conversion_source import is_object_based
 from formats.ops.convert.targets import planner

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from formats.core.model import Checkpoint
 from formats.ops.edit.build import plan_output
 from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_edit", "plan_edit_of", "edit"]
 

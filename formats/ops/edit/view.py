@@ -7,11 +7,12 @@ source's files), its ``_CHECKPOINTABLE_OBJECT_GRAPH`` holds the pruned graph, an
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, CheckpointProblem, Role, TensorEntry
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from typing import Any
     import numpy as np
 
     from formats.concepts.object_graph import ObjectGraph

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from formats.tf._missing import module_getattr
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["v1", "v2"]
 

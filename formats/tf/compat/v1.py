@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging as _logging
 from types import SimpleNamespace
-from typing import Any
 
 from formats.tf import dtypes, errors, io, train
 from formats.tf._missing import module_getattr
 from formats.tf.dtypes import CONSTANTS, DType, as_dtype
 from formats.tf.io import gfile
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["train", "errors", "io", "gfile", "dtypes", "DType", "as_dtype", "logging", "disable_v2_behavior",
            "disable_eager_execution", "enable_eager_execution"]  # and every dtype name, as in formats.tf.dtypes

@@ -14,12 +14,15 @@ import fnmatch
 import os
 import posixpath
 import re
-from typing import IO, Any
 
 from formats.io import storage
 from formats.tf._missing import module_getattr
 from formats.tf.errors import (FailedPreconditionError, InvalidArgumentError, NotFoundError, OpError,
                                PermissionDeniedError, translate)
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 __all__ = ["exists", "isdir", "listdir", "glob", "GFile", "Exists", "IsDirectory", "ListDirectory", "Glob", "Open",
            "FastGFile"]

@@ -8,20 +8,45 @@ with :func:`~formats.ops.convert.plan.execute_plan` (or :func:`convert_file`).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from formats.core.model import FormatName
-from formats.ops.convert.cross.export import plan_npz, plan_safetensors
-from formats.ops.convert.cross.keras_targets import plan_keras2_h5, plan_keras3_h5
-from formats.ops.convert.targets import planner, targets
+from formats.ops.convert.targets import planner
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    PLANNERS: dict[str, Callable[..., Any]]
+    """``--to`` name -> planning function, for the targets this package provides (every registered target
+    but the bundles': Keras, npz, safetensors and plugin formats' exports); built when first asked."""
+    from formats.ops.convert.cross.export import plan_npz, plan_safetensors
+    from formats.ops.convert.cross.keras_targets import plan_keras2_h5, plan_keras3_h5
 
 BUNDLE_LAYOUTS = (FormatName.TF_OBJECT.value, FormatName.TF_NAME.value)
 
 __all__ = ["plan_keras2_h5", "plan_keras3_h5", "plan_npz", "plan_safetensors", "PLANNERS", "convert_file"]
 
-PLANNERS = {name: planner(name) for name in targets() if name not in BUNDLE_LAYOUTS}
-"""``--to`` name -> planning function, for the targets this package provides (every registered target
-but the bundles': Keras, npz, safetensors and plugin formats' exports)."""
+_LAZY = {"plan_npz": "export", "plan_safetensors": "export", "plan_keras2_h5": "keras_targets",
+         "plan_keras3_h5": "keras_targets"}
+"""Names this package offers -> the submodule defining them, imported when first asked: importing one submodule
+(``cross.export`` for ``--to safetensors``) imports this package first, and must not load every other target's
+planner (Keras, transformers) with it (issue 38: start-up)."""
+
+
+def __getattr__(name: str) -> object:
+    """:data:`PLANNERS` and the ``plan_*`` functions, imported when first asked."""
+    if name == "PLANNERS":
+        from formats.ops.convert.targets import targets
+
+        return {target: planner(target) for target in targets() if target not in BUNDLE_LAYOUTS}
+    if name in _LAZY:
+        module = f"{__name__}.{_LAZY[name]}"
+        __import__(module)
+        import sys
+
+        return getattr(sys.modules[module], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,

@@ -26,16 +26,18 @@ with their sources, and reported as a :class:`~formats.io.writing.WriteReport`.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
 from formats.core.dtypes import by_name
-from formats.core.model import Checkpoint, FormatName, TensorEntry, array_problem
+from formats.core.model import KERAS3_LAYOUTS, Checkpoint, FormatName, TensorEntry, array_problem
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
 from formats.core.registry import writer_of
-from formats.ops.convert.cross.keras_targets import KERAS3_LAYOUTS
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import is_object_based
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "provenance_entry",
            "exporter"]

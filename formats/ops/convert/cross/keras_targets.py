@@ -26,7 +26,7 @@ from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, UnsupportedError, UsageError
 from formats.ops.convert.conversion_source import is_object_based
-from formats.core.model import Checkpoint, FormatName
+from formats.core.model import KERAS3_LAYOUTS, Checkpoint, FormatName
 from formats.keras_h5.output import KERAS2_VERSION, KERAS_SUFFIX, TOP_LEVEL
 from formats.ops.convert.cross.matching import Pairing, match_variables
 from formats.ops.convert.cross.optimizer import fill_keras3_optimizer
@@ -36,8 +36,6 @@ __all__ = ["plan_keras2_h5", "plan_keras3_h5", "KERAS2_VERSION", "KERAS3_LAYOUTS
 
 KERAS2 = FormatName.KERAS2_H5.value
 KERAS3 = FormatName.KERAS3_H5.value
-KERAS3_LAYOUTS = (KERAS3, FormatName.KERAS_ZIP.value, FormatName.KERAS3_DIR.value, FormatName.KERAS3_SHARDED.value)
-"""Formats holding Keras 3's ``<object path>/vars/<i>`` layout (a template for ``--to keras3-h5``)."""
 
 
 def _open_template(plan: ConversionPlan, options: ConvertOptions, wanted: str,

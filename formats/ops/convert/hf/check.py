@@ -19,9 +19,12 @@ import functools
 import os
 import re
 from collections.abc import Callable
-from typing import Any
 
 from formats.ops.convert.hf.family import PLACEHOLDER, Family, Layout, evaluate, holds, read_family_file
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["config_problems", "count_problems", "locate_problems", "tie_problems", "transformers5_classes", "TRANSFORMERS5_FILE"]
 

@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Any
 
 from formats.core.bounded_json import load_json
 from formats.core.errors import CorruptCheckpointError, InputReadError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["find_config", "read_config", "translate", "parse_gin", "ConfigError", "UnsupportedConfigError"]
 

@@ -81,9 +81,12 @@ import os
 import re
 import sys
 from formats.core.records import field, record
-from typing import Any
 
 from formats.core.errors import InputReadError, UsageError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Family", "Layout", "MapRule", "DropRule", "Param", "Pattern", "FamilyError", "load_family",
            "family_names", "read_family_file", "FAMILIES_DIR", "evaluate", "holds", "locate", "global_index", "PLACEHOLDER", "is_model_map"]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING
 
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
 from formats.ops.convert.hf.family import MapRule
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -9,10 +9,13 @@ shape holds (ALBERT's ``num_layers``: one layer shared by all) are read from the
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from formats.core.errors import InputReadError
 from formats.io.protowire import Message, WireError
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["read_keras_metadata", "MAX_METADATA_BYTES"]
 

@@ -4,12 +4,15 @@ stored tensors, one parameter: ImageGPT's q, k and v side by side as c_attn).
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.core.model import TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry, PartEntry, PiecesEntry, output_shape
 from formats.ops.convert.hf.family import MapRule, evaluate
 from formats.ops.convert.plan import ConversionPlan
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["split_parts", "assemble"]
 

@@ -9,7 +9,6 @@ import itertools
 import os
 import re
 from formats.core.records import field, record
-from typing import Any
 
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.check import config_problems, count_problems, locate_problems, tie_problems
@@ -22,6 +21,10 @@ from formats.ops.convert.hf.pieces import assemble, split_parts
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, global_index, holds, load_family, locate)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_hf", "detect_family", "expected_params", "check_counts", "ConfigBoundError", "Target", "HF", "Choice", "choose"]
 

@@ -9,12 +9,15 @@ maps. Tied parameters stored anyway (a duplicate of the one they are tied to) ar
 """
 from __future__ import annotations
 
-from typing import Any
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry, StackedEntry
 from formats.ops.convert.hf.family import PLACEHOLDER, Family, MapRule, evaluate, global_index, load_family
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plan_tf_names"]
 

@@ -20,13 +20,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
 
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry
 from formats.ops.convert.hf.tf_names import (CONV2D, TRANSPOSE, level_zero, snake_case, stored_shard_name,
                                              translate, variable_name)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["is_tf_h5", "plan_tf_h5", "models", "TF_INDEX", "CONFIG"]
 
