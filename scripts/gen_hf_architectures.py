@@ -44,7 +44,8 @@ def families(hf: Path = HF) -> list[tuple[str, list[str], list[str]]]:
         spec = _load(path)
         layouts = list(dict.fromkeys(LAYOUTS.get(str(layout.get("name")), str(layout.get("name")))
                                      for layout in spec.get("layouts", [])))
-        rows.append((str(spec["family"]), layouts, [str(c["name"]) for c in spec.get("classes", [])]))
+        classes = list(dict.fromkeys(str(c["name"]) for c in spec.get("classes", [])))  # TAPAS's QA class twice
+        rows.append((str(spec["family"]), layouts, classes))
     return rows
 
 
