@@ -141,11 +141,11 @@ SPEC = Command(
         *rule_options("SRC's"),
         Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
                               "mobilebert", "bigbird", "convbert", "rembert", "xlnet", "gpt_neo", "pegasus",
-                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel"),
+                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt"),
             metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gemma, "
                  "gpt2, llama, t5, mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, "
-                 "imagegpt, roformer, canine, tapas, funnel; "
+                 "imagegpt, roformer, canine, tapas, funnel, openai_gpt; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",
