@@ -178,12 +178,15 @@ def _shard_paths(directory: str) -> list[str]:
     numbers = {int(m.group(1)) for name in names if (m := _SHARD.match(name))}
     if len(numbers) > MAX_SHARDS:
         raise CorruptCheckpointError(directory, f"{len(numbers):,} params_N.npy shards (at most {MAX_SHARDS:,})")
-    count = max(numbers) + 1 if numbers else 1
+    if not numbers:
+        raise CorruptCheckpointError(os.path.join(directory, "params_0.npy"),
+                                     f"missing: {SHAPES_FILE} has no params_N.npy shard beside it")
+    count = max(numbers) + 1
     gap = next((n for n in range(count) if n not in numbers), None)
     if gap is not None:
-        shown = f"params_0.npy to params_{count - 1}.npy" if count > 1 else "params_0.npy"
         raise CorruptCheckpointError(os.path.join(directory, f"params_{gap}.npy"),
-                                     f"missing: the release's values are split over {shown}")
+                                     f"missing: the release's values are split over params_0.npy to "
+                                     f"params_{count - 1}.npy")
     return [os.path.join(directory, f"params_{n}.npy") for n in range(count)]
 
 
