@@ -364,3 +364,24 @@ def test_fuzzed_releases_open_and_read_or_fail_in_one_checkpoint_error(tmp_path:
             outcomes["refused"] += 1
         (release / name).write_bytes(original)
     assert outcomes["read"] and outcomes["refused"]
+
+
+def test_a_fine_tuned_release_leaves_its_classifier_out_by_name(run_cli, tmp_path: Path) -> None:
+    """finetune-transformer-lm's train.py saves its classifier (model/clf/w [n_embd, 1], b [1]) after the blocks;
+    parameters_names.json names them: left out with a warning, the rest converts as before."""
+    release = _copy_release(tmp_path)
+    shapes = json.loads((release / "params_shapes.json").read_text())
+    (release / "params_shapes.json").write_text(json.dumps(shapes + [[24, 1], [1]]))
+    np.save(release / "params_9.npy", np.concatenate([np.load(release / "params_9.npy"),
+                                                      np.arange(25, dtype="<f4")]))
+    names = ["model/we:0"] + [f"model/h{i}/{p}:0" for i in range(2) for p in (
+        "attn/c_attn/w", "attn/c_attn/b", "attn/c_proj/w", "attn/c_proj/b", "ln_1/g", "ln_1/b", "mlp/c_fc/w",
+        "mlp/c_fc/b", "mlp/c_proj/w", "mlp/c_proj/b", "ln_2/g", "ln_2/b")] + ["model/clf/w:0", "model/clf/b:0"]
+    (release / "parameters_names.json").write_text(json.dumps(names))
+    with formats.open_checkpoint(release) as ckpt:
+        assert ckpt["model/clf/w"].read().reshape(-1).tolist() == list(range(24))
+        assert "names_without_arrays" not in ckpt.metadata
+    result = _convert(run_cli, release, tmp_path / "hf")
+    assert ("warning: dropped: model/clf/{*}: 2 tensors left out: finetune-transformer-lm's classifier (train.py's "
+            "clf), which OpenAIGPTLMHeadModel has no place for (transformers' loader fails on it)") in result.output
+    _written_equal_golden(tmp_path / "hf", "openai_gpt")
