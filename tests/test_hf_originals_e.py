@@ -385,3 +385,9 @@ def test_a_fine_tuned_release_leaves_its_classifier_out_by_name(run_cli, tmp_pat
     assert ("warning: dropped: model/clf/{*}: 2 tensors left out: finetune-transformer-lm's classifier (train.py's "
             "clf), which OpenAIGPTLMHeadModel has no place for (transformers' loader fails on it)") in result.output
     _written_equal_golden(tmp_path / "hf", "openai_gpt")
+
+
+def test_transformers_own_tf_weights_take_no_task(run_cli, tmp_path: Path) -> None:
+    assert refused(run_cli, HF_DATA.parent / "hf_h5" / "bert_seqcls", tmp_path, "--hf-task", "wtq") == [
+        "error: config: hf_task: --hf-task wtq: transformers' own TensorFlow weights carry their task's fields in their "
+        "config.json; name no task"]

@@ -257,6 +257,11 @@ def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> Co
     from formats.ops.convert.hf.tf_h5 import is_tf_h5, plan_tf_h5
 
     if target == HF and is_tf_h5(source, options):
+        if options.hf_task is not None:  # its config.json holds the task's fields already
+            refused = ConversionPlan(source.path, target)
+            refused.add("config", "hf_task", f"--hf-task {options.hf_task}: transformers' own TensorFlow weights "
+                        "carry their task's fields in their config.json; name no task")
+            return refused
         return plan_tf_h5(source, options)
     plan = ConversionPlan(source.path, target)
     choice: Choice | None = None
