@@ -1,11 +1,12 @@
 """TAPAS fine-tuned with an aggregation head (WTQ, WikiSQL) and GPT-1 as OpenAI released it, and the oracle's answer
 for them (issue 37).
 
-    /work/oracle/bin/python tests/data/hf/generators/make_originals_e.py [checkpoints] [golden] [case ...]
+    /work/oracle/bin/python tests/data/hf/generators/make_originals_e.py [checkpoints] [golden] [case ...] [--out DIR]
 
 (the oracle venv: tensorflow-cpu, torch==2.13.0 CPU, transformers 4.57.6; default: both steps, every case below).
-Step ``checkpoints`` writes tests/data/hf/<case>/, step ``golden`` writes tests/data/hf/golden/<case>/ with
-make_golden.py's own functions (the loaders of transformers 4.57.6 on these files).
+Step ``checkpoints`` writes tests/data/hf/<case>/, step ``golden`` writes tests/data/hf/golden/<case>/ (or
+DIR/<case>/: tests/interop/test_hf_oracle.py compares a fresh one with the committed files) with make_golden.py's
+own functions (the loaders of transformers 4.57.6 on these files).
 
 - ``tapas_wtq``: what tapas's ``run_task_main.py --task=WTQ`` leaves (``model.ckpt`` + ``bert_config.json``,
   written with ``tf.compat.v1.train.Saver``): make_originals_d.py's TAPAS encoder with its pooler, the
@@ -138,7 +139,7 @@ def gpt1_trace(state: dict, prefix: str) -> tuple[dict[str, str], list[str]]:
     return sources, [f"array {i} ({name})" for i, (name, _) in enumerate(arrays) if f"array {i}" not in used]
 
 
-def make_golden_case(case: str) -> None:
+def make_golden_case(case: str, out: Path = ROOT / "golden") -> None:
     import make_golden as mg
 
     transformers = mg.transformers
@@ -179,31 +180,41 @@ def make_golden_case(case: str) -> None:
     mg.CONFIGS["tapas"], mg.CONFIGS["openai_gpt"] = tapas_config, gpt1_config
     mg.load, mg.inputs_for = load, inputs_for
     mg.trace_sources = gpt1_trace if case == "openai_gpt" else plain_trace
-    record = mg.make(case, CASES[case], ROOT / "golden", None)
+    record = mg.make(case, CASES[case], out, None)
     if case != "openai_gpt" and "-" in record["sources"].values():
-        record = _trace_scalars(case, record)
+        record = _trace_scalars(case, record, out)
     print(case, "untouched:", record["untouched"], "messages:", record["loader_messages"])
 
 
-def _trace_scalars(case: str, record: dict) -> dict:
-    """make_originals_d.trace_scalars for this script's cases (the scalar biases, found by value)."""
-    saved = dict(md.CASES)
+def _trace_scalars(case: str, record: dict, out: Path) -> dict:
+    """make_originals_d.trace_scalars for this script's cases (the scalar biases, found by value), on ``out``."""
+    saved, root = dict(md.CASES), md.ROOT
     md.CASES[case] = CASES[case]
+    if out != ROOT / "golden":  # trace_scalars reads ROOT/golden/<case>: point it at a tree whose golden is out
+        import os
+
+        link_root = Path(tempfile.mkdtemp(prefix="hf-e-"))
+        os.symlink(out, link_root / "golden")
+        for name in (CASES[case]["checkpoint"].split("/")[0],):
+            os.symlink(ROOT / name, link_root / name)
+        md.ROOT = link_root
     try:
         return md.trace_scalars(case, record)
     finally:
         md.CASES.clear()
         md.CASES.update(saved)
+        md.ROOT = root
 
 
 def main(argv: list[str]) -> None:
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "golden"
     steps = [a for a in argv if a in ("checkpoints", "golden")] or ["checkpoints", "golden"]
     cases = [a for a in argv if a in CASES] or list(CASES)
     for case in cases:
         if "checkpoints" in steps:
             make_checkpoint(case)
         if "golden" in steps:
-            make_golden_case(case)
+            make_golden_case(case, out)
 
 
 if __name__ == "__main__":
