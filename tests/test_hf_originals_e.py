@@ -391,3 +391,20 @@ def test_transformers_own_tf_weights_take_no_task(run_cli, tmp_path: Path) -> No
     assert refused(run_cli, HF_DATA.parent / "hf_h5" / "bert_seqcls", tmp_path, "--hf-task", "wtq") == [
         "error: config: hf_task: --hf-task wtq: transformers' own TensorFlow weights carry their task's fields in their "
         "config.json; name no task"]
+
+
+def test_gpt1_back_to_tf_names_holds_the_releases_arrays(run_cli, tmp_path: Path) -> None:
+    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
+    _convert(run_cli, RELEASE, hf)
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", "openai_gpt")
+    assert result.exit_code == 0, result.output
+    names = ["model/we/positions", "model/we/tokens"] + [f"model/h{i}/{p}" for i in range(2) for p in (
+        "attn/c_attn/w", "attn/c_attn/b", "attn/c_proj/w", "attn/c_proj/b", "ln_1/g", "ln_1/b", "mlp/c_fc/w",
+        "mlp/c_fc/b", "mlp/c_proj/w", "mlp/c_proj/b", "ln_2/g", "ln_2/b")]
+    with formats.open_checkpoint(back) as restored:
+        got = {k: restored[k].read() for k in restored}
+    assert sorted(got) == sorted(names)
+    for name, array in zip(names, _release_arrays(RELEASE)):
+        assert got[name].shape == array.shape and got[name].tobytes() == array.tobytes(), name
+    diff = run_cli("diff", RELEASE, back)
+    assert diff.exit_code == 0 and diff.stdout.splitlines()[-1].endswith("identical (26 tensors; compared bytewise)")
