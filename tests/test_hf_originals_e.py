@@ -408,3 +408,16 @@ def test_gpt1_back_to_tf_names_holds_the_releases_arrays(run_cli, tmp_path: Path
         assert got[name].shape == array.shape and got[name].tobytes() == array.tobytes(), name
     diff = run_cli("diff", RELEASE, back)
     assert diff.exit_code == 0 and diff.stdout.splitlines()[-1].endswith("identical (26 tensors; compared bytewise)")
+
+
+def test_a_release_of_another_shape_is_named_by_position(tmp_path: Path) -> None:
+    folder = tmp_path / "other"
+    folder.mkdir()
+    (folder / "params_shapes.json").write_text(json.dumps([[2, 3], [], [4]]))
+    np.save(folder / "params_0.npy", np.arange(5, dtype="<f4"))
+    np.save(folder / "params_1.npy", np.arange(5, 11, dtype="<f4"))
+    with formats.open_checkpoint(folder / "params_shapes.json") as ckpt:
+        assert list(ckpt) == ["params/0", "params/1", "params/2"]
+        assert ckpt["params/0"].read().tolist() == [[0, 1, 2], [3, 4, 5]]
+        assert ckpt["params/1"].read().tolist() == 6.0 and ckpt["params/2"].read().tolist() == [7, 8, 9, 10]
+        assert ckpt["params/0"].files == (str(folder / "params_0.npy"), str(folder / "params_1.npy"))
