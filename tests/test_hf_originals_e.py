@@ -421,3 +421,34 @@ def test_a_release_of_another_shape_is_named_by_position(tmp_path: Path) -> None
         assert ckpt["params/0"].read().tolist() == [[0, 1, 2], [3, 4, 5]]
         assert ckpt["params/1"].read().tolist() == 6.0 and ckpt["params/2"].read().tolist() == [7, 8, 9, 10]
         assert ckpt["params/0"].files == (str(folder / "params_0.npy"), str(folder / "params_1.npy"))
+
+
+def test_any_split_of_any_shapes_reads_as_numpy_cuts_it() -> None:
+    """Property: whatever the shapes and wherever the shard boundaries fall (empty shards and empty arrays too), every
+    array reads as numpy's concatenate-and-split gives it."""
+    import tempfile
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    shapes_st = st.lists(st.lists(st.integers(0, 5), max_size=3), min_size=1, max_size=8)
+
+    @settings(max_examples=60, deadline=None)
+    @given(shapes_st, st.lists(st.integers(0, 200), max_size=4))
+    def check(shapes: list[list[int]], cuts: list[int]) -> None:
+        total = sum(int(np.prod(s)) for s in shapes)
+        flat = np.arange(total, dtype="<f4")
+        bounds = sorted(min(c, total) for c in cuts)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "params_shapes.json").write_text(json.dumps(shapes))
+            for n, part in enumerate(np.split(flat, bounds)):
+                np.save(folder / f"params_{n}.npy", part)
+            want = np.split(flat, np.cumsum([int(np.prod(s)) for s in shapes]))[:-1]
+            with formats.open_checkpoint(folder) as ckpt:
+                assert len(ckpt) == len(shapes)
+                for entry, array, shape in zip(ckpt.values(), want, shapes):
+                    assert entry.shape == tuple(shape) and entry.read().tobytes() == array.tobytes()
+                    assert b"".join(bytes(c) for c in entry.byte_chunks(3)) == array.tobytes()
+
+    check()
