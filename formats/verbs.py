@@ -156,7 +156,7 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
             dry_run: bool = False, force: bool = False, verify: bool = True, update_state: bool = False,
             link: bool = False, jobs: int | None = None, progress: Progress | None = None, family: str | None = None,
             model_config: str | None = None, model_map: str | None = None,
-            executor: str | Executor | None = None) -> ConversionResult:
+            executor: str | Executor | None = None, hf_task: str | None = None) -> ConversionResult:
     """``source`` written as format ``to`` at ``output`` (``ckpt convert``): every problem is planned first, and
     nothing is written when there is one (``result.ok`` is False, ``result.plan.problems`` says why) or with
     ``dry_run``; the output is read back and compared unless ``verify=False``.
@@ -164,8 +164,9 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     ``to="hf"``: a transformers model directory (``config.json``, ``model.safetensors``) from a TensorFlow
     checkpoint of a model ``family`` (``bert``, ``albert``, ``electra``, ``gpt2``, ``t5``; detected when None),
     its original configuration found beside it or given as ``model_config``; ``model_map`` is a user's map
-    file instead of a shipped family (also for ``to="safetensors"``). ``to="tf-name"`` with ``family`` goes
-    back: a transformers directory as the original TensorFlow names.
+    file instead of a shipped family (also for ``to="safetensors"``); ``hf_task`` names the fine-tuning task whose
+    hyperparameters the checkpoint lacks (TAPAS's ``wtq``, ``wikisql-supervised``, ``sqa``, ``tabfact``).
+    ``to="tf-name"`` with ``family`` goes back: a transformers directory as the original TensorFlow names.
 
     ``executor`` (``dask://HOST:PORT``, an executor; None: ``$CKPT_EXECUTOR``, else this machine): a cluster
     writes a bundle output's data files on its workers (see :mod:`formats.ops.edit.on_cluster`)."""
@@ -179,7 +180,7 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     options = ConvertOptions(rules=_rules(rules) or RuleSet(), template=template, allow_missing=allow_missing,
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
                              drop_optimizer=drop_optimizer, family=family, model_config=model_config,
-                             model_map=model_map)
+                             model_map=model_map, hf_task=hf_task)
     from formats.ops.convert.targets import model_planner
 
     with _Opened(source) as ckpt:

@@ -21,7 +21,7 @@ START, END = "<!-- hf-architectures -->", "<!-- /hf-architectures -->"
 
 LAYOUTS = {"tf1": "TF1 name-based", "tf2-model-garden": "Model Garden (TF2)", "mesh-tf": "Mesh TensorFlow",
            "tfhub-saved-model": "TF Hub SavedModel", "tfhub-saved-model-v2": "TF Hub SavedModel (v2 export)",
-           "keras-hub": "keras-hub preset", "t5x": "T5X"}
+           "keras-hub": "keras-hub preset", "t5x": "T5X", "openai-npy": "OpenAI npy shards (params_N.npy)"}
 """How the README names a family's source layout (a layout not listed here is shown by its own name)."""
 
 
@@ -44,7 +44,8 @@ def families(hf: Path = HF) -> list[tuple[str, list[str], list[str]]]:
         spec = _load(path)
         layouts = list(dict.fromkeys(LAYOUTS.get(str(layout.get("name")), str(layout.get("name")))
                                      for layout in spec.get("layouts", [])))
-        rows.append((str(spec["family"]), layouts, [str(c["name"]) for c in spec.get("classes", [])]))
+        classes = list(dict.fromkeys(str(c["name"]) for c in spec.get("classes", [])))  # TAPAS's QA class twice
+        rows.append((str(spec["family"]), layouts, classes))
     return rows
 
 

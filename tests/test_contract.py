@@ -288,6 +288,35 @@ class TestOrbax(FormatTests):
         return {k: Expected(tuple(v["shape"]), v["dtype"], v["sha256"]) for k, v in restored.items()}
 
 
+class TestOpenAINpy(FormatTests):
+    """OpenAI's GPT-1 release layout (``tests/data/hf/openai_gpt``: ``params_shapes.json`` + ten ``params_N.npy``,
+    written by numpy), opened from the directory and from its ``params_shapes.json``, checked against the arrays numpy
+    cuts out of the shards as transformers 4.x's ``load_tf_weights_in_openai_gpt`` does, named in GPT-1's order.
+    Reads only."""
+
+    format_name = "openai-npy"
+    made = ("release", "release/params_shapes.json")
+
+    def make_sample(self, name: str, directory: Path) -> Path:
+        import shutil
+
+        out = directory / name.split("/")[0]
+        if not out.exists():
+            shutil.copytree(Path(__file__).parent / "data" / "hf" / "openai_gpt", out)
+        return directory / name
+
+    def expected(self, path: Path) -> dict[str, Expected]:
+        folder = path if path.is_dir() else path.parent
+        shapes = json.loads((folder / "params_shapes.json").read_text())
+        flat = np.concatenate([np.load(folder / f"params_{n}.npy") for n in range(10)])
+        arrays = np.split(flat, np.cumsum([int(np.prod(s)) for s in shapes]))[:-1]
+        block = ("attn/c_attn/w", "attn/c_attn/b", "attn/c_proj/w", "attn/c_proj/b", "ln_1/g", "ln_1/b", "mlp/c_fc/w",
+                 "mlp/c_fc/b", "mlp/c_proj/w", "mlp/c_proj/b", "ln_2/g", "ln_2/b")
+        names = ["model/we/positions", "model/we/tokens"] + [f"model/h{i}/{p}" for i in range((len(shapes) - 2) // 12)
+                                                              for p in block]
+        return {n: Expected(tuple(s), "float32", digest(a.reshape(s))) for n, s, a in zip(names, shapes, arrays)}
+
+
 def test_every_registered_format_joins_the_suite() -> None:
     """A new built-in format cannot be registered without a FormatTests subclass here."""
     suites = {cls.format_name for cls in FormatTests.__subclasses__() if cls.__module__ == __name__}

@@ -146,6 +146,17 @@ def _script(target: Path) -> None:
     Corpus(ESTIMATOR).make(target.parent / "model.ckpt-200", target.parent)
 
 
+def _tapas_release(case: str) -> Callable[[Path], None]:
+    """A TAPAS fine-tuning as google-research/tapas's zips hold it (``model.ckpt`` + ``bert_config.json``), from the
+    test data's ``case`` (``model.ckpt-3``)."""
+    def build(target: Path) -> None:
+        target.mkdir(parents=True)
+        for f in (HF_DATA / case).iterdir():
+            if f.name.startswith("model.ckpt-3") or f.name == "bert_config.json":
+                shutil.copyfile(f, target / f.name.replace("model.ckpt-3", "model.ckpt"))
+    return build
+
+
 def _model_scoped(target: Path) -> None:
     """An object-based checkpoint whose objects live under ``model/`` (for ``--regex '^model/(.*)=\\1'``)."""
     from .keras_templates import tf_keras_checkpoint
@@ -241,6 +252,9 @@ PLACEHOLDERS: dict[str, Any] = {
     "tests/data/hf_h5/bert_seqcls": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),
     "bert_en_uncased_L-12_H-768_A-12_4": Built(lambda t: shutil.copytree(HF_DATA.parent / "tfhub" / "bert", t)),
     "gemma_2b_en": Built(lambda t: shutil.copytree(HF_DATA.parent / "keras_hub" / "gemma" / "preset", t)),
+    "tapas_wtq_base": Built(_tapas_release("tapas_wtq")),  # convert --to hf --hf-task
+    "tapas_wikisql_base": Built(_tapas_release("tapas_wikisql")),
+    "finetune-transformer-lm/model": Built(lambda t: shutil.copytree(HF_DATA / "openai_gpt", t)),  # GPT-1's release
     "my-tf-bert-classifier": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),  # tf_model.h5
     "convert_bert_checkpoint.py": Built(_script),
     "convert_bert_original_tf_checkpoint_to_pytorch.py": Built(_script),

@@ -54,7 +54,8 @@ def test_output_holds_the_oracles_state_dict_bitwise(run_cli, tmp_path: Path, ca
         pytest.skip(f"no golden state dict for {case} yet")
     out = tmp_path / "hf"
     result = run_cli("convert", HF_DATA / CASES[case]["checkpoint"], "-o", out, "--to", "hf",
-                     *(["--family", "electra_generator"] if _family(case) == "electra_generator" else []))
+                     *(["--family", "electra_generator"] if _family(case) == "electra_generator" else []),
+                     *CASES[case].get("convert_options", []))
     assert result.exit_code == 0, result.output
     from safetensors.numpy import load_file
 
@@ -270,7 +271,7 @@ def test_a_users_map_file_for_safetensors(run_cli, tmp_path: Path, tiny_bert) ->
 def test_family_is_detected_and_every_family_file_is_consistent() -> None:
     assert set(family_names()) == {"albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
                                    "mobilebert", "bigbird", "convbert", "rembert", "gpt_neo", "xlnet", "pegasus",
-                                   "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel"}
+                                   "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt"}
     for name in family_names():
         family = load_family(name)
         assert family.name == name and family.classes and family.layouts

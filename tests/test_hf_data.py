@@ -19,8 +19,11 @@ GOLDEN_FILES = ("model.safetensors", "config.json", "inputs.npz", "outputs.npz",
 def test_case_has_checkpoint_config_and_golden_files(name: str) -> None:
     case = CASES[name]
     prefix = HF / case["checkpoint"]
-    assert prefix.with_name(prefix.name + ".index").is_file()
-    assert prefix.with_name(prefix.name + ".data-00000-of-00001").is_file()
+    if case["layout"] == "openai-npy":  # GPT-1's release: a directory of shards
+        assert (prefix / "params_shapes.json").is_file() and (prefix / "params_9.npy").is_file()
+    else:
+        assert prefix.with_name(prefix.name + ".index").is_file()
+        assert prefix.with_name(prefix.name + ".data-00000-of-00001").is_file()
     assert (HF / case["config"]).is_file()
     for f in GOLDEN_FILES:
         assert (HF / "golden" / name / f).is_file(), f

@@ -145,9 +145,14 @@ def test_a_missing_scalar_bias_or_an_unmapped_head_is_one_error_naming_it(run_cl
         "source tensor"]
     (tmp_path / "tapas_sqa").rename(tmp_path / "first")
     agg = _copy("tapas_sqa", tmp_path, {"output_weights_agg": np.zeros((4, 16), np.float32)})
-    assert refused(run_cli, agg, tmp_path) == [
-        "error: unmapped: output_weights_agg: unmapped tensor 'output_weights_agg' [4, 16]: no rule of the tapas map "
-        "(tf1 layout) maps or drops it"]
+    assert refused(run_cli, agg, tmp_path, "--hf-task", "wtq") == [
+        "error: missing: aggregation_classifier.bias: parameter 'aggregation_classifier.bias' [4] of "
+        "TapasForQuestionAnswering has no source tensor"]
+    (tmp_path / "tapas_sqa").rename(tmp_path / "second")
+    other = _copy("tapas_sqa", tmp_path, {"output_weights_other": np.zeros((4, 16), np.float32)})
+    assert refused(run_cli, other, tmp_path) == [
+        "error: unmapped: output_weights_other: unmapped tensor 'output_weights_other' [4, 16]: no rule of the tapas "
+        "map (tf1 layout) maps or drops it"]
 
 
 # --- Funnel-Transformer -------------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ def run(env: Environment, p: Params) -> int:
     hparams = p.hparams
     if p.learning_rate is not None:
         hparams = {**hparams, "learning_rate": p.learning_rate}
+    if p.hf_task is not None and p.to not in (FormatName.HF, FormatName.SAFETENSORS):
+        raise CommandLineError(f"--hf-task applies to --to {FormatName.HF} (or {FormatName.SAFETENSORS} with a model map) only")
     if p.max_shard_size is not None and p.to not in sharded_targets():
         raise CommandLineError(f"--max-shard-size applies to --to {' or '.join(sharded_targets())} only")
     if p.max_shard_size is not None and p.to != FormatName.HF and not p.out.endswith(".json"):
@@ -31,7 +33,7 @@ def run(env: Environment, p: Params) -> int:
                        slot_names=p.slot_names, hparams=hparams, max_shard_size=p.max_shard_size, dry_run=p.dry_run,
                        as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
                        link=p.link, jobs=p.jobs, verbose=p.verbose, family=p.family, model_config=p.model_config,
-                       executor=p.executor)
+                       executor=p.executor, hf_task=p.hf_task)
 
 
 def parse_hparams(values: tuple[str, ...]) -> dict[str, float]:
@@ -106,7 +108,10 @@ SPEC = Command(
     formats/ops/convert/hf/families/*.toml), for --to hf and --to safetensors.
     --family electra_generator takes ELECTRA's generator instead (as
     ElectraForMaskedLM, with its generator_config.json). --to tf-name --family
-    F goes back, from a transformers directory.
+    F goes back, from a transformers directory. --hf-task names a fine-tuning
+    task whose hyperparameters the checkpoint does not hold (TAPAS: wtq,
+    wikisql-supervised, sqa, tabfact, as transformers' converter's --task);
+    a TAPAS with an aggregation head is refused without one.
 
     --executor dask://HOST:PORT writes a tf-object or tf-name output's data
     files on a Dask cluster's workers, each straight to the destination (a
@@ -123,6 +128,7 @@ SPEC = Command(
           --hparam beta_1=0.9 --hparam beta_2=0.999
       ckpt convert model.weights.h5 -o sharded/model.weights.json --to keras3-h5 --max-shard-size 2GB
       ckpt convert full.h5 -o model.keras --to keras
+      ckpt convert tapas_wtq_base/model.ckpt -o tapas-wtq --to hf --hf-task wtq
     """,
     arguments=(Arg("src", type=CHECKPOINT),),
     options=(
@@ -135,16 +141,20 @@ SPEC = Command(
         *rule_options("SRC's"),
         Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
                               "mobilebert", "bigbird", "convbert", "rembert", "xlnet", "gpt_neo", "pegasus",
-                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel"),
+                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt"),
             metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gemma, "
                  "gpt2, llama, t5, mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, "
-                 "imagegpt, roformer, canine, tapas, funnel; "
+                 "imagegpt, roformer, canine, tapas, funnel, openai_gpt; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",
             help="hf: the model's original configuration (bert_config.json, hparams.json, operative_config.gin...) "
                  "when it is not beside the checkpoint."),
+        Opt("--hf-task", name="hf_task", metavar="TASK",
+            help="hf: the fine-tuning task whose hyperparameters the checkpoint does not hold, as the original "
+                 "converter's --task (TAPAS: wtq, wikisql-supervised, sqa, tabfact); needed by a TAPAS with an "
+                 "aggregation head."),
         Opt("--allow-missing", flag=True, help="Template variables with no source keep the template's value."),
         Opt("--drop-optimizer", flag=True,
             help="keras3-h5: leave optimizer state out (both the source's and the template's variables)."),
@@ -176,7 +186,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                 max_shard_size: int | None = None, dry_run: bool = False, as_json: bool = False, force: bool = False,
                 no_verify: bool = False, update_state: bool = False, link: bool = False, jobs: int | None = None,
                 verbose: bool = False, family: str | None = None, model_config: str | None = None,
-                executor: str | None = None) -> int:
+                executor: str | None = None, hf_task: str | None = None) -> int:
     """Convert ``src`` to the ``to`` format at ``out`` (:func:`formats.verbs.convert`); print the plan's problems
     and what was written; return the exit status (0 written or planned, 1 problems found)."""
     from formats import verbs
@@ -202,7 +212,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                                drop_optimizer=drop_optimizer, slot_names=slot_names, hparams=hparams,
                                max_shard_size=max_shard_size, dry_run=dry_run, force=force, verify=not no_verify,
                                update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
-                               model_config=model_config, model_map=model_map, executor=executor)
+                               model_config=model_config, model_map=model_map, executor=executor, hf_task=hf_task)
     return render_result(result, as_json, verbose=verbose)
 
 

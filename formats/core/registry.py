@@ -61,6 +61,7 @@ BUILTIN: tuple[str, ...] = (
     "formats.safetensors.format:FORMAT",
     "formats.safetensors.format:MODEL_DIR_FORMAT",
     "formats.orbax.format:FORMAT",
+    "formats.openai_npy.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
 

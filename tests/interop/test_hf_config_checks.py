@@ -38,6 +38,7 @@ def test_the_written_config_loads_as_the_oracles(run_cli, tmp_path: Path, case: 
     spec = CASES[case]
     out = tmp_path / "hf"
     family = ["--family", "electra_generator"] if spec.get("electra_part") == "generator" else []
+    family += spec.get("convert_options", [])  # TAPAS's --hf-task
     result = run_cli("convert", HF_DATA / spec["checkpoint"], "-o", out, "--to", "hf", *family)
     assert result.exit_code == 0, result.output
     config = transformers.AutoConfig.from_pretrained(out)

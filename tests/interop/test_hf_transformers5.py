@@ -71,6 +71,7 @@ def test_transformers5_reproduces_the_oracle(run_cli, tmp_path: Path, case: str)
     golden = HF_DATA / "golden" / case
     out = tmp_path / "hf"
     family = ["--family", "electra_generator"] if spec.get("electra_part") == "generator" else []
+    family += spec.get("convert_options", [])  # TAPAS's --hf-task
     result = run_cli("convert", HF_DATA / spec["checkpoint"], "-o", out, "--to", "hf", *family)
     assert result.exit_code == 0, result.output
     torch.manual_seed(1234)  # any parameter left to its initial value would differ from the oracle's

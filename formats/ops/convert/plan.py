@@ -40,7 +40,8 @@ class ConvertOptions:
     hyperparameters (``learning_rate``, ``beta_1``, ``iterations``) that optimizer state transforms need
     when neither checkpoint stores them; ``drop_optimizer``: leave optimizer state out (``keras3-h5``);
     ``family``, ``model_config``, ``model_map``: a model family's name, its original configuration file and a
-    model map file (``--to hf``, ``--to safetensors``, ``--to tf-name`` from a transformers directory)."""
+    model map file (``--to hf``, ``--to safetensors``, ``--to tf-name`` from a transformers directory);
+    ``hf_task``: the fine-tuning task whose hyperparameters the checkpoint lacks (:mod:`.hf.tasks`)."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
@@ -53,6 +54,7 @@ class ConvertOptions:
     family: str | None = None
     model_config: str | None = None
     model_map: str | None = None
+    hf_task: str | None = None
 
 
 @record

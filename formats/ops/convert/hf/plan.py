@@ -18,6 +18,7 @@ from formats.ops.convert.hf.entries import MappedEntry, PartEntry, RowsZeroedEnt
 from formats.ops.convert.hf.joins import Part, add_joined_row
 from formats.ops.convert.hf.names import candidates, source_names
 from formats.ops.convert.hf.pieces import assemble, split_parts
+from formats.ops.convert.hf.tasks import task_fields, task_problem
 from formats.ops.convert.hf.family import (PLACEHOLDER, Family, Layout, MapRule, Param, Pattern, evaluate,
                                            family_names, global_index, holds, load_family, locate)
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -54,6 +55,7 @@ class Choice:
     cls: dict[str, Any] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
     names: dict[str, list[str]] = field(default_factory=dict)
+    task: str | None = None
 
 
 def _axes(param: Param, config: dict[str, Any]) -> list[tuple[str, int | list[str]]]:
@@ -192,6 +194,10 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         plan.add("family", source.path, f"no source layout of the {family.name} map "
                  f"({', '.join(lay.name for lay in family.layouts)}) recognises these variable names")
         return None
+    fields, wrong = task_fields(family, options.hf_task)
+    if wrong is not None:
+        plan.add("config", "hf_task", wrong)
+        return None
     original = _original_config(source, family, layout, options, plan)
     if original is None:
         return None
@@ -200,7 +206,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     base = original[2]
     spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
     try:
-        config, missing, notes = translate(original[0], spec, shapes, _numbers(options.hparams))
+        config, missing, notes = translate(original[0], spec, shapes, {**fields, **_numbers(options.hparams)})
     except UnsupportedConfigError as exc:
         plan.add("config", exc.field, f"the {family.name} map cannot carry {exc.field} = {json_text(exc.value)} of "
                  f"{original[1]} ({exc.allowed})")
@@ -211,7 +217,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
     if missing:
         return None
     choice = Choice(family, family.layout_of(keys, config), variant, config, original[1],
-                    overrides=sorted(options.hparams), names=names)
+                    overrides=sorted(options.hparams), names=names, task=options.hf_task)
     for note in notes:
         plan.add("config", note.split(" ", 1)[0], note, WARNING)
     return choice
@@ -254,6 +260,11 @@ def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> Co
     from formats.ops.convert.hf.tf_h5 import is_tf_h5, plan_tf_h5
 
     if target == HF and is_tf_h5(source, options):
+        if options.hf_task is not None:  # its config.json holds the task's fields already
+            refused = ConversionPlan(source.path, target)
+            refused.add("config", "hf_task", f"--hf-task {options.hf_task}: transformers' own TensorFlow weights "
+                        "carry their task's fields in their config.json; name no task")
+            return refused
         return plan_tf_h5(source, options)
     plan = ConversionPlan(source.path, target)
     choice: Choice | None = None
@@ -315,6 +326,9 @@ def _plan_tensors(source: Checkpoint, choice: Choice, plan: ConversionPlan) -> N
     mapped, dropped = _sort_sources(source, choice, plan)
     choice.cls = _class(family, {every[t].group for t, *_ in mapped.values() if t in every})
     choice.groups = list(choice.cls.get("groups", ["base"])) + list(choice.variant.get("groups", []))
+    wrong_task = task_problem(family, choice.cls, choice.groups, choice.task)
+    if wrong_task is not None:  # TAPAS's aggregation head without its task's hyperparameters
+        plan.add("config", "hf_task", wrong_task)
     expected = {name: t for name, t in every.items() if t.group in choice.groups}
     covered = _check(plan, choice, mapped, expected)
     filled: set[str] = set(covered)  # their errors are the one that names the field
