@@ -79,8 +79,11 @@ def test_ctrl_c_at_any_instant_exits_130_with_one_line(big, launcher: str, comma
         if pythons_own(err):  # the interpreter's start-up (slow on a loaded machine): says nothing about ckpt
             continue
         assert "Traceback" not in err and "KeyboardInterrupt" not in err, (ms, err)
-        if status == -signal.SIGINT:  # terminated before Python had any handler: nothing printed
-            assert err == "", (ms, err)
+        if status == -signal.SIGINT:
+            # Terminated before Python had any handler: nothing printed. Once (a clean CI run at 20 ms, on a loaded
+            # machine; not reproduced in 1,000 local tries) the process printed the one line and then ended by
+            # SIGINT rather than exit 130: a shell reports 130 for both, with the same one line.
+            assert err in ("", LINE), (ms, err)
             continue
         if status in (0, 1) and err == "":
             # The command had finished: the signal came as Python shut down, after ckpt's last line, when the
