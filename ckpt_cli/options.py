@@ -32,6 +32,9 @@ def write_options(source: str = "SRC") -> tuple[Opt, ...]:
         Opt("--force", flag=True, help="Replace an existing output."),
         Opt("--no-verify", flag=True, help=f"Skip reading the output back and comparing it with {source}."),
         Opt("--update-state", flag=True, help="Make OUT the latest checkpoint of its directory's state file."),
+        Opt("--skip-unreadable", flag=True,
+            help="Write the rest without the tensors ckpt cannot read (each named in a warning); without it, each "
+                 "is an error and nothing is written."),
         Opt("-v", "--verbose", flag=True,
             help="Under each problem, the keys behind it (candidates, the tensors it is about)."),
     )

@@ -156,7 +156,8 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
             dry_run: bool = False, force: bool = False, verify: bool = True, update_state: bool = False,
             link: bool = False, jobs: int | None = None, progress: Progress | None = None, family: str | None = None,
             model_config: str | None = None, model_map: str | None = None,
-            executor: str | Executor | None = None, hf_task: str | None = None) -> ConversionResult:
+            executor: str | Executor | None = None, hf_task: str | None = None,
+            skip_unreadable: bool = False) -> ConversionResult:
     """``source`` written as format ``to`` at ``output`` (``ckpt convert``): every problem is planned first, and
     nothing is written when there is one (``result.ok`` is False, ``result.plan.problems`` says why) or with
     ``dry_run``; the output is read back and compared unless ``verify=False``.
@@ -167,6 +168,7 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     file instead of a shipped family (also for ``to="safetensors"``); ``hf_task`` names the fine-tuning task whose
     hyperparameters the checkpoint lacks (TAPAS's ``wtq``, ``wikisql-supervised``, ``sqa``, ``tabfact``).
     ``to="tf-name"`` with ``family`` goes back: a transformers directory as the original TensorFlow names.
+    A tensor ckpt cannot read (:attr:`Checkpoint.problems`) is an error, or left out with ``skip_unreadable``.
 
     ``executor`` (``dask://HOST:PORT``, an executor; None: ``$CKPT_EXECUTOR``, else this machine): a cluster
     writes a bundle output's data files on its workers (see :mod:`formats.ops.edit.on_cluster`)."""
@@ -180,11 +182,11 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     options = ConvertOptions(rules=_rules(rules) or RuleSet(), template=template, allow_missing=allow_missing,
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
                              drop_optimizer=drop_optimizer, family=family, model_config=model_config,
-                             model_map=model_map, hf_task=hf_task)
-    from formats.ops.convert.targets import model_planner
+                             model_map=model_map, hf_task=hf_task, skip_unreadable=skip_unreadable)
+    from formats.ops.convert.targets import ConvertJob, plan_job
 
     with _Opened(source) as ckpt:
-        plan = model_planner(to, options)(ckpt, options)
+        plan = plan_job([ckpt], ConvertJob(options, to))
         return _write(plan, output, ckpt, (options, to), [source] + ([template] if template else []),
                       dry_run=dry_run, force=force, verify=verify, update_state=update_state, link=link, jobs=jobs,
                       progress=progress, executor=executor)
@@ -193,17 +195,19 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
 def rename(source: Source, output: str | os.PathLike[str], rules: RuleSet | Sequence[str], *,
            rename_full_names: bool = False, dry_run: bool = False, force: bool = False, verify: bool = True,
            update_state: bool = False, link: bool = False, jobs: int | None = None,
-           progress: Progress | None = None, executor: str | Executor | None = None) -> ConversionResult:
+           progress: Progress | None = None, executor: str | Executor | None = None,
+           skip_unreadable: bool = False) -> ConversionResult:
     """``source`` written again at ``output`` with its variables renamed by ``rules`` (``ckpt rename``); an
     object-based checkpoint's graph is rebuilt to match. Planned, written and verified as :func:`convert`
-    (``executor`` too)."""
+    (``executor`` and ``skip_unreadable`` too)."""
     from formats.ops.convert.plan import ConvertOptions
-    from formats.ops.convert.rename import plan_rename
+    from formats.ops.convert.targets import ConvertJob, plan_job
     from formats.ops.rules import RuleSet
 
-    options = ConvertOptions(rules=_rules(rules) or RuleSet(), rename_full_names=rename_full_names)
+    options = ConvertOptions(rules=_rules(rules) or RuleSet(), rename_full_names=rename_full_names,
+                             skip_unreadable=skip_unreadable)
     with _Opened(source) as ckpt:
-        return _write(plan_rename(ckpt, options), output, ckpt, (options, ""), [source], dry_run=dry_run,
+        return _write(plan_job([ckpt], ConvertJob(options, "")), output, ckpt, (options, ""), [source], dry_run=dry_run,
                       force=force, verify=verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
                       executor=executor)
 

@@ -31,7 +31,7 @@ NOT_IN_SAFETENSORS = {"string", "complex64", "complex128"}
 def _export(tmp_path: Path, rel: str, to: str) -> Path:
     """Convert a corpus checkpoint (or any path) to ``to`` in ``tmp_path``."""
     out = tmp_path / f"{Path(rel).name}.{to}"
-    result = convert_file(CORPUS / rel, out, to)
+    result = convert_file(CORPUS / rel, out, to, skip_unreadable=True)  # what the format cannot store
     assert result.ok, result.plan.errors
     return out
 

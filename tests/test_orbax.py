@@ -129,7 +129,7 @@ def test_extract_and_convert_equal_orbax_restore(run_cli: Any, tmp_path: Path) -
 
     want = GOLDENS["run/3"]["restore"]
     st = tmp_path / "s.safetensors"
-    result = run_cli("convert", DATA / "run", "--to", "safetensors", "-o", st)
+    result = run_cli("convert", DATA / "run", "--to", "safetensors", "-o", st, "--skip-unreadable")
     assert result.exit_code == 0, result.output
     assert "params/q4: int4 tensors cannot be stored in safetensors; left out" in result.output
     with safe_open(str(st), framework="numpy") as f:  # numpy has no float8/int4: those keys are left to ckpt's tests

@@ -74,10 +74,22 @@ def test_ls_and_stats_name_the_tensors_ckpt_cannot_read(tmp_path, run_cli):
         ("b", "uint8", 10), ("c", "C64", None), ("w", "F8_E8M0", None)]
 
 
+HINT = "the output would lack it (--skip-unreadable writes the rest without it)"
+
+
 @pytest.mark.parametrize("to", ["npz", "safetensors", "tf-object"])
-def test_convert_plans_each_unreadable_tensor_as_left_out(tmp_path, run_cli, to):
+def test_convert_refuses_to_leave_out_an_unreadable_tensor_unless_asked(tmp_path, run_cli, to):
+    """Nothing lost in silence: a tensor ckpt cannot read is an error naming it (exit 1, nothing written);
+    ``--skip-unreadable`` writes the rest, each left out named in a warning (exit 0)."""
     out = tmp_path / ("out" if to == "tf-object" else f"out.{to}")
-    res = run_cli("convert", _npz(tmp_path / "m.npz"), "-o", out, "--to", to, "--json")
+    refused = run_cli("convert", _npz(tmp_path / "m.npz"), "-o", out, "--to", to, "--json")
+    assert refused.exit_code == 1, refused.output
+    doc = json.loads(refused.stdout)
+    problems = doc["plan"]["problems"] if "plan" in doc else doc["problems"]
+    assert [(p["kind"], p["key"], p["severity"], p["message"]) for p in problems] == [
+        ("unsupported", "bad", "error", f"{PICKLED}; {HINT}"), ("unsupported", "t", "error", f"{DATETIME}; {HINT}")]
+    assert not list(tmp_path.glob("out*"))
+    res = run_cli("convert", _npz(tmp_path / "m.npz"), "-o", out, "--to", to, "--json", "--skip-unreadable")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     problems = doc["plan"]["problems"] if "plan" in doc else doc["problems"]
@@ -89,11 +101,33 @@ def test_convert_plans_each_unreadable_tensor_as_left_out(tmp_path, run_cli, to)
             ["ok/.ATTRIBUTES/VARIABLE_VALUE", "save_counter/.ATTRIBUTES/VARIABLE_VALUE"] if to == "tf-object" else ["ok"])
 
 
-def test_rename_plans_each_unreadable_tensor_as_left_out(tmp_path, run_cli):
-    res = run_cli("rename", _safetensors(tmp_path / "u.safetensors"), "-o", tmp_path / "out", "--add-prefix", "x/")
-    assert res.exit_code == 0, res.output
-    assert "warning: unsupported: w: safetensors dtype F8_E8M0 has no TensorFlow counterpart; left out\n" in res.output
-    assert "warning: unsupported: c: safetensors dtype C64 has no TensorFlow counterpart; left out\n" in res.output
+def test_rename_and_edit_refuse_to_leave_out_an_unreadable_tensor_unless_asked(tmp_path, run_cli):
+    src = _safetensors(tmp_path / "u.safetensors")
+    for argv in (["rename", src, "-o", tmp_path / "out", "--add-prefix", "x/"],
+                 ["edit", src, "-o", tmp_path / "out.safetensors"]):
+        refused = run_cli(*argv)
+        assert refused.exit_code == 1, refused.output
+        assert refused.output.splitlines() == [f"error: unsupported: c: {C64}; {HINT}",
+                                               f"error: unsupported: w: {F8}; {HINT}",
+                                               "2 errors, 0 warnings; nothing written"]
+        assert not list(tmp_path.glob("out*"))
+        res = run_cli(*argv, "--skip-unreadable")
+        assert res.exit_code == 0, res.output
+        assert f"warning: unsupported: w: {F8}; left out\n" in res.output
+        assert f"warning: unsupported: c: {C64}; left out\n" in res.output
+        with formats.open_checkpoint(argv[3]) as written:
+            assert sorted(written) == (["x/b"] if argv[0] == "rename" else ["b"])
+        for leftover in tmp_path.glob("out*"):
+            leftover.unlink()
+
+
+def test_the_library_refuses_too_unless_asked(tmp_path):
+    src = _npz(tmp_path / "m.npz")
+    refused = formats.convert(src, tmp_path / "a.safetensors", "safetensors")
+    assert not refused.ok and [p.key for p in refused.plan.errors] == ["bad", "t"]
+    assert not (tmp_path / "a.safetensors").exists()
+    done = formats.convert(src, tmp_path / "b.safetensors", "safetensors", skip_unreadable=True)
+    assert done.ok and [p.key for p in done.plan.warnings] == ["bad", "t"]
 
 
 def test_hdf5_dataset_without_a_tensorflow_dtype_is_listed(tmp_path):

@@ -78,7 +78,7 @@ def test_npz_and_safetensors_reports(small: Path, tmp_path: Path) -> None:
                                          _item("s", "s.npy", "string", "|S2", [2]),
                                          _item("w", "w.npy", "float32", "float32", [2, 3])], [NOTE])
     st = tmp_path / "o.safetensors"
-    written = convert_file(small, st, "safetensors").written
+    written = convert_file(small, st, "safetensors", skip_unreadable=True).written  # no strings in safetensors
     assert written.to_json() == _report(st, "safetensors", [str(st)], 2, 6 + 24,
                                         [_item("b", "b", "bfloat16", "bfloat16", [3]),
                                          _item("w", "w", "float32", "float32", [2, 3])])

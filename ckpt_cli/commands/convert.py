@@ -33,7 +33,7 @@ def run(env: Environment, p: Params) -> int:
                        slot_names=p.slot_names, hparams=hparams, max_shard_size=p.max_shard_size, dry_run=p.dry_run,
                        as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
                        link=p.link, jobs=p.jobs, verbose=p.verbose, family=p.family, model_config=p.model_config,
-                       executor=p.executor, hf_task=p.hf_task)
+                       executor=p.executor, hf_task=p.hf_task, skip_unreadable=p.skip_unreadable)
 
 
 def parse_hparams(values: tuple[str, ...]) -> dict[str, float]:
@@ -186,7 +186,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                 max_shard_size: int | None = None, dry_run: bool = False, as_json: bool = False, force: bool = False,
                 no_verify: bool = False, update_state: bool = False, link: bool = False, jobs: int | None = None,
                 verbose: bool = False, family: str | None = None, model_config: str | None = None,
-                executor: str | None = None, hf_task: str | None = None) -> int:
+                executor: str | None = None, hf_task: str | None = None, skip_unreadable: bool = False) -> int:
     """Convert ``src`` to the ``to`` format at ``out`` (:func:`formats.verbs.convert`); print the plan's problems
     and what was written; return the exit status (0 written or planned, 1 problems found)."""
     from formats import verbs
@@ -212,7 +212,8 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                                drop_optimizer=drop_optimizer, slot_names=slot_names, hparams=hparams,
                                max_shard_size=max_shard_size, dry_run=dry_run, force=force, verify=not no_verify,
                                update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
-                               model_config=model_config, model_map=model_map, executor=executor, hf_task=hf_task)
+                               model_config=model_config, model_map=model_map, executor=executor, hf_task=hf_task,
+                               skip_unreadable=skip_unreadable)
     return render_result(result, as_json, verbose=verbose)
 
 

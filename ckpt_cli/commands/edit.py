@@ -25,7 +25,7 @@ def run(env: Environment, p: Params) -> int:
 
     options = EditOptions(to=p.to, select=p.select, exclude=p.exclude, by=p.by, drop_optimizer=p.drop_optimizer,
                           casts=p.casts, cast_model_only=p.cast_model_only, shards=p.shards,
-                          max_shard_size=p.max_shard_size)
+                          max_shard_size=p.max_shard_size, skip_unreadable=p.skip_unreadable)
     with open_checkpoint(p.src) as source:
         plan = plan_edit(source, options)
         check_output(p.out, plan.target, p.max_shard_size)

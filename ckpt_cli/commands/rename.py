@@ -17,7 +17,8 @@ def run(env: Environment, p: Params) -> int:
     return run_rename(p.src, p.out, maps=p.maps, regexes=p.regexes, rules_file=p.rules_file, add_prefix=p.add_prefix,
                       strip_prefix=p.strip_prefix, rename_full_names=p.rename_full_names, dry_run=p.dry_run,
                       as_json=p.as_json, force=p.force, no_verify=p.no_verify, update_state=p.update_state,
-                      link=p.link, jobs=p.jobs, all_rows=p.all_rows, verbose=p.verbose, executor=p.executor)
+                      link=p.link, jobs=p.jobs, all_rows=p.all_rows, verbose=p.verbose, executor=p.executor,
+                      skip_unreadable=p.skip_unreadable)
 
 
 SPEC = Command(
@@ -66,7 +67,7 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
                rename_full_names: bool = False, dry_run: bool = False, as_json: bool = False, force: bool = False,
                no_verify: bool = False, update_state: bool = False, link: bool = False,
                jobs: int | None = None, all_rows: bool = False, verbose: bool = False,
-               executor: str | None = None) -> int:
+               executor: str | None = None, skip_unreadable: bool = False) -> int:
     """Write ``src`` again at ``out`` with its variables renamed; print the plan's problems and what was
     written (a dry run: the renamed tensors, every one with ``all_rows``); return the exit status (0 written
     or planned, 1 problems found)."""
@@ -81,5 +82,5 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
         result = verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
                               verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
-                              executor=executor)
+                              executor=executor, skip_unreadable=skip_unreadable)
     return render_result(result, as_json, changed_only=not all_rows, verbose=verbose)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
-           "write_plan", "ERROR", "WARNING"]
+           "write_plan", "ERROR", "WARNING", "UNREADABLE_HINT"]
 
 ERROR = "error"
 RESERVED_KEY = OBJECT_GRAPH_KEY
@@ -41,7 +41,8 @@ class ConvertOptions:
     when neither checkpoint stores them; ``drop_optimizer``: leave optimizer state out (``keras3-h5``);
     ``family``, ``model_config``, ``model_map``: a model family's name, its original configuration file and a
     model map file (``--to hf``, ``--to safetensors``, ``--to tf-name`` from a transformers directory);
-    ``hf_task``: the fine-tuning task whose hyperparameters the checkpoint lacks (:mod:`.hf.tasks`)."""
+    ``hf_task``: the fine-tuning task whose hyperparameters the checkpoint lacks (:mod:`.hf.tasks`);
+    ``skip_unreadable``: write the rest without the tensors ckpt cannot read."""
 
     rules: RuleSet = field(default_factory=RuleSet)
     template: str | None = None
@@ -55,6 +56,8 @@ class ConvertOptions:
     model_config: str | None = None
     model_map: str | None = None
     hf_task: str | None = None
+    skip_unreadable: bool = False
+    """Write the rest without the tensors ckpt cannot read (each a warning); else each is an error."""
 
 
 @record
@@ -95,6 +98,10 @@ class Problem:
                 "candidates": list(self.candidates)}
 
 
+UNREADABLE_HINT = "the output would lack it (--skip-unreadable writes the rest without it)"
+"""What the error of a tensor ckpt cannot read says after its reason."""
+
+
 @record
 class ConversionPlan:
     """Rows and problems for converting ``source`` to ``target`` (a layout a registered format writes,
@@ -118,6 +125,8 @@ class ConversionPlan:
     check_output: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     resources: list[Any] = field(default_factory=list, repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    unreadable: list[tuple[Problem, str]] = field(default_factory=list, repr=False, compare=False)
+    """The problem of each tensor ckpt cannot read, with its reason (see :meth:`leave_out_unreadable`)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -143,15 +152,29 @@ class ConversionPlan:
 
     def add_row(self, source: str | None, key: str, value: Source, shape: Iterable[int], dtype: str,
                 note: str = "", transform: str = "") -> PlanRow:
-        """Append an output row and return it; a value ckpt cannot read (``value.unreadable``) is planned as left
-        out instead, with a warning naming it (the row returned is not appended)."""
+        """Append an output row and return it. A value ckpt cannot read (``value.unreadable``) is not appended: it
+        is an error naming it (the output would lack it), which :meth:`leave_out_unreadable` turns into a warning
+        saying it is left out (``--skip-unreadable``)."""
         row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value, transform)
         why = getattr(value, "unreadable", None)
         if why:
-            self.add("unsupported", source or key, f"{why}; left out", WARNING)
+            self.leave_out(source or key, why)
             return row
         self.rows.append(row)
         return row
+
+    def leave_out(self, key: str, why: str) -> Problem:
+        """Plan the tensor ``key``, which cannot be written (``why``), as left out: an error, or the warning
+        :meth:`leave_out_unreadable` makes of it."""
+        problem = self.add("unsupported", key, f"{why}; {UNREADABLE_HINT}")
+        self.unreadable.append((problem, why))
+        return problem
+
+    def leave_out_unreadable(self) -> None:
+        """Write the rest without the tensors ckpt cannot read (``--skip-unreadable``): the error of each becomes
+        a warning saying it is left out."""
+        for problem, why in self.unreadable:
+            problem.severity, problem.message = WARNING, f"{why}; left out"
 
     @property
     def transformed(self) -> int:

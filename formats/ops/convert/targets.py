@@ -89,9 +89,13 @@ class ConvertJob(ValueTuple):
 
 def plan_job(sources: list[Any], job: ConvertJob) -> Any:
     """The plan of ``job`` for its one source (``sources[0]``): what ``formats.convert`` or ``formats.rename``
-    plans."""
+    plans (here and on a cluster's workers), the tensors ckpt cannot read left out if its options say so."""
     if not job.to:
         from formats.ops.convert.rename import plan_rename
 
-        return plan_rename(sources[0], job.options)
-    return model_planner(job.to, job.options)(sources[0], job.options)
+        plan = plan_rename(sources[0], job.options)
+    else:
+        plan = model_planner(job.to, job.options)(sources[0], job.options)
+    if job.options.skip_unreadable:
+        plan.leave_out_unreadable()
+    return plan

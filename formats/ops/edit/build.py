@@ -76,6 +76,8 @@ def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs
             plan.conversion.problems[:0] = conversion.problems
             _fill_values(plan, view, options, value_for)
             _shard(plan, source, options)
+    if options.skip_unreadable:
+        plan.conversion.leave_out_unreadable()
     _list_actions(plan, source, selection.dropped)
     return plan
 

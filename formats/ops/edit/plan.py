@@ -47,6 +47,9 @@ class EditOptions:
     cast_model_only: bool = False
     shards: int | None = None
     max_shard_size: int | None = None
+    skip_unreadable: bool = False
+    """Write the rest without the tensors ckpt cannot read (each a warning); else each is an error (or leave
+    them out by name with ``exclude``)."""
 
     def check(self) -> None:
         """Raise :class:`~formats.core.errors.UsageError` for a request that cannot mean anything."""

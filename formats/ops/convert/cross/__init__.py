@@ -52,19 +52,23 @@ def __getattr__(name: str) -> object:
 def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to: str, *,
                  template: str | None = None, rules: Any = None, allow_missing: bool = False,
                  dry_run: bool = False, force: bool = False, verify: bool = True,
-                 max_shard_size: int | None = None, drop_optimizer: bool = False) -> Any:
+                 max_shard_size: int | None = None, drop_optimizer: bool = False, skip_unreadable: bool = False) -> Any:
     """Convert ``src`` to ``output`` in format ``to`` (a :data:`PLANNERS` key, or any export target); returns the
     :class:`~formats.ops.convert.plan.ConversionResult` (nothing is written when the plan has errors).
     ``max_shard_size`` (bytes) makes ``keras3-h5`` output sharded weights (``output`` a ``*.weights.json``);
     ``drop_optimizer`` leaves optimizer state out of ``keras3-h5`` output; an ``output`` named ``*.keras``
-    is a whole Keras 3 model (the template's or source's ``config.json`` carried over)."""
+    is a whole Keras 3 model (the template's or source's ``config.json`` carried over); ``skip_unreadable`` writes the
+    rest without the tensors ckpt cannot read (else each is an error)."""
     from formats.discover.resolve import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
     from formats.ops.rules import RuleSet
 
     options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
-                             max_shard_size=max_shard_size, drop_optimizer=drop_optimizer)
+                             max_shard_size=max_shard_size, drop_optimizer=drop_optimizer,
+                             skip_unreadable=skip_unreadable)
     with open_checkpoint(os.fspath(src)) as source:
         plan = planner(to)(source, options)
+        if skip_unreadable:
+            plan.leave_out_unreadable()
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])
         return execute_plan(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify, inputs=inputs)

@@ -89,7 +89,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
             continue
         why = _storable(fmt, entry)
         if why is not None:
-            plan.add("unsupported", key, f"{why}; left out", WARNING)
+            plan.leave_out(key, why)
             continue
         out = options.rules.apply(key) if options.rules else key
         notes = [f"renamed from {key}" if out != key else "", note_for(entry) if note_for is not None else ""]
