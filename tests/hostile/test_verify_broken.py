@@ -95,8 +95,13 @@ def test_reference_dtypes_are_refused_by_every_reading_command(tmp_path, run_cli
             ckpt["s"].read()
 
 
-def test_reference_dtypes_are_left_out_of_a_conversion_with_a_warning(tmp_path, run_cli):
-    result = run_cli("convert", _reference_bundle(tmp_path), "-o", tmp_path / "o.npz", "--to", "npz", "--json")
+def test_reference_dtypes_are_left_out_of_a_conversion_only_when_asked(tmp_path, run_cli):
+    prefix = _reference_bundle(tmp_path)
+    result = run_cli("convert", prefix, "-o", tmp_path / "o.npz", "--to", "npz", "--json")
+    assert result.exit_code == 1 and not (tmp_path / "o.npz").exists()
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["key"], p["severity"]) for p in problems] == [("f", "error"), ("s", "error")]
+    result = run_cli("convert", prefix, "-o", tmp_path / "o.npz", "--to", "npz", "--json", "--skip-unreadable")
     assert result.exit_code == 0
     problems = json.loads(result.stdout)["problems"]
     assert [(p["key"], p["severity"]) for p in problems] == [("f", "warning"), ("s", "warning")]
