@@ -1,0 +1,83 @@
+"""Small stored tensors read a span at a time, each checked against its own CRC32C.
+
+A checkpoint of many small tensors costs Python objects, not bytes, when every tensor is mapped, streamed and
+checked on its own. Where a tensor's canonical bytes lie unchanged in a local file
+(:meth:`~formats.core.model.TensorEntry.stored_range`: a bundle tensor) and it is small (:data:`SMALL_BYTES`),
+:func:`read_checked` reads it together with its neighbours in the same file: one ``pread`` per span of at most
+:data:`SPAN_BYTES` (tensors at most :data:`GAP_BYTES` apart go in one span), then one CRC32C per tensor over
+its slice of the span. A tensor whose checksum does not match, or whose bytes the file no longer holds, is
+given as None, like one that is not so stored: the caller reads those the usual way, which says what is
+wrong in the usual words. Memory is bounded by the bytes the caller asks for at once (a few spans).
+"""
+from __future__ import annotations
+
+import os
+
+from formats.io.crc import crc32c
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formats.core.model import TensorEntry
+
+    Range = tuple[int, int, int, int]
+
+__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "read_checked"]
+
+SMALL_BYTES = 64 << 10
+"""A tensor of at most this many stored bytes is read as part of a span."""
+SPAN_BYTES = 1 << 20
+"""At most this many bytes are read by one ``pread`` (a span); callers ask for about this much at once."""
+GAP_BYTES = 4096
+"""Tensors of one file at most this many bytes apart are read in one span (the bytes between read and dropped)."""
+
+
+def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
+    """``entry.stored_range()`` (``(fd, offset, size, crc32c)``) for a tensor of at most ``most`` stored bytes,
+    else None (without asking the format about a bigger one)."""
+    if not 0 < entry.nbytes <= most:
+        return None
+    return entry.stored_range()
+
+
+def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
+                 gap: int = GAP_BYTES) -> list[memoryview | None]:
+    """The bytes of each of ``ranges`` (``(fd, offset, size, crc32c)`` as
+    :meth:`~formats.core.model.TensorEntry.stored_range` gives them, or None), read in spans of at most ``budget``
+    bytes of one file and checked against their CRC32C; None for a range that is None, that a read did not
+    return whole, or whose checksum does not match."""
+    out: list[memoryview | None] = [None] * len(ranges)
+    order = sorted((r[0], r[1], i) for i, r in enumerate(ranges) if r is not None)
+    members: list[int] = []
+    fd = start = end = -1
+    for fd_i, offset, i in order:
+        stop = offset + ranges[i][2]  # type: ignore[index]
+        if members and (fd_i != fd or offset > end + gap or max(end, stop) - start > budget):
+            _read_span(fd, start, end, members, ranges, out)
+            members = []
+        if not members:
+            fd, start, end = fd_i, offset, stop
+        end = max(end, stop)
+        members.append(i)
+    if members:
+        _read_span(fd, start, end, members, ranges, out)
+    return out
+
+
+def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequence[Range | None],
+               out: list[memoryview | None]) -> None:
+    """Read ``[start, end)`` of ``fd`` once; each member whose slice is whole and matches its CRC32C gets it."""
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:  # the file was closed under us (or cannot be read): the usual path says why
+        return
+    view = memoryview(data)
+    have = len(data)
+    for i in members:
+        _, offset, size, crc = ranges[i]  # type: ignore[misc]
+        at = offset - start
+        if at + size <= have:
+            piece = view[at:at + size]
+            if crc32c(piece) == crc:
+                out[i] = piece
