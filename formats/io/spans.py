@@ -17,13 +17,13 @@ from formats.io.crc import crc32c
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from formats.core.model import TensorEntry
 
     Range = tuple[int, int, int, int]
 
-__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "read_checked"]
+__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "read_checked", "small_pieces"]
 
 SMALL_BYTES = 64 << 10
 """A tensor of at most this many stored bytes is read as part of a span."""
@@ -39,6 +39,31 @@ def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
     if not 0 < entry.nbytes <= most:
         return None
     return entry.stored_range()
+
+
+def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], bool] | None = None,
+                 budget: int = SPAN_BYTES) -> Iterator[list[tuple[int, memoryview]]]:
+    """The small tensors among ``entries`` (those ``want`` takes, all by default) read in spans and checked
+    (:func:`read_checked`): for consecutive batches of about ``budget`` stored bytes, ``(position, bytes)`` of
+    each tensor read whole with a matching CRC32C. A tensor not given is for the caller to read its usual way.
+    Use a batch before asking for the next: only one batch's bytes are held."""
+    positions: list[int] = []
+    ranges: list[Range | None] = []
+    total = 0
+    for i, entry in enumerate(entries):
+        if want is not None and not want(entry):
+            continue
+        where = small_range(entry)
+        if where is None:
+            continue
+        if positions and total + where[2] > budget:
+            yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
+            positions, ranges, total = [], [], 0
+        positions.append(i)
+        ranges.append(where)
+        total += where[2]
+    if positions:
+        yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
 
 
 def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,

@@ -1,6 +1,6 @@
 """``stats`` of many small tensors at once, bit for bit what the per-tensor path gives.
 
-:func:`small_stats` reads the small tensors of a unit a span at a time (:func:`formats.io.spans.read_checked`:
+:func:`small_stats` reads the small tensors of a unit a span at a time (:func:`formats.io.spans.small_pieces`:
 one ``pread`` per span, each tensor's CRC32C checked), gathers those of one dtype and one element count into
 one ``(k, n)`` array, converts it once and computes every row's statistics with one numpy call chain
 (:func:`row_stats`) instead of one per tensor.
@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from formats.core import dtypes
 from formats.core.values import as_float, value_kind
-from formats.discover.units import group_keys
-from formats.io.spans import SPAN_BYTES, read_checked, small_range
+from formats.io.spans import SPAN_BYTES, small_pieces
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,19 +43,17 @@ def small_stats(entries: Sequence[TensorEntry], chunk_elements: int, budget: int
     At most about ``budget`` bytes of tensors are held at once."""
     out: list[Fields | None] = [None] * len(entries)
     kinds: dict[str, str] = {}
-    sizes = []
-    for i, entry in enumerate(entries):
+
+    def numeric(entry: TensorEntry) -> bool:
         kind = kinds.get(entry.dtype)
         if kind is None:
             kind = kinds[entry.dtype] = value_kind(entry.dtype)
-        if kind in _NUMERIC and entry.unreadable is None and 0 < entry.size <= chunk_elements:
-            sizes.append((i, entry.nbytes))
-    for batch, _ in group_keys(sizes, budget):
-        pieces = read_checked([small_range(entries[i]) for i in batch])
+        return kind in _NUMERIC and entry.unreadable is None and entry.size <= chunk_elements
+
+    for batch in small_pieces(entries, numeric, budget):
         groups: dict[tuple[str, int], list[tuple[int, memoryview]]] = {}
-        for i, piece in zip(batch, pieces):
-            if piece is not None:
-                groups.setdefault((entries[i].dtype, entries[i].size), []).append((i, piece))
+        for i, piece in batch:
+            groups.setdefault((entries[i].dtype, entries[i].size), []).append((i, piece))
         for (dtype, n), members in groups.items():
             _fill(out, members, dtype, n, kinds[dtype])
     return out
