@@ -29,6 +29,7 @@ from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_ch
 from formats.core.value_tuples import ValueTuple
 from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.compare.keying import MATCHES, pairing_names
+from formats.ops.compare.same_small import same_small
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
@@ -291,11 +292,15 @@ def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs:
 def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, str], ...], tol: Tolerance,
               keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS, stats: bool = True) -> list[Change | None]:
     """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
-    two tensors (None when they are the same; without its statistics unless ``stats``)."""
+    two tensors (None when they are the same; without its statistics unless ``stats``). Small pairs of equal
+    bytes are found a span at a time (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements,
-                                                       stats), pairs)
+    same = same_small(ca, cb, pairs) if tol.bytewise and not keys_only else set()  # small pairs in spans
+    rest = [p for i, p in enumerate(pairs) if i not in same]
+    found = iter(each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only,
+                                                              chunk_elements, stats), rest))
+    return [None if i in same else next(found) for i in range(len(pairs))]
 
 
 # -- comparing one pair ----------------------------------------------------------------------------
