@@ -107,5 +107,5 @@ def row_stats(raw: np.ndarray, integral: bool) -> list[Fields | None]:
         return found  # type: ignore[return-value]
     out: list[Fields | None] = [None] * k
     for row, fields in zip(rows, found):
-        out[row] = fields  # type: ignore[assignment]
+        out[row] = fields
     return out
