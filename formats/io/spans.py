@@ -73,18 +73,21 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
     bytes of one file and checked against their CRC32C; None for a range that is None, that a read did not
     return whole, or whose checksum does not match."""
     out: list[memoryview | None] = [None] * len(ranges)
-    order = sorted((r[0], r[1], i) for i, r in enumerate(ranges) if r is not None)
+    order = sorted((i for i, r in enumerate(ranges) if r is not None), key=ranges.__getitem__)  # type: ignore[arg-type]
     members: list[int] = []
     fd = start = end = -1
-    for fd_i, offset, i in order:
-        stop = offset + ranges[i][2]  # type: ignore[index]
-        if members and (fd_i != fd or offset > end + gap or max(end, stop) - start > budget):
+    for i in order:
+        fd_i, offset, size, _ = ranges[i]  # type: ignore[misc]
+        stop = offset + size
+        if fd_i == fd and offset <= end + gap and (stop if stop > end else end) - start <= budget:
+            members.append(i)
+            if stop > end:
+                end = stop
+            continue
+        if members:
             _read_span(fd, start, end, members, ranges, out)
-            members = []
-        if not members:
-            fd, start, end = fd_i, offset, stop
-        end = max(end, stop)
-        members.append(i)
+        members = [i]
+        fd, start, end = fd_i, offset, stop
     if members:
         _read_span(fd, start, end, members, ranges, out)
     return out
@@ -98,11 +101,8 @@ def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequen
     except OSError:  # the file was closed under us (or cannot be read): the usual path says why
         return
     view = memoryview(data)
-    have = len(data)
     for i in members:
         _, offset, size, crc = ranges[i]  # type: ignore[misc]
-        at = offset - start
-        if at + size <= have:
-            piece = view[at:at + size]
-            if crc32c(piece) == crc:
-                out[i] = piece
+        piece = view[offset - start:offset - start + size]
+        if len(piece) == size and crc32c(piece) == crc:
+            out[i] = piece
