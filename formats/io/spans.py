@@ -73,6 +73,7 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
     bytes of one file and checked against their CRC32C; None for a range that is None, that a read did not
     return whole, or whose checksum does not match."""
     out: list[memoryview | None] = [None] * len(ranges)
+    # by file, then offset
     order = sorted((i for i, r in enumerate(ranges) if r is not None), key=ranges.__getitem__)  # type: ignore[arg-type]
     members: list[int] = []
     fd = start = end = -1
