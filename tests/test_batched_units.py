@@ -234,3 +234,30 @@ def test_diff_of_small_pairs_is_that_of_the_per_pair_path(tmp_path: Path) -> Non
         assert result.same == len(ca) - 2
         close = diff_checkpoints(ca, cb, tolerance=Tolerance.of(atol=2.0))  # a tolerance: per pair, as before
         assert (close.changed, close.same) == ([], len(ca))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(GROUP, min_size=1, max_size=5), st.integers(0, 2**32 - 1))
+def test_diff_of_generated_bundles_is_that_of_the_per_pair_path(groups: list, seed: int) -> None:
+    """Mixed dtypes and sizes, some pairs equal, some changed in a few elements or all, some with NaN or Inf:
+    ``diff`` (equal and changed small pairs found in spans) gives the per-pair path's changes, statistics
+    and all, byte for byte as JSON."""
+    rng = np.random.default_rng(seed)
+    a: dict[str, np.ndarray] = {}
+    b: dict[str, np.ndarray] = {}
+    for g, (dtype, n, k, base, scale, specials) in enumerate(groups):
+        for r in range(k):
+            key = f"g{g}/t{r}"
+            a[key] = _values(dtype, n, base + r, scale, specials[r % 2:])
+            how = rng.integers(0, 3)
+            b[key] = a[key] if how == 0 else _values(dtype, n, base + r + 1000 * how, scale, specials[:how - 1])
+            if how == 1:  # a few elements changed
+                b[key] = a[key].copy()
+                b[key][: max(1, n // 5)] = _values(dtype, n, base + 7, scale, [])[: max(1, n // 5)]
+    with tempfile.TemporaryDirectory() as tmp:
+        with open_checkpoint(_write(Path(tmp) / "a" / "ckpt-1", a)) as ca, \
+                open_checkpoint(_write(Path(tmp) / "b" / "ckpt-1", b)) as cb:
+            result = diff_checkpoints(ca, cb)
+            expected = [c for k in sorted(ca) if (c := compare_entries(k, ca[k], cb[k])) is not None]
+            assert json.dumps([c.to_json() for c in result.changed]) == json.dumps([c.to_json() for c in expected])
+            assert result.same == len(ca) - len(expected)
