@@ -14,6 +14,10 @@ checked as they stream by). By default two tensors are the same when their bytes
 (``|a - b| <= atol + rtol * |b|``; NaN equals NaN only with ``equal_nan``). Statistics are computed in
 float64 (bfloat16/float16 go through float32) over the element pairs where both values are finite;
 NaN and Inf are counted separately on each side.
+
+Small tensors (bytewise, without ``keys_only``) are compared many pairs at once, read a span at a time
+(:mod:`formats.ops.compare.same_small`): equal pairs, and the statistics of changed pairs of finite real
+numbers, come out as the per-pair comparison gives them; any other pair is compared on its own.
 """
 from __future__ import annotations
 
