@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from formats.core import dtypes
 from formats.core.values import as_float, value_kind
-from formats.io.spans import SPAN_BYTES, small_pieces
+from formats.io.spans import SMALL_BYTES, SPAN_BYTES, small_pieces
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,12 +43,13 @@ def small_stats(entries: Sequence[TensorEntry], chunk_elements: int, budget: int
     At most about ``budget`` bytes of tensors are held at once."""
     out: list[Fields | None] = [None] * len(entries)
     kinds: dict[str, str] = {}
+    any_size = chunk_elements >= 8 * SMALL_BYTES  # a small tensor has fewer elements than bits: one chunk
 
     def numeric(entry: TensorEntry) -> bool:
         kind = kinds.get(entry.dtype)
         if kind is None:
             kind = kinds[entry.dtype] = value_kind(entry.dtype)
-        return kind in _NUMERIC and entry.unreadable is None and entry.size <= chunk_elements
+        return kind in _NUMERIC and entry.unreadable is None and (any_size or entry.size <= chunk_elements)
 
     for batch in small_pieces(entries, numeric, budget):
         groups: dict[tuple[str, int], list[tuple[int, memoryview]]] = {}
