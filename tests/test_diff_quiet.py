@@ -59,17 +59,24 @@ def test_quiet_diff_stops_before_a_corrupt_later_tensor(run_cli, tmp_path: Path,
 
 
 def test_quiet_diff_reads_one_pair_where_a_full_diff_reads_all(run_cli, tmp_path: Path, monkeypatch) -> None:
-    """Counted at the one comparison engine: which pairs had their values compared."""
+    """Counted at the one comparison engine and at the span reader of small equal pairs (issue 38): which pairs
+    had their values compared."""
     a, b = _pair(tmp_path)
     compared: list[str] = []
-    engine = diff_module.compare_values
+    engine, spans = diff_module.compare_values, diff_module.same_small
 
     def counting(ea, eb, **kw):
         if kw.get("values", True):
             compared.append(ea.key)
         return engine(ea, eb, **kw)
 
+    def counting_spans(ca, cb, pairs, *args):
+        same = spans(ca, cb, pairs, *args)
+        compared.extend(pairs[i][1] for i in same)
+        return same
+
     monkeypatch.setattr(diff_module, "compare_values", counting)
+    monkeypatch.setattr(diff_module, "same_small", counting_spans)
     assert run_cli("diff", "-q", a, b).exit_code == 1
     assert compared == [KEYS[0]]
     compared.clear()

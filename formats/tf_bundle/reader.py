@@ -339,7 +339,9 @@ class BundleReader:
         """``(fd, offset, size, crc32c)`` of a non-partitioned, little-endian, fixed-width entry stored whole in a
         local data file; None otherwise (and for an entry whose sizes or bounds are wrong: reading it the usual
         way says why)."""
-        if e.slices or not e.size or self.header.big_endian or self.shard_missing(e.shard_id) is not None:
+        shard = e.shard_id
+        if e.slices or not e.size or self.header.big_endian or (self._missing != {}  # looked up, none missing
+                                                                and self.shard_missing(shard) is not None):
             return None
         itemsize = _RANGE_ITEMSIZE.get(e.dtype, -1)
         if itemsize == -1:
@@ -348,8 +350,10 @@ class BundleReader:
                 and dt.fixed_width and reference_dtype_problem(e.dtype) is None else None
         if itemsize is None or e.size != math.prod(e.shape) * itemsize:
             return None
-        m = self._map(e.shard_id)
-        fd = self._fds.get(e.shard_id)
+        m = self._maps.get(shard) if len(self._maps) == 1 else None  # else _map keeps the most recently used last
+        if m is None:
+            m = self._map(shard)
+        fd = self._fds.get(shard)
         if fd is None or e.offset + e.size > len(m):
             return None
         return fd, e.offset, e.size, unmask(e.crc32c)

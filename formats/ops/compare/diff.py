@@ -14,6 +14,10 @@ checked as they stream by). By default two tensors are the same when their bytes
 (``|a - b| <= atol + rtol * |b|``; NaN equals NaN only with ``equal_nan``). Statistics are computed in
 float64 (bfloat16/float16 go through float32) over the element pairs where both values are finite;
 NaN and Inf are counted separately on each side.
+
+Small tensors (bytewise, without ``keys_only``) are compared many pairs at once, read a span at a time
+(:mod:`formats.ops.compare.same_small`): equal pairs, and the statistics of changed pairs of finite real
+numbers, come out as the per-pair comparison gives them; any other pair is compared on its own.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_ch
 from formats.core.value_tuples import ValueTuple
 from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.compare.keying import MATCHES, pairing_names
+from formats.ops.compare.same_small import same_small
 from formats.ops.units import run_units
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path (``diff`` of equal tensors needs no numpy)
@@ -291,11 +296,39 @@ def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs:
 def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, str], ...], tol: Tolerance,
               keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS, stats: bool = True) -> list[Change | None]:
     """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
-    two tensors (None when they are the same; without its statistics unless ``stats``)."""
+    two tensors (None when they are the same; without its statistics unless ``stats``). Small pairs of equal
+    bytes are found a span at a time (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    return each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only, chunk_elements,
-                                                       stats), pairs)
+    small = same_small(ca, cb, pairs, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
+    rest = [p for i, p in enumerate(pairs) if i not in small]
+    found = iter(each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only,
+                                                              chunk_elements, stats), rest))
+    return [_small_change(p, ca[p[1]], cb[p[2]], small[i], stats) if i in small else next(found)
+            for i, p in enumerate(pairs)]
+
+
+def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, sums: tuple[Any, ...] | None,
+                  stats: bool) -> Change | None:
+    """What :func:`compare_entries` gives for a small pair :func:`same_small` compared: None when the same, else
+    the value change with the statistics of its ``sums``, folded into an accumulator as ``_value_stats`` folds
+    its one chunk."""
+    if sums is None:
+        return None
+    side_a, side_b = Side(ea.key, ea.shape, ea.dtype), Side(eb.key, eb.shape, eb.dtype)
+    if not stats:
+        return Change(pair[0], "value", side_a, side_b)
+    acc = _Accumulator()
+    size, differ, acc.max_abs, sum_abs, sq_diff, sq_a, sq_b, dot = sums
+    acc.differ += differ
+    acc.size += size
+    acc.finite += size
+    acc.sum_abs += sum_abs
+    acc.sq_diff += sq_diff
+    acc.sq_a += sq_a
+    acc.sq_b += sq_b
+    acc.dot += dot
+    return _with_stats(Change(pair[0], "value", side_a, side_b), acc.result(True), True)
 
 
 # -- comparing one pair ----------------------------------------------------------------------------
@@ -323,11 +356,18 @@ def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance 
     if found.kind == "shape" or keys_only or not stats or not numeric and found.kind == "dtype":
         return Change(name, found.kind, side_a, side_b)
     values = _value_stats(ea, eb, tol, numeric, found.kind == "dtype", chunk_elements)
+    return _with_stats(Change(name, found.kind, side_a, side_b), values, numeric)
+
+
+def _with_stats(change: Change, values: dict[str, Any], numeric: bool) -> Change:
+    """``change`` with the statistics of its values (``_Accumulator.result``): NaN and Inf counts go to its sides."""
+    side_a, side_b = change.a, change.b
     if numeric:
         side_a.nan, side_a.inf = values.pop("nan_a"), values.pop("inf_a")
         side_b.nan, side_b.inf = values.pop("nan_b"), values.pop("inf_b")
         values["nonfinite_appeared"] = side_b.nan > side_a.nan or side_b.inf > side_a.inf
-    return Change(name, found.kind, side_a, side_b, values)
+    change.stats = values
+    return change
 
 
 def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:

@@ -16,6 +16,7 @@ import math
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
 from formats.core.selection import select
+from formats.ops.inspect.row_stats import small_stats
 from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
                                            float_chunks)
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
@@ -195,6 +196,17 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
 def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUNK_ELEMENTS,
                histograms: tuple[str, ...] = (), bins: int = DEFAULT_BINS) -> list[TensorStats]:
     """A unit of ``stats``: the :class:`TensorStats` of each of ``keys`` of the checkpoint ``ref`` names (with
-    ``histograms`` of ``bins`` bins, as :func:`tensor_stats`)."""
+    ``histograms`` of ``bins`` bins, as :func:`tensor_stats`). Without histograms, small tensors are read and
+    summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats`), to the same bits."""
     ckpt = opened(ref)
-    return each_in_unit(ckpt, lambda key: tensor_stats(ckpt[key], chunk_elements, histograms, bins), keys)
+    entries = [ckpt[key] for key in keys]
+    found: list[TensorStats | None] = [None] * len(entries)
+    if not histograms:  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
+        for i, (entry, fields) in enumerate(zip(entries, small_stats(entries, chunk_elements))):
+            if fields is not None:
+                found[i] = TensorStats(entry.key, entry.dtype, entry.shape, entry.size, *fields, 0, 0)
+    rest = [i for i, stats in enumerate(found) if stats is None]
+    for i, stats in zip(rest, each_in_unit(ckpt, lambda i: tensor_stats(entries[i], chunk_elements, histograms, bins),
+                                           rest)):
+        found[i] = stats
+    return found  # type: ignore[return-value]

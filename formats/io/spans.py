@@ -1,0 +1,109 @@
+"""Small stored tensors read a span at a time, each checked against its own CRC32C.
+
+A checkpoint of many small tensors costs Python objects, not bytes, when every tensor is mapped, streamed and
+checked on its own. Where a tensor's canonical bytes lie unchanged in a local file
+(:meth:`~formats.core.model.TensorEntry.stored_range`: a bundle tensor) and it is small (:data:`SMALL_BYTES`),
+:func:`read_checked` reads it together with its neighbours in the same file: one ``pread`` per span of at most
+:data:`SPAN_BYTES` (tensors at most :data:`GAP_BYTES` apart go in one span), then one CRC32C per tensor over
+its slice of the span. A tensor whose checksum does not match, or whose bytes the file no longer holds, is
+given as None, like one that is not so stored: the caller reads those the usual way, which says what is
+wrong in the usual words. Memory is bounded by the bytes the caller asks for at once (a few spans).
+"""
+from __future__ import annotations
+
+import os
+
+from formats.io.crc import crc32c
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from formats.core.model import TensorEntry
+
+    Range = tuple[int, int, int, int]
+
+__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "read_checked", "small_pieces"]
+
+SMALL_BYTES = 64 << 10
+"""A tensor of at most this many stored bytes is read as part of a span."""
+SPAN_BYTES = 1 << 20
+"""At most this many bytes are read by one ``pread`` (a span); callers ask for about this much at once."""
+GAP_BYTES = 4096
+"""Tensors of one file at most this many bytes apart are read in one span (the bytes between read and dropped)."""
+
+
+def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
+    """``entry.stored_range()`` (``(fd, offset, size, crc32c)``) for a tensor of at most ``most`` stored bytes,
+    else None (without asking the format about a bigger one)."""
+    if not 0 < entry.nbytes <= most:
+        return None
+    return entry.stored_range()
+
+
+def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], bool] | None = None,
+                 budget: int = SPAN_BYTES) -> Iterator[list[tuple[int, memoryview]]]:
+    """The small tensors among ``entries`` (those ``want`` takes, all by default) read in spans and checked
+    (:func:`read_checked`): for consecutive batches of about ``budget`` stored bytes, ``(position, bytes)`` of
+    each tensor read whole with a matching CRC32C. A tensor not given is for the caller to read its usual way.
+    Use a batch before asking for the next: only one batch's bytes are held."""
+    positions: list[int] = []
+    ranges: list[Range | None] = []
+    total = 0
+    for i, entry in enumerate(entries):
+        if want is not None and not want(entry):
+            continue
+        where = small_range(entry)
+        if where is None:
+            continue
+        if positions and total + where[2] > budget:
+            yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
+            positions, ranges, total = [], [], 0
+        positions.append(i)
+        ranges.append(where)
+        total += where[2]
+    if positions:
+        yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
+
+
+def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
+                 gap: int = GAP_BYTES) -> list[memoryview | None]:
+    """The bytes of each of ``ranges`` (``(fd, offset, size, crc32c)`` as
+    :meth:`~formats.core.model.TensorEntry.stored_range` gives them, or None), read in spans of at most ``budget``
+    bytes of one file and checked against their CRC32C; None for a range that is None, that a read did not
+    return whole, or whose checksum does not match."""
+    out: list[memoryview | None] = [None] * len(ranges)
+    # by file, then offset
+    order = sorted((i for i, r in enumerate(ranges) if r is not None), key=ranges.__getitem__)  # type: ignore[arg-type]
+    members: list[int] = []
+    fd = start = end = -1
+    for i in order:
+        fd_i, offset, size, _ = ranges[i]  # type: ignore[misc]
+        stop = offset + size
+        if fd_i == fd and offset <= end + gap and (stop if stop > end else end) - start <= budget:
+            members.append(i)
+            if stop > end:
+                end = stop
+            continue
+        if members:
+            _read_span(fd, start, end, members, ranges, out)
+        members = [i]
+        fd, start, end = fd_i, offset, stop
+    if members:
+        _read_span(fd, start, end, members, ranges, out)
+    return out
+
+
+def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequence[Range | None],
+               out: list[memoryview | None]) -> None:
+    """Read ``[start, end)`` of ``fd`` once; each member whose slice is whole and matches its CRC32C gets it."""
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:  # the file was closed under us (or cannot be read): the usual path says why
+        return
+    view = memoryview(data)
+    for i in members:
+        _, offset, size, crc = ranges[i]  # type: ignore[misc]
+        piece = view[offset - start:offset - start + size]
+        if len(piece) == size and crc32c(piece) == crc:
+            out[i] = piece
