@@ -228,8 +228,11 @@ def laid_out_width(table: TextTable, width: int) -> int:
 
 
 def without_columns(table: TextTable, names: Iterable[str]) -> TextTable:
-    """``table`` without the columns named ``names`` (the same row styles)."""
+    """``table`` without the columns named ``names`` (the same row styles); ``table`` itself when it has none
+    of them."""
     drop = set(names)
+    if not drop.intersection(name for name, _ in table.columns):
+        return table
     keep = [i for i, (name, _) in enumerate(table.columns) if name not in drop]
     return TextTable([table.columns[i] for i in keep], [[row[i] for i in keep] for row in table.rows],
                      list(table.row_styles))
