@@ -104,3 +104,15 @@ def test_rendering_grows_linearly_with_the_rows(sized, run_cli, tmp_path, name):
     _calls(run_cli, argv(COMMANDS[name], sized[0], str(tmp_path)))  # imports, caches: not counted
     counts = [_calls(run_cli, argv(COMMANDS[name], paths, str(tmp_path))) for paths in sized]
     assert counts[2] - counts[1] <= SLACK * (counts[1] - counts[0]), counts
+
+
+def test_copied_tensors_are_read_back_in_batches_in_order():
+    from formats.tf_bundle.readback import BATCH_BYTES, _batches
+
+    big = BATCH_BYTES + 1
+    assert _batches(["a", "b", "c", "d"], [big, 10, BATCH_BYTES - 10, 1]) == \
+        [(["a"], big), (["b", "c"], BATCH_BYTES), (["d"], 1)]
+    keys = [f"k{i}" for i in range(5000)]
+    runs = _batches(keys, [0] * 5000)
+    assert [len(run) for run, _ in runs] == [4096, 904] and [k for run, _ in runs for k in run] == keys
+    assert _batches([], []) == []
