@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from itertools import repeat
 
 from formats.core.names import all_printable
 from formats.core.object_keys import VALUE_SUFFIX
@@ -56,12 +55,14 @@ def shown_columns(table: TextTable) -> list[tuple[str, ...]]:
 
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks). Cells are escaped
-    before measuring (columns stay aligned); the work is done a column at a time (no object per cell)."""
-    padded = []
-    for (name, just), column in zip(table.columns, shown_columns(table)):
-        width = max(len(name), max(map(len, column), default=0))
-        padded.append(list(map(str.rjust if just == "right" else str.ljust, (name, *column), repeat(width))))
-    return list(map(str.rstrip, map("  ".join, zip(*padded))))
+    before measuring (columns stay aligned), a column at a time; each line is one ``format`` of its cells
+    (no padded copy of every cell is held)."""
+    columns = shown_columns(table)
+    header = [name for name, _ in table.columns]
+    widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
+    spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
+    fill = spec.format
+    return [fill(*header).rstrip(), *[fill(*row).rstrip() for row in zip(*columns)]]
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:

@@ -143,7 +143,7 @@ class ConversionPlan:
                 note: str = "", transform: str = "") -> PlanRow:
         """Append an output row and return it; a value ckpt cannot read (``value.unreadable``) is planned as left
         out instead, with a warning naming it (the row returned is not appended)."""
-        row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value, transform)
+        row = PlanRow(source, key, tuple(map(int, shape)), str(dtype), note, value, transform)
         why = getattr(value, "unreadable", None)
         if why:
             self.add("unsupported", source or key, f"{why}; left out", WARNING)

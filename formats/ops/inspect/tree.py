@@ -36,7 +36,7 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 
-@record
+@record(slots=True)  # one per row: a dict per node cost more than its fields
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
 
