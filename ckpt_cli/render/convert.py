@@ -1,6 +1,7 @@
 """Rendering of conversion plans (``convert``, ``rename``): the mapping table, the problems, a summary."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import shape_text
 from .reports import written_lines
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+@gc_paused
 def render_conversion(result: Any, changed_only: bool = False, verbose: bool = False) -> None:
     """Dry run: every row (with ``changed_only``, those whose key changes, and how many were left out);
     always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary). A

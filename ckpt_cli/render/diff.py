@@ -1,6 +1,8 @@
 """Rendering of ``ckpt diff``: one row per difference, biggest change first, then a summary line."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
+
 from .common import shape_text
 from .table import SUFFIX_NOTE, TextTable, emit, without_value_suffix
 
@@ -33,6 +35,7 @@ def _label(change: Any) -> str:
     return change.a.key if change.a.key == change.b.key else f"{change.a.key} -> {change.b.key}"
 
 
+@gc_paused
 def render_diff(result: Any, tolerance: Any, keys_only: bool, names: tuple[dict[str, tuple[str, str]], ...] | None = None
                 ) -> None:
     """The table (changes by size, then keys on one side only) and a summary line; with ``names`` (A's and B's

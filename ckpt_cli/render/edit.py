@@ -1,6 +1,7 @@
 """Rendering of ``edit`` and ``average``: what happens to every key, the problems, the casts, a summary."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .convert import problem_lines
 from .reports import written_lines
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+@gc_paused
 def render_edit(result: Any, verbose: bool = False) -> None:
     """Dry run: one row per input key; always: every problem (one line each, the keys behind it with
     ``verbose``), the lossy casts, then what was written."""

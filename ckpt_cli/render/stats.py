@@ -1,6 +1,7 @@
 """Rendering of ``ckpt stats``: one row per tensor, then a summary (and the non-finite tensors)."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import shape_text, shown
 from .table import TextTable, emit
@@ -89,6 +90,7 @@ def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, c
                      list(map(list, zip(*cells))), styles)
 
 
+@gc_paused
 def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, str]] | None = None,
                  hist: tuple[bool, int | None] | None = None, columns: tuple[str, ...] | None = None) -> None:
     """The table (with ``names``, each key's name and role beside it, as ``ls --names`` shows them), a summary

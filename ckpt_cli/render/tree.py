@@ -5,6 +5,7 @@ object holding others) shows the totals of everything under it.
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import human_bytes, shape_text
 from .table import (Segment, TextTable, columns_to_leave_out, emit, laid_out_width, plain_table, terminal_columns,
@@ -77,6 +78,7 @@ def _note(node: Any) -> str:
     return "; ".join(filter(None, [node.note, "also: " + ", ".join(node.aliases)]))
 
 
+@gc_paused
 def render_tree(tree: Any) -> None:
     """Print the tree table and a summary line like ``ckpt ls``'s; on a terminal too narrow for it,
     :func:`narrow_tree_lines`."""

@@ -16,6 +16,8 @@ variables of slot variables) is refused, so any file gives a tree that renders a
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
+
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
@@ -126,6 +128,7 @@ class CheckpointTree:
                 "tree": [c.to_json() for c in self.root.children]}
 
 
+@gc_paused
 def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_variants: bool = True,
                patterns: list[str] | None = None) -> CheckpointTree:
     """The tree of ``ckpt``: the object graph when it has one, else its keys split on ``/``.
