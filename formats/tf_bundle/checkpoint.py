@@ -91,7 +91,7 @@ class BundleTensor(TensorEntry):
     @property
     def files(self) -> tuple[str, ...]:
         """The index and the data file(s) the value is read from."""
-        return (self._reader.index_path, *self._reader.data_files(self.raw))
+        return self._reader.files(self.raw)
 
     @property
     def partitions(self) -> int:
