@@ -273,7 +273,8 @@ class _Labels:
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
         if self._labels is None:
-            self._labels = self._compute()
+            with paused_gc():  # an EntryLabel per key
+                self._labels = self._compute()
         return self._labels[key]
 
     def _compute(self) -> dict[str, EntryLabel]:
