@@ -1,6 +1,7 @@
 """Rendering of conversion plans (``convert``, ``rename``): the mapping table, the problems, a summary."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import shape_text
 from .reports import written_lines
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+@gc_paused
 def render_conversion(result: Any, changed_only: bool = False, verbose: bool = False) -> None:
     """Dry run: every row (with ``changed_only``, those whose key changes, and how many were left out);
     always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary). A
@@ -96,11 +98,13 @@ def _plan_table(plan: Any, rows: list[Any]) -> TextTable:
     """The ``rows`` of a plan: source -> key, shape, dtype, the transform (when any row has one), the note."""
     transforms = any(row.transform for row in plan.rows)
     columns = [("SOURCE", "left"), ("KEY", "left"), ("SHAPE", "left"), ("DTYPE", "left")]
-    table = TextTable(columns + ([("TRANSFORM", "left")] if transforms else []) + [("NOTE", "left")])
-    for row in rows:
-        cells = [row.source if row.source is not None else "-", row.key, shape_text(row.shape), row.dtype]
-        table.add_row(*cells, *([row.transform or "-"] if transforms else []), row.note)
-    return table
+    cells = [["-" if row.source is None else row.source for row in rows], [row.key for row in rows],
+             [shape_text(row.shape) for row in rows], [row.dtype for row in rows]]
+    if transforms:
+        cells.append([row.transform or "-" for row in rows])
+    cells.append([row.note for row in rows])
+    return TextTable(columns + ([("TRANSFORM", "left")] if transforms else []) + [("NOTE", "left")],
+                     list(map(list, zip(*cells))))
 
 
 def _summary(result: Any) -> list[list[Segment]]:

@@ -1,6 +1,8 @@
 """Rendering of ``ckpt diff``: one row per difference, biggest change first, then a summary line."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
+
 from .common import shape_text
 from .table import SUFFIX_NOTE, TextTable, emit, without_value_suffix
 
@@ -33,23 +35,30 @@ def _label(change: Any) -> str:
     return change.a.key if change.a.key == change.b.key else f"{change.a.key} -> {change.b.key}"
 
 
+@gc_paused
 def render_diff(result: Any, tolerance: Any, keys_only: bool, names: tuple[dict[str, tuple[str, str]], ...] | None = None
                 ) -> None:
     """The table (changes by size, then keys on one side only) and a summary line; with ``names`` (A's and B's
     ``key -> (name, role)``), each key's name and role beside it, as ``ls --names`` shows them."""
     named = [("name", "left"), ("role", "left")] if names is not None else []
-    table = TextTable([("key", "left"), *named, ("change", "left"), ("max|a-b|", "right"), ("mean|a-b|", "right"),
-                       ("rel L2", "right"), ("cosine", "right"), ("differ", "right")])
+    rows: list[list[str]] = []
+    styles: list[str | None] = []
     for c in result.by_size():
         s = c.stats
-        style = "red" if c.kind != "value" or s.get("nonfinite_appeared") else "yellow"
+        styles.append("red" if c.kind != "value" or s.get("nonfinite_appeared") else "yellow")
         cells = [num(s.get("max_abs_diff")), num(s.get("mean_abs_diff")), num(s.get("rel_l2")),
                  num(s.get("cosine")), _percent(s)] if s else [""] * 5
-        table.add_row(_label(c), *_named(names, c.a.key, c.b.key), _what(c), *cells, style=style)
+        rows.append([_label(c), *_named(names, c.a.key, c.b.key), _what(c), *cells])
     for side, keys in (("A", result.only_in_a), ("B", result.only_in_b)):
-        for key in keys:
-            pair = (key, None) if side == "A" else (None, key)
-            table.add_row(key, *_named(names, *pair), f"only in {side}", "", "", "", "", "", style="cyan")
+        what = f"only in {side}"
+        if names is None:  # the rows of keys on one side only: most rows of a diff of renamed checkpoints
+            rows += [[key, what, "", "", "", "", ""] for key in keys]
+        else:
+            rows += [[key, *_named(names, *((key, None) if side == "A" else (None, key))), what, "", "", "", "", ""]
+                     for key in keys]
+        styles += ["cyan"] * len(keys)
+    table = TextTable([("key", "left"), *named, ("change", "left"), ("max|a-b|", "right"), ("mean|a-b|", "right"),
+                       ("rel L2", "right"), ("cosine", "right"), ("differ", "right")], rows, styles)
     emit(table if table.rows else None, [[(f"{result.a} vs {result.b}", "bold"), (_summary(result, tolerance, keys_only), None)]])
 
 

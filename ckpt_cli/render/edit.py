@@ -1,6 +1,7 @@
 """Rendering of ``edit`` and ``average``: what happens to every key, the problems, the casts, a summary."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .convert import problem_lines
 from .reports import written_lines
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+@gc_paused
 def render_edit(result: Any, verbose: bool = False) -> None:
     """Dry run: one row per input key; always: every problem (one line each, the keys behind it with
     ``verbose``), the lossy casts, then what was written."""
@@ -30,11 +32,13 @@ def _actions_table(plan: Any) -> TextTable:
     renamed = any(a.output not in (None, a.key) for a in plan.actions)
     columns = [("KEY", "left"), ("ACTION", "left")] + ([("OUTPUT", "left")] if renamed else []) + \
               [("DTYPE", "left"), ("DETAIL", "left")]
-    table = TextTable(columns)
-    for a in plan.actions:
-        cells = [a.key, a.action] + ([a.output or "-"] if renamed else []) + [a.dtype or "-", a.detail or "-"]
-        table.add_row(*cells, style="dim" if a.action == "drop" else None)
-    return table
+    actions = plan.actions
+    cells = [[a.key for a in actions], [a.action for a in actions]]
+    if renamed:
+        cells.append([a.output or "-" for a in actions])
+    cells += [[a.dtype or "-" for a in actions], [a.detail or "-" for a in actions]]
+    styles: list[str | None] = ["dim" if action == "drop" else None for action in cells[1]]
+    return TextTable(columns, list(map(list, zip(*cells))), styles)
 
 
 def _cast_lines(result: Any) -> list[list[Segment]]:

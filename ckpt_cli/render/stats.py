@@ -1,6 +1,7 @@
 """Rendering of ``ckpt stats``: one row per tensor, then a summary (and the non-finite tensors)."""
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import shape_text, shown
 from .table import TextTable, emit
@@ -49,12 +50,47 @@ def leave_out_order(any_nonfinite: bool) -> list[str]:
             *(counts if any_nonfinite else []), "std", "mean"]
 
 
-def _cells(t: Any) -> dict[str, str]:
-    return {"dtype": t.dtype, "shape": shape_text(t.shape), "min": stat(t.min), "max": stat(t.max),
-            "mean": stat(t.mean), "std": stat(t.std), "L2": stat(t.l2), "zeros": stat(t.zeros), "NaN": stat(t.nan),
-            "Inf": stat(t.inf)}
+def stat_column(values: list[float | int | None]) -> list[str]:
+    """:func:`stat` of each of ``values``, a column at a time: one ``format`` or ``str`` over a column of floats
+    or of ints (as :func:`stat` formats each), :func:`stat` of each otherwise."""
+    kinds = set(map(type, values))
+    if kinds <= {float}:
+        return list(map("{:.5g}".format, values))
+    if kinds <= {int}:
+        return list(map(str, values))
+    return list(map(stat, values))
 
 
+_FIELDS = {"min": "min", "max": "max", "mean": "mean", "std": "std", "L2": "l2", "zeros": "zeros", "NaN": "nan",
+           "Inf": "inf"}
+"""Statistic columns -> the :class:`~formats.ops.inspect.stats.TensorStats` field each shows."""
+
+
+def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, chosen: tuple[str, ...]) -> TextTable:
+    """The table of ``tensors`` (key, with ``names`` name and role, then the ``chosen`` columns), built a
+    column at a time; rows of a tensor holding NaN or Inf red."""
+    from operator import attrgetter
+
+    keys = list(map(attrgetter("key"), tensors))
+    cells: list[list[str]] = [keys]
+    if names is not None:
+        pairs = [names.get(key, ("", "")) for key in keys]
+        cells += [[p[0] for p in pairs], [p[1] for p in pairs]]
+    for column in chosen:
+        if column == "dtype":
+            cells.append(list(map(attrgetter("dtype"), tensors)))
+        elif column == "shape":
+            cells.append(list(map(shape_text, map(attrgetter("shape"), tensors))))
+        else:
+            cells.append(stat_column(list(map(attrgetter(_FIELDS[column]), tensors))))
+    named = [("name", "left"), ("role", "left")] if names is not None else []
+    nans, infs = map(attrgetter("nan"), tensors), map(attrgetter("inf"), tensors)
+    styles: list[str | None] = ["red" if nan or inf else None for nan, inf in zip(nans, infs)]  # not .finite
+    return TextTable([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)],
+                     list(map(list, zip(*cells))), styles)
+
+
+@gc_paused
 def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, str]] | None = None,
                  hist: tuple[bool, int | None] | None = None, columns: tuple[str, ...] | None = None) -> None:
     """The table (with ``names``, each key's name and role beside it, as ``ls --names`` shows them), a summary
@@ -64,13 +100,7 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
     terminal too narrow for them (:func:`leave_out_order`, with a line naming those left out)."""
     from .table import columns_to_leave_out, terminal_columns, without_columns
 
-    named = [("name", "left"), ("role", "left")] if names is not None else []
-    chosen = COLUMNS if columns is None else columns
-    table = TextTable([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)])
-    for t in result.tensors:
-        extra = list(names.get(t.key, ("", ""))) if names is not None else []
-        cells = _cells(t)
-        table.add_row(shown(t.key), *extra, *(cells[c] for c in chosen), style=None if t.finite else "red")
+    table = _stats_table(result.tensors, names, COLUMNS if columns is None else columns)
     notes: list[list[tuple[str, str | None]]] = []
     left_out: list[str] = []
     if columns is None:

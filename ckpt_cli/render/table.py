@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from formats.core.names import all_printable
 from formats.core.object_keys import VALUE_SUFFIX
 
 from .common import shown, use_color
@@ -43,14 +44,25 @@ def _rich_mode(stream: Any) -> bool:
     return bool(stream.isatty()) or os.environ.get("CKPT_FORCE_RICH") == "1"
 
 
+def shown_columns(table: TextTable) -> list[tuple[str, ...]]:
+    """The cells of ``table`` a column at a time, as :func:`~.common.shown` shows them: a column is escaped
+    cell by cell only when some cell of it needs it (:func:`~formats.core.names.all_printable`), else kept as
+    it is; one (empty) column per named column when there are no rows."""
+    if not table.rows:
+        return [() for _ in table.columns]
+    return [column if all_printable(column) else tuple(map(shown, column)) for column in zip(*table.rows)]
+
+
 def plain_table(table: TextTable) -> list[str]:
-    """The table as aligned text lines (two spaces between columns, no trailing blanks)."""
+    """The table as aligned text lines (two spaces between columns, no trailing blanks). Cells are escaped
+    before measuring (columns stay aligned), a column at a time; each line is one ``format`` of its cells
+    (no padded copy of every cell is held)."""
+    columns = shown_columns(table)
     header = [name for name, _ in table.columns]
-    rows = [list(map(shown, row)) for row in table.rows]  # escaped before measuring: columns stay aligned
-    columns = list(zip(header, *rows)) if table.rows else [(h,) for h in header]
-    widths = [max(map(len, column)) for column in columns]
+    widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
-    return [spec.format(*row).rstrip() for row in [header, *rows]]
+    fill = spec.format
+    return [fill(*header).rstrip(), *[fill(*row).rstrip() for row in zip(*columns)]]
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
@@ -131,14 +143,18 @@ def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: A
     texts = ["".join(text for text, _ in line) for line in lines]
     styles = [s for s in [*(table.row_styles if table is not None and rows else []),
                           *(s for line in lines for _, s in line)] if s]
-    if any(not text.isascii() or len(text) > width for text in rows + texts) or \
-            any(w not in _SGR for s in styles for w in s.split()):
+    everything = rows + texts
+    if not "".join(everything).isascii() or max(map(len, everything), default=0) > width or \
+            any(w not in _SGR for s in set(styles) for w in s.split()):
         return False
     color = use_color()
     out = []
     if rows:
         out.append(_paint(rows[0], "bold", color))
-        out += [_paint(row, style, color) for row, style in zip(rows[1:], table.row_styles)]  # type: ignore[union-attr]
+        if color and styles:
+            out += [_paint(row, style, color) for row, style in zip(rows[1:], table.row_styles)]  # type: ignore[union-attr]
+        else:
+            out += rows[1:]
     out += ["".join(_paint(text, style, color) for text, style in line) for line in lines]
     stream.write("\n".join(out) + "\n")
     return True
@@ -172,8 +188,9 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     key column leaves the other columns too little room, the suffix is left out of its keys; a key is never
     cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
     are limited to what is left of ``width`` (at least 12)."""
-    rows = [list(map(shown, row)) for row in table.rows]
-    natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, (name, _) in enumerate(table.columns)]
+    columns = shown_columns(table)
+    rows = [list(row) for row in zip(*columns)] if table.rows else []
+    natural = [max(len(name), max(map(len, column), default=0)) for (name, _), column in zip(table.columns, columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
     fixed = sum(w for i, w in enumerate(natural) if i != key and i not in free) + 2 * (len(natural) - 1)
@@ -212,8 +229,11 @@ def laid_out_width(table: TextTable, width: int) -> int:
 
 
 def without_columns(table: TextTable, names: Iterable[str]) -> TextTable:
-    """``table`` without the columns named ``names`` (the same row styles)."""
+    """``table`` without the columns named ``names`` (the same row styles); ``table`` itself when it has none
+    of them."""
     drop = set(names)
+    if not drop.intersection(name for name, _ in table.columns):
+        return table
     keep = [i for i, (name, _) in enumerate(table.columns) if name not in drop]
     return TextTable([table.columns[i] for i in keep], [[row[i] for i in keep] for row in table.rows],
                      list(table.row_styles))

@@ -5,6 +5,7 @@ object holding others) shows the totals of everything under it.
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 
 from .common import human_bytes, shape_text
 from .table import (Segment, TextTable, columns_to_leave_out, emit, laid_out_width, plain_table, terminal_columns,
@@ -24,33 +25,60 @@ def tree_prefix(flags: tuple[bool, ...]) -> str:
     return "".join(SPACE if last else PIPE for last in flags[1:-1]) + (LAST if flags[-1] else BRANCH)
 
 
+def drawn_rows(root: Any) -> tuple[list[str], list[Any], list[str]]:
+    """Every row under ``root``, depth first: its label after the tree's drawing (:func:`tree_prefix` of the
+    row), its node, and the drawing that continues under it (the lines of its ancestors). One string of
+    drawing per row, built from its parent's (the drawing is not rebuilt from the row's depth)."""
+    labels: list[str] = []
+    nodes: list[Any] = []
+    under: list[str] = []
+    stack = [("", "", node) for node in reversed(root.children)]
+    while stack:
+        prefix, indent, node = stack.pop()
+        labels.append(prefix + node.label)
+        nodes.append(node)
+        under.append(indent)
+        kids = node.children
+        if kids:
+            stack.append((indent + LAST, indent + SPACE, kids[-1]))
+            branch, pipe = indent + BRANCH, indent + PIPE
+            stack.extend([(branch, pipe, kid) for kid in reversed(kids[:-1])])
+    return labels, nodes, under
+
+
 def tree_table(tree: Any) -> TextTable:
-    """The tree as a TextTable: object, dtype, shape, size, params, note."""
-    table = TextTable([("object", "left"), ("dtype", "left"), ("shape", "left"), ("size", "right"),
-                       ("params", "right"), ("note", "left")])
-    for _, flags, node in tree.root.walk():
-        table.add_row(tree_prefix(flags) + node.label, *_cells(node), style=_style(node))
-    return table
+    """The tree as a TextTable: object, dtype, shape, size, params, note; built a column at a time."""
+    labels, nodes, _ = drawn_rows(tree.root)
+    return _table(labels, nodes)
 
 
-def _cells(node: Any) -> list[str]:
-    """A node's dtype, shape, size, params and note cells."""
-    own = node.key is not None
-    nbytes = node.own_nbytes if own else node.nbytes
-    params = node.own_parameters if own else node.parameters
-    note = node.note
-    if node.aliases:
-        note = "; ".join(filter(None, [note, "also: " + ", ".join(node.aliases)]))
-    return [node.dtype or "", shape_text(node.shape) if own and node.shape is not None else "",
-            human_bytes(nbytes), f"{params:,}", note]
+def _table(labels: list[str], nodes: list[Any]) -> TextTable:
+    """The rows of ``nodes`` (a row's own tensor, or the totals of an object holding others)."""
+    own = [node.key is not None for node in nodes]
+    dtypes = [node.dtype or "" for node in nodes]
+    shapes = [shape_text(node.shape) if mine and node.shape is not None else "" for mine, node in zip(own, nodes)]
+    sizes = list(map(human_bytes, [node.own_nbytes if mine else node.nbytes for mine, node in zip(own, nodes)]))
+    params = list(map("{:,}".format, [node.own_parameters if mine else node.parameters
+                                      for mine, node in zip(own, nodes)]))
+    notes = [_note(node) if node.aliases else node.note for node in nodes]
+    styles: list[str | None] = [
+        "dim" if node.role in _DIM_ROLES or node.note.startswith("optimizer") else None if mine else "bold"
+        for mine, node in zip(own, nodes)]
+    return TextTable([("object", "left"), ("dtype", "left"), ("shape", "left"), ("size", "right"),
+                      ("params", "right"), ("note", "left")],
+                     list(map(list, zip(labels, dtypes, shapes, sizes, params, notes))), styles)
 
 
-def _style(node: Any) -> str | None:
-    if node.role in ("slot", "optimizer") or node.note.startswith("optimizer"):
-        return "dim"
-    return None if node.key is not None else "bold"
+_DIM_ROLES = ("slot", "optimizer")
+"""Rows of these roles (and of an optimizer's objects) are drawn dim."""
 
 
+def _note(node: Any) -> str:
+    """A node's note, with its other paths."""
+    return "; ".join(filter(None, [node.note, "also: " + ", ".join(node.aliases)]))
+
+
+@gc_paused
 def render_tree(tree: Any) -> None:
     """Print the tree table and a summary line like ``ckpt ls``'s; on a terminal too narrow for it,
     :func:`narrow_tree_lines`."""
@@ -58,11 +86,12 @@ def render_tree(tree: Any) -> None:
     hidden = f" shown of {root.tensors + tree.hidden}" if tree.hidden else ""
     facts = (f": {tree.format}, {root.tensors} tensors{hidden}, {root.parameters:,} parameters, "
              f"{human_bytes(root.nbytes)}")
-    table = tree_table(tree)
+    labels, nodes, under = drawn_rows(root)
+    table = _table(labels, nodes)
     summary = [(tree.path, "bold"), (facts, None)]
     width = terminal_columns()
     if width is not None and table.rows and laid_out_width(table, width) > width:
-        emit(None, [*narrow_tree_lines(tree, table, width), summary])
+        emit(None, [*narrow_tree_lines(tree, table, width, (nodes, under)), summary])
         return
     emit(table if table.rows else None, [summary])
 
@@ -71,11 +100,13 @@ TREE_LEAVE_OUT = ("params", "size")
 """The columns of the tree a terminal too narrow for them goes without, first to last."""
 
 
-def narrow_tree_lines(tree: Any, table: TextTable, width: int) -> list[list[Segment]]:
+def narrow_tree_lines(tree: Any, table: TextTable, width: int,
+                      drawn: tuple[list[Any], list[str]] | None = None) -> list[list[Segment]]:
     """The tree laid out for a terminal ``width`` columns wide, as styled lines: a note that does not fit
     beside its row goes under it (wrapped between words, the tree's lines drawn on beside it), then the
     columns of :data:`TREE_LEAVE_OUT` are left out while the rows do not fit, with a line naming them. An
-    object's name is never cut (a row still too wide is written whole, for the terminal to wrap)."""
+    object's name is never cut (a row still too wide is written whole, for the terminal to wrap). ``drawn``:
+    the rows' nodes and drawings under them, as :func:`drawn_rows` gives them (found again when not given)."""
     import textwrap
 
     notes = [row[-1] for row in table.rows]
@@ -84,13 +115,13 @@ def narrow_tree_lines(tree: Any, table: TextTable, width: int) -> list[list[Segm
     rows = plain_table(without_columns(bare, left_out))
     at = max(map(len, rows)) + len("  ")
     out: list[list[Segment]] = [[(rows[0] + "  note" if at + len("note") <= width else rows[0], "bold")]]
-    nodes = (entry for entry in tree.root.walk())
-    for row, note, style, (_, flags, node) in zip(rows[1:], notes, table.row_styles, nodes):
+    nodes, drawings = drawn if drawn is not None else drawn_rows(tree.root)[1:]
+    for row, note, style, node, drawing in zip(rows[1:], notes, table.row_styles, nodes, drawings):
         if not note or at + len(note) <= width:
             out.append([((row.ljust(at) + note) if note else row, style)])
             continue
         out.append([(row, style)])
-        under = "".join(SPACE if last else PIPE for last in flags[1:]) + (PIPE if node.children else SPACE)
+        under = drawing + (PIPE if node.children else SPACE)
         for part in textwrap.wrap(note, max(20, width - len(under)), break_long_words=False,
                                   break_on_hyphens=False):
             out.append([(under + part, style)])

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "terminal_text", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "terminal_text", "all_printable", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -61,6 +61,13 @@ def terminal_text(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else _escaped(ord(c)) for c in text)
+
+
+def all_printable(texts: Iterable[str]) -> bool:
+    """Whether :func:`terminal_text` leaves every one of ``texts`` as it is: one check of them all joined (a
+    column of a table, a block of keys), so a renderer escapes cell by cell only when some cell needs it. (A
+    surrogate, escaped or lone, is not printable either: :func:`safe_text` has nothing to do then.)"""
+    return "".join(texts).isprintable()
 
 
 def _escaped(code: int) -> str:

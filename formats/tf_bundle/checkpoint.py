@@ -91,7 +91,7 @@ class BundleTensor(TensorEntry):
     @property
     def files(self) -> tuple[str, ...]:
         """The index and the data file(s) the value is read from."""
-        return (self._reader.index_path, *self._reader.data_files(self.raw))
+        return self._reader.files(self.raw)
 
     @property
     def partitions(self) -> int:
@@ -273,7 +273,8 @@ class _Labels:
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
         if self._labels is None:
-            self._labels = self._compute()
+            with paused_gc():  # an EntryLabel per key
+                self._labels = self._compute()
         return self._labels[key]
 
     def _compute(self) -> dict[str, EntryLabel]:

@@ -40,8 +40,10 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
         taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
         copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
-        found = dict(zip(copied, map_ordered(lambda k: _copied_problem(written[k], by_key[k].source), copied, jobs,
-                                             weight=lambda k: by_key[k].size)))
+        batches = _batches(copied, [by_key[k].size for k in copied])
+        checked = map_ordered(lambda batch: [_copied_problem(written[k], by_key[k].source) for k in batch[0]],
+                              batches, jobs, weight=lambda batch: batch[1])
+        found = dict(zip(copied, (problem for problems in checked for problem in problems)))
         inodes = _Inodes()
         for key in taken:  # linked: entries and inodes compared, no byte read
             problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source, inodes)
@@ -50,6 +52,28 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         report.tensors += len(taken)
         report.bytes += sum(by_key[k].size for k in taken)
     return check_roundtrip(prefix, report)
+
+
+BATCH_BYTES = 1 << 20
+"""Copied tensors are checked on the threads in batches of about this many bytes (a tensor as large alone):
+one task per tensor costs more than checking a tiny one."""
+
+
+def _batches(keys: list[str], sizes: list[int]) -> list[tuple[list[str], int]]:
+    """``keys`` in runs of consecutive keys of about :data:`BATCH_BYTES` together (at most 4096 keys), each
+    with its bytes: the tasks of the read-back, in order."""
+    out: list[tuple[list[str], int]] = []
+    run: list[str] = []
+    total = 0
+    for key, size in zip(keys, sizes):
+        if run and (total + size > BATCH_BYTES or len(run) >= 4096):
+            out.append((run, total))
+            run, total = [], 0
+        run.append(key)
+        total += size
+    if run:
+        out.append((run, total))
+    return out
 
 
 def _copied_problem(entry: Any, source: Any) -> str | None:

@@ -129,6 +129,7 @@ class BundleReader:
         self.entries = _parse_entries(pairs[1:], self.index_path)
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
+        self._shard_files: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # see data_files
         self._maps: dict[int, Any] = {}
         self._fds: dict[int, int] = {}  # the mapped files, for pread
         self._reading: dict[int, int] = {}  # shard -> threads reading its descriptor now (never closed then)
@@ -198,9 +199,23 @@ class BundleReader:
 
             parts = (self.entries.get(encode_slice_key(e.key, s)) for s in e.slices)
             shards = sorted({p.shard_id for p in parts if p is not None and p.size})
-        else:
-            shards = [e.shard_id] if e.size else []
-        return tuple(self.data_paths[i] for i in shards if 0 <= i < len(self.data_paths))
+            return tuple(self.data_paths[i] for i in shards if 0 <= i < len(self.data_paths))
+        return self._files_of_shard(e.shard_id if e.size else -1)[0]
+
+    def files(self, e: RawEntry) -> tuple[str, ...]:
+        """The index and the data files an entry's value is read from (:meth:`data_files`)."""
+        if e.slices:
+            return (self.index_path, *self.data_files(e))
+        return self._files_of_shard(e.shard_id if e.size else -1)[1]
+
+    def _files_of_shard(self, shard: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(data files, index and data files)`` of a tensor stored whole in ``shard`` (-1: no bytes), each
+        tuple made once per shard (a writer asks for every tensor's)."""
+        found = self._shard_files.get(shard)
+        if found is None:
+            data = (self.data_paths[shard],) if 0 <= shard < len(self.data_paths) else ()
+            found = self._shard_files[shard] = (data, (self.index_path, *data))
+        return found
 
     def nbytes(self, e: RawEntry) -> int:
         """Stored bytes of an entry; for a partitioned variable, of all its slices."""

@@ -155,7 +155,7 @@ class ConversionPlan:
         """Append an output row and return it. A value ckpt cannot read (``value.unreadable``) is not appended: it
         is an error naming it (the output would lack it), which :meth:`leave_out_unreadable` turns into a warning
         saying it is left out (``--skip-unreadable``)."""
-        row = PlanRow(source, key, tuple(int(d) for d in shape), str(dtype), note, value, transform)
+        row = PlanRow(source, key, tuple(map(int, shape)), str(dtype), note, value, transform)
         why = getattr(value, "unreadable", None)
         if why:
             self.leave_out(source or key, why)

@@ -15,6 +15,7 @@ before anything is written.
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, FormatName
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import is_object_based
@@ -22,6 +23,7 @@ from formats.ops.convert.conversion_source import is_object_based
 __all__ = ["plan_rename"]
 
 
+@gc_paused
 def plan_rename(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan renaming ``source``'s keys (name-based) or objects (object-based) with ``options.rules``."""
     fmt = (FormatName.TF_OBJECT if is_object_based(source) else FormatName.TF_NAME).value

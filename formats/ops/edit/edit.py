@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint
 from formats.ops.edit.build import plan_output
 from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["plan_edit", "plan_edit_of", "edit"]
 
 
+@gc_paused
 def plan_edit(source: Checkpoint, options: EditOptions | None = None) -> EditPlan:
     """Plan writing ``source`` as ``options`` ask: every input key's fate, every problem, nothing written.
 

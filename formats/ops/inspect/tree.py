@@ -16,6 +16,8 @@ variables of slot variables) is refused, so any file gives a tree that renders a
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
+
 from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
@@ -36,7 +38,7 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 
-@record
+@record(slots=True)  # one per row: a dict per node cost more than its fields
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
 
@@ -56,10 +58,25 @@ class TreeNode:
 
     def total(self) -> None:
         """Recompute ``nbytes``/``parameters``/``tensors`` of this subtree from own tensors upwards."""
-        for node in reversed([self, *(n for _, _, n in self.walk())]):  # children before their parent
-            node.nbytes = node.own_nbytes + sum(c.nbytes for c in node.children)
-            node.parameters = node.own_parameters + sum(c.parameters for c in node.children)
-            node.tensors = (node.key is not None) + sum(c.tensors for c in node.children)
+        for node in reversed([self, *self.nodes()]):  # children before their parent
+            nbytes, parameters, tensors = node.own_nbytes, node.own_parameters, 0 if node.key is None else 1
+            for child in node.children:
+                nbytes += child.nbytes
+                parameters += child.parameters
+                tensors += child.tensors
+            node.nbytes, node.parameters, node.tensors = nbytes, parameters, tensors
+
+    def nodes(self) -> list[TreeNode]:
+        """Every node under this one, depth first, parents before their children (as :meth:`walk` yields
+        them, without the depth and flags)."""
+        out: list[TreeNode] = []
+        stack = self.children[::-1]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            if node.children:
+                stack += node.children[::-1]
+        return out
 
     def walk(self) -> Iterator[tuple[int, tuple[bool, ...], TreeNode]]:
         """Yield ``(depth, last-flags of each ancestor level, node)`` for the children, depth first."""
@@ -111,6 +128,7 @@ class CheckpointTree:
                 "tree": [c.to_json() for c in self.root.children]}
 
 
+@gc_paused
 def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_variants: bool = True,
                patterns: list[str] | None = None) -> CheckpointTree:
     """The tree of ``ckpt``: the object graph when it has one, else its keys split on ``/``.
@@ -127,7 +145,7 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
     root = _graph_tree(ckpt, graph, keep, everything) if graph is not None else _key_tree(ckpt, keep)
-    for node in [n for _, _, n in root.walk()]:
+    for node in root.nodes():
         if node.key is not None:
             _fill(node, ckpt[node.key], describe_variants)
     if everything:
@@ -140,7 +158,8 @@ def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
     node.dtype, node.shape, node.role = entry.dtype, entry.shape, entry.role
     node.own_nbytes = entry.nbytes
     node.own_parameters = 0 if entry.dtype in NON_PARAMETER else entry.size
-    notes = [_role_note(entry)] if _role_note(entry) else []
+    role_note = _role_note(entry)
+    notes = [role_note] if role_note else []
     if entry.dtype == "variant" and describe_variants:
         notes.append(_variant_note(entry))
     if node.note:
@@ -171,17 +190,24 @@ def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
     """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
     linear in the keys' length."""
     root = TreeNode("")
-    kids: dict[int, dict[str, TreeNode]] = {}
+    top: dict[str, TreeNode] = {}
+    kids: dict[int, dict[str, TreeNode]] = {}  # a node's children by label
+    path: list[tuple[str, TreeNode, dict[str, TreeNode]]] = []  # the last key's rows: (label, node, kids)
     for key in sorted(keys, key=key_order(keys)):  # numbers by value: vars/2 before vars/10
         parts = key.split("/", MAX_TREE_DEPTH - 1)
-        node = root
-        for part in parts:
-            below = kids.setdefault(id(node), {})
+        depth, most = 0, min(len(parts), len(path))
+        while depth < most and path[depth][0] == parts[depth]:  # the rows shared with the last key
+            depth += 1
+        del path[depth:]
+        node, below = (path[-1][1], path[-1][2]) if path else (root, top)
+        for part in parts[depth:]:
             child = below.get(part)
             if child is None:
                 child = below[part] = TreeNode(part)
+                kids[id(child)] = {}
                 node.children.append(child)
-            node = child
+            node, below = child, kids[id(child)]
+            path.append((part, node, below))
         node.key = key
     return root
 

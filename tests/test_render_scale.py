@@ -1,0 +1,118 @@
+"""Issue 38: the renderers of ``ls --tree``, ``stats``, ``diff``, ``rename`` and ``edit`` format a table a
+column at a time, and the same bytes come out as before. The expected text in ``tests/data/render_scale/``
+was written by ckpt at f5c3622 (before the column-at-a-time renderers: one object and one escape call per
+cell) for the bundles of :mod:`tests.render_scale_inputs`; ``writers.json`` holds the SHA-256 of every file
+``rename`` and ``edit`` wrote then. The work of each renderer grows linearly with its rows: Python calls are
+counted at N, 2N and 4N rows, not seconds."""
+from __future__ import annotations
+
+import cProfile
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.render_scale_inputs import COMMANDS, WRITERS, argv, make_bundles
+
+EXPECTED = Path(__file__).parent / "data" / "render_scale"
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    return make_bundles(tmp_path_factory.mktemp("render"))
+
+
+def _shown(stdout: str, paths: dict[str, str]) -> str:
+    """``stdout`` with the bundles' folder written ``TMP`` (as in the expected files)."""
+    folder = str(Path(paths["a"]).parent.parent)
+    return stdout.replace(folder, "TMP/in")
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_output_is_byte_for_byte_as_before(bundles, run_cli, tmp_path, name):
+    result = run_cli(*argv(COMMANDS[name], bundles, str(tmp_path)))
+    expected = (EXPECTED / f"{name}.txt").read_bytes().decode("utf-8", "surrogateescape")
+    assert f"exit {result.exit_code}\n" + _shown(result.stdout, bundles) == expected
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_written_files_are_byte_for_byte_as_before(bundles, run_cli, tmp_path, name):
+    expected = json.loads((EXPECTED / "writers.json").read_text())[name]
+    out = str(tmp_path / "w")
+    result = run_cli(*argv(WRITERS[name], bundles, out))
+    assert result.exit_code == expected["exit"]
+    assert result.stdout.replace(out, "OUT") == expected["stdout"]
+    files = {}
+    for root, _, names in os.walk(out):
+        for f in names:
+            path = os.path.join(root, f)
+            files[os.path.relpath(path, out)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    assert files == expected["files"]
+
+
+def test_plain_table_escapes_only_the_cells_that_need_it():
+    from ckpt_cli.render.table import TextTable, plain_table
+
+    table = TextTable([("key", "left"), ("n", "right")],
+                      [["a\x1b[2J", "1"], ["\u00e9t\u00e9", "22"], ["b\udcfe", "333"], ["c\u202e", "4"],
+                       ["plain", " "]])
+    assert plain_table(table) == ["key" + " " * 9 + "n",
+                                  "a\\x1b[2J" + " " * 4 + "1",
+                                  "\u00e9t\u00e9" + " " * 8 + "22",
+                                  "b\\xfe" + " " * 5 + "333",
+                                  "c\\u202e" + " " * 5 + "4",
+                                  "plain"]
+    assert plain_table(TextTable([("key", "left"), ("size", "right")])) == ["key  size"]
+
+
+def test_terminal_text_leaves_printable_text_as_it_is():
+    from formats.core.names import all_printable, terminal_text
+
+    for text in ["", "a/b", "\u00e9t\u00e9", "a b", "\u4e2d"]:
+        assert all_printable([text]) and terminal_text(text) is text
+    for text in ["\x1b", "a\nb", "\udcff", "\ud800", "\u202e", "\x9b", "\t"]:
+        assert not all_printable(["ok", text]) and terminal_text(text) != text
+
+
+N = 500
+SLACK = 2.3
+"""The calls from 2N to 4N may be at most this many times those from N to 2N (linear: 2; quadratic: 4)."""
+
+
+@pytest.fixture(scope="module")
+def sized(tmp_path_factory):
+    """Bundles (a, b, o) of N, 2N and 4N tensors."""
+    folder = tmp_path_factory.mktemp("sized")
+    return [make_bundles(folder / str(n), n) for n in (N, 2 * N, 4 * N)]
+
+
+def _calls(run_cli, args: list[str]) -> int:
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        result = run_cli(*args)
+    finally:
+        profile.disable()
+    assert result.exit_code in (0, 1), (args, result.output)
+    return sum(entry.callcount for entry in profile.getstats())
+
+
+@pytest.mark.parametrize("name", ["tree", "tree_object", "stats", "rename_dry_all", "edit_dry", "diff"])
+def test_rendering_grows_linearly_with_the_rows(sized, run_cli, tmp_path, name):
+    _calls(run_cli, argv(COMMANDS[name], sized[0], str(tmp_path)))  # imports, caches: not counted
+    counts = [_calls(run_cli, argv(COMMANDS[name], paths, str(tmp_path))) for paths in sized]
+    assert counts[2] - counts[1] <= SLACK * (counts[1] - counts[0]), counts
+
+
+def test_copied_tensors_are_read_back_in_batches_in_order():
+    from formats.tf_bundle.readback import BATCH_BYTES, _batches
+
+    big = BATCH_BYTES + 1
+    assert _batches(["a", "b", "c", "d"], [big, 10, BATCH_BYTES - 10, 1]) == \
+        [(["a"], big), (["b", "c"], BATCH_BYTES), (["d"], 1)]
+    keys = [f"k{i}" for i in range(5000)]
+    runs = _batches(keys, [0] * 5000)
+    assert [len(run) for run, _ in runs] == [4096, 904] and [k for run, _ in runs for k in run] == keys
+    assert _batches([], []) == []
