@@ -137,20 +137,6 @@ def test_hparam_still_overrides_a_task_field(run_cli, tmp_path: Path) -> None:
     assert config["temperature"] == 0.5 and config["answer_loss_cutoff"] == 0.664694
 
 
-def test_tapas_wtq_back_to_tf_names_gives_the_original_tensors(run_cli, tmp_path: Path) -> None:
-    src = HF_DATA / "tapas_wtq/model.ckpt-3"
-    hf, back = tmp_path / "hf", tmp_path / "back" / "model.ckpt"
-    _convert(run_cli, src, hf, "--hf-task", "wtq")
-    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", "tapas")
-    assert result.exit_code == 0, result.output
-    with formats.open_checkpoint(back) as restored, formats.open_checkpoint(src) as ckpt:
-        original = {k: np.asarray(ckpt[k].read()) for k in ckpt if k != "global_step"}
-        got = {k: np.asarray(restored[k].read()) for k in restored}
-    assert sorted(got) == sorted(original)
-    for key, value in original.items():
-        assert got[key].shape == value.shape and got[key].tobytes() == value.tobytes(), key
-
-
 def test_an_aggregation_head_the_config_contradicts_names_the_shape(run_cli, tmp_path: Path) -> None:
     src = rewritten(HF_DATA / "tapas_wtq/model.ckpt-3", tmp_path / "c", {"output_bias_agg": np.zeros(3, np.float32)},
                     ["bert_config.json"])

@@ -6,13 +6,14 @@ many (``convert --to tf-object`` once walked its objects with ``list.pop(0)``, `
 once scanned every sibling per child: see also ``test_object_graph_scale.py``)."""
 from __future__ import annotations
 
-import cProfile
 import json
 
 import numpy as np
 import pytest
 
 from formats import write_checkpoint
+
+from tests.call_counts import python_calls
 
 N = 600
 SLACK = 2.3
@@ -46,15 +47,7 @@ def bundles(tmp_path_factory):
 
 
 def _calls(run_cli, args: list[str]) -> int:
-    """Python calls (functions and built-ins) ``ckpt *args`` makes on this thread; it must succeed."""
-    profile = cProfile.Profile()
-    profile.enable()
-    try:
-        result = run_cli(*args)
-    finally:
-        profile.disable()
-    assert result.exit_code == 0, (args, result.output)
-    return sum(entry.callcount for entry in profile.getstats())
+    return python_calls(run_cli, args)
 
 
 COMMANDS = {

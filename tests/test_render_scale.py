@@ -6,7 +6,6 @@ cell) for the bundles of :mod:`tests.render_scale_inputs`; ``writers.json`` hold
 counted at N, 2N and 4N rows, not seconds."""
 from __future__ import annotations
 
-import cProfile
 import hashlib
 import json
 import os
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.render_scale_inputs import COMMANDS, WRITERS, argv, make_bundles
+from tests.call_counts import python_calls
 
 EXPECTED = Path(__file__).parent / "data" / "render_scale"
 
@@ -89,14 +89,7 @@ def sized(tmp_path_factory):
 
 
 def _calls(run_cli, args: list[str]) -> int:
-    profile = cProfile.Profile()
-    profile.enable()
-    try:
-        result = run_cli(*args)
-    finally:
-        profile.disable()
-    assert result.exit_code in (0, 1), (args, result.output)
-    return sum(entry.callcount for entry in profile.getstats())
+    return python_calls(run_cli, args, exit_codes=(0, 1))
 
 
 @pytest.mark.parametrize("name", ["tree", "tree_object", "stats", "rename_dry_all", "edit_dry", "diff"])
