@@ -211,3 +211,20 @@ def test_names_as_ls_shows_them(run_cli):
     assert {t["key"]: (t["name"], t["role"]) for t in doc["tensors"]} == KERAS2_SLOTS
     plain = json.loads(run_cli("stats", "--json", KERAS2_RUN / "ckpt-10", "optimizer/_variables/*").stdout)
     assert "name" not in plain["tensors"][0]
+
+
+@pytest.mark.parametrize("values", [[1e300, -1e300, 3e300], [1e200] * 3, [1e200] * 100_000, [1.5e154, 1e-300, -2.0]],
+                         ids=["spread", "equal", "equal-chunked", "squares-overflow"])
+def test_std_of_values_whose_squares_overflow_is_numpys(tmp_path, values):
+    """Chan's correction is not applied to a first chunk: it was ``inf * 0``, a NaN std where numpy's is inf (or 0
+    for equal values). One chunk or many (a 1,000-element chunk below), the per-tensor and the batched path."""
+    array = np.array(values)
+    write_checkpoint(str(tmp_path / "c"), {"t": array})
+    with open_checkpoint(str(tmp_path / "c")) as ckpt:
+        whole, chunked = tensor_stats(ckpt["t"]), tensor_stats(ckpt["t"], chunk_elements=1000)
+    with np.errstate(over="ignore"):
+        want = float(np.std(array))
+    assert whole.std == want  # one chunk: numpy's own computation, inf where a deviation's square overflows
+    # in chunks of 1,000 equal values every chunk's mean is exact: the true std, 0 (numpy's mean of 100,000 is off
+    # by an ulp, and the deviations' squares overflow)
+    assert chunked.std == (0.0 if len(set(values)) == 1 else want)

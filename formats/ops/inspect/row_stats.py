@@ -92,7 +92,7 @@ def row_stats(raw: np.ndarray, integral: bool) -> list[Fields | None]:
         sq = (x * x).sum(axis=1)
         # _Running.add into a fresh accumulator (n = 0, mean = m2 = sq = 0.0), operation for operation
         delta = mean - 0.0
-        m2 = 0.0 + (m2 + delta * delta * 0 * n / n)
+        m2 = 0.0 + (m2 + 0.0)  # no correction for a first chunk
         mean = 0.0 + delta * n / n
         sq = 0.0 + sq
         std = np.sqrt(np.where(0.0 > m2, 0.0, m2) / n)  # math.sqrt(max(m2, 0.0) / n)

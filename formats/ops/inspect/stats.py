@@ -101,14 +101,20 @@ class _Running:
         """Fold in one chunk of finite float64 values."""
         if not x.size:
             return
-        n, mean = x.size, float(x.sum()) / x.size
-        d = x - mean
-        m2 = float((d * d).sum())  # numpy's pairwise sum, not BLAS: the same bits with any BLAS thread count
+        import numpy as np
+
+        with np.errstate(over="ignore"):  # squares past float64's range are inf, as numpy's std and norm say
+            n, mean = x.size, float(x.sum()) / x.size
+            d = x - mean
+            m2 = float((d * d).sum())  # numpy's pairwise sum, not BLAS: the same bits with any BLAS thread count
+            sq = float((x * x).sum())
         delta, total = mean - self.mean, self.n + n
-        self.m2 += m2 + delta * delta * self.n * n / total
+        # Chan et al.'s correction, none for the first chunk (not inf * 0: values whose square overflows
+        # would make the std NaN; numpy's is inf, or 0 for equal values)
+        self.m2 += m2 + (delta * delta * self.n * n / total if self.n else 0.0)
         self.mean += delta * n / total
         self.n = total
-        self.sq += float((x * x).sum())
+        self.sq += sq
         self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
 
 
