@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         @property
         def shape(self) -> tuple[int, ...]: ...
 
-__all__ = ["element_bytes", "apply_index", "array_chunks"]
+__all__ = ["element_bytes", "apply_index", "array_chunks", "array_from_chunks"]
 
 
 def element_bytes(element: Any) -> bytes:
@@ -57,6 +57,20 @@ def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: _Named) -> np.
         return np.asarray(value[index])
     except (IndexError, ValueError) as exc:
         raise UsageError(entry.key, f"bad slice for shape {list(entry.shape)}: {exc}") from None
+
+
+def array_from_chunks(shape: tuple[int, ...], dtype: Any, pieces: Iterator[memoryview] | Iterator[bytes]) -> np.ndarray:
+    """A new array of ``shape`` and ``dtype`` filled, in C order, from the byte ``pieces`` of its value (a reader's
+    ``byte_chunks``: one piece in memory besides the array)."""
+    import numpy as np
+
+    out = np.empty(shape, dtype=dtype)
+    flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]
+    done = 0
+    for piece in pieces:
+        flat[done:done + len(piece)] = piece
+        done += len(piece)
+    return out
 
 
 def array_chunks(arr: np.ndarray, chunk: int) -> Iterator[memoryview]:

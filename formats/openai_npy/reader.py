@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
+from formats.core.arrays import array_from_chunks
 from formats.core.errors import CorruptCheckpointError, InputReadError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, TensorEntry
 from formats.io.npy_header import NpyError, read_npy_header
@@ -102,15 +103,7 @@ class OpenAINpyTensor(TensorEntry):
 
     def read(self) -> np.ndarray:
         """The whole value."""
-        import numpy as np
-
-        out = np.empty(self.shape, dtype="<f4")
-        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]
-        done = 0
-        for piece in self.byte_chunks(_BLOCK_BYTES):
-            flat[done:done + len(piece)] = piece
-            done += len(piece)
-        return out
+        return array_from_chunks(self.shape, "<f4", self.byte_chunks(_BLOCK_BYTES))
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """The values in C order, ``chunk_elements`` at most at a time (a piece never splits a value)."""

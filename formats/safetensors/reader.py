@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 
+from formats.core.arrays import array_from_chunks
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry,
@@ -86,17 +87,9 @@ class SafetensorsTensor(TensorEntry):
 
     def read(self) -> np.ndarray:
         """The whole value."""
-        import numpy as np
-
         if self._size_problem is not None:  # before allocating what the header claims
             raise CorruptCheckpointError(self._data.path, f"{self.key}: {self._size_problem}")
-        out = np.empty(self.shape, dtype=self._numpy())
-        flat = memoryview(out.reshape(-1).view(np.uint8)) if out.size else memoryview(b"")  # type: ignore[arg-type]
-        done = 0
-        for piece in self.byte_chunks(_BLOCK):
-            flat[done:done + len(piece)] = piece
-            done += len(piece)
-        return out
+        return array_from_chunks(self.shape, self._numpy(), self.byte_chunks(_BLOCK))
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """The elements in C order, read ``chunk_elements`` at a time."""
