@@ -61,14 +61,13 @@ def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to
     rest without the tensors ckpt cannot read (else each is an error)."""
     from formats.discover.resolve import open_checkpoint
     from formats.ops.convert.plan import ConvertOptions, execute_plan
+    from formats.ops.convert.targets import ConvertJob, plan_job
     from formats.ops.rules import RuleSet
 
     options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
                              max_shard_size=max_shard_size, drop_optimizer=drop_optimizer,
                              skip_unreadable=skip_unreadable)
     with open_checkpoint(os.fspath(src)) as source:
-        plan = planner(to)(source, options)
-        if skip_unreadable:
-            plan.leave_out_unreadable()
+        plan = plan_job([source], ConvertJob(options, to))
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])
         return execute_plan(plan, os.fspath(output), dry_run=dry_run, force=force, verify=verify, inputs=inputs)
