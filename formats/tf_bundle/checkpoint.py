@@ -98,7 +98,7 @@ class BundleTensor(TensorEntry):
     @property
     def files(self) -> tuple[str, ...]:
         """The index and the data file(s) the value is read from."""
-        return self._reader.files(self.raw)
+        return self._reader.row_files(self.row)
 
     @property
     def partitions(self) -> int:
@@ -108,7 +108,7 @@ class BundleTensor(TensorEntry):
     @property
     def unreadable(self) -> str | None:  # type: ignore[override]
         """Why TensorFlow's reader refuses this entry (a reference dtype), and so ckpt too; else None."""
-        return reference_dtype_problem(self.raw.dtype)
+        return reference_dtype_problem(self._reader.entries.kind_of(self.row)[0])
 
     def problem(self) -> str | None:
         """What :attr:`unreadable` says, found without reading the value."""
