@@ -31,7 +31,7 @@ import os
 from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
-from formats.core.model import Checkpoint, array_problem
+from formats.core.model import Checkpoint, TensorEntry, array_problem
 from formats.core.records import record
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npy", "count_member",
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "fixed_member", "npy_header",
+           "header_problems", "write_npy", "count_member",
            "read_back", "check_headers", "bits_note", "fixed_width_problem", "member_name", "WIDENING", "FREE_WIDTH_BYTES"]
 
 WIDENING = 16
@@ -118,8 +119,9 @@ _HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}
 """(dtype, shape) -> the header numpy writes for it, made once (many tensors share a few shapes)."""
 
 
-def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
-    found = _HEADERS.get((dt, tuple(shape)))
+def npy_header(dt: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The ``.npy`` header numpy writes for an array of ``dt`` and ``shape`` (version 1.0, else 2.0)."""
+    found = _HEADERS.get((dt, shape))
     if found is None:
         import io
 
@@ -134,7 +136,11 @@ def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
         found = made.getvalue()
         if len(_HEADERS) < 4096:
             _HEADERS[dt, tuple(shape)] = found
-    f.write(found)
+    return found
+
+
+def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
+    f.write(npy_header(dt, tuple(shape)))
 
 
 def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
@@ -185,9 +191,7 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     """Write ``source`` as one ``.npy`` stream to ``f`` following the policy (see the module doc)."""
 
     dt, shape = describe(source)
-    unfit = array_problem(tuple(shape), dt.itemsize or 8)
-    if unfit is not None:
-        raise UnsupportedError(_origin(key, source), f"tensor {key!r} has {unfit}, which an .npy file cannot hold")
+    _check_fits(key, source, dt, shape)
     if not dt.fixed_width:
         return _write_bytes(f, key, dt.name, source, allow_pickle, chunk)
     stored = stored_dtype(dt.name)
@@ -196,10 +200,65 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     for piece in fixed_chunks(source, chunk):
         f.write(piece)
         size += len(piece)
+    _check_size(key, source, dt, shape, size)
+    return Written(stored.name, size)
+
+
+def _check_fits(key: str, source: Source, dt: Any, shape: tuple[int, ...]) -> None:
+    unfit = array_problem(tuple(shape), dt.itemsize or 8)
+    if unfit is not None:
+        raise UnsupportedError(_origin(key, source), f"tensor {key!r} has {unfit}, which an .npy file cannot hold")
+
+
+def _check_size(key: str, source: Source, dt: Any, shape: tuple[int, ...], size: int) -> None:
     if size != math.prod(shape) * dt.itemsize:
         raise CorruptCheckpointError(_origin(key, source), f"tensor {key!r}: source gave {size} bytes for shape "
                                      f"{list(shape)} of {dt.name}, expected {math.prod(shape) * dt.itemsize}")
-    return Written(stored.name, size)
+
+
+def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
+                 chunk: int = CHUNK) -> tuple[bytes, Any, Written]:
+    """A small fixed-width tensor as one ``.npy`` in memory: ``(header, data, written)`` (``dt`` and ``shape``:
+    :func:`~formats.core.sources.describe`'s). A tensor whose bytes lie unchanged in a local file is read with
+    one ``pread`` and checked against its stored CRC32C (its own ``check`` names a damaged input)."""
+    _check_fits(key, source, dt, shape)
+    stored = stored_dtype(dt.name)
+    header = npy_header(stored, shape)
+    where = source.stored_range() if isinstance(source, TensorEntry) and source.dtype == dt.name else None
+    data: Any
+    if where is not None:
+        from formats.io.crc import crc32c
+
+        fd, offset, size, crc = where
+        data = os.pread(fd, size, offset)
+        if len(data) != size or crc32c(data) != crc:
+            source.check()  # the input's own error (a ChecksumError naming its file)
+            raise CorruptCheckpointError(_origin(key, source), f"tensor {key!r} does not read back as stored")
+    else:
+        pieces = list(fixed_chunks(source, chunk))
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    size = memoryview(data).nbytes
+    _check_size(key, source, dt, shape, size)
+    return header, data, Written(stored.name, size)
+
+
+def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:
+    """What is wrong with a member's ``.npy`` ``header`` read back (an :class:`~formats.io.npy_header.NpyHeader`)
+    given what :func:`write_member` wrote (``written``, with ``shape``) and the member's size: ``(kind, problem)``
+    pairs, kind ``"dtype"``, ``"shape"`` or ``"value"``."""
+    stored = header.dtype
+    if header.fortran_order:
+        return [("value", "member is stored in Fortran order")]
+    if stored.hasobject and written.digest is None:
+        return [("value", "member is pickled")]
+    got = "object" if stored.hasobject else (stored.str if stored.kind == "S" else stored.name)
+    if got != written.stored:
+        return [("dtype", f"stored as {got}, expected {written.stored}")]
+    if tuple(header.shape) != tuple(shape):
+        return [("shape", f"stored with shape {list(header.shape)}, expected {list(shape)}")]
+    if not stored.hasobject and header.size + header.nbytes != member_size:
+        return [("value", f"the member holds {member_size:,} bytes, its header declares {header.size + header.nbytes:,}")]
+    return []
 
 
 # -- reading one back -----------------------------------------------------------------------------------
@@ -316,15 +375,16 @@ def member_name(key: str, out: str = "") -> str:
     if size > _MAX_NAME:
         raise InvalidOutputError(out or key, f"key {shown} is {size - 4:,} bytes long; an npz member name holds "
                                  f"at most {_MAX_NAME - 4:,}")
-    if key == PROVENANCE_MEMBER or key.endswith("/") or not key:
+    if key == PROVENANCE_MEMBER or key.endswith("/") or not key or "\x00" in key:  # zipfile cuts a name at NUL
         raise InvalidOutputError(out or key, f"key {shown} cannot be an npz member name")
     return name
 
 
 def count_member(report: WriteReport, key: str, name: str, source: Source, written: Written,
-           progress: Callable[[int, int], None] | None) -> None:
-    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress."""
-    dt, shape = describe(source)
+                 progress: Callable[[int, int], None] | None, described: tuple[Any, tuple[int, ...]] | None = None) -> None:
+    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress
+    (``described``: ``source``'s dtype and shape, when known)."""
+    dt, shape = described or describe(source)
     report.add(Stored(key, name, dt.name, written.stored, shape), written.nbytes)
     if dt.fixed_width and stores_bits(dt.name):
         report.warnings.append(bits_note(key, dt.name))
