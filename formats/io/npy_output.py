@@ -32,6 +32,7 @@ from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
 from formats.core.model import Checkpoint, TensorEntry, array_problem
+from formats.core.shapes import MAX_RANK
 from formats.core.records import record
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
@@ -59,9 +60,9 @@ _MAX_NAME = 0xFFFF  # a zip member name's length field
 
 
 # -- the policy -----------------------------------------------------------------------------------------
-_STORED: dict[str, tuple[np.dtype, bool]] = {}
-"""dtype name -> (stored dtype, stored as its raw bits), worked out once per dtype (once per tensor costs more
-than writing a tiny tensor)."""
+_STORED: dict[str, tuple[np.dtype, bool, str]] = {}
+"""dtype name -> (stored dtype, stored as its raw bits, the stored dtype's name), worked out once per dtype (once
+per tensor costs more than writing a tiny tensor; numpy's ``dtype.name`` alone takes microseconds)."""
 
 
 def stored_dtype(dtype: str) -> np.dtype:
@@ -78,11 +79,25 @@ def stores_bits(dtype: str) -> bool:
     return dt.fixed_width and dt.numpy_name is not None and _policy(dtype)[1]
 
 
-def _policy(dtype: str) -> tuple[np.dtype, bool]:
+def _policy(dtype: str) -> tuple[np.dtype, bool, str]:
     found = _STORED.get(dtype)
     if found is None:
         stored = _stored_dtype(dtype)
-        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name)
+        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name,
+                                  stored.name)
+    return found
+
+
+_NAMES: dict[Any, str] = {}
+
+
+def _stored_name(stored: np.dtype) -> str:
+    """How :class:`Written` names a stored dtype read back (``object``, ``|S5``, ``uint16``), once per dtype."""
+    found = _NAMES.get(stored)
+    if found is None:
+        found = "object" if stored.hasobject else (stored.str if stored.kind == "S" else stored.name)
+        if len(_NAMES) < 4096:
+            _NAMES[stored] = found
     return found
 
 
@@ -221,8 +236,9 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
     """A small fixed-width tensor as one ``.npy`` in memory: ``(header, data, written)`` (``dt`` and ``shape``:
     :func:`~formats.core.sources.describe`'s). A tensor whose bytes lie unchanged in a local file is read with
     one ``pread`` and checked against its stored CRC32C (its own ``check`` names a damaged input)."""
-    _check_fits(key, source, dt, shape)
-    stored = stored_dtype(dt.name)
+    if 0 in shape or len(shape) > MAX_RANK:  # else its size (under SPOOL) says it fits
+        _check_fits(key, source, dt, shape)
+    stored, _, stored_name = _policy(dt.name)
     header = npy_header(stored, shape)
     where = source.stored_range() if isinstance(source, TensorEntry) and source.dtype == dt.name else None
     data: Any
@@ -239,7 +255,7 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     size = memoryview(data).nbytes
     _check_size(key, source, dt, shape, size)
-    return header, data, Written(stored.name, size)
+    return header, data, Written(stored_name, size)
 
 
 def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:
@@ -251,7 +267,7 @@ def header_problems(header: Any, written: Written, shape: tuple[int, ...], membe
         return [("value", "member is stored in Fortran order")]
     if stored.hasobject and written.digest is None:
         return [("value", "member is pickled")]
-    got = "object" if stored.hasobject else (stored.str if stored.kind == "S" else stored.name)
+    got = _stored_name(stored)
     if got != written.stored:
         return [("dtype", f"stored as {got}, expected {written.stored}")]
     if tuple(header.shape) != tuple(shape):
@@ -363,21 +379,24 @@ class _Hashing:
 def member_name(key: str, out: str = "") -> str:
     """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError (naming ``out``) when a zip cannot
     name it: not UTF-8, empty, a directory, the provenance record's name, or longer than 65,535 bytes."""
-    from formats.core.names import quoted_text
-
     name = key + ".npy"
-    shown = quoted_text(key, 120)
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidOutputError(out or key, f"key {shown} is not valid UTF-8, which an npz member name must "
+        raise InvalidOutputError(out or key, f"key {_shown(key)} is not valid UTF-8, which an npz member name must "
                                  "be") from None
     if size > _MAX_NAME:
-        raise InvalidOutputError(out or key, f"key {shown} is {size - 4:,} bytes long; an npz member name holds "
+        raise InvalidOutputError(out or key, f"key {_shown(key)} is {size - 4:,} bytes long; an npz member name holds "
                                  f"at most {_MAX_NAME - 4:,}")
     if key == PROVENANCE_MEMBER or key.endswith("/") or not key or "\x00" in key:  # zipfile cuts a name at NUL
-        raise InvalidOutputError(out or key, f"key {shown} cannot be an npz member name")
+        raise InvalidOutputError(out or key, f"key {_shown(key)} cannot be an npz member name")
     return name
+
+
+def _shown(key: str) -> str:
+    from formats.core.names import quoted_text
+
+    return quoted_text(key, 120)
 
 
 def count_member(report: WriteReport, key: str, name: str, source: Source, written: Written,
