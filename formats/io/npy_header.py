@@ -95,9 +95,17 @@ def read_npy_header(read: Callable[[int], bytes]) -> NpyHeader:
     if length > MAX_HEADER_BYTES:
         raise NpyError(f"the .npy header claims {length:,} bytes (at most {MAX_HEADER_BYTES:,} accepted)")
     raw = _exact(read, length, "header")
-    dtype, shape, fortran = _parsed(raw, major)
-    return NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+    found = _HEADERS.get((raw, major))
+    if found is None:
+        dtype, shape, fortran = _parsed(raw, major)
+        found = NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+        if len(_HEADERS) < _MAX_PARSED:
+            _HEADERS[raw, major] = found
+    return found
 
+
+_HEADERS: dict[tuple[bytes, int], NpyHeader] = {}
+"""Headers already read (an npz of many tensors of one shape repeats one header: one record for all)."""
 
 _PARSED: dict[tuple[bytes, int], tuple[Any, tuple[int, ...], bool]] = {}
 """Headers already parsed (an npz of many tensors of one shape repeats one header: parsed once)."""
