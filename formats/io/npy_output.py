@@ -37,6 +37,7 @@ from formats.core.records import record
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
+from formats.io.crc import crc32c
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
 
 TYPE_CHECKING = False
@@ -243,8 +244,6 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
     where = source.stored_range() if isinstance(source, TensorEntry) and source.dtype == dt.name else None
     data: Any
     if where is not None:
-        from formats.io.crc import crc32c
-
         fd, offset, size, crc = where
         data = os.pread(fd, size, offset)
         if len(data) != size or crc32c(data) != crc:

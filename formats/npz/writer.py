@@ -14,6 +14,7 @@ members at once (large members on every core).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 
@@ -25,7 +26,7 @@ from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.io.npy_output import Written, count_member, fixed_member, member_name, npy_header, write_member
-from formats.io.writing import WriteReport, guard_output, planned_bytes
+from formats.io.writing import WriteReport, guard_output
 from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
 
 TYPE_CHECKING = False
@@ -68,13 +69,14 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
     written: list[Written] = []
-    with atomic_output(out, planned_bytes(s for _, s in items), replace=force) as temp:
+    described = [describe(source) for _, source in items]
+    planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
+    with atomic_output(out, planned, replace=force) as temp:
         with open(temp, "xb", buffering=_BUFFER) as f:
             archive = StoredZip(f)
-            for name, (key, source) in zip(names, items):
-                described = describe(source)
-                written.append(_write_member(archive, name, key, source, described, allow_pickle, chunk))
-                count_member(report, key, name, source, written[-1], progress, described)
+            for name, (key, source), (dt, shape) in zip(names, items, described):
+                written.append(_write_member(archive, name, key, source, (dt, shape), allow_pickle, chunk))
+                count_member(report, key, name, source, written[-1], progress, (dt, shape))
             if provenance is not None:
                 _write_record(archive, provenance)
             archive.close()
@@ -86,8 +88,6 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
 def _write_member(archive: StoredZip, name: str, key: str, source: Source, described: tuple[Any, tuple[int, ...]],
                   allow_pickle: bool, chunk: int) -> Written:
     """One member: a small fixed-width tensor in one go, any other streamed (see the module doc)."""
-    import math
-
     dt, shape = described
     size = math.prod(shape) * dt.itemsize if dt.fixed_width else -1
     if 0 <= size < min(SPOOL, PIPELINE_BYTES):
@@ -161,7 +161,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     sha256) and the provenance record's header (a 0-d unicode array)."""
     import hashlib
 
-    from formats.io.npy_header import NpyError, read_npy_header
+    from formats.io.npy_header import NpyError, npy_header_of
     from formats.io.npy_output import header_problems
 
     found = RoundTripReport(out, "sources")
@@ -171,7 +171,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
 
     def visit(i: int, view: memoryview, whole: bool) -> None:
         try:
-            header = read_npy_header(_reader(view))
+            header = npy_header_of(view)
         except NpyError as exc:
             found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
             return
@@ -194,19 +194,6 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     for i, problem in archive.problems(temp, visit):
         found.mismatches.append(Mismatch(key_of(i), "value", problem))
     report.accept(found)
-
-
-def _reader(view: memoryview) -> Callable[[int], bytes]:
-    """``read(n)`` over ``view`` (what :func:`~formats.io.npy_header.read_npy_header` reads from)."""
-    at = 0
-
-    def read(n: int) -> bytes:
-        nonlocal at
-        piece = bytes(view[at:at + n])
-        at += len(piece)
-        return piece
-
-    return read
 
 
 def _member_bytes(path: str, offset: int, size: int) -> bytes:
