@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import formats
-from formats.core.errors import VerificationError
+from formats.core.errors import PickleRequiredError, VerificationError
 from formats.core.sources import TensorValue
 from formats.io import zip_stored
 from formats.npz import writer as npz_writer
@@ -220,3 +220,26 @@ def test_npz_work_grows_linearly_with_the_members(scale, run_cli, tmp_path, comm
     assert second <= SLACK * first, f"{command}: calls {counts} grow faster than the members"
     per_member = second / (2 * N)
     assert per_member < {"extract": 180, "convert": 230, "ls": 130, "verify": 210}[command], (command, per_member)
+
+
+def test_pickled_members_with_allow_pickle_are_zipfiles_bytes_and_checked_by_digest(tmp_path: Path) -> None:
+    """A string tensor with an element ending in NUL is an object array only with ``allow_pickle``; its bytes
+    are numpy's (a pickle of the same list) and its read-back compares their sha256, unpickling nothing."""
+    words = [b"ends in nul\x00", b"x"]
+    held = np.empty(2, dtype=object)
+    held[:] = words  # (a list of bytes would go through numpy's S dtype, which drops the NUL itself)
+    items = [("words", TensorValue(held, "string")), ("n", np.arange(3, dtype=np.int16))]
+    with pytest.raises(PickleRequiredError):
+        write_npz(tmp_path / "refused.npz", items)
+    assert not (tmp_path / "refused.npz").exists()
+    report = write_npz(tmp_path / "fast.npz", items, allow_pickle=True)
+    assert report.verified and report.contents[0].stored_dtype == "object"
+    with zipfile.ZipFile(tmp_path / "oracle.npz", "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zf.open("words.npy", "w", force_zip64=True) as member:
+            value = np.empty(2, dtype=object)
+            value[:] = words
+            np.lib.format.write_array(member, value, allow_pickle=True)
+        with zf.open("n.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array(member, np.arange(3, dtype=np.int16))
+    assert (tmp_path / "fast.npz").read_bytes() == (tmp_path / "oracle.npz").read_bytes()
+    assert np.load(tmp_path / "fast.npz", allow_pickle=True)["words"].tolist() == words

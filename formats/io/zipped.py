@@ -4,7 +4,8 @@
 - :func:`check_expansion` refuses a member claiming more bytes than any real compressor produces
   from its compressed size (a zip bomb), before a byte is inflated.
 - :func:`read_member` reads a (small) member whole; :func:`member_stream` opens one for streaming
-  (:mod:`zipfile` checks the CRC-32 when the last byte is read).
+  (:mod:`zipfile` checks the CRC-32 when the last byte is read); :func:`member_head` reads a member's first
+  bytes, :func:`member_heads` those of many members through one file, in blocks.
 - :func:`stored_member_start` and :class:`ByteRange` read an uncompressed member in place (or any
   range of a file); :class:`InflatedMember` reads a deflated member at any offset, inflating on demand
   in bounded memory (never the whole member at once).
