@@ -254,7 +254,16 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     size = memoryview(data).nbytes
     _check_size(key, source, dt, shape, size)
-    return header, data, Written(stored_name, size)
+    written = _WRITTEN.get((stored_name, size))
+    if written is None:
+        written = Written(stored_name, size)
+        if len(_WRITTEN) < 4096:
+            _WRITTEN[stored_name, size] = written
+    return header, data, written
+
+
+_WRITTEN: dict[tuple[str, int], Written] = {}
+"""One (frozen) :class:`Written` for each stored dtype and size of small tensors: 100,000 tiny ones share a few."""
 
 
 def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:

@@ -90,7 +90,7 @@ class StoredZip:
         self.check_crc = array("L")
         self.crcs = array("L")  # each member's CRC-32
         self.rewritten: dict[int, tuple[int, bytes]] = {}  # member -> (offset, local header) rewritten in place
-        self.tail = b""
+        self.tail = bytearray()
 
     @property
     def count(self) -> int:
@@ -153,15 +153,14 @@ class StoredZip:
     def close(self) -> None:
         """Write the central directory and the end records (ZIP64 ones where needed) and flush."""
         count, at, size = self.count, self.offset, len(self.central)
-        tail = [bytes(self.central)]
-        self.central = bytearray()
+        tail, self.central = self.central, bytearray()  # (kept once: written, then compared on read-back)
         if count > _FILECOUNT_LIMIT or at > ZIP64_LIMIT or size > ZIP64_LIMIT:
-            tail.append(_END64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, at))
-            tail.append(_LOCATOR.pack(b"PK\x06\x07", 0, at + size, 1))
+            tail += _END64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, at)
+            tail += _LOCATOR.pack(b"PK\x06\x07", 0, at + size, 1)
             count, size, at = min(count, 0xFFFF), min(size, 0xFFFFFFFF), min(at, 0xFFFFFFFF)
-        tail.append(_END.pack(b"PK\x05\x06", 0, 0, count, count, size, at, 0))
-        self.tail = b"".join(tail)
-        self.f.write(self.tail)
+        tail += _END.pack(b"PK\x05\x06", 0, 0, count, count, size, at, 0)
+        self.tail = tail
+        self.f.write(tail)
         self.f.flush()
 
     def problems(self, path: str, visit: Callable[[int, memoryview, bool], None],
