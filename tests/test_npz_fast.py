@@ -219,7 +219,8 @@ def test_npz_work_grows_linearly_with_the_members(scale, run_cli, tmp_path, comm
     assert first > 0, counts
     assert second <= SLACK * first, f"{command}: calls {counts} grow faster than the members"
     per_member = second / (2 * N)
-    assert per_member < {"extract": 180, "convert": 230, "ls": 130, "verify": 210}[command], (command, per_member)
+    # ckpt at 68bca3f (zipfile, a member at a time): extract 304 calls per member, verify of the npz 186
+    assert per_member < {"extract": 170, "convert": 220, "ls": 120, "verify": 140}[command], (command, per_member)
 
 
 def test_pickled_members_with_allow_pickle_are_zipfiles_bytes_and_checked_by_digest(tmp_path: Path) -> None:
