@@ -149,7 +149,7 @@ class BundleTensor(TensorEntry):
 
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """Where the bytes lie in the data file (see :meth:`BundleReader.stored_range`)."""
-        return self._reader.stored_range(self.raw)
+        return self._reader.row_range(self.row)
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""

@@ -304,24 +304,35 @@ class BundleReader:
         """``(fd, offset, size, crc32c)`` of a non-partitioned, little-endian, fixed-width entry stored whole in a
         local data file; None otherwise (and for an entry whose sizes or bounds are wrong: reading it the usual
         way says why)."""
-        shard = e.shard_id
-        if e.slices or not e.size or self.header.big_endian or (self._missing != {}  # looked up, none missing
-                                                                and self.shard_missing(shard) is not None):
+        return None if e.slices else self._range(e.dtype, e.shape, e.shard_id, e.offset, e.size, e.crc32c)
+
+    def row_range(self, row: int) -> tuple[int, int, int, int] | None:
+        """:meth:`stored_range` of the entry in ``row`` of :attr:`entries` (read from the columns, no entry made)."""
+        columns = self.entries
+        if row in columns.slices:
             return None
-        itemsize = _RANGE_ITEMSIZE.get(e.dtype, -1)
+        dtype, shape, shard, size = columns.kinds[columns.kind[row]]
+        return self._range(dtype, shape, shard, columns.offset[row], size, columns.crc[row])
+
+    def _range(self, dtype: int, shape: tuple[int, ...], shard: int, offset: int, size: int,
+               crc: int) -> tuple[int, int, int, int] | None:
+        if not size or self.header.big_endian or (self._missing != {}  # looked up, none missing
+                                                  and self.shard_missing(shard) is not None):
+            return None
+        itemsize = _RANGE_ITEMSIZE.get(dtype, -1)
         if itemsize == -1:
-            dt = dtypes.by_enum(e.dtype)
-            itemsize = _RANGE_ITEMSIZE[e.dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
-                and dt.fixed_width and reference_dtype_problem(e.dtype) is None else None
-        if itemsize is None or e.size != math.prod(e.shape) * itemsize:
+            dt = dtypes.by_enum(dtype)
+            itemsize = _RANGE_ITEMSIZE[dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
+                and dt.fixed_width and reference_dtype_problem(dtype) is None else None
+        if itemsize is None or size != math.prod(shape) * itemsize:
             return None
         m = self._maps.get(shard) if len(self._maps) == 1 else None  # else _map keeps the most recently used last
         if m is None:
             m = self._map(shard)
         fd = self._fds.get(shard)
-        if fd is None or e.offset + e.size > len(m):
+        if fd is None or offset + size > len(m):
             return None
-        return fd, e.offset, e.size, unmask(e.crc32c)
+        return fd, offset, size, unmask(crc)
 
     def _crc(self, e: RawEntry) -> int:
         """The CRC32C of a fixed-width entry's stored bytes: read with ``pread`` where :meth:`stored_range` says
