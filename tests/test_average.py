@@ -162,7 +162,7 @@ def test_inputs_of_different_formats(tmp_path, run_cli):
     result = run_cli("average", CORPUS / "seed_slots/tf_ckpts/ckpt-5", CORPUS / "tf1_adam/model.ckpt-200",
                      "-o", tmp_path / "o")
     assert result.exit_code == 1 and "the inputs are of different formats: ckpt-5 tf-object, model.ckpt-200 " \
-                                     "tf-name" in result.stdout
+                                     "tf-name" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [

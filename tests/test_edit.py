@@ -244,13 +244,13 @@ def test_patterns_that_match_nothing_are_listed_and_nothing_is_written(tmp_path,
     out = tmp_path / "out" / "ckpt"
     result = run_cli("edit", SLOTS, "-o", out, "--select", "nope*", "--exclude", "zip")
     assert result.exit_code == 1 and not out.parent.exists()
-    assert "no key matches 'nope*'" in result.stdout and "try '*zip*'" in result.stdout
-    assert result.stdout.endswith("2 errors, 0 warnings; nothing written\n")
+    assert "no key matches 'nope*'" in result.stderr and "try '*zip*'" in result.stderr
+    assert result.stderr.endswith("2 errors, 0 warnings; nothing written\n")
 
 
 def test_everything_left_out_is_an_error(tmp_path, run_cli):
     result = run_cli("edit", SLOTS, "-o", tmp_path / "o", "--exclude", "*")
-    assert result.exit_code == 1 and "nothing would be left to write" in result.stdout
+    assert result.exit_code == 1 and "nothing would be left to write" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -269,7 +269,7 @@ def test_usage_errors_exit_2(tmp_path, run_cli, args, message):
 
 def test_data_files_for_a_single_file_format_are_a_plan_error(tmp_path, run_cli):
     result = run_cli("edit", SLOTS, "-o", tmp_path / "x.npz", "--to", "npz", "--shards", "2")
-    assert result.exit_code == 1 and "a npz output is not spread over data files" in result.stdout
+    assert result.exit_code == 1 and "a npz output is not spread over data files" in result.stderr
 
 
 def test_outputs_are_guarded(tmp_path, run_cli, corpus_copy):

@@ -119,7 +119,7 @@ def test_edit_select_of_a_mistyped_key(run_cli, tmp_path: Path) -> None:
     result = run_cli("edit", KERAS3_CKPT, "--select", "net/l1/kernel", "-o", tmp_path / "out")
     assert result.exit_code == 1
     assert (f"error: selection: net/l1/kernel: no key matches 'net/l1/kernel' (did you mean {L1_KERNEL!r}?)"
-            in result.stdout.splitlines())
+            in result.stderr.splitlines())
     assert os.listdir(tmp_path) == []
 
 
@@ -259,3 +259,22 @@ def test_natural_order() -> None:
             "dense_2/k", "dense/k"]
     assert sorted(keys, key=natural_order) == ["a/", "a/b", "a1", "dense/k", "dense_2/k", "dense_10/k", "v0", "v01",
                                                "v1", "v9", "v10", "x9z", "x999999999", "x1234567890"]
+
+
+def test_a_refused_plan_puts_its_errors_on_stderr_and_its_warnings_on_stdout(tmp_path, run_cli):
+    """A plan that cannot be written is an error as any other of ckpt's: its error lines and the closing "nothing
+    written" on stderr (a script's `2>` sees why), the warnings - part of the report - on stdout (issue 37)."""
+    src = CORPUS / "tf1_adam" / "model.ckpt-200"
+    result = run_cli("convert", src, "-o", tmp_path / "x.h5", "--to", "keras2-h5")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"error: unsupported: {src}: a tf-name source has no Keras 2 layer names; give --template, a Keras 2 "
+        "weights file of the same architecture",
+        "1 error, 2 warnings; nothing written"]
+    assert result.stdout.splitlines() == [
+        "warning: unused: optimizer: 3 optimizer tensor(s) of the source left out (Keras 2 .h5 weights files hold "
+        "model weights only)",
+        "warning: unused: slot: 12 slot tensor(s) of the source left out (Keras 2 .h5 weights files hold model "
+        "weights only)",
+        "--verbose (or --json) lists every problem and the keys behind each"]
+    assert list(tmp_path.iterdir()) == []

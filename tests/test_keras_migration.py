@@ -86,7 +86,7 @@ def test_an_ambiguity_names_the_map_line_that_settles_it_and_the_line_works(run_
     _dense(tpl, ("first", "second"))
     result = run_cli("convert", src, "-o", out, "--to", "keras2-h5", "--template", tpl)
     assert result.exit_code == 1 and not out.exists()
-    lines = [line for line in result.stdout.splitlines() if "ambiguous" in line]
+    lines = [line for line in result.stderr.splitlines() if "ambiguous" in line]
     assert len(lines) == 2 and "if it is 'encoder', add: --map encoder=first" in lines[0]
     suggested = re.search(r"add: (--map \S+)", lines[0]).group(1).split(" ")  # type: ignore[union-attr]
     fixed = run_cli("convert", src, "-o", out, "--to", "keras2-h5", "--template", tpl, *suggested, "--dry-run")

@@ -56,11 +56,11 @@ def test_to_keras_refuses_to_leave_out_layers_its_outputs_do_not_reach(run_cli, 
     out = tmp_path / "model.keras"
     result = run_cli("convert", src, "-o", out, "--to", "keras")
     assert result.exit_code == 1, result.output
-    errors = [line for line in result.stdout.splitlines() if line.startswith("error")]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
     counts = {"embed": 1, "lstm": 3, "bn": 4, "head": 4}
     assert [e.split(" (candidates: ")[0] for e in errors] == [
         f"error: unused: {name}: layer {name!r} is not connected to the model's outputs: Keras 3 would leave it out "
         f"of the model, and its {n} weight(s) with it" for name, n in counts.items()]
     assert errors[1].endswith(f"(candidates: {LSTM[1]}; {LSTM[2]}; {LSTM[0]})")  # every left-out weight by name
-    assert result.stdout.splitlines()[-1].endswith("nothing written")
+    assert result.stderr.splitlines()[-1].endswith("nothing written")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tagger_model.h5"]

@@ -54,8 +54,8 @@ def test_name_based_collision_writes_nothing(run_cli, tmp_path):
     out = tmp_path / "o" / "ckpt"
     result = run_cli("rename", ESTIMATOR, "-o", out, "--regex", "hiddenlayer_[01]=hidden")
     assert result.exit_code == 1
-    assert "collision" in result.stdout and "would both be written as 'dnn/hidden/bias'" in result.stdout
-    assert result.stdout.splitlines()[-1] == "4 errors, 0 warnings; nothing written"
+    assert "collision" in result.stderr and "would both be written as 'dnn/hidden/bias'" in result.stderr
+    assert result.stderr.splitlines()[-1] == "4 errors, 0 warnings; nothing written"
     assert not out.parent.exists()
 
 
@@ -63,13 +63,13 @@ def test_empty_or_reserved_key_is_refused(run_cli, tmp_path):
     for regex, message in (("^global_step$=", "empty key"), ("^global_step$=_CHECKPOINTABLE_OBJECT_GRAPH",
                                                              "the object graph's key")):
         result = run_cli("rename", ESTIMATOR, "-o", tmp_path / "o", "--regex", regex)
-        assert result.exit_code == 1 and message in result.stdout, result.output
+        assert result.exit_code == 1 and message in result.stderr, result.output
     assert not (tmp_path / "o").exists()
 
 
 def test_no_rules_is_a_problem(run_cli, tmp_path):
     result = run_cli("rename", ESTIMATOR, "-o", tmp_path / "o")
-    assert result.exit_code == 1 and "no rename rules given" in result.stdout
+    assert result.exit_code == 1 and "no rename rules given" in result.stderr
 
 
 # --- object-based -----------------------------------------------------------------------------

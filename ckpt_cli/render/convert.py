@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def render_conversion(result: Any, changed_only: bool = False, verbose: bool = False) -> None:
     """Dry run: every row (with ``changed_only``, those whose key changes, and how many were left out);
     always: every problem, one line each (:func:`problem_lines`), then what was written (or a summary). A
-    ``--to hf`` plan's errors, and then its summary, go to stderr (:func:`emit_problems`)."""
+    plan's errors, and then its summary ("nothing written"), go to stderr, as every other error of ckpt
+    (:func:`emit_problems`); its warnings are part of the report, on stdout."""
     plan = result.plan
     table = None
     if result.dry_run:
@@ -27,11 +28,8 @@ def render_conversion(result: Any, changed_only: bool = False, verbose: bool = F
                                          "them)", None)]] if hidden else None)
     if plan.problems and table is not None:
         emit(lines=[[("", None)]])
-    from formats.core.model import FormatName
-
-    errors_to_stderr = plan.target == FormatName.HF.value  # the other targets' tests still read them on stdout
-    emit_problems(plan.problems, verbose, errors_to_stderr)
-    emit(lines=_summary(result), stderr=errors_to_stderr and bool(plan.errors))
+    emit_problems(plan.problems, verbose, errors_to_stderr=True)
+    emit(lines=_summary(result), stderr=bool(plan.errors))
 
 
 def emit_problems(problems: list[Any], verbose: bool = False, errors_to_stderr: bool = False) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from formats.core.gc_pause import gc_paused
 
-from .convert import problem_lines
+from .convert import emit_problems
 from .reports import written_lines
 from .table import Segment, TextTable, emit
 
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 @gc_paused
 def render_edit(result: Any, verbose: bool = False) -> None:
     """Dry run: one row per input key; always: every problem (one line each, the keys behind it with
-    ``verbose``), the lossy casts, then what was written."""
+    ``verbose``; errors on stderr, as :func:`~ckpt_cli.render.convert.emit_problems` puts them), the lossy casts,
+    then what was written (or, after errors, "nothing written" on stderr)."""
     plan = result.plan
     dry_run = result.conversion.dry_run
     if dry_run:
@@ -23,8 +24,12 @@ def render_edit(result: Any, verbose: bool = False) -> None:
     if plan.problems:
         if dry_run:
             emit(lines=[[("", None)]])
-        emit(lines=problem_lines(plan.problems, verbose))
-    emit(lines=_cast_lines(result) + _summary(result))
+        emit_problems(plan.problems, verbose, errors_to_stderr=True)
+    if plan.conversion.errors:  # nothing written: the summary goes with the errors, to stderr
+        emit(lines=_cast_lines(result))
+        emit(lines=_summary(result), stderr=True)
+    else:
+        emit(lines=_cast_lines(result) + _summary(result))
 
 
 def _actions_table(plan: Any) -> TextTable:

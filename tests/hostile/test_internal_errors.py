@@ -38,7 +38,7 @@ def test_key_bytes_that_are_not_utf8(tmp_path, run_cli):
     assert _one_line(run_cli("extract", prefix, "-o", out / "x.npz"), 4) == (
         f"ckpt: error: {out / 'x.npz'}: key b'bad\\xff\\xfekey' is not valid UTF-8, which an npz member name must be")
     result = run_cli("convert", prefix, "-o", out / "c.npz", "--to", "npz")
-    assert result.exit_code == 1 and "key b'bad\\xff\\xfekey' is not valid UTF-8" in result.stdout
+    assert result.exit_code == 1 and "key b'bad\\xff\\xfekey' is not valid UTF-8" in result.stderr
     assert not (out / "x.npz").exists() and not (out / "c.npz").exists()
 
 
