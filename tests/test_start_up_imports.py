@@ -1,0 +1,112 @@
+"""Issue 38 (start-up: every fast-path command within 2x ``python -c pass``): what each command, run as users run
+it (the installed launcher), must not import, and the JSON writer that lets ``ls --json`` and the safetensors
+writer go without :mod:`json` (whose decoder imports ``re`` and ``enum``: about 8 ms, half Python's own start)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from formats.core import json_writer
+from tests.conftest import CORPUS
+from tests.installed import LAUNCHER, child_env, site_dirs
+
+NAME_BASED = CORPUS / "tf1_adam" / "model.ckpt-200"
+OBJECT_BASED = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+
+JSON_STACK = {"json", "json.decoder", "json.encoder", "json.scanner", "re", "enum", "functools", "collections"}
+"""What ``import json`` brings (``re`` imports ``enum`` and ``functools``, and it ``collections``)."""
+
+
+def _imported(argv: list[str]) -> set[str]:
+    """The modules the installed launcher imports running ``ckpt ARGV`` (``-X importtime``; ``-S``: without
+    ``site``'s own imports, the checkout and the dependencies' directories on the path)."""
+    env = child_env(PYTHONPATH=os.pathsep.join(site_dirs()))
+    done = subprocess.run([sys.executable, "-S", "-X", "importtime", str(LAUNCHER), *argv], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("prefix", [NAME_BASED, OBJECT_BASED], ids=["name-based", "object-based"])
+def test_ls_json_imports_no_json(prefix) -> None:
+    """``ckpt ls --json PREFIX`` writes its JSON without the json package (it imported json, re and enum)."""
+    modules = _imported(["ls", "--json", str(prefix)])
+    assert "formats.tf_bundle.index_listing" in modules and "formats.core.json_writer" in modules
+    assert modules & (JSON_STACK - {"collections"}) == set()  # (array, of the index listing, imports collections)
+
+
+def test_a_safetensors_export_imports_no_json_contextlib_or_object_graph_planner(tmp_path) -> None:
+    """``convert --to safetensors`` of a small bundle: its header and provenance record written without json, the
+    atomic output without contextlib (which imports collections and functools), the export planned without
+    functools; the object-graph codec and the other targets' planners are not needed."""
+    out = tmp_path / "x.safetensors"
+    modules = _imported(["convert", str(NAME_BASED), "-o", str(out), "--to", "safetensors"])
+    assert out.exists() and "formats.safetensors.writer" in modules and "formats.io.atomic" in modules
+    unneeded = JSON_STACK | {"contextlib", "copyreg", "numpy", "typing", "threading", "hashlib",
+                             "formats.concepts.object_graph_codec", "formats.ops.convert.name_to_object",
+                             "formats.ops.convert.graph_build"}
+    assert modules & unneeded == set()
+
+
+def test_the_safetensors_header_is_json(tmp_path) -> None:
+    """The header the writer wrote parses as JSON, and holds the provenance record as a JSON string."""
+    out = tmp_path / "x.safetensors"
+    done = subprocess.run([sys.executable, str(LAUNCHER), "convert", str(NAME_BASED), "-o", str(out), "--to",
+                           "safetensors"], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0, done.stderr
+    raw = out.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + size])
+    record = json.loads(header["__metadata__"]["ckpt.provenance"])
+    assert sorted(k for k in header if k != "__metadata__") == sorted(t["key"] for t in record["tensors"])
+
+
+class _Int(int):
+    def __repr__(self) -> str:
+        return "not a number"
+
+
+class _Float(float):
+    def __repr__(self) -> str:
+        return "not a number"
+
+
+VALUES = [
+    {}, [], (), "", "a\u00e9\u4e2d\U0001f600\n\t\"\\\x00\x1f\x7f", "\ud800", 0, -1, 2 ** 70, 0.0, -0.0, 1.5, 1e300,
+    5e-324, math.nan, math.inf, -math.inf, True, False, None, _Int(7), _Float(2.5),
+    {"a": [1, {}, [], {"b": (1, 2.5, None)}], 1: 2, 2.5: 3, False: [[]], None: 0, _Int(3): _Float(1.0)}, {True: "t"},
+    [[[["deep", {"k": [{}]}]]]], {"\u00e9": "\u00fc", "x": {"y": {"z": []}}}, [1, [2, [3, []]], {}],
+    {"path": "/tmp/x", "tensors": [{"key": "a/b", "dtype": "float32", "shape": [2, 3], "nbytes": 24}]},
+]
+
+
+@pytest.mark.parametrize("options", [{}, {"indent": 2}, {"indent": 2, "ensure_ascii": False},
+                                     {"separators": (",", ":")}, {"ensure_ascii": False},
+                                     {"indent": 0}, {"indent": "\t", "separators": (";", "=")}],
+                         ids=repr)
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: repr(v)[:40])
+def test_json_writer_writes_what_json_dumps_writes(value, options) -> None:
+    assert json_writer.dumps(value, **options) == json.dumps(value, **options)
+
+
+@pytest.mark.parametrize("value", [{1j: 1}, [set()], {"a": object()}, b"bytes", {(1, 2): 3}], ids=repr)
+@pytest.mark.parametrize("options", [{}, {"indent": 2}], ids=repr)
+def test_json_writer_refuses_what_json_dumps_refuses(value, options) -> None:
+    with pytest.raises(TypeError) as expected:
+        json.dumps(value, **options)
+    with pytest.raises(TypeError) as got:
+        json_writer.dumps(value, **options)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("options", [{}, {"indent": 2}], ids=repr)
+def test_json_writer_refuses_a_circular_container(options) -> None:
+    loop: list[object] = []
+    loop.append({"again": loop})
+    with pytest.raises(ValueError, match="^Circular reference detected$"):
+        json_writer.dumps(loop, **options)
