@@ -110,3 +110,63 @@ def test_json_writer_refuses_a_circular_container(options) -> None:
     loop.append({"again": loop})
     with pytest.raises(ValueError, match="^Circular reference detected$"):
         json_writer.dumps(loop, **options)
+
+
+# -- the end of the process: no interpreter teardown after a command (ckpt_cli.fast.end_process) --------------
+def _cleanup_lines(stderr: str) -> list[str]:
+    """What ``python -v`` prints as the interpreter tears itself down (one line per module it frees)."""
+    return [line for line in stderr.splitlines() if line.startswith("# cleanup")]
+
+
+@pytest.mark.parametrize("entry", [[str(LAUNCHER)], ["-m", "ckpt_cli"]], ids=["scripts/ckpt", "python -m ckpt_cli"])
+@pytest.mark.parametrize("argv, status", [(["ls", str(NAME_BASED)], 0), (["diff", "-q", str(NAME_BASED), str(NAME_BASED)], 0),
+                                          (["ls", "/nonexistent/ckpt"], 3), (["ls", "--sort", "bogus", "x"], 2)],
+                         ids=["ls", "diff", "missing", "usage"])
+def test_a_command_ends_the_process_without_the_interpreters_teardown(entry, argv, status) -> None:
+    """After a command the process ends at once (``os._exit``): its output flushed, its exit status kept, none of
+    the teardown that frees every module (``python -v`` lists each as ``# cleanup``)."""
+    quick = subprocess.run([sys.executable, "-v", *entry, *argv], capture_output=True, text=True, env=child_env())
+    plain = subprocess.run([sys.executable, *entry, *argv], capture_output=True, text=True, env=child_env())
+    assert quick.returncode == plain.returncode == status
+    assert quick.stdout == plain.stdout and (status != 0 or argv[0] == "diff" or "global_step" in quick.stdout)
+    assert _cleanup_lines(quick.stderr) == []
+
+
+LAUNCHER_LIKE = """import sys
+{setup}
+from ckpt_cli.fast import end_process
+sys.stdout.write("out;")
+sys.stderr.write("err;")
+end_process({status}, sys._getframe())
+"""
+
+
+@pytest.mark.parametrize("setup, status, stdout, code", [
+    ("", "4", "out;", 4),
+    ("", "None", "out;", 0),
+    ("import atexit\natexit.register(lambda: sys.stdout.write('atexit ran'))", "0", "out;atexit ran", 0),
+    ("import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.3), sys.stdout.write('thread done'))).start()",
+     "0", "out;thread done", 0),
+    ("", "'a message'", "out;", 1),
+], ids=["status", "None", "atexit", "thread", "message"])
+def test_the_process_ends_as_sys_exit_would(tmp_path, setup, status, stdout, code) -> None:
+    """What ends the process is what ``sys.exit`` gives: the status (0 for None, 1 and the text on stderr for a
+    message), buffered output written; and where anything may still run at exit - an ``atexit`` function, a
+    thread that is not a daemon - Python's own exit, which runs it."""
+    script = tmp_path / "launcher"
+    script.write_text(LAUNCHER_LIKE.format(setup=setup, status=status))
+    done = subprocess.run([sys.executable, "-v", str(script)], capture_output=True, text=True, env=child_env())
+    assert done.returncode == code and done.stdout == stdout
+    assert done.stderr.startswith("err;") or "\nerr;" in done.stderr
+    assert (_cleanup_lines(done.stderr) == []) == (setup == "" and code != 1)
+    if code == 1:
+        assert "a message" in done.stderr
+
+
+def test_a_program_running_the_launcher_gets_control_back() -> None:
+    """``runpy.run_path(launcher)`` (a test, a wrapper) sees the launcher's SystemExit, as before."""
+    code = (f"import runpy, sys\nsys.argv = ['ckpt', 'ls', {str(NAME_BASED)!r}]\ntry:\n"
+            f"    runpy.run_path({str(LAUNCHER)!r}, run_name='__main__')\nexcept SystemExit as done:\n"
+            f"    sys.stderr.write('exit %r' % (done.code,))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0 and done.stderr == "exit 0" and "global_step" in done.stdout

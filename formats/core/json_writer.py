@@ -12,7 +12,7 @@ for anything else and ``ValueError`` for a container that contains itself. Readi
 """
 from __future__ import annotations
 
-from _json import encode_basestring, encode_basestring_ascii, make_encoder  # type: ignore[attr-defined]
+from _json import encode_basestring, encode_basestring_ascii, make_encoder
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def dumps(obj: Any, *, indent: int | str | None = None, ensure_ascii: bool = Tru
         item_separator, key_separator = (", " if indent is None else ","), ": "
     encode = encode_basestring_ascii if ensure_ascii else encode_basestring
     if isinstance(obj, str):
-        return encode(obj)  # type: ignore[no-any-return]
+        return encode(obj)
     if indent is None:
         try:
             iterencode = make_encoder({}, _default, encode, None, key_separator, item_separator, False, False, True)

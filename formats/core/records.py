@@ -11,7 +11,7 @@ with ``field(init=False)`` is not a parameter of ``__init__`` (it starts at its 
 """
 from __future__ import annotations
 
-from operator import attrgetter
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -241,7 +241,8 @@ class atomic_output:  # noqa: N801 - a context manager used as a function; no co
 
     def __init__(self, out: str, needed: int = 0, *, replace: bool = True, what: str = "output file") -> None:
         self.out, self.needed, self.replace, self.what = out, needed, replace, what
-        self.directory, self.created, self.temp = "", [], ""
+        self.directory, self.temp = "", ""
+        self.created: list[str] = []
 
     def __enter__(self) -> str:
         out = self.out

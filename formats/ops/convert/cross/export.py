@@ -25,7 +25,7 @@ with their sources, and reported as a :class:`~formats.io.writing.WriteReport`.
 """
 from __future__ import annotations
 
-from _functools import partial  # functools' C class, without functools (which imports collections)
+from _functools import partial  # type: ignore[import-not-found]  # functools' C class, without functools (which imports collections)
 
 from formats.core.dtypes import by_name
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
