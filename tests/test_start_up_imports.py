@@ -43,13 +43,14 @@ def test_ls_json_imports_no_json(prefix) -> None:
 def test_a_safetensors_export_imports_no_json_contextlib_or_object_graph_planner(tmp_path) -> None:
     """``convert --to safetensors`` of a small bundle: its header and provenance record written without json, the
     atomic output without contextlib (which imports collections and functools), the export planned without
-    functools; the object-graph codec and the other targets' planners are not needed."""
+    functools, its read-back of checksums without the comparison engine or threads; the object-graph codec is not
+    needed."""
     out = tmp_path / "x.safetensors"
     modules = _imported(["convert", str(NAME_BASED), "-o", str(out), "--to", "safetensors"])
     assert out.exists() and "formats.safetensors.writer" in modules and "formats.io.atomic" in modules
     unneeded = JSON_STACK | {"contextlib", "copyreg", "numpy", "typing", "threading", "hashlib",
                              "formats.concepts.object_graph_codec", "formats.ops.convert.name_to_object",
-                             "formats.ops.convert.graph_build"}
+                             "formats.ops.convert.graph_build", "formats.core.comparison", "formats.core.values"}
     assert modules & unneeded == set()
 
 
