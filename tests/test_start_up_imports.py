@@ -171,3 +171,23 @@ def test_a_program_running_the_launcher_gets_control_back() -> None:
             f"    sys.stderr.write('exit %r' % (done.code,))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
     assert done.returncode == 0 and done.stderr == "exit 0" and "global_step" in done.stdout
+
+
+@pytest.mark.parametrize("size, threads", [(1000, 1), (16 << 20, 3)], ids=["small", "large"])
+def test_a_small_file_is_read_back_on_one_thread(tmp_path, monkeypatch, size, threads) -> None:
+    """Reading a written file back (``check_placed``) starts no threads for less than ``PIPELINE_BYTES``: they
+    cost more than the reading (two threads and their hand-overs for a few kilobytes)."""
+    from formats.core import parallel
+    from formats.io import placed
+    from formats.io.crc import crc32c
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    item = placed.Placed("k", None, 0, size, "uint8")
+    item.crc = crc32c(data)
+    asked = []
+    real = parallel.map_ordered
+    monkeypatch.setattr(parallel, "map_ordered", lambda fn, items, jobs=1, **kw: asked.append(jobs) or real(fn, items, jobs, **kw))
+    assert placed.check_placed(str(path), [item], jobs=3) == []
+    assert asked == [threads]
