@@ -54,6 +54,17 @@ def test_a_safetensors_export_imports_no_json_contextlib_or_object_graph_planner
     assert modules & unneeded == set()
 
 
+def test_a_rename_dry_run_imports_neither_the_convert_command_nor_the_graph_model(tmp_path) -> None:
+    """``rename --dry-run`` of a name-based bundle prints its plan without the ``convert`` command's module (its
+    options and help: rename printed its result through it), the object-graph model or the comparison engine."""
+    modules = _imported(["rename", str(NAME_BASED), "-o", str(tmp_path / "out"), "--map", "global_step=step",
+                         "--dry-run"])
+    assert "formats.ops.convert.rename" in modules and "ckpt_cli.render.conversion" in modules
+    unneeded = JSON_STACK | {"contextlib", "operator", "ckpt_cli.commands.convert", "formats.concepts.object_graph",
+                             "formats.core.comparison", "formats.io.atomic", "numpy", "typing"}
+    assert modules & unneeded == set()
+
+
 def test_the_safetensors_header_is_json(tmp_path) -> None:
     """The header the writer wrote parses as JSON, and holds the provenance record as a JSON string."""
     out = tmp_path / "x.safetensors"
