@@ -65,6 +65,32 @@ def test_a_rename_dry_run_imports_neither_the_convert_command_nor_the_graph_mode
     assert modules & unneeded == set()
 
 
+def test_the_builtin_writers_table_names_the_first_format_writing_each_layout() -> None:
+    """``registry.BUILTIN_WRITERS`` (what ``writer_of`` imports without asking every format before it) is what
+    asking the built-in formats in order gives: each layout to the first that writes it, and no other layout."""
+    from formats.core import registry
+
+    first: dict[str, str] = {}
+    for ref in registry.BUILTIN:
+        for layout in getattr(registry._load(ref), "writes", ()):
+            first.setdefault(layout, ref)
+    assert registry.BUILTIN_WRITERS == first
+    for layout, ref in first.items():
+        assert registry.writer_of(layout) is registry._load(ref)
+
+
+@pytest.mark.parametrize("to, written_by", [("safetensors", "formats.safetensors.format"), ("npz", "formats.npz.format")])
+def test_an_export_imports_only_the_format_that_writes_it(tmp_path, to, written_by) -> None:
+    """``convert --to T`` of a bundle imports the bundle's format (found by asking the formats in order) and the
+    one that writes T, none of the formats between them in the registry's order."""
+    out = tmp_path / f"x.{to}"
+    modules = _imported(["convert", str(NAME_BASED), "-o", str(out), "--to", to])
+    assert out.exists() and {"formats.tf_bundle.format", written_by} <= modules
+    others = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format",
+              "formats.safetensors.format"} - {written_by}
+    assert modules & others == set()
+
+
 def test_the_safetensors_header_is_json(tmp_path) -> None:
     """The header the writer wrote parses as JSON, and holds the provenance record as a JSON string."""
     out = tmp_path / "x.safetensors"
