@@ -45,7 +45,7 @@ def dumps(obj: Any, *, indent: int | str | None = None, ensure_ascii: bool = Tru
     if not isinstance(indent, str):
         indent = " " * indent
     out: list[str] = []
-    _Indented(encode, indent, item_separator, key_separator, out.append).value(obj, 0)
+    _indented(encode, indent, item_separator, key_separator, out)(obj, 0)
     return "".join(out)
 
 
@@ -64,85 +64,80 @@ def _float(value: float) -> str:
     return float.__repr__(value)
 
 
-def _scalar(value: Any, encode: Callable[[str], str]) -> str | None:
-    """A string, number, bool or None as JSON; None for anything else."""
-    if isinstance(value, str):
-        return encode(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        return _float(value)
-    return None
+def _indented(encode: Callable[[str], str], indent: str, item_separator: str, key_separator: str,
+              out: list[str]) -> Callable[[Any, int], None]:
+    """json's Python encoder (``json.encoder._make_iterencode``) for indented output, appending to ``out``."""
+    markers: set[int] = set()
+    write = out.append
+    float_repr, int_repr = _float, int.__repr__
 
+    def scalar(value: Any) -> str | None:
+        if isinstance(value, str):
+            return encode(value)
+        if value is None:
+            return "null"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        if isinstance(value, int):
+            return int_repr(value)
+        if isinstance(value, float):
+            return float_repr(value)
+        return None
 
-class _Indented:
-    """json's Python encoder (``json.encoder._make_iterencode``) for indented output, writing to ``write``."""
-
-    __slots__ = ("encode", "indent", "item_separator", "key_separator", "write", "markers")
-
-    def __init__(self, encode: Callable[[str], str], indent: str, item_separator: str, key_separator: str,
-                 write: Callable[[str], Any]) -> None:
-        self.encode, self.indent, self.write = encode, indent, write
-        self.item_separator, self.key_separator = item_separator, key_separator
-        self.markers: set[int] = set()
-
-    def value(self, obj: Any, level: int) -> None:
-        text = _scalar(obj, self.encode)
-        if text is not None:
-            self.write(text)
-        elif isinstance(obj, (list, tuple)):
-            self.sequence(obj, level)
-        elif isinstance(obj, dict):
-            self.mapping(obj, level)
-        else:
-            self.enter(obj)
-            self.value(_default(obj), level)
-            self.markers.discard(id(obj))  # pragma: no cover - _default always raises
-
-    def enter(self, obj: Any) -> None:
-        if id(obj) in self.markers:
+    def enter(obj: Any) -> None:
+        if id(obj) in markers:
             raise ValueError("Circular reference detected")
-        self.markers.add(id(obj))
+        markers.add(id(obj))
 
-    def sequence(self, items: list[Any] | tuple[Any, ...], level: int) -> None:
+    def sequence(items: list[Any] | tuple[Any, ...], level: int) -> None:
         if not items:
-            self.write("[]")
+            write("[]")
             return
-        self.enter(items)
+        enter(items)
         level += 1
-        newline = "\n" + self.indent * level
-        separator = self.item_separator + newline
-        write = self.write
+        newline = "\n" + indent * level
+        separator = item_separator + newline
         write("[" + newline)
-        for i, item in enumerate(items):
-            if i:
+        first = True
+        for item in items:
+            if first:
+                first = False
+            else:
                 write(separator)
-            self.value(item, level)
-        write("\n" + self.indent * (level - 1) + "]")
-        self.markers.discard(id(items))
+            if isinstance(item, str):
+                write(encode(item))
+            elif item is None:
+                write("null")
+            elif item is True:
+                write("true")
+            elif item is False:
+                write("false")
+            elif isinstance(item, int):
+                write(int_repr(item))
+            elif isinstance(item, float):
+                write(float_repr(item))
+            else:
+                value(item, level)
+        write("\n" + indent * (level - 1) + "]")
+        markers.discard(id(items))
 
-    def mapping(self, mapping: dict[Any, Any], level: int) -> None:
-        if not mapping:
-            self.write("{}")
+    def mapping(pairs: dict[Any, Any], level: int) -> None:
+        if not pairs:
+            write("{}")
             return
-        self.enter(mapping)
+        enter(pairs)
         level += 1
-        newline = "\n" + self.indent * level
-        separator = self.item_separator + newline
-        write, encode = self.write, self.encode
+        newline = "\n" + indent * level
+        separator = item_separator + newline
         write("{" + newline)
         first = True
-        for key, item in mapping.items():
+        for key, item in pairs.items():
             if isinstance(key, str):
                 pass
             elif isinstance(key, float):
-                key = _float(key)
+                key = float_repr(key)
             elif key is True:
                 key = "true"
             elif key is False:
@@ -150,13 +145,42 @@ class _Indented:
             elif key is None:
                 key = "null"
             elif isinstance(key, int):
-                key = int.__repr__(key)
+                key = int_repr(key)
             else:
                 raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
-            if not first:
+            if first:
+                first = False
+            else:
                 write(separator)
-            first = False
-            write(encode(key) + self.key_separator)
-            self.value(item, level)
-        write("\n" + self.indent * (level - 1) + "}")
-        self.markers.discard(id(mapping))
+            write(encode(key) + key_separator)
+            if isinstance(item, str):
+                write(encode(item))
+            elif item is None:
+                write("null")
+            elif item is True:
+                write("true")
+            elif item is False:
+                write("false")
+            elif isinstance(item, int):
+                write(int_repr(item))
+            elif isinstance(item, float):
+                write(float_repr(item))
+            else:
+                value(item, level)
+        write("\n" + indent * (level - 1) + "}")
+        markers.discard(id(pairs))
+
+    def value(obj: Any, level: int) -> None:
+        text = scalar(obj)
+        if text is not None:
+            write(text)
+        elif isinstance(obj, (list, tuple)):
+            sequence(obj, level)
+        elif isinstance(obj, dict):
+            mapping(obj, level)
+        else:
+            enter(obj)
+            value(_default(obj), level)
+            markers.discard(id(obj))  # pragma: no cover - _default always raises
+
+    return value
