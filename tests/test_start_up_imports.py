@@ -65,6 +65,16 @@ def test_a_rename_dry_run_imports_neither_the_convert_command_nor_the_graph_mode
     assert modules & unneeded == set()
 
 
+@pytest.mark.parametrize("argv", [["verify", str(NAME_BASED)], ["diff", str(NAME_BASED), str(NAME_BASED)]],
+                         ids=["verify", "diff"])
+def test_opening_a_prefix_reads_no_state_file_model(argv) -> None:
+    """Opening a checkpoint by its prefix needs neither the state file's model (``checkpoint`` files name the
+    latest checkpoint of a directory) nor the description of foreign files (an error's words)."""
+    modules = _imported(argv)
+    assert "formats.discover.resolve" in modules
+    assert modules & {"formats.concepts.state", "formats.core.foreign"} == set()
+
+
 def test_the_builtin_writers_table_names_the_first_format_writing_each_layout() -> None:
     """``registry.BUILTIN_WRITERS`` (what ``writer_of`` imports without asking every format before it) is what
     asking the built-in formats in order gives: each layout to the first that writes it, and no other layout."""
