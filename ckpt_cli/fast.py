@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "GLOBAL_FLAGS", "parse", "main", "run_fast", "end_process"]
 
+_ENDS_AT_ONCE = [False]
+"""Whether the process may end without the interpreter's teardown (:func:`end_process`): a command ran on the
+fast path and ran no code of the user's (``ckpt run SCRIPT`` does: its objects' finalisers run as at Python's
+own exit)."""
+
+
 class _Refused(Exception):
     """The command line is not one the fast path takes: click parses it."""
 
@@ -177,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     if parsed is not None:
         status = run_fast(*parsed)
         if status is not None:
+            _ENDS_AT_ONCE[0] = not parsed[0].passes_on
             sys.exit(status)
     from ckpt_cli.main import cli
 
@@ -188,13 +195,14 @@ def end_process(status: int | str | None, entry: FrameType) -> None:
     ``sys.exit(status)`` gives) without the interpreter's teardown: once a command is done, freeing every
     module, class and object one by one (and a last garbage collection) is work no one sees, about a third as
     much CPU as Python's own start-up after a ``ckpt diff``'s imports. Standard output and error are flushed
-    first. Where anything could still run at exit - a program that ran the launcher itself (``runpy``), a
-    non-daemon thread, an ``atexit`` function (coverage, logging), a status that is not an int or None - or a
-    flush fails (a closed pipe), it is ``sys.exit(status)``: Python exits as it always has."""
+    first. Only after a command of the fast path that ran no code of the user's; where anything could still
+    run at exit - a program that ran the launcher itself (``runpy``), a non-daemon thread, an ``atexit``
+    function (coverage, logging), a status that is not an int or None - or a flush fails (a closed pipe), and
+    after click's path or ``ckpt run SCRIPT``, it is ``sys.exit(status)``: Python exits as it always has."""
     import atexit
 
-    if (status is None or isinstance(status, int)) and _is_the_program(entry) and not atexit._ncallbacks() \
-            and _no_threads_left():
+    if _ENDS_AT_ONCE[0] and (status is None or isinstance(status, int)) and _is_the_program(entry) \
+            and not atexit._ncallbacks() and _no_threads_left():
         try:
             for stream in (sys.stdout, sys.stderr):
                 if stream is not None:

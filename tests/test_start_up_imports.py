@@ -167,22 +167,38 @@ def _cleanup_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", [[str(LAUNCHER)], ["-m", "ckpt_cli"]], ids=["scripts/ckpt", "python -m ckpt_cli"])
-@pytest.mark.parametrize("argv, status", [(["ls", str(NAME_BASED)], 0), (["diff", "-q", str(NAME_BASED), str(NAME_BASED)], 0),
-                                          (["ls", "/nonexistent/ckpt"], 3), (["ls", "--sort", "bogus", "x"], 2)],
-                         ids=["ls", "diff", "missing", "usage"])
-def test_a_command_ends_the_process_without_the_interpreters_teardown(entry, argv, status) -> None:
-    """After a command the process ends at once (``os._exit``): its output flushed, its exit status kept, none of
-    the teardown that frees every module (``python -v`` lists each as ``# cleanup``)."""
+@pytest.mark.parametrize("argv, status, at_once", [
+    (["ls", str(NAME_BASED)], 0, True), (["diff", "-q", str(NAME_BASED), str(NAME_BASED)], 0, True),
+    (["ls", "/nonexistent/ckpt"], 3, True), (["ls", "--sort", "bogus", "x"], 2, False)],
+    ids=["ls", "diff", "missing", "usage (click)"])
+def test_a_command_ends_the_process_without_the_interpreters_teardown(entry, argv, status, at_once) -> None:
+    """After a command of the fast path the process ends at once (``os._exit``): its output flushed, its exit
+    status kept, none of the teardown that frees every module (``python -v`` lists each as ``# cleanup``). A
+    line click handles ends as Python ends."""
     quick = subprocess.run([sys.executable, "-v", *entry, *argv], capture_output=True, text=True, env=child_env())
     plain = subprocess.run([sys.executable, *entry, *argv], capture_output=True, text=True, env=child_env())
     assert quick.returncode == plain.returncode == status
     assert quick.stdout == plain.stdout and (status != 0 or argv[0] == "diff" or "global_step" in quick.stdout)
-    assert _cleanup_lines(quick.stderr) == []
+    assert (_cleanup_lines(quick.stderr) == []) == at_once
+
+
+def test_a_script_run_by_ckpt_run_ends_as_python_ends(tmp_path) -> None:
+    """``ckpt run SCRIPT`` runs the user's code: what it left to the interpreter's exit (a file it never closed,
+    flushed when the file object is finalised) happens as under ``python SCRIPT``."""
+    out = tmp_path / "left-open.txt"
+    script = tmp_path / "script.py"
+    script.write_text(f"f = open({str(out)!r}, 'w')\nf.write('written at exit')\n")
+    done = subprocess.run([sys.executable, str(LAUNCHER), "run", str(script)], capture_output=True, text=True,
+                          env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "written at exit"
 
 
 LAUNCHER_LIKE = """import sys
 {setup}
+from ckpt_cli import fast
 from ckpt_cli.fast import end_process
+fast._ENDS_AT_ONCE[0] = True  # as after a command of the fast path
 sys.stdout.write("out;")
 sys.stderr.write("err;")
 end_process({status}, sys._getframe())
