@@ -133,3 +133,18 @@ def test_scale_rows_name_ckpt_commands_and_follow_only(run, tmp_path) -> None:
         assert run.measure_scale({"scale_name_10k": "/nonexistent/ckpt-1"}, tmp_path, "/nonexistent/ckpt") == []
     finally:
         run.ONLY.clear()
+
+
+def test_a_row_keeps_each_runs_cpu_time(run) -> None:
+    """The scale rows' goals are on CPU time: each run's user + system time is kept beside its wall time."""
+    ours, _ = run.pair([sys.executable, "-c", "sum(range(3 * 10 ** 6))"], None, 2)
+    assert len(ours.cpu) == len(ours.times) == 2 and all(cpu > 0 for cpu in ours.cpu)
+
+
+def test_the_scale_table_shows_cpu_and_memory_beside_the_goal(run) -> None:
+    ours, floor = run.Timing(), run.Timing()
+    ours.times, ours.cpu, ours.rss, floor.times = [2.5], [1.25], 200 * 1024, [0.004]
+    row = run.Row("verify (100,000 tiny tensors, name-based)", ours, "cat", floor, "<= 1 s CPU, <= 100 MiB", False)
+    assert run.scale_table([row]).splitlines()[2] == \
+        "| verify (100,000 tiny tensors, name-based) | 2.50 s | 1.25 s | 200 MiB | 4 ms (4 ms-4 ms) | " \
+        "<= 1 s CPU, <= 100 MiB | missed |"

@@ -163,10 +163,10 @@ def test_traceback_flag_shows_the_traceback(tmp_path, run_cli):
 
 
 def test_corrupt_entry_protos_and_shard_ids_are_errors(corpus_copy):
-    from formats.tf_bundle.reader import _parse_entries
+    from formats.tf_bundle.columns import IndexColumns
     from formats.core.errors import CorruptCheckpointError
 
     with pytest.raises(CorruptCheckpointError, match="not parseable"):
-        _parse_entries([(b"k", b"\x08")], "x.index")  # varint cut short
+        IndexColumns([(b"k", b"\x08")], "x.index", 1)  # varint cut short
     with pytest.raises(CorruptCheckpointError, match="negative dimension"):
-        _parse_entries([(b"k", b"\x12\x0d\x12\x0b\x08" + b"\xff" * 9 + b"\x01")], "x.index")  # dim -1
+        IndexColumns([(b"k", b"\x12\x0d\x12\x0b\x08" + b"\xff" * 9 + b"\x01")], "x.index", 1)  # dim -1

@@ -227,7 +227,7 @@ def test_partitioned_variable_is_written_whole(tmp_path):
         prefix = _write(tmp_path, ckpt)
         whole = ckpt["input_layer/embedding/weights"].read()
     raw = BundleReader(prefix).entries[b"input_layer/embedding/weights"]
-    assert raw.slices == [] and raw.shape == whole.shape and raw.size == whole.nbytes
+    assert not raw.slices and raw.shape == whole.shape and raw.size == whole.nbytes
     assert len(BundleReader(prefix).entries) == 11  # no slice keys
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["NpyHeader", "read_npy_header", "NpyError", "MAX_HEADER_BYTES"]
+__all__ = ["NpyHeader", "read_npy_header", "npy_header_of", "NpyError", "MAX_HEADER_BYTES"]
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 65536
@@ -95,9 +95,36 @@ def read_npy_header(read: Callable[[int], bytes]) -> NpyHeader:
     if length > MAX_HEADER_BYTES:
         raise NpyError(f"the .npy header claims {length:,} bytes (at most {MAX_HEADER_BYTES:,} accepted)")
     raw = _exact(read, length, "header")
-    dtype, shape, fortran = _parsed(raw, major)
-    return NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+    found = _HEADERS.get((raw, major))
+    if found is None:
+        dtype, shape, fortran = _parsed(raw, major)
+        found = NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+        if len(_HEADERS) < _MAX_PARSED:
+            _HEADERS[raw, major] = found
+    return found
 
+
+_HEADERS: dict[tuple[bytes, int], NpyHeader] = {}
+"""Headers already read (an npz of many tensors of one shape repeats one header: one record for all)."""
+
+
+def npy_header_of(data: bytes | memoryview) -> NpyHeader:
+    """:func:`read_npy_header` of the bytes ``data`` starts with (a member read back whole)."""
+    view = memoryview(data)
+    if len(view) >= 10 and view[6] == 1 and bytes(view[:6]) == MAGIC:  # version 1.0: the header's bytes are
+        (length,) = struct.unpack_from("<H", view, 8)  # the key of the headers already read
+        found = _HEADERS.get((bytes(view[10:10 + length]), 1))
+        if found is not None:
+            return found
+    at = 0
+
+    def read(n: int) -> bytes:
+        nonlocal at
+        piece = bytes(view[at:at + n])
+        at += len(piece)
+        return piece
+
+    return read_npy_header(read)
 
 _PARSED: dict[tuple[bytes, int], tuple[Any, tuple[int, ...], bool]] = {}
 """Headers already parsed (an npz of many tensors of one shape repeats one header: parsed once)."""

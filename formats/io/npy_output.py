@@ -31,11 +31,13 @@ import os
 from formats.core.provenance import PROVENANCE_MEMBER
 from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError, InvalidOutputError, PickleRequiredError, UnsupportedError
-from formats.core.model import Checkpoint, array_problem
+from formats.core.model import Checkpoint, TensorEntry, array_problem
+from formats.core.shapes import MAX_RANK
 from formats.core.records import record
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
+from formats.io.crc import crc32c
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
 
 TYPE_CHECKING = False
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "write_npy", "count_member",
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "fixed_member", "npy_header",
+           "header_problems", "write_npy", "count_member",
            "read_back", "check_headers", "bits_note", "fixed_width_problem", "member_name", "WIDENING", "FREE_WIDTH_BYTES"]
 
 WIDENING = 16
@@ -58,9 +61,9 @@ _MAX_NAME = 0xFFFF  # a zip member name's length field
 
 
 # -- the policy -----------------------------------------------------------------------------------------
-_STORED: dict[str, tuple[np.dtype, bool]] = {}
-"""dtype name -> (stored dtype, stored as its raw bits), worked out once per dtype (once per tensor costs more
-than writing a tiny tensor)."""
+_STORED: dict[str, tuple[np.dtype, bool, str]] = {}
+"""dtype name -> (stored dtype, stored as its raw bits, the stored dtype's name), worked out once per dtype (once
+per tensor costs more than writing a tiny tensor; numpy's ``dtype.name`` alone takes microseconds)."""
 
 
 def stored_dtype(dtype: str) -> np.dtype:
@@ -77,11 +80,25 @@ def stores_bits(dtype: str) -> bool:
     return dt.fixed_width and dt.numpy_name is not None and _policy(dtype)[1]
 
 
-def _policy(dtype: str) -> tuple[np.dtype, bool]:
+def _policy(dtype: str) -> tuple[np.dtype, bool, str]:
     found = _STORED.get(dtype)
     if found is None:
         stored = _stored_dtype(dtype)
-        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name)
+        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name,
+                                  stored.name)
+    return found
+
+
+_NAMES: dict[Any, str] = {}
+
+
+def _stored_name(stored: np.dtype) -> str:
+    """How :class:`Written` names a stored dtype read back (``object``, ``|S5``, ``uint16``), once per dtype."""
+    found = _NAMES.get(stored)
+    if found is None:
+        found = "object" if stored.hasobject else (stored.str if stored.kind == "S" else stored.name)
+        if len(_NAMES) < 4096:
+            _NAMES[stored] = found
     return found
 
 
@@ -118,8 +135,9 @@ _HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}
 """(dtype, shape) -> the header numpy writes for it, made once (many tensors share a few shapes)."""
 
 
-def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
-    found = _HEADERS.get((dt, tuple(shape)))
+def npy_header(dt: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The ``.npy`` header numpy writes for an array of ``dt`` and ``shape`` (version 1.0, else 2.0)."""
+    found = _HEADERS.get((dt, shape))
     if found is None:
         import io
 
@@ -134,7 +152,11 @@ def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
         found = made.getvalue()
         if len(_HEADERS) < 4096:
             _HEADERS[dt, tuple(shape)] = found
-    f.write(found)
+    return found
+
+
+def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
+    f.write(npy_header(dt, tuple(shape)))
 
 
 def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
@@ -185,9 +207,7 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     """Write ``source`` as one ``.npy`` stream to ``f`` following the policy (see the module doc)."""
 
     dt, shape = describe(source)
-    unfit = array_problem(tuple(shape), dt.itemsize or 8)
-    if unfit is not None:
-        raise UnsupportedError(_origin(key, source), f"tensor {key!r} has {unfit}, which an .npy file cannot hold")
+    _check_fits(key, source, dt, shape)
     if not dt.fixed_width:
         return _write_bytes(f, key, dt.name, source, allow_pickle, chunk)
     stored = stored_dtype(dt.name)
@@ -196,10 +216,73 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     for piece in fixed_chunks(source, chunk):
         f.write(piece)
         size += len(piece)
+    _check_size(key, source, dt, shape, size)
+    return Written(stored.name, size)
+
+
+def _check_fits(key: str, source: Source, dt: Any, shape: tuple[int, ...]) -> None:
+    unfit = array_problem(tuple(shape), dt.itemsize or 8)
+    if unfit is not None:
+        raise UnsupportedError(_origin(key, source), f"tensor {key!r} has {unfit}, which an .npy file cannot hold")
+
+
+def _check_size(key: str, source: Source, dt: Any, shape: tuple[int, ...], size: int) -> None:
     if size != math.prod(shape) * dt.itemsize:
         raise CorruptCheckpointError(_origin(key, source), f"tensor {key!r}: source gave {size} bytes for shape "
                                      f"{list(shape)} of {dt.name}, expected {math.prod(shape) * dt.itemsize}")
-    return Written(stored.name, size)
+
+
+def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
+                 chunk: int = CHUNK) -> tuple[bytes, Any, Written]:
+    """A small fixed-width tensor as one ``.npy`` in memory: ``(header, data, written)`` (``dt`` and ``shape``:
+    :func:`~formats.core.sources.describe`'s). A tensor whose bytes lie unchanged in a local file is read with
+    one ``pread`` and checked against its stored CRC32C (its own ``check`` names a damaged input)."""
+    if 0 in shape or len(shape) > MAX_RANK:  # else its size (under SPOOL) says it fits
+        _check_fits(key, source, dt, shape)
+    stored, _, stored_name = _policy(dt.name)
+    header = npy_header(stored, shape)
+    where = source.stored_range() if isinstance(source, TensorEntry) and source.dtype == dt.name else None
+    data: Any
+    if where is not None:
+        fd, offset, size, crc = where
+        data = os.pread(fd, size, offset)
+        if len(data) != size or crc32c(data) != crc:
+            source.check()  # the input's own error (a ChecksumError naming its file)
+            raise CorruptCheckpointError(_origin(key, source), f"tensor {key!r} does not read back as stored")
+    else:
+        pieces = list(fixed_chunks(source, chunk))
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    size = memoryview(data).nbytes
+    _check_size(key, source, dt, shape, size)
+    written = _WRITTEN.get((stored_name, size))
+    if written is None:
+        written = Written(stored_name, size)
+        if len(_WRITTEN) < 4096:
+            _WRITTEN[stored_name, size] = written
+    return header, data, written
+
+
+_WRITTEN: dict[tuple[str, int], Written] = {}
+"""One (frozen) :class:`Written` for each stored dtype and size of small tensors: 100,000 tiny ones share a few."""
+
+
+def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:
+    """What is wrong with a member's ``.npy`` ``header`` read back (an :class:`~formats.io.npy_header.NpyHeader`)
+    given what :func:`write_member` wrote (``written``, with ``shape``) and the member's size: ``(kind, problem)``
+    pairs, kind ``"dtype"``, ``"shape"`` or ``"value"``."""
+    stored = header.dtype
+    if header.fortran_order:
+        return [("value", "member is stored in Fortran order")]
+    if stored.hasobject and written.digest is None:
+        return [("value", "member is pickled")]
+    got = _stored_name(stored)
+    if got != written.stored:
+        return [("dtype", f"stored as {got}, expected {written.stored}")]
+    if tuple(header.shape) != tuple(shape):
+        return [("shape", f"stored with shape {list(header.shape)}, expected {list(shape)}")]
+    if not stored.hasobject and header.size + header.nbytes != member_size:
+        return [("value", f"the member holds {member_size:,} bytes, its header declares {header.size + header.nbytes:,}")]
+    return []
 
 
 # -- reading one back -----------------------------------------------------------------------------------
@@ -304,27 +387,31 @@ class _Hashing:
 def member_name(key: str, out: str = "") -> str:
     """The npz member for ``key`` (``<key>.npy``), or InvalidOutputError (naming ``out``) when a zip cannot
     name it: not UTF-8, empty, a directory, the provenance record's name, or longer than 65,535 bytes."""
-    from formats.core.names import quoted_text
-
     name = key + ".npy"
-    shown = quoted_text(key, 120)
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidOutputError(out or key, f"key {shown} is not valid UTF-8, which an npz member name must "
+        raise InvalidOutputError(out or key, f"key {_shown(key)} is not valid UTF-8, which an npz member name must "
                                  "be") from None
     if size > _MAX_NAME:
-        raise InvalidOutputError(out or key, f"key {shown} is {size - 4:,} bytes long; an npz member name holds "
+        raise InvalidOutputError(out or key, f"key {_shown(key)} is {size - 4:,} bytes long; an npz member name holds "
                                  f"at most {_MAX_NAME - 4:,}")
-    if key == PROVENANCE_MEMBER or key.endswith("/") or not key:
-        raise InvalidOutputError(out or key, f"key {shown} cannot be an npz member name")
+    if key == PROVENANCE_MEMBER or key.endswith("/") or not key or "\x00" in key:  # zipfile cuts a name at NUL
+        raise InvalidOutputError(out or key, f"key {_shown(key)} cannot be an npz member name")
     return name
 
 
+def _shown(key: str) -> str:
+    from formats.core.names import quoted_text
+
+    return quoted_text(key, 120)
+
+
 def count_member(report: WriteReport, key: str, name: str, source: Source, written: Written,
-           progress: Callable[[int, int], None] | None) -> None:
-    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress."""
-    dt, shape = describe(source)
+                 progress: Callable[[int, int], None] | None, described: tuple[Any, tuple[int, ...]] | None = None) -> None:
+    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress
+    (``described``: ``source``'s dtype and shape, when known)."""
+    dt, shape = described or describe(source)
     report.add(Stored(key, name, dt.name, written.stored, shape), written.nbytes)
     if dt.fixed_width and stores_bits(dt.name):
         report.warnings.append(bits_note(key, dt.name))

@@ -52,8 +52,6 @@ class NpzFormat:
         """Why ``entry`` cannot be an npz member (None when it can): a dtype numpy cannot describe, or
         strings whose fixed-width form would not be faithful or would be too large."""
         from formats.core.dtypes import by_name
-        from formats.core.sources import elements
-        from formats.io.npy_output import fixed_width_problem
 
         try:
             dt = by_name(entry.dtype)
@@ -61,14 +59,18 @@ class NpzFormat:
             dt = None
         if dt is None or dt.numpy_name is None:
             return f"{entry.dtype} tensors cannot be stored in npz"
-        return None if dt.fixed_width else fixed_width_problem(entry.dtype, elements(entry))
+        if dt.fixed_width:  # (called once per tensor: nothing more imported for the usual case)
+            return None
+        from formats.core.sources import elements
+        from formats.io.npy_output import fixed_width_problem
+
+        return fixed_width_problem(entry.dtype, elements(entry))
 
     def storage_note(self, entry: TensorEntry) -> str:
         """How ``entry`` is stored when not as itself (a dtype numpy lacks, stored as its bits)."""
-        from formats.core.dtypes import by_name
         from formats.io.npy_output import stored_dtype, stores_bits
 
-        if by_name(entry.dtype).fixed_width and stores_bits(entry.dtype):
+        if stores_bits(entry.dtype):  # fixed-width ones only
             return f"stored as {stored_dtype(entry.dtype).name} bits"
         return ""
 

@@ -1,8 +1,10 @@
 """Lazy tensors over the members of an ``.npz`` archive, read without pickle.
 
-Opening reads the zip's central directory and each member's ``.npy`` header (and ckpt's provenance
-record, when the file has one); values are read only when asked, a member at a time, through
-:mod:`zipfile` (which checks each member's CRC-32 when its last byte is read). Members holding
+Opening reads the zip's central directory and each member's ``.npy`` header (their local headers read in
+blocks of many members through one open file) and ckpt's provenance record, when the file has one; values
+are read only when asked, a member at a time: a small uncompressed member with one ``pread`` of its bytes,
+checked against its CRC-32 before anything is returned, any other through :mod:`zipfile` (which checks the
+CRC-32 when the last byte is read). Members holding
 Python objects (``dtype=object``: pickles) and other arrays without a TensorFlow dtype are listed as
 :class:`~formats.core.model.UnreadableEntry` and never read.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from concurrent.futures import Executor
 
@@ -19,7 +22,7 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry, UnreadableEntry
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
-from formats.io.zipped import member_head, member_stream, open_zip, zip_errors
+from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
 from formats.io.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -33,6 +36,7 @@ __all__ = ["NpzTensor", "NpzCheckpoint", "open_npz", "MAX_MEMBERS"]
 
 MAX_MEMBERS = 1_000_000
 _BLOCK = 8 << 20
+_RECORD_PIECE = 4 << 20  # a multiple of 4: UTF-32 code units are never split
 
 
 class _Archive:
@@ -42,23 +46,40 @@ class _Archive:
         self.path = path
         self.size = os.path.getsize(path)
         self.zf = open_zip(path)
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.zf.close()
+            raise
+
+    def fd(self) -> int:
+        """A descriptor of the archive for ``pread`` (closed by :meth:`close`)."""
+        return self._fd
+
+    def close(self) -> None:
+        """Close the archive."""
+        self.zf.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def stream(self, info: Any) -> Any:
         """An open stream of member ``info`` (zip-bomb and encryption checks first)."""
         return member_stream(self.zf, info, self.size, self.path)
 
 
-def _fail(path: str, info: Any, exc: BaseException) -> CorruptCheckpointError:
+def _fail(path: str, info: Any, exc: BaseException | str) -> CorruptCheckpointError:
     return CorruptCheckpointError(path, f"cannot read {info.filename} from the archive ({exc})")
 
 
 class NpzTensor(TensorEntry):
     """One ``<key>.npy`` member; nothing is read until :meth:`read`."""
 
-    __slots__ = ("_archive", "_info", "_header", "_view")
+    __slots__ = ("_archive", "_info", "_header", "_view", "_start")
 
     def __init__(self, key: str, archive: _Archive, info: Any, header: NpyHeader, dtype: str, view: Any,
-                 record: TensorRecord | None) -> None:
+                 record: TensorRecord | None, start: int = -1) -> None:
+        """``start``: the file offset of a stored member's first byte (its local header checked), else -1."""
         name = record.full_name if record is not None else None
         role = record.role if record is not None else "variable"
         super().__init__(key, header.shape, dtype, header.nbytes, name, role)
@@ -66,6 +87,7 @@ class NpzTensor(TensorEntry):
         self._info = info
         self._header = header
         self._view = view  # the numpy dtype to present the stored values as (bfloat16 from uint16), or None
+        self._start = start
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -90,9 +112,27 @@ class NpzTensor(TensorEntry):
         if problem is not None:
             raise CorruptCheckpointError(self._archive.path, f"{self.key}: {problem}")
 
+    def _whole(self) -> bytes | None:
+        """A small stored member's bytes (``.npy`` header and data) read with one ``pread`` and checked against
+        its CRC-32 (the error zipfile's would be); None for any other member (read through zipfile)."""
+        info = self._info
+        if self._start < 0 or info.file_size > _BLOCK:
+            return None
+        data = os.pread(self._archive.fd(), info.file_size, self._start)
+        if len(data) != info.file_size:
+            raise CorruptCheckpointError(self._archive.path, f"{self.key}: {info.filename} ends early")
+        if zlib.crc32(data) != info.CRC:
+            raise _fail(self._archive.path, info, f"Bad CRC-32 for file {info.filename!r}")
+        return data
+
     def _blocks(self, block: int) -> Iterator[bytes]:
         """The member's data bytes (after the header) in pieces of at most ``block``; CRC checked at the end."""
         self._raise_problem()
+        whole = self._whole()
+        if whole is not None:
+            for at in range(self._header.size, len(whole), max(1, block)):
+                yield whole[at:at + block]
+            return
         info, left = self._info, self._header.nbytes
         try:
             with self._archive.stream(info) as member:
@@ -180,7 +220,7 @@ class NpzCheckpoint(Checkpoint):
 
     def close(self) -> None:
         """Close the archive."""
-        self._archive.zf.close()
+        self._archive.close()
 
 
 def _header(archive: _Archive, info: Any) -> NpyHeader:
@@ -194,16 +234,39 @@ def _header(archive: _Archive, info: Any) -> NpyHeader:
         raise _fail(archive.path, info, exc) from None
 
 
+def _headers(archive: _Archive, infos: list[Any]) -> tuple[list[NpyHeader], list[int]]:
+    """Each member's ``.npy`` header (:func:`_header` of each, their local headers read in blocks), and where
+    each stored member's bytes start (-1: read through zipfile)."""
+    try:
+        heads, starts = member_heads(archive.zf, infos, archive.size, archive.path, 12 + MAX_HEADER_BYTES)
+    except zip_errors() as exc:
+        raise CorruptCheckpointError(archive.path, f"cannot read the archive's members ({exc})") from None
+    headers = []
+    for info, head in zip(infos, heads):
+        try:
+            headers.append(read_npy_header(io.BytesIO(head).read))
+        except NpyError as exc:
+            raise CorruptCheckpointError(archive.path, f"{info.filename}: {exc}") from None
+    return headers, starts
+
+
 def _read_provenance(archive: _Archive, info: Any) -> Provenance:
     """The record: a 0-d unicode array (UTF-32 code units) holding JSON."""
     try:
         header = _header(archive, info)
         if header.dtype.kind != "U" or header.shape != () or header.nbytes > 4 * MAX_RECORD_BYTES:
             return Provenance(problems=[f"{info.filename} is not a provenance record (a 0-d unicode array); ignored"])
-        with archive.stream(info) as member:
+        codec = "utf-32-be" if header.dtype.byteorder == ">" else "utf-32-le"
+        parts, left = [], header.nbytes
+        with archive.stream(info) as member:  # decoded a piece at a time: never the UTF-32 bytes whole
             member.read(header.size)
-            raw = member.read(header.nbytes)
-        text = raw.decode("utf-32-be" if header.dtype.byteorder == ">" else "utf-32-le").rstrip("\x00")
+            while left:
+                raw = member.read(min(left, _RECORD_PIECE))
+                if not raw:
+                    break
+                parts.append(raw.decode(codec))
+                left -= len(raw)
+        text = "".join(parts).rstrip("\x00")
     except (CorruptCheckpointError, UnsupportedError, UnicodeDecodeError, *zip_errors()) as exc:  # type: ignore[misc]
         message = exc.message if isinstance(exc, CorruptCheckpointError) else str(exc)
         return Provenance(problems=[f"cannot read the provenance record ({message}); ignored"])
@@ -214,6 +277,10 @@ class _Skipped(ValueError):
     """A member that is not a tensor ckpt can read (the message says why)."""
 
 
+_TF_NAMES: dict[Any, str] = {}
+"""numpy dtype -> TensorFlow dtype name, worked out once per dtype."""
+
+
 def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any, str | None]:
     """``(TF dtype, numpy dtype to view as or None, problem)``; :class:`_Skipped` for a member without one."""
     dt = header.dtype
@@ -221,10 +288,14 @@ def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any,
         raise _Skipped("holds pickled Python objects (dtype object): not read; ckpt never unpickles")
     if dt.names is not None or dt.subdtype is not None:
         raise _Skipped(f"is a structured array ({dt}): not a tensor")
-    try:
-        stored = from_numpy(dt.newbyteorder("<") if dt.byteorder == ">" else dt).name
-    except (ValueError, TypeError):
-        raise _Skipped(f"numpy dtype {dt} has no TensorFlow counterpart") from None
+    stored = _TF_NAMES.get(dt)
+    if stored is None:
+        try:
+            stored = from_numpy(dt.newbyteorder("<") if dt.byteorder == ">" else dt).name
+        except (ValueError, TypeError):
+            raise _Skipped(f"numpy dtype {dt} has no TensorFlow counterpart") from None
+        if len(_TF_NAMES) < 4096:
+            _TF_NAMES[dt] = stored
     if stored == "string":
         return stored, None, None
     dtype, problem = restored_dtype(stored, header.shape, record)
@@ -237,7 +308,7 @@ def open_npz(path: str) -> NpzCheckpoint:
     try:
         return _build(path, archive)
     except BaseException:
-        archive.zf.close()
+        archive.close()
         raise
 
 
@@ -264,14 +335,17 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
     records = provenance.tensors or {}
     entries: dict[str, TensorEntry] = {}
     skipped: dict[str, str] = {}
+    arrays = []
     for name, info in members.items():
         if name.endswith("/"):
             continue
         if not name.endswith(".npy"):
             skipped[name] = "not a .npy member"
             continue
-        key = name[:-len(".npy")]
-        header = _header(archive, info)
+        arrays.append(info)
+    headers, starts = _headers(archive, arrays)
+    for info, header, start in zip(arrays, headers, starts):
+        key = info.filename[:-len(".npy")]
         try:
             dtype, view, problem = _tf_dtype(header, records.get(key))
         except _Skipped as exc:
@@ -279,7 +353,7 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
             continue
         if problem:
             problems.append((key, problem))
-        entries[key] = NpzTensor(key, archive, info, header, dtype, view, records.get(key))
+        entries[key] = NpzTensor(key, archive, info, header, dtype, view, records.get(key), start)
     pickled = [k for k, e in entries.items() if e.unreadable and "pickled" in e.unreadable]
     if pickled and len(pickled) == len(entries):
         raise UnsupportedError(path, f"every array in this .npz holds pickled Python objects ({len(pickled)}, e.g. "

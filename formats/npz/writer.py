@@ -1,27 +1,33 @@
 """The ``npz`` format's writer: an uncompressed ZIP64 ``.npz`` of ``<key>.npy`` members (the dtype policy
 of :mod:`formats.io.npy_output`) plus, when given, the provenance record ``__ckpt_provenance__.npy``; guarded,
-atomically, and read back: member names, the provenance record, each ``.npy`` header, the archive's CRC-32s and
-every member's bytes against the CRC32C taken as they were written (the sources are not read again).
-:func:`write` is the one signature of :mod:`formats.core.format`.
+atomically, and read back: the central directory, each member's local header, ``.npy`` header (dtype and shape)
+and bytes against the CRC32C taken as they were written (the sources are not read again), the provenance
+record's bytes likewise. :func:`write` is the one signature of :mod:`formats.core.format`.
+
+The archive is written by :class:`~formats.io.zip_stored.StoredZip`, byte for byte what :mod:`zipfile` writes:
+a small fixed-width tensor (under :data:`~formats.io.zip_stored.SPOOL` bytes) is one ``.npy`` in memory
+(read from its checkpoint with one ``pread`` where its bytes lie unchanged) written with its CRC-32 known; any
+other streams in bounded chunks, through a second thread from :data:`~formats.io.placed.PIPELINE_BYTES`
+(reading the next chunk while one is written and checksummed). The archive is read back in blocks of many
+members at once (large members on every core).
 """
 from __future__ import annotations
 
-import io
 import json
+import math
 import os
-import zipfile
 from collections.abc import Callable, Sequence
 
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName
 from formats.core.provenance import PROVENANCE_MEMBER, as_written
-from formats.core.sources import CHUNK, Source
+from formats.core.sources import CHUNK, Source, describe
 from formats.io.atomic import atomic_output, refuse_url
-from formats.io.crc import crc32c
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
-from formats.core.roundtrip import Mismatch
-from formats.io.npy_output import Written, count_member, member_name, write_member
-from formats.io.writing import WriteReport, guard_output, planned_bytes
+from formats.core.roundtrip import Mismatch, RoundTripReport
+from formats.io.npy_output import Written, count_member, fixed_member, member_name, npy_header, write_member
+from formats.io.writing import WriteReport, guard_output
+from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,6 +37,9 @@ if TYPE_CHECKING:
     from formats.core.format import Row
 
 __all__ = ["write", "write_npz"]
+
+_BUFFER = 1 << 20
+"""The output file's write buffer (many small members go out in one system call)."""
 
 
 def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.value, force: bool = False,
@@ -59,39 +68,54 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
         raise InvalidOutputError(out, "two tensors would be stored under the same member name")
     guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
-    written: dict[str, Written] = {}
-    sums: dict[str, tuple[int, int]] = {}  # member -> (CRC32C of its bytes as written, zipfile's CRC-32 of them)
-    with atomic_output(out, planned_bytes(s for _, s in items), replace=force) as temp:
-        with zipfile.ZipFile(temp, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for name, (key, source) in zip(names, items):
-                with zf.open(name, "w", force_zip64=True) as member:
-                    summed = _Summing(member, planned_bytes([source]) >= PIPELINE_BYTES)
-                    try:
-                        written[name] = write_member(summed, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
-                        summed.finish()
-                    finally:
-                        summed.close()
-                sums[name] = (summed.crc, zf.getinfo(name).CRC)
-                count_member(report, key, name, source, written[name], progress)
+    written: list[Written] = []
+    described = [describe(source) for _, source in items]
+    planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
+    with atomic_output(out, planned, replace=force) as temp:
+        with open(temp, "xb", buffering=_BUFFER) as f:
+            archive = StoredZip(f)
+            for name, (key, source), (dt, shape) in zip(names, items, described):
+                written.append(_write_member(archive, name, key, source, (dt, shape), allow_pickle, chunk))
+                count_member(report, key, name, source, written[-1], progress, (dt, shape))
             if provenance is not None:
-                _write_record(zf, provenance)
+                _write_record(archive, provenance)
+            archive.close()
         if verify:
-            _verify_npz(temp, out, dict(zip(names, items)), written, provenance, report, sums)
+            _verify_npz(temp, out, archive, items, written, report)
     return report
 
 
-class _Summing:
-    """A write-only member that takes the CRC32C of what goes through it (the member's bytes as written).
-    ``threaded``: a second thread writes (zipfile's CRC-32 included) and checksums while the caller reads the
-    next chunk from its source (:class:`~formats.io.placed.ThreadedSink`); :meth:`finish` waits for it."""
+def _write_member(archive: StoredZip, name: str, key: str, source: Source, described: tuple[Any, tuple[int, ...]],
+                  allow_pickle: bool, chunk: int) -> Written:
+    """One member: a small fixed-width tensor in one go, any other streamed (see the module doc)."""
+    dt, shape = described
+    size = math.prod(shape) * dt.itemsize if dt.fixed_width else -1
+    if 0 <= size < min(SPOOL, PIPELINE_BYTES):
+        header, data, written = fixed_member(key, source, dt, shape, chunk)
+        archive.add(name, header, data)
+        return written
+    member = archive.member(name)
+    summed = _Summing(member, size >= PIPELINE_BYTES)
+    try:
+        written = write_member(summed, key, source, allow_pickle, chunk)  # type: ignore[arg-type]
+        summed.finish()
+    finally:
+        summed.close()
+    member.close()
+    return written
 
-    def __init__(self, f: Any, threaded: bool = False) -> None:
-        self.f, self.crc = f, 0
+
+class _Summing:
+    """A write-only member handed to :func:`~formats.io.npy_output.write_member` (the member takes the CRC-32
+    and CRC32C of what goes through it). ``threaded``: a second thread writes while the caller reads the next
+    chunk from its source (:class:`~formats.io.placed.ThreadedSink`); :meth:`finish` waits for it."""
+
+    def __init__(self, f: ZipMember, threaded: bool = False) -> None:
+        self.f = f
         self.sink = ThreadedSink(self) if threaded else None
 
     def piece(self, item: Any, data: Any) -> None:
-        """Write and checksum ``data`` (on the writing thread when there is one)."""
-        self.crc = crc32c(data, self.crc)
+        """Write ``data`` (on the writing thread when there is one)."""
         self.f.write(data)
 
     def write(self, data: Any) -> int:
@@ -112,51 +136,67 @@ class _Summing:
             self.sink.close()
 
 
-def _write_record(zf: zipfile.ZipFile, provenance: dict[str, Any]) -> None:
+_RECORD_CHARS = 1 << 18
+
+
+def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
+    """The record as ``numpy.lib.format.write_array(np.array(json.dumps(provenance)))`` writes it: a 0-d
+    ``<U<n>`` array (UTF-32 code units), encoded a piece at a time (never the whole array in memory at once)."""
     import numpy as np
 
-    with zf.open(PROVENANCE_MEMBER + ".npy", "w") as member:
-        np.lib.format.write_array(member, np.array(json.dumps(provenance)), allow_pickle=False)
+    text = json.dumps(provenance)
+    header = npy_header(np.dtype(f"<U{len(text)}"), ())
+    member = archive.member(PROVENANCE_MEMBER + ".npy", zip64=len(header) + 4 * len(text) > ZIP64_LIMIT)
+    member.write(header)
+    for start in range(0, len(text), _RECORD_CHARS):
+        member.write(text[start:start + _RECORD_CHARS].encode("utf-32-le"))
+    member.close()
 
 
-def _verify_npz(temp: str, out: str, expected: dict[str, tuple[str, Source]], written: dict[str, Written],
-                record: dict[str, Any] | None, report: WriteReport, sums: dict[str, tuple[int, int]]) -> None:
-    """Read the archive back: its member names, the provenance record, each member's ``.npy`` header (dtype and
-    shape), the CRC-32 its central directory holds (the one zipfile computed while writing), and every member's
-    bytes against the CRC32C of the bytes written (taken on the way out); the sources are not read again."""
-    from formats.core.errors import VerificationError
-    from formats.io.npy_output import check_headers
-    from formats.io.placed import Placed, check_placed
-    from formats.io.zipped import ByteRange, stored_member_start
+def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[str, Source]],
+                written: list[Written], report: WriteReport) -> None:
+    """Read the archive back (:meth:`~formats.io.zip_stored.StoredZip.problems`): its central directory, every
+    member's local header and bytes against the CRC32C taken as they were written (the sources are not read
+    again), each tensor's ``.npy`` header against what was written (dtype, shape, size; a pickled member's
+    sha256) and the provenance record's header (a 0-d unicode array)."""
+    import hashlib
 
-    size = os.path.getsize(temp)
-    with zipfile.ZipFile(temp) as zf:
-        members = sorted(zf.namelist())
-        planned = sorted(list(expected) + ([PROVENANCE_MEMBER + ".npy"] if record is not None else []))
-        if members != planned:
-            raise VerificationError(out, "verification failed: the npz members are not the planned ones")
-        if record is not None and _read_record(zf) != record:
-            raise VerificationError(out, "verification failed: the provenance record does not read back")
-        infos = {name: zf.getinfo(name) for name in expected}
-    items = {name: Placed(key, None, stored_member_start(temp, infos[name], size), infos[name].file_size, "")
-             for name, (key, _) in expected.items()}
-    # headers parsed from the file itself: the checksums below judge the bytes (zipfile would raise at the end
-    # of a small member whose CRC-32 does not match)
-    found = check_headers(out, expected, written, lambda name: lambda: io.BufferedReader(
-        ByteRange(temp, items[name].offset, items[name].size)))
-    for name, (key, _) in expected.items():
-        if infos[name].CRC != sums[name][1]:
-            found.mismatches.append(Mismatch(key, "value", f"the archive's CRC-32 {infos[name].CRC:08x} is not the "
-                                             f"{sums[name][1]:08x} of the bytes written"))
-        items[name].crc = sums[name][0]
-    found.mismatches += [Mismatch(key, "value", problem) for key, problem in check_placed(temp, list(items.values()))]
+    from formats.io.npy_header import NpyError, npy_header_of
+    from formats.io.npy_output import header_problems
+
+    found = RoundTripReport(out, "sources")
+
+    def key_of(i: int) -> str:
+        return items[i][0] if 0 <= i < len(items) else PROVENANCE_MEMBER if i == len(items) else out
+
+    def visit(i: int, view: memoryview, whole: bool) -> None:
+        try:
+            header = npy_header_of(view)
+        except NpyError as exc:
+            found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
+            return
+        if i == len(items):
+            if header.dtype.kind != "U" or header.shape != ():
+                found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
+                                                                              "back as a 0-d unicode array"))
+            return
+        problems = header_problems(header, written[i], report.contents[i].shape, archive.sizes[i])
+        found.mismatches += [Mismatch(items[i][0], kind, problem) for kind, problem in problems]
+        found.tensors += 1
+        found.bytes += written[i].nbytes
+        digest = written[i].digest
+        if digest is not None and not problems:
+            stored = view if whole else _member_bytes(temp, archive.starts[i], archive.sizes[i])
+            if hashlib.sha256(stored).hexdigest() != digest:
+                found.mismatches.append(Mismatch(items[i][0], "value", "the pickled member does not read back as "
+                                                                       "written"))
+
+    for i, problem in archive.problems(temp, visit):
+        found.mismatches.append(Mismatch(key_of(i), "value", problem))
     report.accept(found)
 
 
-def _read_record(zf: zipfile.ZipFile) -> Any:
-    import numpy as np
-
-    with zf.open(PROVENANCE_MEMBER + ".npy") as member:
-        return json.loads(str(np.lib.format.read_array(member, allow_pickle=False)))
-
-
+def _member_bytes(path: str, offset: int, size: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(size)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
+    from formats.tf_bundle.columns import IndexColumns
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
@@ -37,19 +38,25 @@ class BundleTensor(TensorEntry):
     from the naming conventions of :mod:`formats.concepts.roles` for ``tf-name`` ones.
     """
 
-    __slots__ = ("raw", "_reader", "_labels")
+    __slots__ = ("row", "_reader", "_labels")
 
     concurrent_reads = True
 
-    def __init__(self, reader: BundleReader, raw: RawEntry, labels: _Labels) -> None:
+    def __init__(self, reader: BundleReader, row: int, labels: _Labels) -> None:
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
-        self.key = raw.key.decode("utf-8", "surrogateescape")
-        self.shape = raw.shape
-        self.dtype = _DTYPE_NAMES.get(raw.dtype) or dtype_name(raw.dtype)
-        self.nbytes = reader.nbytes(raw) if raw.slices else raw.size
-        self.raw = raw
+        columns = reader.entries
+        dtype, self.shape, _, size = columns.kinds[columns.kind[row]]
+        self.key = columns.keys[row].decode("utf-8", "surrogateescape")
+        self.dtype = _DTYPE_NAMES.get(dtype) or dtype_name(dtype)
+        self.nbytes = reader.nbytes(columns.row(row)) if row in columns.slices else size
+        self.row = row
         self._reader = reader
         self._labels = labels
+
+    @property
+    def raw(self) -> RawEntry:
+        """The index entry (made from the index's columns when asked for: none is kept per tensor)."""
+        return self._reader.entries.row(self.row)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -91,7 +98,7 @@ class BundleTensor(TensorEntry):
     @property
     def files(self) -> tuple[str, ...]:
         """The index and the data file(s) the value is read from."""
-        return self._reader.files(self.raw)
+        return self._reader.row_files(self.row)
 
     @property
     def partitions(self) -> int:
@@ -101,7 +108,7 @@ class BundleTensor(TensorEntry):
     @property
     def unreadable(self) -> str | None:  # type: ignore[override]
         """Why TensorFlow's reader refuses this entry (a reference dtype), and so ckpt too; else None."""
-        return reference_dtype_problem(self.raw.dtype)
+        return reference_dtype_problem(self._reader.entries.kind_of(self.row)[0])
 
     def problem(self) -> str | None:
         """What :attr:`unreadable` says, found without reading the value."""
@@ -142,7 +149,7 @@ class BundleTensor(TensorEntry):
 
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """Where the bytes lie in the data file (see :meth:`BundleReader.stored_range`)."""
-        return self._reader.stored_range(self.raw)
+        return self._reader.row_range(self.row)
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
@@ -289,6 +296,72 @@ class _Labels:
                 for k, r in classify_names(keys).items()}
 
 
+def _text(key: bytes) -> str:
+    return key.decode("utf-8", "surrogateescape")
+
+
+class _Tensors:
+    """A bundle's tensors by key, in index order: what :class:`~formats.core.model.Checkpoint` holds as its
+    entries. A :class:`BundleTensor` is made the first time its key is asked for (and then kept: the same key
+    gives the same object); a key is found in the index's columns by bisection, so opening a bundle makes no
+    object per tensor."""
+
+    def __init__(self, reader: BundleReader, labels: _Labels) -> None:
+        self._reader, self._labels = reader, labels
+        self._columns = reader.entries
+        self._rows = reader.visible_rows()
+        self._hidden = None if isinstance(self._rows, range) else \
+            set(range(len(self._columns))).difference(self._rows)  # the slices of partitioned variables
+        self._made: dict[int, BundleTensor] = {}
+
+    def _row(self, key: object) -> int:
+        """The row of a visible ``key`` (a ``str``), or -1."""
+        if not isinstance(key, str):
+            return -1
+        try:
+            row = self._columns.find(key.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError:
+            return -1
+        return -1 if self._hidden is not None and row in self._hidden else row
+
+    def _tensor(self, row: int) -> BundleTensor:
+        found = self._made.get(row)
+        if found is None:
+            found = self._made[row] = BundleTensor(self._reader, row, self._labels)
+        return found
+
+    def __getitem__(self, key: str) -> BundleTensor:
+        row = self._row(key)
+        if row < 0:
+            raise KeyError(key)
+        return self._tensor(row)
+
+    def __contains__(self, key: object) -> bool:
+        return self._row(key) >= 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        keys = self._columns.keys
+        return map(_text, keys) if isinstance(self._rows, range) else (_text(keys[i]) for i in self._rows)
+
+    def values(self) -> Iterator[BundleTensor]:
+        """Every tensor, in index order (those not asked for yet made now, all at once)."""
+        made = self._made
+        if len(made) < len(self._rows):
+            with paused_gc():  # an object per tensor, none in a cycle
+                for row in self._rows:
+                    if row not in made:
+                        made[row] = BundleTensor(self._reader, row, self._labels)
+        return map(made.__getitem__, self._rows)
+
+    def items(self) -> Iterator[tuple[str, BundleTensor]]:
+        """``(key, tensor)`` pairs in index order."""
+        for tensor in self.values():
+            yield tensor.key, tensor
+
+
 class BundleCheckpoint(Checkpoint):
     """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``.
     Entries may be read from several threads at once (data files are shared read-only maps)."""
@@ -298,10 +371,10 @@ class BundleCheckpoint(Checkpoint):
     def __init__(self, prefix: str) -> None:
         with paused_gc():
             self.reader = BundleReader(prefix)
-            self._labels = _Labels(self.reader, OBJECT_GRAPH_KEY.encode() in self.reader.entries)
-            entries = {t.key: t for t in (BundleTensor(self.reader, self.reader.entries[k], self._labels)
-                                          for k in self.reader.visible_keys())}
-        fmt = FormatName.TF_OBJECT if OBJECT_GRAPH_KEY in entries else FormatName.TF_NAME
+        object_based = OBJECT_GRAPH_KEY.encode() in self.reader.entries
+        self._labels = _Labels(self.reader, object_based)
+        entries = _Tensors(self.reader, self._labels)
+        fmt = FormatName.TF_OBJECT if object_based else FormatName.TF_NAME
         super().__init__(prefix, fmt, entries)  # type: ignore[arg-type]
 
     @property
@@ -357,28 +430,42 @@ class BundleCheckpoint(Checkpoint):
 def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
     """Byte ranges that run past their file or overlap, and bytes after the last tensor."""
     problems: list[CheckpointProblem] = []
-    ranges: dict[int, list[tuple[int, int, str]]] = {}
-    for raw in reader.entries.values():
-        if not raw.slices and raw.size:
-            ranges.setdefault(raw.shard_id, []).append((raw.offset, raw.offset + raw.size, raw.name))
+    columns = reader.entries
+    stored = [(shard, size) if size and shard >= 0 else None for _, _, shard, size in columns.kinds]
+    ranges: dict[int, list[tuple[int, int, int]]] = {}  # shard -> (start, stop, row), in the order of the rows
+    for row, (kind, start) in enumerate(zip(columns.kind, columns.offset)):
+        where = stored[kind]
+        if where is not None and row not in columns.slices:
+            found = ranges.get(where[0])
+            if found is None:
+                found = ranges[where[0]] = []
+            found.append((start, start + where[1], row))
     for shard, path in enumerate(reader.data_paths):
         if shard in reader.missing:
             continue
         size = reader.file_size(shard)
         name = os.path.basename(path)
         end = 0
-        last = ""
-        for start, stop, key in sorted(ranges.get(shard, [])):
+        last = -1
+        spans = ranges.get(shard, [])
+        spans.sort()  # already in order, as TensorFlow writes them: one pass
+        for start, stop, row in spans:
             if stop > size:
-                problems.append(CheckpointProblem(key, f"bytes [{start}, {stop}) run past the end of {name} "
-                                        f"({size} bytes): truncated?"))
+                problems.append(CheckpointProblem(_key(columns, row), f"bytes [{start}, {stop}) run past the end of "
+                                                  f"{name} ({size} bytes): truncated?"))
             if start < end:
-                problems.append(CheckpointProblem(key, f"bytes [{start}, {stop}) overlap {last!r} in {name}"))
+                problems.append(CheckpointProblem(_key(columns, row), f"bytes [{start}, {stop}) overlap "
+                                                  f"{_key(columns, last)!r} in {name}"))
             if stop > end:
-                end, last = stop, key
+                end, last = stop, row
         if size > end and not _unreferenced_string(reader, shard, end, size):
             problems.append(CheckpointProblem(name, f"{size - end} bytes after the last tensor"))
     return problems
+
+
+def _key(columns: IndexColumns, row: int) -> str:
+    """The key of ``row`` as text (undecodable bytes kept, as :attr:`RawEntry.name` keeps them)."""
+    return columns.keys[row].decode("utf-8", "surrogateescape")
 
 
 def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int) -> bool:

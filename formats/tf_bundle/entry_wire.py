@@ -8,9 +8,17 @@ live in :mod:`formats.io.protowire`.
 from __future__ import annotations
 
 from formats.concepts.tensor_proto import decode_shape, decode_slice
+from formats.core.errors import CorruptCheckpointError
+from formats.core.value_tuples import ValueTuple
 from formats.io.protowire import WireError, last_int, messages, parse_fields, read_varint, signed
 
-__all__ = ["WireError", "decode_entry", "decode_header"]
+__all__ = ["WireError", "decode_entry", "decode_header", "BundleHeader", "RawEntry", "parse_entry", "parse_header"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formats.concepts.slice_key import Extent
 
 
 Entry = tuple[int, tuple[int, ...], bool, int, int, int, int, list[list[tuple[int, int]]]]
@@ -134,3 +142,67 @@ def decode_header(data: bytes | memoryview) -> tuple[int, int, int, int, tuple[i
             bad.append(signed(item))  # type: ignore[arg-type]
     return (signed(last_int(f, 1)), last_int(f, 2), signed(last_int(v, 1)), signed(last_int(v, 2)),
             tuple(bad))
+
+
+# -- the checked entries ---------------------------------------------------------------------------
+MAX_SHARDS = 1 << 20
+
+
+class BundleHeader(ValueTuple):
+    """The ``BundleHeaderProto`` stored under the empty key."""
+
+    num_shards: int
+    big_endian: bool
+    producer: int
+    min_consumer: int
+    bad_consumers: tuple[int, ...] = ()
+
+
+class RawEntry(ValueTuple):
+    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
+    cheap to build for an index of a million entries)."""
+
+    key: bytes
+    dtype: int
+    shape: tuple[int, ...]
+    shard_id: int
+    offset: int
+    size: int
+    crc32c: int
+    slices: Sequence[list[Extent]] = ()
+
+    def in_shards(self, num_shards: int) -> bool:
+        """Whether the entry's bytes are in one of ``num_shards`` data files (or it needs none: it is
+        empty, or partitioned into slices stored as entries of their own)."""
+        return bool(self.slices) or not self.size or 0 <= self.shard_id < num_shards
+
+    @property
+    def name(self) -> str:
+        """The key as text (undecodable bytes kept via surrogateescape, so it round-trips)."""
+        return self.key.decode("utf-8", "surrogateescape")
+
+
+def parse_header(value: bytes | memoryview, path: str) -> BundleHeader:
+    """The bundle header entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
+    try:
+        num_shards, endianness, producer, min_consumer, bad = decode_header(value)
+    except WireError as exc:
+        raise CorruptCheckpointError(path, f"corrupt index: header entry is not a BundleHeaderProto ({exc})") from None
+    if not 0 <= num_shards <= MAX_SHARDS:
+        raise CorruptCheckpointError(path, f"corrupt index: header claims {num_shards} data files")
+    if endianness not in (0, 1):
+        raise CorruptCheckpointError(path, f"corrupt index: unknown endianness {endianness}")
+    return BundleHeader(num_shards, endianness == 1, producer, min_consumer, bad)
+
+
+def parse_entry(key: bytes, value: bytes | memoryview, path: str) -> RawEntry:
+    """One index entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
+    try:
+        dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
+    except WireError as exc:
+        raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
+    if unknown_rank:
+        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
+    if (shape and min(shape) < 0) or offset < 0 or size < 0:
+        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
+    return RawEntry(key, dtype, shape, shard, offset, size, crc, slices)

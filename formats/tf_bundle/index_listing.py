@@ -30,8 +30,9 @@ from formats.core.shapes import OBJECT_GRAPH_KEY
 from formats.core.selection import select_keys
 from formats.io.sstable.block import KEY_WIDENING, read_block
 from formats.io.sstable.table import Table
-from formats.io.protowire import WireError, read_varint
+from formats.io.protowire import read_varint
 from formats.tf_bundle.datafile import read_index_bytes
+from formats.tf_bundle.columns import value_layout
 from formats.tf_bundle.reader import BundleHeader, data_file_name, parse_entry, parse_header
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -67,28 +68,6 @@ def compact_listing(prefix: str, patterns: Sequence[str] = ()) -> CompactListing
             return _Lister(data, index, list(patterns)).run(prefix)
     except (_Decline, CheckpointError, ValueError, IndexError, struct.error):  # WireError, TableError, Unicode*
         return None
-
-
-def _value_layout(value: bytes) -> tuple[int, int] | None:
-    """``(h, o)`` when ``value`` is fields 1-3, an offset field (a varint of at most 9 bytes: not negative)
-    ending at ``o``, more fields, then a crc32c field (its last 5 bytes); ``value[:h]`` is what comes
-    before the offset field."""
-    n = len(value)
-    try:
-        pos = 0
-        if pos < n and value[pos] == 0x08:
-            _, pos = read_varint(value, pos + 1, n)
-        if pos < n and value[pos] == 0x12:
-            length, pos = read_varint(value, pos + 1, n)
-            pos += length
-        if pos < n and value[pos] == 0x18:
-            _, pos = read_varint(value, pos + 1, n)
-        if pos >= n or value[pos] != 0x20:
-            return None
-        _, end = read_varint(value, pos + 1, n, 9)
-    except WireError:
-        return None
-    return (pos, end) if end <= n - 5 and value[n - 5] == 0x35 else None
 
 
 class _Lister:
@@ -207,7 +186,7 @@ class _Lister:
         if entry.slices or not entry.in_shards(self.header.num_shards):
             raise _Decline  # slice keys are hidden from a listing; a bad shard is reported by the reader
         kind = self._kind(TensorKind(dtype_name(entry.dtype), entry.shape, entry.size))
-        layout = _value_layout(value)
+        layout = value_layout(value)
         if layout is None or self.n_learned >= _MAX_LEARNED:
             return kind, None
         h, o = layout

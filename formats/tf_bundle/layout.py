@@ -64,23 +64,27 @@ def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
     groups: dict[tuple[int, int], list[int]] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
+    raws: dict[int, RawEntry] = {}  # position -> the index entry of a bundle tensor (each made once)
     for position, source in enumerate(sources):
         raw = stored_whole(source)
         if raw is not None:
             reader = source.bundle
             readers[id(reader)] = reader
             groups.setdefault((id(reader), raw.shard_id), []).append(position)
-        elif isinstance(source, BundleTensor) and not source.raw.slices and source.raw.size == 0:
-            empty.setdefault((id(source.bundle), source.raw.shard_id), []).append(position)
+            raws[position] = raw
+        elif isinstance(source, BundleTensor):
+            raw = raws[position] = source.raw
+            if not raw.slices and raw.size == 0:
+                empty.setdefault((id(source.bundle), raw.shard_id), []).append(position)
     files = []
     for (reader_id, shard), positions in groups.items():
-        reused = _whole_file(readers[reader_id], shard, positions, sources, link)
+        reused = _whole_file(readers[reader_id], shard, positions, sources, raws, link)
         if reused is not None:
             reused.positions = sorted(positions + [p for p in empty.get((reader_id, shard), [])
-                                                   if sources[p].raw.offset <= reused.size])
+                                                   if raws[p].offset <= reused.size])
             files.append(reused)
     files.sort(key=lambda f: f.positions[0])
-    placed = {p: (number, sources[p].raw) for number, reused in enumerate(files) for p in reused.positions}
+    placed = {p: (number, raws[p]) for number, reused in enumerate(files) for p in reused.positions}
     return Layout(files, placed)
 
 
@@ -104,14 +108,17 @@ def stored_whole(source: Any) -> RawEntry | None:
 
 
 def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any],
-                link: bool) -> Reused | None:
-    """The data file, when the sources at ``positions`` are every stored tensor of it but perhaps the object
-    graph, once each, tiling it; its ``size`` is what is taken over (see the module doc)."""
-    used = [sources[p].raw for p in positions]
-    if len({id(r) for r in used}) != len(used) or len({r.key for r in used}) != len(used):
+                raws: dict[int, RawEntry], link: bool) -> Reused | None:
+    """The data file, when the sources at ``positions`` (their index entries in ``raws``) are every stored tensor
+    of it but perhaps the object graph, once each, tiling it; its ``size`` is what is taken over (see the module
+    doc)."""
+    used = [raws[p] for p in positions]
+    if len({id(sources[p]) for p in positions}) != len(used) or len({r.key for r in used}) != len(used):
         return None  # a tensor written twice: its second copy needs bytes of its own
-    stored = [e for e in reader.entries.values() if e.size and not e.slices and e.shard_id == shard]
-    keys = {e.key for e in stored}
+    columns = reader.entries
+    here = {kind for kind, (_, _, in_shard, size) in enumerate(columns.kinds) if size and in_shard == shard}
+    stored = [row for row, kind in enumerate(columns.kind) if kind in here and row not in columns.slices]
+    keys = {columns.keys[row] for row in stored}
     graph = reader.entries[_GRAPH] if _GRAPH in keys and len(stored) == len(used) + 1 else None
     if graph is not None:
         keys.discard(_GRAPH)  # the output has a graph of its own
@@ -123,10 +130,11 @@ def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources:
     except OSError:
         return None
     end = 0
-    for e in sorted(stored, key=lambda e: e.offset):
-        if e.offset != end:
+    offsets, kinds = columns.offset, columns.kind
+    for offset, row in sorted((offsets[row], row) for row in stored):
+        if offset != end:
             return None  # a gap or an overlap
-        end += e.size
+        end += columns.kinds[kinds[row]][3]
     if end != size:
         return None
     if graph is not None and not link:

@@ -21,15 +21,14 @@ from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
-from formats.io.sstable.table import read_table
+from formats.io.sstable.table import Table
 from formats.io.protowire import WireError, read_varint
-from formats.tf_bundle.entry_wire import decode_entry, decode_header
+from formats.tf_bundle.entry_wire import BundleHeader, RawEntry, parse_entry, parse_header
 from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
-from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator
     from typing import Any
 
     from formats.concepts.slice_key import Extent
@@ -38,8 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BundleReader", "RawEntry", "BundleHeader", "OBJECT_GRAPH_KEY", "data_file_name", "parse_header", "parse_entry"]
 
-MAX_SHARDS = 1 << 20
-
+COMPACT_INDEX = 1 << 16
+"""An index larger than this (bytes; about a thousand tensors) is held in arrays, a smaller one in lists."""
 
 OPEN_DATA_FILES = 64
 """Data files of one bundle held open (mapped, and a descriptor for ``pread``) at once, beyond those being
@@ -51,68 +50,12 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-class BundleHeader(ValueTuple):
-    """The ``BundleHeaderProto`` stored under the empty key."""
-
-    num_shards: int
-    big_endian: bool
-    producer: int
-    min_consumer: int
-    bad_consumers: tuple[int, ...] = ()
-
-
-class RawEntry(ValueTuple):
-    """One decoded ``BundleEntryProto``; ``slices`` is non-empty for a partitioned variable (a namedtuple:
-    cheap to build for an index of a million entries)."""
-
-    key: bytes
-    dtype: int
-    shape: tuple[int, ...]
-    shard_id: int
-    offset: int
-    size: int
-    crc32c: int
-    slices: Sequence[list[Extent]] = ()
-
-    def in_shards(self, num_shards: int) -> bool:
-        """Whether the entry's bytes are in one of ``num_shards`` data files (or it needs none: it is
-        empty, or partitioned into slices stored as entries of their own)."""
-        return bool(self.slices) or not self.size or 0 <= self.shard_id < num_shards
-
-    @property
-    def name(self) -> str:
-        """The key as text (undecodable bytes kept via surrogateescape, so it round-trips)."""
-        return self.key.decode("utf-8", "surrogateescape")
-
-
-def parse_header(value: bytes | memoryview, path: str) -> BundleHeader:
-    """The bundle header entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
-    try:
-        num_shards, endianness, producer, min_consumer, bad = decode_header(value)
-    except WireError as exc:
-        raise CorruptCheckpointError(path, f"corrupt index: header entry is not a BundleHeaderProto ({exc})") from None
-    if not 0 <= num_shards <= MAX_SHARDS:
-        raise CorruptCheckpointError(path, f"corrupt index: header claims {num_shards} data files")
-    if endianness not in (0, 1):
-        raise CorruptCheckpointError(path, f"corrupt index: unknown endianness {endianness}")
-    return BundleHeader(num_shards, endianness == 1, producer, min_consumer, bad)
-
-
-def parse_entry(key: bytes, value: bytes | memoryview, path: str) -> RawEntry:
-    """One index entry's value decoded and checked (CorruptCheckpointError naming ``path``)."""
-    try:
-        dtype, shape, unknown_rank, shard, offset, size, crc, slices = decode_entry(value)
-    except WireError as exc:
-        raise CorruptCheckpointError(path, f"corrupt index: entry for {key!r} is not parseable ({exc})") from None
-    if unknown_rank:
-        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has an unknown rank")
-    if (shape and min(shape) < 0) or offset < 0 or size < 0:
-        raise CorruptCheckpointError(path, f"corrupt index: {key!r} has a negative dimension, offset or size")
-    return RawEntry(key, dtype, shape, shard, offset, size, crc, slices)
-
-
-def _parse_entries(pairs: list[tuple[bytes, bytes | memoryview]], path: str) -> dict[bytes, RawEntry]:
-    return {key: parse_entry(key, value, path) for key, value in pairs}
+def _index_pairs(data: bytes, path: str) -> Iterator[tuple[bytes, bytes]]:
+    """The ``(key, value)`` pairs of an index, a block at a time, checked as :func:`~formats.io.sstable.table.read_table`
+    checks them (only one block's pairs are held at once; values are ``bytes``, sliced from ``data``'s blocks)."""
+    table = Table(data, path, "index")
+    for i in range(len(table.blocks)):
+        yield from table.entries(i)  # type: ignore[misc]
 
 
 class BundleReader:
@@ -121,12 +64,15 @@ class BundleReader:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.index_path = prefix + ".index"
+        from formats.tf_bundle.columns import IndexColumns
+
         data = read_index_bytes(self.index_path)
-        pairs = read_table(data, self.index_path)
-        if not pairs or pairs[0][0] != b"":
+        pairs = _index_pairs(data, self.index_path)
+        first = next(pairs, None)
+        if first is None or first[0] != b"":
             raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
-        self.header = parse_header(pairs[0][1], self.index_path)
-        self.entries = _parse_entries(pairs[1:], self.index_path)
+        self.header = parse_header(first[1], self.index_path)
+        self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards, compact=len(data) > COMPACT_INDEX)
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._shard_files: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # see data_files
@@ -135,19 +81,11 @@ class BundleReader:
         self._reading: dict[int, int] = {}  # shard -> threads reading its descriptor now (never closed then)
         self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self.remote_sizes: dict[str, int | None] = {}  # a URL's data files, as found when opened
-        self._check_entries()
         self._missing: dict[int, str] | None = None
         if not storage.is_url(prefix):  # a URL's data files are looked up when first needed (see shard_missing)
             self._missing = self._missing_files()
 
     # -- structure -------------------------------------------------------------------------
-    def _check_entries(self) -> None:
-        for e in self.entries.values():
-            if not e.in_shards(self.header.num_shards):
-                raise CorruptCheckpointError(
-                    self.index_path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
-                    f"but the header declares {self.header.num_shards}")
-
     @property
     def missing(self) -> dict[int, str]:
         """Shard -> why its data file cannot be read, for every data file (behind a URL: all looked up at once,
@@ -184,13 +122,18 @@ class BundleReader:
 
     def visible_keys(self) -> list[bytes]:
         """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
-        sliced = [e for e in self.entries.values() if e.slices]
-        if not sliced:
-            return list(self.entries)
+        keys = self.entries.keys
+        return list(keys) if not self.entries.slices else [keys[i] for i in self.visible_rows()]
+
+    def visible_rows(self) -> range | list[int]:
+        """The rows (:class:`~formats.tf_bundle.columns.IndexColumns`) of :meth:`visible_keys`, in index order."""
+        columns = self.entries
+        if not columns.slices:
+            return range(len(columns))
         from formats.concepts.slice_key import encode_slice_key  # partitioned variables only
 
-        hidden = {encode_slice_key(e.key, s) for e in sliced for s in e.slices}
-        return [k for k in self.entries if k not in hidden] if hidden else list(self.entries)
+        hidden = {encode_slice_key(columns.keys[i], s) for i, slices in columns.slices.items() for s in slices}
+        return [i for i, k in enumerate(columns.keys) if k not in hidden]
 
     def data_files(self, e: RawEntry) -> tuple[str, ...]:
         """The data files an entry's value is read from (for a partitioned variable, its slices'), in order."""
@@ -207,6 +150,13 @@ class BundleReader:
         if e.slices:
             return (self.index_path, *self.data_files(e))
         return self._files_of_shard(e.shard_id if e.size else -1)[1]
+
+    def row_files(self, row: int) -> tuple[str, ...]:
+        """:meth:`files` of the entry in ``row`` of :attr:`entries` (no entry made for a tensor stored whole)."""
+        if row in self.entries.slices:
+            return self.files(self.entries.row(row))
+        _, _, shard, size = self.entries.kind_of(row)
+        return self._files_of_shard(shard if size else -1)[1]
 
     def _files_of_shard(self, shard: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(data files, index and data files)`` of a tensor stored whole in ``shard`` (-1: no bytes), each
@@ -354,24 +304,35 @@ class BundleReader:
         """``(fd, offset, size, crc32c)`` of a non-partitioned, little-endian, fixed-width entry stored whole in a
         local data file; None otherwise (and for an entry whose sizes or bounds are wrong: reading it the usual
         way says why)."""
-        shard = e.shard_id
-        if e.slices or not e.size or self.header.big_endian or (self._missing != {}  # looked up, none missing
-                                                                and self.shard_missing(shard) is not None):
+        return None if e.slices else self._range(e.dtype, e.shape, e.shard_id, e.offset, e.size, e.crc32c)
+
+    def row_range(self, row: int) -> tuple[int, int, int, int] | None:
+        """:meth:`stored_range` of the entry in ``row`` of :attr:`entries` (read from the columns, no entry made)."""
+        columns = self.entries
+        if row in columns.slices:
             return None
-        itemsize = _RANGE_ITEMSIZE.get(e.dtype, -1)
+        dtype, shape, shard, size = columns.kinds[columns.kind[row]]
+        return self._range(dtype, shape, shard, columns.offset[row], size, columns.crc[row])
+
+    def _range(self, dtype: int, shape: tuple[int, ...], shard: int, offset: int, size: int,
+               crc: int) -> tuple[int, int, int, int] | None:
+        if not size or self.header.big_endian or (self._missing != {}  # looked up, none missing
+                                                  and self.shard_missing(shard) is not None):
+            return None
+        itemsize = _RANGE_ITEMSIZE.get(dtype, -1)
         if itemsize == -1:
-            dt = dtypes.by_enum(e.dtype)
-            itemsize = _RANGE_ITEMSIZE[e.dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
-                and dt.fixed_width and reference_dtype_problem(e.dtype) is None else None
-        if itemsize is None or e.size != math.prod(e.shape) * itemsize:
+            dt = dtypes.by_enum(dtype)
+            itemsize = _RANGE_ITEMSIZE[dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
+                and dt.fixed_width and reference_dtype_problem(dtype) is None else None
+        if itemsize is None or size != math.prod(shape) * itemsize:
             return None
         m = self._maps.get(shard) if len(self._maps) == 1 else None  # else _map keeps the most recently used last
         if m is None:
             m = self._map(shard)
         fd = self._fds.get(shard)
-        if fd is None or e.offset + e.size > len(m):
+        if fd is None or offset + size > len(m):
             return None
-        return fd, e.offset, e.size, unmask(e.crc32c)
+        return fd, offset, size, unmask(crc)
 
     def _crc(self, e: RawEntry) -> int:
         """The CRC32C of a fixed-width entry's stored bytes: read with ``pread`` where :meth:`stored_range` says

@@ -1,0 +1,272 @@
+"""Writing an uncompressed ZIP64 archive (an ``.npz``) a member at a time, at the cost of a few ``struct.pack``
+calls per member, and reading it back in blocks.
+
+The bytes are those :mod:`zipfile` writes with ``ZipFile(path, "x", ZIP_STORED, allowZip64=True)`` and
+``zf.open(name, "w", force_zip64=True)`` (``zip64=False``: ``zf.open(name, "w")``, the provenance record):
+``ZipInfo(name)``'s defaults (date 1980-01-01 00:00, ``?rw-------``, made on Unix), version 4.5 and a ZIP64
+extra field ``(size, size)`` in a forced-ZIP64 local header whose 32-bit sizes then read ``0xFFFFFFFF``, a
+ZIP64 extra field in the central directory only for a size or offset beyond ``zipfile.ZIP64_LIMIT`` (2 GiB - 1),
+and the ZIP64 end records only for more than 65,535 members or a directory beyond that limit. Names are
+ASCII, or UTF-8 with the language-encoding flag (0x800). ``tests/test_npz_fast.py`` compares the bytes with
+zipfile's.
+
+A member whose bytes are in memory (:meth:`StoredZip.add`: a small tensor, its ``.npy`` header and data) is
+written in one go with its CRC-32 known; a member written in pieces (:meth:`StoredZip.member`) is kept in
+memory up to :data:`SPOOL` bytes and written the same way, or beyond that its local header is written first
+with a CRC of 0 and rewritten in place at the end (as zipfile does). The writer keeps, per member, only
+numbers in arrays (where it lies, and the CRC32C of what it wrote) and the central directory as bytes.
+
+:meth:`StoredZip.problems` reads the file back: the central directory and end records as bytes, each run of
+small members with one ``pread`` of up to :data:`BLOCK` bytes (their local headers, ``.npy`` headers and
+data checked against the CRC32C taken as they were written), each large member by
+:func:`~formats.io.placed.check_placed` on every core.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import zlib
+from array import array
+
+from formats.io.crc import crc32c
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, BinaryIO
+
+__all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "ZIP64_LIMIT"]
+
+ZIP64_LIMIT = (1 << 31) - 1
+"""zipfile's threshold for ZIP64 fields (``zipfile.ZIP64_LIMIT``)."""
+SPOOL = 1 << 20
+"""A member written in pieces stays in memory up to this many bytes (its CRC-32 then known before its header)."""
+BLOCK = 8 << 20
+"""Bytes read back at once (a run of small members)."""
+_FILECOUNT_LIMIT = 0xFFFF
+_LOCAL = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_ZIP64 = struct.Struct("<HHQQ")
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_LOCATOR = struct.Struct("<4sLQL")
+_END = struct.Struct("<4s4H2LH")
+_DOSDATE = 1 << 5 | 1  # ZipInfo's default date_time, 1980-01-01 00:00:00 (what zf.open(name, "w") stores)
+_DOSTIME = 0
+_UTF8 = 0x800
+_ATTRIBUTES = 0o600 << 16
+_SYSTEM = 0 if sys.platform == "win32" else 3
+
+
+def encode_name(name: str) -> tuple[bytes, int]:
+    """A member name's bytes and flag bits (ASCII, or UTF-8 with the 0x800 flag), as zipfile encodes it."""
+    try:
+        return name.encode("ascii"), 0
+    except UnicodeEncodeError:
+        return name.encode("utf-8"), _UTF8
+
+
+def local_header(name: bytes, flags: int, crc: int, size: int, zip64: bool) -> bytes:
+    """A stored member's local header (see the module doc)."""
+    if zip64:
+        return _LOCAL.pack(b"PK\x03\x04", 45, 0, flags, 0, _DOSTIME, _DOSDATE, crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                           len(name), _LOCAL_ZIP64.size) + name + _LOCAL_ZIP64.pack(1, 16, size, size)
+    return _LOCAL.pack(b"PK\x03\x04", 20, 0, flags, 0, _DOSTIME, _DOSDATE, crc, size, size, len(name), 0) + name
+
+
+class StoredZip:
+    """An uncompressed ZIP64 archive written to ``f`` (a buffered binary file at offset 0); :meth:`close` writes
+    the central directory. Per member (in the order added) it keeps the offset of its data (``starts``), its
+    size, and the range read back with the CRC32C it must have."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.offset = 0
+        self.central = bytearray()
+        self.starts = array("Q")
+        self.sizes = array("Q")
+        self.check_at = array("Q")  # the range read back: a whole member (local header and data), or the data
+        self.check_size = array("Q")  # of a member whose header was rewritten (kept in ``rewritten``)
+        self.check_crc = array("L")
+        self.crcs = array("L")  # each member's CRC-32
+        self.rewritten: dict[int, tuple[int, bytes]] = {}  # member -> (offset, local header) rewritten in place
+        self.tail = bytearray()
+
+    @property
+    def count(self) -> int:
+        """Members written."""
+        return len(self.starts)
+
+    def add(self, name: str, header: bytes, data: Any, zip64: bool = True) -> int:
+        """Write a member holding ``header + data`` (in memory; ``data`` any bytes-like); its index."""
+        size = len(header) + memoryview(data).nbytes
+        crc = zlib.crc32(data, zlib.crc32(header))
+        encoded, flags = encode_name(name)
+        local = local_header(encoded, flags, crc, size, zip64)
+        write = self.f.write
+        write(local)
+        write(header)
+        write(data)
+        return self._record(encoded, flags, crc, size, zip64, len(local),
+                            crc32c(data, crc32c(header, crc32c(local))), None)
+
+    def member(self, name: str, zip64: bool = True) -> ZipMember:
+        """A member written in pieces (``write``, then ``close``)."""
+        return ZipMember(self, name, zip64)
+
+    def _record(self, name: bytes, flags: int, crc: int, size: int, zip64: bool, header: int, check: int,
+                rewritten: bytes | None) -> int:
+        """Count a member written at ``self.offset`` (``header`` bytes of local header, then ``size``) in the
+        central directory and the columns; ``rewritten``: its final local header (the data alone is checked by
+        ``check``)."""
+        offset = self.offset
+        extra: list[int] = []
+        stored = size
+        if size > ZIP64_LIMIT:
+            extra += [size, size]
+            stored = 0xFFFFFFFF
+        at = offset
+        if offset > ZIP64_LIMIT:
+            extra.append(offset)
+            at = 0xFFFFFFFF
+        fields = struct.pack(f"<HH{len(extra)}Q", 1, 8 * len(extra), *extra) if extra else b""
+        version = 45 if zip64 or extra else 20
+        self.central += _CENTRAL.pack(b"PK\x01\x02", version, _SYSTEM, version, 0, flags, 0, _DOSTIME, _DOSDATE,
+                                      crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
+        self.central += name
+        self.central += fields
+        index = len(self.starts)
+        self.starts.append(offset + header)
+        self.sizes.append(size)
+        self.crcs.append(crc)
+        self.check_crc.append(check)
+        if rewritten is None:
+            self.check_at.append(offset)
+            self.check_size.append(header + size)
+        else:
+            self.check_at.append(offset + header)
+            self.check_size.append(size)
+            self.rewritten[index] = (offset, rewritten)
+        self.offset = offset + header + size
+        return index
+
+    def close(self) -> None:
+        """Write the central directory and the end records (ZIP64 ones where needed) and flush."""
+        count, at, size = self.count, self.offset, len(self.central)
+        tail, self.central = self.central, bytearray()  # (kept once: written, then compared on read-back)
+        if count > _FILECOUNT_LIMIT or at > ZIP64_LIMIT or size > ZIP64_LIMIT:
+            tail += _END64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, at)
+            tail += _LOCATOR.pack(b"PK\x06\x07", 0, at + size, 1)
+            count, size, at = min(count, 0xFFFF), min(size, 0xFFFFFFFF), min(at, 0xFFFFFFFF)
+        tail += _END.pack(b"PK\x05\x06", 0, 0, count, count, size, at, 0)
+        self.tail = tail
+        self.f.write(tail)
+        self.f.flush()
+
+    def problems(self, path: str, visit: Callable[[int, memoryview, bool], None],
+                 jobs: int | None = None) -> list[tuple[int, str]]:
+        """Read the archive at ``path`` back (see the module doc): ``(member, problem)`` for each member whose
+        bytes differ from those written, ``(-1, problem)`` for the central directory. ``visit(member, bytes,
+        whole)`` sees each member's stored bytes as read back (``whole``: all of them; else the first 128 KiB)."""
+        from formats.io.placed import Placed, check_placed
+
+        found: list[tuple[int, str]] = []
+        large: list[Placed] = []
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            end = self.offset + len(self.tail)
+            if os.fstat(fd).st_size != end or os.pread(fd, len(self.tail), self.offset) != self.tail:
+                found.append((-1, "the central directory does not read back as written"))
+            i = 0
+            while i < self.count:
+                i = self._check_run(fd, i, found, large, visit)
+        finally:
+            os.close(fd)
+        for item in large:
+            index = int(item.key)
+            at, header = self.rewritten.get(index, (None, b""))
+            if at is not None and _pread(path, at, len(header)) != header:
+                found.append((index, "the member's local header does not read back as written"))
+        found += [(int(key), problem) for key, problem in check_placed(path, large, jobs)]
+        return sorted(found)
+
+    def _check_run(self, fd: int, first: int, found: list[tuple[int, str]], large: list[Any],
+                   visit: Callable[[int, memoryview, bool], None]) -> int:
+        """Check the members from ``first`` whose ranges fit in one block; the next member to check."""
+        from formats.io.placed import Placed
+
+        start = self.check_at[first]
+        last = first
+        while last < self.count and first not in self.rewritten and last not in self.rewritten and \
+                self.check_at[last] + self.check_size[last] - start <= BLOCK:
+            last += 1
+        if last == first:  # a large member: its data on every core, its .npy header here
+            item = Placed(str(first), None, self.check_at[first], self.check_size[first], "")
+            item.crc = self.check_crc[first]
+            large.append(item)
+            data_at = self.starts[first]
+            visit(first, memoryview(os.pread(fd, min(self.sizes[first], 1 << 17), data_at)), False)
+            return first + 1
+        block = memoryview(os.pread(fd, self.check_at[last - 1] + self.check_size[last - 1] - start, start))
+        for i in range(first, last):
+            at = self.check_at[i] - start
+            if crc32c(block[at:at + self.check_size[i]]) != self.check_crc[i]:
+                found.append((i, "the bytes read back differ from the bytes written (CRC32C)"))
+            data = self.starts[i] - start
+            visit(i, block[data:data + self.sizes[i]], True)
+        return last
+
+
+def _pread(path: str, offset: int, size: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(size)
+
+
+class ZipMember:
+    """A member of a :class:`StoredZip` written in pieces: kept in memory up to :data:`SPOOL` bytes, then
+    streamed after a local header rewritten by :meth:`close`. Not thread-safe: one writer at a time."""
+
+    def __init__(self, zip: StoredZip, name: str, zip64: bool) -> None:
+        self.zip, self.name, self.zip64 = zip, name, zip64
+        self.spool: list[bytes] | None = []
+        self.spooled = 0
+        self.crc = 0
+        self.check = 0
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        """Add ``data`` (any bytes-like) to the member."""
+        n = memoryview(data).nbytes
+        if self.spool is not None:
+            if self.spooled + n <= SPOOL:
+                self.spool.append(bytes(data))
+                self.spooled += n
+                return n
+            self._spill()
+        self.crc = zlib.crc32(data, self.crc)
+        self.check = crc32c(data, self.check)
+        self.zip.f.write(data)
+        self.size += n
+        return n
+
+    def _spill(self) -> None:
+        """Past :data:`SPOOL`: a local header to be rewritten, then what was kept."""
+        encoded, flags = encode_name(self.name)
+        self.zip.f.write(local_header(encoded, flags, 0, 0, self.zip64))
+        spool, self.spool = self.spool or [], None
+        for piece in spool:
+            self.write(piece)
+
+    def close(self) -> int:
+        """Finish the member (its header written or rewritten); its index in the archive."""
+        zip = self.zip
+        if self.spool is not None:
+            return zip.add(self.name, b"", b"".join(self.spool), self.zip64)
+        if not self.zip64 and self.size > ZIP64_LIMIT:
+            raise ValueError(f"{self.name} holds {self.size:,} bytes, more than a member without ZIP64 fields can")
+        encoded, flags = encode_name(self.name)
+        header = local_header(encoded, flags, self.crc, self.size, self.zip64)
+        zip.f.flush()
+        os.pwrite(zip.f.fileno(), header, zip.offset)
+        return zip._record(encoded, flags, self.crc, self.size, self.zip64, len(header), self.check, header)

@@ -1,0 +1,232 @@
+"""A bundle's index held as columns: every entry's key, dtype, shape, data file, offset, size and CRC32C in
+flat arrays, a :class:`~formats.tf_bundle.reader.RawEntry` made only when one is asked for (issue 38).
+
+Decoding every ``BundleEntryProto`` into its own object cost about 5 us and 300 bytes per tensor (a
+million-tensor index: 5 s and 300 MB before anything was read). Here each value is recognised by its bytes,
+as :mod:`formats.tf_bundle.index_listing` does: TensorFlow writes fields 1-6 in order, and the values of the
+tensors of one dtype, shape and size differ only in the offset (field 4) and the CRC32C (field 6, the last
+five bytes). The first value of each such layout is decoded and checked by the reader's own
+:func:`~formats.tf_bundle.reader.parse_entry`; the bytes around its offset are then learned, and every later
+value with the same bytes is read as its offset varint and its last four bytes. Any other value (another
+field order, a partitioned variable's slices, an unusual varint) is decoded in full, so what the columns hold
+is always what :func:`~formats.tf_bundle.reader.parse_entry` would have returned, and a corrupt entry raises
+its error, naming its key, as before.
+
+Keys stay in index order (strictly increasing, as the table reader checks), so a key is found by bisection;
+no dictionary of a million keys is built.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from formats.core.errors import CheckpointError, CorruptCheckpointError
+from formats.io.protowire import WireError, parse_fields, read_varint
+from formats.tf_bundle.entry_wire import RawEntry, parse_entry
+
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, MutableSequence
+
+__all__ = ["IndexColumns", "value_layout"]
+
+_MAX_LEARNED = 1 << 18
+"""Value layouts remembered (beyond this, further new ones are decoded in full each time)."""
+
+
+class IndexColumns:
+    """The entries of one index (the header excepted), a read-only mapping of key (bytes) -> :class:`RawEntry`
+    whose entries are made on access. ``num_shards`` is the header's: the first entry stored in a data file
+    the header does not declare is an error (raised once every entry is decoded, as the reader did).
+    ``compact``: the columns are arrays (for a large index); else lists."""
+
+    def __init__(self, pairs: Iterable[tuple[bytes, bytes]], path: str, num_shards: int,
+                 compact: bool = True) -> None:
+        self.path = path
+        self.keys: list[bytes] = []
+        self.kind: MutableSequence[int]  # row -> its kind: an index into kinds
+        self.offset: MutableSequence[int]
+        self.crc: MutableSequence[int]
+        if compact:  # 16 bytes a row instead of up to 80 (array imports collections: not for a small index)
+            from array import array
+
+            self.kind, self.offset, self.crc = array("I"), array("q"), array("I")
+        else:
+            self.kind, self.offset, self.crc = [], [], []
+        self.kinds: list[tuple[int, tuple[int, ...], int, int]] = []  # (dtype, shape, shard_id, size)
+        self.slices: dict[int, list] = {}  # row -> the extents of a partitioned variable's slices
+        self._kind_ids: dict[tuple[int, tuple[int, ...], int, int], int] = {}
+        self._learned: dict[bytes, dict[bytes, int]] = {}  # head -> the bytes after the offset -> kind
+        self._head_lengths: list[int] = []
+        self._n_learned = 0
+        self._num_shards = num_shards
+        self._outside: int | None = None  # the first row stored in an undeclared data file
+        self._decode(pairs)
+        if self._outside is not None:
+            e = self.row(self._outside)
+            raise CorruptCheckpointError(path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
+                                         f"but the header declares {num_shards}")
+        del self._learned, self._kind_ids, self._head_lengths
+
+    # -- decoding ----------------------------------------------------------------------------------
+    def _decode(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        keys, kinds, offsets, crcs = self.keys.append, self.kind.append, self.offset.append, self.crc.append
+        learned, lengths = self._learned, self._head_lengths
+        hl = 1  # the length of the last head that matched
+        for key, value in pairs:
+            known = learned.get(value[:hl])
+            if known is None and len(lengths) > 1:
+                for hl in lengths:
+                    known = learned.get(value[:hl])
+                    if known is not None:
+                        break
+            if known is not None:
+                n = len(value) - 5  # where the crc32c field starts
+                b = value[hl] if hl < n else 0x80
+                if b < 0x80:
+                    at, o = b, hl + 1
+                elif hl + 1 < n and value[hl + 1] < 0x80:
+                    at, o = (b & 0x7F) | (value[hl + 1] << 7), hl + 2
+                elif hl + 2 < n and value[hl + 2] < 0x80:
+                    at, o = (b & 0x7F) | ((value[hl + 1] & 0x7F) << 7) | (value[hl + 2] << 14), hl + 3
+                else:
+                    at, o = _offset(value, hl, n)
+                if o <= n and value[n] == 0x35:
+                    kind = known.get(value[o:n])
+                    if kind is not None:
+                        keys(key)
+                        kinds(kind)
+                        offsets(at)
+                        crcs(int.from_bytes(value[n + 1:], "little"))
+                        continue
+            head = self._full(key, bytes(value))
+            if head is not None:
+                hl = len(head)
+
+    def _full(self, key: bytes, value: bytes) -> bytes | None:
+        """Decode one value in full (the reader's checks applied) into the columns; when its layout is the usual
+        one, learn it: its bytes up to and with its offset field's tag (the head, returned) -> the bytes between
+        that field and the crc32c field -> the kind."""
+        e = parse_entry(key, value, self.path)
+        row = len(self.keys)
+        if e.slices:
+            self.slices[row] = list(e.slices)
+        kind = self._kind((e.dtype, e.shape, e.shard_id, e.size))
+        self.keys.append(e.key)
+        self.kind.append(kind)
+        self.offset.append(e.offset)
+        self.crc.append(e.crc32c)
+        if not e.in_shards(self._num_shards) and self._outside is None:
+            self._outside = row
+        if e.slices:
+            return None
+        layout = value_layout(value)
+        if layout is None or self._n_learned >= _MAX_LEARNED:
+            return None
+        h, o = layout
+        head, rest = value[:h], value[o:-5]
+        try:
+            fields = parse_fields(head + rest)  # what the value says besides its offset and crc32c
+            same = parse_entry(key, head + rest, self.path)
+        except (WireError, CheckpointError):
+            return None
+        if 4 in fields or 6 in fields or 7 in fields or (same.dtype, same.shape, same.shard_id, same.size) != \
+                (e.dtype, e.shape, e.shard_id, e.size):
+            return None
+        head += b"\x20"
+        known = self._learned.get(head)
+        if known is None:
+            known = self._learned[head] = {}
+            if len(head) not in self._head_lengths:
+                self._head_lengths.append(len(head))
+        if rest not in known:
+            known[rest] = kind
+            self._n_learned += 1
+        return head
+
+    def _kind(self, kind: tuple[int, tuple[int, ...], int, int]) -> int:
+        found = self._kind_ids.get(kind)
+        if found is None:
+            found = self._kind_ids[kind] = len(self.kinds)
+            self.kinds.append(kind)
+        return found
+
+    # -- the mapping -------------------------------------------------------------------------------
+    def row(self, i: int) -> RawEntry:
+        """The entry in row ``i`` (index order)."""
+        dtype, shape, shard, size = self.kinds[self.kind[i]]
+        return RawEntry(self.keys[i], dtype, shape, shard, self.offset[i], size, self.crc[i], self.slices.get(i, ()))
+
+    def kind_of(self, row: int) -> tuple[int, tuple[int, ...], int, int]:
+        """``(dtype, shape, shard_id, size)`` of the entry in ``row``."""
+        return self.kinds[self.kind[row]]
+
+    def find(self, key: bytes) -> int:
+        """The row of ``key``, or -1."""
+        i = bisect_left(self.keys, key)
+        return i if i < len(self.keys) and self.keys[i] == key else -1
+
+    def __getitem__(self, key: bytes) -> RawEntry:
+        i = self.find(key)
+        if i < 0:
+            raise KeyError(key)
+        return self.row(i)
+
+    def get(self, key: bytes, default: RawEntry | None = None) -> RawEntry | None:
+        i = self.find(key)
+        return default if i < 0 else self.row(i)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and self.find(key) >= 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.keys)
+
+    def keys_list(self) -> list[bytes]:
+        """Every key, in index order (the list itself: do not change it)."""
+        return self.keys
+
+    def values(self) -> Iterator[RawEntry]:
+        """Every entry, in index order, each made as it is reached."""
+        return map(self.row, range(len(self.keys)))
+
+    def items(self) -> Iterator[tuple[bytes, RawEntry]]:
+        """``(key, entry)`` pairs in index order."""
+        return zip(self.keys, self.values())
+
+
+def value_layout(value: bytes) -> tuple[int, int] | None:
+    """``(h, o)`` when ``value`` is fields 1-3 (each at most once, in order), an offset field (a varint of at
+    most 9 bytes) ending at ``o``, more fields, then a crc32c field (its last five bytes); ``value[:h]`` is what
+    comes before the offset field."""
+    n = len(value)
+    try:
+        pos = 0
+        if pos < n and value[pos] == 0x08:
+            _, pos = read_varint(value, pos + 1, n)
+        if pos < n and value[pos] == 0x12:
+            length, pos = read_varint(value, pos + 1, n)
+            pos += length
+        if pos < n and value[pos] == 0x18:
+            _, pos = read_varint(value, pos + 1, n)
+        if pos >= n or value[pos] != 0x20:
+            return None
+        _, end = read_varint(value, pos + 1, n, 9)
+    except WireError:
+        return None
+    return (pos, end) if end <= n - 5 and value[n - 5] == 0x35 else None
+
+
+def _offset(value: bytes | memoryview, hl: int, n: int) -> tuple[int, int]:
+    """The offset varint at ``value[hl:]`` (at most 9 bytes, before ``n``) and the position after it; ``(0, n + 1)``
+    when there is none."""
+    at, shift = 0, 0
+    for o in range(hl, min(hl + 9, n)):
+        b = value[o]
+        at |= (b & 0x7F) << shift
+        if b < 0x80:
+            return at, o + 1
+        shift += 7
+    return 0, n + 1

@@ -1,0 +1,246 @@
+"""Issue 38: the npz writer's own ZIP64 writer (:mod:`formats.io.zip_stored`) writes many small members at a cost
+of a few ``struct.pack`` calls each, and reads the archive back in blocks.
+
+The bytes are unchanged: every archive here is compared byte for byte with the one :mod:`zipfile` writes as the
+writer did before (``ZipFile(path, "x", ZIP_STORED, allowZip64=True)``, each tensor through
+``open(name, "w", force_zip64=True)``, the record through ``open(name, "w")`` and ``numpy.lib.format.write_array``):
+same local headers (ZipInfo's fixed date 1980-01-01, ZIP64 extra fields in each tensor's local header), same
+central directory, same end records. No header field differs, so ``numpy.load``, ``zipfile`` and ``unzip -t``
+read what they read before; they are run here as independent readers all the same. The limits past which ZIP64
+fields are needed (2 GiB - 1 of offset or size, 65,535 members) are lowered in both writers at once to reach
+those fields without writing gigabytes.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import formats
+from formats.core.errors import PickleRequiredError, VerificationError
+from formats.core.sources import TensorValue
+from formats.io import zip_stored
+from formats.npz import writer as npz_writer
+from formats.npz.writer import write_npz
+
+from tests.call_counts import python_calls
+
+BF16 = np.arange(6, dtype=np.float32).astype(ml_dtypes.bfloat16).reshape(2, 3)
+
+
+def _items() -> list[tuple[str, object]]:
+    """Tensors of every kind: numeric, empty, scalar, bits-stored (bfloat16, float8), strings, non-ASCII
+    names, one past the in-memory limit (streamed, its header rewritten) and one tiny."""
+    return [("dense/kernel", np.arange(12, dtype=np.float32).reshape(3, 4)),
+            ("empty", np.zeros((0, 3), np.float64)),
+            ("scalar", np.int64(7)),
+            ("bf16", TensorValue(BF16, "bfloat16")),
+            ("f8", TensorValue(np.array([1.0, -2.0], dtype=ml_dtypes.float8_e4m3fn), "float8_e4m3fn")),
+            ("words", TensorValue([b"alpha", b"b", b"\xff\x00x"], "string")),
+            ("no strings", TensorValue(np.array([], dtype=object), "string")),
+            ("schicht/gewicht_ä/名前", np.ones((2, 2), np.int8)),
+            ("big", np.arange((zip_stored.SPOOL // 8) + 100, dtype=np.float64)),
+            ("z", np.array([True, False]))]
+
+
+def _oracle_bytes(key: str, value: object) -> bytes:
+    """The ``.npy`` numpy writes for a tensor as the policy stores it (bits as unsigned ints, strings as S<n>)."""
+    if isinstance(value, TensorValue):
+        if value.dtype == "string":
+            flat = list(value.value)
+            value = np.array(flat, dtype=f"S{max((len(x) for x in flat), default=1) or 1}")
+        else:
+            raw = np.asarray(value.value)
+            value = raw.view(f"<u{raw.dtype.itemsize}")
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asarray(value), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _zipfile_archive(path: Path, items: list[tuple[str, object]], record: dict | None) -> bytes:
+    """What the writer wrote before, through :mod:`zipfile` (the oracle)."""
+    with zipfile.ZipFile(path, "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, value in items:
+            with zf.open(key + ".npy", "w", force_zip64=True) as member:
+                member.write(_oracle_bytes(key, value))
+        if record is not None:
+            with zf.open("__ckpt_provenance__.npy", "w") as member:
+                np.lib.format.write_array(member, np.array(json.dumps(record)), allow_pickle=False)
+    return path.read_bytes()
+
+
+RECORD = {"source": "src", "format": "test", "tensors": [{"key": "bf16", "dtype": "bfloat16", "shape": [2, 3]},
+                                                         {"key": "f8", "dtype": "float8_e4m3fn", "shape": [2]}]}
+
+
+def _check_independent_readers(path: Path, items: list[tuple[str, object]]) -> None:
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None
+        assert zf.namelist()[:len(items)] == [k + ".npy" for k, _ in items]
+    loaded = np.load(path, allow_pickle=False)
+    for key, value in items:
+        assert loaded[key].tobytes() == np.load(io.BytesIO(_oracle_bytes(key, value))).tobytes()
+    if shutil.which("unzip"):
+        result = subprocess.run(["unzip", "-t", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0 and "No errors detected" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("record", [None, RECORD])
+def test_the_archive_is_byte_for_byte_what_zipfile_wrote(tmp_path: Path, record: dict | None) -> None:
+    items = _items()
+    report = write_npz(tmp_path / "fast.npz", items, provenance=record)
+    assert report.verified and report.tensors == len(items)
+    assert (tmp_path / "fast.npz").read_bytes() == _zipfile_archive(tmp_path / "oracle.npz", items, record)
+    _check_independent_readers(tmp_path / "fast.npz", items)
+    with formats.open_checkpoint(str(tmp_path / "fast.npz")) as ckpt:
+        assert ckpt["bf16"].dtype == ("bfloat16" if record else "uint16")
+        assert np.array_equal(ckpt["dense/kernel"].read(), items[0][1])
+        assert ckpt["schicht/gewicht_ä/名前"].read().tolist() == [[1, 1], [1, 1]]
+
+
+def test_zip64_fields_past_the_limits_are_the_ones_zipfile_writes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With zipfile's and our limits lowered to 1,000 bytes and 3 members, members past the limit get ZIP64
+    sizes and offsets in the central directory and the ZIP64 end records are written (as past 2 GiB - 1 and
+    65,535 members); zipfile (with its real limits), numpy and unzip read them."""
+    items = _items()
+    for module in (zipfile, zip_stored):
+        monkeypatch.setattr(module, "ZIP64_LIMIT", 1000)
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 3)
+    monkeypatch.setattr(zip_stored, "_FILECOUNT_LIMIT", 3)
+    write_npz(tmp_path / "fast.npz", items, provenance=RECORD)
+    expected = _zipfile_archive(tmp_path / "oracle.npz", items, RECORD)
+    monkeypatch.undo()
+    raw = (tmp_path / "fast.npz").read_bytes()
+    assert raw == expected
+    assert b"PK\x06\x06" in raw[-200:] and b"PK\x06\x07" in raw[-100:]
+    with zipfile.ZipFile(tmp_path / "fast.npz") as zf:
+        late = zf.getinfo("z.npy")
+        assert late.header_offset > 1000 and late.extra[:4] == b"\x01\x00\x08\x00"  # ZIP64: the offset
+        big = zf.getinfo("big.npy")
+        assert big.file_size > 1000 and big.extra[:4] == b"\x01\x00\x18\x00"  # ZIP64: sizes and offset
+    _check_independent_readers(tmp_path / "fast.npz", items)
+
+
+def test_threaded_members_and_a_spooled_record_are_the_same_bytes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every member through the writing thread, and a record larger than the spool (its header rewritten in
+    place, without ZIP64 fields as zipfile writes it)."""
+    items = _items()
+    record = {**RECORD, "padding": "x" * (zip_stored.SPOOL // 2)}
+    monkeypatch.setattr(npz_writer, "PIPELINE_BYTES", 0)
+    write_npz(tmp_path / "fast.npz", items, provenance=record)
+    assert (tmp_path / "fast.npz").read_bytes() == _zipfile_archive(tmp_path / "oracle.npz", items, record)
+
+
+def test_bytes_damaged_before_the_read_back_fail_verification(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """One byte changed in the file after it is written (a small member's data, then the central directory):
+    verification fails naming the tensor, and nothing takes the output's name."""
+    real = zip_stored.StoredZip.close
+
+    for target in ("member", "directory"):
+        def close_then_damage(self, target=target):  # type: ignore[no-untyped-def]
+            real(self)
+            at = self.starts[0] + 200 if target == "member" else self.offset + 10
+            fd = os.open(self.f.name, os.O_RDWR)
+            os.pwrite(fd, bytes([os.pread(fd, 1, at)[0] ^ 1]), at)
+            os.close(fd)
+
+        monkeypatch.setattr(zip_stored.StoredZip, "close", close_then_damage)
+        with pytest.raises(VerificationError) as info:
+            write_npz(tmp_path / f"{target}.npz", [("a", np.arange(100, dtype=np.float32)), ("b", np.ones(3))])
+        assert "'a'" in str(info.value) if target == "member" else "central directory" in str(info.value)
+        assert not (tmp_path / f"{target}.npz").exists()
+    assert [p for p in os.listdir(tmp_path)] == []
+
+
+def test_a_damaged_input_tensor_is_reported_as_the_inputs_error(tmp_path: Path, run_cli) -> None:
+    prefix = str(tmp_path / "src" / "ckpt-1")
+    formats.write_checkpoint(prefix, {"a": np.arange(8, dtype=np.float32), "b": np.ones(4, np.float32)})
+    data = next(p for p in (tmp_path / "src").iterdir() if ".data-" in p.name)
+    raw = bytearray(data.read_bytes())
+    raw[3] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    result = run_cli("extract", prefix, "-o", str(tmp_path / "all.npz"))
+    assert result.exit_code != 0 and "checksum" in (result.stdout + result.stderr).lower()
+    assert not (tmp_path / "all.npz").exists()
+
+
+def test_a_key_holding_nul_is_refused_before_writing(tmp_path: Path) -> None:
+    """zipfile cuts a member name at NUL (the write then failed its read-back); now refused up front."""
+    with pytest.raises(formats.InvalidOutputError, match="cannot be an npz member name"):
+        write_npz(tmp_path / "a.npz", [("a\x00b", np.ones(2))])
+    assert not (tmp_path / "a.npz").exists()
+
+
+def _bundle(folder: Path, n: int) -> str:
+    prefix = str(folder / f"n{n}" / "ckpt-1")
+    formats.write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
+                                      for i in range(n)), force=True, verify=False)
+    return prefix
+
+
+N = 500
+SLACK = 2.3
+"""The calls from 2N to 4N may be at most this many times those from N to 2N (linear: 2; quadratic: 4)."""
+
+
+@pytest.fixture(scope="module")
+def scale(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("npzscale")
+    return [_bundle(folder, n) for n in (N, 2 * N, 4 * N)]
+
+
+@pytest.mark.parametrize("command", ["extract", "convert", "ls", "verify"])
+def test_npz_work_grows_linearly_with_the_members(scale, run_cli, tmp_path, command) -> None:
+    """Python calls (not seconds) of writing an npz of N, 2N, 4N tiny tensors, and of listing and verifying it."""
+    def argv(prefix: str, out: str) -> list[str]:
+        npz = out + ".npz"
+        if command in ("ls", "verify"):
+            if not os.path.exists(npz):
+                assert run_cli("extract", prefix, "-o", npz).exit_code == 0
+            return ["ls", npz] if command == "ls" else ["verify", "--jobs", "1", npz]
+        if command == "extract":
+            return ["extract", prefix, "-o", npz]
+        return ["convert", "--jobs", "1", prefix, "--to", "npz", "-o", npz]
+
+    python_calls(run_cli, argv(scale[0], str(tmp_path / "warm")))
+    counts = [python_calls(run_cli, argv(prefix, str(tmp_path / f"out{i}"))) for i, prefix in enumerate(scale)]
+    first, second = counts[1] - counts[0], counts[2] - counts[1]
+    assert first > 0, counts
+    assert second <= SLACK * first, f"{command}: calls {counts} grow faster than the members"
+    per_member = second / (2 * N)
+    # ckpt at 68bca3f (zipfile, a member at a time): extract 304 calls per member, verify of the npz 186
+    assert per_member < {"extract": 170, "convert": 220, "ls": 120, "verify": 140}[command], (command, per_member)
+
+
+def test_pickled_members_with_allow_pickle_are_zipfiles_bytes_and_checked_by_digest(tmp_path: Path) -> None:
+    """A string tensor with an element ending in NUL is an object array only with ``allow_pickle``; its bytes
+    are numpy's (a pickle of the same list) and its read-back compares their sha256, unpickling nothing."""
+    words = [b"ends in nul\x00", b"x"]
+    held = np.empty(2, dtype=object)
+    held[:] = words  # (a list of bytes would go through numpy's S dtype, which drops the NUL itself)
+    items = [("words", TensorValue(held, "string")), ("n", np.arange(3, dtype=np.int16))]
+    with pytest.raises(PickleRequiredError):
+        write_npz(tmp_path / "refused.npz", items)
+    assert not (tmp_path / "refused.npz").exists()
+    report = write_npz(tmp_path / "fast.npz", items, allow_pickle=True)
+    assert report.verified and report.contents[0].stored_dtype == "object"
+    with zipfile.ZipFile(tmp_path / "oracle.npz", "x", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zf.open("words.npy", "w", force_zip64=True) as member:
+            value = np.empty(2, dtype=object)
+            value[:] = words
+            np.lib.format.write_array(member, value, allow_pickle=True)
+        with zf.open("n.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array(member, np.arange(3, dtype=np.int16))
+    assert (tmp_path / "fast.npz").read_bytes() == (tmp_path / "oracle.npz").read_bytes()
+    assert np.load(tmp_path / "fast.npz", allow_pickle=True)["words"].tolist() == words
