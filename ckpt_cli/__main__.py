@@ -11,11 +11,17 @@ if __name__ == "__main__":
         interrupted()
 
 import gc  # noqa: E402
+import sys  # noqa: E402
 
 if __name__ == "__main__":
     gc.freeze()  # as scripts/ckpt: the start-up's objects go to the permanent generation, collections skip them
 
-from ckpt_cli.fast import main  # noqa: E402
+from ckpt_cli.fast import end_process, main  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    status: int | str | None = None
+    try:
+        main()
+    except SystemExit as done:
+        status = done.code
+    end_process(status, sys._getframe())  # as scripts/ckpt

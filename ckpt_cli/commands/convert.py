@@ -1,7 +1,6 @@
 """``ckpt convert``: a checkpoint in another format - name-based <-> object-based, Keras, npz, safetensors."""
 from __future__ import annotations
 
-from formats.core.errors import ExitCode
 from formats.core.model import FormatName
 
 from ..options import (READ_BACK_JOBS, executor_option, jobs_option, link_option, output_option, rule_options,
@@ -11,7 +10,6 @@ from ..spec import (CHECKPOINT, FLOAT, PATH, SIZE, WRITER_EXIT_STATUS, Arg, Comm
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from typing import Any
 
     from ..environment import Environment
     from ..spec import Params
@@ -214,19 +212,6 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                                update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
                                model_config=model_config, model_map=model_map, executor=executor, hf_task=hf_task,
                                skip_unreadable=skip_unreadable)
+    from ..render.conversion import render_result
+
     return render_result(result, as_json, verbose=verbose)
-
-
-def render_result(result: Any, as_json: bool, *, changed_only: bool = False, verbose: bool = False) -> int:
-    """Print a conversion's result - its JSON, or the plan's problems and what was written (``changed_only``: a
-    dry run's table shows only the tensors whose key changes; ``verbose``: the keys behind each problem) - and
-    return the exit status: 0 written or planned, 1 problems found. ``convert`` and ``rename`` both end here."""
-    if as_json:
-        from ..render.common import print_json
-
-        print_json(result.to_json())
-    else:
-        from ..render.convert import render_conversion
-
-        render_conversion(result, changed_only=changed_only, verbose=verbose)
-    return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)

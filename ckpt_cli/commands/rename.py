@@ -76,7 +76,7 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     from formats.ops.rules import build_rules
 
     from ..render.progress import progress_for
-    from .convert import render_result
+    from ..render.conversion import render_result
 
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
     with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:

@@ -47,13 +47,13 @@ def console(stderr: bool = False) -> Any:
 
 def json_text(data: Any) -> str:
     """``data`` as the JSON ckpt prints: indented by 2, non-ASCII kept, undecodable key bytes as ``\\xNN``."""
-    import json
+    from formats.core.json_writer import dumps  # json.dumps without importing json (start-up)
 
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    text = dumps(data, indent=2, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(safe_data(data), indent=2, ensure_ascii=False)
+        text = dumps(safe_data(data), indent=2, ensure_ascii=False)
     return text
 
 

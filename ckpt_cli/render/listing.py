@@ -105,11 +105,10 @@ def print_listing_json(docs: list[Any]) -> None:
 
 
 def _write_compact_json(listing: CompactListing, indent: str) -> None:
-    import json
-    from json.encoder import encode_basestring  # what json.dumps(..., ensure_ascii=False) writes a string as
+    from formats.core.json_writer import dumps, encode_basestring  # json's own, without importing json
 
     out = sys.stdout
-    out.write(f'{indent}{{\n{indent}  "path": {json_text(listing.path)},\n{indent}  "format": {json.dumps(listing.format)},'
+    out.write(f'{indent}{{\n{indent}  "path": {json_text(listing.path)},\n{indent}  "format": {dumps(listing.format)},'
               f'\n{indent}  "tensors": ')
     if not listing.tensors:
         out.write(f"[]\n{indent}}}")
@@ -119,7 +118,7 @@ def _write_compact_json(listing: CompactListing, indent: str) -> None:
     def shape(dims: tuple[int, ...]) -> str:
         return "[]" if not dims else "[\n" + ",\n".join(f"{inner}    {d}" for d in dims) + f"\n{inner}  ]"
 
-    tails = [f',\n{inner}  "dtype": {json.dumps(k.dtype, ensure_ascii=False)},\n{inner}  "shape": {shape(k.shape)},'
+    tails = [f',\n{inner}  "dtype": {dumps(k.dtype, ensure_ascii=False)},\n{inner}  "shape": {shape(k.shape)},'
              f'\n{inner}  "nbytes": {k.nbytes}\n{inner}}}' for k in listing.kinds]
     head = f'{inner}{{\n{inner}  "key": '
     out.write("[\n")

@@ -3,11 +3,11 @@
 A hostile file cannot exhaust memory (the size is checked before anything is decoded) nor the
 stack (the nesting depth is measured in C-speed passes before :func:`json.loads` runs, so code
 that walks the result recursively is safe too).
+
+:mod:`json` and :mod:`re` (about 8 ms of start-up together) are imported when JSON is read: the writers
+that import this module for :data:`MAX_DEPTH` or their reader's sake (a safetensors header's dtypes) do not.
 """
 from __future__ import annotations
-
-import json
-import re
 
 from formats.core.errors import CorruptCheckpointError
 
@@ -20,16 +20,19 @@ __all__ = ["load_json", "nesting_depth", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
 """Deepest nesting accepted by default (a Keras model config with nested models stays far below)."""
-_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRINGS = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+"""A JSON string (``re.DOTALL``)."""
 _BLOCK = 1 << 20
 
 
 def nesting_depth(text: str, stop: int | None = None) -> int:
     """The deepest ``[``/``{`` nesting of JSON ``text`` (brackets inside strings do not count);
     stops counting once ``stop`` is exceeded."""
+    import re
+
     import numpy as np
 
-    skeleton = _STRINGS.sub("", text).encode("utf-8", "surrogatepass")
+    skeleton = re.sub(_STRINGS, "", text, flags=re.DOTALL).encode("utf-8", "surrogatepass")
     level = deepest = 0
     for start in range(0, len(skeleton), _BLOCK):
         raw = np.frombuffer(skeleton, dtype=np.uint8, count=min(_BLOCK, len(skeleton) - start), offset=start)
@@ -48,6 +51,8 @@ def load_json(raw: bytes | str, path: str, what: str, *, max_bytes: int, max_dep
     """Parse ``raw`` (UTF-8 bytes or text) as JSON; a :class:`CorruptCheckpointError` naming ``what``
     and ``path`` when it is larger than ``max_bytes``, nested deeper than ``max_depth`` or not JSON.
     ``object_pairs_hook`` is :func:`json.loads`'s (it sees duplicate keys)."""
+    import json
+
     if len(raw) > max_bytes:
         raise CorruptCheckpointError(path, f"{what} is {len(raw):,} bytes, more than the {max_bytes:,} accepted")
     try:

@@ -11,7 +11,9 @@ with ``field(init=False)`` is not a parameter of ``__init__`` (it starts at its 
 """
 from __future__ import annotations
 
-from operator import attrgetter
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+
+from formats.core.method_templates import renamable, shaped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,8 +129,7 @@ def _build(cls: type, frozen: bool, eq: bool, slots: bool) -> type:
     namespace: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
     for i, name in enumerate(names):
         namespace[f"_d{i}"], namespace[f"_f{i}"] = specs[name].default, specs[name].factory
-    exec(_init_source(names, specs, frozen), namespace)  # noqa: S102 - code built from field names
-    methods = {"__init__": namespace["__init__"], "__repr__": _repr}
+    methods = {"__init__": _init_function(cls.__qualname__, names, specs, frozen, namespace), "__repr__": _repr}
     if eq:
         methods["__eq__"] = _eq
     if frozen:
@@ -152,6 +153,18 @@ def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     if len(names) >= 2:
         return attrgetter(*names)
     return lambda obj: tuple(getattr(obj, n) for n in names)
+
+
+def _init_function(qualname: str, names: list[str], specs: dict[str, _Field], frozen: bool,
+                   namespace: dict[str, Any]) -> Any:
+    """The generated ``__init__``: written out in :mod:`formats.core.method_templates` for fields that are all
+    parameters, without factories (their defaults last), else compiled from :func:`_init_source`."""
+    defaults = [specs[n].default for n in names if specs[n].default is not _MISSING]
+    plain = all(specs[n].init and specs[n].factory is None for n in names)
+    if plain and renamable(names) and all(specs[n].default is not _MISSING for n in names[len(names) - len(defaults):]):
+        return shaped("frozen_init" if frozen else "init", names, tuple(defaults), f"{qualname}.__init__")
+    exec(_init_source(names, specs, frozen), namespace)  # noqa: S102 - code built from field names
+    return namespace["__init__"]
 
 
 def _init_source(names: list[str], specs: dict[str, _Field], frozen: bool) -> str:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "builtin_formats", "plugin_formats", "all_formats", "get_format",
+__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "BUILTIN_WRITERS", "builtin_formats", "plugin_formats", "all_formats", "get_format",
            "iter_builtin_formats", "writer_capability", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with",
            "write_targets", "writer_of", "format_of", "edit_target", "is_object_layout"]
 
@@ -64,6 +64,16 @@ BUILTIN: tuple[str, ...] = (
     "formats.openai_npy.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
+
+BUILTIN_WRITERS: dict[str, str] = {
+    "tf-object": "formats.tf_bundle.format:FORMAT", "tf-name": "formats.tf_bundle.format:FORMAT",
+    "keras2-h5": "formats.keras_h5.format:FORMAT", "keras3-h5": "formats.keras_h5.format:FORMAT",
+    "keras": "formats.keras_h5.format:FORMAT", "npz": "formats.npz.format:FORMAT",
+    "safetensors": "formats.safetensors.format:FORMAT", "hf": "formats.safetensors.format:MODEL_DIR_FORMAT",
+}
+"""The built-in format that writes each layout (the first of :data:`BUILTIN` whose ``writes`` holds it; a test
+checks): :func:`writer_of` imports that one module, not every format asked before it (``--to safetensors``
+imported six)."""
 
 _loaded: dict[str, Any] = {}
 _plugins: dict[tuple[str, ...], list[Any]] = {}
@@ -226,6 +236,8 @@ def write_targets() -> list[str]:
 
 def writer_of(layout: str) -> Any:
     """The format that writes ``layout``; KeyError when none does."""
+    if layout in BUILTIN_WRITERS:
+        return _load(BUILTIN_WRITERS[layout])
     for spec in _every_format():
         if layout in getattr(spec, "writes", ()):
             return spec

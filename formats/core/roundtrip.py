@@ -5,21 +5,24 @@ canonical bytes (C order, little-endian) chunk by chunk, so memory stays bounded
 tensor size; bundle tensors have their CRC32C checked on the way. Strings and variants are
 compared element by element. Where a source is no longer at hand (a writer fed from a one-shot
 iterator), a :class:`Digest` recorded while writing stands in for it.
+
+The comparison engine (:mod:`formats.core.comparison`) is imported by the functions that compare: a writer whose
+read-back checks checksums (safetensors, npz) needs only :class:`Mismatch` and :class:`RoundTripReport`.
 """
 from __future__ import annotations
 
 from _collections_abc import Callable  # collections.abc's classes, without the collections package
 
-from formats.core.comparison import Comparison, Digest, compare_values, digest_update, tensor_digest
 from formats.core.records import field, record
 from formats.core.model import shape_text
-from formats.core.parallel import map_ordered
 from formats.core.sources import CHUNK, Source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
+
+    from formats.core.comparison import Comparison, Digest, digest_update, tensor_digest
 
 __all__ = ["Mismatch", "RoundTripReport", "Digest", "compare_checkpoints", "compare_tensor", "tensor_digest",
            "digest_update"]
@@ -71,6 +74,8 @@ def compare_checkpoints(actual: Mapping[str, Any], expected: Mapping[str, Any], 
     Tensors are compared on ``jobs`` threads (None: every core) when both sides may be read from
     several threads at once; the report is the same whatever ``jobs`` is.
     """
+    from formats.core.parallel import map_ordered
+
     report = RoundTripReport(path or str(getattr(actual, "path", "")), against or str(getattr(expected, "path", "")))
     for key in expected:
         if key not in actual:
@@ -107,6 +112,8 @@ def compare_tensor(actual: Source, expected: Source | Digest, chunk: int = CHUNK
                    check_crc: bool = True) -> tuple[str, str] | None:
     """``None`` when both hold the same dtype, shape and value, else ``(kind, message)``: the one engine
     (:func:`~formats.core.comparison.compare_values`) asked whether anything differs."""
+    from formats.core.comparison import compare_values
+
     found = compare_values(actual, expected, chunk=chunk, check_crc=check_crc)
     if found.kind is None:
         return None
@@ -126,3 +133,12 @@ def _message(found: Comparison) -> str:
     return found.message
 
 
+
+
+def __getattr__(name: str) -> Any:
+    """``Digest``, ``tensor_digest`` and ``digest_update``: :mod:`formats.core.comparison`'s, imported when asked."""
+    if name in ("Digest", "tensor_digest", "digest_update"):
+        from formats.core import comparison
+
+        return getattr(comparison, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

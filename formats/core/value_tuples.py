@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from _operator import itemgetter
 
+from formats.core.method_templates import renamable, shaped
+
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
@@ -47,7 +49,10 @@ else:
             return super().__new__(mcs, name, bases, namespace)
 
     def _constructor(name: str, fields: list[str], defaults: dict[str, Any]) -> Any:
-        """``__new__(cls, a, b=default)`` building the tuple, generated once per class (as namedtuple does)."""
+        """``__new__(cls, a, b=default)`` building the tuple, generated once per class (as namedtuple does;
+        written out in :mod:`formats.core.method_templates` for the usual shapes, else compiled here)."""
+        if renamable(fields):
+            return shaped("new", fields, tuple(defaults[f] for f in fields if f in defaults), f"{name}.__new__")
         params = ", ".join(f"{f}=_default_{f}" if f in defaults else f for f in fields)
         values = "".join(f"{f}, " for f in fields)
         scope: dict[str, Any] = {"_tuple_new": tuple.__new__, **{f"_default_{f}": v for f, v in defaults.items()}}

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 
-from formats.concepts.state import STATE_FILE, CheckpointState, read_state
 from formats.core import registry
 from formats.core.memo import remembered
 from formats.core.model import Checkpoint, FormatName
 from formats.core.errors import (AmbiguousCheckpointError, CheckpointNotFoundError, NotACheckpointError,
                                  UnsupportedError)
-from formats.core.foreign import describe_file
 from formats.core.value_tuples import ValueTuple
 from formats.io import storage
 
@@ -18,6 +16,8 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
+
+    from formats.concepts.state import CheckpointState
 
 __all__ = ["Target", "open_checkpoint", "resolve", "claim", "claim_directory", "find_checkpoints", "locate_named",
            "latest_from_state", "identity", "normalize", "latest_version", "resolve_many"]
@@ -78,6 +78,8 @@ def resolve(path: str | os.PathLike[str]) -> Target:
     if found is not None:
         return found
     if os.path.isfile(p):
+        from formats.core.foreign import describe_file  # (what a file that is no checkpoint is: an error only)
+
         raise NotACheckpointError(p, describe_file(p))
     odd = storage.not_regular(p + ".index")
     if odd is not None:  # a FIFO, a folder, a link to nothing or a loop under the index's name
@@ -236,6 +238,8 @@ def _owned(name: str, owned: set[str]) -> bool:
 
 
 def _plugin_checkpoints(directory: str, seen: set[str]) -> list[Target]:
+    from formats.concepts.state import STATE_FILE  # (directories only: not on a prefix's path)
+
     owned = {os.path.basename(p.rstrip(os.sep)) for p in seen}
     unclaimed = [n for n in sorted(os.listdir(directory))
                  if not _owned(n, owned) and not n.startswith(STATE_FILE)]
@@ -273,6 +277,8 @@ def locate_named(directory: str, named: str, known: set[str] | frozenset[str] = 
 
 def latest_from_state(directory: str, state: CheckpointState | None = None) -> str | None:
     """The checkpoint the directory's state file (or ``state``, already read) names as latest, or None."""
+    from formats.concepts.state import STATE_FILE, read_state  # (directories only)
+
     state = read_state(directory) if state is None else state
     if state is None:
         return None

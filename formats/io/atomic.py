@@ -27,9 +27,7 @@ from formats.core.errors import CheckpointError, InvalidOutputError, OutputWrite
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any
-    from contextlib import AbstractContextManager
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
            "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created",
@@ -232,40 +230,57 @@ def remove_created(directories: list[str]) -> None:
             return
 
 
-def atomic_output(out: str, needed: int = 0, *, replace: bool = True,
-                  what: str = "output file") -> AbstractContextManager[str]:
+class atomic_output:  # noqa: N801 - a context manager used as a function; no contextlib (start-up)
     """``with atomic_output(out) as temp``: a temporary path beside ``out`` to write (and verify) one file; on
     leaving the block it is flushed and put in place as ``out`` (:func:`publish_file`: replacing an existing
     one with ``replace``, else only where none is there then); on any error it is removed, with the
-    directories created for it. ``needed`` bytes are checked first. (contextlib is imported here, on a
-    single-file write, not with this module, which every bundle write imports.)"""
-    import contextlib
+    directories created for it. ``needed`` bytes are checked first. (A class, not ``contextlib.contextmanager``:
+    contextlib imports collections and functools, more than a small write's own CPU.)"""
 
-    return contextlib.contextmanager(_atomic_output)(out, needed, replace, what)
+    __slots__ = ("out", "needed", "replace", "what", "directory", "created", "temp")
 
+    def __init__(self, out: str, needed: int = 0, *, replace: bool = True, what: str = "output file") -> None:
+        self.out, self.needed, self.replace, self.what = out, needed, replace, what
+        self.directory, self.temp = "", ""
+        self.created: list[str] = []
 
-def _atomic_output(out: str, needed: int, replace: bool, what: str) -> Iterator[str]:
-    refuse_url(out)
-    directory = os.path.dirname(os.path.abspath(out))
-    try:
-        created = make_parents(out)
-    except OSError as exc:
-        raise write_error(exc, out) from exc
-    sweep_temporaries(out)
-    temp = temp_name(out)
-    try:
-        ensure_space(directory, needed)
-        yield temp
-        fsync_file(temp)
-        publish_file(temp, out, replace=replace, what=what)
-        fsync_dir(directory)
-    except BaseException as exc:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        remove_created(created)
-        if _is_write_error(exc, temp, out):
-            raise write_error(exc, out) from exc  # type: ignore[arg-type]
-        raise
+    def __enter__(self) -> str:
+        out = self.out
+        refuse_url(out)
+        self.directory = os.path.dirname(os.path.abspath(out))
+        try:
+            self.created = make_parents(out)
+        except OSError as exc:
+            raise write_error(exc, out) from exc
+        sweep_temporaries(out)
+        self.temp = temp_name(out)
+        try:
+            ensure_space(self.directory, self.needed)
+        except BaseException as exc:
+            self._clean_up(exc)
+            raise
+        return self.temp
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            try:
+                fsync_file(self.temp)
+                publish_file(self.temp, self.out, replace=self.replace, what=self.what)
+                fsync_dir(self.directory)
+            except BaseException as error:
+                self._clean_up(error)
+                raise
+            return
+        self._clean_up(exc)  # the block's own exception goes on (returning None)
+
+    def _clean_up(self, exc: BaseException) -> None:
+        """Remove the temporary and the directories created for it; an OutputWriteError from ``exc`` when it
+        is about the output."""
+        if os.path.lexists(self.temp):
+            os.unlink(self.temp)
+        remove_created(self.created)
+        if _is_write_error(exc, self.temp, self.out):
+            raise write_error(exc, self.out) from exc  # type: ignore[arg-type]
 
 
 def _is_write_error(exc: BaseException, temp: str, out: str) -> bool:

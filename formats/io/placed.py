@@ -222,10 +222,13 @@ def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, i
 
 def check_placed(path: str, items: Sequence[Placed], jobs: int | None = None) -> list[tuple[str, str]]:
     """Read every item back from the file at ``path`` and compare its CRC32C with the one :func:`write_placed`
-    gave it, on ``jobs`` threads (None: every core); ``(key, problem)`` for each that differs, in order. A copied
+    gave it, on ``jobs`` threads (None: every core; one for a file of less than :data:`PIPELINE_BYTES`);
+    ``(key, problem)`` for each that differs, in order. A copied
     item that differs has its input checked: a damaged input raises the input's own error."""
     from formats.core.parallel import map_ordered
 
+    if sum(item.size for item in items) < PIPELINE_BYTES:
+        jobs = 1  # a small file is read back sooner than threads are started and handed its pieces
     fd = os.open(path, os.O_RDONLY)
     try:
         problems = map_ordered(lambda item: _problem(fd, item), list(items), jobs, weight=lambda item: item.size)

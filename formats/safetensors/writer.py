@@ -9,13 +9,13 @@ one signature of :mod:`formats.core.format`.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
 
 from formats.core.dtypes import by_name
 from formats.core.errors import VerificationError
+from formats.core.json_writer import dumps
 from formats.core.model import FormatName
 from formats.core.provenance import PROVENANCE_KEY, as_written
 from formats.core.roundtrip import Mismatch, RoundTripReport
@@ -43,7 +43,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
 
     refuse_url(output)
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
-    metadata = {PROVENANCE_KEY: json.dumps(record)} if record else {}
+    metadata = {PROVENANCE_KEY: dumps(record)} if record else {}
     header: dict[str, Any] = {"__metadata__": {**metadata, "format": "np", **(options or {}).get("metadata", {})}}
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     stored = [stored_unchanged(row.value, row.dtype, size) for row, size in zip(rows, sizes)]
@@ -53,7 +53,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     for i in _data_order(stored):
         header[rows[i].key]["data_offsets"] = [offset, offset + sizes[i]]
         offset += sizes[i]
-    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw = dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * _padding(8 + len(raw), stored)
     guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
     report = WriteReport(output, FormatName.SAFETENSORS.value, [output])

@@ -31,7 +31,7 @@ from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
                                  VerificationError)
 from formats.core.model import Checkpoint, TensorEntry
-from formats.core.roundtrip import Digest, digest_update
+from formats.core.comparison import Digest, digest_update
 from formats.core.sources import CHUNK, Source, TensorValue, describe, elements, fixed_chunks
 from formats.io.background_sync import BackgroundSync as _BackgroundSync
 from formats.io.atomic import ensure_space, make_parents, remove_created, sweep_temporaries

@@ -25,11 +25,11 @@ with their sources, and reported as a :class:`~formats.io.writing.WriteReport`.
 """
 from __future__ import annotations
 
-import functools
+from _functools import partial  # type: ignore[import-not-found]  # functools' C class, without functools (which imports collections)
 
-from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY
 from formats.core.dtypes import by_name
-from formats.core.model import KERAS3_LAYOUTS, Checkpoint, FormatName, TensorEntry, array_problem
+from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
+from formats.core.object_keys import ATTRIBUTES
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
 from formats.core.registry import writer_of
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -109,7 +109,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
 
 def exporter(target: str) -> Any:
     """The planning function ``(source, options) -> ConversionPlan`` of an export to ``target``."""
-    return functools.partial(plan_export, target=target)
+    return partial(plan_export, target=target)
 
 
 def plan_npz(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:

@@ -1,0 +1,256 @@
+"""Issue 38 (start-up: every fast-path command within 2x ``python -c pass``): what each command, run as users run
+it (the installed launcher), must not import, and the JSON writer that lets ``ls --json`` and the safetensors
+writer go without :mod:`json` (whose decoder imports ``re`` and ``enum``: about 8 ms, half Python's own start)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from formats.core import json_writer
+from tests.conftest import CORPUS
+from tests.installed import LAUNCHER, child_env, site_dirs
+
+NAME_BASED = CORPUS / "tf1_adam" / "model.ckpt-200"
+OBJECT_BASED = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+
+JSON_STACK = {"json", "json.decoder", "json.encoder", "json.scanner", "re", "enum", "functools", "collections"}
+"""What ``import json`` brings (``re`` imports ``enum`` and ``functools``, and it ``collections``)."""
+
+
+def _imported(argv: list[str]) -> set[str]:
+    """The modules the installed launcher imports running ``ckpt ARGV`` (``-X importtime``; ``-S``: without
+    ``site``'s own imports, the checkout and the dependencies' directories on the path)."""
+    env = child_env(PYTHONPATH=os.pathsep.join(site_dirs()))
+    done = subprocess.run([sys.executable, "-S", "-X", "importtime", str(LAUNCHER), *argv], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("prefix", [NAME_BASED, OBJECT_BASED], ids=["name-based", "object-based"])
+def test_ls_json_imports_no_json(prefix) -> None:
+    """``ckpt ls --json PREFIX`` writes its JSON without the json package (it imported json, re and enum)."""
+    modules = _imported(["ls", "--json", str(prefix)])
+    assert "formats.tf_bundle.index_listing" in modules and "formats.core.json_writer" in modules
+    assert modules & (JSON_STACK - {"collections"}) == set()  # (array, of the index listing, imports collections)
+
+
+def test_a_safetensors_export_imports_no_json_contextlib_or_object_graph_planner(tmp_path) -> None:
+    """``convert --to safetensors`` of a small bundle: its header and provenance record written without json, the
+    atomic output without contextlib (which imports collections and functools), the export planned without
+    functools, its read-back of checksums without the comparison engine or threads; the object-graph codec is not
+    needed."""
+    out = tmp_path / "x.safetensors"
+    modules = _imported(["convert", str(NAME_BASED), "-o", str(out), "--to", "safetensors"])
+    assert out.exists() and "formats.safetensors.writer" in modules and "formats.io.atomic" in modules
+    unneeded = JSON_STACK | {"contextlib", "copyreg", "numpy", "typing", "threading", "hashlib",
+                             "formats.concepts.object_graph_codec", "formats.ops.convert.name_to_object",
+                             "formats.ops.convert.graph_build", "formats.core.comparison", "formats.core.values"}
+    assert modules & unneeded == set()
+
+
+def test_a_rename_dry_run_imports_neither_the_convert_command_nor_the_graph_model(tmp_path) -> None:
+    """``rename --dry-run`` of a name-based bundle prints its plan without the ``convert`` command's module (its
+    options and help: rename printed its result through it), the object-graph model or the comparison engine."""
+    modules = _imported(["rename", str(NAME_BASED), "-o", str(tmp_path / "out"), "--map", "global_step=step",
+                         "--dry-run"])
+    assert "formats.ops.convert.rename" in modules and "ckpt_cli.render.conversion" in modules
+    unneeded = JSON_STACK | {"contextlib", "operator", "ckpt_cli.commands.convert", "formats.concepts.object_graph",
+                             "formats.core.comparison", "formats.io.atomic", "numpy", "typing"}
+    assert modules & unneeded == set()
+
+
+@pytest.mark.parametrize("argv", [["verify", str(NAME_BASED)], ["diff", str(NAME_BASED), str(NAME_BASED)]],
+                         ids=["verify", "diff"])
+def test_opening_a_prefix_reads_no_state_file_model(argv) -> None:
+    """Opening a checkpoint by its prefix needs neither the state file's model (``checkpoint`` files name the
+    latest checkpoint of a directory) nor the description of foreign files (an error's words)."""
+    modules = _imported(argv)
+    assert "formats.discover.resolve" in modules
+    assert modules & {"formats.concepts.state", "formats.core.foreign"} == set()
+
+
+def test_the_builtin_writers_table_names_the_first_format_writing_each_layout() -> None:
+    """``registry.BUILTIN_WRITERS`` (what ``writer_of`` imports without asking every format before it) is what
+    asking the built-in formats in order gives: each layout to the first that writes it, and no other layout."""
+    from formats.core import registry
+
+    first: dict[str, str] = {}
+    for ref in registry.BUILTIN:
+        for layout in getattr(registry._load(ref), "writes", ()):
+            first.setdefault(layout, ref)
+    assert registry.BUILTIN_WRITERS == first
+    for layout, ref in first.items():
+        assert registry.writer_of(layout) is registry._load(ref)
+
+
+@pytest.mark.parametrize("to, written_by", [("safetensors", "formats.safetensors.format"), ("npz", "formats.npz.format")])
+def test_an_export_imports_only_the_format_that_writes_it(tmp_path, to, written_by) -> None:
+    """``convert --to T`` of a bundle imports the bundle's format (found by asking the formats in order) and the
+    one that writes T, none of the formats between them in the registry's order."""
+    out = tmp_path / f"x.{to}"
+    modules = _imported(["convert", str(NAME_BASED), "-o", str(out), "--to", to])
+    assert out.exists() and {"formats.tf_bundle.format", written_by} <= modules
+    others = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format",
+              "formats.safetensors.format"} - {written_by}
+    assert modules & others == set()
+
+
+def test_the_safetensors_header_is_json(tmp_path) -> None:
+    """The header the writer wrote parses as JSON, and holds the provenance record as a JSON string."""
+    out = tmp_path / "x.safetensors"
+    done = subprocess.run([sys.executable, str(LAUNCHER), "convert", str(NAME_BASED), "-o", str(out), "--to",
+                           "safetensors"], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0, done.stderr
+    raw = out.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + size])
+    record = json.loads(header["__metadata__"]["ckpt.provenance"])
+    assert sorted(k for k in header if k != "__metadata__") == sorted(t["key"] for t in record["tensors"])
+
+
+class _Int(int):
+    def __repr__(self) -> str:
+        return "not a number"
+
+
+class _Float(float):
+    def __repr__(self) -> str:
+        return "not a number"
+
+
+VALUES = [
+    {}, [], (), "", "a\u00e9\u4e2d\U0001f600\n\t\"\\\x00\x1f\x7f", "\ud800", 0, -1, 2 ** 70, 0.0, -0.0, 1.5, 1e300,
+    5e-324, math.nan, math.inf, -math.inf, True, False, None, _Int(7), _Float(2.5),
+    {"a": [1, {}, [], {"b": (1, 2.5, None)}], 1: 2, 2.5: 3, False: [[]], None: 0, _Int(3): _Float(1.0)}, {True: "t"},
+    [[[["deep", {"k": [{}]}]]]], {"\u00e9": "\u00fc", "x": {"y": {"z": []}}}, [1, [2, [3, []]], {}],
+    {"path": "/tmp/x", "tensors": [{"key": "a/b", "dtype": "float32", "shape": [2, 3], "nbytes": 24}]},
+]
+
+
+@pytest.mark.parametrize("options", [{}, {"indent": 2}, {"indent": 2, "ensure_ascii": False},
+                                     {"separators": (",", ":")}, {"ensure_ascii": False},
+                                     {"indent": 0}, {"indent": "\t", "separators": (";", "=")}],
+                         ids=repr)
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: repr(v)[:40])
+def test_json_writer_writes_what_json_dumps_writes(value, options) -> None:
+    assert json_writer.dumps(value, **options) == json.dumps(value, **options)
+
+
+@pytest.mark.parametrize("value", [{1j: 1}, [set()], {"a": object()}, b"bytes", {(1, 2): 3}], ids=repr)
+@pytest.mark.parametrize("options", [{}, {"indent": 2}], ids=repr)
+def test_json_writer_refuses_what_json_dumps_refuses(value, options) -> None:
+    with pytest.raises(TypeError) as expected:
+        json.dumps(value, **options)
+    with pytest.raises(TypeError) as got:
+        json_writer.dumps(value, **options)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("options", [{}, {"indent": 2}], ids=repr)
+def test_json_writer_refuses_a_circular_container(options) -> None:
+    loop: list[object] = []
+    loop.append({"again": loop})
+    with pytest.raises(ValueError, match="^Circular reference detected$"):
+        json_writer.dumps(loop, **options)
+
+
+# -- the end of the process: no interpreter teardown after a command (ckpt_cli.fast.end_process) --------------
+def _cleanup_lines(stderr: str) -> list[str]:
+    """What ``python -v`` prints as the interpreter tears itself down (one line per module it frees)."""
+    return [line for line in stderr.splitlines() if line.startswith("# cleanup")]
+
+
+@pytest.mark.parametrize("entry", [[str(LAUNCHER)], ["-m", "ckpt_cli"]], ids=["scripts/ckpt", "python -m ckpt_cli"])
+@pytest.mark.parametrize("argv, status, at_once", [
+    (["ls", str(NAME_BASED)], 0, True), (["diff", "-q", str(NAME_BASED), str(NAME_BASED)], 0, True),
+    (["ls", "/nonexistent/ckpt"], 3, True), (["ls", "--sort", "bogus", "x"], 2, False)],
+    ids=["ls", "diff", "missing", "usage (click)"])
+def test_a_command_ends_the_process_without_the_interpreters_teardown(entry, argv, status, at_once) -> None:
+    """After a command of the fast path the process ends at once (``os._exit``): its output flushed, its exit
+    status kept, none of the teardown that frees every module (``python -v`` lists each as ``# cleanup``). A
+    line click handles ends as Python ends."""
+    quick = subprocess.run([sys.executable, "-v", *entry, *argv], capture_output=True, text=True, env=child_env())
+    plain = subprocess.run([sys.executable, *entry, *argv], capture_output=True, text=True, env=child_env())
+    assert quick.returncode == plain.returncode == status
+    assert quick.stdout == plain.stdout and (status != 0 or argv[0] == "diff" or "global_step" in quick.stdout)
+    assert (_cleanup_lines(quick.stderr) == []) == at_once
+
+
+def test_a_script_run_by_ckpt_run_ends_as_python_ends(tmp_path) -> None:
+    """``ckpt run SCRIPT`` runs the user's code: what it left to the interpreter's exit (a file it never closed,
+    flushed when the file object is finalised) happens as under ``python SCRIPT``."""
+    out = tmp_path / "left-open.txt"
+    script = tmp_path / "script.py"
+    script.write_text(f"f = open({str(out)!r}, 'w')\nf.write('written at exit')\n")
+    done = subprocess.run([sys.executable, str(LAUNCHER), "run", str(script)], capture_output=True, text=True,
+                          env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "written at exit"
+
+
+LAUNCHER_LIKE = """import sys
+{setup}
+from ckpt_cli import fast
+from ckpt_cli.fast import end_process
+fast._ENDS_AT_ONCE[0] = True  # as after a command of the fast path
+sys.stdout.write("out;")
+sys.stderr.write("err;")
+end_process({status}, sys._getframe())
+"""
+
+
+@pytest.mark.parametrize("setup, status, stdout, code", [
+    ("", "4", "out;", 4),
+    ("", "None", "out;", 0),
+    ("import atexit\natexit.register(lambda: sys.stdout.write('atexit ran'))", "0", "out;atexit ran", 0),
+    ("import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.3), sys.stdout.write('thread done'))).start()",
+     "0", "out;thread done", 0),
+    ("", "'a message'", "out;", 1),
+], ids=["status", "None", "atexit", "thread", "message"])
+def test_the_process_ends_as_sys_exit_would(tmp_path, setup, status, stdout, code) -> None:
+    """What ends the process is what ``sys.exit`` gives: the status (0 for None, 1 and the text on stderr for a
+    message), buffered output written; and where anything may still run at exit - an ``atexit`` function, a
+    thread that is not a daemon - Python's own exit, which runs it."""
+    script = tmp_path / "launcher"
+    script.write_text(LAUNCHER_LIKE.format(setup=setup, status=status))
+    done = subprocess.run([sys.executable, "-v", str(script)], capture_output=True, text=True, env=child_env())
+    assert done.returncode == code and done.stdout == stdout
+    assert done.stderr.startswith("err;") or "\nerr;" in done.stderr
+    assert (_cleanup_lines(done.stderr) == []) == (setup == "" and code != 1)
+    if code == 1:
+        assert "a message" in done.stderr
+
+
+def test_a_program_running_the_launcher_gets_control_back() -> None:
+    """``runpy.run_path(launcher)`` (a test, a wrapper) sees the launcher's SystemExit, as before."""
+    code = (f"import runpy, sys\nsys.argv = ['ckpt', 'ls', {str(NAME_BASED)!r}]\ntry:\n"
+            f"    runpy.run_path({str(LAUNCHER)!r}, run_name='__main__')\nexcept SystemExit as done:\n"
+            f"    sys.stderr.write('exit %r' % (done.code,))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0 and done.stderr == "exit 0" and "global_step" in done.stdout
+
+
+@pytest.mark.parametrize("size, threads", [(1000, 1), (16 << 20, 3)], ids=["small", "large"])
+def test_a_small_file_is_read_back_on_one_thread(tmp_path, monkeypatch, size, threads) -> None:
+    """Reading a written file back (``check_placed``) starts no threads for less than ``PIPELINE_BYTES``: they
+    cost more than the reading (two threads and their hand-overs for a few kilobytes)."""
+    from formats.core import parallel
+    from formats.io import placed
+    from formats.io.crc import crc32c
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    item = placed.Placed("k", None, 0, size, "uint8")
+    item.crc = crc32c(data)
+    asked = []
+    real = parallel.map_ordered
+    monkeypatch.setattr(parallel, "map_ordered", lambda fn, items, jobs=1, **kw: asked.append(jobs) or real(fn, items, jobs, **kw))
+    assert placed.check_placed(str(path), [item], jobs=3) == []
+    assert asked == [threads]
