@@ -142,7 +142,8 @@ def test_json_writer_writes_what_json_dumps_writes(value, options) -> None:
     assert json_writer.dumps(value, **options) == json.dumps(value, **options)
 
 
-@pytest.mark.parametrize("value", [{1j: 1}, [set()], {"a": object()}, b"bytes", {(1, 2): 3}], ids=repr)
+@pytest.mark.parametrize("value", [{1j: 1}, [set()], {"a": object()}, b"bytes", {(1, 2): 3}],
+                         ids=["complex-key", "set", "object", "bytes", "tuple-key"])  # (repr: an address)
 @pytest.mark.parametrize("options", [{}, {"indent": 2}], ids=repr)
 def test_json_writer_refuses_what_json_dumps_refuses(value, options) -> None:
     with pytest.raises(TypeError) as expected:

@@ -27,12 +27,16 @@ def pythons_own(err: str) -> bool:
     """Whether ``err`` is the interpreter's report of a KeyboardInterrupt in its own start-up, before it ran
     any code of ckpt (importing ``site`` and the environment's .pth files; checking whether the script is a
     zip file; for ``python -m``, ``runpy`` locating the package; a signal taken as the first module of ckpt is
-    entered, at its "line 0", before its first statement): a traceback with no line of ckpt's code."""
+    entered, at its "line 0", before its first statement): a traceback with no line of ckpt's code. Or no
+    traceback at all, a bare ``KeyboardInterrupt``: the signal came while the interpreter read and compiled the
+    launcher script, before any frame of it existed (seen since start-up got shorter: 20 ms now falls there)."""
     import re
 
     frames = re.findall(r'File "([^"]*)", line (\d+)', err)
     ours = [f for f, line in frames if ("/ckpt_cli/" in f or "/formats/" in f or f.endswith("scripts/ckpt")) and
             line != "0"]
+    if err.strip() == "KeyboardInterrupt":
+        return True
     return "KeyboardInterrupt" in err and bool(frames) and not ours
 
 
