@@ -14,62 +14,15 @@ from formats.core.value_tuples import ValueTuple
 TEMPLATES = Path(method_templates.__file__)
 
 N = 13
-head = '''"""Generated methods already compiled: a value tuple's ``__new__`` and a record's ``__init__``, by number of fields.
-
-:class:`~formats.core.value_tuples.ValueTuple` and :func:`~formats.core.records.record` give each class a
-generated method, as namedtuple and dataclasses do; compiling its source at import costs about 0.1 ms a class
-(400,000 instructions, a hundredth of Python's start-up), 1 to 4 ms of a command importing 10 to 40 of them.
-The common shapes are written out here instead, compiled into this module's ``.pyc`` when ckpt is installed:
-:func:`shaped` takes the one for a number of fields and renames its placeholder fields ``_a0``, ``_a1``, ...
-to the class's (``code.replace``: no compiling); defaults become the function's ``__defaults__``. What runs is
-what compiling the class's own source gives. Other shapes (factories, ``init=False`` fields, more than
-:data:`MOST` fields, names the templates use) are compiled from source as before. This module is written by
-``tests/test_method_templates.py`` (``python -m tests.test_method_templates``; a test checks it is current).
-"""
-from __future__ import annotations
-
-TYPE_CHECKING = False  # typing itself stays off the start-up path
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
-
-__all__ = ["MOST", "shaped", "renamable"]
-
-MOST = @N@
-"""The most fields a written-out method has."""
-_FUNCTION: Any = type(lambda: None)
-_tuple_new = tuple.__new__
-_set = object.__setattr__
-
-
-def renamable(names: Sequence[str]) -> bool:
-    """Whether the placeholders can be renamed to ``names``: at most :data:`MOST` identifiers, none starting with
-    an underscore (the templates' own names do) or ``self``, none repeated."""
-    return len(names) <= MOST and len(set(names)) == len(names) and \\
-        all(n.isidentifier() and n[:1] != "_" and n != "self" for n in names)
-
-
-def shaped(kind: str, names: Sequence[str], defaults: tuple[Any, ...], qualname: str) -> Any:
-    """The ``kind`` method (``new``: a value tuple's ``__new__``; ``init``, ``frozen_init``: a record's
-    ``__init__`` setting its fields as attributes, or through ``object.__setattr__``) for fields ``names``
-    (:func:`renamable`), with ``defaults`` for the last of them."""
-    template = _TEMPLATES[kind][len(names)]
-    code = template.__code__
-    rename = {f"_a{i}": name for i, name in enumerate(names)}.get
-    named: dict[str, Any] = {"co_qualname": qualname} if hasattr(code, "co_qualname") else {}  # Python 3.11 on
-    code = code.replace(co_varnames=tuple(rename(n, n) for n in code.co_varnames),
-                        co_names=tuple(rename(n, n) for n in code.co_names),
-                        co_consts=tuple(rename(c, c) if type(c) is str else c for c in code.co_consts),
-                        co_name=qualname.rpartition(".")[2], **named)
-    function = _FUNCTION(code, template.__globals__, code.co_name, defaults or None)
-    function.__qualname__ = qualname
-    return function
-'''.replace("@N@", str(N))
+MARKER = "# -- below: written by tests/test_method_templates.py (python -m tests.test_method_templates) --\n"
+"""The line after which the module is generated; what comes before it (the functions using the templates) is
+the module's own text, kept as it is."""
 
 
 def template_source() -> str:
-    """The source of formats/core/method_templates.py."""
-    out = [head]
+    """The source of formats/core/method_templates.py: its own text up to :data:`MARKER`, then the templates."""
+    head = TEMPLATES.read_text().split(MARKER)[0] + MARKER
+    out = [head.rstrip("\n") + "\n"]
     table = []
     for kind in ("new", "init", "frozen_init"):
         row = []
@@ -94,7 +47,7 @@ def template_source() -> str:
 
 
 def test_the_templates_module_is_current() -> None:
-    assert TEMPLATES.read_text() == template_source()
+    assert method_templates.MOST == N and TEMPLATES.read_text() == template_source()
 
 
 @pytest.mark.parametrize("frozen", [False, True], ids=["plain", "frozen"])

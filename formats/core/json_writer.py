@@ -106,18 +106,9 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
                 first = False
             else:
                 write(separator)
-            if isinstance(item, str):
-                write(encode(item))
-            elif item is None:
-                write("null")
-            elif item is True:
-                write("true")
-            elif item is False:
-                write("false")
-            elif isinstance(item, int):
-                write(int_repr(item))
-            elif isinstance(item, float):
-                write(float_repr(item))
+            text = scalar(item)
+            if text is not None:
+                write(text)
             else:
                 value(item, level)
         write("\n" + indent * (level - 1) + "]")
@@ -153,18 +144,9 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
             else:
                 write(separator)
             write(encode(key) + key_separator)
-            if isinstance(item, str):
-                write(encode(item))
-            elif item is None:
-                write("null")
-            elif item is True:
-                write("true")
-            elif item is False:
-                write("false")
-            elif isinstance(item, int):
-                write(int_repr(item))
-            elif isinstance(item, float):
-                write(float_repr(item))
+            text = scalar(item)
+            if text is not None:
+                write(text)
             else:
                 value(item, level)
         write("\n" + indent * (level - 1) + "}")

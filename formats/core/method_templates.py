@@ -50,6 +50,9 @@ def shaped(kind: str, names: Sequence[str], defaults: tuple[Any, ...], qualname:
     return function
 
 
+# -- below: written by tests/test_method_templates.py (python -m tests.test_method_templates) --
+
+
 def _new0(_cls: Any) -> Any:
     return _tuple_new(_cls, ())
 
