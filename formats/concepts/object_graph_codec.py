@@ -256,6 +256,9 @@ def _varints() -> tuple[bytes, ...]:
 
 
 def _varint(value: int) -> bytes:
+    """The varint of a node id beyond the table (three bytes up to 2**21), as :func:`_int` writes it."""
+    if 0 <= value < 1 << 21:
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
     return encode_varint(int(value) & 0xFFFFFFFFFFFFFFFF)
 
 
