@@ -190,16 +190,17 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
         body: list[bytes] = []
         add = body.append
         for c in node.children:
-            n = c.node_id
-            name = local_names.get(c.local_name)
+            n, local = c.node_id, c.local_name
+            name = local_names.get(local)
             if name is None:
-                name = local_names[c.local_name] = _text(t["local_name"], c.local_name)
+                name = local_names[local] = _text(t["local_name"], local)
             item = (id_tag + (v[n] if 0 <= n < small else _varint(n)) if n else b"") + name
             add(child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item))
         for a in node.attributes:
-            name = attr_names.get(a.name)
+            local = a.name
+            name = attr_names.get(local)
             if name is None:
-                name = attr_names[a.name] = _text(t["name"], a.name)
+                name = attr_names[local] = _text(t["name"], local)
             item = name + _utf8_field(full_tag, a.full_name) + _utf8_field(key_tag, a.checkpoint_key)
             if a.optional_restore:
                 item += _int(restore_tag, a.optional_restore)
