@@ -160,6 +160,7 @@ class ObjectGraph:
         self._traverse()
         self._slots = self._slot_map()
         self._optimizers: dict[int, bool] = {}  # is_optimizer, once per node (a node may have 100k children)
+        self._optimizer_of: dict[int, int | None] = {}  # optimizer_of, once per node
 
     def _check_ids(self) -> None:
         n = len(self.nodes)
@@ -293,14 +294,25 @@ class ObjectGraph:
         return known
 
     def optimizer_of(self, node_id: int) -> int | None:
-        """The optimizer node on the node's first path (itself included), if any."""
+        """The optimizer node on the node's first path (itself included), if any; remembered for every node
+        walked through (a graph's nodes share their ancestors: each is asked once)."""
+        known = self._optimizer_of
+        chain: list[int] = []
+        found: int | None = None
         current: int | None = node_id
         while current is not None:
+            if current in known:
+                found = known[current]
+                break
+            chain.append(current)
             if self.is_optimizer(current):
-                return current
+                found = current
+                break
             parent = self._parents.get(current)
             current = parent[0] if parent else None
-        return None
+        for node in chain:
+            known[node] = found
+        return found
 
 
 def _looks_like_optimizer(graph: ObjectGraph, node: ObjectNode) -> bool:

@@ -96,7 +96,7 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                     if pos < end and data[pos] < 0x80:
                         value, pos = data[pos], pos + 1
                     else:
-                        value, pos = _varint(data, pos, end)
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t == 0x08:
                         low = value & 0xFFFFFFFF
                         node_id = low - (1 << 32) if low >= 1 << 31 else low
@@ -115,7 +115,7 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                     if pos < end and data[pos] < 0x80:
                         value, pos = data[pos], pos + 1
                     else:
-                        value, pos = _varint(data, pos, end)
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t in (0x0A, 0x12, 0x1A) and pos + value <= end:
                         texts[(t >> 3) - 1] = data[pos:pos + value].decode("utf-8")
                         pos += value
@@ -133,7 +133,7 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                     if pos < end and data[pos] < 0x80:
                         value, pos = data[pos], pos + 1
                     else:
-                        value, pos = _varint(data, pos, end)
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t in (0x08, 0x18):
                         low = value & 0xFFFFFFFF
                         ids[t >> 4] = low - (1 << 32) if low >= 1 << 31 else low
@@ -152,7 +152,7 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                     if pos < end and data[pos] < 0x80:
                         value, pos = data[pos], pos + 1
                     else:
-                        value, pos = _varint(data, pos, end)
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t != 0x08:
                         return None
                     flag = value != 0
