@@ -165,7 +165,13 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
 
 
 def _key_bytes(key: Any, prefix: str) -> bytes:
-    raw = name_bytes(key if isinstance(key, bytes) else str(key))
+    if type(key) is str:
+        try:
+            raw = key.encode("utf-8")  # valid text: what name_bytes gives, without its calls
+        except UnicodeEncodeError:
+            raw = name_bytes(key)
+    else:
+        raw = name_bytes(key if isinstance(key, bytes) else str(key))
     if not raw:
         raise InvalidOutputError(prefix, "the empty key is reserved for the bundle header")
     return raw
