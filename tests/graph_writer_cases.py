@@ -41,6 +41,8 @@ CASES: dict[str, list[str]] = {
     "sharded_rename": ["rename", "{corpus}/tf2_mixed/sharded/ckpt", "-o", "{out}/ckpt-1", "--add-prefix", "top"],
     "two_dense_rename": ["rename", "{corpus}/tf216_guide/two_dense/tf_ckpts/ckpt-10", "-o", "{out}/ckpt-1",
                          "--map", "net/l1=net/first"],
+    "hostile_to_object": ["convert", "{hostile}", "--to", "tf-object", "-o", "{out}/ckpt-1"],
+    "hostile_rename": ["rename", "{hostile_object}", "-o", "{out}/ckpt-1", "--map", "uni=net"],
     "saved_model_to_object": ["convert", "{corpus}/saved_models/module/1", "--to", "tf-object", "-o", "{out}/ckpt-1"],
 }
 """Case name -> ``ckpt`` arguments (``{name}``, ``{object}``: the scale bundles; ``{corpus}``; ``{out}``: a new folder)."""
@@ -55,7 +57,19 @@ def scale_bundles(folder: Path, run_cli) -> dict[str, str]:
     obj = str(folder / "object" / "ckpt-1")
     result = run_cli("convert", name, "--to", "tf-object", "-o", obj)
     assert result.exit_code == 0, result.output
-    return {"name": name, "object": obj}
+    hostile = str(folder / "hostile" / "ckpt-1")
+    write_checkpoint(hostile, [(key, np.full((2,), i, np.float32)) for i, key in enumerate(HOSTILE)], force=True,
+                     verify=False)
+    hostile_object = str(folder / "hostile_object" / "ckpt-1")
+    result = run_cli("convert", hostile, "--to", "tf-object", "-o", hostile_object)
+    assert result.exit_code == 0, result.output
+    return {"name": name, "object": obj, "hostile": hostile, "hostile_object": hostile_object}
+
+
+HOSTILE = ["uni/\u00e9t\u00e9/\u00df", "uni/a.b/c..d", "uni/bytes\udcff/w", "evil/\x1b[31mred", "dot.ted/x",
+           "uni/\u00e9t\u00e9/a.Sb", "uni/\u202eright", "k/Adam", "k", "k/Adam_1", "beta1_power", "save_counter/x"]
+"""Names a graph must escape (``.``, ``/`` in a local name), show as safe text (an undecodable byte), or read as
+optimizer slots."""
 
 
 def argv(case: str, bundles: dict[str, str], out: str) -> list[str]:
