@@ -268,6 +268,16 @@ class ObjectGraph:
         ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
         """
         by_key = {a.checkpoint_key: (n.id, a) for n in self.nodes for a in n.attributes}
+        out: dict[str, tuple[int, Attribute]] = {}
+        rest = []
+        for key in keys:
+            hit = by_key.get(key)
+            if hit is not None:
+                out[key] = hit
+            elif _MARKER in key:
+                rest.append(key)
+        if not rest:  # every key is some attribute's own (as TensorFlow writes variables): no prefix to try
+            return out
         lengths: dict[str, list[int]] = {}  # "<path>/.ATTRIBUTES/" -> lengths of the checkpoint keys under it
         for ck in by_key:
             marker = ck.find(_MARKER)
@@ -275,16 +285,13 @@ class ObjectGraph:
                 lengths.setdefault(ck[:marker + len(_MARKER)], []).append(len(ck))
         for base, found in lengths.items():
             lengths[base] = sorted(set(found), reverse=True)
-        out: dict[str, tuple[int, Attribute]] = {}
-        for key in keys:
-            hit = by_key.get(key)
-            marker = key.find(_MARKER) if hit is None else -1
-            if marker >= 0:  # only the lengths some checkpoint key has are tried: linear in the key
-                candidates = lengths.get(key[:marker + len(_MARKER)], ())
-                hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
+        for key in rest:  # only the lengths some checkpoint key has are tried: linear in the key
+            marker = key.find(_MARKER)
+            candidates = lengths.get(key[:marker + len(_MARKER)], ())
+            hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
             if hit is not None:
                 out[key] = hit
-        return out
+        return {key: out[key] for key in keys if key in out}  # in the order of ``keys``, as before
 
     def is_optimizer(self, node_id: int) -> bool:
         """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`); decided once per node."""
