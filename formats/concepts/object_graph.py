@@ -317,7 +317,7 @@ class ObjectGraph:
                 break
             parent = self._parents.get(current)
             current = parent[0] if parent else None
-        for node in chain:
+        for node in chain[1:] if not self.nodes[node_id].children else chain:  # leaves are asked once
             known[node] = found
         return found
 

@@ -72,6 +72,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     tree, ends = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
     placed = builder.grow(tree)
     nodes = {t.name: placed[id(end)] for t, end in zip(plain, ends)}
+    del tree, ends, placed  # a dict per object: not kept while the rest is planned and written
     opt_nodes = {o: builder.object([n]) for o, n in optimizers.items()}
     for t in plain:
         key = builder.variable(nodes[t.name], t.name)
