@@ -31,7 +31,7 @@ from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, NoReturn
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
@@ -53,6 +53,8 @@ def escape_local_name(name: str) -> str:
 
 def unescape_local_name(segment: str) -> str:
     """Undo :func:`escape_local_name`; ValueError for a ``.`` not followed by ``.`` or ``S``."""
+    if "." not in segment:
+        return segment  # nothing escaped: most names
     out: list[str] = []
     i = 0
     while i < len(segment):
@@ -74,7 +76,9 @@ def unescape_local_name(segment: str) -> str:
 
 def split_path(path: str) -> list[str]:
     """``"nested/a.Sb"`` -> ``["nested", "a/b"]`` (the unescaped local names; ``""`` is the root)."""
-    return [unescape_local_name(s) for s in path.split("/")] if path else []
+    if not path:
+        return []
+    return path.split("/") if "." not in path else [unescape_local_name(s) for s in path.split("/")]
 
 
 def attribute_key(path: str, attribute: str) -> str:
@@ -156,44 +160,57 @@ class ObjectGraph:
         self._traverse()
         self._slots = self._slot_map()
         self._optimizers: dict[int, bool] = {}  # is_optimizer, once per node (a node may have 100k children)
+        self._optimizer_of: dict[int, int | None] = {}  # optimizer_of, once per node
 
     def _check_ids(self) -> None:
         n = len(self.nodes)
         if not n:
             raise CorruptCheckpointError(self.source, "the object graph has no nodes (no root)")
         for node in self.nodes:
-            ids = [c.node_id for c in node.children]
-            ids += [i for s in node.slot_variables for i in (s.original_variable_node_id, s.slot_variable_node_id)]
-            bad = [i for i in ids if not 0 <= i < n]
-            if bad:
-                raise CorruptCheckpointError(
-                    self.source, f"object graph node {node.id} refers to node {bad[0]}, but there are {n} nodes")
+            for c in node.children:
+                if not 0 <= c.node_id < n:
+                    self._refers(node, c.node_id)
+            for s in node.slot_variables:
+                for i in (s.original_variable_node_id, s.slot_variable_node_id):
+                    if not 0 <= i < n:
+                        self._refers(node, i)
+
+    def _refers(self, node: ObjectNode, bad: int) -> NoReturn:
+        raise CorruptCheckpointError(self.source, f"object graph node {node.id} refers to node {bad}, but there "
+                                     f"are {len(self.nodes)} nodes")
 
     def _traverse(self) -> None:
         # TensorFlow's breadth-first traversal: a node's path is fixed when it is first discovered.
         # Every edge makes a path (aliases too): their bytes and the depth are bounded.
-        self._paths[0] = ""
+        paths, parents, aliases, nodes = self._paths, self._parents, self._aliases, self.nodes
+        paths[0] = ""
         depth = {0: 0}
         total = 0
         queue = deque([0])
         while queue:
             current = queue.popleft()
-            for ref in self.nodes[current].children:
-                path = _join(self._paths[current], escape_local_name(ref.local_name))
+            prefix = paths[current]
+            below = depth[current] + 1
+            for ref in nodes[current].children:
+                name = ref.local_name
+                if "." in name or "/" in name:
+                    name = escape_local_name(name)
+                path = f"{prefix}/{name}" if prefix else name
                 total += len(path) + 1
                 if total > MAX_PATH_BYTES:
                     raise CorruptCheckpointError(self.source, f"the {self.what}'s object paths add up to more "
                                                  f"than {MAX_PATH_BYTES >> 20} MiB")
-                if ref.node_id in self._paths:
-                    self._aliases.setdefault(ref.node_id, []).append(path)
+                node_id = ref.node_id
+                if node_id in paths:
+                    aliases.setdefault(node_id, []).append(path)
                     continue
-                depth[ref.node_id] = depth[current] + 1
-                if depth[ref.node_id] > MAX_NESTING:
+                if below > MAX_NESTING:
                     raise CorruptCheckpointError(self.source, f"the {self.what} nests objects more than "
                                                  f"{MAX_NESTING} deep")
-                self._paths[ref.node_id] = path
-                self._parents[ref.node_id] = (current, ref.local_name)
-                queue.append(ref.node_id)
+                depth[node_id] = below
+                paths[node_id] = path
+                parents[node_id] = (current, ref.local_name)
+                queue.append(node_id)
 
     def _slot_map(self) -> dict[int, tuple[int, SlotVariableRef]]:
         slots: dict[int, tuple[int, SlotVariableRef]] = {}
@@ -251,6 +268,16 @@ class ObjectGraph:
         ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
         """
         by_key = {a.checkpoint_key: (n.id, a) for n in self.nodes for a in n.attributes}
+        out: dict[str, tuple[int, Attribute]] = {}
+        rest = []
+        for key in keys:
+            hit = by_key.get(key)
+            if hit is not None:
+                out[key] = hit
+            elif _MARKER in key:
+                rest.append(key)
+        if not rest:  # every key is some attribute's own (as TensorFlow writes variables): no prefix to try
+            return out
         lengths: dict[str, list[int]] = {}  # "<path>/.ATTRIBUTES/" -> lengths of the checkpoint keys under it
         for ck in by_key:
             marker = ck.find(_MARKER)
@@ -258,16 +285,13 @@ class ObjectGraph:
                 lengths.setdefault(ck[:marker + len(_MARKER)], []).append(len(ck))
         for base, found in lengths.items():
             lengths[base] = sorted(set(found), reverse=True)
-        out: dict[str, tuple[int, Attribute]] = {}
-        for key in keys:
-            hit = by_key.get(key)
-            marker = key.find(_MARKER) if hit is None else -1
-            if marker >= 0:  # only the lengths some checkpoint key has are tried: linear in the key
-                candidates = lengths.get(key[:marker + len(_MARKER)], ())
-                hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
+        for key in rest:  # only the lengths some checkpoint key has are tried: linear in the key
+            marker = key.find(_MARKER)
+            candidates = lengths.get(key[:marker + len(_MARKER)], ())
+            hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
             if hit is not None:
                 out[key] = hit
-        return out
+        return {key: out[key] for key in keys if key in out}  # in the order of ``keys``, as before
 
     def is_optimizer(self, node_id: int) -> bool:
         """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`); decided once per node."""
@@ -277,14 +301,25 @@ class ObjectGraph:
         return known
 
     def optimizer_of(self, node_id: int) -> int | None:
-        """The optimizer node on the node's first path (itself included), if any."""
+        """The optimizer node on the node's first path (itself included), if any; remembered for every node
+        walked through (a graph's nodes share their ancestors: each is asked once)."""
+        known = self._optimizer_of
+        chain: list[int] = []
+        found: int | None = None
         current: int | None = node_id
         while current is not None:
+            if current in known:
+                found = known[current]
+                break
+            chain.append(current)
             if self.is_optimizer(current):
-                return current
+                found = current
+                break
             parent = self._parents.get(current)
             current = parent[0] if parent else None
-        return None
+        for node in chain[1:] if not self.nodes[node_id].children else chain:  # leaves are asked once
+            known[node] = found
+        return found
 
 
 def _looks_like_optimizer(graph: ObjectGraph, node: ObjectNode) -> bool:

@@ -80,7 +80,11 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
     try:
         while pos < stop:
             tag = data[pos]
-            length, pos = _varint(data, pos + 1, stop)
+            pos += 1
+            if pos < stop and data[pos] < 0x80:  # the one-byte varint of most lengths, without a call
+                length, pos = data[pos], pos + 1
+            else:
+                length, pos = _varint(data, pos, stop)
             end = pos + length
             if end > stop:
                 return None
@@ -88,7 +92,11 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                 node_id, name = 0, ""
                 while pos < end:
                     t = data[pos]
-                    value, pos = _varint(data, pos + 1, end)
+                    pos += 1
+                    if pos < end and data[pos] < 0x80:
+                        value, pos = data[pos], pos + 1
+                    else:
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t == 0x08:
                         low = value & 0xFFFFFFFF
                         node_id = low - (1 << 32) if low >= 1 << 31 else low
@@ -103,7 +111,11 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                 optional = False
                 while pos < end:
                     t = data[pos]
-                    value, pos = _varint(data, pos + 1, end)
+                    pos += 1
+                    if pos < end and data[pos] < 0x80:
+                        value, pos = data[pos], pos + 1
+                    else:
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t in (0x0A, 0x12, 0x1A) and pos + value <= end:
                         texts[(t >> 3) - 1] = data[pos:pos + value].decode("utf-8")
                         pos += value
@@ -117,7 +129,11 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                 slot = ""
                 while pos < end:
                     t = data[pos]
-                    value, pos = _varint(data, pos + 1, end)
+                    pos += 1
+                    if pos < end and data[pos] < 0x80:
+                        value, pos = data[pos], pos + 1
+                    else:
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t in (0x08, 0x18):
                         low = value & 0xFFFFFFFF
                         ids[t >> 4] = low - (1 << 32) if low >= 1 << 31 else low
@@ -132,7 +148,11 @@ def fast_node(index: int, data: bytes, start: int, stop: int) -> ObjectNode | No
                 flag = False
                 while pos < end:
                     t = data[pos]
-                    value, pos = _varint(data, pos + 1, end)
+                    pos += 1
+                    if pos < end and data[pos] < 0x80:
+                        value, pos = data[pos], pos + 1
+                    else:
+                        value, pos = read_varint(data, pos, end) if pos < end else _varint(data, pos, end)
                     if t != 0x08:
                         return None
                     flag = value != 0

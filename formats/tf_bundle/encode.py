@@ -51,7 +51,12 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
                  shard_id: int = 0) -> bytes:
     """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it (the fields written
     out: one entry per tensor written)."""
-    shape_body = encode_shape(shape)
+    key = tuple(shape)
+    shape_body = _SHAPES.get(key)
+    if shape_body is None:
+        shape_body = encode_shape(shape)
+        if len(_SHAPES) < 4096:  # a checkpoint's tensors share a few shapes: each encoded once
+            _SHAPES[key] = shape_body
     return b"".join((
         b"\x08" + encode_varint(dtype & _MASK64) if dtype else b"",
         b"\x12" + encode_varint(len(shape_body)), shape_body,
@@ -63,6 +68,7 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+_SHAPES: dict[tuple[int, ...], bytes] = {}
 
 
 def string_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:

@@ -18,6 +18,7 @@ import os
 from formats.core.errors import CheckpointError
 from formats.core.parallel import map_ordered
 from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoints
+from formats.io.crc import crc32c, unmask
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
 from formats.tf_bundle.origins import COPIED, FRESH
@@ -41,8 +42,8 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
         taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
         copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
         batches = _batches(copied, [by_key[k].size for k in copied])
-        checked = map_ordered(lambda batch: [_copied_problem(written[k], by_key[k].source) for k in batch[0]],
-                              batches, jobs, weight=lambda batch: batch[1])
+        checked = map_ordered(lambda batch: _copied_problems(written, batch[0], by_key), batches, jobs,
+                              weight=lambda batch: batch[1])
         found = dict(zip(copied, (problem for problems in checked for problem in problems)))
         inodes = _Inodes()
         for key in taken:  # linked: entries and inodes compared, no byte read
@@ -74,6 +75,40 @@ def _batches(keys: list[str], sizes: list[int]) -> list[tuple[list[str], int]]:
     if run:
         out.append((run, total))
     return out
+
+
+def _copied_problems(written: Any, keys: list[str], by_key: dict[str, Any]) -> list[str | None]:
+    """:func:`_copied_problem` of each of ``keys``: the fixed-width tensors lying end to end in a data file read
+    with one ``pread`` (of at most :data:`BATCH_BYTES`) and their CRC32Cs taken over it; any other tensor, and
+    one whose bytes do not match, checked alone."""
+    entries = [written[k] for k in keys]
+    raws = [e.raw for e in entries]
+    reader = written.reader
+    whole = [reader.stored_range(raw) is not None and raw.size <= BATCH_BYTES for raw in raws]
+    problems: list[str | None] = [None] * len(keys)
+    i = 0
+    while i < len(keys):
+        if not whole[i]:
+            problems[i] = _copied_problem(entries[i], by_key[keys[i]].source)
+            i += 1
+            continue
+        shard, start = raws[i].shard_id, raws[i].offset
+        end, j = start + raws[i].size, i + 1
+        while j < len(keys) and whole[j] and raws[j].shard_id == shard and raws[j].offset == end \
+                and end + raws[j].size - start <= BATCH_BYTES:
+            end += raws[j].size
+            j += 1
+        fd = os.open(reader.data_paths[shard], os.O_RDONLY)
+        try:
+            view = memoryview(os.pread(fd, end - start, start))
+        finally:
+            os.close(fd)
+        for k in range(i, j):
+            at = raws[k].offset - start
+            if at + raws[k].size > len(view) or crc32c(view[at:at + raws[k].size]) != unmask(raws[k].crc32c):
+                problems[k] = _copied_problem(entries[k], by_key[keys[k]].source)
+        i = j
+    return problems
 
 
 def _copied_problem(entry: Any, source: Any) -> str | None:

@@ -26,6 +26,7 @@ import itertools
 import math
 import os
 
+from formats.core.gc_pause import gc_paused
 from formats.core.names import name_bytes
 from formats.core import dtypes
 from formats.core.errors import (CorruptCheckpointError, InvalidOutputError, OutputExistsError, OutputIsInputError,
@@ -130,6 +131,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     return report
 
 
+@gc_paused
 def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
            keep: bool, progress: Callable[[int, int], None] | None, jobs: int | None,
            shards: Sequence[int] | None) -> WriteReport:
@@ -163,7 +165,13 @@ def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_
 
 
 def _key_bytes(key: Any, prefix: str) -> bytes:
-    raw = name_bytes(key if isinstance(key, bytes) else str(key))
+    if type(key) is str:
+        try:
+            raw = key.encode("utf-8")  # valid text: what name_bytes gives, without its calls
+        except UnicodeEncodeError:
+            raw = name_bytes(key)
+    else:
+        raw = name_bytes(key if isinstance(key, bytes) else str(key))
     if not raw:
         raise InvalidOutputError(prefix, "the empty key is reserved for the bundle header")
     return raw

@@ -14,6 +14,7 @@ from formats.core.names import safe_text
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["GraphBuilder", "encode_object_graph", "checkpointed_nodes", "VARIABLE_VALUE"]
 
@@ -50,6 +51,34 @@ class GraphBuilder:
         self._by_path.setdefault(path, node)
         return node
 
+    def grow(self, tree: dict[str, Any], parent: int = 0) -> dict[int, int]:
+        """Create the objects of ``tree`` (nested dicts of local names) under ``parent`` breadth-first, children
+        in name order (TensorFlow's numbering); returns ``id(subtree) -> node`` for every subtree. The same
+        nodes as :meth:`child` called for each name in that order, without a call per name."""
+        nodes, paths, by_path, known = self.nodes, self.paths, self._by_path, self._children
+        placed = {id(tree): parent}
+        queue: list[tuple[int, dict[str, Any]]] = [(parent, tree)]
+        for node, children in queue:  # the list grows as it is walked: breadth-first, no pop(0) (quadratic)
+            refs = nodes[node].children
+            prefix = paths[node]
+            for name in sorted(children):
+                found = known.get((node, name))
+                if found is None and not (name.isascii() or _plain(name)):
+                    found = self.child(node, name)  # shown as its safe text
+                if found is None:  # a new object: child() without its calls
+                    found = len(nodes)
+                    nodes.append(ObjectNode(found))
+                    known[node, name] = found
+                    refs.append(ChildRef(found, name))
+                    escaped = escape_local_name(name) if "." in name or "/" in name else name
+                    path = f"{prefix}/{escaped}" if prefix else escaped
+                    paths[found] = path
+                    by_path.setdefault(path, found)
+                subtree = children[name]
+                placed[id(subtree)] = found
+                queue.append((found, subtree))
+        return placed
+
     def object(self, segments: Iterable[str]) -> int:
         """The node at the path of unescaped ``segments`` from the root, creating missing objects."""
         node = 0
@@ -81,6 +110,15 @@ class GraphBuilder:
     def encode(self) -> bytes:
         """The serialized graph."""
         return encode_object_graph(self.nodes)
+
+
+def _plain(name: str) -> bool:
+    """Whether ``name`` is valid UTF-8 (its own :func:`~formats.core.names.safe_text`)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _join(prefix: str, segment: str) -> str:

@@ -16,6 +16,7 @@ With ``--template`` the work is done by :mod:`formats.ops.convert.template` inst
 from __future__ import annotations
 
 
+from formats.core.gc_pause import gc_paused
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
 from formats.core.names import unused_name
 from formats.concepts.object_graph import split_path
@@ -43,6 +44,7 @@ def plan_tf_object(source: Checkpoint, options: ConvertOptions) -> ConversionPla
     return plan_name_to_object(source, options)
 
 
+@gc_paused
 def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the generic conversion of a name-based checkpoint to an object-based one."""
     plan = ConversionPlan(source.path, FormatName.TF_OBJECT.value)
@@ -67,9 +69,10 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     builder = GraphBuilder()
     names = [t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers]
     counter = SAVE_COUNTER not in {n.split("/", 1)[0] for n in names}
-    tree = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
-    _grow(builder, tree)
-    nodes = {t.name: builder.object(t.name.split("/")) for t in plain}
+    tree, ends = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
+    placed = builder.grow(tree)
+    nodes = {t.name: placed[id(end)] for t, end in zip(plain, ends)}
+    del tree, ends, placed  # a dict per object: not kept while the rest is planned and written
     opt_nodes = {o: builder.object([n]) for o, n in optimizers.items()}
     for t in plain:
         key = builder.variable(nodes[t.name], t.name)
@@ -156,22 +159,16 @@ def _bad_name(name: str) -> bool:
     return any(not segment for segment in name.split("/"))
 
 
-def _tree(names: list[str]) -> dict[str, Any]:
-    """Nested dicts of name segments (names starting with NUL are single root children)."""
+def _tree(names: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Nested dicts of name segments (names starting with NUL are single root children), and each name's own."""
     root: dict[str, Any] = {}
+    ends = []
     for name in names:
         node = root
         for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
             node = node.setdefault(segment, {})
-    return root
-
-
-def _grow(builder: GraphBuilder, tree: dict[str, Any]) -> None:
-    """Create the tree's objects breadth-first, children in name order (TensorFlow's numbering)."""
-    queue: list[tuple[int, dict[str, Any]]] = [(0, tree)]
-    for node, children in queue:  # the list grows as it is walked: breadth-first, no pop(0) (quadratic)
-        for name in sorted(children):
-            queue.append((builder.child(node, name), children[name]))
+        ends.append(node)
+    return root, ends
 
 
 def _slot_order(slots: list[SourceTensor]) -> list[SourceTensor]:

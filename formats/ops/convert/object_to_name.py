@@ -17,6 +17,7 @@ bundle with the same keys (after rename rules), what a TF1 ``Saver`` writing V2 
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, FormatName
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.optimizers import TF1, Family, family_of_class
@@ -48,6 +49,7 @@ def object_path_name(key: str) -> str:
     return path if attribute == "VARIABLE_VALUE" else f"{path}/{attribute}"
 
 
+@gc_paused
 def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     """Plan the conversion of an object-based checkpoint to a name-based one."""
     plan = ConversionPlan(source.path, FormatName.TF_NAME.value)

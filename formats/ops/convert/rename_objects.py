@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
 
-from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, ChildRef, ObjectGraph, ObjectNode,
-                                           attribute_key, escape_local_name, slot_variable_key, unescape_local_name)
+from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, Attribute, ChildRef,
+                                           ObjectGraph, ObjectNode, attribute_key, escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
-from formats.core.records import replace
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.rules import RuleSet
@@ -28,7 +27,8 @@ class ObjectRename:
         self.source, self.plan, self.options = source, plan, options
         self.rules: RuleSet = options.rules
         self.graph: ObjectGraph = source.object_graph
-        self.nodes = [replace(n, children=[], attributes=list(n.attributes)) for n in self.graph.nodes]
+        self.nodes = [ObjectNode(n.id, [], list(n.attributes), n.slot_variables, n.registered_saver,
+                                 n.has_checkpoint_values, n.note) for n in self.graph.nodes]  # replace(), cheaper
         self.new_paths: dict[int, str] = {0: ""}
         self.by_path: dict[str, int] = {"": 0}
         self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
@@ -150,9 +150,8 @@ class ObjectRename:
             path = self.new_paths.get(node.id)
             if path is None:
                 continue
-            node.attributes = [replace(a, checkpoint_key=attribute_key(path, a.name),
-                                       full_name=self.rules.apply(a.full_name) if rename_full and a.full_name
-                                       else a.full_name)
+            node.attributes = [Attribute(a.name, self.rules.apply(a.full_name) if rename_full and a.full_name
+                                         else a.full_name, attribute_key(path, a.name), a.optional_restore)
                                for a in node.attributes]
 
     def _check_paths(self) -> None:

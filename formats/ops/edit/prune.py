@@ -12,7 +12,6 @@ problem, reported before anything is written. Nodes saved by a registered saver 
 from __future__ import annotations
 
 from collections import deque
-from formats.core.records import replace
 
 from formats.concepts.object_graph import ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
 from formats.ops.convert.graph_build import checkpointed_nodes
@@ -51,8 +50,9 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
 
 def _candidates(graph: ObjectGraph, keep_attr: set[tuple[int, str]]) -> list[ObjectNode]:
     """Every node with only the attributes kept and the slot references whose slot and variable keep values."""
-    nodes = [replace(n, attributes=[a for a in n.attributes if (n.id, a.name) in keep_attr],
-                     children=list(n.children), slot_variables=list(n.slot_variables)) for n in graph.nodes]
+    nodes = [ObjectNode(n.id, list(n.children), [a for a in n.attributes if (n.id, a.name) in keep_attr],
+                        list(n.slot_variables), n.registered_saver, n.has_checkpoint_values, n.note)
+             for n in graph.nodes]  # replace() without its per-field dict: a node per object
     valued = {n.id for n in nodes if n.attributes}
     for node in nodes:
         node.slot_variables = [ref for ref in node.slot_variables
@@ -93,12 +93,13 @@ def _renumbered(nodes: list[ObjectNode], staying: set[int]) -> list[ObjectNode]:
     out = []
     for old in sorted(staying):
         node = nodes[old]
-        out.append(replace(node, id=new_id[old], has_checkpoint_values=None,
-                           children=[ChildRef(new_id[c.node_id], c.local_name) for c in node.children
-                                     if c.node_id in new_id],
-                           slot_variables=[SlotVariableRef(new_id[s.original_variable_node_id], s.slot_name,
-                                                           new_id[s.slot_variable_node_id])
-                                           for s in node.slot_variables
-                                           if s.original_variable_node_id in new_id
-                                           and s.slot_variable_node_id in new_id]))
+        out.append(ObjectNode(new_id[old],
+                              [ChildRef(new_id[c.node_id], c.local_name) for c in node.children
+                               if c.node_id in new_id],
+                              node.attributes,
+                              [SlotVariableRef(new_id[s.original_variable_node_id], s.slot_name,
+                                               new_id[s.slot_variable_node_id])
+                               for s in node.slot_variables
+                               if s.original_variable_node_id in new_id and s.slot_variable_node_id in new_id],
+                              node.registered_saver, None, node.note))
     return out
