@@ -148,3 +148,15 @@ def test_the_scale_table_shows_cpu_and_memory_beside_the_goal(run) -> None:
     assert run.scale_table([row]).splitlines()[2] == \
         "| verify (100,000 tiny tensors, name-based) | 2.50 s | 1.25 s | 200 MiB | 4 ms (4 ms-4 ms) | " \
         "<= 1 s CPU, <= 100 MiB | missed |"
+
+
+def test_the_readmes_scale_table_is_benchmarks_scale_md() -> None:
+    """The README's table of commands at 10k-1M tensors is the one `benchmarks/run.py --scale` wrote
+    (benchmarks/scale.md), its header line (date, machine, load) included: regenerated, never edited by hand."""
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- scale-table: benchmarks/scale.md -->\n", "<!-- /scale-table -->"
+    assert readme.count(start) == 1 and readme.count(end) == 1
+    shown = readme.split(start)[1].split(end)[0]
+    written = (ROOT / "benchmarks" / "scale.md").read_text()
+    assert shown.strip() == written.strip()
+    assert written.count("| ls (100,000 tiny tensors, name-based) |") == 1

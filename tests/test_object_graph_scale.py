@@ -74,7 +74,7 @@ def test_renaming_under_a_wide_root_looks_children_up_by_name(wide, tmp_path, ru
 def test_a_collision_among_many_children_is_still_found(wide, tmp_path, run_cli):
     result = run_cli("rename", wide, "-o", tmp_path / "c" / "ckpt", "--map", "k7=k8")
     assert result.exit_code == 1
-    assert "'k7' and 'k8' would both become 'k8'" in result.stdout
+    assert "'k7' and 'k8' would both become 'k8'" in result.stderr
 
 
 def test_each_node_is_asked_once_whether_it_is_an_optimizer(wide, run_cli, monkeypatch):
