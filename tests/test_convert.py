@@ -17,7 +17,8 @@ ESTIMATOR = CORPUS / "tf1_estimator" / "model.ckpt-200"
 ADAM = CORPUS / "tf1_adam" / "model.ckpt-200"
 PARTITIONED = CORPUS / "tf1_partitioned" / "model.ckpt-200"
 SLOTS = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
-GOLDEN = Path(__file__).parent / "golden" / "convert_mismatch_estimator_20units.txt"
+GOLDEN = Path(__file__).parent / "golden" / "convert_mismatch_estimator_20units"
+"""``.stdout.txt`` (the warnings, part of the report) and ``.stderr.txt`` (the errors and "nothing written")."""
 MAPS = ["--map", "dnn/hiddenlayer_0=dense", "--map", "dnn/hiddenlayer_1=dense_1", "--map", "dnn/logits=dense_2"]
 VV = "/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -129,7 +130,7 @@ def test_partitioned_variable_is_written_whole(run_cli, tmp_path):
 def test_generic_refuses_object_based_source(run_cli, tmp_path):
     result = run_cli("convert", SLOTS, "-o", tmp_path / "x", "--to", "tf-object")
     assert result.exit_code == 1
-    assert "already object-based" in result.stdout
+    assert "already object-based" in result.stderr
     assert not list(tmp_path.iterdir())
 
 
@@ -177,7 +178,8 @@ def test_mismatch_report_golden(run_cli, tmp_path):
     out = tmp_path / "out" / "ckpt"
     result = run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object", "--template", template, *MAPS)
     assert result.exit_code == 1
-    assert result.stdout == GOLDEN.read_text()
+    assert result.stdout == GOLDEN.parent / (GOLDEN.name + ".stdout.txt").read_text()
+    assert result.stderr == GOLDEN.parent / (GOLDEN.name + ".stderr.txt").read_text()
     assert not (tmp_path / "out").exists()
 
 
@@ -280,7 +282,7 @@ def test_to_tf_name_duplicate_full_names_fall_back_to_paths(run_cli, tmp_path):
 
 def test_to_tf_name_refuses_name_based_source(run_cli, tmp_path):
     result = run_cli("convert", ESTIMATOR, "-o", tmp_path / "o", "--to", "tf-name")
-    assert result.exit_code == 1 and "already name-based" in result.stdout
+    assert result.exit_code == 1 and "already name-based" in result.stderr
 
 
 # --- refusals and state file ------------------------------------------------------------------
