@@ -178,8 +178,8 @@ def test_mismatch_report_golden(run_cli, tmp_path):
     out = tmp_path / "out" / "ckpt"
     result = run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object", "--template", template, *MAPS)
     assert result.exit_code == 1
-    assert result.stdout == GOLDEN.parent / (GOLDEN.name + ".stdout.txt").read_text()
-    assert result.stderr == GOLDEN.parent / (GOLDEN.name + ".stderr.txt").read_text()
+    assert result.stdout == (GOLDEN.parent / (GOLDEN.name + ".stdout.txt")).read_text()
+    assert result.stderr == (GOLDEN.parent / (GOLDEN.name + ".stderr.txt")).read_text()
     assert not (tmp_path / "out").exists()
 
 
