@@ -86,20 +86,21 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
             return float_repr(value)
         return None
 
-    def enter(obj: Any) -> None:
+    def enter(obj: Any, opening: str, level: int) -> str:
+        """Open a container (its bracket and first line break written) one ``level`` in; its item separator."""
         if id(obj) in markers:
             raise ValueError("Circular reference detected")
         markers.add(id(obj))
+        newline = "\n" + indent * level
+        write(opening + newline)
+        return item_separator + newline
 
     def sequence(items: list[Any] | tuple[Any, ...], level: int) -> None:
         if not items:
             write("[]")
             return
-        enter(items)
         level += 1
-        newline = "\n" + indent * level
-        separator = item_separator + newline
-        write("[" + newline)
+        separator = enter(items, "[", level)
         first = True
         for item in items:
             if first:
@@ -118,11 +119,8 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
         if not pairs:
             write("{}")
             return
-        enter(pairs)
         level += 1
-        newline = "\n" + indent * level
-        separator = item_separator + newline
-        write("{" + newline)
+        separator = enter(pairs, "{", level)
         first = True
         for key, item in pairs.items():
             if isinstance(key, str):
@@ -161,8 +159,6 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
         elif isinstance(obj, dict):
             mapping(obj, level)
         else:
-            enter(obj)
-            value(_default(obj), level)
-            markers.discard(id(obj))  # pragma: no cover - _default always raises
+            value(_default(obj), level)  # _default raises (no object of such a type can be among the containers open)
 
     return value
