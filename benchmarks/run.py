@@ -161,13 +161,14 @@ def has_tensorflow() -> bool:
 
 
 def _dependency_dirs() -> list[str]:
-    """The site-packages directories this interpreter imports from (where ckpt's dependencies are), less
-    any holding a copy of ckpt itself."""
+    """The site-packages directories this interpreter imports from (where ckpt's dependencies are). One that
+    holds an install of ckpt too - the README's ``.venv``, where ``pip install '.[test]'`` put ckpt beside its
+    dependencies - is kept: a ``.pth`` line goes after the venv's own site-packages, so the venv's ckpt is the
+    one imported (:func:`check_regular` makes sure), and leaving the folder out left the venv without numpy."""
     dirs = []
     for entry in sys.path:
         folder = Path(entry or ".")
-        if folder.name in ("site-packages", "dist-packages") and folder.is_dir() and \
-                not (folder / "formats").is_dir() and not (folder / "ckpt_cli").is_dir():
+        if folder.name in ("site-packages", "dist-packages") and folder.is_dir():
             dirs.append(str(folder.resolve()))
     return list(dict.fromkeys(dirs))
 

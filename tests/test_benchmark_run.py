@@ -90,12 +90,16 @@ def test_the_floor_reads_and_checksums_every_byte_on_every_core(tmp_path, monkey
     assert [(o, n) for o, n, _ in seen] == [(0, 349782), (349782, 349782), (699564, 349780)]
 
 
-def test_dependency_dirs_leave_out_a_copy_of_ckpt(run, tmp_path, monkeypatch) -> None:
-    deps, checkout = tmp_path / "a" / "site-packages", tmp_path / "b" / "site-packages"
+def test_dependency_dirs_keep_a_folder_where_ckpt_is_installed_beside_its_dependencies(run, tmp_path,
+                                                                                      monkeypatch) -> None:
+    """The README's .venv holds ckpt and numpy in one site-packages: the run's venv must see that folder (it
+    was left out, and the venv's ckpt could not import numpy); the venv's own ckpt still comes first."""
+    deps, both = tmp_path / "a" / "site-packages", tmp_path / "b" / "site-packages"
     (deps / "click").mkdir(parents=True)
-    (checkout / "formats").mkdir(parents=True)
-    monkeypatch.setattr(sys, "path", [str(tmp_path), str(deps), str(checkout)])
-    assert run._dependency_dirs() == [str(deps.resolve())]
+    (both / "formats").mkdir(parents=True)
+    (both / "numpy").mkdir()
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(deps), str(both), str(tmp_path / "c")])
+    assert run._dependency_dirs() == [str(deps.resolve()), str(both.resolve())]
 
 
 def test_an_unknown_only_word_is_a_usage_error() -> None:
