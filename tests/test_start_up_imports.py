@@ -255,3 +255,14 @@ def test_a_small_file_is_read_back_on_one_thread(tmp_path, monkeypatch, size, th
     monkeypatch.setattr(parallel, "map_ordered", lambda fn, items, jobs=1, **kw: asked.append(jobs) or real(fn, items, jobs, **kw))
     assert placed.check_placed(str(path), [item], jobs=3) == []
     assert asked == [threads]
+
+
+def test_json_writer_writes_nesting_deeper_than_its_recursion_as_json_dumps() -> None:
+    """A document nested 3,000 deep (ls --tree --json of a key of 3,000 segments): the indented writer recurses two
+    frames a level and runs out first; what is printed is still json.dumps' text (it failed with RecursionError)."""
+    deep: dict = {}
+    node = deep
+    for i in range(3000):
+        node["c"] = {"name": f"n{i}"}
+        node = node["c"]
+    assert json_writer.dumps(deep, indent=2, ensure_ascii=False) == json.dumps(deep, indent=2, ensure_ascii=False)

@@ -45,7 +45,12 @@ def dumps(obj: Any, *, indent: int | str | None = None, ensure_ascii: bool = Tru
     if not isinstance(indent, str):
         indent = " " * indent
     out: list[str] = []
-    _indented(encode, indent, item_separator, key_separator, out)(obj, 0)
+    try:
+        _indented(encode, indent, item_separator, key_separator, out)(obj, 0)
+    except RecursionError:  # nesting deeper than this writer's recursion (two frames a level) goes: json's goes on
+        import json
+
+        return json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, separators=separators)
     return "".join(out)
 
 

@@ -89,7 +89,7 @@ def test_shown_and_written_as_the_one_rule(inputs, tmp_path, run_cli):
     assert run_cli("extract", path, "-o", f"{out}/x/").exit_code == 0
     assert sorted(os.listdir(out / "x")) == ["%5Cud800.npy", "ok"]
     result = run_cli("convert", path, "--to", "npz", "-o", out / "c.npz")
-    assert result.exit_code == 1 and "key '\\ud800' is not valid UTF-8, which an npz member name must be" in result.stdout
+    assert result.exit_code == 1 and "key '\\ud800' is not valid UTF-8, which an npz member name must be" in result.stderr
     names = json.loads(run_cli("ls", "--names", "--json", inputs["npz"]).stdout)["tensors"]
     assert [t["name"] for t in names] == ["\\ud800/w"]
 

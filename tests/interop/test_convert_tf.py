@@ -16,7 +16,8 @@ keras = pytest.importorskip("tf_keras")
 pytestmark = pytest.mark.interop
 ESTIMATOR = CORPUS / "tf1_estimator" / "model.ckpt-200"
 SLOTS = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
-GOLDEN = Path(__file__).parent.parent / "golden" / "convert_mismatch_estimator_20units.txt"
+GOLDEN = Path(__file__).parent.parent / "golden" / "convert_mismatch_estimator_20units"
+"""``.stdout.txt`` (the warnings) and ``.stderr.txt`` (the errors and "nothing written"), as tests/test_convert.py."""
 MAPS = ["--map", "dnn/hiddenlayer_0=dense", "--map", "dnn/hiddenlayer_1=dense_1", "--map", "dnn/logits=dense_2"]
 
 
@@ -70,7 +71,8 @@ def test_mismatch_report_with_a_real_tf_keras_template(run_cli, tmp_path):
     out = tmp_path / "out" / "ckpt"
     result = run_cli("convert", ESTIMATOR, "-o", out, "--to", "tf-object", "--template", template, *MAPS)
     assert result.exit_code == 1
-    assert result.stdout == GOLDEN.read_text()
+    assert result.stdout == (GOLDEN.parent / (GOLDEN.name + ".stdout.txt")).read_text()
+    assert result.stderr == (GOLDEN.parent / (GOLDEN.name + ".stderr.txt")).read_text()
     assert not out.parent.exists() or not any(out.parent.iterdir())
 
 

@@ -149,7 +149,10 @@ def test_transformers5_loads_the_converted_tf_weights(run_cli, tmp_path: Path, n
         _close(got, dict(np.load(golden / "tf_outputs.npz")), TF_TOLERANCE)
     elif name not in TRANSFORMERS5_CHANGED:
         wanted = dict(np.load(golden / "outputs.npz"))
-        assert set(wanted) <= set(got), sorted(set(wanted) - set(got))
+        # an output 4.57 returned and this transformers 5 does not, from the oracle's own files either (5.24 stopped
+        # returning IDEFICS' image_hidden_states): not ckpt's to give; every output both return is compared
+        absent = set(wanted) - set(got)
+        assert absent.isdisjoint(same), sorted(absent)
         _close(got, wanted, TOLERANCE)
 
 
