@@ -258,11 +258,11 @@ def test_a_small_file_is_read_back_on_one_thread(tmp_path, monkeypatch, size, th
 
 
 def test_json_writer_writes_nesting_deeper_than_its_recursion_as_json_dumps() -> None:
-    """A document nested 3,000 deep (ls --tree --json of a key of 3,000 segments): the indented writer recurses two
+    """A document nested 600 deep (ls --tree --json of a key of 600 segments): the indented writer recurses two
     frames a level and runs out first; what is printed is still json.dumps' text (it failed with RecursionError)."""
     deep: dict = {}
     node = deep
-    for i in range(3000):
+    for i in range(600):
         node["c"] = {"name": f"n{i}"}
         node = node["c"]
     assert json_writer.dumps(deep, indent=2, ensure_ascii=False) == json.dumps(deep, indent=2, ensure_ascii=False)
