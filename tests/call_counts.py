@@ -7,14 +7,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def python_calls(run_cli: Callable[..., Any], args: list[str], exit_codes: Sequence[int] = (0,)) -> int:
-    """Python calls (functions and built-ins) ``ckpt *args`` makes on this thread; it must end with one of
-    ``exit_codes``."""
+def calls_of(function: Callable[..., Any], *args: Any) -> tuple[Any, int]:
+    """``function(*args)`` and the Python calls (functions and built-ins) it made on this thread."""
     profile = cProfile.Profile()
     profile.enable()
     try:
-        result = run_cli(*args)
+        result = function(*args)
     finally:
         profile.disable()
+    return result, sum(entry.callcount for entry in profile.getstats())
+
+
+def python_calls(run_cli: Callable[..., Any], args: list[str], exit_codes: Sequence[int] = (0,)) -> int:
+    """Python calls (functions and built-ins) ``ckpt *args`` makes on this thread; it must end with one of
+    ``exit_codes``."""
+    result, calls = calls_of(run_cli, *args)
     assert result.exit_code in exit_codes, (args, result.output)
-    return sum(entry.callcount for entry in profile.getstats())
+    return calls

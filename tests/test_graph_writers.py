@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.call_counts import calls_of
 from tests.graph_writer_cases import CASES, argv, scale_bundles, written
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "graph_writers" / "golden.json").read_text())
@@ -33,19 +34,6 @@ def test_written_files_are_byte_for_byte_as_before(bundles, run_cli, tmp_path, c
     result = run_cli(*argv(case, bundles, out))
     assert result.exit_code == GOLDEN[case]["exit"], result.output
     assert written(out) == GOLDEN[case]["files"]
-
-
-def _calls(function, *args):
-    """``function(*args)`` and the Python calls (functions and built-ins) it made."""
-    import cProfile
-
-    profile = cProfile.Profile()
-    profile.enable()
-    try:
-        result = function(*args)
-    finally:
-        profile.disable()
-    return result, sum(entry.callcount for entry in profile.getstats())
 
 
 def _graph(n: int):
@@ -84,7 +72,7 @@ def test_graph_work_grows_linearly_and_costs_few_calls_per_object(step):
         function, arg = {"grow": (_graph, n), "encode": (encode_object_graph, builder.nodes),
                          "decode": (decode_object_graph, data), "paths": (ObjectGraph, graph.nodes),
                          "checkpointed": (checkpointed_nodes, graph.nodes)}[step]
-        counts.append(_calls(function, arg)[1])
+        counts.append(calls_of(function, arg)[1])
         objects = len(builder.nodes)
     first, second = counts[1] - counts[0], counts[2] - counts[1]
     assert 0 < second <= SLACK * first, counts

@@ -112,11 +112,7 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
                 first = False
             else:
                 write(separator)
-            text = scalar(item)
-            if text is not None:
-                write(text)
-            else:
-                value(item, level)
+            value(item, level)
         write("\n" + indent * (level - 1) + "]")
         markers.discard(id(items))
 
@@ -147,11 +143,7 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
             else:
                 write(separator)
             write(encode(key) + key_separator)
-            text = scalar(item)
-            if text is not None:
-                write(text)
-            else:
-                value(item, level)
+            value(item, level)
         write("\n" + indent * (level - 1) + "}")
         markers.discard(id(pairs))
 
