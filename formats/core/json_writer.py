@@ -91,21 +91,24 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
             return float_repr(value)
         return None
 
-    def enter(obj: Any, opening: str, level: int) -> str:
-        """Open a container (its bracket and first line break written) one ``level`` in; its item separator."""
+    def enter(obj: Any, brackets: str, level: int) -> str | None:
+        """Open a container one ``level`` in (its opening bracket and first line break written) and give its
+        item separator; an empty one is written whole (``[]``, ``{}``): None."""
+        if not obj:
+            write(brackets)
+            return None
         if id(obj) in markers:
             raise ValueError("Circular reference detected")
         markers.add(id(obj))
         newline = "\n" + indent * level
-        write(opening + newline)
+        write(brackets[0] + newline)
         return item_separator + newline
 
     def sequence(items: list[Any] | tuple[Any, ...], level: int) -> None:
-        if not items:
-            write("[]")
-            return
         level += 1
-        separator = enter(items, "[", level)
+        separator = enter(items, "[]", level)
+        if separator is None:
+            return
         first = True
         for item in items:
             if first:
@@ -117,11 +120,10 @@ def _indented(encode: Callable[[str], str], indent: str, item_separator: str, ke
         markers.discard(id(items))
 
     def mapping(pairs: dict[Any, Any], level: int) -> None:
-        if not pairs:
-            write("{}")
-            return
         level += 1
-        separator = enter(pairs, "{", level)
+        separator = enter(pairs, "{}", level)
+        if separator is None:
+            return
         first = True
         for key, item in pairs.items():
             if isinstance(key, str):
