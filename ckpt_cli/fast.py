@@ -227,8 +227,8 @@ def _is_the_program(entry: FrameType) -> bool:
 def _no_threads_left() -> bool:
     """No thread but the main one and daemon threads (which exit ends in either case) is running."""
     threading = sys.modules.get("threading")
-    if threading is None:
-        return True
+    if threading is None or not hasattr(threading, "_after_fork"):  # (its last definition)
+        return True  # not imported, or left half-imported by a Ctrl-C during its import: no thread of it runs
     main_thread = threading.main_thread()
     return all(t is main_thread or t.daemon or not t.is_alive() for t in threading.enumerate())
 
