@@ -42,9 +42,9 @@ from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.files import BundleFiles
-from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
+from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED
-from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, RawEntry, data_file_name
 from formats.io.sstable.writer import TableWriter
 
 TYPE_CHECKING = False
@@ -200,14 +200,18 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
                 out.open_data(0)
             _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
-        for position in reused.positions:
+        placed, output = out.layout.placed, guard.output
+        columns = reused.reader.entries  # each tensor's entry read from the input's index columns
+        kinds, kind_of, offsets, crcs = columns.kinds, columns.kind, columns.offset, columns.crc
+        for position in reused.positions:  # their sources guarded with every other (guard_output)
             key, source = pairs[position]
-            guard.check_source(source)
-            raw = out.layout.placed[position][1]
-            entry = encode_entry(raw.dtype, raw.shape, offset + raw.offset, raw.size, raw.crc32c, shard)
-            records.append(_Record(_key_bytes(key, guard.output), entry, raw.size, source.dtype, tuple(raw.shape),
-                                   how=how, source=source))
-            records[-1].position = position
+            row = placed[position][1]
+            dtype, shape, _, size = kinds[kind_of[row]]
+            record = _Record(_key_bytes(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
+                                                                   crcs[row], shard),
+                             size, source.dtype, shape, how=how, source=source)
+            record.position = position
+            records.append(record)
         if progress is not None:
             progress(base, len(records))
     if out.data is not None:
@@ -250,6 +254,7 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
         offset = data.tell()
         items = group[1] if group is not None and group[0] == shard else ()
+        whole = WholeCheck()
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
                 raw_key = _key_bytes(key, guard.output)
@@ -258,7 +263,7 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                                              f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
                 seen.add(raw_key)
                 guard.check_source(source)
-                record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard)
+                record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard, whole=whole)
                 record.position = position
                 records.append(record)
                 offset += record.size
@@ -333,12 +338,12 @@ def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
 
 
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
-                  verify: bool, keep: bool, shard: int = 0, kernel: bool = True) -> _Record:
-    copied = _kernel_copy(out, source, offset) if kernel else None
-    if copied is not None:
-        raw = source.raw
+                  verify: bool, keep: bool, shard: int = 0, kernel: bool = True,
+                  whole: WholeCheck | None = None) -> _Record:
+    raw = _kernel_copy(out, source, offset, whole) if kernel else None
+    if raw is not None:
         entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)
-        return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)
+        return _Record(key, entry, raw.size, source.dtype, raw.shape, how=COPIED, source=source)
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
@@ -375,21 +380,22 @@ SMALL_COPY = 1 << 16
 (opening its data file, flushing the output and seeking again cost more than the bytes, once per tensor)."""
 
 
-def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
-    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the bytes
-    copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`)."""
-    raw = stored_whole(source)
+def _kernel_copy(out: BinaryIO, source: Source, offset: int, whole: WholeCheck | None = None) -> RawEntry | None:
+    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the entry of
+    the bytes copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`;
+    ``whole``: the check, kept over the tensors of one write)."""
+    raw = (whole or WholeCheck())(source)
     if raw is None:
         return None
     if raw.size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
         data = source.bundle.peek(raw.shard_id, raw.offset, raw.size)
         if len(data) == raw.size:
             out.write(data)
-            return raw.size
+            return raw
     out.flush()
     _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)
     out.seek(offset + raw.size)
-    return raw.size
+    return raw
 
 
 def _sha256() -> Any:
