@@ -32,18 +32,22 @@ __all__ = ["verify_written"]
 
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
     """Check the bundle written at ``temp`` against its ``records``; raises VerificationError on a mismatch."""
-    with BundleCheckpoint(temp) as written:
+    written = BundleCheckpoint(temp)
+    try:
         keys = written.reader.entries.keys
         ordered = sorted(records, key=_key_of)
         if len(keys) == len(ordered) and keys == [r.key for r in ordered]:
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
             report = _by_key(written, records, prefix, chunk, jobs)
+    finally:
+        written.close()
     return check_roundtrip(prefix, report)
 
 
 def _key_of(record: Any) -> bytes:
-    return record.key  # type: ignore[no-any-return]
+    key: bytes = record.key
+    return key
 
 
 def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
