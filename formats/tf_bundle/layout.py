@@ -28,10 +28,10 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
-__all__ = ["Reused", "Layout", "plan_layout", "stored_whole", "WholeCheck"]
+__all__ = ["Reused", "Layout", "Placed", "plan_layout", "stored_whole", "WholeCheck"]
 
 _GRAPH = OBJECT_GRAPH_KEY.encode()
 
@@ -40,19 +40,37 @@ class Reused:
     """An input data file taken over whole: its path, size, the reader that knows its entries, and
     the positions (in the writer's list of sources) of the tensors stored in it."""
 
-    __slots__ = ("path", "size", "reader", "shard", "positions")
+    __slots__ = ("path", "size", "reader", "shard", "positions", "rows")
 
     def __init__(self, path: str, size: int, reader: BundleReader, shard: int, positions: list[int]) -> None:
         self.path, self.size, self.reader, self.shard, self.positions = path, size, reader, shard, positions
+        self.rows: list[int] = []  # the row of the tensor at each of ``positions`` in ``reader``'s index
+
+
+class Placed:
+    """The positions of the sources taken over (``position in placed``, ``len(placed)``): a byte per source."""
+
+    __slots__ = ("_mask", "_count")
+
+    def __init__(self, size: int = 0, positions: Iterable[int] = ()) -> None:
+        self._mask = bytearray(size)
+        for p in positions:
+            self._mask[p] = 1
+        self._count = self._mask.count(1)
+
+    def __contains__(self, position: object) -> bool:
+        return isinstance(position, int) and 0 <= position < len(self._mask) and self._mask[position] == 1
+
+    def __len__(self) -> int:
+        return self._count
 
 
 class Layout:
-    """``files``: the input data files taken over, in output order; ``placed``: source position ->
-    (number of its file in ``files``, the tensor's row in the index of that file's bundle: its reader's
-    :attr:`~formats.tf_bundle.reader.BundleReader.entries`)."""
+    """``files``: the input data files taken over, in output order (each with the positions of its tensors among
+    the sources, and their rows in its bundle's index); ``placed``: the positions of every source taken over."""
 
-    def __init__(self, files: list[Reused], placed: dict[int, tuple[int, int]]) -> None:
-        self.files, self.placed = files, placed
+    def __init__(self, files: list[Reused], placed: Placed | None = None) -> None:
+        self.files, self.placed = files, placed if placed is not None else Placed()
 
     def reused_bytes(self) -> int:
         """Bytes taken over from input data files."""
@@ -93,10 +111,10 @@ def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
             offsets = reader.entries.offset
             reused.positions = sorted(positions + [p for p in empty.get((reader_id, shard), [])
                                                    if offsets[rows[p]] <= reused.size])
+            reused.rows = [rows[p] for p in reused.positions]
             files.append(reused)
     files.sort(key=lambda f: f.positions[0])
-    placed = {p: (number, rows[p]) for number, reused in enumerate(files) for p in reused.positions}
-    return Layout(files, placed)
+    return Layout(files, Placed(len(sources), (p for reused in files for p in reused.positions)))
 
 
 def stored_whole(source: Any) -> RawEntry | None:

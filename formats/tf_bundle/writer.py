@@ -109,7 +109,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
             shards=shards),
             force=force)
     pairs: Iterable[tuple[Any, Source]] = _pairs(tensors, object_graph)
-    layout = Layout([], {})
+    layout = Layout([])
     if sources and shards is None:  # every source known up front: input data files may be taken over whole
         pairs = list(pairs)
         layout = plan_layout([source for _, source in pairs], link)
@@ -200,12 +200,11 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
                 out.open_data(0)
             _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
-        placed, output = out.layout.placed, guard.output
+        output = guard.output
         columns = reused.reader.entries  # each tensor's entry read from the input's index columns
         kinds, kind_of, offsets, crcs = columns.kinds, columns.kind, columns.offset, columns.crc
-        for position in reused.positions:  # their sources guarded with every other (guard_output)
+        for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
             key, source = pairs[position]
-            row = placed[position][1]
             dtype, shape, _, size = kinds[kind_of[row]]
             record = _Record(_key_bytes(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
                                                                    crcs[row], shard),
