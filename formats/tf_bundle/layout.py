@@ -28,7 +28,7 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
 __all__ = ["Reused", "Layout", "Placed", "plan_layout", "stored_whole", "WholeCheck"]
@@ -63,6 +63,17 @@ class Placed:
 
     def __len__(self) -> int:
         return self._count
+
+    def others(self, count: int) -> Iterator[int]:
+        """The positions below ``count`` not taken over, in order (found a run of the mask at a time)."""
+        mask, i = self._mask, 0
+        while i < count:
+            found = mask.find(0, i, count)
+            if found < 0:
+                yield from range(max(i, len(mask)), count)
+                return
+            yield found
+            i = found + 1
 
 
 class Layout:

@@ -121,7 +121,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     created = make_parents(prefix)
     try:
         with out:
-            fresh_bytes = planned_bytes(s for i, s in enumerate(sources) if i not in layout.placed)
+            fresh_bytes = planned_bytes(sources[i] for i in layout.placed.others(len(sources)))
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards)
             out.publish(replace=force)
@@ -282,10 +282,11 @@ def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
               shards: Sequence[int] | None) -> Iterator[tuple[int, int, Any, Source]]:
     """``(shard, position, key, source)`` for every tensor not taken over: the shard numbers given (never
     decreasing, one per tensor, the object graph included), else the fresh data file's."""
-    fresh = ((position, key, source) for position, (key, source) in enumerate(pairs)
-             if position not in out.layout.placed)
+    placed = out.layout.placed
+    fresh = ((position, *pairs[position]) for position in placed.others(len(pairs))) if isinstance(pairs, list) \
+        else ((position, key, source) for position, (key, source) in enumerate(pairs) if position not in placed)
     if shards is None:
-        yield from ((out.fresh_shard, *item) for item in fresh)  # type: ignore[misc]
+        yield from ((out.fresh_shard, *item) for item in fresh)
         return
     numbers, previous = iter(shards), 0
     for item in fresh:
