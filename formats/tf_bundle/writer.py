@@ -142,12 +142,17 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     if len(seen) < len(records):
         raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
     records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards)
+    given = pairs if isinstance(pairs, list) else None
     for r in sorted(records, key=lambda r: r.position):
-        key = r.key.decode("utf-8", "surrogateescape")
+        key = given[r.position][0] if given is not None else None  # the key as given: one string per tensor
+        if type(key) is not str or not _same_text(key, r.key):
+            key = r.key.decode("utf-8", "surrogateescape")
         report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
         if key == OBJECT_GRAPH_KEY:
             report.format = "tf-object"
     _write_index(out, records)
+    for r in records:
+        r.entry = b""  # in the index now: not held through the read-back
     report.warnings += out.warnings
     if verify:
         from formats.tf_bundle.readback import verify_written
@@ -155,6 +160,15 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
         report.accept(verify_written(out.temp, out.prefix, records, chunk, jobs))
     out.finish_syncs()
     return report
+
+
+def _same_text(key: str, raw: bytes) -> bool:
+    """Whether ``raw`` decodes to ``key``: it is ``key`` in strict UTF-8 (no surrogate, which bytes decoded with
+    ``surrogateescape`` may join differently)."""
+    try:
+        return key.encode("utf-8") == raw
+    except UnicodeEncodeError:
+        return False
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
