@@ -126,3 +126,36 @@ def test_a_copied_tensor_damaged_in_an_edit_is_named(bundles, tmp_path, monkeypa
         with pytest.raises(VerificationError) as caught:
             write_checkpoint(str(tmp_path / "edit" / "ckpt-1"), pairs, inputs=[source])
     assert "model/layer_9/unit_9/w" in str(caught.value) and "checksum" in str(caught.value)
+
+
+def test_a_run_of_stored_bytes_goes_to_disk_piece_by_piece_while_it_is_copied(tmp_path, monkeypatch):
+    """``convert --to safetensors`` of a bundle: its tensors, adjacent in the data file, are one kernel copy, made
+    ``EVERY`` bytes at a time, each piece handed to the background flusher as it is copied; the file reads back
+    as the safetensors package writes the same tensors (an independent writer)."""
+    from safetensors.numpy import load_file
+
+    from formats.io import background_sync, placed
+
+    values = {f"layer_{i}/w": np.arange(i * 1000, i * 1000 + 3000, dtype=np.float32).reshape(30, 100)
+              for i in range(7)}
+    prefix = str(tmp_path / "in" / "ckpt-1")
+    write_checkpoint(prefix, values.items())
+    monkeypatch.setattr(background_sync.BackgroundSync, "EVERY", 4096)
+    copies: list[int] = []
+    real_copy, real_wrote = placed.copy_range, background_sync.BackgroundSync.wrote
+    monkeypatch.setattr(placed, "copy_range", lambda src, dst, n, a, b: (copies.append(n), real_copy(src, dst, n, a, b))[1])
+    flushed: list[int] = []
+    monkeypatch.setattr(background_sync.BackgroundSync, "wrote",
+                        lambda self, n: (flushed.append(n), real_wrote(self, n))[1])
+    out = str(tmp_path / "out.safetensors")
+    from formats import verbs
+
+    result = verbs.convert(prefix, out, to="safetensors")
+    assert result.ok and result.written.verified
+    total = 7 * 3000 * 4
+    assert copies == [4096] * (total // 4096) + [total % 4096]
+    assert flushed[:len(copies)] == copies
+    loaded = load_file(out)
+    assert sorted(loaded) == sorted(values)
+    for key, value in values.items():
+        np.testing.assert_array_equal(loaded[key], value)
