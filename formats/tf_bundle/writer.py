@@ -123,7 +123,8 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         with out:
             fresh_bytes = planned_bytes(sources[i] for i in layout.placed.others(len(sources)))
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
-            report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards)
+            report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
+                            guarded=bool(sources))
             out.publish(replace=force)
     except BaseException:
         remove_created(created)
@@ -134,14 +135,15 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
 @gc_paused
 def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
            keep: bool, progress: Callable[[int, int], None] | None, jobs: int | None,
-           shards: Sequence[int] | None) -> WriteReport:
-    """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check)."""
+           shards: Sequence[int] | None, guarded: bool = False) -> WriteReport:
+    """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check).
+    ``guarded``: every source was checked not to be read from an output file (:func:`guard_output`)."""
     report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
     records = _take_over(out, pairs, guard, progress)
     seen = {r.key for r in records}
     if len(seen) < len(records):
         raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
-    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards)
+    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards, guarded)
     given = pairs if isinstance(pairs, list) else None
     for r in sorted(records, key=lambda r: r.position):
         key = given[r.position][0] if given is not None else None  # the key as given: one string per tensor
@@ -254,7 +256,7 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
 
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
                  verify: bool, keep: bool, seen: set[bytes], progress: Callable[[int, int], None] | None = None,
-                 shards: Sequence[int] | None = None) -> list[_Record]:
+                 shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
     """Write every tensor not taken over, in the order given (``seen``: the keys already written), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
     if out.fresh_shard is None:
@@ -275,7 +277,8 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                     raise InvalidOutputError(guard.output,
                                              f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
                 seen.add(raw_key)
-                guard.check_source(source)
+                if not guarded:  # a source met here first (a one-shot iterator's)
+                    guard.check_source(source)
                 record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard, whole=whole)
                 record.position = position
                 records.append(record)
