@@ -58,8 +58,10 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
         if len(_KINDS) < 4096:  # a checkpoint's tensors are of a few kinds: each encoded once
             _KINDS[kind] = parts
     head, tail = parts
-    if offset:
-        head += b"\x20" + (_ONE_BYTE[offset] if 0 < offset < 0x80 else encode_varint(offset & _MASK64))
+    if 0 < offset < 0x4000:  # the one- and two-byte varints of the offsets of most small tensors, without a call
+        head += b"\x20" + _ONE_BYTE[offset] if offset < 0x80 else bytes((0x20, offset & 0x7F | 0x80, offset >> 7))
+    elif offset:
+        head += b"\x20" + encode_varint(offset & _MASK64)
     return head + tail + _PACK_CRC(0x35, masked_crc) if masked_crc else head + tail
 
 

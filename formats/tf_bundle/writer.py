@@ -44,7 +44,7 @@ from formats.tf_bundle.encode import encode_entry, encode_header, string_layout,
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED
-from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, RawEntry, data_file_name
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
 TYPE_CHECKING = False
@@ -357,10 +357,11 @@ def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
                   verify: bool, keep: bool, shard: int = 0, kernel: bool = True,
                   whole: WholeCheck | None = None) -> _Record:
-    raw = _kernel_copy(out, source, offset, whole) if kernel else None
-    if raw is not None:
-        entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)
-        return _Record(key, entry, raw.size, source.dtype, raw.shape, how=COPIED, source=source)
+    copied = _kernel_copy(out, source, offset, whole) if kernel else None
+    if copied is not None:
+        dtype, shape, size, crc = copied
+        return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
+                       how=COPIED, source=source)
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
@@ -397,22 +398,30 @@ SMALL_COPY = 1 << 16
 (opening its data file, flushing the output and seeking again cost more than the bytes, once per tensor)."""
 
 
-def _kernel_copy(out: BinaryIO, source: Source, offset: int, whole: WholeCheck | None = None) -> RawEntry | None:
-    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the entry of
-    the bytes copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`;
-    ``whole``: the check, kept over the tensors of one write)."""
-    raw = (whole or WholeCheck())(source)
-    if raw is None:
+def _kernel_copy(out: BinaryIO, source: Source, offset: int,
+                 whole: WholeCheck | None = None) -> tuple[int, tuple[int, ...], int, int] | None:
+    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the dtype,
+    shape, size and masked CRC32C of its entry (read from the index's columns), or None when it has none to take
+    over (see :func:`formats.tf_bundle.layout.stored_whole`; ``whole``: the check, kept over the tensors of one
+    write)."""
+    if not isinstance(source, BundleTensor):
         return None
-    if raw.size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
-        data = source.bundle.peek(raw.shard_id, raw.offset, raw.size)
-        if len(data) == raw.size:
+    reader, row = source.bundle, source.row
+    shard = (whole or WholeCheck()).where(reader, row)
+    if shard < 0:
+        return None
+    columns = reader.entries
+    dtype, shape, _, size = columns.kinds[columns.kind[row]]
+    at = columns.offset[row]
+    if size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
+        data = reader.peek(shard, at, size)
+        if len(data) == size:
             out.write(data)
-            return raw
+            return dtype, shape, size, columns.crc[row]
     out.flush()
-    _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)
-    out.seek(offset + raw.size)
-    return raw
+    _copy_range_of(reader.data_paths[shard], out.fileno(), size, at, offset)
+    out.seek(offset + size)
+    return dtype, shape, size, columns.crc[row]
 
 
 def _sha256() -> Any:
