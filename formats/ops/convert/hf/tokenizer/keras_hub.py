@@ -232,7 +232,7 @@ def plan_tokenizer(plan: ConversionPlan, preset: str) -> None:
     """Add the preset's tokenizer to ``plan`` (an ``--to hf`` plan of it): its files (``write_options["files"]``),
     its special ids in the config (a different id the map set is replaced, with a warning), ``details["tokenizer"]``;
     or the warning (the error, for damaged files) that no tokenizer is written."""
-    from formats.ops.convert.plan import WARNING
+    from formats.ops.convert.plan import UNREADABLE_HINT, WARNING
 
     config = plan.write_options.get("config")
     if not isinstance(config, dict):
@@ -240,9 +240,9 @@ def plan_tokenizer(plan: ConversionPlan, preset: str) -> None:
     try:
         carried = carry_tokenizer(preset, config)
     except TokenizerLeftOut as exc:
-        what = f"{exc.path}: {exc.reason}: no tokenizer written"
-        if exc.damaged:
-            plan.leave_out(exc.path, what)
+        what = f"{exc.reason}: no tokenizer written"
+        if exc.damaged:  # as an unreadable tensor is: an error, or with --skip-unreadable a warning
+            plan.unreadable.append((plan.add("tokenizer", exc.path, f"{what}; {UNREADABLE_HINT}"), what))
         else:
             plan.add("tokenizer", exc.path, what, WARNING)
         plan.details["tokenizer"] = None
