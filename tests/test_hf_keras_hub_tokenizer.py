@@ -35,11 +35,11 @@ TOKENIZER_CONFIGS = {
     "gpt2": {"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
              "unk_token": "<|endoftext|>", "add_prefix_space": False, "add_bos_token": False, "model_max_length": 64},
     "gemma": {"tokenizer_class": "GemmaTokenizer", "add_bos_token": True, "add_eos_token": False,
-              "model_max_length": None, "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>",
+              "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>",
               "unk_token": "<unk>"},
     "llama": {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|begin_of_text|>",
               "eos_token": "<|end_of_text|>", "clean_up_tokenization_spaces": False,
-              "model_input_names": ["input_ids", "attention_mask"], "model_max_length": None},
+              "model_input_names": ["input_ids", "attention_mask"]},
 }
 TOKENIZER_CONFIGS["llama_tied"] = TOKENIZER_CONFIGS["llama"]
 
@@ -127,15 +127,44 @@ def test_a_preset_without_a_tokenizer_is_one_warning_and_the_model_alone(run_cli
 def test_a_tokenizer_class_ckpt_does_not_carry_is_a_warning(run_cli, tmp_path: Path) -> None:
     preset = _preset("llama", tmp_path)
     doc = json.loads((preset / "tokenizer.json").read_text())
-    doc["class_name"] = "LlamaTokenizer"
+    doc["class_name"] = "MistralTokenizer"
     (preset / "tokenizer.json").write_text(json.dumps(doc))
     result = _convert(run_cli, preset, tmp_path / "hf")
     assert result.exit_code == 0, result.output
     assert [line for line in result.output.splitlines() if line.startswith("warning")] == [
         f"warning: tokenizer: {preset / 'tokenizer.json'}: ckpt writes no transformers tokenizer for keras-hub's "
-        "LlamaTokenizer (it does for BertTokenizer, GPT2Tokenizer, GemmaTokenizer, Llama3Tokenizer): "
-        "no tokenizer written"]
+        "MistralTokenizer (it does for BertTokenizer, GPT2Tokenizer, GemmaTokenizer, Llama3Tokenizer, "
+        "LlamaTokenizer): no tokenizer written"]
     assert not (tmp_path / "hf" / "tokenizer.json").exists()
+
+
+def llama2_preset(tmp_path: Path) -> Path:
+    """The ``llama`` preset with keras-hub's ``LlamaTokenizer`` (Llama 2's SentencePiece model) in place of its
+    Llama 3 one (keras-hub makes no Llama 2 backbone from transformers; ``tests/data/keras_hub/llama2_tokenizer``)."""
+    preset = _preset("llama", tmp_path)
+    shutil.rmtree(preset / "assets")
+    shutil.copytree(KERAS_HUB / "llama2_tokenizer" / "preset" / "assets", preset / "assets")
+    shutil.copy(KERAS_HUB / "llama2_tokenizer" / "preset" / "tokenizer.json", preset / "tokenizer.json")
+    return preset
+
+
+def test_llama2s_sentencepiece_tokenizer_is_written_for_transformers_llamatokenizer(run_cli, tmp_path: Path) -> None:
+    from formats.ops.convert.hf.tokenizer.spm import read_spm
+
+    preset, out = llama2_preset(tmp_path), tmp_path / "hf"
+    result = _convert(run_cli, preset, out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == FILES["gemma"]
+    spm = (preset / ASSETS / "vocabulary.spm").read_bytes()
+    assert (out / "tokenizer.model").read_bytes() == spm
+    assert json.loads((out / "tokenizer_config.json").read_text()) == {
+        "tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False, "add_prefix_space": True,
+        "legacy": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    config = json.loads((out / "config.json").read_text())
+    assert (config["bos_token_id"], config["eos_token_id"]) == (1, 2) and "pad_token_id" not in config
+    doc = json.loads((out / "tokenizer.json").read_text())
+    assert doc["normalizer"]["normalizers"][0] == {"type": "Prepend", "prepend": "\u2581"}  # the dummy prefix
+    assert len(doc["model"]["vocab"]) == len(read_spm(spm).pieces) == 99
 
 
 def _truncate(path: Path) -> None:
@@ -206,3 +235,17 @@ def test_a_map_default_the_tokenizer_contradicts_is_replaced_with_a_warning(run_
     assert [line for line in result.output.splitlines() if line.startswith("warning")] == [
         "warning: tokenizer: pad_token_id: config: pad_token_id = 0 replaced by 5, the id of the tokenizer's token"]
     assert json.loads((out / "config.json").read_text())["pad_token_id"] == 5
+
+
+def test_a_tokenizer_beyond_the_models_vocabulary_is_written_with_a_warning(run_cli, tmp_path: Path) -> None:
+    preset = _preset("gpt2", tmp_path)
+    vocab = json.loads((preset / ASSETS / "vocabulary.json").read_text())
+    vocab["<|extra|>"] = 120
+    (preset / ASSETS / "vocabulary.json").write_text(json.dumps(vocab))
+    out = tmp_path / "hf"
+    result = _convert(run_cli, preset, out)
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("warning")] == [
+        "warning: tokenizer: vocab_size: the tokenizer gives ids up to 120, beyond the model's vocab_size = 99: it is "
+        "not this model's tokenizer, or the model's embedding was cut"]
+    assert json.loads((out / "vocab.json").read_text()) == vocab

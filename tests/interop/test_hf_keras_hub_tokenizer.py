@@ -22,14 +22,19 @@ if int(transformers.__version__.split(".")[0]) < 5:
 
 KERAS_HUB = Path(__file__).resolve().parent.parent / "data" / "keras_hub"
 CLASSES = {"bert": "BertTokenizer", "gpt2": "GPT2Tokenizer", "gemma": "GemmaTokenizer",
-           "llama": "TokenizersBackend", "llama_tied": "TokenizersBackend"}
+           "llama": "TokenizersBackend", "llama_tied": "TokenizersBackend", "llama2_tokenizer": "LlamaTokenizer"}
 
 
 @pytest.mark.parametrize("case", sorted(CLASSES))
 def test_autotokenizer_gives_the_original_tokenizers_ids(run_cli, tmp_path: Path, monkeypatch, case: str) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "hf"
-    result = run_cli("convert", KERAS_HUB / case / "preset", "-o", out, "--to", "hf")
+    preset = KERAS_HUB / case / "preset"
+    if case == "llama2_tokenizer":  # a tokenizer alone: the llama preset's weights with it
+        from tests.test_hf_keras_hub_tokenizer import llama2_preset
+
+        preset = llama2_preset(tmp_path)
+    result = run_cli("convert", preset, "-o", out, "--to", "hf")
     assert result.exit_code == 0, result.output
     golden = json.loads((KERAS_HUB / case / "golden" / "tokens.json").read_text())
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
@@ -38,7 +43,8 @@ def test_autotokenizer_gives_the_original_tokenizers_ids(run_cli, tmp_path: Path
     assert [tokenizer(text, add_special_tokens=False)["input_ids"] for text in golden["texts"]] == \
         golden["input_ids_without_special_tokens"]
     config = transformers.AutoConfig.from_pretrained(out)
-    model_config = json.loads((KERAS_HUB / case / "golden" / "config.json").read_text())
+    model_config = json.loads((KERAS_HUB / ("llama" if case == "llama2_tokenizer" else case) / "golden" /
+                               "config.json").read_text())
     for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
         token = getattr(tokenizer, name)
         if model_config.get(name) is not None:

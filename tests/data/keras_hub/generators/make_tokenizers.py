@@ -148,6 +148,44 @@ def _gemma(work: Path):
 
 MAKERS = {"bert": _bert, "gpt2": _gpt2, "gemma": _gemma, "llama": _llama3, "llama_tied": _llama3}
 
+LLAMA2 = "llama2_tokenizer"
+"""A keras-hub ``LlamaTokenizer`` (Llama 2's SentencePiece BPE, a dummy prefix) alone: keras-hub converts every
+transformers Llama to ``Llama3Backbone``, so no preset of its own; the tests put it into the ``llama`` preset."""
+
+
+def _spm_llama2() -> bytes:
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(CORPUS * 4), model_writer=buf, vocab_size=99, model_type="bpe",
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, character_coverage=1.0, normalization_rule_name="identity",
+        add_dummy_prefix=True, remove_extra_whitespaces=False, split_digits=True, byte_fallback=False,
+        minloglevel=2, num_threads=1)
+    return buf.getvalue()
+
+
+def add_llama2_tokenizer(work: Path) -> None:
+    """Llama 2's tokenizer: transformers 5's ``LlamaTokenizer`` from the SentencePiece model (the golden ids) and
+    keras-hub's ``LlamaTokenizer`` of the same model (its ids must equal them) saved as a preset's tokenizer."""
+    import keras_hub
+    import transformers
+
+    __import__("keras").backend.clear_session()
+    raw, out = work / "llama2_raw", HERE / LLAMA2
+    raw.mkdir(parents=True, exist_ok=True)
+    proto = _spm_llama2()
+    (raw / "tokenizer.model").write_bytes(proto)
+    tok = transformers.LlamaTokenizer.from_pretrained(str(raw), add_bos_token=True)  # as Llama 2's own
+    keras_tok = keras_hub.models.LlamaTokenizer(proto=proto)
+    shutil.rmtree(out, ignore_errors=True)
+    keras_tok.save_to_preset(str(out / "preset"))
+    _golden(tok, keras_tok, out / "golden", "keras_hub.models.LlamaTokenizer(proto=the SentencePiece model)"
+            ".save_to_preset(preset); transformers.LlamaTokenizer.from_pretrained(dir with tokenizer.model)",
+            [*TEXTS[:3], TEXTS[3].replace("END", "end")])  # no byte fallback in 99 pieces: unknown characters
+    # are dropped by transformers 5's BPE and <unk> to sentencepiece (Llama 2's own model has byte pieces)
+    print(LLAMA2, "->", out)
+
 
 def add_tokenizer(case: str, work: Path) -> None:
     """Make the case's transformers tokenizer, load it into keras-hub, save it into the preset, write the golden
@@ -155,6 +193,7 @@ def add_tokenizer(case: str, work: Path) -> None:
     import keras_hub
     import transformers
 
+    __import__("keras").backend.clear_session()  # each tokenizer's Keras name its own ("llama3_tokenizer", not "_1")
     hf_dir, raw = work / f"{case}_hf", work / f"{case}_raw"
     for d in (hf_dir, raw):
         shutil.rmtree(d, ignore_errors=True)
@@ -166,22 +205,34 @@ def add_tokenizer(case: str, work: Path) -> None:
         shutil.copy(raw / name, hf_dir / name)
     shutil.copy(golden / "config.json", hf_dir / "config.json")
     keras_tok = keras_hub.models.Tokenizer.from_preset(str(hf_dir))
-    with_special = [tok(t)["input_ids"] for t in TEXTS]
-    plain = [tok(t, add_special_tokens=False)["input_ids"] for t in TEXTS]
-    keras_ids = [[int(i) for i in keras_tok(t)] for t in TEXTS]
-    assert keras_ids == plain, (case, keras_ids, plain)
+    _golden(tok, keras_tok, golden)
     for sub in ("tokenizer.json", "assets"):
         path = preset / sub
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     keras_tok.save_to_preset(str(preset))
-    record = {"texts": TEXTS, "input_ids": with_special, "input_ids_without_special_tokens": plain,
+    print(case, "tokenizer ->", preset, type(keras_tok).__name__)
+
+
+HOW = "keras_hub.models.Tokenizer.from_preset(save_pretrained dir).save_to_preset(preset)"
+
+
+def _golden(tok, keras_tok, golden: Path, how: str = HOW, texts: list[str] = TEXTS) -> None:
+    """``golden/tokens.json``: the transformers tokenizer's ids on :data:`TEXTS` and keras-hub's (checked equal)."""
+    import keras_hub
+    import transformers
+
+    golden.mkdir(parents=True, exist_ok=True)
+    with_special = [tok(t)["input_ids"] for t in texts]
+    plain = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    keras_ids = [[int(i) for i in keras_tok(t)] for t in texts]
+    assert keras_ids == plain, (golden, keras_ids, plain)
+    record = {"texts": texts, "input_ids": with_special, "input_ids_without_special_tokens": plain,
               "keras_hub_ids": keras_ids, "transformers_class": type(tok).__name__,
               "keras_hub_class": type(keras_tok).__name__, "transformers": transformers.__version__,
               "keras_hub": keras_hub.__version__,
-              "how": "keras_hub.models.Tokenizer.from_preset(save_pretrained dir).save_to_preset(preset)"}
+              "how": how}
     lines = [f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in record.items()]
     (golden / "tokens.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")
-    print(case, "tokenizer ->", preset, type(keras_tok).__name__)
 
 
 def fixed_hash_seed() -> None:
@@ -194,8 +245,11 @@ def fixed_hash_seed() -> None:
 def main() -> None:
     fixed_hash_seed()
     with tempfile.TemporaryDirectory() as work:
-        for case in sys.argv[1:] or MAKERS:
-            add_tokenizer(case, Path(work))
+        for case in sys.argv[1:] or [*MAKERS, LLAMA2]:
+            if case == LLAMA2:
+                add_llama2_tokenizer(Path(work))
+            else:
+                add_tokenizer(case, Path(work))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ files transformers' own repositories hold for that model, the inverse of keras-h
   ``GPT2Tokenizer``'s config, ``<|endoftext|>`` its bos, eos and unk.
 - ``Llama3Tokenizer`` (``vocabulary.json``, ``merges.txt``): Llama 3's ``tokenizer.json`` (its split pattern,
   the special tokens, ``<|begin_of_text|>`` first) for ``PreTrainedTokenizerFast``.
-- ``GemmaTokenizer`` (``vocabulary.spm``, a SentencePiece BPE model): ``tokenizer.model`` and its
-  ``tokenizer.json`` (so no sentencepiece is needed to load it) for ``GemmaTokenizer``, bos first.
+- ``GemmaTokenizer`` and ``LlamaTokenizer`` (Llama 2's; ``vocabulary.spm``, a SentencePiece BPE model):
+  ``tokenizer.model`` and its ``tokenizer.json`` (so no sentencepiece is needed to load it) for transformers'
+  ``GemmaTokenizer`` / ``LlamaTokenizer``, bos first.
 
 The special tokens' ids go into ``config.json`` too (``bos_token_id``, ``eos_token_id``, ``pad_token_id``), so
 generation stops where the tokenizer says. A preset without ``tokenizer.json`` (a backbone alone) or with a
@@ -50,6 +51,8 @@ class CarriedTokenizer:
     keras_class: str
     files: dict[str, bytes]
     ids: dict[str, int] = field(default_factory=dict)
+    size: int = 0
+    """One more than the largest id the tokenizer gives."""
 
 
 class TokenizerLeftOut(Exception):
@@ -84,6 +87,8 @@ def _json(preset: str, name: str) -> Any:
 
 
 def _config_file(files: dict[str, bytes], config: dict[str, Any]) -> None:
+    """``tokenizer_config.json``: ``config`` without the settings that are None (transformers' defaults apply)."""
+    config = {k: v for k, v in config.items() if v is not None}
     files["tokenizer_config.json"] = (json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
@@ -105,7 +110,7 @@ def _bert(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedT
     _config_file(files, {"tokenizer_class": "BertTokenizer", "do_lower_case": bool(keras.get("lowercase")),
                          "strip_accents": bool(keras.get("strip_accents")), "tokenize_chinese_chars": True,
                          "model_max_length": _max_length(model), **special})
-    return CarriedTokenizer("BertTokenizer", files, {"pad_token_id": vocab.index("[PAD]")})
+    return CarriedTokenizer("BertTokenizer", files, {"pad_token_id": vocab.index("[PAD]")}, len(vocab))
 
 
 def _require(preset: str, asset: str, vocab: Any, tokens: Any) -> None:
@@ -152,7 +157,8 @@ def _gpt2(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedT
     _config_file(files, {"tokenizer_class": "GPT2Tokenizer", "bos_token": end, "eos_token": end, "unk_token": end,
                          "add_prefix_space": bool(keras.get("add_prefix_space")), "add_bos_token": False,
                          "model_max_length": _max_length(model)})
-    return CarriedTokenizer("GPT2Tokenizer", files, {"bos_token_id": vocab[end], "eos_token_id": vocab[end]})
+    return CarriedTokenizer("GPT2Tokenizer", files, {"bos_token_id": vocab[end], "eos_token_id": vocab[end]},
+                            max(vocab.values()) + 1)
 
 
 LLAMA3_BOS, LLAMA3_EOS = "<|begin_of_text|>", "<|end_of_text|>"
@@ -172,10 +178,12 @@ def _llama3(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> Carrie
                          "model_input_names": ["input_ids", "attention_mask"],
                          "model_max_length": _max_length(model)})
     return CarriedTokenizer("Llama3Tokenizer", files, {"bos_token_id": vocab[LLAMA3_BOS],
-                                                        "eos_token_id": vocab[LLAMA3_EOS]})
+                                                        "eos_token_id": vocab[LLAMA3_EOS]}, max(vocab.values()) + 1)
 
 
-def _gemma(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedTokenizer:
+def _spm(preset: str, hf_class: str, keras_class: str) -> CarriedTokenizer:
+    """A SentencePiece BPE tokenizer (``vocabulary.spm``) as ``tokenizer.model``, its ``tokenizer.json`` and the
+    config of ``hf_class``, bos first (as Gemma's and Llama 2's own add it)."""
     from formats.io.protowire import WireError
     from formats.ops.convert.hf.tokenizer.documents import spm_bpe_document
     from formats.ops.convert.hf.tokenizer.spm import BPE, read_spm
@@ -187,18 +195,27 @@ def _gemma(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> Carried
     except WireError as exc:
         raise TokenizerLeftOut(path, f"not a SentencePiece model: {exc}", damaged=True) from None
     if spm.model_type != BPE:
-        raise TokenizerLeftOut(path, "a SentencePiece model that is not BPE has no transformers GemmaTokenizer")
+        raise TokenizerLeftOut(path, f"a SentencePiece model that is not BPE has no transformers {hf_class}")
     tokens = {name: spm.piece(getattr(spm, f"{name}_id")) for name in ("bos", "eos", "pad", "unk")}
     files = {"tokenizer.model": data,
              "tokenizer.json": json.dumps(spm_bpe_document(spm, add_bos=True), ensure_ascii=False).encode()}
-    _config_file(files, {"tokenizer_class": "GemmaTokenizer", "add_bos_token": True, "add_eos_token": False,
-                         "model_max_length": _max_length(model),
+    settings = {"add_prefix_space": spm.add_dummy_prefix, "legacy": False} if hf_class == "LlamaTokenizer" else {}
+    _config_file(files, {"tokenizer_class": hf_class, "add_bos_token": True, "add_eos_token": False, **settings,
                          **{f"{name}_token": t for name, t in tokens.items() if t is not None}})
     ids = {f"{name}_token_id": getattr(spm, f"{name}_id") for name in ("bos", "eos", "pad") if tokens[name]}
-    return CarriedTokenizer("GemmaTokenizer", files, ids)
+    return CarriedTokenizer(keras_class, files, ids, len(spm.pieces))
 
 
-WRITERS = {"BertTokenizer": _bert, "GPT2Tokenizer": _gpt2, "Llama3Tokenizer": _llama3, "GemmaTokenizer": _gemma}
+def _gemma(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedTokenizer:
+    return _spm(preset, "GemmaTokenizer", "GemmaTokenizer")
+
+
+def _llama(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedTokenizer:
+    return _spm(preset, "LlamaTokenizer", "LlamaTokenizer")
+
+
+WRITERS = {"BertTokenizer": _bert, "GPT2Tokenizer": _gpt2, "Llama3Tokenizer": _llama3, "GemmaTokenizer": _gemma,
+           "LlamaTokenizer": _llama}
 """keras-hub tokenizer class -> the function writing its transformers files."""
 
 
@@ -247,6 +264,11 @@ def plan_tokenizer(plan: ConversionPlan, preset: str) -> None:
             plan.add("tokenizer", exc.path, what, WARNING)
         plan.details["tokenizer"] = None
         return
+    vocab_size = config.get("vocab_size")
+    if isinstance(vocab_size, int) and carried.size > vocab_size:
+        plan.add("tokenizer", "vocab_size", f"the tokenizer gives ids up to {carried.size - 1}, beyond the model's "
+                 f"vocab_size = {vocab_size}: it is not this model's tokenizer, or the model's embedding was cut",
+                 WARNING)
     for name, value in carried.ids.items():
         if name in config and config[name] != value:
             plan.add("tokenizer", name, f"config: {name} = {config[name]} replaced by {value}, the id of the "
