@@ -141,6 +141,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for case in sys.argv[1:] or CASES:
             make(case, Path(work))
+        if not sys.argv[1:]:
+            from make_tokenizers import add_llama2_tokenizer
+
+            add_llama2_tokenizer(Path(work))
 
 
 if __name__ == "__main__":

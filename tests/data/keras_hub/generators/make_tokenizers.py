@@ -191,7 +191,6 @@ def add_tokenizer(case: str, work: Path) -> None:
     """Make the case's transformers tokenizer, load it into keras-hub, save it into the preset, write the golden
     ids."""
     import keras_hub
-    import transformers
 
     __import__("keras").backend.clear_session()  # each tokenizer's Keras name its own ("llama3_tokenizer", not "_1")
     hf_dir, raw = work / f"{case}_hf", work / f"{case}_raw"
