@@ -249,3 +249,30 @@ def test_a_tokenizer_beyond_the_models_vocabulary_is_written_with_a_warning(run_
         "warning: tokenizer: vocab_size: the tokenizer gives ids up to 120, beyond the model's vocab_size = 99: it is "
         "not this model's tokenizer, or the model's embedding was cut"]
     assert json.loads((out / "vocab.json").read_text()) == vocab
+
+
+def test_an_empty_sentencepiece_model_is_damaged(run_cli, tmp_path: Path) -> None:
+    preset = _preset("gemma", tmp_path)
+    path = preset / ASSETS / "vocabulary.spm"
+    path.write_bytes(b"")
+    result = _convert(run_cli, preset, tmp_path / "hf")
+    assert result.exit_code == 1 and not (tmp_path / "hf").exists()
+    assert [line for line in result.output.splitlines() if line.startswith("error")] == [
+        f"error: tokenizer: {path}: not a SentencePiece model: it has no pieces: no tokenizer written; the output "
+        "would lack it (--skip-unreadable writes the rest without it)"]
+
+
+def test_a_unigram_sentencepiece_model_is_not_carried(run_cli, tmp_path: Path) -> None:
+    from formats.io.protowire import bytes_field, fixed32_field, varint_field
+
+    pieces = b"".join(bytes_field(1, bytes_field(1, p.encode()) + fixed32_field(2, 0) + varint_field(3, kind))
+                      for p, kind in [("<unk>", 2), ("<s>", 3), ("</s>", 3), ("\u2581a", 1)])
+    preset = _preset("gemma", tmp_path)
+    path = preset / ASSETS / "vocabulary.spm"
+    path.write_bytes(pieces + bytes_field(2, varint_field(3, 1)))  # trainer_spec.model_type = UNIGRAM
+    result = _convert(run_cli, preset, tmp_path / "hf")
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("warning")] == [
+        f"warning: tokenizer: {path}: a SentencePiece model that is not BPE has no transformers GemmaTokenizer: "
+        "no tokenizer written"]
+    assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["config.json", "model.safetensors"]

@@ -4,7 +4,8 @@
 Oracle: ``tests/data/keras_hub/<case>/golden/tokens.json``, the ids the original transformers 5 tokenizer gave on
 fixed texts (with and without its special tokens) before keras-hub's own converter made the preset's tokenizer
 from it (``tests/data/keras_hub/generators/make_tokenizers.py``, which also checked keras-hub's ids equal them).
-Loaded offline from the output directory alone; the test environment has no sentencepiece, so Gemma's
+Where keras-hub's tokenizer differs from that transformers one (BERT's accents: ``keras_hub_only``), keras-hub's
+ids, which the model was tuned with. Loaded offline from the output directory alone; the test environment has no sentencepiece, so Gemma's
 ``tokenizer.json`` is what loads. Needs transformers >= 5; skipped where it is missing.
 """
 from __future__ import annotations
@@ -42,6 +43,9 @@ def test_autotokenizer_gives_the_original_tokenizers_ids(run_cli, tmp_path: Path
     assert [tokenizer(text)["input_ids"] for text in golden["texts"]] == golden["input_ids"]
     assert [tokenizer(text, add_special_tokens=False)["input_ids"] for text in golden["texts"]] == \
         golden["input_ids_without_special_tokens"]
+    only = golden.get("keras_hub_only")
+    if only:  # where keras-hub's tokenizer differs from the transformers one it came from, keras-hub's ids
+        assert [tokenizer(t, add_special_tokens=False)["input_ids"] for t in only["texts"]] == only["keras_hub_ids"]
     config = transformers.AutoConfig.from_pretrained(out)
     model_config = json.loads((KERAS_HUB / ("llama" if case == "llama2_tokenizer" else case) / "golden" /
                                "config.json").read_text())

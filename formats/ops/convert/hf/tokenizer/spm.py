@@ -70,7 +70,7 @@ def read_spm(data: bytes) -> SentencePieceModel:
     except UnicodeDecodeError as exc:
         raise WireError(f"a string is not UTF-8 ({exc.reason})") from None
     if not pieces:
-        raise WireError("no pieces: not a SentencePiece model")
+        raise WireError("it has no pieces")
     return SentencePieceModel(
         pieces, last_int(trainer, 3, UNIGRAM), bool(last_int(trainer, 35, 0)),
         signed(last_int(trainer, 40, 0)), signed(last_int(trainer, 41, 1)), signed(last_int(trainer, 42, 2)),
