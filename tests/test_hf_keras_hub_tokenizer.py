@@ -148,7 +148,7 @@ def llama2_preset(tmp_path: Path) -> Path:
     return preset
 
 
-def test_llama2s_sentencepiece_tokenizer_is_written_for_transformers_llamatokenizer(run_cli, tmp_path: Path) -> None:
+def test_llama2s_sentencepiece_tokenizer_is_written_with_its_normalizers(run_cli, tmp_path: Path) -> None:
     from formats.ops.convert.hf.tokenizer.spm import read_spm
 
     preset, out = llama2_preset(tmp_path), tmp_path / "hf"
@@ -158,13 +158,39 @@ def test_llama2s_sentencepiece_tokenizer_is_written_for_transformers_llamatokeni
     spm = (preset / ASSETS / "vocabulary.spm").read_bytes()
     assert (out / "tokenizer.model").read_bytes() == spm
     assert json.loads((out / "tokenizer_config.json").read_text()) == {
-        "tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False, "add_prefix_space": True,
-        "legacy": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+        "tokenizer_class": "PreTrainedTokenizerFast", "add_bos_token": True, "add_eos_token": False,
+        "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
     config = json.loads((out / "config.json").read_text())
     assert (config["bos_token_id"], config["eos_token_id"]) == (1, 2) and "pad_token_id" not in config
     doc = json.loads((out / "tokenizer.json").read_text())
     assert doc["normalizer"]["normalizers"][0] == {"type": "Prepend", "prepend": "\u2581"}  # the dummy prefix
     assert len(doc["model"]["vocab"]) == len(read_spm(spm).pieces) == 99
+
+
+def nfkc_preset(tmp_path: Path) -> Path:
+    """The ``gemma`` preset with a ``GemmaTokenizer`` of a SentencePiece model normalized by ``nmt_nfkc``, extra
+    whitespace removed and a dummy prefix (``tests/data/keras_hub/nfkc_tokenizer``)."""
+    preset = _preset("gemma", tmp_path)
+    shutil.rmtree(preset / "assets")
+    shutil.copytree(KERAS_HUB / "nfkc_tokenizer" / "preset" / "assets", preset / "assets")
+    shutil.copy(KERAS_HUB / "nfkc_tokenizer" / "preset" / "tokenizer.json", preset / "tokenizer.json")
+    return preset
+
+
+def test_a_sentencepiece_model_normalized_otherwise_than_gemmas_keeps_its_normalizers(run_cli, tmp_path: Path) -> None:
+    import base64
+
+    from formats.ops.convert.hf.tokenizer.spm import read_spm
+
+    preset, out = nfkc_preset(tmp_path), tmp_path / "hf"
+    result = _convert(run_cli, preset, out)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+    model = read_spm((preset / ASSETS / "vocabulary.spm").read_bytes())
+    assert (model.normalizer, model.add_dummy_prefix, model.remove_extra_whitespaces) == ("nmt_nfkc", True, True)
+    steps = json.loads((out / "tokenizer.json").read_text())["normalizer"]["normalizers"]
+    assert [step["type"] for step in steps] == ["Precompiled", "Strip", "Replace", "Prepend", "Replace"]
+    assert base64.b64decode(steps[0]["precompiled_charsmap"]) == model.charsmap and len(model.charsmap) > 100_000
 
 
 def _truncate(path: Path) -> None:

@@ -142,9 +142,10 @@ def main() -> None:
         for case in sys.argv[1:] or CASES:
             make(case, Path(work))
         if not sys.argv[1:]:
-            from make_tokenizers import add_llama2_tokenizer
+            from make_tokenizers import add_llama2_tokenizer, add_nfkc_tokenizer
 
             add_llama2_tokenizer(Path(work))
+            add_nfkc_tokenizer(Path(work))
 
 
 if __name__ == "__main__":

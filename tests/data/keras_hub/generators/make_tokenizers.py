@@ -159,6 +159,48 @@ LLAMA2 = "llama2_tokenizer"
 transformers Llama to ``Llama3Backbone``, so no preset of its own; the tests put it into the ``llama`` preset."""
 
 
+NFKC = "nfkc_tokenizer"
+"""A keras-hub ``GemmaTokenizer`` of a SentencePiece model with sentencepiece's default normalization (``nmt_nfkc``,
+extra whitespace removed, a dummy prefix), alone like :data:`LLAMA2`: transformers has no class that normalizes so,
+so the oracle is keras-hub's tokenizer itself (sentencepiece), its ids with the model's ``bos`` first."""
+
+NFKC_TEXTS = ["\ufb01ne \uff21\uff22\uff23 fox", "  the   lazy  dog  ", "Hello\u00a0world \u2460 end"]
+"""Texts its normalization changes: a ligature, full-width letters, a circled digit, runs of spaces, a no-break
+space."""
+
+
+def add_nfkc_tokenizer(work: Path) -> None:
+    """The NFKC SentencePiece model saved as a keras-hub ``GemmaTokenizer``; ``golden/tokens.json`` holds keras-hub's
+    ids (sentencepiece's, checked) on :data:`TEXTS` and :data:`NFKC_TEXTS`, and with ``bos`` first."""
+    import keras_hub
+    import sentencepiece as spm
+
+    __import__("keras").backend.clear_session()
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(CORPUS * 4), model_writer=buf, vocab_size=99, model_type="bpe",
+        pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+        unk_piece="<unk>", character_coverage=1.0, byte_fallback=False, minloglevel=2, num_threads=1)
+    proto = buf.getvalue()
+    keras_tok = keras_hub.models.GemmaTokenizer(proto=proto)
+    processor = spm.SentencePieceProcessor(model_proto=proto)
+    out = HERE / NFKC
+    shutil.rmtree(out, ignore_errors=True)
+    keras_tok.save_to_preset(str(out / "preset"))
+    texts = [*TEXTS, *NFKC_TEXTS]
+    keras_ids = [[int(i) for i in keras_tok(t)] for t in texts]
+    assert keras_ids == [processor.encode(t) for t in texts]
+    record = {"texts": texts, "input_ids": [[2, *ids] for ids in keras_ids],
+              "input_ids_without_special_tokens": keras_ids, "keras_hub_ids": keras_ids,
+              "keras_hub_class": type(keras_tok).__name__, "sentencepiece": spm.__version__,
+              "keras_hub": keras_hub.__version__,
+              "how": "keras_hub.models.GemmaTokenizer(proto=the model).save_to_preset(preset); its ids, bos (2) first"}
+    (out / "golden").mkdir(parents=True)
+    lines = [f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in record.items()]
+    (out / "golden" / "tokens.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    print(NFKC, "->", out)
+
+
 def _spm_llama2() -> bytes:
     import sentencepiece as spm
 
@@ -255,9 +297,11 @@ def fixed_hash_seed() -> None:
 def main() -> None:
     fixed_hash_seed()
     with tempfile.TemporaryDirectory() as work:
-        for case in sys.argv[1:] or [*MAKERS, LLAMA2]:
+        for case in sys.argv[1:] or [*MAKERS, LLAMA2, NFKC]:
             if case == LLAMA2:
                 add_llama2_tokenizer(Path(work))
+            elif case == NFKC:
+                add_nfkc_tokenizer(Path(work))
             else:
                 add_tokenizer(case, Path(work))
 

@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LLAMA3_SPLIT", "llama3_document", "spm_bpe_document", "spm_merges", "added_token"]
+__all__ = ["LLAMA3_SPLIT", "llama3_document", "spm_bpe_document", "spm_merges", "spm_normalizer", "added_token"]
 
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -86,17 +86,32 @@ def spm_merges(vocab: dict[str, int]) -> list[list[str]]:
     return [[m[5], m[6]] for m in found]
 
 
+def spm_normalizer(model: SentencePieceModel) -> dict[str, Any]:
+    """SentencePiece's normalization as ``tokenizers`` normalizers: its compiled character map (``nmt_nfkc``), extra
+    whitespace removed (leading, trailing and runs, when ``remove_extra_whitespaces``), the dummy prefix, then
+    spaces as ``▁``."""
+    import base64
+
+    steps: list[dict[str, Any]] = []
+    if model.charsmap:
+        steps.append({"type": "Precompiled", "precompiled_charsmap": base64.b64encode(model.charsmap).decode()})
+    if model.remove_extra_whitespaces:
+        steps += [{"type": "Strip", "strip_left": True, "strip_right": True},
+                  {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+    if model.add_dummy_prefix:
+        steps.append({"type": "Prepend", "prepend": SPIECE_SPACE})
+    steps.append({"type": "Replace", "pattern": {"String": " "}, "content": SPIECE_SPACE})
+    return steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps}
+
+
 def spm_bpe_document(model: SentencePieceModel, add_bos: bool) -> dict[str, Any]:
-    """The ``tokenizer.json`` of a SentencePiece BPE model, as transformers 5's Gemma tokenizer builds it: spaces
-    made ``▁`` (a leading one added when the model adds a dummy prefix), the BPE over the pieces with their
-    derived merges, unknown characters as ``unk`` (or bytes, with byte fallback), control and user-defined pieces
+    """The ``tokenizer.json`` of a SentencePiece BPE model: normalized as SentencePiece normalizes
+    (:func:`spm_normalizer`), the BPE over the pieces with their derived merges, unknown characters as ``unk`` (or bytes, with byte fallback), control and user-defined pieces
     matched whole, ``bos`` before each sequence when ``add_bos``."""
     vocab = {piece: index for index, (piece, _, _) in enumerate(model.pieces)}
     added = [added_token(piece, index, kind != USER_DEFINED) for index, (piece, _, kind) in enumerate(model.pieces)
              if kind in (CONTROL, UNKNOWN, USER_DEFINED)]
-    replace = {"type": "Replace", "pattern": {"String": " "}, "content": SPIECE_SPACE}
-    prepend = [{"type": "Prepend", "prepend": SPIECE_SPACE}] if model.add_dummy_prefix else []
-    normalizer = {"type": "Sequence", "normalizers": [*prepend, replace]} if prepend else replace
+    normalizer = spm_normalizer(model)
     decoders: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": SPIECE_SPACE}, "content": " "}]
     if any(kind == BYTE for _, _, kind in model.pieces):
         decoders.append({"type": "ByteFallback"})

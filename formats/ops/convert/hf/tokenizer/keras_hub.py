@@ -12,8 +12,10 @@ files transformers' own repositories hold for that model, the inverse of keras-h
 - ``Llama3Tokenizer`` (``vocabulary.json``, ``merges.txt``): Llama 3's ``tokenizer.json`` (its split pattern,
   the special tokens, ``<|begin_of_text|>`` first) for ``PreTrainedTokenizerFast``.
 - ``GemmaTokenizer`` and ``LlamaTokenizer`` (Llama 2's; ``vocabulary.spm``, a SentencePiece BPE model):
-  ``tokenizer.model`` and its ``tokenizer.json`` (so no sentencepiece is needed to load it) for transformers'
-  ``GemmaTokenizer`` / ``LlamaTokenizer``, bos first.
+  ``tokenizer.model`` and its ``tokenizer.json`` (so no sentencepiece is needed to load it), bos first, for
+  transformers' ``GemmaTokenizer`` (Gemma's normalization) or else ``PreTrainedTokenizerFast``, which keeps the
+  file's normalizers: transformers' ``LlamaTokenizer`` splits runs of spaces after the dummy prefix otherwise
+  than sentencepiece.
 
 The special tokens' ids go into ``config.json`` too (``bos_token_id``, ``eos_token_id``, ``pad_token_id``), so
 generation stops where the tokenizer says. A preset without ``tokenizer.json`` (a backbone alone) or with a
@@ -181,9 +183,14 @@ def _llama3(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> Carrie
                                                         "eos_token_id": vocab[LLAMA3_EOS]}, max(vocab.values()) + 1)
 
 
+GENERIC = "PreTrainedTokenizerFast"
+"""The class that loads a ``tokenizer.json`` as it is (transformers 5's ``TokenizersBackend``)."""
+
+
 def _spm(preset: str, hf_class: str, keras_class: str) -> CarriedTokenizer:
     """A SentencePiece BPE tokenizer (``vocabulary.spm``) as ``tokenizer.model``, its ``tokenizer.json`` and the
-    config of ``hf_class``, bos first (as Gemma's and Llama 2's own add it)."""
+    config of ``hf_class`` (the generic one when the model normalizes other than that class does), bos first (as
+    Gemma's and Llama 2's own add it)."""
     from formats.io.protowire import WireError
     from formats.ops.convert.hf.tokenizer.documents import spm_bpe_document
     from formats.ops.convert.hf.tokenizer.spm import BPE, read_spm
@@ -196,11 +203,12 @@ def _spm(preset: str, hf_class: str, keras_class: str) -> CarriedTokenizer:
         raise TokenizerLeftOut(path, f"not a SentencePiece model: {exc}", damaged=True) from None
     if spm.model_type != BPE:
         raise TokenizerLeftOut(path, f"a SentencePiece model that is not BPE has no transformers {hf_class}")
+    if hf_class == "GemmaTokenizer" and (spm.add_dummy_prefix or spm.remove_extra_whitespaces or spm.charsmap):
+        hf_class = GENERIC  # transformers' GemmaTokenizer normalizes as Gemma's model does, whatever the file says
     tokens = {name: spm.piece(getattr(spm, f"{name}_id")) for name in ("bos", "eos", "pad", "unk")}
     files = {"tokenizer.model": data,
              "tokenizer.json": json.dumps(spm_bpe_document(spm, add_bos=True), ensure_ascii=False).encode()}
-    settings = {"add_prefix_space": spm.add_dummy_prefix, "legacy": False} if hf_class == "LlamaTokenizer" else {}
-    _config_file(files, {"tokenizer_class": hf_class, "add_bos_token": True, "add_eos_token": False, **settings,
+    _config_file(files, {"tokenizer_class": hf_class, "add_bos_token": True, "add_eos_token": False,
                          **{f"{name}_token": t for name, t in tokens.items() if t is not None}})
     ids = {f"{name}_token_id": getattr(spm, f"{name}_id") for name in ("bos", "eos", "pad") if tokens[name]}
     return CarriedTokenizer(keras_class, files, ids, len(spm.pieces))
@@ -211,7 +219,9 @@ def _gemma(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> Carried
 
 
 def _llama(preset: str, keras: dict[str, Any], model: dict[str, Any]) -> CarriedTokenizer:
-    return _spm(preset, "LlamaTokenizer", "LlamaTokenizer")
+    # Not transformers' LlamaTokenizer: its own pre-tokenizer splits runs of spaces after the dummy prefix other
+    # than sentencepiece (and keras-hub) does; the file's normalizers give sentencepiece's ids.
+    return _spm(preset, GENERIC, "LlamaTokenizer")
 
 
 WRITERS = {"BertTokenizer": _bert, "GPT2Tokenizer": _gpt2, "Llama3Tokenizer": _llama3, "GemmaTokenizer": _gemma,

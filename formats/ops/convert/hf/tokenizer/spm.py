@@ -5,7 +5,7 @@ special ids, byte fallback) and the normalizer's whitespace settings.
 The message is sentencepiece's ``ModelProto`` (``sentencepiece_model.proto``, proto2): ``pieces = 1`` (each
 ``piece = 1``, ``score = 2`` float, ``type = 3``), ``trainer_spec = 2`` (``model_type = 3``, ``byte_fallback =
 35``, ``unk_id = 40``, ``bos_id = 41``, ``eos_id = 42``, ``pad_id = 43``), ``normalizer_spec = 3`` (``name = 1``,
-``add_dummy_prefix = 3``, ``remove_extra_whitespaces = 4``); absent fields take the proto2 defaults.
+``precompiled_charsmap = 2``, ``add_dummy_prefix = 3``, ``remove_extra_whitespaces = 4``); absent fields take the proto2 defaults.
 """
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ class SentencePieceModel:
     normalizer: str
     add_dummy_prefix: bool
     remove_extra_whitespaces: bool
+    charsmap: bytes = b""
+    """The normalizer's compiled character map (``nmt_nfkc``'s; empty for ``identity``)."""
 
     def piece(self, index: int) -> str | None:
         """The piece of id ``index``, None for a negative or out-of-range id (a disabled special token)."""
@@ -67,6 +69,7 @@ def read_spm(data: bytes) -> SentencePieceModel:
         trainer = parse_fields(messages(fields, 2)[-1]) if fields.get(2) else {}
         normalizer = parse_fields(messages(fields, 3)[-1]) if fields.get(3) else {}
         name = _text(normalizer[1][-1]) if 1 in normalizer else ""
+        charsmap = bytes(messages(normalizer, 2)[-1]) if normalizer.get(2) else b""
     except UnicodeDecodeError as exc:
         raise WireError(f"a string is not UTF-8 ({exc.reason})") from None
     if not pieces:
@@ -75,4 +78,4 @@ def read_spm(data: bytes) -> SentencePieceModel:
         pieces, last_int(trainer, 3, UNIGRAM), bool(last_int(trainer, 35, 0)),
         signed(last_int(trainer, 40, 0)), signed(last_int(trainer, 41, 1)), signed(last_int(trainer, 42, 2)),
         signed(last_int(trainer, 43, (1 << 64) - 1)), name, bool(last_int(normalizer, 3, 1)),
-        bool(last_int(normalizer, 4, 1)))
+        bool(last_int(normalizer, 4, 1)), charsmap)
