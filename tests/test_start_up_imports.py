@@ -266,3 +266,34 @@ def test_json_writer_writes_nesting_deeper_than_its_recursion_as_json_dumps() ->
         node["c"] = {"name": f"n{i}"}
         node = node["c"]
     assert json_writer.dumps(deep, indent=2, ensure_ascii=False) == json.dumps(deep, indent=2, ensure_ascii=False)
+
+
+def test_an_object_graph_is_encoded_as_protobuf_whatever_its_varint_table_holds() -> None:
+    """The object graph's varint table grows with the graph (128 entries for a small one, 29 million instructions
+    for all 16,384): a small graph, then one of 300 nodes (ids and item lengths beyond 127) and the small one again
+    are each what the protobuf runtime writes for the same nodes."""
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.concepts.object_graph_codec import encode_object_graph
+    from tests.proto_oracle import oracle
+
+    graph_class = oracle("TrackableObjectGraph")
+
+    def graph(count: int) -> list[ObjectNode]:
+        root = ObjectNode(0, children=[ChildRef(i, f"layer_{i}") for i in range(1, count)])
+        return [root] + [ObjectNode(i, attributes=[Attribute("VARIABLE_VALUE", f"model/layer_{i}/kernel",
+                                                                f"layer_{i}/.ATTRIBUTES/VARIABLE_VALUE")])
+                         for i in range(1, count)]
+
+    def expected(nodes: list[ObjectNode]) -> bytes:
+        message = graph_class()
+        for node in nodes:
+            out = message.nodes.add()
+            for child in node.children:
+                out.children.add(node_id=child.node_id, local_name=child.local_name)
+            for a in node.attributes:
+                out.attributes.add(name=a.name, full_name=a.full_name, checkpoint_key=a.checkpoint_key)
+        return message.SerializeToString(deterministic=True)
+
+    for count in (3, 300, 3):
+        nodes = graph(count)
+        assert encode_object_graph(nodes, fill_has_values=False) == expected(nodes)
