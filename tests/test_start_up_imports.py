@@ -297,3 +297,60 @@ def test_an_object_graph_is_encoded_as_protobuf_whatever_its_varint_table_holds(
     for count in (3, 300, 3):
         nodes = graph(count)
         assert encode_object_graph(nodes, fill_has_values=False) == expected(nodes)
+
+
+def test_the_exclusive_rename_is_called_without_ctypes(tmp_path) -> None:
+    """``renameat2`` through ``_ctypes`` alone (:mod:`formats.io.c_library`): it refuses an existing target with
+    EEXIST, leaving both files as they were, renames onto a free name, and exchanges two files - as the system
+    call does (the files' contents are the oracle); ``ctypes`` itself is not imported."""
+    import platform
+
+    from formats.io import atomic
+
+    if platform.system() != "Linux":
+        pytest.skip("renameat2 is Linux's")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("A")
+    b.write_text("B")
+    with pytest.raises(FileExistsError) as refused:
+        atomic._renameat2(str(a), str(b), atomic._NOREPLACE)
+    assert refused.value.errno == 17 and (a.read_text(), b.read_text()) == ("A", "B")
+    assert atomic._renameat2(str(a), str(b), atomic._EXCHANGE) and (a.read_text(), b.read_text()) == ("B", "A")
+    assert atomic._renameat2(str(a), str(tmp_path / "c"), atomic._NOREPLACE)
+    assert not a.exists() and (tmp_path / "c").read_text() == "B"
+    code = ("import sys; from formats.io.c_library import c_function\n"
+            "assert c_function('renameat2', 'izizI') is not None and c_function('no_such_function_x', 'i') is None\n"
+            "print('ctypes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0 and done.stdout == "False\n", done.stderr
+
+
+@pytest.mark.parametrize("argv", [["rename", "--map", "global_step=step"], ["convert", "--to", "safetensors"],
+                                  ["convert", "--to", "tf-object"]], ids=["rename", "safetensors", "tf-object"])
+def test_an_exclusive_write_imports_no_ctypes_or_threading(tmp_path, argv) -> None:
+    """A write without --force puts its output in place exclusively (``renameat2``) without ``ctypes``, and flushes
+    a bundle's small data file on the interpreter's own thread, without ``threading`` (and its ``functools``)."""
+    out = tmp_path / ("x.safetensors" if "safetensors" in argv else "out")
+    modules = _imported([argv[0], str(NAME_BASED), "-o", str(out), *argv[1:]])
+    assert "formats.io.c_library" in modules and {"ctypes", "types", "threading", "functools"} & modules == set()
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, (1 << 16) - 1, 1 << 16, 1 << 20], ids=str)
+def test_same_bytes_loads_ctypes_only_for_large_buffers(size) -> None:
+    """``same_bytes`` answers as ``bytes == bytes`` for buffers of every size, each byte position changed in turn
+    at the ends and the middle; under :data:`~formats.core.memcmp.SMALL` bytes (the first buffer: one of them is
+    ``size + 1`` bytes long) without importing ``ctypes``."""
+    code = f"""import mmap, sys
+from formats.core.memcmp import same_bytes
+data = bytes(i * 7 % 251 for i in range({size}))
+m = mmap.mmap(-1, max(1, len(data))); m.write(data)
+answers = [same_bytes(data, bytearray(data)), same_bytes(memoryview(m)[:len(data)], data),
+           same_bytes(data, data + b"x"), same_bytes(data + b"x", data)]
+for at in sorted({{0, len(data) // 2, len(data) - 1}} if data else set()):
+    changed = bytearray(data); changed[at] ^= 1
+    answers.append(same_bytes(memoryview(m)[:len(data)], changed))
+print(answers, "ctypes" in sys.modules)"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0, done.stderr
+    changes = 0 if size == 0 else len({0, size // 2, size - 1})
+    assert done.stdout == f"{[True, True, False, False] + [False] * changes} {size + 1 >= 1 << 16}\n"
