@@ -354,3 +354,35 @@ print(answers, "ctypes" in sys.modules)"""
     assert done.returncode == 0, done.stderr
     changes = 0 if size == 0 else len({0, size // 2, size - 1})
     assert done.stdout == f"{[True, True, False, False] + [False] * changes} {size + 1 >= 1 << 16}\n"
+
+
+HEAVY_STDLIB = JSON_STACK | {"typing", "contextlib", "threading", "ctypes", "types", "concurrent.futures", "importlib",
+                             "importlib.metadata", "numpy", "hashlib"}
+"""What no command of the fast path needs on a small bundle (each a millisecond or more of start-up)."""
+OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format", "formats.orbax.format",
+                 "formats.openai_npy.format"}
+"""The formats after the bundle's in the registry's order: asked only about a path no earlier format claims."""
+
+
+@pytest.mark.parametrize("argv, needed, unneeded", [
+    (["verify", "{src}"], {"formats.ops.compare.verify"}, set()),
+    (["diff", "{src}", "{src}"], {"formats.ops.compare.diff"}, set()),
+    (["rename", "{src}", "-o", "{out}", "--map", "global_step=step"], {"formats.tf_bundle.writer"},
+     {"formats.ops.edit.on_cluster"}),
+    (["convert", "{src}", "-o", "{out}", "--to", "tf-object", "--dry-run"], {"formats.ops.convert.name_to_object"},
+     {"formats.tf_bundle.writer"}),
+    (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, set()),
+    (["edit", "{src}", "-o", "{out}", "--drop-optimizer", "--dry-run"], {"formats.ops.edit.build"},
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
+    (["edit", "{src}", "-o", "{out}", "--drop-optimizer"], {"formats.tf_bundle.writer"},
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
+], ids=["verify", "diff", "rename", "convert-dry-run", "convert", "edit-dry-run", "edit"])
+def test_a_command_of_a_small_bundle_imports_only_what_it_needs(tmp_path, argv, needed, unneeded) -> None:
+    """Each command of the fast path on a small name-based bundle (issue 38: start-up within 2x ``python -c pass``)
+    imports none of the standard library's heavy modules, none of the formats after the bundle's (an edit
+    listed every write target: every format, and a scan of every installed package for plugins), and not the
+    cluster's machinery on local threads."""
+    words = [w.format(src=NAME_BASED, out=tmp_path / "out") for w in argv]
+    modules = _imported(words)
+    assert needed <= modules
+    assert modules & (HEAVY_STDLIB | OTHER_FORMATS | unneeded) == set()
