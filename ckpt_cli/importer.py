@@ -72,7 +72,8 @@ class OwnModules:
     def find_spec(fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> ModuleSpec | None:
         """The spec importlib would make for the submodule ``fullname`` of a ckpt package whose ``.py`` lies in
         the package's one directory ``path``; None (importlib's finders look) for anything else."""
-        if path is None or len(path) != 1 or not fullname.startswith(PACKAGES) or sys.pycache_prefix is not None:
+        if path is None or len(path) != 1 or not fullname.startswith(PACKAGES) or sys.pycache_prefix is not None \
+                or sys.flags.optimize:  # -O, -OO: importlib takes the .opt-N.pyc
             return None
         tag = sys.implementation.cache_tag
         if tag is None:

@@ -149,3 +149,14 @@ def test_no_module_and_package_share_a_name() -> None:
             both = {d for d in dirs if (Path(directory) / d / "__init__.py").exists()} & {f[:-3] for f in files
                                                                                            if f.endswith(".py")}
             assert not both, directory
+
+
+def test_an_optimizing_python_goes_to_importlib() -> None:
+    """Under ``python -O`` importlib runs the ``.opt-1.pyc`` (asserts stripped): the finder leaves every module to
+    it, so no module of ckpt's is run from the unoptimized ``.pyc``."""
+    code = ("import importlib, sys\nfrom ckpt_cli.importer import install\ninstall()\n"
+            "m = importlib.import_module('formats.core.errors')\n"
+            "print(type(m.__loader__).__name__, m.__cached__.endswith('.opt-1.pyc'))")
+    done = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SourceFileLoader", "True"]
