@@ -50,7 +50,7 @@ def _cases() -> list[str]:
 
 def _outputs(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, np.ndarray]:
     kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
-    if family in ("gpt2", "t5", "gpt_neo", "pegasus", "bigbird_pegasus"):
+    if family in ("gpt2", "t5", "gpt_neo", "pegasus", "bigbird_pegasus", "bert_generation"):
         kwargs["use_cache"] = False
     with torch.no_grad():
         result = model(**kwargs, output_hidden_states=True)
