@@ -185,3 +185,17 @@ def test_the_family_is_detected(run_cli, tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         details = json.loads(result.stdout)["details"]
         assert (details["family"], details["layout"], details["class"]) == ("bert_generation", "tf-hub-module", cls)
+
+
+def test_naming_the_tensors_back_is_refused(run_cli, tmp_path: Path) -> None:
+    """The map drops two name parts whatever they are: --to tf-name has none to give back (nor which stack), so it
+    refuses rather than write '//encoder/...' names."""
+    hf = tmp_path / "hf"
+    _convert(run_cli, _module("bert_generation_decoder"), hf)
+    back = tmp_path / "back"
+    result = run_cli("convert", hf, "-o", back, "--to", "tf-name", "--family", "bert_generation")
+    assert result.exit_code == 1 and not back.exists()
+    family = Path(formats.__file__).parent / "ops" / "convert" / "hf" / "families" / "bert_generation.toml"
+    assert [line for line in result.output.splitlines() if line.startswith("error")] == [
+        f"error: family: {family}: the bert_generation map cannot name the tensors back: its source names' {{a}}, "
+        "{b} parts (any name) are not in the parameter names"]
