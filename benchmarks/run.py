@@ -316,6 +316,7 @@ def measure_startup(work: Path, runs: int, ckpt: list[str]) -> list[Row]:
     lines = [("verify", [small], bare), ("diff", [small, small], bare),
              ("rename", [small, "-o", out, "--map", "global_step=step", "--dry-run"], bare),
              ("convert", [small, "-o", out, "--to", "tf-object", "--dry-run"], bare),
+             ("edit", [small, "-o", out, "--drop-optimizer", "--dry-run"], bare),
              ("stats", [small], numpy), ("show", [small, "global_step"], numpy),
              ("extract", [small, "global_step", "-o", str(work / "startup-out" / "step.npy"), "--force"], numpy)]
     for command, args, limit in lines:

@@ -16,6 +16,10 @@ import sys  # noqa: E402
 if __name__ == "__main__":
     gc.freeze()  # as scripts/ckpt: the start-up's objects go to the permanent generation, collections skip them
 
+    from ckpt_cli.importer import install as find_own_modules
+
+    find_own_modules()  # as scripts/ckpt: ckpt's own modules from their .pyc without importlib's general search
+
 from ckpt_cli.fast import end_process, main  # noqa: E402
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ START, END = "<!-- hf-architectures -->", "<!-- /hf-architectures -->"
 
 LAYOUTS = {"tf1": "TF1 name-based", "tf2-model-garden": "Model Garden (TF2)", "mesh-tf": "Mesh TensorFlow",
            "tfhub-saved-model": "TF Hub SavedModel", "tfhub-saved-model-v2": "TF Hub SavedModel (v2 export)",
-           "keras-hub": "keras-hub preset", "t5x": "T5X", "openai-npy": "OpenAI npy shards (params_N.npy)"}
+           "keras-hub": "keras-hub preset", "t5x": "T5X", "openai-npy": "OpenAI npy shards (params_N.npy)",
+           "tf-hub-module": "TF1 Hub module variables (name-based)"}
 """How the README names a family's source layout (a layout not listed here is shown by its own name)."""
 
 

@@ -157,6 +157,14 @@ def _tapas_release(case: str) -> Callable[[Path], None]:
     return build
 
 
+def _bertseq2seq_variables(target: Path) -> None:
+    """A bertseq2seq module's ``variables/variables`` bundle (the name-based checkpoint of its directory), from the
+    test data's BERT-generation encoder module (``model.ckpt-5``); ``target`` is the prefix."""
+    target.parent.mkdir(parents=True)
+    for f in (HF_DATA / "bert_generation_encoder").glob("model.ckpt-5.*"):
+        shutil.copyfile(f, target.parent / f.name.replace("model.ckpt-5", target.name))
+
+
 def _model_scoped(target: Path) -> None:
     """An object-based checkpoint whose objects live under ``model/`` (for ``--regex '^model/(.*)=\\1'``)."""
     from .keras_templates import tf_keras_checkpoint
@@ -255,6 +263,7 @@ PLACEHOLDERS: dict[str, Any] = {
     "tapas_wtq_base": Built(_tapas_release("tapas_wtq")),  # convert --to hf --hf-task
     "tapas_wikisql_base": Built(_tapas_release("tapas_wikisql")),
     "finetune-transformer-lm/model": Built(lambda t: shutil.copytree(HF_DATA / "openai_gpt", t)),  # GPT-1's release
+    "bertseq2seq_encoder": Built(lambda t: _bertseq2seq_variables(t / "variables" / "variables")),  # BERT-generation
     "my-tf-bert-classifier": Built(lambda t: shutil.copytree(HF_DATA.parent / "hf_h5" / "bert_seqcls", t)),  # tf_model.h5
     "convert_bert_checkpoint.py": Built(_script),
     "convert_bert_original_tf_checkpoint_to_pytorch.py": Built(_script),

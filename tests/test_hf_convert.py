@@ -271,7 +271,8 @@ def test_a_users_map_file_for_safetensors(run_cli, tmp_path: Path, tiny_bert) ->
 def test_family_is_detected_and_every_family_file_is_consistent() -> None:
     assert set(family_names()) == {"albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
                                    "mobilebert", "bigbird", "convbert", "rembert", "gpt_neo", "xlnet", "pegasus",
-                                   "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt"}
+                                   "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt",
+                                   "bert_generation"}
     for name in family_names():
         family = load_family(name)
         assert family.name == name and family.classes and family.layouts

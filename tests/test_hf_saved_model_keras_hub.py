@@ -107,6 +107,7 @@ def test_another_backbones_preset_is_refused_by_its_config(run_cli, tmp_path: Pa
     _edit_config(preset, class_name="RobertaBackbone")
     assert _refused(run_cli, preset, tmp_path) == [
         f"error: family: {preset}: no model family recognises these variable names (ckpt knows albert, bert, "
+        "bert_generation, "
         "bigbird, bigbird_pegasus, canine, convbert, electra, electra_generator, funnel, gemma, gpt2, gpt_neo, "
         "imagegpt, llama, mobilebert, openai_gpt, pegasus, rembert, roformer, t5, tapas, xlnet); name one with --family "
         "or give a "

@@ -144,7 +144,7 @@ def test_same_bytes_set_up_by_several_threads_at_once() -> None:
 
     from formats.core import memcmp
 
-    data = bytes(range(256)) * 64
+    data = bytes(range(256)) * (memcmp.SMALL // 128)  # (below SMALL bytes, buffers are copied and compared)
     for _ in range(10):
         memcmp._compare = None
         barrier = threading.Barrier(8)

@@ -266,3 +266,123 @@ def test_json_writer_writes_nesting_deeper_than_its_recursion_as_json_dumps() ->
         node["c"] = {"name": f"n{i}"}
         node = node["c"]
     assert json_writer.dumps(deep, indent=2, ensure_ascii=False) == json.dumps(deep, indent=2, ensure_ascii=False)
+
+
+def test_an_object_graph_is_encoded_as_protobuf_whatever_its_varint_table_holds() -> None:
+    """The object graph's varint table grows with the graph (128 entries for a small one, 29 million instructions
+    for all 16,384): a small graph, then one of 300 nodes (ids and item lengths beyond 127) and the small one again
+    are each what the protobuf runtime writes for the same nodes."""
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.concepts.object_graph_codec import encode_object_graph
+    from tests.proto_oracle import oracle
+
+    graph_class = oracle("TrackableObjectGraph")
+
+    def graph(count: int) -> list[ObjectNode]:
+        root = ObjectNode(0, children=[ChildRef(i, f"layer_{i}") for i in range(1, count)])
+        return [root] + [ObjectNode(i, attributes=[Attribute("VARIABLE_VALUE", f"model/layer_{i}/kernel",
+                                                                f"layer_{i}/.ATTRIBUTES/VARIABLE_VALUE")])
+                         for i in range(1, count)]
+
+    def expected(nodes: list[ObjectNode]) -> bytes:
+        message = graph_class()
+        for node in nodes:
+            out = message.nodes.add()
+            for child in node.children:
+                out.children.add(node_id=child.node_id, local_name=child.local_name)
+            for a in node.attributes:
+                out.attributes.add(name=a.name, full_name=a.full_name, checkpoint_key=a.checkpoint_key)
+        return message.SerializeToString(deterministic=True)
+
+    for count in (3, 300, 3):
+        nodes = graph(count)
+        assert encode_object_graph(nodes, fill_has_values=False) == expected(nodes)
+
+
+def test_the_exclusive_rename_is_called_without_ctypes(tmp_path) -> None:
+    """``renameat2`` through ``_ctypes`` alone (:mod:`formats.io.c_library`): it refuses an existing target with
+    EEXIST, leaving both files as they were, renames onto a free name, and exchanges two files - as the system
+    call does (the files' contents are the oracle); ``ctypes`` itself is not imported."""
+    import platform
+
+    from formats.io import atomic
+
+    if platform.system() != "Linux":
+        pytest.skip("renameat2 is Linux's")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("A")
+    b.write_text("B")
+    with pytest.raises(FileExistsError) as refused:
+        atomic._renameat2(str(a), str(b), atomic._NOREPLACE)
+    assert refused.value.errno == 17 and (a.read_text(), b.read_text()) == ("A", "B")
+    assert atomic._renameat2(str(a), str(b), atomic._EXCHANGE) and (a.read_text(), b.read_text()) == ("B", "A")
+    assert atomic._renameat2(str(a), str(tmp_path / "c"), atomic._NOREPLACE)
+    assert not a.exists() and (tmp_path / "c").read_text() == "B"
+    code = ("import sys; from formats.io.c_library import c_function\n"
+            "assert c_function('renameat2', 'izizI') is not None and c_function('no_such_function_x', 'i') is None\n"
+            "print('ctypes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0 and done.stdout == "False\n", done.stderr
+
+
+@pytest.mark.parametrize("argv", [["rename", "--map", "global_step=step"], ["convert", "--to", "safetensors"],
+                                  ["convert", "--to", "tf-object"]], ids=["rename", "safetensors", "tf-object"])
+def test_an_exclusive_write_imports_no_ctypes_or_threading(tmp_path, argv) -> None:
+    """A write without --force puts its output in place exclusively (``renameat2``) without ``ctypes``, and flushes
+    a bundle's small data file on the interpreter's own thread, without ``threading`` (and its ``functools``)."""
+    out = tmp_path / ("x.safetensors" if "safetensors" in argv else "out")
+    modules = _imported([argv[0], str(NAME_BASED), "-o", str(out), *argv[1:]])
+    assert "formats.io.c_library" in modules and {"ctypes", "types", "threading", "functools"} & modules == set()
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, (1 << 16) - 1, 1 << 16, 1 << 20], ids=str)
+def test_same_bytes_loads_ctypes_only_for_large_buffers(size) -> None:
+    """``same_bytes`` answers as ``bytes == bytes`` for buffers of every size, each byte position changed in turn
+    at the ends and the middle; under :data:`~formats.core.memcmp.SMALL` bytes (the first buffer: one of them is
+    ``size + 1`` bytes long) without importing ``ctypes``."""
+    code = f"""import mmap, sys
+from formats.core.memcmp import same_bytes
+data = bytes(i * 7 % 251 for i in range({size}))
+m = mmap.mmap(-1, max(1, len(data))); m.write(data)
+answers = [same_bytes(data, bytearray(data)), same_bytes(memoryview(m)[:len(data)], data),
+           same_bytes(data, data + b"x"), same_bytes(data + b"x", data)]
+for at in sorted({{0, len(data) // 2, len(data) - 1}} if data else set()):
+    changed = bytearray(data); changed[at] ^= 1
+    answers.append(same_bytes(memoryview(m)[:len(data)], changed))
+print(answers, "ctypes" in sys.modules)"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    assert done.returncode == 0, done.stderr
+    changes = 0 if size == 0 else len({0, size // 2, size - 1})
+    assert done.stdout == f"{[True, True, False, False] + [False] * changes} {size + 1 >= 1 << 16}\n"
+
+
+HEAVY_STDLIB = JSON_STACK | {"typing", "contextlib", "threading", "ctypes", "types", "concurrent.futures", "importlib",
+                             "importlib.metadata", "numpy", "hashlib"}
+"""What no command of the fast path needs on a small bundle (each a millisecond or more of start-up)."""
+OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format", "formats.orbax.format",
+                 "formats.openai_npy.format"}
+"""The formats after the bundle's in the registry's order: asked only about a path no earlier format claims."""
+
+
+@pytest.mark.parametrize("argv, needed, unneeded", [
+    (["verify", "{src}"], {"formats.ops.compare.verify"}, set()),
+    (["diff", "{src}", "{src}"], {"formats.ops.compare.diff"}, set()),
+    (["rename", "{src}", "-o", "{out}", "--map", "global_step=step"], {"formats.tf_bundle.writer"},
+     {"formats.ops.edit.on_cluster"}),
+    (["convert", "{src}", "-o", "{out}", "--to", "tf-object", "--dry-run"], {"formats.ops.convert.name_to_object"},
+     {"formats.tf_bundle.writer"}),
+    (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, set()),
+    (["edit", "{src}", "-o", "{out}", "--drop-optimizer", "--dry-run"], {"formats.ops.edit.build"},
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
+    (["edit", "{src}", "-o", "{out}", "--drop-optimizer"], {"formats.tf_bundle.writer"},
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
+], ids=["verify", "diff", "rename", "convert-dry-run", "convert", "edit-dry-run", "edit"])
+def test_a_command_of_a_small_bundle_imports_only_what_it_needs(tmp_path, argv, needed, unneeded) -> None:
+    """Each command of the fast path on a small name-based bundle (issue 38: start-up within 2x ``python -c pass``)
+    imports none of the standard library's heavy modules, none of the formats after the bundle's (an edit
+    listed every write target: every format, and a scan of every installed package for plugins), and not the
+    cluster's machinery on local threads."""
+    words = [w.format(src=NAME_BASED, out=tmp_path / "out") for w in argv]
+    modules = _imported(words)
+    assert needed <= modules
+    assert modules & (HEAVY_STDLIB | OTHER_FORMATS | unneeded) == set()

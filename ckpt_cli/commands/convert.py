@@ -139,11 +139,12 @@ SPEC = Command(
         *rule_options("SRC's"),
         Opt("--family", type=("albert", "bert", "electra", "electra_generator", "gemma", "gpt2", "llama", "t5",
                               "mobilebert", "bigbird", "convbert", "rembert", "xlnet", "gpt_neo", "pegasus",
-                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt"),
+                              "bigbird_pegasus", "imagegpt", "roformer", "canine", "tapas", "funnel", "openai_gpt",
+                              "bert_generation"),
             metavar="F",
             help="hf, or tf-name from a transformers directory: the model family (albert, bert, electra, gemma, "
                  "gpt2, llama, t5, mobilebert, bigbird, convbert, rembert, xlnet, gpt_neo, pegasus, bigbird_pegasus, "
-                 "imagegpt, roformer, canine, tapas, funnel, openai_gpt; "
+                 "imagegpt, roformer, canine, tapas, funnel, openai_gpt, bert_generation; "
                  "--to hf detects it from the variable names; electra_generator: ELECTRA's generator as "
                  "ElectraForMaskedLM)."),
         Opt("--config", name="model_config", type=PATH, metavar="FILE",

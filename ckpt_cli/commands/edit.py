@@ -17,9 +17,8 @@ if TYPE_CHECKING:
 def run(env: Environment, p: Params) -> int:
     """``ckpt edit SRC -o OUT``: the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
+    from formats.core.executors import is_local
     from formats.ops.edit import EditOptions, plan_edit
-    from formats.ops.edit.edit import plan_edit_of
-    from formats.ops.edit.on_cluster import execute_edit_on
 
     from ..render.progress import progress_for
 
@@ -31,9 +30,17 @@ def run(env: Environment, p: Params) -> int:
         check_output(p.out, plan.target, p.max_shard_size)
         total = 0 if p.dry_run else sum(a.nbytes for a in source.values())
         with progress_for(source, "writing", total=total) as progress:
-            result = execute_edit_on(p.executor, plan, plan_edit_of, [source], options, p.out, dry_run=p.dry_run,
-                                     force=p.force, verify=not p.no_verify, update_state=p.update_state,
-                                     progress=progress, jobs=p.jobs, inputs=[p.src, source])
+            how = {"dry_run": p.dry_run, "force": p.force, "verify": not p.no_verify, "update_state": p.update_state,
+                   "progress": progress, "jobs": p.jobs, "inputs": [p.src, source]}
+            if p.dry_run or is_local(p.executor):  # (the cluster's machinery is imported for a cluster only)
+                from formats.ops.edit.plan import execute_edit
+
+                result = execute_edit(plan, p.out, **how)
+            else:
+                from formats.ops.edit.edit import plan_edit_of
+                from formats.ops.edit.on_cluster import execute_edit_on
+
+                result = execute_edit_on(p.executor, plan, plan_edit_of, [source], options, p.out, **how)
     report(result, p.as_json, p.verbose)
     return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 

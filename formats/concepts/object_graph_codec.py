@@ -176,7 +176,7 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
             raise ValueError(f"node {index} has id {node.id}")
     valued = checkpointed_nodes(nodes) if fill_has_values else None
     t = _tags()
-    v = _varints()
+    v = _varints(len(nodes))
     small = len(v)
     node_tag, child_tag, id_tag, attr_tag, slot_tag = (t["nodes"], t["children"], t["node_id"], t["attributes"],
                                                        t["slot_variables"])
@@ -247,12 +247,15 @@ _TAGS: dict[str, bytes] | None = None
 _VARINTS: tuple[bytes, ...] | None = None
 
 
-def _varints() -> tuple[bytes, ...]:
-    """The varints of 0 .. 2**14 - 1 (one or two bytes): lengths and most node ids."""
+def _varints(nodes: int) -> tuple[bytes, ...]:
+    """The varints of 0 .. n - 1 (one or two bytes): lengths and most node ids, for a graph of ``nodes`` nodes (n
+    from 128 up to 2**14 as the graph needs: all 16,384 of them cost 29 million instructions, three quarters of
+    Python's own start-up, where a small graph uses a few dozen)."""
     global _VARINTS
-    if _VARINTS is None:
+    size = min(1 << 14, max(0x80, nodes))
+    if _VARINTS is None or len(_VARINTS) < size:
         _VARINTS = tuple([bytes((i,)) for i in range(0x80)] + [bytes((i & 0x7F | 0x80, i >> 7))
-                                                                for i in range(0x80, 1 << 14)])
+                                                                for i in range(0x80, size)])
     return _VARINTS
 
 

@@ -305,7 +305,7 @@ GENERATION_KEY = "ckpt_generation"
 :func:`new_generation` (``verify`` reports files of another generation than their index's: a mix)."""
 
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2(2)'s RENAME_NOREPLACE, RENAME_EXCHANGE
-_renameat2_cache: list[tuple[str, Any] | None] = []
+_renameat2_cache: list[tuple[str, Any, Any] | None] = []
 
 
 def new_generation() -> str:
@@ -313,24 +313,18 @@ def new_generation() -> str:
     return os.urandom(8).hex()
 
 
-def _rename_call() -> tuple[str, Any] | None:
-    """The C function behind :func:`_renameat2` (Linux ``renameat2``, macOS ``renamex_np``), or None."""
+def _rename_call() -> tuple[str, Any, Any] | None:
+    """The C function behind :func:`_renameat2` (Linux ``renameat2``, macOS ``renamex_np``) and the getter of the
+    ``errno`` it leaves, or None."""
     if not _renameat2_cache:
-        func: tuple[str, Any] | None = None
-        try:
-            import ctypes
+        from formats.io.c_library import c_function
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            for name, args in (("renameat2", [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                                              ctypes.c_uint]),
-                               ("renamex_np", [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint])):
-                found = getattr(libc, name, None)
-                if found is not None:
-                    found.argtypes, found.restype = args, ctypes.c_int
-                    func = (name, found)
-                    break
-        except (OSError, AttributeError, ImportError):  # pragma: no cover - no C library to load
-            func = None
+        func: tuple[str, Any, Any] | None = None
+        for name, arguments in (("renameat2", "izizI"), ("renamex_np", "zzI")):
+            found = c_function(name, arguments)
+            if found is not None:
+                func = (name, *found)
+                break
         _renameat2_cache.append(func)
     return _renameat2_cache[0]
 
@@ -342,16 +336,14 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
     call = _rename_call()
     if call is None:
         return False
-    import ctypes
-
-    name, func = call
+    name, func, get_errno = call
     if name == "renameat2":
         result = func(-100, os.fsencode(src), -100, os.fsencode(dst), flags)  # AT_FDCWD
     else:  # pragma: no cover - macOS: RENAME_SWAP 2, RENAME_EXCL 4
         result = func(os.fsencode(src), os.fsencode(dst), {_NOREPLACE: 4, _EXCHANGE: 2}[flags])
     if result == 0:
         return True
-    err = ctypes.get_errno()
+    err = get_errno()
     if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
         return False
     raise OSError(err, os.strerror(err), src, None, dst)

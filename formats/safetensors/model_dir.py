@@ -144,8 +144,9 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
                     verify: bool = True, inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None,
                     jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
     """Write a transformers model directory at ``output``: ``options["config"]`` as ``config.json``, ``rows`` as
-    ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index), and a copy of each
-    file ``options["copy_files"]`` names (a tokenizer's, beside the weights it came with)."""
+    ``model.safetensors`` (or shards of ``options["max_shard_size"]`` bytes and their index), a copy of each
+    file ``options["copy_files"]`` names (a tokenizer's, beside the weights it came with) and each of
+    ``options["files"]`` (name -> bytes: a tokenizer the conversion wrote)."""
     from formats.io.atomic import make_parents, publish_dir, refuse_url, remove_created, sweep_temporaries, temp_name
 
     refuse_url(output)
@@ -157,7 +158,7 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
         [f"model-{n + 1:05d}-of-{len(shards):05d}.safetensors" for n in range(len(shards))]
     copies = [os.fspath(c) for c in options.get("copy_files") or ()]
     files = [os.path.join(output, n) for n in [CONFIG, *names, *([INDEX] if len(shards) > 1 else []),
-                                               *(os.path.basename(c) for c in copies)]]
+                                               *(os.path.basename(c) for c in copies), *(options.get("files") or {})]]
     guard_output(output, files, inputs=list(inputs), sources=[r.value for r in rows], force=force, directory=True)
     _refuse_inputs_inside(output, inputs, rows)
     if os.path.isdir(output) and not force and os.listdir(output):
@@ -225,6 +226,7 @@ def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[
                  "weight_map": dict(sorted(weight_map.items()))}
         write_text(os.path.join(stage, INDEX), json.dumps(index, indent=2) + "\n", format="json")
     _copy_files(stage, [os.fspath(c) for c in options.get("copy_files") or ()])
+    _write_files(stage, dict(options.get("files") or {}))
     report.verified = verify
 
 
@@ -240,6 +242,20 @@ def _copy_files(stage: str, paths: list[str]) -> None:
         with open(path, "rb") as a, open(target, "rb") as b:
             if a.read() != b.read():
                 raise InvalidOutputError(target, f"the copy of {path} differs from it")
+
+
+def _write_files(stage: str, files: dict[str, bytes]) -> None:
+    """Write each of ``files`` (name -> bytes: a tokenizer's, made by the conversion) into ``stage``, read back
+    and compared."""
+    for name, data in files.items():
+        target = os.path.join(stage, name)
+        if os.path.basename(name) != name or os.path.exists(target):
+            raise InvalidOutputError(target, f"{name} is not a file name of its own in the output")
+        with open(target, "xb") as f:
+            f.write(data)
+        with open(target, "rb") as f:
+            if f.read(len(data) + 1) != data:
+                raise InvalidOutputError(target, f"{name} reads back other than it was written")
 
 
 def _discard(path: str) -> None:

@@ -26,8 +26,16 @@ if TYPE_CHECKING:
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
 
-_DTYPE_NAMES = {enum: dtype_name(enum) for enum in range(256)}
-"""DataType number -> name, looked up once per tensor of an index (a million, for some)."""
+_DTYPE_NAMES: dict[int, str] = {}
+"""DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
+(all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
+
+
+def _named_dtype(enum: int) -> str:
+    name = dtype_name(enum)
+    if 0 <= enum < 256:  # (a damaged index may hold any number: the table stays as small as ever)
+        _DTYPE_NAMES[enum] = name
+    return name
 
 
 class BundleTensor(TensorEntry):
@@ -47,7 +55,7 @@ class BundleTensor(TensorEntry):
         columns = reader.entries
         dtype, self.shape, _, size = columns.kinds[columns.kind[row]]
         self.key = columns.keys[row].decode("utf-8", "surrogateescape")
-        self.dtype = _DTYPE_NAMES.get(dtype) or dtype_name(dtype)
+        self.dtype = _DTYPE_NAMES.get(dtype) or _named_dtype(dtype)
         self.nbytes = reader.nbytes(columns.row(row)) if row in columns.slices else size
         self.row = row
         self._reader = reader

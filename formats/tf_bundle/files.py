@@ -118,23 +118,28 @@ class BundleFiles:
 
 
 class _Sync:
-    """``fsync(fd)`` on a thread; :meth:`join` re-raises its error."""
+    """``fsync(fd)`` on a thread; :meth:`join` re-raises its error. (The interpreter's own thread and lock, as
+    :mod:`formats.core.parallel`'s pool: importing ``threading`` costs a small write more than its flushes' CPU.)"""
 
     def __init__(self, fd: int, file: BinaryIO) -> None:
-        import threading  # only a write with new bytes flushes them (a linked rename has none)
+        import _thread  # only a write with new bytes flushes them (a linked rename has none)
 
         self.fd, self.file = fd, file
         self.error: OSError | None = None
-        self.thread = threading.Thread(target=self._run, name="ckpt-fsync", daemon=True)
-        self.thread.start()
+        self.running = _thread.allocate_lock()
+        self.running.acquire()  # released when the flush is done
+        _thread.start_new_thread(self._run, ())  # like a daemon thread: never keeps the process alive
 
     def _run(self) -> None:
         try:
             os.fsync(self.fd)
         except OSError as exc:
             self.error = exc
+        finally:
+            self.running.release()
 
     def join(self) -> None:
-        self.thread.join()
+        with self.running:  # waits for the flush
+            pass
         if self.error is not None:
             raise self.error

@@ -53,6 +53,7 @@ def test_oracle_regenerates_the_committed_golden_files(case: str, tmp_path: Path
     generator = "make_originals_c.py golden" if family in ("roformer", "canine") else generator  # part C
     made_by = json.loads((DATA / "cases.json").read_text())[case].get("golden_made_by")
     generator = "make_originals_e.py golden" if made_by == "make_originals_e.py" else generator  # TAPAS WTQ, GPT-1
+    generator = "make_originals_f.py golden" if made_by == "make_originals_f.py" else generator  # BERT-generation
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     script, *step = generator.split()
     done = subprocess.run([sys.executable, str(DATA / "generators" / script), *step, case, "--out", str(tmp_path)],

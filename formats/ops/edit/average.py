@@ -16,7 +16,6 @@ computed again from the inputs::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 
 from formats.core.errors import UsageError
 from formats.core.model import Checkpoint, TensorEntry, shape_text
@@ -28,6 +27,7 @@ from formats.ops.edit.values import MeanTensor
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = ["plan_average", "average", "newest", "newest_last", "compare_inputs"]

@@ -14,7 +14,7 @@ target, then put computed values (casts, means) in the rows and give each its da
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from _collections_abc import Callable  # collections.abc's classes, without the collections package
 
 from formats.core.format import capability
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
@@ -32,7 +32,7 @@ from formats.ops.edit.view import KeptView
 
 __all__ = ["plan_output", "own_target", "has_data_files", "ValueFor"]
 
-ValueFor = Callable[[TensorEntry], "tuple[Source, str] | None"]
+ValueFor = Callable[[TensorEntry], tuple[Source, str] | None]
 """For an ``average``: the value to write for a kept entry and a note saying what it is (None: the entry's own)."""
 
 
@@ -56,6 +56,16 @@ def _sharded_by_size(target: str) -> bool:
     return target in writer_capability(target, "max_shard_size")
 
 
+def _writable(target: str) -> bool:
+    """Whether a registered format writes ``target`` (found as ``writer_of`` finds it: the built-in writers'
+    table first; listing every target imports every format and looks for plugins in every installed package)."""
+    try:
+        writer_of(target)
+    except KeyError:
+        return False
+    return True
+
+
 def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs: list[str],
                 value_for: ValueFor | None = None) -> EditPlan:
     """Plan writing ``source`` as ``options`` ask (``value_for`` supplies averaged values)."""
@@ -65,10 +75,9 @@ def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs
     conversion = ConversionPlan(source.path, target or "?")
     conversion.problems += selection.problems
     plan = EditPlan(operation, inputs, conversion)
-    known = write_targets()
-    if target is None or target not in known:
+    if target is None or not _writable(target):
         conversion.add("unsupported", source.path, f"ckpt cannot write a {source.format} checkpoint; choose an "
-                       f"output format ({', '.join(known)})")
+                       f"output format ({', '.join(write_targets())})")
     elif conversion.ok:
         view = _view(source, selection.kept, conversion)
         if view is not None:

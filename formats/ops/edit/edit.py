@@ -12,7 +12,6 @@ one call::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 
 from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint
@@ -21,6 +20,7 @@ from formats.ops.edit.plan import EditOptions, EditPlan, EditResult
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = ["plan_edit", "plan_edit_of", "edit"]

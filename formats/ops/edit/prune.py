@@ -11,7 +11,7 @@ problem, reported before anything is written. Nodes saved by a registered saver 
 """
 from __future__ import annotations
 
-from collections import deque
+from _collections import deque  # type: ignore[import-not-found]  # collections' C half, without the package (start-up)
 
 from formats.concepts.object_graph import ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
 from formats.ops.convert.graph_build import checkpointed_nodes

@@ -274,6 +274,10 @@ def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> Co
             return plan
         _plan_tensors(source, choice, plan)
         plan.write_options["max_shard_size"] = options.max_shard_size
+        if target == HF and choice.layout is not None and choice.layout.name == "keras-hub":
+            from formats.ops.convert.hf.tokenizer.keras_hub import plan_tokenizer
+
+            plan_tokenizer(plan, source.path if os.path.isdir(source.path) else os.path.dirname(source.path))
     except KeyError as exc:
         plan.add("config", str(exc.args[0]), f"missing model configuration field {exc.args[0]!r}")
     except ConfigBoundError as exc:

@@ -61,6 +61,11 @@ def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan
                  "one back")
         return plan
     layout = family.layouts[0]
+    free = _free_parts(layout.maps)
+    if free:  # BERT-generation's two leading name parts: any name forward, none to give back
+        plan.add("family", family.path, f"the {family.name} map cannot name the tensors back: its source names' "
+                 f"{', '.join(free)} part{'s' * (len(free) != 1)} (any name) are not in the parameter names")
+        return plan
     tied = {_strip_any(n, family) for n in family.tied}
     parts: dict[str, dict[int, TensorEntry]] = {}
     for key in source:
@@ -99,6 +104,14 @@ def plan_tf_names(source: Checkpoint, options: ConvertOptions) -> ConversionPlan
     plan.check_collisions()
     plan.details = {"family": family.name, "map": family.path, "layout": layout.name}
     return plan
+
+
+def _free_parts(maps: list[MapRule]) -> list[str]:
+    """The placeholders of the rules' source names that match any name part and that neither the parameter name
+    nor config.json gives back (``{a}`` in ``{a}/{b}/embeddings/...``), as ``{a}``."""
+    free = {name for rule in maps for name, kind in rule.source.kinds().items()
+            if not kind and name not in rule.target.kinds() and name not in rule.config_from.values()}
+    return [f"{{{name}}}" for name in sorted(free)]
 
 
 def _candidates(key: str, family: Family) -> list[str]:

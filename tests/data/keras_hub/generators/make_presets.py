@@ -5,7 +5,8 @@ by keras-hub's own transformers converter (``keras_hub.models.Backbone.from_pres
 and saved as a keras-hub preset (``save_to_preset``: ``config.json``, ``model.weights.h5``, ``metadata.json``).
 The golden files are the transformers model's: ``golden/model.safetensors`` (its whole ``state_dict()``, tied
 parameters included), ``golden/config.json``, ``golden/inputs.npz`` (batch 2, length 8, the second row padded from
-position 5 by ``attention_mask``) and ``golden/outputs.npz`` (the eval-mode outputs, ``output_hidden_states=True``).
+position 5 by ``attention_mask``) and ``golden/outputs.npz`` (the eval-mode outputs, ``output_hidden_states=True``). Then ``make_tokenizers.py`` gives
+each preset its tokenizer (keras-hub's converter again) and writes ``golden/tokens.json``.
 
 Needs keras-hub, keras 3, torch 2.13 CPU and transformers 5 (no TensorFlow)::
 
@@ -102,6 +103,7 @@ def outputs(model: torch.nn.Module, inputs: dict[str, np.ndarray]) -> dict[str, 
 
 def make(case: str, work: Path) -> None:
     import keras_hub
+    from make_tokenizers import add_tokenizer
     from safetensors.torch import save_file
 
     cls_name, config_cls, fields = CASES[case]
@@ -126,14 +128,24 @@ def make(case: str, work: Path) -> None:
         "torch": torch.__version__, "keras_hub_class": type(backbone).__name__,
         "how": "keras_hub.models.Backbone.from_preset(save_pretrained dir).save_to_preset(preset)"}, indent=1) + "\n")
     print(case, "->", out)
+    add_tokenizer(case, work)
 
 
 def main() -> None:
     import tempfile
 
+    from make_tokenizers import fixed_hash_seed
+
+    fixed_hash_seed()
+
     with tempfile.TemporaryDirectory() as work:
         for case in sys.argv[1:] or CASES:
             make(case, Path(work))
+        if not sys.argv[1:]:
+            from make_tokenizers import add_llama2_tokenizer, add_nfkc_tokenizer
+
+            add_llama2_tokenizer(Path(work))
+            add_nfkc_tokenizer(Path(work))
 
 
 if __name__ == "__main__":
