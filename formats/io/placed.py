@@ -122,11 +122,16 @@ class _Sink:
         self.crc = 0
 
     def copy(self, src_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
-        """Copy ``size`` stored bytes in the kernel to ``dst_offset`` (where the file is positioned)."""
+        """Copy ``size`` stored bytes in the kernel to ``dst_offset`` (where the file is positioned), a piece of
+        :attr:`BackgroundSync.EVERY` at a time: each goes to disk while the next is copied (one copy of a whole
+        run left all of it to the final fsync)."""
         self.out.flush()
-        copy_range(src_fd, self.out.fileno(), size, src_offset, dst_offset)
+        fd, step = self.out.fileno(), self.syncer.EVERY
+        for start in range(0, size, step):
+            n = min(step, size - start)
+            copy_range(src_fd, fd, n, src_offset + start, dst_offset + start)
+            self.syncer.wrote(n)
         self.out.seek(dst_offset + size)
-        self.syncer.wrote(size)
 
     def piece(self, item: Placed, piece: Any) -> None:
         """Write one chunk of ``item``'s bytes."""

@@ -49,26 +49,36 @@ def _dim(size: int) -> bytes:
 
 def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, masked_crc: int,
                  shard_id: int = 0) -> bytes:
-    """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it (the fields written
-    out: one entry per tensor written)."""
-    key = tuple(shape)
-    shape_body = _SHAPES.get(key)
-    if shape_body is None:
-        shape_body = encode_shape(shape)
-        if len(_SHAPES) < 4096:  # a checkpoint's tensors share a few shapes: each encoded once
-            _SHAPES[key] = shape_body
-    return b"".join((
-        b"\x08" + encode_varint(dtype & _MASK64) if dtype else b"",
-        b"\x12" + encode_varint(len(shape_body)), shape_body,
-        b"\x18" + encode_varint(shard_id & _MASK64) if shard_id else b"",
-        b"\x20" + encode_varint(offset & _MASK64) if offset else b"",
-        b"\x28" + encode_varint(size & _MASK64) if size else b"",
-        b"\x35" + struct.pack("<I", masked_crc) if masked_crc else b"",
-    ))
+    """A ``BundleEntryProto`` for a stored tensor, as ``BundleWriter::Add`` serializes it (fields 1-3 and 5, the
+    same for every tensor of one dtype, shape, data file and size, encoded once per such kind)."""
+    kind = (dtype, shape if type(shape) is tuple else tuple(shape), shard_id, size)
+    parts = _KINDS.get(kind)
+    if parts is None:
+        parts = _kind_parts(*kind)
+        if len(_KINDS) < 4096:  # a checkpoint's tensors are of a few kinds: each encoded once
+            _KINDS[kind] = parts
+    head, tail = parts
+    if 0 < offset < 0x4000:  # the one- and two-byte varints of the offsets of most small tensors, without a call
+        head += b"\x20" + _ONE_BYTE[offset] if offset < 0x80 else bytes((0x20, offset & 0x7F | 0x80, offset >> 7))
+    elif offset:
+        head += b"\x20" + encode_varint(offset & _MASK64)
+    return head + tail + _PACK_CRC(0x35, masked_crc) if masked_crc else head + tail
+
+
+def _kind_parts(dtype: int, shape: tuple[int, ...], shard_id: int, size: int) -> tuple[bytes, bytes]:
+    """The fields of an entry before its offset (dtype, shape, data file) and between it and its CRC (size)."""
+    shape_body = encode_shape(shape)
+    head = b"".join((b"\x08" + encode_varint(dtype & _MASK64) if dtype else b"",
+                     b"\x12" + encode_varint(len(shape_body)), shape_body,
+                     b"\x18" + encode_varint(shard_id & _MASK64) if shard_id else b""))
+    return head, b"\x28" + encode_varint(size & _MASK64) if size else b""
+
+
+_PACK_CRC = struct.Struct("<BI").pack
+_KINDS: dict[tuple[int, tuple[int, ...], int, int], tuple[bytes, bytes]] = {}
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
-_SHAPES: dict[tuple[int, ...], bytes] = {}
 
 
 def string_layout(values: Sequence[bytes]) -> tuple[list[bytes], int]:

@@ -28,10 +28,10 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
-__all__ = ["Reused", "Layout", "plan_layout", "stored_whole"]
+__all__ = ["Reused", "Layout", "Placed", "plan_layout", "stored_whole", "WholeCheck"]
 
 _GRAPH = OBJECT_GRAPH_KEY.encode()
 
@@ -40,18 +40,48 @@ class Reused:
     """An input data file taken over whole: its path, size, the reader that knows its entries, and
     the positions (in the writer's list of sources) of the tensors stored in it."""
 
-    __slots__ = ("path", "size", "reader", "shard", "positions")
+    __slots__ = ("path", "size", "reader", "shard", "positions", "rows")
 
     def __init__(self, path: str, size: int, reader: BundleReader, shard: int, positions: list[int]) -> None:
         self.path, self.size, self.reader, self.shard, self.positions = path, size, reader, shard, positions
+        self.rows: list[int] = []  # the row of the tensor at each of ``positions`` in ``reader``'s index
+
+
+class Placed:
+    """The positions of the sources taken over (``position in placed``, ``len(placed)``): a byte per source."""
+
+    __slots__ = ("_mask", "_count")
+
+    def __init__(self, size: int = 0, positions: Iterable[int] = ()) -> None:
+        self._mask = bytearray(size)
+        for p in positions:
+            self._mask[p] = 1
+        self._count = self._mask.count(1)
+
+    def __contains__(self, position: object) -> bool:
+        return isinstance(position, int) and 0 <= position < len(self._mask) and self._mask[position] == 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def others(self, count: int) -> Iterator[int]:
+        """The positions below ``count`` not taken over, in order (found a run of the mask at a time)."""
+        mask, i = self._mask, 0
+        while i < count:
+            found = mask.find(0, i, count)
+            if found < 0:
+                yield from range(max(i, len(mask)), count)
+                return
+            yield found
+            i = found + 1
 
 
 class Layout:
-    """``files``: the input data files taken over, in output order; ``placed``: source position ->
-    (number of its file in ``files``, the tensor's stored entry)."""
+    """``files``: the input data files taken over, in output order (each with the positions of its tensors among
+    the sources, and their rows in its bundle's index); ``placed``: the positions of every source taken over."""
 
-    def __init__(self, files: list[Reused], placed: dict[int, tuple[int, RawEntry]]) -> None:
-        self.files, self.placed = files, placed
+    def __init__(self, files: list[Reused], placed: Placed | None = None) -> None:
+        self.files, self.placed = files, placed if placed is not None else Placed()
 
     def reused_bytes(self) -> int:
         """Bytes taken over from input data files."""
@@ -60,69 +90,110 @@ class Layout:
 
 def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
     """The input data files that ``sources`` (in writing order) use whole and unchanged; with ``link``, files
-    whose object graph is not among them too (see the module doc)."""
+    whose object graph is not among them too (see the module doc). Read from the index's columns: no entry is
+    made per tensor."""
     groups: dict[tuple[int, int], list[int]] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
-    raws: dict[int, RawEntry] = {}  # position -> the index entry of a bundle tensor (each made once)
+    rows: dict[int, int] = {}  # position -> the row of a bundle tensor in its reader's index
+    where = WholeCheck().where
     for position, source in enumerate(sources):
-        raw = stored_whole(source)
-        if raw is not None:
-            reader = source.bundle
+        if not isinstance(source, BundleTensor):
+            continue
+        reader, row = source.bundle, source.row
+        rows[position] = row
+        shard = where(reader, row)
+        if shard >= 0:
             readers[id(reader)] = reader
-            groups.setdefault((id(reader), raw.shard_id), []).append(position)
-            raws[position] = raw
-        elif isinstance(source, BundleTensor):
-            raw = raws[position] = source.raw
-            if not raw.slices and raw.size == 0:
-                empty.setdefault((id(source.bundle), raw.shard_id), []).append(position)
+            group = groups.get((id(reader), shard))
+            if group is None:
+                group = groups[(id(reader), shard)] = []
+            group.append(position)
+        else:
+            columns = reader.entries
+            _, _, shard, size = columns.kinds[columns.kind[row]]
+            if size == 0 and row not in columns.slices:
+                empty.setdefault((id(reader), shard), []).append(position)
     files = []
     for (reader_id, shard), positions in groups.items():
-        reused = _whole_file(readers[reader_id], shard, positions, sources, raws, link)
+        reader = readers[reader_id]
+        reused = _whole_file(reader, shard, positions, sources, rows, link)
         if reused is not None:
+            offsets = reader.entries.offset
             reused.positions = sorted(positions + [p for p in empty.get((reader_id, shard), [])
-                                                   if raws[p].offset <= reused.size])
+                                                   if offsets[rows[p]] <= reused.size])
+            reused.rows = [rows[p] for p in reused.positions]
             files.append(reused)
     files.sort(key=lambda f: f.positions[0])
-    placed = {p: (number, raws[p]) for number, reused in enumerate(files) for p in reused.positions}
-    return Layout(files, placed)
+    return Layout(files, Placed(len(sources), (p for reused in files for p in reused.positions)))
 
 
 def stored_whole(source: Any) -> RawEntry | None:
     """The stored entry of a bundle tensor whose bytes can be taken over as they are, else None."""
-    if not isinstance(source, BundleTensor):
-        return None
-    raw, reader = source.raw, source.bundle
-    if raw.slices or raw.size == 0 or reader.header.big_endian or storage.is_url(reader.prefix):
-        return None
-    if not 0 <= raw.shard_id < len(reader.data_paths) or raw.shard_id in reader.missing:
-        return None
-    dt = dtypes.by_enum(raw.dtype)
-    if dt is None or dt.numpy_name is None or (dt.fixed_width and raw.size != math.prod(raw.shape) * dt.itemsize):
-        return None  # what the entry declares cannot be: reading it the usual way says why
+    return WholeCheck()(source)
+
+
+class WholeCheck:
+    """:func:`stored_whole` of many sources: what it checks of a reader and of a kind of entry (dtype, shape,
+    data file, size: :class:`~formats.tf_bundle.columns.IndexColumns`' kinds) worked out once for all its
+    tensors, from the index's columns (no entry made for a tensor that cannot be taken over)."""
+
+    def __init__(self) -> None:
+        self._limits: dict[tuple[int, int], int] = {}  # (reader, kind) -> the last offset that fits, or -1
+        self._readers: dict[int, BundleReader] = {}  # held, so that their ids stay theirs
+
+    def __call__(self, source: Any) -> RawEntry | None:
+        if not isinstance(source, BundleTensor):
+            return None
+        reader, row = source.bundle, source.row
+        return reader.entries.row(row) if self.where(reader, row) >= 0 else None
+
+    def where(self, reader: BundleReader, row: int) -> int:
+        """The data file of the tensor in ``row`` of ``reader``'s index when its bytes can be taken over as they
+        are stored, else -1."""
+        columns = reader.entries
+        kind = columns.kind[row]
+        limit = self._limits.get((id(reader), kind))
+        if limit is None:
+            limit = self._limits[(id(reader), kind)] = _last_offset(reader, *columns.kinds[kind])
+            self._readers[id(reader)] = reader
+        if limit < 0 or columns.offset[row] > limit or row in columns.slices:
+            return -1
+        return columns.kinds[kind][2]
+
+
+def _last_offset(reader: BundleReader, dtype: int, shape: tuple[int, ...], shard: int, size: int) -> int:
+    """The largest offset at which an entry of this kind lies in its data file whole, or -1 when no entry of this
+    kind can be taken over as it is stored."""
+    if size == 0 or reader.header.big_endian or storage.is_url(reader.prefix):
+        return -1
+    if not 0 <= shard < len(reader.data_paths) or shard in reader.missing:
+        return -1
+    dt = dtypes.by_enum(dtype)
+    if dt is None or dt.numpy_name is None or (dt.fixed_width and size != math.prod(shape) * dt.itemsize):
+        return -1  # what the entry declares cannot be: reading it the usual way says why
     try:
-        fits = raw.offset + raw.size <= reader.file_size(raw.shard_id)
+        return reader.file_size(shard) - size
     except CheckpointError:
-        return None
-    return raw if fits else None
+        return -1
 
 
 def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any],
-                raws: dict[int, RawEntry], link: bool) -> Reused | None:
-    """The data file, when the sources at ``positions`` (their index entries in ``raws``) are every stored tensor
-    of it but perhaps the object graph, once each, tiling it; its ``size`` is what is taken over (see the module
-    doc)."""
-    used = [raws[p] for p in positions]
-    if len({id(sources[p]) for p in positions}) != len(used) or len({r.key for r in used}) != len(used):
-        return None  # a tensor written twice: its second copy needs bytes of its own
+                rows: dict[int, int], link: bool) -> Reused | None:
+    """The data file, when the sources at ``positions`` (their rows in ``reader``'s index in ``rows``) are every
+    stored tensor of it but perhaps the object graph, once each, tiling it; its ``size`` is what is taken over
+    (see the module doc)."""
     columns = reader.entries
+    used = [rows[p] for p in positions]
+    if len({id(sources[p]) for p in positions}) != len(used) or len(set(used)) != len(used):
+        return None  # a tensor written twice: its second copy needs bytes of its own
     here = {kind for kind, (_, _, in_shard, size) in enumerate(columns.kinds) if size and in_shard == shard}
-    stored = [row for row, kind in enumerate(columns.kind) if kind in here and row not in columns.slices]
-    keys = {columns.keys[row] for row in stored}
-    graph = reader.entries[_GRAPH] if _GRAPH in keys and len(stored) == len(used) + 1 else None
-    if graph is not None:
-        keys.discard(_GRAPH)  # the output has a graph of its own
-    if len(keys) != len(used) or keys != {r.key for r in used}:
+    slices = columns.slices
+    stored = [row for row, kind in enumerate(columns.kind) if kind in here and row not in slices]
+    graph_row = columns.find(_GRAPH)
+    others = set(stored).difference(used)
+    graph = len(stored) == len(used) + 1 and others == {graph_row}  # the input's graph: the output has its own
+    if len(stored) != len(used) + graph or others != ({graph_row} if graph else set()):
         return None
     path = reader.data_paths[shard]
     try:
@@ -130,15 +201,15 @@ def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources:
     except OSError:
         return None
     end = 0
-    offsets, kinds = columns.offset, columns.kind
+    offsets, kinds, kind_of = columns.offset, columns.kinds, columns.kind
     for offset, row in sorted((offsets[row], row) for row in stored):
         if offset != end:
             return None  # a gap or an overlap
-        end += columns.kinds[kinds[row]][3]
+        end += kinds[kind_of[row]][3]
     if end != size:
         return None
-    if graph is not None and not link:
-        if graph.offset + graph.size != size:
+    if graph and not link:
+        if offsets[graph_row] + kinds[kind_of[graph_row]][3] != size:
             return None  # the old graph between tensors: a copy would carry it
-        size = graph.offset
+        size = offsets[graph_row]
     return Reused(path, size, reader, shard, positions)

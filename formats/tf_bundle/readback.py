@@ -32,27 +32,75 @@ __all__ = ["verify_written"]
 
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
     """Check the bundle written at ``temp`` against its ``records``; raises VerificationError on a mismatch."""
-    by_key = {r.key.decode("utf-8", "surrogateescape"): r for r in records}
-    with BundleCheckpoint(temp) as written:
-        fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}
-        report = compare_checkpoints({k: written[k] for k in fresh if k in written}, fresh, path=prefix,
-                                     against="sources", chunk=chunk, check_crc=False, jobs=jobs)
-        report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
-        report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
-        taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
-        copied = [k for k in taken if by_key[k].how == COPIED]  # bytes read: on every core
-        batches = _batches(copied, [by_key[k].size for k in copied])
-        checked = map_ordered(lambda batch: _copied_problems(written, batch[0], by_key), batches, jobs,
-                              weight=lambda batch: batch[1])
-        found = dict(zip(copied, (problem for problems in checked for problem in problems)))
-        inodes = _Inodes()
-        for key in taken:  # linked: entries and inodes compared, no byte read
-            problem = found[key] if key in found else _linked_problem(written[key], by_key[key].source, inodes)
-            if problem is not None:
-                report.mismatches.append(Mismatch(key, "value", problem))
-        report.tensors += len(taken)
-        report.bytes += sum(by_key[k].size for k in taken)
+    written = BundleCheckpoint(temp)
+    try:
+        keys = written.reader.entries.keys
+        ordered = sorted(records, key=_key_of)
+        if len(keys) == len(ordered) and keys == [r.key for r in ordered]:
+            report = _by_row(written, ordered, prefix, chunk, jobs)
+        else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
+            report = _by_key(written, records, prefix, chunk, jobs)
+    finally:
+        written.close()
     return check_roundtrip(prefix, report)
+
+
+def _key_of(record: Any) -> bytes:
+    key: bytes = record.key
+    return key
+
+
+def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
+            jobs: int | None) -> RoundTripReport:
+    """The read-back when the index holds the keys of ``records`` (sorted by key) in its rows, in order: a
+    copied tensor is checked from the index's columns by its row, no tensor object made for it."""
+    fresh = {_text(r.key): r.expected for r in records if r.how == FRESH}
+    report = compare_checkpoints({k: written[k] for k in fresh}, fresh, path=prefix, against="sources",
+                                 chunk=chunk, check_crc=False, jobs=jobs)
+    taken = [row for row, r in enumerate(records) if r.how != FRESH]
+    copied = [row for row in taken if records[row].how == COPIED]  # bytes read: on every core
+    sizes = written.reader.entries.kinds
+    kind = written.reader.entries.kind
+    batches = _batches(copied, [sizes[kind[row]][3] for row in copied])
+    checked = map_ordered(lambda batch: _copied_rows(written, batch[0], records), batches, jobs,
+                          weight=lambda batch: batch[1])
+    found = dict(zip(copied, (problem for problems in checked for problem in problems)))
+    inodes = _Inodes()
+    for row in taken:  # linked: entries and inodes compared, no byte read
+        record = records[row]
+        problem = found[row] if row in found else _linked_row(written, row, record.source, inodes)
+        if problem is not None:
+            report.mismatches.append(Mismatch(_text(record.key), "value", problem))
+    report.tensors += len(taken)
+    report.bytes += sum(records[row].size for row in taken)
+    return report
+
+
+def _text(key: bytes) -> str:
+    return key.decode("utf-8", "surrogateescape")
+
+
+def _by_key(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
+            jobs: int | None) -> RoundTripReport:
+    """The read-back by key: what is missing from the index, what it holds that was not written, and every
+    tensor written compared with what was meant."""
+    by_key = {_text(r.key): r for r in records}
+    fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}
+    report = compare_checkpoints({k: written[k] for k in fresh if k in written}, fresh, path=prefix,
+                                 against="sources", chunk=chunk, check_crc=False, jobs=jobs)
+    report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
+    report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
+    taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
+    inodes = _Inodes()
+    for key in taken:
+        record, entry = by_key[key], written[key]
+        problem = _copied_problem(entry, record.source) if record.how == COPIED else \
+            _linked_problem(entry, record.source, inodes)
+        if problem is not None:
+            report.mismatches.append(Mismatch(key, "value", problem))
+    report.tensors += len(taken)
+    report.bytes += sum(by_key[k].size for k in taken)
+    return report
 
 
 BATCH_BYTES = 1 << 20
@@ -60,11 +108,11 @@ BATCH_BYTES = 1 << 20
 one task per tensor costs more than checking a tiny one."""
 
 
-def _batches(keys: list[str], sizes: list[int]) -> list[tuple[list[str], int]]:
-    """``keys`` in runs of consecutive keys of about :data:`BATCH_BYTES` together (at most 4096 keys), each
+def _batches(keys: list[int], sizes: list[int]) -> list[tuple[list[int], int]]:
+    """``keys`` (rows) in runs of consecutive ones of about :data:`BATCH_BYTES` together (at most 4096), each
     with its bytes: the tasks of the read-back, in order."""
-    out: list[tuple[list[str], int]] = []
-    run: list[str] = []
+    out: list[tuple[list[int], int]] = []
+    run: list[int] = []
     total = 0
     for key, size in zip(keys, sizes):
         if run and (total + size > BATCH_BYTES or len(run) >= 4096):
@@ -77,26 +125,45 @@ def _batches(keys: list[str], sizes: list[int]) -> list[tuple[list[str], int]]:
     return out
 
 
-def _copied_problems(written: Any, keys: list[str], by_key: dict[str, Any]) -> list[str | None]:
-    """:func:`_copied_problem` of each of ``keys``: the fixed-width tensors lying end to end in a data file read
-    with one ``pread`` (of at most :data:`BATCH_BYTES`) and their CRC32Cs taken over it; any other tensor, and
-    one whose bytes do not match, checked alone."""
-    entries = [written[k] for k in keys]
-    raws = [e.raw for e in entries]
+def _copied_rows(written: BundleCheckpoint, rows: list[int], records: list[Any]) -> list[str | None]:
+    """:func:`_copied_problem` of the tensor in each of ``rows`` (``records[row]`` wrote it): the fixed-width
+    tensors lying end to end in a data file read with one ``pread`` (of at most :data:`BATCH_BYTES`) and their
+    CRC32Cs taken over it, from the index's columns; any other tensor, and one whose bytes do not match, checked
+    alone."""
     reader = written.reader
-    whole = [reader.stored_range(raw) is not None and raw.size <= BATCH_BYTES for raw in raws]
-    problems: list[str | None] = [None] * len(keys)
+    columns = reader.entries
+    offsets, crcs, kinds, kind = columns.offset, columns.crc, columns.kinds, columns.kind
+    problems: list[str | None] = [None] * len(rows)
+    plain: dict[int, bool] = {}  # kind -> whether its tensors lie as plain byte ranges (bounds: checked by pread)
+
+    def whole(row: int) -> bool:
+        if row in columns.slices:
+            return False
+        found = plain.get(kind[row])
+        if found is None:
+            where = reader.row_range(row)
+            found = plain[kind[row]] = where is not None and where[2] <= BATCH_BYTES
+        return found
+
+    def alone(k: int) -> None:
+        row = rows[k]
+        problems[k] = _copied_problem(written[_text(columns.keys[row])], records[row].source)
+
     i = 0
-    while i < len(keys):
-        if not whole[i]:
-            problems[i] = _copied_problem(entries[i], by_key[keys[i]].source)
+    while i < len(rows):
+        if not whole(rows[i]):
+            alone(i)
             i += 1
             continue
-        shard, start = raws[i].shard_id, raws[i].offset
-        end, j = start + raws[i].size, i + 1
-        while j < len(keys) and whole[j] and raws[j].shard_id == shard and raws[j].offset == end \
-                and end + raws[j].size - start <= BATCH_BYTES:
-            end += raws[j].size
+        shard = kinds[kind[rows[i]]][2]
+        start = offsets[rows[i]]
+        end, j = start + kinds[kind[rows[i]]][3], i + 1
+        while j < len(rows):
+            row = rows[j]
+            _, _, in_shard, size = kinds[kind[row]]
+            if in_shard != shard or offsets[row] != end or end + size - start > BATCH_BYTES or not whole(row):
+                break
+            end += size
             j += 1
         fd = os.open(reader.data_paths[shard], os.O_RDONLY)
         try:
@@ -104,9 +171,11 @@ def _copied_problems(written: Any, keys: list[str], by_key: dict[str, Any]) -> l
         finally:
             os.close(fd)
         for k in range(i, j):
-            at = raws[k].offset - start
-            if at + raws[k].size > len(view) or crc32c(view[at:at + raws[k].size]) != unmask(raws[k].crc32c):
-                problems[k] = _copied_problem(entries[k], by_key[keys[k]].source)
+            row = rows[k]
+            at = offsets[row] - start
+            size = kinds[kind[row]][3]
+            if at + size > len(view) or crc32c(view[at:at + size]) != unmask(crcs[row]):
+                alone(k)
         i = j
     return problems
 
@@ -134,6 +203,20 @@ class _Inodes:
             st = os.stat(path)
             self._known[path] = (st.st_dev, st.st_ino)
         return self._known[path]
+
+
+def _linked_row(written: BundleCheckpoint, row: int, source: Any, inodes: _Inodes) -> str | None:
+    """:func:`_linked_problem` of the tensor in ``row`` of the written index, read from the columns of both
+    indexes (a linked tensor is an input's :class:`BundleTensor`, stored whole)."""
+    mine, theirs = written.reader.entries, source.bundle.entries
+    dtype, shape, shard, size = mine.kinds[mine.kind[row]]
+    raw_dtype, raw_shape, raw_shard, raw_size = theirs.kinds[theirs.kind[source.row]]
+    if (raw_dtype, raw_shape, raw_size, theirs.offset[source.row], theirs.crc[source.row]) != \
+            (dtype, shape, size, mine.offset[row], mine.crc[row]) or row in mine.slices:
+        return "the index entry does not point at the input's bytes"
+    if inodes.of(written.reader.data_paths[shard]) != inodes.of(source.bundle.data_paths[raw_shard]):
+        return "the data file is not the input's own (not a hard link of it)"
+    return None
 
 
 def _linked_problem(entry: Any, source: Any, inodes: _Inodes) -> str | None:

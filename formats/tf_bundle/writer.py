@@ -42,7 +42,7 @@ from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.files import BundleFiles
-from formats.tf_bundle.layout import Layout, plan_layout, stored_whole
+from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
@@ -109,7 +109,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
             shards=shards),
             force=force)
     pairs: Iterable[tuple[Any, Source]] = _pairs(tensors, object_graph)
-    layout = Layout([], {})
+    layout = Layout([])
     if sources and shards is None:  # every source known up front: input data files may be taken over whole
         pairs = list(pairs)
         layout = plan_layout([source for _, source in pairs], link)
@@ -121,9 +121,10 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     created = make_parents(prefix)
     try:
         with out:
-            fresh_bytes = planned_bytes(s for i, s in enumerate(sources) if i not in layout.placed)
+            fresh_bytes = planned_bytes(sources[i] for i in layout.placed.others(len(sources)))
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
-            report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards)
+            report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
+                            guarded=bool(sources))
             out.publish(replace=force)
     except BaseException:
         remove_created(created)
@@ -134,20 +135,26 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
 @gc_paused
 def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
            keep: bool, progress: Callable[[int, int], None] | None, jobs: int | None,
-           shards: Sequence[int] | None) -> WriteReport:
-    """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check)."""
+           shards: Sequence[int] | None, guarded: bool = False) -> WriteReport:
+    """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check).
+    ``guarded``: every source was checked not to be read from an output file (:func:`guard_output`)."""
     report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
     records = _take_over(out, pairs, guard, progress)
     seen = {r.key for r in records}
     if len(seen) < len(records):
         raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
-    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards)
+    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards, guarded)
+    given = pairs if isinstance(pairs, list) else None
     for r in sorted(records, key=lambda r: r.position):
-        key = r.key.decode("utf-8", "surrogateescape")
+        key = given[r.position][0] if given is not None else None  # the key as given: one string per tensor
+        if type(key) is not str or not _same_text(key, r.key):
+            key = r.key.decode("utf-8", "surrogateescape")
         report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
         if key == OBJECT_GRAPH_KEY:
             report.format = "tf-object"
     _write_index(out, records)
+    for r in records:
+        r.entry = b""  # in the index now: not held through the read-back
     report.warnings += out.warnings
     if verify:
         from formats.tf_bundle.readback import verify_written
@@ -155,6 +162,15 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
         report.accept(verify_written(out.temp, out.prefix, records, chunk, jobs))
     out.finish_syncs()
     return report
+
+
+def _same_text(key: str, raw: bytes) -> bool:
+    """Whether ``raw`` decodes to ``key``: it is ``key`` in strict UTF-8 (no surrogate, which bytes decoded with
+    ``surrogateescape`` may join differently)."""
+    try:
+        return key.encode("utf-8") == raw
+    except UnicodeEncodeError:
+        return False
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
@@ -200,14 +216,17 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
                 out.open_data(0)
             _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
-        for position in reused.positions:
+        output = guard.output
+        columns = reused.reader.entries  # each tensor's entry read from the input's index columns
+        kinds, kind_of, offsets, crcs = columns.kinds, columns.kind, columns.offset, columns.crc
+        for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
             key, source = pairs[position]
-            guard.check_source(source)
-            raw = out.layout.placed[position][1]
-            entry = encode_entry(raw.dtype, raw.shape, offset + raw.offset, raw.size, raw.crc32c, shard)
-            records.append(_Record(_key_bytes(key, guard.output), entry, raw.size, source.dtype, tuple(raw.shape),
-                                   how=how, source=source))
-            records[-1].position = position
+            dtype, shape, _, size = kinds[kind_of[row]]
+            record = _Record(_key_bytes(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
+                                                                   crcs[row], shard),
+                             size, source.dtype, shape, how=how, source=source)
+            record.position = position
+            records.append(record)
         if progress is not None:
             progress(base, len(records))
     if out.data is not None:
@@ -237,7 +256,7 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
 
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
                  verify: bool, keep: bool, seen: set[bytes], progress: Callable[[int, int], None] | None = None,
-                 shards: Sequence[int] | None = None) -> list[_Record]:
+                 shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
     """Write every tensor not taken over, in the order given (``seen``: the keys already written), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
     if out.fresh_shard is None:
@@ -250,6 +269,7 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
         offset = data.tell()
         items = group[1] if group is not None and group[0] == shard else ()
+        whole = WholeCheck()
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
                 raw_key = _key_bytes(key, guard.output)
@@ -257,8 +277,9 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                     raise InvalidOutputError(guard.output,
                                              f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
                 seen.add(raw_key)
-                guard.check_source(source)
-                record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard)
+                if not guarded:  # a source met here first (a one-shot iterator's)
+                    guard.check_source(source)
+                record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard, whole=whole)
                 record.position = position
                 records.append(record)
                 offset += record.size
@@ -278,10 +299,11 @@ def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
               shards: Sequence[int] | None) -> Iterator[tuple[int, int, Any, Source]]:
     """``(shard, position, key, source)`` for every tensor not taken over: the shard numbers given (never
     decreasing, one per tensor, the object graph included), else the fresh data file's."""
-    fresh = ((position, key, source) for position, (key, source) in enumerate(pairs)
-             if position not in out.layout.placed)
+    placed = out.layout.placed
+    fresh = ((position, *pairs[position]) for position in placed.others(len(pairs))) if isinstance(pairs, list) \
+        else ((position, key, source) for position, (key, source) in enumerate(pairs) if position not in placed)
     if shards is None:
-        yield from ((out.fresh_shard, *item) for item in fresh)  # type: ignore[misc]
+        yield from ((out.fresh_shard, *item) for item in fresh)
         return
     numbers, previous = iter(shards), 0
     for item in fresh:
@@ -333,12 +355,13 @@ def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
 
 
 def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
-                  verify: bool, keep: bool, shard: int = 0, kernel: bool = True) -> _Record:
-    copied = _kernel_copy(out, source, offset) if kernel else None
+                  verify: bool, keep: bool, shard: int = 0, kernel: bool = True,
+                  whole: WholeCheck | None = None) -> _Record:
+    copied = _kernel_copy(out, source, offset, whole) if kernel else None
     if copied is not None:
-        raw = source.raw
-        entry = encode_entry(raw.dtype, raw.shape, offset, raw.size, raw.crc32c, shard)
-        return _Record(key, entry, raw.size, source.dtype, tuple(raw.shape), how=COPIED, source=source)
+        dtype, shape, size, crc = copied
+        return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
+                       how=COPIED, source=source)
     dt, shape = describe(source)
     name = key.decode("utf-8", "surrogateescape")
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
@@ -375,21 +398,30 @@ SMALL_COPY = 1 << 16
 (opening its data file, flushing the output and seeking again cost more than the bytes, once per tensor)."""
 
 
-def _kernel_copy(out: BinaryIO, source: Source, offset: int) -> int | None:
-    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the bytes
-    copied, or None when it has none to take over (see :func:`formats.tf_bundle.layout.stored_whole`)."""
-    raw = stored_whole(source)
-    if raw is None:
+def _kernel_copy(out: BinaryIO, source: Source, offset: int,
+                 whole: WholeCheck | None = None) -> tuple[int, tuple[int, ...], int, int] | None:
+    """Copy a bundle tensor's stored bytes (any dtype) straight from its data file in the kernel; the dtype,
+    shape, size and masked CRC32C of its entry (read from the index's columns), or None when it has none to take
+    over (see :func:`formats.tf_bundle.layout.stored_whole`; ``whole``: the check, kept over the tensors of one
+    write)."""
+    if not isinstance(source, BundleTensor):
         return None
-    if raw.size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
-        data = source.bundle.peek(raw.shard_id, raw.offset, raw.size)
-        if len(data) == raw.size:
+    reader, row = source.bundle, source.row
+    shard = (whole or WholeCheck()).where(reader, row)
+    if shard < 0:
+        return None
+    columns = reader.entries
+    dtype, shape, _, size = columns.kinds[columns.kind[row]]
+    at = columns.offset[row]
+    if size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
+        data = reader.peek(shard, at, size)
+        if len(data) == size:
             out.write(data)
-            return raw.size
+            return dtype, shape, size, columns.crc[row]
     out.flush()
-    _copy_range_of(source.bundle.data_paths[raw.shard_id], out.fileno(), raw.size, raw.offset, offset)
-    out.seek(offset + raw.size)
-    return raw.size
+    _copy_range_of(reader.data_paths[shard], out.fileno(), size, at, offset)
+    out.seek(offset + size)
+    return dtype, shape, size, columns.crc[row]
 
 
 def _sha256() -> Any:

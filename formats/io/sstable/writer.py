@@ -49,6 +49,17 @@ def short_successor(key: bytes) -> bytes:
     return key
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes ``a`` and ``b`` share (their first ``n`` bytes compared as one big-endian number:
+    the highest byte that differs is the first)."""
+    n = min(len(a), len(b))
+    x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
+    return n - (x.bit_length() + 7) // 8
+
+
 class _Block:
     """``BlockBuilder``: prefix-compressed entries, then restart offsets and their count."""
 
@@ -76,15 +87,14 @@ class _Block:
         """Append one entry, sharing a prefix with the previous key unless at a restart point."""
         shared = 0
         if self.counter < self.interval:
-            last = self.last_key
-            n = min(len(last), len(key))
-            while shared < n and last[shared] == key[shared]:
-                shared += 1
+            shared = _shared_prefix(self.last_key, key)
         else:
             self.restarts.append(len(self.buffer))
             self.counter = 0
-        self.buffer += encode_varint(shared) + encode_varint(len(key) - shared) + encode_varint(len(value))
-        self.buffer += key[shared:]
+        rest, n = len(key) - shared, len(value)
+        self.buffer += (_ONE_BYTE[shared] + _ONE_BYTE[rest] + _ONE_BYTE[n] if shared < 0x80 and rest < 0x80 and n < 0x80
+                        else encode_varint(shared) + encode_varint(rest) + encode_varint(n))
+        self.buffer += key[shared:] if shared else key
         self.buffer += value
         self.last_key = key
         self.counter += 1
@@ -121,8 +131,9 @@ class TableWriter:
             assert self.last_key is not None
             self._add_index(shortest_separator(self.last_key, key))
         self.last_key = key
-        self.data.add(key, value)
-        if self.data.size_estimate() >= self.block_size:
+        data = self.data
+        data.add(key, value)
+        if len(data.buffer) + 4 * len(data.restarts) + 4 >= self.block_size:  # data.size_estimate()
             self._flush()
 
     def finish(self) -> int:

@@ -155,7 +155,7 @@ class ConversionPlan:
         """Append an output row and return it. A value ckpt cannot read (``value.unreadable``) is not appended: it
         is an error naming it (the output would lack it), which :meth:`leave_out_unreadable` turns into a warning
         saying it is left out (``--skip-unreadable``)."""
-        row = PlanRow(source, key, tuple(map(int, shape)), str(dtype), note, value, transform)
+        row = PlanRow(source, key, _shape(shape), str(dtype), note, value, transform)
         why = getattr(value, "unreadable", None)
         if why:
             self.leave_out(source or key, why)
@@ -219,6 +219,19 @@ class ConversionPlan:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _shape(shape: Iterable[int]) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, one tuple per distinct shape (the rows of a plan share a few)."""
+    found = _SHAPES.get(shape) if type(shape) is tuple else None
+    if found is None:
+        found = tuple(map(int, shape))
+        if len(_SHAPES) < 4096:
+            _SHAPES[found] = found
+    return found
+
+
+_SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
 @record

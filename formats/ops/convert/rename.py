@@ -37,10 +37,14 @@ def plan_rename(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
 
         ObjectRename(source, options, plan).run()
     else:
-        for key in sorted(source):
-            entry = source[key]
-            new = options.rules.apply(key)
+        apply = options.rules.apply
+        for key, entry in sorted(source.items(), key=_first):  # in index order already: one pass of the sort
+            new = apply(key)
             plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
     plan.check_collisions()
     plan.report_unused_rules(options.rules)
     return plan
+
+
+def _first(pair: tuple[str, object]) -> str:
+    return pair[0]

@@ -19,7 +19,9 @@ from formats.ops.convert.plan import ERROR, WARNING, Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+
+    from formats.core.model import TensorEntry
 
 __all__ = ["Selection", "choose_tensors", "OPTIMIZER_ROLES"]
 
@@ -36,13 +38,14 @@ class Selection:
 def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequence[str] = (), by: str = "key",
                    drop_optimizer: bool = False) -> Selection:
     """Decide, for every tensor of ``ckpt`` but the object graph, whether an edit keeps it."""
-    keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
-    subject = {k: str(ckpt[k].name) if by == "name" else k for k in keys}
+    entries = {k: e for k, e in ckpt.items() if k != OBJECT_GRAPH_KEY}  # each looked up once, in stored order
+    keys = sorted(entries)
+    subject = {k: str(entries[k].name) for k in keys} if by == "name" else {k: k for k in keys}
     out = Selection()
     chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else set(keys)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
     for key in keys:
-        role = str(ckpt[key].role)
+        role = str(entries[key].role)
         if key not in chosen and role != Role.SAVE_COUNTER:
             out.dropped[key] = "not selected"
         elif key in excluded:
@@ -51,7 +54,7 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
             out.dropped[key] = "optimizer slot" if role == Role.SLOT else "optimizer state"
     if drop_optimizer and not any(r.startswith("optimizer") for r in out.dropped.values()):
         out.problems.append(Problem("optimizer", ckpt.path, "there is no optimizer state to leave out", WARNING))
-    _orphaned_slots(ckpt, keys, out)
+    _orphaned_slots(entries, keys, out)
     out.kept = [k for k in keys if k not in out.dropped]
     if not out.kept:
         out.problems.append(Problem("selection", ckpt.path, "nothing would be left to write", ERROR))
@@ -70,11 +73,11 @@ def _matching(out: Selection, path: str, keys: list[str], subject: dict[str, str
     return {k for k in keys if subject[k] in wanted}
 
 
-def _orphaned_slots(ckpt: Checkpoint, keys: list[str], out: Selection) -> None:
+def _orphaned_slots(entries: Mapping[str, TensorEntry], keys: list[str], out: Selection) -> None:
     """Leave out every kept slot whose variable is left out (one warning per variable)."""
     orphans: dict[str, list[str]] = {}
     for key in keys:
-        entry = ckpt[key]
+        entry = entries[key]
         if key in out.dropped or str(entry.role) != Role.SLOT or not entry.slot_of:
             continue
         if entry.slot_of in out.dropped:
