@@ -203,6 +203,9 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         return None
     shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
+    if variant.get("refuse"):  # a source the map recognises but does not convert (BERT-generation's bert2bert)
+        plan.add("family", source.path, f"{variant['refuse']} (the {family.name} map's {variant.get('name')} variant)")
+        return None
     base = original[2]
     spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
     try:
@@ -225,15 +228,15 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
 
 def _variant(family: Family, keys: list[str]) -> dict[str, Any]:
     """The first of the family's variants whose ``detect`` pattern matches a key (T5 v1.1's gated
-    feed-forward), else the one without ``detect``, else none."""
+    feed-forward; a list of patterns: each matches a key), else the one without ``detect``, else none."""
     fallback: dict[str, Any] = {}
     for variant in family.variants:
         detect = variant.get("detect")
         if detect is None:
             fallback = fallback or variant
             continue
-        regex = Pattern(detect).regex({})
-        if any(regex.match(k) for k in keys):
+        regexes = [Pattern(d).regex({}) for d in ([detect] if isinstance(detect, str) else detect)]
+        if all(any(regex.match(k) for k in keys) for regex in regexes):
             return variant
     return fallback
 
