@@ -62,7 +62,7 @@ def test_zero_heads_are_refused(run_cli, tmp_path: Path) -> None:
     errors = _refused(run_cli, tmp_path / "out", HF_DATA / "bert" / "bert_model.ckpt", "--hparam",
                       "num_attention_heads=0")
     assert errors == ["error: config: num_attention_heads: num_attention_heads=0: a model needs at least one "
-                      "attention head (transformers 5 cannot build this configuration)"]
+                      "attention head (transformers 5 cannot build this configuration; --hparam num_attention_heads=N sets it)"]
 
 
 def test_gpt2_heads_that_do_not_divide_n_embd_are_refused(run_cli, tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ def test_without_a_head_count_the_default_is_berts_head_size(run_cli, tmp_path: 
     a hidden size of 32 makes 0: one error naming the field (--hparam num_attention_heads=N gives it)."""
     assert refused(run_cli, _module("bert_generation_encoder"), tmp_path) == [
         "error: config: num_attention_heads: num_attention_heads=0: a model needs at least one attention head "
-        "(transformers 5 cannot build this configuration)"]
+        "(transformers 5 cannot build this configuration; --hparam num_attention_heads=N sets it)"]
 
 
 def test_the_wrong_family_is_one_error(run_cli, tmp_path: Path) -> None:

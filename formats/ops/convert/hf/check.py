@@ -57,7 +57,7 @@ def config_problems(family: Family, config: dict[str, Any], architecture: str | 
             continue
         if count < 1:
             out.append((part, f"{_shown(config, part)}: a model needs at least one attention head "
-                              "(transformers 5 cannot build this configuration)"))
+                              f"(transformers 5 cannot build this configuration; --hparam {part}=N sets it)"))
         elif total % count:
             out.append((part, f"{_shown(config, part)} does not divide {_shown(config, whole)}: transformers 5 "
                               f"needs {whole} to be a multiple of {part}"))
