@@ -24,15 +24,49 @@ Segment = tuple[str, str | None]  # (text, rich style or None)
 
 
 class TextTable:
-    """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows."""
+    """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows.
 
-    __slots__ = ("columns", "rows", "row_styles")
+    A table of many rows may be made of its cells a column at a time (:meth:`of_columns`): printed as text, it
+    is laid out from them without a list per row; its :attr:`rows` are made when first asked for."""
+
+    __slots__ = ("columns", "_rows", "_cells", "row_styles")
 
     def __init__(self, columns: list[tuple[str, str]], rows: list[list[str]] | None = None,
                  row_styles: list[str | None] | None = None) -> None:
         self.columns = columns
-        self.rows = [] if rows is None else rows
-        self.row_styles: list[str | None] = [None] * len(self.rows) if row_styles is None else row_styles
+        self._rows: list[list[str]] | None = [] if rows is None else rows
+        self._cells: list[list[str]] | None = None
+        self.row_styles: list[str | None] = [None] * len(self._rows) if row_styles is None else row_styles
+
+    @classmethod
+    def of_columns(cls, columns: list[tuple[str, str]], cells: list[list[str]],
+                   row_styles: list[str | None]) -> TextTable:
+        """The table whose column ``i`` holds the cells ``cells[i]`` (all of one length: a style per row)."""
+        table = cls(columns, None, row_styles)
+        table._rows, table._cells = None, cells
+        return table
+
+    @property
+    def rows(self) -> list[list[str]]:
+        """The rows, a list of cells each (made from the columns when the table was made of them)."""
+        if self._rows is None:
+            self._rows = list(map(list, zip(*self._cells))) if self._cells else []  # type: ignore[misc]
+            self._cells = None  # the rows may change now: they hold the cells
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[list[str]]) -> None:
+        self._rows, self._cells = rows, None
+
+    def cells(self) -> list[tuple[str, ...]] | list[list[str]]:
+        """The cells a column at a time (one sequence per column; none when there are no rows)."""
+        if self._cells is not None:
+            return self._cells if self._cells and self._cells[0] else []
+        return list(zip(*self._rows)) if self._rows else []
+
+    def row_count(self) -> int:
+        """The number of rows (without making them)."""
+        return len(self.row_styles) if self._cells is not None else len(self.rows)
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """Append one row of cells (as many as there are columns)."""
@@ -48,9 +82,10 @@ def shown_columns(table: TextTable) -> list[tuple[str, ...]]:
     """The cells of ``table`` a column at a time, as :func:`~.common.shown` shows them: a column is escaped
     cell by cell only when some cell of it needs it (:func:`~formats.core.names.all_printable`), else kept as
     it is; one (empty) column per named column when there are no rows."""
-    if not table.rows:
+    cells = table.cells()
+    if not cells:
         return [() for _ in table.columns]
-    return [column if all_printable(column) else tuple(map(shown, column)) for column in zip(*table.rows)]
+    return [column if all_printable(column) else tuple(map(shown, column)) for column in cells]
 
 
 def plain_table(table: TextTable) -> list[str]:
@@ -139,7 +174,7 @@ def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: A
     width = _terminal_width(stream)
     if width is None:
         return False
-    rows = plain_table(table) if table is not None and table.rows else []
+    rows = plain_table(table) if table is not None and table.row_count() else []
     texts = ["".join(text for text, _ in line) for line in lines]
     styles = [s for s in [*(table.row_styles if table is not None and rows else []),
                           *(s for line in lines for _, s in line)] if s]
@@ -189,7 +224,7 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
     are limited to what is left of ``width`` (at least 12)."""
     columns = shown_columns(table)
-    rows = [list(row) for row in zip(*columns)] if table.rows else []
+    rows = [list(row) for row in zip(*columns)] if table.row_count() else []
     natural = [max(len(name), max(map(len, column), default=0)) for (name, _), column in zip(table.columns, columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
@@ -235,8 +270,9 @@ def without_columns(table: TextTable, names: Iterable[str]) -> TextTable:
     if not drop.intersection(name for name, _ in table.columns):
         return table
     keep = [i for i, (name, _) in enumerate(table.columns) if name not in drop]
-    return TextTable([table.columns[i] for i in keep], [[row[i] for i in keep] for row in table.rows],
-                     list(table.row_styles))
+    cells = table.cells()
+    return TextTable.of_columns([table.columns[i] for i in keep], [list(cells[i]) for i in keep] if cells else [],
+                                list(table.row_styles))
 
 
 def columns_to_leave_out(table: TextTable, width: int | None, optional: Iterable[str], reserve: int = 0) -> list[str]:
@@ -244,7 +280,7 @@ def columns_to_leave_out(table: TextTable, width: int | None, optional: Iterable
     for a terminal ``width`` columns wide (with ``reserve`` more columns beside it) fits; the key column is
     never among them and never cut. Nothing on a pipe (``width`` None); every optional column when even that
     does not make it fit (a row then overflows whole, for the terminal to wrap)."""
-    if width is None or not table.rows:
+    if width is None or not table.row_count():
         return []
     out: list[str] = []
     trial = table
@@ -284,7 +320,7 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
     from .common import console
 
     out = console(stderr=stderr)
-    if table is not None and table.rows:
+    if table is not None and table.row_count():
         for row, style in _layout(table, out.width):
             out.print(Text(row, style=(style or "") if use_color() else ""), soft_wrap=True)
     for line in lines:
