@@ -17,7 +17,7 @@ from .common import shown, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
@@ -50,7 +50,7 @@ class TextTable:
     def rows(self) -> list[list[str]]:
         """The rows, a list of cells each (made from the columns when the table was made of them)."""
         if self._rows is None:
-            self._rows = list(map(list, zip(*self._cells))) if self._cells else []  # type: ignore[misc]
+            self._rows = list(map(list, zip(*self._cells))) if self._cells else []
             self._cells = None  # the rows may change now: they hold the cells
         return self._rows
 
@@ -58,10 +58,10 @@ class TextTable:
     def rows(self, rows: list[list[str]]) -> None:
         self._rows, self._cells = rows, None
 
-    def cells(self) -> list[tuple[str, ...]] | list[list[str]]:
+    def cells(self) -> list[Sequence[str]]:
         """The cells a column at a time (one sequence per column; none when there are no rows)."""
         if self._cells is not None:
-            return self._cells if self._cells and self._cells[0] else []
+            return list(self._cells) if self._cells and self._cells[0] else []
         return list(zip(*self._rows)) if self._rows else []
 
     def row_count(self) -> int:
@@ -78,7 +78,7 @@ def _rich_mode(stream: Any) -> bool:
     return bool(stream.isatty()) or os.environ.get("CKPT_FORCE_RICH") == "1"
 
 
-def shown_columns(table: TextTable) -> list[tuple[str, ...]]:
+def shown_columns(table: TextTable) -> list[Sequence[str]]:
     """The cells of ``table`` a column at a time, as :func:`~.common.shown` shows them: a column is escaped
     cell by cell only when some cell of it needs it (:func:`~formats.core.names.all_printable`), else kept as
     it is; one (empty) column per named column when there are no rows."""
