@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
-           "slot_suffixes", "slot_key", "keras_scalar"]
+           "slot_suffixes", "slot_key", "keras_scalar", "may_not_be_variable"]
 
 
 @record(frozen=True)
@@ -119,13 +119,18 @@ _TELLING_LASTS = frozenset(("ITERATOR_STATE", *OPTIMIZER_SCALARS, *SLOT_SUFFIXES
 """The keys, and the last ``/`` segments, for which :func:`classify_name` may say anything but a variable."""
 
 
+def may_not_be_variable(key: str) -> bool:
+    """Whether :func:`classify_name` may give ``key`` another role than a variable (else it gives none)."""
+    return key.rpartition("/")[2] in _TELLING_LASTS or key in _TELLING_KEYS
+
+
 def classify_names(keys: Iterable[str]) -> dict[str, NameRole]:
     """Roles for every key of a name-based checkpoint (slots only for variables that are present)."""
     keyset = set(keys)
     variable = NameRole(Role.VARIABLE)  # frozen: one for every key whose last segment no convention names
     telling = _TELLING_LASTS
     out = {k: classify_name(k, keyset) if k.rpartition("/")[2] in telling or k in _TELLING_KEYS else variable
-           for k in sorted(keyset)}
+           for k in sorted(keyset)}  # as may_not_be_variable, inline
     for k, r in out.items():
         if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
                 and f"{r.slot_of}/RMSProp_2" in keyset):
