@@ -350,10 +350,17 @@ class _Tensors:
         return found
 
     def __getitem__(self, key: str) -> BundleTensor:
-        row = self._row(key)
-        if row < 0:
-            raise KeyError(key)
-        return self._tensor(row)
+        if isinstance(key, str):  # _row and _tensor, inline: asked once or twice per tensor by every command
+            try:
+                row = self._columns.find(key.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                row = -1
+            if row >= 0 and (self._hidden is None or row not in self._hidden):
+                found = self._made.get(row)
+                if found is None:
+                    found = self._made[row] = BundleTensor(self._reader, row, self._labels)
+                return found
+        raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
         return self._row(key) >= 0
