@@ -17,7 +17,7 @@ from .common import shown, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
@@ -92,12 +92,32 @@ def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks). Cells are escaped
     before measuring (columns stay aligned), a column at a time; each line is one ``format`` of its cells
     (no padded copy of every cell is held)."""
+    fill, header, rows = _plain_layout(table)
+    return [header, *[fill(*row).rstrip() for row in rows]]
+
+
+def plain_chunks(table: TextTable, rows_per_chunk: int = 4096) -> Iterator[str]:
+    """:func:`plain_table`'s lines, the header first, then the rows joined by newlines ``rows_per_chunk`` at a
+    time (a table of a million rows is written without all its lines held at once)."""
+    from itertools import islice
+
+    fill, header, rows = _plain_layout(table)
+    yield header
+    while True:
+        chunk = [fill(*row).rstrip() for row in islice(rows, rows_per_chunk)]
+        if not chunk:
+            return
+        yield "\n".join(chunk)
+
+
+def _plain_layout(table: TextTable) -> tuple[Callable[..., str], str, Iterator[tuple[str, ...]]]:
+    """The ``format`` of one line of ``table``, its header line, and its rows of escaped cells."""
     columns = shown_columns(table)
     header = [name for name, _ in table.columns]
     widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
     fill = spec.format
-    return [fill(*header).rstrip(), *[fill(*row).rstrip() for row in zip(*columns)]]
+    return fill, fill(*header).rstrip(), zip(*columns)
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
@@ -107,12 +127,13 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
     stream = sys.stderr if stderr else sys.stdout
     lines = _shown_lines(lines)
     if not _rich_mode(stream):
-        out = [] if table is None else plain_table(table)
-        out += ["".join(text for text, _ in line) for line in lines or []]
+        for chunk in () if table is None else plain_chunks(table):
+            stream.write(chunk + "\n")
+        out = ["".join(text for text, _ in line) for line in lines or []]
         if out:
             stream.write("\n".join(out) + "\n")
-            if stderr:  # an error line is out before anything else happens (and click 8.2's test runner reads
-                stream.flush()  # its stderr buffer without flushing the text layer first)
+        if stderr and (out or table is not None):  # an error line is out before anything else happens (and
+            stream.flush()  # click 8.2's test runner reads its stderr buffer without flushing the text layer first)
         return
     if os.environ.get("CKPT_FORCE_RICH") != "1" and _emit_fitting(table, lines or [], stream):
         return
