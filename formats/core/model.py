@@ -303,6 +303,11 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """The stored bytes of every tensor."""
         return sum(e.nbytes for e in self.values())
 
+    def entries_of(self, keys: Iterable[str]) -> list[TensorEntry]:
+        """The entries of ``keys``, in that order (TensorNotFoundError for a key it does not hold): a unit of work's
+        tensors. A format that makes its entries on demand may make these for the caller alone (not kept)."""
+        return [self[key] for key in keys]
+
     @property
     def files(self) -> list[str]:
         """The files that make up this checkpoint on disk."""

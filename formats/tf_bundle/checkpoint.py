@@ -387,6 +387,23 @@ class _Tensors:
         for tensor in self.values():
             yield tensor.key, tensor
 
+    def entries_of(self, keys: Iterable[str]) -> list[BundleTensor]:
+        """The tensors of ``keys`` (KeyError for one not here): those made already, and the others made for the
+        caller alone (a unit of work's: not kept, so a command's units hold a unit's tensors at a time)."""
+        find, made, hidden = self._columns.find, self._made, self._hidden
+        reader, labels = self._reader, self._labels
+        out = []
+        for key in keys:
+            try:
+                row = find(key.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                row = -1
+            if row < 0 or hidden is not None and row in hidden:
+                raise KeyError(key)
+            found = made.get(row)
+            out.append(BundleTensor(reader, row, labels) if found is None else found)
+        return out
+
     def nbytes_of(self, keys: Iterable[str]) -> list[int]:
         """The stored bytes of each of ``keys`` (KeyError for one not here), from the columns: no tensor made
         but for a partitioned variable's."""
@@ -436,6 +453,14 @@ class BundleCheckpoint(Checkpoint):
     def total_nbytes(self) -> int:
         """The stored bytes of every tensor, from the index's columns."""
         return int(self._entries.total_nbytes())  # type: ignore[attr-defined]
+
+    def entries_of(self, keys: Iterable[str]) -> list[TensorEntry]:
+        """The tensors of ``keys``: those not asked for before made for the caller alone (not kept)."""
+        try:
+            return self._entries.entries_of(keys)  # type: ignore[attr-defined]
+        except KeyError as e:
+            self[e.args[0]]  # the usual TensorNotFoundError
+            raise
 
     @property
     def object_graph(self) -> ObjectGraph | None:

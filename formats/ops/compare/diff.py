@@ -304,11 +304,12 @@ def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, s
     bytes are found a span at a time (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    small = same_small(ca, cb, pairs, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
-    rest = [p for i, p in enumerate(pairs) if i not in small]
-    found = iter(each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only,
+    side_a, side_b = ca.entries_of([p[1] for p in pairs]), cb.entries_of([p[2] for p in pairs])  # this unit's
+    small = same_small(side_a, side_b, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
+    rest = [i for i in range(len(pairs)) if i not in small]
+    found = iter(each_in_unit(both, lambda i: compare_entries(pairs[i][0], side_a[i], side_b[i], tol, keys_only,
                                                               chunk_elements, stats), rest))
-    return [(None if small[i] is None else _small_change(p, ca[p[1]], cb[p[2]], small[i], stats)) if i in small
+    return [(None if small[i] is None else _small_change(p, side_a[i], side_b[i], small[i], stats)) if i in small
             else next(found) for i, p in enumerate(pairs)]
 
 

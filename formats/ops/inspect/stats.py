@@ -208,7 +208,7 @@ def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUN
     ``histograms`` of ``bins`` bins, as :func:`tensor_stats`). Without histograms, small tensors are read and
     summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats`), to the same bits."""
     ckpt = opened(ref)
-    entries = [ckpt[key] for key in keys]
+    entries = ckpt.entries_of(keys)
     found: list[TensorStats | None] = [None] * len(entries)
     if not histograms:  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
         for i, (entry, fields) in enumerate(zip(entries, small_stats(entries, chunk_elements))):
