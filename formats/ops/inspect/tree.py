@@ -145,9 +145,9 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
     root = _graph_tree(ckpt, graph, keep, everything) if graph is not None else _key_tree(ckpt, keep)
-    for node in root.nodes():
-        if node.key is not None:
-            _fill(node, ckpt[node.key], describe_variants)
+    rows = [node for node in root.nodes() if node.key is not None]
+    for node, entry in zip(rows, ckpt.entries_of([node.key for node in rows])):  # type: ignore[misc]
+        _fill(node, entry, describe_variants)
     if everything:
         root.children += _signature_nodes(ckpt.metadata.get("signatures") or [])
     root.total()
