@@ -247,8 +247,10 @@ def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
     seen: dict[str, set[str]] = {}
     for key in keys:
         entry = ckpt[key]
+        if entry.role not in OPTIMIZER_ROLES:  # first: a variable's role is all there is to ask
+            continue
         optimizer = entry.optimizer
-        if optimizer is not None and entry.role in OPTIMIZER_ROLES and "/" in entry.name:
+        if optimizer is not None and "/" in entry.name:
             seen.setdefault(optimizer, set()).add(entry.name.split("/", 1)[0])
     return {path: names.pop() for path, names in seen.items() if len(names) == 1}
 
@@ -259,8 +261,10 @@ def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int
     seen: set[int] = set()
     for key, (node_id, _) in mapping.items():
         entry = ckpt[key]
+        if entry.role != Role.SLOT:
+            continue
         slot_of = entry.slot_of
-        if entry.role != Role.SLOT or node_id in seen or slot_of not in mapping:
+        if node_id in seen or slot_of not in mapping:
             continue
         seen.add(node_id)
         homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
@@ -299,10 +303,10 @@ class _GraphBuilder:
             made.append((row, node_id, kids))
         for row, node_id, kids in reversed(made):  # every row's children are finished before it
             row.children = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
-            keys = self.own.get(node_id, [])
-            if len(keys) == 1:
+            keys = self.own.get(node_id)
+            if keys is not None and len(keys) == 1:
                 row.key = keys[0]
-            else:
+            elif keys:
                 row.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
         return root
 
