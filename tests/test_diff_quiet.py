@@ -70,9 +70,9 @@ def test_quiet_diff_reads_one_pair_where_a_full_diff_reads_all(run_cli, tmp_path
             compared.append(ea.key)
         return engine(ea, eb, **kw)
 
-    def counting_spans(ca, cb, pairs, *args):
-        same = spans(ca, cb, pairs, *args)
-        compared.extend(pairs[i][1] for i in same)
+    def counting_spans(side_a, side_b, *args):
+        same = spans(side_a, side_b, *args)
+        compared.extend(side_a[i].key for i in same)
         return same
 
     monkeypatch.setattr(diff_module, "compare_values", counting)

@@ -102,11 +102,12 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
 
         env = current()
     first = quiet or env.quiet  # no table shown (diff -q, or ckpt -q diff): stop at the first difference
-    with open_checkpoint(a) as ca, open_checkpoint(b) as cb:
+    from formats.core.gc_pause import paused_gc
+
+    with paused_gc(), open_checkpoint(a) as ca, open_checkpoint(b) as cb:  # objects per tensor, no cycle
         from ..render.progress import progress_for
 
-        total = sum(e.nbytes for e in ca.values()) + sum(e.nbytes for e in cb.values())
-        with progress_for(ca, "comparing", total=0 if quiet or keys_only else total) as progress:
+        with progress_for(ca, "comparing", total=0 if quiet or keys_only else None, also=cb) as progress:
             result = verbs.diff(ca, cb, match=match, rules=rules, strip_prefix_a=strip_prefix_a,
                                 strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
                                 keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,

@@ -84,7 +84,9 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
             _mention_temporaries(path, as_json)
             outputs.append(("dir", path, (infos, _below(path, recursive, infos))))
         else:
-            outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json, not tried))
+            with paused_gc():  # a tree's or a listing's objects per tensor, none in a cycle
+                outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json,
+                                        not tried))
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     return int(status)

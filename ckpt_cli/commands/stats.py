@@ -17,9 +17,11 @@ def run(env: Environment, p: Params) -> int:
     from formats import verbs
     from formats.api import open_checkpoint
 
+    from formats.core.gc_pause import paused_gc
+
     from ..render.progress import progress_for
 
-    with open_checkpoint(p.path) as ckpt:
+    with paused_gc(), open_checkpoint(p.path) as ckpt:  # objects per tensor by the hundred thousand, no cycle
         with progress_for(ckpt, "reading") as progress:
             result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs,
                                  histograms=("linear",) if p.hist else (), bins=p.bins, executor=p.executor)

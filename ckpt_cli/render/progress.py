@@ -14,15 +14,19 @@ LARGE = 64 << 20  # bytes of work below which no bar is worth drawing
 class progress_for:  # noqa: N801 - used as the function it was (``with progress_for(...)``); no contextlib (start-up)
     """``with progress_for(ckpt, label[, total]) as progress``: a ``progress(bytes_done, tensors_done)``
     callback drawing a bar on stderr, or None when no bar should show (stderr is no terminal, or the work is
-    under :data:`LARGE` bytes)."""
+    under :data:`LARGE` bytes). ``total`` defaults to the stored bytes of ``ckpt`` (and of ``also``)."""
 
-    def __init__(self, ckpt: Any, label: str, total: int | None = None) -> None:
-        self.ckpt, self.label = ckpt, label
-        self.total = sum(e.nbytes for e in ckpt.values()) if total is None else total
+    def __init__(self, ckpt: Any, label: str, total: int | None = None, also: Any = None) -> None:
+        self.ckpt, self.label, self.also = ckpt, label, also
+        self.total = total  # None: the checkpoint's stored bytes, added up only when a bar may show
         self.bar: Any = None
 
     def __enter__(self) -> Callable[[int, int], None] | None:
-        if not sys.stderr.isatty() or self.total < LARGE:
+        if not sys.stderr.isatty():
+            return None
+        if self.total is None:
+            self.total = self.ckpt.total_nbytes() + (0 if self.also is None else self.also.total_nbytes())
+        if self.total < LARGE:
             return None
         from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
                                    TransferSpeedColumn)

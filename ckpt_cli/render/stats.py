@@ -86,8 +86,8 @@ def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, c
     named = [("name", "left"), ("role", "left")] if names is not None else []
     nans, infs = map(attrgetter("nan"), tensors), map(attrgetter("inf"), tensors)
     styles: list[str | None] = ["red" if nan or inf else None for nan, inf in zip(nans, infs)]  # not .finite
-    return TextTable([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)],
-                     list(map(list, zip(*cells))), styles)
+    return TextTable.of_columns([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)],
+                                cells, styles)
 
 
 @gc_paused

@@ -17,22 +17,56 @@ from .common import shown, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
 
 
 class TextTable:
-    """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows."""
+    """Columns (name, justify) and rows of plain strings; ``row_styles`` optionally colour whole rows.
 
-    __slots__ = ("columns", "rows", "row_styles")
+    A table of many rows may be made of its cells a column at a time (:meth:`of_columns`): printed as text, it
+    is laid out from them without a list per row; its :attr:`rows` are made when first asked for."""
+
+    __slots__ = ("columns", "_rows", "_cells", "row_styles")
 
     def __init__(self, columns: list[tuple[str, str]], rows: list[list[str]] | None = None,
                  row_styles: list[str | None] | None = None) -> None:
         self.columns = columns
-        self.rows = [] if rows is None else rows
-        self.row_styles: list[str | None] = [None] * len(self.rows) if row_styles is None else row_styles
+        self._rows: list[list[str]] | None = [] if rows is None else rows
+        self._cells: list[list[str]] | None = None
+        self.row_styles: list[str | None] = [None] * len(self._rows) if row_styles is None else row_styles
+
+    @classmethod
+    def of_columns(cls, columns: list[tuple[str, str]], cells: list[list[str]],
+                   row_styles: list[str | None]) -> TextTable:
+        """The table whose column ``i`` holds the cells ``cells[i]`` (all of one length: a style per row)."""
+        table = cls(columns, None, row_styles)
+        table._rows, table._cells = None, cells
+        return table
+
+    @property
+    def rows(self) -> list[list[str]]:
+        """The rows, a list of cells each (made from the columns when the table was made of them)."""
+        if self._rows is None:
+            self._rows = list(map(list, zip(*self._cells))) if self._cells else []
+            self._cells = None  # the rows may change now: they hold the cells
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[list[str]]) -> None:
+        self._rows, self._cells = rows, None
+
+    def cells(self) -> list[Sequence[str]]:
+        """The cells a column at a time (one sequence per column; none when there are no rows)."""
+        if self._cells is not None:
+            return list(self._cells) if self._cells and self._cells[0] else []
+        return list(zip(*self._rows)) if self._rows else []
+
+    def row_count(self) -> int:
+        """The number of rows (without making them)."""
+        return len(self.row_styles) if self._cells is not None else len(self.rows)
 
     def add_row(self, *cells: str, style: str | None = None) -> None:
         """Append one row of cells (as many as there are columns)."""
@@ -44,25 +78,46 @@ def _rich_mode(stream: Any) -> bool:
     return bool(stream.isatty()) or os.environ.get("CKPT_FORCE_RICH") == "1"
 
 
-def shown_columns(table: TextTable) -> list[tuple[str, ...]]:
+def shown_columns(table: TextTable) -> list[Sequence[str]]:
     """The cells of ``table`` a column at a time, as :func:`~.common.shown` shows them: a column is escaped
     cell by cell only when some cell of it needs it (:func:`~formats.core.names.all_printable`), else kept as
     it is; one (empty) column per named column when there are no rows."""
-    if not table.rows:
+    cells = table.cells()
+    if not cells:
         return [() for _ in table.columns]
-    return [column if all_printable(column) else tuple(map(shown, column)) for column in zip(*table.rows)]
+    return [column if all_printable(column) else tuple(map(shown, column)) for column in cells]
 
 
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks). Cells are escaped
     before measuring (columns stay aligned), a column at a time; each line is one ``format`` of its cells
     (no padded copy of every cell is held)."""
+    fill, header, rows = _plain_layout(table)
+    return [header, *[fill(*row).rstrip() for row in rows]]
+
+
+def plain_chunks(table: TextTable, rows_per_chunk: int = 4096) -> Iterator[str]:
+    """:func:`plain_table`'s lines, the header first, then the rows joined by newlines ``rows_per_chunk`` at a
+    time (a table of a million rows is written without all its lines held at once)."""
+    from itertools import islice
+
+    fill, header, rows = _plain_layout(table)
+    yield header
+    while True:
+        chunk = [fill(*row).rstrip() for row in islice(rows, rows_per_chunk)]
+        if not chunk:
+            return
+        yield "\n".join(chunk)
+
+
+def _plain_layout(table: TextTable) -> tuple[Callable[..., str], str, Iterator[tuple[str, ...]]]:
+    """The ``format`` of one line of ``table``, its header line, and its rows of escaped cells."""
     columns = shown_columns(table)
     header = [name for name, _ in table.columns]
     widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
     spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
     fill = spec.format
-    return [fill(*header).rstrip(), *[fill(*row).rstrip() for row in zip(*columns)]]
+    return fill, fill(*header).rstrip(), zip(*columns)
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
@@ -72,12 +127,13 @@ def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = Non
     stream = sys.stderr if stderr else sys.stdout
     lines = _shown_lines(lines)
     if not _rich_mode(stream):
-        out = [] if table is None else plain_table(table)
-        out += ["".join(text for text, _ in line) for line in lines or []]
+        for chunk in () if table is None else plain_chunks(table):
+            stream.write(chunk + "\n")
+        out = ["".join(text for text, _ in line) for line in lines or []]
         if out:
             stream.write("\n".join(out) + "\n")
-            if stderr:  # an error line is out before anything else happens (and click 8.2's test runner reads
-                stream.flush()  # its stderr buffer without flushing the text layer first)
+        if stderr and (out or table is not None):  # an error line is out before anything else happens (and
+            stream.flush()  # click 8.2's test runner reads its stderr buffer without flushing the text layer first)
         return
     if os.environ.get("CKPT_FORCE_RICH") != "1" and _emit_fitting(table, lines or [], stream):
         return
@@ -139,7 +195,7 @@ def _emit_fitting(table: TextTable | None, lines: list[list[Segment]], stream: A
     width = _terminal_width(stream)
     if width is None:
         return False
-    rows = plain_table(table) if table is not None and table.rows else []
+    rows = plain_table(table) if table is not None and table.row_count() else []
     texts = ["".join(text for text, _ in line) for line in lines]
     styles = [s for s in [*(table.row_styles if table is not None and rows else []),
                           *(s for line in lines for _, s in line)] if s]
@@ -189,7 +245,7 @@ def _fit(table: TextTable, width: int) -> tuple[list[list[str]], list[int], bool
     cut otherwise (a row that still does not fit overflows whole, for the terminal to wrap). Prose columns
     are limited to what is left of ``width`` (at least 12)."""
     columns = shown_columns(table)
-    rows = [list(row) for row in zip(*columns)] if table.rows else []
+    rows = [list(row) for row in zip(*columns)] if table.row_count() else []
     natural = [max(len(name), max(map(len, column), default=0)) for (name, _), column in zip(table.columns, columns)]
     free = [i for i, (name, _) in enumerate(table.columns) if name.lower() in _FREE_TEXT]
     key = next((i for i, (name, _) in enumerate(table.columns) if name.lower() in _KEY_COLUMNS), None)
@@ -235,8 +291,9 @@ def without_columns(table: TextTable, names: Iterable[str]) -> TextTable:
     if not drop.intersection(name for name, _ in table.columns):
         return table
     keep = [i for i, (name, _) in enumerate(table.columns) if name not in drop]
-    return TextTable([table.columns[i] for i in keep], [[row[i] for i in keep] for row in table.rows],
-                     list(table.row_styles))
+    cells = table.cells()
+    return TextTable.of_columns([table.columns[i] for i in keep], [list(cells[i]) for i in keep] if cells else [],
+                                list(table.row_styles))
 
 
 def columns_to_leave_out(table: TextTable, width: int | None, optional: Iterable[str], reserve: int = 0) -> list[str]:
@@ -244,7 +301,7 @@ def columns_to_leave_out(table: TextTable, width: int | None, optional: Iterable
     for a terminal ``width`` columns wide (with ``reserve`` more columns beside it) fits; the key column is
     never among them and never cut. Nothing on a pipe (``width`` None); every optional column when even that
     does not make it fit (a row then overflows whole, for the terminal to wrap)."""
-    if width is None or not table.rows:
+    if width is None or not table.row_count():
         return []
     out: list[str] = []
     trial = table
@@ -284,7 +341,7 @@ def _emit_rich(table: TextTable | None, lines: list[list[Segment]], stderr: bool
     from .common import console
 
     out = console(stderr=stderr)
-    if table is not None and table.rows:
+    if table is not None and table.row_count():
         for row, style in _layout(table, out.width):
             out.print(Text(row, style=(style or "") if use_color() else ""), soft_wrap=True)
     for line in lines:

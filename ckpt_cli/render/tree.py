@@ -64,9 +64,9 @@ def _table(labels: list[str], nodes: list[Any]) -> TextTable:
     styles: list[str | None] = [
         "dim" if node.role in _DIM_ROLES or node.note.startswith("optimizer") else None if mine else "bold"
         for mine, node in zip(own, nodes)]
-    return TextTable([("object", "left"), ("dtype", "left"), ("shape", "left"), ("size", "right"),
-                      ("params", "right"), ("note", "left")],
-                     list(map(list, zip(labels, dtypes, shapes, sizes, params, notes))), styles)
+    return TextTable.of_columns([("object", "left"), ("dtype", "left"), ("shape", "left"), ("size", "right"),
+                                 ("params", "right"), ("note", "left")],
+                                [labels, dtypes, shapes, sizes, params, notes], styles)
 
 
 _DIM_ROLES = ("slot", "optimizer")
@@ -90,10 +90,10 @@ def render_tree(tree: Any) -> None:
     table = _table(labels, nodes)
     summary = [(tree.path, "bold"), (facts, None)]
     width = terminal_columns()
-    if width is not None and table.rows and laid_out_width(table, width) > width:
+    if width is not None and table.row_count() and laid_out_width(table, width) > width:
         emit(None, [*narrow_tree_lines(tree, table, width, (nodes, under)), summary])
         return
-    emit(table if table.rows else None, [summary])
+    emit(table if table.row_count() else None, [summary])
 
 
 TREE_LEAVE_OUT = ("params", "size")

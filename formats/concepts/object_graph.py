@@ -377,37 +377,45 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
     if hit is None:
         return EntryLabel(key, "other")
     node_id, attr = hit
-    base: dict[str, Any] = {"name": attr.full_name or key, "node_id": node_id, "attribute": attr.name}
+    name, attribute = attr.full_name or key, attr.name
     opt_id: int | None
     slot = graph.slot_of(node_id)
     if slot is not None:
         opt_id, ref = slot
         orig = ref.original_variable_node_id
-        return EntryLabel(**base, role=Role.SLOT, slot_of=var_keys.get(orig, graph.path(orig)),
-                          optimizer=graph.path(opt_id), slot_name=ref.slot_name)
+        return EntryLabel(name, Role.SLOT, node_id, attribute, var_keys.get(orig, graph.path(orig)),
+                          graph.path(opt_id), ref.slot_name)
     opt_id = graph.optimizer_of(node_id)
     if node_id in keras_slots:
         orig, slot_name = keras_slots[node_id]
-        return EntryLabel(**base, role=Role.SLOT, slot_of=var_keys.get(orig, graph.path(orig)),
-                          optimizer=graph.path(opt_id) if opt_id is not None else None, slot_name=slot_name)
-    if attr.name == "ITERATOR":
-        return EntryLabel(**base, role=Role.ITERATOR)
+        return EntryLabel(name, Role.SLOT, node_id, attribute, var_keys.get(orig, graph.path(orig)),
+                          graph.path(opt_id) if opt_id is not None else None, slot_name)
+    if attribute == "ITERATOR":
+        return EntryLabel(name, Role.ITERATOR, node_id, attribute)
     if graph.path(node_id) == "save_counter":
-        return EntryLabel(**base, role=Role.SAVE_COUNTER)
+        return EntryLabel(name, Role.SAVE_COUNTER, node_id, attribute)
     if opt_id is not None:
-        return EntryLabel(**base, role=Role.OPTIMIZER, optimizer=graph.path(opt_id))
-    if attr.name != VARIABLE_VALUE:
-        return EntryLabel(**base, role=Role.OTHER)
-    return EntryLabel(**base, role=_by_name(attr.full_name))
+        return EntryLabel(name, Role.OPTIMIZER, node_id, attribute, optimizer=graph.path(opt_id))
+    if attribute != VARIABLE_VALUE:
+        return EntryLabel(name, Role.OTHER, node_id, attribute)
+    return EntryLabel(name, _by_name(attr.full_name), node_id, attribute)
+
+
+_ROLES_OF_NAMES: list[Any] = []  # formats.concepts.roles' classify_name and may_not_be_variable, once imported
 
 
 def _by_name(full_name: str) -> Role:
     """A variable under no optimizer whose full name says it is optimizer state (``global_step``,
     ``beta1_power``) or iterator state (``.../ITERATOR_STATE``): a name-based checkpoint converted to
     object-based keeps them as plain variables; they keep the role they had there."""
-    from formats.concepts.roles import classify_name
+    if not _ROLES_OF_NAMES:
+        from formats.concepts.roles import classify_name, may_not_be_variable
 
-    role = classify_name(full_name).role if full_name else Role.VARIABLE
+        _ROLES_OF_NAMES[:] = [classify_name, may_not_be_variable]
+    classify_name, may_not_be_variable = _ROLES_OF_NAMES
+    if not full_name or not may_not_be_variable(full_name):
+        return Role.VARIABLE
+    role = classify_name(full_name).role
     return role if role in (Role.OPTIMIZER, Role.ITERATOR) else Role.VARIABLE
 
 
@@ -436,7 +444,7 @@ def _keras3_structural_slots(graph: ObjectGraph) -> dict[int, tuple[int, str]]:
     model ``<model>/kernel``)."""
     out: dict[int, tuple[int, str]] = {}
     for node in graph.nodes:
-        if not keras3_optimizer(graph, node.id):
+        if len(node.children) < 3 or not keras3_optimizer(graph, node.id):  # an optimizer has 3 children or more
             continue
         lists = {c.local_name: graph.nodes[c.node_id] for c in node.children}
         trained = {c.local_name: c.node_id for c in lists["_trainable_variables"].children}

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
-           "slot_suffixes", "slot_key", "keras_scalar"]
+           "slot_suffixes", "slot_key", "keras_scalar", "may_not_be_variable"]
 
 
 @record(frozen=True)
@@ -114,10 +114,23 @@ def classify_name(key: str, known: Iterable[str] | None = None) -> NameRole:
     return NameRole(Role.VARIABLE)
 
 
+_TELLING_KEYS = frozenset((OBJECT_GRAPH_KEY, "save_counter"))
+_TELLING_LASTS = frozenset(("ITERATOR_STATE", *OPTIMIZER_SCALARS, *SLOT_SUFFIXES))
+"""The keys, and the last ``/`` segments, for which :func:`classify_name` may say anything but a variable."""
+
+
+def may_not_be_variable(key: str) -> bool:
+    """Whether :func:`classify_name` may give ``key`` another role than a variable (else it gives none)."""
+    return key.rpartition("/")[2] in _TELLING_LASTS or key in _TELLING_KEYS
+
+
 def classify_names(keys: Iterable[str]) -> dict[str, NameRole]:
     """Roles for every key of a name-based checkpoint (slots only for variables that are present)."""
     keyset = set(keys)
-    out = {k: classify_name(k, keyset) for k in sorted(keyset)}
+    variable = NameRole(Role.VARIABLE)  # frozen: one for every key whose last segment no convention names
+    telling = _TELLING_LASTS
+    out = {k: classify_name(k, keyset) if k.rpartition("/")[2] in telling or k in _TELLING_KEYS else variable
+           for k in sorted(keyset)}  # as may_not_be_variable, inline
     for k, r in out.items():
         if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
                 and f"{r.slot_of}/RMSProp_2" in keyset):
@@ -142,7 +155,9 @@ def keras_scalar(name: str) -> str | None:
 
 def _keras_state(out: dict[str, NameRole]) -> None:
     """Re-label, in place, the variables that are tf-keras optimizer state (see the module doc)."""
-    scalars = {k: opt for k, r in out.items() if r.role is Role.VARIABLE and (opt := keras_scalar(k)) is not None}
+    counter = COUNTERS[TF_KERAS]
+    scalars = {k: opt for k, r in out.items() if r.role is Role.VARIABLE and (k == counter or k.count("/") == 1)
+               and (opt := keras_scalar(k)) is not None}  # keras_scalar: the counter, or one "/" (a C call first)
     if not scalars:
         return
     for key, opt in scalars.items():
@@ -151,7 +166,7 @@ def _keras_state(out: dict[str, NameRole]) -> None:
         out["learning_rate"] = NameRole(Role.OPTIMIZER)
     model = {k for k, r in out.items() if r.role is Role.VARIABLE}
     for key in sorted(model):
-        parsed = parse_keras_slot(key, model - {key})
+        parsed = parse_keras_slot(key, model)  # the variable it names is shorter than the key: never the key
         if parsed is not None:
             out[key] = NameRole(Role.SLOT, slot_of=parsed.variable, optimizer=parsed.optimizer,
                                 slot_name=parsed.slot)

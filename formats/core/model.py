@@ -45,7 +45,7 @@ from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from concurrent.futures import Executor
     from typing import Any
 
@@ -293,6 +293,20 @@ class Checkpoint(Mapping[str, TensorEntry]):
     def items(self) -> Any:
         """``(key, entry)`` pairs (straight from the dict)."""
         return self._entries.items()
+
+    def nbytes_of(self, keys: Iterable[str]) -> list[int]:
+        """The stored bytes of each of ``keys`` (TensorNotFoundError for a key it does not hold); a format holding
+        its index as columns answers without making an entry per key."""
+        return [self[key].nbytes for key in keys]
+
+    def total_nbytes(self) -> int:
+        """The stored bytes of every tensor."""
+        return sum(e.nbytes for e in self.values())
+
+    def entries_of(self, keys: Iterable[str]) -> list[TensorEntry]:
+        """The entries of ``keys``, in that order (TensorNotFoundError for a key it does not hold): a unit of work's
+        tensors. A format that makes its entries on demand may make these for the caller alone (not kept)."""
+        return [self[key] for key in keys]
 
     @property
     def files(self) -> list[str]:

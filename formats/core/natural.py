@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from re import Pattern
     from typing import Any
 
-__all__ = ["natural_order", "needs_natural_order", "key_order"]
+__all__ = ["natural_order", "needs_natural_order", "key_order", "natural_sorted"]
 
 _runs: Pattern[str] | None = None  # compiled (and re imported) when first needed: start-up
 
@@ -70,3 +70,30 @@ def key_order(keys: Iterable[str]) -> Callable[[str], Any]:
 
 def _itself(key: str) -> str:
     return key
+
+
+def natural_sorted(keys: list[str]) -> list[str]:
+    """``sorted(keys, key=key_order(keys))``, with the digit runs of all the keys rewritten at once (one regex
+    split of the keys joined, a dictionary look-up per run) instead of a regex call per key."""
+    joined = "\n".join(keys)
+    if not needs_natural_order(joined):
+        return sorted(keys)
+    if joined.count("\n") != len(keys) - 1:  # a key holds the separator: one at a time
+        return sorted(keys, key=natural_order)
+    global _runs
+    if _runs is None:
+        import re
+
+        _runs = re.compile(r"(\d+)")
+    parts = _runs.split(joined)
+    numbers = _NUMBERS
+    runs = parts[1::2]
+    for run in set(runs).difference(numbers):
+        if len(numbers) >= 1 << 16:
+            break
+        numbers[run] = _number(run)
+    parts[1::2] = [numbers.get(run) or _number(run) for run in runs]
+    orders = "".join(parts).split("\n")
+    if len(set(orders)) != len(orders):  # keys equal but for leading zeros: their text order decides
+        return [key for _, key in sorted(zip(orders, keys))]
+    return [keys[i] for i in sorted(range(len(keys)), key=orders.__getitem__)]

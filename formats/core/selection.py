@@ -57,12 +57,17 @@ def select(ckpt: Checkpoint, patterns: Sequence[str]) -> list[TensorEntry]:
 
     Raises :class:`~formats.core.errors.NothingSelectedError` naming every pattern that matches no key.
     """
+    return [ckpt[k] for k in selected_keys(ckpt, patterns)]
+
+
+def selected_keys(ckpt: Checkpoint, patterns: Sequence[str]) -> list[str]:
+    """The keys of the entries :func:`select` gives (sorted, the same error), without making the entries."""
     keys, unmatched = select_keys(ckpt, patterns)
     if unmatched:
         from formats.core.nearest import key_spellings
 
         raise nothing_selected(ckpt.path, unmatched, among=key_spellings(ckpt))
-    return [ckpt[k] for k in sorted(keys)]
+    return sorted(keys)
 
 
 def nothing_selected(path: object, unmatched: Sequence[str], what: str = "key",

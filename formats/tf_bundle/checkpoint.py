@@ -7,14 +7,14 @@ import struct
 from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
-from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry
+from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, Role, TensorEntry
 from formats.io.crc import crc32c, unmask
 from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name, reference_dtype_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from concurrent.futures import Executor
     from typing import Any
 
@@ -76,22 +76,22 @@ class BundleTensor(TensorEntry):
     @property
     def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot``, ``optimizer``, ``iterator``, ``save_counter``, ``object_graph`` or ``other``."""
-        return self.label.role
+        return self._labels.facts(self.key).role
 
     @property
     def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot: the key of the variable it belongs to."""
-        return self.label.slot_of
+        return self._labels.facts(self.key).slot_of
 
     @property
     def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot or optimizer state: the optimizer (its object path, or its TF1 name)."""
-        return self.label.optimizer
+        return self._labels.facts(self.key).optimizer
 
     @property
     def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: the slot's name (``m``, ``v``, ``accumulator``...)."""
-        return self.label.slot_name
+        return self._labels.facts(self.key).slot_name
 
     @property
     def label(self) -> EntryLabel:
@@ -271,6 +271,7 @@ class _Labels:
         self.object_based = object_based
         self._graph: ObjectGraph | None = None
         self._labels: dict[str, EntryLabel] | None = None
+        self._variable: EntryLabel | None = None  # the label of every plain variable of a name-based bundle
 
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
@@ -287,12 +288,28 @@ class _Labels:
 
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
+        found = self.facts(key)
+        if found is self._variable:  # a name-based variable: its label made now, none is kept
+            from formats.concepts.object_graph import EntryLabel
+
+            return EntryLabel(key, str(Role.VARIABLE))
+        return found
+
+    def facts(self, key: str) -> EntryLabel:
+        """The label of one key but for its ``name``, which may be another key's (a name-based variable's is one
+        label shared by them all)."""
         if self._labels is None:
-            with paused_gc():  # an EntryLabel per key
+            with paused_gc():  # a label per key of an object-based bundle
                 self._labels = self._compute()
-        return self._labels[key]
+        found = self._labels.get(key)
+        if found is None:
+            if self._variable is None:
+                raise KeyError(key)
+            return self._variable
+        return found
 
     def _compute(self) -> dict[str, EntryLabel]:
+        """Every key's label (object-based); a name-based bundle's but its plain variables' (:attr:`_variable`)."""
         from formats.concepts.object_graph import EntryLabel, label_keys
         from formats.concepts.roles import classify_names
 
@@ -300,8 +317,10 @@ class _Labels:
         graph = self.graph()
         if graph is not None:
             return label_keys(graph, keys)
+        self._variable = EntryLabel("", str(Role.VARIABLE))
         return {k: EntryLabel(k, str(r.role), slot_of=r.slot_of, optimizer=r.optimizer, slot_name=r.slot_name)
-                for k, r in classify_names(keys).items()}
+                for k, r in classify_names(keys).items()
+                if r.role is not Role.VARIABLE or r.slot_of or r.optimizer or r.slot_name}
 
 
 def _text(key: bytes) -> str:
@@ -339,10 +358,17 @@ class _Tensors:
         return found
 
     def __getitem__(self, key: str) -> BundleTensor:
-        row = self._row(key)
-        if row < 0:
-            raise KeyError(key)
-        return self._tensor(row)
+        if isinstance(key, str):  # _row and _tensor, inline: asked once or twice per tensor by every command
+            try:
+                row = self._columns.find(key.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                row = -1
+            if row >= 0 and (self._hidden is None or row not in self._hidden):
+                found = self._made.get(row)
+                if found is None:
+                    found = self._made[row] = BundleTensor(self._reader, row, self._labels)
+                return found
+        raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
         return self._row(key) >= 0
@@ -369,6 +395,45 @@ class _Tensors:
         for tensor in self.values():
             yield tensor.key, tensor
 
+    def entries_of(self, keys: Iterable[str]) -> list[BundleTensor]:
+        """The tensors of ``keys`` (KeyError for one not here): those made already, and the others made for the
+        caller alone (a unit of work's: not kept, so a command's units hold a unit's tensors at a time)."""
+        find, made, hidden = self._columns.find, self._made, self._hidden
+        reader, labels = self._reader, self._labels
+        out = []
+        for key in keys:
+            try:
+                row = find(key.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                row = -1
+            if row < 0 or hidden is not None and row in hidden:
+                raise KeyError(key)
+            found = made.get(row)
+            out.append(BundleTensor(reader, row, labels) if found is None else found)
+        return out
+
+    def nbytes_of(self, keys: Iterable[str]) -> list[int]:
+        """The stored bytes of each of ``keys`` (KeyError for one not here), from the columns: no tensor made
+        but for a partitioned variable's."""
+        columns = self._columns
+        sizes = [kind[3] for kind in columns.kinds]
+        kind = columns.kind
+        out = []
+        for key in keys:
+            row = self._row(key)
+            if row < 0:
+                raise KeyError(key)
+            out.append(sizes[kind[row]] if row not in columns.slices else self._tensor(row).nbytes)
+        return out
+
+    def total_nbytes(self) -> int:
+        """The stored bytes of every tensor, from the columns."""
+        columns = self._columns
+        if not columns.slices and isinstance(self._rows, range):
+            sizes = [kind[3] for kind in columns.kinds]
+            return sum(map(sizes.__getitem__, columns.kind))
+        return sum(self.nbytes_of(self))
+
 
 class BundleCheckpoint(Checkpoint):
     """An opened bundle: ``format`` is ``tf-object`` when it holds an object graph, else ``tf-name``.
@@ -384,6 +449,26 @@ class BundleCheckpoint(Checkpoint):
         entries = _Tensors(self.reader, self._labels)
         fmt = FormatName.TF_OBJECT if object_based else FormatName.TF_NAME
         super().__init__(prefix, fmt, entries)  # type: ignore[arg-type]
+
+    def nbytes_of(self, keys: Iterable[str]) -> list[int]:
+        """The stored bytes of each of ``keys``, from the index's columns (no tensor made per key)."""
+        try:
+            return self._entries.nbytes_of(keys)  # type: ignore[attr-defined]
+        except KeyError as e:
+            self[e.args[0]]  # the usual TensorNotFoundError
+            raise
+
+    def total_nbytes(self) -> int:
+        """The stored bytes of every tensor, from the index's columns."""
+        return int(self._entries.total_nbytes())  # type: ignore[attr-defined]
+
+    def entries_of(self, keys: Iterable[str]) -> list[TensorEntry]:
+        """The tensors of ``keys``: those not asked for before made for the caller alone (not kept)."""
+        try:
+            return self._entries.entries_of(keys)  # type: ignore[attr-defined]
+        except KeyError as e:
+            self[e.args[0]]  # the usual TensorNotFoundError
+            raise
 
     @property
     def object_graph(self) -> ObjectGraph | None:

@@ -60,6 +60,7 @@ class IndexColumns:
         self._n_learned = 0
         self._num_shards = num_shards
         self._outside: int | None = None  # the first row stored in an undeclared data file
+        self._next = 0  # the row find tries first
         self._decode(pairs)
         if self._outside is not None:
             e = self.row(self._outside)
@@ -161,9 +162,21 @@ class IndexColumns:
         return self.kinds[self.kind[row]]
 
     def find(self, key: bytes) -> int:
-        """The row of ``key``, or -1."""
-        i = bisect_left(self.keys, key)
-        return i if i < len(self.keys) and self.keys[i] == key else -1
+        """The row of ``key``, or -1. The row after the last one found is tried first: commands ask for keys in
+        index order (each maybe twice), and then no bisection is made (a hint only: any thread may move it, the key
+        decides)."""
+        keys = self.keys
+        i = self._next
+        if i < len(keys) and keys[i] == key:
+            self._next = i + 1
+            return i
+        if 0 < i <= len(keys) and keys[i - 1] == key:  # the same key again
+            return i - 1
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            self._next = i + 1
+            return i
+        return -1
 
     def __getitem__(self, key: bytes) -> RawEntry:
         i = self.find(key)

@@ -27,6 +27,7 @@ from _collections_abc import Callable  # for the Progress alias: collections.abc
 
 from formats.core.comparison import compare_values
 from formats.core.errors import UsageError
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.selection import nothing_selected, select_keys
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
@@ -179,6 +180,7 @@ def _converted(ca: Checkpoint, cb: Checkpoint, rules: RuleSet | None,
     return names_a, names_b
 
 
+@gc_paused  # a result per tensor, none in a cycle
 def diff_checkpoints(a: Checkpoint | str | os.PathLike[str], b: Checkpoint | str | os.PathLike[str], *,
                      match: str = "key", rules: RuleSet | None = None, strip_prefix_a: str | None = None,
                      strip_prefix_b: str | None = None, tolerance: Tolerance | None = None,
@@ -241,8 +243,10 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
         clash_a, clash_b = [c for c in clash_a if c[1] in keep], [c for c in clash_b if c[1] in keep]
     result.only_in_a = sorted([names_a[n] for n in names_a if n not in names_b] + [k for k, _ in clash_a])
     result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
-    pairs = [((name, names_a[name], names_b[name]), ca[names_a[name]].nbytes + cb[names_b[name]].nbytes)
-             for name in sorted(n for n in names_a if n in names_b)]
+    both = sorted(n for n in names_a if n in names_b)
+    keys_a, keys_b = [names_a[n] for n in both], [names_b[n] for n in both]
+    pairs = [((name, key_a, key_b), size_a + size_b) for name, key_a, key_b, size_a, size_b
+             in zip(both, keys_a, keys_b, ca.nbytes_of(keys_a), cb.nbytes_of(keys_b))]
     parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
     result.unused_rules = rules.unused() if rules is not None else []
     if first_difference:
@@ -300,12 +304,13 @@ def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, s
     bytes are found a span at a time (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    small = same_small(ca, cb, pairs, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
-    rest = [p for i, p in enumerate(pairs) if i not in small]
-    found = iter(each_in_unit(both, lambda p: compare_entries(p[0], ca[p[1]], cb[p[2]], tol, keys_only,
+    side_a, side_b = ca.entries_of([p[1] for p in pairs]), cb.entries_of([p[2] for p in pairs])  # this unit's
+    small = same_small(side_a, side_b, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
+    rest = [i for i in range(len(pairs)) if i not in small]
+    found = iter(each_in_unit(both, lambda i: compare_entries(pairs[i][0], side_a[i], side_b[i], tol, keys_only,
                                                               chunk_elements, stats), rest))
-    return [_small_change(p, ca[p[1]], cb[p[2]], small[i], stats) if i in small else next(found)
-            for i, p in enumerate(pairs)]
+    return [(None if small[i] is None else _small_change(p, side_a[i], side_b[i], small[i], stats)) if i in small
+            else next(found) for i, p in enumerate(pairs)]
 
 
 def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, sums: tuple[Any, ...] | None,

@@ -67,6 +67,9 @@ def pairing_names(ckpt: Checkpoint, match: str, *, strip: str | None = None,
 
         stripper = Rule("strip-prefix", strip)
     by_name, by_path = match == "name", match == "path"
+    if not (by_name or by_path or stripper or rules):  # by key: each key its own name (no entry made)
+        keys = sorted(ckpt)
+        return dict(zip(keys, keys)), clashes
     for key in sorted(ckpt):
         entry = ckpt[key]
         if by_name and _is_graph(key, entry.role) or by_path and (key == OBJECT_GRAPH_KEY

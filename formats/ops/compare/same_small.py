@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from formats.core.model import Checkpoint
+    from formats.core.model import TensorEntry
 
     Range = tuple[int, int, int, int]
     PairSums = tuple[int, int, float, float, float, float, float, float]
@@ -30,19 +30,18 @@ __all__ = ["same_small", "pair_sums"]
 _REAL = ("float", "int", "bool")
 
 
-def same_small(ca: Checkpoint, cb: Checkpoint, pairs: Sequence[tuple[str, str, str]], chunk_elements: int = 1 << 20,
+def same_small(side_a: Sequence[TensorEntry], side_b: Sequence[TensorEntry], chunk_elements: int = 1 << 20,
                budget: int = SPAN_BYTES) -> dict[int, PairSums | None]:
-    """Positions of ``pairs`` (``(name, key in A, key in B)``) of small tensors of one dtype and shape with sound
-    checksums: None where they hold the same bytes; where they differ (real numbers, every one finite, at most
-    ``chunk_elements``), ``(size, elements that differ, max |a-b|, sum |a-b|, sum (a-b)^2, sum a^2, sum b^2,
-    sum a*b)``. About ``budget`` bytes of each side are held at once."""
+    """Positions of the pairs of ``side_a`` and ``side_b`` (the tensors of A and of B, in pairs) of small tensors
+    of one dtype and shape with sound checksums: None where they hold the same bytes; where they differ (real
+    numbers, every one finite, at most ``chunk_elements``), ``(size, elements that differ, max |a-b|, sum |a-b|,
+    sum (a-b)^2, sum a^2, sum b^2, sum a*b)``. About ``budget`` bytes of each side are held at once."""
     found: dict[int, PairSums | None] = {}
     batch: list[tuple[int, str, int]] = []
     ranges_a: list[Range | None] = []
     ranges_b: list[Range | None] = []
     total = 0
-    for i, (_, key_a, key_b) in enumerate(pairs):
-        ea, eb = ca[key_a], cb[key_b]
+    for i, (ea, eb) in enumerate(zip(side_a, side_b)):
         if ea.dtype != eb.dtype or ea.shape != eb.shape or ea.nbytes != eb.nbytes:
             continue
         ra = small_range(ea)

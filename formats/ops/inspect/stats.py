@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
-from formats.core.selection import select
+from formats.core.selection import selected_keys
 from formats.ops.inspect.row_stats import small_stats
 from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
                                            float_chunks)
@@ -183,6 +184,7 @@ def _histograms(entry: TensorEntry, early: dict[str, HistogramCounter | None], s
     return {s: c.result() for s, c in counters.items() if c is not None}
 
 
+@gc_paused  # a result per tensor, none in a cycle
 def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_elements: int = CHUNK_ELEMENTS,
                      progress: Callable[[int, int], None] | None = None, jobs: int | None = 1,
                      histograms: Sequence[str] = (), bins: int = DEFAULT_BINS,
@@ -193,7 +195,8 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
     allows concurrent reads, or on the workers of ``executor``; the result is the same whatever ``jobs`` and
     ``executor`` are. ``histograms`` and ``bins`` as :func:`tensor_stats`. Raises
     :class:`~formats.core.errors.NothingSelectedError` when a pattern matches no key."""
-    sizes = [(entry.key, entry.nbytes) for entry in select(ckpt, patterns)]
+    keys = selected_keys(ckpt, patterns)
+    sizes = list(zip(keys, ckpt.nbytes_of(keys)))
     return CheckpointStats(ckpt.path, ckpt.format,
                            run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements,
                                      tuple(histograms), bins))
@@ -205,7 +208,7 @@ def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUN
     ``histograms`` of ``bins`` bins, as :func:`tensor_stats`). Without histograms, small tensors are read and
     summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats`), to the same bits."""
     ckpt = opened(ref)
-    entries = [ckpt[key] for key in keys]
+    entries = ckpt.entries_of(keys)
     found: list[TensorStats | None] = [None] * len(entries)
     if not histograms:  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
         for i, (entry, fields) in enumerate(zip(entries, small_stats(entries, chunk_elements))):

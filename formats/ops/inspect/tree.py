@@ -22,7 +22,7 @@ from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
-from formats.core.natural import key_order
+from formats.core.natural import natural_sorted
 from formats.core.object_keys import ATTRIBUTES
 from formats.core.records import field, record
 
@@ -145,9 +145,9 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
     root = _graph_tree(ckpt, graph, keep, everything) if graph is not None else _key_tree(ckpt, keep)
-    for node in root.nodes():
-        if node.key is not None:
-            _fill(node, ckpt[node.key], describe_variants)
+    rows = [node for node in root.nodes() if node.key is not None]
+    for node, entry in zip(rows, ckpt.entries_of([node.key for node in rows])):  # type: ignore[misc]
+        _fill(node, entry, describe_variants)
     if everything:
         root.children += _signature_nodes(ckpt.metadata.get("signatures") or [])
     root.total()
@@ -155,9 +155,12 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
 
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
-    node.dtype, node.shape, node.role = entry.dtype, entry.shape, entry.role
+    dtype, role = entry.dtype, entry.role
+    node.dtype, node.shape, node.role = dtype, entry.shape, role
     node.own_nbytes = entry.nbytes
-    node.own_parameters = 0 if entry.dtype in NON_PARAMETER else entry.size
+    node.own_parameters = 0 if dtype in NON_PARAMETER else entry.size
+    if role == Role.VARIABLE and dtype != "variant":  # no note of its own (most rows)
+        return
     role_note = _role_note(entry)
     notes = [role_note] if role_note else []
     if entry.dtype == "variant" and describe_variants:
@@ -172,9 +175,11 @@ def _role_note(entry: TensorEntry) -> str:
     if role == Role.SLOT:
         slot, opt = entry.slot_name, entry.optimizer
         return f"slot {slot} of {opt}" if slot and opt else "optimizer slot"
-    notes: dict[str, str] = {Role.OPTIMIZER: "optimizer state", Role.ITERATOR: "iterator state",
-                             Role.SAVE_COUNTER: "save counter", Role.OBJECT_GRAPH: "object graph"}
-    return notes.get(role, "")
+    return _ROLE_NOTES.get(role, "")
+
+
+_ROLE_NOTES: dict[str, str] = {Role.OPTIMIZER: "optimizer state", Role.ITERATOR: "iterator state",
+                               Role.SAVE_COUNTER: "save counter", Role.OBJECT_GRAPH: "object graph"}
 
 
 def _variant_note(entry: TensorEntry) -> str:
@@ -190,24 +195,25 @@ def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
     """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
     linear in the keys' length."""
     root = TreeNode("")
-    top: dict[str, TreeNode] = {}
-    kids: dict[int, dict[str, TreeNode]] = {}  # a node's children by label
-    path: list[tuple[str, TreeNode, dict[str, TreeNode]]] = []  # the last key's rows: (label, node, kids)
-    for key in sorted(keys, key=key_order(keys)):  # numbers by value: vars/2 before vars/10
+    kids: dict[int, dict[str, TreeNode]] = {id(root): {}}  # a node's children by label (once it has any)
+    path: list[tuple[str, TreeNode]] = []  # the last key's rows: (label, node)
+    for key in natural_sorted(keys):  # numbers by value: vars/2 before vars/10
         parts = key.split("/", MAX_TREE_DEPTH - 1)
         depth, most = 0, min(len(parts), len(path))
         while depth < most and path[depth][0] == parts[depth]:  # the rows shared with the last key
             depth += 1
         del path[depth:]
-        node, below = (path[-1][1], path[-1][2]) if path else (root, top)
+        node = path[-1][1] if path else root
         for part in parts[depth:]:
+            below = kids.get(id(node))
+            if below is None:
+                below = kids[id(node)] = {}
             child = below.get(part)
             if child is None:
                 child = below[part] = TreeNode(part)
-                kids[id(child)] = {}
                 node.children.append(child)
-            node, below = child, kids[id(child)]
-            path.append((part, node, below))
+            node = child
+            path.append((part, node))
         node.key = key
     return root
 
@@ -241,8 +247,10 @@ def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
     seen: dict[str, set[str]] = {}
     for key in keys:
         entry = ckpt[key]
+        if entry.role not in OPTIMIZER_ROLES:  # first: a variable's role is all there is to ask
+            continue
         optimizer = entry.optimizer
-        if optimizer is not None and entry.role in OPTIMIZER_ROLES and "/" in entry.name:
+        if optimizer is not None and "/" in entry.name:
             seen.setdefault(optimizer, set()).add(entry.name.split("/", 1)[0])
     return {path: names.pop() for path, names in seen.items() if len(names) == 1}
 
@@ -253,8 +261,10 @@ def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int
     seen: set[int] = set()
     for key, (node_id, _) in mapping.items():
         entry = ckpt[key]
+        if entry.role != Role.SLOT:
+            continue
         slot_of = entry.slot_of
-        if entry.role != Role.SLOT or node_id in seen or slot_of not in mapping:
+        if node_id in seen or slot_of not in mapping:
             continue
         seen.add(node_id)
         homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
@@ -293,10 +303,10 @@ class _GraphBuilder:
             made.append((row, node_id, kids))
         for row, node_id, kids in reversed(made):  # every row's children are finished before it
             row.children = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
-            keys = self.own.get(node_id, [])
-            if len(keys) == 1:
+            keys = self.own.get(node_id)
+            if keys is not None and len(keys) == 1:
                 row.key = keys[0]
-            else:
+            elif keys:
                 row.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
         return root
 
