@@ -8,42 +8,23 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from formats import write_checkpoint
 
 from tests.call_counts import python_calls
+from tests.scale_bundles import name_based, object_based
 
 N = 600
 SLACK = 2.3
 """The calls from 2N to 4N may be at most this many times those from N to 2N (linear: 2; quadratic: 4)."""
 
 
-def _name_based(folder, n: int) -> str:
-    """``n`` tensors of 4 float32 each, 100 per layer (as ``benchmarks/generate.py``'s scale inputs)."""
-    prefix = str(folder / f"name-{n}" / "ckpt-1")
-    write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
-                              for i in range(n)), force=True, verify=False)
-    return prefix
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     """``{layout: [prefix of N, 2N, 4N tensors]}``: name-based, and the same converted to object-based."""
-    from click.testing import CliRunner
-
-    from tests.conftest import SHIPPED
-
     folder = tmp_path_factory.mktemp("scale")
-    named = [_name_based(folder, n) for n in (N, 2 * N, 4 * N)]
-    objects = []
-    for prefix in named:
-        out = prefix.replace("name-", "object-")
-        result = CliRunner().invoke(SHIPPED, ["convert", prefix, "--to", "tf-object", "-o", out])
-        assert result.exit_code == 0, result.output
-        objects.append(out)
-    return {"name": named, "object": objects}
+    named = [name_based(folder, n) for n in (N, 2 * N, 4 * N)]
+    return {"name": named, "object": [object_based(prefix) for prefix in named]}
 
 
 def _calls(run_cli, args: list[str]) -> int:
@@ -101,7 +82,7 @@ def test_local_units_hold_many_small_tensors_or_one_big_one() -> None:
 
 def test_verify_reports_every_tensor_in_order_whatever_the_units(tmp_path, run_cli) -> None:
     """A damaged tiny tensor among 1,500 (three local units) is reported by key, once, and the count is whole."""
-    prefix = _name_based(tmp_path, 1500)
+    prefix = name_based(tmp_path, 1500)
     data = next(p for p in (tmp_path / "name-1500").iterdir() if ".data-" in p.name)
     raw = bytearray(data.read_bytes())
     raw[16 * 700] ^= 0xFF  # the 701st tensor's first byte (16 bytes each, written in the order given)

@@ -21,6 +21,7 @@ import pytest
 from formats import write_checkpoint
 
 from tests.call_counts import python_calls
+from tests.scale_bundles import name_based, object_based
 
 SMALL, LARGE = 10_000, 40_000
 
@@ -37,28 +38,14 @@ COMMANDS = {
 }
 
 
-def _name_based(folder, n: int) -> str:
-    """``n`` tensors of 4 float32 each, 100 per layer (as ``benchmarks/generate.py``'s scale inputs)."""
-    prefix = str(folder / f"name-{n}" / "ckpt-1")
-    write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
-                              for i in range(n)), force=True, verify=False)
-    return prefix
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     """``{layout: {n: prefix}}`` for SMALL and LARGE tensors: name-based, and the same converted to object-based."""
-    from click.testing import CliRunner
-
-    from tests.conftest import SHIPPED
-
     folder = tmp_path_factory.mktemp("read-scale")
     out: dict[str, dict[int, str]] = {"name": {}, "object": {}}
     for n in (SMALL, LARGE):
-        prefix = out["name"][n] = _name_based(folder, n)
-        converted = out["object"][n] = prefix.replace("name-", "object-")
-        result = CliRunner().invoke(SHIPPED, ["convert", prefix, "--to", "tf-object", "-o", converted])
-        assert result.exit_code == 0, result.output
+        prefix = out["name"][n] = name_based(folder, n)
+        out["object"][n] = object_based(prefix)
     return out
 
 

@@ -19,6 +19,7 @@ from formats.core.errors import VerificationError
 from formats.tf_bundle.layout import Placed, plan_layout
 
 from tests.call_counts import calls_of
+from tests.scale_bundles import name_based
 
 SIZES = (10_000, 40_000)
 SLACK = 1.15
@@ -26,18 +27,10 @@ SLACK = 1.15
 from a few calls per tensor up)."""
 
 
-def _bundle(folder, n: int) -> str:
-    """``n`` tensors of 4 float32 each, 100 per layer, as ``benchmarks/generate.py``'s scale inputs."""
-    prefix = str(folder / f"name-{n}" / "ckpt-1")
-    write_checkpoint(prefix, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
-                              for i in range(n)), force=True, verify=False)
-    return prefix
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     folder = tmp_path_factory.mktemp("writer_scale")
-    return [_bundle(folder, n) for n in SIZES]
+    return [name_based(folder, n) for n in SIZES]
 
 
 def _renamed(prefix: str, out: str) -> tuple[list[tuple[str, object]], object]:
