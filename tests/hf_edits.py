@@ -40,3 +40,16 @@ def refused(run_cli: Any, src: Path, tmp_path: Path, *options: str) -> list[str]
     assert result.exit_code == 1, result.output
     assert not out.exists() and not list(tmp_path.glob(".out*"))
     return [line for line in result.output.splitlines() if line.startswith("error")]
+
+
+def written_equal(out: Path, golden: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Assert the ``model.safetensors`` ckpt wrote into ``out`` holds exactly ``golden``'s tensors (keys, dtypes,
+    shapes and bytes); the ``config.json`` written beside it."""
+    from safetensors.numpy import load_file
+
+    written = load_file(str(out / "model.safetensors"))
+    assert sorted(written) == sorted(golden)
+    for key, value in golden.items():
+        assert written[key].dtype == value.dtype and written[key].shape == value.shape, key
+        assert written[key].tobytes() == value.tobytes(), key
+    return json.loads((out / "config.json").read_text())  # type: ignore[no-any-return]

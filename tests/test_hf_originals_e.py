@@ -20,7 +20,7 @@ import pytest
 import formats
 from formats.core.errors import CheckpointError
 
-from .hf_edits import refused, rewritten
+from .hf_edits import refused, rewritten, written_equal
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
 RELEASE = HF_DATA / "openai_gpt"
@@ -52,14 +52,7 @@ def _convert(run_cli, src: Path, out: Path, *options: str):
 
 
 def _written_equal_golden(out: Path, case: str) -> dict:
-    from safetensors.numpy import load_file
-
-    written, golden = load_file(str(out / "model.safetensors")), _golden(case)
-    assert sorted(written) == sorted(golden)
-    for key, value in golden.items():
-        assert written[key].dtype == value.dtype and written[key].shape == value.shape, key
-        assert written[key].tobytes() == value.tobytes(), key
-    return json.loads((out / "config.json").read_text())
+    return written_equal(out, _golden(case))
 
 
 # --- TAPAS with an aggregation head ---------------------------------------------------------------------------------
