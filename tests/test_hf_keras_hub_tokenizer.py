@@ -138,14 +138,18 @@ def test_a_tokenizer_class_ckpt_does_not_carry_is_a_warning(run_cli, tmp_path: P
     assert not (tmp_path / "hf" / "tokenizer.json").exists()
 
 
+def _tokenizer_of(case: str, preset: Path) -> Path:
+    """``preset`` (a copy) with the tokenizer of the tokenizer-only test case ``case`` in place of its own."""
+    shutil.rmtree(preset / "assets")
+    shutil.copytree(KERAS_HUB / case / "preset" / "assets", preset / "assets")
+    shutil.copy(KERAS_HUB / case / "preset" / "tokenizer.json", preset / "tokenizer.json")
+    return preset
+
+
 def llama2_preset(tmp_path: Path) -> Path:
     """The ``llama`` preset with keras-hub's ``LlamaTokenizer`` (Llama 2's SentencePiece model) in place of its
     Llama 3 one (keras-hub makes no Llama 2 backbone from transformers; ``tests/data/keras_hub/llama2_tokenizer``)."""
-    preset = _preset("llama", tmp_path)
-    shutil.rmtree(preset / "assets")
-    shutil.copytree(KERAS_HUB / "llama2_tokenizer" / "preset" / "assets", preset / "assets")
-    shutil.copy(KERAS_HUB / "llama2_tokenizer" / "preset" / "tokenizer.json", preset / "tokenizer.json")
-    return preset
+    return _tokenizer_of("llama2_tokenizer", _preset("llama", tmp_path))
 
 
 def test_llama2s_sentencepiece_tokenizer_is_written_with_its_normalizers(run_cli, tmp_path: Path) -> None:
@@ -170,11 +174,7 @@ def test_llama2s_sentencepiece_tokenizer_is_written_with_its_normalizers(run_cli
 def nfkc_preset(tmp_path: Path) -> Path:
     """The ``gemma`` preset with a ``GemmaTokenizer`` of a SentencePiece model normalized by ``nmt_nfkc``, extra
     whitespace removed and a dummy prefix (``tests/data/keras_hub/nfkc_tokenizer``)."""
-    preset = _preset("gemma", tmp_path)
-    shutil.rmtree(preset / "assets")
-    shutil.copytree(KERAS_HUB / "nfkc_tokenizer" / "preset" / "assets", preset / "assets")
-    shutil.copy(KERAS_HUB / "nfkc_tokenizer" / "preset" / "tokenizer.json", preset / "tokenizer.json")
-    return preset
+    return _tokenizer_of("nfkc_tokenizer", _preset("gemma", tmp_path))
 
 
 def test_a_sentencepiece_model_normalized_otherwise_than_gemmas_keeps_its_normalizers(run_cli, tmp_path: Path) -> None:
