@@ -228,6 +228,24 @@ def scale_name(out: Path, count: int) -> str:
     return prefix
 
 
+HUGE_SHAPE = (262_144, 2_048)
+"""The shape of the 2 GiB float32 tensor of ``huge_tensor`` (issue 38: no command may grow with a tensor's bytes)."""
+
+
+def huge_tensor(out: Path) -> str:
+    """A name-based bundle holding one 2 GiB float32 tensor (``model/embedding/w``, :data:`HUGE_SHAPE`) and a step."""
+    from formats import write_checkpoint
+
+    values = np.empty(HUGE_SHAPE, dtype=np.float32)
+    rng = np.random.default_rng(0)
+    for start in range(0, HUGE_SHAPE[0], 8192):  # in pieces: the generator's own peak stays near the tensor's size
+        values[start:start + 8192] = rng.standard_normal((8192, HUGE_SHAPE[1]), dtype=np.float32) * 0.02
+    prefix = str(out / "huge-tensor" / "ckpt-1")
+    write_checkpoint(prefix, [("model/embedding/w", values), ("global_step", np.array(1, np.int64))], force=True,
+                     verify=False)
+    return prefix
+
+
 def scale_object(out: Path, count: int, size: str) -> str:
     """:func:`scale_name`'s bundle converted by ``ckpt convert --to tf-object`` (one object per layer and unit)."""
     import subprocess
@@ -302,7 +320,8 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
     makers = {"bert": bert, "many": many, "partitioned": partitioned, "keras3": keras3, "bert_large": bert_large,
               "bert_object": bert_object, "bert_large_pretraining": bert_large_pretraining,
               "bert_large_tf_h5": bert_large_tf_h5,
-              "million": lambda o: many(o / "million", 1_000_000), "directory": directory}
+              "million": lambda o: many(o / "million", 1_000_000), "directory": directory,
+              "huge_tensor": huge_tensor}
     for size, count in SCALES.items():
         makers[f"scale_name_{size}"] = lambda o, n=count: scale_name(o, n)
         makers[f"scale_object_{size}"] = lambda o, n=count, s=size: scale_object(o, n, s)

@@ -106,9 +106,9 @@ class ValueRange:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
         mags = np.abs(x)
-        mags = mags[mags != 0]
-        if mags.size:
-            a, b = float(mags.min()), float(mags.max())
+        nonzero = mags != 0
+        if nonzero.any():  # the smallest non-zero magnitude without a copy of the non-zero ones
+            a, b = float(np.min(mags, where=nonzero, initial=np.inf)), float(mags.max())
             self.abs_lo = a if self.abs_lo is None else min(self.abs_lo, a)
             self.abs_hi = b if self.abs_hi is None else max(self.abs_hi, b)
 
@@ -164,8 +164,9 @@ class HistogramCounter:
         self.zeros += int(np.count_nonzero(zero))
         self.negative += int(np.count_nonzero(x < 0))
         if self.scale == LOG:
-            x = np.log10(np.abs(x[~zero]))
-            x = np.clip(x, *self.range)  # log10 of the range's ends bound every value; clip guards rounding
+            x = np.abs(x[~zero])
+            np.log10(x, out=x)  # in place: one chunk-sized temporary
+            np.clip(x, *self.range, out=x)  # log10 of the range's ends bound every value; clip guards rounding
         self.counts += np.histogram(x, bins=self.bins, range=self.range)[0]
 
     def result(self) -> Histogram:
@@ -208,12 +209,14 @@ def float_chunks(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> It
     import numpy as np
 
     for chunk in iter_chunks(entry, chunk_elements):
-        x = as_float(chunk)
+        x = as_float(chunk)  # a copy: the chunk read is let go before the next is read
+        del chunk
         if x.dtype.kind == "c":
             nan_mask = np.isnan(x)
             x = np.abs(x)
             x[nan_mask] = np.nan
         yield x
+        del x  # (callers let go of theirs too: one chunk of float64 at a time, not two)
 
 
 def value_range(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> ValueRange:
@@ -223,6 +226,7 @@ def value_range(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS) -> Val
     found = ValueRange()
     for x in float_chunks(entry, chunk_elements):
         found.add(x if np.isfinite(x).all() else x[np.isfinite(x)])
+        del x
     return found
 
 

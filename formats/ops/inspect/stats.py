@@ -107,8 +107,9 @@ class _Running:
         with np.errstate(over="ignore"):  # squares past float64's range are inf, as numpy's std and norm say
             n, mean = x.size, float(x.sum()) / x.size
             d = x - mean
-            m2 = float((d * d).sum())  # numpy's pairwise sum, not BLAS: the same bits with any BLAS thread count
-            sq = float((x * x).sum())
+            d *= d  # in place: one chunk-sized temporary, not three
+            m2 = float(d.sum())  # numpy's pairwise sum, not BLAS: the same bits with any BLAS thread count
+            sq = float(np.multiply(x, x, out=d).sum())
         delta, total = mean - self.mean, self.n + n
         # Chan et al.'s correction, none for the first chunk (not inf * 0: values whose square overflows
         # would make the std NaN; numpy's is inf, or 0 for equal values)
@@ -139,7 +140,9 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS, histo
             as_int = chunk.astype(np.int64) if chunk.dtype.kind in "bV" else chunk
             exact = [int(v) for v in (as_int.min(), as_int.max(), *exact)]
             exact = [min(exact), max(exact)]
-        x = as_float(chunk)
+            del as_int
+        x = as_float(chunk)  # a copy: the chunk read is let go
+        del chunk
         if x.dtype.kind == "c":
             nan_mask = np.isnan(x)
             x = np.abs(x)
@@ -155,6 +158,7 @@ def tensor_stats(entry: TensorEntry, chunk_elements: int = CHUNK_ELEMENTS, histo
         run.add(x)
         if magnitudes is not None:
             magnitudes.add(x)
+        del x, finite  # one chunk held at a time, and none through the histograms' pass
     out.zeros, out.nan, out.inf = zeros, nan, inf
     if run.n:
         out.min, out.max, out.mean = (exact[0], exact[1], run.mean) if exact else (run.lo, run.hi, run.mean)
@@ -180,6 +184,7 @@ def _histograms(entry: TensorEntry, early: dict[str, HistogramCounter | None], s
     if late:
         for x in float_chunks(entry, chunk_elements):
             _count(late, x)
+            del x  # before the next chunk is made (see float_chunks)
     counters = {**early, **late}
     return {s: c.result() for s, c in counters.items() if c is not None}
 
