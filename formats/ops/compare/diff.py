@@ -401,8 +401,7 @@ def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, qu
             wide = np.uint64 if x.nbytes % 8 == 0 else np.uint8  # 8 bytes at a time is ~2.5x faster
             bx, by = x.reshape(-1).view(np.uint8).view(wide), y.reshape(-1).view(np.uint8).view(wide)
             return None if np.array_equal(bx, by) else True
-        bx, by = x.view(np.uint8), y.view(np.uint8)
-        mask = (bx != by).reshape(-1, x.dtype.itemsize).any(axis=1)
+        mask = _bytes_differ(x, y)
     else:
         fx, fy = as_float(x), as_float(y)
         atol, rtol = (0.0, 0.0) if tol.bytewise else (tol.atol, tol.rtol)
@@ -412,15 +411,32 @@ def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, qu
     return mask
 
 
+def _bytes_differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which elements of two arrays of one dtype differ in their bytes (flat): compared as unsigned integers of
+    the element's width where there is one (``any`` over each element's bytes is 40 times slower)."""
+    import numpy as np
+
+    size = x.dtype.itemsize
+    if size in (1, 2, 4, 8):
+        wide = np.dtype(f"u{size}")
+        return np.asarray(x).reshape(-1).view(wide) != np.asarray(y).reshape(-1).view(wide)
+    bx, by = x.view(np.uint8), y.view(np.uint8)
+    return (bx != by).reshape(-1, size).any(axis=1)
+
+
 def _value_stats(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, dtype_change: bool,
                  chunk: int) -> dict[str, Any]:
+    import numpy as np
+
     acc = _Accumulator()
     for x, y in _pairs(ea, eb, chunk):
-        differ = _differ_mask(x, y, tol, numeric)
-        acc.differ += int(differ.sum())
+        acc.differ += int(np.count_nonzero(_differ_mask(x, y, tol, numeric)))
         acc.size += x.size
         if numeric:
-            acc.add(as_float(x), as_float(y))
+            a, b = as_float(x), as_float(y)  # copies: the chunks read are let go first
+            del x, y
+            acc.add(a, b)
+            del a, b
     return acc.result(numeric)
 
 
@@ -443,23 +459,34 @@ class _Accumulator:
         """Fold one pair of float64 (or complex128) chunks in."""
         import numpy as np
 
-        nan_a, nan_b = np.isnan(a), np.isnan(b)
         fin_a, fin_b = np.isfinite(a), np.isfinite(b)
-        self.nan_a += int(nan_a.sum())
-        self.nan_b += int(nan_b.sum())
-        self.inf_a += int(a.size - fin_a.sum() - nan_a.sum())
-        self.inf_b += int(b.size - fin_b.sum() - nan_b.sum())
+        for side, values, finite in (("a", a, fin_a), ("b", b, fin_b)):
+            count = int(np.count_nonzero(finite))
+            if count < values.size:  # NaN and Inf counted only in a chunk that has them
+                nan = int(np.count_nonzero(np.isnan(values)))
+                setattr(self, f"nan_{side}", getattr(self, f"nan_{side}") + nan)
+                setattr(self, f"inf_{side}", getattr(self, f"inf_{side}") + values.size - count - nan)
         both = fin_a & fin_b
-        fa, fb = a[both], b[both]
-        d = np.abs(fa - fb)
+        del fin_a, fin_b
+        fa, fb = (a, b) if both.all() else (a[both], b[both])  # no copies when every pair is finite
+        del both
+        d = fa - fb
+        d = np.abs(d, out=d) if d.dtype.kind == "f" else np.abs(d)  # in place but for complex (real magnitudes)
         self.finite += int(fa.size)
         if d.size:
             self.max_abs = max(self.max_abs, float(d.max()))
         self.sum_abs += float(d.sum())
-        self.sq_diff += _dot(d, d)
-        self.sq_a += _dot(fa, fa)
-        self.sq_b += _dot(fb, fb)
-        self.dot += _dot(fa, fb)
+        if fa.dtype.kind == "c":
+            self.sq_diff += _dot(d, d)
+            self.sq_a += _dot(fa, fa)
+            self.sq_b += _dot(fb, fb)
+            self.dot += _dot(fa, fb)
+            return
+        # real: :func:`_dot`'s products and sums, each product written over ``d`` (no other temporary)
+        self.sq_diff += float(np.multiply(d, d, out=d).sum())
+        self.sq_a += float(np.multiply(fa, fa, out=d).sum())
+        self.sq_b += float(np.multiply(fb, fb, out=d).sum())
+        self.dot += float(np.multiply(fa, fb, out=d).sum())
 
     def result(self, numeric: bool) -> dict[str, Any]:
         """The JSON statistics (``None`` where undefined)."""
