@@ -25,14 +25,15 @@ from __future__ import annotations
 
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import replace
-from formats.ops.convert.hf.family import Pattern
+from formats.ops.convert.hf.family import Family, Pattern
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-    from formats.ops.convert.hf.plan import Choice
+    PlanOne = Callable[[Checkpoint, ConvertOptions, str], ConversionPlan]
 
 __all__ = ["plan_composite"]
 
@@ -53,34 +54,33 @@ class _Half(Checkpoint):
         return self._source.object_graph
 
 
-def plan_composite(source: Checkpoint, options: ConvertOptions, choice: Choice, target: str) -> ConversionPlan:
-    """Plan ``source`` as the composite class of ``choice.variant`` (its ``composite`` and ``halves``)."""
-    from formats.ops.convert.hf.plan import plan_hf
-
+def plan_composite(source: Checkpoint, options: ConvertOptions, family: Family, variant: dict[str, Any],
+                   target: str, plan_one: PlanOne) -> ConversionPlan:
+    """Plan ``source`` as the composite class of ``family``'s ``variant`` (its ``composite`` and ``halves``), each
+    half by ``plan_one`` (:func:`.plan.plan_hf`)."""
     plan = ConversionPlan(source.path, target)
-    spec: dict[str, Any] = choice.variant["composite"]
+    spec: dict[str, Any] = variant["composite"]
     config: dict[str, Any] = {"architectures": [spec["class"]], "model_type": spec["model_type"],
                               **spec.get("set", {})}
-    details: dict[str, Any] = {"family": choice.family.name, "map": choice.family.path,
-                               "variant": choice.variant.get("name"), "class": spec["class"], "halves": {},
+    details: dict[str, Any] = {"family": family.name, "map": family.path, "variant": variant.get("name"), "class": spec["class"], "halves": {},
                                "tied": {}}
     named = options.model_map or options.family
-    half_options = options if named else replace(options, family=choice.family.path)
-    for half in choice.variant.get("halves", []):
+    half_options = options if named else replace(options, family=family.path)
+    for half in variant.get("halves", []):
         name, leave_out = str(half["name"]), Pattern(str(half["leave_out"])).regex({})
         entries = {k: e for k, e in source.items() if not leave_out.match(k)}
         if len(entries) == len(source):
-            plan.add("family", source.path, f"the {name} half of this {spec['class']} (the {choice.family.name} "
-                     f"map's {choice.variant.get('name')} variant): its leave_out {half['leave_out']!r} matches no "
+            plan.add("family", source.path, f"the {name} half of this {spec['class']} (the {family.name} map's "
+                     f"{variant.get('name')} variant): its leave_out {half['leave_out']!r} matches no "
                      "tensor")
             continue
-        part = plan_hf(_Half(source, entries), half_options, target)
+        part = plan_one(_Half(source, entries), half_options, target)
         _merge(plan, part, name)
         cls = part.details.get("class")
         if part.ok and cls != half["class"]:
             plan.add("family", source.path, f"the {name} half of this module plans as {cls}, not as "
-                     f"{half['class']} ({spec['class']}'s {name}; the {choice.family.name} map's "
-                     f"{choice.variant.get('name')} variant)")
+                     f"{half['class']} ({spec['class']}'s {name}; the {family.name} map's "
+                     f"{variant.get('name')} variant)")
         config[name] = {k: v for k, v in part.write_options.get("config", {}).items() if k != "architectures"}
         details["halves"][name] = {k: part.details.get(k) for k in ("layout", "variant", "class")}
         details["tied"].update({f"{name}.{k}": f"{name}.{v}" for k, v in part.details.get("tied", {}).items()})

@@ -280,7 +280,7 @@ def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> Co
         if choice.variant.get("composite"):
             from formats.ops.convert.hf.composite import plan_composite
 
-            return plan_composite(source, options, choice, target)
+            return plan_composite(source, options, choice.family, choice.variant, target, plan_hf)
         _plan_tensors(source, choice, plan)
         plan.write_options["max_shard_size"] = options.max_shard_size
         if target == HF and choice.layout is not None and choice.layout.name == "keras-hub":
