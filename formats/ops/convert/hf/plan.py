@@ -203,7 +203,7 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         return None
     shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
-    if variant.get("refuse"):  # a source the map recognises but does not convert (BERT-generation's bert2bert)
+    if variant.get("refuse"):  # a source the map recognises but does not convert (a variant saying why)
         plan.add("family", source.path, f"{variant['refuse']} (the {family.name} map's {variant.get('name')} variant)")
         return None
     if variant.get("composite"):  # two models in one source (a bert2bert): each half planned alone (.composite)
