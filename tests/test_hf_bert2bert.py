@@ -156,3 +156,14 @@ def test_a_variant_the_map_refuses_is_still_one_error(run_cli, tmp_path: Path) -
     (tmp_path / "o").mkdir()
     assert refused(run_cli, MODULE, tmp_path / "o", *HEADS, "--rules", str(rules)) == [
         f"error: family: {MODULE}: no bert2bert here (the bert_generation map's bert2bert variant)"]
+
+
+def test_the_family_named_or_detected_gives_the_same_directory(run_cli, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    for name, options in (("detected", ()), ("named", ("--family", "bert_generation"))):
+        result = run_cli("convert", MODULE, "-o", tmp_path / name, "--to", "hf", *HEADS, *options)
+        assert result.exit_code == 0, result.output
+    a, b = (load_file(str(tmp_path / n / "model.safetensors")) for n in ("detected", "named"))
+    assert sorted(a) == sorted(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
+    assert (tmp_path / "detected" / "config.json").read_text() == (tmp_path / "named" / "config.json").read_text()

@@ -97,7 +97,10 @@ def _merge(plan: ConversionPlan, part: ConversionPlan, name: str) -> None:
     for row in part.rows:
         plan.add_row(row.source, f"{name}.{row.key}", row.value, row.shape, row.dtype, row.note, row.transform)
     seen = {(p.kind, p.key, p.message) for p in plan.problems}
+    unreadable = {id(problem): why for problem, why in part.unreadable}  # --skip-unreadable leaves those out
     for problem in part.problems:
+        if id(problem) in unreadable and (problem.kind, problem.key, problem.message) not in seen:
+            plan.unreadable.append((problem, unreadable[id(problem)]))
         if problem.kind in _PARAMETER_KINDS:
             problem = replace(problem, key=f"{name}.{problem.key}", message=f"{name}: {problem.message}",
                               candidates=[f"{name}.{c}" for c in problem.candidates])
