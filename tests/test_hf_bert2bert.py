@@ -167,3 +167,13 @@ def test_the_family_named_or_detected_gives_the_same_directory(run_cli, tmp_path
     a, b = (load_file(str(tmp_path / n / "model.safetensors")) for n in ("detected", "named"))
     assert sorted(a) == sorted(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
     assert (tmp_path / "detected" / "config.json").read_text() == (tmp_path / "named" / "config.json").read_text()
+
+
+def test_a_composite_class_transformers5_lacks_is_one_error(run_cli, tmp_path: Path) -> None:
+    family = Path(formats.__file__).parent / "ops" / "convert" / "hf" / "families" / "bert_generation.toml"
+    rules = tmp_path / "bert_generation.toml"
+    rules.write_text(family.read_text().replace('class = "EncoderDecoderModel"', 'class = "EncoderDecoderModelX"'))
+    (tmp_path / "o").mkdir()
+    assert refused(run_cli, MODULE, tmp_path / "o", *HEADS, "--rules", str(rules)) == [
+        "error: config: architectures: architectures=['EncoderDecoderModelX']: transformers 5 has no class "
+        "'EncoderDecoderModelX' for model_type 'encoder-decoder'"]

@@ -23,8 +23,9 @@ parameter a half misses, one naming ``<name>.<parameter>``). A half that plans a
 """
 from __future__ import annotations
 
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.records import replace
+from formats.ops.convert.hf.check import transformers5_classes
 from formats.ops.convert.hf.family import Family, Pattern
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["plan_composite"]
 
+HF = FormatName.HF.value
 _PARAMETER_KINDS = ("missing", "zeros")
 """Problem kinds whose key (and candidates) are parameter names of the half, not source keys."""
 
@@ -85,6 +87,10 @@ def plan_composite(source: Checkpoint, options: ConvertOptions, family: Family, 
         details["halves"][name] = {k: part.details.get(k) for k in ("layout", "variant", "class")}
         details["tied"].update({f"{name}.{k}": f"{name}.{v}" for k, v in part.details.get("tied", {}).items()})
         details.setdefault("config_source", part.details.get("config_source", ""))
+    known = transformers5_classes().get(spec["model_type"], [])
+    if target == HF and spec["class"] not in known:  # as each half's class is checked (.check)
+        plan.add("config", "architectures", f"architectures=[{spec['class']!r}]: transformers 5 has no class "
+                 f"{spec['class']!r} for model_type {spec['model_type']!r}")
     plan.check_collisions()
     plan.write_options = {"config": dict(sorted(config.items())), "max_shard_size": options.max_shard_size}
     details["config"] = plan.write_options["config"]
