@@ -45,7 +45,9 @@ def families(hf: Path = HF) -> list[tuple[str, list[str], list[str]]]:
         spec = _load(path)
         layouts = list(dict.fromkeys(LAYOUTS.get(str(layout.get("name")), str(layout.get("name")))
                                      for layout in spec.get("layouts", [])))
-        classes = list(dict.fromkeys(str(c["name"]) for c in spec.get("classes", [])))  # TAPAS's QA class twice
+        classes = list(dict.fromkeys([*(str(c["name"]) for c in spec.get("classes", [])),  # TAPAS's QA class twice
+                                      *(str(v["composite"]["class"]) for v in spec.get("variants", [])
+                                        if "composite" in v)]))  # a bert2bert module: EncoderDecoderModel
         rows.append((str(spec["family"]), layouts, classes))
     return rows
 

@@ -50,7 +50,6 @@ def _expected_keys(golden: dict[str, np.ndarray], oracle: dict) -> set[str]:
 
 
 UNSUPPORTED = {
-    "cvt": "TF's CvT names its class token stages.2 whatever the number of stages; the zoo's 2-stage CvT's is stage 1",
     "sam": "SAM's shared positional embedding is one PyTorch buffer under two names (the oracle left both at init)",
     "vision_text_dual_encoder": "transformers 4.57's logit_scale is [1], 5's a scalar: the oracle's file does not load",
 }

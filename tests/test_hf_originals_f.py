@@ -1,6 +1,6 @@
 """``ckpt convert --to hf`` of BERT-generation: Google's bertseq2seq TF Hub modules' variables, as transformers'
 ``BertGenerationEncoder`` (an encoder module) and ``BertGenerationDecoder`` (a decoder module, its stack named
-``decoder``), numpy only (the transformers 5 side is tests/interop/test_hf_transformers5.py, driven by cases.json).
+``decoder``) (a module holding both: tests/test_hf_bert2bert.py), numpy only (the transformers 5 side is tests/interop/test_hf_transformers5.py, driven by cases.json).
 
 Expected keys, shapes, values and config fields are the oracle's (``tests/data/hf/golden/bert_generation_*``, written
 by ``generators/make_originals_f.py``: transformers 4.57.6's ``load_tf_weights_in_bert_generation`` with
@@ -144,15 +144,16 @@ def test_a_tensor_the_loader_has_no_place_for_is_one_error_naming_it(run_cli, tm
         "no rule of the bert_generation map (tf-hub-module layout) maps or drops it"]
 
 
-def test_a_module_holding_both_stacks_is_refused(run_cli, tmp_path: Path) -> None:
+def test_a_module_holding_both_stacks_converts_as_one_encoder_decoder_model(run_cli, tmp_path: Path) -> None:
     """A bert2bert module (encoder and decoder stacks): transformers 4.x's script converted one half per run
-    (--is_encoder or --is_encoder_named_decoder); ckpt refuses it rather than choose."""
+    (--is_encoder, --is_encoder_named_decoder) and the recipe joined them in an EncoderDecoderModel; ckpt writes that
+    directory (tests/test_hf_bert2bert.py checks it against the oracle)."""
     tensors = {**_variables(_module("bert_generation_encoder")), **_variables(_module("bert_generation_decoder"))}
-    source = _save(tensors, tmp_path / "src")
-    assert refused(run_cli, source, tmp_path, *HEADS) == [
-        f"error: family: {source}: this module holds an encoder and a decoder stack (a bert2bert): ckpt converts a "
-        "module of one stack (BertGenerationEncoder or BertGenerationDecoder), not both (the bert_generation map's "
-        "bert2bert variant)"]
+    result = run_cli("convert", _save(tensors, tmp_path / "src"), "-o", tmp_path / "hf", "--to", "hf", *HEADS,
+                     "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    details = json.loads(result.stdout)["details"]
+    assert (details["variant"], details["class"]) == ("bert2bert", "EncoderDecoderModel")
 
 
 def test_without_a_head_count_the_default_is_berts_head_size(run_cli, tmp_path: Path) -> None:

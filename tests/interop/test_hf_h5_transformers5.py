@@ -53,7 +53,6 @@ TF_TOLERANCE = 1e-4
 
 
 UNSUPPORTED = {
-    "cvt": "TF's CvT names its class token stages.2 whatever the number of stages; the zoo's 2-stage CvT's is stage 1",
     "sam": "SAM's shared positional embedding is one PyTorch buffer under two names (the oracle left both at init)",
     "vision_text_dual_encoder": "transformers 4.57's logit_scale is [1], 5's a scalar: the oracle's file does not load",
 }
@@ -179,6 +178,10 @@ def _path(dataset: str) -> str:
 
 
 _TF_NAMES = {"running_mean": "moving_mean", "running_var": "moving_variance", "weight": "weight"}
+NAMED_ELSEWHERE = {"cvt.encoder.stages.1.cls_token": "cvt/cvt.encoder.stages.2.cls_token:0"}
+"""Tensors the oracle left at init whose h5 weight TF names after another PyTorch tensor: transformers 4.57's
+TFCvtStage names its class token ``cvt.encoder.stages.2.cls_token`` whatever its stage (modeling_tf_cvt.py), so
+4.57's loader found no place for the 2-stage CvT's (stage 1, where ``cls_token`` marks it)."""
 
 
 def _untouched_sources(oracle: dict) -> dict[str, str]:
@@ -187,6 +190,9 @@ def _untouched_sources(oracle: dict) -> dict[str, str]:
     computes) keeps the oracle's value."""
     out = {}
     for key in oracle.get("untouched", []):
+        if key in NAMED_ELSEWHERE and NAMED_ELSEWHERE[key] in oracle.get("h5_weights_not_in_state_dict", []):
+            out[key] = NAMED_ELSEWHERE[key]
+            continue
         parts = key.split(".")
         tail = ".".join([*parts[:-1], _TF_NAMES.get(parts[-1], parts[-1])])
         found = {d.split("/", 1)[-1]: d for d in oracle.get("h5_weights_not_in_state_dict", [])

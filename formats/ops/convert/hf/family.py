@@ -37,7 +37,9 @@ The file says, as data::
     set = { feed_forward_proj = "gated-gelu" }  # config.json fields
     groups = ["gated"]                   # parameter groups it adds to the class's
                                          # (detect may be a list: each pattern matches a key; refuse = "why":
-                                         # a source the map recognises and does not convert, one error)
+                                         # a source the map recognises and does not convert, one error;
+                                         # composite + [[variants.halves]]: two models in one source, as
+                                         # transformers' composite class, :mod:`.composite`)
 
 A layout may also carry its own ``config_files`` (``[]``: none; every field from the shapes), ``config_format``
 and ``[layouts.config]`` (used instead of the family's), ``config_class`` (the ``class_name`` a keras-hub

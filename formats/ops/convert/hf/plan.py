@@ -203,9 +203,11 @@ def choose(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) ->
         return None
     shapes = {n: tuple(source[k].shape) for k, found in names.items() for n in found}
     variant = _variant(family, keys)
-    if variant.get("refuse"):  # a source the map recognises but does not convert (BERT-generation's bert2bert)
+    if variant.get("refuse"):  # a source the map recognises but does not convert (a variant saying why)
         plan.add("family", source.path, f"{variant['refuse']} (the {family.name} map's {variant.get('name')} variant)")
         return None
+    if variant.get("composite"):  # two models in one source (a bert2bert): each half planned alone (.composite)
+        return Choice(family, layout, variant, names=names, task=options.hf_task)
     base = original[2]
     spec = {**base, "set": {**base.get("set", {}), **variant.get("set", {})}}
     try:
@@ -275,6 +277,10 @@ def plan_hf(source: Checkpoint, options: ConvertOptions, target: str = HF) -> Co
         choice = choose(source, options, plan)
         if choice is None:
             return plan
+        if choice.variant.get("composite"):
+            from formats.ops.convert.hf.composite import plan_composite
+
+            return plan_composite(source, options, choice.family, choice.variant, target, plan_hf)
         _plan_tensors(source, choice, plan)
         plan.write_options["max_shard_size"] = options.max_shard_size
         if target == HF and choice.layout is not None and choice.layout.name == "keras-hub":

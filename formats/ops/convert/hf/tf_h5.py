@@ -233,7 +233,12 @@ def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec:
     axes: list[int] | None = None
     for rule in _rules(spec, "rename", config):
         if re.search(rule["match"], name):
-            name, axes = re.sub(rule["match"], rule["to"], name), rule.get("permute")
+            try:
+                to = _filled(rule["to"], config)
+            except ValueError as exc:
+                plan.add("unmapped", key, f"unmapped tensor {key!r} ({name}): {exc}")
+                return
+            name, axes = re.sub(rule["match"], to, name), rule.get("permute")
             break
     if axes is not None:
         shape, ops = tuple(shape[a] for a in axes), [f"permute({','.join(str(a) for a in axes)})"]
@@ -247,7 +252,16 @@ def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec:
                 shape, ops = tuple(entry.shape[a] for a in rule["permute"]), [
                     f"permute({','.join(str(a) for a in rule['permute'])})"]
             else:
-                new = _reshaped(shape, rule["to"], config)
+                try:
+                    new = _reshaped(shape, rule["to"], config)
+                except (KeyError, ValueError) as exc:
+                    plan.add("config", key, f"{key!r} ({name}) {list(entry.shape)}: the configuration gives no "
+                             f"shape for it: {exc}")
+                    return
+                if _count(new) != _count(shape):
+                    plan.add("config", key, f"{key!r} ({name}) {list(entry.shape)}: the configuration makes it "
+                             f"{list(new)}: the configuration does not describe these weights")
+                    return
                 if new != shape:
                     shape, ops = new, [*ops, "reshape"]
             break
@@ -255,19 +269,39 @@ def _add(plan: ConversionPlan, key: str, entry: TensorEntry, tf_name: Any, spec:
     plan.add_row(key, name, value, shape, entry.dtype, "", " + ".join(ops))
 
 
+def _filled(to: str, config: dict[str, Any]) -> str:
+    """A rename's ``to`` (or a reshape's dimension) with each ``{last_true(field)}`` replaced by the index of the last true item of
+    the configuration's list ``field`` (CvT's ``cls_token``: the stage holding the class token); ValueError
+    naming the field when it is no list of booleans or has no true item."""
+    def last_true(match: re.Match[str]) -> str:
+        field = match.group(1)
+        items = config.get(field)
+        if not isinstance(items, list) or not all(isinstance(i, bool) for i in items):
+            raise ValueError(f"config.json's {field} is {items!r}, not a list of booleans (one per stage)")
+        if True not in items:
+            raise ValueError(f"config.json's {field} is {items!r}: no stage holds it, yet the weights have it")
+        return str(len(items) - 1 - items[::-1].index(True))
+
+    return re.sub(r"\{last_true\((\w+)\)\}", last_true, to)
+
+
 def _reshaped(shape: tuple[int, ...], to: Any, config: dict[str, Any]) -> tuple[int, ...]:
     if to == "squeeze":
         return tuple(d for d in shape if d != 1)
+    return tuple(_count(shape) if d == "n" else _evaluate(d, config) for d in to)
+
+
+def _count(shape: tuple[int, ...]) -> int:
     count = 1
     for d in shape:
         count *= d
-    return tuple(count if d == "n" else _evaluate(d, config) for d in to)
+    return count
 
 
 def _evaluate(expr: Any, config: dict[str, Any]) -> int:
     from formats.ops.convert.hf.family import evaluate
 
-    return expr if isinstance(expr, int) else evaluate(str(expr), config)
+    return expr if isinstance(expr, int) else evaluate(_filled(str(expr), config), config)
 
 
 def _check_config(plan: ConversionPlan, config: dict[str, Any], config_path: str) -> None:

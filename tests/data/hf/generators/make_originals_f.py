@@ -3,6 +3,8 @@
     /work/origa-venv/bin/python tests/data/hf/generators/make_originals_f.py [checkpoints] [golden] [case ...]
         [--out DIR]
 
+(case: bert_generation_encoder, bert_generation_decoder, bert_generation_bert2bert)
+
 (the oracle venv: tensorflow-cpu 2.21, torch==2.13.0 CPU, transformers 4.57.6; default: both steps, every case
 below). Step ``checkpoints`` writes tests/data/hf/<case>/, step ``golden`` writes tests/data/hf/golden/<case>/ (or
 DIR/<case>/) with make_golden.py's own functions.
@@ -170,15 +172,123 @@ def make_golden_case(case: str, out: Path = ROOT / "golden") -> None:
           "not in state dict:", record["checkpoint_variables_not_in_state_dict"])
 
 
+BERT2BERT = "bert_generation_bert2bert"
+"""A module holding both stacks (a bert2bert: ``module/bert/encoder/...`` and ``module/bert/decoder/...``, one
+embedding table), not in cases.json (its class, EncoderDecoderModel, is no BERT-generation class): its tests are
+tests/test_hf_bert2bert.py and tests/interop/test_hf_bert2bert_transformers5.py."""
+BERT2BERT_SEED = 51
+
+
+def make_bert2bert_checkpoint() -> None:
+    """tests/data/hf/bert_generation_bert2bert/: the encoder module's variables and the decoder module's, the
+    embeddings once (both stacks read them)."""
+    d = ROOT / BERT2BERT
+    clean(d)
+    shapes = {**module_shapes("encoder"), **module_shapes("decoder")}
+    tensors = {n: value(BERT2BERT_SEED, n, sh) for n, sh in shapes.items()}
+    print(save_tf1(d / "model.ckpt", tensors, global_step=5, write_checkpoint_file=True), len(tensors), "variables")
+
+
+def make_bert2bert_golden(out: Path = ROOT / "golden") -> None:
+    """golden/bert_generation_bert2bert/: transformers 4.x's bert2bert recipe (the google/bert2bert_* and
+    roberta2roberta_* model cards' conversion), each half by its own loader run, unchanged: the encoder a
+    ``BertGenerationEncoder`` loaded with ``is_encoder=True`` (the decoder stack skipped), the decoder a
+    ``BertGenerationDecoder`` (``is_decoder``, ``add_cross_attention``) loaded with ``is_encoder_named_decoder=True``
+    (the encoder stack skipped), then ``EncoderDecoderModel(encoder=..., decoder=...)`` (``tie_encoder_decoder``
+    false: the stacks are not shared). Written as make_golden.py writes a case: the state dict (tied tensors
+    included), save_pretrained's config.json, inputs (with ``decoder_input_ids``) and eval-mode outputs,
+    oracle.json (what was left at init, each tensor's checkpoint variable by value)."""
+    import make_golden as mg
+    import torch
+
+    transformers = mg.transformers
+    from transformers.models.bert_generation.modeling_bert_generation import load_tf_weights_in_bert_generation
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    prefix = str(ROOT / BERT2BERT / "model.ckpt-5")
+    common = {**SIZES, "hidden_act": "gelu", "layer_norm_eps": 1e-12}
+    encoder = transformers.BertGenerationEncoder(transformers.BertGenerationConfig(**common))
+    decoder = transformers.BertGenerationDecoder(
+        transformers.BertGenerationConfig(**common, is_decoder=True, add_cross_attention=True))
+    initial = {**{f"encoder.{k}": v.detach().clone() for k, v in encoder.state_dict().items()},
+               **{f"decoder.{k}": v.detach().clone() for k, v in decoder.state_dict().items()}}
+    hub_stand_in()
+    import tensorflow as tf
+
+    handler = mg._Messages()
+    hf_logger = mg.logging.getLogger("transformers")
+    hf_logger.addHandler(handler)
+    transformers.logging.set_verbosity_info()
+    try:
+        for half, kwargs in ((encoder, {"is_encoder": True}), (decoder, {"is_encoder_named_decoder": True})):
+            with tf.Graph().as_default():  # the loader disables eager execution and runs a v1 Session
+                load_tf_weights_in_bert_generation(half, prefix, model_class="bert", **kwargs)
+    finally:
+        hf_logger.removeHandler(handler)
+        transformers.logging.set_verbosity_warning()
+    model = transformers.EncoderDecoderModel(encoder=encoder, decoder=decoder)
+    model.eval()
+    state = model.state_dict()
+    record: dict = {"case": BERT2BERT, "checkpoint": f"{BERT2BERT}/model.ckpt-5", "class": "EncoderDecoderModel",
+                    "loader": "load_tf_weights_in_bert_generation",
+                    "loader_applied_to": "encoder: BertGenerationEncoder (is_encoder=True); decoder: "
+                                         "BertGenerationDecoder (is_encoder_named_decoder=True); then "
+                                         "EncoderDecoderModel(encoder=encoder, decoder=decoder)",
+                    "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
+                                 "tensorflow": tf.__version__},
+                    "loader_messages": [m for m in mg._noteworthy(handler.lines) if " layer " not in m]}
+    skipped = [m for m in mg._noteworthy(handler.lines) if " layer " in m]  # each half's other stack, per variable
+    record["loader_skipped_other_stack"] = {
+        "encoder": sum(m.endswith(" for encoder") for m in skipped),
+        "decoder": sum(m.endswith(" for decoder") for m in skipped)}
+    record["untouched"] = sorted(k for k, v in state.items() if v.dtype.is_floating_point
+                                 and torch.equal(v, initial[k]))
+    record["state_dict_keys"] = len(state)
+    record["sources"], record["checkpoint_variables_not_in_state_dict"] = mg.trace_sources(state, prefix)
+    for key, found in record["sources"].items():  # the decoder's lm head: no module variable, the initial zeros
+        if found == "-" and not state[key].detach().numpy().any():
+            record["sources"][key] = "zeros (no checkpoint variable: the loader's initial ones)"
+    d = out / BERT2BERT
+    d.mkdir(parents=True, exist_ok=True)
+    mg.save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(d / "model.safetensors"),
+                 metadata={"format": "pt"})
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        (d / "config.json").write_text((Path(tmp) / "config.json").read_text())
+    rng = np.random.default_rng(20261124)
+    ids = rng.integers(3, SIZES["vocab_size"], size=(2, 8)).astype(np.int64)
+    mask = np.ones((2, 8), np.int64)
+    mask[1, 5:] = 0
+    decoder_ids = rng.integers(3, SIZES["vocab_size"], size=(2, 5)).astype(np.int64)
+    inputs = {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": decoder_ids}
+    np.savez(d / "inputs.npz", **inputs)
+    kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    with torch.no_grad():
+        result = model(**kwargs, use_cache=False, output_hidden_states=True)
+    outputs: dict = {}
+    for key, val in result.items():
+        if isinstance(val, torch.Tensor):
+            outputs[key] = val.numpy()
+        elif isinstance(val, tuple):
+            outputs.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val)})
+    np.savez(d / "outputs.npz", **outputs)
+    (d / "oracle.json").write_text(mg.json.dumps(record, indent=2) + "\n")
+    print(BERT2BERT, "untouched:", record["untouched"], "skipped:", record["loader_skipped_other_stack"],
+          "not in state dict:", record["checkpoint_variables_not_in_state_dict"])
+
+
 def main(argv: list[str]) -> None:
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else ROOT / "golden"
     steps = [a for a in argv if a in ("checkpoints", "golden")] or ["checkpoints", "golden"]
-    cases = [a for a in argv if a in CASES] or list(CASES)
+    cases = [a for a in argv if a in CASES or a == BERT2BERT] or [*CASES, BERT2BERT]
     for case in cases:
         if "checkpoints" in steps:
-            make_checkpoint(case)
+            make_bert2bert_checkpoint() if case == BERT2BERT else make_checkpoint(case)
         if "golden" in steps:
-            make_golden_case(case, out)
+            make_bert2bert_golden(out) if case == BERT2BERT else make_golden_case(case, out)
 
 
 if __name__ == "__main__":
