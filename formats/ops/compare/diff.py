@@ -447,6 +447,17 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(((x.conj() if x.dtype.kind == "c" else x) * y).sum().real)
 
 
+def _nonfinite(values: np.ndarray, finite: np.ndarray) -> tuple[int, int]:
+    """``(NaNs, Infs)`` among ``values``, whose ``isfinite`` is ``finite`` (counted only when there are some)."""
+    import numpy as np
+
+    count = int(np.count_nonzero(finite))
+    if count == values.size:
+        return 0, 0
+    nan = int(np.count_nonzero(np.isnan(values)))
+    return nan, values.size - count - nan
+
+
 class _Accumulator:
     """Running sums for the statistics of a changed pair (float64, finite pairs only)."""
 
@@ -460,12 +471,10 @@ class _Accumulator:
         import numpy as np
 
         fin_a, fin_b = np.isfinite(a), np.isfinite(b)
-        for side, values, finite in (("a", a, fin_a), ("b", b, fin_b)):
-            count = int(np.count_nonzero(finite))
-            if count < values.size:  # NaN and Inf counted only in a chunk that has them
-                nan = int(np.count_nonzero(np.isnan(values)))
-                setattr(self, f"nan_{side}", getattr(self, f"nan_{side}") + nan)
-                setattr(self, f"inf_{side}", getattr(self, f"inf_{side}") + values.size - count - nan)
+        nan, inf = _nonfinite(a, fin_a)
+        self.nan_a, self.inf_a = self.nan_a + nan, self.inf_a + inf
+        nan, inf = _nonfinite(b, fin_b)
+        self.nan_b, self.inf_b = self.nan_b + nan, self.inf_b + inf
         both = fin_a & fin_b
         del fin_a, fin_b
         fa, fb = (a, b) if both.all() else (a[both], b[both])  # no copies when every pair is finite
