@@ -390,6 +390,10 @@ def _same_stored(ea: TensorEntry, eb: TensorEntry) -> bool | None:
     return same_ranges(ranges[0], ranges[1])
 
 
+_CLOSE_BLOCK = 1 << 16
+"""Elements compared by ``isclose`` at a time (its half-dozen float64 temporaries are of this size)."""
+
+
 def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, quick: bool = False) -> Any:
     """Which elements differ (None when none do and ``quick``): by bytes, by ``==`` for strings, else allclose."""
     import numpy as np
@@ -403,9 +407,13 @@ def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, qu
             return None if np.array_equal(bx, by) else True
         mask = _bytes_differ(x, y)
     else:
-        fx, fy = as_float(x), as_float(y)
         atol, rtol = (0.0, 0.0) if tol.bytewise else (tol.atol, tol.rtol)
-        mask = ~np.isclose(fx, fy, rtol=rtol, atol=atol, equal_nan=tol.equal_nan or tol.bytewise)
+        flat_x, flat_y = x.reshape(-1), y.reshape(-1)
+        mask = np.empty(flat_x.size, dtype=bool)
+        for start in range(0, flat_x.size, _CLOSE_BLOCK):  # element by element: blocks change nothing but memory
+            block = slice(start, start + _CLOSE_BLOCK)
+            np.logical_not(np.isclose(as_float(flat_x[block]), as_float(flat_y[block]), rtol=rtol, atol=atol,
+                                      equal_nan=tol.equal_nan or tol.bytewise), out=mask[block])
     if quick:
         return True if mask.any() else None
     return mask
@@ -432,7 +440,9 @@ def _value_stats(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool
     for x, y in _pairs(ea, eb, chunk):
         acc.differ += int(np.count_nonzero(_differ_mask(x, y, tol, numeric)))
         acc.size += x.size
-        if numeric:
+        if numeric and x.dtype.kind == "f" and y.dtype.kind == "f":
+            acc.add(x, y)  # each operation widens to float64 as it goes: the same values, no float64 copies
+        elif numeric:
             a, b = as_float(x), as_float(y)  # copies: the chunks read are let go first
             del x, y
             acc.add(a, b)
@@ -467,7 +477,8 @@ class _Accumulator:
         self.sum_abs = self.max_abs = self.sq_diff = self.sq_a = self.sq_b = self.dot = 0.0
 
     def add(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Fold one pair of float64 (or complex128) chunks in."""
+        """Fold one pair of chunks in: float64 or complex128 (:func:`~formats.core.values.as_float`), or real
+        floating chunks as stored, each widened to float64 by the operations themselves."""
         import numpy as np
 
         fin_a, fin_b = np.isfinite(a), np.isfinite(b)
@@ -479,7 +490,7 @@ class _Accumulator:
         del fin_a, fin_b
         fa, fb = (a, b) if both.all() else (a[both], b[both])  # no copies when every pair is finite
         del both
-        d = fa - fb
+        d = np.subtract(fa, fb, dtype=np.complex128 if fa.dtype.kind == "c" else np.float64)
         d = np.abs(d, out=d) if d.dtype.kind == "f" else np.abs(d)  # in place but for complex (real magnitudes)
         self.finite += int(fa.size)
         if d.size:
@@ -493,9 +504,9 @@ class _Accumulator:
             return
         # real: :func:`_dot`'s products and sums, each product written over ``d`` (no other temporary)
         self.sq_diff += float(np.multiply(d, d, out=d).sum())
-        self.sq_a += float(np.multiply(fa, fa, out=d).sum())
-        self.sq_b += float(np.multiply(fb, fb, out=d).sum())
-        self.dot += float(np.multiply(fa, fb, out=d).sum())
+        self.sq_a += float(np.multiply(fa, fa, out=d, dtype=np.float64).sum())
+        self.sq_b += float(np.multiply(fb, fb, out=d, dtype=np.float64).sum())
+        self.dot += float(np.multiply(fa, fb, out=d, dtype=np.float64).sum())
 
     def result(self, numeric: bool) -> dict[str, Any]:
         """The JSON statistics (``None`` where undefined)."""

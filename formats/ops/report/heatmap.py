@@ -43,7 +43,7 @@ def cell_starts(length: int, cells: int) -> np.ndarray:
 
 
 class _Grid:
-    """Sums and counts of finite ``|a - b|`` per cell."""
+    """Sums and counts of finite ``|a - b|`` per cell (``ok``: which elements are finite, or None when all are)."""
 
     def __init__(self, shape: tuple[int, int], rows: int, cols: int) -> None:
         import numpy as np
@@ -55,7 +55,7 @@ class _Grid:
         self.sums = np.zeros((rows, cols))
         self.counts = np.zeros((rows, cols), dtype=np.int64)
 
-    def add_row_piece(self, row: int, col: int, d: np.ndarray, ok: np.ndarray) -> None:
+    def add_row_piece(self, row: int, col: int, d: np.ndarray, ok: np.ndarray | None) -> None:
         """Elements ``[col, col + len(d))`` of row ``row``."""
         import numpy as np
 
@@ -64,14 +64,19 @@ class _Grid:
         starts = np.maximum(self.col_starts[first:last], col) - col
         i = self.row_of[row]
         self.sums[i, first:last] += np.add.reduceat(d, starts)
-        self.counts[i, first:last] += np.add.reduceat(ok, starts)
+        self.counts[i, first:last] += np.diff(np.append(starts, d.size)) if ok is None else \
+            np.add.reduceat(ok, starts, dtype=np.int64)
 
-    def add_rows(self, row: int, d: np.ndarray, ok: np.ndarray) -> None:
+    def add_rows(self, row: int, d: np.ndarray, ok: np.ndarray | None) -> None:
         """Whole rows ``row, row + 1, ...`` (``d`` shaped ``(k, n)``)."""
         import numpy as np
 
         by_col = np.add.reduceat(d, self.col_starts, axis=1)
-        ok_col = np.add.reduceat(ok, self.col_starts, axis=1)
+        if ok is None:  # every element finite: a cell's count is its width (no chunk-sized int64 copy of ok)
+            widths = np.diff(np.append(self.col_starts, self.n))
+            ok_col = np.broadcast_to(widths, (d.shape[0], widths.size))
+        else:
+            ok_col = np.add.reduceat(ok, self.col_starts, axis=1, dtype=np.int64)
         cells = self.row_of[row:row + d.shape[0]]
         breaks = np.flatnonzero(np.diff(cells)) + 1
         starts = np.concatenate(([0], breaks))
@@ -93,12 +98,19 @@ def heatmap(a: TensorEntry, b: TensorEntry, cells: int = MAX_CELLS, chunk_elemen
     pos = 0
     with np.errstate(invalid="ignore", over="ignore"):
         for x, y in paired_chunks(iter_chunks(a, chunk_elements), iter_chunks(b, chunk_elements)):
-            d = np.abs(as_float(y) - as_float(x))  # complex: the magnitude
-            ok = np.isfinite(d)
-            d = np.where(ok, d, 0.0)
-            ok = ok.astype(np.int64)
+            if x.dtype.kind == "f" and y.dtype.kind == "f":  # widened to float64 as it goes: no float64 copies
+                d = np.subtract(y, x, dtype=np.float64)
+                np.abs(d, out=d)
+            else:
+                d = np.abs(as_float(y) - as_float(x))  # complex: the magnitude
+            del x, y
+            finite = np.isfinite(d)
+            ok = None if finite.all() else finite
+            if ok is not None:
+                np.copyto(d, 0.0, where=~ok)
             _add_chunk(grid, pos, d, ok, n)
             pos += d.size
+            del d, finite, ok  # before the next chunk's: one chunk of float64 at a time
     return grid.result()
 
 
@@ -111,16 +123,22 @@ def heatmap_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str
     return each_in_unit(both, lambda p: heatmap(ca[p[0]], cb[p[1]], cells, chunk_elements), pairs)
 
 
-def _add_chunk(grid: _Grid, pos: int, d: np.ndarray, ok: np.ndarray, n: int) -> None:
+def _add_chunk(grid: _Grid, pos: int, d: np.ndarray, ok: np.ndarray | None, n: int) -> None:
     """Elements ``[pos, pos + len(d))`` in C order: a partial first row, whole rows, a partial last row."""
+    def cut(part: slice) -> np.ndarray | None:
+        return None if ok is None else ok[part]
+
     row, col = divmod(pos, n)
+    start = 0
     if col:
         take = min(n - col, d.size)
-        grid.add_row_piece(row, col, d[:take], ok[:take])
-        d, ok, row = d[take:], ok[take:], row + 1
-    whole = d.size // n
+        grid.add_row_piece(row, col, d[:take], cut(slice(0, take)))
+        start, row = take, row + 1
+    whole = (d.size - start) // n
     if whole:
-        grid.add_rows(row, d[:whole * n].reshape(whole, n), ok[:whole * n].reshape(whole, n))
-        d, ok, row = d[whole * n:], ok[whole * n:], row + whole
-    if d.size:
-        grid.add_row_piece(row, 0, d, ok)
+        end = start + whole * n
+        piece = cut(slice(start, end))
+        grid.add_rows(row, d[start:end].reshape(whole, n), None if piece is None else piece.reshape(whole, n))
+        start, row = end, row + whole
+    if start < d.size:
+        grid.add_row_piece(row, 0, d[start:], cut(slice(start, d.size)))
