@@ -232,16 +232,21 @@ HUGE_SHAPE = (262_144, 2_048)
 """The shape of the 2 GiB float32 tensor of ``huge_tensor`` (issue 38: no command may grow with a tensor's bytes)."""
 
 
-def huge_tensor(out: Path) -> str:
-    """A name-based bundle holding one 2 GiB float32 tensor (``model/embedding/w``, :data:`HUGE_SHAPE`) and a step."""
+def huge_tensor(out: Path, later: bool = False) -> str:
+    """A name-based bundle holding one 2 GiB float32 tensor (``model/embedding/w``, :data:`HUGE_SHAPE`) and a step;
+    ``later``: the same with every 7th row's every 3rd value moved by 1e-3 and the next step (``diff`` of the two
+    compares every value)."""
     from formats import write_checkpoint
 
     values = np.empty(HUGE_SHAPE, dtype=np.float32)
     rng = np.random.default_rng(0)
     for start in range(0, HUGE_SHAPE[0], 8192):  # in pieces: the generator's own peak stays near the tensor's size
         values[start:start + 8192] = rng.standard_normal((8192, HUGE_SHAPE[1]), dtype=np.float32) * 0.02
-    prefix = str(out / "huge-tensor" / "ckpt-1")
-    write_checkpoint(prefix, [("model/embedding/w", values), ("global_step", np.array(1, np.int64))], force=True,
+    if later:
+        values[::7, ::3] += np.float32(1e-3)
+    step = 2 if later else 1
+    prefix = str(out / ("huge-tensor-later" if later else "huge-tensor") / f"ckpt-{step}")
+    write_checkpoint(prefix, [("model/embedding/w", values), ("global_step", np.array(step, np.int64))], force=True,
                      verify=False)
     return prefix
 
@@ -321,7 +326,7 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
               "bert_object": bert_object, "bert_large_pretraining": bert_large_pretraining,
               "bert_large_tf_h5": bert_large_tf_h5,
               "million": lambda o: many(o / "million", 1_000_000), "directory": directory,
-              "huge_tensor": huge_tensor}
+              "huge_tensor": huge_tensor, "huge_tensor_later": lambda o: huge_tensor(o, later=True)}
     for size, count in SCALES.items():
         makers[f"scale_name_{size}"] = lambda o, n=count: scale_name(o, n)
         makers[f"scale_object_{size}"] = lambda o, n=count, s=size: scale_object(o, n, s)

@@ -472,24 +472,28 @@ HUGE_GOAL_MIB = 60
 """Issue 38's per-byte bound that the per-tensor work must keep: every command on a 2 GiB tensor under 60 MiB."""
 
 
-def huge_commands(prefix: str, out: Path) -> list[tuple[str, str]]:
-    """``(label, command line after ckpt)`` of the rows on the one-2-GiB-tensor bundle: the scale rows' commands
-    (``edit`` drops the step, the one other tensor), ``convert --to safetensors`` beside them."""
+def huge_commands(prefix: str, later: str, out: Path) -> list[tuple[str, str]]:
+    """``(label, command line after ckpt)`` of the rows on the one-2-GiB-tensor bundle ``prefix``: the scale rows'
+    commands (``edit`` drops the step, the one other tensor), ``convert --to safetensors``, and ``diff`` (bytewise
+    and ``--atol``) and ``report`` of it beside ``later`` (the same tensor with values changed)."""
     rows = [(label, f"edit {prefix} -o {out}/ckpt --exclude global_step") if label == "edit" else (label, args)
             for label, args in scale_commands(prefix, out) if label != "convert --to tf-name"]
-    return rows + [("convert --to safetensors", f"convert {prefix} -o {out}/model.safetensors --to safetensors")]
+    return rows + [("convert --to safetensors", f"convert {prefix} -o {out}/model.safetensors --to safetensors"),
+                   ("diff (changed values)", f"diff {prefix} {later}"),
+                   ("diff --atol (changed values)", f"diff --atol 1e-4 {prefix} {later}"),
+                   ("report A B (changed values)", f"report {prefix} {later} -o {out}/diff.html")]
 
 
 def measure_huge(inputs: dict[str, str], work: Path, ck: str) -> list[Row]:
     """Every command once on a bundle holding one 2 GiB float32 tensor (``huge_tensor``), beside ``cat`` of its
     files; the goal is a peak RSS under :data:`HUGE_GOAL_MIB` (ckpt is bounded per byte)."""
-    prefix = inputs.get("huge_tensor")
-    if prefix is None:
+    prefix, later = inputs.get("huge_tensor"), inputs.get("huge_tensor_later")
+    if prefix is None or later is None:
         return []
     rows: list[Row] = []
     out = work / "out-huge"
     cat = f"cat {' '.join(files_of(prefix))} > /dev/null"
-    for label, args in huge_commands(prefix, out):
+    for label, args in huge_commands(prefix, later, out):
         if not wanted(command_word(f"{ck} {args}")):
             continue
         ours, floor = pair(f"{ck} {args}", cat, 1, f"rm -rf {out}")
@@ -540,7 +544,7 @@ def run_scale(work: Path, args: argparse.Namespace, out: Path) -> None:
     from generate import SCALES
 
     which = tuple(f"scale_{layout}_{size}" for size in SCALES for layout in ("name", "object")
-                  if size != "1m" or not args.quick) + ("huge_tensor",)
+                  if size != "1m" or not args.quick) + ("huge_tensor", "huge_tensor_later")
     ckpt = install(work, args.python)
     inputs = generate(work, which)
     os.chdir(work)

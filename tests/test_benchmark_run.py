@@ -139,6 +139,21 @@ def test_scale_rows_name_ckpt_commands_and_follow_only(run, tmp_path) -> None:
         run.ONLY.clear()
 
 
+def test_the_2_gib_tensor_rows_run_every_command_against_the_per_byte_bound(run, tmp_path) -> None:
+    """Issue 38's "no regression per byte": every command of the scale rows, and the ones that read both sides of
+    a changed tensor (``diff``, ``diff --atol``, ``report A B``), once each on the 2 GiB tensor, goal 60 MiB."""
+    commands = run.huge_commands("/x/ckpt-1", "/y/ckpt-2", tmp_path)
+    assert {run.command_word(f"/v/bin/ckpt {args}") for _, args in commands} <= set(run.COMMAND_WORDS)
+    assert [label for label, _ in commands] == [
+        "ls", "verify", "ls --tree", "rename", "diff (self)", "stats", "edit", "convert --to tf-object",
+        "extract to .npz", "report", "convert --to safetensors", "diff (changed values)",
+        "diff --atol (changed values)", "report A B (changed values)"]
+    assert dict(commands)["edit"] == f"edit /x/ckpt-1 -o {tmp_path}/ckpt --exclude global_step"
+    assert dict(commands)["diff (changed values)"] == "diff /x/ckpt-1 /y/ckpt-2"
+    assert run.HUGE_GOAL_MIB == 60
+    assert run.measure_huge({"huge_tensor": "/x/ckpt-1"}, tmp_path, "/nonexistent/ckpt") == []  # no later: no row
+
+
 def test_a_row_keeps_each_runs_cpu_time(run) -> None:
     """The scale rows' goals are on CPU time: each run's user + system time is kept beside its wall time."""
     ours, _ = run.pair([sys.executable, "-c", "sum(range(3 * 10 ** 6))"], None, 2)
