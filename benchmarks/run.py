@@ -478,7 +478,8 @@ def huge_commands(prefix: str, later: str, out: Path) -> list[tuple[str, str]]:
     and ``--atol``) and ``report`` of it beside ``later`` (the same tensor with values changed)."""
     rows = [(label, f"edit {prefix} -o {out}/ckpt --exclude global_step") if label == "edit" else (label, args)
             for label, args in scale_commands(prefix, out) if label != "convert --to tf-name"]
-    return rows + [("convert --to safetensors", f"convert {prefix} -o {out}/model.safetensors --to safetensors"),
+    return rows + [("show (the whole tensor)", f"show {prefix} model/embedding/w"),
+                   ("convert --to safetensors", f"convert {prefix} -o {out}/model.safetensors --to safetensors"),
                    ("diff (changed values)", f"diff {prefix} {later}"),
                    ("diff --atol (changed values)", f"diff --atol 1e-4 {prefix} {later}"),
                    ("report A B (changed values)", f"report {prefix} {later} -o {out}/diff.html")]

@@ -146,7 +146,7 @@ def test_the_2_gib_tensor_rows_run_every_command_against_the_per_byte_bound(run,
     assert {run.command_word(f"/v/bin/ckpt {args}") for _, args in commands} <= set(run.COMMAND_WORDS)
     assert [label for label, _ in commands] == [
         "ls", "verify", "ls --tree", "rename", "diff (self)", "stats", "edit", "convert --to tf-object",
-        "extract to .npz", "report", "convert --to safetensors", "diff (changed values)",
+        "extract to .npz", "report", "show (the whole tensor)", "convert --to safetensors", "diff (changed values)",
         "diff --atol (changed values)", "report A B (changed values)"]
     assert dict(commands)["edit"] == f"edit /x/ckpt-1 -o {tmp_path}/ckpt --exclude global_step"
     assert dict(commands)["diff (changed values)"] == "diff /x/ckpt-1 /y/ckpt-2"

@@ -14,19 +14,24 @@ JSON_LIMIT = 1_000_000  # elements printed as JSON without --full
 
 def run(env: Environment, p: Params) -> int:
     """``ckpt show PATH KEY[SLICE]``: print the values; the exit status."""
+    import math
+
     from formats.api import open_checkpoint
-    from formats.core.values import parse_key_slice, read_slice
+    from formats.core.values import parse_key_slice, read_slice, read_summary, selected_shape
 
     from ..render.values import to_jsonable
 
+    threshold = None if p.full else p.threshold
     with open_checkpoint(p.path) as ckpt:
         name, index, text = parse_key_slice(ckpt, p.key)
         entry = ckpt[name]
-        value = read_slice(entry, index)
+        size = math.prod(selected_shape(entry, index))
+        if p.as_json and size > JSON_LIMIT and not p.full:  # said before anything is read
+            raise CommandLineError(f"{size:,} elements: pass a slice, or --full to print them all as JSON")
+        summary = not p.as_json and index is None and threshold is not None and size > threshold
+        value = read_summary(entry, p.edgeitems) if summary else read_slice(entry, index)
         where = ckpt.path
     if p.as_json:
-        if value.size > JSON_LIMIT and not p.full:
-            raise CommandLineError(f"{value.size:,} elements: pass a slice, or --full to print them all as JSON")
         from ..render.common import print_json
 
         print_json({"path": where, "key": name, "dtype": entry.dtype, "shape": list(entry.shape),
@@ -36,7 +41,7 @@ def run(env: Environment, p: Params) -> int:
     from ..render.show import render_values
 
     render_values(name, entry, value, text if index is not None else None, precision=p.precision,
-                  threshold=None if p.full else p.threshold, edgeitems=p.edgeitems)
+                  threshold=0 if summary else threshold, edgeitems=p.edgeitems)  # a summary: printed as one
     return 0
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["CHUNK_ELEMENTS", "iter_chunks", "paired_chunks", "iter_float_chunks", "as_float", "value_kind",
-           "parse_key_slice", "parse_index", "read_slice"]
+           "parse_key_slice", "parse_index", "read_slice", "selected_shape", "read_summary"]
 
 _NUMERIC_KINDS = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
 
@@ -183,3 +183,27 @@ def _did_you_mean(ckpt: Checkpoint, text: str) -> str | None:
 def read_slice(entry: TensorEntry, index: tuple[Any, ...] | None) -> np.ndarray:
     """``entry``'s value, or just ``value[index]`` (:meth:`TensorEntry.read_slice`)."""
     return entry.read_slice(index)
+
+
+def selected_shape(entry: TensorEntry, index: tuple[Any, ...] | None) -> tuple[int, ...]:
+    """The shape of ``value[index]`` (the tensor's own when ``index`` is None), nothing read; a bad index is the
+    UsageError :func:`read_slice` would raise."""
+    import numpy as np
+
+    from formats.core.arrays import apply_index
+
+    if index is None:
+        return tuple(entry.shape)
+    return apply_index(np.broadcast_to(np.zeros((), np.uint8), entry.shape), index, entry).shape
+
+
+def read_summary(entry: TensorEntry, edgeitems: int) -> np.ndarray:
+    """What numpy's summarised printing of ``entry``'s whole value shows, read alone: along every axis longer
+    than ``2 * edgeitems``, its first and last ``edgeitems`` elements with one between them (never shown; the
+    axis stays longer than ``2 * edgeitems``, so printed with any ``threshold`` below its size it is summarised
+    just as the whole value is, and numpy formats a summarised array from those elements alone). A 2 GiB
+    embedding is 7 x 7 values, not 2 GiB."""
+    import numpy as np
+
+    axes = [np.r_[0:edgeitems + 1, n - edgeitems:n] if n > 2 * edgeitems else np.arange(n) for n in entry.shape]
+    return entry.read_slice(np.ix_(*axes)) if axes else entry.read_slice(None)
