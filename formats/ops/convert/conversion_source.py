@@ -60,11 +60,15 @@ def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor
     from formats.concepts.roles import classify_names  # the naming conventions, on first use
 
     roles = classify_names(renamed.values())
+    texts: dict[object, str] = {}  # role -> its text: a few roles among all the tensors
     out = []
     for key, name, entry in zip(keys, names, entries):
         new = renamed[key]
         role = roles[new]
-        out.append(SourceTensor(key, name, new, str(role.role), entry, role.slot_of, role.optimizer, role.slot_name))
+        text = texts.get(role.role)
+        if text is None:
+            text = texts[role.role] = str(role.role)
+        out.append(SourceTensor(key, name, new, text, entry, role.slot_of, role.optimizer, role.slot_name))
     return out
 
 
