@@ -1,0 +1,98 @@
+"""Issue 38: the writing commands on name-based bundles, per tensor. The object graph ``convert --to tf-object``
+builds is held as columns (:class:`~formats.ops.convert.graph_columns.GraphColumns`): its bytes are checked
+against :class:`~formats.ops.convert.graph_build.GraphBuilder` + :func:`encode_object_graph` (the object
+encoder, itself checked against the protobuf runtime in ``tests/test_proto_messages.py``) on generated graphs;
+and the commands' Python calls are counted (``tests/call_counts.py``) on bundles of 10,000 and 40,000 tiny
+tensors: linear growth, and a budget per tensor that the code before this change exceeded."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formats.concepts.object_graph_codec import encode_object_graph
+from formats.ops.convert.graph_build import GraphBuilder
+from formats.ops.convert.graph_columns import GraphColumns
+
+from tests.call_counts import python_calls
+from tests.scale_bundles import name_based
+
+SIZES = (10_000, 40_000)
+SLACK = 1.15
+"""Calls at 4N may be at most this many times four times those at N."""
+
+_SEGMENT = st.text(st.sampled_from("ab.c/_é0"), min_size=1, max_size=4)
+
+
+def _build(cls, names, moved, slots):  # type: ignore[no-untyped-def]
+    """The steps of ``convert --to tf-object``: a tree grown from the root, an optimizer found by name, variables,
+    optimizer state moved under it, slot variables, and the save counter found by its path."""
+    builder = cls()
+    tree: dict = {}
+    ends = []
+    for name in names + ["\0optimizer", "\0save_counter"]:
+        node = tree
+        for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
+            node = node.setdefault(segment, {})
+        ends.append(node)
+    placed = builder.grow(tree)
+    nodes = [placed[id(end)] for end in ends]
+    optimizer = builder.object(["optimizer"])
+    for name, node in zip(names, nodes):
+        builder.variable(node, name)
+    for name in moved:
+        builder.variable(builder.child(optimizer, name), name)
+    for i, slot in slots:
+        builder.slot(optimizer, nodes[i % len(names)], slot, f"{names[i % len(names)]}/{slot}")
+    counter = builder.find("save_counter")
+    builder.variable(counter, "save_counter")
+    return builder, [builder.child_ids(n) for n in nodes], builder.find("optimizer")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_SEGMENT, min_size=1, max_size=3).map("/".join), min_size=1, max_size=25, unique=True),
+       st.lists(st.sampled_from(["beta1_power", "beta2_power", "x.y"]), unique=True),
+       st.lists(st.tuples(st.integers(0, 50), st.sampled_from(["m", "v", "accumulator"])), max_size=8, unique=True))
+def test_the_graph_as_columns_encodes_as_the_object_graph_does(names, moved, slots):
+    columns, children, optimizer = _build(GraphColumns, names, moved, slots)
+    objects, expected_children, expected_optimizer = _build(GraphBuilder, names, moved, slots)
+    assert columns.encode() == objects.encode() == encode_object_graph(objects.nodes)
+    assert encode_object_graph(columns.to_nodes()) == objects.encode()
+    assert children == expected_children and optimizer == expected_optimizer
+    assert columns.paths == [objects.paths.get(i) for i in range(len(objects.nodes))]
+
+
+def test_grow_refuses_a_graph_that_has_nodes_already():
+    builder = GraphColumns()
+    builder.child(0, "a")
+    with pytest.raises(ValueError, match="from its root"):
+        builder.grow({"b": {}})
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("name_writers_scale")
+    return [name_based(folder, n) for n in SIZES]
+
+
+def _check_linear(counts: list[int], per_tensor: float, what: str) -> None:
+    small, large = counts
+    assert large <= SLACK * 4 * small, f"{what}: calls {counts} grow faster than the tensors"
+    assert large <= per_tensor * SIZES[1] + 20_000, f"{what}: {large} calls for {SIZES[1]} tensors"
+
+
+COMMANDS = {  # command line -> Python calls per tensor allowed (e0f0047, before this change, made the second number)
+    "convert --to tf-object": (["convert", "{p}", "-o", "{o}/ckpt", "--to", "tf-object"], 190),  # e0f0047: 214
+    "edit": (["edit", "{p}", "-o", "{o}/ckpt", "--exclude", "model/layer_0/*"], 160),  # e0f0047: 169
+    "report": (["report", "{p}", "-o", "{o}/report.html"], 118),  # e0f0047: 130
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_writing_command_grows_linearly_within_its_budget(bundles, run_cli, tmp_path, command):
+    args, per_tensor = COMMANDS[command]
+    counts = []
+    for i, prefix in enumerate(bundles):
+        out = tmp_path / f"out{i}"
+        counts.append(python_calls(run_cli, [a.format(p=prefix, o=out) for a in args]))
+    _check_linear(counts, per_tensor, command)
