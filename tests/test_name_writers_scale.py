@@ -96,3 +96,39 @@ def test_a_writing_command_grows_linearly_within_its_budget(bundles, run_cli, tm
         out = tmp_path / f"out{i}"
         counts.append(python_calls(run_cli, [a.format(p=prefix, o=out) for a in args]))
     _check_linear(counts, per_tensor, command)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.binary(min_size=1, max_size=40), st.binary(max_size=300), max_size=200),
+       st.sampled_from([64, 256, 4096]))
+def test_a_table_written_in_one_loop_is_the_table_written_entry_by_entry(entries, block_size):
+    """``TableWriter.add_all`` (the bundle index's writer) gives the bytes ``add`` gives for each entry in turn
+    (prefix sharing, restarts, blocks cut at ``block_size``, an entry too large for one), and they read back."""
+    import io
+
+    from formats.io.sstable.table import read_table
+    from formats.io.sstable.writer import TableWriter
+
+    pairs = sorted(entries.items())
+    one, each = io.BytesIO(), io.BytesIO()
+    table = TableWriter(one, block_size)
+    table.add(b"", b"header")
+    table.add_all(pairs)
+    table.finish()
+    table = TableWriter(each, block_size)
+    table.add(b"", b"header")
+    for key, value in pairs:
+        table.add(key, value)
+    table.finish()
+    assert one.getvalue() == each.getvalue()
+    assert [(k, bytes(v)) for k, v in read_table(one.getvalue(), "index")] == [(b"", b"header"), *pairs]
+
+
+def test_a_table_refuses_keys_out_of_order_in_one_loop():
+    import io
+
+    from formats.io.sstable.writer import TableWriter
+
+    table = TableWriter(io.BytesIO())
+    with pytest.raises(ValueError, match="strictly increasing"):
+        table.add_all([(b"b", b""), (b"a", b"")])

@@ -353,8 +353,7 @@ def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
 
     table = TableWriter(buffer := io.BytesIO())
     table.add(b"", encode_header(num_shards=num_shards))
-    for key, entry in sorted(rows):
-        table.add(key, entry)
+    table.add_all(sorted(rows))
     table.finish()
     return buffer.getvalue()
 
@@ -524,6 +523,5 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
 def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    for record in records:
-        table.add(record.key, record.entry)
+    table.add_all([(record.key, record.entry) for record in records])
     table.finish()
