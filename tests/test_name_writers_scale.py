@@ -85,6 +85,7 @@ COMMANDS = {  # command line -> Python calls per tensor allowed at 40k; e0f0047 
     "convert --to tf-object": (["convert", "{p}", "-o", "{o}/ckpt", "--to", "tf-object"], 180),  # e0f0047: 214
     "edit": (["edit", "{p}", "-o", "{o}/ckpt", "--exclude", "model/layer_0/*"], 155),  # e0f0047: 168
     "report": (["report", "{p}", "-o", "{o}/report.html"], 105),  # e0f0047: 117
+    "rename": (["rename", "{p}", "-o", "{o}/ckpt", "--map", "model=net"], 100),  # e0f0047: 105
 }
 
 
