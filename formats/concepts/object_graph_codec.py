@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["decode_object_graph", "encode_object_graph", "checkpointed_nodes", "BYTES_PER_ITEM", "FREE_ITEMS"]
+__all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "BYTES_PER_ITEM",
+           "FREE_ITEMS"]
 
 BYTES_PER_ITEM = 4
 """A graph may hold one node, child, attribute or slot variable per this many bytes..."""
@@ -222,6 +223,82 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
         item = b"".join(body)
         out.append(node_tag + v[len(item)] + item if len(item) < small else _framed(node_tag, item))
     return b"".join(out)
+
+
+def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
+                         attributes: dict[int, list[tuple[str, str, str]]],
+                         slot_variables: dict[int, list[tuple[int, str, int]]]) -> bytes:
+    """:func:`encode_object_graph` of a graph held as columns (:class:`~formats.ops.convert.graph_columns.GraphColumns`):
+    node i's children ``kids[i]`` (``(node, local name)`` pairs, valid UTF-8, or None), its attributes
+    (``(name, full_name, checkpoint_key)``) and slot variables (``(variable, slot name, slot node)``), every
+    node's ``has_checkpoint_values`` set as TensorFlow sets it; a node that has a parent has only one. No object
+    per node: each node's fields are joined straight into one buffer, node ids of up to three bytes written
+    without a call."""
+    count = len(kids)
+    valued = _valued_columns(kids, attributes, slot_variables)
+    t = _tags()
+    v = _varints(count)
+    small = len(v)
+    node_tag, child_tag, id_tag, attr_tag = t["nodes"], t["children"], t["node_id"], t["attributes"]
+    full_tag, key_tag, has_tag = t["full_name"], t["checkpoint_key"], t["has_checkpoint_values"]
+    yes, no = _framed(has_tag, _int(t["value"], True)), _framed(has_tag, b"")
+    local_tag, name_tag, slot_tag = t["local_name"], t["name"], t["slot_variables"]
+    names: dict[str, bytes] = {}  # local or attribute name -> its whole field: names repeat across a graph
+    out = bytearray()
+    for i, refs in enumerate(kids):
+        body = b""
+        if refs:
+            for n, local in refs:
+                name = names.get(local)
+                if name is None:
+                    raw = local.encode("utf-8")
+                    name = names[local] = local_tag + v[len(raw)] + raw if 0 < len(raw) < small else \
+                        _text(local_tag, local)
+                if n < small:
+                    item = id_tag + v[n] + name if n else name
+                elif n < 1 << 21:
+                    item = id_tag + bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14)) + name
+                else:
+                    item = id_tag + _varint(n) + name
+                body += child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item)
+        if i in attributes:
+            for attribute, full_name, key in attributes[i]:
+                name = names.get("\0" + attribute)
+                if name is None:
+                    name = names["\0" + attribute] = _text(name_tag, attribute)
+                if 0 < len(full_name) < small and 0 < len(key) < small and full_name.isascii() and key.isascii():
+                    item = (name + full_tag + v[len(full_name)] + full_name.encode() + key_tag + v[len(key)]
+                            + key.encode())
+                else:
+                    item = name + _utf8_field(full_tag, full_name) + _utf8_field(key_tag, key)
+                body += attr_tag + v[len(item)] + item if len(item) < small else _framed(attr_tag, item)
+        if i in slot_variables:
+            for original, slot_name, slot in slot_variables[i]:
+                body += _framed(slot_tag, _int(t["original_variable_node_id"], original)
+                                + _text(t["slot_name"], slot_name) + _int(t["slot_variable_node_id"], slot))
+        body += yes if valued[i] else no
+        out += node_tag
+        out += v[len(body)] if len(body) < small else encode_varint(len(body))
+        out += body
+    return bytes(out)
+
+
+def _valued_columns(kids: Sequence[Sequence[tuple[int, str]] | None], attributes: dict[int, Any],
+                    slot_variables: dict[int, Any]) -> bytearray:
+    """:func:`checkpointed_nodes` of a graph held as columns (a node has at most one parent): 1 for a node with
+    checkpoint values of its own or through a descendant."""
+    count = len(kids)
+    parent = [-1] * count
+    for i, refs in enumerate(kids):
+        for child, _ in refs or ():
+            parent[child] = i
+    marked = bytearray(count)
+    for todo in (attributes, slot_variables):
+        for node in todo:
+            while node >= 0 and not marked[node]:
+                marked[node] = 1
+                node = parent[node]
+    return marked
 
 
 def _tags() -> dict[str, bytes]:

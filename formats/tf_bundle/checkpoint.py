@@ -110,8 +110,9 @@ class BundleTensor(TensorEntry):
 
     @property
     def partitions(self) -> int:
-        """How many slices a partitioned variable is stored in (0 when stored whole)."""
-        return len(self.raw.slices)
+        """How many slices a partitioned variable is stored in (0 when stored whole): from the columns, no entry
+        made."""
+        return len(self._reader.entries.slices.get(self.row, ()))
 
     @property
     def unreadable(self) -> str | None:  # type: ignore[override]

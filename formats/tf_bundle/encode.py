@@ -60,6 +60,8 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
     head, tail = parts
     if 0 < offset < 0x4000:  # the one- and two-byte varints of the offsets of most small tensors, without a call
         head += b"\x20" + _ONE_BYTE[offset] if offset < 0x80 else bytes((0x20, offset & 0x7F | 0x80, offset >> 7))
+    elif 0 < offset < 0x200000:  # three bytes (the offsets of a data file's first 2 MiB)
+        head += bytes((0x20, offset & 0x7F | 0x80, offset >> 7 & 0x7F | 0x80, offset >> 14))
     elif offset:
         head += b"\x20" + encode_varint(offset & _MASK64)
     return head + tail + _PACK_CRC(0x35, masked_crc) if masked_crc else head + tail

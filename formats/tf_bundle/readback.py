@@ -64,15 +64,20 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
     batches = _batches(copied, [sizes[kind[row]][3] for row in copied])
     checked = map_ordered(lambda batch: _copied_rows(written, batch[0], records), batches, jobs,
                           weight=lambda batch: batch[1])
-    found = dict(zip(copied, (problem for problems in checked for problem in problems)))
-    inodes = _Inodes()
-    for row in taken:  # linked: entries and inodes compared, no byte read
-        record = records[row]
-        problem = found[row] if row in found else _linked_row(written, row, record.source, inodes)
-        if problem is not None:
-            report.mismatches.append(Mismatch(_text(record.key), "value", problem))
+    problems = [problem for batch in checked for problem in batch]  # one per copied row, in order
+    if len(copied) == len(taken):  # every tensor copied (none linked): no lookup per row
+        report.mismatches += [Mismatch(_text(records[row].key), "value", problem)
+                              for row, problem in zip(copied, problems) if problem is not None]
+    else:
+        found = dict(zip(copied, problems))
+        inodes = _Inodes()
+        for row in taken:  # linked: entries and inodes compared, no byte read
+            record = records[row]
+            problem = found[row] if row in found else _linked_row(written, row, record.source, inodes)
+            if problem is not None:
+                report.mismatches.append(Mismatch(_text(record.key), "value", problem))
     report.tensors += len(taken)
-    report.bytes += sum(records[row].size for row in taken)
+    report.bytes += sum([records[row].size for row in taken])
     return report
 
 
@@ -133,6 +138,7 @@ def _copied_rows(written: BundleCheckpoint, rows: list[int], records: list[Any])
     reader = written.reader
     columns = reader.entries
     offsets, crcs, kinds, kind = columns.offset, columns.crc, columns.kinds, columns.kind
+    sizes = [size for _, _, _, size in kinds]
     problems: list[str | None] = [None] * len(rows)
     plain: dict[int, bool] = {}  # kind -> whether its tensors lie as plain byte ranges (bounds: checked by pread)
 
@@ -170,11 +176,12 @@ def _copied_rows(written: BundleCheckpoint, rows: list[int], records: list[Any])
             view = memoryview(os.pread(fd, end - start, start))
         finally:
             os.close(fd)
+        length = len(view)
         for k in range(i, j):
             row = rows[k]
             at = offsets[row] - start
-            size = kinds[kind[row]][3]
-            if at + size > len(view) or crc32c(view[at:at + size]) != unmask(crcs[row]):
+            size = sizes[kind[row]]
+            if at + size > length or crc32c(view[at:at + size]) != unmask(crcs[row]):
                 alone(k)
         i = j
     return problems

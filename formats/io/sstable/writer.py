@@ -18,6 +18,7 @@ from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import BinaryIO
 
 __all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator", "short_successor"]
@@ -135,6 +136,44 @@ class TableWriter:
         data.add(key, value)
         if len(data.buffer) + 4 * len(data.restarts) + 4 >= self.block_size:  # data.size_estimate()
             self._flush()
+
+    def add_all(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        """:meth:`add` each pair in turn (the same bytes, the same errors), in one loop: an index of a million
+        entries without three calls per entry."""
+        if self.closed:
+            raise ValueError("table already finished")
+        data = self.data
+        interval, block_size = data.interval, self.block_size
+        large = _OVERLY_LARGE_RATIO * block_size
+        one = _ONE_BYTE
+        last = self.last_key
+        for key, value in pairs:
+            if last is not None:
+                if key <= last:
+                    raise ValueError(f"keys must be strictly increasing: {key!r} after {last!r}")
+                if len(key) + len(value) >= large:
+                    self._flush()
+            if self.pending is not None:
+                self._add_index(shortest_separator(last, key))  # type: ignore[arg-type]
+            self.last_key = last = key
+            if data.counter < interval:  # _Block.add, inline
+                previous = data.last_key
+                n = min(len(previous), len(key))
+                shared = n - ((int.from_bytes(previous[:n], "big") ^ int.from_bytes(key[:n], "big")).bit_length()
+                              + 7) // 8
+            else:
+                data.restarts.append(len(data.buffer))
+                data.counter = shared = 0
+            rest, size = len(key) - shared, len(value)
+            buffer = data.buffer
+            buffer += (one[shared] + one[rest] + one[size] if shared < 0x80 and rest < 0x80 and size < 0x80
+                       else encode_varint(shared) + encode_varint(rest) + encode_varint(size))
+            buffer += key[shared:] if shared else key
+            buffer += value
+            data.last_key = key
+            data.counter += 1
+            if len(buffer) + 4 * len(data.restarts) + 4 >= block_size:  # data.size_estimate()
+                self._flush()
 
     def finish(self) -> int:
         """Write the last data block, the metaindex and index blocks and the footer; return the file size."""

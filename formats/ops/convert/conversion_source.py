@@ -51,19 +51,24 @@ def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor
     apply = rules.apply if rules else (lambda name: name)
     if is_object_based(ckpt) and ckpt.object_graph is not None:
         return _object_based(ckpt, keys, apply)
-    names = {k: str(ckpt[k].name or k) for k in keys}
-    renamed = {k: apply(names[k]) for k in keys}
+    entries = ckpt.entries_of(keys)  # each entry asked for once
+    names = [str(e.name or k) for k, e in zip(keys, entries)]
+    renamed = {k: apply(name) for k, name in zip(keys, names)}
     if ckpt.format in LABELLED_FORMATS:
-        return [SourceTensor(k, names[k], renamed[k], str(ckpt[k].role), ckpt[k], _renamed(ckpt[k].slot_of, renamed),
-                             ckpt[k].optimizer, ckpt[k].slot_name) for k in keys]
+        return [SourceTensor(k, name, renamed[k], str(e.role), e, _renamed(e.slot_of, renamed), e.optimizer,
+                             e.slot_name) for k, name, e in zip(keys, names, entries)]
     from formats.concepts.roles import classify_names  # the naming conventions, on first use
 
     roles = classify_names(renamed.values())
+    texts: dict[object, str] = {}  # role -> its text: a few roles among all the tensors
     out = []
-    for key in keys:
-        role = roles[renamed[key]]
-        out.append(SourceTensor(key, names[key], renamed[key], str(role.role), ckpt[key], role.slot_of,
-                                role.optimizer, role.slot_name))
+    for key, name, entry in zip(keys, names, entries):
+        new = renamed[key]
+        role = roles[new]
+        text = texts.get(role.role)
+        if text is None:
+            text = texts[role.role] = str(role.role)
+        out.append(SourceTensor(key, name, new, text, entry, role.slot_of, role.optimizer, role.slot_name))
     return out
 
 

@@ -90,6 +90,10 @@ class GraphBuilder:
         """The node with escaped ``path``, if any."""
         return self._by_path.get(path)
 
+    def child_ids(self, node: int) -> list[int]:
+        """The children of ``node``, in order."""
+        return [c.node_id for c in self.nodes[node].children]
+
     def variable(self, node: int, full_name: str, attribute: str = VARIABLE_VALUE) -> str:
         """Give ``node`` an attribute (a variable's value); returns its checkpoint key."""
         key = f"{self.paths[node]}/{ATTRIBUTES}/{escape_local_name(attribute)}"

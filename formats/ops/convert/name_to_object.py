@@ -22,12 +22,15 @@ from formats.core.names import unused_name
 from formats.concepts.object_graph import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_build import GraphBuilder
+from formats.ops.convert.graph_columns import GraphColumns
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import SourceTensor, is_object_based, source_tensors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    Builder = GraphBuilder | GraphColumns
 
 __all__ = ["plan_tf_object", "plan_name_to_object"]
 
@@ -66,10 +69,10 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         plan.add("unsupported", t.key, f"name {t.name!r} has an empty segment; it cannot be an object path")
     if bad:
         return plan
-    builder = GraphBuilder()
     names = [t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers]
     counter = SAVE_COUNTER not in {n.split("/", 1)[0] for n in names}
     tree, ends = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
+    builder: Builder = GraphColumns() if _utf8(names) else GraphBuilder()  # names shown as their safe text
     placed = builder.grow(tree)
     nodes = {t.name: placed[id(end)] for t, end in zip(plain, ends)}
     del tree, ends, placed  # a dict per object: not kept while the rest is planned and written
@@ -99,7 +102,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     return plan
 
 
-def _save_counter(plan: ConversionPlan, builder: GraphBuilder, free: bool) -> None:
+def _save_counter(plan: ConversionPlan, builder: Builder, free: bool) -> None:
     """The ``save_counter`` every ``tf.train.Checkpoint`` writes (int64, 1: saved once), so that the guide's
     ``ckpt.restore(path).assert_existing_objects_matched()`` passes on the output (``restore`` creates the
     counter, and an object with no value in the checkpoint fails it); a warning instead when a source
@@ -156,7 +159,17 @@ def _is_optimizer_scalar(t: SourceTensor, optimizers: dict[str, str]) -> bool:
 
 
 def _bad_name(name: str) -> bool:
-    return any(not segment for segment in name.split("/"))
+    """Whether ``name`` has an empty segment (between two slashes, or at either end)."""
+    return not name or name[0] == "/" or name[-1] == "/" or "//" in name
+
+
+def _utf8(names: list[str]) -> bool:
+    """Whether every name is valid UTF-8 (its own safe text)."""
+    try:
+        "".join(names).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _tree(names: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -183,7 +196,8 @@ def _note(t: SourceTensor) -> str:
     return "; ".join(notes)
 
 
-def _note_children(plan: ConversionPlan, builder: GraphBuilder, node: int, t: SourceTensor) -> None:
-    if builder.nodes[node].children:
-        names = ", ".join(split_path(builder.paths[c.node_id])[-1] for c in builder.nodes[node].children)
+def _note_children(plan: ConversionPlan, builder: Builder, node: int, t: SourceTensor) -> None:
+    children = builder.child_ids(node)
+    if children:
+        names = ", ".join(split_path(builder.paths[c])[-1] for c in children)
         plan.add("fallback", t.key, f"variable {t.name!r} is also a scope (children: {names})", WARNING)

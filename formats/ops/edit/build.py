@@ -134,7 +134,7 @@ def _owner(key: str) -> str:
 def _fill_values(plan: EditPlan, view: KeptView, options: EditOptions, value_for: ValueFor | None) -> None:
     """Put the averaged or cast value in every row that copies a kept tensor."""
     casts: dict[str, CastStats] = {}
-    for row in plan.conversion.rows:
+    for row in plan.conversion.rows if value_for is not None or options.casts else ():  # else nothing to put
         entry = view[row.source] if row.source is not None and row.source in view else None
         if entry is None or row.source == OBJECT_GRAPH_KEY:
             continue

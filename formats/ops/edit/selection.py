@@ -44,13 +44,12 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
     out = Selection()
     chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else set(keys)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
-    for key in keys:
-        role = str(entries[key].role)
-        if key not in chosen and role != Role.SAVE_COUNTER:
+    for key in keys:  # a tensor's role looked up only where it decides
+        if key not in chosen and str(entries[key].role) != Role.SAVE_COUNTER:
             out.dropped[key] = "not selected"
         elif key in excluded:
             out.dropped[key] = "excluded"
-        elif drop_optimizer and role in OPTIMIZER_ROLES:
+        elif drop_optimizer and (role := str(entries[key].role)) in OPTIMIZER_ROLES:
             out.dropped[key] = "optimizer slot" if role == Role.SLOT else "optimizer state"
     if drop_optimizer and not any(r.startswith("optimizer") for r in out.dropped.values()):
         out.problems.append(Problem("optimizer", ckpt.path, "there is no optimizer state to leave out", WARNING))
