@@ -200,6 +200,12 @@ class TensorEntry:
 
         return array_chunks(self.read(), chunk)
 
+    def read_into(self, out: memoryview) -> bool:
+        """Fill ``out`` (writable, ``nbytes`` long) with the canonical bytes straight from storage, with the
+        format's checks, where the format can (one read into the caller's memory, no array of its own);
+        False where it cannot, and the caller streams :meth:`byte_chunks`."""
+        return False
+
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """``(fd, offset, size, crc32c)`` when the canonical bytes of this fixed-width tensor lie unchanged at
         ``[offset, offset + size)`` of an open local file (``fd``, owned by the checkpoint: valid while it is

@@ -24,6 +24,7 @@ import os
 from formats.core.model import TensorEntry
 from formats.core.sources import CHUNK, fixed_chunks
 from formats.io.background_sync import BackgroundSync
+from formats.io.chunk_buffers import ChunkBuffers
 from formats.io.crc import crc32c, crc32c_range
 from formats.io.zerocopy import copy_range
 
@@ -58,6 +59,8 @@ def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int,
 
 PIPELINE_BYTES = 16 << 20
 """Streamed bytes from which a second thread writes (and checksums) while this one reads and computes."""
+BUFFERS = 3
+"""Chunk buffers of a write on two threads: one being filled, one waiting in the queue, one being written."""
 
 
 def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
@@ -70,12 +73,15 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
     gives another number of bytes than planned."""
     streamed = sum(item.size for item in items
                    if stored_unchanged(item.source, item.dtype, item.size) is None)
+    threaded = streamed >= PIPELINE_BYTES
+    computed = any(callable(getattr(item.source, "fill_chunks", None)) for item in items)
+    buffers = ChunkBuffers(BUFFERS if threaded else 1, chunk) if computed else None
     with BackgroundSync(out.fileno()) as syncer:
         sink = _Sink(out, syncer)
-        if streamed >= PIPELINE_BYTES:
+        if threaded:
             sink = ThreadedSink(sink)
         try:
-            _produce(items, chunk, sink, progress)
+            _produce(items, chunk, sink, progress, buffers)
             sink.finish()
         finally:
             sink.close()
@@ -83,8 +89,10 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
         syncer.close()
 
 
-def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callable[[Placed], None] | None) -> None:
-    """Hand every item's bytes to ``sink`` in order: runs of stored bytes as kernel copies, others as chunks."""
+def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callable[[Placed], None] | None,
+             buffers: ChunkBuffers | None = None) -> None:
+    """Hand every item's bytes to ``sink`` in order: runs of stored bytes as kernel copies, values computed into
+    ``buffers`` (a source's ``fill_chunks``) as those buffers, others as chunks."""
     from formats.core.errors import CorruptCheckpointError
 
     i = 0
@@ -101,12 +109,22 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
             i += len(run)
             continue
         size = 0
-        for piece in fixed_chunks(item.source, chunk):
-            sink.piece(item, piece)
-            size += len(piece)
+        filled = item.source.fill_chunks(buffers) if buffers is not None and hasattr(item.source, "fill_chunks") \
+            else None
+        crc = None
+        if filled is not None:  # checksummed here, while the bytes just computed are in this core's cache
+            crc = 0
+            for buffer, n in filled:
+                crc = crc32c(buffer[:n], crc)
+                sink.filled(item, buffer, n, buffers.give)  # type: ignore[union-attr]
+                size += n
+        else:
+            for piece in fixed_chunks(item.source, chunk):
+                sink.piece(item, piece)
+                size += len(piece)
         if size != item.size:
             raise CorruptCheckpointError(item.key, f"source gave {size} bytes, expected {item.size}")
-        sink.end(item)
+        sink.end(item, crc)
         if progress is not None:
             progress(item)
         i += 1
@@ -139,9 +157,18 @@ class _Sink:
         self.crc = crc32c(piece, self.crc)
         self.syncer.wrote(len(piece))
 
-    def end(self, item: Placed) -> None:
-        """``item``'s bytes are all written: it gets their CRC32C."""
-        item.crc, self.crc = self.crc, 0
+    def filled(self, item: Placed, buffer: memoryview, n: int, give: Callable[[memoryview], None]) -> None:
+        """Write the first ``n`` bytes of ``buffer`` (a chunk of ``item`` computed into it, checksummed by the
+        caller), then ``give`` the buffer back."""
+        try:
+            self.out.write(buffer[:n])
+            self.syncer.wrote(n)
+        finally:
+            give(buffer)
+
+    def end(self, item: Placed, crc: int | None = None) -> None:
+        """``item``'s bytes are all written: it gets their CRC32C (``crc`` when the caller took it)."""
+        item.crc, self.crc = (self.crc if crc is None else crc), 0
 
     def finish(self) -> None:
         """Everything handed over is written."""
@@ -174,6 +201,8 @@ class ThreadedSink(_Sink):
             if task is None:
                 return
             if self.error is not None:
+                if task[0] == "filled":
+                    task[4](task[2])  # the buffer goes back: the caller may be waiting for one
                 continue  # drain: the caller stops at its next hand-over
             try:
                 getattr(self.sink, task[0])(*task[1:])
@@ -195,8 +224,15 @@ class ThreadedSink(_Sink):
             piece = bytes(piece)  # drops as it goes on: touched again here they would stay resident
         self._put("piece", item, piece)
 
-    def end(self, item: Placed) -> None:
-        self._put("end", item)
+    def filled(self, item: Placed, buffer: memoryview, n: int, give: Callable[[memoryview], None]) -> None:
+        try:
+            self._put("filled", item, buffer, n, give)
+        except BaseException:
+            give(buffer)
+            raise
+
+    def end(self, item: Placed, crc: int | None = None) -> None:
+        self._put(*(("end", item) if crc is None else ("end", item, crc)))
 
     def finish(self) -> None:
         self.close()
@@ -243,12 +279,55 @@ def check_placed(path: str, items: Sequence[Placed], jobs: int | None = None) ->
 
 
 def _problem(fd: int, item: Placed) -> str | None:
-    got = crc32c_range(fd, item.offset, item.size) if item.size else 0
+    spot = _Spot(item.source) if not item.copied and hasattr(item.source, "spot_check") else None
+    if spot is not None and spot.expected is None:
+        spot = None
+    got = crc32c_range(fd, item.offset, item.size, each=spot) if item.size else 0
     if got is None:
         return "the output ends before this tensor's bytes"
     if got == item.crc:
-        return None
+        return spot.problem() if spot is not None else None
     if item.copied:
         item.source.check()  # the input's bytes: a ChecksumError here names the input
         return "copied bytes do not match their input's checksum"
     return "the bytes read back differ from the bytes written (CRC32C)"
+
+
+class _Spot:
+    """A computed tensor's spot check (its source's ``spot_check()``: byte positions in the tensor, sorted, and the
+    byte each must be, worked out from the source apart from the writing), met piece by piece as the read-back
+    reads the tensor."""
+
+    def __init__(self, source: Any) -> None:
+        self.expected = source.spot_check()
+        self.got: Any = None
+        if self.expected is not None:
+            import numpy as np
+
+            self.got = np.zeros(len(self.expected[1]), dtype=np.uint8)
+            self.seen = 0
+
+    def __call__(self, piece: memoryview, at: int) -> None:
+        if self.expected is None:
+            return
+        import numpy as np
+
+        positions = self.expected[0]
+        lo, hi = np.searchsorted(positions, [at, at + len(piece)])
+        if hi > lo:
+            self.got[lo:hi] = np.frombuffer(piece, dtype=np.uint8)[positions[lo:hi] - at]
+            self.seen += hi - lo
+
+    def problem(self) -> str | None:
+        """Why the bytes read back are not what the source says they must be at the places looked at, or None."""
+        if self.expected is None:
+            return None
+        import numpy as np
+
+        positions, want = self.expected
+        wrong = np.flatnonzero(self.got != want)
+        if self.seen == len(want) and not len(wrong):
+            return None
+        first = int(positions[wrong[0]]) if len(wrong) else 0
+        return (f"the bytes written differ from the source's values at {len(wrong):,} of {len(want):,} bytes "
+                f"checked (first at byte {first:,} of the tensor): the value was computed wrongly")

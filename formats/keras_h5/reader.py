@@ -90,6 +90,17 @@ class H5Tensor(TensorEntry):
         for rows in self._blocks(0, self.shape[0] if self.shape else 1, max(chunk, _BLOCK)):
             yield from array_chunks(rows, chunk)
 
+    def read_into(self, out: memoryview) -> bool:
+        """A contiguous dataset of little-endian values: its bytes read straight into ``out`` (one ``pread``)."""
+        info = self._info
+        if info.layout != "contiguous" or info.offset is None or not storage.native(info) \
+                or info.view not in (None, "bfloat16") or info.dtype.kind not in "biufc" or info.dtype.str[0] not in "<|" \
+                or memoryview(out).nbytes != self.nbytes:
+            return False
+        self._refuse()
+        self._image.read_into(info.offset, out)
+        return True
+
     def check(self) -> None:
         """Read (and decode) every stored byte, a block at a time, keeping nothing."""
         for _ in self._blocks(0, self.shape[0] if self.shape else 1, _BLOCK):
