@@ -31,7 +31,7 @@ from formats.io.zerocopy import copy_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any, BinaryIO
 
 __all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "ThreadedSink", "PIPELINE_BYTES"]
@@ -75,8 +75,7 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
     streamed = sum(item.size for item in items
                    if stored_unchanged(item.source, item.dtype, item.size) is None)
     threaded = streamed >= PIPELINE_BYTES
-    computed = any(callable(getattr(item.source, "fill_chunks", None)) for item in items)
-    buffers = ChunkBuffers(BUFFERS if threaded else 1, chunk) if computed else None
+    buffers = ChunkBuffers(BUFFERS if threaded else 1, chunk) if streamed else None
     with BackgroundSync(out.fileno()) as syncer:
         sink = _Sink(out, syncer)
         if threaded:
@@ -112,8 +111,7 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
             i += len(run)
             continue
         size = 0
-        filled = item.source.fill_chunks(buffers) if buffers is not None and hasattr(item.source, "fill_chunks") \
-            else None
+        filled = _filled(item, buffers) if buffers is not None else None
         crc = None
         if filled is not None:  # checksummed here, while the bytes just computed are in this core's cache
             crc = 0
@@ -131,6 +129,41 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
         if progress is not None:
             progress(item)
         i += 1
+
+
+def _filled(item: Placed, buffers: ChunkBuffers) -> Iterator[tuple[memoryview, int]] | None:
+    """``item``'s bytes put in ``buffers``' chunks: computed there (a source's ``fill_chunks``: a transposed
+    kernel) or read there (a tensor whose format reads its bytes straight into memory,
+    :meth:`~formats.core.model.TensorEntry.read_into`); None for a source that can do neither."""
+    source = item.source
+    fill = getattr(source, "fill_chunks", None)
+    if fill is not None:
+        filled: Iterator[tuple[memoryview, int]] | None = fill(buffers)
+        return filled
+    if not isinstance(source, TensorEntry) or source.dtype != item.dtype or source.nbytes != item.size:
+        return None
+    first = buffers.take()
+    n = min(buffers.size, item.size)
+    if not source.read_into(first[:n], 0):
+        buffers.give(first)
+        return None
+    return _read_chunks(source, buffers, first, n)
+
+
+def _read_chunks(source: TensorEntry, buffers: ChunkBuffers, first: memoryview, n: int
+                 ) -> Iterator[tuple[memoryview, int]]:
+    """The first chunk (read already), then each next one read into a buffer as it is asked for."""
+    yield first, n
+    for start in range(n, source.nbytes, buffers.size):
+        buffer = buffers.take()
+        size = min(buffers.size, source.nbytes - start)
+        try:
+            if not source.read_into(buffer[:size], start):
+                raise ValueError(f"{source.key}: its bytes from {start} cannot be read straight into memory")
+        except BaseException:
+            buffers.give(buffer)
+            raise
+        yield buffer, size
 
 
 class _Sink:

@@ -230,7 +230,11 @@ class MappedEntry(TensorEntry):
         from formats.core.dtypes import by_name
         from formats.core.transpose import SCRATCH_BYTES
 
-        stored = self._stored(buffers.scratch(self.base.nbytes))
+        pages = self.base.mapped_bytes() if self.ops == ("transpose",) and self.dtype == self.base.dtype else None
+        if pages is not None:  # transposed straight from the input file's pages: no copy of them first
+            stored = np.frombuffer(pages, dtype=by_name(self.base.dtype).numpy()).reshape(self.base.shape)
+        else:
+            stored = self._stored(buffers.scratch(self.base.nbytes))
         moved = self._moved(stored)
         scratch = np.frombuffer(buffers.scratch(SCRATCH_BYTES, 1), dtype=np.uint8)
         dtype = by_name(self.dtype).numpy()
