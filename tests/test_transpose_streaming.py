@@ -234,3 +234,31 @@ def test_a_writing_threads_error_reaches_the_caller_without_a_wait(tmp_path: Pat
     assert not thread.is_alive(), "the caller waits for a buffer the failed writer never gave back"
     assert [e.errno for e in errors] == [28]  # type: ignore[attr-defined]
     assert calls[0] == 3
+
+
+def test_hdf5_tensors_go_through_the_chunk_buffers_as_h5py_reads_them(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tf_model.h5``'s tensors, as they are (read straight into the chunks at an offset) and transposed (from
+    the file's mapped pages), in chunks of 1 KiB on two threads: the file holds h5py's values."""
+    import h5py
+
+    import formats
+
+    monkeypatch.setattr(placed, "PIPELINE_BYTES", 1)
+    path = HF_H5 / "bert" / "tf_model.h5"
+    with h5py.File(path, "r") as f, formats.open_checkpoint(str(path)) as ckpt:
+        items, data, offset = [], b"", 0
+        for n, key in enumerate(ckpt):
+            value = np.asarray(f[key])
+            entry = ckpt[key]
+            if n % 2 and value.ndim == 2:
+                entry, value = MappedEntry(entry, key, value.shape[::-1], entry.dtype, ("transpose",)), value.T
+            assert entry.nbytes == value.nbytes
+            items.append(placed.Placed(key, entry, offset, value.nbytes, entry.dtype))
+            data += np.ascontiguousarray(value).tobytes()
+            offset += value.nbytes
+        assert sum(isinstance(i.source, MappedEntry) for i in items) >= 5
+        assert max(i.size for i in items) > 4 << 10  # tensors of several chunks
+        out = _write(tmp_path, items, 1 << 10)
+        assert Path(out).read_bytes() == data
+        assert placed.check_placed(out, items) == []
