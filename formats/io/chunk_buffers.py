@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import mmap
 import os
-import queue
+from _queue import SimpleQueue  # queue's own C class: queue.py imports threading (start-up)
 
 __all__ = ["ChunkBuffers"]
 
@@ -25,7 +25,7 @@ class ChunkBuffers:
 
     def __init__(self, count: int, size: int) -> None:
         self.size = size
-        self._free: queue.SimpleQueue[memoryview] = queue.SimpleQueue()
+        self._free: SimpleQueue[memoryview] = SimpleQueue()
         self._fd, self._places = _memory_file(count * size), {}
         area = mmap.mmap(-1, count * size) if self._fd is None else mmap.mmap(self._fd, count * size)
         whole = memoryview(area)
