@@ -6,7 +6,8 @@ per 4 KiB, and the copy into it a cache miss per line: measured at a sixth of ``
 one (:meth:`~ChunkBuffers.take`, waiting while all are in use), fills it and hands it to the thread that
 writes, which gives it back (:meth:`~ChunkBuffers.give`) once the bytes are in the file; and one scratch
 area (:meth:`~ChunkBuffers.scratch`) the computing thread reuses for what it reads (a whole kernel), grown
-to the largest asked for.
+to the largest asked for. :func:`filled_chunks` puts a tensor's bytes in them: computed there by its source
+(``fill_chunks``), or read there by its format (:meth:`~formats.core.model.TensorEntry.read_into`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import mmap
 import os
 from _queue import SimpleQueue  # queue's own C class: queue.py imports threading (start-up)
 
-__all__ = ["ChunkBuffers"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+__all__ = ["ChunkBuffers", "filled_chunks"]
 
 
 class ChunkBuffers:
@@ -83,3 +89,40 @@ def _memory_file(size: int) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def filled_chunks(source: Any, dtype: str, size: int, buffers: ChunkBuffers) -> Iterator[tuple[memoryview, int]] | None:
+    """The ``size`` bytes of ``dtype`` a writer wants of ``source``, put in ``buffers``' chunks: computed there (a
+    source's ``fill_chunks``: a transposed kernel) or read there (a tensor whose format reads its bytes straight
+    into memory, :meth:`~formats.core.model.TensorEntry.read_into`): ``(buffer, bytes filled)`` for the writer
+    to write and give back; None for a source that can do neither."""
+    from formats.core.model import TensorEntry
+
+    fill = getattr(source, "fill_chunks", None)
+    if fill is not None:
+        filled: Iterator[tuple[memoryview, int]] | None = fill(buffers)
+        return filled
+    if not isinstance(source, TensorEntry) or source.dtype != dtype or source.nbytes != size:
+        return None
+    first = buffers.take()
+    n = min(buffers.size, size)
+    if not source.read_into(first[:n], 0):
+        buffers.give(first)
+        return None
+    return _read_chunks(source, buffers, first, n)
+
+
+def _read_chunks(source: Any, buffers: ChunkBuffers, first: memoryview, n: int
+                 ) -> Iterator[tuple[memoryview, int]]:
+    """The first chunk (read already), then each next one read into a buffer as it is asked for."""
+    yield first, n
+    for start in range(n, source.nbytes, buffers.size):
+        buffer = buffers.take()
+        size = min(buffers.size, source.nbytes - start)
+        try:
+            if not source.read_into(buffer[:size], start):
+                raise ValueError(f"{source.key}: its bytes from {start} cannot be read straight into memory")
+        except BaseException:
+            buffers.give(buffer)
+            raise
+        yield buffer, size

@@ -7,15 +7,26 @@ tensor's bytes at the offsets the header gives) hands its tensors here as :class
   (:meth:`~formats.core.model.TensorEntry.stored_range`: a bundle tensor, or one a model map only reshapes)
   is copied by the kernel (``copy_file_range``; adjacent ones in one call), its bytes never passing through
   Python. The checksum it must have in the output is the one stored with it in its input (CRC32C);
+- **filled**: a tensor whose source computes its bytes into the writer's chunk buffers (``fill_chunks``: a
+  transposed kernel) or whose format reads them straight into memory
+  (:meth:`~formats.core.model.TensorEntry.read_into`: an HDF5 dataset) is put, a chunk at a time, in
+  :class:`~formats.io.chunk_buffers.ChunkBuffers` - pages of one memory file, reused, never zeroed twice -
+  checksummed (CRC32C) by the thread that filled it while the chunk is in its cache, and copied into the output
+  by the kernel (``sendfile``: as cheap as ``cp``'s copy, a third of what ``write`` from user memory costs
+  here);
 - **streamed**: any other is streamed from its source in bounded chunks (its own checks - a bundle's
   CRC32C - made on the way) and written, and the CRC32C of the very bytes written is taken on the way out.
 
-Sources are read (and transforms computed) on the calling thread while a second one checksums and writes
-the bytes before them. Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`), so
-the fsync before publication is short. :func:`check_placed` then reads every tensor back from the file
+Sources are read (and transforms computed) on the calling thread while a second one writes the bytes before
+them. Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`),
+so the fsync before publication is short. :func:`check_placed` then reads every tensor back from the file
 (``pread`` into a page-aligned buffer, on every core, no mapping) and compares its CRC32C with the one
-expected - nothing is read from the sources again and no transform is computed twice. A copied tensor
-whose bytes do not match is looked up in its input, so that a damaged input is reported as such.
+expected - nothing is read from the sources again and no transform is computed twice. A computed tensor is
+also spot-checked on the way: its source's ``spot_check()`` names byte positions and the bytes they must hold,
+worked out from the source apart from the writing (a transposed kernel: three of its stored rows, each a whole
+column of the output), so a transform computed wrongly is caught, which the CRC32C alone (taken of what was
+computed) cannot. A copied tensor whose bytes do not match is looked up in its input, so that a damaged input
+is reported as such.
 """
 from __future__ import annotations
 
@@ -25,13 +36,13 @@ import os
 from formats.core.model import TensorEntry
 from formats.core.sources import CHUNK, fixed_chunks
 from formats.io.background_sync import BackgroundSync
-from formats.io.chunk_buffers import ChunkBuffers
+from formats.io.chunk_buffers import ChunkBuffers, filled_chunks
 from formats.io.crc import crc32c, crc32c_range
 from formats.io.zerocopy import copy_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
 __all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "ThreadedSink", "PIPELINE_BYTES"]
@@ -111,7 +122,7 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
             i += len(run)
             continue
         size = 0
-        filled = _filled(item, buffers) if buffers is not None else None
+        filled = filled_chunks(item.source, item.dtype, item.size, buffers) if buffers is not None else None
         crc = None
         if filled is not None:  # checksummed here, while the bytes just computed are in this core's cache
             crc = 0
@@ -129,41 +140,6 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
         if progress is not None:
             progress(item)
         i += 1
-
-
-def _filled(item: Placed, buffers: ChunkBuffers) -> Iterator[tuple[memoryview, int]] | None:
-    """``item``'s bytes put in ``buffers``' chunks: computed there (a source's ``fill_chunks``: a transposed
-    kernel) or read there (a tensor whose format reads its bytes straight into memory,
-    :meth:`~formats.core.model.TensorEntry.read_into`); None for a source that can do neither."""
-    source = item.source
-    fill = getattr(source, "fill_chunks", None)
-    if fill is not None:
-        filled: Iterator[tuple[memoryview, int]] | None = fill(buffers)
-        return filled
-    if not isinstance(source, TensorEntry) or source.dtype != item.dtype or source.nbytes != item.size:
-        return None
-    first = buffers.take()
-    n = min(buffers.size, item.size)
-    if not source.read_into(first[:n], 0):
-        buffers.give(first)
-        return None
-    return _read_chunks(source, buffers, first, n)
-
-
-def _read_chunks(source: TensorEntry, buffers: ChunkBuffers, first: memoryview, n: int
-                 ) -> Iterator[tuple[memoryview, int]]:
-    """The first chunk (read already), then each next one read into a buffer as it is asked for."""
-    yield first, n
-    for start in range(n, source.nbytes, buffers.size):
-        buffer = buffers.take()
-        size = min(buffers.size, source.nbytes - start)
-        try:
-            if not source.read_into(buffer[:size], start):
-                raise ValueError(f"{source.key}: its bytes from {start} cannot be read straight into memory")
-        except BaseException:
-            buffers.give(buffer)
-            raise
-        yield buffer, size
 
 
 class _Sink:
@@ -323,7 +299,7 @@ def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, i
 
 def check_placed(path: str, items: Sequence[Placed], jobs: int | None = None) -> list[tuple[str, str]]:
     """Read every item back from the file at ``path`` and compare its CRC32C with the one :func:`write_placed`
-    gave it, on ``jobs`` threads (None: every core; one for a file of less than :data:`PIPELINE_BYTES`);
+    gave it (and a computed item's bytes with its source's ``spot_check()``), on ``jobs`` threads (None: every core; one for a file of less than :data:`PIPELINE_BYTES`);
     ``(key, problem)`` for each that differs, in order. A copied
     item that differs has its input checked: a damaged input raises the input's own error."""
     from formats.core.parallel import map_ordered

@@ -3,10 +3,14 @@ transposed (a 2-D kernel ``[in, out]`` as PyTorch's ``[out, in]``), permuted (``
 Gemma's ``[heads, hidden, head_dim]`` query kernel as ``[heads, head_dim, hidden]``) and cast (T5's bfloat16 as
 float32).
 
-:class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it and their read-back
-compares the file with the same computation. A transpose reads its source whole (one tensor at a time: the
-largest kernel of BERT-large is 16 MiB) and yields the result in row blocks; a plain reshape streams the
-source's own chunks.
+:class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it. A transpose takes its
+source whole (one tensor at a time: the largest kernel of BERT-large is 16 MiB; from the input file's mapped pages
+where the format allows, else read into a reused scratch) and computes the result a block of rows at a time (a
+2-D kernel by :func:`~formats.core.transpose.transpose_rows`), into the writer's reused chunk buffers where it
+has them (:meth:`MappedEntry.fill_chunks`, :mod:`formats.io.placed`); a plain reshape streams the source's own
+chunks. The read-back does not compute the transform again: it compares the file's bytes with the CRC32C taken
+as they were written, and :meth:`MappedEntry.spot_check` says what the file must hold where three rows of the
+stored tensor land, worked out apart from the writing (index arithmetic, not the transposer).
 """
 from __future__ import annotations
 
