@@ -200,6 +200,17 @@ class TensorEntry:
 
         return array_chunks(self.read(), chunk)
 
+    def read_into(self, out: memoryview, offset: int = 0) -> bool:
+        """Fill ``out`` (writable) with the canonical bytes from ``offset`` on, straight from storage, with the
+        format's checks, where the format can (one read into the caller's memory, no array of its own);
+        False where it cannot, and the caller streams :meth:`byte_chunks`."""
+        return False
+
+    def mapped_bytes(self) -> memoryview | None:
+        """The canonical bytes as a read-only view of the file's own pages (a memory map, unmapped when the last
+        view of it goes), where the format stores them so and has no checksum to take on the way; else None."""
+        return None
+
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """``(fd, offset, size, crc32c)`` when the canonical bytes of this fixed-width tensor lie unchanged at
         ``[offset, offset + size)`` of an open local file (``fd``, owned by the checkpoint: valid while it is

@@ -75,19 +75,23 @@ def _buffer(slot: str) -> memoryview:
     return view
 
 
-def crc32c_range(fd: int, offset: int, size: int, value: int = 0) -> int | None:
+def crc32c_range(fd: int, offset: int, size: int, value: int = 0,
+                 each: Callable[[memoryview, int], None] | None = None) -> int | None:
     """Extend ``value`` over ``size`` bytes of an open file from ``offset``; None when the file ends first.
+    ``each(piece, at)`` is shown every piece read (``at``: its place from ``offset``) before the next one.
 
     The bytes are read with ``pread`` into this thread's page-aligned buffer, so nothing is mapped (no
     page faults, no page-table teardown) and the whole loop runs without the GIL on every thread. (The
     buffer is an anonymous map: the kernel copies into an unaligned ``bytearray`` several times slower.)"""
     view = _buffer("a")
-    end = offset + size
+    start, end = offset, offset + size
     while offset < end:
         n = os.preadv(fd, [view[:min(_BUFFER, end - offset)]], offset)
         if n <= 0:
             return None
         value = crc32c(view[:n], value)
+        if each is not None:
+            each(view[:n], offset - start)
         offset += n
     return value
 

@@ -109,6 +109,18 @@ class ByteRange(_Seekable):
         self._pos += got
         return got
 
+    def map_range(self, offset: int, size: int) -> memoryview:
+        """``size`` bytes of the range from ``offset`` as a read-only view of the file's pages (a memory map,
+        unmapped when the last view of it goes)."""
+        import mmap
+
+        if offset < 0 or offset + size > self._length or size <= 0:
+            raise ValueError(f"bytes {offset}..{offset + size} lie outside the {self._length}-byte range")
+        at = self._start + offset
+        base = at - at % mmap.ALLOCATIONGRANULARITY
+        area = mmap.mmap(self._file.fileno(), at - base + size, access=mmap.ACCESS_READ, offset=base)
+        return memoryview(area)[at - base:]
+
     def readinto_at(self, offset: int, buffer: Any) -> None:
         """Fill ``buffer`` with the range's bytes from ``offset`` (thread-safe; the position is unchanged);
         an ``EOFError`` when the range or the file ends first."""

@@ -65,6 +65,17 @@ class H5Image:
         except (OSError, EOFError, ValueError) as exc:
             raise CorruptCheckpointError(self.path, f"cannot read bytes {offset:,}..{offset + n:,} ({exc})") from None
 
+    def mapped(self, offset: int, size: int) -> memoryview | None:
+        """``size`` bytes from ``offset`` as a read-only view of the file's pages, where the image is a plain file's
+        bytes (not a member of an archive); None elsewhere."""
+        where = getattr(self.source, "map_range", None)
+        if where is None or offset < 0 or offset + size > self.size:
+            return None
+        try:
+            return where(offset, size)
+        except (OSError, ValueError):
+            return None
+
     def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes from ``offset``."""
         out = bytearray(size)

@@ -90,6 +90,28 @@ class H5Tensor(TensorEntry):
         for rows in self._blocks(0, self.shape[0] if self.shape else 1, max(chunk, _BLOCK)):
             yield from array_chunks(rows, chunk)
 
+    def _plain(self) -> bool:
+        """Whether the stored bytes are the canonical ones, in one piece: a contiguous dataset of little-endian
+        numbers."""
+        info = self._info
+        return info.layout == "contiguous" and info.offset is not None and storage.native(info) \
+            and info.view in (None, "bfloat16") and info.dtype.kind in "biufc" and info.dtype.str[0] in "<|"
+
+    def read_into(self, out: memoryview, offset: int = 0) -> bool:
+        """A contiguous dataset of little-endian values: its bytes read straight into ``out`` (one ``pread``)."""
+        if not self._plain() or offset < 0 or offset + memoryview(out).nbytes > self.nbytes:
+            return False
+        self._refuse()
+        self._image.read_into((self._info.offset or 0) + offset, out)
+        return True
+
+    def mapped_bytes(self) -> memoryview | None:
+        """A contiguous dataset of little-endian values in a file: a view of its pages."""
+        if not self._plain():
+            return None
+        self._refuse()
+        return self._image.mapped(self._info.offset or 0, self.nbytes)
+
     def check(self) -> None:
         """Read (and decode) every stored byte, a block at a time, keeping nothing."""
         for _ in self._blocks(0, self.shape[0] if self.shape else 1, _BLOCK):

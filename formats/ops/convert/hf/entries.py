@@ -3,10 +3,14 @@ transposed (a 2-D kernel ``[in, out]`` as PyTorch's ``[out, in]``), permuted (``
 Gemma's ``[heads, hidden, head_dim]`` query kernel as ``[heads, head_dim, hidden]``) and cast (T5's bfloat16 as
 float32).
 
-:class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it and their read-back
-compares the file with the same computation. A transpose reads its source whole (one tensor at a time: the
-largest kernel of BERT-large is 16 MiB) and yields the result in row blocks; a plain reshape streams the
-source's own chunks.
+:class:`MappedEntry` is a :class:`~formats.core.model.TensorEntry`, so writers stream it. A transpose takes its
+source whole (one tensor at a time: the largest kernel of BERT-large is 16 MiB; from the input file's mapped pages
+where the format allows, else read into a reused scratch) and computes the result a block of rows at a time (a
+2-D kernel by :func:`~formats.core.transpose.transpose_rows`), into the writer's reused chunk buffers where it
+has them (:meth:`MappedEntry.fill_chunks`, :mod:`formats.io.placed`); a plain reshape streams the source's own
+chunks. The read-back does not compute the transform again: it compares the file's bytes with the CRC32C taken
+as they were written, and :meth:`MappedEntry.spot_check` says what the file must hold where three rows of the
+stored tensor land, worked out apart from the writing (index arithmetic, not the transposer).
 """
 from __future__ import annotations
 
@@ -14,12 +18,15 @@ import math
 from concurrent.futures import Executor
 
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
+from formats.core.transpose import transpose_rows
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import numpy as np
+
+    from formats.io.chunk_buffers import ChunkBuffers
 
 __all__ = ["MappedEntry", "PartEntry", "StackedEntry", "PiecesEntry", "RowsZeroedEntry", "ZerosEntry", "OPS", "output_shape"]
 
@@ -71,25 +78,6 @@ def _reshape_goal(rest: tuple[str, ...], target: tuple[int, ...]) -> tuple[int, 
                 before[a] = shape[n]
             shape = tuple(before)
     return shape
-
-
-TILE = 256
-"""Rows of the stored kernel copied at a time when a transposed block is made C-contiguous: numpy's own copy of a
-transposed view walks the source a column at a time and runs several times slower than this tiling."""
-
-
-def _block(flat: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Rows ``start:stop`` of ``flat`` as a C-contiguous array; a transposed view of a C-contiguous kernel is
-    copied tile by tile (each tile read along the kernel's rows)."""
-    import numpy as np
-
-    part = flat[start:stop]
-    if part.flags.c_contiguous or part.ndim != 2:
-        return np.ascontiguousarray(part)
-    out = np.empty(part.shape, dtype=part.dtype)
-    for i in range(0, part.shape[1], TILE):
-        out[:, i:i + TILE] = part[:, i:i + TILE]
-    return out
 
 
 def _read_stored(base: TensorEntry, into: np.ndarray) -> bool:
@@ -145,20 +133,23 @@ class MappedEntry(TensorEntry):
         wanted = by_name(self.dtype).numpy()
         return values if values.dtype == wanted else values.astype(wanted)
 
-    def _stored(self) -> np.ndarray:
-        """The base's value: read with ``pread`` straight into the array where its bytes lie unchanged in a local
-        file (a bundle's), read whole where it is not memory-mapped, else assembled from its canonical byte chunks
-        (a memory map is released chunk by chunk as it is read, where ``read()`` would leave the whole tensor's
-        pages resident)."""
+    def _stored(self, into: memoryview | None = None) -> np.ndarray:
+        """The base's value, in ``into`` (its size in bytes) when given: read with ``pread`` straight into the
+        array where its bytes lie unchanged in a local file (a bundle's) or where the format reads them so (a
+        contiguous HDF5 dataset), read whole where it is not memory-mapped, else assembled from its canonical
+        byte chunks (a memory map is released chunk by chunk as it is read, where ``read()`` would leave the
+        whole tensor's pages resident)."""
         import numpy as np
 
         from formats.core.dtypes import by_name
 
-        out = np.empty(self.base.shape, dtype=by_name(self.base.dtype).numpy())
+        dtype = by_name(self.base.dtype).numpy()
+        out = np.empty(self.base.shape, dtype=dtype) if into is None else \
+            np.frombuffer(into, dtype=dtype).reshape(self.base.shape)
         flat = out.reshape(-1).view(np.uint8)
-        if _read_stored(self.base, flat):  # read straight into the array, checked against its CRC32C
+        if _read_stored(self.base, flat) or self.base.read_into(memoryview(flat)):  # type: ignore[arg-type]
             return out
-        if not self.base.concurrent_reads:  # not a memory map: one read of the whole value, no copy after it
+        if into is None and not self.base.concurrent_reads:  # not a memory map: one read, no copy after it
             whole = self.base.read()
             if whole.dtype == out.dtype and tuple(whole.shape) == tuple(out.shape):
                 return np.ascontiguousarray(whole)
@@ -168,15 +159,39 @@ class MappedEntry(TensorEntry):
             done += len(piece)
         return out
 
-    def _value(self) -> np.ndarray:
-        value = self._stored()
+    def _steps(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The ops as steps of :func:`~formats.core.transpose.moved_positions`: axes moved, or a reshape."""
+        steps: list[tuple[str, tuple[int, ...]]] = []
+        ndim = len(self.base.shape)
         for n, op in enumerate(self.ops):
             if op == "reshape":
-                value = value.reshape(_reshape_goal(self.ops[n + 1:], self.shape))
+                goal = _reshape_goal(self.ops[n + 1:], self.shape)
+                steps.append(("reshape", goal))
+                ndim = len(goal)
             else:
                 axes = permutation(op)
-                value = value.T if axes is None else value.transpose(axes)
-        return self._cast(value.reshape(self.shape))
+                steps.append(("axes", tuple(range(ndim))[::-1] if axes is None else axes))
+        return steps
+
+    def _moved(self, value: np.ndarray) -> np.ndarray:
+        """``value`` (the base's) with the ops applied, as a view where numpy can, in the output's shape."""
+        for kind, arg in self._steps():
+            value = value.reshape(arg) if kind == "reshape" else value.transpose(arg)
+        return value.reshape(self.shape)
+
+    def _value(self) -> np.ndarray:
+        return self._cast(self._moved(self._stored()))
+
+    def _rows_into(self, stored: np.ndarray, moved: np.ndarray, start: int, stop: int, out: np.ndarray,
+                   scratch: np.ndarray | None = None) -> None:
+        """Rows ``start:stop`` of the mapped value into ``out`` (their shape, the output's dtype): a plain 2-D
+        transpose by :func:`~formats.core.transpose.transpose_rows`, any other move (and a cast) by numpy."""
+        import numpy as np
+
+        if self.ops == ("transpose",) and stored.ndim == 2 and self.dtype == self.base.dtype:
+            transpose_rows(stored, start, stop, out.reshape(stop - start, -1), scratch)
+        else:
+            np.copyto(out, moved[start:stop], casting="unsafe")
 
     def read(self) -> np.ndarray:
         """The mapped value."""
@@ -185,16 +200,105 @@ class MappedEntry(TensorEntry):
         return np.ascontiguousarray(self._value())
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
-        """The values in C order, at most ``chunk_elements`` at a time."""
+        """The values in C order, at most ``chunk_elements`` at a time (a transposed one a block of rows at a time,
+        so at least a row)."""
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
         if not self.transposes:
             for piece in self.base.iter_chunks(chunk_elements, pool):
                 yield self._cast(piece.reshape(-1))
             return
-        value = self._value()
-        flat = value.reshape(self.shape[0], -1) if self.shape else value.reshape(1, -1)
-        rows = max(1, chunk_elements // max(1, flat.shape[1]))
-        for start in range(0, flat.shape[0], rows):
-            yield _block(flat, start, start + rows).reshape(-1)
+        stored = self._stored()
+        moved = self._moved(stored)
+        rows = max(1, chunk_elements // max(1, math.prod(self.shape[1:])))
+        for start in range(0, self.shape[0], rows):
+            stop = min(self.shape[0], start + rows)
+            out = np.empty((stop - start, *self.shape[1:]), dtype=by_name(self.dtype).numpy())
+            self._rows_into(stored, moved, start, stop, out)
+            yield out.reshape(-1)
+
+    def fill_chunks(self, buffers: ChunkBuffers) -> Iterator[tuple[memoryview, int]] | None:
+        """The canonical bytes of a transposed value computed into ``buffers``' chunks, a block of rows each:
+        ``(buffer, bytes filled)`` for the writer to write and give back; the base read into their scratch. None
+        when nothing moves (the base's bytes stream as they are) or a row is larger than a chunk."""
+        row_bytes = self.nbytes // self.shape[0] if self.shape and self.shape[0] else 0
+        if not self.transposes or not row_bytes or row_bytes > buffers.size:
+            return None
+        return self._fill(buffers, buffers.size // row_bytes, row_bytes)
+
+    def _fill(self, buffers: ChunkBuffers, per: int, row_bytes: int) -> Iterator[tuple[memoryview, int]]:
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+        from formats.core.transpose import SCRATCH_BYTES
+
+        pages = self.base.mapped_bytes() if self.ops == ("transpose",) and self.dtype == self.base.dtype else None
+        if pages is not None:  # transposed straight from the input file's pages: no copy of them first
+            stored = np.frombuffer(pages, dtype=by_name(self.base.dtype).numpy()).reshape(self.base.shape)
+        else:
+            stored = self._stored(buffers.scratch(self.base.nbytes))
+        moved = self._moved(stored)
+        scratch = np.frombuffer(buffers.scratch(SCRATCH_BYTES, 1), dtype=np.uint8)
+        dtype = by_name(self.dtype).numpy()
+        for start in range(0, self.shape[0], per):
+            stop = min(self.shape[0], start + per)
+            buffer = buffers.take()
+            try:
+                out = np.frombuffer(buffer, dtype=dtype, count=(stop - start) * row_bytes // dtype.itemsize)
+                self._rows_into(stored, moved, start, stop, out.reshape(stop - start, *self.shape[1:]), scratch)
+                del out
+            except BaseException:
+                buffers.give(buffer)
+                raise
+            yield buffer, (stop - start) * row_bytes
+
+    def spot_check(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """What the written bytes must hold at some places, worked out apart from the writing: three rows
+        of the stored tensor (the first, the last, one between chosen by the key) read again (a ``pread`` of the row where its bytes lie in a file, else the
+        format's ``read_slice``), each element's place in the output found by index arithmetic
+        (:func:`~formats.core.transpose.moved_positions`, no value moved) and its value cast by numpy:
+        ``(byte positions in the output tensor, sorted; the byte each must be)``. A transposed 2-D kernel's
+        row is a whole column of the output, so every block of rows the writer computed is looked at. None
+        where nothing moves and nothing is cast, or for a scalar or an empty tensor."""
+        import zlib
+
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+        from formats.core.transpose import moved_positions
+
+        shape = tuple(self.base.shape)
+        if not (self.transposes or self.dtype != self.base.dtype) or not shape or not self.size:
+            return None
+        itemsize = by_name(self.dtype).itemsize
+        inner = np.unravel_index(np.arange(math.prod(shape[1:])), shape[1:]) if len(shape) > 1 else ()
+        places, values = [], []
+        for row in sorted({0, shape[0] - 1, zlib.crc32(self.key.encode()) % shape[0]}):
+            got = self._stored_row(row).reshape(-1)
+            index = (np.full(got.size, row, dtype=np.intp), *inner)
+            places.append(moved_positions(shape, self._steps(), index, self.shape))
+            values.append(np.ascontiguousarray(got.astype(by_name(self.dtype).numpy())).view(np.uint8))
+        at = np.concatenate(places)
+        order = np.argsort(at, kind="stable")
+        positions = (at[order][:, None] * itemsize + np.arange(itemsize)).reshape(-1)
+        return positions, np.concatenate(values).reshape(-1, itemsize)[order].reshape(-1)
+
+    def _stored_row(self, row: int) -> np.ndarray:
+        """Row ``row`` (first axis) of the stored tensor, read on its own."""
+        import os
+
+        import numpy as np
+
+        from formats.core.dtypes import by_name
+
+        where = self.base.stored_range()
+        if where is None:
+            return np.asarray(self.base.read_slice((row,)))
+        size = self.base.nbytes // self.base.shape[0]
+        data = os.pread(where[0], size, where[1] + row * size)
+        return np.frombuffer(data, dtype=by_name(self.base.dtype).numpy())
 
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """The base's stored bytes where they are the mapped value's (a reshape, no cast): writers copy them."""
