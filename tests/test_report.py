@@ -291,6 +291,16 @@ def test_cli_writes_the_page_and_refuses_to_replace_it(run_cli, tmp_path: Path) 
     assert run_cli("report", CORPUS / SLOTS / "ckpt-5", "-o", out, "--force").exit_code == 0
 
 
+def test_an_existing_page_is_refused_before_anything_is_read(run_cli, tmp_path: Path) -> None:
+    """The refusal comes first: a checkpoint that cannot even be read still gets "output file exists"."""
+    out = tmp_path / "r.html"
+    out.write_bytes(b"keep")
+    result = run_cli("report", tmp_path / "no-such-ckpt", "-o", out)
+    assert result.exit_code == 4 and "output file exists" in result.stderr and out.read_bytes() == b"keep"
+    inside = run_cli("report", CORPUS / SLOTS / "ckpt-5", "-o", CORPUS / SLOTS / "ckpt-5.index", "--force")
+    assert inside.exit_code != 0 and (CORPUS / SLOTS / "ckpt-5.index").read_bytes()[:4] != b"<!do"
+
+
 def test_cli_json_is_the_library_data(run_cli) -> None:
     result = run_cli("report", CORPUS / SLOTS / "ckpt-3", CORPUS / SLOTS / "ckpt-5", "--json", "-j", "1")
     assert result.exit_code == 0, result.stderr

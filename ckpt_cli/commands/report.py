@@ -22,6 +22,11 @@ def run(env: Environment, p: Params) -> int:
 
     if p.out is None and not p.as_json:
         raise UsageError("", "say where the page goes: -o OUT.html (or --json for the data on stdout)")
+    if p.out is not None:  # an existing page is refused before every tensor is read, not after
+        from formats.io.writing import guard_output
+
+        guard_output(p.out, inputs=[path for path in p.paths if "://" not in path], force=p.force,
+                     what="output file")
     kind = report_kind(p.paths) if p.kind == "auto" else p.kind
     if kind == "run":
         result = verbs.report(*p.paths, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
