@@ -196,6 +196,7 @@ def test_the_cli_refuses_a_wrongly_transposed_output_and_writes_nothing(run_cli,
     assert "verification failed" in result.stderr and "computed wrongly" in result.stderr
     assert ".weight" in result.stderr.split("computed wrongly")[0]  # the tensor is named
     assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith(f"ckpt: error: {out / 'model.safetensors'}: verification failed")  # not the stage
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 

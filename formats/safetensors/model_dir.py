@@ -172,11 +172,22 @@ def write_model_dir(output: str, rows: Sequence[Row], *, layout: str = FormatNam
         os.mkdir(stage)
         _stage(stage, shards, names, options, report, verify, progress)
         publish_dir(stage, final, replace=force, what="output directory")
-    except BaseException:
+    except BaseException as exc:
         _discard(stage)
         remove_created(created)
+        _name_the_output(exc, stage, final)
         raise
     return report
+
+
+def _name_the_output(exc: BaseException, stage: str, final: str) -> None:
+    """An error about a file of the staging directory (a read-back that failed) names the file of the output
+    the user asked for, which is what would have held it: the staging directory is gone."""
+    from formats.core.errors import CheckpointError
+
+    if isinstance(exc, CheckpointError) and (exc.path == stage or exc.path.startswith(stage + os.sep)):
+        exc.path = final + exc.path[len(stage):]
+        exc.args = (exc.path, exc.message)
 
 
 def _refuse_inputs_inside(output: str, inputs: Sequence[Any], rows: Sequence[Row]) -> None:
