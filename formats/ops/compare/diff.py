@@ -25,12 +25,10 @@ import math
 import os
 from _collections_abc import Callable  # for the Progress alias: collections.abc's, without the collections package
 
-from formats.core.comparison import compare_values
 from formats.core.errors import UsageError
 from formats.core.gc_pause import gc_paused
-from formats.core.model import Checkpoint, TensorEntry
+from formats.core.model import CHUNK_ELEMENTS, Checkpoint, TensorEntry
 from formats.core.selection import nothing_selected, select_keys
-from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, paired_chunks, value_kind
 from formats.core.value_tuples import ValueTuple
 from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.ops.compare.keying import MATCHES, pairing_names
@@ -343,6 +341,9 @@ def compare_entries(name: str, ea: TensorEntry, eb: TensorEntry, tol: Tolerance 
     (:func:`~formats.core.comparison.compare_values`) finds what differs, with this tolerance, reading no
     further than the first difference; the statistics of a value (or numeric dtype) change are added on top
     unless not ``stats`` (they read both tensors whole)."""
+    from formats.core.comparison import compare_values  # not at import: a diff of equal files never gets here
+    from formats.core.values import value_kind
+
     tol = tol or Tolerance()
     side_a, side_b = Side(ea.key, ea.shape, ea.dtype), Side(eb.key, eb.shape, eb.dtype)
     ka, kb = value_kind(ea.dtype), value_kind(eb.dtype)
@@ -376,6 +377,8 @@ def _with_stats(change: Change, values: dict[str, Any], numeric: bool) -> Change
 
 
 def _pairs(ea: TensorEntry, eb: TensorEntry, chunk: int) -> Any:
+    from formats.core.values import iter_chunks, paired_chunks
+
     return paired_chunks(iter_chunks(ea, chunk), iter_chunks(eb, chunk))
 
 
@@ -397,6 +400,8 @@ _CLOSE_BLOCK = 1 << 16
 def _differ_mask(x: np.ndarray, y: np.ndarray, tol: Tolerance, numeric: bool, quick: bool = False) -> Any:
     """Which elements differ (None when none do and ``quick``): by bytes, by ``==`` for strings, else allclose."""
     import numpy as np
+
+    from formats.core.values import as_float
 
     if not numeric:
         mask = np.fromiter((p != q for p, q in zip(x, y)), dtype=bool, count=x.size)
@@ -435,6 +440,8 @@ def _bytes_differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _value_stats(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool, dtype_change: bool,
                  chunk: int) -> dict[str, Any]:
     import numpy as np
+
+    from formats.core.values import as_float
 
     acc = _Accumulator()
     for x, y in _pairs(ea, eb, chunk):

@@ -13,7 +13,6 @@ complex - is left to the per-pair comparison, which gives today's change or erro
 from __future__ import annotations
 
 from formats.core import dtypes
-from formats.core.values import as_float, value_kind
 from formats.io.spans import SPAN_BYTES, read_checked, small_range
 
 TYPE_CHECKING = False
@@ -75,6 +74,8 @@ def _compare(batch: list[tuple[int, str, int]], ranges_a: list[Range | None], ra
             continue
         kind = kinds.get(dtype)
         if kind is None:
+            from formats.core.values import value_kind  # only past the first differing pair (start-up)
+
             kind = kinds[dtype] = value_kind(dtype)
         if kind in _REAL and n <= chunk_elements:
             groups.setdefault((dtype, n), []).append((i, x, y))
@@ -103,6 +104,8 @@ def pair_sums(a: object, b: object) -> list[PairSums | None]:
     k, n = x.shape
     itemsize = x.dtype.itemsize
     differ = (x.view(np.uint8).reshape(k, n, itemsize) != y.view(np.uint8).reshape(k, n, itemsize)).any(axis=2)
+    from formats.core.values import as_float
+
     fa, fb = as_float(x), as_float(y)
     finite = np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):

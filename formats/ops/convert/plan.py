@@ -16,7 +16,6 @@ import os
 
 from formats.core.records import field, record
 from formats.ops.rules import RuleSet
-from formats.core.sources import Source
 from formats.core.errors import UsageError
 from formats.core.model import OBJECT_GRAPH_KEY
 
@@ -24,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
+
+    from formats.core.sources import Source  # a row's value (annotations only: sources imports numpy's helpers)
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
            "write_plan", "ERROR", "WARNING", "UNREADABLE_HINT"]
