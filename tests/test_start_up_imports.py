@@ -366,9 +366,12 @@ OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz
 
 @pytest.mark.parametrize("argv, needed, unneeded", [
     (["verify", "{src}"], {"formats.ops.compare.verify"}, set()),
-    (["diff", "{src}", "{src}"], {"formats.ops.compare.diff"}, set()),
+    (["diff", "{src}", "{src}"], {"formats.ops.compare.diff"},
+     {"formats.core.comparison", "formats.core.values", "formats.core.sources"}),  # no pair differs
     (["rename", "{src}", "-o", "{out}", "--map", "global_step=step"], {"formats.tf_bundle.writer"},
      {"formats.ops.edit.on_cluster"}),
+    (["rename", "{src}", "-o", "{out}", "--map", "global_step=step", "--dry-run"], {"formats.ops.convert.rename"},
+     {"formats.tf_bundle.writer", "formats.core.sources"}),
     (["convert", "{src}", "-o", "{out}", "--to", "tf-object", "--dry-run"], {"formats.ops.convert.name_to_object"},
      {"formats.tf_bundle.writer"}),
     (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, set()),
@@ -376,7 +379,7 @@ OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz
      {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
     (["edit", "{src}", "-o", "{out}", "--drop-optimizer"], {"formats.tf_bundle.writer"},
      {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
-], ids=["verify", "diff", "rename", "convert-dry-run", "convert", "edit-dry-run", "edit"])
+], ids=["verify", "diff", "rename", "rename-dry-run", "convert-dry-run", "convert", "edit-dry-run", "edit"])
 def test_a_command_of_a_small_bundle_imports_only_what_it_needs(tmp_path, argv, needed, unneeded) -> None:
     """Each command of the fast path on a small name-based bundle (issue 38: start-up within 2x ``python -c pass``)
     imports none of the standard library's heavy modules, none of the formats after the bundle's (an edit
