@@ -58,6 +58,34 @@ class GraphColumns:
         d = self.data
         return [d[a:b].decode("utf-8") for a, b in zip(spans[0, lo:hi].tolist(), spans[1, lo:hi].tolist())]
 
+    def child_names(self) -> list[str]:
+        """Every edge's local name, in the order of ``child_id``."""
+        return self.texts(self.child_name)
+
+    def child_path_lengths(self) -> Any:
+        """Every edge's escaped local name's length in characters, as a path holds it."""
+        import numpy as np
+
+        from formats.concepts.object_graph import escape_local_name
+
+        lengths = self.child_name[1] - self.child_name[0]
+        for e in _special_spans(np, self.data, self.child_name).tolist():
+            lengths[e] = len(escape_local_name(self.text(int(self.child_name[0, e]), int(self.child_name[1, e]))))
+        return lengths
+
+    def attr_keys(self) -> list[str]:
+        """Every attribute's ``checkpoint_key``, in the order of the attributes."""
+        return self.texts(self.attr_key)
+
+    def attribute(self, index: int) -> Attribute:
+        """Attribute ``index`` (over all nodes)."""
+        n, f, k = self.attr_name[:, index].tolist(), self.attr_full[:, index].tolist(), self.attr_key[:, index].tolist()
+        return Attribute(self.text(*n), self.text(*f), self.text(*k), bool(self.attr_optional[index]))
+
+    def slot_names(self) -> list[str]:
+        """Every slot variable reference's ``slot_name``."""
+        return self.texts(self.slot_name)
+
     def node(self, index: int) -> ObjectNode:
         """Node ``index`` as an :class:`ObjectNode` (built now)."""
         node = ObjectNode(index)
@@ -341,3 +369,19 @@ def _utf8(np: Any, b: _Bytes, data: bytes, spans: list[Any]) -> bool:
 
 _CHUNK = 1 << 24
 """Bytes scanned at a time for non-ASCII ones (a boolean array of this many at most)."""
+
+
+def _special_spans(np: Any, data: bytes, spans: Any) -> Any:
+    """Indices of the spans holding a ``.``, a ``/`` or a byte beyond ASCII (their escaped length in characters
+    is not their length in bytes)."""
+    d = np.frombuffer(data, dtype=np.uint8)
+    found = [np.flatnonzero((c == 0x2E) | (c == 0x2F) | (c >= 0x80)) + i
+             for i in range(0, len(d), _CHUNK) for c in (d[i:i + _CHUNK],)]
+    special = np.concatenate(found) if found else np.zeros(0, np.int64)
+    if not len(special) or not spans.shape[1]:
+        return np.zeros(0, np.int64)
+    order = np.argsort(spans[0], kind="stable")
+    starts, stops = spans[0][order], spans[1][order]
+    inside = np.searchsorted(starts, special, side="right") - 1
+    inside = inside[(inside >= 0) & (special < stops[np.maximum(inside, 0)])]
+    return order[np.unique(inside)]
