@@ -167,10 +167,11 @@ class ObjectGraph:
         self._paths: dict[int, str] = {0: ""}  # paths built so far
         self._names: list[str] | None = None  # every edge's local name, escaped
         self._stored_names: list[str] | None = None  # ... and as stored
+        self._has_notes: bool | None = None
         self._aliases: dict[int, list[int]] | None = None  # node -> its further edges
         self._slot_map()
-        self._optimizers: dict[int, bool] = {}  # is_optimizer, once per node (a node may have 100k children)
-        self._optimizer_of: dict[int, int | None] = {}  # optimizer_of, once per node
+        self._optimizer_flags: Any = None  # per node: is_optimizer
+        self._optimizer_of: list[int] | None = None  # per node: optimizer_of, -1 for None
 
     @classmethod
     def from_columns(cls, columns: Any, source: str = "") -> ObjectGraph:
@@ -285,10 +286,31 @@ class ObjectGraph:
 
     def parent(self, node_id: int) -> tuple[int, str] | None:
         """``(parent id, local name)`` of the edge that gave the node its path (None for root/slots)."""
-        if not isinstance(node_id, int) or not 0 < node_id < len(self.nodes) or not self._reached[node_id]:
+        parent, edge, _ = self._parent, self._edge, self._names
+        if parent is None or edge is None:
+            parent, edge, _ = self._lists()
+        if not isinstance(node_id, int) or not 0 < node_id < len(parent) or parent[node_id] < 0:
             return None
-        parent, edge, _ = self._lists()
         return parent[node_id], self._child_names()[edge[node_id]]
+
+    def note(self, node_id: int) -> str:
+        """What the node is, when the graph knows more than its tensors (:attr:`ObjectNode.note`)."""
+        if self._has_notes is None:
+            self._has_notes = self._table.has_notes()
+        return self.nodes[node_id].note if self._has_notes else ""
+
+    def first_children(self, node_id: int) -> list[tuple[int, str]]:
+        """``(child id, local name)`` of the node's edges that give the child its path: each an edge whose
+        parent and name are those of :meth:`parent` for the child."""
+        t = self._table
+        lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
+        if hi == lo:
+            return []
+        parent, edge, _ = self._lists()
+        names = self._child_names()
+        ids = t.child_id[lo:hi].tolist()
+        return [(c, names[e]) for e, c in zip(range(lo, hi), ids)
+                if c and parent[c] == node_id and names[edge[c]] == names[e]]
 
     def _child_names(self) -> list[str]:
         """Every edge's local name as stored (unescaped), built once."""
@@ -336,9 +358,8 @@ class ObjectGraph:
 
         t = self._table
         owners = np.repeat(np.arange(t.count), np.diff(t.attr_ptr)).tolist()
-        by_key: dict[str, int] = {}
-        for k, ck in enumerate(t.attr_keys()):
-            by_key[ck] = k  # the last attribute of a key wins, as a dict built from them all keeps
+        all_keys = t.attr_keys()
+        by_key = {ck: k for k, ck in enumerate(all_keys)}  # the last attribute of a key wins, as before
         found: dict[str, int] = {}
         rest = []
         for key in keys:
@@ -362,36 +383,50 @@ class ObjectGraph:
                 if hit is not None:
                     found[key] = hit
             found = {key: found[key] for key in keys if key in found}  # in the order of ``keys``, as before
-        attribute = t.attribute
-        return {key: (owners[k], attribute(k)) for key, k in found.items()}
+        attributes = t.attributes(all_keys)
+        return {key: (owners[k], attributes[k]) for key, k in found.items()}
 
     def is_optimizer(self, node_id: int) -> bool:
-        """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`); decided once per node."""
-        known = self._optimizers.get(node_id)
-        if known is None:
-            known = self._optimizers[node_id] = _looks_like_optimizer(self, node_id)
-        return known
+        """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`)."""
+        return bool(self._optimizers()[node_id])
+
+    def _optimizers(self) -> Any:
+        """Per node whether it looks like an optimizer, all at once: the nodes that own slot variables or have
+        both children ``_iterations`` and ``_variables``, and those of the nodes with a child ``iter`` that
+        :func:`_looks_like_optimizer` says are."""
+        if self._optimizer_flags is None:
+            import numpy as np
+
+            t = self._table
+            flags = np.diff(t.slot_ptr) > 0
+            names = self._child_names()
+            owner = self._walk.owner
+            for wanted in ("_iterations", "_variables"):
+                has = np.zeros(t.count, dtype=bool)
+                has[owner[[e for e, n in enumerate(names) if n == wanted]]] = True
+                if wanted == "_iterations":
+                    both = has
+                else:
+                    flags |= both & has
+            for node in set(owner[[e for e, n in enumerate(names) if n == "iter"]].tolist()):
+                flags[node] = flags[node] or _looks_like_optimizer(self, node)
+            self._optimizer_flags = flags
+        return self._optimizer_flags
 
     def optimizer_of(self, node_id: int) -> int | None:
-        """The optimizer node on the node's first path (itself included), if any; remembered for every node
-        walked through (a graph's nodes share their ancestors: each is asked once)."""
-        known = self._optimizer_of
-        chain: list[int] = []
-        found: int | None = None
-        current: int | None = node_id
-        while current is not None:
-            if current in known:
-                found = known[current]
-                break
-            chain.append(current)
-            if self.is_optimizer(current):
-                found = current
-                break
-            parent = self.parent(current)
-            current = parent[0] if parent else None
-        for node in chain[1:] if not self.child_count(node_id) else chain:  # leaves are asked once
-            known[node] = found
-        return found
+        """The optimizer node on the node's first path (itself included), if any: found for every node at once,
+        a level of the traversal at a time."""
+        if self._optimizer_of is None:
+            import numpy as np
+
+            flags = self._optimizers()
+            found = np.where(flags, np.arange(len(flags)), -1)
+            parent = self._walk.parent
+            for level in self._walk.levels:
+                found[level] = np.where(flags[level], level, found[parent[level]])
+            self._optimizer_of = found.tolist()
+        found = self._optimizer_of[node_id]
+        return None if found < 0 else found
 
 
 def _looks_like_optimizer(graph: ObjectGraph, node_id: int) -> bool:
@@ -400,8 +435,6 @@ def _looks_like_optimizer(graph: ObjectGraph, node_id: int) -> bool:
     t = graph._table
     if t.slot_ptr[node_id + 1] > t.slot_ptr[node_id]:
         return True
-    if not graph.child_count(node_id):
-        return False
     names = graph.children_of(node_id)
     if "_iterations" in names and "_variables" in names:
         return True

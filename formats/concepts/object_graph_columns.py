@@ -77,10 +77,15 @@ class GraphColumns:
         """Every attribute's ``checkpoint_key``, in the order of the attributes."""
         return self.texts(self.attr_key)
 
-    def attribute(self, index: int) -> Attribute:
-        """Attribute ``index`` (over all nodes)."""
-        n, f, k = self.attr_name[:, index].tolist(), self.attr_full[:, index].tolist(), self.attr_key[:, index].tolist()
-        return Attribute(self.text(*n), self.text(*f), self.text(*k), bool(self.attr_optional[index]))
+    def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
+        """Every attribute (over all nodes, in order); ``keys`` their checkpoint keys when known."""
+        return [Attribute(n, f, k, o) for n, f, k, o in zip(self.texts(self.attr_name), self.texts(self.attr_full),
+                                                            self.attr_keys() if keys is None else keys,
+                                                            self.attr_optional.tolist())]
+
+    def has_notes(self) -> bool:
+        """Whether any node has a ``note`` (never, for a graph decoded from bytes)."""
+        return False
 
     def slot_names(self) -> list[str]:
         """Every slot variable reference's ``slot_name``."""

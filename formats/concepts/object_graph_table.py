@@ -50,8 +50,11 @@ class NodeTable:
     def attr_keys(self) -> list[str]:
         return [a.checkpoint_key for _, a in self._attrs]
 
-    def attribute(self, index: int) -> Attribute:
-        return self._attrs[index][1]
+    def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
+        return [a for _, a in self._attrs]
+
+    def has_notes(self) -> bool:
+        return any(n.note for n in self.nodes)
 
     def slot_names(self) -> list[str]:
         return self._slot_names
@@ -124,10 +127,12 @@ def first_bad_reference(table: Any) -> tuple[int, int] | None:
 class Walk:
     """TensorFlow's breadth-first traversal of a graph: per node the ``parent`` and the ``edge`` that first
     reached it (-1 for the root and unreachable nodes) and whether it was ``reached``; ``aliases`` the other
-    edges, in the order the traversal meets them; ``owner`` the node each edge leaves."""
+    edges, in the order the traversal meets them; ``owner`` the node each edge leaves; ``levels`` the nodes
+    found at each depth below the root."""
 
-    def __init__(self, parent: Any, edge: Any, reached: Any, aliases: Any, owner: Any) -> None:
+    def __init__(self, parent: Any, edge: Any, reached: Any, aliases: Any, owner: Any, levels: list[Any]) -> None:
         self.parent, self.edge, self.reached, self.aliases, self.owner = parent, edge, reached, aliases, owner
+        self.levels = levels
 
 
 def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
@@ -147,6 +152,7 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
     parent = np.full(n, -1, dtype=np.int64)
     edge = np.full(n, -1, dtype=np.int64)
     aliases: list[Any] = []
+    levels: list[Any] = []
     frontier = np.zeros(1, dtype=np.int64)
     total = 0
     depth = 0
@@ -179,5 +185,6 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
         keep[found] = False
         aliases.append(edges[keep])
         frontier = new
+        levels.append(new)
         depth += 1
-    return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, np.int64), owner)
+    return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, np.int64), owner, levels)
