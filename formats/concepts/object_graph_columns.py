@@ -27,7 +27,7 @@ _FEW = 16
 
 
 class GraphColumns:
-    """The decoded graph as arrays (numpy, int64): ``child_ptr``/``attr_ptr``/``slot_ptr`` (length nodes + 1:
+    """The decoded graph as arrays (numpy: positions and ids int32 below 1 GiB of graph): ``child_ptr``/``attr_ptr``/``slot_ptr`` (length nodes + 1:
     node ``i``'s items are ``ptr[i]:ptr[i + 1]``), ``child_id`` and ``child_name`` (a ``(2, k)`` array of
     spans), ``attr_name``/``attr_full``/``attr_key`` spans and ``attr_optional``, ``slot_original``,
     ``slot_name`` spans and ``slot_id``, and ``has_values`` (-1 absent, 0, 1) per node; ``data`` the bytes."""
@@ -151,7 +151,7 @@ class _Bytes:
         self.last = len(self.d) - 1
 
     def at(self, pos: Any) -> Any:
-        return self.d[self.np.minimum(pos, self.last)].astype(self.np.int64)
+        return self.d[self.np.minimum(pos, self.last)].astype(pos.dtype)
 
     def varint(self, pos: Any) -> tuple[Any, Any] | None:
         """The varints (up to four bytes) at ``pos`` and the positions after them; None when any is longer."""
@@ -176,9 +176,8 @@ class _Bytes:
 def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> tuple[Any, Any, Any, Any] | None:
     """Every field of the node bodies ``[starts, stops)``: ``(node, tag, start, stop)`` arrays in the order of
     the bytes; only length-delimited fields with a one-byte tag; None for anything else."""
-    node = np.arange(len(starts), dtype=np.int64)
-    pos = np.asarray(starts, dtype=np.int64)
-    end = np.asarray(stops, dtype=np.int64)
+    node = np.arange(len(starts), dtype=starts.dtype)
+    pos, end = starts, stops
     out: list[tuple[Any, Any, Any, Any]] = []
     live = pos < end
     node, pos, end = node[live], pos[live], end[live]
@@ -199,10 +198,13 @@ def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> tuple[A
     rest = _slow_fields(data, node.tolist(), pos.tolist(), end.tolist())
     if rest is None:
         return None
-    out.append(tuple(np.asarray(r, dtype=np.int64) for r in rest))  # type: ignore[arg-type]
-    nodes, tags, begins, ends = (np.concatenate([o[i] for o in out]) for i in range(4))
-    order = np.argsort(begins, kind="stable")
-    return nodes[order], tags[order], begins[order], ends[order]
+    out.append(tuple(np.asarray(r, dtype=starts.dtype) for r in rest))  # type: ignore[arg-type]
+    columns = []
+    for i in range(4):
+        columns.append(np.concatenate([o[i] for o in out]))
+    del out
+    order = np.argsort(columns[2], kind="stable")
+    return tuple(c[order] for c in columns)  # type: ignore[return-value]
 
 
 def _slow_fields(data: bytes, nodes: list[int], pos: list[int], ends: list[int]) -> tuple[list[int], ...] | None:
@@ -285,7 +287,7 @@ def decode_columns(data: bytes) -> GraphColumns | None:
     import numpy as np
 
     b = _Bytes(np, data)
-    tags = np.asarray(found, dtype=np.int64)
+    tags = np.asarray(found, dtype=np.int32 if len(data) < 1 << 30 else np.int64)  # positions and varints
     del found
     if (b.at(tags) != 0x0A).any():
         return None
@@ -355,38 +357,42 @@ def _has_values(np: Any, b: _Bytes, node: Any, start: Any, stop: Any, count: int
 
 def _utf8(np: Any, b: _Bytes, data: bytes, spans: list[Any]) -> bool:
     """Whether every string is valid UTF-8: the strings holding a byte beyond ASCII are decoded to see."""
-    high = np.concatenate([np.flatnonzero(b.d[i:i + _CHUNK] >= 0x80) + i for i in range(0, len(data), _CHUNK)])
-    if not len(high):
-        return True
     starts = np.concatenate([s[0] for s in spans])
     stops = np.concatenate([s[1] for s in spans])
     order = np.argsort(starts, kind="stable")
     starts, stops = starts[order], stops[order]
-    inside = np.searchsorted(starts, high, side="right") - 1
-    inside = np.unique(inside[(inside >= 0) & (high < stops[np.maximum(inside, 0)])])
-    for a, z in zip(starts[inside].tolist(), stops[inside].tolist()):
+    for i in _spans_holding(np, data, starts, stops, lambda c: c >= 0x80).tolist():
         try:
-            data[a:z].decode("utf-8")
+            data[starts[i]:stops[i]].decode("utf-8")
         except UnicodeDecodeError:
             return False
     return True
 
 
-_CHUNK = 1 << 24
+def _spans_holding(np: Any, data: bytes, starts: Any, stops: Any, chosen: Any) -> Any:
+    """Indices of the spans (disjoint, sorted by start) holding a byte ``chosen`` selects, a chunk of the bytes
+    at a time (a few arrays of a chunk's size at most)."""
+    d = np.frombuffer(data, dtype=np.uint8)
+    found = []
+    for i in range(0, len(d), _CHUNK):
+        at = np.flatnonzero(chosen(d[i:i + _CHUNK])) + i
+        if not len(at) or not len(starts):
+            continue
+        inside = np.searchsorted(starts, at, side="right") - 1
+        inside = inside[(inside >= 0) & (at < stops[np.maximum(inside, 0)])]
+        found.append(np.unique(inside))
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
+
+_CHUNK = 1 << 20
 """Bytes scanned at a time for non-ASCII ones (a boolean array of this many at most)."""
 
 
 def _special_spans(np: Any, data: bytes, spans: Any) -> Any:
     """Indices of the spans holding a ``.``, a ``/`` or a byte beyond ASCII (their escaped length in characters
     is not their length in bytes)."""
-    d = np.frombuffer(data, dtype=np.uint8)
-    found = [np.flatnonzero((c == 0x2E) | (c == 0x2F) | (c >= 0x80)) + i
-             for i in range(0, len(d), _CHUNK) for c in (d[i:i + _CHUNK],)]
-    special = np.concatenate(found) if found else np.zeros(0, np.int64)
-    if not len(special) or not spans.shape[1]:
+    if not spans.shape[1]:
         return np.zeros(0, np.int64)
     order = np.argsort(spans[0], kind="stable")
-    starts, stops = spans[0][order], spans[1][order]
-    inside = np.searchsorted(starts, special, side="right") - 1
-    inside = inside[(inside >= 0) & (special < stops[np.maximum(inside, 0)])]
-    return order[np.unique(inside)]
+    return order[_spans_holding(np, data, spans[0][order], spans[1][order],
+                                lambda c: (c == 0x2E) | (c == 0x2F) | (c >= 0x80))]

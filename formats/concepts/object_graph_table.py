@@ -20,7 +20,8 @@ __all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference"]
 
 
 class NodeTable:
-    """Nodes given as objects, in the arrays :class:`GraphColumns` has (the same methods)."""
+    """Nodes given as objects, in the arrays :class:`GraphColumns` has (the same methods): their children and
+    slot variables as they are when the graph is made, their attributes and notes as they are when asked for."""
 
     def __init__(self, nodes: Sequence[ObjectNode]) -> None:
         import numpy as np
@@ -30,8 +31,6 @@ class NodeTable:
         self._names = [c.local_name for n in nodes for c in n.children]
         self.child_id = np.fromiter((c.node_id for n in nodes for c in n.children), np.int64, len(self._names))
         self.child_ptr = _ptr(np, [len(n.children) for n in nodes])
-        self._attrs = [(n.id, a) for n in nodes for a in n.attributes]
-        self.attr_ptr = _ptr(np, [len(n.attributes) for n in nodes])
         slots = [s for n in nodes for s in n.slot_variables]
         self.slot_ptr = _ptr(np, [len(n.slot_variables) for n in nodes])
         self.slot_original = np.fromiter((s.original_variable_node_id for s in slots), np.int64, len(slots))
@@ -47,11 +46,19 @@ class NodeTable:
         return np.fromiter((len(escape_local_name(n)) if "." in n or "/" in n else len(n) for n in self._names),
                            np.int64, len(self._names))
 
+    @property
+    def attr_ptr(self) -> Any:
+        """Read from the nodes when asked for: a caller may give nodes their attributes after the graph is made
+        (a SavedModel's variables get theirs from their paths)."""
+        import numpy as np
+
+        return _ptr(np, [len(n.attributes) for n in self.nodes])
+
     def attr_keys(self) -> list[str]:
-        return [a.checkpoint_key for _, a in self._attrs]
+        return [a.checkpoint_key for n in self.nodes for a in n.attributes]
 
     def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
-        return [a for _, a in self._attrs]
+        return [a for n in self.nodes for a in n.attributes]
 
     def has_notes(self) -> bool:
         return any(n.note for n in self.nodes)
