@@ -20,7 +20,6 @@ refused; every walk is iterative.
 """
 from __future__ import annotations
 
-from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
 
 from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
@@ -31,7 +30,7 @@ from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any, NoReturn
+    from typing import Any
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
            "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
@@ -420,11 +419,11 @@ class ObjectGraph:
             import numpy as np
 
             flags = self._optimizers()
-            found = np.where(flags, np.arange(len(flags)), -1)
+            nearest = np.where(flags, np.arange(len(flags)), -1)
             parent = self._walk.parent
             for level in self._walk.levels:
-                found[level] = np.where(flags[level], level, found[parent[level]])
-            self._optimizer_of = found.tolist()
+                nearest[level] = np.where(flags[level], level, nearest[parent[level]])
+            self._optimizer_of = nearest.tolist()
         found = self._optimizer_of[node_id]
         return None if found < 0 else found
 

@@ -204,13 +204,13 @@ def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> tuple[A
     rest = _slow_fields(data, node.tolist(), pos.tolist(), end.tolist())
     if rest is None:
         return None
-    out.append(tuple(np.asarray(r, dtype=starts.dtype) for r in rest))  # type: ignore[arg-type]
+    out.append(tuple(np.asarray(r, dtype=starts.dtype) for r in rest))
     columns = []
     for i in range(4):
         columns.append(np.concatenate([o[i] for o in out]))
     del out
     order = np.argsort(columns[2], kind="stable")
-    return tuple(c[order] for c in columns)  # type: ignore[return-value]
+    return columns[0][order], columns[1][order], columns[2][order], columns[3][order]
 
 
 def _slow_fields(data: bytes, nodes: list[int], pos: list[int], ends: list[int]) -> tuple[list[int], ...] | None:

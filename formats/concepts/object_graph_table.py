@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from formats.concepts.object_graph import Attribute, ObjectNode, escape_local_name
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, overload
 
-    from formats.concepts.object_graph_columns import GraphColumns
+# Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
+# this module none of the graph's (no cycle among the siblings).
 
 __all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference"]
 
@@ -23,7 +22,7 @@ class NodeTable:
     """Nodes given as objects, in the arrays :class:`GraphColumns` has (the same methods): their children and
     slot variables as they are when the graph is made, their attributes and notes as they are when asked for."""
 
-    def __init__(self, nodes: Sequence[ObjectNode]) -> None:
+    def __init__(self, nodes: Sequence[Any]) -> None:
         import numpy as np
 
         self.nodes = nodes
@@ -43,8 +42,9 @@ class NodeTable:
     def child_path_lengths(self) -> Any:
         import numpy as np
 
-        return np.fromiter((len(escape_local_name(n)) if "." in n or "/" in n else len(n) for n in self._names),
-                           np.int64, len(self._names))
+        # escaped, a name grows by a character per "." (as "..") and per "/" (as ".S")
+        return np.fromiter((len(n) + n.count(".") + n.count("/") if "." in n or "/" in n else len(n)
+                            for n in self._names), np.int64, len(self._names))
 
     @property
     def attr_ptr(self) -> Any:
@@ -57,7 +57,7 @@ class NodeTable:
     def attr_keys(self) -> list[str]:
         return [a.checkpoint_key for n in self.nodes for a in n.attributes]
 
-    def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
+    def attributes(self, keys: list[str] | None = None) -> list[Any]:
         return [a for n in self.nodes for a in n.attributes]
 
     def has_notes(self) -> bool:
@@ -66,7 +66,7 @@ class NodeTable:
     def slot_names(self) -> list[str]:
         return self._slot_names
 
-    def node(self, index: int) -> ObjectNode:
+    def node(self, index: int) -> Any:
         return self.nodes[index]
 
 
@@ -76,24 +76,24 @@ def _ptr(np: Any, counts: list[int]) -> Any:
     return out
 
 
-class LazyNodes(Sequence[ObjectNode]):
+class LazyNodes(Sequence):  # of ObjectNode
     """The nodes of decoded columns, each an :class:`ObjectNode` built when first asked for and kept (a caller
     may annotate it)."""
 
-    def __init__(self, columns: GraphColumns) -> None:
+    def __init__(self, columns: Any) -> None:
         self._columns = columns
-        self._built: dict[int, ObjectNode] = {}
+        self._built: dict[int, Any] = {}
 
     def __len__(self) -> int:
         return self._columns.count
 
     if TYPE_CHECKING:
         @overload
-        def __getitem__(self, index: int) -> ObjectNode: ...
+        def __getitem__(self, index: int) -> Any: ...
         @overload
-        def __getitem__(self, index: slice) -> list[ObjectNode]: ...
+        def __getitem__(self, index: slice) -> list[Any]: ...
 
-    def __getitem__(self, index: int | slice) -> ObjectNode | list[ObjectNode]:  # type: ignore[override]
+    def __getitem__(self, index: int | slice) -> Any | list[Any]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
@@ -105,7 +105,7 @@ class LazyNodes(Sequence[ObjectNode]):
             node = self._built[index] = self._columns.node(index)
         return node
 
-    def __iter__(self) -> Iterator[ObjectNode]:
+    def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self)))
 
 
