@@ -342,6 +342,25 @@ class ObjectGraph:
         lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
         return dict(zip(self._child_names()[lo:hi], t.child_id[lo:hi].tolist()))
 
+    def children(self, node_id: int) -> list[tuple[int, str]]:
+        """``(child id, local name)`` of the node's edges, in order (no node built)."""
+        t = self._table
+        lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
+        return list(zip(t.child_id[lo:hi].tolist(), self._child_names()[lo:hi]))
+
+    def slot_variables(self, node_id: int) -> list[SlotVariableRef]:
+        """The node's slot variable references (no node built)."""
+        t = self._table
+        lo, hi = int(t.slot_ptr[node_id]), int(t.slot_ptr[node_id + 1])
+        return [SlotVariableRef(o, n, s) for o, n, s in zip(t.slot_original[lo:hi].tolist(), t.slot_names()[lo:hi],
+                                                            t.slot_id[lo:hi].tolist())]
+
+    def slot_owners(self) -> list[int]:
+        """The nodes that have slot variable references, in order."""
+        import numpy as np
+
+        return np.flatnonzero(np.diff(self._table.slot_ptr)).tolist()
+
     def child_count(self, node_id: int) -> int:
         """How many children the node has."""
         return int(self._table.child_ptr[node_id + 1] - self._table.child_ptr[node_id])
