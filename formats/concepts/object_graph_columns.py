@@ -97,6 +97,17 @@ class GraphColumns:
         """Every slot variable reference's ``slot_name``."""
         return self.texts(self.slot_name)
 
+    def all_nodes(self) -> list[ObjectNode]:
+        """Every node as an :class:`ObjectNode`, built at once (for a caller that walks them all)."""
+        children = [ChildRef(i, n) for i, n in zip(self.child_id.tolist(), self.child_names())]
+        attributes = self.attributes()
+        slots = [SlotVariableRef(o, n, s) for o, n, s in zip(self.slot_original.tolist(), self.slot_names(),
+                                                             self.slot_id.tolist())]
+        cp, ap, sp = self.child_ptr.tolist(), self.attr_ptr.tolist(), self.slot_ptr.tolist()
+        flags = [None if f < 0 else bool(f) for f in self.has_values.tolist()]
+        return [ObjectNode(i, children[cp[i]:cp[i + 1]], attributes[ap[i]:ap[i + 1]], slots[sp[i]:sp[i + 1]], None,
+                           flags[i]) for i in range(self.count)]
+
     def node(self, index: int) -> ObjectNode:
         """Node ``index`` as an :class:`ObjectNode` (built now)."""
         node = ObjectNode(index)

@@ -106,7 +106,11 @@ class LazyNodes(Sequence):  # of ObjectNode
         return node
 
     def __iter__(self) -> Iterator[Any]:
-        return (self[i] for i in range(len(self)))
+        if len(self._built) < len(self):  # a caller walking every node: all built at once, those built kept
+            built = self._built
+            for i, node in enumerate(self._columns.all_nodes()):
+                built.setdefault(i, node)
+        return (self._built[i] for i in range(len(self)))
 
 
 def first_bad_reference(table: Any) -> tuple[int, int] | None:
