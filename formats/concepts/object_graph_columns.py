@@ -55,14 +55,8 @@ class GraphColumns:
 
     def texts(self, spans: Any, lo: int = 0, hi: int | None = None) -> list[str]:
         """The strings of ``spans[:, lo:hi]``."""
-        starts, stops = spans[0, lo:hi].tolist(), spans[1, lo:hi].tolist()
-        if not starts:
-            return []
         d = self.data
-        out = b"\0".join(map(d.__getitem__, map(slice, starts, stops))).decode("utf-8").split("\0")  # no call per string
-        if len(out) != len(starts):  # a string holding a NUL: one at a time
-            out = [d[a:b].decode("utf-8") for a, b in zip(starts, stops)]
-        return out
+        return [d[a:b].decode("utf-8") for a, b in zip(spans[0, lo:hi].tolist(), spans[1, lo:hi].tolist())]
 
     def child_names(self) -> list[str]:
         """Every edge's local name, in the order of ``child_id``."""
