@@ -12,7 +12,11 @@ Keys are ``<path>/.ATTRIBUTES/<escaped attribute name>``, and for slot variables
 mirrors the proto field by field, in order, and
 :func:`~formats.concepts.object_graph_codec.encode_object_graph` writes it back byte for byte;
 :meth:`ObjectGraph.map_keys` ties stored keys to ``(node, attribute)`` and :func:`label_keys` gives
-every key its TF1 name and role.
+every key its TF1 name and role. A graph read from a checkpoint is held as columns over its bytes
+(:mod:`formats.concepts.object_graph_columns`; a node per object would cost a few hundred bytes and
+microseconds each, and a graph has two per variable): its checks, traversal and optimizers are computed on
+arrays (:mod:`formats.concepts.object_graph_table`), paths are built when asked for, and an
+:class:`ObjectNode` only for the nodes a caller reads (``graph.nodes[i]``).
 
 A graph is bounded by what its file holds: objects deeper than :data:`MAX_NESTING` below the root, or
 paths (one per edge, as every command builds them) adding up to more than :data:`MAX_PATH_BYTES`, are
