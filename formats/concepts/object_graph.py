@@ -242,7 +242,7 @@ class ObjectGraph:
         if self._parent is None or self._edge is None or self._names is None:
             self._parent = self._walk.parent.tolist()
             self._edge = self._walk.edge.tolist()
-            self._names = [escape_local_name(n) if "." in n or "/" in n else n for n in self._table.child_names()]
+            self._names = [escape_local_name(n) if "." in n or "/" in n else n for n in self._child_names()]
         return self._parent, self._edge, self._names
 
     def path(self, node_id: int) -> str | None:

@@ -48,6 +48,7 @@ class GraphColumns:
         self.slot_name = arrays["slot_name"]
         self.slot_id = arrays["slot_id"]
         self.has_values = arrays["has_values"]
+        self._child_names: list[str] | None = None
 
     def text(self, start: int, stop: int) -> str:
         """The string at ``data[start:stop]`` (valid UTF-8: checked when decoded)."""
@@ -59,8 +60,10 @@ class GraphColumns:
         return [d[a:b].decode("utf-8") for a, b in zip(spans[0, lo:hi].tolist(), spans[1, lo:hi].tolist())]
 
     def child_names(self) -> list[str]:
-        """Every edge's local name, in the order of ``child_id``."""
-        return self.texts(self.child_name)
+        """Every edge's local name, in the order of ``child_id`` (decoded once: every caller shares them)."""
+        if self._child_names is None:
+            self._child_names = self.texts(self.child_name)
+        return self._child_names
 
     def child_path_lengths(self) -> Any:
         """Every edge's escaped local name's length in characters, as a path holds it."""

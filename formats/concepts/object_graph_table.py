@@ -82,7 +82,8 @@ class LazyNodes(Sequence):  # of ObjectNode
 
     def __init__(self, columns: Any) -> None:
         self._columns = columns
-        self._built: dict[int, Any] = {}
+        self._built: dict[int, Any] = {}  # the nodes built one by one...
+        self._all: list[Any] | None = None  # ...or all of them
 
     def __len__(self) -> int:
         return self._columns.count
@@ -100,17 +101,20 @@ class LazyNodes(Sequence):  # of ObjectNode
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
+        if self._all is not None:
+            return self._all[index]
         node = self._built.get(index)
         if node is None:
             node = self._built[index] = self._columns.node(index)
         return node
 
     def __iter__(self) -> Iterator[Any]:
-        if len(self._built) < len(self):  # a caller walking every node: all built at once, those built kept
-            built = self._built
-            for i, node in enumerate(self._columns.all_nodes()):
-                built.setdefault(i, node)
-        return (self._built[i] for i in range(len(self)))
+        if self._all is None:  # a caller walking every node: all built at once (those built before kept)
+            nodes = self._columns.all_nodes()
+            for i, node in self._built.items():
+                nodes[i] = node
+            self._all, self._built = nodes, {}
+        return iter(self._all)
 
 
 def first_bad_reference(table: Any) -> tuple[int, int] | None:
