@@ -238,7 +238,7 @@ class ObjectGraph:
         return self.nodes[0]
 
     def _lists(self) -> tuple[Any, Any, list[str]]:
-        """The first parent and edge of every node and every edge's escaped name, (built once)."""
+        """The first parent and edge of every node and every edge's escaped name (built once)."""
         if self._parent is None or self._edge is None or self._names is None:
             self._parent = _compact(self._walk.parent)
             self._edge = _compact(self._walk.edge)
