@@ -49,6 +49,7 @@ class GraphColumns:
         self.slot_id = arrays["slot_id"]
         self.has_values = arrays["has_values"]
         self._child_names: list[str] | None = None
+        self._attributes: list[Attribute] | None = None
 
     def text(self, start: int, stop: int) -> str:
         """The string at ``data[start:stop]`` (valid UTF-8: checked when decoded)."""
@@ -77,14 +78,19 @@ class GraphColumns:
         return lengths
 
     def attr_keys(self) -> list[str]:
-        """Every attribute's ``checkpoint_key``, in the order of the attributes."""
+        """Every attribute's ``checkpoint_key``, in the order of the attributes (decoded once)."""
+        if self._attributes is not None:
+            return [a.checkpoint_key for a in self._attributes]
         return self.texts(self.attr_key)
 
     def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
-        """Every attribute (over all nodes, in order); ``keys`` their checkpoint keys when known."""
-        return [Attribute(n, f, k, o) for n, f, k, o in zip(self.texts(self.attr_name), self.texts(self.attr_full),
-                                                            self.attr_keys() if keys is None else keys,
-                                                            self.attr_optional.tolist())]
+        """Every attribute (over all nodes, in order), built once: every caller shares them; ``keys`` their
+        checkpoint keys when known."""
+        if self._attributes is None:
+            self._attributes = [Attribute(n, f, k, o) for n, f, k, o in zip(
+                self.texts(self.attr_name), self.texts(self.attr_full), self.attr_keys() if keys is None else keys,
+                self.attr_optional.tolist())]
+        return self._attributes
 
     def has_notes(self) -> bool:
         """Whether any node has a ``note`` (never, for a graph decoded from bytes)."""
@@ -113,7 +119,9 @@ class GraphColumns:
             node.children = [ChildRef(i, n) for i, n in zip(self.child_id[lo:hi].tolist(),
                                                               self.texts(self.child_name, lo, hi))]
         lo, hi = int(self.attr_ptr[index]), int(self.attr_ptr[index + 1])
-        if hi > lo:
+        if hi > lo and self._attributes is not None:
+            node.attributes = self._attributes[lo:hi]
+        elif hi > lo:
             node.attributes = [Attribute(n, f, k, o) for n, f, k, o in zip(
                 self.texts(self.attr_name, lo, hi), self.texts(self.attr_full, lo, hi),
                 self.texts(self.attr_key, lo, hi), self.attr_optional[lo:hi].tolist())]
