@@ -33,6 +33,12 @@ def _graph_bytes() -> list[tuple[str, bytes]]:
 GRAPHS = _graph_bytes()
 
 
+@pytest.fixture(autouse=True)
+def _node_by_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This module checks the node-by-node decoder: the columns (tests/test_object_graph_columns.py) are set aside."""
+    monkeypatch.setattr(object_graph_codec, "_columns_graph", lambda view, source: None)
+
+
 def _generic(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
     with monkeypatch.context() as m:
         m.setattr(object_graph_codec, "_fast_graph", lambda view, source: None)

@@ -43,7 +43,9 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     from formats.io.protowire import LEN, WireError, iter_fields
 
     view = memoryview(data)
-    fast = _fast_graph(view, source)
+    fast = _columns_graph(view, source)
+    if fast is None:
+        fast = _fast_graph(view, source)
     if fast is not None:
         return fast
     try:
@@ -55,6 +57,22 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     except WireError as exc:
         raise CorruptCheckpointError(source, f"the object graph ({OBJECT_GRAPH_KEY}) does not parse: {exc}") from None
     return ObjectGraph(nodes, source)
+
+
+def _columns_graph(view: memoryview, source: str) -> ObjectGraph | None:
+    """The graph decoded into columns (:func:`~formats.concepts.object_graph_columns.decode_columns`), its
+    nodes built on demand; None when it needs a slower decoder, or when its nodes and their items outnumber
+    what the bytes justify (:func:`_check_size`'s bound), which the generic decoder then refuses in its own words."""
+    from formats.concepts.object_graph_columns import decode_columns
+
+    data = view.obj if isinstance(view.obj, bytes) and view.nbytes == len(view.obj) else view.tobytes()
+    columns = decode_columns(data)
+    if columns is None:
+        return None
+    items = columns.count + len(columns.child_id) + len(columns.attr_optional) + len(columns.slot_id)
+    if items > FREE_ITEMS + len(view) // BYTES_PER_ITEM:
+        return None
+    return ObjectGraph.from_columns(columns, source)
 
 
 def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:

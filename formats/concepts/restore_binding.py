@@ -36,23 +36,23 @@ def bind(target: ObjectGraph, ckpt: ObjectGraph) -> dict[int, int]:
 def _walk(target: ObjectGraph, ckpt: ObjectGraph, bound: dict[int, int], queue: deque) -> None:
     while queue:
         mine = queue.popleft()
-        theirs = {ref.local_name: ref.node_id for ref in ckpt.nodes[bound[mine]].children}
-        for ref in target.nodes[mine].children:
-            other = theirs.get(ref.local_name)
-            if other is not None and ref.node_id not in bound:
-                bound[ref.node_id] = other
-                queue.append(ref.node_id)
+        theirs = {name: child for child, name in ckpt.children(bound[mine])}
+        for child, name in target.children(mine):
+            other = theirs.get(name)
+            if other is not None and child not in bound:
+                bound[child] = other
+                queue.append(child)
 
 
 def _slots(target: ObjectGraph, ckpt: ObjectGraph, bound: dict[int, int]) -> list[int]:
     """Slot variables bound through their optimizer and variable (TensorFlow's deferred slot restore)."""
     added = []
-    for node in target.nodes:
-        if node.id not in bound or not node.slot_variables:
+    for node in target.slot_owners():
+        if node not in bound:
             continue
         theirs = {(ref.original_variable_node_id, ref.slot_name): ref.slot_variable_node_id
-                  for ref in ckpt.nodes[bound[node.id]].slot_variables}
-        for ref in node.slot_variables:
+                  for ref in ckpt.slot_variables(bound[node])}
+        for ref in target.slot_variables(node):
             variable = bound.get(ref.original_variable_node_id)
             other = theirs.get((variable, ref.slot_name)) if variable is not None else None
             if other is not None and ref.slot_variable_node_id not in bound:

@@ -315,15 +315,15 @@ class _GraphBuilder:
         if self.graph.is_optimizer(node_id):
             kind = self.kinds.get(self.graph.path(node_id) or "")
             node.note = f"optimizer ({kind})" if kind else "optimizer"
-        if self.everything and self.graph.nodes[node_id].note:
-            node.note = "; ".join(filter(None, [node.note, self.graph.nodes[node_id].note]))
+        note = self.graph.note(node_id) if self.everything else ""
+        if note:
+            node.note = "; ".join(filter(None, [node.note, note]))
             self.noted.add(id(node))
         return node
 
     def _kids(self, node_id: int) -> list[tuple[int, str]]:
         """The objects shown under ``node_id``: its children at their first path, then its slots."""
-        kids = [(ref.node_id, ref.local_name) for ref in self.graph.nodes[node_id].children
-                if self.graph.parent(ref.node_id) == (node_id, ref.local_name) and ref.node_id not in self.placed]
+        kids = [(child, name) for child, name in self.graph.first_children(node_id) if child not in self.placed]
         return kids + [(slot_id, slot_name) for slot_name, slot_id in self.slots.get(node_id, [])]
 
     def _aliases(self, node_id: int) -> list[str]:

@@ -1,0 +1,205 @@
+"""What :class:`~formats.concepts.object_graph.ObjectGraph` computes over every node, on arrays: the checks of
+node ids, TensorFlow's breadth-first traversal (a level of the graph at a time, with numpy) and the items a
+graph holds, for a graph decoded into :class:`~formats.concepts.object_graph_columns.GraphColumns` or given as
+:class:`~formats.concepts.object_graph.ObjectNode` objects (:class:`NodeTable` puts those into the same arrays).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, overload
+
+# Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
+# this module none of the graph's (no cycle among the siblings).
+
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference"]
+
+
+class NodeTable:
+    """Nodes given as objects, in the arrays :class:`GraphColumns` has (the same methods): their children and
+    slot variables as they are when the graph is made, their attributes and notes as they are when asked for."""
+
+    def __init__(self, nodes: Sequence[Any]) -> None:
+        import numpy as np
+
+        self.nodes = nodes
+        self.count = len(nodes)
+        self._names = [c.local_name for n in nodes for c in n.children]
+        self.child_id = np.fromiter((c.node_id for n in nodes for c in n.children), np.int64, len(self._names))
+        self.child_ptr = _ptr(np, [len(n.children) for n in nodes])
+        slots = [s for n in nodes for s in n.slot_variables]
+        self.slot_ptr = _ptr(np, [len(n.slot_variables) for n in nodes])
+        self.slot_original = np.fromiter((s.original_variable_node_id for s in slots), np.int64, len(slots))
+        self.slot_id = np.fromiter((s.slot_variable_node_id for s in slots), np.int64, len(slots))
+        self._slot_names = [s.slot_name for s in slots]
+
+    def child_names(self) -> list[str]:
+        return self._names
+
+    def child_path_lengths(self) -> Any:
+        import numpy as np
+
+        # escaped, a name grows by a character per "." (as "..") and per "/" (as ".S")
+        return np.fromiter((len(n) + n.count(".") + n.count("/") if "." in n or "/" in n else len(n)
+                            for n in self._names), np.int64, len(self._names))
+
+    @property
+    def attr_ptr(self) -> Any:
+        """Read from the nodes when asked for: a caller may give nodes their attributes after the graph is made
+        (a SavedModel's variables get theirs from their paths)."""
+        import numpy as np
+
+        return _ptr(np, [len(n.attributes) for n in self.nodes])
+
+    def attr_keys(self) -> list[str]:
+        return [a.checkpoint_key for n in self.nodes for a in n.attributes]
+
+    def attributes(self, keys: list[str] | None = None) -> list[Any]:
+        return [a for n in self.nodes for a in n.attributes]
+
+    def has_notes(self) -> bool:
+        return any(n.note for n in self.nodes)
+
+    def slot_names(self) -> list[str]:
+        return self._slot_names
+
+    def node(self, index: int) -> Any:
+        return self.nodes[index]
+
+
+def _ptr(np: Any, counts: list[int]) -> Any:
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+class LazyNodes(Sequence):  # of ObjectNode
+    """The nodes of decoded columns, each an :class:`ObjectNode` built when first asked for and kept (a caller
+    may annotate it)."""
+
+    def __init__(self, columns: Any) -> None:
+        self._columns = columns
+        self._built: dict[int, Any] = {}  # the nodes built one by one...
+        self._all: list[Any] | None = None  # ...or all of them
+
+    def __len__(self) -> int:
+        return self._columns.count
+
+    if TYPE_CHECKING:
+        @overload
+        def __getitem__(self, index: int) -> Any: ...
+        @overload
+        def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any | list[Any]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if self._all is not None:
+            return self._all[index]
+        node = self._built.get(index)
+        if node is None:
+            node = self._built[index] = self._columns.node(index)
+        return node
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._all is None:  # a caller walking every node: all built at once (those built before kept)
+            nodes = self._columns.all_nodes()
+            for i, node in self._built.items():
+                nodes[i] = node
+            self._all, self._built = nodes, {}
+        return iter(self._all)
+
+
+def first_bad_reference(table: Any) -> tuple[int, int] | None:
+    """``(node, id)`` of the first reference to a node the graph does not have, in the order the nodes and
+    their children then slot variables hold them; None when every reference is in range."""
+    import numpy as np
+
+    n = table.count
+    found: list[tuple[int, int, int]] = []  # (node, 0 child / 1 slot, position)
+    bad = np.flatnonzero((table.child_id < 0) | (table.child_id >= n))
+    if len(bad):
+        edge = int(bad[0])
+        found.append((int(np.searchsorted(table.child_ptr, edge, side="right")) - 1, 0, int(table.child_id[edge])))
+    ids = np.stack([table.slot_original, table.slot_id], axis=1).reshape(-1)
+    bad = np.flatnonzero((ids < 0) | (ids >= n))
+    if len(bad):
+        ref = int(bad[0]) // 2
+        found.append((int(np.searchsorted(table.slot_ptr, ref, side="right")) - 1, 1, int(ids[bad[0]])))
+    if not found:
+        return None
+    node, _, value = min(found)
+    return node, value
+
+
+class Walk:
+    """TensorFlow's breadth-first traversal of a graph: per node the ``parent`` and the ``edge`` that first
+    reached it (-1 for the root and unreachable nodes) and whether it was ``reached``; ``aliases`` the other
+    edges, in the order the traversal meets them; ``owner`` the node each edge leaves; ``levels`` the nodes
+    found at each depth below the root."""
+
+    def __init__(self, parent: Any, edge: Any, reached: Any, aliases: Any, owner: Any, levels: list[Any]) -> None:
+        self.parent, self.edge, self.reached, self.aliases, self.owner = parent, edge, reached, aliases, owner
+        self.levels = levels
+
+
+def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
+    """The traversal of ``table``'s graph from node 0, a level at a time; or the words of its first violation
+    of the bounds (the paths of all edges adding up to more than ``max_path`` characters, each counted with a
+    separator; an object deeper than ``max_depth``), found in the order a node-by-node traversal finds it."""
+    import numpy as np
+
+    n = table.count
+    ptr, ids = table.child_ptr, table.child_id
+    counts = np.diff(ptr)
+    lengths = table.child_path_lengths()
+    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    reached = np.zeros(n, dtype=bool)
+    reached[0] = True
+    path_len = np.zeros(n, dtype=np.int64)
+    parent = np.full(n, -1, dtype=np.int64)
+    edge = np.full(n, -1, dtype=np.int64)
+    aliases: list[Any] = []
+    levels: list[Any] = []
+    frontier = np.zeros(1, dtype=np.int64)
+    total = 0
+    depth = 0
+    while len(frontier):
+        many = counts[frontier]
+        size = int(many.sum())
+        if not size:
+            break
+        edges = np.repeat(ptr[frontier] - np.cumsum(many) + many, many) + np.arange(size)
+        child = ids[edges]
+        above = path_len[owner[edges]]
+        plen = np.where(above > 0, above + 1 + lengths[edges], lengths[edges])
+        running = total + np.cumsum(plen + 1)
+        fresh = np.flatnonzero(~reached[child])
+        _, first = np.unique(child[fresh], return_index=True)
+        found = np.sort(fresh[first])
+        over = np.flatnonzero(running > max_path)
+        too_deep = depth + 1 > max_depth and len(found)
+        if len(over) and (not too_deep or over[0] <= found[0]):
+            return "path"
+        if too_deep:
+            return "depth"
+        total = int(running[-1])
+        new = child[found]
+        reached[new] = True
+        path_len[new] = plen[found]
+        parent[new] = owner[edges[found]]
+        edge[new] = edges[found]
+        keep = np.ones(size, dtype=bool)
+        keep[found] = False
+        aliases.append(edges[keep])
+        frontier = new
+        levels.append(new)
+        depth += 1
+    return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, np.int64), owner, levels)
