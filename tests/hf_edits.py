@@ -12,12 +12,24 @@ import numpy as np
 import formats
 
 
+def variables(src: Path) -> dict[str, np.ndarray]:
+    """Every tensor of the checkpoint at ``src``, read by ckpt."""
+    with formats.open_checkpoint(str(src)) as ckpt:
+        return {k: ckpt[k].read() for k in ckpt}
+
+
+def saved(tensors: dict[str, np.ndarray], folder: Path) -> Path:
+    """``tensors`` written by ckpt as ``folder/model.ckpt`` (``folder`` made here); the prefix."""
+    folder.mkdir()
+    formats.write_checkpoint(str(folder / "model.ckpt"), tensors)
+    return folder / "model.ckpt"
+
+
 def rewritten(src: Path, folder: Path, change: dict[str, np.ndarray | None], configs: list[str],
               config: dict[str, Any] | None = None) -> Path:
     """``src`` re-written by ckpt into ``folder`` (made here) with ``change`` (None removes a tensor), the files
     named in ``configs`` copied beside it, the first with ``config``'s fields over it; the new checkpoint's path."""
-    with formats.open_checkpoint(src) as ckpt:
-        tensors = {k: ckpt[k].read() for k in ckpt}
+    tensors = variables(src)
     for key, value in change.items():
         if value is None:
             tensors.pop(key)

@@ -17,7 +17,7 @@ import numpy as np
 
 import formats
 
-from .hf_edits import refused, written_equal
+from .hf_edits import refused, saved, variables, written_equal
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
 CASE = "bert_generation_bert2bert"
@@ -33,17 +33,6 @@ def _golden() -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
     return {k: v for k, v in load_file(str(GOLDEN / "model.safetensors")).items() if k not in TIED}
-
-
-def _variables(src: Path = MODULE) -> dict[str, np.ndarray]:
-    with formats.open_checkpoint(str(src)) as ckpt:
-        return {k: ckpt[k].read() for k in ckpt}
-
-
-def _save(tensors: dict[str, np.ndarray], folder: Path) -> Path:
-    folder.mkdir()
-    formats.write_checkpoint(str(folder / "model.ckpt"), tensors)
-    return folder / "model.ckpt"
 
 
 def test_the_module_converts_to_the_oracles_tensors_and_config(run_cli, tmp_path: Path) -> None:
@@ -77,7 +66,7 @@ def test_each_half_reads_the_one_embedding_table_and_its_own_stack(run_cli, tmp_
     out = tmp_path / "hf"
     assert run_cli("convert", MODULE, "-o", out, "--to", "hf", *HEADS).exit_code == 0
     written = load_file(str(out / "model.safetensors"))
-    v = _variables()
+    v = variables(MODULE)
     table = v["module/bert/embeddings/word_embeddings"]
     assert written["encoder.embeddings.word_embeddings.weight"].tobytes() == table.tobytes()
     assert written["decoder.bert.embeddings.word_embeddings.weight"].tobytes() == table.tobytes()
@@ -114,25 +103,25 @@ def test_plan_details_and_notes(run_cli, tmp_path: Path) -> None:
 
 
 def test_a_missing_tensor_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
-    tensors = _variables()
+    tensors = variables(MODULE)
     tensors.pop("module/bert/decoder/layer_1/attention/encdec/key/bias")
-    assert refused(run_cli, _save(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
+    assert refused(run_cli, saved(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
         "error: missing: decoder.bert.encoder.layer.1.crossattention.self.key.bias: decoder: parameter "
         "'bert.encoder.layer.1.crossattention.self.key.bias' [32] of BertGenerationDecoder has no source tensor"]
 
 
 def test_a_tensor_neither_half_maps_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
-    tensors = _variables()
+    tensors = variables(MODULE)
     tensors["module/bert/pooler/dense/kernel"] = np.zeros((32, 32), np.float32)  # the loader fails on it too
-    assert refused(run_cli, _save(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
+    assert refused(run_cli, saved(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
         "error: unmapped: module/bert/pooler/dense/kernel: unmapped tensor 'module/bert/pooler/dense/kernel' [32, 32]: "
         "no rule of the bert_generation map (tf-hub-module layout) maps or drops it"]
 
 
 def test_a_decoder_stack_without_its_encoder_decoder_attention_is_refused(run_cli, tmp_path: Path) -> None:
     """Its decoder half would be a BertGenerationEncoder: no EncoderDecoderModel the recipe made."""
-    tensors = {k: v for k, v in _variables().items() if "/encdec" not in k}
-    source = _save(tensors, tmp_path / "src")
+    tensors = {k: v for k, v in variables(MODULE).items() if "/encdec" not in k}
+    source = saved(tensors, tmp_path / "src")
     assert refused(run_cli, source, tmp_path, *HEADS) == [
         f"error: family: {source}: the decoder half of this module plans as BertGenerationEncoder, not as "
         "BertGenerationDecoder (EncoderDecoderModel's decoder; the bert_generation map's bert2bert variant)"]

@@ -17,7 +17,7 @@ import pytest
 
 import formats
 
-from .hf_edits import refused, written_equal
+from .hf_edits import refused, saved, variables, written_equal
 
 HF_DATA = Path(__file__).parent / "data" / "hf"
 CASES = {"bert_generation_encoder": "BertGenerationEncoder", "bert_generation_decoder": "BertGenerationDecoder"}
@@ -47,17 +47,6 @@ def _written_equal_golden(out: Path, case: str) -> dict:
     return written_equal(out, _golden(case))
 
 
-def _variables(src: Path) -> dict[str, np.ndarray]:
-    with formats.open_checkpoint(str(src)) as ckpt:
-        return {k: ckpt[k].read() for k in ckpt}
-
-
-def _save(tensors: dict[str, np.ndarray], folder: Path) -> Path:
-    folder.mkdir()
-    formats.write_checkpoint(str(folder / "model.ckpt"), tensors)
-    return folder / "model.ckpt"
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_module_converts_to_the_oracles_tensors_and_config(run_cli, tmp_path: Path, case: str) -> None:
     out = tmp_path / "hf"
@@ -82,7 +71,7 @@ def test_the_loaders_rule_by_numpy_alone(run_cli, tmp_path: Path) -> None:
     _convert(run_cli, _module("bert_generation_decoder"), out)
     written = load_file(str(out / "model.safetensors"))
     expected: dict[str, np.ndarray] = {}
-    for name, array in _variables(_module("bert_generation_decoder")).items():
+    for name, array in variables(_module("bert_generation_decoder")).items():
         if "global" in name:
             continue
         parts = name.split("/")[2:]
@@ -102,9 +91,9 @@ def test_the_loaders_rule_by_numpy_alone(run_cli, tmp_path: Path) -> None:
 
 def test_any_two_leading_name_parts_are_dropped(run_cli, tmp_path: Path) -> None:
     tensors = {k.replace("module/bert/", "bertseq2seq/roberta24_cnndm/", 1): v
-               for k, v in _variables(_module("bert_generation_decoder")).items()}
+               for k, v in variables(_module("bert_generation_decoder")).items()}
     out = tmp_path / "hf"
-    _convert(run_cli, _save(tensors, tmp_path / "renamed"), out)
+    _convert(run_cli, saved(tensors, tmp_path / "renamed"), out)
     _written_equal_golden(out, "bert_generation_decoder")
 
 
@@ -129,17 +118,17 @@ def test_plan_rows_and_notes(run_cli, tmp_path: Path) -> None:
 
 
 def test_a_missing_tensor_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
-    tensors = _variables(_module("bert_generation_encoder"))
+    tensors = variables(_module("bert_generation_encoder"))
     tensors.pop("module/bert/encoder/layer_1/output/dense/bias")
-    assert refused(run_cli, _save(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
+    assert refused(run_cli, saved(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
         "error: missing: bert.encoder.layer.1.output.dense.bias: parameter 'bert.encoder.layer.1.output.dense.bias' "
         "[32] of BertGenerationEncoder has no source tensor"]
 
 
 def test_a_tensor_the_loader_has_no_place_for_is_one_error_naming_it(run_cli, tmp_path: Path) -> None:
-    tensors = _variables(_module("bert_generation_encoder"))
+    tensors = variables(_module("bert_generation_encoder"))
     tensors["module/bert/pooler/dense/kernel"] = np.zeros((32, 32), np.float32)  # the loader fails on it too
-    assert refused(run_cli, _save(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
+    assert refused(run_cli, saved(tensors, tmp_path / "src"), tmp_path, *HEADS) == [
         "error: unmapped: module/bert/pooler/dense/kernel: unmapped tensor 'module/bert/pooler/dense/kernel' [32, 32]: "
         "no rule of the bert_generation map (tf-hub-module layout) maps or drops it"]
 
@@ -148,8 +137,8 @@ def test_a_module_holding_both_stacks_converts_as_one_encoder_decoder_model(run_
     """A bert2bert module (encoder and decoder stacks): transformers 4.x's script converted one half per run
     (--is_encoder, --is_encoder_named_decoder) and the recipe joined them in an EncoderDecoderModel; ckpt writes that
     directory (tests/test_hf_bert2bert.py checks it against the oracle)."""
-    tensors = {**_variables(_module("bert_generation_encoder")), **_variables(_module("bert_generation_decoder"))}
-    result = run_cli("convert", _save(tensors, tmp_path / "src"), "-o", tmp_path / "hf", "--to", "hf", *HEADS,
+    tensors = {**variables(_module("bert_generation_encoder")), **variables(_module("bert_generation_decoder"))}
+    result = run_cli("convert", saved(tensors, tmp_path / "src"), "-o", tmp_path / "hf", "--to", "hf", *HEADS,
                      "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     details = json.loads(result.stdout)["details"]
