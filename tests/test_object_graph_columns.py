@@ -8,6 +8,8 @@ arrays (:mod:`formats.concepts.object_graph_table`), against independent oracles
 - the traversal: a plain node-by-node breadth-first walk written here (TensorFlow's rule, as the module doc
   states it) gives the same paths, parents, aliases, slot paths and optimizers, and the same first error when a
   graph is too deep or its paths too long;
+- both ways a graph is walked: a small one (at most ``SMALL_NODES`` nodes, at most ``SMALL_GRAPH_BYTES``
+  decoded) in plain Python, a larger one on numpy arrays, give the same results and the same first error;
 - growth: ``verify``, ``ls --tree`` and ``ls --names`` of object-based bundles make a bounded number of Python
   calls per tensor from 10,000 to 40,000 tensors (the node-per-object decoder made about 40 per tensor more in
   ``verify`` than the same tensors name-based).
@@ -19,13 +21,23 @@ from collections import deque
 
 import pytest
 
-from formats.concepts import object_graph, object_graph_codec
+from formats.concepts import object_graph, object_graph_codec, object_graph_table
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            escape_local_name)
 from formats.concepts.object_graph_codec import encode_object_graph
 from formats.core.errors import CorruptCheckpointError
 
 from tests.test_object_graph_wire import GRAPHS, vars_of
+
+
+@pytest.fixture(params=["small", "arrays"])
+def walked(request, monkeypatch) -> str:
+    """Each test twice: graphs as small as these decoded node by node and walked in plain Python (as they
+    are), then decoded into columns and walked on arrays (as larger graphs are)."""
+    if request.param == "arrays":
+        monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)
+        monkeypatch.setattr(object_graph_table, "SMALL_NODES", -1)
+    return request.param
 
 
 def _generic(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
@@ -95,7 +107,7 @@ def _same_as_reference(graph: ObjectGraph, nodes: list[ObjectNode]) -> None:
 
 
 @pytest.mark.parametrize("name,data", GRAPHS, ids=[name for name, _ in GRAPHS])
-def test_every_graph_in_the_corpus_decodes_and_walks_the_same(name: str, data: bytes, monkeypatch) -> None:
+def test_every_graph_in_the_corpus_decodes_and_walks_the_same(name: str, data: bytes, monkeypatch, walked) -> None:
     from formats.concepts.object_graph_columns import decode_columns
 
     assert decode_columns(data) is not None  # the columns are taken
@@ -125,7 +137,7 @@ def _random_nodes(rng: random.Random, count: int) -> list[ObjectNode]:
     return nodes
 
 
-def test_random_graphs_decode_and_walk_as_the_oracles_say(monkeypatch) -> None:
+def test_random_graphs_decode_and_walk_as_the_oracles_say(monkeypatch, walked) -> None:
     rng = random.Random(3838)
     for count in (1, 2, 3, 5, 40, 300, 1500):
         for _ in range(4):
@@ -133,7 +145,9 @@ def test_random_graphs_decode_and_walk_as_the_oracles_say(monkeypatch) -> None:
             data = encode_object_graph(nodes, fill_has_values=False)
             assert _columns(data) == _generic(data, monkeypatch) == [vars_of(n) for n in nodes]
             graph = object_graph_codec.decode_object_graph(data, "x")
-            assert type(graph.nodes).__name__ == "LazyNodes"
+            small = walked == "small" and len(data) <= object_graph_codec.SMALL_GRAPH_BYTES
+            assert type(graph.nodes).__name__ == ("list" if small else "LazyNodes")
+            assert isinstance(graph._table.child_ptr, list) == small  # a small graph walked in plain Python
             _same_as_reference(graph, nodes)
             _same_as_reference(ObjectGraph(nodes), nodes)  # nodes given as objects: the same arrays
 
@@ -156,7 +170,7 @@ def _chain(count: int, name: str = "x") -> list[ObjectNode]:
     return [ObjectNode(i, [ChildRef(i + 1, name)] if i + 1 < count else []) for i in range(count)]
 
 
-def test_a_graph_too_deep_or_with_paths_too_long_gives_the_first_error_a_walk_meets(monkeypatch) -> None:
+def test_a_graph_too_deep_or_with_paths_too_long_gives_the_first_error_a_walk_meets(monkeypatch, walked) -> None:
     deep = object_graph.MAX_NESTING
     data = encode_object_graph(_chain(deep + 1), False)
     assert object_graph_codec.decode_object_graph(data, "x").path(deep) == "/".join(["x"] * deep)
@@ -177,7 +191,7 @@ def test_a_graph_too_deep_or_with_paths_too_long_gives_the_first_error_a_walk_me
         object_graph_codec.decode_object_graph(too_deep, "x")
 
 
-def test_a_reference_to_a_missing_node_is_the_first_in_node_order() -> None:
+def test_a_reference_to_a_missing_node_is_the_first_in_node_order(walked) -> None:
     nodes = [ObjectNode(0, [ChildRef(1, "a")]), ObjectNode(1, [ChildRef(7, "b")], [],
                                                              [SlotVariableRef(9, "m", 0)]),
              ObjectNode(2, [ChildRef(8, "c")])]
@@ -188,7 +202,8 @@ def test_a_reference_to_a_missing_node_is_the_first_in_node_order() -> None:
         object_graph_codec.decode_object_graph(encode_object_graph(nodes, False), "x")
 
 
-def test_a_node_is_built_once_and_only_when_asked_for() -> None:
+def test_a_node_is_built_once_and_only_when_asked_for(monkeypatch) -> None:
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)  # decoded into columns
     nodes = _chain(50)
     graph = object_graph_codec.decode_object_graph(encode_object_graph(nodes, False), "x")
     assert graph.path(49) == "/".join(["x"] * 49) and graph.optimizer_of(49) is None

@@ -28,6 +28,7 @@ from __future__ import annotations
 from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
+from formats.concepts.object_graph_table import edge_owners, ints
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
@@ -215,11 +216,9 @@ class ObjectGraph:
         self._slot_paths: dict[int, str] = {}
         if not len(t.slot_id):
             return
-        import numpy as np
-
-        owners = np.repeat(np.arange(t.count), np.diff(t.slot_ptr)).tolist()
+        owners = edge_owners(t.slot_ptr, t.count)
         names = t.slot_names()
-        for k, (original, slot, owner) in enumerate(zip(t.slot_original.tolist(), t.slot_id.tolist(), owners)):
+        for k, (original, slot, owner) in enumerate(zip(ints(t.slot_original), ints(t.slot_id), owners)):
             self._slots.setdefault(slot, k)
             if not self._has_path(slot) and self._has_path(original):
                 self._slot_paths[slot] = slot_variable_key(self.path(original) or "", self.path(owner) or "",
@@ -272,9 +271,12 @@ class ObjectGraph:
     def aliases(self, node_id: int) -> list[str]:
         """Other paths reaching the node (one per further edge into it, in breadth-first order)."""
         if self._aliases is None:
+            import numpy as np
+
             self._aliases = {}
             walked = self._walk
-            for e, child in zip(walked.aliases.tolist(), self._table.child_id[walked.aliases].tolist()):
+            ids = np.asarray(self._table.child_id, dtype=np.int64)[np.asarray(walked.aliases, dtype=np.int64)]
+            for e, child in zip(ints(walked.aliases), ids.tolist()):
                 self._aliases.setdefault(child, []).append(e)
         edges = self._aliases.get(node_id)
         if not edges:
@@ -311,7 +313,7 @@ class ObjectGraph:
             return []
         parent, edge, _ = self._lists()
         names = self._child_names()
-        ids = t.child_id[lo:hi].tolist()
+        ids = ints(t.child_id[lo:hi])
         return [(c, names[e]) for e, c in zip(range(lo, hi), ids)
                 if c and parent[c] == node_id and names[edge[c]] == names[e]]
 
@@ -344,20 +346,20 @@ class ObjectGraph:
         the last: the same as ``{c.local_name: c.node_id for c in children}``)."""
         t = self._table
         lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
-        return dict(zip(self._child_names()[lo:hi], t.child_id[lo:hi].tolist()))
+        return dict(zip(self._child_names()[lo:hi], ints(t.child_id[lo:hi])))
 
     def children(self, node_id: int) -> list[tuple[int, str]]:
         """``(child id, local name)`` of the node's edges, in order (no node built)."""
         t = self._table
         lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
-        return list(zip(t.child_id[lo:hi].tolist(), self._child_names()[lo:hi]))
+        return list(zip(ints(t.child_id[lo:hi]), self._child_names()[lo:hi]))
 
     def slot_variables(self, node_id: int) -> list[SlotVariableRef]:
         """The node's slot variable references (no node built)."""
         t = self._table
         lo, hi = int(t.slot_ptr[node_id]), int(t.slot_ptr[node_id + 1])
-        return [SlotVariableRef(o, n, s) for o, n, s in zip(t.slot_original[lo:hi].tolist(), t.slot_names()[lo:hi],
-                                                            t.slot_id[lo:hi].tolist())]
+        return [SlotVariableRef(o, n, s) for o, n, s in zip(ints(t.slot_original[lo:hi]), t.slot_names()[lo:hi],
+                                                            ints(t.slot_id[lo:hi]))]
 
     def slot_owners(self) -> list[int]:
         """The nodes that have slot variable references, in order."""
@@ -422,7 +424,7 @@ class ObjectGraph:
             t = self._table
             flags = np.diff(t.slot_ptr) > 0
             names = self._child_names()
-            owner = self._walk.owner
+            owner = np.asarray(self._walk.owner, dtype=np.int64)
             for wanted in ("_iterations", "_variables"):
                 has = np.zeros(t.count, dtype=bool)
                 has[owner[[e for e, n in enumerate(names) if n == wanted]]] = True
@@ -443,8 +445,8 @@ class ObjectGraph:
 
             flags = self._optimizers()
             nearest = np.where(flags, np.arange(len(flags)), -1)
-            parent = self._walk.parent
-            for level in self._walk.levels:
+            parent = np.asarray(self._walk.parent, dtype=np.int64)
+            for level in (np.asarray(lv, dtype=np.int64) for lv in self._walk.levels):
                 nearest[level] = np.where(flags[level], level, nearest[parent[level]])
             self._optimizer_of = _compact(nearest)
         found = self._optimizer_of[node_id]
@@ -453,6 +455,8 @@ class ObjectGraph:
 
 def _compact(values: Any) -> Any:
     """An integer array as an ``array.array`` of int64: indexed as fast as a list, 8 bytes an item, not 36."""
+    if isinstance(values, list):  # a small table's (formats.concepts.object_graph_table)
+        return values
     from array import array
 
     return array("q", values.astype("int64").tobytes())

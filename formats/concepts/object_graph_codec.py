@@ -27,13 +27,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "BYTES_PER_ITEM",
-           "FREE_ITEMS"]
+           "FREE_ITEMS", "SMALL_GRAPH_BYTES"]
 
 BYTES_PER_ITEM = 4
 """A graph may hold one node, child, attribute or slot variable per this many bytes..."""
 _ITEM_FIELDS = (1, 2, 3)  # TrackableObject.children, .attributes, .slot_variables
 FREE_ITEMS = 1 << 16
 """...beyond this many."""
+SMALL_GRAPH_BYTES = 1 << 16
+"""A graph of at most this many bytes is decoded node by node, without numpy: it costs less than numpy's import
+(issue 24 #7); a larger one into columns (:mod:`formats.concepts.object_graph_columns`)."""
 
 
 def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGraph:
@@ -43,7 +46,7 @@ def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGra
     from formats.io.protowire import LEN, WireError, iter_fields
 
     view = memoryview(data)
-    fast = _columns_graph(view, source)
+    fast = _columns_graph(view, source) if len(view) > SMALL_GRAPH_BYTES else None
     if fast is None:
         fast = _fast_graph(view, source)
     if fast is not None:

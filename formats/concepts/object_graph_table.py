@@ -2,10 +2,15 @@
 node ids, TensorFlow's breadth-first traversal (a level of the graph at a time, with numpy) and the items a
 graph holds, for a graph decoded into :class:`~formats.concepts.object_graph_columns.GraphColumns` or given as
 :class:`~formats.concepts.object_graph.ObjectNode` objects (:class:`NodeTable` puts those into the same arrays).
+
+A table of at most :data:`SMALL_NODES` nodes given as objects is ``small``: its arrays are lists (:func:`ints`
+reads either as a list), and its checks and traversal run in plain Python, which costs less than importing numpy (issue 24 #7: verifying
+an object-based bundle imports no numpy). Both give the same results (``tests/test_object_graph_columns.py``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from _collections_abc import Sequence  # collections.abc's, without the collections package (verify's start-up)
+from itertools import accumulate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,7 +20,10 @@ if TYPE_CHECKING:
 # Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
 # this module none of the graph's (no cycle among the siblings).
 
-__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference"]
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "ints", "SMALL_NODES"]
+
+SMALL_NODES = 4096
+"""A table of at most this many nodes is ``small`` (see the module doc)."""
 
 
 class NodeTable:
@@ -23,36 +31,49 @@ class NodeTable:
     slot variables as they are when the graph is made, their attributes and notes as they are when asked for."""
 
     def __init__(self, nodes: Sequence[Any]) -> None:
-        import numpy as np
+        from operator import attrgetter  # map() over attrgetter and len: no Python call per node or edge
 
         self.nodes = nodes
         self.count = len(nodes)
-        self._names = [c.local_name for n in nodes for c in n.children]
-        self.child_id = np.fromiter((c.node_id for n in nodes for c in n.children), np.int64, len(self._names))
-        self.child_ptr = _ptr(np, [len(n.children) for n in nodes])
-        slots = [s for n in nodes for s in n.slot_variables]
-        self.slot_ptr = _ptr(np, [len(n.slot_variables) for n in nodes])
-        self.slot_original = np.fromiter((s.original_variable_node_id for s in slots), np.int64, len(slots))
-        self.slot_id = np.fromiter((s.slot_variable_node_id for s in slots), np.int64, len(slots))
-        self._slot_names = [s.slot_name for s in slots]
+        self.small = self.count <= SMALL_NODES
+        children = list(map(attrgetter("children"), nodes))
+        slot_lists = list(map(attrgetter("slot_variables"), nodes))
+        edges = [c for kids in children for c in kids]
+        slots = [s for refs in slot_lists for s in refs]
+        self._names = list(map(attrgetter("local_name"), edges))
+        self.child_id = self._ints(list(map(attrgetter("node_id"), edges)))
+        self.child_ptr = self._ints(_ptr(list(map(len, children))))
+        self.slot_ptr = self._ints(_ptr(list(map(len, slot_lists))))
+        self.slot_original = self._ints(list(map(attrgetter("original_variable_node_id"), slots)))
+        self.slot_id = self._ints(list(map(attrgetter("slot_variable_node_id"), slots)))
+        self._slot_names = list(map(attrgetter("slot_name"), slots))
+
+    def _ints(self, values: list[int]) -> Any:
+        """``values`` as this table's integer arrays are: a list when small, else numpy int64."""
+        if self.small:
+            return values
+        import numpy as np
+
+        return np.array(values, np.int64)
 
     def child_names(self) -> list[str]:
         return self._names
 
     def child_path_lengths(self) -> Any:
-        import numpy as np
-
         # escaped, a name grows by a character per "." (as "..") and per "/" (as ".S")
-        return np.fromiter((len(n) + n.count(".") + n.count("/") if "." in n or "/" in n else len(n)
-                            for n in self._names), np.int64, len(self._names))
+        lengths = list(map(len, self._names))
+        for i, name in enumerate(self._names):
+            if "." in name or "/" in name:
+                lengths[i] += name.count(".") + name.count("/")
+        return self._ints(lengths)
 
     @property
     def attr_ptr(self) -> Any:
         """Read from the nodes when asked for: a caller may give nodes their attributes after the graph is made
         (a SavedModel's variables get theirs from their paths)."""
-        import numpy as np
+        from operator import attrgetter
 
-        return _ptr(np, [len(n.attributes) for n in self.nodes])
+        return self._ints(_ptr(list(map(len, map(attrgetter("attributes"), self.nodes)))))
 
     def attr_keys(self) -> list[str]:
         return [a.checkpoint_key for n in self.nodes for a in n.attributes]
@@ -70,10 +91,23 @@ class NodeTable:
         return self.nodes[index]
 
 
-def _ptr(np: Any, counts: list[int]) -> Any:
-    out = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
+def _ptr(counts: list[int]) -> list[int]:
+    """Where each node's items start, and the end of the last: 0 and the running sums of ``counts``."""
+    return list(accumulate(counts, initial=0))
+
+
+def ints(values: Any) -> list[int]:
+    """A table's integer array (or a slice of it), small (a list) or not (numpy), as a list of ints."""
+    return values if isinstance(values, list) else values.tolist()
+
+
+def edge_owners(ptr: Any, count: int) -> list[int]:
+    """The node of each item of a ``ptr`` array (each node ``i`` owns ``ptr[i]:ptr[i + 1]``), as a list."""
+    if isinstance(ptr, list):
+        return [i for i in range(count) for _ in range(ptr[i + 1] - ptr[i])]
+    import numpy as np
+
+    return np.repeat(np.arange(count), np.diff(ptr)).tolist()
 
 
 class LazyNodes(Sequence):  # of ObjectNode
@@ -120,6 +154,8 @@ class LazyNodes(Sequence):  # of ObjectNode
 def first_bad_reference(table: Any) -> tuple[int, int] | None:
     """``(node, id)`` of the first reference to a node the graph does not have, in the order the nodes and
     their children then slot variables hold them; None when every reference is in range."""
+    if getattr(table, "small", False):
+        return _first_bad_reference_small(table)
     import numpy as np
 
     n = table.count
@@ -154,6 +190,8 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
     """The traversal of ``table``'s graph from node 0, a level at a time; or the words of its first violation
     of the bounds (the paths of all edges adding up to more than ``max_path`` characters, each counted with a
     separator; an object deeper than ``max_depth``), found in the order a node-by-node traversal finds it."""
+    if getattr(table, "small", False):
+        return _walk_small(table, max_path, max_depth)
     import numpy as np
 
     n = table.count
@@ -203,3 +241,79 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
         levels.append(new)
         depth += 1
     return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, np.int64), owner, levels)
+
+
+def _first_bad_reference_small(table: Any) -> tuple[int, int] | None:
+    """:func:`first_bad_reference` of a small table, node by node."""
+    n = table.count
+    child_ptr, child_id, slot_ptr = table.child_ptr, table.child_id, table.slot_ptr
+    original, slot_id = table.slot_original, table.slot_id
+    for node in range(n):
+        for e in range(child_ptr[node], child_ptr[node + 1]):
+            if not 0 <= child_id[e] < n:
+                return node, child_id[e]
+        for k in range(slot_ptr[node], slot_ptr[node + 1]):
+            for value in (original[k], slot_id[k]):
+                if not 0 <= value < n:
+                    return node, value
+    return None
+
+
+def _walk_small(table: Any, max_path: int, max_depth: int) -> Walk | str:
+    """:func:`walk` of a small table in plain Python: the same levels, bounds and results, as lists
+    (``reached`` a bytearray)."""
+    n = table.count
+    ptr, ids = table.child_ptr, table.child_id
+    lengths = table.child_path_lengths()
+    owner = edge_owners(ptr, n)
+    reached = bytearray(n)
+    reached[0] = 1
+    path_len = [0] * n
+    parent = [-1] * n
+    edge = [-1] * n
+    aliases: list[int] = []
+    levels: list[Any] = []
+    frontier = [0]
+    total = 0
+    depth = 0
+    while frontier:
+        edges = [e for f in frontier for e in range(ptr[f], ptr[f + 1])]
+        if not edges:
+            break
+        plens: list[int] = []
+        found: list[int] = []  # positions in ``edges`` of each child's first edge, if not reached before
+        fresh: set[int] = set()
+        over = -1
+        running = total
+        for i, e in enumerate(edges):
+            above = path_len[owner[e]]
+            plen = above + 1 + lengths[e] if above > 0 else lengths[e]
+            plens.append(plen)
+            running += plen + 1
+            if over < 0 and running > max_path:
+                over = i
+            child = ids[e]
+            if not reached[child] and child not in fresh:
+                fresh.add(child)
+                found.append(i)
+        too_deep = depth + 1 > max_depth and bool(found)
+        if over >= 0 and (not too_deep or over <= found[0]):
+            return "path"
+        if too_deep:
+            return "depth"
+        total = running
+        new = []
+        for i in found:
+            e = edges[i]
+            child = ids[e]
+            reached[child] = 1
+            path_len[child] = plens[i]
+            parent[child] = owner[e]
+            edge[child] = e
+            new.append(child)
+        first = set(found)
+        aliases.extend(e for i, e in enumerate(edges) if i not in first)
+        frontier = new
+        levels.append(new)
+        depth += 1
+    return Walk(parent, edge, reached, aliases, owner, levels)
