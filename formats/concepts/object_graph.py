@@ -184,6 +184,14 @@ class ObjectGraph:
 
         return cls(LazyNodes(columns), source, table=columns)
 
+    def node_copies(self) -> list[ObjectNode]:
+        """Every node as a new :class:`ObjectNode` for the caller to change (its lists too): a graph decoded
+        into columns builds them for the caller alone, and keeps none (a writer that rebuilds the graph holds
+        one set of nodes, not two)."""
+        from formats.concepts.object_graph_table import node_copies
+
+        return node_copies(self.nodes)
+
     def _check_ids(self) -> None:
         from formats.concepts.object_graph_table import first_bad_reference
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
 # this module none of the graph's (no cycle among the siblings).
 
-__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "ints", "SMALL_NODES"]
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "ints", "node_copies", "SMALL_NODES"]
 
 SMALL_NODES = 4096
 """A table of at most this many nodes is ``small`` (see the module doc)."""
@@ -142,6 +142,17 @@ class LazyNodes(Sequence):  # of ObjectNode
             node = self._built[index] = self._columns.node(index)
         return node
 
+    def copies(self) -> list[Any]:
+        """Every node as a new :class:`ObjectNode` the caller may change (its lists too), none of them kept
+        here: built from the columns, or copied from the node this sequence built before (a caller may have
+        annotated it)."""
+        if self._all is not None:
+            return [_copy(node) for node in self._all]
+        nodes = self._columns.all_nodes()
+        for i, node in self._built.items():
+            nodes[i] = _copy(node)
+        return nodes
+
     def __iter__(self) -> Iterator[Any]:
         if self._all is None:  # a caller walking every node: all built at once (those built before kept)
             nodes = self._columns.all_nodes()
@@ -149,6 +160,20 @@ class LazyNodes(Sequence):  # of ObjectNode
                 nodes[i] = node
             self._all, self._built = nodes, {}
         return iter(self._all)
+
+
+def _copy(node: Any) -> Any:
+    """A new node of ``node``'s fields, with new lists (their items shared)."""
+    return type(node)(node.id, list(node.children), list(node.attributes), list(node.slot_variables),
+                      node.registered_saver, node.has_checkpoint_values, node.note)
+
+
+def node_copies(nodes: Sequence[Any]) -> list[Any]:
+    """Every node of ``nodes`` (a list or :class:`LazyNodes`) as a new node the caller may change, with new lists;
+    the nodes of :class:`LazyNodes` are built for the caller alone, not kept."""
+    if isinstance(nodes, LazyNodes):
+        return nodes.copies()
+    return [_copy(node) for node in nodes]
 
 
 def first_bad_reference(table: Any) -> tuple[int, int] | None:

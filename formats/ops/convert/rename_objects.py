@@ -27,8 +27,9 @@ class ObjectRename:
         self.source, self.plan, self.options = source, plan, options
         self.rules: RuleSet = options.rules
         self.graph: ObjectGraph = source.object_graph
-        self.nodes = [ObjectNode(n.id, [], list(n.attributes), n.slot_variables, n.registered_saver,
-                                 n.has_checkpoint_values, n.note) for n in self.graph.nodes]  # replace(), cheaper
+        self.nodes = self.graph.node_copies()  # the graph's own nodes are not built (a graph in columns)
+        for node in self.nodes:
+            node.children = []
         self.new_paths: dict[int, str] = {0: ""}
         self.by_path: dict[str, int] = {"": 0}
         self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
@@ -59,11 +60,11 @@ class ObjectRename:
         edges, seen, queue = [], {0}, deque([0])
         while queue:
             current = queue.popleft()
-            for ref in self.graph.nodes[current].children:
-                edges.append((current, ref.node_id, ref.local_name))
-                if ref.node_id not in seen:
-                    seen.add(ref.node_id)
-                    queue.append(ref.node_id)
+            for child, local in self.graph.children(current):
+                edges.append((current, child, local))
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
         return edges
 
     def _old_path(self, edge: Edge) -> str:
@@ -136,17 +137,17 @@ class ObjectRename:
         return node
 
     def _slot_paths(self) -> None:
-        for node in self.graph.nodes:
-            for ref in node.slot_variables:
+        for owner in self.graph.slot_owners():
+            for ref in self.graph.slot_variables(owner):
                 slot = ref.slot_variable_node_id
                 var = self.new_paths.get(ref.original_variable_node_id)
-                opt = self.new_paths.get(node.id)
+                opt = self.new_paths.get(owner)
                 if slot not in self.new_paths and var is not None and opt is not None:
                     self.new_paths[slot] = slot_variable_key(var, opt, ref.slot_name)
 
     def _retarget_attributes(self) -> None:
         rename_full = self.options.rename_full_names
-        for node in self.nodes[:len(self.graph.nodes)]:
+        for node in self.nodes[:len(self.graph)]:
             path = self.new_paths.get(node.id)
             if path is None:
                 continue

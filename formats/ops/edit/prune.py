@@ -33,8 +33,10 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
             problems.append(Problem("graph", graph.path(node_id) or "", f"attribute {name!r} is stored as several "
                                     "tensors, and only some of them would be kept", ERROR))
     keep_attr = {pair for pair, flags in attributes.items() if any(flags)}
-    candidates = _candidates(graph, keep_attr)
-    staying = _staying(graph, candidates)
+    candidates = graph.node_copies()  # the graph's own nodes are not built (a graph in columns)
+    before = checkpointed_nodes(candidates)
+    _keep_only(candidates, keep_attr)
+    staying = _staying(graph, candidates, before)
     nodes = _renumbered(candidates, staying)
     if problems:
         return None, problems
@@ -48,21 +50,23 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
     return (None if problems else pruned), problems
 
 
-def _candidates(graph: ObjectGraph, keep_attr: set[tuple[int, str]]) -> list[ObjectNode]:
-    """Every node with only the attributes kept and the slot references whose slot and variable keep values."""
-    nodes = [ObjectNode(n.id, list(n.children), [a for a in n.attributes if (n.id, a.name) in keep_attr],
-                        list(n.slot_variables), n.registered_saver, n.has_checkpoint_values, n.note)
-             for n in graph.nodes]  # replace() without its per-field dict: a node per object
+def _keep_only(nodes: list[ObjectNode], keep_attr: set[tuple[int, str]]) -> None:
+    """Leave each node (a copy of the graph's) only the attributes kept and the slot references whose slot and
+    variable keep values."""
+    for n in nodes:
+        if n.attributes:
+            n.attributes = [a for a in n.attributes if (n.id, a.name) in keep_attr]
     valued = {n.id for n in nodes if n.attributes}
     for node in nodes:
-        node.slot_variables = [ref for ref in node.slot_variables
-                               if ref.slot_variable_node_id in valued and ref.original_variable_node_id in valued]
-    return nodes
+        if node.slot_variables:
+            node.slot_variables = [ref for ref in node.slot_variables if ref.slot_variable_node_id in valued
+                                   and ref.original_variable_node_id in valued]
 
 
-def _staying(graph: ObjectGraph, nodes: list[ObjectNode]) -> set[int]:
+def _staying(graph: ObjectGraph, nodes: list[ObjectNode], before: set[int]) -> set[int]:
     """The root, nodes keeping values and the objects on their paths, and nodes that never had values
-    whose first parent stays. (Values reached only through a second path - an alias - keep nothing.)"""
+    (``before``: the nodes that had) whose first parent stays. (Values reached only through a second path - an
+    alias - keep nothing.)"""
     staying = {0}
     for node in nodes:
         if node.attributes or node.slot_variables or node.registered_saver is not None:
@@ -71,18 +75,16 @@ def _staying(graph: ObjectGraph, nodes: list[ObjectNode]) -> set[int]:
                 staying.add(current)
                 parent = graph.parent(current)
                 current = parent[0] if parent else None
-    before = checkpointed_nodes(graph.nodes)
     queue = deque([0])
     seen = {0}
     while queue:
         current = queue.popleft()
-        for ref in graph.nodes[current].children:
-            child = ref.node_id
+        for child, local in graph.children(current):
             if child in seen:
                 continue
             seen.add(child)
             queue.append(child)
-            if child not in before and graph.parent(child) == (current, ref.local_name) and current in staying:
+            if child not in before and graph.parent(child) == (current, local) and current in staying:
                 staying.add(child)
     return staying
 
