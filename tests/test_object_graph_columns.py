@@ -255,3 +255,21 @@ def test_verifying_an_object_graph_costs_a_few_calls_per_tensor(bundles, run_cli
     assert graph <= GRAPH_BUDGET, f"verify: {graph:.1f} calls per tensor for the object graph"
     result = run_cli("verify", bundles["object"][LARGE])
     assert result.exit_code == 0 and f"checked {LARGE + 2} tensors" in result.stdout
+
+
+def test_node_copies_are_the_callers_and_a_columns_graph_keeps_none(monkeypatch, walked) -> None:
+    """What rename and edit rebuild the graph from: every node, new lists, the graph's own nodes not built (a
+    graph in columns) and not changed by the caller's changes; a node the graph built and annotated is copied."""
+    nodes = _random_nodes(random.Random(5), 200)
+    graph = object_graph_codec.decode_object_graph(encode_object_graph(nodes, False), "x")
+    copies = graph.node_copies()
+    assert [vars_of(n) for n in copies] == [vars_of(n) for n in nodes]
+    if walked == "arrays":
+        assert graph.nodes._built == {} and graph.nodes._all is None  # type: ignore[attr-defined]
+    for copy in copies:
+        copy.children.clear()
+        copy.attributes.append(Attribute("VARIABLE_VALUE", "", "new", False))
+        copy.slot_variables.clear()
+    assert [vars_of(graph.nodes[i]) for i in range(len(nodes))] == [vars_of(n) for n in nodes]
+    graph.nodes[7].note = "kept"
+    assert graph.node_copies()[7].note == "kept" and graph.node_copies()[7] is not graph.nodes[7]
