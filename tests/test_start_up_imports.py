@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -362,6 +363,8 @@ HEAVY_STDLIB = JSON_STACK | {"typing", "contextlib", "threading", "ctypes", "typ
 OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format", "formats.orbax.format",
                  "formats.openai_npy.format"}
 """The formats after the bundle's in the registry's order: asked only about a path no earlier format claims."""
+SAVED_MODEL = {"formats.saved_model", "formats.saved_model.names", "formats.saved_model.format"}
+"""The format before the bundle's, which claims a file only by its name (``registry.BUILTIN_FILE_NAMES``)."""
 
 
 @pytest.mark.parametrize("argv, needed, unneeded", [
@@ -388,4 +391,40 @@ def test_a_command_of_a_small_bundle_imports_only_what_it_needs(tmp_path, argv, 
     words = [w.format(src=NAME_BASED, out=tmp_path / "out") for w in argv]
     modules = _imported(words)
     assert needed <= modules
-    assert modules & (HEAVY_STDLIB | OTHER_FORMATS | unneeded) == set()
+    assert modules & (HEAVY_STDLIB | OTHER_FORMATS | SAVED_MODEL | unneeded) == set()
+
+
+def test_no_two_builtin_formats_share_a_name_or_a_layout() -> None:
+    """What lets ``get_format`` and ``format_of`` look at the formats imported already first."""
+    from formats.core import registry
+    from formats.core.format import layouts_of
+
+    specs = registry.builtin_formats()
+    names = [spec.name for spec in specs]
+    layouts = [layout for spec in specs for layout in layouts_of(spec)]
+    assert len(set(names)) == len(names) and len(set(layouts)) == len(layouts), (names, layouts)
+
+
+def test_a_format_skipped_by_file_name_claims_no_file_of_another_name(tmp_path, monkeypatch) -> None:
+    """``registry.BUILTIN_FILE_NAMES`` holds the SavedModel format's own file names, and skipping it for other
+    files changes no claim: every file of the test data and files named almost so are claimed as before."""
+    from formats.core import registry
+    from formats.discover import resolve
+    from formats.saved_model.names import GRAPH_FILE, TEXT_GRAPH_FILE
+
+    assert registry.BUILTIN_FILE_NAMES == {"formats.saved_model.format:FORMAT": (GRAPH_FILE, TEXT_GRAPH_FILE)}
+    saved_model = registry._load("formats.saved_model.format:FORMAT")
+    names = ["saved_model.pb.bak", "saved_model", "x.pb", "saved_model.pbtxt~", GRAPH_FILE, TEXT_GRAPH_FILE]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    data = Path(__file__).parent / "data"
+    files = [str(p) for p in sorted(data.rglob("*")) if p.is_file()][:3000] + [str(tmp_path / n) for n in names]
+    files += [str(tmp_path / "gone" / GRAPH_FILE), str(tmp_path / "prefix-only")]
+    for path in files:
+        skipped = os.path.basename(path) not in (GRAPH_FILE, TEXT_GRAPH_FILE)
+        assert (saved_model.resolve(path) is None) == skipped or not os.path.lexists(path), path
+    with_skip = [resolve.claim(p, plugins=False) for p in files]
+    monkeypatch.setattr(registry, "BUILTIN_FILE_NAMES", {})
+    assert [resolve.claim(p, plugins=False) for p in files] == with_skip
+    assert [t.format if t else None for t in with_skip[-8:-2]] == [None, None, None, None, "saved-model",
+                                                                   "saved-model"]

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "BUILTIN_WRITERS", "builtin_formats", "plugin_formats", "all_formats", "get_format",
+__all__ = ["ENTRY_POINT_GROUP", "BUILTIN", "BUILTIN_WRITERS", "BUILTIN_FILE_NAMES", "builtin_formats", "plugin_formats", "all_formats", "get_format",
            "iter_builtin_formats", "writer_capability", "resolve_with", "find_with", "suffixes", "claims_directory", "compact_listing_with",
            "write_targets", "writer_of", "format_of", "edit_target", "is_object_layout"]
 
@@ -64,6 +64,13 @@ BUILTIN: tuple[str, ...] = (
     "formats.openai_npy.format:FORMAT",
 )
 """Built-in formats in the order they are asked (``module:attribute``)."""
+
+BUILTIN_FILE_NAMES: dict[str, tuple[str, ...]] = {
+    "formats.saved_model.format:FORMAT": ("saved_model.pb", "saved_model.pbtxt"),
+}
+"""Built-in formats that claim a local file only by one of these names (and directories): asked about another
+file, they are not imported (a bundle prefix imports none of the SavedModel modules: three modules of every
+command's start-up). A test checks the names are the format's own and that it claims no other file."""
 
 BUILTIN_WRITERS: dict[str, str] = {
     "tf-object": "formats.tf_bundle.format:FORMAT", "tf-name": "formats.tf_bundle.format:FORMAT",
@@ -93,10 +100,13 @@ def builtin_formats() -> list[Any]:
     return [_load(ref) for ref in BUILTIN]
 
 
-def iter_builtin_formats() -> Iterator[Any]:
+def iter_builtin_formats(file_name: str | None = None) -> Iterator[Any]:
     """The built-in formats in order, each imported only when reached (a bundle prefix, claimed by the
-    second, never imports the Keras, npz or safetensors modules)."""
+    second, never imports the Keras, npz or safetensors modules); given the ``file_name`` of a local path that
+    is no directory, without those that claim a file only by other names (:data:`BUILTIN_FILE_NAMES`)."""
     for ref in BUILTIN:
+        if file_name is not None and file_name not in BUILTIN_FILE_NAMES.get(ref, (file_name,)):
+            continue
         yield _load(ref)
 
 
@@ -176,7 +186,11 @@ def all_formats() -> list[Any]:
 
 
 def get_format(name: str) -> Any:
-    """The format registered under ``name``; KeyError when there is none."""
+    """The format registered under ``name``; KeyError when there is none. Those imported already are looked at
+    first: the format that claimed a path is found without importing the ones before it."""
+    for spec in list(_loaded.values()):
+        if spec.name == name:
+            return spec
     for spec in iter_builtin_formats():
         if spec.name == name:
             return spec
@@ -256,9 +270,13 @@ def writer_capability(layout: str, attribute: str) -> Any:
 
 
 def format_of(layout: str) -> Any:
-    """The format whose reader reports ``layout``; KeyError when none does."""
+    """The format whose reader reports ``layout``; KeyError when none does. Those imported already are looked
+    at first (no two built-in formats report one layout: a test checks)."""
     from formats.core.format import layouts_of
 
+    for spec in list(_loaded.values()):
+        if layout in layouts_of(spec):
+            return spec
     for spec in _every_format():
         if layout in layouts_of(spec):
             return spec

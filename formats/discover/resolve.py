@@ -125,7 +125,8 @@ def _is_listing(path: str) -> bool:
 
 def claim(path: str, plugins: bool = True) -> Target | None:
     """The first format that claims ``path`` (built-in formats first, then plugins), or None."""
-    for spec in registry.iter_builtin_formats():
+    local_file = not storage.is_url(path) and not os.path.isdir(path)
+    for spec in registry.iter_builtin_formats(os.path.basename(path) if local_file else None):
         found = _claim_with(spec, path)
         if found is not None:
             return found
