@@ -75,7 +75,8 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: 
                           loader_refusals=ckpt.loader_refusals(), refusals_allowed=allow_loader_refusals)
     report.problems += ckpt.problems()
     broken = {p.where for p in report.problems}
-    entries = [(key, e.nbytes) for key, e in ckpt.items()]
+    keys = list(ckpt)
+    entries = list(zip(keys, ckpt.nbytes_of(keys)))  # from the index's columns: no entry made per tensor
     found = run_units((ckpt,), verify_unit, [(k, n) for k, n in entries if k not in broken], progress, jobs, executor)
     report.problems += [CheckpointProblem(key, problem) for key, problem in found if problem is not None]
     report.tensors, report.bytes = len(entries), sum(n for _, n in entries)
@@ -87,7 +88,7 @@ def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str | 
     Small tensors are read a span at a time, each checked against its CRC32C (:func:`formats.io.spans.small_pieces`);
     any other, or one whose checksum does not match, is checked on its own, which says what is wrong."""
     ckpt = opened(ref)
-    entries = [ckpt[key] for key in keys]
+    entries = ckpt.entries_of(keys)  # made for this unit alone where the format can (not kept)
     sound = {i for batch in small_pieces(entries, _no_problem) for i, _ in batch}  # read in spans, checksums matched
     rest = [i for i in range(len(keys)) if i not in sound]
     found = dict(zip(rest, each_in_unit(ckpt, lambda i: _entry_problem(entries[i]), rest)))
