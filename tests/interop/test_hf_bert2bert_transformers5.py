@@ -16,12 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.interop.hf5 import model_outputs, transformers5
+
 pytestmark = pytest.mark.interop
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-if int(transformers.__version__.split(".")[0]) < 5:
-    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+torch, transformers = transformers5()
 
 HF_DATA = Path(__file__).resolve().parent.parent / "data" / "hf"
 CASE = "bert_generation_bert2bert"
@@ -37,19 +36,6 @@ def converted(run_cli, tmp_path: Path) -> Path:
     result = run_cli("convert", HF_DATA / CASE / "model.ckpt-5", "-o", out, "--to", "hf",
                      "--hparam", "num_attention_heads=4")
     assert result.exit_code == 0, result.output
-    return out
-
-
-def _outputs(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
-    with torch.no_grad():
-        result = model(**kwargs, use_cache=False, output_hidden_states=True)
-    out: dict[str, np.ndarray] = {}
-    for key, val in result.items():
-        if isinstance(val, torch.Tensor):
-            out[key] = val.numpy()
-        elif isinstance(val, tuple):
-            out.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val)})
     return out
 
 
@@ -93,8 +79,8 @@ def test_transformers5_gives_the_oracles_outputs(converted: Path, tmp_path: Path
     inputs = dict(np.load(GOLDEN / "inputs.npz"))
     assert "decoder_input_ids" in inputs
     wanted = dict(np.load(GOLDEN / "outputs.npz"))
-    ours = _outputs(_fresh(cls.from_pretrained(converted)), inputs)
-    theirs = _outputs(_fresh(cls.from_pretrained(_oracle_dir(tmp_path))), inputs)
+    ours = model_outputs(_fresh(cls.from_pretrained(converted)), inputs, use_cache=False)
+    theirs = model_outputs(_fresh(cls.from_pretrained(_oracle_dir(tmp_path))), inputs, use_cache=False)
     assert sorted(ours) == sorted(theirs) == sorted(wanted)
     for key in wanted:
         assert np.array_equal(ours[key], theirs[key]), key

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop.hf5 import transformers5
+
 pytestmark = pytest.mark.interop
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-if int(transformers.__version__.split(".")[0]) < 5:
-    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+torch, transformers = transformers5()
 
 HF_DATA = Path(__file__).resolve().parent.parent / "data" / "hf"
 CASES = json.loads((HF_DATA / "cases.json").read_text())

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop.hf5 import transformers5
+
 pytestmark = pytest.mark.interop
 
-transformers = pytest.importorskip("transformers")
-if int(transformers.__version__.split(".")[0]) < 5:
-    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+_, transformers = transformers5(need_torch=False)
 
 KERAS_HUB = Path(__file__).resolve().parent.parent / "data" / "keras_hub"
 CLASSES = {"bert": "BertTokenizer", "gpt2": "GPT2Tokenizer", "gemma": "GemmaTokenizer",

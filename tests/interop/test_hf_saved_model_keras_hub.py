@@ -20,12 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.interop.hf5 import model_outputs, transformers5
+
 pytestmark = pytest.mark.interop
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-if int(transformers.__version__.split(".")[0]) < 5:
-    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+torch, transformers = transformers5()
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TOLERANCE = 2e-5
@@ -49,19 +48,6 @@ CASES = {
     "keras_hub_llama_tied": (DATA / "keras_hub" / "llama_tied" / "preset", DATA / "keras_hub" / "llama_tied" / "golden",
                              "LlamaForCausalLM"),
 }
-
-
-def _outputs(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
-    with torch.no_grad():
-        result = model(**kwargs, output_hidden_states=True, use_cache=False)
-    out: dict[str, np.ndarray] = {}
-    for key, val in result.items():
-        if isinstance(val, torch.Tensor):
-            out[key] = val.numpy()
-        elif isinstance(val, tuple):
-            out.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val)})
-    return out
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -89,12 +75,12 @@ def test_transformers5_loads_the_conversion_with_the_golden_tensors_and_outputs(
         assert state[key].dtype == value.dtype and state[key].shape == value.shape, key
         assert state[key].tobytes() == value.tobytes(), key
     inputs = dict(np.load(golden / "inputs.npz"))
-    got = _outputs(model, inputs)
+    got = model_outputs(model, inputs, use_cache=False)
     oracle_dir = tmp_path / "oracle"
     oracle_dir.mkdir()
     for name in ("config.json", "model.safetensors"):
         (oracle_dir / name).write_bytes((golden / name).read_bytes())
-    same_weights = _outputs(golden_class.from_pretrained(oracle_dir).eval(), inputs)
+    same_weights = model_outputs(golden_class.from_pretrained(oracle_dir).eval(), inputs, use_cache=False)
     wanted = dict(np.load(golden / "outputs.npz"))
     if prefix:  # only the base model's outputs are comparable: the hidden states
         wanted = {k: v for k, v in wanted.items() if k.startswith("hidden_states.")}

@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.interop.hf5 import model_outputs, transformers5
+
 pytestmark = pytest.mark.interop
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-if int(transformers.__version__.split(".")[0]) < 5:
-    pytest.skip("these tests read ckpt's output with transformers 5", allow_module_level=True)
+torch, transformers = transformers5()
 
 HF_DATA = Path(__file__).resolve().parent.parent / "data" / "hf"
 CASES = json.loads((HF_DATA / "cases.json").read_text()) if (HF_DATA / "cases.json").is_file() else {}
@@ -49,18 +48,8 @@ def _cases() -> list[str]:
 
 
 def _outputs(model, inputs: dict[str, np.ndarray], family: str) -> dict[str, np.ndarray]:
-    kwargs = {k: torch.from_numpy(v) for k, v in inputs.items()}
-    if family in ("gpt2", "t5", "gpt_neo", "pegasus", "bigbird_pegasus", "bert_generation"):
-        kwargs["use_cache"] = False
-    with torch.no_grad():
-        result = model(**kwargs, output_hidden_states=True)
-    out: dict[str, np.ndarray] = {}
-    for key, val in result.items():
-        if isinstance(val, torch.Tensor):
-            out[key] = val.numpy()
-        elif isinstance(val, tuple):
-            out.update({f"{key}.{i}": t.numpy() for i, t in enumerate(val)})
-    return out
+    cached = family in ("gpt2", "t5", "gpt_neo", "pegasus", "bigbird_pegasus", "bert_generation")
+    return model_outputs(model, inputs, **({"use_cache": False} if cached else {}))
 
 
 @pytest.mark.parametrize("case", _cases())
