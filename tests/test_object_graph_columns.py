@@ -27,7 +27,7 @@ from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, Obj
 from formats.concepts.object_graph_codec import encode_object_graph
 from formats.core.errors import CorruptCheckpointError
 
-from tests.test_object_graph_wire import GRAPHS, vars_of
+from tests.test_object_graph_wire import GRAPHS, decoded_nodes as _columns, generic_nodes as _generic, vars_of
 
 
 @pytest.fixture(params=["small", "arrays"])
@@ -38,23 +38,6 @@ def walked(request, monkeypatch) -> str:
         monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)
         monkeypatch.setattr(object_graph_table, "SMALL_NODES", -1)
     return request.param
-
-
-def _generic(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
-    with monkeypatch.context() as m:
-        m.setattr(object_graph_codec, "_columns_graph", lambda view, source: None)
-        m.setattr(object_graph_codec, "_fast_graph", lambda view, source: None)
-        try:
-            return [vars_of(n) for n in object_graph_codec.decode_object_graph(data, "x").nodes]
-        except CorruptCheckpointError as exc:
-            return exc.message
-
-
-def _columns(data: bytes) -> object:
-    try:
-        return [vars_of(n) for n in object_graph_codec.decode_object_graph(data, "x").nodes]
-    except CorruptCheckpointError as exc:
-        return exc.message
 
 
 def _reference(nodes: list[ObjectNode]) -> dict[str, object]:

@@ -39,20 +39,23 @@ def _node_by_node(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(object_graph_codec, "_columns_graph", lambda view, source: None)
 
 
-def _generic(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
+def generic_nodes(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
+    """What the generic decoder alone gives (the columns' and the node-by-node decoders switched off): the nodes
+    as :func:`vars_of` tuples, or the error's words."""
     with monkeypatch.context() as m:
+        m.setattr(object_graph_codec, "_columns_graph", lambda view, source: None)
         m.setattr(object_graph_codec, "_fast_graph", lambda view, source: None)
-        try:
-            return [vars_of(n) for n in object_graph_codec.decode_object_graph(data, "x").nodes]
-        except CorruptCheckpointError as exc:
-            return exc.message
+        return decoded_nodes(data)
 
 
-def _fast(data: bytes) -> object:
+def decoded_nodes(data: bytes) -> object:
+    """What ``decode_object_graph`` gives: the nodes as :func:`vars_of` tuples, or the error's words."""
     try:
         return [vars_of(n) for n in object_graph_codec.decode_object_graph(data, "x").nodes]
     except CorruptCheckpointError as exc:
         return exc.message
+
+
 
 
 def vars_of(node: object) -> tuple[object, ...]:
@@ -69,7 +72,7 @@ def test_every_graph_tensorflow_wrote_decodes_the_same(name: str, data: bytes, m
     from formats.concepts.object_graph_wire import node_spans
 
     assert node_spans(memoryview(data)) is not None  # the fast path is taken
-    assert _fast(data) == _generic(data, monkeypatch)
+    assert decoded_nodes(data) == generic_nodes(data, monkeypatch)
 
 
 def test_damaged_graphs_decode_as_the_generic_decoder_says(monkeypatch) -> None:
@@ -79,7 +82,7 @@ def test_damaged_graphs_decode_as_the_generic_decoder_says(monkeypatch) -> None:
             damaged = bytearray(data)
             for _ in range(rng.randint(1, 3)):
                 damaged[rng.randrange(len(damaged))] = rng.randrange(256)
-            assert _fast(bytes(damaged)) == _generic(bytes(damaged), monkeypatch)
+            assert decoded_nodes(bytes(damaged)) == generic_nodes(bytes(damaged), monkeypatch)
 
 
 def test_a_node_with_a_registered_saver_or_unknown_field_falls_back(monkeypatch) -> None:
@@ -90,5 +93,5 @@ def test_a_node_with_a_registered_saver_or_unknown_field_falls_back(monkeypatch)
     saver = b"\x22\x04\x0a\x02ab"  # registered_saver { name: "ab" }
     assert fast_node(0, saver, 0, len(saver)) is None
     graph = b"\x0a" + bytes([len(child + saver)]) + child + saver + b"\x0a\x00"
-    assert _fast(graph) == _generic(graph, monkeypatch)
-    assert _fast(graph)[0][4].name == "ab"  # type: ignore[index]
+    assert decoded_nodes(graph) == generic_nodes(graph, monkeypatch)
+    assert decoded_nodes(graph)[0][4].name == "ab"  # type: ignore[index]
