@@ -45,9 +45,36 @@ def install() -> None:
     _signal.signal(_signal.SIGINT, interrupted)
 
 
+def _keyboard_interrupt(signum: int = 0, frame: FrameType | None = None) -> None:
+    """SIGINT while a command runs: KeyboardInterrupt, but never inside importlib. A KeyboardInterrupt raised in
+    its module-lock bookkeeping (a weak reference's callback) is swallowed there and can leave the import lock
+    held, and a thread importing then waits for ever (``diff -q`` hung so, interrupted while its main thread
+    imported and a worker imported numpy). There the signal is sent again :data:`RETRY_S` later, from a thread
+    of its own, until the import is over."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            import _thread  # built in
+
+            _thread.start_new_thread(_again, (_thread.get_ident(),))
+            return
+        frame = frame.f_back
+    raise KeyboardInterrupt
+
+
+RETRY_S = 0.005
+"""How long a SIGINT that came during an import waits to be sent again (:func:`_keyboard_interrupt`)."""
+
+
+def _again(thread: int) -> None:
+    import time
+
+    time.sleep(RETRY_S)
+    _signal.pthread_kill(thread, _signal.SIGINT)
+
+
 class command_running:  # noqa: N801 - a context manager used as a function; no contextlib (start-up)
     """``with command_running():`` Ctrl-C raises KeyboardInterrupt in the block (the command cleans up and the
-    boundary reports it), and ends ckpt at once again after it - where a launcher installed
+    boundary reports it; not inside an import: :func:`_keyboard_interrupt`), and ends ckpt at once again after it - where a launcher installed
     :func:`interrupted` (in-process callers, tests among them, keep their own handler), in the main thread."""
 
     __slots__ = ("swapped",)
@@ -58,7 +85,7 @@ class command_running:  # noqa: N801 - a context manager used as a function; no 
     def __enter__(self) -> None:
         if _signal.getsignal(_signal.SIGINT) is interrupted:
             try:
-                _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+                _signal.signal(_signal.SIGINT, _keyboard_interrupt)
                 self.swapped = True
             except ValueError:  # not the main thread: signals are the main thread's
                 pass

@@ -123,3 +123,30 @@ def test_a_command_still_cleans_up_on_ctrl_c(tmp_path, big) -> None:
     assert (proc.returncode, err.decode()) == (130, LINE)
     left = list((tmp_path / "out").iterdir()) if (tmp_path / "out").exists() else []  # its folder is removed too
     assert not [p.name for p in left if p.name.startswith("ckpt-1")]
+
+
+IMPORT_INTERRUPTED = """
+import _signal, sys, time
+from ckpt_cli import interrupt
+_signal.signal(_signal.SIGINT, interrupt._keyboard_interrupt)  # what command_running installs under a launcher
+sys.path.insert(0, sys.argv[1])
+try:
+    import interrupted_module
+    print("imported", interrupted_module.done)
+    time.sleep(10)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", "interrupted_module" in sys.modules)
+"""
+
+
+def test_ctrl_c_during_an_import_is_raised_once_the_import_is_over(tmp_path) -> None:
+    """While a command runs, Ctrl-C is a KeyboardInterrupt, but never inside an import: raised in importlib's
+    module-lock bookkeeping it was swallowed and could leave the import lock held, and a worker thread importing
+    numpy then waited for ever (``diff -q A B`` interrupted at 40 ms hung in CI's oldest tier). The signal comes
+    in a module's body here: the import finishes, and the KeyboardInterrupt follows it within milliseconds."""
+    (tmp_path / "interrupted_module.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\ndone = sum(range(200_000)) > 0\n")
+    done = subprocess.run([sys.executable, "-c", IMPORT_INTERRUPTED, str(tmp_path)], capture_output=True, text=True,
+                          env=child_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "imported True\ninterrupted True\n", "")
