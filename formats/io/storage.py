@@ -123,10 +123,14 @@ def open_regular(path: str) -> BinaryIO:
             raise CorruptCheckpointError(path, "not a regular file (a device, pipe or directory)")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    # Outside the try: once the file object owns ``fd``, an exception raised in fdopen (Ctrl-C arrives at any
+    # instant) closes it with the object, and closing it here too failed with EBADF in place of the interrupt
+    # ("cannot read (Bad file descriptor)", exit 3 for Ctrl-C). Before it owns the fd, such an exception leaves
+    # the descriptor open: the process is ending.
+    return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:

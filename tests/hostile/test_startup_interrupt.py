@@ -150,3 +150,23 @@ def test_ctrl_c_during_an_import_is_raised_once_the_import_is_over(tmp_path) -> 
     done = subprocess.run([sys.executable, "-c", IMPORT_INTERRUPTED, str(tmp_path)], capture_output=True, text=True,
                           env=child_env(), timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "imported True\ninterrupted True\n", "")
+
+
+def test_ctrl_c_as_a_file_is_wrapped_stays_an_interrupt(tmp_path, monkeypatch) -> None:
+    """Ctrl-C raised in ``os.fdopen`` once its file object owns the descriptor (the object, dropped, closes it):
+    the interrupt goes on. ``open_regular`` closed the descriptor a second time, and that EBADF replaced the
+    interrupt: ``diff -q A B`` interrupted at 25 ms said "b.index: cannot read (Bad file descriptor)", exit 3."""
+    from formats.io import storage
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x")
+    real = storage.os.fdopen
+
+    def interrupted(fd: int, *args, **kwargs):
+        wrapped = real(fd, *args, **kwargs)
+        del wrapped  # closes fd
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(storage.os, "fdopen", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        storage.read_bytes(str(path))
