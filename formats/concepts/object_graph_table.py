@@ -305,39 +305,31 @@ def _walk_small(table: Any, max_path: int, max_depth: int) -> Walk | str:
         edges = [e for f in frontier for e in range(ptr[f], ptr[f + 1])]
         if not edges:
             break
-        plens: list[int] = []
-        found: list[int] = []  # positions in ``edges`` of each child's first edge, if not reached before
-        fresh: set[int] = set()
-        over = -1
+        new: list[int] = []  # the nodes this level reaches first, in the order of their first edge
+        first = -1  # the position in ``edges`` of the first of them
+        over = -1  # ... and of the edge whose path passes ``max_path``
         running = total
-        for i, e in enumerate(edges):
+        for i, e in enumerate(edges):  # an edge's owner is of the frontier: nothing this level reaches
             above = path_len[owner[e]]
             plen = above + 1 + lengths[e] if above > 0 else lengths[e]
-            plens.append(plen)
             running += plen + 1
             if over < 0 and running > max_path:
                 over = i
             child = ids[e]
-            if not reached[child] and child not in fresh:
-                fresh.add(child)
-                found.append(i)
-        too_deep = depth + 1 > max_depth and bool(found)
-        if over >= 0 and (not too_deep or over <= found[0]):
+            if reached[child]:
+                aliases.append(e)
+                continue
+            reached[child] = 1
+            path_len[child], parent[child], edge[child] = plen, owner[e], e
+            if first < 0:
+                first = i
+            new.append(child)
+        too_deep = depth + 1 > max_depth and bool(new)
+        if over >= 0 and (not too_deep or over <= first):
             return "path"
         if too_deep:
             return "depth"
         total = running
-        new = []
-        for i in found:
-            e = edges[i]
-            child = ids[e]
-            reached[child] = 1
-            path_len[child] = plens[i]
-            parent[child] = owner[e]
-            edge[child] = e
-            new.append(child)
-        first = set(found)
-        aliases.extend(e for i, e in enumerate(edges) if i not in first)
         frontier = new
         levels.append(new)
         depth += 1
