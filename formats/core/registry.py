@@ -186,15 +186,8 @@ def all_formats() -> list[Any]:
 
 
 def get_format(name: str) -> Any:
-    """The format registered under ``name``; KeyError when there is none. Those imported already are looked at
-    first: the format that claimed a path is found without importing the ones before it."""
-    for spec in list(_loaded.values()):
-        if spec.name == name:
-            return spec
-    for spec in iter_builtin_formats():
-        if spec.name == name:
-            return spec
-    for spec in plugin_formats():
+    """The format registered under ``name``; KeyError when there is none."""
+    for spec in _imported_first():
         if spec.name == name:
             return spec
     raise KeyError(name)
@@ -270,14 +263,10 @@ def writer_capability(layout: str, attribute: str) -> Any:
 
 
 def format_of(layout: str) -> Any:
-    """The format whose reader reports ``layout``; KeyError when none does. Those imported already are looked
-    at first (no two built-in formats report one layout: a test checks)."""
+    """The format whose reader reports ``layout``; KeyError when none does."""
     from formats.core.format import layouts_of
 
-    for spec in list(_loaded.values()):
-        if layout in layouts_of(spec):
-            return spec
-    for spec in _every_format():
+    for spec in _imported_first():
         if layout in layouts_of(spec):
             return spec
     raise KeyError(layout)
@@ -307,3 +296,11 @@ def is_object_layout(layout: str) -> bool:
 def _every_format() -> Iterator[Any]:
     yield from iter_builtin_formats()
     yield from plugin_formats()
+
+
+def _imported_first() -> Iterator[Any]:
+    """Every format, the built-in ones imported already first (asking them imports nothing): the format that
+    claimed a path is found without importing those before it. No two built-in formats share a name or a layout
+    (a test checks), so what is found by name or layout is what asking in order finds."""
+    yield from list(_loaded.values())
+    yield from _every_format()
