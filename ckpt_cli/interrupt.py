@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import _signal  # type: ignore[import-not-found]  # signal's C half: the module signal imports enum
+import _thread  # built in, and with time loaded by the interpreter's start: no import in a signal handler
+import time
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -53,8 +55,6 @@ def _keyboard_interrupt(signum: int = 0, frame: FrameType | None = None) -> None
     of its own, until the import is over."""
     while frame is not None:
         if frame.f_code.co_filename.startswith("<frozen importlib"):
-            import _thread  # built in
-
             _thread.start_new_thread(_again, (_thread.get_ident(),))
             return
         frame = frame.f_back
@@ -66,8 +66,6 @@ RETRY_S = 0.005
 
 
 def _again(thread: int) -> None:
-    import time
-
     time.sleep(RETRY_S)
     _signal.pthread_kill(thread, _signal.SIGINT)
 
