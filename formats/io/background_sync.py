@@ -20,11 +20,14 @@ class BackgroundSync:
     """Flushes a file to disk in a thread while it is being written, so the final fsync is short."""
 
     EVERY = 64 << 20
+    SMALL = 1 << 20
+    """Bytes below which :meth:`flush_rest` starts no thread (the final fsync of so little is as quick)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.pending = 0
         self.done = False
+        self.rest = False  # flush_rest() asked for a last flush, which close() waits for
         self.thread: Any = None  # started once EVERY bytes are written: a small file needs no thread
 
     def _start(self) -> None:
@@ -38,11 +41,13 @@ class BackgroundSync:
         while True:
             self.wake.wait()
             self.wake.clear()
-            if self.done:
+            if self.done and not self.rest:
                 return
             try:
                 os.fdatasync(self.fd)
             except OSError:  # the final fsync reports real trouble
+                return
+            if self.done:
                 return
 
     def wrote(self, n: int) -> None:
@@ -54,8 +59,19 @@ class BackgroundSync:
                 self._start()
             self.wake.set()
 
+    def flush_rest(self) -> None:
+        """Start flushing every byte written so far (those since the last flush, under :attr:`EVERY`) and return
+        at once: the caller goes on (reads the file back) while the disk works; :meth:`close` waits for it."""
+        if self.thread is None:
+            if self.pending < self.SMALL:
+                return  # a small file: the final fsync alone is as quick
+            self._start()
+        self.pending = 0
+        self.rest = True
+        self.wake.set()
+
     def close(self) -> None:
-        """Stop the thread (waiting for a flush in progress)."""
+        """Stop the thread (waiting for a flush in progress, or one :meth:`flush_rest` asked for)."""
         if not self.done:
             self.done = True
             if self.thread is not None:

@@ -19,7 +19,8 @@ tensor's bytes at the offsets the header gives) hands its tensors here as :class
 
 Sources are read (and transforms computed) on the calling thread while a second one writes the bytes before
 them. Pieces go to disk while the next ones are written (:class:`~formats.io.background_sync.BackgroundSync`),
-so the fsync before publication is short. :func:`check_placed` then reads every tensor back from the file
+and the last ones while the file is read back, so the fsync before publication is short. :func:`check_placed`
+(the writer's ``then``, run once every byte is written) reads every tensor back from the file
 (``pread`` into a page-aligned buffer, on every core, no mapping) and compares its CRC32C with the one
 expected - nothing is read from the sources again and no transform is computed twice. A computed tensor is
 also spot-checked on the way: its source's ``spot_check()`` names byte positions and the bytes they must hold,
@@ -76,13 +77,14 @@ BUFFERS = 3
 
 
 def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
-                 progress: Callable[[Placed], None] | None = None) -> None:
+                 progress: Callable[[Placed], None] | None = None, then: Callable[[], None] | None = None) -> None:
     """Write ``items`` to ``out`` (a file opened for writing, positioned at the first item's offset; the items
     follow one another without gaps), filling in each one's ``crc`` and ``copied``; ``progress(item)`` after
     each. Sources are read on the calling thread, one after the other; where there is enough to stream, the
-    bytes are checksummed and written on a second thread meanwhile (one chunk handed over at a time). Raises the
-    source's own error (a ``ChecksumError`` of a damaged input) or ``CorruptCheckpointError`` when a source
-    gives another number of bytes than planned."""
+    bytes are checksummed and written on a second thread meanwhile (one chunk handed over at a time). Once the
+    last byte is written, ``then()`` runs (the read-back: :func:`check_placed`) while the bytes not yet on disk
+    are flushed, and this returns when both are done. Raises the source's own error (a ``ChecksumError`` of a
+    damaged input) or ``CorruptCheckpointError`` when a source gives another number of bytes than planned."""
     streamed = sum(item.size for item in items
                    if stored_unchanged(item.source, item.dtype, item.size) is None)
     threaded = streamed >= PIPELINE_BYTES
@@ -99,7 +101,9 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
             if buffers is not None:
                 buffers.close()
         out.flush()
-        syncer.close()
+        syncer.flush_rest()  # the last pieces go to disk while ``then`` reads the file back
+        if then is not None:
+            then()
 
 
 def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callable[[Placed], None] | None,

@@ -71,9 +71,9 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         with open(temp, "xb") as out:
             out.write(struct.pack("<Q", len(raw)))
             out.write(raw)
-            write_placed(out, items, CHUNK, count)
-        if verify:
-            _verify(temp, output, raw, items, report, jobs)
+            # read back while the last pieces are flushed (the file still open, so the flush has its descriptor)
+            write_placed(out, items, CHUNK, count,
+                         then=(lambda: _verify(temp, output, raw, items, report, jobs)) if verify else None)
     position = {row.key: i for i, row in enumerate(rows)}
     report.contents.sort(key=lambda stored: position[stored.key])  # in the order given, as the header lists them
     return report
