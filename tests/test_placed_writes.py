@@ -37,15 +37,18 @@ def _corrupting(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     buggy copy would), before the read-back."""
     real = placed.write_placed
 
-    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None):  # type: ignore[no-untyped-def]
-        real(out, items, chunk, progress)
-        item = next(i for i in items if i.key == key)
-        out.flush()
-        with open(out.name, "r+b") as f:
-            f.seek(item.offset)
-            byte = f.read(1)
-            f.seek(item.offset)
-            f.write(bytes([byte[0] ^ 0x01]))
+    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None, then=None):  # type: ignore[no-untyped-def]
+        def damage_then_read_back() -> None:
+            item = next(i for i in items if i.key == key)
+            with open(out.name, "r+b") as f:
+                f.seek(item.offset)
+                byte = f.read(1)
+                f.seek(item.offset)
+                f.write(bytes([byte[0] ^ 0x01]))
+            if then is not None:
+                then()
+
+        real(out, items, chunk, progress, then=damage_then_read_back)
 
     monkeypatch.setattr(st_writer, "write_placed", write_then_damage)
 
