@@ -43,12 +43,13 @@ class BackgroundSync:
             self.wake.clear()
             if self.done and not self.rest:
                 return
+            last = self.rest  # flush_rest() asked before this flush began: it covers every byte written
             try:
                 os.fdatasync(self.fd)
             except OSError:  # the final fsync reports real trouble
                 return
-            if self.done:
-                return
+            if last or (self.done and not self.rest):
+                return  # (flush_rest() during this flush set wake: the loop flushes once more)
 
     def wrote(self, n: int) -> None:
         """Count bytes written; every ``EVERY`` bytes the thread starts flushing them."""
