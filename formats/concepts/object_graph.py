@@ -276,6 +276,30 @@ class ObjectGraph:
             prefix = paths[current] = f"{prefix}/{name}" if prefix else name
         return prefix
 
+    def keeps_paths_of(self, other: ObjectGraph, ids: Sequence[int]) -> bool:
+        """Whether node ``i`` of this graph has the path ``other`` gives node ``ids[i]``, for every ``i`` (``ids``:
+        an increasing renumbering, this graph node 0 as ``other``'s root). Decided from the first edges, with no
+        path built: where node ``i`` is first reached from node ``j`` under the name that first reaches
+        ``ids[i]`` from ``ids[j]``, its path is its parent's and that name in both graphs (the roots' are ``""``);
+        only the other nodes (slot variables, unreachable ones, moved ones) are compared by path."""
+        import numpy as np
+
+        old = np.asarray(ids, dtype=np.int64)
+        if len(old) != len(self):
+            return False
+        mine, theirs = np.asarray(self._walk.parent, dtype=np.int64), np.asarray(other._walk.parent, dtype=np.int64)
+        renumbered = np.full(len(other) + 1, -2, dtype=np.int64)  # -1 (no parent) stays -1 through the last item
+        renumbered[-1] = -1
+        renumbered[old] = np.arange(len(old))
+        same = (mine == renumbered[theirs[old]]) & (mine >= 0)
+        names, other_names = self._child_names(), other._child_names()
+        both = np.flatnonzero(same)  # the same parent: the same name too?
+        mine_edges = np.asarray(self._walk.edge, dtype=np.int64)[both].tolist()
+        their_edges = np.asarray(other._walk.edge, dtype=np.int64)[old[both]].tolist()
+        same[[i for i, a, b in zip(both.tolist(), mine_edges, their_edges) if names[a] != other_names[b]]] = False
+        same[0] = old[0] == 0  # the roots (path "")
+        return all(self.path(i) == other.path(int(old[i])) for i in np.flatnonzero(~same).tolist())
+
     def aliases(self, node_id: int) -> list[str]:
         """Other paths reaching the node (one per further edge into it, in breadth-first order)."""
         if self._aliases is None:
@@ -532,16 +556,18 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
     if slot is not None:
         opt_id, ref = slot
         orig = ref.original_variable_node_id
-        return EntryLabel(name, Role.SLOT, node_id, attribute, var_keys.get(orig, graph.path(orig)),
+        variable = var_keys.get(orig)
+        return EntryLabel(name, Role.SLOT, node_id, attribute, graph.path(orig) if variable is None else variable,
                           graph.path(opt_id), ref.slot_name)
     opt_id = graph.optimizer_of(node_id)
     if node_id in keras_slots:
         orig, slot_name = keras_slots[node_id]
-        return EntryLabel(name, Role.SLOT, node_id, attribute, var_keys.get(orig, graph.path(orig)),
+        variable = var_keys.get(orig)
+        return EntryLabel(name, Role.SLOT, node_id, attribute, graph.path(orig) if variable is None else variable,
                           graph.path(opt_id) if opt_id is not None else None, slot_name)
     if attribute == "ITERATOR":
         return EntryLabel(name, Role.ITERATOR, node_id, attribute)
-    if graph.path(node_id) == "save_counter":
+    if graph.parent(node_id) == (0, "save_counter"):  # its path is "save_counter" (no path built per key)
         return EntryLabel(name, Role.SAVE_COUNTER, node_id, attribute)
     if opt_id is not None:
         return EntryLabel(name, Role.OPTIMIZER, node_id, attribute, optimizer=graph.path(opt_id))

@@ -41,6 +41,8 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
     if problems:
         return None, problems
     pruned = ObjectGraph(nodes, graph.source)
+    if pruned.keeps_paths_of(graph, sorted(staying)):  # the common case, decided without building paths
+        return pruned, problems
     new_id = {old: new for new, old in enumerate(sorted(staying))}
     for old, new in new_id.items():
         if pruned.path(new) != graph.path(old):
