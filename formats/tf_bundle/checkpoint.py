@@ -50,11 +50,12 @@ class BundleTensor(TensorEntry):
 
     concurrent_reads = True
 
-    def __init__(self, reader: BundleReader, row: int, labels: _Labels) -> None:
+    def __init__(self, reader: BundleReader, row: int, labels: _Labels, key: str | None = None) -> None:
+        """``key``: the row's key when the caller has it as text already (the same string, not another copy)."""
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
         columns = reader.entries
         dtype, self.shape, _, size = columns.kinds[columns.kind[row]]
-        self.key = columns.keys[row].decode("utf-8", "surrogateescape")
+        self.key = columns.keys[row].decode("utf-8", "surrogateescape") if key is None else key
         self.dtype = _DTYPE_NAMES.get(dtype) or _named_dtype(dtype)
         self.nbytes = reader.nbytes(columns.row(row)) if row in columns.slices else size
         self.row = row
@@ -367,7 +368,7 @@ class _Tensors:
             if row >= 0 and (self._hidden is None or row not in self._hidden):
                 found = self._made.get(row)
                 if found is None:
-                    found = self._made[row] = BundleTensor(self._reader, row, self._labels)
+                    found = self._made[row] = BundleTensor(self._reader, row, self._labels, key)
                 return found
         raise KeyError(key)
 
@@ -410,7 +411,7 @@ class _Tensors:
             if row < 0 or hidden is not None and row in hidden:
                 raise KeyError(key)
             found = made.get(row)
-            out.append(BundleTensor(reader, row, labels) if found is None else found)
+            out.append(BundleTensor(reader, row, labels, key) if found is None else found)
         return out
 
     def nbytes_of(self, keys: Iterable[str]) -> list[int]:

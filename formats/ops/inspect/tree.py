@@ -28,7 +28,7 @@ from formats.core.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import ObjectGraph
 
@@ -141,13 +141,14 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     from formats.core.selection import select_keys
 
     selected, unmatched = select_keys(ckpt, patterns or ())
-    keep = [k for k in selected if include_optimizer or ckpt[k].role not in OPTIMIZER_ROLES]
+    entries = dict(zip(selected, ckpt.entries_of(selected)))  # each key looked up once (a bundle's: by bisection)
+    keep = [k for k in selected if include_optimizer or entries[k].role not in OPTIMIZER_ROLES]
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
-    root = _graph_tree(ckpt, graph, keep, everything) if graph is not None else _key_tree(ckpt, keep)
-    rows = [node for node in root.nodes() if node.key is not None]
-    for node, entry in zip(rows, ckpt.entries_of([node.key for node in rows])):  # type: ignore[misc]
-        _fill(node, entry, describe_variants)
+    root = _graph_tree(entries, graph, keep, everything) if graph is not None else _key_tree(keep)
+    for node in root.nodes():
+        if node.key is not None:
+            _fill(node, entries[node.key], describe_variants)
     if everything:
         root.children += _signature_nodes(ckpt.metadata.get("signatures") or [])
     root.total()
@@ -191,7 +192,7 @@ def _variant_note(entry: TensorEntry) -> str:
         return f"unreadable: {exc.message}"
 
 
-def _key_tree(ckpt: Checkpoint, keys: list[str]) -> TreeNode:
+def _key_tree(keys: list[str]) -> TreeNode:
     """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
     linear in the keys' length."""
     root = TreeNode("")
@@ -228,25 +229,26 @@ def _signature_nodes(signatures: list[dict[str, object]]) -> list[TreeNode]:
     return [TreeNode("signatures", children=rows)]
 
 
-def _graph_tree(ckpt: Checkpoint, graph: ObjectGraph, keys: list[str], everything: bool = False) -> TreeNode:
+def _graph_tree(entries: Mapping[str, TensorEntry], graph: ObjectGraph, keys: list[str],
+                everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
     own: dict[int, list[str]] = {}
     for key in keys:
         if key in mapping:
             own.setdefault(mapping[key][0], []).append(key)
-    slots = _slot_homes(ckpt, graph, mapping)
+    slots = _slot_homes(entries, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
-    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(ckpt, keys), everything)
+    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(entries, keys), everything)
     root = builder.build()
     root.children += [TreeNode(k, key=k) for k in keys if k not in mapping]
     return root
 
 
-def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
+def _optimizer_kinds(entries: Mapping[str, TensorEntry], keys: list[str]) -> dict[str, str]:
     """Optimizer path -> its class name, when all its ``Adam/...``-style full names agree on one."""
     seen: dict[str, set[str]] = {}
     for key in keys:
-        entry = ckpt[key]
+        entry = entries[key]
         if entry.role not in OPTIMIZER_ROLES:  # first: a variable's role is all there is to ask
             continue
         optimizer = entry.optimizer
@@ -255,12 +257,12 @@ def _optimizer_kinds(ckpt: Checkpoint, keys: list[str]) -> dict[str, str]:
     return {path: names.pop() for path, names in seen.items() if len(names) == 1}
 
 
-def _slot_homes(ckpt: Checkpoint, graph: ObjectGraph, mapping: dict) -> dict[int, list[tuple[str, int]]]:
+def _slot_homes(entries: Mapping[str, TensorEntry], mapping: dict) -> dict[int, list[tuple[str, int]]]:
     """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles."""
     homes: dict[int, list[tuple[str, int]]] = {}
     seen: set[int] = set()
     for key, (node_id, _) in mapping.items():
-        entry = ckpt[key]
+        entry = entries[key]
         if entry.role != Role.SLOT:
             continue
         slot_of = entry.slot_of

@@ -1,0 +1,42 @@
+"""Issue 38: what a command keeps per tensor. A bundle's tensor takes the key its caller asked with (not a second
+copy of the string decoded from the index), and ``ls --tree`` looks each key up once (not once per question
+about it, each lookup keeping a tensor object)."""
+from __future__ import annotations
+
+import pytest
+
+from formats import open_checkpoint
+from formats.ops.inspect.tree import build_tree
+from tests.scale_bundles import name_based, object_based
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    prefix = name_based(tmp_path_factory.mktemp("objects"), 300)
+    return {"name": prefix, "object": object_based(prefix)}
+
+
+@pytest.mark.parametrize("layout", ["name", "object"])
+def test_a_tensor_keeps_the_key_it_was_asked_for(bundles, layout):
+    with open_checkpoint(bundles[layout]) as ckpt:
+        keys = [k for k in ckpt]
+        asked = [("" + k + "!")[:-1] for k in keys[:50]]  # equal strings, other objects
+        assert all(a == k and a is not k for a, k in zip(asked, keys))
+        assert all(entry.key is key for entry, key in zip(ckpt.entries_of(asked), asked))
+        assert all(ckpt[key].key is key for key in asked[:10])
+
+
+@pytest.mark.parametrize("layout", ["name", "object"])
+def test_the_tree_looks_each_key_up_once(bundles, layout, monkeypatch):
+    from formats.tf_bundle import checkpoint
+
+    looked: list[str] = []
+    getitem, entries_of = checkpoint._Tensors.__getitem__, checkpoint._Tensors.entries_of
+    monkeypatch.setattr(checkpoint._Tensors, "__getitem__", lambda self, key: looked.append(key) or getitem(self, key))
+    monkeypatch.setattr(checkpoint._Tensors, "entries_of",
+                        lambda self, keys: entries_of(self, [looked.append(k) or k for k in keys]))
+    with open_checkpoint(bundles[layout]) as ckpt:
+        tree = build_tree(ckpt)
+        assert tree.root.tensors == len(ckpt) == 300 + (2 if layout == "object" else 0)
+        assert sorted(looked) == sorted(ckpt)
+
