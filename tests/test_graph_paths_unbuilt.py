@@ -107,3 +107,47 @@ def test_labelling_many_keys_builds_paths_only_for_slots_and_optimizers(monkeypa
     assert [labels[k].role for k in keys[:4]] == ["save_counter", "optimizer", "slot", "variable"]
     assert (labels[slot].slot_of, labels[slot].optimizer, labels[slot].slot_name) == ("layer_0" + V, "optimizer", "m")
     assert {labels[k].role for k in keys[3:]} == {"variable"}
+
+
+def test_a_models_variables_are_labelled_without_the_questions_of_other_keys(monkeypatch):
+    n = 2000
+    nodes = [ObjectNode(0, [ChildRef(1, "save_counter")] + [ChildRef(2 + i, f"layer_{i}") for i in range(n)]),
+             ObjectNode(1, attributes=[Attribute("VARIABLE_VALUE", "save_counter", "save_counter" + V)])]
+    nodes += [ObjectNode(2 + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}", f"layer_{i}" + V)]) for i in range(n)]
+    keys = ["save_counter" + V] + [f"layer_{i}" + V for i in range(n)]
+    asked = []
+    label = object_graph._label
+    monkeypatch.setattr(object_graph, "_label", lambda graph, key, *rest: asked.append(key) or label(graph, key, *rest))
+    labels = object_graph.label_keys(ObjectGraph(nodes), keys)
+    assert asked == ["save_counter" + V]
+    assert labels[keys[5]] == object_graph.EntryLabel("w4", "variable", 6, "VARIABLE_VALUE")
+
+
+def _bundles_with_graphs():
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    return sorted({str(p)[:-len(".index")] for p in data.rglob("*.index")})
+
+
+def test_every_object_based_checkpoint_of_the_corpus_is_labelled_as_key_by_key():
+    """label_keys' quick labels of a model's variables are the ones _label gives each key."""
+    from formats import open_checkpoint
+
+    checked = 0
+    for prefix in _bundles_with_graphs():
+        try:
+            ckpt = open_checkpoint(prefix)
+            graph = ckpt.object_graph
+        except Exception:  # noqa: BLE001 - the corpus holds broken files on purpose
+            continue
+        if graph is None:
+            continue
+        keys = list(ckpt)
+        mapping = graph.map_keys(keys)
+        var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
+        slots = object_graph._keras_slots(graph, mapping)
+        one_by_one = {k: object_graph._label(graph, k, mapping.get(k), var_keys, slots) for k in keys}
+        assert object_graph.label_keys(graph, keys) == one_by_one, prefix
+        checked += 1
+    assert checked >= 20

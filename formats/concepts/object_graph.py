@@ -537,10 +537,30 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> dict[str, EntryLabel]:
     ``variable`` for other ``VARIABLE_VALUE`` attributes;
     ``object_graph``; ``other`` (keys no attribute accounts for, or other attributes).
     """
+    from formats.concepts.roles import may_not_be_variable
+
     mapping = graph.map_keys(keys)
     var_keys = {n: k for k, (n, a) in mapping.items() if a.name == VARIABLE_VALUE}
     keras_slots = _keras_slots(graph, mapping)
-    return {key: _label(graph, key, mapping.get(key), var_keys, keras_slots) for key in keys}
+    # Most keys are a model's variables: those are labelled here, without _label's questions one by one (the
+    # same answer: no slot, not under an optimizer, not the save counter, no telling full name).
+    graph.optimizer_of(0)  # the optimizer of every node, found at once
+    under_optimizer, slots = graph._optimizer_of, graph._slots
+    counters = {child for child, name in graph.first_children(0) if name == "save_counter"}
+    variable, value = Role.VARIABLE, VARIABLE_VALUE
+    out: dict[str, EntryLabel] = {}
+    for key in keys:
+        hit = mapping.get(key)
+        if hit is not None:
+            node_id, attr = hit
+            full = attr.full_name
+            if attr.name == value and under_optimizer[node_id] < 0 and node_id not in slots and \
+                    node_id not in keras_slots and node_id not in counters and \
+                    (not full or not may_not_be_variable(full)) and key != OBJECT_GRAPH_KEY:
+                out[key] = EntryLabel(full or key, variable, node_id, value)
+                continue
+        out[key] = _label(graph, key, hit, var_keys, keras_slots)
+    return out
 
 
 def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_keys: dict[int, str],
