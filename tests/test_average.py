@@ -158,6 +158,27 @@ def test_every_disagreement_is_listed_and_nothing_written(tmp_path, run_cli):
     ]
 
 
+def test_state_taken_from_the_newest_may_change_its_shape(tmp_path, run_cli):
+    """An iterator's serialized state (TensorFlow 2.21's grows from 5 to 6 items between saves) and a growing
+    vocabulary come from the newest input whatever their shapes; a variable averaged must keep its shape."""
+    steps = {}
+    for step, n in ((1, 5), (2, 6), (3, 6)):
+        steps[step] = dict(synthetic(step, step), **{"input/ITERATOR_STATE": np.arange(n, dtype=np.int64) * step,
+                                                     "vocab": np.array([b"w%d" % i for i in range(n)], dtype=object)})
+        write_checkpoint(tmp_path / "run" / f"ckpt-{step}", steps[step])
+    out = tmp_path / "avg" / "ckpt-3"
+    result = run_cli("average", *(tmp_path / "run" / f"ckpt-{s}" for s in (1, 2, 3)), "-o", out)
+    assert result.exit_code == 0, result.output
+    with open_checkpoint(out) as ckpt:
+        assert ckpt["input/ITERATOR_STATE"].role == "iterator"
+        assert ckpt["input/ITERATOR_STATE"].read().tolist() == [0, 3, 6, 9, 12, 15]
+        assert ckpt["vocab"].read().tolist() == [b"w0", b"w1", b"w2", b"w3", b"w4", b"w5"]
+        np.testing.assert_array_equal(ckpt["w64"].read(), expected_mean([steps[s]["w64"] for s in (1, 2, 3)]))
+    write_checkpoint(tmp_path / "run" / "ckpt-4", dict(steps[3], w64=np.zeros(3)))
+    refused = run_cli("average", *(tmp_path / "run" / f"ckpt-{s}" for s in (2, 3, 4)), "-o", tmp_path / "no" / "c")
+    assert refused.exit_code == 1 and "w64" in refused.output and "ITERATOR_STATE" not in refused.output
+
+
 def test_inputs_of_different_formats(tmp_path, run_cli):
     result = run_cli("average", CORPUS / "seed_slots/tf_ckpts/ckpt-5", CORPUS / "tf1_adam/model.ckpt-200",
                      "-o", tmp_path / "o")

@@ -51,8 +51,9 @@ SPEC = Command(
     float64 and rounded to nearest even in its own dtype (bfloat16 and float16
     included); integer tensors, counters and the iterator come from the newest input
     (the highest step), and so does optimizer state unless --drop-optimizer. The
-    inputs must agree on keys, shapes and dtypes: every difference is listed before
-    anything is written. Values stream a few chunks per input at a time, so memory
+    inputs must agree on keys and dtypes, and on the shapes of the tensors averaged
+    (the iterator's state may grow): every difference is listed before anything is
+    written. Values stream a few chunks per input at a time, so memory
     stays bounded whatever the size; the output is read back and compared with the
     mean computed again from the inputs. Works for name- and object-based bundles,
     V1 checkpoints and Keras files; written in the inputs' format unless --to.

@@ -4,8 +4,9 @@ Every floating-point model variable is the element-wise mean of the inputs, accu
 and rounded once (to nearest, ties to even) to its own dtype, bfloat16 and float16 included;
 integer tensors, counters (``step``, ``save_counter``, ``global_step``), iterator state and
 optimizer state come from the newest input (optimizer state can be left out instead). The inputs
-must be of one format and agree on keys, shapes and dtypes: every difference is listed before
-anything is written. Values stream a few chunks per input at a time, so memory stays bounded
+must be of one format and agree on keys and dtypes, and on the shapes of the tensors averaged (one taken
+from the newest input may change its shape from step to step: TensorFlow 2.21's serialized iterator state
+does): every difference is listed before anything is written. Values stream a few chunks per input at a time, so memory stays bounded
 whatever the checkpoints' size, and the writer's read-back compares the output with the mean
 computed again from the inputs::
 
@@ -68,7 +69,8 @@ def newest_last(paths: Sequence[str]) -> list[str]:
 
 
 def compare_inputs(sources: Sequence[Checkpoint]) -> list[Problem]:
-    """Every way the inputs disagree: format, keys, shapes, dtypes (one problem per key and kind)."""
+    """Every way the inputs disagree: format, keys, dtypes, and the shapes of the tensors averaged (one problem per
+    key and kind; a tensor taken from the newest input may change its shape)."""
     problems: list[Problem] = []
     formats = {s.format for s in sources}
     if len(formats) > 1:
@@ -83,6 +85,8 @@ def compare_inputs(sources: Sequence[Checkpoint]) -> list[Problem]:
             continue
         entries = [s[key] for s in sources]
         for kind, text in (("shape", lambda e: shape_text(e.shape)), ("dtype", lambda e: str(e.dtype))):
+            if kind == "shape" and not any(map(_averaged, entries)):
+                continue
             seen = [text(e) for e in entries]
             if len(set(seen)) > 1:
                 problems.append(Problem(kind, key, f"{kind}s differ: " + ", ".join(
@@ -96,11 +100,16 @@ def _names(sources: Sequence[Checkpoint]) -> list[str]:
     return names if len(set(names)) == len(names) else [s.path for s in sources]
 
 
+def _averaged(entry: TensorEntry) -> bool:
+    """Whether the tensor is one an average takes the mean of (a floating-point model variable)."""
+    return str(entry.role) == "variable" and value_kind(str(entry.dtype)) == "float"
+
+
 def _mean_of(sources: Sequence[Checkpoint]) -> Callable[[TensorEntry], tuple[Any, str] | None]:
     count = len(sources)
 
     def value_for(entry: TensorEntry) -> tuple[Any, str] | None:
-        if str(entry.role) != "variable" or value_kind(str(entry.dtype)) != "float":
+        if not _averaged(entry):
             return None
         return MeanTensor([s[entry.key] for s in sources]), f"mean of {count}"
 
