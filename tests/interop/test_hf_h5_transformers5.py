@@ -32,10 +32,11 @@ torch, transformers = transformers5()
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "hf_h5"
 CASES = json.loads((DATA / "cases.json").read_text()) if (DATA / "cases.json").is_file() else {}
-TOLERANCE = 5e-5
+TOLERANCE = 1e-4
 """Largest |difference| from transformers 4.57's outputs, relative to max(1, |value|): the weights are the oracle's
 bit for bit and transformers 5 gives the same outputs bit for bit from the oracle's own files (asserted); what is
-left is transformers 4 -> 5 computing some layers differently."""
+left is transformers 4 -> 5 computing some layers differently (GPT-2's logits: 5.5e-5 under transformers 5.24 and
+torch 2.13, in float32; a weight misplaced moves outputs by far more than this)."""
 TRANSFORMERS5_CHANGED = {
     "clip": "pooler_output of CLIP's text and vision towers (transformers 5 returns another tensor there)",
     "esm": "the masked-LM logits",
