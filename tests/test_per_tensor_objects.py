@@ -64,3 +64,24 @@ def test_one_string_is_copied_once(tmp_path):
             tracemalloc.stop()
         assert got.shape == () and got.item() == value
         assert peak < size * 1.3, peak / size
+
+
+def test_a_rename_lets_go_of_its_maps_before_encoding_the_graph(bundles, tmp_path, monkeypatch, run_cli):
+    """Encoding the renamed graph is an object-based rename's peak: the maps only the rebuilding used (edges by
+    name, nodes by path, new paths) are gone by then (at 100k tensors: 432 -> 354 MB)."""
+    from formats.ops.convert import rename_objects
+
+    seen = []
+    encode = rename_objects.encode_object_graph
+
+    def watched(nodes):
+        import gc
+
+        live = [o for o in gc.get_referrers(nodes) if isinstance(o, rename_objects.ObjectRename)]
+        seen.extend((len(o.named), len(o.by_path), len(o.new_paths)) for o in live)
+        return encode(nodes)
+
+    monkeypatch.setattr(rename_objects, "encode_object_graph", watched)
+    result = run_cli("rename", bundles["object"], "-o", tmp_path / "r" / "ckpt", "--map", "model=net")
+    assert result.exit_code == 0, result.output
+    assert seen == [(0, 0, 0)]

@@ -46,11 +46,14 @@ class ObjectRename:
             return
         for edge in edges:
             self._attach(edge, renamed[edge])
+        del edges, renamed  # what only the rebuilding needed goes before the graph is encoded (the peak)
+        self.named, self.by_path = {}, {}
         if self.broken:
             return
         self._slot_paths()
         self._retarget_attributes()
         self._check_paths()
+        self.new_paths = {}
         if not self.broken:
             self.plan.object_graph = encode_object_graph(self.nodes)
             self._rows()
