@@ -292,11 +292,12 @@ class ObjectGraph:
         renumbered[-1] = -1
         renumbered[old] = np.arange(len(old))
         same = (mine == renumbered[theirs[old]]) & (mine >= 0)
-        names, other_names = self._child_names(), other._child_names()
+        names = np.asarray(self._child_names(), dtype=object)  # the edges' names, compared in arrays (no list of
+        other_names = np.asarray(other._child_names(), dtype=object)  # ints per node)
         both = np.flatnonzero(same)  # the same parent: the same name too?
-        mine_edges = np.asarray(self._walk.edge, dtype=np.int64)[both].tolist()
-        their_edges = np.asarray(other._walk.edge, dtype=np.int64)[old[both]].tolist()
-        same[[i for i, a, b in zip(both.tolist(), mine_edges, their_edges) if names[a] != other_names[b]]] = False
+        mine = names[np.asarray(self._walk.edge, dtype=np.int64)[both]]
+        theirs = other_names[np.asarray(other._walk.edge, dtype=np.int64)[old[both]]]
+        same[both[mine != theirs]] = False
         same[0] = old[0] == 0  # the roots (path "")
         return all(self.path(i) == other.path(int(old[i])) for i in np.flatnonzero(~same).tolist())
 

@@ -33,11 +33,15 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
             problems.append(Problem("graph", graph.path(node_id) or "", f"attribute {name!r} is stored as several "
                                     "tensors, and only some of them would be kept", ERROR))
     keep_attr = {pair for pair, flags in attributes.items() if any(flags)}
+    del mapping, attributes  # each step lets go of what it alone needed: the peak is the graph checked below
     candidates = graph.node_copies()  # the graph's own nodes are not built (a graph in columns)
     before = checkpointed_nodes(candidates)
     _keep_only(candidates, keep_attr)
+    del keep_attr
     staying = _staying(graph, candidates, before)
+    del before
     nodes = _renumbered(candidates, staying)
+    del candidates
     if problems:
         return None, problems
     pruned = ObjectGraph(nodes, graph.source)
