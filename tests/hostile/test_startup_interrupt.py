@@ -21,9 +21,11 @@ from formats.tf_bundle.writer import write_checkpoint
 
 from ..installed import LAUNCHER, child_env
 
-DELAYS_MS = (0, 5, 20, 25, 30, 35, 40, 45, 50, 75, 100, 150, 200, 300, 400)
+DELAYS_MS = (0, 5, 7, 9, 11, 13, 15, 17, 20, 25, 30, 35, 40, 45, 50, 75, 100, 150, 200, 300, 400)
 """When SIGINT is sent. Start-up is short now: `ls A` can be done by 50 ms (seen in CI's oldest tier: 20 ms still in
-Python's own start-up, 50 ms finished), so the samples are 5 ms apart in between, where ckpt's imports run."""
+Python's own start-up, 50 ms finished), and on a quick machine by 20 ms (CI, 2026-11-25: 5 ms still in Python's own
+start-up, 20 ms as it exited, 25 ms finished), so the samples are 2 to 5 ms apart in between, where ckpt's imports
+and the command run."""
 LINE = "ckpt: interrupted\n"
 def pythons_own(err: str) -> bool:
     """Whether ``err`` is the interpreter's report of a KeyboardInterrupt in its own start-up, before it ran
