@@ -451,6 +451,7 @@ class BundleReader:
             raise self.checksum_error(e, crc)
         if n == 1:
             return [bytes(data[pos:])]
+        assert isinstance(data, bytes)  # (n > 1: one copy, sliced)
         values = []
         for length in lengths:
             values.append(data[pos:pos + length])
