@@ -28,6 +28,24 @@ def _paths_equal(mine: ObjectGraph, other: ObjectGraph, ids: list[int]) -> bool:
     return all(mine.path(i) == other.path(old) for i, old in enumerate(ids))
 
 
+def _layered(n: int) -> tuple[ObjectGraph, list[str]]:
+    """root -> layer_i -> w (a variable) for i < n: the graph and its keys."""
+    nodes = [ObjectNode(0, [ChildRef(i + 1, f"layer_{i}") for i in range(n)])]
+    nodes += [ObjectNode(i + 1, [ChildRef(n + 1 + i, "w")]) for i in range(n)]
+    nodes += [ObjectNode(n + 1 + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}", f"layer_{i}/w" + V)])
+              for i in range(n)]
+    return ObjectGraph(nodes), [f"layer_{i}/w" + V for i in range(n)]
+
+
+@pytest.fixture
+def built(monkeypatch) -> list[int]:
+    """The nodes whose path is asked for (ObjectGraph.path counted while the test runs)."""
+    asked: list[int] = []
+    path = ObjectGraph.path
+    monkeypatch.setattr(ObjectGraph, "path", lambda self, node_id: asked.append(node_id) or path(self, node_id))
+    return asked
+
+
 def test_a_graph_keeps_its_own_paths():
     graph = _graph()
     assert graph.keeps_paths_of(_graph(), range(7)) is True
@@ -66,28 +84,20 @@ def test_a_path_that_moves_is_found(nodes, ids):
     assert mine.keeps_paths_of(_graph(), ids) is False
 
 
-def test_pruning_many_objects_builds_no_path(monkeypatch):
+def test_pruning_many_objects_builds_no_path(built, monkeypatch):
     from formats.ops.edit.prune import prune_graph
 
     n = 2000
-    nodes = [ObjectNode(0, [ChildRef(i + 1, f"layer_{i}") for i in range(n)])]
-    nodes += [ObjectNode(i + 1, [ChildRef(n + 1 + i, "w")]) for i in range(n)]
-    nodes += [ObjectNode(n + 1 + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}", f"layer_{i}/w" + V)])
-              for i in range(n)]
-    graph = ObjectGraph(nodes)
-    keys = [f"layer_{i}/w" + V for i in range(n)]
-    built = []
-    path = ObjectGraph.path
-    monkeypatch.setattr(ObjectGraph, "path", lambda self, node_id: built.append(node_id) or path(self, node_id))
+    graph, keys = _layered(n)
     pruned, problems = prune_graph(graph, keys, set(keys[1:]))  # layer_0 goes
     assert problems == [] and pruned is not None and len(pruned) == 1 + 2 * (n - 1)
     assert built == []
     monkeypatch.undo()
     assert [pruned.path(i) for i in (1, n, n + 1)] == ["layer_1", "layer_1/w", "layer_2/w"]
-    assert object_graph.ObjectGraph.path is path
+    assert built == []  # (no longer counted: the stand-in is gone)
 
 
-def test_labelling_many_keys_builds_paths_only_for_slots_and_optimizers(monkeypatch):
+def test_labelling_many_keys_builds_paths_only_for_slots_and_optimizers(built):
     n = 2000
     nodes = [ObjectNode(0, [ChildRef(1, "save_counter"), ChildRef(2, "optimizer")]
                         + [ChildRef(4 + i, f"layer_{i}") for i in range(n)]),
@@ -99,9 +109,6 @@ def test_labelling_many_keys_builds_paths_only_for_slots_and_optimizers(monkeypa
     nodes += [ObjectNode(4 + n, attributes=[Attribute("VARIABLE_VALUE", "w0/m", slot)])]
     graph = ObjectGraph(nodes)
     keys = ["save_counter" + V, "optimizer/iter" + V, slot] + [f"layer_{i}" + V for i in range(n)]
-    built = []
-    path = ObjectGraph.path
-    monkeypatch.setattr(ObjectGraph, "path", lambda self, node_id: built.append(node_id) or path(self, node_id))
     labels = object_graph.label_keys(graph, keys)
     assert len(set(built)) <= 3, sorted(set(built))[:10]  # the optimizer (and, at most, the slot and its variable)
     assert [labels[k].role for k in keys[:4]] == ["save_counter", "optimizer", "slot", "variable"]
@@ -162,12 +169,7 @@ def test_pruning_holds_little_more_than_two_sets_of_nodes():
     from formats.ops.edit.prune import prune_graph
 
     n = 20_000
-    nodes = [ObjectNode(0, [ChildRef(i + 1, f"layer_{i}") for i in range(n)])]
-    nodes += [ObjectNode(i + 1, [ChildRef(n + 1 + i, "w")]) for i in range(n)]
-    nodes += [ObjectNode(n + 1 + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}", f"layer_{i}/w" + V)])
-              for i in range(n)]
-    graph = ObjectGraph(nodes)
-    keys = [f"layer_{i}/w" + V for i in range(n)]
+    graph, keys = _layered(n)
     graph.map_keys(keys)  # what the graph keeps once asked (decoded names, attributes) is not the pruning's
     tracemalloc.start()
     try:

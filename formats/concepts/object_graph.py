@@ -287,17 +287,16 @@ class ObjectGraph:
         old = np.asarray(ids, dtype=np.int64)
         if len(old) != len(self):
             return False
-        mine, theirs = np.asarray(self._walk.parent, dtype=np.int64), np.asarray(other._walk.parent, dtype=np.int64)
+        parent = np.asarray(self._walk.parent, dtype=np.int64)
         renumbered = np.full(len(other) + 1, -2, dtype=np.int64)  # -1 (no parent) stays -1 through the last item
         renumbered[-1] = -1
         renumbered[old] = np.arange(len(old))
-        same = (mine == renumbered[theirs[old]]) & (mine >= 0)
-        names = np.asarray(self._child_names(), dtype=object)  # the edges' names, compared in arrays (no list of
-        other_names = np.asarray(other._child_names(), dtype=object)  # ints per node)
-        both = np.flatnonzero(same)  # the same parent: the same name too?
-        mine = names[np.asarray(self._walk.edge, dtype=np.int64)[both]]
-        theirs = other_names[np.asarray(other._walk.edge, dtype=np.int64)[old[both]]]
-        same[both[mine != theirs]] = False
+        same = (parent == renumbered[np.asarray(other._walk.parent, dtype=np.int64)[old]]) & (parent >= 0)
+        both = np.flatnonzero(same)  # the same parent: the same name too? (names compared as arrays)
+        names = np.asarray(self._child_names(), dtype=object)[np.asarray(self._walk.edge, dtype=np.int64)[both]]
+        other_names = np.asarray(other._child_names(), dtype=object)[
+            np.asarray(other._walk.edge, dtype=np.int64)[old[both]]]
+        same[both[names != other_names]] = False
         same[0] = old[0] == 0  # the roots (path "")
         return all(self.path(i) == other.path(int(old[i])) for i in np.flatnonzero(~same).tolist())
 

@@ -45,10 +45,10 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
     if problems:
         return None, problems
     pruned = ObjectGraph(nodes, graph.source)
-    if pruned.keeps_paths_of(graph, sorted(staying)):  # the common case, decided without building paths
+    kept_ids = sorted(staying)  # pruned node i is graph node kept_ids[i]
+    if pruned.keeps_paths_of(graph, kept_ids):  # the common case, decided without building paths
         return pruned, problems
-    new_id = {old: new for new, old in enumerate(sorted(staying))}
-    for old, new in new_id.items():
+    for new, old in enumerate(kept_ids):
         if pruned.path(new) != graph.path(old):
             problems.append(Problem("graph", graph.path(old) or "", f"the object would be found as "
                                     f"{pruned.path(new)!r} once other objects are left out; its keys name "
