@@ -55,7 +55,7 @@ class BundleTensor(TensorEntry):
         # Not TensorEntry.__init__: it would set name/role eagerly, which are lazy properties here.
         columns = reader.entries
         dtype, self.shape, _, size = columns.kinds[columns.kind[row]]
-        self.key = columns.keys[row].decode("utf-8", "surrogateescape") if key is None else key
+        self.key = columns.texts[row] if key is None else key
         self.dtype = _DTYPE_NAMES.get(dtype) or _named_dtype(dtype)
         self.nbytes = reader.nbytes(columns.row(row)) if row in columns.slices else size
         self.row = row
@@ -315,7 +315,7 @@ class _Labels:
         from formats.concepts.object_graph import EntryLabel, label_keys
         from formats.concepts.roles import classify_names
 
-        keys = [k.decode("utf-8", "surrogateescape") for k in self._reader.visible_keys()]
+        keys = self._reader.visible_texts()
         graph = self.graph()
         if graph is not None:
             return label_keys(graph, keys)
@@ -323,10 +323,6 @@ class _Labels:
         return {k: EntryLabel(k, str(r.role), slot_of=r.slot_of, optimizer=r.optimizer, slot_name=r.slot_name)
                 for k, r in classify_names(keys).items()
                 if r.role is not Role.VARIABLE or r.slot_of or r.optimizer or r.slot_name}
-
-
-def _text(key: bytes) -> str:
-    return key.decode("utf-8", "surrogateescape")
 
 
 class _Tensors:
@@ -347,10 +343,7 @@ class _Tensors:
         """The row of a visible ``key`` (a ``str``), or -1."""
         if not isinstance(key, str):
             return -1
-        try:
-            row = self._columns.find(key.encode("utf-8", "surrogateescape"))
-        except UnicodeEncodeError:
-            return -1
+        row = self._columns.find_text(key)
         return -1 if self._hidden is not None and row in self._hidden else row
 
     def _tensor(self, row: int) -> BundleTensor:
@@ -361,10 +354,7 @@ class _Tensors:
 
     def __getitem__(self, key: str) -> BundleTensor:
         if isinstance(key, str):  # _row and _tensor, inline: asked once or twice per tensor by every command
-            try:
-                row = self._columns.find(key.encode("utf-8", "surrogateescape"))
-            except UnicodeEncodeError:
-                row = -1
+            row = self._columns.find_text(key)
             if row >= 0 and (self._hidden is None or row not in self._hidden):
                 found = self._made.get(row)
                 if found is None:
@@ -379,8 +369,8 @@ class _Tensors:
         return len(self._rows)
 
     def __iter__(self) -> Iterator[str]:
-        keys = self._columns.keys
-        return map(_text, keys) if isinstance(self._rows, range) else (_text(keys[i]) for i in self._rows)
+        texts = self._columns.texts
+        return iter(texts) if isinstance(self._rows, range) else map(texts.__getitem__, self._rows)
 
     def values(self) -> Iterator[BundleTensor]:
         """Every tensor, in index order (those not asked for yet made now, all at once)."""
@@ -400,14 +390,11 @@ class _Tensors:
     def entries_of(self, keys: Iterable[str]) -> list[BundleTensor]:
         """The tensors of ``keys`` (KeyError for one not here): those made already, and the others made for the
         caller alone (a unit of work's: not kept, so a command's units hold a unit's tensors at a time)."""
-        find, made, hidden = self._columns.find, self._made, self._hidden
+        find, made, hidden = self._columns.find_text, self._made, self._hidden
         reader, labels = self._reader, self._labels
         out = []
         for key in keys:
-            try:
-                row = find(key.encode("utf-8", "surrogateescape"))
-            except UnicodeEncodeError:
-                row = -1
+            row = find(key)
             if row < 0 or hidden is not None and row in hidden:
                 raise KeyError(key)
             found = made.get(row)
@@ -560,7 +547,7 @@ def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
 
 def _key(columns: IndexColumns, row: int) -> str:
     """The key of ``row`` as text (undecodable bytes kept, as :attr:`RawEntry.name` keeps them)."""
-    return columns.keys[row].decode("utf-8", "surrogateescape")
+    return columns.texts[row]
 
 
 def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int) -> bool:

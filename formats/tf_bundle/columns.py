@@ -13,7 +13,10 @@ is always what :func:`~formats.tf_bundle.reader.parse_entry` would have returned
 its error, naming its key, as before.
 
 Keys stay in index order (strictly increasing, as the table reader checks), so a key is found by bisection;
-no dictionary of a million keys is built.
+no dictionary of a million keys is built. Each key is held once, as the text commands use
+(:attr:`IndexColumns.texts`: UTF-8, undecodable bytes kept as ``surrogateescape`` keeps them); its bytes are
+made again when asked for (:attr:`IndexColumns.keys`), not kept beside it (at a million keys both were 250 MB
+for a self-diff's two opens).
 """
 from __future__ import annotations
 
@@ -27,10 +30,40 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableSequence
 
-__all__ = ["IndexColumns", "value_layout"]
+__all__ = ["IndexColumns", "KeyBytes", "value_layout"]
 
 _MAX_LEARNED = 1 << 18
 """Value layouts remembered (beyond this, further new ones are decoded in full each time)."""
+
+
+def _text(key: bytes) -> str:
+    return key.decode("utf-8", "surrogateescape")
+
+
+class KeyBytes:
+    """The keys of an index as bytes, made from its texts when asked for (a read-only sequence: ``surrogateescape``
+    gives back the very bytes each text was decoded from)."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, i: int) -> bytes:
+        return self._texts[i].encode("utf-8", "surrogateescape")
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (t.encode("utf-8", "surrogateescape") for t in self._texts)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KeyBytes):
+            return self._texts == other._texts
+        return isinstance(other, list) and len(other) == len(self) and all(map(bytes.__eq__, self, other))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class IndexColumns:
@@ -42,7 +75,9 @@ class IndexColumns:
     def __init__(self, pairs: Iterable[tuple[bytes, bytes]], path: str, num_shards: int,
                  compact: bool = True) -> None:
         self.path = path
-        self.keys: list[bytes] = []
+        self.texts: list[str] = []  # each key, decoded (see the module's docstring)
+        self.keys = KeyBytes(self.texts)
+        self._text_order = True  # whether the texts sort as the keys' bytes do (every key valid UTF-8)
         self.kind: MutableSequence[int]  # row -> its kind: an index into kinds
         self.offset: MutableSequence[int]
         self.crc: MutableSequence[int]
@@ -70,7 +105,7 @@ class IndexColumns:
 
     # -- decoding ----------------------------------------------------------------------------------
     def _decode(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
-        keys, kinds, offsets, crcs = self.keys.append, self.kind.append, self.offset.append, self.crc.append
+        keys, kinds, offsets, crcs = self.texts.append, self.kind.append, self.offset.append, self.crc.append
         learned, lengths = self._learned, self._head_lengths
         hl = 1  # the length of the last head that matched
         for key, value in pairs:
@@ -94,7 +129,11 @@ class IndexColumns:
                 if o <= n and value[n] == 0x35:
                     kind = known.get(value[o:n])
                     if kind is not None:
-                        keys(key)
+                        try:
+                            keys(key.decode())
+                        except UnicodeDecodeError:  # kept as surrogateescape keeps it; then bisected as bytes
+                            keys(_text(key))
+                            self._text_order = False
                         kinds(kind)
                         offsets(at)
                         crcs(int.from_bytes(value[n + 1:], "little"))
@@ -108,11 +147,15 @@ class IndexColumns:
         one, learn it: its bytes up to and with its offset field's tag (the head, returned) -> the bytes between
         that field and the crc32c field -> the kind."""
         e = parse_entry(key, value, self.path)
-        row = len(self.keys)
+        row = len(self.texts)
         if e.slices:
             self.slices[row] = list(e.slices)
         kind = self._kind((e.dtype, e.shape, e.shard_id, e.size))
-        self.keys.append(e.key)
+        try:
+            self.texts.append(e.key.decode())
+        except UnicodeDecodeError:
+            self.texts.append(_text(e.key))
+            self._text_order = False
         self.kind.append(kind)
         self.offset.append(e.offset)
         self.crc.append(e.crc32c)
@@ -155,25 +198,37 @@ class IndexColumns:
     def row(self, i: int) -> RawEntry:
         """The entry in row ``i`` (index order)."""
         dtype, shape, shard, size = self.kinds[self.kind[i]]
-        return RawEntry(self.keys[i], dtype, shape, shard, self.offset[i], size, self.crc[i], self.slices.get(i, ()))
+        return RawEntry(self.texts[i].encode("utf-8", "surrogateescape"), dtype, shape, shard, self.offset[i], size, self.crc[i], self.slices.get(i, ()))
 
     def kind_of(self, row: int) -> tuple[int, tuple[int, ...], int, int]:
         """``(dtype, shape, shard_id, size)`` of the entry in ``row``."""
         return self.kinds[self.kind[row]]
 
     def find(self, key: bytes) -> int:
-        """The row of ``key``, or -1. The row after the last one found is tried first: commands ask for keys in
-        index order (each maybe twice), and then no bisection is made (a hint only: any thread may move it, the key
-        decides)."""
-        keys = self.keys
+        """The row of ``key``, or -1 (:meth:`find_text` of its text)."""
+        return self.find_text(_text(key))
+
+    def find_text(self, text: str) -> int:
+        """The row of the key whose text is ``text``, or -1. The row after the last one found is tried first:
+        commands ask for keys in index order (each maybe twice), and then no bisection is made (a hint only: any
+        thread may move it, the key decides). The texts are bisected as they are when every key is UTF-8 (their
+        order is then the bytes' order), else by their bytes."""
+        texts = self.texts
         i = self._next
-        if i < len(keys) and keys[i] == key:
+        if i < len(texts) and texts[i] == text:
             self._next = i + 1
             return i
-        if 0 < i <= len(keys) and keys[i - 1] == key:  # the same key again
+        if 0 < i <= len(texts) and texts[i - 1] == text:  # the same key again
             return i - 1
-        i = bisect_left(keys, key)
-        if i < len(keys) and keys[i] == key:
+        if self._text_order:
+            i = bisect_left(texts, text)
+        else:
+            try:
+                i = bisect_left(texts, text.encode("utf-8", "surrogateescape"),
+                                key=lambda t: t.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:  # not the text of any bytes
+                return -1
+        if i < len(texts) and texts[i] == text:
             self._next = i + 1
             return i
         return -1
@@ -192,18 +247,14 @@ class IndexColumns:
         return isinstance(key, bytes) and self.find(key) >= 0
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.texts)
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.keys)
 
-    def keys_list(self) -> list[bytes]:
-        """Every key, in index order (the list itself: do not change it)."""
-        return self.keys
-
     def values(self) -> Iterator[RawEntry]:
         """Every entry, in index order, each made as it is reached."""
-        return map(self.row, range(len(self.keys)))
+        return map(self.row, range(len(self.texts)))
 
     def items(self) -> Iterator[tuple[bytes, RawEntry]]:
         """``(key, entry)`` pairs in index order."""

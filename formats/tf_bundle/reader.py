@@ -120,13 +120,14 @@ class BundleReader:
             gone = {path for path in self.data_paths if not os.path.isfile(path)}
         return {i: self._missing_message(i) for i, path in enumerate(self.data_paths) if path in gone}
 
-    def visible_keys(self) -> list[bytes]:
-        """Keys TensorFlow lists: every entry except the slice keys of partitioned variables."""
-        keys = self.entries.keys
-        return list(keys) if not self.entries.slices else [keys[i] for i in self.visible_rows()]
+    def visible_texts(self) -> list[str]:
+        """Keys TensorFlow lists, as text (:attr:`~formats.tf_bundle.columns.IndexColumns.texts`): every entry
+        except the slice keys of partitioned variables."""
+        texts = self.entries.texts
+        return list(texts) if not self.entries.slices else [texts[i] for i in self.visible_rows()]
 
     def visible_rows(self) -> range | list[int]:
-        """The rows (:class:`~formats.tf_bundle.columns.IndexColumns`) of :meth:`visible_keys`, in index order."""
+        """The rows (:class:`~formats.tf_bundle.columns.IndexColumns`) of :meth:`visible_texts`, in index order."""
         columns = self.entries
         if not columns.slices:
             return range(len(columns))
