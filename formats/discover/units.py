@@ -190,7 +190,7 @@ def each_in_unit(ckpt: Checkpoint, fn: Callable[[Any], R], items: Sequence[Any])
         return map_ordered(fn, items, jobs)
 
 
-def group_keys(sizes: Sequence[tuple[Any, int]], budget: int = UNIT_BYTES,
+def group_keys(sizes: Iterable[tuple[Any, int]], budget: int = UNIT_BYTES,
                most: int | None = None) -> Iterator[tuple[tuple[Any, ...], int]]:
     """``(keys, bytes)`` of consecutive tensors of ``sizes`` (``(key, stored bytes)``; a key may be any
     picklable item, such as a pair to compare), about ``budget`` bytes each (one each for 0), at most

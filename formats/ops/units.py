@@ -18,7 +18,7 @@ from formats.discover.units import (LOCAL_UNIT_BYTES, LOCAL_UNIT_ITEMS, UNIT_BYT
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
     from formats.core.model import Checkpoint
@@ -38,12 +38,13 @@ def new_token() -> str:
 
 
 def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
-              sizes: Sequence[tuple[Any, int]], progress: Callable[[int, int], None] | None = None,
+              sizes: Iterable[tuple[Any, int]], progress: Callable[[int, int], None] | None = None,
               jobs: int | None = 1, executor: str | Executor | None = None, *args: Any,
               parallel: bool | None = None, keys_of: Callable[[Any], Sequence[str]] | None = None) -> list[Any]:
-    """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys), the
-    per-item results concatenated in order. ``refs`` name ``checkpoints``; ``parallel`` (default: every
-    checkpoint's ``concurrent_reads``) allows local threads. ``progress(bytes, items)`` follows the units as
+    """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys; any
+    iterable, read once: a generator keeps no pair per item), the per-item results concatenated in order.
+    ``refs`` name ``checkpoints``; ``parallel`` (default: every checkpoint's ``concurrent_reads``) allows local
+    threads. ``progress(bytes, items)`` follows the units as
     they finish. ``keys_of(item)``: the item's key in each checkpoint (default: the item is the key)."""
     ckpts = list(checkpoints)
     if parallel is None:
@@ -58,7 +59,7 @@ def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
             chosen.close()
 
 
-def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Sequence[tuple[Any, int]],
+def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Iterable[tuple[Any, int]],
          progress: Callable[[int, int], None] | None, chosen: Executor, args: tuple[Any, ...],
          keys_of: Callable[[Any], Sequence[str]]) -> list[Any]:
     token = new_token()

@@ -296,7 +296,7 @@ class BundleReader:
             if actual != unmask(e.crc32c):
                 raise self.checksum_error(e, actual)
         elif _is_string(dt):
-            self._read_strings(e)
+            self._read_strings(e, keep=False)  # checked where it lies: one string (a graph) is not copied
         else:
             self._read_variants(e)
         return e.size
@@ -415,7 +415,9 @@ class BundleReader:
             arr.byteswap(inplace=True)
         return arr.reshape(e.shape)
 
-    def _read_strings(self, e: RawEntry) -> list[bytes]:
+    def _read_strings(self, e: RawEntry, keep: bool = True) -> list[bytes]:
+        """The elements of a string entry, checked (lengths, their checksum, the CRC32C of it all); with ``keep``
+        False only checked (nothing returned)."""
         n = math.prod(e.shape)
         if e.size == 0 and n == 0:
             return []
@@ -450,6 +452,8 @@ class BundleReader:
         crc = crc32c(memoryview(data)[pos:], crc)
         if crc != unmask(e.crc32c):
             raise self.checksum_error(e, crc)
+        if not keep:
+            return []
         if n == 1:
             return [bytes(data[pos:])]
         assert isinstance(data, bytes)  # (n > 1: one copy, sliced)

@@ -223,6 +223,33 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
           patterns: Sequence[str] = (), jobs: int | None = 1, executor: str | Executor | None = None,
           first_difference: bool = False) -> DiffResult:
     result = DiffResult(ca.path, cb.path)
+    same_keys = None
+    if match == "key" and not (strip_a or strip_b or rules or patterns):
+        same_keys = sorted(ca)
+        if same_keys != sorted(cb):  # (the second list is let go here)
+            same_keys = None
+    if same_keys is not None:  # the same keys on both sides (a run's checkpoints): each its own name, no map made
+        items: Sequence[str | tuple[str, str, str]] = same_keys
+        sizes = list(map(int.__add__, ca.nbytes_of(same_keys), cb.nbytes_of(same_keys)))
+    else:
+        items, sizes = _pairing(result, ca, cb, match, rules, strip_a, strip_b, patterns)
+    parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
+    result.unused_rules = rules.unused() if rules is not None else []
+    if first_difference:
+        _first_difference(result, ca, cb, items, sizes, progress, jobs, executor, tol, keys_only, chunk, parallel)
+        return result
+    found = run_units((ca, cb), diff_unit, zip(items, sizes), progress, jobs, executor, tol, keys_only, chunk,
+                      parallel=parallel, keys_of=pair_keys)
+    result.changed = [change for change in found if change is not None]
+    result.same = len(found) - len(result.changed)
+    return result
+
+
+def _pairing(result: DiffResult, ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None,
+             strip_a: str | None, strip_b: str | None,
+             patterns: Sequence[str]) -> tuple[Sequence[str | tuple[str, str, str]], list[int]]:
+    """The pairs to compare (as :func:`pair_keys` takes them) and their stored bytes, in name order; the keys only
+    in one side, and the notes, set in ``result``."""
     if match == "converted":
         names_a, names_b = _converted(ca, cb, rules, result.notes)
         clash_a: list[tuple[str, str]] = []
@@ -243,23 +270,24 @@ def _diff(ca: Checkpoint, cb: Checkpoint, match: str, rules: RuleSet | None, str
     result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
     both = sorted(n for n in names_a if n in names_b)
     keys_a, keys_b = [names_a[n] for n in both], [names_b[n] for n in both]
-    pairs = [((name, key_a, key_b), size_a + size_b) for name, key_a, key_b, size_a, size_b
-             in zip(both, keys_a, keys_b, ca.nbytes_of(keys_a), cb.nbytes_of(keys_b))]
-    parallel = ca.concurrent_reads and cb.concurrent_reads and not keys_only
-    result.unused_rules = rules.unused() if rules is not None else []
-    if first_difference:
-        _first_difference(result, ca, cb, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel)
-        return result
-    found = run_units((ca, cb), diff_unit, pairs, progress, jobs, executor, tol, keys_only, chunk, parallel=parallel,
-                      keys_of=lambda pair: pair[1:])
-    result.changed = [change for change in found if change is not None]
-    result.same = len(found) - len(result.changed)
-    return result
+    items = [name if name == key_a == key_b else (name, key_a, key_b) for name, key_a, key_b in zip(both, keys_a, keys_b)]
+    sizes = list(map(int.__add__, ca.nbytes_of(keys_a), cb.nbytes_of(keys_b)))
+    return items, sizes
 
 
-def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs: list[tuple[tuple[str, str, str], int]],
-                      progress: Progress | None, jobs: int | None, executor: str | Executor | None, tol: Tolerance,
-                      keys_only: bool, chunk: int, parallel: bool) -> None:
+def pair_keys(pair: str | tuple[str, str, str]) -> tuple[str, str]:
+    """The keys in A and in B of a pair as :func:`diff_unit` is given it: ``(name, key in A, key in B)``, or the
+    name alone when it is the key on both sides (no tuple made per pair: at a million pairs they were 112 MB)."""
+    return (pair, pair) if isinstance(pair, str) else pair[1:]
+
+
+def _triple(pair: str | tuple[str, str, str]) -> tuple[str, str, str]:
+    return (pair, pair, pair) if isinstance(pair, str) else pair
+
+
+def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs: Sequence[str | tuple[str, str, str]],
+                      sizes: list[int], progress: Progress | None, jobs: int | None, executor: str | Executor | None,
+                      tol: Tolerance, keys_only: bool, chunk: int, parallel: bool) -> None:
     """Fill ``result`` up to the first difference: keys only in one side, then the first shape or dtype change
     (headers only), then values in batches of pairs in key order - 1, 2, 4... pairs, so that a difference
     early on stops the reading at once and equal checkpoints are still read on ``jobs`` threads - without the
@@ -267,7 +295,7 @@ def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs:
     if result.only_in_a or result.only_in_b:
         result.complete = not pairs
         return
-    for (name, key_a, key_b), _ in pairs:
+    for name, key_a, key_b in map(_triple, pairs):
         change = compare_entries(name, ca[key_a], cb[key_b], tol, keys_only=True)
         if change is not None:
             result.changed, result.complete = [change], False
@@ -282,10 +310,10 @@ def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs:
             progress(done[0] + nbytes, done[1] + n)
 
     while start < len(pairs):
-        batch = pairs[start:start + size]
-        found = run_units((ca, cb), diff_unit, batch, advance, jobs, executor, tol, False, chunk, False,
-                          parallel=parallel, keys_of=lambda pair: pair[1:])
-        done[0] += sum(nbytes for _, nbytes in batch)
+        batch, batch_sizes = pairs[start:start + size], sizes[start:start + size]
+        found = run_units((ca, cb), diff_unit, zip(batch, batch_sizes), advance, jobs, executor, tol, False, chunk,
+                          False, parallel=parallel, keys_of=pair_keys)
+        done[0] += sum(batch_sizes)
         done[1] += len(batch)
         for change in found:
             if change is not None:
@@ -295,20 +323,22 @@ def _first_difference(result: DiffResult, ca: Checkpoint, cb: Checkpoint, pairs:
         start, size = start + len(batch), size * 2
 
 
-def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[tuple[str, str, str], ...], tol: Tolerance,
+def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[str | tuple[str, str, str], ...], tol: Tolerance,
               keys_only: bool = False, chunk_elements: int = CHUNK_ELEMENTS, stats: bool = True) -> list[Change | None]:
-    """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs``, the :class:`Change` between the
-    two tensors (None when they are the same; without its statistics unless ``stats``). Small pairs of equal
-    bytes are found a span at a time (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
+    """A unit of ``diff``: for each ``(name, key in A, key in B)`` of ``pairs`` (or a name that is the key on both
+    sides: :func:`pair_keys`), the :class:`Change` between the two tensors (None when they are the same; without its
+    statistics unless ``stats``). Small pairs of equal bytes are found a span at a time
+    (:func:`~formats.ops.compare.same_small.same_small`), the others one by one."""
+    triples = list(map(_triple, pairs))  # this unit's
     ca, cb = opened(ref_a), opened(ref_b)
     both = ca if cb.concurrent_reads else cb  # several pairs in flight only when both sides allow it
-    side_a, side_b = ca.entries_of([p[1] for p in pairs]), cb.entries_of([p[2] for p in pairs])  # this unit's
+    side_a, side_b = ca.entries_of([p[1] for p in triples]), cb.entries_of([p[2] for p in triples])  # this unit's
     small = same_small(side_a, side_b, chunk_elements) if tol.bytewise and not keys_only else {}  # in spans
-    rest = [i for i in range(len(pairs)) if i not in small]
-    found = iter(each_in_unit(both, lambda i: compare_entries(pairs[i][0], side_a[i], side_b[i], tol, keys_only,
+    rest = [i for i in range(len(triples)) if i not in small]
+    found = iter(each_in_unit(both, lambda i: compare_entries(triples[i][0], side_a[i], side_b[i], tol, keys_only,
                                                               chunk_elements, stats), rest))
     return [(None if small[i] is None else _small_change(p, side_a[i], side_b[i], small[i], stats)) if i in small
-            else next(found) for i, p in enumerate(pairs)]
+            else next(found) for i, p in enumerate(triples)]
 
 
 def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, sums: tuple[Any, ...] | None,

@@ -76,23 +76,25 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: 
     report.problems += ckpt.problems()
     broken = {p.where for p in report.problems}
     keys = list(ckpt)
-    entries = list(zip(keys, ckpt.nbytes_of(keys)))  # from the index's columns: no entry made per tensor
-    found = run_units((ckpt,), verify_unit, [(k, n) for k, n in entries if k not in broken], progress, jobs, executor)
-    report.problems += [CheckpointProblem(key, problem) for key, problem in found if problem is not None]
-    report.tensors, report.bytes = len(entries), sum(n for _, n in entries)
+    sizes = ckpt.nbytes_of(keys)  # from the index's columns: no entry made per tensor
+    report.tensors, report.bytes = len(keys), sum(sizes)
+    units = zip(keys, sizes) if not broken else ((k, n) for k, n in zip(keys, sizes) if k not in broken)  # no pair kept
+    found = run_units((ckpt,), verify_unit, units, progress, jobs, executor)
+    report.problems += [CheckpointProblem(*bad) for bad in found if bad is not None]
     return report
 
 
-def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str | None]]:
-    """A unit of ``verify``: each of ``keys`` of the checkpoint ``ref`` names with its problem (None when sound).
+def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str] | None]:
+    """A unit of ``verify``: for each of ``keys`` of the checkpoint ``ref`` names, None when it is sound, else the
+    key and its problem (nothing made per sound tensor: a million of them are a million Nones).
     Small tensors are read a span at a time, each checked against its CRC32C (:func:`formats.io.spans.small_pieces`);
     any other, or one whose checksum does not match, is checked on its own, which says what is wrong."""
     ckpt = opened(ref)
     entries = ckpt.entries_of(keys)  # made for this unit alone where the format can (not kept)
     sound = {i for batch in small_pieces(entries, _no_problem) for i, _ in batch}  # read in spans, checksums matched
     rest = [i for i in range(len(keys)) if i not in sound]
-    found = dict(zip(rest, each_in_unit(ckpt, lambda i: _entry_problem(entries[i]), rest)))
-    return [(key, found.get(i)) for i, key in enumerate(keys)]
+    found = {i: p for i, p in zip(rest, each_in_unit(ckpt, lambda i: _entry_problem(entries[i]), rest)) if p is not None}
+    return [None if i not in found else (key, found[i]) for i, key in enumerate(keys)]
 
 
 def _no_problem(entry: TensorEntry) -> bool:
