@@ -8,6 +8,7 @@ from .table import TextTable, emit
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 
@@ -66,9 +67,15 @@ _FIELDS = {"min": "min", "max": "max", "mean": "mean", "std": "std", "L2": "l2",
 """Statistic columns -> the :class:`~formats.ops.inspect.stats.TensorStats` field each shows."""
 
 
-def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, chosen: tuple[str, ...]) -> TextTable:
-    """The table of ``tensors`` (key, with ``names`` name and role, then the ``chosen`` columns), built a
-    column at a time; rows of a tensor holding NaN or Inf red."""
+def _stats_columns(names: dict[str, tuple[str, str]] | None, chosen: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The table's columns (name, justify): the key, with ``names`` name and role, then the ``chosen`` ones."""
+    named = [("name", "left"), ("role", "left")] if names is not None else []
+    return [("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)]
+
+
+def _stats_cells(tensors: Sequence[Any], names: dict[str, tuple[str, str]] | None,
+                 chosen: tuple[str, ...]) -> list[list[str]]:
+    """The cells of ``tensors``' rows (:func:`_stats_columns`), a column at a time."""
     from operator import attrgetter
 
     keys = list(map(attrgetter("key"), tensors))
@@ -83,11 +90,34 @@ def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, c
             cells.append(list(map(shape_text, map(attrgetter("shape"), tensors))))
         else:
             cells.append(stat_column(list(map(attrgetter(_FIELDS[column]), tensors))))
-    named = [("name", "left"), ("role", "left")] if names is not None else []
+    return cells
+
+
+def _stats_table(tensors: list[Any], names: dict[str, tuple[str, str]] | None, chosen: tuple[str, ...]) -> TextTable:
+    """The table of ``tensors`` (key, with ``names`` name and role, then the ``chosen`` columns), built a
+    column at a time; rows of a tensor holding NaN or Inf red."""
+    from operator import attrgetter
+
     nans, infs = map(attrgetter("nan"), tensors), map(attrgetter("inf"), tensors)
     styles: list[str | None] = ["red" if nan or inf else None for nan, inf in zip(nans, infs)]  # not .finite
-    return TextTable.of_columns([("key", "left"), *named, *((c, "right" if c in _RIGHT else "left") for c in chosen)],
-                                cells, styles)
+    return TextTable.of_columns(_stats_columns(names, chosen), _stats_cells(tensors, names, chosen), styles)
+
+
+ROWS_PER_PART = 4096
+"""Rows of a long table formatted at a time on a pipe (:func:`~.table.packed_table`)."""
+
+
+def _emit_packed(tensors: list[Any], names: dict[str, tuple[str, str]] | None, chosen: tuple[str, ...],
+                 lines: list[list[tuple[str, str | None]]]) -> None:
+    """Print the table and ``lines`` on a pipe as :func:`~.table.emit` prints them, its cells formatted
+    :data:`ROWS_PER_PART` rows at a time and held packed (a million rows: about 400 MB less than a string per
+    cell)."""
+    from .table import emit_rows, packed_table
+
+    parts = (_stats_cells(tensors[i:i + ROWS_PER_PART], names, chosen) for i in range(0, len(tensors), ROWS_PER_PART))
+    header, chunks, ascii = packed_table(_stats_columns(names, chosen), parts)
+    written = emit_rows(header, chunks, len(header), ascii, lines)
+    assert written  # (on a pipe emit_rows writes whatever the rows are)
 
 
 @gc_paused
@@ -100,11 +130,15 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
     terminal too narrow for them (:func:`leave_out_order`, with a line naming those left out)."""
     from .table import columns_to_leave_out, terminal_columns, without_columns
 
-    table = _stats_table(result.tensors, names, COLUMNS if columns is None else columns)
+    width = terminal_columns()
+    chosen = COLUMNS if columns is None else columns
+    if width is None and hist is None and result.tensors:  # a pipe: the rows a few thousand at a time
+        _emit_packed(result.tensors, names, chosen, _summary_lines(result, check_finite))
+        return
+    table = _stats_table(result.tensors, names, chosen)
     notes: list[list[tuple[str, str | None]]] = []
     left_out: list[str] = []
     if columns is None:
-        width = terminal_columns()
         reserve = len("  ") + 8 if hist is not None else 0  # the narrowest histogram
         left_out = columns_to_leave_out(table, width, leave_out_order(bool(result.nonfinite)), reserve)
         table = without_columns(table, left_out)
@@ -118,6 +152,11 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
         notes.append([("histogram: ", "bold"), (HIST_NOTE, None)])
     if left_out:
         notes.append([(f"(not shown: {', '.join(left_out)}; see --columns)", None)])
+    emit(table if result.tensors else None, notes + _summary_lines(result, check_finite))
+
+
+def _summary_lines(result: Any, check_finite: bool) -> list[list[tuple[str, str | None]]]:
+    """The lines after the table: the count and how many are not finite; with ``check_finite`` each of those."""
     bad = result.nonfinite
     count = len(result.tensors)
     summary = f": {count} tensor{'s' if count != 1 else ''}, " + (
@@ -125,7 +164,7 @@ def render_stats(result: Any, check_finite: bool, names: dict[str, tuple[str, st
     lines = [[(result.path, "bold"), (summary, None)]]
     if check_finite:
         lines += [[("not finite ", "red"), (f"{shown(t.key)}: {t.nan} NaN, {t.inf} Inf", None)] for t in bad]
-    emit(table if result.tensors else None, notes + lines)
+    return lines
 
 
 HIST_NOTE = "finite values in equal bins from min to max (bool, 8-bit ints: the dtype's range); heights relative to the fullest bin"

@@ -115,9 +115,43 @@ def _plain_layout(table: TextTable) -> tuple[Callable[..., str], str, Iterator[t
     columns = shown_columns(table)
     header = [name for name, _ in table.columns]
     widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
-    spec = "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(table.columns, widths))
-    fill = spec.format
+    fill = _line_format(table.columns, widths)
     return fill, fill(*header).rstrip(), zip(*columns)
+
+
+def _line_format(columns: Sequence[tuple[str, str]], widths: Sequence[int]) -> Callable[..., str]:
+    """The ``format`` of one line: each cell justified in its width, two spaces between columns."""
+    return "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(columns, widths)).format
+
+
+def packed_table(columns: Sequence[tuple[str, str]],
+                 parts: Iterable[Sequence[Sequence[str]]]) -> tuple[str, Iterator[str], bool]:
+    """A table too long to hold a string per cell, laid out as :func:`plain_chunks` lays it out: ``parts`` give
+    its rows a few thousand at a time, as their cells a column at a time. Each part is escaped as
+    :func:`shown_columns` escapes a column, measured, and kept as one string per column (its cells joined by
+    newlines, which no escaped cell holds: about a byte per character, not a string object per cell); the lines
+    are made from them when written. Returns the header line, the rows joined by newlines a part at a time, and
+    whether every row is ASCII."""
+    widths = [len(name) for name, _ in columns]
+    packed: list[list[str]] = []
+    ascii = True
+    for part in parts:
+        joined = []
+        for i, column in enumerate(part):
+            if not all_printable(column):
+                column = list(map(shown, column))
+            widths[i] = max(widths[i], max(map(len, column), default=0))
+            joined.append("\n".join(column))
+        ascii = ascii and all(map(str.isascii, joined))
+        packed.append(joined)
+    fill = _line_format(columns, widths)
+
+    def chunks() -> Iterator[str]:
+        while packed:
+            part = packed.pop(0)  # let go of each part once written
+            yield "\n".join(fill(*row).rstrip() for row in zip(*(column.split("\n") for column in part)))
+
+    return fill(*(name for name, _ in columns)).rstrip(), chunks(), ascii
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
