@@ -117,6 +117,49 @@ def test_natural_sorted_is_the_natural_order_of_any_keys():
             assert natural_sorted(keys) == sorted(keys, key=cmp_to_key(_natural_compare))
 
 
+def test_blocks_in_natural_order_are_the_keys_sorted_by_natural_order():
+    """A listing's blocks (keys in text order, as an index holds them) put in natural order: the order
+    ``natural_order``'s (text, key) pairs give, leading zeros and keys without numbers included, in blocks of the
+    same sizes with each key's kind beside it."""
+    from array import array
+
+    from formats.core.compact_listing import in_natural_order
+    from formats.core.natural import natural_order
+
+    rng = random.Random(5)
+    for _ in range(200):
+        keys = sorted({"".join(rng.choice("ab109/_") for _ in range(rng.randint(1, 8))) for _ in range(rng.randint(1, 40))})
+        cut = sorted(rng.sample(range(1, len(keys)), min(3, len(keys) - 1))) if len(keys) > 1 else []
+        bounds = [0, *cut, len(keys)]
+        blocks = [("\n".join(keys[a:b]), array("I", range(a, b))) for a, b in zip(bounds, bounds[1:])]
+        out = in_natural_order(blocks)
+        expected = sorted(keys, key=natural_order)
+        assert [k for text, _ in out for k in text.split("\n")] == expected
+        assert [keys[i] for _, ids in out for i in ids] == expected
+        assert [len(ids) for _, ids in out] == [len(ids) for _, ids in blocks]
+
+
+def test_blocks_in_natural_order_hold_no_pair_per_key():
+    """Putting 100,000 keys in natural order holds, at its peak, under 190 bytes a key besides the blocks (the
+    keys' order texts and then the keys; a (text, key) pair per key as well was over 250)."""
+    import tracemalloc
+    from array import array
+
+    from formats.core.compact_listing import in_natural_order
+
+    keys = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(100_000))
+    blocks = [("\n".join(keys[a:a + 5000]), array("I", range(a, a + 5000))) for a in range(0, len(keys), 5000)]
+    del keys
+    tracemalloc.start()
+    try:
+        out = in_natural_order(blocks)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out[0][0].split("\n")[:3] == ["model/layer_0/unit_0/w", "model/layer_0/unit_1/w", "model/layer_0/unit_2/w"]
+    assert peak / 100_000 < 190, peak / 100_000
+
+
 def test_a_table_of_columns_lays_out_as_the_same_table_of_rows():
     from ckpt_cli.render.table import TextTable, plain_table, without_columns
 

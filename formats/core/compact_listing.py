@@ -126,16 +126,22 @@ def in_natural_order(blocks: list[tuple[str, array]]) -> list[tuple[str, array]]
     (:func:`formats.core.natural.natural_order`), in blocks of the same sizes: the same blocks when that is
     their order already (always, when no key holds a number of two or more digits: checked without
     splitting a block)."""
-    from formats.core.natural import natural_order, needs_natural_order
+    from formats.core.natural import natural_orders, needs_natural_order
 
     if not any(needs_natural_order(text) for text, _ in blocks):
         return blocks
     from array import array
 
-    keys = [key for text, _ in blocks for key in text.split("\n")]
-    order = sorted(range(len(keys)), key=lambda i: natural_order(keys[i]))
+    orders: list[str] = []
+    for text, _ in blocks:
+        orders += natural_orders(text)
+    # Keys equal but for leading zeros have the same order text: the sort is stable, so they keep their text
+    # order, as natural_order's (text, key) pairs would (no pair per key; the keys are split out only after).
+    order = sorted(range(len(orders)), key=orders.__getitem__)
+    del orders
     if all(i == at for at, i in enumerate(order)):
         return blocks
+    keys = [key for text, _ in blocks for key in text.split("\n")]
     kinds = array("I")
     for _, ids in blocks:
         kinds.extend(ids)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from re import Pattern
     from typing import Any
 
-__all__ = ["natural_order", "needs_natural_order", "key_order", "natural_sorted"]
+__all__ = ["natural_order", "natural_orders", "needs_natural_order", "key_order", "natural_sorted"]
 
 _runs: Pattern[str] | None = None  # compiled (and re imported) when first needed: start-up
 
@@ -80,6 +80,17 @@ def natural_sorted(keys: list[str]) -> list[str]:
         return sorted(keys)
     if joined.count("\n") != len(keys) - 1:  # a key holds the separator: one at a time
         return sorted(keys, key=natural_order)
+    orders = natural_orders(joined)
+    del joined
+    if len(set(orders)) != len(orders):  # keys equal but for leading zeros: their text order decides
+        return [key for _, key in sorted(zip(orders, keys))]
+    return [keys[i] for i in sorted(range(len(keys)), key=orders.__getitem__)]
+
+
+def natural_orders(joined: str) -> list[str]:
+    """The text of :func:`natural_order` (its first item) of each of the keys ``joined`` by newlines (no key
+    holding one): the digit runs of them all rewritten at once (one regex split, a dictionary look-up per run),
+    no tuple per key."""
     global _runs
     if _runs is None:
         import re
@@ -93,7 +104,4 @@ def natural_sorted(keys: list[str]) -> list[str]:
             break
         numbers[run] = _number(run)
     parts[1::2] = [numbers.get(run) or _number(run) for run in runs]
-    orders = "".join(parts).split("\n")
-    if len(set(orders)) != len(orders):  # keys equal but for leading zeros: their text order decides
-        return [key for _, key in sorted(zip(orders, keys))]
-    return [keys[i] for i in sorted(range(len(keys)), key=orders.__getitem__)]
+    return "".join(parts).split("\n")
