@@ -28,7 +28,7 @@ from formats.core.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import ObjectGraph
 
@@ -40,7 +40,9 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 
 @record(slots=True)  # one per row: a dict per node cost more than its fields
 class TreeNode:
-    """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children."""
+    """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children. A row
+    without other paths or children holds the empty tuple, not a list of its own (most rows are leaves: two
+    empty lists each were 20 MB at 100k rows); a row given children gets a list."""
 
     label: str
     key: str | None = None
@@ -48,8 +50,8 @@ class TreeNode:
     shape: tuple[int, ...] | None = None
     role: str | None = None
     note: str = ""
-    aliases: list[str] = field(default_factory=list)
-    children: list[TreeNode] = field(default_factory=list)
+    aliases: Sequence[str] = ()
+    children: Sequence[TreeNode] = ()
     nbytes: int = 0
     parameters: int = 0
     tensors: int = 0
@@ -70,7 +72,7 @@ class TreeNode:
         """Every node under this one, depth first, parents before their children (as :meth:`walk` yields
         them, without the depth and flags)."""
         out: list[TreeNode] = []
-        stack = self.children[::-1]
+        stack = list(reversed(self.children))
         while stack:
             node = stack.pop()
             out.append(node)
@@ -150,7 +152,7 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
         if node.key is not None:
             _fill(node, entries[node.key], describe_variants)
     if everything:
-        root.children += _signature_nodes(ckpt.metadata.get("signatures") or [])
+        root.children = [*root.children, *_signature_nodes(ckpt.metadata.get("signatures") or [])]
     root.total()
     return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep), unmatched=unmatched)
 
@@ -212,7 +214,10 @@ def _key_tree(keys: list[str]) -> TreeNode:
             child = below.get(part)
             if child is None:
                 child = below[part] = TreeNode(part)
-                node.children.append(child)
+                if node.children:
+                    node.children.append(child)  # type: ignore[attr-defined]  # (a list once it has one)
+                else:
+                    node.children = [child]
             node = child
             path.append((part, node))
         node.key = key
@@ -240,7 +245,7 @@ def _graph_tree(entries: Mapping[str, TensorEntry], graph: ObjectGraph, keys: li
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
     builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(entries, keys), everything)
     root = builder.build()
-    root.children += [TreeNode(k, key=k) for k in keys if k not in mapping]
+    root.children = [*root.children, *(TreeNode(k, key=k) for k in keys if k not in mapping)]
     return root
 
 
@@ -304,16 +309,18 @@ class _GraphBuilder:
                 todo.append((kids[-1], child_id, depth + 1))
             made.append((row, node_id, kids))
         for row, node_id, kids in reversed(made):  # every row's children are finished before it
-            row.children = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
+            kept = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
             keys = self.own.get(node_id)
             if keys is not None and len(keys) == 1:
                 row.key = keys[0]
             elif keys:
-                row.children[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
+                kept[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
+            if kept:
+                row.children = kept
         return root
 
     def _row(self, node_id: int, label: str) -> TreeNode:
-        node = TreeNode(label, aliases=self._aliases(node_id))
+        node = TreeNode(label, aliases=self._aliases(node_id) or ())
         if self.graph.is_optimizer(node_id):
             kind = self.kinds.get(self.graph.path(node_id) or "")
             node.note = f"optimizer ({kind})" if kind else "optimizer"
