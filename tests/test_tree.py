@@ -79,13 +79,13 @@ def test_keras_optimizer_slots_move_under_variables_with_their_stored_paths() ->
     with open_checkpoint(CORPUS / "seed_keras2/tf_ckpts/ckpt-10") as ckpt:
         tree = build_tree(ckpt)
     kernel = _find(tree.root, "net", "l1", "kernel")
-    assert [(c.label, c.key, c.aliases) for c in kernel.children] == [
+    assert [(c.label, c.key, list(c.aliases)) for c in kernel.children] == [
         ("m", "optimizer/_variables/1/.ATTRIBUTES/VARIABLE_VALUE",
          ["optimizer/_variables/1", "optimizer/_momentums/0"]),
         ("v", "optimizer/_variables/2/.ATTRIBUTES/VARIABLE_VALUE",
          ["optimizer/_variables/2", "optimizer/_velocities/0"])]
     optimizer = _find(tree.root, "optimizer")
-    assert [(c.label, c.aliases) for c in optimizer.children] == [
+    assert [(c.label, list(c.aliases)) for c in optimizer.children] == [
         ("_iterations", ["optimizer/_variables/0"]), ("_learning_rate", [])]
 
 

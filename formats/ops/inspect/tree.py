@@ -237,10 +237,15 @@ def _signature_nodes(signatures: list[dict[str, object]]) -> list[TreeNode]:
 def _graph_tree(entries: Mapping[str, TensorEntry], graph: ObjectGraph, keys: list[str],
                 everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
-    own: dict[int, list[str]] = {}
+    own: dict[int, str | list[str]] = {}  # node -> its key, or its keys when it has several (no list per node)
     for key in keys:
-        if key in mapping:
-            own.setdefault(mapping[key][0], []).append(key)
+        found = mapping.get(key)
+        if found is not None:
+            before = own.setdefault(found[0], key)
+            if isinstance(before, list):
+                before.append(key)
+            elif before is not key:
+                own[found[0]] = [before, key]
     slots = _slot_homes(entries, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
     builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(entries, keys), everything)
@@ -282,8 +287,9 @@ class _GraphBuilder:
     """Builds the object tree: each node once, at its first path (slots under their variable); with
     ``everything``, objects the graph describes with a note (a SavedModel's functions) even without tensors."""
 
-    def __init__(self, graph: ObjectGraph, own: dict[int, list[str]], slots: dict[int, list[tuple[str, int]]],
+    def __init__(self, graph: ObjectGraph, own: dict[int, str | list[str]], slots: dict[int, list[tuple[str, int]]],
                  placed: set[int], kinds: dict[str, str], everything: bool = False) -> None:
+        """``own``: node -> its key, or its keys (a list) when it has several."""
         self.graph, self.own, self.slots, self.placed, self.kinds = graph, own, slots, placed, kinds
         self.everything = everything
         self.noted: set[int] = set()
@@ -292,12 +298,12 @@ class _GraphBuilder:
         """The tree under the root object: rows made top-down, then finished bottom-up (a row is kept
         when it holds a tensor, a kept row, or a note), without recursion."""
         root = self._row(0, "")
-        made: list[tuple[TreeNode, int, list[TreeNode]]] = []
+        made: list[tuple[TreeNode, int, list[TreeNode]]] = []  # the rows with children or several keys
         todo = [(root, 0, 0)]
         seen = {0}
         while todo:
             row, node_id, depth = todo.pop()
-            kids = []
+            kids: list[TreeNode] = []
             for child_id, label in self._kids(node_id):
                 if child_id in seen:  # slots of slots may loop: each object once
                     continue
@@ -305,14 +311,19 @@ class _GraphBuilder:
                     raise CorruptCheckpointError(self.graph.source, f"the object graph nests objects more than "
                                                  f"{MAX_TREE_DEPTH} deep (slot variables of slot variables?)")
                 seen.add(child_id)
-                kids.append(self._row(child_id, label))
-                todo.append((kids[-1], child_id, depth + 1))
+                kid = self._row(child_id, label)
+                kids.append(kid)
+                todo.append((kid, child_id, depth + 1))
+            keys = self.own.get(node_id)
+            if not kids and not isinstance(keys, list):  # a row without children (most): finished now
+                row.key = keys
+                continue
             made.append((row, node_id, kids))
         for row, node_id, kids in reversed(made):  # every row's children are finished before it
             kept = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
             keys = self.own.get(node_id)
-            if keys is not None and len(keys) == 1:
-                row.key = keys[0]
+            if isinstance(keys, str):
+                row.key = keys
             elif keys:
                 kept[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
             if kept:
