@@ -256,3 +256,24 @@ def test_node_copies_are_the_callers_and_a_columns_graph_keeps_none(monkeypatch,
     assert [vars_of(graph.nodes[i]) for i in range(len(nodes))] == [vars_of(n) for n in nodes]
     graph.nodes[7].note = "kept"
     assert graph.node_copies()[7].note == "kept" and graph.node_copies()[7] is not graph.nodes[7]
+
+
+def test_repeated_names_are_decoded_once_and_shared() -> None:
+    """Edge names and attribute names repeat (``unit_0``... under every layer, ``VARIABLE_VALUE`` on every
+    variable): each distinct one is one string every edge or attribute holding it shares; the names are those the
+    generic decoder gives."""
+    from formats.concepts.object_graph_columns import decode_columns
+
+    nodes = [ObjectNode(0, [ChildRef(1 + i, f"layer_{i}") for i in range(20)])]
+    for i in range(20):
+        nodes.append(ObjectNode(1 + i, [ChildRef(21 + 3 * i + j, f"unit_{j}") for j in range(3)]))
+    for i in range(60):
+        nodes.append(ObjectNode(21 + i, attributes=[Attribute("VARIABLE_VALUE", f"v{i}", f"k{i}/.ATTRIBUTES/VARIABLE_VALUE")]))
+    columns = decode_columns(encode_object_graph(nodes))
+    names = columns.child_names()
+    assert names == [c.local_name for n in nodes for c in n.children]
+    assert len({id(n) for n in names}) == len(set(names)) == 23
+    attributes = columns.attributes()
+    assert [(a.name, a.full_name, a.checkpoint_key) for a in attributes] == \
+        [(a.name, a.full_name, a.checkpoint_key) for n in nodes for a in n.attributes]
+    assert len({id(a.name) for a in attributes}) == 1

@@ -60,10 +60,25 @@ class GraphColumns:
         d = self.data
         return [d[a:b].decode("utf-8") for a, b in zip(spans[0, lo:hi].tolist(), spans[1, lo:hi].tolist())]
 
+    def shared_texts(self, spans: Any) -> list[str]:
+        """The strings of every span, each distinct string decoded once and shared by the spans holding it (names
+        repeat: every variable's attribute is ``VARIABLE_VALUE``, a model's layers are ``unit_0``... under each
+        parent; a string per span was 63 bytes and more each)."""
+        d = self.data
+        seen: dict[bytes, str] = {}
+        out = []
+        for a, b in zip(spans[0].tolist(), spans[1].tolist()):
+            raw = d[a:b]
+            text = seen.get(raw)
+            if text is None:
+                text = seen[raw] = raw.decode("utf-8")
+            out.append(text)
+        return out
+
     def child_names(self) -> list[str]:
         """Every edge's local name, in the order of ``child_id`` (decoded once: every caller shares them)."""
         if self._child_names is None:
-            self._child_names = self.texts(self.child_name)
+            self._child_names = self.shared_texts(self.child_name)
         return self._child_names
 
     def child_path_lengths(self) -> Any:
@@ -88,7 +103,7 @@ class GraphColumns:
         checkpoint keys when known."""
         if self._attributes is None:
             self._attributes = [Attribute(n, f, k, o) for n, f, k, o in zip(
-                self.texts(self.attr_name), self.texts(self.attr_full), self.attr_keys() if keys is None else keys,
+                self.shared_texts(self.attr_name), self.texts(self.attr_full), self.attr_keys() if keys is None else keys,
                 self.attr_optional.tolist())]
         return self._attributes
 
