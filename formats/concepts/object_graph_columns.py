@@ -65,15 +65,9 @@ class GraphColumns:
         repeat: every variable's attribute is ``VARIABLE_VALUE``, a model's layers are ``unit_0``... under each
         parent; a string per span was 63 bytes and more each)."""
         d = self.data
-        seen: dict[bytes, str] = {}
-        out = []
-        for a, b in zip(spans[0].tolist(), spans[1].tolist()):
-            raw = d[a:b]
-            text = seen.get(raw)
-            if text is None:
-                text = seen[raw] = raw.decode("utf-8")
-            out.append(text)
-        return out
+        raws = [d[a:b] for a, b in zip(spans[0].tolist(), spans[1].tolist())]
+        decoded = {raw: raw.decode("utf-8") for raw in set(raws)}
+        return list(map(decoded.__getitem__, raws))
 
     def child_names(self) -> list[str]:
         """Every edge's local name, in the order of ``child_id`` (decoded once: every caller shares them)."""
