@@ -181,3 +181,24 @@ def test_an_object_tree_keeps_no_work_per_leaf(tmp_path):
             tracemalloc.stop()
     assert tree.root.tensors == 5002
     assert peak / 5002 < 2450, peak / 5002
+
+
+@pytest.mark.parametrize("where, name", [("formats.ops.inspect.stats", "TensorStats"), ("formats.io.writing", "Stored"),
+                                         ("formats.ops.convert.plan", "PlanRow"),
+                                         ("formats.ops.convert.conversion_source", "SourceTensor"),
+                                         ("formats.concepts.object_graph", "EntryLabel"),
+                                         ("formats.ops.edit.plan", "KeyAction"), ("formats.core.provenance", "TensorRecord"),
+                                         ("formats.ops.inspect.tree", "TreeNode")])
+def test_records_made_per_tensor_hold_their_fields_in_slots(where, name):
+    """A record a command makes for every tensor (stats, what a writer stored, a plan's row, a label...) keeps its
+    fields in slots, not in a dict of its own (a dict was about 100 bytes a tensor more)."""
+    import importlib
+    import pickle
+
+    cls = getattr(importlib.import_module(where), name)
+    assert "__slots__" in cls.__dict__ and "__dict__" not in dir(cls)
+    fields = cls.__record_fields__
+    assert set(cls.__slots__) == set(fields)
+    if name == "TensorStats":  # it travels from cluster workers: it pickles
+        value = cls("k", "float32", (4,), 4, 1.0, 2.0, 3.0, 0.5, 4.0, 0, 0, 0)
+        assert pickle.loads(pickle.dumps(value)) == value and not hasattr(value, "__dict__")

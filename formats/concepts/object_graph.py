@@ -511,7 +511,7 @@ def _join(prefix: str, segment: str) -> str:
     return f"{prefix}/{segment}" if prefix else segment
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True)  # one per tensor
 class EntryLabel:
     """What the graph says about one stored key: its TF1 ``name``, ``role`` and, for a slot, the
     variable's key (``slot_of``), the optimizer's path (``optimizer``) and ``slot_name``."""

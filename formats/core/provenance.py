@@ -32,7 +32,7 @@ _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True)  # one per tensor
 class TensorRecord:
     """What the export knew about one tensor: its key in the file, the source's key, object path,
     full (TF1-style / Keras) name, role, dtype and shape."""

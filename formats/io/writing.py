@@ -36,7 +36,7 @@ __all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_direc
            "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True)  # one per tensor
 class Stored:
     """One tensor as an output holds it: its ``key``, where it went (``stored_as``: a bundle key, an
     HDF5 dataset, an npz member, a file under a directory), its dtype and the dtype it is stored as."""

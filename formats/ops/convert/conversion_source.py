@@ -25,7 +25,7 @@ LABELLED_FORMATS = (FormatName.KERAS2_H5, FormatName.KERAS2_MODEL_H5, FormatName
 """Formats whose entries carry their own roles (Keras files): their names are not TF1 names."""
 
 
-@record
+@record(slots=True)  # one per tensor
 class SourceTensor:
     """A source tensor: its ``key``, original ``original`` name, renamed ``name``, ``role``, and for a
     slot the renamed name of its variable (``slot_of``), ``optimizer`` and ``slot_name``."""

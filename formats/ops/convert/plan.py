@@ -61,7 +61,7 @@ class ConvertOptions:
     """Write the rest without the tensors ckpt cannot read (each a warning); else each is an error."""
 
 
-@record
+@record(slots=True)  # one per tensor
 class PlanRow:
     """One output tensor: where it comes from (``source`` key, None for made-up values), its output
     ``key``, ``shape``, ``dtype``, a short ``note``, ``value`` (the source to stream) and the

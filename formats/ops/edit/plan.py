@@ -83,7 +83,7 @@ def parse_casts(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-@record
+@record(slots=True)  # one per tensor
 class KeyAction:
     """What happens to one input key: ``action`` is ``keep``, ``cast``, ``mean``, ``newest`` or
     ``drop``; ``output`` the key written (None when left out), ``dtype`` the dtype written,

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats", "stats_unit"]
 
 
-@record
+@record(slots=True)  # one per tensor: a dict per tensor cost more than its fields
 class TensorStats:
     """Statistics of one tensor; the float fields are None when there is no finite element (or no number)."""
 
