@@ -115,7 +115,8 @@ def _emit_packed(tensors: list[Any], names: dict[str, tuple[str, str]] | None, c
     from .table import emit_rows, packed_table
 
     parts = (_stats_cells(tensors[i:i + ROWS_PER_PART], names, chosen) for i in range(0, len(tensors), ROWS_PER_PART))
-    header, chunks, ascii = packed_table(_stats_columns(names, chosen), parts)
+    held = (0, 1, 2) if names is not None else (0,)  # the keys (and names, roles): strings the result holds
+    header, chunks, ascii = packed_table(_stats_columns(names, chosen), parts, held)
     written = emit_rows(header, chunks, len(header), ascii, lines)
     assert written  # (on a pipe emit_rows writes whatever the rows are)
 

@@ -17,7 +17,7 @@ from .common import shown, use_color
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
     from typing import Any
 
 Segment = tuple[str, str | None]  # (text, rich style or None)
@@ -124,32 +124,40 @@ def _line_format(columns: Sequence[tuple[str, str]], widths: Sequence[int]) -> C
     return "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(columns, widths)).format
 
 
-def packed_table(columns: Sequence[tuple[str, str]],
-                 parts: Iterable[Sequence[Sequence[str]]]) -> tuple[str, Iterator[str], bool]:
+def packed_table(columns: Sequence[tuple[str, str]], parts: Iterable[Sequence[Sequence[str]]],
+                 held: Collection[int] = ()) -> tuple[str, Iterator[str], bool]:
     """A table too long to hold a string per cell, laid out as :func:`plain_chunks` lays it out: ``parts`` give
     its rows a few thousand at a time, as their cells a column at a time. Each part is escaped as
     :func:`shown_columns` escapes a column, measured, and kept as one string per column (its cells joined by
     newlines, which no escaped cell holds: about a byte per character, not a string object per cell); the lines
-    are made from them when written. Returns the header line, the rows joined by newlines a part at a time, and
-    whether every row is ASCII."""
+    are made from them when written. A column in ``held`` (its cells are strings the caller holds anyway, such as
+    the keys) is kept as its list of them when it needs no escaping (a reference a cell, not a copy of the text).
+    Returns the header line, the rows joined by newlines a part at a time, and whether every row is ASCII."""
     widths = [len(name) for name, _ in columns]
-    packed: list[list[str]] = []
+    packed: list[list[str | Sequence[str]]] = []
     ascii = True
     for part in parts:
-        joined = []
+        kept: list[str | Sequence[str]] = []
         for i, column in enumerate(part):
-            if not all_printable(column):
+            printable = all_printable(column)
+            if not printable:
                 column = list(map(shown, column))
             widths[i] = max(widths[i], max(map(len, column), default=0))
-            joined.append("\n".join(column))
-        ascii = ascii and all(map(str.isascii, joined))
-        packed.append(joined)
+            if printable and i in held:
+                ascii = ascii and all(map(str.isascii, column))
+                kept.append(column)
+            else:
+                text = "\n".join(column)
+                ascii = ascii and text.isascii()
+                kept.append(text)
+        packed.append(kept)
     fill = _line_format(columns, widths)
 
     def chunks() -> Iterator[str]:
         while packed:
             part = packed.pop(0)  # let go of each part once written
-            yield "\n".join(fill(*row).rstrip() for row in zip(*(column.split("\n") for column in part)))
+            cells = [column.split("\n") if isinstance(column, str) else column for column in part]
+            yield "\n".join(fill(*row).rstrip() for row in zip(*cells))
 
     return fill(*(name for name, _ in columns)).rstrip(), chunks(), ascii
 
