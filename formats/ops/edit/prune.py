@@ -17,6 +17,10 @@ from formats.concepts.object_graph import ChildRef, ObjectGraph, ObjectNode, Slo
 from formats.ops.convert.graph_build import checkpointed_nodes
 from formats.ops.convert.plan import ERROR, Problem
 
+TYPE_CHECKING = False  # typing itself stays off the start-up path
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["prune_graph"]
 
 
@@ -40,7 +44,7 @@ def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[Ob
     del keep_attr
     staying = _staying(graph, candidates, before)
     del before
-    nodes = _renumbered(candidates, staying)
+    nodes = _renumbered(candidates, staying)  # (uses the copies up)
     del candidates
     if problems:
         return None, problems
@@ -95,12 +99,19 @@ def _staying(graph: ObjectGraph, nodes: list[ObjectNode], before: set[int]) -> s
     return staying
 
 
-def _renumbered(nodes: list[ObjectNode], staying: set[int]) -> list[ObjectNode]:
-    """The staying nodes in their old order, numbered 0..n-1, with edges and slot references among them."""
-    new_id = {old: new for new, old in enumerate(sorted(staying))}
+def _renumbered(nodes: list[Any], staying: set[int]) -> list[ObjectNode]:
+    """The staying nodes in their old order, numbered 0..n-1, with edges and slot references among them. Each of
+    ``nodes`` (the caller's copies, used up) is let go once its new node is made, and those that go at once: the
+    old and the new nodes are not all held together."""
+    order = sorted(staying)
+    new_id = {old: new for new, old in enumerate(order)}
+    for i in range(len(nodes)):
+        if i not in new_id:
+            nodes[i] = None
     out = []
-    for old in sorted(staying):
+    for old in order:
         node = nodes[old]
+        nodes[old] = None
         out.append(ObjectNode(new_id[old],
                               [ChildRef(new_id[c.node_id], c.local_name) for c in node.children
                                if c.node_id in new_id],
