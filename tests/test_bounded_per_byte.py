@@ -10,7 +10,6 @@ here on any machine).
 """
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from formats import write_checkpoint
 from formats.api import open_checkpoint
 from formats.npz.writer import MEMBER_CHUNK, write_npz
 from formats.ops.inspect.stats import tensor_stats
+from tests.memory import traced
 
 CHUNK = 65_536
 """Elements per chunk of the stats pass here (512 KiB as float64)."""
@@ -28,13 +28,7 @@ CHUNK = 65_536
 
 def _peak(call: Callable[[], object]) -> int:
     """Bytes Python held at most while ``call`` ran, beyond what it held before."""
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        call()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+    return traced(call)[2]
 
 
 def test_the_stats_pass_holds_one_chunk_as_float64_and_one_temporary(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from formats import open_checkpoint
 from formats.ops.inspect.tree import build_tree
+from tests.memory import traced
 from tests.scale_bundles import name_based, object_based
 
 
@@ -45,8 +46,6 @@ def test_the_tree_looks_each_key_up_once(bundles, layout, monkeypatch):
 def test_one_string_is_copied_once(tmp_path):
     """A scalar string (an object-based bundle's graph: 13 MB at 10^5 objects) is copied from the map once, not
     copied whole and then sliced into a second copy."""
-    import tracemalloc
-
     import numpy as np
 
     from formats.tf_bundle.writer import write_checkpoint
@@ -56,12 +55,7 @@ def test_one_string_is_copied_once(tmp_path):
     write_checkpoint(tmp_path / "ckpt", {"blob": np.array(value, dtype=object), "pair": np.array([b"ab", b"c"])})
     with open_checkpoint(tmp_path / "ckpt") as ckpt:
         assert ckpt["pair"].read().tolist() == [b"ab", b"c"]
-        tracemalloc.start()
-        try:
-            got = ckpt["blob"].read()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        got, _, peak = traced(ckpt["blob"].read)
         assert got.shape == () and got.item() == value
         assert peak < size * 1.3, peak / size
 
@@ -90,8 +84,6 @@ def test_a_rename_lets_go_of_its_maps_before_encoding_the_graph(bundles, tmp_pat
 def test_checking_one_string_copies_nothing(tmp_path):
     """``verify`` checks a scalar string (an object-based bundle's graph, which its decoded graph holds already)
     where it lies in the map: no copy of it (at 100k objects: a second 13 MB at verify's peak)."""
-    import tracemalloc
-
     import numpy as np
 
     from formats.core.errors import ChecksumError
@@ -100,12 +92,7 @@ def test_checking_one_string_copies_nothing(tmp_path):
     size = 16 << 20
     write_checkpoint(tmp_path / "ckpt", {"blob": np.array(b"x" * size, dtype=object)})
     with open_checkpoint(tmp_path / "ckpt") as ckpt:
-        tracemalloc.start()
-        try:
-            ckpt["blob"].check()
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        _, _, peak = traced(ckpt["blob"].check)
         assert peak < size / 16, peak / size
     data = next(tmp_path.glob("ckpt.data-*"))
     raw = bytearray(data.read_bytes())
@@ -148,17 +135,7 @@ def test_a_diff_makes_nothing_per_pair(bundles, layout, monkeypatch, tmp_path):
 def test_a_tree_row_without_children_or_aliases_holds_no_lists(tmp_path):
     """``ls --tree``: a leaf row shares the empty tuple for its children and other paths (two empty lists a
     row were 112 bytes of the about 600 a key the tree held); the tree of 5,000 keys holds under 500 bytes a key."""
-    import tracemalloc
-
-    prefix = name_based(tmp_path, 5000)
-    with open_checkpoint(prefix) as ckpt:
-        ckpt.entries_of(list(ckpt)[:1])
-        tracemalloc.start()
-        try:
-            tree = build_tree(ckpt)
-            held, _ = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+    tree, held, _ = _traced_tree(name_based(tmp_path, 5000))
     leaves = [node for node in tree.root.nodes() if not node.children]
     assert len(leaves) == 5000 and all(n.children == () and n.aliases == () for n in leaves)
     assert tree.root.tensors == 5000 and held / 5000 < 500, held / 5000
@@ -168,17 +145,7 @@ def test_an_object_tree_keeps_no_work_per_leaf(tmp_path):
     """Building an object-based tree: a row without children is finished when it is made (its key set), so the
     rows kept for the bottom-up pass are those with children, and a node's own key is held as it is, not in a
     list: the peak of 5,000 keys stays under 2,450 bytes a key (2,560 before)."""
-    import tracemalloc
-
-    prefix = object_based(name_based(tmp_path, 5000))
-    with open_checkpoint(prefix) as ckpt:
-        ckpt.entries_of(list(ckpt)[:1])
-        tracemalloc.start()
-        try:
-            tree = build_tree(ckpt)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+    tree, _, peak = _traced_tree(object_based(name_based(tmp_path, 5000)))
     assert tree.root.tensors == 5002
     assert peak / 5002 < 2450, peak / 5002
 
@@ -202,3 +169,11 @@ def test_records_made_per_tensor_hold_their_fields_in_slots(where, name):
     if name == "TensorStats":  # it travels from cluster workers: it pickles
         value = cls("k", "float32", (4,), 4, 1.0, 2.0, 3.0, 0.5, 4.0, 0, 0, 0)
         assert pickle.loads(pickle.dumps(value)) == value and not hasattr(value, "__dict__")
+
+
+def _traced_tree(prefix: str):
+    """The tree of the bundle ``prefix`` (its tensors' labels made first: not the tree's) and what building it
+    held at the end and at most (:func:`tests.memory.traced`)."""
+    with open_checkpoint(prefix) as ckpt:
+        ckpt.entries_of(list(ckpt)[:1])
+        return traced(lambda: build_tree(ckpt))

@@ -21,6 +21,7 @@ import pytest
 from formats import write_checkpoint
 
 from tests.call_counts import python_calls
+from tests.memory import traced
 from tests.scale_bundles import name_based, object_based
 
 SMALL, LARGE = 10_000, 40_000
@@ -142,7 +143,6 @@ def test_blocks_in_natural_order_are_the_keys_sorted_by_natural_order():
 def test_blocks_in_natural_order_hold_no_pair_per_key():
     """Putting 100,000 keys in natural order holds, at its peak, under 190 bytes a key besides the blocks (the
     keys' order texts and then the keys; a (text, key) pair per key as well was over 250)."""
-    import tracemalloc
     from array import array
 
     from formats.core.compact_listing import in_natural_order
@@ -150,12 +150,7 @@ def test_blocks_in_natural_order_hold_no_pair_per_key():
     keys = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(100_000))
     blocks = [("\n".join(keys[a:a + 5000]), array("I", range(a, a + 5000))) for a in range(0, len(keys), 5000)]
     del keys
-    tracemalloc.start()
-    try:
-        out = in_natural_order(blocks)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    out, _, peak = traced(lambda: in_natural_order(blocks))
     assert out[0][0].split("\n")[:3] == ["model/layer_0/unit_0/w", "model/layer_0/unit_1/w", "model/layer_0/unit_2/w"]
     assert peak / 100_000 < 190, peak / 100_000
 
