@@ -268,7 +268,8 @@ def test_repeated_names_are_decoded_once_and_shared() -> None:
     for i in range(20):
         nodes.append(ObjectNode(1 + i, [ChildRef(21 + 3 * i + j, f"unit_{j}") for j in range(3)]))
     for i in range(60):
-        nodes.append(ObjectNode(21 + i, attributes=[Attribute("VARIABLE_VALUE", f"v{i}", f"k{i}/.ATTRIBUTES/VARIABLE_VALUE")]))
+        attribute = Attribute("VARIABLE_VALUE", f"v{i}", f"k{i}/.ATTRIBUTES/VARIABLE_VALUE")
+        nodes.append(ObjectNode(21 + i, attributes=[attribute]))
     columns = decode_columns(encode_object_graph(nodes))
     names = columns.child_names()
     assert names == [c.local_name for n in nodes for c in n.children]

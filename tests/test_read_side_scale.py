@@ -129,7 +129,8 @@ def test_blocks_in_natural_order_are_the_keys_sorted_by_natural_order():
 
     rng = random.Random(5)
     for _ in range(200):
-        keys = sorted({"".join(rng.choice("ab109/_") for _ in range(rng.randint(1, 8))) for _ in range(rng.randint(1, 40))})
+        keys = sorted({"".join(rng.choice("ab109/_") for _ in range(rng.randint(1, 8)))
+                       for _ in range(rng.randint(1, 40))})
         cut = sorted(rng.sample(range(1, len(keys)), min(3, len(keys) - 1))) if len(keys) > 1 else []
         bounds = [0, *cut, len(keys)]
         blocks = [("\n".join(keys[a:b]), array("I", range(a, b))) for a, b in zip(bounds, bounds[1:])]

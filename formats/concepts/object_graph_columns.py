@@ -97,7 +97,8 @@ class GraphColumns:
         checkpoint keys when known."""
         if self._attributes is None:
             self._attributes = [Attribute(n, f, k, o) for n, f, k, o in zip(
-                self.shared_texts(self.attr_name), self.texts(self.attr_full), self.attr_keys() if keys is None else keys,
+                self.shared_texts(self.attr_name), self.texts(self.attr_full),
+                self.attr_keys() if keys is None else keys,
                 self.attr_optional.tolist())]
         return self._attributes
 

@@ -198,7 +198,8 @@ class IndexColumns:
     def row(self, i: int) -> RawEntry:
         """The entry in row ``i`` (index order)."""
         dtype, shape, shard, size = self.kinds[self.kind[i]]
-        return RawEntry(self.texts[i].encode("utf-8", "surrogateescape"), dtype, shape, shard, self.offset[i], size, self.crc[i], self.slices.get(i, ()))
+        return RawEntry(self.texts[i].encode("utf-8", "surrogateescape"), dtype, shape, shard, self.offset[i], size,
+                        self.crc[i], self.slices.get(i, ()))
 
     def kind_of(self, row: int) -> tuple[int, tuple[int, ...], int, int]:
         """``(dtype, shape, shard_id, size)`` of the entry in ``row``."""

@@ -270,7 +270,8 @@ def _pairing(result: DiffResult, ca: Checkpoint, cb: Checkpoint, match: str, rul
     result.only_in_b = sorted([names_b[n] for n in names_b if n not in names_a] + [k for k, _ in clash_b])
     both = sorted(n for n in names_a if n in names_b)
     keys_a, keys_b = [names_a[n] for n in both], [names_b[n] for n in both]
-    items = [name if name == key_a == key_b else (name, key_a, key_b) for name, key_a, key_b in zip(both, keys_a, keys_b)]
+    items = [name if name == key_a == key_b else (name, key_a, key_b)
+             for name, key_a, key_b in zip(both, keys_a, keys_b)]
     sizes = list(map(int.__add__, ca.nbytes_of(keys_a), cb.nbytes_of(keys_b)))
     return items, sizes
 

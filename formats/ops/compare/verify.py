@@ -93,7 +93,8 @@ def verify_unit(ref: SourceRef, keys: tuple[str, ...]) -> list[tuple[str, str] |
     entries = ckpt.entries_of(keys)  # made for this unit alone where the format can (not kept)
     sound = {i for batch in small_pieces(entries, _no_problem) for i, _ in batch}  # read in spans, checksums matched
     rest = [i for i in range(len(keys)) if i not in sound]
-    found = {i: p for i, p in zip(rest, each_in_unit(ckpt, lambda i: _entry_problem(entries[i]), rest)) if p is not None}
+    checked = each_in_unit(ckpt, lambda i: _entry_problem(entries[i]), rest)
+    found = {i: problem for i, problem in zip(rest, checked) if problem is not None}
     return [None if i not in found else (key, found[i]) for i, key in enumerate(keys)]
 
 
