@@ -48,6 +48,7 @@ class ObjectRename:
             self._attach(edge, renamed[edge])
         del edges, renamed  # what only the rebuilding needed goes before the graph is encoded (the peak)
         self.named, self.by_path = {}, {}
+        self.graph.forget_paths()  # the old paths (a string per object) too: the rest asks for few or none
         if self.broken:
             return
         self._slot_paths()
