@@ -85,7 +85,13 @@ def shown_columns(table: TextTable) -> list[Sequence[str]]:
     cells = table.cells()
     if not cells:
         return [() for _ in table.columns]
-    return [column if all_printable(column) else tuple(map(shown, column)) for column in cells]
+    return list(map(_shown_column, cells))
+
+
+def _shown_column(column: Sequence[str]) -> Sequence[str]:
+    """``column`` itself when no cell needs escaping (:func:`~formats.core.names.all_printable`), else its cells
+    as :func:`~.common.shown` shows them."""
+    return column if all_printable(column) else tuple(map(shown, column))
 
 
 def plain_table(table: TextTable) -> list[str]:
@@ -138,12 +144,10 @@ def packed_table(columns: Sequence[tuple[str, str]], parts: Iterable[Sequence[Se
     ascii = True
     for part in parts:
         kept: list[str | Sequence[str]] = []
-        for i, column in enumerate(part):
-            printable = all_printable(column)
-            if not printable:
-                column = list(map(shown, column))
+        for i, cells in enumerate(part):
+            column = _shown_column(cells)
             widths[i] = max(widths[i], max(map(len, column), default=0))
-            if printable and i in held:
+            if column is cells and i in held:  # (needs no escaping)
                 ascii = ascii and all(map(str.isascii, column))
                 kept.append(column)
             else:

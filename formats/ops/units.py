@@ -44,8 +44,8 @@ def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
     """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys; any
     iterable, read once: a generator keeps no pair per item), the per-item results concatenated in order.
     ``refs`` name ``checkpoints``; ``parallel`` (default: every checkpoint's ``concurrent_reads``) allows local
-    threads. ``progress(bytes, items)`` follows the units as
-    they finish. ``keys_of(item)``: the item's key in each checkpoint (default: the item is the key)."""
+    threads. ``progress(bytes, items)`` follows the units as they finish. ``keys_of(item)``: the item's key in
+    each checkpoint (default: the item is the key)."""
     ckpts = list(checkpoints)
     if parallel is None:
         parallel = all(c.concurrent_reads for c in ckpts)

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
-    from formats.tf_bundle.columns import IndexColumns
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
@@ -533,21 +532,16 @@ def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
         spans.sort()  # already in order, as TensorFlow writes them: one pass
         for start, stop, row in spans:
             if stop > size:
-                problems.append(CheckpointProblem(_key(columns, row), f"bytes [{start}, {stop}) run past the end of "
+                problems.append(CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) run past the end of "
                                                   f"{name} ({size} bytes): truncated?"))
             if start < end:
-                problems.append(CheckpointProblem(_key(columns, row), f"bytes [{start}, {stop}) overlap "
-                                                  f"{_key(columns, last)!r} in {name}"))
+                problems.append(CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) overlap "
+                                                  f"{columns.texts[last]!r} in {name}"))
             if stop > end:
                 end, last = stop, row
         if size > end and not _unreferenced_string(reader, shard, end, size):
             problems.append(CheckpointProblem(name, f"{size - end} bytes after the last tensor"))
     return problems
-
-
-def _key(columns: IndexColumns, row: int) -> str:
-    """The key of ``row`` as text (undecodable bytes kept, as :attr:`RawEntry.name` keeps them)."""
-    return columns.texts[row]
 
 
 def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int) -> bool:

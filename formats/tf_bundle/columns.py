@@ -40,6 +40,11 @@ def _text(key: bytes) -> str:
     return key.decode("utf-8", "surrogateescape")
 
 
+def _bytes(text: str) -> bytes:
+    """The bytes :func:`_text` decoded ``text`` from."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 class KeyBytes:
     """The keys of an index as bytes, made from its texts when asked for (a read-only sequence: ``surrogateescape``
     gives back the very bytes each text was decoded from)."""
@@ -53,10 +58,10 @@ class KeyBytes:
         return len(self._texts)
 
     def __getitem__(self, i: int) -> bytes:
-        return self._texts[i].encode("utf-8", "surrogateescape")
+        return _bytes(self._texts[i])
 
     def __iter__(self) -> Iterator[bytes]:
-        return (t.encode("utf-8", "surrogateescape") for t in self._texts)
+        return map(_bytes, self._texts)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KeyBytes):
@@ -109,6 +114,11 @@ class IndexColumns:
         learned, lengths = self._learned, self._head_lengths
         hl = 1  # the length of the last head that matched
         for key, value in pairs:
+            try:
+                text = key.decode()
+            except UnicodeDecodeError:  # kept as surrogateescape keeps it; then bisected as bytes
+                text = _text(key)
+                self._text_order = False
             known = learned.get(value[:hl])
             if known is None and len(lengths) > 1:
                 for hl in lengths:
@@ -129,21 +139,18 @@ class IndexColumns:
                 if o <= n and value[n] == 0x35:
                     kind = known.get(value[o:n])
                     if kind is not None:
-                        try:
-                            keys(key.decode())
-                        except UnicodeDecodeError:  # kept as surrogateescape keeps it; then bisected as bytes
-                            keys(_text(key))
-                            self._text_order = False
+                        keys(text)
                         kinds(kind)
                         offsets(at)
                         crcs(int.from_bytes(value[n + 1:], "little"))
                         continue
-            head = self._full(key, bytes(value))
+            head = self._full(key, text, bytes(value))
             if head is not None:
                 hl = len(head)
 
-    def _full(self, key: bytes, value: bytes) -> bytes | None:
-        """Decode one value in full (the reader's checks applied) into the columns; when its layout is the usual
+    def _full(self, key: bytes, text: str, value: bytes) -> bytes | None:
+        """Decode one value (of ``key``, whose text is ``text``) in full (the reader's checks applied) into the
+        columns; when its layout is the usual
         one, learn it: its bytes up to and with its offset field's tag (the head, returned) -> the bytes between
         that field and the crc32c field -> the kind."""
         e = parse_entry(key, value, self.path)
@@ -151,11 +158,7 @@ class IndexColumns:
         if e.slices:
             self.slices[row] = list(e.slices)
         kind = self._kind((e.dtype, e.shape, e.shard_id, e.size))
-        try:
-            self.texts.append(e.key.decode())
-        except UnicodeDecodeError:
-            self.texts.append(_text(e.key))
-            self._text_order = False
+        self.texts.append(text)
         self.kind.append(kind)
         self.offset.append(e.offset)
         self.crc.append(e.crc32c)
@@ -198,7 +201,7 @@ class IndexColumns:
     def row(self, i: int) -> RawEntry:
         """The entry in row ``i`` (index order)."""
         dtype, shape, shard, size = self.kinds[self.kind[i]]
-        return RawEntry(self.texts[i].encode("utf-8", "surrogateescape"), dtype, shape, shard, self.offset[i], size,
+        return RawEntry(_bytes(self.texts[i]), dtype, shape, shard, self.offset[i], size,
                         self.crc[i], self.slices.get(i, ()))
 
     def kind_of(self, row: int) -> tuple[int, tuple[int, ...], int, int]:
@@ -225,8 +228,7 @@ class IndexColumns:
             i = bisect_left(texts, text)
         else:
             try:
-                i = bisect_left(texts, text.encode("utf-8", "surrogateescape"),
-                                key=lambda t: t.encode("utf-8", "surrogateescape"))
+                i = bisect_left(texts, _bytes(text), key=_bytes)
             except UnicodeEncodeError:  # not the text of any bytes
                 return -1
         if i < len(texts) and texts[i] == text:

@@ -36,7 +36,7 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
     try:
         keys = written.reader.entries.keys
         ordered = sorted(records, key=_key_of)
-        if len(keys) == len(ordered) and all(map(bytes.__eq__, keys, (r.key for r in ordered))):
+        if len(keys) == len(ordered) and keys == [r.key for r in ordered]:
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
             report = _by_key(written, records, prefix, chunk, jobs)

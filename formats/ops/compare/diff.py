@@ -279,7 +279,7 @@ def _pairing(result: DiffResult, ca: Checkpoint, cb: Checkpoint, match: str, rul
 def pair_keys(pair: str | tuple[str, str, str]) -> tuple[str, str]:
     """The keys in A and in B of a pair as :func:`diff_unit` is given it: ``(name, key in A, key in B)``, or the
     name alone when it is the key on both sides (no tuple made per pair: at a million pairs they were 112 MB)."""
-    return (pair, pair) if isinstance(pair, str) else pair[1:]
+    return _triple(pair)[1:]
 
 
 def _triple(pair: str | tuple[str, str, str]) -> tuple[str, str, str]:
