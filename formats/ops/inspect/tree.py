@@ -143,18 +143,34 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     from formats.core.selection import select_keys
 
     selected, unmatched = select_keys(ckpt, patterns or ())
-    entries = dict(zip(selected, ckpt.entries_of(selected)))  # each key looked up once (a bundle's: by bisection)
-    keep = [k for k in selected if include_optimizer or entries[k].role not in OPTIMIZER_ROLES]
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
-    root = _graph_tree(entries, graph, keep, everything) if graph is not None else _key_tree(keep)
-    for node in root.nodes():
-        if node.key is not None:
-            _fill(node, entries[node.key], describe_variants)
+    if graph is None:  # the keys' entries a batch at a time (none held for the whole tree)
+        keep = selected if include_optimizer else [
+            key for start in range(0, len(selected), _BATCH) for key, entry in
+            zip(selected[start:start + _BATCH], ckpt.entries_of(selected[start:start + _BATCH]))
+            if entry.role not in OPTIMIZER_ROLES]
+        root = _key_tree(keep)
+        held = [node for node in root.nodes() if node.key is not None]
+        for start in range(0, len(held), _BATCH):
+            batch = held[start:start + _BATCH]
+            for node, entry in zip(batch, ckpt.entries_of([node.key for node in batch])):  # type: ignore[misc]
+                _fill(node, entry, describe_variants)
+    else:
+        entries = dict(zip(selected, ckpt.entries_of(selected)))  # each key looked up once (a bundle's: bisection)
+        keep = [k for k in selected if include_optimizer or entries[k].role not in OPTIMIZER_ROLES]
+        root = _graph_tree(entries, graph, keep, everything)
+        for node in root.nodes():
+            if node.key is not None:
+                _fill(node, entries[node.key], describe_variants)
     if everything:
         root.children = [*root.children, *_signature_nodes(ckpt.metadata.get("signatures") or [])]
     root.total()
     return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep), unmatched=unmatched)
+
+
+_BATCH = 4096
+"""Keys whose entries a name-based tree asks for at a time."""
 
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
@@ -198,7 +214,8 @@ def _key_tree(keys: list[str]) -> TreeNode:
     """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
     linear in the keys' length."""
     root = TreeNode("")
-    kids: dict[int, dict[str, TreeNode]] = {id(root): {}}  # a node's children by label (once it has any)
+    kids: dict[int, dict[str, TreeNode]] = {}  # a node's children by label, once it has two or more (a node with
+    # one child, most often a variable's scope, looks at that child: no dictionary per node)
     path: list[tuple[str, TreeNode]] = []  # the last key's rows: (label, node)
     for key in natural_sorted(keys):  # numbers by value: vars/2 before vars/10
         parts = key.split("/", MAX_TREE_DEPTH - 1)
@@ -208,16 +225,22 @@ def _key_tree(keys: list[str]) -> TreeNode:
         del path[depth:]
         node = path[-1][1] if path else root
         for part in parts[depth:]:
-            below = kids.get(id(node))
-            if below is None:
-                below = kids[id(node)] = {}
-            child = below.get(part)
-            if child is None:
-                child = below[part] = TreeNode(part)
-                if node.children:
-                    node.children.append(child)  # type: ignore[attr-defined]  # (a list once it has one)
-                else:
-                    node.children = [child]
+            children = node.children
+            if not children:
+                child = TreeNode(part)
+                node.children = [child]
+            elif len(children) == 1:
+                child = children[0]
+                if child.label != part:
+                    child = TreeNode(part)
+                    kids[id(node)] = {children[0].label: children[0], part: child}
+                    children.append(child)  # type: ignore[attr-defined]  # (a list once it has one)
+            else:
+                below = kids[id(node)]
+                child = below.get(part)  # type: ignore[assignment]
+                if child is None:
+                    child = below[part] = TreeNode(part)
+                    children.append(child)
             node = child
             path.append((part, node))
         node.key = key
