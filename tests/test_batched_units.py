@@ -261,3 +261,41 @@ def test_diff_of_generated_bundles_is_that_of_the_per_pair_path(groups: list, se
             expected = [c for k in sorted(ca) if (c := compare_entries(k, ca[k], cb[k])) is not None]
             assert json.dumps([c.to_json() for c in result.changed]) == json.dumps([c.to_json() for c in expected])
             assert result.same == len(ca) - len(expected)
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for p in CORPUS.glob("*/*.index"))[:12] + ["generated"])
+def test_ranges_found_together_are_those_found_one_by_one(path: str, tmp_path: Path) -> None:
+    """:func:`~formats.io.spans.small_ranges` (a bundle's rows located a data layout at a time) gives what
+    :func:`~formats.io.spans.small_range` gives each entry on its own, for every key, with any size bound."""
+    from formats.io.spans import small_range, small_ranges
+
+    if path == "generated":  # tensors of several layouts, interleaved, a partitioned one and an empty one among them
+        values = {f"t{i:03d}": np.full((i % 3 + 1,) * (i % 2 + 1), i, [np.float32, np.int64, np.float16][i % 3])
+                  for i in range(60)}
+        values["empty"] = np.zeros((0, 4), np.float32)
+        write_checkpoint(tmp_path / "ckpt", values)
+        path = str(tmp_path / "ckpt.index")
+    with open_checkpoint(path[:-len(".index")]) as ckpt:
+        entries = ckpt.entries_of(list(ckpt))
+        for most in (0, 8, 40, 1 << 16):
+            assert small_ranges(entries, most) == [small_range(e, most) for e in entries]
+        assert small_ranges(entries[::-1] + entries[:3], 64) == [small_range(e, 64) for e in entries[::-1] + entries[:3]]
+
+
+def test_a_layout_is_checked_once_per_unit_not_once_per_tensor(tmp_path: Path, monkeypatch) -> None:
+    """``verify`` and ``stats`` of 3,000 tiny tensors of one layout ask the reader whether that layout's bytes
+    lie as stored a few times (once per unit and chunk), not once per tensor (3,000 times before)."""
+    from formats.tf_bundle.reader import BundleReader
+
+    write_checkpoint(tmp_path / "ckpt", ((f"v/{i}", np.full((4,), i, np.float32)) for i in range(3000)))
+    asked: list[int] = []
+    located = BundleReader._range
+    monkeypatch.setattr(BundleReader, "_range", lambda self, *a: asked.append(1) or located(self, *a))
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        assert verify_checkpoint(ckpt, jobs=1).ok
+        assert 0 < len(asked) <= 8, len(asked)
+        asked.clear()
+        found = checkpoint_stats(ckpt, jobs=1)
+        assert 0 < len(asked) <= 8, len(asked)
+        assert [(t.key, t.min, t.max, t.mean) for t in found.tensors[:2]] == [("v/0", 0.0, 0.0, 0.0),
+                                                                              ("v/1", 1.0, 1.0, 1.0)]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     Range = tuple[int, int, int, int]
 
-__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "read_checked", "small_pieces"]
+__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "small_ranges", "read_checked", "small_pieces"]
 
 SMALL_BYTES = 64 << 10
 """A tensor of at most this many stored bytes is read as part of a span."""
@@ -41,19 +41,41 @@ def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
     return entry.stored_range()
 
 
+def small_ranges(entries: Sequence[TensorEntry], most: int = SMALL_BYTES) -> list[Range | None]:
+    """:func:`small_range` of each of ``entries``. Entries of a class that finds many at once (a ``small_ranges``
+    static method: a bundle's tensors, from its index's columns) are asked together, a class at a time."""
+    classes: dict[type, list[int]] = {}
+    for i, entry in enumerate(entries):
+        found = classes.get(type(entry))
+        if found is None:
+            classes[type(entry)] = [i]
+        else:
+            found.append(i)
+    if len(classes) == 1:
+        ((cls, _),) = classes.items()
+        many = getattr(cls, "small_ranges", None)
+        return many(entries, most) if many is not None else [small_range(e, most) for e in entries]
+    out: list[Range | None] = [None] * len(entries)
+    for cls, positions in classes.items():
+        these = [entries[i] for i in positions]
+        many = getattr(cls, "small_ranges", None)
+        for i, where in zip(positions, many(these, most) if many is not None else [small_range(e, most)
+                                                                                  for e in these]):
+            out[i] = where
+    return out
+
+
 def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], bool] | None = None,
                  budget: int = SPAN_BYTES) -> Iterator[list[tuple[int, memoryview]]]:
     """The small tensors among ``entries`` (those ``want`` takes, all by default) read in spans and checked
     (:func:`read_checked`): for consecutive batches of about ``budget`` stored bytes, ``(position, bytes)`` of
     each tensor read whole with a matching CRC32C. A tensor not given is for the caller to read its usual way.
-    Use a batch before asking for the next: only one batch's bytes are held."""
+    Use a batch before asking for the next: only one batch's bytes are held. Where the tensors lie is found for
+    all of them at once (:func:`small_ranges`)."""
     positions: list[int] = []
     ranges: list[Range | None] = []
     total = 0
-    for i, entry in enumerate(entries):
-        if want is not None and not want(entry):
-            continue
-        where = small_range(entry)
+    for i, where in _located(entries, want):
         if where is None:
             continue
         if positions and total + where[2] > budget:
@@ -64,6 +86,20 @@ def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], b
         total += where[2]
     if positions:
         yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
+
+
+LOCATE_AT_ONCE = 4096
+"""Entries :func:`small_pieces` locates at a time (:func:`small_ranges`): a range each is held for these only."""
+
+
+def _located(entries: Sequence[TensorEntry],
+             want: Callable[[TensorEntry], bool] | None) -> Iterator[tuple[int, Range | None]]:
+    """``(position, small_range)`` of each of ``entries`` ``want`` takes, located :data:`LOCATE_AT_ONCE` at a time."""
+    for start in range(0, len(entries), LOCATE_AT_ONCE):
+        part = entries[start:start + LOCATE_AT_ONCE]
+        chosen = range(start, start + len(part)) if want is None else \
+            [start + i for i, entry in enumerate(part) if want(entry)]
+        yield from zip(chosen, small_ranges(part if want is None else [entries[i] for i in chosen]))
 
 
 def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,

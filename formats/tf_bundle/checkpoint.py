@@ -14,7 +14,7 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, d
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Sequence
     from concurrent.futures import Executor
     from typing import Any
 
@@ -159,6 +159,17 @@ class BundleTensor(TensorEntry):
     def stored_range(self) -> tuple[int, int, int, int] | None:
         """Where the bytes lie in the data file (see :meth:`BundleReader.stored_range`)."""
         return self._reader.row_range(self.row)
+
+    @staticmethod
+    def small_ranges(tensors: Sequence[BundleTensor], most: int) -> list[tuple[int, int, int, int] | None]:
+        """:func:`formats.io.spans.small_range` of each of ``tensors`` (of this class), asked of their bundle's reader
+        for all the rows of one bundle at once (:meth:`BundleReader.rows_ranges`)."""
+        if not tensors:
+            return []
+        reader = tensors[0]._reader
+        if all(t._reader is reader for t in tensors):
+            return reader.rows_ranges([t.row for t in tensors], most)
+        return [t._reader.rows_ranges([t.row], most)[0] for t in tensors]
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
