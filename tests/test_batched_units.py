@@ -299,3 +299,53 @@ def test_a_layout_is_checked_once_per_unit_not_once_per_tensor(tmp_path: Path, m
         assert 0 < len(asked) <= 8, len(asked)
         assert [(t.key, t.min, t.max, t.mean) for t in found.tensors[:2]] == [("v/0", 0.0, 0.0, 0.0),
                                                                               ("v/1", 1.0, 1.0, 1.0)]
+
+
+def test_stats_of_small_tensors_make_no_tensor_object(tmp_path: Path, monkeypatch) -> None:
+    """``stats`` finds a bundle's small tensors from its index's columns (:func:`formats.io.spans.small_groups`): no
+    tensor object is made for one summarised a span at a time (one each before: 3,000 here), only for those the
+    per-tensor path reads (a NaN, a big one), and the statistics are those of the per-tensor path."""
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    values = {f"v/{i}": np.full((4,), i, np.float32) for i in range(3000)}
+    values["v/nan"] = np.array([1.0, np.nan], np.float32)
+    values["v/big"] = np.arange(40_000, dtype=np.float32)
+    write_checkpoint(tmp_path / "ckpt", values)
+    made: list[str] = []
+    init = BundleTensor.__init__
+    monkeypatch.setattr(BundleTensor, "__init__", lambda self, *a: made.append(a[1]) or init(self, *a))
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        found = checkpoint_stats(ckpt, jobs=1).tensors
+        assert len(made) == 2, len(made)
+        monkeypatch.setattr(BundleTensor, "__init__", init)
+        expected = [tensor_stats(ckpt[t.key]) for t in found]
+    assert [t.key for t in found] == sorted(values) and found == expected
+    assert (found[-1].key, found[-1].nan, found[-1].max) == ("v/nan", 1, 1.0)
+
+
+def test_small_groups_from_columns_are_those_from_entries(tmp_path: Path) -> None:
+    """A bundle's :meth:`small_groups` (from its columns) gives the tensors, bytes and order that the generic path
+    (its entries read with :func:`~formats.io.spans.small_pieces`) gives, for every budget; unknown keys raise."""
+    from formats.core.errors import TensorNotFoundError
+    from formats.io.spans import small_groups
+
+    path, _ = _small_bundle(tmp_path, count=300)
+
+    class Entries:  # what small_groups sees of a checkpoint without a small_groups of its own
+        def __init__(self, ckpt) -> None:
+            self.entries_of = ckpt.entries_of
+
+    def flat(batches) -> list:
+        return sorted((i, dtype, shape, bytes(piece)) for batch in batches
+                      for dtype, shape, positions, pieces in batch for i, piece in zip(positions, pieces))
+
+    with open_checkpoint(path) as ckpt:
+        keys = list(ckpt)[::-1]
+        for budget in (64, 1024, SPAN_BYTES):
+            def want(dtype: str, shape: tuple) -> bool:
+                return dtype != "int32"
+            ours = flat(small_groups(ckpt, keys, want, budget))
+            assert ours == flat(small_groups(Entries(ckpt), keys, want, budget))  # type: ignore[arg-type]
+            assert len(ours) == sum(1 for e in ckpt.entries_of(keys) if e.dtype != "int32" and e.nbytes <= 64 << 10)
+        with pytest.raises(TensorNotFoundError):
+            list(small_groups(ckpt, ["nope"], want))

@@ -19,11 +19,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from formats.core.model import TensorEntry
+    from formats.core.model import Checkpoint, TensorEntry
 
     Range = tuple[int, int, int, int]
+    Group = tuple[str, tuple[int, ...], list[int], list[memoryview]]
 
-__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "small_ranges", "read_checked", "small_pieces"]
+__all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "small_ranges", "read_checked", "small_pieces",
+           "small_groups"]
 
 SMALL_BYTES = 64 << 10
 """A tensor of at most this many stored bytes is read as part of a span."""
@@ -86,6 +88,32 @@ def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], b
         total += where[2]
     if positions:
         yield [(j, piece) for j, piece in zip(positions, read_checked(ranges, budget)) if piece is not None]
+
+
+def small_groups(ckpt: Checkpoint, keys: Sequence[str], want: Callable[[str, tuple[int, ...]], bool],
+                 budget: int = SPAN_BYTES) -> Iterator[list[Group]]:
+    """The small tensors of ``keys`` of ``ckpt`` whose dtype and shape ``want`` takes (and ckpt can read), read in
+    spans and checked, as :func:`small_pieces` reads them, in batches of about ``budget`` stored bytes: each batch
+    as groups of tensors of one dtype and shape, ``(dtype, shape, positions in keys, bytes of each)``. A tensor not
+    given (bigger, not stored as it lies, or with a checksum that does not match) is for the caller to read its
+    usual way. A checkpoint that finds them without an entry per tensor (a ``small_groups`` method: a bundle, from
+    its index's columns) is asked; others' entries are read with :func:`small_pieces`. A key ``ckpt`` lacks raises
+    its usual error."""
+    many = getattr(ckpt, "small_groups", None)
+    if many is not None:
+        yield from many(keys, want, budget)
+        return
+    entries = ckpt.entries_of(keys)
+    for batch in small_pieces(entries, lambda e: e.unreadable is None and want(e.dtype, e.shape), budget):
+        groups: dict[tuple[str, tuple[int, ...]], tuple[list[int], list[memoryview]]] = {}
+        for i, piece in batch:
+            entry = entries[i]
+            members = groups.get((entry.dtype, entry.shape))
+            if members is None:
+                members = groups[entry.dtype, entry.shape] = ([], [])
+            members[0].append(i)
+            members[1].append(piece)
+        yield [(dtype, shape, positions, pieces) for (dtype, shape), (positions, pieces) in groups.items()]
 
 
 LOCATE_AT_ONCE = 4096

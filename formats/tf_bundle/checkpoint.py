@@ -14,13 +14,14 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, d
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from concurrent.futures import Executor
     from typing import Any
 
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
+    from formats.io.spans import Group
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
@@ -411,6 +412,38 @@ class _Tensors:
             out.append(BundleTensor(reader, row, labels, key) if found is None else found)
         return out
 
+    def small_groups(self, keys: Sequence[str], want: Callable[[str, tuple[int, ...]], bool],
+                     budget: int) -> Iterator[list[Group]]:
+        """:func:`formats.io.spans.small_groups` of ``keys`` (KeyError for one not here), found from the columns: a
+        row each is looked up and located (:meth:`BundleReader.row_locator`; ``want`` asked once per data layout),
+        and no tensor is made."""
+        from formats.io.spans import SMALL_BYTES, read_checked
+
+        columns, find, hidden = self._columns, self._columns.find_text, self._hidden
+        layouts, kind_of = columns.kinds, columns.kind
+        locate = self._reader.row_locator(SMALL_BYTES, lambda kind: want(_dtype_text(layouts[kind][0]),
+                                                                       layouts[kind][1]))
+        positions: list[int] = []
+        ranges: list[tuple[int, int, int, int] | None] = []
+        kinds: list[int] = []
+        total = 0
+        for i, key in enumerate(keys):
+            row = find(key)
+            if row < 0 or hidden is not None and row in hidden:
+                raise KeyError(key)
+            where = locate(row)
+            if where is None:
+                continue
+            if positions and total + where[2] > budget:
+                yield _grouped(positions, kinds, read_checked(ranges, budget), layouts)
+                positions, ranges, kinds, total = [], [], [], 0
+            positions.append(i)
+            ranges.append(where)
+            kinds.append(kind_of[row])
+            total += where[2]
+        if positions:
+            yield _grouped(positions, kinds, read_checked(ranges, budget), layouts)
+
     def nbytes_of(self, keys: Iterable[str]) -> list[int]:
         """The stored bytes of each of ``keys`` (KeyError for one not here), from the columns: no tensor made
         but for a partitioned variable's."""
@@ -432,6 +465,25 @@ class _Tensors:
             sizes = [kind[3] for kind in columns.kinds]
             return sum(map(sizes.__getitem__, columns.kind))
         return sum(self.nbytes_of(self))
+
+
+def _grouped(positions: list[int], kinds: list[int], pieces: list[memoryview | None],
+             layouts: list[tuple[int, tuple[int, ...], int, int]]) -> list[Group]:
+    """The pieces read whole and sound, as :func:`formats.io.spans.small_groups`' groups (one per data layout)."""
+    groups: dict[int, tuple[list[int], list[memoryview]]] = {}
+    for i, kind, piece in zip(positions, kinds, pieces):
+        if piece is None:
+            continue
+        members = groups.get(kind)
+        if members is None:
+            members = groups[kind] = ([], [])
+        members[0].append(i)
+        members[1].append(piece)
+    return [(_dtype_text(layouts[kind][0]), layouts[kind][1], found, read) for kind, (found, read) in groups.items()]
+
+
+def _dtype_text(enum: int) -> str:
+    return _DTYPE_NAMES.get(enum) or _named_dtype(enum)
 
 
 class BundleCheckpoint(Checkpoint):
@@ -460,6 +512,15 @@ class BundleCheckpoint(Checkpoint):
     def total_nbytes(self) -> int:
         """The stored bytes of every tensor, from the index's columns."""
         return int(self._entries.total_nbytes())  # type: ignore[attr-defined]
+
+    def small_groups(self, keys: Sequence[str], want: Callable[[str, tuple[int, ...]], bool],
+                     budget: int) -> Iterator[list[Group]]:
+        """:func:`formats.io.spans.small_groups` of ``keys``, from the index's columns (no tensor made per key)."""
+        try:
+            yield from self._entries.small_groups(keys, want, budget)  # type: ignore[attr-defined]
+        except KeyError as e:
+            self[e.args[0]]  # the usual TensorNotFoundError
+            raise
 
     def entries_of(self, keys: Iterable[str]) -> list[TensorEntry]:
         """The tensors of ``keys``: those not asked for before made for the caller alone (not kept)."""

@@ -28,7 +28,7 @@ from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
     from formats.concepts.slice_key import Extent
@@ -317,25 +317,33 @@ class BundleReader:
 
     def rows_ranges(self, rows: Iterable[int], most: int) -> list[tuple[int, int, int, int] | None]:
         """:meth:`row_range` of each of ``rows`` whose entry holds at most ``most`` bytes (None for a bigger one),
-        found a data layout (dtype, shape, file, size) at a time: what the layout decides is asked once per layout,
-        not once per row (a unit of 4,096 tiny tensors of one layout: one check, then an offset and a CRC32C each).
-        """
+        found a data layout at a time (:meth:`row_locator`)."""
+        return list(map(self.row_locator(most), rows))
+
+    def row_locator(self, most: int, take: Callable[[int], bool] | None = None
+                    ) -> Callable[[int], tuple[int, int, int, int] | None]:
+        """A function giving :meth:`row_range` of a row whose entry holds at most ``most`` bytes and whose layout
+        ``take`` takes (given its index in ``entries.kinds``; all by default), else None. What a data layout
+        (dtype, shape, file, size) decides is asked once per layout, not once per row (a unit of 4,096 tiny tensors
+        of one layout: one check, then an offset and a CRC32C each)."""
         columns = self.entries
-        kinds, offsets, crcs, slices = columns.kind, columns.offset, columns.crc, columns.slices
+        kinds, offsets, crcs, slices, layouts_of = columns.kind, columns.offset, columns.crc, columns.slices, \
+            columns.kinds
         layouts: dict[int, tuple[int, int, int] | None] = {}  # kind -> (fd, size, bytes in the file), or None
-        out: list[tuple[int, int, int, int] | None] = []
-        for row in rows:
+
+        def locate(row: int) -> tuple[int, int, int, int] | None:
             kind = kinds[row]
             where = layouts.get(kind, _UNKNOWN)
             if where is _UNKNOWN:
-                where = layouts[kind] = self._layout_range(*columns.kinds[kind], most)
+                where = layouts[kind] = None if take is not None and not take(kind) else \
+                    self._layout_range(*layouts_of[kind], most)
             if where is None or slices and row in slices:
-                out.append(None)
-                continue
+                return None
             fd, size, limit = where
             offset = offsets[row]
-            out.append((fd, offset, size, unmask(crcs[row])) if offset + size <= limit else None)
-        return out
+            return (fd, offset, size, unmask(crcs[row])) if offset + size <= limit else None
+
+        return locate
 
     def _layout_range(self, dtype: int, shape: tuple[int, ...], shard: int, size: int,
                       most: int) -> tuple[int, int, int] | None:

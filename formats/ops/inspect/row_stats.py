@@ -20,19 +20,19 @@ from __future__ import annotations
 
 from formats.core import dtypes
 from formats.core.values import as_float, value_kind
-from formats.io.spans import SMALL_BYTES, SPAN_BYTES, small_pieces
+from formats.io.spans import SMALL_BYTES, SPAN_BYTES, small_groups, small_pieces
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import numpy as np
 
-    from formats.core.model import TensorEntry
+    from formats.core.model import Checkpoint, TensorEntry
 
     Fields = tuple[float | int, float | int, float, float, float, int]
 
-__all__ = ["small_stats", "row_stats"]
+__all__ = ["small_stats", "small_stats_of", "row_stats"]
 
 _NUMERIC = ("float", "int", "bool", "complex")
 
@@ -43,30 +43,64 @@ def small_stats(entries: Sequence[TensorEntry], chunk_elements: int, budget: int
     At most about ``budget`` bytes of tensors are held at once."""
     out: list[Fields | None] = [None] * len(entries)
     kinds: dict[str, str] = {}
-    any_size = chunk_elements >= 8 * SMALL_BYTES  # a small tensor has fewer elements than bits: one chunk
+    want = _wanted(chunk_elements, kinds)
 
     def numeric(entry: TensorEntry) -> bool:
-        kind = kinds.get(entry.dtype)
-        if kind is None:
-            kind = kinds[entry.dtype] = value_kind(entry.dtype)
-        return kind in _NUMERIC and entry.unreadable is None and (any_size or entry.size <= chunk_elements)
+        return entry.unreadable is None and want(entry.dtype, entry.shape)
 
     for batch in small_pieces(entries, numeric, budget):
         groups: dict[tuple[str, int], list[tuple[int, memoryview]]] = {}
         for i, piece in batch:
             groups.setdefault((entries[i].dtype, entries[i].size), []).append((i, piece))
         for (dtype, n), members in groups.items():
-            _fill(out, members, dtype, n, kinds[dtype])
+            _fill(out, [i for i, _ in members], [piece for _, piece in members], dtype, n, kinds[dtype])
     return out
 
 
-def _fill(out: list[Fields | None], members: list[tuple[int, memoryview]], dtype: str, n: int, kind: str) -> None:
+def small_stats_of(ckpt: Checkpoint, keys: Sequence[str], chunk_elements: int,
+                   budget: int = SPAN_BYTES) -> list[tuple[str, tuple[int, ...], Fields] | None]:
+    """:func:`small_stats` of the tensors of ``keys`` of ``ckpt``, found without an entry per tensor where the
+    checkpoint can (:func:`formats.io.spans.small_groups`): for each key, ``(dtype, shape, fields)``, or None for
+    the per-tensor path."""
+    import math
+
+    found: list[Fields | None] = [None] * len(keys)
+    out: list[tuple[str, tuple[int, ...], Fields] | None] = [None] * len(keys)
+    kinds: dict[str, str] = {}
+    for batch in small_groups(ckpt, keys, _wanted(chunk_elements, kinds), budget):
+        for dtype, shape, positions, pieces in batch:
+            _fill(found, positions, pieces, dtype, math.prod(shape), kinds[dtype])
+            for i in positions:
+                fields = found[i]
+                if fields is not None:
+                    out[i] = (dtype, shape, fields)
+    return out
+
+
+def _wanted(chunk_elements: int, kinds: dict[str, str]) -> Callable[[str, tuple[int, ...]], bool]:
+    """Whether a tensor of this dtype and shape is one :func:`row_stats` summarises: numeric, and read in one chunk
+    of ``chunk_elements`` (``kinds`` remembers each dtype's :func:`~formats.core.values.value_kind`)."""
+    import math
+
+    any_size = chunk_elements >= 8 * SMALL_BYTES  # a small tensor has fewer elements than bits: one chunk
+
+    def want(dtype: str, shape: tuple[int, ...]) -> bool:
+        kind = kinds.get(dtype)
+        if kind is None:
+            kind = kinds[dtype] = value_kind(dtype)
+        return kind in _NUMERIC and (any_size or math.prod(shape) <= chunk_elements)
+
+    return want
+
+
+def _fill(out: list[Fields | None], positions: list[int], pieces: list[memoryview], dtype: str, n: int,
+          kind: str) -> None:
     """Compute the rows of one group (tensors of one dtype and ``n`` elements) and put them in ``out``."""
     import numpy as np
 
-    data = b"".join(piece for _, piece in members)
-    raw = np.frombuffer(data, dtype=dtypes.by_name(dtype).numpy()).reshape(len(members), n)
-    for (i, _), fields in zip(members, row_stats(raw, kind in ("int", "bool"))):
+    data = b"".join(pieces)
+    raw = np.frombuffer(data, dtype=dtypes.by_name(dtype).numpy()).reshape(len(pieces), n)
+    for i, fields in zip(positions, row_stats(raw, kind in ("int", "bool"))):
         out[i] = fields
 
 

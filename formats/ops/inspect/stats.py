@@ -17,7 +17,7 @@ from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
 from formats.core.selection import selected_keys
-from formats.ops.inspect.row_stats import small_stats
+from formats.ops.inspect.row_stats import small_stats_of
 from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
                                            float_chunks)
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
@@ -213,14 +213,19 @@ def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUN
     ``histograms`` of ``bins`` bins, as :func:`tensor_stats`). Without histograms, small tensors are read and
     summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats`), to the same bits."""
     ckpt = opened(ref)
-    entries = ckpt.entries_of(keys)
-    found: list[TensorStats | None] = [None] * len(entries)
+    found: list[TensorStats | None] = [None] * len(keys)
     if not histograms:  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
-        for i, (entry, fields) in enumerate(zip(entries, small_stats(entries, chunk_elements))):
-            if fields is not None:
-                found[i] = TensorStats(entry.key, entry.dtype, entry.shape, entry.size, *fields, 0, 0)
+        sizes: dict[tuple[int, ...], int] = {}
+        for i, done in enumerate(small_stats_of(ckpt, keys, chunk_elements)):
+            if done is not None:
+                dtype, shape, fields = done
+                size = sizes.get(shape)
+                if size is None:
+                    size = sizes[shape] = math.prod(shape)
+                found[i] = TensorStats(keys[i], dtype, shape, size, *fields, 0, 0)
     rest = [i for i, stats in enumerate(found) if stats is None]
-    for i, stats in zip(rest, each_in_unit(ckpt, lambda i: tensor_stats(entries[i], chunk_elements, histograms, bins),
-                                           rest)):
+    entries = ckpt.entries_of([keys[i] for i in rest])
+    for i, stats in zip(rest, each_in_unit(ckpt, lambda j: tensor_stats(entries[j], chunk_elements, histograms, bins),
+                                           range(len(rest)))):
         found[i] = stats
     return found  # type: ignore[return-value]
