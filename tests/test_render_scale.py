@@ -163,3 +163,18 @@ def test_stats_on_a_pipe_holds_no_string_per_cell():
         assert out.head.splitlines()[1].split() == ["model/layer_0/unit_0/kernel_with_a_long_name", "float32", "[4]",
                                                     "-1", "0", "0", "0.33333", "0", "0", "0", "0"]
     assert (peaks[1] - peaks[0]) / 20_000 < 75, (peaks[1] - peaks[0]) / 20_000
+
+
+def test_a_column_of_floats_is_formatted_as_each_float_alone():
+    """``stat_column`` formats a column of floats with float's own ``__format__`` (no template parsed per value):
+    the very text ``"{:.5g}".format`` gives each, for every kind of float."""
+    import math
+    import random
+
+    from ckpt_cli.render.stats import stat, stat_column
+
+    rng = random.Random(5)
+    values = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1.7976931348623157e308, 1e16, 123456.5, 0.1, 1 / 3,
+              *(rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(2000))]
+    assert stat_column(values) == ["{:.5g}".format(v) for v in values] == [stat(v) for v in values]
+    assert stat_column([1, 2, None]) == [stat(1), stat(2), stat(None)]

@@ -1,6 +1,8 @@
 """Rendering of ``ckpt stats``: one row per tensor, then a summary (and the non-finite tensors)."""
 from __future__ import annotations
 
+from itertools import repeat
+
 from formats.core.gc_pause import gc_paused
 
 from .common import shape_text, shown
@@ -55,8 +57,8 @@ def stat_column(values: list[float | int | None]) -> list[str]:
     """:func:`stat` of each of ``values``, a column at a time: one ``format`` or ``str`` over a column of floats
     or of ints (as :func:`stat` formats each), :func:`stat` of each otherwise."""
     kinds = set(map(type, values))
-    if kinds <= {float}:
-        return list(map("{:.5g}".format, values))
+    if kinds <= {float}:  # float's own __format__, as format() calls it, without parsing a template per value
+        return list(map(float.__format__, values, repeat(".5g")))  # type: ignore[arg-type]
     if kinds <= {int}:
         return list(map(str, values))
     return list(map(stat, values))
