@@ -176,5 +176,5 @@ def test_a_column_of_floats_is_formatted_as_each_float_alone():
     rng = random.Random(5)
     values = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1.7976931348623157e308, 1e16, 123456.5, 0.1, 1 / 3,
               *(rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(2000))]
-    assert stat_column(values) == ["{:.5g}".format(v) for v in values] == [stat(v) for v in values]
+    assert stat_column(values) == [f"{v:.5g}" for v in values] == [stat(v) for v in values]
     assert stat_column([1, 2, None]) == [stat(1), stat(2), stat(None)]
