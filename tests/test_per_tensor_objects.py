@@ -237,3 +237,16 @@ def test_the_tree_on_a_pipe_holds_no_string_per_row(tmp_path):
                          "├── layer_0                       1.6 KiB     400",
                          "│   ├── unit_0                       16 B       4"]
     assert lines[-1] == f"{prefix}: tf-name, 5000 tensors, 20,000 parameters, 78.1 KiB"
+
+
+def test_stats_keeps_no_pair_per_tensor_while_it_runs(tmp_path):
+    """``stats`` gives its units the keys and sizes as it reads them (run_units reads them once), not as a list of a
+    pair per tensor held for the whole run (64 bytes a tensor: 64 MB at a million). The peak of 5,000 tensors'
+    statistics stays under 380 bytes a tensor (396 before, 362 after)."""
+    from formats.ops.inspect.stats import checkpoint_stats
+
+    with open_checkpoint(name_based(tmp_path, 5000)) as ckpt:
+        ckpt.entries_of(list(ckpt)[:1])
+        found, _, peak = traced(lambda: checkpoint_stats(ckpt, jobs=1))
+    assert len(found.tensors) == 5000 and {t.key: t.max for t in found.tensors}["model/layer_49/unit_99/w"] == 4999.0
+    assert peak / 5000 < 380, peak / 5000

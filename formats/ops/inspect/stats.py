@@ -201,7 +201,7 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
     ``executor`` are. ``histograms`` and ``bins`` as :func:`tensor_stats`. Raises
     :class:`~formats.core.errors.NothingSelectedError` when a pattern matches no key."""
     keys = selected_keys(ckpt, patterns)
-    sizes = list(zip(keys, ckpt.nbytes_of(keys)))
+    sizes = zip(keys, ckpt.nbytes_of(keys))  # read once by run_units: no pair per tensor held
     return CheckpointStats(ckpt.path, ckpt.format,
                            run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements,
                                      tuple(histograms), bins))

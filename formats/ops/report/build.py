@@ -168,7 +168,7 @@ def checkpoint_report(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: i
     (:func:`~formats.ops.inspect.stats.stats_unit`) on ``jobs`` threads or the workers of ``executor``;
     ``progress(bytes, tensors)`` as the units finish."""
     entries = select(ckpt, patterns)
-    sizes = [(entry.key, entry.nbytes) for entry in entries]
+    sizes = ((entry.key, entry.nbytes) for entry in entries)  # read once by run_units: no pair per tensor held
     stats = run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements, tuple(scales), bins)
     found = [_variable(entry, s) for entry, s in zip(entries, stats)]
     full = build_tree(ckpt, patterns=list(patterns) or None)
