@@ -3,6 +3,8 @@ copy of the string decoded from the index), and ``ls --tree`` looks each key up 
 about it, each lookup keeping a tensor object)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from formats import open_checkpoint
@@ -250,3 +252,29 @@ def test_stats_keeps_no_pair_per_tensor_while_it_runs(tmp_path):
         found, _, peak = traced(lambda: checkpoint_stats(ckpt, jobs=1))
     assert len(found.tensors) == 5000 and {t.key: t.max for t in found.tensors}["model/layer_49/unit_99/w"] == 4999.0
     assert peak / 5000 < 380, peak / 5000
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+def test_one_string_is_read_without_touching_the_map(tmp_path):
+    """A scalar string (an object graph) is read with ``pread``: its pages do not join the process through the data
+    file's map (13 MB of an object graph at 10^5 objects were resident twice, mapped and copied). After reading a
+    16 MB string, the data file's mapping holds under 1 MB in memory (16 MB before)."""
+    import numpy as np
+
+    from formats.tf_bundle.writer import write_checkpoint
+
+    size = 16 << 20
+    value = bytes(range(256)) * (size // 256)
+    write_checkpoint(tmp_path / "ckpt", {"blob": np.array(value, dtype=object)})
+    data = str(tmp_path / "ckpt.data-00000-of-00001")
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        assert ckpt["blob"].read().item() == value
+        resident, mapping = 0, None
+        with open("/proc/self/smaps") as smaps:
+            for line in smaps:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:  # a mapping's first line
+                    mapping = fields[5] if len(fields) > 5 else None
+                elif fields[0] == "Rss:" and mapping == data:
+                    resident += int(fields[1]) << 10
+    assert resident < 1 << 20, resident

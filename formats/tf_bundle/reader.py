@@ -490,19 +490,35 @@ class BundleReader:
         if pos + sum(lengths) != len(data):
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string lengths "
                                          f"add up to {sum(lengths)} bytes, {len(data) - pos} are stored")
-        crc = crc32c(memoryview(data)[pos:], crc)
-        if crc != unmask(e.crc32c):
-            raise self.checksum_error(e, crc)
+        one = self._pread(e, pos) if n == 1 else None  # read, not mapped: no page of the file joins the process
+        whole = crc32c(memoryview(data)[pos:] if one is None else one, crc)
+        if whole != unmask(e.crc32c) and one is not None:  # (a descriptor closed under us: the map says)
+            one, whole = None, crc32c(memoryview(data)[pos:], crc)
+        if whole != unmask(e.crc32c):
+            raise self.checksum_error(e, whole)
         if not keep:
             return []
         if n == 1:
-            return [bytes(data[pos:])]
+            return [bytes(data[pos:]) if one is None else one]
         assert isinstance(data, bytes)  # (n > 1: one copy, sliced)
         values = []
         for length in lengths:
             values.append(data[pos:pos + length])
             pos += length
         return values
+
+    def _pread(self, e: RawEntry, start: int) -> bytes | None:
+        """The stored bytes of the local entry ``e`` from ``start`` on, read with ``pread`` (one copy; the file's map
+        is not touched, so its pages do not count in the process's memory: an object graph of 13 MB at 10^5
+        objects was resident twice, mapped and copied); None when there is no descriptor or the read falls short."""
+        fd = self._fds.get(e.shard_id)
+        if fd is None:
+            return None
+        try:
+            found = os.pread(fd, e.size - start, e.offset + start)
+        except OSError:
+            return None
+        return found if len(found) == e.size - start else None
 
     def _read_variants(self, e: RawEntry) -> list[bytes]:
         n = math.prod(e.shape)
