@@ -140,7 +140,11 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     items: list[Any] = []
     for item in record.get("tensors") or []:
         row = written.pop(item.get("key"), None) if isinstance(item, dict) else None
-        items.append(item if row is None else {**item, "dtype": row.dtype, "shape": list(row.shape)})
+        if row is not None:
+            shape = list(row.shape)
+            if item.get("dtype") != row.dtype or item.get("shape") != shape:  # else the item says it already: kept,
+                item = {**item, "dtype": row.dtype, "shape": shape}  # not copied (a dict a tensor: 26 MB at 100k)
+        items.append(item)
     items += [{"key": r.key, "dtype": r.dtype, "shape": list(r.shape)} for r in written.values()]
     record["tensors"] = items
     return record
