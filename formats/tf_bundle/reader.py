@@ -490,9 +490,13 @@ class BundleReader:
         if pos + sum(lengths) != len(data):
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string lengths "
                                          f"add up to {sum(lengths)} bytes, {len(data) - pos} are stored")
-        one = self._pread(e, pos) if n == 1 else None  # read, not mapped: no page of the file joins the process
-        whole = crc32c(memoryview(data)[pos:] if one is None else one, crc)
-        if whole != unmask(e.crc32c) and one is not None:  # (a descriptor closed under us: the map says)
+        # one string is read, not mapped (no page of the file joins the process), or with keep False only checked
+        # a buffer at a time (crc32c_range: no copy either)
+        one = self._pread(e, pos) if n == 1 and keep else None
+        fd = self._fds.get(e.shard_id) if n == 1 and not keep else None
+        whole = crc32c(one, crc) if one is not None else \
+            crc32c_range(fd, e.offset + pos, e.size - pos, crc) if fd is not None else None
+        if whole != unmask(e.crc32c):  # (read where it is mapped, as before: a descriptor closed under us)
             one, whole = None, crc32c(memoryview(data)[pos:], crc)
         if whole != unmask(e.crc32c):
             raise self.checksum_error(e, whole)
