@@ -44,6 +44,34 @@ def _split(key: str) -> tuple[str, list[int]]:
     return "".join(parts), list(map(int, numbers))
 
 
+_MARK = str.maketrans("0123456789", "\x00" * 10)
+"""Each ASCII digit as NUL: keys alike but for the values of their digits read the same (their *shape*)."""
+
+
+def _splitter(most: int = 1 << 16) -> Callable[[str], tuple[str, list[int]]]:
+    """:func:`_split`, remembering the pattern of each shape of key (:data:`_MARK`) for at most ``most`` shapes: a
+    key of a shape seen before takes its pattern and reads its numbers where that shape has them (the regular
+    expression runs once per shape, not once per key: ``layer_{i}/unit_{j}/w`` is a handful of shapes for 100,000
+    keys). Whether a run of digits is a number depends only on the characters around it, which keys of one shape
+    share; a shape is remembered when every digit of its key is in a number (else its pattern holds that key's
+    digits), and a key holding NUL itself is split on its own."""
+    shapes: dict[str, tuple[str, tuple[tuple[int, int], ...]]] = {}
+
+    def split(key: str) -> tuple[str, list[int]]:
+        if _DIGITS.isdisjoint(key) or "\x00" in key:
+            return _split(key)
+        shape = key.translate(_MARK)
+        found = shapes.get(shape)
+        if found is not None:
+            return found[0], [int(key[a:b]) for a, b in found[1]]
+        pattern, numbers = _split(key)
+        if len(shapes) < most and _DIGITS.isdisjoint(pattern):  # every digit in a number (else the pattern holds
+            shapes[shape] = pattern, tuple(m.span(1) for m in _NUMBER.finditer(key))  # digits of this key's own)
+        return pattern, numbers
+
+    return split
+
+
 def key_pattern(key: str) -> str:
     """``key`` with each numbered part as ``{i}``, ``{j}``, ... (the module doc says what a numbered part is)."""
     return _split(key)[0]
@@ -91,7 +119,7 @@ def group_rows(keys: Sequence[str], nbytes: Sequence[int], sizes: Sequence[int],
     totals: dict[str, list[int]] = {}  # name -> [tensors, bytes, parameters, non-finite]
     ranges: dict[str, list[list[int]]] = {}
     split: Callable[[str], tuple[str, Sequence[int]]] = \
-        _split if by == "pattern" else (lambda key: (layer_of(key, depth), ()))
+        _splitter() if by == "pattern" else (lambda key: (layer_of(key, depth), ()))
     for key, size, count, bad in zip(keys, nbytes, sizes, nonfinite):
         name, numbers = split(key)
         t = totals.get(name)
