@@ -44,8 +44,9 @@ def _split(key: str) -> tuple[str, list[int]]:
     return "".join(parts), list(map(int, numbers))
 
 
-_MARK = str.maketrans("0123456789", "\x00" * 10)
-"""Each ASCII digit as NUL: keys alike but for the values of their digits read the same (their *shape*)."""
+_MARK = bytes.maketrans(b"0123456789", b"\x00" * 10)
+"""Each ASCII digit as NUL, in a key's UTF-8 (no other character's bytes hold one): keys alike but for the values of
+their digits read the same (their *shape*; bytes.translate is several times quicker than str.translate)."""
 
 
 def _splitter(most: int = 1 << 16) -> Callable[[str], tuple[str, list[int]]]:
@@ -55,12 +56,12 @@ def _splitter(most: int = 1 << 16) -> Callable[[str], tuple[str, list[int]]]:
     keys). Whether a run of digits is a number depends only on the characters around it, which keys of one shape
     share; a shape is remembered when every digit of its key is in a number (else its pattern holds that key's
     digits), and a key holding NUL itself is split on its own."""
-    shapes: dict[str, tuple[str, tuple[tuple[int, int], ...]]] = {}
+    shapes: dict[bytes, tuple[str, tuple[tuple[int, int], ...]]] = {}  # shape -> its pattern, where its numbers are
 
     def split(key: str) -> tuple[str, list[int]]:
         if _DIGITS.isdisjoint(key) or "\x00" in key:
             return _split(key)
-        shape = key.translate(_MARK)
+        shape = key.encode("utf-8", "surrogatepass").translate(_MARK)
         found = shapes.get(shape)
         if found is not None:
             return found[0], [int(key[a:b]) for a, b in found[1]]
@@ -80,8 +81,13 @@ def key_pattern(key: str) -> str:
 def layer_depth(keys: Sequence[str], most: int = 3) -> int:
     """How many leading path parts name a layer: the fewest (1 to ``most``) that give two groups or more."""
     for depth in range(1, most):
-        if len({layer_of(k, depth) for k in keys}) > 1:
-            return depth
+        first = None
+        for key in keys:  # until a second layer: no set of every key's layer
+            layer = layer_of(key, depth)
+            if first is None:
+                first = layer
+            elif layer != first:
+                return depth
     return most
 
 
