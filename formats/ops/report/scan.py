@@ -88,10 +88,18 @@ def _reduce(cols: TensorColumns, arrays: list[np.ndarray], owners: list[int]) ->
     import numpy as np
 
     sizes = np.fromiter((a.size for a in arrays), np.int64, len(arrays))
-    x = as_float(np.concatenate(arrays) if len(arrays) > 1 else arrays[0])
+    _reduce_flat(cols, np.concatenate(arrays) if len(arrays) > 1 else arrays[0], sizes, owners)
+
+
+def _reduce_flat(cols: TensorColumns, values: np.ndarray, sizes: np.ndarray, owners: list[int]) -> None:
+    """Fold ``values`` (one dtype: the values of ``len(sizes)`` tensors one after another, ``sizes`` of each, none
+    empty) into the columns of their ``owners``."""
+    import numpy as np
+
+    x = as_float(values)
     if x.dtype.kind == "c":
         x = np.abs(x)  # NaN when a part is NaN, Inf when a part is Inf and none NaN
-    starts = np.zeros(len(arrays), np.int64)
+    starts = np.zeros(len(sizes), np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
     own = np.asarray(owners, np.int64)
     finite = np.isfinite(x)
@@ -111,7 +119,7 @@ def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], 
     cols = TensorColumns(len(entries))
     batches = _Batches(cols)
     numeric: dict[str, bool] = {}  # by dtype name
-    taken = _read_in_spans(entries, cols, batches, numeric, progress)
+    taken = _read_in_spans(entries, cols, numeric, progress)
     done_bytes = done = 0
     for i, entry in enumerate(entries):
         if taken[i]:
@@ -140,11 +148,12 @@ def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], 
     return cols
 
 
-def _read_in_spans(entries: Sequence[TensorEntry], cols: TensorColumns, batches: _Batches, numeric: dict[str, bool],
+def _read_in_spans(entries: Sequence[TensorEntry], cols: TensorColumns, numeric: dict[str, bool],
                    progress: Callable[[int, int], None] | None) -> bytearray:
-    """Batch the small numeric tensors stored as plain ranges of a local file, read a span at a time and each
+    """Reduce the small numeric tensors stored as plain ranges of a local file, read a span at a time and each
     checked against its CRC32C (:func:`formats.io.spans.small_pieces`: one ``pread`` for many tiny tensors instead
-    of a read each); 1 for each tensor taken. The rest (and any whose checksum does not match) are for the
+    of a read each), a span's tensors of one dtype as one array (:func:`_reduce_flat`: no array per tensor); 1 for
+    each tensor taken. The rest (and any whose checksum does not match) are for the
     per-tensor path, which says what is wrong."""
     import numpy as np
 
@@ -161,13 +170,20 @@ def _read_in_spans(entries: Sequence[TensorEntry], cols: TensorColumns, batches:
         return kinds[dtype] is not None and 0 < entry.size <= SMALL_ELEMENTS and not entry.unreadable
 
     taken = bytearray(len(entries))
-    for batch in small_pieces(entries, want, SPAN_BUDGET):
-        size = 0
+    for batch in small_pieces(entries, want, SPAN_BUDGET):  # each batch's values a dtype at a time: no array each
+        by_dtype: dict[str, tuple[list[int], list[memoryview]]] = {}
         for i, piece in batch:
             taken[i] = 1
-            cols.numeric[i] = True
-            batches.add(i, np.frombuffer(piece, kinds[entries[i].dtype]))
-            size += len(piece)
+            members = by_dtype.get(entries[i].dtype)
+            if members is None:
+                members = by_dtype[entries[i].dtype] = ([], [])
+            members[0].append(i)
+            members[1].append(piece)
+        for dtype, (owners, pieces) in by_dtype.items():
+            kind = kinds[dtype]
+            cols.numeric[owners] = True
+            sizes = np.fromiter(map(len, pieces), np.int64, len(pieces)) // kind.itemsize
+            _reduce_flat(cols, np.frombuffer(b"".join(pieces), kind), sizes, owners)
         if progress is not None and batch:
-            progress(size, len(batch))
+            progress(sum(len(piece) for _, piece in batch), len(batch))
     return taken
