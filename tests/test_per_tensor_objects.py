@@ -400,3 +400,17 @@ def test_a_report_scans_a_span_of_small_tensors_as_one_array_per_dtype(tmp_path)
                                                              (x == 0).sum()), key
         assert cols.absmax[i] == np.abs(clean).max() and np.isclose(cols.sumsq[i], (clean * clean).sum()), key
         assert cols.numeric[i] and not cols.unreadable[i], key
+
+
+def test_a_name_based_tree_is_walked_once(tmp_path, monkeypatch):
+    """Building a name-based tree walks it once (the totals, bottom-up): the rows of the keys are those
+    ``_key_tree`` made, kept as it made them, not found by a second walk of every row."""
+    from formats.ops.inspect.tree import TreeNode
+
+    walks = []
+    nodes = TreeNode.nodes
+    monkeypatch.setattr(TreeNode, "nodes", lambda self: walks.append(self) or nodes(self))
+    with open_checkpoint(name_based(tmp_path, 500)) as ckpt:
+        tree = build_tree(ckpt)
+    assert len(walks) == 1 and tree.root.tensors == 500 and tree.root.parameters == 2000
+    assert all(node.dtype == "float32" and node.own_parameters == 4 for node in nodes(tree.root) if node.key)

@@ -60,7 +60,10 @@ class TreeNode:
 
     def total(self) -> None:
         """Recompute ``nbytes``/``parameters``/``tensors`` of this subtree from own tensors upwards."""
-        for node in reversed([self, *self.nodes()]):  # children before their parent
+        order = self.nodes()
+        order.reverse()  # children before their parent
+        order.append(self)
+        for node in order:
             nbytes, parameters, tensors = node.own_nbytes, node.own_parameters, 0 if node.key is None else 1
             for child in node.children:
                 nbytes += child.nbytes
@@ -150,8 +153,8 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
             key for start in range(0, len(selected), _BATCH) for key, entry in
             zip(selected[start:start + _BATCH], ckpt.entries_of(selected[start:start + _BATCH]))
             if entry.role not in OPTIMIZER_ROLES]
-        root = _key_tree(keep)
-        held = [node for node in root.nodes() if node.key is not None]
+        held: list[TreeNode] = []  # the rows of the keys, as _key_tree makes them (no walk of the tree to find them)
+        root = _key_tree(keep, held)
         for start in range(0, len(held), _BATCH):
             batch = held[start:start + _BATCH]
             for node, entry in zip(batch, ckpt.entries_of([node.key for node in batch])):  # type: ignore[misc]
@@ -210,9 +213,9 @@ def _variant_note(entry: TensorEntry) -> str:
         return f"unreadable: {exc.message}"
 
 
-def _key_tree(keys: list[str]) -> TreeNode:
+def _key_tree(keys: list[str], keyed: list[TreeNode] | None = None) -> TreeNode:
     """Keys split on ``/`` (at most :data:`MAX_TREE_DEPTH` levels: the rest of a longer key is one label);
-    linear in the keys' length."""
+    linear in the keys' length. ``keyed`` gets the row of each key as it is made."""
     root = TreeNode("")
     kids: dict[int, dict[str, TreeNode]] = {}  # a node's children by label, once it has two or more (a node with
     # one child, most often a variable's scope, looks at that child: no dictionary per node)
@@ -244,6 +247,8 @@ def _key_tree(keys: list[str]) -> TreeNode:
             node = child
             path.append((part, node))
         node.key = key
+        if keyed is not None:
+            keyed.append(node)
     return root
 
 
