@@ -14,6 +14,7 @@ import os
 import sys
 
 from ckpt_cli.command_table import COMMANDS, GLOBAL_FLAGS, spec_of
+from ckpt_cli import kept
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -179,6 +180,7 @@ def _argument(kind: Any, word: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     """``ckpt``: the fast path when it applies, else the click CLI."""
     args = sys.argv[1:] if argv is None else argv
+    kept.KEEPING[0] = argv is None  # the process's own command line: the process ends with the command
     parsed = None if "_CKPT_COMPLETE" in os.environ else parse(args)
     if parsed is not None:
         status = run_fast(*parsed)

@@ -370,3 +370,28 @@ def test_the_entry_points_freeze_the_start_up_objects(entry: str) -> None:
     library = subprocess.run([sys.executable, "-c", "import gc, formats, ckpt_cli.fast; print(gc.get_freeze_count())"],
                              capture_output=True, text=True, env=env, check=True)
     assert library.stdout.strip() == "0"
+
+
+def test_results_are_kept_to_the_end_only_by_the_program(capsys) -> None:
+    """``keep_until_exit`` (ckpt_cli/kept.py): a command run through ``main`` with a command line given (a caller,
+    a test) keeps nothing; run as the program (no command line given: the process's own) its results are held to
+    the end and what is alive is left out of later collections (``gc.freeze``)."""
+    import gc
+
+    from ckpt_cli import kept
+
+    before = len(kept._KEPT)
+    with pytest.raises(SystemExit) as done:
+        fast.main(["ls", "--tree", str(BUNDLE)])
+    assert done.value.code == 0 and len(kept._KEPT) == before and not kept.KEEPING[0]
+    assert "bias" in capsys.readouterr().out
+    frozen = gc.get_freeze_count()
+    kept.KEEPING[0] = True
+    try:
+        value = object()
+        kept.keep_until_exit(value)
+        assert kept._KEPT[-1] is value and gc.get_freeze_count() > frozen
+    finally:
+        kept.KEEPING[0] = False
+        del kept._KEPT[before:]
+        gc.unfreeze()

@@ -6,6 +6,7 @@ import sys
 from formats.core.errors import ExitCode
 
 from ..environment import current
+from ..kept import keep_until_exit
 from ..options import json_option
 from ..spec import CHECKPOINT, Arg, Command, Opt
 
@@ -87,6 +88,7 @@ def run_ls(paths: tuple[str, ...], patterns: tuple[str, ...], sort: str, recursi
             with paused_gc():  # a tree's or a listing's objects per tensor, none in a cycle
                 outputs.append(_listing(target, tree, list(patterns), sort, names, not no_optimizer, as_json,
                                         not tried))
+                keep_until_exit(outputs[-1])  # (they live until the end)
     with paused_gc():  # rows of a 50,000-tensor listing are many small acyclic objects
         _render(outputs, as_json)
     return int(status)

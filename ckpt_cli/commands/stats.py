@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+from ..kept import keep_until_exit
 from ..options import executor_option, jobs_option, json_option
 from ..spec import CHECKPOINT, Arg, Command, Ints, Opt
 
@@ -25,6 +26,7 @@ def run(env: Environment, p: Params) -> int:
         with progress_for(ckpt, "reading") as progress:
             result = verbs.stats(ckpt, p.patterns, progress=progress, jobs=p.jobs,
                                  histograms=("linear",) if p.hist else (), bins=p.bins, executor=p.executor)
+        keep_until_exit(result, ckpt)  # (they live until the end)
         named = None
         if p.names:
             from formats.ops.inspect.summary import names_and_roles
