@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.model import FormatName
 
+from ..kept import keep_until_exit
 from ..options import (READ_BACK_JOBS, executor_option, jobs_option, link_option, output_option, rule_options,
                        sharded_targets, target_choices, write_options)
 from ..spec import (CHECKPOINT, FLOAT, PATH, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Opt,
@@ -213,6 +214,7 @@ def run_convert(src: str, out: str, to: str, *, template: str | None = None, map
                                update_state=update_state, link=link, jobs=jobs, progress=progress, family=family,
                                model_config=model_config, model_map=model_map, executor=executor, hf_task=hf_task,
                                skip_unreadable=skip_unreadable)
+        keep_until_exit(result)  # (it lives until the end)
     from ..render.conversion import render_result
 
     return render_result(result, as_json, verbose=verbose)

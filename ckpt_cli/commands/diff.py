@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+from ..kept import keep_until_exit
 from ..options import executor_option, jobs_option, json_option, rule_options
 from ..spec import CHECKPOINT, FLOAT, Arg, Command, Opt
 
@@ -112,6 +113,7 @@ def run_diff(a: str, b: str, *, match: str = "key", patterns: tuple[str, ...] = 
                                 strip_prefix_b=strip_prefix_b, atol=atol, rtol=rtol, equal_nan=equal_nan,
                                 keys_only=keys_only, progress=progress, patterns=patterns, jobs=jobs,
                                 executor=executor, first_difference=first)
+        keep_until_exit(result)  # (it lives until the end)
         hint = match_name_hint(ca, cb) if match == "key" and result.complete and not (result.same or result.changed) \
             else None
         if match == "name":

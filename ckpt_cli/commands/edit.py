@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+from ..kept import keep_until_exit
 from ..options import READ_BACK_JOBS, executor_option, jobs_option, output_option, target_choices, write_options
 from ..spec import CHECKPOINT, SIZE, WRITER_EXIT_STATUS, Arg, Command, CommandLineError, Ints, Opt, ParameterError
 
@@ -27,6 +28,7 @@ def run(env: Environment, p: Params) -> int:
                           max_shard_size=p.max_shard_size, skip_unreadable=p.skip_unreadable)
     with open_checkpoint(p.src) as source:
         plan = plan_edit(source, options)
+        keep_until_exit(plan)  # (it lives until the end)
         check_output(p.out, plan.target, p.max_shard_size)
         total = 0 if p.dry_run else sum(a.nbytes for a in source.values())
         with progress_for(source, "writing", total=total) as progress:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.model import FormatName
 
+from ..kept import keep_until_exit
 from ..options import json_option, output_option
 from ..spec import CHECKPOINT, Arg, Command, Opt
 
@@ -25,6 +26,7 @@ def run(env: Environment, p: Params) -> int:
         with progress_for(ckpt, "extracting", total=total) as progress:
             report = verbs.extract(ckpt, p.patterns, p.out, mode=p.mode, by=p.by, include_graph=p.include_graph,
                                    force=p.force, allow_pickle=p.allow_pickle, progress=progress)
+            keep_until_exit(report)  # (it lives until the end)
     if p.as_json:
         from ..render.common import print_json
 

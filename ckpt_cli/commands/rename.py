@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 
+from ..kept import keep_until_exit
 from ..options import (READ_BACK_JOBS, executor_option, jobs_option, link_option, output_option, rule_options,
                        write_options)
 from ..spec import CHECKPOINT, WRITER_EXIT_STATUS, Arg, Command, Opt
@@ -83,4 +84,5 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
         result = verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
                               verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
                               executor=executor, skip_unreadable=skip_unreadable)
+        keep_until_exit(result)  # (it lives until the end)
     return render_result(result, as_json, changed_only=not all_rows, verbose=verbose)

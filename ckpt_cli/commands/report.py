@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+from ..kept import keep_until_exit
 from ..options import executor_option, jobs_option, json_option
 from ..spec import CHECKPOINT, PATH, Arg, Command, Ints, Opt
 
@@ -33,6 +34,7 @@ def run(env: Environment, p: Params) -> int:
                               jobs=p.jobs, executor=p.executor, page=p.page)
     else:
         result = _report(p, kind)
+    keep_until_exit(result)  # (it lives until the end)
     written = result.write_html(p.out, force=p.force) if p.out is not None else None
     if p.as_json:
         from ..render.common import print_json

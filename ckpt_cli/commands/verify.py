@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from formats.core.errors import ExitCode
 
+from ..kept import keep_until_exit
 from ..options import executor_option, jobs_option, json_option, rule_options
 from ..spec import CHECKPOINT, Arg, Command, CommandLineError, Opt
 
@@ -152,6 +153,7 @@ def _verify_one(path: str, seen: set[tuple[str, str]], several: bool, jobs: int 
         with open_target(target) as ckpt, progress_for(ckpt, "verifying") as progress:
             report = verbs.verify(ckpt, jobs=jobs, progress=progress, allow_loader_refusals=allow_loader_refusals,
                                   executor=executor)
+            keep_until_exit(report)  # (it lives until the end)
     except CheckpointError as exc:
         if not several:
             raise
