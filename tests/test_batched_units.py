@@ -349,3 +349,63 @@ def test_small_groups_from_columns_are_those_from_entries(tmp_path: Path) -> Non
             assert len(ours) == sum(1 for e in ckpt.entries_of(keys) if e.dtype != "int32" and e.nbytes <= 64 << 10)
         with pytest.raises(TensorNotFoundError):
             list(small_groups(ckpt, ["nope"], want))
+
+
+def test_stats_hold_columns_not_an_object_per_tensor(tmp_path: Path, monkeypatch) -> None:
+    """The result of ``stats`` keeps the statistics of the tensors summarised a span at a time as columns: no
+    ``TensorStats`` is made until a row is read (3,000 of them held before), only for those the per-tensor path
+    read (a NaN, a big one); read back, the rows are those of the per-tensor path, by index, slice and iteration."""
+    made: list[str] = []
+    init = stats_module.TensorStats.__init__
+    monkeypatch.setattr(stats_module.TensorStats, "__init__", lambda self, *a: made.append(a[0]) or init(self, *a))
+    values = {f"v/{i:04d}": np.full((3,), i - 1500, np.int64) for i in range(3000)}
+    values["w/nan"] = np.array([1.0, np.nan], np.float32)
+    values["w/big"] = np.arange(40_000, dtype=np.float32)
+    write_checkpoint(tmp_path / "ckpt", values)
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        result = checkpoint_stats(ckpt, jobs=2)
+        assert sorted(made) == ["w/big", "w/nan"]
+        expected = [tensor_stats(ckpt[key]) for key in sorted(values)]
+    rows = result.tensors
+    assert len(rows) == 3002 and rows == expected and list(rows) == expected
+    assert rows[0] == expected[0] and rows[-1] == expected[-1] and rows[1499] == expected[1499]
+    assert rows[510:1030] == expected[510:1030] and rows[2990:] == expected[2990:] and rows[5:2] == []
+    assert rows[::700] == expected[::700]
+    assert [t.key for t in result.nonfinite] == ["w/nan"]
+    assert (rows[0].min, rows[0].max, type(rows[0].min)) == (-1500, -1500, int)
+    with pytest.raises(IndexError):
+        rows[3002]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64", "float32", "bfloat16", "complex64", "bool", "int8"])
+def test_stats_columns_keep_every_extreme_exact(tmp_path: Path, dtype: str) -> None:
+    """min and max held as 8 bytes of their kind: int64 and uint64 extremes past float64's 2**53, a float's sign of
+    zero and its subnormals come back as the per-tensor path gives them, as the same Python type; a unit's part
+    pickles (a cluster's worker sends it) to the same rows."""
+    import pickle
+
+    from formats.discover import units
+    from formats.ops.inspect.stats import stats_unit
+
+    np_dtype = np.dtype(DTYPES[dtype]) if dtype in DTYPES else np.dtype(dtype)
+    if np_dtype.kind in "iu":
+        info = np.iinfo(np_dtype)
+        rows = [[info.min, info.max], [info.max - 1, info.max], [info.min + 1, 0], [7, 9]]
+    elif np_dtype.kind == "b":
+        rows = [[True, False], [False, False], [True, True], [True, False]]
+    else:
+        rows = [[-0.0, 5e-324 if dtype == "float64" else 1.5], [1e30, -1e30], [0.0, 0.0], [3.25, -2.5]]
+    values = {f"t/{i}": np.array(row, dtype=np_dtype if np_dtype.kind in "iub" else None).astype(np_dtype)
+              for i, row in enumerate(rows)}
+    if np_dtype.kind in "iu":
+        assert values["t/0"].tolist() == rows[0]  # the extremes themselves, through no float
+    write_checkpoint(tmp_path / "ckpt", values)
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        found = checkpoint_stats(ckpt, jobs=1).tensors
+        expected = [tensor_stats(ckpt[key]) for key in sorted(values)]
+        ref = units.source_ref(ckpt, "test-columns")
+        shipped = pickle.loads(pickle.dumps(stats_unit(ref, tuple(sorted(values)))))
+        units._opened.pop(ref).close()
+    assert [_fields(t) for t in found] == [_fields(t) for t in expected]
+    assert [(type(t.min), type(t.max)) for t in found] == [(type(t.min), type(t.max)) for t in expected]
+    assert list(shipped) == expected

@@ -37,15 +37,17 @@ def new_token() -> str:
     return f"{os.getpid():x}-{time.time_ns():x}-{_runs[0]}"
 
 
-def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
+def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., Iterable[Any]],
               sizes: Iterable[tuple[Any, int]], progress: Callable[[int, int], None] | None = None,
               jobs: int | None = 1, executor: str | Executor | None = None, *args: Any,
-              parallel: bool | None = None, keys_of: Callable[[Any], Sequence[str]] | None = None) -> list[Any]:
+              parallel: bool | None = None, keys_of: Callable[[Any], Sequence[str]] | None = None,
+              joined: Callable[[list[Any]], Any] | None = None) -> Any:
     """``fn(*refs, items, *args)`` over units of ``sizes`` (``(item, stored bytes)``, items usually keys; any
     iterable, read once: a generator keeps no pair per item), the per-item results concatenated in order.
     ``refs`` name ``checkpoints``; ``parallel`` (default: every checkpoint's ``concurrent_reads``) allows local
     threads. ``progress(bytes, items)`` follows the units as they finish. ``keys_of(item)``: the item's key in
-    each checkpoint (default: the item is the key)."""
+    each checkpoint (default: the item is the key). ``joined(parts)``, given, makes the result of the units'
+    results in order instead of a list of their items (``stats``: columns, not an object per tensor)."""
     ckpts = list(checkpoints)
     if parallel is None:
         parallel = all(c.concurrent_reads for c in ckpts)
@@ -53,15 +55,15 @@ def run_units(checkpoints: Sequence[Checkpoint], fn: Callable[..., list[Any]],
     if isinstance(chosen, LocalExecutor) and not parallel:
         chosen = LocalExecutor(1)
     try:
-        return _run(ckpts, fn, sizes, progress, chosen, args, keys_of or (lambda item: (item,) * len(ckpts)))
+        return _run(ckpts, fn, sizes, progress, chosen, args, keys_of or (lambda item: (item,) * len(ckpts)), joined)
     finally:
         if chosen is not executor:
             chosen.close()
 
 
-def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Iterable[tuple[Any, int]],
+def _run(ckpts: list[Checkpoint], fn: Callable[..., Iterable[Any]], sizes: Iterable[tuple[Any, int]],
          progress: Callable[[int, int], None] | None, chosen: Executor, args: tuple[Any, ...],
-         keys_of: Callable[[Any], Sequence[str]]) -> list[Any]:
+         keys_of: Callable[[Any], Sequence[str]], joined: Callable[[list[Any]], Any] | None = None) -> Any:
     token = new_token()
     refs = [source_ref(c, token) for c in ckpts]
     units: list[tuple[Any, ...]] = []
@@ -93,4 +95,6 @@ def _run(ckpts: list[Checkpoint], fn: Callable[..., list[Any]], sizes: Iterable[
     finally:
         for lend in lent:
             lend.__exit__()
+    if joined is not None:
+        return joined(list(found))
     return [result for part in found for result in part]

@@ -29,10 +29,11 @@ if TYPE_CHECKING:
     import numpy as np
 
     from formats.core.model import Checkpoint, TensorEntry
+    from formats.ops.inspect.stats_columns import StatsPart
 
     Fields = tuple[float | int, float | int, float, float, float, int]
 
-__all__ = ["small_stats", "small_stats_of", "row_stats"]
+__all__ = ["small_stats", "small_stats_of", "small_stats_into", "row_stats", "row_columns"]
 
 _NUMERIC = ("float", "int", "bool", "complex")
 
@@ -77,6 +78,24 @@ def small_stats_of(ckpt: Checkpoint, keys: Sequence[str], chunk_elements: int,
     return out
 
 
+def small_stats_into(ckpt: Checkpoint, keys: Sequence[str], chunk_elements: int, part: StatsPart,
+                     budget: int = SPAN_BYTES) -> None:
+    """:func:`small_stats_of` written straight into the columns of ``part`` (a
+    :class:`~formats.ops.inspect.stats_columns.StatsPart` of ``keys``): no Python number per statistic; the
+    tensors left to the per-tensor path stay unfilled."""
+    import math
+
+    import numpy as np
+
+    kinds: dict[str, str] = {}
+    for batch in small_groups(ckpt, keys, _wanted(chunk_elements, kinds), budget):
+        for dtype, shape, positions, pieces in batch:
+            n = math.prod(shape)
+            raw = np.frombuffer(b"".join(pieces), dtype=dtypes.by_name(dtype).numpy()).reshape(len(pieces), n)
+            rows, columns = row_columns(raw, kinds[dtype] in ("int", "bool"))
+            part.put([positions[r] for r in rows] if rows is not None else positions, dtype, shape, columns)
+
+
 def _wanted(chunk_elements: int, kinds: dict[str, str]) -> Callable[[str, tuple[int, ...]], bool]:
     """Whether a tensor of this dtype and shape is one :func:`row_stats` summarises: numeric, and read in one chunk
     of ``chunk_elements`` (``kinds`` remembers each dtype's :func:`~formats.core.values.value_kind`)."""
@@ -108,6 +127,22 @@ def row_stats(raw: np.ndarray, integral: bool) -> list[Fields | None]:
     """For each row of ``raw`` (``k`` tensors of ``n`` elements each, as stored), ``(min, max, mean, std, l2,
     zeros)`` exactly as ``tensor_stats`` computes them for a tensor read in one chunk (``integral``: min and
     max exact, as ints); None for a row holding a NaN or an Inf (or a complex NaN)."""
+    k = raw.shape[0]
+    rows, columns = row_columns(raw, integral)
+    found = list(zip(*(column.tolist() for column in columns)))
+    if rows is None:
+        return found  # type: ignore[return-value]
+    out: list[Fields | None] = [None] * k
+    for row, fields in zip(rows, found):
+        out[row] = fields
+    return out
+
+
+def row_columns(raw: np.ndarray, integral: bool) -> tuple[list[int] | None, tuple[np.ndarray, ...]]:
+    """:func:`row_stats` as columns: ``(rows, (min, max, mean, std, l2, zeros))``, each column an array with a
+    value per finite row of ``raw`` (min and max as the stored integers with ``integral``, else float64; zeros
+    int64), and ``rows`` the positions of those rows in ``raw``, None when every row is finite. A column's
+    ``tolist()`` gives the very Python numbers :func:`row_stats` gives."""
     import numpy as np
 
     k, n = raw.shape
@@ -133,14 +168,8 @@ def row_stats(raw: np.ndarray, integral: bool) -> list[Fields | None]:
         l2 = np.sqrt(sq)
     if integral:
         as_int = raw.astype(np.int64) if raw.dtype.kind in "bV" else raw
-        lo, hi = as_int.min(axis=1).tolist(), as_int.max(axis=1).tolist()
+        lo, hi = as_int.min(axis=1), as_int.max(axis=1)
     else:
-        lo, hi = x.min(axis=1).tolist(), x.max(axis=1).tolist()
-    zeros = (n - np.count_nonzero(x, axis=1)).tolist()
-    found = list(zip(lo, hi, mean.tolist(), std.tolist(), l2.tolist(), zeros))
-    if rows is None:
-        return found  # type: ignore[return-value]
-    out: list[Fields | None] = [None] * k
-    for row, fields in zip(rows, found):
-        out[row] = fields
-    return out
+        lo, hi = x.min(axis=1), x.max(axis=1)
+    zeros = n - np.count_nonzero(x, axis=1).astype(np.int64)
+    return rows, (lo, hi, mean, std, l2, zeros)

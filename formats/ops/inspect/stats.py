@@ -17,7 +17,8 @@ from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.records import field, record
 from formats.core.selection import selected_keys
-from formats.ops.inspect.row_stats import small_stats_of
+from formats.ops.inspect.row_stats import small_stats_into
+from formats.ops.inspect.stats_columns import StatsPart, StatsRows, TensorStats
 from formats.ops.inspect.histogram import (DEFAULT_BINS, LOG, Histogram, HistogramCounter, ValueRange, counter_for,
                                            float_chunks)
 from formats.core.values import CHUNK_ELEMENTS, as_float, iter_chunks, value_kind
@@ -36,52 +37,22 @@ if TYPE_CHECKING:
 __all__ = ["TensorStats", "CheckpointStats", "tensor_stats", "checkpoint_stats", "stats_unit"]
 
 
-@record(slots=True)  # one per tensor: a dict per tensor cost more than its fields
-class TensorStats:
-    """Statistics of one tensor; the float fields are None when there is no finite element (or no number)."""
-
-    key: str
-    dtype: str
-    shape: tuple[int, ...]
-    size: int = 0
-    min: float | int | None = None
-    max: float | int | None = None
-    mean: float | None = None
-    std: float | None = None
-    l2: float | None = None
-    zeros: int | None = None
-    nan: int | None = None
-    inf: int | None = None
-    histograms: dict[str, Histogram] | None = None
-    """Histograms by scale (``linear``, ``log``) when asked for (empty for a string or unreadable tensor)."""
-
-    @property
-    def finite(self) -> bool:
-        """False when the tensor holds a NaN or an Inf."""
-        return not (self.nan or self.inf)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"key", "dtype", "shape", "size", "min", "max", "mean", "std", "l2", "zeros", "nan", "inf"}``, and
-        ``"histograms": {scale: Histogram.to_json()}`` (empty for a string tensor) when they were asked for."""
-        out = {"key": self.key, "dtype": self.dtype, "shape": list(self.shape), "size": self.size, "min": self.min,
-               "max": self.max, "mean": self.mean, "std": self.std, "l2": self.l2, "zeros": self.zeros,
-               "nan": self.nan, "inf": self.inf}
-        if self.histograms is not None:
-            out["histograms"] = {scale: h.to_json() for scale, h in self.histograms.items()}
-        return out
-
-
 @record
 class CheckpointStats:
     """The statistics of the selected tensors of one checkpoint."""
 
     path: str
     format: str
-    tensors: list[TensorStats] = field(default_factory=list)
+    tensors: Sequence[TensorStats] = field(default_factory=list)
+    """In key order: a list, or from :func:`checkpoint_stats` a
+    :class:`~formats.ops.inspect.stats_columns.StatsRows` (columns, a ``TensorStats`` made as a row is read)."""
 
     @property
     def nonfinite(self) -> list[TensorStats]:
         """Tensors holding a NaN or an Inf."""
+        quick = getattr(self.tensors, "nonfinite", None)
+        if quick is not None:
+            return quick()
         return [t for t in self.tensors if not t.finite]
 
     def to_json(self) -> dict[str, Any]:
@@ -204,28 +175,25 @@ def checkpoint_stats(ckpt: Checkpoint, patterns: Sequence[str] = (), chunk_eleme
     sizes = zip(keys, ckpt.nbytes_of(keys))  # read once by run_units: no pair per tensor held
     return CheckpointStats(ckpt.path, ckpt.format,
                            run_units((ckpt,), stats_unit, sizes, progress, jobs, executor, chunk_elements,
-                                     tuple(histograms), bins))
+                                     tuple(histograms), bins, joined=StatsRows))
 
 
 def stats_unit(ref: SourceRef, keys: tuple[str, ...], chunk_elements: int = CHUNK_ELEMENTS,
-               histograms: tuple[str, ...] = (), bins: int = DEFAULT_BINS) -> list[TensorStats]:
+               histograms: tuple[str, ...] = (), bins: int = DEFAULT_BINS) -> list[TensorStats] | StatsPart:
     """A unit of ``stats``: the :class:`TensorStats` of each of ``keys`` of the checkpoint ``ref`` names (with
     ``histograms`` of ``bins`` bins, as :func:`tensor_stats`). Without histograms, small tensors are read and
-    summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats`), to the same bits."""
+    summarised many at once (:func:`formats.ops.inspect.row_stats.small_stats_into`), to the same bits, and held
+    as columns (a :class:`~formats.ops.inspect.stats_columns.StatsPart`)."""
     ckpt = opened(ref)
-    found: list[TensorStats | None] = [None] * len(keys)
-    if not histograms:  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
-        sizes: dict[tuple[int, ...], int] = {}
-        for i, done in enumerate(small_stats_of(ckpt, keys, chunk_elements)):
-            if done is not None:
-                dtype, shape, fields = done
-                size = sizes.get(shape)
-                if size is None:
-                    size = sizes[shape] = math.prod(shape)
-                found[i] = TensorStats(keys[i], dtype, shape, size, *fields, 0, 0)
-    rest = [i for i, stats in enumerate(found) if stats is None]
+    if histograms:
+        entries = ckpt.entries_of(keys)
+        return list(each_in_unit(ckpt, lambda j: tensor_stats(entries[j], chunk_elements, histograms, bins),
+                                 range(len(keys))))
+    part = StatsPart(keys)  # small tensors a span at a time; the others (a NaN, an Inf, a bad checksum...) one by one
+    small_stats_into(ckpt, keys, chunk_elements, part)
+    rest = part.missing()
     entries = ckpt.entries_of([keys[i] for i in rest])
-    for i, stats in zip(rest, each_in_unit(ckpt, lambda j: tensor_stats(entries[j], chunk_elements, histograms, bins),
+    for i, stats in zip(rest, each_in_unit(ckpt, lambda j: tensor_stats(entries[j], chunk_elements),
                                            range(len(rest)))):
-        found[i] = stats
-    return found  # type: ignore[return-value]
+        part.rest[i] = stats  # in the order of the keys (StatsRows.nonfinite)
+    return part
