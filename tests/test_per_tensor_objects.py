@@ -414,3 +414,43 @@ def test_a_name_based_tree_is_walked_once(tmp_path, monkeypatch):
         tree = build_tree(ckpt)
     assert len(walks) == 1 and tree.root.tensors == 500 and tree.root.parameters == 2000
     assert all(node.dtype == "float32" and node.own_parameters == 4 for node in nodes(tree.root) if node.key)
+
+
+def test_a_summary_report_makes_a_tensor_object_only_for_those_it_details(tmp_path, monkeypatch, run_cli):
+    """``report`` of 3,000 small tensors scans them from the bundle's columns (:func:`scan_keys`) and adds up the
+    progress bar's total from them too: a tensor object is made only for the tensors the page details (the largest,
+    the NaN) and for those the scan reads one by one (the big one, the string), not one each (3,000 before); its
+    columns are those :func:`scan_tensors` finds from the entries, and the page the same."""
+    import json
+
+    import numpy as np
+
+    from formats import write_checkpoint
+    from formats.ops.report.summary import DETAIL_LIMIT
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    rng = np.random.default_rng(2)
+    values = {f"v/{i:04d}": rng.standard_normal((i % 4 + 1,)).astype([np.float32, np.int16, np.float16][i % 3])
+              for i in range(3000)}
+    values |= {"w/nan": np.array([1.0, np.nan], np.float32), "w/big": np.arange(70_000, dtype=np.float32),
+               "w/str": np.array([b"a", b"bc"]), "w/empty": np.zeros((0, 2), np.float32)}
+    write_checkpoint(tmp_path / "ckpt", values)
+    made: list[str] = []
+    init = BundleTensor.__init__
+    monkeypatch.setattr(BundleTensor, "__init__", lambda self, *a: made.append(a[1]) or init(self, *a))
+    result = run_cli("report", tmp_path / "ckpt", "--json")
+    assert result.exit_code == 0, result.output
+    assert 0 < len(made) <= 2 * DETAIL_LIMIT + 4, len(made)  # chosen (the detailed), then the rest of the scan
+    page = json.loads(result.stdout)["checkpoint"]
+    monkeypatch.setattr(BundleTensor, "__init__", init)
+    from formats.ops.report.scan import scan_keys, scan_tensors
+
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        keys = sorted(ckpt)
+        cols, sizes = scan_keys(ckpt, keys)
+        expected = scan_tensors(ckpt.entries_of(keys))
+        assert sizes.tolist() == [ckpt[k].size for k in keys]
+    for name in ("nan", "inf", "zeros", "absmax", "sumsq", "numeric", "unreadable"):
+        assert getattr(cols, name).tolist() == getattr(expected, name).tolist(), name
+    assert [(row["key"], row["nan"]) for row in page["flagged"]] == [("w/nan", 1)]
+    assert (page["summary"], page["tensors"]) == (True, len(values))

@@ -29,7 +29,7 @@ def run(env: Environment, p: Params) -> int:
             opened.append(open_checkpoint(path))
         plan = plan_average(opened, options)
         check_output(p.out, plan.target, p.max_shard_size)
-        total = 0 if p.dry_run else sum(e.nbytes for e in opened[-1].values())
+        total = 0 if p.dry_run else opened[-1].total_nbytes()
         with progress_for(opened[-1], "averaging", total=total) as progress:
             result = execute_edit_on(p.executor, plan, plan_average, opened, options, p.out, dry_run=p.dry_run,
                                      force=p.force, verify=not p.no_verify, update_state=p.update_state,

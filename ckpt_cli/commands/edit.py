@@ -30,7 +30,7 @@ def run(env: Environment, p: Params) -> int:
         plan = plan_edit(source, options)
         keep_until_exit(plan)  # (it lives until the end)
         check_output(p.out, plan.target, p.max_shard_size)
-        total = 0 if p.dry_run else sum(a.nbytes for a in source.values())
+        total = 0 if p.dry_run else source.total_nbytes()
         with progress_for(source, "writing", total=total) as progress:
             how = {"dry_run": p.dry_run, "force": p.force, "verify": not p.no_verify, "update_state": p.update_state,
                    "progress": progress, "jobs": p.jobs, "inputs": [p.src, source]}

@@ -17,12 +17,12 @@ def run(env: Environment, p: Params) -> int:
     """``ckpt extract PATH [KEY|GLOB]... -o OUT``: write the files; the exit status."""
     from formats import verbs
     from formats.api import open_checkpoint
-    from formats.core.selection import select
+    from formats.core.selection import selected_keys
 
     from ..render.progress import progress_for
 
     with open_checkpoint(p.path) as ckpt:
-        total = sum(e.nbytes for e in select(ckpt, p.patterns))
+        total = sum(ckpt.nbytes_of(selected_keys(ckpt, p.patterns)))  # (no tensor object each)
         with progress_for(ckpt, "extracting", total=total) as progress:
             report = verbs.extract(ckpt, p.patterns, p.out, mode=p.mode, by=p.by, include_graph=p.include_graph,
                                    force=p.force, allow_pickle=p.allow_pickle, progress=progress)

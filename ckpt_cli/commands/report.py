@@ -58,7 +58,7 @@ def _report(p: Params, kind: str) -> Report:
 
     with ExitStack() as stack:
         opened = [stack.enter_context(open_checkpoint(path)) for path in p.paths]
-        total = sum(e.nbytes for c in opened for e in c.values())
+        total = sum(c.total_nbytes() for c in opened)  # from a bundle's columns: no tensor object each
         with progress_for(opened[0], "reading", total=total) as progress:
             return verbs.report(*opened, kind=kind, patterns=p.patterns, bins=p.bins, log_bins=p.log_bins,
                                 jobs=p.jobs, progress=progress, executor=p.executor, page=p.page)

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from formats.core.model import TensorEntry
+    from formats.core.model import Checkpoint, TensorEntry
 
-__all__ = ["TensorColumns", "scan_tensors", "SMALL_ELEMENTS", "BATCH_ELEMENTS", "STREAM_ELEMENTS"]
+__all__ = ["TensorColumns", "scan_tensors", "scan_keys", "SMALL_ELEMENTS", "BATCH_ELEMENTS", "STREAM_ELEMENTS"]
 
 SMALL_ELEMENTS = 1 << 16
 """Tensors of at most this many elements are read whole and batched; larger ones stream in chunks."""
@@ -117,13 +117,74 @@ def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], 
     """The :class:`TensorColumns` of ``entries`` (each read once, checksums checked as the format reads);
     ``progress(bytes, tensors)`` about every batch."""
     cols = TensorColumns(len(entries))
-    batches = _Batches(cols)
     numeric: dict[str, bool] = {}  # by dtype name
     taken = _read_in_spans(entries, cols, numeric, progress)
+    _scan_each(entries, [i for i in range(len(entries)) if not taken[i]], cols, numeric, progress, chunk_elements)
+    return cols
+
+
+def scan_keys(ckpt: Checkpoint, keys: Sequence[str], progress: Callable[[int, int], None] | None = None,
+              chunk_elements: int = CHUNK_ELEMENTS) -> tuple[TensorColumns, np.ndarray]:
+    """:func:`scan_tensors` of the tensors of ``keys`` of ``ckpt``, and each one's element count, with an entry made
+    only for a tensor not found from the checkpoint's columns (:func:`formats.io.spans.small_groups`: a bundle's
+    small tensors are located, read a span at a time and reduced without a tensor object each)."""
+    import math
+
+    import numpy as np
+
+    from formats.core import dtypes
+    from formats.io.spans import small_groups
+
+    cols = TensorColumns(len(keys))
+    sizes = np.zeros(len(keys), np.int64)
+    numeric: dict[str, bool] = {}
+    kinds: dict[str, Any] = {}  # dtype name -> its numpy dtype, None when not numeric
+
+    def want(dtype: str, shape: tuple[int, ...]) -> bool:
+        kind = kinds.get(dtype, False)
+        if kind is False:
+            wanted = numeric[dtype] = value_kind(dtype) not in ("bytes", "other")
+            kind = kinds[dtype] = dtypes.by_name(dtype).numpy() if wanted else None
+        return kind is not None and 0 < math.prod(shape) <= SMALL_ELEMENTS
+
+    taken = np.zeros(len(keys), bool)
+    for batch in small_groups(ckpt, keys, want, SPAN_BUDGET):  # a batch's values a dtype at a time
+        by_dtype: dict[str, tuple[list[int], list[memoryview], list[int]]] = {}
+        done = 0
+        for dtype, shape, positions, pieces in batch:
+            members = by_dtype.get(dtype)
+            if members is None:
+                members = by_dtype[dtype] = ([], [], [])
+            n = math.prod(shape)
+            members[0].extend(positions)
+            members[1].extend(pieces)
+            members[2].extend([n] * len(positions))
+            done += sum(map(len, pieces))
+        for dtype, (owners, pieces, counts) in by_dtype.items():
+            at = np.asarray(owners, np.intp)
+            taken[at] = True
+            cols.numeric[at] = True
+            counted = np.asarray(counts, np.int64)
+            sizes[at] = counted
+            _reduce_flat(cols, np.frombuffer(b"".join(pieces), kinds[dtype]), counted, owners)
+        if progress is not None and batch:
+            progress(done, sum(len(owners) for owners, _, _ in by_dtype.values()))
+    rest = np.flatnonzero(~taken).tolist()
+    entries = ckpt.entries_of([keys[i] for i in rest])
+    for i, entry in zip(rest, entries):
+        sizes[i] = entry.size
+    _scan_each(entries, rest, cols, numeric, progress, chunk_elements, indexed=False)
+    return cols, sizes
+
+
+def _scan_each(entries: Sequence[TensorEntry], rows: list[int], cols: TensorColumns, numeric: dict[str, bool],
+               progress: Callable[[int, int], None] | None, chunk_elements: int, indexed: bool = True) -> None:
+    """Read and reduce, one by one, the tensors of the columns' ``rows``: ``entries[row]`` each (``indexed``), or
+    ``entries[j]`` for the ``j``-th row."""
+    batches = _Batches(cols)
     done_bytes = done = 0
-    for i, entry in enumerate(entries):
-        if taken[i]:
-            continue
+    for j, i in enumerate(rows):
+        entry = entries[i] if indexed else entries[j]
         dtype = entry.dtype
         wanted = numeric.get(dtype)
         if wanted is None:
@@ -145,7 +206,6 @@ def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], 
     batches.flush()
     if progress is not None and done:
         progress(done_bytes, done)
-    return cols
 
 
 def _read_in_spans(entries: Sequence[TensorEntry], cols: TensorColumns, numeric: dict[str, bool],

@@ -134,17 +134,15 @@ def checkpoint_summary(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: 
     """The :class:`SummaryReport` of the tensors of ``ckpt`` whose keys match ``patterns`` (all when empty)."""
     import numpy as np
 
-    from formats.core.selection import select
+    from formats.core.selection import selected_keys
     from formats.ops.inspect.stats import stats_unit
     from formats.ops.report.model import VariableReport
-    from formats.ops.report.scan import scan_tensors
+    from formats.ops.report.scan import scan_keys
     from formats.ops.units import run_units
 
-    entries = select(ckpt, patterns)
-    cols = scan_tensors(entries, progress)
-    keys = [e.key for e in entries]
-    nbytes = np.fromiter((e.nbytes for e in entries), np.int64, len(entries))
-    sizes = np.fromiter((e.size for e in entries), np.int64, len(entries))
+    keys = selected_keys(ckpt, patterns)  # no tensor object per key: the columns say what the page needs
+    cols, sizes = scan_keys(ckpt, keys, progress)
+    nbytes = np.asarray(ckpt.nbytes_of(keys), np.int64)
     bad = cols.nonfinite | cols.unreadable
     flagged_at = np.flatnonzero(bad)
     chosen = list(flagged_at[:detail_limit])
@@ -156,15 +154,16 @@ def checkpoint_summary(ckpt: Checkpoint, patterns: Sequence[str] = (), *, bins: 
     chosen.sort()
     flags = (cols.nonfinite * 1 + cols.unreadable * 2 + (cols.numeric & (cols.zeros == sizes)) * 4).astype(np.int64)
     flags[chosen] |= 8
-    picked = [entries[i] for i in chosen]
+    picked = ckpt.entries_of([keys[i] for i in chosen])
     stats = run_units((ckpt,), stats_unit, [(e.key, e.nbytes) for e in picked], None, jobs, executor, 1 << 20,
                       tuple(scales), bins)
-    flagged = [TensorRow(keys[i], entries[i].dtype, entries[i].shape, int(nbytes[i]), int(sizes[i]),
-                         int(cols.nan[i]), int(cols.inf[i]), entries[i].unreadable) for i in flagged_at]
+    flagged = [TensorRow(keys[i], e.dtype, e.shape, int(nbytes[i]), int(sizes[i]), int(cols.nan[i]),
+                         int(cols.inf[i]), e.unreadable)
+               for i, e in zip(flagged_at.tolist(), ckpt.entries_of([keys[i] for i in flagged_at.tolist()]))]
     depth = layer_depth(keys)
     counted = np.where(cols.numeric, sizes, 0)
     return SummaryReport(
-        "checkpoint", [ckpt.path], ckpt.format, len(entries), int(nbytes.sum()), int(counted.sum()),
+        "checkpoint", [ckpt.path], ckpt.format, len(keys), int(nbytes.sum()), int(counted.sum()),
         group_rows(keys, nbytes.tolist(), counted.tolist(), bad.tolist(), "pattern"),
         group_rows(keys, nbytes.tolist(), counted.tolist(), bad.tolist(), "layer", depth), depth, flagged,
         pack_keys(_ordered_lines(keys, flags.tolist()), len(keys), key_budget),
