@@ -369,7 +369,7 @@ def test_a_report_scans_a_span_of_small_tensors_as_one_array_per_dtype(tmp_path)
     import numpy as np
 
     from formats import write_checkpoint
-    from formats.ops.report.scan import scan_tensors
+    from formats.ops.report.scan import scan_keys
     from tests.call_counts import calls_of
 
     def written(n: int, values: dict | None = None) -> str:
@@ -380,7 +380,7 @@ def test_a_report_scans_a_span_of_small_tensors_as_one_array_per_dtype(tmp_path)
     counts = []
     for n in (2000, 4000):
         with open_checkpoint(written(n)) as ckpt:
-            counts.append(calls_of(scan_tensors, ckpt.entries_of(list(ckpt)))[1])
+            counts.append(calls_of(scan_keys, ckpt, list(ckpt))[1])
     assert (counts[1] - counts[0]) / 2000 < 24, (counts[1] - counts[0]) / 2000
 
     rng = np.random.default_rng(4)
@@ -391,7 +391,7 @@ def test_a_report_scans_a_span_of_small_tensors_as_one_array_per_dtype(tmp_path)
                "c": np.array([1 + 2j, np.nan, 0], np.complex64), "big": rng.standard_normal(70_000).astype(np.float32)}
     with open_checkpoint(written(0, values)) as ckpt:
         keys = list(ckpt)
-        cols = scan_tensors(ckpt.entries_of(keys))
+        cols, _ = scan_keys(ckpt, keys)
     for i, key in enumerate(keys):
         x = np.abs(values[key].astype(np.complex128)) if key == "c" else values[key].astype(np.float64)
         finite = np.isfinite(x)
@@ -420,7 +420,7 @@ def test_a_summary_report_makes_a_tensor_object_only_for_those_it_details(tmp_pa
     """``report`` of 3,000 small tensors scans them from the bundle's columns (:func:`scan_keys`) and adds up the
     progress bar's total from them too: a tensor object is made only for the tensors the page details (the largest,
     the NaN) and for those the scan reads one by one (the big one, the string), not one each (3,000 before); its
-    columns are those :func:`scan_tensors` finds from the entries, and the page the same."""
+    columns and element counts are numpy's, tensor by tensor."""
     import json
 
     import numpy as np
@@ -443,14 +443,19 @@ def test_a_summary_report_makes_a_tensor_object_only_for_those_it_details(tmp_pa
     assert 0 < len(made) <= 2 * DETAIL_LIMIT + 4, len(made)  # chosen (the detailed), then the rest of the scan
     page = json.loads(result.stdout)["checkpoint"]
     monkeypatch.setattr(BundleTensor, "__init__", init)
-    from formats.ops.report.scan import scan_keys, scan_tensors
+    from formats.ops.report.scan import scan_keys
 
     with open_checkpoint(tmp_path / "ckpt") as ckpt:
         keys = sorted(ckpt)
         cols, sizes = scan_keys(ckpt, keys)
-        expected = scan_tensors(ckpt.entries_of(keys))
-        assert sizes.tolist() == [ckpt[k].size for k in keys]
-    for name in ("nan", "inf", "zeros", "absmax", "sumsq", "numeric", "unreadable"):
-        assert getattr(cols, name).tolist() == getattr(expected, name).tolist(), name
+    assert sizes.tolist() == [values[k].size for k in keys]
+    for i, key in enumerate(keys):
+        numeric = values[key].dtype.kind != "S" and values[key].size > 0
+        assert (bool(cols.numeric[i]), bool(cols.unreadable[i])) == (numeric, False), key
+        x = values[key].astype(np.float64) if numeric else np.zeros(0)
+        clean = np.where(np.isfinite(x), x, 0.0)
+        assert (cols.nan[i], cols.inf[i], cols.zeros[i]) == (np.isnan(x).sum(), np.isinf(x).sum(), (x == 0).sum()), key
+        assert cols.absmax[i] == (np.abs(clean).max() if x.size else 0.0), key
+        assert np.isclose(cols.sumsq[i], (clean * clean).sum(), rtol=1e-12), key
     assert [(row["key"], row["nan"]) for row in page["flagged"]] == [("w/nan", 1)]
     assert (page["summary"], page["tensors"]) == (True, len(values))

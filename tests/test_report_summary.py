@@ -296,7 +296,7 @@ def test_run_summary_lists_diverged_variables_and_largest_norm_changes(tmp_path:
 def test_scan_counts_as_numpy_does_for_every_dtype_and_size() -> None:
     import ml_dtypes
 
-    from formats.ops.report.scan import SMALL_ELEMENTS, STREAM_ELEMENTS, scan_tensors
+    from formats.ops.report.scan import SMALL_ELEMENTS, STREAM_ELEMENTS, scan_keys
 
     rng = np.random.default_rng(11)
     big = rng.normal(size=SMALL_ELEMENTS * 5 + 7).astype(np.float32)
@@ -307,8 +307,7 @@ def test_scan_counts_as_numpy_does_for_every_dtype_and_size() -> None:
               "e_c64": np.array([1 + 1j, np.nan + 0j, 0j, complex(np.inf, 1)], np.complex64),
               "f_empty": np.zeros((0, 3), np.float32), "g_big": big, "h_f64": np.array(-4.0),
               "i_str": np.array([b"x"], dtype=object)}
-    entries = list(memory_checkpoint("mem", values).values())
-    cols = scan_tensors(entries)
+    cols, _ = scan_keys(memory_checkpoint("mem", values), list(values))
     for i, (key, v) in enumerate(values.items()):
         if v.dtype == object:
             assert not cols.numeric[i] and cols.nan[i] == cols.inf[i] == 0

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     Fields = tuple[float | int, float | int, float, float, float, int]
 
-__all__ = ["small_stats", "small_stats_of", "small_stats_into", "row_stats", "row_columns"]
+__all__ = ["small_stats", "small_stats_into", "row_stats", "row_columns"]
 
 _NUMERIC = ("float", "int", "bool", "complex")
 
@@ -58,29 +58,10 @@ def small_stats(entries: Sequence[TensorEntry], chunk_elements: int, budget: int
     return out
 
 
-def small_stats_of(ckpt: Checkpoint, keys: Sequence[str], chunk_elements: int,
-                   budget: int = SPAN_BYTES) -> list[tuple[str, tuple[int, ...], Fields] | None]:
-    """:func:`small_stats` of the tensors of ``keys`` of ``ckpt``, found without an entry per tensor where the
-    checkpoint can (:func:`formats.io.spans.small_groups`): for each key, ``(dtype, shape, fields)``, or None for
-    the per-tensor path."""
-    import math
-
-    found: list[Fields | None] = [None] * len(keys)
-    out: list[tuple[str, tuple[int, ...], Fields] | None] = [None] * len(keys)
-    kinds: dict[str, str] = {}
-    for batch in small_groups(ckpt, keys, _wanted(chunk_elements, kinds), budget):
-        for dtype, shape, positions, pieces in batch:
-            _fill(found, positions, pieces, dtype, math.prod(shape), kinds[dtype])
-            for i in positions:
-                fields = found[i]
-                if fields is not None:
-                    out[i] = (dtype, shape, fields)
-    return out
-
-
 def small_stats_into(ckpt: Checkpoint, keys: Sequence[str], chunk_elements: int, part: StatsPart,
                      budget: int = SPAN_BYTES) -> None:
-    """:func:`small_stats_of` written straight into the columns of ``part`` (a
+    """:func:`small_stats` of the tensors of ``keys`` of ``ckpt``, found without an entry per tensor where the
+    checkpoint can (:func:`formats.io.spans.small_groups`) and written straight into the columns of ``part`` (a
     :class:`~formats.ops.inspect.stats_columns.StatsPart` of ``keys``): no Python number per statistic; the
     tensors left to the per-tensor path stay unfilled."""
     import math

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from formats.core.model import Checkpoint, TensorEntry
 
-__all__ = ["TensorColumns", "scan_tensors", "scan_keys", "SMALL_ELEMENTS", "BATCH_ELEMENTS", "STREAM_ELEMENTS"]
+__all__ = ["TensorColumns", "scan_keys", "SMALL_ELEMENTS", "BATCH_ELEMENTS", "STREAM_ELEMENTS"]
 
 SMALL_ELEMENTS = 1 << 16
 """Tensors of at most this many elements are read whole and batched; larger ones stream in chunks."""
@@ -37,7 +37,7 @@ batched)."""
 
 
 class TensorColumns:
-    """Per-tensor results of :func:`scan_tensors`, one numpy column each, in the order of the entries."""
+    """Per-tensor results of :func:`scan_keys`, one numpy column each, in the order of the keys."""
 
     def __init__(self, count: int) -> None:
         import numpy as np
@@ -112,22 +112,13 @@ def _reduce_flat(cols: TensorColumns, values: np.ndarray, sizes: np.ndarray, own
     np.add.at(cols.sumsq, own, np.add.reduceat(clean * clean, starts))
 
 
-def scan_tensors(entries: Sequence[TensorEntry], progress: Callable[[int, int], None] | None = None,
-                 chunk_elements: int = CHUNK_ELEMENTS) -> TensorColumns:
-    """The :class:`TensorColumns` of ``entries`` (each read once, checksums checked as the format reads);
-    ``progress(bytes, tensors)`` about every batch."""
-    cols = TensorColumns(len(entries))
-    numeric: dict[str, bool] = {}  # by dtype name
-    taken = _read_in_spans(entries, cols, numeric, progress)
-    _scan_each(entries, [i for i in range(len(entries)) if not taken[i]], cols, numeric, progress, chunk_elements)
-    return cols
-
-
 def scan_keys(ckpt: Checkpoint, keys: Sequence[str], progress: Callable[[int, int], None] | None = None,
               chunk_elements: int = CHUNK_ELEMENTS) -> tuple[TensorColumns, np.ndarray]:
-    """:func:`scan_tensors` of the tensors of ``keys`` of ``ckpt``, and each one's element count, with an entry made
+    """The :class:`TensorColumns` of the tensors of ``keys`` of ``ckpt`` (each read once, checksums checked as the
+    format reads), and each one's element count; ``progress(bytes, tensors)`` about every batch. An entry is made
     only for a tensor not found from the checkpoint's columns (:func:`formats.io.spans.small_groups`: a bundle's
-    small tensors are located, read a span at a time and reduced without a tensor object each)."""
+    small tensors are located, read a span at a time, checked against their CRC32C and reduced a dtype at a time
+    without a tensor object each)."""
     import math
 
     import numpy as np
@@ -173,18 +164,16 @@ def scan_keys(ckpt: Checkpoint, keys: Sequence[str], progress: Callable[[int, in
     entries = ckpt.entries_of([keys[i] for i in rest])
     for i, entry in zip(rest, entries):
         sizes[i] = entry.size
-    _scan_each(entries, rest, cols, numeric, progress, chunk_elements, indexed=False)
+    _scan_each(entries, rest, cols, numeric, progress, chunk_elements)
     return cols, sizes
 
 
 def _scan_each(entries: Sequence[TensorEntry], rows: list[int], cols: TensorColumns, numeric: dict[str, bool],
-               progress: Callable[[int, int], None] | None, chunk_elements: int, indexed: bool = True) -> None:
-    """Read and reduce, one by one, the tensors of the columns' ``rows``: ``entries[row]`` each (``indexed``), or
-    ``entries[j]`` for the ``j``-th row."""
+               progress: Callable[[int, int], None] | None, chunk_elements: int) -> None:
+    """Read and reduce, one by one, ``entries``: the tensors of the columns' ``rows``, in that order."""
     batches = _Batches(cols)
     done_bytes = done = 0
-    for j, i in enumerate(rows):
-        entry = entries[i] if indexed else entries[j]
+    for i, entry in zip(rows, entries):
         dtype = entry.dtype
         wanted = numeric.get(dtype)
         if wanted is None:
@@ -206,44 +195,3 @@ def _scan_each(entries: Sequence[TensorEntry], rows: list[int], cols: TensorColu
     batches.flush()
     if progress is not None and done:
         progress(done_bytes, done)
-
-
-def _read_in_spans(entries: Sequence[TensorEntry], cols: TensorColumns, numeric: dict[str, bool],
-                   progress: Callable[[int, int], None] | None) -> bytearray:
-    """Reduce the small numeric tensors stored as plain ranges of a local file, read a span at a time and each
-    checked against its CRC32C (:func:`formats.io.spans.small_pieces`: one ``pread`` for many tiny tensors instead
-    of a read each), a span's tensors of one dtype as one array (:func:`_reduce_flat`: no array per tensor); 1 for
-    each tensor taken. The rest (and any whose checksum does not match) are for the
-    per-tensor path, which says what is wrong."""
-    import numpy as np
-
-    from formats.core import dtypes
-    from formats.io.spans import small_pieces
-
-    kinds: dict[str, Any] = {}  # dtype name -> its numpy dtype, None when not numeric
-
-    def want(entry: TensorEntry) -> bool:
-        dtype = entry.dtype
-        if dtype not in kinds:
-            wanted = numeric[dtype] = value_kind(dtype) not in ("bytes", "other")
-            kinds[dtype] = dtypes.by_name(dtype).numpy() if wanted else None
-        return kinds[dtype] is not None and 0 < entry.size <= SMALL_ELEMENTS and not entry.unreadable
-
-    taken = bytearray(len(entries))
-    for batch in small_pieces(entries, want, SPAN_BUDGET):  # each batch's values a dtype at a time: no array each
-        by_dtype: dict[str, tuple[list[int], list[memoryview]]] = {}
-        for i, piece in batch:
-            taken[i] = 1
-            members = by_dtype.get(entries[i].dtype)
-            if members is None:
-                members = by_dtype[entries[i].dtype] = ([], [])
-            members[0].append(i)
-            members[1].append(piece)
-        for dtype, (owners, pieces) in by_dtype.items():
-            kind = kinds[dtype]
-            cols.numeric[owners] = True
-            sizes = np.fromiter(map(len, pieces), np.int64, len(pieces)) // kind.itemsize
-            _reduce_flat(cols, np.frombuffer(b"".join(pieces), kind), sizes, owners)
-        if progress is not None and batch:
-            progress(sum(len(piece) for _, piece in batch), len(batch))
-    return taken

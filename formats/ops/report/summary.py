@@ -4,7 +4,7 @@ A full report holds every tensor's statistics and histograms and its page grows 
 :data:`FULL_PAGE_CELLS` (tensors times histogram bins times scales: 1,000 tensors at the default 48 bins) the
 report is a :class:`SummaryReport` instead, whose page (:mod:`.summary_html`) is bounded whatever the count:
 
-- every tensor scanned once (:func:`~formats.ops.report.scan.scan_tensors`: NaN, Inf and zero counts, largest
+- every tensor scanned once (:func:`~formats.ops.report.scan.scan_keys`: NaN, Inf and zero counts, largest
   |x|, L2), for a pair the diff verb's pairing and statistics;
 - the tensors grouped by pattern and by layer (:mod:`.digest`), counts exact;
 - every tensor holding NaN or Inf (or unreadable; for a pair: whose NaN/Inf appeared), listed;
