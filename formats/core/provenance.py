@@ -16,12 +16,13 @@ from formats.core.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES"]
+           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member name (without ``.npy``) holding the record."""
@@ -148,3 +149,26 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     items += [{"key": r.key, "dtype": r.dtype, "shape": list(r.shape)} for r in written.values()]
     record["tensors"] = items
     return record
+
+
+def record_pieces(record: dict[str, Any]) -> Iterator[str]:
+    """``json.dumps(record)`` a piece at a time, its ``"tensors"`` an item at a time: the items may be any
+    iterable (a generator making each dict as it is reached is consumed once), so neither the whole text nor a
+    dict per tensor is held (a record of 100,000 tensors was 24 MB of text and 50 MB of dicts and chunks)."""
+    import json
+
+    items = record.get("tensors")
+    if items is None:
+        yield json.dumps(record)
+        return
+    names = list(record)
+    at = names.index("tensors")
+    before = json.dumps({name: record[name] for name in names[:at]})[:-1]  # "{...", without its "}"
+    after = json.dumps({name: record[name] for name in names[at + 1:]})[1:]  # "...}", without its "{"
+    yield before + (", " if at else "") + '"tensors": ['
+    encode = json.JSONEncoder().iterencode
+    separator = ""
+    for item in items:
+        yield separator + "".join(encode(item, True))  # one-shot: the C encoder, as json.dumps uses it
+        separator = ", "
+    yield "]" + (", " + after if at + 1 < len(names) else "}")

@@ -13,14 +13,13 @@ members at once (large members on every core).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
 
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName
-from formats.core.provenance import PROVENANCE_MEMBER, as_written
+from formats.core.provenance import PROVENANCE_MEMBER, as_written, record_pieces
 from formats.core.sources import CHUNK, Source, describe
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
@@ -142,20 +141,34 @@ class _Summing:
 
 
 _RECORD_CHARS = 1 << 18
+_SPOOL_CHARS = 8 << 20
+"""A record longer than this waits for its header on disk (a temporary file), not in memory."""
 
 
 def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
     """The record as ``numpy.lib.format.write_array(np.array(json.dumps(provenance)))`` writes it: a 0-d
-    ``<U<n>`` array (UTF-32 code units), encoded a piece at a time (never the whole array in memory at once)."""
+    ``<U<n>`` array (UTF-32 code units). Its ``"tensors"`` may be any iterable, consumed once
+    (:func:`~formats.core.provenance.record_pieces`): the text, ASCII (``json.dumps`` escapes every other
+    character), is spooled until its length, which the header names, is known, then written a piece at a time
+    (never the whole text, nor a dict per tensor, in memory at once)."""
+    import tempfile
+
     import numpy as np
 
-    text = json.dumps(provenance)
-    header = npy_header(np.dtype(f"<U{len(text)}"), ())
-    member = archive.member(PROVENANCE_MEMBER + ".npy", zip64=len(header) + 4 * len(text) > ZIP64_LIMIT)
-    member.write(header)
-    for start in range(0, len(text), _RECORD_CHARS):
-        member.write(text[start:start + _RECORD_CHARS].encode("utf-32-le"))
-    member.close()
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_CHARS) as spool:
+        length = 0
+        for piece in record_pieces(provenance):
+            length += spool.write(piece.encode("ascii"))
+        header = npy_header(np.dtype(f"<U{length}"), ())
+        member = archive.member(PROVENANCE_MEMBER + ".npy", zip64=len(header) + 4 * length > ZIP64_LIMIT)
+        member.write(header)
+        spool.seek(0)
+        while True:
+            chunk = spool.read(_RECORD_CHARS)
+            if not chunk:
+                break
+            member.write(chunk.decode("ascii").encode("utf-32-le"))
+        member.close()
 
 
 def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[str, Source]],

@@ -136,8 +136,8 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
     if mode == NPZ:
         from formats.ops.convert.cross.export import provenance_entry
 
-        record = {"source": ckpt.path, "format": ckpt.format,
-                  "tensors": [provenance_entry(ckpt, e.key, e, label) for e, label in zip(entries, labels)]}
+        record = {"source": ckpt.path, "format": ckpt.format,  # each tensor's item made as it is written out
+                  "tensors": (provenance_entry(ckpt, e.key, e, label) for e, label in zip(entries, labels))}
         return write_npz(path, list(zip(labels, entries)), provenance=record, progress=progress,
                          **options)  # type: ignore[arg-type]
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
