@@ -107,6 +107,31 @@ def test_natural_sorted_orders_numbers_by_value():
     assert natural_sorted(shuffled) == keys
 
 
+def test_natural_sorted_rewrites_a_chunk_of_keys_at_a_time(monkeypatch):
+    """The digit runs are rewritten a chunk of keys at a time, the order the same across the chunks' edges; what is
+    held at once is about twice the keys (five times, when every key's parts were split at once: at 10^6 keys, about
+    200 MB more for a moment of ``ls --tree``)."""
+    import sys
+    import tracemalloc
+
+    from formats.core import natural
+
+    keys = [f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(50_000)]
+    shuffled = random.Random(3).sample(keys, len(keys))
+    tracemalloc.start()
+    try:
+        assert natural.natural_sorted(shuffled) == keys
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2.5 * sum(map(sys.getsizeof, keys)), peak  # 5.5x before
+    monkeypatch.setattr(natural, "_ORDERS_AT_ONCE", 3)
+    rng = random.Random(13)
+    for _ in range(100):
+        some = list({"".join(rng.choice("ab109/_") for _ in range(rng.randint(1, 7))) for _ in range(rng.randint(1, 30))})
+        assert natural.natural_sorted(some) == sorted(some, key=natural.natural_order)
+
+
 def test_natural_sorted_is_the_natural_order_of_any_keys():
     from formats.core.natural import key_order, natural_sorted
 
