@@ -151,10 +151,16 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     return record
 
 
+_ITEMS_AT_ONCE = 1024
+"""Items of a record's ``"tensors"`` :func:`record_pieces` encodes with one ``json.dumps`` call."""
+
+
 def record_pieces(record: dict[str, Any]) -> Iterator[str]:
-    """``json.dumps(record)`` a piece at a time, its ``"tensors"`` an item at a time: the items may be any
-    iterable (a generator making each dict as it is reached is consumed once), so neither the whole text nor a
-    dict per tensor is held (a record of 100,000 tensors was 24 MB of text and 50 MB of dicts and chunks)."""
+    """``json.dumps(record)`` a piece at a time, its ``"tensors"`` :data:`_ITEMS_AT_ONCE` items at a time: the
+    items may be any iterable (a generator making each dict as it is reached is consumed once), so neither the
+    whole text nor a dict per tensor is held (a record of 100,000 tensors was 24 MB of text and 50 MB of dicts and
+    chunks). A list's items are separated by ``", "`` as the record's are, so a run of items is their list's
+    text without its brackets."""
     import json
 
     items = record.get("tensors")
@@ -166,9 +172,12 @@ def record_pieces(record: dict[str, Any]) -> Iterator[str]:
     before = json.dumps({name: record[name] for name in names[:at]})[:-1]  # "{...", without its "}"
     after = json.dumps({name: record[name] for name in names[at + 1:]})[1:]  # "...}", without its "{"
     yield before + (", " if at else "") + '"tensors": ['
-    encode = json.JSONEncoder().iterencode
-    separator = ""
+    separator, run = "", []
     for item in items:
-        yield separator + "".join(encode(item, True))  # one-shot: the C encoder, as json.dumps uses it
-        separator = ", "
+        run.append(item)
+        if len(run) >= _ITEMS_AT_ONCE:
+            yield separator + json.dumps(run)[1:-1]
+            separator, run = ", ", []
+    if run:
+        yield separator + json.dumps(run)[1:-1]
     yield "]" + (", " + after if at + 1 < len(names) else "}")
