@@ -13,7 +13,6 @@ its input: a damaged input is reported as such (not as a failed write).
 """
 from __future__ import annotations
 
-from array import array
 import os
 from bisect import bisect_right
 from itertools import repeat
@@ -193,6 +192,10 @@ def _copied_rows(written: BundleCheckpoint, rows: list[int], records: list[Any])
     return problems
 
 
+SOUND_RUN_ROWS = 64
+"""Fewer copied rows than this are checked one by one (a small bundle's writing imports no ``array``)."""
+
+
 def _sound_run(reader: Any, rows: list[int], whole: Callable[[int], bool]) -> bool:
     """Whether ``rows`` are tensors of one data layout in one data file (each a plain byte range, ``whole``), read
     in windows of at most :data:`BATCH_BYTES` (one ``pread`` each, by offset) and every one matching the checksum
@@ -203,7 +206,7 @@ def _sound_run(reader: Any, rows: list[int], whole: Callable[[int], bool]) -> bo
     columns = reader.entries
     n = len(rows)
     kinds = set(map(columns.kind.__getitem__, rows))
-    if n < 2 or len(kinds) != 1 or columns.slices and any(map(columns.slices.__contains__, rows)):
+    if n < SOUND_RUN_ROWS or len(kinds) != 1 or columns.slices and any(map(columns.slices.__contains__, rows)):
         return False
     _, _, shard, size = columns.kinds[kinds.pop()]
     if size <= 0 or size > BATCH_BYTES or not whole(rows[0]):
@@ -226,6 +229,8 @@ def _sound_run(reader: Any, rows: list[int], whole: Callable[[int], bool]) -> bo
             first = last
     finally:
         os.close(fd)
+    from array import array  # (array imports collections: not for a small bundle)
+
     stored = array("Q", map(columns.crc.__getitem__, map(rows.__getitem__, order)))
     return mask_all(got) == stored  # masked as TensorFlow stores them
 
