@@ -15,7 +15,6 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
-from concurrent.futures import Executor
 
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
@@ -27,6 +26,7 @@ from formats.io.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_np
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from typing import Any
     from typing import Literal
 

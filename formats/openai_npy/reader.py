@@ -22,7 +22,6 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 from formats.core.arrays import array_from_chunks
@@ -32,6 +31,7 @@ from formats.io.npy_header import NpyError, read_npy_header
 from formats.openai_npy.layout import NAMES_FILE, OPENAI_NPY, SHAPES_FILE
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     import numpy as np
 
 __all__ = ["OpenAINpyTensor", "OpenAINpyCheckpoint", "open_openai_npy", "BLOCK", "MAX_SHARDS", "MAX_ARRAYS"]

@@ -7,14 +7,14 @@ to the tensor's dtype (``x * (-0.05)``, ``x / (-0.05)``).
 """
 from __future__ import annotations
 
-from concurrent.futures import Executor
-
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
     from collections.abc import Iterator
+    from concurrent.futures import Executor  # concurrent.futures imports logging: not at start-up
+
     import numpy as np
 
 __all__ = ["ScaledEntry", "ZerosEntry", "scalar_value"]

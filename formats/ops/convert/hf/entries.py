@@ -15,13 +15,13 @@ stored tensor land, worked out apart from the writing (index arithmetic, not the
 from __future__ import annotations
 
 import math
-from concurrent.futures import Executor
 
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 from formats.core.transpose import transpose_rows
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from collections.abc import Iterator
 
     import numpy as np

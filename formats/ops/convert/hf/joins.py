@@ -7,7 +7,6 @@ naming it; the written tensor is computed one parameter at a time, as a transpos
 from __future__ import annotations
 
 import math
-from concurrent.futures import Executor
 
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 from formats.ops.convert.hf.entries import MappedEntry, output_shape
@@ -15,6 +14,7 @@ from formats.ops.convert.hf.family import MapRule
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from collections.abc import Iterator
 
     import numpy as np
