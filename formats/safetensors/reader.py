@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor
 
 from formats.core.arrays import array_from_chunks
 from formats.core.dtypes import by_name
@@ -18,6 +17,7 @@ from formats.safetensors.header import (TF_DTYPES, Header, TensorSpec, loader_re
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from typing import Any
     import numpy as np
 

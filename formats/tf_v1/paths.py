@@ -8,9 +8,7 @@ checkpoint by its canonical path: the file, or the ``-?????-of-NNNNN`` pattern.
 """
 from __future__ import annotations
 
-import glob
 import os
-import re
 import stat
 
 from formats.core.errors import CheckpointNotFoundError
@@ -21,8 +19,10 @@ __all__ = ["looks_like_v1", "canonical", "files_of", "find_v1", "has_glob", "MAX
 
 MAX_FILES = 1 << 14
 """The most files one pattern may match."""
-_SHARD = re.compile(r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})$")
-_SHARD_PATTERN = re.compile(r"^(?P<prefix>.+)-\?{5}-of-(?P<count>\d{5})$")
+_SHARD = r"^(?P<prefix>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})$"
+_SHARD_PATTERN = r"^(?P<prefix>.+)-\?{5}-of-(?P<count>\d{5})$"
+# (re and glob are imported where a name is matched: telling that a file of another format is not a V1
+# checkpoint, which every command on such a file asks first, needs neither: about 15 ms of start-up)
 _DIGITS = "[0-9]" * 5
 _NOT_V1 = (".index", ".meta", ".json", ".h5", ".hdf5", ".keras", ".npz", ".npy", ".txt", ".pb", ".pbtxt",
            ".safetensors", ".py", ".md")
@@ -36,10 +36,13 @@ def has_glob(path: str) -> bool:
 def _glob(pattern: str) -> list[str]:
     """The files ``pattern`` matches, sorted. An existing directory part is taken literally (``run[1]/``),
     and so is the prefix of a sharded save's pattern (``m[1]-?????-of-00003`` matches ``m[1]-00000-of-00003``)."""
+    import glob
+    import re
+
     directory, name = os.path.split(pattern)
     if directory and os.path.isdir(directory):
         directory = glob.escape(directory)
-    shards = _SHARD_PATTERN.match(name)
+    shards = re.match(_SHARD_PATTERN, name)
     if shards is not None:
         name = f"{glob.escape(shards['prefix'])}-{_DIGITS}-of-{shards['count']}"
     return sorted(glob.glob(os.path.join(directory, name)))
@@ -110,7 +113,9 @@ def _first_entry_is_meta(path: str) -> bool:
 
 def _pattern_of(path: str) -> str | None:
     """``d/model.ckpt-00001-of-00003`` -> ``d/model.ckpt-?????-of-00003``; None for other names."""
-    match = _SHARD.match(os.path.basename(path))
+    import re
+
+    match = re.match(_SHARD, os.path.basename(path))
     if match is None:
         return None
     return os.path.join(os.path.dirname(path), f"{match['prefix']}-?????-of-{match['count']}")
@@ -118,7 +123,9 @@ def _pattern_of(path: str) -> str | None:
 
 def check_shards(pattern: str) -> None:
     """Raise unless every shard a ``-?????-of-NNNNN`` pattern promises exists."""
-    match = _SHARD_PATTERN.match(os.path.basename(pattern))
+    import re
+
+    match = re.match(_SHARD_PATTERN, os.path.basename(pattern))
     if match is None:
         return
     count = int(match["count"])
@@ -169,6 +176,8 @@ def _from_pattern(pattern: str) -> str | None:
 
 def _from_prefix(prefix: str) -> str | None:
     """A sharded save's prefix (``model.ckpt``) -> its pattern, when exactly one set of shards has it."""
+    import glob
+
     shards = glob.glob(f"{glob.escape(prefix)}-{_DIGITS}-of-{_DIGITS}")
     patterns = sorted({p for p in map(_pattern_of, shards) if p is not None})
     if len(patterns) != 1 or not looks_like_v1(min(shards)):
