@@ -144,6 +144,7 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     if len(seen) < len(records):
         raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
     records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards, guarded)
+    del seen  # (a set of every key: not held through the index and the read-back)
     given = pairs if isinstance(pairs, list) else None
     for r in sorted(records, key=lambda r: r.position):
         key = given[r.position][0] if given is not None else None  # the key as given: one string per tensor
