@@ -14,8 +14,7 @@ if TYPE_CHECKING:
     from array import array
     from collections.abc import Callable
 
-MASK_DELTA = 0xA282EAD8
-"""What TensorFlow's masking adds to the rotated CRC (:func:`mask`)."""
+_MASK_DELTA = 0xA282EAD8
 _BUFFER = 1 << 20
 _buffers = _local()
 
@@ -56,12 +55,12 @@ crc32c: Callable[..., int] = _load()
 
 def mask(crc: int) -> int:
     """TensorFlow/LevelDB's masked form of a CRC, as stored in files."""
-    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def unmask(masked: int) -> int:
     """Inverse of :func:`mask`."""
-    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
+    rot = (masked - _MASK_DELTA) & 0xFFFFFFFF
     return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
@@ -80,7 +79,7 @@ def mask_all(crcs: list[int]) -> array:
     packed = int.from_bytes(array("Q", crcs).tobytes(), "little")
     rotated = (packed >> 15) & low17 | (packed << 17) & (low32 ^ low17)
     out = array("Q")
-    out.frombytes(((rotated + lanes(MASK_DELTA)) & low32).to_bytes(8 * n, "little"))
+    out.frombytes(((rotated + lanes(_MASK_DELTA)) & low32).to_bytes(8 * n, "little"))
     return out
 
 

@@ -34,7 +34,7 @@ class ObjectRename:
         self.by_path: dict[str, int] = {"": 0}
         self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
         self.broken = False
-        self.moved = False  # whether an edge leaves its parent (or an object is made): see _check_paths
+        self.moved = False  # whether an edge leaves its parent (for an object made, too): see _check_paths
 
     def run(self) -> None:
         """Rename edges, rebuild the graph, check it, and add one row per key."""
@@ -109,9 +109,10 @@ class ObjectRename:
         parent, child, local = edge
         if new is not None:
             prefix, _, last = new.rpartition("/")
-            moved_from, (parent, local) = parent, (self._resolve(prefix), unescape_local_name(last))
-            if parent != moved_from:
+            resolved = self._resolve(prefix)
+            if resolved != parent:  # an object made for the path is a new parent too
                 self.moved = True
+            parent, local = resolved, unescape_local_name(last)
         clash = self.named.get((parent, local))
         if clash is None:
             self._add_child(parent, child, local)
@@ -136,7 +137,6 @@ class ObjectRename:
         parent = self._resolve(prefix)
         node = len(self.nodes)
         self.nodes.append(ObjectNode(node))
-        self.moved = True
         self._add_child(parent, node, unescape_local_name(last))
         self.new_paths[node] = path
         self.by_path[path] = node
