@@ -19,6 +19,8 @@ attribute           what it says                                                
 ``links``           its writer can hard-link input data files it takes over whole            ``False``
 ``data_files``      its output can be spread over several data files (``shards``)           ``False``
 ``max_shard_size``  layouts written as shards of at most a size (``options["max_shard_size"]``)  ``()``
+``streams_records`` its writer takes ``options["provenance"]["tensors"]`` as any iterable,    ``False``
+                    reached once (each item made as it is written); else a list
 ==================  =======================================================================  ==========
 
 A writable format has one writer signature, :meth:`Format.write`; every layout-specific choice a
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
 __all__ = ["CAPABILITIES", "capability", "layouts_of"]
 
 CAPABILITIES: dict[str, object] = {"object_layouts": (), "writes": (), "rewrites": {}, "links": False,
-                                   "data_files": False, "max_shard_size": ()}
+                                   "data_files": False, "max_shard_size": (), "streams_records": False}
 """Every capability attribute but ``layouts`` with its default."""
 
 

@@ -133,26 +133,34 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     """The record to store beside ``rows`` (each with ``key``, ``dtype``, ``shape``): ``record``'s items with the
     dtype and shape each row is written with (an edit that casts keeps the record true), plus an item for each
     row it does not list; None when there is no ``record`` and none is ``needed`` (a dtype the file cannot
-    name, which only the record restores)."""
+    name, which only the record restores). Its ``"tensors"`` is a generator, made an item at a time as a writer
+    reaches it (:func:`record_pieces`) and consumed once: neither the items nor their list are held."""
     if record is None and not needed:
         return None
     record = dict(record or {})
+    record["tensors"] = _items_as_written(record.get("tensors") or (), rows)
+    return record
+
+
+def _items_as_written(items: Any, rows: Any) -> Iterator[Any]:
+    """:func:`as_written`'s items: each of ``items`` (any iterable, reached once) as it is when its row is written
+    as it says (an extraction's, a conversion's: every item), else a new dict with the row's dtype and shape; then
+    an item for each row ``items`` does not list."""
     written = {r.key: r for r in rows}
-    items: list[Any] = []
-    for item in record.get("tensors") or []:
+    for item in items:
         row = written.pop(item.get("key"), None) if isinstance(item, dict) else None
         if row is not None:
             shape = list(row.shape)
             if item.get("dtype") != row.dtype or item.get("shape") != shape:  # else the item says it already: kept,
                 item = {**item, "dtype": row.dtype, "shape": shape}  # not copied (a dict a tensor: 26 MB at 100k)
-        items.append(item)
-    items += [{"key": r.key, "dtype": r.dtype, "shape": list(r.shape)} for r in written.values()]
-    record["tensors"] = items
-    return record
+        yield item
+    for r in written.values():
+        yield {"key": r.key, "dtype": r.dtype, "shape": list(r.shape)}
 
 
 _ITEMS_AT_ONCE = 1024
-"""Items of a record's ``"tensors"`` :func:`record_pieces` encodes with one ``json.dumps`` call."""
+"""Items of a record's ``"tensors"`` :func:`record_pieces` encodes with one call of :func:`~formats.core.json_writer.dumps` (``json.dumps``'s text, without importing
+json)."""
 
 
 def record_pieces(record: dict[str, Any]) -> Iterator[str]:
@@ -161,23 +169,23 @@ def record_pieces(record: dict[str, Any]) -> Iterator[str]:
     whole text nor a dict per tensor is held (a record of 100,000 tensors was 24 MB of text and 50 MB of dicts and
     chunks). A list's items are separated by ``", "`` as the record's are, so a run of items is their list's
     text without its brackets."""
-    import json
+    from formats.core.json_writer import dumps
 
     items = record.get("tensors")
     if items is None:
-        yield json.dumps(record)
+        yield dumps(record)
         return
     names = list(record)
     at = names.index("tensors")
-    before = json.dumps({name: record[name] for name in names[:at]})[:-1]  # "{...", without its "}"
-    after = json.dumps({name: record[name] for name in names[at + 1:]})[1:]  # "...}", without its "{"
+    before = dumps({name: record[name] for name in names[:at]})[:-1]  # "{...", without its "}"
+    after = dumps({name: record[name] for name in names[at + 1:]})[1:]  # "...}", without its "{"
     yield before + (", " if at else "") + '"tensors": ['
     separator, run = "", []
     for item in items:
         run.append(item)
         if len(run) >= _ITEMS_AT_ONCE:
-            yield separator + json.dumps(run)[1:-1]
+            yield separator + dumps(run)[1:-1]
             separator, run = ", ", []
     if run:
-        yield separator + json.dumps(run)[1:-1]
+        yield separator + dumps(run)[1:-1]
     yield "]" + (", " + after if at + 1 < len(names) else "}")

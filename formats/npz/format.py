@@ -27,6 +27,7 @@ class NpzFormat:
     suffixes = (".npz",)
     layouts = (FormatName.NPZ.value,)
     writes = (FormatName.NPZ.value,)
+    streams_records = True
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local zip archive named ``.npz``."""

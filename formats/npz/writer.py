@@ -151,22 +151,18 @@ def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
     (:func:`~formats.core.provenance.record_pieces`): the text, ASCII (``json.dumps`` escapes every other
     character), is spooled until its length, which the header names, is known, then written a piece at a time
     (never the whole text, nor a dict per tensor, in memory at once)."""
-    import tempfile
-
     import numpy as np
 
-    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_CHARS) as spool:
-        length = 0
+    from formats.io.spool import Spool
+
+    with Spool(_SPOOL_CHARS) as spool:
         for piece in record_pieces(provenance):
-            length += spool.write(piece.encode("ascii"))
+            spool.write(piece.encode("ascii"))
+        length = spool.size
         header = npy_header(np.dtype(f"<U{length}"), ())
         member = archive.member(PROVENANCE_MEMBER + ".npy", zip64=len(header) + 4 * length > ZIP64_LIMIT)
         member.write(header)
-        spool.seek(0)
-        while True:
-            chunk = spool.read(_RECORD_CHARS)
-            if not chunk:
-                break
+        for chunk in spool.chunks(_RECORD_CHARS):
             member.write(chunk.decode("ascii").encode("utf-32-le"))
         member.close()
 

@@ -27,6 +27,7 @@ class SafetensorsFormat:
     suffixes = (".safetensors",)
     layouts = (FormatName.SAFETENSORS.value,)
     writes = (FormatName.SAFETENSORS.value,)
+    streams_records = True
 
     def sniff(self, path: str) -> bool:
         """Whether ``path`` is a local file named ``.safetensors`` or starting like one."""
@@ -65,6 +66,10 @@ class SafetensorsFormat:
         from formats.safetensors.header import DTYPES
 
         return None if entry.dtype in DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
+
+    def key_problem(self, key: str) -> str | None:
+        """Why ``key`` cannot name a tensor (None when it can): ``__metadata__`` is the header's own."""
+        return "__metadata__ names the safetensors header's metadata, not a tensor" if key == "__metadata__" else None
 
 
 FORMAT = SafetensorsFormat()

@@ -14,100 +14,166 @@ import os
 import struct
 
 from formats.core.dtypes import by_name
-from formats.core.errors import VerificationError
-from formats.core.json_writer import dumps
+from formats.core.errors import InvalidOutputError, VerificationError
+from formats.core.json_writer import dumps, encode_basestring_ascii
 from formats.core.model import FormatName
-from formats.core.provenance import PROVENANCE_KEY, as_written
+from formats.core.provenance import PROVENANCE_KEY, as_written, record_pieces
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
 from formats.io.placed import Placed, check_placed, stored_unchanged, write_placed
 from formats.io.writing import Stored, WriteReport, guard_output
-from formats.safetensors.header import DTYPES
+from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from typing import Any
+
+    from formats.io.spool import Spool
 
     from formats.core.format import Row
 
 __all__ = ["write"]
 
 
+_AT_ONCE = 1024
+"""Tensors whose header entries one ``dumps`` call encodes (:func:`_header_pieces`)."""
+_SPOOL_BYTES = 8 << 20
+"""A header longer than this waits for its length, which the file starts with, on disk (a temporary file)."""
+_READ = 1 << 20
+"""Bytes of the header copied to the output, or compared with what was written, at a time."""
+METADATA = "__metadata__"
+"""The header's key that is no tensor."""
+_RECORD = object()
+"""Holds the provenance record's place in ``__metadata__`` (first) until its text is written."""
+
+
 def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENSORS.value, force: bool = False,
           verify: bool = True, inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None,
           jobs: int | None = None, link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
     """Write ``rows`` (fixed-width dtypes safetensors names) as a ``.safetensors`` file at ``output``, read back
-    on ``jobs`` threads (None: every core); ``link`` does not apply."""
+    on ``jobs`` threads (None: every core); ``link`` does not apply. The header is the text ``json.dumps`` makes
+    of ``{"__metadata__": ..., key: {"dtype", "shape", "data_offsets"}, ...}`` (no spaces), written a run of
+    tensors at a time and the provenance record an item at a time (:func:`_header_pieces`), spooled until its
+    length is known: neither a dict per tensor nor the whole text is held (at 100k tensors both were 190 MB)."""
     from formats.io.atomic import atomic_output, refuse_url
+    from formats.io.spool import Spool
 
     refuse_url(output)
+    keys = {row.key for row in rows}
+    if len(keys) != len(rows) or METADATA in keys:
+        raise InvalidOutputError(output, f"a safetensors header names each tensor once, and none {METADATA}")
+    del keys
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
-    metadata = {PROVENANCE_KEY: dumps(record)} if record else {}
-    header: dict[str, Any] = {"__metadata__": {**metadata, "format": "np", **(options or {}).get("metadata", {})}}
+    metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     stored = [stored_unchanged(row.value, row.dtype, size) for row, size in zip(rows, sizes)]
-    for row in rows:
-        header[row.key] = {"dtype": DTYPES[row.dtype], "shape": list(row.shape), "data_offsets": [0, 0]}
+    order = _data_order(stored)
+    begins = [0] * len(rows)
     offset = 0
-    for i in _data_order(stored):
-        header[rows[i].key]["data_offsets"] = [offset, offset + sizes[i]]
+    for i in order:
+        begins[i] = offset
         offset += sizes[i]
-    raw = dumps(header, separators=(",", ":")).encode("utf-8")
-    raw += b" " * _padding(8 + len(raw), stored)
-    guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
-    report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
-    start = 8 + len(raw)
-    items = sorted((Placed(row.key, row.value, start + header[row.key]["data_offsets"][0], size, row.dtype)
-                    for row, size in zip(rows, sizes)), key=lambda item: item.offset)
-    shapes = {row.key: tuple(row.shape) for row in rows}
+    with Spool(_SPOOL_BYTES) as header:
+        length = 0
+        for piece in _header_pieces(metadata, record, rows, begins, sizes):
+            length += header.write(piece.encode("ascii"))  # dumps escapes every other character
+        length += header.write(b" " * _padding(8 + length, stored[order[0]] if order else None))
+        if length > MAX_HEADER_BYTES:  # before anything is written
+            raise InvalidOutputError(output, f"the safetensors header would be {length:,} bytes for {len(rows):,} "
+                                             f"tensors; safetensors readers accept at most {MAX_HEADER_BYTES:,}",
+                                     "write fewer tensors a file (ckpt edit --select), or convert --to npz")
+        guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
+        report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
+        start = 8 + length
+        items = [Placed(rows[i].key, rows[i].value, start + begins[i], sizes[i], rows[i].dtype) for i in order]
+        del begins, stored
 
-    def count(item: Placed) -> None:
-        report.add(Stored(item.key, item.key, item.dtype, item.dtype, shapes[item.key]), item.size)
-        if progress is not None:
-            progress(report.bytes, report.tensors)
+        position = {row.key: i for i, row in enumerate(rows)}
 
-    with atomic_output(output, offset, replace=force) as temp:
-        with open(temp, "xb") as out:
-            out.write(struct.pack("<Q", len(raw)))
-            out.write(raw)
-            # read back while the last pieces are flushed (the file still open, so the flush has its descriptor)
-            write_placed(out, items, CHUNK, count,
-                         then=(lambda: _verify(temp, output, raw, items, report, jobs)) if verify else None)
-    position = {row.key: i for i, row in enumerate(rows)}
+        def count(item: Placed) -> None:
+            report.add(Stored(item.key, item.key, item.dtype, item.dtype, tuple(rows[position[item.key]].shape)),
+                       item.size)
+            if progress is not None:
+                progress(report.bytes, report.tensors)
+
+        with atomic_output(output, offset, replace=force) as temp:
+            with open(temp, "xb") as out:
+                out.write(struct.pack("<Q", length))
+                for chunk in header.chunks(_READ):
+                    out.write(chunk)
+                # read back while the last pieces are flushed (the file still open, so the flush has its descriptor)
+                write_placed(out, items, CHUNK, count,
+                             then=(lambda: _verify(temp, output, header, length, items, report, jobs))
+                             if verify else None)
     report.contents.sort(key=lambda stored: position[stored.key])  # in the order given, as the header lists them
     return report
 
 
+def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
+                   begins: list[int], sizes: list[int]) -> Iterator[str]:
+    """``json.dumps({"__metadata__": metadata, row.key: {"dtype", "shape", "data_offsets"}, ...},
+    separators=(",", ":"))`` in pieces: ``metadata[PROVENANCE_KEY]``, when it holds :data:`_RECORD`, is the text
+    of ``record`` (:func:`~formats.core.provenance.record_pieces`, an item at a time) as a JSON string, and the
+    tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without its braces."""
+    separators = (",", ":")
+    if record is not None and metadata.get(PROVENANCE_KEY) is _RECORD:
+        rest = dumps({k: v for k, v in metadata.items() if k != PROVENANCE_KEY}, separators=separators)
+        yield '{"' + METADATA + '":{' + encode_basestring_ascii(PROVENANCE_KEY) + ':"'
+        for piece in record_pieces(record):  # ASCII: a JSON string of it escapes each character on its own
+            yield encode_basestring_ascii(piece)[1:-1]
+        yield '"' + ("," + rest[1:] if len(rest) > 2 else "}")
+    else:
+        yield '{"' + METADATA + '":' + dumps(metadata, separators=separators)
+    for first in range(0, len(rows), _AT_ONCE):
+        run = {}
+        for i in range(first, min(first + _AT_ONCE, len(rows))):
+            row = rows[i]
+            run[row.key] = {"dtype": DTYPES[row.dtype], "shape": list(row.shape),
+                            "data_offsets": [begins[i], begins[i] + sizes[i]]}
+        yield "," + dumps(run, separators=separators)[1:-1]
+    yield "}"
+
+
 def _data_order(stored: list[tuple[int, int, int, int] | None]) -> list[int]:
     """The order of the tensors' bytes in the file: those stored unchanged in an input file first, in the order
-    they lie there (so that a whole input data file becomes one kernel copy), then the others as given. The
-    header lists every tensor in the order given; a reader goes by the offsets."""
+    they lie there (so that a whole input data file becomes one kernel copy), the files in the order their first
+    tensor is given (not by descriptor: which file was opened first must not change the output), then the others
+    as given. The header lists every tensor in the order given; a reader goes by the offsets."""
+    rank: dict[int, int] = {}
+    for i, where in enumerate(stored):
+        if where is not None:
+            rank.setdefault(where[0], i)
     copied = sorted((i for i, where in enumerate(stored) if where is not None),
-                    key=lambda i: (stored[i][0], stored[i][1]))  # type: ignore[index]
+                    key=lambda i: (rank[stored[i][0]], stored[i][1]))  # type: ignore[index]
     return copied + [i for i, where in enumerate(stored) if where is None]
 
 
-def _padding(start: int, stored: list[tuple[int, int, int, int] | None]) -> int:
+def _padding(start: int, first: tuple[int, int, int, int] | None) -> int:
     """Spaces after the header (which safetensors allows) so that the data starts 8-byte aligned and, where the
-    first bytes come from an input file at an 8-byte-aligned offset, at the same offset modulo the page size
-    as there: the kernel copies whole pages (an unaligned ``copy_file_range`` takes about twice as long)."""
-    first = min((where for where in stored if where is not None), default=None, key=lambda w: (w[0], w[1]))
+    first bytes (``first``: where they lie unchanged in an input file, else None) come from an input file at an
+    8-byte-aligned offset, at the same offset modulo the page size as there: the kernel copies whole pages (an
+    unaligned ``copy_file_range`` takes about twice as long)."""
     if first is None or first[1] % 8:
         return -start % 8
     return (first[1] - start) % 4096
 
 
-def _verify(temp: str, output: str, raw: bytes, items: Sequence[Placed], report: WriteReport,
+def _verify(temp: str, output: str, header: Spool, length: int, items: Sequence[Placed], report: WriteReport,
             jobs: int | None) -> None:
-    """The header read back byte for byte; every tensor's bytes read back and checked against the CRC32C of the
-    bytes written (taken on the way out, or stored with the input's bytes the kernel copied)."""
+    """The header read back byte for byte (against ``header``, the spooled text); every tensor's bytes read back
+    and checked against the CRC32C of the bytes written (taken on the way out, or stored with the input's bytes
+    the kernel copied)."""
     with open(temp, "rb") as f:
-        head = f.read(8 + len(raw))
+        same = f.read(8) == struct.pack("<Q", length)
+        for want in header.chunks(_READ):
+            if not same:
+                break
+            same = f.read(len(want)) == want
         size = os.fstat(f.fileno()).st_size
-    if head[:8] != struct.pack("<Q", len(raw)) or head[8:] != raw:
+    if not same:
         raise VerificationError(output, "verification failed: the safetensors header is not the planned one")
-    planned = 8 + len(raw) + sum(item.size for item in items)
+    planned = 8 + length + sum(item.size for item in items)
     if size != planned:
         raise VerificationError(output, f"verification failed: the file has {size} bytes, {planned} planned")
     found = RoundTripReport(output, "sources", tensors=len(items), bytes=sum(item.size for item in items))

@@ -4,7 +4,8 @@ the original keys.
 :func:`plan_export` plans any layout a registered format writes and that has no dedicated planner in
 :mod:`formats.ops.convert.targets`: the format says which tensors it cannot store (``unstorable``), how
 it stores one (``storage_note``) and which keys it refuses (``key_problem``), see :mod:`formats.core.format`;
-its ``write`` gets the provenance record as ``options["provenance"]``.
+its ``write`` gets the provenance record as ``options["provenance"]`` (its ``"tensors"`` made an item at a time
+as the writer reaches them where the format ``streams_records``, else a list).
 
 Every fixed-width tensor is written under its key (rename rules apply to keys), streamed in
 bounded chunks, and a provenance record goes with the file: for each tensor its output key,
@@ -28,6 +29,7 @@ from __future__ import annotations
 from _functools import partial  # type: ignore[import-not-found]  # functools' C class, without functools (which imports collections)
 
 from formats.core.dtypes import by_name
+from formats.core.format import capability
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
 from formats.core.object_keys import ATTRIBUTES
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
@@ -37,6 +39,7 @@ from formats.ops.convert.conversion_source import is_object_based
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "provenance_entry",
@@ -80,7 +83,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     plan = ConversionPlan(source.path, target, options.template)
     if options.template:
         plan.add("unsupported", options.template, f"--to {target} takes no --template")
-    records: list[dict[str, Any]] = []
+    records = _Records(source)
     note_for = getattr(fmt, "storage_note", None)
     for key in source:
         entry = source[key]
@@ -94,7 +97,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
         out = options.rules.apply(key) if options.rules else key
         notes = [f"renamed from {key}" if out != key else "", note_for(entry) if note_for is not None else ""]
         plan.add_row(key, out, entry, entry.shape, entry.dtype, "; ".join(n for n in notes if n))
-        records.append(provenance_entry(source, key, entry, out))
+        records.add(key, out, entry)
     key_problem = getattr(fmt, "key_problem", None)
     if key_problem is not None:
         for row in plan.rows:
@@ -103,8 +106,37 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
                 plan.add("unsupported", row.key, problem)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
-    plan.write_options = {"provenance": {"source": source.path, "format": source.format, "tensors": records}}
+    plan.write_options = {"provenance": {"source": source.path, "format": source.format,
+                                         "tensors": records if capability(fmt, "streams_records") else list(records)}}
     return plan
+
+
+class _Records:
+    """A conversion's provenance items (:func:`provenance_entry`), each made when a writer reaches it, again on
+    each pass (a writer's record is written, not kept: a dict a tensor was 19 MB at 100k): the source's key, the
+    output key and the entry of each tensor, in the order planned."""
+
+    __slots__ = ("source", "keys", "outs", "entries")
+
+    def __init__(self, source: Checkpoint) -> None:
+        self.source = source
+        self.keys: list[str] = []
+        self.outs: list[str] = []
+        self.entries: list[TensorEntry] = []
+
+    def add(self, key: str, out: str, entry: TensorEntry) -> None:
+        """Plan the item of ``entry``, read as ``key`` and written as ``out``."""
+        self.keys.append(key)
+        self.outs.append(out)
+        self.entries.append(entry)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        source = self.source
+        for key, out, entry in zip(self.keys, self.outs, self.entries):
+            yield provenance_entry(source, key, entry, out)
 
 
 def exporter(target: str) -> Any:

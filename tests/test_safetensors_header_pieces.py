@@ -1,0 +1,194 @@
+"""Issue 38: ``convert --to safetensors`` writes its header a run of tensors at a time and the provenance record an
+item at a time, spooled until its length is known (at 100k tensors a dict per tensor, the whole text and its
+copies were 190 MB of a 282 MB peak). The header is still exactly the text ``json.dumps`` makes of the header as a
+dict, which these tests build independently, and the data lies in an order that does not depend on which input
+file happened to be opened first."""
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from formats.core.provenance import PROVENANCE_KEY
+
+from .conftest import CORPUS
+from .scale_bundles import name_based
+
+ROWS = [("a/w", np.arange(6, dtype=np.float32).reshape(2, 3)), ('quote"d\\/é\n', np.arange(2, dtype=np.int64)),
+        ("b/\u2603", np.zeros((), np.float16)), ("empty", np.zeros((0, 4), np.uint8)), ("c", np.ones(3, np.int32))]
+NAMES = {"float32": "F32", "int64": "I64", "float16": "F16", "uint8": "U8", "int32": "I32"}
+
+
+class Row:
+    def __init__(self, key: str, value: np.ndarray) -> None:
+        self.key, self.value, self.shape, self.dtype = key, value, value.shape, str(value.dtype)
+
+
+def _record(listed: int) -> dict:
+    """A provenance record listing the first ``listed`` rows (one with a dtype the row is not written with)."""
+    items = [{"key": key, "source_key": f"src/{key}", "object_path": "", "full_name": key, "role": "variable",
+              "dtype": str(value.dtype), "shape": list(value.shape)} for key, value in ROWS[:listed]]
+    if items:
+        items[0]["dtype"] = "bfloat16"  # an edit cast it: the record is made true
+    return {"source": "in/ckpt-1", "format": "tf-name", "tensors": items}
+
+
+def _expected(record: dict | None, metadata: dict) -> bytes:
+    """The header as the writer once built it: one dict, ``json.dumps``'d (the record as a JSON string in it)."""
+    meta = {}
+    if record is not None:
+        items = [dict(item) for item in record["tensors"]]
+        for item in items:
+            value = dict(ROWS)[item["key"]]
+            item["dtype"], item["shape"] = str(value.dtype), list(value.shape)
+        listed = {item["key"] for item in items}
+        items += [{"key": k, "dtype": str(v.dtype), "shape": list(v.shape)} for k, v in ROWS if k not in listed]
+        meta[PROVENANCE_KEY] = json.dumps({**record, "tensors": items})
+    header: dict = {"__metadata__": {**meta, "format": "np", **metadata}}
+    offset = 0
+    for key, value in ROWS:
+        header[key] = {"dtype": NAMES[str(value.dtype)], "shape": list(value.shape),
+                       "data_offsets": [offset, offset + value.nbytes]}
+        offset += value.nbytes
+    return json.dumps(header, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("listed", [None, 0, 3, len(ROWS)])
+@pytest.mark.parametrize("metadata", [{}, {"format": "pt"}, {PROVENANCE_KEY: "mine", "x": "y"}, {"z": ["1", 2]}])
+@pytest.mark.parametrize("small", [False, True])
+def test_the_header_written_in_pieces_is_json_dumps_of_the_header(tmp_path, monkeypatch, listed, metadata, small):
+    """Whatever the record (none, listing none, some or all rows), the metadata given (overriding ``format`` or
+    the record itself) and the runs' length (``small``: two tensors and two record items a run, a spool of 64
+    bytes that goes to disk), the header is ``json.dumps`` of the header dict, padded with spaces to 8 bytes, and
+    each tensor's bytes lie at its offsets."""
+    from formats.core import provenance
+    from formats.safetensors import writer
+
+    if small:
+        monkeypatch.setattr(writer, "_AT_ONCE", 2)
+        monkeypatch.setattr(writer, "_SPOOL_BYTES", 64)
+        monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", 2)
+    record = None if listed is None else _record(listed)
+    out = tmp_path / "x.safetensors"
+    options = {"metadata": metadata, **({"provenance": record} if record is not None else {})}
+    report = writer.write(str(out), [Row(k, v) for k, v in ROWS], options=options)
+    assert report.verified and report.roundtrip is not None and report.roundtrip.ok
+    raw = out.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    want = _expected(record, metadata)
+    assert raw[8:8 + length] == want + b" " * (-(8 + len(want)) % 8)
+    start = 8 + length
+    header = json.loads(raw[8:start])
+    for key, value in ROWS:
+        begin, end = header[key]["data_offsets"]
+        assert raw[start + begin:start + end] == value.tobytes()
+    assert [s.key for s in report.contents] == [k for k, _ in ROWS]
+
+
+def test_a_header_no_reader_would_accept_is_not_written(tmp_path, monkeypatch):
+    """safetensors readers (the ``safetensors`` package's, ckpt's) refuse a header over 100,000,000 bytes: one of
+    about 330,000 tensors with their provenance record. The writer says so before it writes anything."""
+    from formats.core.errors import InvalidOutputError
+    from formats.safetensors import writer
+
+    out = tmp_path / "x.safetensors"
+    monkeypatch.setattr(writer, "MAX_HEADER_BYTES", 200)
+    with pytest.raises(InvalidOutputError) as caught:
+        writer.write(str(out), [Row(k, v) for k, v in ROWS])
+    assert caught.value.message.startswith("the safetensors header would be ")
+    assert caught.value.message.endswith(" bytes for 5 tensors; safetensors readers accept at most 200")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tensor_named_like_the_metadata_or_twice_is_refused(tmp_path, run_cli):
+    """``__metadata__`` is the header's own key: the writer refuses a tensor of that name (and two tensors of one
+    name) rather than write a header a reader would take otherwise, and ``convert`` says so before writing."""
+    from formats.safetensors.writer import write
+
+    for keys in (["__metadata__"], ["w", "w"]):
+        with pytest.raises(ValueError, match="names each tensor once"):
+            write(str(tmp_path / "x.safetensors"), [Row(k, np.zeros(2, np.float32)) for k in keys])
+    assert not (tmp_path / "x.safetensors").exists()
+    source = tmp_path / "in.npz"
+    np.savez(source, __metadata__=np.zeros(2, np.float32), w=np.ones(2, np.float32))
+    out = tmp_path / "out.safetensors"
+    result = run_cli("convert", source, "--to", "safetensors", "-o", out)
+    assert result.exit_code == 1, result.output
+    assert "__metadata__: __metadata__ names the safetensors header's metadata, not a tensor" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("to", ["safetensors", "npz"])
+def test_convert_makes_each_record_item_as_it_writes_it(tmp_path, monkeypatch, run_cli, to):
+    """``convert --to safetensors|npz`` of N tensors made the provenance record's N dicts when it planned and held
+    them until written; now each is made when the writer reaches it, a run at a time, and the record read back is
+    the same."""
+    from formats.core import provenance
+    from formats.ops.convert.cross import export
+
+    prefix = name_based(tmp_path / "in", 300)
+    monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", 16)
+    alive, most = [0], [0]
+
+    class Item(dict):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            alive[0] += 1
+            most[0] = max(most[0], alive[0])
+
+        def __del__(self):
+            alive[0] -= 1
+
+    made = export.provenance_entry
+    monkeypatch.setattr(export, "provenance_entry", lambda *a, **k: Item(made(*a, **k)))
+    out = tmp_path / f"all.{to}"
+    result = run_cli("convert", prefix, "--to", to, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert most[0] <= 17, most[0]  # a run of 16 encoded at once (300 before)
+    if to == "npz":
+        with np.load(out) as npz:
+            record = json.loads(str(npz["__ckpt_provenance__"]))
+    else:
+        raw = out.read_bytes()
+        record = json.loads(json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"][PROVENANCE_KEY])
+    keys = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(300))
+    assert record == {"source": prefix, "format": "tf-name",
+                      "tensors": [{"key": k, "source_key": k, "object_path": "", "full_name": k, "role": "variable",
+                                   "dtype": "float32", "shape": [4]} for k in keys]}
+
+
+def test_copied_tensors_lie_in_the_order_of_their_files_first_tensors(tmp_path, run_cli):
+    """Tensors copied unchanged from an input's data files lie file by file, each file's tensors in their order
+    there, the files in the order their first tensor is given: the output once depended on which data file had
+    been opened first (TensorFlow's 7-shard checkpoint, whose object graph shares a shard with ``w/0`` and
+    ``w/7``, put ``w/7`` first; the other shards' tensors are streamed after, as given)."""
+    from formats.safetensors.writer import _data_order
+
+    stored = [(9, 0, 4, 0), (5, 100, 4, 0), (9, 64, 4, 0), None, (5, 0, 4, 0), None]
+    assert _data_order(stored) == [0, 2, 4, 1, 3, 5]
+    out = tmp_path / "sharded.safetensors"
+    result = run_cli("convert", CORPUS / "tf2_mixed/sharded/ckpt", "--to", "safetensors", "-o", out)
+    assert result.exit_code == 0, result.output
+    raw = out.read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    header.pop("__metadata__")
+    begins = [header[f"w/{i}/.ATTRIBUTES/VARIABLE_VALUE"]["data_offsets"][0] for i in range(8)]
+    assert begins == [i * 256 * 256 * 4 for i in (0, 2, 3, 4, 5, 6, 7, 1)]
+
+
+@pytest.mark.parametrize("limit", [0, 5, 1 << 20])
+def test_a_spool_gives_back_what_was_written_in_chunks(limit):
+    """:class:`formats.io.spool.Spool` keeps pieces in memory up to its limit, then in a temporary file, and gives
+    back exactly the bytes written, in chunks of at most the size asked, as often as asked."""
+    from formats.io.spool import Spool
+
+    pieces = [b"abc", b"", b"defgh", bytes(range(256)), b"z"]
+    with Spool(limit) as spool:
+        assert [spool.write(p) for p in pieces] == [len(p) for p in pieces]
+        assert spool.size == sum(map(len, pieces))
+        for size in (1, 4, 1000):
+            chunks = list(spool.chunks(size))
+            assert b"".join(chunks) == b"".join(pieces) and all(0 < len(c) <= size for c in chunks)
+        assert (spool._file is not None) == (limit < spool.size)
