@@ -436,6 +436,8 @@ def scale_commands(prefix: str, out: Path) -> list[tuple[str, str]]:
             ("stats", f"stats {prefix}"), ("edit", f"edit {prefix} -o {out}/ckpt --exclude 'model/layer_0/*'"),
             ("convert --to tf-object", f"convert {prefix} -o {out}/ckpt --to tf-object"),
             ("convert --to tf-name", f"convert {prefix} -o {out}/ckpt --to tf-name"),
+            ("convert --to safetensors", f"convert {prefix} -o {out}/all.safetensors --to safetensors"),
+            ("convert --to npz", f"convert {prefix} -o {out}/all-converted.npz --to npz"),
             ("extract to .npz", f"extract {prefix} -o {out}/all.npz"),
             ("report", f"report {prefix} -o {out}/report.html")]
 
@@ -474,12 +476,11 @@ HUGE_GOAL_MIB = 60
 
 def huge_commands(prefix: str, later: str, out: Path) -> list[tuple[str, str]]:
     """``(label, command line after ckpt)`` of the rows on the one-2-GiB-tensor bundle ``prefix``: the scale rows'
-    commands (``edit`` drops the step, the one other tensor), ``convert --to safetensors``, and ``diff`` (bytewise
+    commands (``edit`` drops the step, the one other tensor), ``show`` of the tensor, and ``diff`` (bytewise
     and ``--atol``) and ``report`` of it beside ``later`` (the same tensor with values changed)."""
     rows = [(label, f"edit {prefix} -o {out}/ckpt --exclude global_step") if label == "edit" else (label, args)
             for label, args in scale_commands(prefix, out) if label != "convert --to tf-name"]
     return rows + [("show (the whole tensor)", f"show {prefix} model/embedding/w"),
-                   ("convert --to safetensors", f"convert {prefix} -o {out}/model.safetensors --to safetensors"),
                    ("diff (changed values)", f"diff {prefix} {later}"),
                    ("diff --atol (changed values)", f"diff --atol 1e-4 {prefix} {later}"),
                    ("report A B (changed values)", f"report {prefix} {later} -o {out}/diff.html")]

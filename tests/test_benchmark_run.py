@@ -131,7 +131,8 @@ def test_scale_rows_name_ckpt_commands_and_follow_only(run, tmp_path) -> None:
     words = {run.command_word(f"/v/bin/ckpt {args}") for _, args in commands}
     assert words <= set(run.COMMAND_WORDS)
     assert {label for label, _ in commands} >= {"ls", "verify", "ls --tree", "rename", "diff (self)", "stats", "edit",
-                                                 "convert --to tf-object", "extract to .npz"}
+                                                 "convert --to tf-object", "convert --to safetensors",
+                                                 "convert --to npz", "extract to .npz"}
     run.ONLY.update({"average"})
     try:
         assert run.measure_scale({"scale_name_10k": "/nonexistent/ckpt-1"}, tmp_path, "/nonexistent/ckpt") == []
@@ -146,8 +147,8 @@ def test_the_2_gib_tensor_rows_run_every_command_against_the_per_byte_bound(run,
     assert {run.command_word(f"/v/bin/ckpt {args}") for _, args in commands} <= set(run.COMMAND_WORDS)
     assert [label for label, _ in commands] == [
         "ls", "verify", "ls --tree", "rename", "diff (self)", "stats", "edit", "convert --to tf-object",
-        "extract to .npz", "report", "show (the whole tensor)", "convert --to safetensors", "diff (changed values)",
-        "diff --atol (changed values)", "report A B (changed values)"]
+        "convert --to safetensors", "convert --to npz", "extract to .npz", "report", "show (the whole tensor)",
+        "diff (changed values)", "diff --atol (changed values)", "report A B (changed values)"]
     assert dict(commands)["edit"] == f"edit /x/ckpt-1 -o {tmp_path}/ckpt --exclude global_step"
     assert dict(commands)["diff (changed values)"] == "diff /x/ckpt-1 /y/ckpt-2"
     assert run.HUGE_GOAL_MIB == 60

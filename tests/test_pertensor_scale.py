@@ -41,6 +41,9 @@ COMMANDS = {
     "edit": lambda p, out: ["edit", "--jobs", "1", p, "-o", f"{out}/ckpt", "--exclude", "model/layer_0/*"],
     "convert --to tf-object": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-object"],
     "convert --to tf-name": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/ckpt", "--to", "tf-name"],
+    "convert --to safetensors": lambda p, out: ["convert", "--jobs", "1", p, "-o", f"{out}/all.safetensors", "--to",
+                                                "safetensors"],
+    "convert --to npz": lambda p, out: ["convert", p, "-o", f"{out}/all.npz", "--to", "npz"],
     "extract": lambda p, out: ["extract", p, "-o", f"{out}/all.npz"],
 }
 
