@@ -427,6 +427,7 @@ class ObjectGraph:
             hit = by_key.get(key)
             if hit is not None:
                 found[key] = hit
+                all_keys[hit] = key  # the attribute keeps the caller's string, not a copy (10 MB at 100k keys)
             elif _MARKER in key:
                 rest.append(key)
         if rest:  # keys extending some attribute's own (objects saved through _serialize_to_tensors)
