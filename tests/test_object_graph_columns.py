@@ -87,6 +87,57 @@ def _same_as_reference(graph: ObjectGraph, nodes: list[ObjectNode]) -> None:
     keys = [a.checkpoint_key for n in nodes for a in n.attributes]
     by_key = {a.checkpoint_key: (n.id, a) for n in nodes for a in n.attributes}
     assert graph.map_keys(keys) == {k: by_key[k] for k in keys}
+    assert graph.slot_owners() == [n.id for n in nodes if n.slot_variables]
+
+
+def _kept(nodes: list[ObjectNode], ids: list[int]) -> list[ObjectNode]:
+    """The graph of the nodes ``ids`` (increasing, 0 first) renumbered in order, with the edges and slot variables
+    among them (what an edit keeps)."""
+    new = {old: i for i, old in enumerate(ids)}
+    out = [ObjectNode(i) for i in range(len(ids))]
+    for i, old in enumerate(ids):
+        out[i].children = [ChildRef(new[c.node_id], c.local_name) for c in nodes[old].children if c.node_id in new]
+        out[i].attributes = list(nodes[old].attributes)
+        out[i].slot_variables = [SlotVariableRef(new[s.original_variable_node_id], s.slot_name,
+                                                 new[s.slot_variable_node_id]) for s in nodes[old].slot_variables
+                                 if s.original_variable_node_id in new and s.slot_variable_node_id in new]
+    return out
+
+
+def test_a_kept_graph_keeps_its_paths_as_the_oracle_says(walked) -> None:
+    """``keeps_paths_of`` (a small graph's node by node, a larger one's on arrays) says whether every kept node
+    has the path it had, as the node-by-node traversal finds the paths of both graphs."""
+    rng = random.Random(3839)
+    answers = []
+    for count in (1, 3, 8, 40, 300):
+        for _ in range(6):
+            nodes = _random_nodes(rng, count)
+            ids = [0] + sorted(rng.sample(range(1, count), rng.randrange(count))) if count > 1 else [0]
+            kept = _kept(nodes, ids)
+            graph = object_graph_codec.decode_object_graph(encode_object_graph(nodes, fill_has_values=False), "x")
+            sub = ObjectGraph(kept)
+            old_paths, new_paths = _reference(nodes)["paths"], _reference(kept)["paths"]
+            expected = all(new_paths.get(i) == old_paths.get(old) for i, old in enumerate(ids))  # type: ignore[attr-defined]
+            assert sub.keeps_paths_of(graph, ids) == expected, (count, ids)
+            assert sub.keeps_paths_of(graph, ids[:-1]) is (len(ids) == 0)
+            answers.append(expected)
+    assert True in answers and False in answers
+
+
+@pytest.mark.parametrize("name,data", GRAPHS, ids=[name for name, _ in GRAPHS])
+def test_a_small_graph_labels_its_keys_as_a_large_one_does(name: str, data: bytes, monkeypatch) -> None:
+    """Labels (roles, slots, optimizers, Keras 3 slots from the graph's structure) of a small graph, worked out in
+    plain Python without importing numpy (a small bundle's convert, edit and rename), are those of the same
+    graph on arrays."""
+    def labels() -> tuple[object, object]:
+        graph = object_graph_codec.decode_object_graph(data, "x")
+        keys = [a.checkpoint_key for i in range(len(graph.nodes)) for a in graph.nodes[i].attributes]
+        return object_graph.label_keys(graph, keys), object_graph._keras3_structural_slots(graph)
+
+    small = labels()
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)
+    monkeypatch.setattr(object_graph_table, "SMALL_NODES", -1)
+    assert labels() == small
 
 
 @pytest.mark.parametrize("name,data", GRAPHS, ids=[name for name, _ in GRAPHS])

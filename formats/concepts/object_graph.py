@@ -287,6 +287,8 @@ class ObjectGraph:
         path built: where node ``i`` is first reached from node ``j`` under the name that first reaches
         ``ids[i]`` from ``ids[j]``, its path is its parent's and that name in both graphs (the roots' are ``""``);
         only the other nodes (slot variables, unreachable ones, moved ones) are compared by path."""
+        if isinstance(self._walk.parent, list) and isinstance(other._walk.parent, list):  # small tables: no numpy
+            return self._keeps_small_paths_of(other, ids)
         import numpy as np
 
         old = np.asarray(ids, dtype=np.int64)
@@ -304,6 +306,24 @@ class ObjectGraph:
         same[both[names != other_names]] = False
         same[0] = old[0] == 0  # the roots (path "")
         return all(self.path(i) == other.path(int(old[i])) for i in np.flatnonzero(~same).tolist())
+
+    def _keeps_small_paths_of(self, other: ObjectGraph, ids: Sequence[int]) -> bool:
+        """:meth:`keeps_paths_of` of two small tables' graphs, node by node in plain Python."""
+        if len(ids) != len(self):
+            return False
+        parent, edge, names = self._walk.parent, self._walk.edge, self._child_names()
+        other_parent, other_edge, other_names = other._walk.parent, other._walk.edge, other._child_names()
+        new_id = {old: new for new, old in enumerate(ids)}
+        for new, old in enumerate(ids):
+            up, other_up = parent[new], other_parent[old]
+            if new == 0:
+                same = old == 0  # the roots (path "")
+            else:
+                same = up >= 0 and other_up >= 0 and new_id.get(other_up) == up and \
+                    names[edge[new]] == other_names[other_edge[old]]
+            if not same and self.path(new) != other.path(old):
+                return False
+        return True
 
     def aliases(self, node_id: int) -> list[str]:
         """Other paths reaching the node (one per further edge into it, in breadth-first order)."""
@@ -399,10 +419,14 @@ class ObjectGraph:
                                                             ints(t.slot_id[lo:hi]))]
 
     def slot_owners(self) -> list[int]:
-        """The nodes that have slot variable references, in order."""
+        """The nodes that have slot variable references, in order (a small table's without numpy, whose import
+        cost a small bundle's rename more than the rest of it)."""
+        ptr = self._table.slot_ptr
+        if isinstance(ptr, list):  # a small table's (formats.concepts.object_graph_table)
+            return [node for node in range(len(ptr) - 1) if ptr[node + 1] != ptr[node]]
         import numpy as np
 
-        return np.flatnonzero(np.diff(self._table.slot_ptr)).tolist()
+        return np.flatnonzero(np.diff(ptr)).tolist()
 
     def child_count(self, node_id: int) -> int:
         """How many children the node has."""
@@ -415,10 +439,14 @@ class ObjectGraph:
         ``_serialize_to_tensors`` append the escaped tensor name (``.../ITERATOR`` is stored as
         ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
         """
-        import numpy as np
-
         t = self._table
-        owners = _compact(np.repeat(np.arange(t.count), np.diff(t.attr_ptr)))
+        ptr = t.attr_ptr
+        if isinstance(ptr, list):  # a small table's, without numpy
+            owners = [node for node in range(len(ptr) - 1) for _ in range(ptr[node + 1] - ptr[node])]
+        else:
+            import numpy as np
+
+            owners = _compact(np.repeat(np.arange(t.count), np.diff(ptr)))
         all_keys = t.attr_keys()
         by_key = {ck: k for k, ck in enumerate(all_keys)}  # the last attribute of a key wins, as before
         found: dict[str, int] = {}
@@ -456,6 +484,16 @@ class ObjectGraph:
         """Per node whether it looks like an optimizer, all at once: the nodes that own slot variables or have
         both children ``_iterations`` and ``_variables``, and those of the nodes with a child ``iter`` that
         :func:`_looks_like_optimizer` says are."""
+        if self._optimizer_flags is None and isinstance(self._table.slot_ptr, list):  # a small table's: no numpy
+            ptr, names, owner = self._table.slot_ptr, self._child_names(), self._walk.owner
+            flags = [ptr[node + 1] > ptr[node] for node in range(len(ptr) - 1)]
+            keras = {owner[e] for e, n in enumerate(names) if n == "_iterations"} & \
+                {owner[e] for e, n in enumerate(names) if n == "_variables"}
+            for node in keras:
+                flags[node] = True
+            for node in sorted({owner[e] for e, n in enumerate(names) if n == "iter"}):
+                flags[node] = flags[node] or _looks_like_optimizer(self, node)
+            self._optimizer_flags = flags
         if self._optimizer_flags is None:
             import numpy as np
 
@@ -478,6 +516,14 @@ class ObjectGraph:
     def optimizer_of(self, node_id: int) -> int | None:
         """The optimizer node on the node's first path (itself included), if any: found for every node at once,
         a level of the traversal at a time."""
+        if self._optimizer_of is None and isinstance(self._optimizers(), list):  # a small table's: no numpy
+            flags, parent = self._optimizers(), self._walk.parent
+            nearest = [node if flag else -1 for node, flag in enumerate(flags)]
+            for level in self._walk.levels:
+                for node in level:
+                    if not flags[node]:
+                        nearest[node] = nearest[parent[node]]
+            self._optimizer_of = nearest
         if self._optimizer_of is None:
             import numpy as np
 
@@ -643,10 +689,15 @@ def _keras3_structural_slots(graph: ObjectGraph) -> dict[int, tuple[int, str]]:
     ``i``-th entry of each slot list (``_momentums``, ``_velocities``) belongs to the ``i``-th of
     ``_trainable_variables``. Certain where names are not (Keras 3 names every ``Dense`` kernel of a
     model ``<model>/kernel``)."""
-    import numpy as np
-
     out: dict[int, tuple[int, str]] = {}
-    for index in np.flatnonzero(np.diff(graph._table.child_ptr) >= 3).tolist():  # an optimizer has 3 children or more
+    ptr = graph._table.child_ptr
+    if isinstance(ptr, list):  # a small table's, without numpy
+        many = [node for node in range(len(ptr) - 1) if ptr[node + 1] - ptr[node] >= 3]
+    else:
+        import numpy as np
+
+        many = np.flatnonzero(np.diff(ptr) >= 3).tolist()
+    for index in many:  # an optimizer has 3 children or more
         if not keras3_optimizer(graph, index):
             continue
         node = graph.nodes[index]

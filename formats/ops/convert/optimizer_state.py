@@ -17,8 +17,6 @@ Nothing is read here except, on request, small scalars (:meth:`OptimizerState.sc
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from formats.concepts.object_graph import ATTRIBUTES
 from formats.concepts.optimizers import (FRAMEWORK_TITLES, KERAS3, KERAS_LEGACY, TF1, TF_KERAS, Family,
                                          families_with_slots, family_of_class, parse_keras_slot)
@@ -145,17 +143,18 @@ def _framework(ckpt: Checkpoint, tensors: list[SourceTensor], model: set[str]) -
         graph = ckpt.object_graph
         if any(keras3_optimizer(graph, node.id) for node in graph.nodes):  # a Keras 3 program's tf.train.Checkpoint
             return KERAS3
-    votes: Counter[str] = Counter()
+    votes: dict[str, int] = {}  # a dict, not collections.Counter: the collections package stays unimported
     for t in tensors:
         if t.role == "slot" and classify_name(t.original).role == "slot":
-            votes[TF1] += 1
+            vote: str | None = TF1
         elif t.role in ("slot", "optimizer"):
             parsed = parse_keras_slot(t.original, model)
-            if parsed is not None:
-                votes[parsed.framework] += 1
-            elif _last(ckpt, t) in _STEP_NAMES:
-                votes[_STEP_NAMES[_last(ckpt, t)]] += 1
-    return votes.most_common(1)[0][0] if len(votes) == 1 else None
+            vote = parsed.framework if parsed is not None else _STEP_NAMES.get(_last(ckpt, t))
+        else:
+            vote = None
+        if vote is not None:
+            votes[vote] = votes.get(vote, 0) + 1
+    return next(iter(votes)) if len(votes) == 1 else None
 
 
 def _last(ckpt: Checkpoint, t: SourceTensor) -> str:

@@ -180,7 +180,7 @@ def _shard(plan: EditPlan, source: Checkpoint, options: EditOptions) -> None:
         count = int(source.metadata.get("num_shards") or 1) if has_data_files(source.format) else 1
     sizes = [planned_size(r.value, r.shape, r.dtype) for r in conversion.rows]
     if conversion.object_graph is not None:
-        sizes.append(planned_size([conversion.object_graph], (), "string"))
+        sizes.append(planned_size(conversion.object_graph, (), "string"))  # one string (bytes), read without numpy
     if count is not None and count > len(sizes):
         conversion.add("shards", conversion.target, f"{count} data files asked for, but only {len(sizes)} tensors "
                        f"to write: {len(sizes)} data files", WARNING)
