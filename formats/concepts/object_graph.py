@@ -518,12 +518,12 @@ class ObjectGraph:
         a level of the traversal at a time."""
         if self._optimizer_of is None and isinstance(self._optimizers(), list):  # a small table's: no numpy
             flags, parent = self._optimizers(), self._walk.parent
-            nearest = [node if flag else -1 for node, flag in enumerate(flags)]
+            found_up = [node if flag else -1 for node, flag in enumerate(flags)]
             for level in self._walk.levels:
                 for node in level:
                     if not flags[node]:
-                        nearest[node] = nearest[parent[node]]
-            self._optimizer_of = nearest
+                        found_up[node] = found_up[parent[node]]
+            self._optimizer_of = found_up
         if self._optimizer_of is None:
             import numpy as np
 
