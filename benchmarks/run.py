@@ -429,6 +429,11 @@ SCALE_GOALS = {"10k": None, "100k": (1.0, 100), "1m": (10.0, 500)}
 """Issue 38's per-tensor goals: (CPU seconds, MiB of peak RSS) per command, by number of tensors."""
 
 
+SAFETENSORS_MOST = 300_000
+"""Tiny tensors ``convert --to safetensors`` writes with their provenance record in a header of at most the
+100,000,000 bytes safetensors readers accept (about 330,000): more are refused before writing."""
+
+
 def scale_commands(prefix: str, out: Path) -> list[tuple[str, str]]:
     """``(label, command line after ckpt)`` of every per-tensor scale row on the bundle ``prefix``."""
     return [("ls", f"ls {prefix}"), ("verify", f"verify {prefix}"), ("ls --tree", f"ls --tree {prefix}"),
@@ -459,6 +464,8 @@ def measure_scale(inputs: dict[str, str], work: Path, ck: str) -> list[Row]:
                 if (layout, label) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")) or \
                         not wanted(command_word(f"{ck} {args}")):
                     continue
+                if label == "convert --to safetensors" and count > SAFETENSORS_MOST:
+                    continue  # refused (exit 4): its header would be over what safetensors readers accept
                 cat = f"cat {' '.join(files_of(prefix))} > /dev/null"
                 ours, floor = pair(f"{ck} {args}", cat, 2 if count <= 10_000 else 1, f"rm -rf {out}")
                 if not ours.times:
