@@ -11,6 +11,7 @@ import struct
 import numpy as np
 import pytest
 
+from formats import open_checkpoint
 from formats.core.provenance import PROVENANCE_KEY
 
 from .conftest import CORPUS
@@ -192,3 +193,33 @@ def test_a_spool_gives_back_what_was_written_in_chunks(limit):
             chunks = list(spool.chunks(size))
             assert b"".join(chunks) == b"".join(pieces) and all(0 < len(c) <= size for c in chunks)
         assert (spool._file is not None) == (limit < spool.size)
+
+
+def test_runs_of_one_copied_tensor_are_found_without_copying_the_rest(tmp_path, monkeypatch, run_cli):
+    """An output keeping every other tensor of an input copies each tensor as a run of its own: finding each run
+    once copied the list of every item after it (quadratic: 50,000 of 100,000 tiny tensors to safetensors took
+    9.3 s of CPU, 1.7 s now). The values written are the input's."""
+    from formats.safetensors import writer
+
+    sliced = [0]
+
+    class Items(list):
+        def __getitem__(self, index):
+            if isinstance(index, slice):
+                sliced[0] += len(range(*index.indices(len(self))))
+            return super().__getitem__(index)
+
+    real = writer.write_placed
+    monkeypatch.setattr(writer, "write_placed", lambda out, items, *a, **k: real(out, Items(items), *a, **k))
+    prefix = name_based(tmp_path / "in", 400)
+    out = tmp_path / "half.safetensors"
+    result = run_cli("edit", prefix, "--to", "safetensors", "-o", out, "--exclude", "model/*/unit_*[13579]/w")
+    assert result.exit_code == 0, result.output
+    assert sliced[0] == 0, sliced[0]  # about 200 * 200 / 2 before
+    from safetensors.numpy import load_file
+
+    written = load_file(out)
+    keys = [f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(400) if i % 2 == 0]
+    assert sorted(written) == sorted(keys)
+    with open_checkpoint(prefix) as ckpt:
+        assert all(written[k].tobytes() == ckpt[k].read().tobytes() for k in keys)

@@ -291,7 +291,8 @@ def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, i
     fd, offset, size, crc = first
     items[i].crc = crc
     run = [items[i]]
-    for item in items[i + 1:]:
+    for j in range(i + 1, len(items)):  # not items[i + 1:]: a copy of the rest per run was quadratic in runs of one
+        item = items[j]
         where = stored_unchanged(item.source, item.dtype, item.size)
         if where is None or where[0] != fd or where[1] != offset + size:
             break
