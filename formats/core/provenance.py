@@ -159,8 +159,8 @@ def _items_as_written(items: Any, rows: Any) -> Iterator[Any]:
 
 
 _ITEMS_AT_ONCE = 1024
-"""Items of a record's ``"tensors"`` :func:`record_pieces` encodes with one call of :func:`~formats.core.json_writer.dumps` (``json.dumps``'s text, without importing
-json)."""
+"""Items of a record's ``"tensors"`` :func:`record_pieces` encodes with one call of
+:func:`~formats.core.json_writer.dumps` (``json.dumps``'s text, without importing json)."""
 
 
 def record_pieces(record: dict[str, Any]) -> Iterator[str]:

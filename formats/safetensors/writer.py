@@ -82,7 +82,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         if length > MAX_HEADER_BYTES:  # before anything is written
             raise InvalidOutputError(output, f"the safetensors header would be {length:,} bytes for {len(rows):,} "
                                              f"tensors; safetensors readers accept at most {MAX_HEADER_BYTES:,}",
-                                     "write fewer tensors a file (a selection of them), or an npz file, which has no such limit")
+                                     "write fewer tensors a file (a selection of them), or an npz file, which "
+                                     "has no such limit")
         guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
         report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
         start = 8 + length
