@@ -28,7 +28,7 @@ from __future__ import annotations
 from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
-from formats.concepts.object_graph_table import edge_owners, ints
+from formats.concepts.object_graph_table import edge_owners, ints, nodes_with
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
@@ -421,12 +421,7 @@ class ObjectGraph:
     def slot_owners(self) -> list[int]:
         """The nodes that have slot variable references, in order (a small table's without numpy, whose import
         cost a small bundle's rename more than the rest of it)."""
-        ptr = self._table.slot_ptr
-        if isinstance(ptr, list):  # a small table's (formats.concepts.object_graph_table)
-            return [node for node in range(len(ptr) - 1) if ptr[node + 1] != ptr[node]]
-        import numpy as np
-
-        return np.flatnonzero(np.diff(ptr)).tolist()
+        return nodes_with(self._table.slot_ptr)
 
     def child_count(self, node_id: int) -> int:
         """How many children the node has."""
@@ -442,8 +437,8 @@ class ObjectGraph:
         t = self._table
         ptr = t.attr_ptr
         if isinstance(ptr, list):  # a small table's, without numpy
-            owners = [node for node in range(len(ptr) - 1) for _ in range(ptr[node + 1] - ptr[node])]
-        else:
+            owners = edge_owners(ptr, t.count)
+        else:  # 8 bytes an attribute (edge_owners' list of ints: 36)
             import numpy as np
 
             owners = _compact(np.repeat(np.arange(t.count), np.diff(ptr)))
@@ -485,8 +480,10 @@ class ObjectGraph:
         both children ``_iterations`` and ``_variables``, and those of the nodes with a child ``iter`` that
         :func:`_looks_like_optimizer` says are."""
         if self._optimizer_flags is None and isinstance(self._table.slot_ptr, list):  # a small table's: no numpy
-            ptr, names, owner = self._table.slot_ptr, self._child_names(), self._walk.owner
-            flags = [ptr[node + 1] > ptr[node] for node in range(len(ptr) - 1)]
+            names, owner = self._child_names(), self._walk.owner
+            flags = [False] * self._table.count
+            for node in nodes_with(self._table.slot_ptr):
+                flags[node] = True
             keras = {owner[e] for e, n in enumerate(names) if n == "_iterations"} & \
                 {owner[e] for e, n in enumerate(names) if n == "_variables"}
             for node in keras:
@@ -690,14 +687,7 @@ def _keras3_structural_slots(graph: ObjectGraph) -> dict[int, tuple[int, str]]:
     ``_trainable_variables``. Certain where names are not (Keras 3 names every ``Dense`` kernel of a
     model ``<model>/kernel``)."""
     out: dict[int, tuple[int, str]] = {}
-    ptr = graph._table.child_ptr
-    if isinstance(ptr, list):  # a small table's, without numpy
-        many = [node for node in range(len(ptr) - 1) if ptr[node + 1] - ptr[node] >= 3]
-    else:
-        import numpy as np
-
-        many = np.flatnonzero(np.diff(ptr) >= 3).tolist()
-    for index in many:  # an optimizer has 3 children or more
+    for index in nodes_with(graph._table.child_ptr, 3):  # an optimizer has 3 children or more
         if not keras3_optimizer(graph, index):
             continue
         node = graph.nodes[index]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
 # this module none of the graph's (no cycle among the siblings).
 
-__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "ints", "node_copies", "SMALL_NODES"]
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "nodes_with", "ints", "node_copies", "SMALL_NODES"]
 
 SMALL_NODES = 4096
 """A table of at most this many nodes is ``small`` (see the module doc)."""
@@ -108,6 +108,16 @@ def edge_owners(ptr: Any, count: int) -> list[int]:
     import numpy as np
 
     return np.repeat(np.arange(count), np.diff(ptr)).tolist()
+
+
+def nodes_with(ptr: Any, least: int = 1) -> list[int]:
+    """The nodes owning at least ``least`` items of a ``ptr`` array (each node ``i`` owns ``ptr[i]:ptr[i + 1]``),
+    in order, as a list (a small table's without numpy)."""
+    if isinstance(ptr, list):
+        return [i for i in range(len(ptr) - 1) if ptr[i + 1] - ptr[i] >= least]
+    import numpy as np
+
+    return np.flatnonzero(np.diff(ptr) >= least).tolist()
 
 
 class LazyNodes(Sequence):  # of ObjectNode
