@@ -143,7 +143,7 @@ def _framework(ckpt: Checkpoint, tensors: list[SourceTensor], model: set[str]) -
         graph = ckpt.object_graph
         if any(keras3_optimizer(graph, node.id) for node in graph.nodes):  # a Keras 3 program's tf.train.Checkpoint
             return KERAS3
-    votes: dict[str, int] = {}  # a dict, not collections.Counter: the collections package stays unimported
+    votes: set[str] = set()  # only whether one framework is named matters (collections.Counter stays unimported)
     for t in tensors:
         if t.role == "slot" and classify_name(t.original).role == "slot":
             vote: str | None = TF1
@@ -153,7 +153,7 @@ def _framework(ckpt: Checkpoint, tensors: list[SourceTensor], model: set[str]) -
         else:
             vote = None
         if vote is not None:
-            votes[vote] = votes.get(vote, 0) + 1
+            votes.add(vote)
     return next(iter(votes)) if len(votes) == 1 else None
 
 
