@@ -9,7 +9,7 @@ import pytest
 
 from formats import open_checkpoint
 from formats.ops.inspect.tree import build_tree
-from tests.memory import traced
+from tests.memory import record_items_alive, traced
 from tests.scale_bundles import name_based, object_based
 
 
@@ -497,26 +497,11 @@ def test_extract_to_npz_makes_each_record_item_as_it_writes_it(bundles, tmp_path
 
     import numpy as np
 
-    from formats.core import provenance
     from formats.npz import writer
-    from formats.ops.convert.cross import export
 
     if spool is not None:
         monkeypatch.setattr(writer, "_SPOOL_CHARS", spool)
-    monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", 16)
-    alive, most = [0], [0]
-
-    class Item(dict):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            alive[0] += 1
-            most[0] = max(most[0], alive[0])
-
-        def __del__(self):
-            alive[0] -= 1
-
-    made = export.provenance_entry
-    monkeypatch.setattr(export, "provenance_entry", lambda *a, **k: Item(made(*a, **k)))
+    most = record_items_alive(monkeypatch, 16)
     out = tmp_path / "all.npz"
     result = run_cli("extract", bundles["name"], "-o", out)
     assert result.exit_code == 0, result.output

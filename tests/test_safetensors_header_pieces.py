@@ -15,6 +15,7 @@ from formats import open_checkpoint
 from formats.core.provenance import PROVENANCE_KEY
 
 from .conftest import CORPUS
+from .memory import record_items_alive
 from .scale_bundles import name_based
 
 ROWS = [("a/w", np.arange(6, dtype=np.float32).reshape(2, 3)), ('quote"d\\/é\n', np.arange(2, dtype=np.int64)),
@@ -126,24 +127,8 @@ def test_convert_makes_each_record_item_as_it_writes_it(tmp_path, monkeypatch, r
     """``convert --to safetensors|npz`` of N tensors made the provenance record's N dicts when it planned and held
     them until written; now each is made when the writer reaches it, a run at a time, and the record read back is
     the same."""
-    from formats.core import provenance
-    from formats.ops.convert.cross import export
-
     prefix = name_based(tmp_path / "in", 300)
-    monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", 16)
-    alive, most = [0], [0]
-
-    class Item(dict):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            alive[0] += 1
-            most[0] = max(most[0], alive[0])
-
-        def __del__(self):
-            alive[0] -= 1
-
-    made = export.provenance_entry
-    monkeypatch.setattr(export, "provenance_entry", lambda *a, **k: Item(made(*a, **k)))
+    most = record_items_alive(monkeypatch, 16)
     out = tmp_path / f"all.{to}"
     result = run_cli("convert", prefix, "--to", to, "-o", out)
     assert result.exit_code == 0, result.output
