@@ -122,3 +122,39 @@ def test_a_range_compared_with_itself_is_checked_once(tmp_path) -> None:
     finally:
         for fd in (fa, fb, other):
             os.close(fd)
+
+
+@pytest.mark.parametrize("size", [5, (1 << 20) + 3, 3 << 20])
+def test_same_bytes_ranges_compares_bytes_without_checksums(tmp_path, size: int) -> None:
+    from formats.io.crc import same_bytes_ranges
+
+    data = (bytes(range(251)) * (size // 251 + 1))[:size]
+    changed = bytearray(data)
+    changed[-1] ^= 1
+    fa, fb = _ranges(tmp_path, b"xy" + data, bytes(changed) + data)
+    try:
+        assert same_bytes_ranges((fa, 2, size), (fb, size, size)) is True
+        assert same_bytes_ranges((fa, 2, size), (fb, 0, size)) is False  # the last byte differs
+        assert same_bytes_ranges((fa, 2, size + 1), (fb, size, size + 1)) is None  # the files end early
+        assert same_bytes_ranges((fa, 2, size), (fb, size, size - 1)) is False
+        assert same_bytes_ranges((fa, 2, size), (fa, 2, size)) is True  # one range of one file
+    finally:
+        os.close(fa)
+        os.close(fb)
+
+
+def test_string_tensors_say_where_their_checked_bytes_are(tmp_path) -> None:
+    import numpy as np
+
+    import formats
+
+    prefix = str(tmp_path / "ckpt")
+    values = {"a": np.arange(3, dtype=np.float32), "s": np.array(b"abc", dtype=object),
+              "t": np.array([b"x", b"", b"yz"], dtype=object)}
+    formats.write_checkpoint(prefix, values.items())
+    with formats.open_checkpoint(prefix) as ckpt:
+        assert ckpt["a"].checked_bytes_range() is None  # fixed width: stored_range says where
+        fd, offset, size = ckpt["s"].checked_bytes_range()
+        assert os.pread(fd, size, offset) == b"\x03" + b"c?\x7f(" + b"abc"  # FORMATS.md's scalar "abc"
+        fd, offset, size = ckpt["t"].checked_bytes_range()
+        assert (offset, size) == (ckpt["t"].raw.offset, 3 + 4 + 3)

@@ -365,6 +365,62 @@ def test_strings_and_empty_tensors():
     assert out["same"] == 1
 
 
+def _strings_read_whole(monkeypatch) -> list[str]:
+    """The names of the string tensors whose elements are read whole from here on."""
+    from formats.tf_bundle.reader import BundleReader
+
+    read: list[str] = []
+    original = BundleReader._read_strings
+
+    def spy(self, e, keep=True):
+        if keep:
+            read.append(e.name)
+        return original(self, e, keep)
+
+    monkeypatch.setattr(BundleReader, "_read_strings", spy)
+    return read
+
+
+def test_equal_string_tensors_are_compared_as_stored_bytes_not_read_whole(tmp_path, monkeypatch):
+    import shutil
+
+    import formats
+
+    # an object-based bundle TensorFlow wrote (its graph is one string) against a copy: the graph is not read whole
+    src = CORPUS / "seed_slots/easy_checkpoint"
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in src.parent.glob(src.name + ".*"):
+        shutil.copy(f, copy / f.name)
+    read = _strings_read_whole(monkeypatch)
+    out = diff_checkpoints(src, copy / src.name).to_json()
+    assert (out["changed"], out["same"], read) == ([], len(MANIFEST["seed_slots/easy_checkpoint"]["tensors"]), [])
+    # a big scalar string and a string array, equal; then one byte of each changed, then corrupt
+    big = bytes(range(256)) * 12289  # 3 MiB and a bit: several read buffers
+    values = {"big": np.array(big, dtype=object), "arr": np.array([b"x", b"", b"yz"], dtype=object)}
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    formats.write_checkpoint(a, values.items())
+    formats.write_checkpoint(b, values.items())
+    read.clear()  # (the writes' read-back)
+    assert diff_checkpoints(a, b).to_json()["same"] == 2 and read == []
+    changed = {"big": np.array(big[:-1] + b"!", dtype=object), "arr": np.array([b"x", b"", b"yy"], dtype=object)}
+    formats.write_checkpoint(b, changed.items(), force=True)
+    read.clear()
+    out = diff_checkpoints(a, b).to_json()
+    assert [(c["key"], c["kind"], c["differ"]) for c in out["changed"]] == [("arr", "value", 1), ("big", "value", 1)]
+    assert set(read) == {"arr", "big"}  # unequal stored bytes: compared element by element
+    formats.write_checkpoint(b, values.items(), force=True)
+    with open(b + ".data-00000-of-00001", "r+b") as f:  # a byte of the big string flipped, its CRC not fixed
+        data = f.read()
+        at = data.index(big[1000:1100]) + 50
+        f.seek(at)
+        f.write(bytes([data[at] ^ 1]))
+    from formats.core.errors import ChecksumError
+
+    with pytest.raises(ChecksumError, match="big"):
+        diff_checkpoints(a, b)
+
+
 def test_all_dtypes_against_itself_and_bfloat16_stats():
     rel = "tf2_mixed/all_dtypes/ckpt-1"
     assert diff_checkpoints(CORPUS / rel, CORPUS / rel).to_json()["same"] == len(MANIFEST[rel]["tensors"])

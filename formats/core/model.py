@@ -217,6 +217,13 @@ class TensorEntry:
         open) with that (unmasked) CRC32C; else None, and the bytes are read through :meth:`byte_chunks`."""
         return None
 
+    def checked_bytes_range(self) -> tuple[int, int, int] | None:
+        """``(fd, offset, size)`` when this tensor of byte strings is stored whole at ``[offset, offset + size)`` of
+        an open local file (``fd``, owned by the checkpoint), its stored bytes checked now (a buffer at a time):
+        two tensors of one format whose stored bytes are equal hold equal elements (unequal bytes may still hold
+        equal elements); else None."""
+        return None
+
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]`` (the whole value when ``index`` is None)."""
         from formats.core.arrays import apply_index

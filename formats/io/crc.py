@@ -126,13 +126,34 @@ def same_ranges(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> b
     CRC32C on the way; None when a CRC does not match or a file ends early (the caller reads again the
     usual way, which says what is wrong). Read with ``pread`` into this thread's buffers, compared with one
     ``memcmp`` per piece: no mapping and no GIL. A difference ends the comparison early, unchecked."""
-    from formats.core.memcmp import same_bytes
-
     (fa, oa, size, crc_a), (fb, ob, size_b, crc_b) = a, b
     if size != size_b:
         return False
     if oa == ob and _same_file(fa, fb):  # one range of one file (a checkpoint compared with itself)
         return crc_a == crc_b and crc32c_range(fa, oa, size) == crc_a or None
+    got = _compare_ranges(fa, oa, fb, ob, size, True)
+    if got is None or got is False:
+        return got
+    return True if got == (crc_a, crc_b) else None
+
+
+def same_bytes_ranges(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool | None:
+    """Whether two file ranges ``(fd, offset, size)`` hold the same bytes (checked by the caller: no CRC32C is
+    computed), read as :func:`same_ranges` reads them; None when a file ends early."""
+    (fa, oa, size), (fb, ob, size_b) = a, b
+    if size != size_b:
+        return False
+    if oa == ob and _same_file(fa, fb):
+        return True
+    got = _compare_ranges(fa, oa, fb, ob, size, False)
+    return got if got is None or got is False else True
+
+
+def _compare_ranges(fa: int, oa: int, fb: int, ob: int, size: int, crcs: bool) -> tuple[int, int] | bool | None:
+    """The CRC32Cs of two ranges of ``size`` bytes holding the same bytes (``(0, 0)`` unless ``crcs``); False at
+    their first unequal piece; None when a file ends early."""
+    from formats.core.memcmp import same_bytes
+
     x, y = _buffer("a"), _buffer("b")
     got_a = got_b = 0
     done = 0
@@ -142,6 +163,7 @@ def same_ranges(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> b
             return None
         if not same_bytes(x[:n], y[:n]):
             return False
-        got_a, got_b = crc32c(x[:n], got_a), crc32c(y[:n], got_b)
+        if crcs:
+            got_a, got_b = crc32c(x[:n], got_a), crc32c(y[:n], got_b)
         done += n
-    return True if got_a == crc_a and got_b == crc_b else None
+    return got_a, got_b

@@ -161,6 +161,10 @@ class BundleTensor(TensorEntry):
         """Where the bytes lie in the data file (see :meth:`BundleReader.stored_range`)."""
         return self._reader.row_range(self.row)
 
+    def checked_bytes_range(self) -> tuple[int, int, int] | None:
+        """Where a string tensor's stored bytes lie, checked (see :meth:`BundleReader.string_range`)."""
+        return self._reader.string_range(self.raw)
+
     @staticmethod
     def small_ranges(tensors: Sequence[BundleTensor], most: int) -> list[tuple[int, int, int, int] | None]:
         """:func:`formats.io.spans.small_range` of each of ``tensors`` (of this class), asked of their bundle's reader

@@ -307,6 +307,18 @@ class BundleReader:
         way says why)."""
         return None if e.slices else self._range(e.dtype, e.shape, e.shard_id, e.offset, e.size, e.crc32c)
 
+    def string_range(self, e: RawEntry) -> tuple[int, int, int] | None:
+        """``(fd, offset, size)`` of a string entry stored whole in a local data file, checked now as
+        :meth:`elements` checks it (lengths, their checksum, the CRC32C; read a buffer at a time, nothing kept);
+        None for another entry. A corrupt entry raises as :meth:`elements` does."""
+        dt = dtypes.by_enum(e.dtype)
+        if e.slices or dt is None or not _is_string(dt) or not e.size:
+            return None
+        self.check_array(e)
+        self._read_strings(e, keep=False)  # (maps the data file: its descriptor is then open)
+        fd = self._fds.get(e.shard_id)
+        return None if fd is None else (fd, e.offset, e.size)
+
     def row_range(self, row: int) -> tuple[int, int, int, int] | None:
         """:meth:`stored_range` of the entry in ``row`` of :attr:`entries` (read from the columns, no entry made)."""
         columns = self.entries
