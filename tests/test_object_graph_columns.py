@@ -30,13 +30,19 @@ from formats.core.errors import CorruptCheckpointError
 from tests.test_object_graph_wire import GRAPHS, decoded_nodes as _columns, generic_nodes as _generic, vars_of
 
 
-@pytest.fixture(params=["small", "arrays"])
+@pytest.fixture(params=["small", "arrays", "runs"])
 def walked(request, monkeypatch) -> str:
-    """Each test twice: graphs as small as these decoded node by node and walked in plain Python (as they
-    are), then decoded into columns and walked on arrays (as larger graphs are)."""
-    if request.param == "arrays":
+    """Each test three times: graphs as small as these decoded node by node and walked in plain Python (as they
+    are), then decoded into columns and walked on arrays (as larger graphs are), then so with the bytes scanned
+    and each level's edges taken a few at a time (as a graph of millions is: the runs' edges exercised)."""
+    if request.param != "small":
         monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)
         monkeypatch.setattr(object_graph_table, "SMALL_NODES", -1)
+    if request.param == "runs":
+        from formats.concepts import object_graph_columns
+
+        monkeypatch.setattr(object_graph_table, "_LEVEL_RUN", 3)
+        monkeypatch.setattr(object_graph_columns, "_CHUNK", 5)
     return request.param
 
 
@@ -329,3 +335,20 @@ def test_repeated_names_are_decoded_once_and_shared() -> None:
     assert [(a.name, a.full_name, a.checkpoint_key) for a in attributes] == \
         [(a.name, a.full_name, a.checkpoint_key) for n in nodes for a in n.attributes]
     assert len({id(a.name) for a in attributes}) == 1
+
+
+@pytest.mark.parametrize("where", ["child", "attr_name", "attr_full", "attr_key", "slot"])
+def test_a_string_that_is_not_utf8_gives_the_generic_decoders_words(monkeypatch, walked, where: str) -> None:
+    names = {k: "ZZZZ" if k == where else v for k, v in
+             {"child": "lé.yer", "attr_name": "VARIABLE_VALUE", "attr_full": "dense/kernel",
+              "attr_key": "lé.yer/.ATTRIBUTES/VARIABLE_VALUE", "slot": "m/ü"}.items()}
+    nodes = [ObjectNode(0, [ChildRef(1, names["child"]), ChildRef(2, "opt")]),
+             ObjectNode(1, [], [Attribute(names["attr_name"], names["attr_full"], names["attr_key"])]),
+             ObjectNode(2, [ChildRef(3, "m")], [], [SlotVariableRef(1, names["slot"], 3)]), ObjectNode(3)]
+    data = encode_object_graph(nodes, fill_has_values=False)
+    assert _columns(data) == _generic(data, monkeypatch) == [vars_of(n) for n in nodes]
+    assert data.count(b"ZZZZ") == 1
+    for bad in (b"\xff\xfeZZ", b"Z\xc3ZZ", b"ZZZ\xe2"):  # not UTF-8: a stray byte, a cut sequence at either end
+        damaged = data.replace(b"ZZZZ", bad)
+        words = _generic(damaged, monkeypatch)
+        assert isinstance(words, str) and _columns(damaged) == words

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphColumns", "decode_columns"]
 
+_TAGS = (0x0A, 0x12, 0x1A, 0x2A)
+"""The one-byte tags of a node's fields this decodes (children, attributes, slot variables, has_checkpoint_values,
+each length-delimited), in order."""
+
 _FEW = 16
 """Nodes still holding fields when fewer than this many remain are finished in plain Python (a node with
 100,000 children would otherwise take a numpy round per child)."""
@@ -205,18 +209,19 @@ class _Bytes:
         return value, pos + size
 
 
-def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> tuple[Any, Any, Any, Any] | None:
-    """Every field of the node bodies ``[starts, stops)``: ``(node, tag, start, stop)`` arrays in the order of
-    the bytes; only length-delimited fields with a one-byte tag; None for anything else."""
+def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> list[list[Any]] | None:
+    """Every field of the node bodies ``[starts, stops)``, grouped by tag: for each of :data:`_TAGS`, a list of
+    its fields' ``[node, start, stop]`` arrays in the order of the bytes (each group its own arrays, so that a
+    group decoded is let go); only those tags (length-delimited, one byte); None for anything else."""
     node = np.arange(len(starts), dtype=starts.dtype)
     pos, end = starts, stops
-    out: list[tuple[Any, Any, Any, Any]] = []
+    rounds: list[list[Any]] = [[], [], [], []]  # node, tag, start, stop: a field of each node per round
     live = pos < end
     node, pos, end = node[live], pos[live], end[live]
     while len(node) >= _FEW:
-        tag = b.at(pos)
-        if ((tag & 7) != 2).any() or (tag >= 0x80).any():
-            return None
+        tag = b.d[np.minimum(pos, b.last)]  # (uint8)
+        if not np.isin(tag, _TAGS).all():
+            return None  # a registered saver (0x22), an unknown field or another wire type: the generic decoder
         got = b.varint(pos + 1)
         if got is None:
             return None
@@ -224,19 +229,38 @@ def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> tuple[A
         stop = start + length
         if (stop > end).any():
             return None
-        out.append((node, tag, start, stop))
+        for column, found in zip(rounds, (node, tag, start, stop)):
+            column.append(found)
         live = stop < end
         node, pos, end = node[live], stop[live], end[live]
     rest = _slow_fields(data, node.tolist(), pos.tolist(), end.tolist())
-    if rest is None:
+    if rest is None or not np.isin(rest[1], _TAGS).all():
         return None
-    out.append(tuple(np.asarray(r, dtype=starts.dtype) for r in rest))
-    columns = []
-    for i in range(4):
-        columns.append(np.concatenate([o[i] for o in out]))
-    del out
-    order = np.argsort(columns[2], kind="stable")
-    return columns[0][order], columns[1][order], columns[2][order], columns[3][order]
+    for i, (column, found) in enumerate(zip(rounds, rest)):
+        column.append(np.asarray(found, dtype=np.uint8 if i == 1 else starts.dtype))
+    tag = np.concatenate(rounds[1])
+    rounds[1].clear()
+    # ordered by (tag, start): the fields of a tag together, each in the bytes' order; the key in 32 bits where the
+    # positions fit in 29 (the tag's place among the four in the top bits)
+    wide = np.int32 if len(data) < 1 << 29 else np.int64
+    order = np.concatenate(rounds[2]).astype(wide, copy=False)
+    places = np.zeros(256, np.uint8)
+    places[list(_TAGS)] = range(len(_TAGS))
+    place = places[tag]  # (uint8: no array of 64-bit places)
+    del tag
+    order |= place.astype(wide) << (29 if wide is np.int32 else 48)
+    order = np.argsort(order, kind="stable")
+    bounds = [0, *np.cumsum(np.bincount(place, minlength=len(_TAGS))).tolist()]
+    del place
+    groups: list[list[Any]] = [[] for _ in _TAGS]
+    for i in (0, 2, 3):  # a column at a time: its unordered and ordered copies alive beside the groups made
+        column = np.concatenate(rounds[i])
+        rounds[i].clear()
+        column = column[order]
+        for group, lo, hi in zip(groups, bounds, bounds[1:]):
+            group.append(column[lo:hi].copy())
+        del column
+    return groups
 
 
 def _slow_fields(data: bytes, nodes: list[int], pos: list[int], ends: list[int]) -> tuple[list[int], ...] | None:
@@ -326,18 +350,17 @@ def decode_columns(data: bytes) -> GraphColumns | None:
     got = b.varint(tags + 1)
     if got is None:  # pragma: no cover - _node_tags read the same lengths
         return None
-    fields = _fields(np, b, data, got[1], got[1] + got[0])
-    if fields is None:
+    groups = _fields(np, b, data, got[1], got[1] + got[0])
+    if groups is None:
         return None
-    node, tag, start, stop = fields
     count = len(tags)
-    if not np.isin(tag, (0x0A, 0x12, 0x1A, 0x2A)).all():
-        return None  # a registered saver (0x22) or an unknown field: the generic decoder
     arrays: dict[str, Any] = {}
-    ok = _children(np, b, node[tag == 0x0A], start[tag == 0x0A], stop[tag == 0x0A], count, arrays)
-    ok = ok and _attributes(np, b, node[tag == 0x12], start[tag == 0x12], stop[tag == 0x12], count, arrays)
-    ok = ok and _slots(np, b, node[tag == 0x1A], start[tag == 0x1A], stop[tag == 0x1A], count, arrays)
-    ok = ok and _has_values(np, b, node[tag == 0x2A], start[tag == 0x2A], stop[tag == 0x2A], count, arrays)
+    ok = True
+    for group, decode in zip(groups, (_children, _attributes, _slots, _has_values)):  # in the order of _TAGS
+        node, start, stop = group
+        group.clear()
+        ok = ok and decode(np, b, node, start, stop, count, arrays)
+        del node, start, stop  # decoded: let go before the next group's arrays are made
     if not ok or not _utf8(np, b, data, [arrays[k] for k in ("child_name", "attr_name", "attr_full", "attr_key",
                                                               "slot_name")]):
         return None
@@ -345,8 +368,10 @@ def decode_columns(data: bytes) -> GraphColumns | None:
 
 
 def _ptr(np: Any, node: Any, count: int) -> Any:
-    """CSR offsets of items belonging to ``node`` (sorted)."""
-    return np.concatenate([[0], np.cumsum(np.bincount(node, minlength=count))]).astype(np.int64)
+    """CSR offsets of items belonging to ``node`` (sorted): int32 below 2**31 items, as the ids are."""
+    ptr = np.zeros(count + 1, dtype=np.int32 if len(node) < 1 << 31 else np.int64)
+    np.cumsum(np.bincount(node, minlength=count), out=ptr[1:])
+    return ptr
 
 
 def _children(np: Any, b: _Bytes, node: Any, start: Any, stop: Any, count: int, out: dict[str, Any]) -> bool:
@@ -388,32 +413,36 @@ def _has_values(np: Any, b: _Bytes, node: Any, start: Any, stop: Any, count: int
 
 
 def _utf8(np: Any, b: _Bytes, data: bytes, spans: list[Any]) -> bool:
-    """Whether every string is valid UTF-8: the strings holding a byte beyond ASCII are decoded to see."""
-    starts = np.concatenate([s[0] for s in spans])
-    stops = np.concatenate([s[1] for s in spans])
-    order = np.argsort(starts, kind="stable")
-    starts, stops = starts[order], stops[order]
-    for i in _spans_holding(np, data, starts, stops, lambda c: c >= 0x80).tolist():
-        try:
-            data[starts[i]:stops[i]].decode("utf-8")
-        except UnicodeDecodeError:
-            return False
+    """Whether every string is valid UTF-8: the strings holding a byte beyond ASCII are decoded to see. Each of
+    ``spans`` is in the order of the bytes already (a group's items are), so none is merged or sorted."""
+    for group, holding in zip(spans, _spans_holding(np, data, [(s[0], s[1]) for s in spans], lambda c: c >= 0x80)):
+        starts, stops = group
+        for i in holding.tolist():
+            try:
+                data[starts[i]:stops[i]].decode("utf-8")
+            except UnicodeDecodeError:
+                return False
     return True
 
 
-def _spans_holding(np: Any, data: bytes, starts: Any, stops: Any, chosen: Any) -> Any:
-    """Indices of the spans (disjoint, sorted by start) holding a byte ``chosen`` selects, a chunk of the bytes
-    at a time (a few arrays of a chunk's size at most)."""
+def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: Any) -> list[Any]:
+    """For each ``(starts, stops)`` of ``groups`` (spans disjoint and sorted by start), the indices of its spans
+    holding a byte ``chosen`` selects; the bytes scanned once, a chunk at a time (a few arrays of a chunk's size
+    at most)."""
     d = np.frombuffer(data, dtype=np.uint8)
-    found = []
+    found: list[list[Any]] = [[] for _ in groups]
     for i in range(0, len(d), _CHUNK):
         at = np.flatnonzero(chosen(d[i:i + _CHUNK])) + i
-        if not len(at) or not len(starts):
+        if not len(at):
             continue
-        inside = np.searchsorted(starts, at, side="right") - 1
-        inside = inside[(inside >= 0) & (at < stops[np.maximum(inside, 0)])]
-        found.append(np.unique(inside))
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+        for (starts, stops), into in zip(groups, found):
+            if not len(starts):
+                continue
+            inside = np.searchsorted(starts, at, side="right") - 1
+            inside = inside[(inside >= 0) & (at < stops[np.maximum(inside, 0)])]
+            if len(inside):
+                into.append(np.unique(inside))
+    return [np.unique(np.concatenate(f)) if f else np.zeros(0, np.int64) for f in found]
 
 
 _CHUNK = 1 << 20
@@ -425,6 +454,11 @@ def _special_spans(np: Any, data: bytes, spans: Any) -> Any:
     is not their length in bytes)."""
     if not spans.shape[1]:
         return np.zeros(0, np.int64)
-    order = np.argsort(spans[0], kind="stable")
-    return order[_spans_holding(np, data, spans[0][order], spans[1][order],
-                                lambda c: (c == 0x2E) | (c == 0x2F) | (c >= 0x80))]
+    def special(c: Any) -> Any:
+        return (c == 0x2E) | (c == 0x2F) | (c >= 0x80)
+
+    starts = spans[0]
+    if not (starts[1:] < starts[:-1]).any():  # in the order of the bytes (as decoded): no sort
+        return _spans_holding(np, data, [(starts, spans[1])], special)[0]
+    order = np.argsort(starts, kind="stable")
+    return order[_spans_holding(np, data, [(starts[order], spans[1][order])], special)[0]]

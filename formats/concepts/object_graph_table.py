@@ -231,17 +231,22 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
 
     n = table.count
     ptr, ids = table.child_ptr, table.child_id
-    counts = np.diff(ptr)
+    # node and edge numbers, and each path's length (at most max_path), in 32 bits where they fit: a level of a
+    # million edges holds a dozen arrays of its size
     lengths = table.child_path_lengths()
-    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    small = max(n, len(ids), max_path, int(lengths.max(initial=0))) < 1 << 30  # sums of two stay below 2**31
+    index = np.int32 if small else np.int64
+    ptr, lengths = ptr.astype(index, copy=False), lengths.astype(index, copy=False)
+    counts = np.diff(ptr)
+    owner = np.repeat(np.arange(n, dtype=index), counts)
     reached = np.zeros(n, dtype=bool)
     reached[0] = True
-    path_len = np.zeros(n, dtype=np.int64)
-    parent = np.full(n, -1, dtype=np.int64)
-    edge = np.full(n, -1, dtype=np.int64)
+    path_len = np.zeros(n, dtype=index)
+    parent = np.full(n, -1, dtype=index)
+    edge = np.full(n, -1, dtype=index)
     aliases: list[Any] = []
     levels: list[Any] = []
-    frontier = np.zeros(1, dtype=np.int64)
+    frontier = np.zeros(1, dtype=index)
     total = 0
     depth = 0
     while len(frontier):
@@ -249,14 +254,13 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
         size = int(many.sum())
         if not size:
             break
-        edges = np.repeat(ptr[frontier] - np.cumsum(many) + many, many) + np.arange(size)
+        edges = np.repeat(ptr[frontier] - np.cumsum(many, dtype=index) + many, many) + np.arange(size, dtype=index)
         child = ids[edges]
         above = path_len[owner[edges]]
         plen = np.where(above > 0, above + 1 + lengths[edges], lengths[edges])
-        running = total + np.cumsum(plen + 1)
-        fresh = np.flatnonzero(~reached[child])
-        _, first = np.unique(child[fresh], return_index=True)
-        found = np.sort(fresh[first])
+        del above
+        running = total + np.cumsum(plen + 1, dtype=np.int64)
+        found = _first_reaching(np, child, reached)
         over = np.flatnonzero(running > max_path)
         too_deep = depth + 1 > max_depth and len(found)
         if len(over) and (not too_deep or over[0] <= found[0]):
@@ -264,8 +268,7 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
         if too_deep:
             return "depth"
         total = int(running[-1])
-        new = child[found]
-        reached[new] = True
+        new = child[found]  # (marked reached by _first_reaching)
         path_len[new] = plen[found]
         parent[new] = owner[edges[found]]
         edge[new] = edges[found]
@@ -275,7 +278,27 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
         frontier = new
         levels.append(new)
         depth += 1
-    return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, np.int64), owner, levels)
+    return Walk(parent, edge, reached, np.concatenate(aliases) if aliases else np.zeros(0, index), owner, levels)
+
+
+def _first_reaching(np: Any, child: Any, reached: Any) -> Any:
+    """The positions in ``child`` (a level's edges, in traversal order) of the first edge to each node not
+    ``reached`` yet, sorted; those nodes are marked reached. Found a run of :data:`_LEVEL_RUN` edges at a time
+    (a sort's temporaries of a run's size, not of a level of millions: a node met in an earlier run is reached)."""
+    found = []
+    for lo in range(0, len(child), _LEVEL_RUN):
+        run = child[lo:lo + _LEVEL_RUN]
+        fresh = np.flatnonzero(~reached[run])
+        if len(fresh):
+            _, first = np.unique(run[fresh], return_index=True)
+            here = np.sort(fresh[first])
+            reached[run[here]] = True
+            found.append(here + lo)
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+_LEVEL_RUN = 1 << 18
+"""Edges of a level whose first edges to new nodes are found at a time (see :func:`_first_reaching`)."""
 
 
 def _first_bad_reference_small(table: Any) -> tuple[int, int] | None:
