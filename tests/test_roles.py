@@ -70,3 +70,25 @@ def test_keras_names_need_keras_optimizer_state():
                        "m/dense/kernel": NameRole(Role.SLOT, "dense/kernel", None, "m")}
     assert [keras_scalar(n) for n in ("Adam/iter", "Nadam/momentum_cache", "SGD/momentum", "Adam/rho", "Foo/iter",
                                       "iteration", "a/Adam/iter")] == ["Adam", "Nadam", "SGD", None, None, "", None]
+
+
+KEY_SETS = [
+    ["attn", "attn/v", "m/dense/kernel", "dense/kernel", "learning_rate"],
+    ["dense/kernel", "Adam/m/dense/kernel", "m/dense/kernel", "iteration", "learning_rate"],
+    ["w", "w/RMSProp", "w/RMSProp_1", "w/RMSProp_2", "v", "v/RMSProp", "v/RMSProp_1", "global_step"],
+    ["Adam/iter", "Adam/beta_1", "Adam/learning_rate", "net/k", "Adam/net/k/m", "Adam/net/k/v", "x/Adam",
+     "save_counter", "_CHECKPOINTABLE_OBJECT_GRAPH", "it/ITERATOR_STATE", "beta1_power", "k/Momentum"],
+]
+
+
+@pytest.mark.parametrize("keys", KEY_SETS + ["tf1_adam/model.ckpt-200", "tf1_estimator/model.ckpt-200"])
+def test_the_roles_beyond_plain_variables_are_those_of_every_key(keys) -> None:
+    if isinstance(keys, str):
+        with formats.open_checkpoint(CORPUS / keys) as ckpt:
+            keys = list(ckpt)
+    every = classify_names(keys)
+    assert list(every) == sorted(set(keys))
+    plain = NameRole(Role.VARIABLE)
+    expected = {k: r for k, r in every.items() if r != plain}
+    assert classify_names(keys, every=False) == expected
+    assert list(classify_names(reversed(keys), every=False)) == sorted(expected)  # in key order, however given

@@ -124,19 +124,24 @@ def may_not_be_variable(key: str) -> bool:
     return key.rpartition("/")[2] in _TELLING_LASTS or key in _TELLING_KEYS
 
 
-def classify_names(keys: Iterable[str]) -> dict[str, NameRole]:
-    """Roles for every key of a name-based checkpoint (slots only for variables that are present)."""
+def classify_names(keys: Iterable[str], every: bool = True) -> dict[str, NameRole]:
+    """Roles for every key of a name-based checkpoint (slots only for variables that are present), in key order;
+    without ``every``, only the keys whose role is more than a plain variable (a dictionary of a million-key
+    bundle's variables took 44 MB at once)."""
     keyset = set(keys)
-    variable = NameRole(Role.VARIABLE)  # frozen: one for every key whose last segment no convention names
     telling = _TELLING_LASTS
-    out = {k: classify_name(k, keyset) if k.rpartition("/")[2] in telling or k in _TELLING_KEYS else variable
-           for k in sorted(keyset)}  # as may_not_be_variable, inline
+    out = {k: classify_name(k, keyset) for k in keyset
+           if k.rpartition("/")[2] in telling or k in _TELLING_KEYS}  # as may_not_be_variable, inline
     for k, r in out.items():
         if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
                 and f"{r.slot_of}/RMSProp_2" in keyset):
             out[k] = NameRole(Role.SLOT, slot_of=r.slot_of, optimizer=_CENTERED_MG[0], slot_name=_CENTERED_MG[1])
-    _keras_state(out)
-    return out
+    _keras_state(out, keyset)
+    if every:
+        variable = NameRole(Role.VARIABLE)  # frozen: one for every key whose last segment no convention names
+        return {k: out.get(k, variable) for k in sorted(keyset)}
+    return {k: r for k in sorted(out) if (r := out[k]).role is not Role.VARIABLE or r.slot_of or r.optimizer
+            or r.slot_name}
 
 
 def keras_scalar(name: str) -> str | None:
@@ -153,18 +158,24 @@ def keras_scalar(name: str) -> str | None:
     return head if last in own else None
 
 
-def _keras_state(out: dict[str, NameRole]) -> None:
-    """Re-label, in place, the variables that are tf-keras optimizer state (see the module doc)."""
+def _keras_state(out: dict[str, NameRole], keys: set[str]) -> None:
+    """Re-label, in place, the variables that are tf-keras optimizer state (see the module doc): ``out`` holds the
+    roles found so far of some of ``keys``, the others are variables."""
     counter = COUNTERS[TF_KERAS]
-    scalars = {k: opt for k, r in out.items() if r.role is Role.VARIABLE and (k == counter or k.count("/") == 1)
+
+    def variable(key: str) -> bool:
+        role = out.get(key)
+        return role is None or role.role is Role.VARIABLE
+
+    scalars = {k: opt for k in keys if (k == counter or k.count("/") == 1) and variable(k)
                and (opt := keras_scalar(k)) is not None}  # keras_scalar: the counter, or one "/" (a C call first)
     if not scalars:
         return
     for key, opt in scalars.items():
         out[key] = NameRole(Role.OPTIMIZER, optimizer=opt or None)
-    if "learning_rate" in out and out["learning_rate"].role is Role.VARIABLE and COUNTERS[TF_KERAS] in scalars:
+    if "learning_rate" in keys and variable("learning_rate") and COUNTERS[TF_KERAS] in scalars:
         out["learning_rate"] = NameRole(Role.OPTIMIZER)
-    model = {k for k, r in out.items() if r.role is Role.VARIABLE}
+    model = {k for k in keys if variable(k)}
     for key in sorted(model):
         parsed = parse_keras_slot(key, model)  # the variable it names is shorter than the key: never the key
         if parsed is not None:

@@ -336,8 +336,7 @@ class _Labels:
             return label_keys(graph, keys)
         self._variable = EntryLabel("", str(Role.VARIABLE))
         return {k: EntryLabel(k, str(r.role), slot_of=r.slot_of, optimizer=r.optimizer, slot_name=r.slot_name)
-                for k, r in classify_names(keys).items()
-                if r.role is not Role.VARIABLE or r.slot_of or r.optimizer or r.slot_name}
+                for k, r in classify_names(keys, every=False).items()}
 
 
 class _Tensors:
