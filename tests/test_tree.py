@@ -210,3 +210,21 @@ def test_tree_of_a_directory_is_the_tree_of_its_latest_checkpoint(run_cli):
     folder = run_cli("ls", "--tree", CORPUS / "seed_slots/tf_ckpts").stdout
     latest = run_cli("ls", "--tree", CORPUS / "seed_slots/tf_ckpts/ckpt-5").stdout
     assert folder == latest and "slot m of optimizer" in folder
+
+
+def test_a_key_tree_shares_one_string_per_label_up_to_a_bound(monkeypatch) -> None:
+    from formats.ops.inspect import tree
+
+    keys = [f"layer_{i}/{part}/kernel" for i in range(4) for part in ("dense", "norm")]
+    # the split strings are new objects: made equal but not identical to the labels first met
+    root = tree._key_tree([k.encode().decode() for k in keys])
+    rows = {(layer.label, row.label): row for layer in root.children for row in layer.children}
+    assert sorted(rows) == sorted((f"layer_{i}", p) for i in range(4) for p in ("dense", "norm"))
+    assert len({id(row.label) for (_, label), row in rows.items() if label == "dense"}) == 1
+    assert len({id(row.children[0].label) for row in rows.values()}) == 1  # every "kernel"
+    monkeypatch.setattr(tree, "_SHARED_LABELS", 2)  # "layer_0" and "dense": then none is shared
+    root = tree._key_tree(keys)
+    rows = {(layer.label, row.label): row for layer in root.children for row in layer.children}
+    assert len({id(row.label) for (_, label), row in rows.items() if label == "dense"}) == 1
+    assert len({id(row.label) for (_, label), row in rows.items() if label == "norm"}) == 4
+    assert [[row.label for row in layer.children] for layer in root.children] == [["dense", "norm"]] * 4

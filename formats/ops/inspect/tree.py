@@ -220,6 +220,7 @@ def _key_tree(keys: list[str], keyed: list[TreeNode] | None = None) -> TreeNode:
     kids: dict[int, dict[str, TreeNode]] = {}  # a node's children by label, once it has two or more (a node with
     # one child, most often a variable's scope, looks at that child: no dictionary per node)
     path: list[tuple[str, TreeNode]] = []  # the last key's rows: (label, node)
+    labels: dict[str, str] = {}  # one string per label (layer_0/dense, layer_1/dense...: "dense" once), up to a bound
     for key in natural_sorted(keys):  # numbers by value: vars/2 before vars/10
         parts = key.split("/", MAX_TREE_DEPTH - 1)
         depth, most = 0, min(len(parts), len(path))
@@ -228,16 +229,21 @@ def _key_tree(keys: list[str], keyed: list[TreeNode] | None = None) -> TreeNode:
         del path[depth:]
         node = path[-1][1] if path else root
         for part in parts[depth:]:
+            shared = labels.get(part)
+            if shared is not None:
+                part = shared
+            elif len(labels) < _SHARED_LABELS:
+                labels[part] = part
             children = node.children
             if not children:
                 child = TreeNode(part)
-                node.children = [child]
+                node.children = (child,)  # (a tuple of one: a list once it has two)
             elif len(children) == 1:
                 child = children[0]
                 if child.label != part:
                     child = TreeNode(part)
                     kids[id(node)] = {children[0].label: children[0], part: child}
-                    children.append(child)  # type: ignore[attr-defined]  # (a list once it has one)
+                    node.children = [children[0], child]
             else:
                 below = kids[id(node)]
                 child = below.get(part)  # type: ignore[assignment]
@@ -250,6 +256,10 @@ def _key_tree(keys: list[str], keyed: list[TreeNode] | None = None) -> TreeNode:
         if keyed is not None:
             keyed.append(node)
     return root
+
+
+_SHARED_LABELS = 1 << 16
+"""Distinct labels a key tree shares a string of (beyond them, a row keeps the string its key was split into)."""
 
 
 def _signature_nodes(signatures: list[dict[str, object]]) -> list[TreeNode]:
