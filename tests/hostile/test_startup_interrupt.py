@@ -33,13 +33,17 @@ def pythons_own(err: str) -> bool:
     zip file; for ``python -m``, ``runpy`` locating the package; a signal taken as the first module of ckpt is
     entered, at its "line 0", before its first statement): a traceback with no line of ckpt's code. Or no
     traceback at all, a bare ``KeyboardInterrupt``: the signal came while the interpreter read and compiled the
-    launcher script, before any frame of it existed (seen since start-up got shorter: 20 ms now falls there)."""
+    launcher script, before any frame of it existed (seen since start-up got shorter: 20 ms now falls there). Or
+    the interpreter's fatal error for an interrupt while it imported ``site`` before any frame existed (``Fatal
+    Python error: init_import_site``; seen in CI, 2026-11-26, for ``python -m ckpt_cli diff``)."""
     import re
 
     frames = re.findall(r'File "([^"]*)", line (\d+)', err)
     ours = [f for f, line in frames if ("/ckpt_cli/" in f or "/formats/" in f or f.endswith("scripts/ckpt")) and
             line != "0"]
     if err.strip() == "KeyboardInterrupt":
+        return True
+    if err.startswith("Fatal Python error: init_import_site:") and "KeyboardInterrupt" in err and not ours:
         return True
     return "KeyboardInterrupt" in err and bool(frames) and not ours
 
@@ -172,3 +176,13 @@ def test_ctrl_c_as_a_file_is_wrapped_stays_an_interrupt(tmp_path, monkeypatch) -
     monkeypatch.setattr(storage.os, "fdopen", interrupted)
     with pytest.raises(KeyboardInterrupt):
         storage.read_bytes(str(path))
+
+
+def test_the_interpreters_own_reports_are_told_from_ckpts() -> None:
+    site = ("Fatal Python error: init_import_site: Failed to import the site module\nPython runtime state: "
+            "initialized\nKeyboardInterrupt\n\nCurrent thread 0x00007f0de668fb80 (most recent call first):\n"
+            "  <no Python frame>\n")
+    assert pythons_own(site) and pythons_own("KeyboardInterrupt\n")
+    ours = 'Traceback (most recent call last):\n  File "/x/site-packages/ckpt_cli/main.py", line 3, in <module>\n' \
+           "KeyboardInterrupt\n"
+    assert not pythons_own(ours) and not pythons_own(site.replace("KeyboardInterrupt", "MemoryError"))
