@@ -71,16 +71,22 @@ def _ranges(tmp_path, a: bytes, b: bytes) -> tuple[int, int]:
     return os.open(tmp_path / "a", os.O_RDONLY), os.open(tmp_path / "b", os.O_RDONLY)
 
 
+def _one_byte_apart(tmp_path, size: int) -> tuple[bytes, bytes, int, int]:
+    """``size`` bytes, the same with the last byte changed, and files ``a`` (``xy`` then the bytes) and ``b`` (the
+    changed bytes, then the bytes) open for reading."""
+    data = (bytes(range(251)) * (size // 251 + 1))[:size]
+    changed = bytearray(data)
+    changed[-1] ^= 1
+    return data, bytes(changed), *_ranges(tmp_path, b"xy" + data, bytes(changed) + data)
+
+
 @pytest.mark.parametrize("size", [5, (1 << 20) + 3, 3 << 20])
 def test_same_ranges_compares_bytes_and_checks_both_crcs(tmp_path, size: int) -> None:
     from formats.io.crc import same_ranges
 
-    data = (bytes(range(251)) * (size // 251 + 1))[:size]
-    changed = bytearray(data)
-    changed[-1] ^= 1
-    fa, fb = _ranges(tmp_path, b"xy" + data, bytes(changed) + data)
+    data, changed, fa, fb = _one_byte_apart(tmp_path, size)
     try:
-        good, bad = crc32c(data), crc32c(bytes(changed))
+        good, bad = crc32c(data), crc32c(changed)
         assert same_ranges((fa, 2, size, good), (fb, size, size, good)) is True
         assert same_ranges((fa, 2, size, good), (fb, 0, size, bad)) is False
         assert same_ranges((fa, 2, size, good ^ 1), (fb, size, size, good)) is None  # a's checksum is wrong
@@ -128,10 +134,7 @@ def test_a_range_compared_with_itself_is_checked_once(tmp_path) -> None:
 def test_same_bytes_ranges_compares_bytes_without_checksums(tmp_path, size: int) -> None:
     from formats.io.crc import same_bytes_ranges
 
-    data = (bytes(range(251)) * (size // 251 + 1))[:size]
-    changed = bytearray(data)
-    changed[-1] ^= 1
-    fa, fb = _ranges(tmp_path, b"xy" + data, bytes(changed) + data)
+    _, _, fa, fb = _one_byte_apart(tmp_path, size)
     try:
         assert same_bytes_ranges((fa, 2, size), (fb, size, size)) is True
         assert same_bytes_ranges((fa, 2, size), (fb, 0, size)) is False  # the last byte differs
