@@ -234,8 +234,8 @@ def walk(table: Any, max_path: int, max_depth: int) -> Walk | str:
     # node and edge numbers, and each path's length (at most max_path), in 32 bits where they fit: a level of a
     # million edges holds a dozen arrays of its size
     lengths = table.child_path_lengths()
-    small = max(n, len(ids), max_path, int(lengths.max(initial=0))) < 1 << 30  # sums of two stay below 2**31
-    index = np.int32 if small else np.int64
+    fits_32 = max(n, len(ids), max_path, int(lengths.max(initial=0))) < 1 << 30  # sums of two stay below 2**31
+    index = np.int32 if fits_32 else np.int64
     ptr, lengths = ptr.astype(index, copy=False), lengths.astype(index, copy=False)
     counts = np.diff(ptr)
     owner = np.repeat(np.arange(n, dtype=index), counts)
