@@ -130,7 +130,11 @@ class TensorEntry:
     ``optimizer`` the optimizer and ``slot_name`` the slot's name (``m``, ``v``, ``accumulator``).
     """
 
-    __slots__ = ("key", "shape", "dtype", "nbytes", "name", "role", "slot_of", "optimizer", "slot_name")
+    __slots__ = ("key", "shape", "dtype", "nbytes", "_facts")
+    # ``_facts``: [name, role, slot_of, optimizer, slot_name], or None for a variable named by its key (the usual
+    # case: no list). Formats that work these out lazily (a bundle's tensors) override the five properties and
+    # hold no slot for them (five slots were 40 bytes a tensor, 40 MB at a million, never filled).
+    _facts: list[Any] | None
 
     concurrent_reads = False
     """Whether this entry may be read from several threads at once (as its checkpoint's ``concurrent_reads``)."""
@@ -144,11 +148,64 @@ class TensorEntry:
         self.shape = shape
         self.dtype = dtype
         self.nbytes = nbytes
-        self.name = key if name is None else name
-        self.role = role
-        self.slot_of = slot_of
-        self.optimizer = optimizer
-        self.slot_name = slot_name
+        self._facts = None if name is None and role == Role.VARIABLE and slot_of is None and optimizer is None and \
+            slot_name is None else [key if name is None else name, role, slot_of, optimizer, slot_name]
+
+    def _own_facts(self) -> list[Any]:
+        facts = self._facts
+        if facts is None:
+            facts = self._facts = [self.key, Role.VARIABLE, None, None, None]
+        return facts
+
+    @property
+    def name(self) -> str:
+        """The TF1-style variable name behind the key (the key unless the format knows better)."""
+        facts = self._facts
+        return self.key if facts is None else facts[0]
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._own_facts()[0] = value
+
+    @property
+    def role(self) -> str:
+        """What the tensor is (a :class:`Role`)."""
+        facts = self._facts
+        return Role.VARIABLE if facts is None else facts[1]
+
+    @role.setter
+    def role(self, value: str) -> None:
+        self._own_facts()[1] = value
+
+    @property
+    def slot_of(self) -> str | None:
+        """For a slot: the key of its variable."""
+        facts = self._facts
+        return None if facts is None else facts[2]
+
+    @slot_of.setter
+    def slot_of(self, value: str | None) -> None:
+        self._own_facts()[2] = value
+
+    @property
+    def optimizer(self) -> str | None:
+        """For a slot or optimizer state: the optimizer."""
+        facts = self._facts
+        return None if facts is None else facts[3]
+
+    @optimizer.setter
+    def optimizer(self, value: str | None) -> None:
+        self._own_facts()[3] = value
+
+    @property
+    def slot_name(self) -> str | None:
+        """For a slot: the slot's name (``m``, ``v``, ``accumulator``)."""
+        facts = self._facts
+        return None if facts is None else facts[4]
+
+    @slot_name.setter
+    def slot_name(self, value: str | None) -> None:
+        self._own_facts()[4] = value
 
     @property
     def size(self) -> int:
