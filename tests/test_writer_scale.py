@@ -90,7 +90,7 @@ def test_a_key_lost_from_the_index_is_named_by_the_read_back_and_nothing_is_writ
     table = writer._write_table
 
     def drop_one(f, shards, records):  # type: ignore[no-untyped-def]
-        table(f, shards, [r for r in records if r.key != b"net/layer_3/unit_4/w"])
+        table(f, shards, [r for r in records if r.key != "net/layer_3/unit_4/w"])
 
     monkeypatch.setattr(writer, "_write_table", drop_one)
     out = tmp_path / "out"
@@ -111,7 +111,7 @@ def test_a_copied_tensor_damaged_in_an_edit_is_named(bundles, tmp_path, monkeypa
 
     def noted(self, key, source, offset, shard, whole):  # type: ignore[no-untyped-def]
         record = take(self, key, source, offset, shard, whole)
-        if record is not None and key == b"model/layer_9/unit_9/w":
+        if record is not None and key == "model/layer_9/unit_9/w":
             damaged.append(offset)
         return record
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from formats.core.errors import (CheckpointError, CorruptCheckpointError, InvalidOutputError, OutputExistsError,
                                  OutputIsInputError, VerificationError)
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["WriteReport", "Stored", "OutputGuard", "guard_output", "refuse_directory", "named_files", "bundle_file_part",
+__all__ = ["WriteReport", "Stored", "StoredRows", "OutputGuard", "guard_output", "refuse_directory", "named_files", "bundle_file_part",
            "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
 
 
@@ -68,11 +69,11 @@ class WriteReport:
     verified: bool = False
     roundtrip: RoundTripReport | None = None
     warnings: list[str] = field(default_factory=list)
-    contents: list[Stored] = field(default_factory=list)
+    contents: Sequence[Stored] = field(default_factory=list)
 
     def add(self, stored: Stored, nbytes: int) -> None:
-        """Count one tensor written."""
-        self.contents.append(stored)
+        """Count one tensor written (``contents`` is then a list: one :class:`Stored` a tensor)."""
+        self.contents.append(stored)  # type: ignore[attr-defined]  # a list, not a writer's StoredRows
         self.tensors += 1
         self.bytes += nbytes
 
@@ -86,6 +87,33 @@ class WriteReport:
         return {"path": self.path, "format": self.format, "files": list(self.files), "tensors": self.tensors,
                 "bytes": self.bytes, "verified": self.verified, "warnings": list(self.warnings),
                 "contents": [s.to_json() for s in self.contents]}
+
+
+class StoredRows(Sequence[Stored]):
+    """A write report's ``contents`` made on access: the :class:`Stored` of ``rows[i]`` is ``stored(rows[i])``.
+    A writer that keeps a row per tensor anyway (the bundle writer's records) lends them, rather than a second
+    object per tensor held for the report's life (at a million tensors, about 70 MB)."""
+
+    __slots__ = ("_rows", "_stored")
+
+    def __init__(self, rows: Sequence[Any], stored: Callable[[Any], Stored]) -> None:
+        self._rows, self._stored = rows, stored
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._stored(row) for row in self._rows[i]]
+        return self._stored(self._rows[i])
+
+    def __iter__(self) -> Iterator[Stored]:
+        return map(self._stored, self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (list, StoredRows)) and len(other) == len(self) and all(map(Stored.__eq__, self, other))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def check_roundtrip(path: str, report: RoundTripReport) -> RoundTripReport:
@@ -104,7 +132,7 @@ def sources_of(tensors: Any) -> list[Source]:
 
     if isinstance(tensors, Mapping):
         return list(tensors.values())
-    if isinstance(tensors, (list, tuple)):
+    if isinstance(tensors, Sequence) and not isinstance(tensors, (str, bytes)):  # a list, or pairs made on access
         return [pair[1] for pair in tensors]
     return []
 

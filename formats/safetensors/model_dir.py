@@ -222,10 +222,12 @@ def _stage(stage: str, shards: list[list[Row]], names: list[str], options: dict[
             progress(done[0] + nbytes, done[1] + tensors)
 
     weight_map: dict[str, str] = {}
+    contents = list(report.contents)
     for shard, name in zip(shards, names):
         part = write(os.path.join(stage, name), shard, verify=verify, progress=step,
                      options={"metadata": metadata})
-        report.contents += part.contents
+        contents += part.contents
+        report.contents = contents
         report.tensors += part.tensors
         report.bytes += part.bytes
         done[0], done[1] = report.bytes, report.tensors

@@ -107,7 +107,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 write_placed(out, items, CHUNK, count,
                              then=(lambda: _verify(temp, output, header, length, items, report, jobs))
                              if verify else None)
-    report.contents.sort(key=lambda stored: position[stored.key])  # in the order given, as the header lists them
+    report.contents = sorted(report.contents, key=lambda stored: position[stored.key])  # in the order given, as
+    # the header lists them
     return report
 
 

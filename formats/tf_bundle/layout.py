@@ -95,7 +95,7 @@ def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
     groups: dict[tuple[int, int], list[int]] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
-    rows: dict[int, int] = {}  # position -> the row of a bundle tensor in its reader's index
+    rows = [-1] * len(sources)  # position -> the row of a bundle tensor in its reader's index (a list: 8 bytes a row)
     where = WholeCheck().where
     for position, source in enumerate(sources):
         if not isinstance(source, BundleTensor):
@@ -179,7 +179,7 @@ def _last_offset(reader: BundleReader, dtype: int, shape: tuple[int, ...], shard
 
 
 def _whole_file(reader: BundleReader, shard: int, positions: list[int], sources: Sequence[Any],
-                rows: dict[int, int], link: bool) -> Reused | None:
+                rows: list[int], link: bool) -> Reused | None:
     """The data file, when the sources at ``positions`` (their rows in ``reader``'s index in ``rows``) are every
     stored tensor of it but perhaps the object graph, once each, tiling it; its ``size`` is what is taken over
     (see the module doc)."""

@@ -6,6 +6,33 @@
 """
 from __future__ import annotations
 
-__all__ = ["FRESH", "COPIED", "LINKED"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["FRESH", "COPIED", "LINKED", "sort_by_key", "key_bytes_of"]
 
 FRESH, COPIED, LINKED = "fresh", "copied", "linked"
+
+
+def key_bytes_of(text: str) -> bytes:
+    """The bytes of a written tensor's key, from its text (``surrogateescape`` gives back the very bytes)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def sort_by_key(records: list[Any]) -> None:
+    """Sort written tensors' records (each ``key`` a text) in the index's order, their keys' bytes. Keys that are
+    all valid text sort by the texts themselves (code points sort as their UTF-8 bytes do), no bytes made; a key
+    that is not (bytes kept as ``surrogateescape`` keeps them) sorts them all by bytes."""
+    if all(r.key.isascii() for r in records) or all(map(_valid, records)):  # (isascii: a flag of the string)
+        records.sort(key=lambda r: r.key)
+    else:
+        records.sort(key=lambda r: key_bytes_of(r.key))
+
+
+def _valid(record: Any) -> bool:
+    try:
+        record.key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import gc_paused
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -17,13 +19,14 @@ if TYPE_CHECKING:
 __all__ = ["write"]
 
 
+@gc_paused  # a (key, value) pair per tensor, and a plan of millions of objects for the collector to walk
 def write(output: str, rows: Sequence[Row], *, layout: str, force: bool = False, verify: bool = True,
           inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
           link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:
     """Write ``rows`` as a TensorFlow bundle at the prefix ``output`` (see the module docstring)."""
-    from formats.tf_bundle.writer import write_checkpoint
+    from formats.tf_bundle.writer import RowPairs, write_checkpoint
 
     options = options or {}
-    return write_checkpoint(output, [(r.key, r.value) for r in rows], options.get("object_graph"), force=force,
+    return write_checkpoint(output, RowPairs(rows), options.get("object_graph"), force=force,
                             verify=verify, inputs=inputs, progress=progress, link=link, jobs=jobs,
                             shards=options.get("shards"))

@@ -23,23 +23,25 @@ from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoint
 from formats.io.crc import crc32c, mask_all, unmask
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
-from formats.tf_bundle.origins import COPIED, FRESH
+from formats.tf_bundle.origins import COPIED, FRESH, sort_by_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = ["verify_written"]
 
 
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
-    """Check the bundle written at ``temp`` against its ``records``; raises VerificationError on a mismatch."""
+    """Check the bundle written at ``temp`` against its ``records`` (sorted by key here, in place); raises
+    VerificationError on a mismatch."""
     written = BundleCheckpoint(temp)
     try:
-        keys = written.reader.entries.keys
-        ordered = sorted(records, key=_key_of)
-        if len(keys) == len(ordered) and keys == [r.key for r in ordered]:
+        texts = written.reader.entries.texts
+        ordered = records
+        sort_by_key(ordered)  # (in the index's order already, as the writer wrote it: no work)
+        if len(texts) == len(ordered) and all(map(_same_key, texts, ordered)):
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
             report = _by_key(written, records, prefix, chunk, jobs)
@@ -48,20 +50,15 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
     return check_roundtrip(prefix, report)
 
 
-def _key_of(record: Any) -> bytes:
-    key: bytes = record.key
-    return key
-
-
 def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
             jobs: int | None) -> RoundTripReport:
     """The read-back when the index holds the keys of ``records`` (sorted by key) in its rows, in order: a
     copied tensor is checked from the index's columns by its row, no tensor object made for it."""
-    fresh = {_text(r.key): r.expected for r in records if r.how == FRESH}
+    fresh = {r.key: r.expected for r in records if r.how == FRESH}
     report = compare_checkpoints({k: written[k] for k in fresh}, fresh, path=prefix, against="sources",
                                  chunk=chunk, check_crc=False, jobs=jobs)
-    taken = [row for row, r in enumerate(records) if r.how != FRESH]
-    copied = [row for row in taken if records[row].how == COPIED]  # bytes read: on every core
+    taken = _rows_where(records, lambda r: r.how != FRESH)
+    copied = _rows_where(records, lambda r: r.how == COPIED)  # bytes read: on every core
     sizes = written.reader.entries.kinds
     kind = written.reader.entries.kind
     batches = _batches(copied, [sizes[kind[row]][3] for row in copied])
@@ -69,7 +66,7 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
                           weight=lambda batch: batch[1])
     problems = [problem for batch in checked for problem in batch]  # one per copied row, in order
     if len(copied) == len(taken):  # every tensor copied (none linked): no lookup per row
-        report.mismatches += [Mismatch(_text(records[row].key), "value", problem)
+        report.mismatches += [Mismatch(records[row].key, "value", problem)
                               for row, problem in zip(copied, problems) if problem is not None]
     else:
         found = dict(zip(copied, problems))
@@ -78,21 +75,27 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
             record = records[row]
             problem = found[row] if row in found else _linked_row(written, row, record.source, inodes)
             if problem is not None:
-                report.mismatches.append(Mismatch(_text(record.key), "value", problem))
+                report.mismatches.append(Mismatch(record.key, "value", problem))
     report.tensors += len(taken)
     report.bytes += sum([records[row].size for row in taken])
     return report
 
 
-def _text(key: bytes) -> str:
-    return key.decode("utf-8", "surrogateescape")
+def _same_key(text: str, record: Any) -> bool:
+    return text == record.key
+
+
+def _rows_where(records: list[Any], wanted: Callable[[Any], bool]) -> Sequence[int]:
+    """The rows of ``records`` that are ``wanted``: a range when they are all of them (no int object a row)."""
+    flags = [wanted(r) for r in records]
+    return range(len(records)) if all(flags) else [row for row, flag in enumerate(flags) if flag]
 
 
 def _by_key(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
             jobs: int | None) -> RoundTripReport:
     """The read-back by key: what is missing from the index, what it holds that was not written, and every
     tensor written compared with what was meant."""
-    by_key = {_text(r.key): r for r in records}
+    by_key = {r.key: r for r in records}
     fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}
     report = compare_checkpoints({k: written[k] for k in fresh if k in written}, fresh, path=prefix,
                                  against="sources", chunk=chunk, check_crc=False, jobs=jobs)
@@ -116,24 +119,22 @@ BATCH_BYTES = 1 << 20
 one task per tensor costs more than checking a tiny one."""
 
 
-def _batches(keys: list[int], sizes: list[int]) -> list[tuple[list[int], int]]:
+def _batches(keys: Sequence[int], sizes: list[int]) -> list[tuple[Sequence[int], int]]:
     """``keys`` (rows) in runs of consecutive ones of about :data:`BATCH_BYTES` together (at most 4096), each
-    with its bytes: the tasks of the read-back, in order."""
-    out: list[tuple[list[int], int]] = []
-    run: list[int] = []
-    total = 0
-    for key, size in zip(keys, sizes):
-        if run and (total + size > BATCH_BYTES or len(run) >= 4096):
-            out.append((run, total))
-            run, total = [], 0
-        run.append(key)
+    with its bytes: the tasks of the read-back, in order (slices of ``keys``: of a range, ranges)."""
+    out: list[tuple[Sequence[int], int]] = []
+    begin = total = 0
+    for end, size in enumerate(sizes):
+        if end > begin and (total + size > BATCH_BYTES or end - begin >= 4096):
+            out.append((keys[begin:end], total))
+            begin, total = end, 0
         total += size
-    if run:
-        out.append((run, total))
+    if begin < len(sizes):
+        out.append((keys[begin:], total))
     return out
 
 
-def _copied_rows(written: BundleCheckpoint, rows: list[int], records: list[Any]) -> list[str | None]:
+def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[Any]) -> list[str | None]:
     """:func:`_copied_problem` of the tensor in each of ``rows`` (``records[row]`` wrote it): the fixed-width
     tensors lying end to end in a data file read with one ``pread`` (of at most :data:`BATCH_BYTES`) and their
     CRC32Cs taken over it, from the index's columns; any other tensor, and one whose bytes do not match, checked
@@ -196,7 +197,7 @@ SOUND_RUN_ROWS = 64
 """Fewer copied rows than this are checked one by one (a small bundle's writing imports no ``array``)."""
 
 
-def _sound_run(reader: Any, rows: list[int], whole: Callable[[int], bool]) -> bool:
+def _sound_run(reader: Any, rows: Sequence[int], whole: Callable[[int], bool]) -> bool:
     """Whether ``rows`` are tensors of one data layout in one data file (each a plain byte range, ``whole``), read
     in windows of at most :data:`BATCH_BYTES` (one ``pread`` each, by offset) and every one matching the checksum
     its entry carries. The usual batch of tiny tensors, checked without a Python step per tensor: the columns

@@ -21,7 +21,7 @@ a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.p
 """
 from __future__ import annotations
 
-from _collections_abc import Mapping  # collections.abc's classes, without the collections package
+from _collections_abc import Mapping, Sequence  # collections.abc's classes, without the collections package
 import itertools
 import math
 import os
@@ -37,19 +37,19 @@ from formats.core.sources import CHUNK, Source, TensorValue, describe, elements,
 from formats.io.background_sync import BackgroundSync as _BackgroundSync
 from formats.io.atomic import ensure_space, make_parents, remove_created, sweep_temporaries
 from formats.io.crc import crc32c, mask, unmask
-from formats.io.writing import OutputGuard, Stored, WriteReport, guard_output, planned_bytes, sources_of
+from formats.io.writing import OutputGuard, Stored, StoredRows, WriteReport, guard_output, planned_bytes, sources_of
 from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
-from formats.tf_bundle.origins import COPIED, FRESH, LINKED
+from formats.tf_bundle.origins import COPIED, FRESH, LINKED, key_bytes_of, sort_by_key
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any, BinaryIO
 
 __all__ = ["write_checkpoint", "write_data_file", "index_bytes", "WriteReport", "OutputExistsError", "OutputIsInputError", "InvalidOutputError",
@@ -57,13 +57,14 @@ __all__ = ["write_checkpoint", "write_data_file", "index_bytes", "WriteReport", 
 
 
 class _Record:
-    """One tensor written: its key and entry proto, size, dtype and shape, what it is compared with when
+    """One tensor written: its key (as text: bytes of the index that are not UTF-8 kept as ``surrogateescape`` keeps
+    them; the text given, not a copy, when it is valid) and entry proto, size, dtype and shape, what it is compared with when
     read back (``expected``: the source itself or a :class:`Digest`), and how its bytes got there (``how``:
     written fresh, copied from an input data file, or in an input data file linked)."""
 
     __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position")
 
-    def __init__(self, key: bytes, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
+    def __init__(self, key: str, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
                  how: str = FRESH, source: Any = None) -> None:
         self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
         self.expected, self.how, self.source = expected, how, source
@@ -111,9 +112,9 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     pairs: Iterable[tuple[Any, Source]] = _pairs(tensors, object_graph)
     layout = Layout([])
     if sources and shards is None:  # every source known up front: input data files may be taken over whole
-        pairs = list(pairs)
-        layout = plan_layout([source for _, source in pairs], link)
-    fresh = object_graph is not None or not isinstance(pairs, list) or len(pairs) > len(layout.placed)
+        pairs = tensors.and_graph(_graph_pair(object_graph)) if isinstance(tensors, RowPairs) else list(pairs)
+        layout = plan_layout(sources if len(sources) == len(pairs) else [source for _, source in pairs], link)
+    fresh = object_graph is not None or not isinstance(pairs, _INDEXED) or len(pairs) > len(layout.placed)
     out = BundleFiles(prefix, layout, link, fresh, None if shards is None else _shard_count(prefix, shards))
     guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=sources, force=force,
                          what="output checkpoint", marker=out.final_index, renamed=True)  # publish(): renames only
@@ -144,15 +145,12 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     if len(seen) < len(records):
         raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
     records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards, guarded)
+    if OBJECT_GRAPH_KEY in seen:
+        report.format = "tf-object"
     del seen  # (a set of every key: not held through the index and the read-back)
-    given = pairs if isinstance(pairs, list) else None
-    for r in sorted(records, key=lambda r: r.position):
-        key = given[r.position][0] if given is not None else None  # the key as given: one string per tensor
-        if type(key) is not str or not _same_text(key, r.key):
-            key = r.key.decode("utf-8", "surrogateescape")
-        report.add(Stored(key, key, r.dtype, r.dtype, r.shape), r.size)
-        if key == OBJECT_GRAPH_KEY:
-            report.format = "tf-object"
+    in_order = sorted(records, key=lambda r: r.position)
+    report.contents = StoredRows(in_order, _stored)  # a Stored made when asked for
+    report.tensors, report.bytes = len(in_order), sum([r.size for r in in_order])
     _write_index(out, records)
     for r in records:
         r.entry = b""  # in the index now: not held through the read-back
@@ -165,20 +163,73 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     return report
 
 
-def _same_text(key: str, raw: bytes) -> bool:
-    """Whether ``raw`` decodes to ``key``: it is ``key`` in strict UTF-8 (no surrogate, which bytes decoded with
-    ``surrogateescape`` may join differently)."""
-    try:
-        return key.encode("utf-8") == raw
-    except UnicodeEncodeError:
-        return False
+def _stored(r: _Record) -> Stored:
+    """The report's line of the tensor ``r`` wrote."""
+    return Stored(r.key, r.key, r.dtype, r.dtype, r.shape)
+
+
+class RowPairs(Sequence["tuple[Any, Source]"]):
+    """The ``(key, value)`` pairs of rows that have both (a plan's), each made when asked for rather than a tuple
+    per tensor held through the write (``tail``: pairs after the rows, the object graph's)."""
+
+    __slots__ = ("_rows", "_tail")
+
+    def __init__(self, rows: Sequence[Any], tail: Sequence[tuple[Any, Source]] = ()) -> None:
+        self._rows, self._tail = rows, tail
+
+    def and_graph(self, pair: tuple[Any, Source] | None) -> RowPairs:
+        """These pairs, and the object graph's after them (None: none)."""
+        return self if pair is None else RowPairs(self._rows, [*self._tail, pair])
+
+    def __len__(self) -> int:
+        return len(self._rows) + len(self._tail)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self._rows)
+        if i < 0:
+            i += len(self)
+        if 0 <= i < n:
+            row = self._rows[i]
+            return row.key, row.value
+        return self._tail[i - n]
+
+    def __iter__(self) -> Iterator[tuple[Any, Source]]:
+        for row in self._rows:
+            yield row.key, row.value
+        yield from self._tail
+
+
+_INDEXED = (list, RowPairs)
+"""The pairs a write indexes by position (else it runs through them once)."""
 
 
 def _pairs(tensors: Mapping[str, Source] | Iterable[tuple[str, Source]], object_graph: Any) -> Iterator[tuple[Any, Source]]:
     yield from tensors.items() if isinstance(tensors, Mapping) else tensors
-    if object_graph is not None:
-        graph = object_graph if isinstance(object_graph, bytes) else object_graph.SerializeToString()
-        yield OBJECT_GRAPH_KEY, TensorValue(graph, "string")
+    graph = _graph_pair(object_graph)
+    if graph is not None:
+        yield graph
+
+
+def _graph_pair(object_graph: Any) -> tuple[str, TensorValue] | None:
+    """The object graph's pair (given serialized or as the message), None for none."""
+    if object_graph is None:
+        return None
+    graph = object_graph if isinstance(object_graph, bytes) else object_graph.SerializeToString()
+    return OBJECT_GRAPH_KEY, TensorValue(graph, "string")
+
+
+def _key_text(key: Any, prefix: str) -> str:
+    """The text of the key ``key`` is written under: ``key`` itself when it is valid text (the same string, no
+    copy held), else its bytes (:func:`_key_bytes`) decoded as the index reader decodes them."""
+    if type(key) is str and key:
+        try:
+            key.encode("utf-8")  # valid: its bytes are its UTF-8 (checked, not kept)
+            return key
+        except UnicodeEncodeError:
+            pass
+    return _key_bytes(key, prefix).decode("utf-8", "surrogateescape")
 
 
 def _key_bytes(key: Any, prefix: str) -> bytes:
@@ -223,7 +274,7 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
         for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
             key, source = pairs[position]
             dtype, shape, _, size = kinds[kind_of[row]]
-            record = _Record(_key_bytes(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
+            record = _Record(_key_text(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
                                                                    crcs[row], shard),
                              size, source.dtype, shape, how=how, source=source)
             record.position = position
@@ -256,7 +307,7 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
 
 
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
-                 verify: bool, keep: bool, seen: set[bytes], progress: Callable[[int, int], None] | None = None,
+                 verify: bool, keep: bool, seen: set[str], progress: Callable[[int, int], None] | None = None,
                  shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
     """Write every tensor not taken over, in the order given (``seen``: the keys already written), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
@@ -274,17 +325,16 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         run = _Run(data)
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
-                raw_key = _key_bytes(key, guard.output)
-                if raw_key in seen:
-                    raise InvalidOutputError(guard.output,
-                                             f"duplicate key {raw_key.decode('utf-8', 'surrogateescape')!r}")
-                seen.add(raw_key)
+                text = _key_text(key, guard.output)
+                if text in seen:
+                    raise InvalidOutputError(guard.output, f"duplicate key {text!r}")
+                seen.add(text)
                 if not guarded:  # a source met here first (a one-shot iterator's)
                     guard.check_source(source)
-                record = run.take(raw_key, source, offset, shard, whole) if type(source) is BundleTensor else None
+                record = run.take(text, source, offset, shard, whole) if type(source) is BundleTensor else None
                 if record is None:
                     run.flush()
-                    record = _write_tensor(data, raw_key, source, offset, chunk, verify, keep, shard, whole=whole)
+                    record = _write_tensor(data, text, source, offset, chunk, verify, keep, shard, whole=whole)
                 record.position = position
                 records.append(record)
                 offset += record.size
@@ -306,7 +356,7 @@ def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
     """``(shard, position, key, source)`` for every tensor not taken over: the shard numbers given (never
     decreasing, one per tensor, the object graph included), else the fresh data file's."""
     placed = out.layout.placed
-    fresh = ((position, *pairs[position]) for position in placed.others(len(pairs))) if isinstance(pairs, list) \
+    fresh = ((position, *pairs[position]) for position in placed.others(len(pairs))) if isinstance(pairs, _INDEXED) \
         else ((position, key, source) for position, (key, source) in enumerate(pairs) if position not in placed)
     if shards is None:
         yield from ((out.fresh_shard, *item) for item in fresh)
@@ -342,8 +392,8 @@ def write_data_file(out: BinaryIO, pairs: Iterable[tuple[str, Source]], shard: i
     rows: list[tuple[bytes, bytes]] = []
     offset = 0
     for key, source in pairs:
-        record = _write_tensor(out, _key_bytes(key, prefix), source, offset, chunk, False, True, shard, kernel=False)
-        rows.append((record.key, record.entry))
+        record = _write_tensor(out, _key_text(key, prefix), source, offset, chunk, False, True, shard, kernel=False)
+        rows.append((key_bytes_of(record.key), record.entry))
         offset += record.size
     return rows
 
@@ -359,7 +409,7 @@ def index_bytes(num_shards: int, rows: Iterable[tuple[bytes, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk: int,
+def _write_tensor(out: BinaryIO, key: str, source: Source, offset: int, chunk: int,
                   verify: bool, keep: bool, shard: int = 0, kernel: bool = True,
                   whole: WholeCheck | None = None) -> _Record:
     copied = _kernel_copy(out, source, offset, whole) if kernel else None
@@ -368,7 +418,7 @@ def _write_tensor(out: BinaryIO, key: bytes, source: Source, offset: int, chunk:
         return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
                        how=COPIED, source=source)
     dt, shape = describe(source)
-    name = key.decode("utf-8", "surrogateescape")
+    name = key
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
     if dt.fixed_width:
         size, crc = _copy_fixed(out, source, chunk, h)
@@ -441,7 +491,7 @@ class _Run:
         self.start = self.end = 0
         self.pieces: list[tuple[int, int, int]] = []  # (offset in the input, size, offset in the output)
 
-    def take(self, key: bytes, source: BundleTensor, offset: int, shard: int, whole: WholeCheck) -> _Record | None:
+    def take(self, key: str, source: BundleTensor, offset: int, shard: int, whole: WholeCheck) -> _Record | None:
         """The record of ``source`` written at ``offset`` of data file ``shard`` when it is a tiny tensor stored
         whole (its bytes to follow at :meth:`flush`), else None."""
         reader, row = source.bundle, source.row
@@ -505,7 +555,7 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
 
 def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     """The index, keys in bytewise order, flushed to disk in the background (joined before publishing)."""
-    records.sort(key=lambda r: r.key)
+    sort_by_key(records)
     index = out.index
     assert index is not None
     _write_table(index, out.shards, records)
@@ -524,5 +574,5 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
 def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    table.add_all([(record.key, record.entry) for record in records])
+    table.add_all((key_bytes_of(record.key), record.entry) for record in records)  # bytes made one at a time
     table.finish()

@@ -1,0 +1,169 @@
+"""Issue 38: what a bundle write holds per tensor. A plan's rows are written without a ``(key, value)`` pair made
+and held for each, the write report's lines (:class:`~formats.io.writing.Stored`) are made when asked for, a
+record keeps the key's text (the string given, not its bytes beside it), the read-back checks whole runs of rows
+as ranges, and a tensor of a bundle holds no slot for labels it works out lazily. Memory is measured by
+``tracemalloc`` (what Python allocates, not the machine's speed): the growth of a write's peak per tensor, between
+two sizes, so what every write holds once (imports, buffers) does not count."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+from formats import open_checkpoint, write_checkpoint
+from formats.core.model import Role, TensorEntry
+from formats.io import writing
+from formats.io.writing import Stored, StoredRows
+from formats.tf_bundle import readback
+from formats.tf_bundle.checkpoint import BundleTensor
+from formats.tf_bundle.origins import sort_by_key
+from formats.tf_bundle.output import write as write_rows
+from formats.tf_bundle.reader import BundleReader
+from formats.tf_bundle.writer import RowPairs
+
+from tests.memory import traced
+from tests.scale_bundles import name_based
+
+SIZES = (5_000, 20_000)
+PEAK_PER_TENSOR = 450
+"""Bytes a rename's write may add to its peak per tensor (before this change: 584; with it: about 350)."""
+
+
+class _Row:
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: object) -> None:
+        self.key, self.value = key, value
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("write_per_tensor")
+    return [name_based(folder, n) for n in SIZES]
+
+
+def test_a_renamed_write_grows_its_peak_by_less_than_a_pair_a_line_and_a_key_per_tensor(bundles, tmp_path):
+    peaks = []
+    for n, prefix in zip(SIZES, bundles):
+        with open_checkpoint(prefix) as source:
+            rows = [_Row("net" + key[len("model"):], entry) for key, entry in source.items()]
+            out = str(tmp_path / f"out{n}" / "ckpt-1")
+            report, _, peak = traced(partial(write_rows, out, rows, layout="tf-name", inputs=[source], jobs=1))
+        assert report.verified and report.tensors == n
+        peaks.append(peak)
+    per_tensor = (peaks[1] - peaks[0]) / (SIZES[1] - SIZES[0])
+    assert per_tensor <= PEAK_PER_TENSOR, f"{per_tensor:.0f} bytes a tensor"
+    with open_checkpoint(str(tmp_path / f"out{SIZES[0]}" / "ckpt-1")) as written:  # an independent read
+        assert written["net/layer_42/unit_7/w"].read().tolist() == [4207.0] * 4
+
+
+def test_the_report_lines_are_made_when_asked_for_and_say_what_was_written(bundles, tmp_path, monkeypatch):
+    made = []
+    original = Stored.__init__
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        made.append(args[0])
+        original(self, *args)
+
+    monkeypatch.setattr(Stored, "__init__", counting)
+    with open_checkpoint(bundles[0]) as source:
+        rows = [_Row("net" + key[len("model"):], entry) for key, entry in source.items()][:300]
+        report = write_rows(str(tmp_path / "out" / "ckpt-1"), rows, layout="tf-name", inputs=[source])
+    assert made == [] and isinstance(report.contents, StoredRows)
+    contents = report.to_json()["contents"]
+    assert len(made) == 300
+    assert contents[0] == {"key": "net/layer_0/unit_0/w", "stored_as": "net/layer_0/unit_0/w", "dtype": "float32",
+                           "stored_dtype": "float32", "shape": [4]}
+    given = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w".encode() for i in range(SIZES[0]))[:300]  # index order
+    assert [line["key"] for line in contents] == ["net" + key.decode()[len("model"):] for key in given]
+    last = "net" + given[299].decode()[len("model"):]
+    assert report.contents[299] == Stored(last, last, "float32", "float32", (4,))
+    assert report.contents == list(report.contents) and report.contents[1:3] == list(report.contents)[1:3]
+
+
+def test_keys_whose_text_sorts_apart_from_their_bytes_are_written_in_byte_order(tmp_path):
+    """U+E000 is three bytes from 0xEE; a key holding the byte 0xFF (not UTF-8) is read as the surrogate U+DCFF,
+    which sorts before U+E000 as text but after it as bytes: TensorFlow's table is ordered by bytes."""
+    prefix = str(tmp_path / "ckpt")
+    report = write_checkpoint(prefix, [("\ue000", np.zeros(2, np.float32)), (b"a\xff", np.ones(2, np.float32)),
+                                       ("a\ue000", np.full(2, 2, np.float32))])
+    assert report.verified
+    assert [line.key for line in report.contents] == ["\ue000", "a\udcff", "a\ue000"]  # in the order given
+    reader = BundleReader(prefix)
+    try:
+        assert list(reader.entries.keys) == [b"a\xee\x80\x80", b"a\xff", b"\xee\x80\x80"]  # bytewise
+    finally:
+        reader.close()
+    with open_checkpoint(prefix) as written:
+        assert written["a\udcff"].read().tolist() == [1.0, 1.0]
+
+
+class _Keyed:
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+@pytest.mark.parametrize("keys, expected", [
+    (["b", "a", "ab"], ["a", "ab", "b"]),
+    (["\ue000", "\udcff", "z"], ["z", "\ue000", "\udcff"]),  # the surrogate: a byte 0xFF, after 0xEE...
+    (["\U0001f600", "\uffff"], ["\uffff", "\U0001f600"]),  # valid text: code points sort as UTF-8 bytes
+])
+def test_records_sort_by_their_keys_bytes(keys, expected):
+    records = [_Keyed(k) for k in keys]
+    sort_by_key(records)
+    assert [r.key for r in records] == expected
+    assert sorted(k.encode("utf-8", "surrogateescape") for k in keys) == [k.encode("utf-8", "surrogateescape")
+                                                                          for k in expected]
+
+
+def test_the_read_back_batches_a_range_of_rows_as_ranges():
+    sizes = [300_000] * 7 + [10] * 5000
+    batches = readback._batches(range(100, 100 + len(sizes)), sizes)
+    assert all(type(rows) is range for rows, _ in batches)
+    as_lists = readback._batches(list(range(100, 100 + len(sizes))), sizes)
+    assert [(list(rows), total) for rows, total in batches] == as_lists
+    expected, run, total = [], [], 0  # the batches written out: at most BATCH_BYTES or 4096 rows, one row at least
+    for row, size in zip(range(100, 100 + len(sizes)), sizes):
+        if run and (total + size > readback.BATCH_BYTES or len(run) >= 4096):
+            expected.append((run, total))
+            run, total = [], 0
+        run.append(row)
+        total += size
+    expected.append((run, total))
+    assert as_lists == expected
+    assert readback._rows_where([_Keyed("a")] * 4, lambda r: True) == range(4)
+    assert readback._rows_where([_Keyed("a"), _Keyed("b")], lambda r: r.key == "b") == [1]
+
+
+def test_row_pairs_are_the_rows_keys_and_values_then_the_graph():
+    rows = [_Row("a", 1), _Row("b", 2)]
+    pairs = RowPairs(rows)
+    assert len(pairs) == 2 and list(pairs) == [("a", 1), ("b", 2)] and pairs[-1] == ("b", 2)
+    assert pairs.and_graph(None) is pairs
+    with_graph = pairs.and_graph(("_CHECKPOINTABLE_OBJECT_GRAPH", 3))
+    assert list(with_graph) == [("a", 1), ("b", 2), ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)]
+    assert with_graph[2] == with_graph[-1] == ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)
+    assert with_graph[1:] == [("b", 2), ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)]
+    assert writing.sources_of(with_graph) == [1, 2, 3]
+
+
+def test_a_bundle_tensor_holds_no_slot_for_the_labels_it_works_out(bundles):
+    """Five label slots of the base class were 40 bytes a tensor that a bundle's tensor never filled."""
+    assert BundleTensor.__basicsize__ <= object.__basicsize__ + 8 * 8
+    with open_checkpoint(bundles[0]) as source:
+        tensor = source["model/layer_0/unit_3/w"]
+        assert (tensor.name, tensor.role, tensor.slot_of) == ("model/layer_0/unit_3/w", Role.VARIABLE, None)
+
+
+def test_a_tensor_entry_keeps_the_labels_it_was_given_or_set():
+    plain = TensorEntry("k", (2,), "float32", 8)
+    assert (plain.name, plain.role, plain.slot_of, plain.optimizer, plain.slot_name) == ("k", Role.VARIABLE, None,
+                                                                                       None, None)
+    slot = TensorEntry("opt/w/m", (2,), "float32", 8, "w/Adam", Role.SLOT, slot_of="w", optimizer="opt",
+                       slot_name="m")
+    assert (slot.name, slot.role, slot.slot_of, slot.optimizer, slot.slot_name) == ("w/Adam", Role.SLOT, "w", "opt",
+                                                                                    "m")
+    plain.role, plain.slot_name = Role.OPTIMIZER, "v"
+    assert (plain.name, plain.role, plain.slot_name) == ("k", Role.OPTIMIZER, "v")
+    assert not hasattr(plain, "__dict__")
