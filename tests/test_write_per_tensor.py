@@ -99,6 +99,22 @@ def test_keys_whose_text_sorts_apart_from_their_bytes_are_written_in_byte_order(
         assert written["a\udcff"].read().tolist() == [1.0, 1.0]
 
 
+def test_two_tensors_taken_over_under_one_key_are_refused_by_name(tmp_path):
+    """Every tensor of a data file renamed to one key: the file would be taken over whole, and the key twice in the
+    index; the write is refused, naming the key, and leaves nothing (the keys found twice once sorted, not in a set
+    of every key held through the write)."""
+    prefix = str(tmp_path / "in" / "ckpt")
+    write_checkpoint(prefix, {"x": np.zeros(2, np.float32), "y": np.ones(2, np.float32)})
+    out = tmp_path / "out"
+    with open_checkpoint(prefix) as source:
+        from formats.tf_bundle.layout import plan_layout
+
+        assert len(plan_layout([source["x"], source["y"]]).placed) == 2  # both taken over: no fresh write
+        with pytest.raises(ValueError, match="duplicate key 'same'"):
+            write_checkpoint(str(out / "ckpt"), [("same", source["x"]), ("same", source["y"])], inputs=[source])
+    assert not out.exists() or list(out.iterdir()) == []
+
+
 class _Keyed:
     def __init__(self, key: str) -> None:
         self.key = key
@@ -134,6 +150,35 @@ def test_the_read_back_batches_a_range_of_rows_as_ranges():
     assert as_lists == expected
     assert readback._rows_where([_Keyed("a")] * 4, lambda r: True) == range(4)
     assert readback._rows_where([_Keyed("a"), _Keyed("b")], lambda r: r.key == "b") == [1]
+
+
+@pytest.mark.parametrize("numbers, compact", [([3, 4, 5], range(3, 6)), ([7], range(7, 8)), ([1, 2, 4], [1, 2, 4]),
+                                              ([2, 4, 3, 5], [2, 4, 3, 5]), ([5, 4, 3], [5, 4, 3]), ([], [])])
+def test_a_run_of_positions_or_rows_is_held_as_a_range(numbers, compact):
+    from formats.tf_bundle.layout import _compact
+
+    held = _compact(list(numbers))
+    assert held == compact and type(held) is type(compact) and list(held) == numbers
+
+
+def test_the_read_back_holds_the_written_keys_as_the_records_strings(bundles, tmp_path, monkeypatch):
+    """The index read back decodes every key; one equal to the record's is held as the record's string."""
+    opened = []
+    original = readback.BundleCheckpoint
+
+    def keeping(*args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(original(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(readback, "BundleCheckpoint", keeping)
+    with open_checkpoint(bundles[0]) as source:
+        rows = [_Row("net" + key[len("model"):], entry) for key, entry in source.items()]
+        report = write_rows(str(tmp_path / "out" / "ckpt-1"), rows, layout="tf-name", inputs=[source])
+    assert report.verified
+    (written,) = opened
+    texts = written.reader.entries.texts
+    by_text = {row.key: row.key for row in rows}
+    assert len(texts) == len(rows) and all(text is by_text[text] for text in texts)
 
 
 def test_row_pairs_are_the_rows_keys_and_values_then_the_graph():

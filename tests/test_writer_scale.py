@@ -51,7 +51,8 @@ def test_the_layout_plan_grows_linearly_and_makes_no_entry_per_tensor(bundles):
             sources = list(source.values())
             layout, calls = calls_of(plan_layout, sources)
             assert len(layout.files) == 1 and len(layout.placed) == len(sources)
-            assert layout.files[0].rows == list(range(len(sources)))  # index order: the rows in order
+            assert layout.files[0].rows == range(len(sources))  # index order: the rows in order, a range (no int a row)
+            assert layout.files[0].positions == range(len(sources))
         counts.append(calls)
     _check_linear(counts, 14, "plan_layout")  # aab6fec: 27 calls per tensor
 

@@ -509,9 +509,11 @@ class BundleCheckpoint(Checkpoint):
 
     concurrent_reads = True
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, like: Iterator[str] | None = None) -> None:
+        """``like``: the keys' texts as expected, in order (a writer's read-back: see
+        :class:`~formats.tf_bundle.columns.IndexColumns`)."""
         with paused_gc():
-            self.reader = BundleReader(prefix)
+            self.reader = BundleReader(prefix, like)
         object_based = OBJECT_GRAPH_KEY.encode() in self.reader.entries
         self._labels = _Labels(self.reader, object_based)
         entries = _Tensors(self.reader, self._labels)

@@ -36,11 +36,11 @@ __all__ = ["verify_written"]
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
     """Check the bundle written at ``temp`` against its ``records`` (sorted by key here, in place); raises
     VerificationError on a mismatch."""
-    written = BundleCheckpoint(temp)
+    ordered = records
+    sort_by_key(ordered)  # (in the index's order already, as the writer wrote it: no work)
+    written = BundleCheckpoint(temp, like=(r.key for r in ordered))  # the keys as the records' strings
     try:
         texts = written.reader.entries.texts
-        ordered = records
-        sort_by_key(ordered)  # (in the index's order already, as the writer wrote it: no work)
         if len(texts) == len(ordered) and all(map(_same_key, texts, ordered)):
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
@@ -77,7 +77,7 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
             if problem is not None:
                 report.mismatches.append(Mismatch(record.key, "value", problem))
     report.tensors += len(taken)
-    report.bytes += sum([records[row].size for row in taken])
+    report.bytes += sum(records[row].size for row in taken)  # (a generator: no list of a million sizes at the peak)
     return report
 
 

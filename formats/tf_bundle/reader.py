@@ -61,7 +61,8 @@ def _index_pairs(data: bytes, path: str) -> Iterator[tuple[bytes, bytes]]:
 class BundleReader:
     """Low-level access to one bundle: its header, raw entries and data files."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, like: Iterator[str] | None = None) -> None:
+        """``like``: the keys' texts as expected, in order (see :class:`~formats.tf_bundle.columns.IndexColumns`)."""
         self.prefix = prefix
         self.index_path = prefix + ".index"
         from formats.tf_bundle.columns import IndexColumns
@@ -72,7 +73,8 @@ class BundleReader:
         if first is None or first[0] != b"":
             raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
         self.header = parse_header(first[1], self.index_path)
-        self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards, compact=len(data) > COMPACT_INDEX)
+        self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards, compact=len(data) > COMPACT_INDEX,
+                                    like=like)
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._shard_files: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # see data_files

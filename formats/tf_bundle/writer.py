@@ -56,15 +56,34 @@ __all__ = ["write_checkpoint", "write_data_file", "index_bytes", "WriteReport", 
            "VerificationError"]
 
 
+class _Placement:
+    """Where the tensors of an input data file taken over whole went: at ``base`` of data file ``shard``. Their
+    entries are the input's, offset by ``base``: each encoded as the index is written (:meth:`entry`), not held a
+    tensor at a time through the write (at a million tensors, 50 MB)."""
+
+    __slots__ = ("base", "shard")
+
+    def __init__(self, base: int, shard: int) -> None:
+        self.base, self.shard = base, shard
+
+    def entry(self, record: _Record) -> bytes:
+        """The entry of the tensor ``record`` took over (its source: a tensor of the input's bundle)."""
+        source = record.source
+        columns, row = source.bundle.entries, source.row
+        dtype, shape, _, size = columns.kinds[columns.kind[row]]
+        return encode_entry(dtype, shape, self.base + columns.offset[row], size, columns.crc[row], self.shard)
+
+
 class _Record:
     """One tensor written: its key (as text: bytes of the index that are not UTF-8 kept as ``surrogateescape`` keeps
-    them; the text given, not a copy, when it is valid) and entry proto, size, dtype and shape, what it is compared with when
+    them; the text given, not a copy, when it is valid) and entry proto (or, taken over whole, its
+    :class:`_Placement`), size, dtype and shape, what it is compared with when
     read back (``expected``: the source itself or a :class:`Digest`), and how its bytes got there (``how``:
     written fresh, copied from an input data file, or in an input data file linked)."""
 
     __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position")
 
-    def __init__(self, key: str, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
+    def __init__(self, key: str, entry: bytes | _Placement, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
                  how: str = FRESH, source: Any = None) -> None:
         self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
         self.expected, self.how, self.source = expected, how, source
@@ -141,17 +160,12 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     ``guarded``: every source was checked not to be read from an output file (:func:`guard_output`)."""
     report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
     records = _take_over(out, pairs, guard, progress)
-    seen = {r.key for r in records}
-    if len(seen) < len(records):
-        raise InvalidOutputError(out.prefix, "duplicate keys among the tensors written")
-    records += _write_fresh(out, pairs, guard, chunk, verify, keep, seen, progress, shards, guarded)
-    if OBJECT_GRAPH_KEY in seen:
-        report.format = "tf-object"
-    del seen  # (a set of every key: not held through the index and the read-back)
+    records += _write_fresh(out, pairs, guard, chunk, verify, keep, records, progress, shards, guarded)
     in_order = sorted(records, key=lambda r: r.position)
     report.contents = StoredRows(in_order, _stored)  # a Stored made when asked for
     report.tensors, report.bytes = len(in_order), sum([r.size for r in in_order])
-    _write_index(out, records)
+    if _write_index(out, records):
+        report.format = "tf-object"
     for r in records:
         r.entry = b""  # in the index now: not held through the read-back
     report.warnings += out.warnings
@@ -270,13 +284,12 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
         base += reused.size
         output = guard.output
         columns = reused.reader.entries  # each tensor's entry read from the input's index columns
-        kinds, kind_of, offsets, crcs = columns.kinds, columns.kind, columns.offset, columns.crc
+        kinds, kind_of = columns.kinds, columns.kind
+        placed = _Placement(offset, shard)
         for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
             key, source = pairs[position]
-            dtype, shape, _, size = kinds[kind_of[row]]
-            record = _Record(_key_text(key, output), encode_entry(dtype, shape, offset + offsets[row], size,
-                                                                   crcs[row], shard),
-                             size, source.dtype, shape, how=how, source=source)
+            _, shape, _, size = kinds[kind_of[row]]
+            record = _Record(_key_text(key, output), placed, size, source.dtype, shape, how=how, source=source)
             record.position = position
             records.append(record)
         if progress is not None:
@@ -307,12 +320,13 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
 
 
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
-                 verify: bool, keep: bool, seen: set[str], progress: Callable[[int, int], None] | None = None,
+                 verify: bool, keep: bool, taken: list[_Record], progress: Callable[[int, int], None] | None = None,
                  shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
-    """Write every tensor not taken over, in the order given (``seen``: the keys already written), to the
+    """Write every tensor not taken over, in the order given (``taken``: the records of those taken over), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
     if out.fresh_shard is None:
-        return []
+        return []  # (keys written twice among those taken over: found in the index's order, _write_index)
+    seen: set[str] | None = None  # the keys written: a set of them made at the first tensor written fresh
     records: list[_Record] = []
     groups = itertools.groupby(_numbered(out, pairs, shards), key=lambda item: item[0])
     group = next(groups, None)
@@ -325,6 +339,8 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         run = _Run(data)
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
+                if seen is None:
+                    seen = _keys_once(taken, out.prefix)
                 text = _key_text(key, guard.output)
                 if text in seen:
                     raise InvalidOutputError(guard.output, f"duplicate key {text!r}")
@@ -349,6 +365,24 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         if group is not None and group[0] == shard:
             group = next(groups, None)
     return records
+
+
+def _keys_once(records: list[_Record], prefix: str) -> set[str]:
+    """The keys of ``records``, each met once (else the write is refused, naming the key written twice)."""
+    keys = {r.key for r in records}
+    if len(keys) < len(records):
+        raise InvalidOutputError(prefix, f"duplicate key {_first_twice(r.key for r in records)!r}")
+    return keys
+
+
+def _first_twice(keys: Iterable[str]) -> str:
+    """The first of ``keys`` met a second time (there is one)."""
+    met: set[str] = set()
+    for key in keys:
+        if key in met:
+            return key
+        met.add(key)
+    raise AssertionError("no key twice")
 
 
 def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
@@ -393,7 +427,7 @@ def write_data_file(out: BinaryIO, pairs: Iterable[tuple[str, Source]], shard: i
     offset = 0
     for key, source in pairs:
         record = _write_tensor(out, _key_text(key, prefix), source, offset, chunk, False, True, shard, kernel=False)
-        rows.append((key_bytes_of(record.key), record.entry))
+        rows.append((key_bytes_of(record.key), record.entry))  # type: ignore[arg-type]  # written fresh: bytes
         offset += record.size
     return rows
 
@@ -553,9 +587,16 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
     return size, unmask(source.raw.crc32c) if same_bytes else crc
 
 
-def _write_index(out: BundleFiles, records: list[_Record]) -> None:
-    """The index, keys in bytewise order, flushed to disk in the background (joined before publishing)."""
+def _write_index(out: BundleFiles, records: list[_Record]) -> bool:
+    """The index, keys in bytewise order, flushed to disk in the background (joined before publishing); whether it
+    holds an object graph. A key written twice is refused, named."""
     sort_by_key(records)
+    keys = [r.key for r in records]
+    if any(map(str.__eq__, keys, keys[1:])):  # neighbours once sorted (no set of every key at the peak)
+        twice = next(a for a, b in zip(keys, keys[1:]) if a == b)
+        raise InvalidOutputError(out.prefix, f"duplicate key {twice!r}")
+    graph = OBJECT_GRAPH_KEY in keys
+    del keys
     index = out.index
     assert index is not None
     _write_table(index, out.shards, records)
@@ -569,10 +610,12 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> None:
     else:  # only the index is new (linked data files): a thread would cost more than it overlaps
         index.flush()
         os.fsync(index.fileno())
+    return graph
 
 
 def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    table.add_all((key_bytes_of(record.key), record.entry) for record in records)  # bytes made one at a time
+    table.add_all((key_bytes_of(r.key), r.entry if type(r.entry) is bytes else r.entry.entry(r))  # type: ignore[union-attr]
+                  for r in records)  # keys' bytes and taken-over entries made one at a time
     table.finish()
