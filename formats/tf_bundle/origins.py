@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+from _operator import attrgetter  # operator's C half (the module itself is more to import)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -24,8 +26,9 @@ def sort_by_key(records: list[Any]) -> None:
     """Sort written tensors' records (each ``key`` a text) in the index's order, their keys' bytes. Keys that are
     all valid text sort by the texts themselves (code points sort as their UTF-8 bytes do), no bytes made; a key
     that is not (bytes kept as ``surrogateescape`` keeps them) sorts them all by bytes."""
-    if all(r.key.isascii() for r in records) or all(map(_valid, records)):  # (isascii: a flag of the string)
-        records.sort(key=lambda r: r.key)
+    key = attrgetter("key")  # (called from C: no Python call a record)
+    if all(map(str.isascii, map(key, records))) or all(map(_valid, records)):  # (isascii: a flag of the string)
+        records.sort(key=key)
     else:
         records.sort(key=lambda r: key_bytes_of(r.key))
 

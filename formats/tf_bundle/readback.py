@@ -14,6 +14,7 @@ its input: a damaged input is reported as such (not as a failed write).
 from __future__ import annotations
 
 import os
+from _operator import attrgetter  # operator's C half
 from bisect import bisect_right
 from itertools import repeat
 
@@ -23,7 +24,7 @@ from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoint
 from formats.io.crc import crc32c, mask_all, unmask
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
-from formats.tf_bundle.origins import COPIED, FRESH, sort_by_key
+from formats.tf_bundle.origins import COPIED, FRESH
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,14 +35,13 @@ __all__ = ["verify_written"]
 
 
 def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
-    """Check the bundle written at ``temp`` against its ``records`` (sorted by key here, in place); raises
-    VerificationError on a mismatch."""
-    ordered = records
-    sort_by_key(ordered)  # (in the index's order already, as the writer wrote it: no work)
-    written = BundleCheckpoint(temp, like=(r.key for r in ordered))  # the keys as the records' strings
+    """Check the bundle written at ``temp`` against its ``records``, in the order of its index
+    (:func:`~formats.tf_bundle.origins.sort_by_key`); raises VerificationError on a mismatch."""
+    ordered = records  # in the index's order, as the writer wrote it (sort_by_key)
+    written = BundleCheckpoint(temp, like=map(_KEY, ordered))  # the keys held as the records' strings
     try:
         texts = written.reader.entries.texts
-        if len(texts) == len(ordered) and all(map(_same_key, texts, ordered)):
+        if len(texts) == len(ordered) and all(map(str.__eq__, texts, map(_KEY, ordered))):
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
             report = _by_key(written, records, prefix, chunk, jobs)
@@ -57,8 +57,8 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
     fresh = {r.key: r.expected for r in records if r.how == FRESH}
     report = compare_checkpoints({k: written[k] for k in fresh}, fresh, path=prefix, against="sources",
                                  chunk=chunk, check_crc=False, jobs=jobs)
-    taken = _rows_where(records, lambda r: r.how != FRESH)
-    copied = _rows_where(records, lambda r: r.how == COPIED)  # bytes read: on every core
+    taken = _rows_where([r.how != FRESH for r in records])
+    copied = _rows_where([r.how == COPIED for r in records])  # bytes read: on every core
     sizes = written.reader.entries.kinds
     kind = written.reader.entries.kind
     batches = _batches(copied, [sizes[kind[row]][3] for row in copied])
@@ -81,14 +81,12 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
     return report
 
 
-def _same_key(text: str, record: Any) -> bool:
-    return text == record.key
+_KEY = attrgetter("key")
 
 
-def _rows_where(records: list[Any], wanted: Callable[[Any], bool]) -> Sequence[int]:
-    """The rows of ``records`` that are ``wanted``: a range when they are all of them (no int object a row)."""
-    flags = [wanted(r) for r in records]
-    return range(len(records)) if all(flags) else [row for row, flag in enumerate(flags) if flag]
+def _rows_where(flags: list[bool]) -> Sequence[int]:
+    """The rows whose flag is set: a range when they are all (no int object a row)."""
+    return range(len(flags)) if all(flags) else [row for row, flag in enumerate(flags) if flag]
 
 
 def _by_key(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,

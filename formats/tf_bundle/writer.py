@@ -186,31 +186,31 @@ class RowPairs(Sequence["tuple[Any, Source]"]):
     """The ``(key, value)`` pairs of rows that have both (a plan's), each made when asked for rather than a tuple
     per tensor held through the write (``tail``: pairs after the rows, the object graph's)."""
 
-    __slots__ = ("_rows", "_tail")
+    __slots__ = ("rows", "_tail")
 
     def __init__(self, rows: Sequence[Any], tail: Sequence[tuple[Any, Source]] = ()) -> None:
-        self._rows, self._tail = rows, tail
+        self.rows, self._tail = rows, tail  # ``rows``: their first pairs' rows, as given
 
     def and_graph(self, pair: tuple[Any, Source] | None) -> RowPairs:
         """These pairs, and the object graph's after them (None: none)."""
-        return self if pair is None else RowPairs(self._rows, [*self._tail, pair])
+        return self if pair is None else RowPairs(self.rows, [*self._tail, pair])
 
     def __len__(self) -> int:
-        return len(self._rows) + len(self._tail)
+        return len(self.rows) + len(self._tail)
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self._rows)
+        n = len(self.rows)
         if i < 0:
             i += len(self)
         if 0 <= i < n:
-            row = self._rows[i]
+            row = self.rows[i]
             return row.key, row.value
         return self._tail[i - n]
 
     def __iter__(self) -> Iterator[tuple[Any, Source]]:
-        for row in self._rows:
+        for row in self.rows:
             yield row.key, row.value
         yield from self._tail
 
@@ -265,6 +265,8 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
     the start of the data file. Their entries keep their checksums; nothing passes through Python."""
     records: list[_Record] = []
     base = 0
+    plan_rows = pairs.rows if type(pairs) is RowPairs else []
+    given = len(plan_rows)
     for number, reused in enumerate(out.layout.files):
         how = LINKED
         if out.link:
@@ -287,7 +289,11 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
         kinds, kind_of = columns.kinds, columns.kind
         placed = _Placement(offset, shard)
         for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
-            key, source = pairs[position]
+            if position < given:
+                plan_row = plan_rows[position]  # (the plan's row itself: no pair made, no call)
+                key, source = plan_row.key, plan_row.value
+            else:
+                key, source = pairs[position]
             _, shape, _, size = kinds[kind_of[row]]
             record = _Record(_key_text(key, output), placed, size, source.dtype, shape, how=how, source=source)
             record.position = position
@@ -616,6 +622,7 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> bool:
 def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    table.add_all((key_bytes_of(r.key), r.entry if type(r.entry) is bytes else r.entry.entry(r))  # type: ignore[union-attr]
-                  for r in records)  # keys' bytes and taken-over entries made one at a time
+    table.add_all((r.key.encode("utf-8", "surrogateescape"),  # key_bytes_of, inline: bytes made one at a time
+                   r.entry if type(r.entry) is bytes else r.entry.entry(r))  # type: ignore[union-attr]
+                  for r in records)
     table.finish()
