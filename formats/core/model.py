@@ -120,6 +120,24 @@ class CheckpointProblem(ValueTuple):
     message: str
 
 
+def _label(index: int, doc: str) -> property:
+    """The label ``index`` of a :class:`TensorEntry` (name, role, slot_of, optimizer, slot_name), held in its
+    ``_facts`` list, made when one is set; without one, a variable named by its key."""
+    def get(self: TensorEntry) -> Any:
+        facts = self._facts
+        if facts is None:
+            return self.key if index == 0 else Role.VARIABLE if index == 1 else None
+        return facts[index]
+
+    def put(self: TensorEntry, value: Any) -> None:
+        facts = self._facts
+        if facts is None:
+            facts = self._facts = [self.key, Role.VARIABLE, None, None, None]
+        facts[index] = value
+
+    return property(get, put, doc=doc)
+
+
 class TensorEntry:
     """One tensor of a checkpoint: metadata now, value on :meth:`read`.
 
@@ -151,61 +169,18 @@ class TensorEntry:
         self._facts = None if name is None and role == Role.VARIABLE and slot_of is None and optimizer is None and \
             slot_name is None else [key if name is None else name, role, slot_of, optimizer, slot_name]
 
-    def _own_facts(self) -> list[Any]:
-        facts = self._facts
-        if facts is None:
-            facts = self._facts = [self.key, Role.VARIABLE, None, None, None]
-        return facts
-
-    @property
-    def name(self) -> str:
-        """The TF1-style variable name behind the key (the key unless the format knows better)."""
-        facts = self._facts
-        return self.key if facts is None else facts[0]
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._own_facts()[0] = value
-
-    @property
-    def role(self) -> str:
-        """What the tensor is (a :class:`Role`)."""
-        facts = self._facts
-        return Role.VARIABLE if facts is None else facts[1]
-
-    @role.setter
-    def role(self, value: str) -> None:
-        self._own_facts()[1] = value
-
-    @property
-    def slot_of(self) -> str | None:
-        """For a slot: the key of its variable."""
-        facts = self._facts
-        return None if facts is None else facts[2]
-
-    @slot_of.setter
-    def slot_of(self, value: str | None) -> None:
-        self._own_facts()[2] = value
-
-    @property
-    def optimizer(self) -> str | None:
-        """For a slot or optimizer state: the optimizer."""
-        facts = self._facts
-        return None if facts is None else facts[3]
-
-    @optimizer.setter
-    def optimizer(self, value: str | None) -> None:
-        self._own_facts()[3] = value
-
-    @property
-    def slot_name(self) -> str | None:
-        """For a slot: the slot's name (``m``, ``v``, ``accumulator``)."""
-        facts = self._facts
-        return None if facts is None else facts[4]
-
-    @slot_name.setter
-    def slot_name(self, value: str | None) -> None:
-        self._own_facts()[4] = value
+    if TYPE_CHECKING:  # (at run time: the properties _label makes, one code object for the five)
+        name: str
+        role: str
+        slot_of: str | None
+        optimizer: str | None
+        slot_name: str | None
+    else:
+        name = _label(0, "The TF1-style variable name behind the key (the key unless the format knows better).")
+        role = _label(1, "What the tensor is (a :class:`Role`).")
+        slot_of = _label(2, "For a slot: the key of its variable.")
+        optimizer = _label(3, "For a slot or optimizer state: the optimizer.")
+        slot_name = _label(4, "For a slot: the slot's name (``m``, ``v``, ``accumulator``).")
 
     @property
     def size(self) -> int:

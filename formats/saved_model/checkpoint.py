@@ -49,28 +49,28 @@ class SavedModelTensor(TensorEntry):
         self._stored = stored
         self._labels = labels
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1-style name (``SavedVariable.name`` for TF2 exports)."""
         return self._labels.get(self.key).name
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot``, ``optimizer``, ``object_graph``, ... (see :class:`~formats.core.model.Role`)."""
         return self._labels.get(self.key).role
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_of(self) -> str | None:
+    @property
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot: the key of its variable."""
         return self._labels.get(self.key).slot_of
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def optimizer(self) -> str | None:
+    @property
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot or optimizer state: the optimizer."""
         return self._labels.get(self.key).optimizer
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_name(self) -> str | None:
+    @property
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: its name (``m``, ``v``, ...)."""
         return self._labels.get(self.key).slot_name
 

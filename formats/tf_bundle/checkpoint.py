@@ -67,30 +67,30 @@ class BundleTensor(TensorEntry):
         """The index entry (made from the index's columns when asked for: none is kept per tensor)."""
         return self._reader.entries.row(self.row)
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1-style name: the attribute's ``full_name`` when the graph has one, else the key."""
         if not self._labels.object_based:
             return self.key  # what a name-based bundle's label says, without classifying every key
         return self.label.name
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot``, ``optimizer``, ``iterator``, ``save_counter``, ``object_graph`` or ``other``."""
         return self._labels.facts(self.key).role
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_of(self) -> str | None:
+    @property
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot: the key of the variable it belongs to."""
         return self._labels.facts(self.key).slot_of
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def optimizer(self) -> str | None:
+    @property
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot or optimizer state: the optimizer (its object path, or its TF1 name)."""
         return self._labels.facts(self.key).optimizer
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_name(self) -> str | None:
+    @property
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: the slot's name (``m``, ``v``, ``accumulator``...)."""
         return self._labels.facts(self.key).slot_name
 

@@ -60,28 +60,28 @@ class V1Tensor(TensorEntry):
         except CorruptCheckpointError:
             return 0
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def name(self) -> str:
+    @property
+    def name(self) -> str:  # type: ignore[override]
         """The TF1 variable name: the key itself."""
         return self.key
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def role(self) -> str:
+    @property
+    def role(self) -> str:  # type: ignore[override]
         """``variable``, ``slot`` or ``optimizer``, from TF1's naming conventions."""
         return str(self._labels.get(self.key).role)
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_of(self) -> str | None:
+    @property
+    def slot_of(self) -> str | None:  # type: ignore[override]
         """For a slot (``kernel/Adam``): the key of its variable."""
         return self._labels.get(self.key).slot_of
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def optimizer(self) -> str | None:
+    @property
+    def optimizer(self) -> str | None:  # type: ignore[override]
         """For a slot: the TF1 optimizer that made it."""
         return self._labels.get(self.key).optimizer
 
-    @property  # type: ignore[misc]  # read-only: worked out, not set
-    def slot_name(self) -> str | None:
+    @property
+    def slot_name(self) -> str | None:  # type: ignore[override]
         """For a slot: its name (``m``, ``v``, ``accumulator``...)."""
         return self._labels.get(self.key).slot_name
 
