@@ -10,6 +10,8 @@ from functools import partial
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from formats import open_checkpoint, write_checkpoint
 from formats.core.model import Role, TensorEntry
@@ -212,3 +214,35 @@ def test_a_tensor_entry_keeps_the_labels_it_was_given_or_set():
     plain.role, plain.slot_name = Role.OPTIMIZER, "v"
     assert (plain.name, plain.role, plain.slot_name) == ("k", Role.OPTIMIZER, "v")
     assert not hasattr(plain, "__dict__")
+
+
+_KEY_TEXT = st.text(st.sampled_from(["a", "b", "/", "\x7f", "é", "\ue000", "\uffff", "\U0001f600", "\udcff", "\udc80"]),
+                    min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(_KEY_TEXT, min_size=1, max_size=8, unique_by=lambda k: k.encode("utf-8", "surrogateescape")),
+       prefix=st.sampled_from(["", "z", "\ue001", "\udcfe"]))
+def test_keys_of_any_text_are_written_taken_over_and_read_back_as_given(tmp_path_factory, keys, prefix):
+    """Keys of valid text, astral characters, and bytes that are not UTF-8 (given as ``surrogateescape`` text):
+    written fresh, then every tensor taken over under a new key; the index is in byte order (TensorFlow's table
+    reader checks it), each key reads back as given, with its value."""
+    folder = tmp_path_factory.mktemp("keys")
+    values = {key: np.full(3, i, np.int32) for i, key in enumerate(keys)}
+    first = write_checkpoint(str(folder / "a" / "ckpt"), list(values.items()))
+    assert first.verified and [line.key for line in first.contents] == keys
+    with open_checkpoint(str(folder / "a" / "ckpt")) as source:
+        assert sorted(source) == sorted(keys)
+        renamed = [(prefix + key, source[key]) for key in source]
+        second = write_checkpoint(str(folder / "b" / "ckpt"), renamed, inputs=[source])
+    assert second.verified and [line.key for line in second.contents] == [key for key, _ in renamed]
+    reader = BundleReader(str(folder / "b" / "ckpt"))
+    try:
+        raw = list(reader.entries.keys)
+    finally:
+        reader.close()
+    expected = sorted((prefix + key).encode("utf-8", "surrogateescape") for key in keys)
+    assert raw == expected
+    with open_checkpoint(str(folder / "b" / "ckpt")) as written:
+        assert {key: written[key].read().tolist() for key in written} == {
+            prefix + key: value.tolist() for key, value in values.items()}
