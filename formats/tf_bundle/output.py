@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-from formats.core.gc_pause import gc_paused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["write"]
 
 
-@gc_paused  # a (key, value) pair per tensor, and a plan of millions of objects for the collector to walk
 def write(output: str, rows: Sequence[Row], *, layout: str, force: bool = False, verify: bool = True,
           inputs: Sequence[Any] = (), progress: Callable[[int, int], None] | None = None, jobs: int | None = None,
           link: bool = False, options: Mapping[str, Any] | None = None) -> WriteReport:

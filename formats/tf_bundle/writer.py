@@ -90,6 +90,7 @@ class _Record:
         self.position = 0  # in the order the tensors were given
 
 
+@gc_paused  # objects by the tensor (sources, the layout, records), none in a cycle: for every caller
 def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Source] | Iterable[tuple[str, Source]],
                      object_graph: Any = None, *, force: bool = False, verify: bool = True,
                      inputs: Iterable[str | Checkpoint] = (), chunk: int = CHUNK,
@@ -152,7 +153,6 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     return report
 
 
-@gc_paused
 def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
            keep: bool, progress: Callable[[int, int], None] | None, jobs: int | None,
            shards: Sequence[int] | None, guarded: bool = False) -> WriteReport:
