@@ -12,9 +12,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["FRESH", "COPIED", "LINKED", "sort_by_key", "key_bytes_of"]
+__all__ = ["FRESH", "COPIED", "LINKED", "sort_by_key", "key_bytes_of", "record_key"]
 
 FRESH, COPIED, LINKED = "fresh", "copied", "linked"
+
+record_key = attrgetter("key")
+"""A written tensor's record -> its key (called from C by ``map`` and ``sort``: no Python call a record)."""
 
 
 def key_bytes_of(text: str) -> bytes:
@@ -26,9 +29,8 @@ def sort_by_key(records: list[Any]) -> None:
     """Sort written tensors' records (each ``key`` a text) in the index's order, their keys' bytes. Keys that are
     all valid text sort by the texts themselves (code points sort as their UTF-8 bytes do), no bytes made; a key
     that is not (bytes kept as ``surrogateescape`` keeps them) sorts them all by bytes."""
-    key = attrgetter("key")  # (called from C: no Python call a record)
-    if all(map(str.isascii, map(key, records))) or all(map(_valid, records)):  # (isascii: a flag of the string)
-        records.sort(key=key)
+    if all(map(str.isascii, map(record_key, records))) or all(map(_valid, records)):  # (isascii: a flag)
+        records.sort(key=record_key)
     else:
         records.sort(key=lambda r: key_bytes_of(r.key))
 

@@ -14,7 +14,6 @@ its input: a damaged input is reported as such (not as a failed write).
 from __future__ import annotations
 
 import os
-from _operator import attrgetter  # operator's C half
 from bisect import bisect_right
 from itertools import repeat
 
@@ -24,7 +23,7 @@ from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoint
 from formats.io.crc import crc32c, mask_all, unmask
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
-from formats.tf_bundle.origins import COPIED, FRESH
+from formats.tf_bundle.origins import COPIED, FRESH, record_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,10 +37,10 @@ def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs:
     """Check the bundle written at ``temp`` against its ``records``, in the order of its index
     (:func:`~formats.tf_bundle.origins.sort_by_key`); raises VerificationError on a mismatch."""
     ordered = records  # in the index's order, as the writer wrote it (sort_by_key)
-    written = BundleCheckpoint(temp, like=map(_KEY, ordered))  # the keys held as the records' strings
+    written = BundleCheckpoint(temp, like=map(record_key, ordered))  # the keys held as the records' strings
     try:
         texts = written.reader.entries.texts
-        if len(texts) == len(ordered) and all(map(str.__eq__, texts, map(_KEY, ordered))):
+        if len(texts) == len(ordered) and all(map(str.__eq__, texts, map(record_key, ordered))):
             report = _by_row(written, ordered, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
             report = _by_key(written, records, prefix, chunk, jobs)
@@ -79,9 +78,6 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
     report.tensors += len(taken)
     report.bytes += sum(records[row].size for row in taken)  # (a generator: no list of a million sizes at the peak)
     return report
-
-
-_KEY = attrgetter("key")
 
 
 def _rows_where(flags: list[bool]) -> Sequence[int]:

@@ -345,8 +345,8 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         run = _Run(data)
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
-                if seen is None:
-                    seen = _keys_once(taken, out.prefix)
+                if seen is None:  # (a key twice among those taken over: refused as the index is written)
+                    seen = {r.key for r in taken}
                 text = _key_text(key, guard.output)
                 if text in seen:
                     raise InvalidOutputError(guard.output, f"duplicate key {text!r}")
@@ -371,24 +371,6 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         if group is not None and group[0] == shard:
             group = next(groups, None)
     return records
-
-
-def _keys_once(records: list[_Record], prefix: str) -> set[str]:
-    """The keys of ``records``, each met once (else the write is refused, naming the key written twice)."""
-    keys = {r.key for r in records}
-    if len(keys) < len(records):
-        raise InvalidOutputError(prefix, f"duplicate key {_first_twice(r.key for r in records)!r}")
-    return keys
-
-
-def _first_twice(keys: Iterable[str]) -> str:
-    """The first of ``keys`` met a second time (there is one)."""
-    met: set[str] = set()
-    for key in keys:
-        if key in met:
-            return key
-        met.add(key)
-    raise AssertionError("no key twice")
 
 
 def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
