@@ -246,3 +246,64 @@ def test_keys_of_any_text_are_written_taken_over_and_read_back_as_given(tmp_path
     with open_checkpoint(str(folder / "b" / "ckpt")) as written:
         assert {key: written[key].read().tolist() for key in written} == {
             prefix + key: value.tolist() for key, value in values.items()}
+
+
+class _Columns:
+    """Index columns of tensors at ``offsets`` of ``sizes`` (one kind a size), as IndexColumns holds them."""
+
+    def __init__(self, offsets: list[int], sizes: list[int]) -> None:
+        from array import array
+
+        self.offset = array("q", offsets)
+        self.kinds: list[tuple[int, tuple[int, ...], int, int]] = []
+        kinds: dict[int, int] = {}
+        for size in sizes:
+            kinds.setdefault(size, len(kinds))
+            if len(self.kinds) < len(kinds):
+                self.kinds.append((1, (size,), 0, size))
+        self.kind = array("I", [kinds[size] for size in sizes])
+
+
+def _tile_by_sorting(offsets: list[int], sizes: list[int], size: int) -> bool:
+    end = 0
+    for offset, length in sorted(zip(offsets, sizes)):
+        if offset != end:
+            return False
+        end += length
+    return end == size
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8, 16]), min_size=1, max_size=9), st.randoms(use_true_random=False),
+       st.sampled_from(["tiled", "moved", "longer", "resized"]), st.integers(-3, 4))
+def test_tensors_out_of_order_tile_a_file_as_a_sort_says(sizes, rnd, damage, by):
+    """Whether a data file is taken over whole (its tensors lie end to end, in any order): the check by marks, with no
+    sort, and the check as taken, agree with sorting the tensors by offset - tiled, or a tensor moved, the file
+    longer, a tensor resized."""
+    from formats.tf_bundle import layout
+
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    size = sum(sizes)
+    order = list(range(len(sizes)))
+    rnd.shuffle(order)
+    offsets, sizes = [offsets[i] for i in order], [sizes[i] for i in order]
+    if damage == "moved":
+        offsets[rnd.randrange(len(offsets))] += by
+    elif damage == "longer":
+        size += by
+    elif damage == "resized":
+        i = rnd.randrange(len(sizes))
+        sizes[i] = max(1, sizes[i] + by)
+    columns, rows = _Columns(offsets, sizes), range(len(sizes))
+    expected = _tile_by_sorting(offsets, sizes, size)
+    assert layout._tiles_by_marks(columns, rows, size) in (expected, None)
+    assert layout._tiles(columns, rows, size) is expected
+    assert layout._tiles(columns, list(rows), size) is expected
+
+
+def test_marks_are_not_made_where_they_would_cost_more_than_a_sort():
+    from formats.tf_bundle import layout
+
+    columns = _Columns([4, 0], [1 << 20, 4])  # two tensors, 2^18 units of 4 bytes: sorted instead
+    assert layout._tiles_by_marks(columns, range(2), 4 + (1 << 20)) is None
+    assert layout._tiles(columns, range(2), 4 + (1 << 20)) is True
