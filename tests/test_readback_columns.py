@@ -52,11 +52,11 @@ def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tm
 
     real = readback._by_row
 
-    def damaged(written, records, prefix, chunk, jobs):  # type: ignore[no-untyped-def]
+    def damaged(written, *rest):  # type: ignore[no-untyped-def]
         columns = written.reader.entries
         row = columns.find_text("net/layer_17/unit_5/w")
         columns.crc[row] ^= 1
-        return real(written, records, prefix, chunk, jobs)
+        return real(written, *rest)
 
     monkeypatch.setattr(readback, "_by_row", damaged)
     result = run_cli("rename", bundle, "-o", tmp_path / "out" / "ckpt-1", "--map", "model=net")

@@ -150,8 +150,10 @@ def test_the_read_back_batches_a_range_of_rows_as_ranges():
         total += size
     expected.append((run, total))
     assert as_lists == expected
-    assert readback._rows_where([True] * 4) == range(4) and type(readback._rows_where([True] * 4)) is range
-    assert readback._rows_where([False, True, False, True]) == [1, 3]
+    every = readback._Hows(["copied"] * 4).rows("copied", "linked")
+    assert every == range(4) and type(every) is range
+    assert readback._Hows(["fresh", "copied", "fresh", "linked"]).rows("copied", "linked") == [1, 3]
+    assert readback._Hows("copied").rows("copied")[:3] == range(3) and readback._Hows("fresh").rows("copied") == ()
 
 
 @pytest.mark.parametrize("numbers, compact", [([3, 4, 5], range(3, 6)), ([7], range(7, 8)), ([1, 2, 4], [1, 2, 4]),
@@ -192,7 +194,9 @@ def test_row_pairs_are_the_rows_keys_and_values_then_the_graph():
     assert list(with_graph) == [("a", 1), ("b", 2), ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)]
     assert with_graph[2] == with_graph[-1] == ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)
     assert with_graph[1:] == [("b", 2), ("_CHECKPOINTABLE_OBJECT_GRAPH", 3)]
-    assert writing.sources_of(with_graph) == [1, 2, 3]
+    sources = writing.sources_of(with_graph)
+    assert not isinstance(sources, list) and list(sources) == [1, 2, 3] and len(sources) == 3
+    assert [sources[0], sources[2], sources[-1], sources[-3]] == [1, 3, 3, 1] and sources[1:] == [2, 3]
 
 
 def test_a_bundle_tensor_holds_no_slot_for_the_labels_it_works_out(bundles):

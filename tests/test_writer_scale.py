@@ -90,8 +90,8 @@ def test_a_key_lost_from_the_index_is_named_by_the_read_back_and_nothing_is_writ
 
     table = writer._write_table
 
-    def drop_one(f, shards, records):  # type: ignore[no-untyped-def]
-        table(f, shards, [r for r in records if r.key != "net/layer_3/unit_4/w"])
+    def drop_one(f, shards, records, *rest):  # type: ignore[no-untyped-def]
+        table(f, shards, [r for r in records if r.key != "net/layer_3/unit_4/w"], *rest)
 
     monkeypatch.setattr(writer, "_write_table", drop_one)
     out = tmp_path / "out"

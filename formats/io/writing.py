@@ -125,7 +125,7 @@ def check_roundtrip(path: str, report: RoundTripReport) -> RoundTripReport:
                             + (f" (and {more} more)" if more else ""), report=report)
 
 
-def sources_of(tensors: Any) -> list[Source]:
+def sources_of(tensors: Any) -> Sequence[Source]:
     """The sources of a mapping or of a list of ``(key, source)`` pairs; ``[]`` for a one-shot iterator,
     which is not consumed here (writers guard its sources as they reach them)."""
     from _collections_abc import Mapping  # collections.abc's, without the collections package
@@ -133,7 +133,8 @@ def sources_of(tensors: Any) -> list[Source]:
     if isinstance(tensors, Mapping):
         return list(tensors.values())
     if isinstance(tensors, Sequence) and not isinstance(tensors, (str, bytes)):  # a list, or pairs made on access
-        return [pair[1] for pair in tensors]
+        sources = getattr(tensors, "sources", None)  # pairs that lend their sources as a sequence (no list)
+        return sources() if sources is not None else [pair[1] for pair in tensors]
     return []
 
 

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 from _operator import attrgetter  # operator's C half (the module itself is more to import)
+from itertools import islice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["FRESH", "COPIED", "LINKED", "sort_by_key", "key_bytes_of", "record_key"]
+__all__ = ["FRESH", "COPIED", "LINKED", "sort_by_key", "by_key", "key_bytes_of", "record_key"]
 
 FRESH, COPIED, LINKED = "fresh", "copied", "linked"
 
@@ -33,6 +34,18 @@ def sort_by_key(records: list[Any]) -> None:
         records.sort(key=record_key)
     else:
         records.sort(key=lambda r: key_bytes_of(r.key))
+
+
+def by_key(records: list[Any]) -> list[Any]:
+    """``records`` in the index's order: the list itself when they are in it already, each key before the next
+    (a rename or an edit keeps the input's order: no second list of a million), else a sorted copy
+    (:func:`sort_by_key`)."""
+    if all(map(str.__lt__, map(record_key, records), map(record_key, islice(records, 1, None)))) and \
+            (all(map(str.isascii, map(record_key, records))) or all(map(_valid, records))):  # text order: bytes'
+        return records
+    ordered = list(records)
+    sort_by_key(ordered)
+    return ordered
 
 
 def _valid(record: Any) -> bool:

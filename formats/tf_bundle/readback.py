@@ -23,7 +23,7 @@ from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoint
 from formats.io.crc import crc32c, mask_all, unmask
 from formats.io.writing import check_roundtrip
 from formats.tf_bundle.checkpoint import BundleCheckpoint
-from formats.tf_bundle.origins import COPIED, FRESH, record_key
+from formats.tf_bundle.origins import COPIED, FRESH, LINKED, record_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,38 +33,69 @@ if TYPE_CHECKING:
 __all__ = ["verify_written"]
 
 
-def verify_written(temp: str, prefix: str, records: list[Any], chunk: int, jobs: int | None) -> RoundTripReport:
-    """Check the bundle written at ``temp`` against its ``records``, in the order of its index
-    (:func:`~formats.tf_bundle.origins.sort_by_key`); raises VerificationError on a mismatch."""
+def verify_written(temp: str, prefix: str, records: list[Any], hows: str | list[str], chunk: int,
+                   jobs: int | None) -> RoundTripReport:
+    """Check the bundle written at ``temp`` against ``records`` (each with its ``key`` and source, ``value``; one
+    written fresh with what it is ``expected`` to hold), in the order of its index
+    (:func:`~formats.tf_bundle.origins.sort_by_key`), each of which got there as ``hows`` says (one text: all of
+    them); raises VerificationError on a mismatch."""
     ordered = records  # in the index's order, as the writer wrote it (sort_by_key)
+    how = _Hows(hows)
     written = BundleCheckpoint(temp, like=map(record_key, ordered))  # the keys held as the records' strings
     try:
         texts = written.reader.entries.texts
         if len(texts) == len(ordered) and all(map(str.__eq__, texts, map(record_key, ordered))):
-            report = _by_row(written, ordered, prefix, chunk, jobs)
+            report = _by_row(written, ordered, how, prefix, chunk, jobs)
         else:  # a key missing or unexpected: each tensor looked up by its key, every difference named
-            report = _by_key(written, records, prefix, chunk, jobs)
+            report = _by_key(written, records, how, prefix, chunk, jobs)
     finally:
         written.close()
     return check_roundtrip(prefix, report)
 
 
-def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
+class _Hows:
+    """How each of the records (by their place in the index's order) got there: one text for them all, or a list."""
+
+    __slots__ = ("_all", "_each")
+
+    def __init__(self, hows: str | list[str]) -> None:
+        self._all: str = hows if isinstance(hows, str) else ""
+        self._each: list[str] | None = None if isinstance(hows, str) else hows
+
+    def __getitem__(self, i: int) -> str:
+        return self._all if self._each is None else self._each[i]
+
+    def rows(self, *ways: str) -> Sequence[int]:
+        """The places of the records that got there one of ``ways``: a range when they all did (no int a row)."""
+        if self._each is None:
+            return _EVERY if self._all in ways else ()
+        each = self._each
+        if all(map(ways.__contains__, each)):
+            return range(len(each))
+        return [i for i, how in enumerate(each) if how in ways]
+
+
+_EVERY = range(1 << 62)
+"""Every row (cut to the records' count where it is used)."""
+
+
+def _by_row(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: str, chunk: int,
             jobs: int | None) -> RoundTripReport:
     """The read-back when the index holds the keys of ``records`` (sorted by key) in its rows, in order: a
     copied tensor is checked from the index's columns by its row, no tensor object made for it."""
-    fresh = {r.key: r.expected for r in records if r.how == FRESH}
+    n = len(records)
+    fresh = {records[row].key: records[row].expected for row in how.rows(FRESH)[:n]}
     report = compare_checkpoints({k: written[k] for k in fresh}, fresh, path=prefix, against="sources",
                                  chunk=chunk, check_crc=False, jobs=jobs)
-    taken = _rows_where([r.how != FRESH for r in records])
-    copied = _rows_where([r.how == COPIED for r in records])  # bytes read: on every core
-    sizes = written.reader.entries.kinds
+    taken = how.rows(COPIED, LINKED)[:n]
+    copied = how.rows(COPIED)[:n]  # bytes read: on every core
+    sizes = [size for _, _, _, size in written.reader.entries.kinds]
     kind = written.reader.entries.kind
-    batches = _batches(copied, [sizes[kind[row]][3] for row in copied])
+    batches = _batches(copied, list(map(sizes.__getitem__, map(kind.__getitem__, copied))))
     checked = map_ordered(lambda batch: _copied_rows(written, batch[0], records), batches, jobs,
                           weight=lambda batch: batch[1])
-    problems = [problem for batch in checked for problem in batch]  # one per copied row, in order
-    if len(copied) == len(taken):  # every tensor copied (none linked): no lookup per row
+    problems = (problem for batch in checked for problem in batch)  # one per copied row, in order
+    if len(copied) == len(taken):  # every tensor copied (none linked): no lookup per row, no list
         report.mismatches += [Mismatch(records[row].key, "value", problem)
                               for row, problem in zip(copied, problems) if problem is not None]
     else:
@@ -72,39 +103,34 @@ def _by_row(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: i
         inodes = _Inodes()
         for row in taken:  # linked: entries and inodes compared, no byte read
             record = records[row]
-            problem = found[row] if row in found else _linked_row(written, row, record.source, inodes)
+            problem = found[row] if row in found else _linked_row(written, row, record.value, inodes)
             if problem is not None:
                 report.mismatches.append(Mismatch(record.key, "value", problem))
     report.tensors += len(taken)
-    report.bytes += sum(records[row].size for row in taken)  # (a generator: no list of a million sizes at the peak)
+    report.bytes += sum(map(sizes.__getitem__, map(kind.__getitem__, taken)))  # as written (checked above)
     return report
 
 
-def _rows_where(flags: list[bool]) -> Sequence[int]:
-    """The rows whose flag is set: a range when they are all (no int object a row)."""
-    return range(len(flags)) if all(flags) else [row for row, flag in enumerate(flags) if flag]
-
-
-def _by_key(written: BundleCheckpoint, records: list[Any], prefix: str, chunk: int,
+def _by_key(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: str, chunk: int,
             jobs: int | None) -> RoundTripReport:
     """The read-back by key: what is missing from the index, what it holds that was not written, and every
     tensor written compared with what was meant."""
-    by_key = {r.key: r for r in records}
-    fresh = {k: r.expected for k, r in by_key.items() if r.how == FRESH}
+    by_key = {r.key: (r, how[i]) for i, r in enumerate(records)}
+    fresh = {k: r.expected for k, (r, way) in by_key.items() if way == FRESH}
     report = compare_checkpoints({k: written[k] for k in fresh if k in written}, fresh, path=prefix,
                                  against="sources", chunk=chunk, check_crc=False, jobs=jobs)
     report.mismatches += [Mismatch(k, "missing", "not in the output") for k in by_key if k not in written]
     report.mismatches += [Mismatch(k, "unexpected", "not in the source") for k in written if k not in by_key]
-    taken = [k for k, r in by_key.items() if r.how != FRESH and k in written]
+    taken = [k for k, (_, way) in by_key.items() if way != FRESH and k in written]
     inodes = _Inodes()
     for key in taken:
-        record, entry = by_key[key], written[key]
-        problem = _copied_problem(entry, record.source) if record.how == COPIED else \
-            _linked_problem(entry, record.source, inodes)
+        (record, way), entry = by_key[key], written[key]
+        problem = _copied_problem(entry, record.value) if way == COPIED else \
+            _linked_problem(entry, record.value, inodes)
         if problem is not None:
             report.mismatches.append(Mismatch(key, "value", problem))
+        report.bytes += entry.nbytes  # (as written)
     report.tensors += len(taken)
-    report.bytes += sum(by_key[k].size for k in taken)
     return report
 
 
@@ -151,7 +177,7 @@ def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[A
 
     def alone(k: int) -> None:
         row = rows[k]
-        problems[k] = _copied_problem(written[columns.texts[row]], records[row].source)
+        problems[k] = _copied_problem(written[columns.texts[row]], records[row].value)
 
     if _sound_run(reader, rows, whole):
         return problems

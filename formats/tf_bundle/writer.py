@@ -22,6 +22,7 @@ a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.p
 from __future__ import annotations
 
 from _collections_abc import Mapping, Sequence  # collections.abc's classes, without the collections package
+from _operator import attrgetter  # operator's C half
 import itertools
 import math
 import os
@@ -43,7 +44,7 @@ from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
-from formats.tf_bundle.origins import COPIED, FRESH, LINKED, key_bytes_of, sort_by_key
+from formats.tf_bundle.origins import COPIED, FRESH, LINKED, by_key, key_bytes_of, record_key
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
 from formats.io.sstable.writer import TableWriter
 
@@ -57,36 +58,87 @@ __all__ = ["write_checkpoint", "write_data_file", "index_bytes", "WriteReport", 
 
 
 class _Placement:
-    """Where the tensors of an input data file taken over whole went: at ``base`` of data file ``shard``. Their
-    entries are the input's, offset by ``base``: each encoded as the index is written (:meth:`entry`), not held a
-    tensor at a time through the write (at a million tensors, 50 MB)."""
+    """Where the tensors of an input data file taken over whole went: at ``base`` of data file ``shard``, and how
+    (``how``: copied, or the file linked). Their entries are the input's, offset by ``base``: each encoded as the
+    index is written (:meth:`entry`), not held a tensor at a time through the write (at a million tensors, 50 MB)."""
 
-    __slots__ = ("base", "shard")
+    __slots__ = ("base", "shard", "how")
 
-    def __init__(self, base: int, shard: int) -> None:
-        self.base, self.shard = base, shard
+    def __init__(self, base: int, shard: int, how: str) -> None:
+        self.base, self.shard, self.how = base, shard, how
 
-    def entry(self, record: _Record) -> bytes:
-        """The entry of the tensor ``record`` took over (its source: a tensor of the input's bundle)."""
-        source = record.source
+    def entry(self, source: BundleTensor) -> bytes:
+        """The entry of the input's tensor ``source`` where it now lies."""
         columns, row = source.bundle.entries, source.row
         dtype, shape, _, size = columns.kinds[columns.kind[row]]
         return encode_entry(dtype, shape, self.base + columns.offset[row], size, columns.crc[row], self.shard)
 
 
+class _Pair:
+    """A tensor taken over whole, given as a pair with no ``key`` and ``value`` to lend (a ``(key, value)`` tuple),
+    or whose key is not its text: its key's text and its source."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: BundleTensor) -> None:
+        self.key, self.value = key, value
+
+
+class _Taken:
+    """The input data files taken over whole, each a :class:`_Placement` by its reader and data file. A tensor in
+    one is written as the row given for it - a plan's row (``key``: its text, ``value``: its source), else a
+    :class:`_Pair` - not as a :class:`_Record`: what a record would say of it is read here from its source (at a
+    million tensors, a record and its position were 130 MB)."""
+
+    __slots__ = ("_files", "_only")
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[int, int], _Placement] = {}
+        self._only: _Placement | None = None  # the one placement, when there is one: no look-up a tensor
+
+    def add(self, reader: Any, shard: int, placement: _Placement) -> None:
+        """Data file ``shard`` of ``reader``'s bundle went to ``placement``."""
+        self._files[(id(reader), shard)] = placement
+        self._only = placement if len(self._files) == 1 else None
+
+    def placement(self, source: BundleTensor) -> _Placement:
+        """Where the data file of the taken-over tensor ``source`` went."""
+        if self._only is not None:
+            return self._only
+        columns = source.bundle.entries
+        return self._files[(id(source.bundle), columns.kinds[columns.kind[source.row]][2])]
+
+    def entry(self, item: Any) -> bytes:
+        """The index entry of the tensor ``item`` (a record, or the row of a tensor taken over) wrote."""
+        return item.entry if type(item) is _Record else self.placement(item.value).entry(item.value)
+
+    def hows(self, items: list[Any], records: list[_Record]) -> str | list[str]:
+        """How each of ``items`` (``records``, the tensors written or copied alone, and the rows of those taken
+        over, in any order) got there (:mod:`~formats.tf_bundle.origins`): one text when every one got there the
+        same way (no list a tensor)."""
+        taken = {p.how for p in self._files.values()}
+        ways = taken | {r.how for r in records}
+        if len(ways) <= 1:
+            return ways.pop() if ways else FRESH
+        if len(taken) <= 1:
+            how = taken.pop() if taken else FRESH
+            return [r.how if type(r) is _Record else how for r in items]
+        return [r.how if type(r) is _Record else self.placement(r.value).how for r in items]
+
+
 class _Record:
-    """One tensor written: its key (as text: bytes of the index that are not UTF-8 kept as ``surrogateescape`` keeps
-    them; the text given, not a copy, when it is valid) and entry proto (or, taken over whole, its
-    :class:`_Placement`), size, dtype and shape, what it is compared with when
-    read back (``expected``: the source itself or a :class:`Digest`), and how its bytes got there (``how``:
-    written fresh, copied from an input data file, or in an input data file linked)."""
+    """One tensor written fresh or copied alone: its key (as text: bytes of the index that are not UTF-8 kept as
+    ``surrogateescape`` keeps them; the text given, not a copy, when it is valid) and entry proto, size, dtype and
+    shape, what it is compared with when read back (``expected``: the source itself or a :class:`Digest`), how its
+    bytes got there (``how``: written fresh, or copied from an input data file), its source (``value``) and its
+    position in the order given. (A tensor in an input data file taken over whole has none: see :class:`_Taken`.)"""
 
-    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "source", "position")
+    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "value", "position")
 
-    def __init__(self, key: str, entry: bytes | _Placement, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
-                 how: str = FRESH, source: Any = None) -> None:
+    def __init__(self, key: str, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
+                 how: str = FRESH, value: Any = None) -> None:
         self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
-        self.expected, self.how, self.source = expected, how, source
+        self.expected, self.how, self.value = expected, how, value
         self.position = 0  # in the order the tensors were given
 
 
@@ -159,12 +211,16 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     """Write the data files and the index under temporary names, and verify them (fsyncs overlap the check).
     ``guarded``: every source was checked not to be read from an output file (:func:`guard_output`)."""
     report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
-    records = _take_over(out, pairs, guard, progress)
-    records += _write_fresh(out, pairs, guard, chunk, verify, keep, records, progress, shards, guarded)
-    in_order = sorted(records, key=lambda r: r.position)
+    taken = _Taken()
+    rows = _take_over(out, pairs, guard, progress, taken)  # the rows of the tensors taken over
+    records = _write_fresh(out, pairs, guard, chunk, verify, keep, rows, progress, shards, guarded)
+    in_order = _in_order(out.layout.files, rows, records)
+    del rows
     report.contents = StoredRows(in_order, _stored)  # a Stored made when asked for
-    report.tensors, report.bytes = len(in_order), sum([r.size for r in in_order])
-    if _write_index(out, records):
+    report.tensors = len(in_order)
+    report.bytes = sum([r.size for r in records]) + sum(map(_tensor_bytes, out.layout.files))
+    written = by_key(in_order)  # as the index lists them (given so, the very list)
+    if _write_index(out, written, taken):
         report.format = "tf-object"
     for r in records:
         r.entry = b""  # in the index now: not held through the read-back
@@ -172,14 +228,43 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     if verify:
         from formats.tf_bundle.readback import verify_written
 
-        report.accept(verify_written(out.temp, out.prefix, records, chunk, jobs))
+        report.accept(verify_written(out.temp, out.prefix, written, taken.hows(written, records), chunk, jobs))
     out.finish_syncs()
     return report
 
 
-def _stored(r: _Record) -> Stored:
-    """The report's line of the tensor ``r`` wrote."""
-    return Stored(r.key, r.key, r.dtype, r.dtype, r.shape)
+def _in_order(files: list[Any], taken: list[Any], records: list[_Record]) -> list[Any]:
+    """The rows of the tensors taken over (``taken``: those of each of ``files`` in turn, by position) and the
+    ``records`` of the others, in the order the tensors were given."""
+    in_order: list[Any] = [None] * (len(taken) + len(records))
+    done = 0
+    for reused in files:
+        positions = reused.positions
+        end = done + len(positions)
+        if type(positions) is range and positions.step == 1:
+            in_order[positions.start:positions.stop] = taken[done:end]
+        else:
+            for position, row in zip(positions, itertools.islice(taken, done, end)):
+                in_order[position] = row
+        done = end
+    for r in records:
+        in_order[r.position] = r
+    return in_order
+
+
+def _tensor_bytes(reused: Any) -> int:
+    """The bytes of the tensors of an input data file taken over (from its index's columns)."""
+    columns = reused.reader.entries
+    sizes = [size for _, _, _, size in columns.kinds]
+    return sum(map(sizes.__getitem__, map(columns.kind.__getitem__, reused.rows)))
+
+
+def _stored(r: Any) -> Stored:
+    """The report's line of the tensor ``r`` wrote (a record, or the row of a tensor taken over)."""
+    if type(r) is _Record:
+        return Stored(r.key, r.key, r.dtype, r.dtype, r.shape)
+    source = r.value
+    return Stored(r.key, r.key, source.dtype, source.dtype, source.shape)
 
 
 class RowPairs(Sequence["tuple[Any, Source]"]):
@@ -213,6 +298,36 @@ class RowPairs(Sequence["tuple[Any, Source]"]):
         for row in self.rows:
             yield row.key, row.value
         yield from self._tail
+
+    def sources(self) -> Sequence[Source]:
+        """The pairs' values, each read from its row when asked for (no list of them)."""
+        return _RowValues(self)
+
+
+class _RowValues(Sequence[Source]):
+    """:meth:`RowPairs.sources`."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, pairs: RowPairs) -> None:
+        self._pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        rows = self._pairs.rows
+        return rows[i].value if 0 <= i < len(rows) else self._pairs[i][1]
+
+    def __iter__(self) -> Iterator[Source]:
+        yield from map(_value, self._pairs.rows)
+        for _, source in self._pairs._tail:
+            yield source
+
+
+_value = attrgetter("value")
 
 
 _INDEXED = (list, RowPairs)
@@ -259,14 +374,17 @@ def _key_bytes(key: Any, prefix: str) -> bytes:
     return raw
 
 
-def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
-               progress: Callable[[int, int], None] | None) -> list[_Record]:
+def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard, progress: Callable[[int, int], None] | None,
+               taken: _Taken) -> list[Any]:
     """Put the input data files taken over whole in place: hard links (with ``link``), else kernel copies at
-    the start of the data file. Their entries keep their checksums; nothing passes through Python."""
-    records: list[_Record] = []
+    the start of the data file, each added to ``taken``. Their entries keep their checksums; nothing passes through
+    Python. The rows of their tensors, file after file: a plan's own row where its key is its text, else a
+    :class:`_Pair`."""
+    rows: list[Any] = []
     base = 0
     plan_rows = pairs.rows if type(pairs) is RowPairs else []
     given = len(plan_rows)
+    output = guard.output
     for number, reused in enumerate(out.layout.files):
         how = LINKED
         if out.link:
@@ -284,25 +402,24 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard,
                 out.open_data(0)
             _copy_flushing(reused.path, out.data.fileno(), reused.size, base)  # type: ignore[union-attr]
         base += reused.size
-        output = guard.output
-        columns = reused.reader.entries  # each tensor's entry read from the input's index columns
-        kinds, kind_of = columns.kinds, columns.kind
-        placed = _Placement(offset, shard)
-        for position, row in zip(reused.positions, reused.rows):  # their sources guarded (guard_output)
+        taken.add(reused.reader, reused.shard, _Placement(offset, shard, how))
+        for position in reused.positions:  # their sources guarded (guard_output)
             if position < given:
-                plan_row = plan_rows[position]  # (the plan's row itself: no pair made, no call)
-                key, source = plan_row.key, plan_row.value
+                row = plan_rows[position]  # (the plan's row itself: no pair made, no call)
+                key = row.key
+                if type(key) is str and key and key.isascii():
+                    rows.append(row)
+                    continue
+                source = row.value
             else:
                 key, source = pairs[position]
-            _, shape, _, size = kinds[kind_of[row]]
-            record = _Record(_key_text(key, output), placed, size, source.dtype, shape, how=how, source=source)
-            record.position = position
-            records.append(record)
+            text = _key_text(key, output)
+            rows.append(row if position < given and text is key else _Pair(text, source))
         if progress is not None:
-            progress(base, len(records))
+            progress(base, len(rows))
     if out.data is not None:
         out.data.seek(base)
-    return records
+    return rows
 
 
 def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
@@ -326,9 +443,9 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
 
 
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
-                 verify: bool, keep: bool, taken: list[_Record], progress: Callable[[int, int], None] | None = None,
+                 verify: bool, keep: bool, taken: list[Any], progress: Callable[[int, int], None] | None = None,
                  shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
-    """Write every tensor not taken over, in the order given (``taken``: the records of those taken over), to the
+    """Write every tensor not taken over, in the order given (``taken``: the rows of those taken over), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
     if out.fresh_shard is None:
         return []  # (keys written twice among those taken over: found in the index's order, _write_index)
@@ -415,7 +532,7 @@ def write_data_file(out: BinaryIO, pairs: Iterable[tuple[str, Source]], shard: i
     offset = 0
     for key, source in pairs:
         record = _write_tensor(out, _key_text(key, prefix), source, offset, chunk, False, True, shard, kernel=False)
-        rows.append((key_bytes_of(record.key), record.entry))  # type: ignore[arg-type]  # written fresh: bytes
+        rows.append((key_bytes_of(record.key), record.entry))
         offset += record.size
     return rows
 
@@ -438,7 +555,7 @@ def _write_tensor(out: BinaryIO, key: str, source: Source, offset: int, chunk: i
     if copied is not None:
         dtype, shape, size, crc = copied
         return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
-                       how=COPIED, source=source)
+                       how=COPIED, value=source)
     dt, shape = describe(source)
     name = key
     h = _sha256() if verify and not (keep or _unchanging(source)) else None
@@ -532,7 +649,7 @@ class _Run:
         self.end = at + size
         crc = columns.crc[row]
         return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
-                       how=COPIED, source=source)
+                       how=COPIED, value=source)
 
     def flush(self) -> None:
         """Write the bytes of the tensors taken since the last flush."""
@@ -575,22 +692,20 @@ def _copy_fixed(out: BinaryIO, source: Source, chunk: int, h: Any) -> tuple[int,
     return size, unmask(source.raw.crc32c) if same_bytes else crc
 
 
-def _write_index(out: BundleFiles, records: list[_Record]) -> bool:
-    """The index, keys in bytewise order, flushed to disk in the background (joined before publishing); whether it
-    holds an object graph. A key written twice is refused, named."""
-    sort_by_key(records)
-    keys = [r.key for r in records]
-    if any(map(str.__eq__, keys, keys[1:])):  # neighbours once sorted (no set of every key at the peak)
-        twice = next(a for a, b in zip(keys, keys[1:]) if a == b)
+def _write_index(out: BundleFiles, records: list[Any], taken: _Taken) -> bool:
+    """The index of ``records`` (sorted by key, :func:`~formats.tf_bundle.origins.by_key`), flushed to disk in the
+    background (joined before publishing); whether it holds an object graph. A key written twice is refused, named."""
+    keys, after = map(record_key, records), map(record_key, itertools.islice(records, 1, None))
+    if any(map(str.__eq__, keys, after)):  # neighbours once sorted (no set of every key, no list of them)
+        twice = next(a for a, b in zip(map(record_key, records), map(record_key, records[1:])) if a == b)
         raise InvalidOutputError(out.prefix, f"duplicate key {twice!r}")
-    graph = OBJECT_GRAPH_KEY in keys
-    del keys
+    graph = OBJECT_GRAPH_KEY in map(record_key, records)
     index = out.index
     assert index is not None
-    _write_table(index, out.shards, records)
+    _write_table(index, out.shards, records, taken)
     if out.settled_index is not None:  # the same index under the shard count the bundle settles at
         with open(out.settled_index, "xb") as settled:
-            _write_table(settled, out.shards - out.empty, records)
+            _write_table(settled, out.shards - out.empty, records, taken)
             settled.flush()
             os.fsync(settled.fileno())
     if out.syncing:  # data going to disk: the index goes too while the read-back checks what was written
@@ -601,10 +716,10 @@ def _write_index(out: BundleFiles, records: list[_Record]) -> bool:
     return graph
 
 
-def _write_table(f: BinaryIO, shards: int, records: list[_Record]) -> None:
+def _write_table(f: BinaryIO, shards: int, records: list[Any], taken: _Taken) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    table.add_all((r.key.encode("utf-8", "surrogateescape"),  # key_bytes_of, inline: bytes made one at a time
-                   r.entry if type(r.entry) is bytes else r.entry.entry(r))  # type: ignore[union-attr]
+    entry = taken.entry
+    table.add_all((r.key.encode("utf-8", "surrogateescape"), entry(r))  # (key_bytes_of, inline: one at a time)
                   for r in records)
     table.finish()
