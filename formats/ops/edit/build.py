@@ -14,7 +14,7 @@ target, then put computed values (casts, means) in the rows and give each its da
 """
 from __future__ import annotations
 
-from _collections_abc import Callable  # collections.abc's classes, without the collections package
+from _collections_abc import Callable, Sequence  # collections.abc's classes, without the collections package
 
 from formats.core.format import capability
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
@@ -30,7 +30,12 @@ from formats.tf_bundle.sharding import assign_shards, planned_size
 from formats.ops.edit.values import CastStats, CastTensor, MeanTensor, is_lossless
 from formats.ops.edit.view import KeptView
 
-__all__ = ["plan_output", "own_target", "has_data_files", "ValueFor"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+__all__ = ["plan_output", "own_target", "has_data_files", "ValueFor", "KeyActions"]
 
 ValueFor = Callable[[TensorEntry], tuple[Source, str] | None]
 """For an ``average``: the value to write for a kept entry and a note saying what it is (None: the entry's own)."""
@@ -202,27 +207,52 @@ def _oversized(rows: list[PlanRow], sizes: list[int], limit: int, conversion: Co
 
 
 def _list_actions(plan: EditPlan, source: Checkpoint, dropped: dict[str, str]) -> None:
-    """One :class:`KeyAction` per input key (the object graph included), in key order."""
-    written: dict[str, PlanRow] = {}
-    row: PlanRow | None
-    for row in plan.conversion.rows:
-        if row.source is not None:
-            written.setdefault(row.source, row)
-    planned = bool(plan.conversion.rows)
-    for key in sorted(source):
-        row = written.get(key)
-        if key == OBJECT_GRAPH_KEY:
-            graph = plan.conversion.object_graph
-            plan.actions.append(KeyAction(key, "keep" if graph is not None else "drop", key if graph else None,
-                                          "string" if graph else "", "object graph, cut down to the tensors kept"
-                                          if graph is not None else "not written by the output format"))
-        elif key in dropped:
-            plan.actions.append(KeyAction(key, "drop", detail=dropped[key]))
-        elif row is None:
-            plan.actions.append(KeyAction(key, "drop", detail="not written by the output format" if planned else
-                                          "nothing is written"))
-        else:
-            plan.actions.append(KeyAction(key, _action(row, plan.operation), row.key, row.dtype, row.note))
+    """One :class:`KeyAction` per input key (the object graph included), in key order: made when asked for."""
+    plan.actions = KeyActions(plan, source, dropped)
+
+
+class KeyActions(Sequence[KeyAction]):
+    """An edit plan's actions, one per input key in key order, each made as it is reached from the plan (its rows,
+    its object graph, what the selection ``dropped``) rather than an object per key held with the plan (at a million
+    keys, 77 MB)."""
+
+    __slots__ = ("_plan", "_source", "_dropped")
+
+    def __init__(self, plan: EditPlan, source: Checkpoint, dropped: dict[str, str]) -> None:
+        self._plan, self._source, self._dropped = plan, source, dropped
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def __getitem__(self, i: Any) -> Any:
+        return list(self)[i]
+
+    def __iter__(self) -> Iterator[KeyAction]:
+        plan, dropped = self._plan, self._dropped
+        written: dict[str, PlanRow] = {}
+        for row in plan.conversion.rows:
+            if row.source is not None:
+                written.setdefault(row.source, row)
+        planned = bool(plan.conversion.rows)
+        for key in sorted(self._source):
+            found = written.get(key)
+            if key == OBJECT_GRAPH_KEY:
+                graph = plan.conversion.object_graph
+                yield KeyAction(key, "keep" if graph is not None else "drop", key if graph else None,
+                                "string" if graph else "", "object graph, cut down to the tensors kept"
+                                if graph is not None else "not written by the output format")
+            elif key in dropped:
+                yield KeyAction(key, "drop", detail=dropped[key])
+            elif found is None:
+                yield KeyAction(key, "drop", detail="not written by the output format" if planned else
+                                "nothing is written")
+            else:
+                yield KeyAction(key, _action(found, plan.operation), found.key, found.dtype, found.note)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (list, KeyActions)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _action(row: PlanRow, operation: str) -> str:

@@ -17,7 +17,7 @@ from formats.ops.edit.values import CastStats
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 __all__ = ["EditOptions", "KeyAction", "EditPlan", "EditResult", "execute_edit", "parse_casts", "FLOAT_DTYPES"]
@@ -110,7 +110,7 @@ class EditPlan:
     operation: str
     inputs: list[str]
     conversion: ConversionPlan
-    actions: list[KeyAction] = field(default_factory=list)
+    actions: Sequence[KeyAction] = field(default_factory=list)
     casts: list[CastStats] = field(default_factory=list)
     shards: list[int] | None = None
     resources: list[Checkpoint] = field(default_factory=list, repr=False)
