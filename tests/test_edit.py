@@ -354,3 +354,25 @@ def test_keras3_weights_sharded_by_size(tmp_path, run_cli):
         assert sorted(b) == sorted(k for k in a if not k.startswith("optimizer"))
         for key in b:
             np.testing.assert_array_equal(b[key].read(), a[key].read())
+
+
+def test_the_actions_are_made_as_they_are_read_one_per_input_key(tmp_path):
+    """An edit's actions are not held with its plan (a KeyAction per key: 77 MB at a million keys); read, they are
+    one per input key in key order, each as the plan says - kept under its key, or dropped and why."""
+    from formats.ops.edit.build import KeyActions
+    from formats.ops.edit.plan import KeyAction
+
+    result = edit(TF1_ADAM, tmp_path / "model.ckpt-200", drop_optimizer=True, dry_run=True)
+    actions = result.plan.actions
+    assert isinstance(actions, KeyActions)
+    with open_checkpoint(TF1_ADAM) as src:
+        keys = sorted(src)
+        roles = {k: e.role for k, e in src.items()}
+    assert len(actions) == len(keys) == 21 and [a.key for a in actions] == keys
+    kept = [a for a in actions if a.action == "keep"]
+    assert [a.key for a in kept] == [k for k in keys if roles[k] == "variable"]
+    assert all(a.output == a.key and a.dtype == "float32" for a in kept)
+    assert {a.key for a in actions if a.action == "drop"} == {k for k in keys if roles[k] != "variable"}
+    assert keys[-1] == "global_step" and actions[-1] == KeyAction("global_step", "drop", detail="optimizer state")
+    assert actions == list(actions) and result.plan.counts() == {"keep": len(kept), "drop": 21 - len(kept)}
+    assert result.plan.to_json()["keys"] == [a.to_json() for a in list(actions)]
