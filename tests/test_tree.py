@@ -228,3 +228,28 @@ def test_a_key_tree_shares_one_string_per_label_up_to_a_bound(monkeypatch) -> No
     assert len({id(row.label) for (_, label), row in rows.items() if label == "dense"}) == 1
     assert len({id(row.label) for (_, label), row in rows.items() if label == "norm"}) == 4
     assert [[row.label for row in layer.children] for layer in root.children] == [["dense", "norm"]] * 4
+
+
+def test_rows_that_say_the_same_share_one_tuple_of_it(tmp_path):
+    """A tree's rows hold what they say of their tensor and subtree as tuples shared by the rows that say the same
+    (300 tensors of one dtype and shape: one tuple for them all, one for their scopes' totals), and a row changed
+    changes alone."""
+    from tests.scale_bundles import name_based
+
+    with open_checkpoint(name_based(tmp_path, 300)) as ckpt:
+        tree = build_tree(ckpt)
+    rows = tree.root.nodes()
+    leaves = [row for row in rows if row.key is not None]
+    assert len(leaves) == 300 and len({id(row.own) for row in leaves}) == 1
+    assert leaves[0].own == ("float32", (4,), "variable", 16, 4) and len({id(row.sums) for row in leaves}) == 1
+    assert (leaves[0].dtype, leaves[0].shape, leaves[0].role, leaves[0].own_nbytes, leaves[0].own_parameters) == \
+        ("float32", (4,), "variable", 16, 4)
+    scopes = [row for row in rows if row.key is None and len(row.children) == 1]  # model/layer_<i>/unit_<j>
+    assert scopes and all(row.sums is row.children[0].sums for row in scopes)
+    assert (tree.root.nbytes, tree.root.parameters, tree.root.tensors) == (4800, 1200, 300)
+    layer = _find(tree.root, "model", "layer_1")
+    assert (layer.nbytes, layer.parameters, layer.tensors) == (1600, 400, 100)
+    leaves[0].own_nbytes = 0
+    assert leaves[0].own_nbytes == 0 and leaves[1].own_nbytes == 16 and leaves[0].dtype == "float32"
+    copy = TreeNode(leaves[1].label, leaves[1].key, own=leaves[1].own, sums=leaves[1].sums)
+    assert copy == leaves[1]

@@ -63,7 +63,7 @@ def tree_table(tree: Any) -> TextTable:
 def _table(labels: list[str], nodes: list[Any]) -> TextTable:
     """The rows of ``nodes`` (a row's own tensor, or the totals of an object holding others)."""
     styles: list[str | None] = [
-        "dim" if node.role in _DIM_ROLES or node.note.startswith("optimizer") else None if node.key is not None
+        "dim" if node.own[2] in _DIM_ROLES or node.note.startswith("optimizer") else None if node.key is not None
         else "bold" for node in nodes]
     return TextTable.of_columns(TREE_COLUMNS, _cells(labels, nodes), styles)
 
@@ -76,11 +76,11 @@ TREE_COLUMNS = [("object", "left"), ("dtype", "left"), ("shape", "left"), ("size
 def _cells(labels: list[str], nodes: list[Any]) -> list[list[str]]:
     """The cells of ``nodes``' rows (:data:`TREE_COLUMNS`), a column at a time."""
     own = [node.key is not None for node in nodes]
-    dtypes = [node.dtype or "" for node in nodes]
-    shapes = [shape_text(node.shape) if mine and node.shape is not None else "" for mine, node in zip(own, nodes)]
-    sizes = list(map(human_bytes, [node.own_nbytes if mine else node.nbytes for mine, node in zip(own, nodes)]))
-    params = list(map("{:,}".format, [node.own_parameters if mine else node.parameters
-                                      for mine, node in zip(own, nodes)]))
+    facts = [node.own if mine else node.sums for mine, node in zip(own, nodes)]  # (a row's own, or its totals)
+    dtypes = [node.own[0] or "" for node in nodes]
+    shapes = [shape_text(fact[1]) if mine and fact[1] is not None else "" for mine, fact in zip(own, facts)]
+    sizes = list(map(human_bytes, [fact[3] if mine else fact[0] for mine, fact in zip(own, facts)]))
+    params = list(map("{:,}".format, [fact[4] if mine else fact[1] for mine, fact in zip(own, facts)]))
     notes = [_note(node) if node.aliases else node.note for node in nodes]
     return [labels, dtypes, shapes, sizes, params, notes]
 

@@ -38,25 +38,49 @@ MAX_TREE_DEPTH = MAX_NESTING + 8
 """Rows nest at most this deep: the graph's own limit plus a few levels of slots under variables."""
 
 
+Own = tuple  # (dtype, shape, role, own_nbytes, own_parameters) of a row's own tensor: see TreeNode.own
+Sums = tuple  # (nbytes, parameters, tensors) of a row's subtree: see TreeNode.sums
+
+_NO_TENSOR: Own = (None, None, None, 0, 0)
+_NOTHING: Sums = (0, 0, 0)
+
+
 @record(slots=True)  # one per row: a dict per node cost more than its fields
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children. A row
     without other paths or children holds the empty tuple, not a list of its own (most rows are leaves: two
-    empty lists each were 20 MB at 100k rows); a row given children gets a list."""
+    empty lists each were 20 MB at 100k rows); a row given children gets a list.
+
+    What a row says of its own tensor (``dtype``, ``shape``, ``role``, ``own_nbytes``, ``own_parameters``) is one
+    tuple, ``own``, and its subtree's totals (``nbytes``, ``parameters``, ``tensors``) another, ``sums``: tuples
+    shared by the rows that say the same (:func:`_shared`: a million tensors of a few shapes hold a few), where eight
+    fields of their own were 64 bytes a row (128 MB for the two million rows of a million keys)."""
 
     label: str
     key: str | None = None
-    dtype: str | None = None
-    shape: tuple[int, ...] | None = None
-    role: str | None = None
     note: str = ""
     aliases: Sequence[str] = ()
     children: Sequence[TreeNode] = ()
-    nbytes: int = 0
-    parameters: int = 0
-    tensors: int = 0
-    own_nbytes: int = 0
-    own_parameters: int = 0
+    own: Own = _NO_TENSOR
+    sums: Sums = _NOTHING
+
+    dtype = property(lambda self: self.own[0], lambda self, v: self._set_own(0, v), doc="Its tensor's dtype.")
+    shape = property(lambda self: self.own[1], lambda self, v: self._set_own(1, v), doc="Its tensor's shape.")
+    role = property(lambda self: self.own[2], lambda self, v: self._set_own(2, v), doc="Its tensor's role.")
+    own_nbytes = property(lambda self: self.own[3], lambda self, v: self._set_own(3, v),
+                          doc="Its own tensor's bytes.")
+    own_parameters = property(lambda self: self.own[4], lambda self, v: self._set_own(4, v),
+                              doc="Its own tensor's parameters (0 for a non-numeric dtype).")
+    nbytes = property(lambda self: self.sums[0], lambda self, v: self._set_sum(0, v), doc="Its subtree's bytes.")
+    parameters = property(lambda self: self.sums[1], lambda self, v: self._set_sum(1, v),
+                          doc="Its subtree's parameters.")
+    tensors = property(lambda self: self.sums[2], lambda self, v: self._set_sum(2, v), doc="Its subtree's tensors.")
+
+    def _set_own(self, i: int, value: object) -> None:
+        self.own = _shared((*self.own[:i], value, *self.own[i + 1:]))
+
+    def _set_sum(self, i: int, value: object) -> None:
+        self.sums = _shared((*self.sums[:i], value, *self.sums[i + 1:]))
 
     def total(self) -> None:
         """Recompute ``nbytes``/``parameters``/``tensors`` of this subtree from own tensors upwards."""
@@ -64,12 +88,19 @@ class TreeNode:
         order.reverse()  # children before their parent
         order.append(self)
         for node in order:
-            nbytes, parameters, tensors = node.own_nbytes, node.own_parameters, 0 if node.key is None else 1
-            for child in node.children:
-                nbytes += child.nbytes
-                parameters += child.parameters
-                tensors += child.tensors
-            node.nbytes, node.parameters, node.tensors = nbytes, parameters, tensors
+            children = node.children
+            if node.key is None:
+                if len(children) == 1:  # a scope of one row: its totals (the very tuple)
+                    node.sums = children[0].sums
+                    continue
+                nbytes = parameters = tensors = 0
+            else:
+                own = node.own
+                nbytes, parameters, tensors = own[3], own[4], 1
+            for child in children:
+                sums = child.sums
+                nbytes, parameters, tensors = nbytes + sums[0], parameters + sums[1], tensors + sums[2]
+            node.sums = _shared((nbytes, parameters, tensors))
 
     def nodes(self) -> list[TreeNode]:
         """Every node under this one, depth first, parents before their children (as :meth:`walk` yields
@@ -145,6 +176,7 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     """
     from formats.core.selection import select_keys
 
+    _SHARED.clear()  # (the last tree's facts: not held by this one)
     selected, unmatched = select_keys(ckpt, patterns or ())
     graph = ckpt.object_graph
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
@@ -169,7 +201,27 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     if everything:
         root.children = [*root.children, *_signature_nodes(ckpt.metadata.get("signatures") or [])]
     root.total()
+    _SHARED.clear()  # (the rows hold what they share)
     return CheckpointTree(ckpt.path, ckpt.format, root, hidden=len(ckpt) - len(keep), unmatched=unmatched)
+
+
+def _shared(facts: tuple) -> tuple:
+    """The tuple equal to ``facts`` that rows share (a row's ``own`` or ``sums``): the first of them given, up to
+    :data:`_SHARED_FACTS` distinct ones; beyond them, ``facts`` itself."""
+    try:
+        found = _SHARED.get(facts)
+    except TypeError:  # (a shape given as a list by some reader: not shared)
+        return facts
+    if found is not None:
+        return found
+    if len(_SHARED) < _SHARED_FACTS:
+        _SHARED[facts] = facts
+    return facts
+
+
+_SHARED: dict[tuple, tuple] = {}
+_SHARED_FACTS = 1 << 16
+"""Distinct facts rows share a tuple of (more: each row its own); the pool is cleared by every :func:`build_tree`."""
 
 
 _BATCH = 4096
@@ -178,9 +230,7 @@ _BATCH = 4096
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
     dtype, role = entry.dtype, entry.role
-    node.dtype, node.shape, node.role = dtype, entry.shape, role
-    node.own_nbytes = entry.nbytes
-    node.own_parameters = 0 if dtype in NON_PARAMETER else entry.size
+    node.own = _shared((dtype, entry.shape, role, entry.nbytes, 0 if dtype in NON_PARAMETER else entry.size))
     if role == Role.VARIABLE and dtype != "variant":  # no note of its own (most rows)
         return
     role_note = _role_note(entry)
