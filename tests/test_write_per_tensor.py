@@ -387,3 +387,21 @@ def test_the_rows_taken_over_go_back_to_the_order_given_wherever_they_were():
     other.position = 3
     assert writer._in_order(files, ["a4", "a0", "a2", "b5", "b6"], [fresh, other]) == \
         ["a0", fresh, "a2", other, "a4", "b5", "b6"]
+
+
+def test_a_data_file_is_taken_over_only_for_each_of_its_tensors_once(bundles):
+    """The layout takes an input data file over whole only when the sources are its every tensor, each once: a
+    tensor given twice (its second copy needs bytes of its own) or one left out keeps the file from being taken."""
+    from formats.tf_bundle.layout import plan_layout
+
+    with open_checkpoint(bundles[0]) as source:
+        tensors = list(source.values())
+        whole = plan_layout(tensors)
+        assert len(whole.files) == 1 and list(whole.files[0].positions) == list(range(len(tensors)))
+        assert list(whole.files[0].rows) == [t.row for t in tensors] and whole.files[0].size == 16 * len(tensors)
+        assert plan_layout([*tensors, tensors[5]]).files == []
+        assert plan_layout([tensors[5], *tensors]).files == []
+        assert plan_layout(tensors[1:]).files == []
+        shuffled = tensors[::-1]  # every tensor once, in another order: taken over, positions as given
+        again = plan_layout(shuffled)
+        assert len(again.files) == 1 and list(again.files[0].rows) == [t.row for t in shuffled]

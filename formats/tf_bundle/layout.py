@@ -17,7 +17,6 @@ before it are copied: a copy holds nothing but the output's tensors.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 import itertools
 import math
 import os
@@ -111,7 +110,10 @@ def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
             group = groups.get((id(reader), shard))
             if group is None:
                 group = groups[(id(reader), shard)] = _Run()
-            group.add(position)
+            if group.stop == position and group.more is None:  # (_Run.add's usual case, inline: no call)
+                group.stop += 1
+            else:
+                group.add(position)
         else:
             columns = reader.entries
             _, _, shard, size = columns.kinds[columns.kind[row]]
@@ -159,27 +161,31 @@ def _tiles_by_marks(columns: Any, stored: Sequence[int], size: int) -> bool | No
     by ``map`` over C functions: no int object is held a tensor (a sort makes a list, a key and an int a tensor:
     77 bytes). None when the marks would take more than :data:`MARKS_PER_ROW` bytes a row."""
     offsets, kind_of = columns.offset, columns.kind
+    every = type(stored) is range and stored.step == 1 and stored.start == 0 and stored.stop == len(offsets)
+    repeat = itertools.repeat
+
+    def starts() -> Iterator[int]:  # (every row: the column itself)
+        return iter(offsets) if every else map(offsets.__getitem__, stored)
+
+    def kinds() -> Iterator[int]:
+        return iter(kind_of) if every else map(kind_of.__getitem__, stored)
+
     sizes = [size_ for _, _, _, size_ in columns.kinds]
     unit = 0
-    for kind in set(map(kind_of.__getitem__, stored)):
+    for kind in set(kinds()):
         unit = math.gcd(unit, sizes[kind])
-    n = len(stored)
-    if unit <= 0 or size // unit > MARKS_PER_ROW * n + 4096:
+    if unit <= 0 or size // unit > MARKS_PER_ROW * len(stored) + 4096:
         return None
-    if sum(map(sizes.__getitem__, map(kind_of.__getitem__, stored))) != size or size % unit:
-        return False
-    starts = map(offsets.__getitem__, stored)
-    if min(map(offsets.__getitem__, stored)) != 0 or max(map(offsets.__getitem__, stored)) >= size or \
-            any(map(int.__mod__, starts, itertools.repeat(unit))):
+    if sum(map(sizes.__getitem__, kinds())) != size or size % unit or min(starts()) != 0 or \
+            unit > 1 and any(map(int.__mod__, starts(), repeat(unit))):
         return False
     marks = bytearray(size // unit + 1)
-    any(map(marks.__setitem__, map(int.__floordiv__, map(offsets.__getitem__, stored), itertools.repeat(unit)),
-            itertools.repeat(1)))  # (each call gives None: ``any`` runs them all)
-    marks[-1] = 1  # the file's end
-    ends = map(int.__add__, map(offsets.__getitem__, stored), map(sizes.__getitem__, map(kind_of.__getitem__, stored)))
-    try:
-        return all(map(marks.__getitem__, map(int.__floordiv__, ends, itertools.repeat(unit))))
-    except IndexError:  # a tensor ending past the file's end
+    try:  # (a start or an end past the file's end: IndexError)
+        any(map(marks.__setitem__, map(int.__floordiv__, starts(), repeat(unit)), repeat(1)))  # (each gives None)
+        marks[-1] = 1  # the file's end
+        ends = map(int.__add__, starts(), map(sizes.__getitem__, kinds()))
+        return all(map(marks.__getitem__, map(int.__floordiv__, ends, repeat(unit))))
+    except IndexError:
         return False
 
 
@@ -279,20 +285,21 @@ def _whole_file(reader: BundleReader, shard: int, positions: Sequence[int], rows
     (see the module doc). Checked over the rows sorted, by C-level comparisons: no set, no tuple and no int object
     made a tensor (at a million tensors, 150 MB)."""
     columns = reader.entries
-    used = sorted(map(rows.__getitem__, positions))  # (the rows' own ints)
-    if any(map(int.__eq__, used, itertools.islice(used, 1, None))):
+    kind_of = columns.kind
+    used = bytearray(len(kind_of))  # a byte a row of the index: set for each row written
+    any(map(used.__setitem__, map(rows.__getitem__, positions), itertools.repeat(1)))  # (each gives None)
+    count = used.count(1)
+    if count != len(positions):
         return None  # a tensor written twice: its second copy needs bytes of its own
     here = {kind for kind, (_, _, in_shard, size) in enumerate(columns.kinds) if size and in_shard == shard}
     slices = columns.slices
-    kind_of = columns.kind
     stored: Sequence[int] = range(len(kind_of)) if not slices and all(map(here.__contains__, kind_of)) else \
         [row for row, kind in enumerate(kind_of) if kind in here and row not in slices]  # ascending
     graph_row = columns.find(_GRAPH)
-    at = bisect_left(used, graph_row)
-    graph = graph_row in stored and (at == len(used) or used[at] != graph_row)  # the output has its own
-    if len(stored) != len(used) + graph or \
-            not all(map(int.__eq__, used, filter(graph_row.__ne__, stored) if graph else stored)):
-        return None
+    graph = graph_row in stored and not used[graph_row]  # the input's graph: the output has its own
+    if len(stored) != count + graph or not all(map(used.__getitem__, filter(graph_row.__ne__, stored))):
+        return None  # (as many rows written as stored, each stored one written: the very rows)
+    del used
     path = reader.data_paths[shard]
     try:
         size = os.stat(path).st_size
