@@ -22,7 +22,7 @@ a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.p
 from __future__ import annotations
 
 from _collections_abc import Mapping, Sequence  # collections.abc's classes, without the collections package
-from _operator import attrgetter  # operator's C half
+from _operator import attrgetter, itemgetter  # operator's C half
 import itertools
 import math
 import os
@@ -74,6 +74,10 @@ class _Placement:
         return encode_entry(dtype, shape, self.base + columns.offset[row], size, columns.crc[row], self.shard)
 
 
+_NOWHERE = _Placement(0, 0, FRESH)
+"""The placement of no file (:attr:`_Taken.only` when nothing is taken over)."""
+
+
 class _Pair:
     """A tensor taken over whole, given as a pair with no ``key`` and ``value`` to lend (a ``(key, value)`` tuple),
     or whose key is not its text: its key's text and its source."""
@@ -95,6 +99,12 @@ class _Taken:
     def __init__(self) -> None:
         self._files: dict[tuple[int, int], _Placement] = {}
         self._only: _Placement | None = None  # the one placement, when there is one: no look-up a tensor
+
+    @property
+    def only(self) -> _Placement | None:
+        """Where the one file taken over went, when one was (no look-up a tensor); a placement that places no
+        tensor when none was; None when several were."""
+        return self._only if self._only is not None or self._files else _NOWHERE
 
     def add(self, reader: Any, shard: int, placement: _Placement) -> None:
         """Data file ``shard`` of ``reader``'s bundle went to ``placement``."""
@@ -322,12 +332,10 @@ class _RowValues(Sequence[Source]):
         return rows[i].value if 0 <= i < len(rows) else self._pairs[i][1]
 
     def __iter__(self) -> Iterator[Source]:
-        yield from map(_value, self._pairs.rows)
-        for _, source in self._pairs._tail:
-            yield source
+        return itertools.chain(map(_value, self._pairs.rows), map(_second, self._pairs._tail))  # (C: no frame)
 
 
-_value = attrgetter("value")
+_value, _second = attrgetter("value"), itemgetter(1)
 
 
 _INDEXED = (list, RowPairs)
@@ -719,7 +727,13 @@ def _write_index(out: BundleFiles, records: list[Any], taken: _Taken) -> bool:
 def _write_table(f: BinaryIO, shards: int, records: list[Any], taken: _Taken) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    entry = taken.entry
-    table.add_all((r.key.encode("utf-8", "surrogateescape"), entry(r))  # (key_bytes_of, inline: one at a time)
-                  for r in records)
+    only = taken.only
+    if only is None:
+        entry = taken.entry
+        rows = ((r.key.encode("utf-8", "surrogateescape"), entry(r)) for r in records)  # (key_bytes_of, inline)
+    else:  # one file taken over (or none): its entries made by its placement, no look-up a tensor
+        place = only.entry
+        rows = ((r.key.encode("utf-8", "surrogateescape"), r.entry if type(r) is _Record else place(r.value))
+                for r in records)
+    table.add_all(rows)
     table.finish()
