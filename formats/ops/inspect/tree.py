@@ -87,6 +87,7 @@ class TreeNode:
         order = self.nodes()
         order.reverse()  # children before their parent
         order.append(self)
+        alone: dict[int, Sums] = {}  # id of a shared ``own`` -> the totals of a row of that tensor alone
         for node in order:
             children = node.children
             if node.key is None:
@@ -96,6 +97,14 @@ class TreeNode:
                 nbytes = parameters = tensors = 0
             else:
                 own = node.own
+                if not children:  # a tensor's row (most rows): its totals found by its facts' identity
+                    sums = alone.get(id(own))
+                    if sums is None:
+                        sums = _shared((own[3], own[4], 1))
+                        if len(alone) < _SHARED_FACTS:
+                            alone[id(own)] = sums
+                    node.sums = sums
+                    continue
                 nbytes, parameters, tensors = own[3], own[4], 1
             for child in children:
                 sums = child.sums
@@ -230,7 +239,11 @@ _BATCH = 4096
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
     dtype, role = entry.dtype, entry.role
-    node.own = _shared((dtype, entry.shape, role, entry.nbytes, 0 if dtype in NON_PARAMETER else entry.size))
+    own = (dtype, entry.shape, role, entry.nbytes, 0 if dtype in NON_PARAMETER else entry.size)
+    try:
+        node.own = _SHARED.get(own) or _shared(own)  # (_shared, its usual case inline: no call)
+    except TypeError:  # (a shape given as a list: not shared)
+        node.own = own
     if role == Role.VARIABLE and dtype != "variant":  # no note of its own (most rows)
         return
     role_note = _role_note(entry)
