@@ -30,7 +30,7 @@ def sort_by_key(records: list[Any]) -> None:
     """Sort written tensors' records (each ``key`` a text) in the index's order, their keys' bytes. Keys that are
     all valid text sort by the texts themselves (code points sort as their UTF-8 bytes do), no bytes made; a key
     that is not (bytes kept as ``surrogateescape`` keeps them) sorts them all by bytes."""
-    if all(map(str.isascii, map(record_key, records))) or all(map(_valid, records)):  # (isascii: a flag)
+    if _text_order(records):
         records.sort(key=record_key)
     else:
         records.sort(key=lambda r: key_bytes_of(r.key))
@@ -41,11 +41,17 @@ def by_key(records: list[Any]) -> list[Any]:
     (a rename or an edit keeps the input's order: no second list of a million), else a sorted copy
     (:func:`sort_by_key`)."""
     if all(map(str.__lt__, map(record_key, records), map(record_key, islice(records, 1, None)))) and \
-            (all(map(str.isascii, map(record_key, records))) or all(map(_valid, records))):  # text order: bytes'
+            _text_order(records):
         return records
     ordered = list(records)
     sort_by_key(ordered)
     return ordered
+
+
+def _text_order(records: list[Any]) -> bool:
+    """Whether the records' keys sort by their texts as by their bytes: every key valid text (code points sort as
+    their UTF-8 bytes do; ``isascii``, a flag of the string, answers for most without encoding them)."""
+    return all(map(str.isascii, map(record_key, records))) or all(map(_valid, records))
 
 
 def _valid(record: Any) -> bool:
