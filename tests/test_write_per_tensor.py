@@ -151,10 +151,10 @@ def test_the_read_back_batches_a_range_of_rows_as_ranges():
         total += size
     expected.append((run, total))
     assert as_lists == expected
-    every = readback._Hows(["copied"] * 4).rows("copied", "linked")
+    every = readback._Hows(["copied"] * 4, 4).rows("copied", "linked")
     assert every == range(4) and type(every) is range
-    assert readback._Hows(["fresh", "copied", "fresh", "linked"]).rows("copied", "linked") == [1, 3]
-    assert readback._Hows("copied").rows("copied")[:3] == range(3) and readback._Hows("fresh").rows("copied") == ()
+    assert readback._Hows(["fresh", "copied", "fresh", "linked"], 4).rows("copied", "linked") == [1, 3]
+    assert readback._Hows("copied", 3).rows("copied") == range(3) and readback._Hows("fresh", 3).rows("copied") == ()
 
 
 @pytest.mark.parametrize("numbers, compact", [([3, 4, 5], range(3, 6)), ([7], range(7, 8)), ([1, 2, 4], [1, 2, 4]),

@@ -40,7 +40,7 @@ def verify_written(temp: str, prefix: str, records: list[Any], hows: str | list[
     (:func:`~formats.tf_bundle.origins.sort_by_key`), each of which got there as ``hows`` says (one text: all of
     them); raises VerificationError on a mismatch."""
     ordered = records  # in the index's order, as the writer wrote it (sort_by_key)
-    how = _Hows(hows)
+    how = _Hows(hows, len(ordered))
     written = BundleCheckpoint(temp, like=map(record_key, ordered))  # the keys held as the records' strings
     try:
         texts = written.reader.entries.texts
@@ -56,42 +56,37 @@ def verify_written(temp: str, prefix: str, records: list[Any], hows: str | list[
 class _Hows:
     """How each of the records (by their place in the index's order) got there: one text for them all, or a list."""
 
-    __slots__ = ("_all", "_each")
+    __slots__ = ("_all", "_each", "_count")
 
-    def __init__(self, hows: str | list[str]) -> None:
+    def __init__(self, hows: str | list[str], count: int) -> None:
         self._all: str = hows if isinstance(hows, str) else ""
         self._each: list[str] | None = None if isinstance(hows, str) else hows
+        self._count = count  # the records'
 
     def __getitem__(self, i: int) -> str:
         return self._all if self._each is None else self._each[i]
 
     def rows(self, *ways: str) -> Sequence[int]:
         """The places of the records that got there one of ``ways``: a range when they all did (no int a row)."""
-        if self._each is None:
-            return _EVERY if self._all in ways else ()
         each = self._each
+        if each is None:
+            return range(self._count) if self._all in ways else ()
         if all(map(ways.__contains__, each)):
             return range(len(each))
         return [i for i, how in enumerate(each) if how in ways]
-
-
-_EVERY = range(1 << 62)
-"""Every row (cut to the records' count where it is used)."""
 
 
 def _by_row(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: str, chunk: int,
             jobs: int | None) -> RoundTripReport:
     """The read-back when the index holds the keys of ``records`` (sorted by key) in its rows, in order: a
     copied tensor is checked from the index's columns by its row, no tensor object made for it."""
-    n = len(records)
-    fresh = {records[row].key: records[row].expected for row in how.rows(FRESH)[:n]}
+    fresh = {records[row].key: records[row].expected for row in how.rows(FRESH)}
     report = compare_checkpoints({k: written[k] for k in fresh}, fresh, path=prefix, against="sources",
                                  chunk=chunk, check_crc=False, jobs=jobs)
-    taken = how.rows(COPIED, LINKED)[:n]
-    copied = how.rows(COPIED)[:n]  # bytes read: on every core
-    sizes = [size for _, _, _, size in written.reader.entries.kinds]
-    kind = written.reader.entries.kind
-    batches = _batches(copied, list(map(sizes.__getitem__, map(kind.__getitem__, copied))))
+    taken = how.rows(COPIED, LINKED)
+    copied = how.rows(COPIED)  # bytes read: on every core
+    columns = written.reader.entries
+    batches = _batches(copied, list(columns.sizes_of(copied)))
     checked = map_ordered(lambda batch: _copied_rows(written, batch[0], records), batches, jobs,
                           weight=lambda batch: batch[1])
     problems = (problem for batch in checked for problem in batch)  # one per copied row, in order
@@ -107,7 +102,7 @@ def _by_row(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: s
             if problem is not None:
                 report.mismatches.append(Mismatch(record.key, "value", problem))
     report.tensors += len(taken)
-    report.bytes += sum(map(sizes.__getitem__, map(kind.__getitem__, taken)))  # as written (checked above)
+    report.bytes += sum(columns.sizes_of(taken))  # as written (checked above)
     return report
 
 
