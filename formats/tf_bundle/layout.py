@@ -157,9 +157,9 @@ def _tiles_by_marks(columns: Any, stored: Sequence[int], size: int) -> bool | No
     """:func:`_tiles` with no sort: a byte marks each tensor's start, in units of the sizes' greatest common divisor.
     The tensors tile the file when one starts at 0, each ends where one starts or at the file's end, and their sizes
     add up to it: from 0, tensors follow one another to the end, covering it with the sizes of all of them - so no
-    two start together and none is left over. Made
-    by ``map`` over C functions: no int object is held a tensor (a sort makes a list, a key and an int a tensor:
-    77 bytes). None when the marks would take more than :data:`MARKS_PER_ROW` bytes a row."""
+    two start together and none is left over. Made by ``map`` over C functions: no int object is held a tensor (a
+    sort makes a list, a key and an int a tensor: 77 bytes). None when the marks would take more than
+    :data:`MARKS_PER_ROW` bytes a row."""
     offsets, kind_of = columns.offset, columns.kind
     every = type(stored) is range and stored.step == 1 and stored.start == 0 and stored.stop == len(offsets)
     repeat = itertools.repeat
@@ -282,8 +282,8 @@ def _whole_file(reader: BundleReader, shard: int, positions: Sequence[int], rows
                 link: bool) -> Reused | None:
     """The data file, when the sources at ``positions`` (their rows in ``reader``'s index in ``rows``) are every
     stored tensor of it but perhaps the object graph, once each, tiling it; its ``size`` is what is taken over
-    (see the module doc). Checked over the rows sorted, by C-level comparisons: no set, no tuple and no int object
-    made a tensor (at a million tensors, 150 MB)."""
+    (see the module doc). Checked with a byte a row of the index and by ``map`` over C functions: no set, no tuple
+    and no int object made a tensor (at a million tensors, 150 MB)."""
     columns = reader.entries
     kind_of = columns.kind
     used = bytearray(len(kind_of))  # a byte a row of the index: set for each row written

@@ -74,10 +74,6 @@ class _Placement:
         return encode_entry(dtype, shape, self.base + columns.offset[row], size, columns.crc[row], self.shard)
 
 
-_NOWHERE = _Placement(0, 0, FRESH)
-"""The placement of no file (:attr:`_Taken.only` when nothing is taken over)."""
-
-
 class _Pair:
     """A tensor taken over whole, given as a pair with no ``key`` and ``value`` to lend (a ``(key, value)`` tuple),
     or whose key is not its text: its key's text and its source."""
@@ -100,12 +96,6 @@ class _Taken:
         self._files: dict[tuple[int, int], _Placement] = {}
         self._only: _Placement | None = None  # the one placement, when there is one: no look-up a tensor
 
-    @property
-    def only(self) -> _Placement | None:
-        """Where the one file taken over went, when one was (no look-up a tensor); a placement that places no
-        tensor when none was; None when several were."""
-        return self._only if self._only is not None or self._files else _NOWHERE
-
     def add(self, reader: Any, shard: int, placement: _Placement) -> None:
         """Data file ``shard`` of ``reader``'s bundle went to ``placement``."""
         self._files[(id(reader), shard)] = placement
@@ -118,9 +108,14 @@ class _Taken:
         columns = source.bundle.entries
         return self._files[(id(source.bundle), columns.kinds[columns.kind[source.row]][2])]
 
-    def entry(self, item: Any) -> bytes:
-        """The index entry of the tensor ``item`` (a record, or the row of a tensor taken over) wrote."""
-        return item.entry if type(item) is _Record else self.placement(item.value).entry(item.value)
+    @property
+    def entry(self) -> Callable[[BundleTensor], bytes]:
+        """The index entry of a taken-over tensor, from its source: the one placement's own method when one file was
+        taken over (no look-up a tensor)."""
+        return self._only.entry if self._only is not None else self._entry
+
+    def _entry(self, source: BundleTensor) -> bytes:
+        return self.placement(source).entry(source)
 
     def hows(self, items: list[Any], records: list[_Record]) -> str | list[str]:
         """How each of ``items`` (``records``, the tensors written or copied alone, and the rows of those taken
@@ -264,9 +259,7 @@ def _in_order(files: list[Any], taken: list[Any], records: list[_Record]) -> lis
 
 def _tensor_bytes(reused: Any) -> int:
     """The bytes of the tensors of an input data file taken over (from its index's columns)."""
-    columns = reused.reader.entries
-    sizes = [size for _, _, _, size in columns.kinds]
-    return sum(map(sizes.__getitem__, map(columns.kind.__getitem__, reused.rows)))
+    return sum(reused.reader.entries.sizes_of(reused.rows))
 
 
 def _stored(r: Any) -> Stored:
@@ -727,13 +720,7 @@ def _write_index(out: BundleFiles, records: list[Any], taken: _Taken) -> bool:
 def _write_table(f: BinaryIO, shards: int, records: list[Any], taken: _Taken) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    only = taken.only
-    if only is None:
-        entry = taken.entry
-        rows = ((r.key.encode("utf-8", "surrogateescape"), entry(r)) for r in records)  # (key_bytes_of, inline)
-    else:  # one file taken over (or none): its entries made by its placement, no look-up a tensor
-        place = only.entry
-        rows = ((r.key.encode("utf-8", "surrogateescape"), r.entry if type(r) is _Record else place(r.value))
-                for r in records)
-    table.add_all(rows)
+    entry = taken.entry
+    table.add_all((r.key.encode("utf-8", "surrogateescape"),  # (key_bytes_of, inline)
+                   r.entry if type(r) is _Record else entry(r.value)) for r in records)
     table.finish()
