@@ -367,26 +367,32 @@ def test_how_each_tensor_got_there_is_one_text_when_it_is_one_way():
     first, second = _Reader(), _Reader()
     linked, copied = _Row("d", _Source(first)), _Row("c", _Source(second))
     taken = writer._Taken()
-    assert taken.hows([], []) == "fresh" and taken.hows([fresh], [fresh]) == "fresh"
+    assert taken.hows([], set()) == "fresh" and taken.hows([fresh], {"fresh"}) == "fresh"
     taken.add(first, 0, writer._Placement(0, 0, "linked"))
-    assert taken.hows([linked], []) == "linked"
-    assert taken.hows([fresh, linked], [fresh]) == ["fresh", "linked"]
+    assert taken.hows([linked], set()) == "linked"
+    assert taken.hows([fresh, linked], {"fresh"}) == ["fresh", "linked"]
     taken.add(second, 0, writer._Placement(0, 1, "copied"))
-    assert taken.hows([linked, fresh, copied], [fresh]) == ["linked", "fresh", "copied"]
+    assert taken.hows([linked, fresh, copied], {"fresh"}) == ["linked", "fresh", "copied"]
     assert taken.placement(copied.value).shard == 1 and taken.placement(linked.value).shard == 0
+    assert taken.copied(first, 0) is None  # a file taken over whole: a tensor of it copied again gets a record
+    third = _Reader()
+    runs = taken.copied(third, 0)
+    assert runs is not None and taken.copied(third, 0) is runs and runs.how == "copied"
+    assert taken.hows([linked, _Row("e", _Source(third))], set()) == ["linked", "copied"]
 
 
 def test_the_rows_taken_over_go_back_to_the_order_given_wherever_they_were():
     from formats.tf_bundle import writer
-    from formats.tf_bundle.layout import Reused
+    from formats.tf_bundle.layout import Layout, Placed, Reused
 
     files = [Reused("a", 0, None, 0, [4, 0, 2]), Reused("b", 0, None, 0, range(5, 7))]  # type: ignore[arg-type]
     fresh = writer._Record("f", b"", 0, "float32", ())
-    fresh.position = 1
     other = writer._Record("g", b"", 0, "float32", ())
-    other.position = 3
-    assert writer._in_order(files, ["a4", "a0", "a2", "b5", "b6"], [fresh, other]) == \
+    layout = Layout(files, Placed(7, [4, 0, 2, 5, 6]))
+    assert writer._in_order(layout, ["a4", "a0", "a2", "b5", "b6"], [fresh, other]) == \
         ["a0", fresh, "a2", other, "a4", "b5", "b6"]
+    alone = [fresh, "copied", other]
+    assert writer._in_order(Layout([]), [], alone) is alone  # nothing taken over: the very list
 
 
 def test_a_data_file_is_taken_over_only_for_each_of_its_tensors_once(bundles):
@@ -405,3 +411,81 @@ def test_a_data_file_is_taken_over_only_for_each_of_its_tensors_once(bundles):
         shuffled = tensors[::-1]  # every tensor once, in another order: taken over, positions as given
         again = plan_layout(shuffled)
         assert len(again.files) == 1 and list(again.files[0].rows) == [t.row for t in shuffled]
+
+
+def _files_of(prefix: str) -> dict[str, bytes]:
+    import pathlib
+
+    folder = pathlib.Path(prefix).parent
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _same_as_a_fresh_write(tmp_path, name: str, pairs: list, monkeypatch) -> list[str]:
+    """Write ``pairs`` (key, bundle tensor or array) as given, and the same keys with every value read into an array
+    (written fresh, no copy): the two bundles' index and data bytes must be equal - TensorFlow's writer packs the
+    tensors in the order given, so where a copied one lies and what its entry says has one right answer. The keys
+    that got a writer record in the first write."""
+    from formats.tf_bundle import writer
+
+    made: list[str] = []
+    original = writer._Record.__init__
+
+    def counting(self, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(key)
+        original(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(writer._Record, "__init__", counting)
+    copied = write_checkpoint(str(tmp_path / name / "ckpt"), pairs)
+    monkeypatch.setattr(writer._Record, "__init__", original)
+    arrays = [(k, v if isinstance(v, np.ndarray) else v.read()) for k, v in pairs]
+    fresh = write_checkpoint(str(tmp_path / (name + "-fresh") / "ckpt"), arrays)
+    assert copied.verified and fresh.verified and copied.tensors == fresh.tensors == len(pairs)
+    assert copied.bytes == fresh.bytes == sum(np.asarray(v).nbytes for _, v in arrays)
+    assert [s.key for s in copied.contents] == [k for k, _ in pairs]  # in the order given
+    assert _files_of(str(tmp_path / name / "ckpt")) == _files_of(str(tmp_path / (name + "-fresh") / "ckpt"))
+    return made
+
+
+def test_tensors_copied_as_they_lie_are_written_as_their_rows_with_no_record(bundles, tmp_path, monkeypatch):
+    """An edit's selection (a tensor in ten left out, so no data file is taken over whole): every tensor copied as it
+    lies, with no writer record (250 MB at a million), its entry made from its run's place as the index is written;
+    a tensor written fresh among them keeps its record, and the runs after it their places."""
+    with open_checkpoint(bundles[0]) as source:
+        kept = [(k, v) for i, (k, v) in enumerate(source.items()) if i % 10 != 3]
+        kept.insert(40, ("fresh/a", np.arange(5, dtype=np.int32)))
+        kept.insert(900, ("fresh/b", np.arange(3, dtype=np.float64)))
+        assert _same_as_a_fresh_write(tmp_path, "kept", kept, monkeypatch) == ["fresh/a", "fresh/b"]
+
+
+def test_tensors_copied_in_any_order_have_their_places_and_one_copied_twice_a_record(tmp_path, monkeypatch):
+    """Where a copied tensor went is kept by its row in its input's index, whatever the order: tensors given out of
+    their file's order, a large one (a kernel copy of its own) and tensors of two inputs interleaved (a look-up of
+    the file a tensor) are written with no record; a tensor given a second time needs bytes of its own and has a
+    record, as has an empty one (nothing to copy: written fresh)."""
+    first, second = str(tmp_path / "in1" / "ckpt"), str(tmp_path / "in2" / "ckpt")
+    write_checkpoint(first, [(f"t{i}", np.full(3, i, np.float32)) for i in range(20)]
+                     + [("big", np.arange(40_000, dtype=np.float32)), ("empty", np.zeros((0, 4), np.float32)),
+                        ("after", np.ones(2, np.int64))])
+    write_checkpoint(second, [(f"u{i}", np.full(2, i, np.int16)) for i in range(10)])
+    with open_checkpoint(first) as one, open_checkpoint(second) as two:
+        pairs = [("a", one["t0"]), ("b", one["t1"]), ("c", two["u3"]), ("d", one["t5"]), ("e", one["t2"]),
+                 ("f", one["t5"]), ("g", one["big"]), ("h", one["empty"]), ("i", two["u4"]), ("j", one["after"]),
+                 ("k", one["t19"]), ("l", two["u3"])]
+        assert _same_as_a_fresh_write(tmp_path, "mixed", pairs, monkeypatch) == ["f", "h", "l"]
+        assert _same_as_a_fresh_write(tmp_path, "reversed", [(f"r{i}", one[f"t{i}"]) for i in range(19, -1, -1)],
+                                      monkeypatch) == []
+
+
+def test_a_selection_grows_its_peak_by_less_than_a_record_per_tensor(bundles, tmp_path):
+    """``edit --exclude``'s write: no data file taken over whole, every tensor copied as it lies; the peak grows by
+    the rows given and the index, not a record and an entry a tensor (about 305 bytes a tensor before, 128 after)."""
+    peaks = []
+    for n, prefix in zip(SIZES, bundles):
+        with open_checkpoint(prefix) as source:
+            rows = [_Row(key, entry) for i, (key, entry) in enumerate(source.items()) if i != 7]
+            out = str(tmp_path / f"out{n}" / "ckpt-1")
+            report, _, peak = traced(partial(write_rows, out, rows, layout="tf-name", inputs=[source], jobs=1))
+        assert report.verified and report.tensors == n - 1
+        peaks.append(peak)
+    per_tensor = (peaks[1] - peaks[0]) / (SIZES[1] - SIZES[0])
+    assert per_tensor <= PEAK_PER_TENSOR, f"{per_tensor:.0f} bytes a tensor"

@@ -84,25 +84,81 @@ class _Pair:
         self.key, self.value = key, value
 
 
+class _Copied:
+    """An input data file not taken over whole, some of whose tensors were copied as they lie (:class:`_Run`, or a
+    kernel copy of a larger one): where each went, by its row in the input's index - its offset in the output
+    (eight bytes a row of the index, -1 for one not copied) and the output's data file. A tensor in one is written
+    as the row given for it, like one taken over (:class:`_Taken`), its entry made from its source and its place as
+    the index is written: an edit copying a million of the input's tensors holds 8 MB, not a :class:`_Record` a
+    tensor (at a million, 250 MB). A row copied a second time is not placed here (it gets a record of its own)."""
+
+    __slots__ = ("offsets", "shard", "shards")
+    how = COPIED
+
+    def __init__(self, rows: int) -> None:
+        self.offsets = memoryview(bytearray(b"\xff" * (8 * rows))).cast("q")  # (no array module: no collections)
+        self.shard = -1  # the output's data file of every tensor placed, while they share one
+        self.shards: Any = None  # else each row's (four bytes a row of the index)
+
+    def place(self, row: int, offset: int, shard: int) -> bool:
+        """Row ``row`` of the input's index is copied to ``offset`` of data file ``shard``; False when it was
+        already."""
+        offsets = self.offsets
+        if offsets[row] >= 0:
+            return False
+        offsets[row] = offset
+        if shard != self.shard:
+            if self.shard < 0:
+                self.shard = shard
+            else:
+                if self.shards is None:
+                    self.shards = memoryview(bytearray(4 * len(offsets))).cast("i")
+                    self.shards[:] = memoryview(bytearray(self.shard.to_bytes(4, "little", signed=True)
+                                                          * len(offsets))).cast("i")
+                self.shards[row] = shard
+        elif self.shards is not None:
+            self.shards[row] = shard
+        return True
+
+    def entry(self, source: BundleTensor) -> bytes:
+        """The entry of the input's tensor ``source`` where it was copied."""
+        columns, row = source.bundle.entries, source.row
+        dtype, shape, _, size = columns.kinds[columns.kind[row]]
+        return encode_entry(dtype, shape, self.offsets[row], size, columns.crc[row],
+                            self.shard if self.shards is None else self.shards[row])
+
+
 class _Taken:
-    """The input data files taken over whole, each a :class:`_Placement` by its reader and data file. A tensor in
-    one is written as the row given for it - a plan's row (``key``: its text, ``value``: its source), else a
-    :class:`_Pair` - not as a :class:`_Record`: what a record would say of it is read here from its source (at a
-    million tensors, a record and its position were 130 MB)."""
+    """The input data files taken over whole, each a :class:`_Placement` by its reader and data file, and those some
+    of whose tensors were copied as they lie, each a :class:`_Copied`. A tensor in one is written as the row given
+    for it - a plan's row (``key``: its text, ``value``: its source), else a :class:`_Pair` - not as a
+    :class:`_Record`: what a record would say of it is read here from its source (at a million tensors, a record
+    and its position were 130 MB)."""
 
     __slots__ = ("_files", "_only")
 
     def __init__(self) -> None:
-        self._files: dict[tuple[int, int], _Placement] = {}
-        self._only: _Placement | None = None  # the one placement, when there is one: no look-up a tensor
+        self._files: dict[tuple[int, int], _Placement | _Copied] = {}
+        self._only: _Placement | _Copied | None = None  # the one file, when there is one: no look-up a tensor
 
-    def add(self, reader: Any, shard: int, placement: _Placement) -> None:
-        """Data file ``shard`` of ``reader``'s bundle went to ``placement``."""
+    def add(self, reader: Any, shard: int, placement: _Placement | _Copied) -> None:
+        """Data file ``shard`` of ``reader``'s bundle went to ``placement``, or its tensors are copied as it says."""
         self._files[(id(reader), shard)] = placement
-        self._only = placement if len(self._files) == 1 else None
+        self._only = placement if all(p is placement for p in self._files.values()) else None
 
-    def placement(self, source: BundleTensor) -> _Placement:
-        """Where the data file of the taken-over tensor ``source`` went."""
+    def copied(self, reader: Any, shard: int) -> _Copied | None:
+        """Where the tensors copied from data file ``shard`` of ``reader``'s bundle went (one :class:`_Copied` for
+        all of a bundle's files, made at the first); None when the file is taken over whole (a tensor of it written
+        again is a copy of its own: a record)."""
+        found = self._files.get((id(reader), shard))
+        if found is None:
+            found = next((p for (i, _), p in self._files.items() if i == id(reader) and type(p) is _Copied), None)
+            self.add(reader, shard, found or _Copied(len(reader.entries.kind)))
+            found = self._files[(id(reader), shard)]
+        return found if type(found) is _Copied else None
+
+    def placement(self, source: BundleTensor) -> _Placement | _Copied:
+        """Where the data file of the taken-over or copied tensor ``source`` went."""
         if self._only is not None:
             return self._only
         columns = source.bundle.entries
@@ -110,19 +166,19 @@ class _Taken:
 
     @property
     def entry(self) -> Callable[[BundleTensor], bytes]:
-        """The index entry of a taken-over tensor, from its source: the one placement's own method when one file was
-        taken over (no look-up a tensor)."""
+        """The index entry of a taken-over or copied tensor, from its source: the one file's own method when there
+        is one (no look-up a tensor)."""
         return self._only.entry if self._only is not None else self._entry
 
     def _entry(self, source: BundleTensor) -> bytes:
         return self.placement(source).entry(source)
 
-    def hows(self, items: list[Any], records: list[_Record]) -> str | list[str]:
-        """How each of ``items`` (``records``, the tensors written or copied alone, and the rows of those taken
-        over, in any order) got there (:mod:`~formats.tf_bundle.origins`): one text when every one got there the
-        same way (no list a tensor)."""
+    def hows(self, items: list[Any], ways: set[str]) -> str | list[str]:
+        """How each of ``items`` (the records of tensors written fresh or copied alone, whose ``ways`` are given,
+        and the rows of those taken over or copied, in any order) got there (:mod:`~formats.tf_bundle.origins`): one
+        text when every one got there the same way (no list a tensor)."""
         taken = {p.how for p in self._files.values()}
-        ways = taken | {r.how for r in records}
+        ways = taken | ways
         if len(ways) <= 1:
             return ways.pop() if ways else FRESH
         if len(taken) <= 1:
@@ -135,16 +191,15 @@ class _Record:
     """One tensor written fresh or copied alone: its key (as text: bytes of the index that are not UTF-8 kept as
     ``surrogateescape`` keeps them; the text given, not a copy, when it is valid) and entry proto, size, dtype and
     shape, what it is compared with when read back (``expected``: the source itself or a :class:`Digest`), how its
-    bytes got there (``how``: written fresh, or copied from an input data file), its source (``value``) and its
-    position in the order given. (A tensor in an input data file taken over whole has none: see :class:`_Taken`.)"""
+    bytes got there (``how``: written fresh, or copied from an input data file) and its source (``value``). (A
+    tensor taken over or copied in a run has none: see :class:`_Taken`.)"""
 
-    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "value", "position")
+    __slots__ = ("key", "entry", "size", "dtype", "shape", "expected", "how", "value")
 
     def __init__(self, key: str, entry: bytes, size: int, dtype: str, shape: tuple[int, ...], expected: Any = None,
                  how: str = FRESH, value: Any = None) -> None:
         self.key, self.entry, self.size, self.dtype, self.shape = key, entry, size, dtype, shape
         self.expected, self.how, self.value = expected, how, value
-        self.position = 0  # in the order the tensors were given
 
 
 @gc_paused  # objects by the tensor (sources, the layout, records), none in a cycle: for every caller
@@ -218,32 +273,36 @@ def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputG
     report = WriteReport(out.prefix, "tf-name", [out.final_index, *out.finals])
     taken = _Taken()
     rows = _take_over(out, pairs, guard, progress, taken)  # the rows of the tensors taken over
-    records = _write_fresh(out, pairs, guard, chunk, verify, keep, rows, progress, shards, guarded)
-    in_order = _in_order(out.layout.files, rows, records)
+    fresh = _write_fresh(out, pairs, guard, chunk, verify, keep, rows, taken, progress, shards, guarded)
+    in_order = _in_order(out.layout, rows, fresh.rows)
     del rows
     report.contents = StoredRows(in_order, _stored)  # a Stored made when asked for
     report.tensors = len(in_order)
-    report.bytes = sum([r.size for r in records]) + sum(map(_tensor_bytes, out.layout.files))
+    report.bytes = fresh.bytes + sum(map(_tensor_bytes, out.layout.files))
     written = by_key(in_order)  # as the index lists them (given so, the very list)
     if _write_index(out, written, taken):
         report.format = "tf-object"
-    for r in records:
-        r.entry = b""  # in the index now: not held through the read-back
+    for r in fresh.rows:
+        if type(r) is _Record:
+            r.entry = b""  # in the index now: not held through the read-back
     report.warnings += out.warnings
     if verify:
         from formats.tf_bundle.readback import verify_written
 
-        report.accept(verify_written(out.temp, out.prefix, written, taken.hows(written, records), chunk, jobs))
+        report.accept(verify_written(out.temp, out.prefix, written, taken.hows(written, fresh.ways), chunk, jobs))
     out.finish_syncs()
     return report
 
 
-def _in_order(files: list[Any], taken: list[Any], records: list[_Record]) -> list[Any]:
-    """The rows of the tensors taken over (``taken``: those of each of ``files`` in turn, by position) and the
-    ``records`` of the others, in the order the tensors were given."""
-    in_order: list[Any] = [None] * (len(taken) + len(records))
+def _in_order(layout: Layout, taken: list[Any], fresh: list[Any]) -> list[Any]:
+    """The rows of the tensors taken over (``taken``: those of each of the ``layout``'s files in turn, by position)
+    and ``fresh`` (the records or rows of the others, in order), in the order the tensors were given."""
+    if not layout.files:
+        return fresh  # (the very list)
+    count = len(taken) + len(fresh)
+    in_order: list[Any] = [None] * count
     done = 0
-    for reused in files:
+    for reused in layout.files:
         positions = reused.positions
         end = done + len(positions)
         if type(positions) is range and positions.step == 1:
@@ -252,8 +311,7 @@ def _in_order(files: list[Any], taken: list[Any], records: list[_Record]) -> lis
             for position, row in zip(positions, itertools.islice(taken, done, end)):
                 in_order[position] = row
         done = end
-    for r in records:
-        in_order[r.position] = r
+    any(map(in_order.__setitem__, layout.placed.others(count), fresh))  # (each gives None)
     return in_order
 
 
@@ -414,13 +472,18 @@ def _take_over(out: BundleFiles, pairs: Any, guard: OutputGuard, progress: Calla
                 source = row.value
             else:
                 key, source = pairs[position]
-            text = _key_text(key, output)
-            rows.append(row if position < given and text is key else _Pair(text, source))
+            rows.append(_row_of(plan_rows, position, key, _key_text(key, output), source))
         if progress is not None:
             progress(base, len(rows))
     if out.data is not None:
         out.data.seek(base)
     return rows
+
+
+def _row_of(plan_rows: Sequence[Any], position: int, key: Any, text: str, source: BundleTensor) -> Any:
+    """The row a tensor taken over or copied as it lies is written as (``key`` given for it, ``text`` its text): the
+    plan's own row at ``position`` where the key is its text, else a :class:`_Pair`."""
+    return plan_rows[position] if position < len(plan_rows) and text is key else _Pair(text, source)
 
 
 def _copy_flushing(path: str, dst_fd: int, size: int, dst_offset: int) -> None:
@@ -443,43 +506,69 @@ def _copy_range_of(path: str, dst_fd: int, size: int, src_offset: int, dst_offse
         copy_range(src.fileno(), dst_fd, size, src_offset, dst_offset)
 
 
+class _Fresh:
+    """What :func:`_write_fresh` wrote: the ``rows`` of the tensors not taken over, in the order given - a
+    :class:`_Record` for one written fresh or copied alone, the row given for one copied in a run of
+    :class:`_Copied` - their ``bytes``, and the ``ways`` the records' bytes got there."""
+
+    __slots__ = ("rows", "bytes", "ways")
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self.bytes = 0
+        self.ways: set[str] = set()
+
+
 def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int,
-                 verify: bool, keep: bool, taken: list[Any], progress: Callable[[int, int], None] | None = None,
-                 shards: Sequence[int] | None = None, guarded: bool = False) -> list[_Record]:
-    """Write every tensor not taken over, in the order given (``taken``: the rows of those taken over), to the
-    fresh data file - or, with ``shards``, to the data file of its number, one file after the other."""
+                 verify: bool, keep: bool, taken_rows: list[Any], taken: _Taken,
+                 progress: Callable[[int, int], None] | None = None, shards: Sequence[int] | None = None,
+                 guarded: bool = False) -> _Fresh:
+    """Write every tensor not taken over, in the order given (``taken_rows``: the rows of those taken over), to the
+    fresh data file - or, with ``shards``, to the data file of its number, one file after the other. A bundle
+    tensor stored whole is copied as it lies and written as its row, its run's place kept in ``taken``."""
+    fresh = _Fresh()
     if out.fresh_shard is None:
-        return []  # (keys written twice among those taken over: found in the index's order, _write_index)
+        return fresh  # (keys written twice among those taken over: found in the index's order, _write_index)
     seen: set[str] | None = None  # the keys written: a set of them made at the first tensor written fresh
-    records: list[_Record] = []
+    rows, ways = fresh.rows, fresh.ways
+    plan_rows = pairs.rows if type(pairs) is RowPairs else []
     groups = itertools.groupby(_numbered(out, pairs, shards), key=lambda item: item[0])
     group = next(groups, None)
-    done = sum(f.size for f in out.layout.files)  # the bytes and tensors (``seen``) _take_over reported
+    before = sum(f.size for f in out.layout.files)  # the bytes and tensors (``seen``) _take_over reported
+    done = before
     for shard in range(out.fresh_shard, out.shards):
         data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
         offset = data.tell()
         items = group[1] if group is not None and group[0] == shard else ()
         whole = WholeCheck()
-        run = _Run(data)
+        run = _Run(data, taken)
         with _BackgroundSync(data.fileno()) as syncer:
             for _, position, key, source in items:
                 if seen is None:  # (a key twice among those taken over: refused as the index is written)
-                    seen = {r.key for r in taken}
+                    seen = {r.key for r in taken_rows}
                 text = _key_text(key, guard.output)
                 if text in seen:
                     raise InvalidOutputError(guard.output, f"duplicate key {text!r}")
                 seen.add(text)
                 if not guarded:  # a source met here first (a one-shot iterator's)
                     guard.check_source(source)
-                record = run.take(text, source, offset, shard, whole) if type(source) is BundleTensor else None
-                if record is None:
+                size = -1  # (copied as it lies: its bytes)
+                if type(source) is BundleTensor:
+                    size = run.take(source, offset, shard, whole)
+                    if size < 0:
+                        run.flush()
+                        size = _copy_alone(data, source, offset, shard, whole, taken)
+                if size >= 0:
+                    rows.append(_row_of(plan_rows, position, key, text, source))
+                else:
                     run.flush()
                     record = _write_tensor(data, text, source, offset, chunk, verify, keep, shard, whole=whole)
-                record.position = position
-                records.append(record)
-                offset += record.size
-                done += record.size
-                syncer.wrote(record.size)
+                    size = record.size
+                    ways.add(record.how)
+                    rows.append(record)
+                offset += size
+                done += size
+                syncer.wrote(size)
                 if progress is not None:
                     progress(done, len(seen))
             run.flush()
@@ -488,7 +577,8 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         out.sync_in_background(data)
         if group is not None and group[0] == shard:
             group = next(groups, None)
-    return records
+    fresh.bytes = done - before
+    return fresh
 
 
 def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
@@ -607,50 +697,79 @@ def _kernel_copy(out: BinaryIO, source: Source, offset: int,
         return None
     columns = reader.entries
     dtype, shape, _, size = columns.kinds[columns.kind[row]]
+    _copy_stored(out, reader, shard, columns.offset[row], size, offset)
+    return dtype, shape, size, columns.crc[row]
+
+
+def _copy_alone(out: BinaryIO, source: BundleTensor, offset: int, shard: int, whole: WholeCheck,
+                taken: _Taken) -> int:
+    """Copy a bundle tensor stored whole to ``offset`` of data file ``shard`` (``out``), its place kept in its file's
+    :class:`_Copied` (no record); its size, or -1 when it is not copied so (not stored whole, or copied already: it
+    is written with a record)."""
+    reader, row = source.bundle, source.row
+    where = whole.where(reader, row)
+    if where < 0:
+        return -1
+    columns = reader.entries
+    size = columns.kinds[columns.kind[row]][3]
     at = columns.offset[row]
+    copied = taken.copied(reader, where)
+    if copied is None or not copied.place(row, offset, shard):
+        return -1
+    _copy_stored(out, reader, where, at, size, offset)
+    return size
+
+
+def _copy_stored(out: BinaryIO, reader: Any, shard: int, at: int, size: int, offset: int) -> None:
+    """Copy ``size`` bytes at ``at`` of data file ``shard`` of ``reader``'s bundle to ``offset`` of ``out``: a tiny
+    tensor's through the buffer, else in the kernel."""
     if size <= SMALL_COPY and out.tell() == offset:  # a tiny tensor: its bytes through the buffer
         data = reader.peek(shard, at, size)
         if len(data) == size:
             out.write(data)
-            return dtype, shape, size, columns.crc[row]
+            return
     out.flush()
     _copy_range_of(reader.data_paths[shard], out.fileno(), size, at, offset)
     out.seek(offset + size)
-    return dtype, shape, size, columns.crc[row]
 
 
 class _Run:
     """Tiny bundle tensors copied as they lie: those adjacent in one input data file gathered into one read and one
-    write of the output (:data:`RUN_BYTES` at most), their records made from the index's columns as they are
-    taken (an edit's selection of 100,000 tiny tensors: a few hundred reads, not one per tensor)."""
+    write of the output (:data:`RUN_BYTES` at most), each run's place kept in its file's :class:`_Copied` (an
+    edit's selection of 100,000 tiny tensors: a few hundred reads, not one per tensor, and no record a tensor)."""
 
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
+    def __init__(self, out: BinaryIO, taken: _Taken) -> None:
+        self.out, self.taken = out, taken
         self.reader: Any = None
         self.shard = -1
         self.start = self.end = 0
+        self.copied: _Copied | None = None  # where the input's tensors went
         self.pieces: list[tuple[int, int, int]] = []  # (offset in the input, size, offset in the output)
 
-    def take(self, key: str, source: BundleTensor, offset: int, shard: int, whole: WholeCheck) -> _Record | None:
-        """The record of ``source`` written at ``offset`` of data file ``shard`` when it is a tiny tensor stored
-        whole (its bytes to follow at :meth:`flush`), else None."""
+    def take(self, source: BundleTensor, offset: int, shard: int, whole: WholeCheck) -> int:
+        """The size of ``source`` when it is a tiny tensor stored whole, taken to be written at ``offset`` of data
+        file ``shard`` (its bytes to follow at :meth:`flush`, its place kept in its file's :class:`_Copied`), else
+        -1 (copied already, or not a tiny tensor stored whole)."""
         reader, row = source.bundle, source.row
         columns = reader.entries
-        dtype, shape, _, size = columns.kinds[columns.kind[row]]
+        size = columns.kinds[columns.kind[row]][3]
         if size > SMALL_COPY:
-            return None
+            return -1
         where = whole.where(reader, row)
         if where < 0:
-            return None
+            return -1
         at = columns.offset[row]
         if reader is not self.reader or where != self.shard or at != self.end or self.end - self.start >= RUN_BYTES:
+            copied = self.taken.copied(reader, where)
+            if copied is None or not copied.place(row, offset, shard):
+                return -1
             self.flush()
-            self.reader, self.shard, self.start, self.end = reader, where, at, at
+            self.reader, self.shard, self.start, self.end, self.copied = reader, where, at, at, copied
+        elif not self.copied.place(row, offset, shard):  # type: ignore[union-attr]
+            return -1
         self.pieces.append((at, size, offset))
         self.end = at + size
-        crc = columns.crc[row]
-        return _Record(key, encode_entry(dtype, shape, offset, size, crc, shard), size, source.dtype, shape,
-                       how=COPIED, value=source)
+        return size
 
     def flush(self) -> None:
         """Write the bytes of the tensors taken since the last flush."""
@@ -665,7 +784,7 @@ class _Run:
                 _copy_range_of(self.reader.data_paths[self.shard], self.out.fileno(), size, at, offset)
                 self.out.seek(offset + size)
         self.pieces = []
-        self.reader = None
+        self.reader = self.copied = None
 
 
 RUN_BYTES = 1 << 20
