@@ -420,7 +420,7 @@ def _files_of(prefix: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-def _same_as_a_fresh_write(tmp_path, name: str, pairs: list, monkeypatch) -> list[str]:
+def _same_as_a_fresh_write(tmp_path, name: str, pairs: list, monkeypatch, shards=None) -> list[str]:
     """Write ``pairs`` (key, bundle tensor or array) as given, and the same keys with every value read into an array
     (written fresh, no copy): the two bundles' index and data bytes must be equal - TensorFlow's writer packs the
     tensors in the order given, so where a copied one lies and what its entry says has one right answer. The keys
@@ -435,10 +435,10 @@ def _same_as_a_fresh_write(tmp_path, name: str, pairs: list, monkeypatch) -> lis
         original(self, key, *args, **kwargs)
 
     monkeypatch.setattr(writer._Record, "__init__", counting)
-    copied = write_checkpoint(str(tmp_path / name / "ckpt"), pairs)
+    copied = write_checkpoint(str(tmp_path / name / "ckpt"), pairs, shards=shards)
     monkeypatch.setattr(writer._Record, "__init__", original)
     arrays = [(k, v if isinstance(v, np.ndarray) else v.read()) for k, v in pairs]
-    fresh = write_checkpoint(str(tmp_path / (name + "-fresh") / "ckpt"), arrays)
+    fresh = write_checkpoint(str(tmp_path / (name + "-fresh") / "ckpt"), arrays, shards=shards)
     assert copied.verified and fresh.verified and copied.tensors == fresh.tensors == len(pairs)
     assert copied.bytes == fresh.bytes == sum(np.asarray(v).nbytes for _, v in arrays)
     assert [s.key for s in copied.contents] == [k for k, _ in pairs]  # in the order given
@@ -474,6 +474,8 @@ def test_tensors_copied_in_any_order_have_their_places_and_one_copied_twice_a_re
         assert _same_as_a_fresh_write(tmp_path, "mixed", pairs, monkeypatch) == ["f", "h", "l"]
         assert _same_as_a_fresh_write(tmp_path, "reversed", [(f"r{i}", one[f"t{i}"]) for i in range(19, -1, -1)],
                                       monkeypatch) == []
+        spread = [0, 0, 1, 1, 1, 3, 3, 3, 3, 3, 5, 5]  # data files of the pairs in turn: those of a file's tensors vary
+        assert _same_as_a_fresh_write(tmp_path, "sharded", pairs, monkeypatch, shards=spread) == ["f", "h", "l"]
 
 
 def test_a_selection_grows_its_peak_by_less_than_a_record_per_tensor(bundles, tmp_path):

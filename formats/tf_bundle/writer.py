@@ -26,6 +26,7 @@ from _operator import attrgetter, itemgetter  # operator's C half
 import itertools
 import math
 import os
+import sys
 
 from formats.core.gc_pause import gc_paused
 from formats.core.names import name_bytes
@@ -107,16 +108,13 @@ class _Copied:
         if offsets[row] >= 0:
             return False
         offsets[row] = offset
-        if shard != self.shard:
+        if shard != self.shard and self.shards is None:
             if self.shard < 0:
                 self.shard = shard
-            else:
-                if self.shards is None:
-                    self.shards = memoryview(bytearray(4 * len(offsets))).cast("i")
-                    self.shards[:] = memoryview(bytearray(self.shard.to_bytes(4, "little", signed=True)
-                                                          * len(offsets))).cast("i")
-                self.shards[row] = shard
-        elif self.shards is not None:
+                return True
+            first = self.shard.to_bytes(4, sys.byteorder, signed=True)  # every row placed so far: in the first
+            self.shards = memoryview(bytearray(first * len(offsets))).cast("i")
+        if self.shards is not None:
             self.shards[row] = shard
         return True
 
