@@ -409,10 +409,18 @@ def _shown(key: str) -> str:
 
 def count_member(report: WriteReport, key: str, name: str, source: Source, written: Written,
                  progress: Callable[[int, int], None] | None, described: tuple[Any, tuple[int, ...]] | None = None) -> None:
-    """Count one member written in ``report`` (with a note for a tensor stored as its bits) and report progress
-    (``described``: ``source``'s dtype and shape, when known)."""
+    """Count one member written in ``report``, its line with it (with a note for a tensor stored as its bits), and
+    report progress (``described``: ``source``'s dtype and shape, when known)."""
     dt, shape = described or describe(source)
-    report.add(Stored(key, name, dt.name, written.stored, shape), written.nbytes)
+    report.contents.append(Stored(key, name, dt.name, written.stored, shape))  # type: ignore[attr-defined]
+    tally_member(report, key, dt, written.nbytes, progress)
+
+
+def tally_member(report: WriteReport, key: str, dt: Any, nbytes: int, progress: Callable[[int, int], None] | None) -> None:
+    """Count one member of ``nbytes`` written in ``report``'s totals (its line made elsewhere), with a note for a
+    tensor of ``dt`` stored as its bits, and report progress."""
+    report.tensors += 1
+    report.bytes += nbytes
     if dt.fixed_width and stores_bits(dt.name):
         report.warnings.append(bits_note(key, dt.name))
     if progress is not None:

@@ -15,6 +15,8 @@ rules and state files) goes through the same steps:
 """
 from __future__ import annotations
 
+from _operator import attrgetter, itemgetter  # operator's C half
+import itertools
 import math
 import os
 from _collections_abc import Sequence  # collections.abc's, without the collections package
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["WriteReport", "Stored", "StoredRows", "OutputGuard", "guard_output", "refuse_directory", "named_files", "bundle_file_part",
-           "check_roundtrip", "planned_bytes", "sources_of", "StoredBytes", "write_text", "VerificationError"]
+           "check_roundtrip", "planned_bytes", "sources_of", "RowPairs", "ZippedPairs", "StoredBytes", "write_text", "VerificationError"]
 
 
 @record(frozen=True, slots=True)  # one per tensor
@@ -114,6 +116,94 @@ class StoredRows(Sequence[Stored]):
         return isinstance(other, (list, StoredRows)) and len(other) == len(self) and all(map(Stored.__eq__, self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class RowPairs(Sequence["tuple[Any, Source]"]):
+    """The ``(key, value)`` pairs of rows that have both (a plan's), each made when asked for rather than a tuple
+    per tensor held through the write (``tail``: pairs after the rows, the object graph's)."""
+
+    __slots__ = ("rows", "_tail")
+
+    def __init__(self, rows: Sequence[Any], tail: Sequence[tuple[Any, Source]] = ()) -> None:
+        self.rows, self._tail = rows, tail  # ``rows``: their first pairs' rows, as given
+
+    def and_graph(self, pair: tuple[Any, Source] | None) -> RowPairs:
+        """These pairs, and the object graph's after them (None: none)."""
+        return self if pair is None else RowPairs(self.rows, [*self._tail, pair])
+
+    def __len__(self) -> int:
+        return len(self.rows) + len(self._tail)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self.rows)
+        if i < 0:
+            i += len(self)
+        if 0 <= i < n:
+            row = self.rows[i]
+            return row.key, row.value
+        return self._tail[i - n]
+
+    def __iter__(self) -> Iterator[tuple[Any, Source]]:
+        for row in self.rows:
+            yield row.key, row.value
+        yield from self._tail
+
+    def sources(self) -> Sequence[Source]:
+        """The pairs' values, each read from its row when asked for (no list of them)."""
+        return _RowValues(self)
+
+
+class _RowValues(Sequence[Source]):
+    """:meth:`RowPairs.sources`."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, pairs: RowPairs) -> None:
+        self._pairs = pairs
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        rows = self._pairs.rows
+        return rows[i].value if 0 <= i < len(rows) else self._pairs[i][1]
+
+    def __iter__(self) -> Iterator[Source]:
+        return itertools.chain(map(_value, self._pairs.rows), map(_second, self._pairs._tail))  # (C: no frame)
+
+
+class ZippedPairs(Sequence["tuple[Any, Source]"]):
+    """``zip(keys, values)`` as a sequence, each pair made when asked for (no tuple a tensor held through a write;
+    at 10^5 tensors, 6 MB); it lends ``values`` as its sources."""
+
+    __slots__ = ("_keys", "_values")
+
+    def __init__(self, keys: Sequence[Any], values: Sequence[Source]) -> None:
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys for {len(values)} values")
+        self._keys, self._values = keys, values
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(zip(self._keys[i], self._values[i]))
+        return self._keys[i], self._values[i]
+
+    def __iter__(self) -> Iterator[tuple[Any, Source]]:
+        return zip(self._keys, self._values)
+
+    def sources(self) -> Sequence[Source]:
+        """The values."""
+        return self._values
+
+
+_value, _second = attrgetter("value"), itemgetter(1)
 
 
 def check_roundtrip(path: str, report: RoundTripReport) -> RoundTripReport:

@@ -24,8 +24,8 @@ from formats.core.sources import CHUNK, Source, describe
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch, RoundTripReport
-from formats.io.npy_output import Written, count_member, fixed_member, member_name, npy_header, write_member
-from formats.io.writing import WriteReport, guard_output
+from formats.io.npy_output import Written, fixed_member, member_name, npy_header, tally_member, write_member
+from formats.io.writing import RowPairs, Stored, StoredRows, WriteReport, guard_output, sources_of
 from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
 
 TYPE_CHECKING = False
@@ -50,7 +50,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.valu
     from formats.io.npy_output import stores_bits
 
     provenance = as_written((options or {}).get("provenance"), rows, any(stores_bits(r.dtype) for r in rows))
-    return write_npz(output, [(r.key, r.value) for r in rows], provenance=provenance,
+    return write_npz(output, RowPairs(rows), provenance=provenance,
                      inputs=list(inputs), force=force, verify=verify, progress=progress)
 
 
@@ -67,25 +67,35 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     provenance record when given), guarded, atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
-    names = [member_name(key, out) for key, _ in items]
-    if len(set(names)) != len(names):
+    keys: set[str] = set()
+    for key, _ in items:  # every key a member's name (checked; each name made again as it is written, not held)
+        member_name(key, out)
+        keys.add(key)
+    if len(keys) != len(items):  # (a member's name is its key's, and ".npy")
         raise InvalidOutputError(out, "two tensors would be stored under the same member name")
-    guard_output(out, inputs=inputs, sources=[s for _, s in items], force=force)
+    del keys
+    sources = sources_of(items)
+    guard_output(out, inputs=inputs, sources=sources, force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
-    written: list[Written] = []
-    described = [describe(source) for _, source in items]
+    written: list[Written] = []  # (shared: one a kind of member)
+    alike: dict[Any, Any] = {}
+    described = [alike.setdefault(d, d) for d in map(describe, sources)]  # one tuple a dtype and shape
+    del alike
     planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
     with atomic_output(out, planned, replace=force) as temp:
         with open(temp, "xb", buffering=_BUFFER) as f:
             archive = StoredZip(f)
-            for name, (key, source), (dt, shape) in zip(names, items, described):
-                written.append(_write_member(archive, name, key, source, (dt, shape), allow_pickle, chunk))
-                count_member(report, key, name, source, written[-1], progress, (dt, shape))
+            for (key, source), (dt, shape) in zip(items, described):
+                member = _write_member(archive, member_name(key, out), key, source, (dt, shape), allow_pickle, chunk)
+                written.append(member)
+                tally_member(report, key, dt, member.nbytes, progress)
             if provenance is not None:
                 _write_record(archive, provenance)
             archive.close()
+        report.contents = StoredRows(range(len(written)), lambda i: Stored(
+            items[i][0], items[i][0] + ".npy", described[i][0].name, written[i].stored, described[i][1]))
         if verify:
-            _verify_npz(temp, out, archive, items, written, report)
+            _verify_npz(temp, out, archive, items, written, [shape for _, shape in described], report)
     return report
 
 
@@ -141,8 +151,9 @@ class _Summing:
 
 
 _RECORD_CHARS = 1 << 18
-_SPOOL_CHARS = 8 << 20
-"""A record longer than this waits for its header on disk (a temporary file), not in memory."""
+_SPOOL_CHARS = 1 << 20
+"""A record longer than this waits for its header on disk (a temporary file), not in memory (at 10^5 tensors the
+record is about 8 MB: held whole, it was a tenth of ``extract``'s peak)."""
 
 
 def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
@@ -168,7 +179,7 @@ def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
 
 
 def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[str, Source]],
-                written: list[Written], report: WriteReport) -> None:
+                written: list[Written], shapes: Sequence[tuple[int, ...]], report: WriteReport) -> None:
     """Read the archive back (:meth:`~formats.io.zip_stored.StoredZip.problems`): its central directory, every
     member's local header and bytes against the CRC32C taken as they were written (the sources are not read
     again), each tensor's ``.npy`` header against what was written (dtype, shape, size; a pickled member's
@@ -194,7 +205,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
                 found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
                                                                               "back as a 0-d unicode array"))
             return
-        problems = header_problems(header, written[i], report.contents[i].shape, archive.sizes[i])
+        problems = header_problems(header, written[i], shapes[i], archive.sizes[i])
         found.mismatches += [Mismatch(items[i][0], kind, problem) for kind, problem in problems]
         found.tensors += 1
         found.bytes += written[i].nbytes

@@ -22,7 +22,6 @@ a reader sees the old checkpoint, the new one or none (:mod:`formats.tf_bundle.p
 from __future__ import annotations
 
 from _collections_abc import Mapping, Sequence  # collections.abc's classes, without the collections package
-from _operator import attrgetter, itemgetter  # operator's C half
 import itertools
 import math
 import os
@@ -39,7 +38,8 @@ from formats.core.sources import CHUNK, Source, TensorValue, describe, elements,
 from formats.io.background_sync import BackgroundSync as _BackgroundSync
 from formats.io.atomic import ensure_space, make_parents, remove_created, sweep_temporaries
 from formats.io.crc import crc32c, mask, unmask
-from formats.io.writing import OutputGuard, Stored, StoredRows, WriteReport, guard_output, planned_bytes, sources_of
+from formats.io.writing import (OutputGuard, RowPairs, Stored, StoredRows, WriteReport, guard_output, planned_bytes,
+                                sources_of)
 from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
@@ -324,67 +324,6 @@ def _stored(r: Any) -> Stored:
         return Stored(r.key, r.key, r.dtype, r.dtype, r.shape)
     source = r.value
     return Stored(r.key, r.key, source.dtype, source.dtype, source.shape)
-
-
-class RowPairs(Sequence["tuple[Any, Source]"]):
-    """The ``(key, value)`` pairs of rows that have both (a plan's), each made when asked for rather than a tuple
-    per tensor held through the write (``tail``: pairs after the rows, the object graph's)."""
-
-    __slots__ = ("rows", "_tail")
-
-    def __init__(self, rows: Sequence[Any], tail: Sequence[tuple[Any, Source]] = ()) -> None:
-        self.rows, self._tail = rows, tail  # ``rows``: their first pairs' rows, as given
-
-    def and_graph(self, pair: tuple[Any, Source] | None) -> RowPairs:
-        """These pairs, and the object graph's after them (None: none)."""
-        return self if pair is None else RowPairs(self.rows, [*self._tail, pair])
-
-    def __len__(self) -> int:
-        return len(self.rows) + len(self._tail)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self.rows)
-        if i < 0:
-            i += len(self)
-        if 0 <= i < n:
-            row = self.rows[i]
-            return row.key, row.value
-        return self._tail[i - n]
-
-    def __iter__(self) -> Iterator[tuple[Any, Source]]:
-        for row in self.rows:
-            yield row.key, row.value
-        yield from self._tail
-
-    def sources(self) -> Sequence[Source]:
-        """The pairs' values, each read from its row when asked for (no list of them)."""
-        return _RowValues(self)
-
-
-class _RowValues(Sequence[Source]):
-    """:meth:`RowPairs.sources`."""
-
-    __slots__ = ("_pairs",)
-
-    def __init__(self, pairs: RowPairs) -> None:
-        self._pairs = pairs
-
-    def __len__(self) -> int:
-        return len(self._pairs)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        rows = self._pairs.rows
-        return rows[i].value if 0 <= i < len(rows) else self._pairs[i][1]
-
-    def __iter__(self) -> Iterator[Source]:
-        return itertools.chain(map(_value, self._pairs.rows), map(_second, self._pairs._tail))  # (C: no frame)
-
-
-_value, _second = attrgetter("value"), itemgetter(1)
 
 
 _INDEXED = (list, RowPairs)

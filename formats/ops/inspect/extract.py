@@ -52,7 +52,7 @@ from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents
                                refuse_url, remove_created, remove_tree, sweep_temporaries, temp_name)
 from formats.io.npy_output import bits_note, read_back, stores_bits, write_member, write_npy
 from formats.npz.writer import write_npz
-from formats.io.writing import Stored, WriteReport, guard_output
+from formats.io.writing import Stored, WriteReport, ZippedPairs, guard_output
 
 __all__ = ["ExtractError", "extract", "safe_relative_path", "output_names"]
 
@@ -138,7 +138,7 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
 
         record = {"source": ckpt.path, "format": ckpt.format,  # each tensor's item made as it is written out
                   "tensors": (provenance_entry(ckpt, e.key, e, label) for e, label in zip(entries, labels))}
-        return write_npz(path, list(zip(labels, entries)), provenance=record, progress=progress,
+        return write_npz(path, ZippedPairs(labels, entries), provenance=record, progress=progress,
                          **options)  # type: ignore[arg-type]
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
 
