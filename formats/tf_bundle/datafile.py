@@ -1,18 +1,21 @@
-"""Access to a bundle's files: the index read whole, data files memory-mapped (local) or read by
-byte range (URLs), and the madvise calls that keep streamed reads fast and their memory bounded."""
+"""Access to a bundle's files: the index read whole (a large local one a block at a time), data files
+memory-mapped (local) or read by byte range (URLs), and the madvise calls that keep streamed reads fast and their
+memory bounded."""
 from __future__ import annotations
 
 import mmap
 import os
 
 from formats.io import storage
+from formats.io.sstable.block import RangeReader
 from formats.core.errors import CheckpointNotFoundError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes"]
+__all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes", "open_index", "IndexFile",
+           "STREAMED_INDEX"]
 
 
 SMALL_FILE = 1 << 20
@@ -81,3 +84,56 @@ def read_index_bytes(path: str) -> bytes:
         raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+
+
+STREAMED_INDEX = 1 << 22
+"""A local index larger than this (bytes; about 150,000 tensors) is read a block at a time, not whole: at a million
+tensors, 26 MB not held while its entries are decoded."""
+
+
+def open_index(path: str) -> bytes | IndexFile:
+    """An index's bytes (:func:`read_index_bytes`), or for a local one larger than :data:`STREAMED_INDEX` an
+    :class:`IndexFile` reading them as asked for (the caller closes it)."""
+    if storage.is_url(path):
+        return read_index_bytes(path)
+    try:
+        f = storage.open_regular(path)
+    except FileNotFoundError:
+        raise CheckpointNotFoundError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
+    except OSError as exc:
+        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= STREAMED_INDEX:
+            try:
+                return f.read(size)
+            except OSError as exc:
+                raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+        return IndexFile(os.dup(f.fileno()), size)
+
+
+class IndexFile(RangeReader):
+    """A local index read with ``pread`` as the table reader asks for its pieces (its footer, each block with its
+    trailer), of the ``size`` it had when opened; :meth:`close` closes its descriptor."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd, self._size = fd, size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, span: slice) -> bytes:
+        if not isinstance(span, slice):
+            raise TypeError("an index file is read by slices")
+        start, stop, step = span.indices(self._size)
+        if step != 1:
+            raise ValueError("an index file is read by contiguous slices")
+        return os.pread(self._fd, max(0, stop - start), start) if stop > start else b""
+
+    def close(self) -> None:
+        """Close the descriptor (once)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)

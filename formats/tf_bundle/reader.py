@@ -20,7 +20,7 @@ from formats.io import storage
 from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from formats.tf_bundle.datafile import RemoteFile, advise, open_data_file, read_index_bytes
+from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, open_data_file, open_index
 from formats.io.sstable.table import Table
 from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.entry_wire import BundleHeader, RawEntry, parse_entry, parse_header
@@ -50,7 +50,7 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-def _index_pairs(data: bytes, path: str) -> Iterator[tuple[bytes, bytes]]:
+def _index_pairs(data: bytes | IndexFile, path: str) -> Iterator[tuple[bytes, bytes]]:
     """The ``(key, value)`` pairs of an index, a block at a time, checked as :func:`~formats.io.sstable.table.read_table`
     checks them (only one block's pairs are held at once; values are ``bytes``, sliced from ``data``'s blocks)."""
     table = Table(data, path, "index")
@@ -67,14 +67,18 @@ class BundleReader:
         self.index_path = prefix + ".index"
         from formats.tf_bundle.columns import IndexColumns
 
-        data = read_index_bytes(self.index_path)
-        pairs = _index_pairs(data, self.index_path)
-        first = next(pairs, None)
-        if first is None or first[0] != b"":
-            raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
-        self.header = parse_header(first[1], self.index_path)
-        self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards, compact=len(data) > COMPACT_INDEX,
-                                    like=like)
+        data = open_index(self.index_path)  # (a large local one read a block at a time)
+        try:
+            pairs = _index_pairs(data, self.index_path)
+            first = next(pairs, None)
+            if first is None or first[0] != b"":
+                raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
+            self.header = parse_header(first[1], self.index_path)
+            self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards,
+                                        compact=len(data) > COMPACT_INDEX, like=like)
+        finally:
+            if isinstance(data, IndexFile):
+                data.close()
         n = self.header.num_shards
         self.data_paths = [data_file_name(prefix, i, n) for i in range(n)]
         self._shard_files: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # see data_files

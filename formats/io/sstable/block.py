@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mmap import mmap
 
 __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumError", "parse_block", "read_block",
-           "block_handle"]
+           "block_handle", "RangeReader"]
 
 MAGIC = 0xDB4775248B80FB57
 MAGIC_BYTES = struct.pack("<Q", MAGIC)
@@ -39,6 +39,17 @@ class BlockChecksumError(TableError):
     """A block whose bytes do not match the CRC32C in its trailer."""
 
 
+class RangeReader:
+    """A table's bytes read when asked for, not held: its length, and ``data[start:stop]`` (bytes; a slice only) -
+    a table reader asks for its footer, then each block with its trailer in one piece."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, span: slice) -> bytes:
+        raise NotImplementedError
+
+
 def block_handle(data: bytes | memoryview | mmap, pos: int, limit: int) -> tuple[int, int, int]:
     """A BlockHandle (offset and size varints) at ``pos``, and the position after it."""
     try:
@@ -49,11 +60,16 @@ def block_handle(data: bytes | memoryview | mmap, pos: int, limit: int) -> tuple
     return offset, size, pos
 
 
-def read_block(data: bytes | memoryview | mmap, offset: int, size: int, what: str) -> bytes | memoryview:
+def read_block(data: bytes | memoryview | mmap | RangeReader, offset: int, size: int, what: str) -> bytes | memoryview:
     """The contents of the block at ``offset``: inside the table, its CRC32C checked, decompressed."""
     end = offset + size
     if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
         raise TableError(f"{what} block [{offset}, {end}) runs past the end of the table")
+    if isinstance(data, RangeReader):  # the block and its trailer, read in one piece
+        piece = data[offset:end + TRAILER_SIZE]
+        if len(piece) != size + TRAILER_SIZE:
+            raise TableError(f"{what} block [{offset}, {end}) runs past the end of the file (it shrank)")
+        data, offset, end = piece, 0, size
     block = data[offset:end]
     kind = data[end]
     (stored,) = struct.unpack_from("<I", data, end + 1)

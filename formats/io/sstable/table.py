@@ -11,8 +11,8 @@ from bisect import bisect_left
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.core.value_tuples import ValueTuple
-from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, TableError,
-                                      block_handle, parse_block, read_block)
+from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, RangeReader,
+                                      TableError, block_handle, parse_block, read_block)
 
 __all__ = ["Table", "BlockRef", "read_table"]
 
@@ -32,14 +32,15 @@ class BlockRef(ValueTuple):
     size: int
 
 
-def _index(data: Buffer | mmap, what: str) -> list[BlockRef]:
+def _index(data: Buffer | mmap | RangeReader, what: str) -> list[BlockRef]:
     if len(data) < FOOTER_SIZE:
         raise TableError(f"file is {len(data)} bytes, shorter than the {FOOTER_SIZE}-byte footer")
     footer = len(data) - FOOTER_SIZE
-    if data[-8:] != MAGIC_BYTES:
+    tail = data[footer:]  # (one read of a table read when asked for)
+    if tail[-8:] != MAGIC_BYTES:
         raise TableError(f"bad magic number (not a TensorFlow {what} file, or truncated)")
-    _, _, pos = block_handle(data, footer, footer + 40)
-    index_offset, index_size, _ = block_handle(data, pos, footer + 40)
+    _, _, pos = block_handle(tail, 0, 40)
+    index_offset, index_size, _ = block_handle(tail, pos, 40)
     refs: list[BlockRef] = []
     previous_end = 0
     for separator, handle in parse_block(read_block(data, index_offset, index_size, "index")):
@@ -56,13 +57,14 @@ def _index(data: Buffer | mmap, what: str) -> list[BlockRef]:
 
 
 class Table:
-    """Random access to one table held in ``data`` (bytes, a memory map, or a memoryview of one).
+    """Random access to one table held in ``data`` (bytes, a memory map, or a memoryview of one), or read from it
+    when asked for (a :class:`~formats.io.sstable.block.RangeReader`).
 
     Structural problems raise :class:`CorruptCheckpointError` (``ChecksumError`` for a block whose CRC32C
     does not match) naming ``path``; ``what`` names the table in messages (``index``, ``V1 table``).
     """
 
-    def __init__(self, data: Buffer | mmap, path: str, what: str = "table") -> None:
+    def __init__(self, data: Buffer | mmap | RangeReader, path: str, what: str = "table") -> None:
         self.path = path
         self.what = what
         self._data = data
