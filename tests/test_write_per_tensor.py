@@ -525,3 +525,16 @@ def test_an_npz_write_grows_its_peak_by_its_central_directory_and_little_else(bu
     assert report.contents[3] == Stored(rows[3].key, rows[3].key + ".npy", "float32", "float32", (4,))
     with np.load(out) as npz:  # an independent read
         assert npz["model/layer_42/unit_7/w"].tolist() == [4207.0] * 4
+
+
+def test_the_bytes_planned_for_copied_tensors_are_read_from_the_columns(bundles):
+    """The space a write asks for: a bundle tensor's stored size from its index's columns, what
+    :func:`planned_bytes` would say of it (no description made a tensor), anything else described."""
+    from formats.io.writing import planned_bytes
+    from formats.tf_bundle import writer
+
+    with open_checkpoint(bundles[0]) as source:
+        tensors = list(source.values())
+        mixed = [*tensors[:50], np.zeros((3, 5), np.float64), *tensors[50:100]]
+        assert writer._planned_bytes(mixed, range(len(mixed))) == planned_bytes(mixed) == 100 * 16 + 120
+        assert writer._planned_bytes(mixed, [0, 50, 99]) == 16 + 120 + 16

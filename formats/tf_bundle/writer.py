@@ -252,7 +252,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     created = make_parents(prefix)
     try:
         with out:
-            fresh_bytes = planned_bytes(sources[i] for i in layout.placed.others(len(sources)))
+            fresh_bytes = _planned_bytes(sources, layout.placed.others(len(sources)))
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
                             guarded=bool(sources))
@@ -261,6 +261,21 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
         remove_created(created)
         raise
     return report
+
+
+def _planned_bytes(sources: Sequence[Source], positions: Iterable[int]) -> int:
+    """:func:`~formats.io.writing.planned_bytes` of the sources at ``positions``: a bundle tensor stored whole, its
+    stored size read from its index's columns (at 10^5 tensors, a tenth of an edit's CPU when each was described)."""
+    total, others = 0, []
+    for position in positions:
+        source = sources[position]
+        if type(source) is BundleTensor:
+            columns, row = source.bundle.entries, source.row
+            if row not in columns.slices:
+                total += columns.kinds[columns.kind[row]][3]
+                continue
+        others.append(source)
+    return total + planned_bytes(others)
 
 
 def _write(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: OutputGuard, chunk: int, verify: bool,
