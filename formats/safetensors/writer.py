@@ -21,7 +21,7 @@ from formats.core.provenance import PROVENANCE_KEY, as_written, record_pieces
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
 from formats.io.placed import Placed, check_placed, stored_unchanged, write_placed
-from formats.io.writing import Stored, WriteReport, guard_output
+from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
 from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES
 
 TYPE_CHECKING = False
@@ -90,11 +90,9 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         items = [Placed(rows[i].key, rows[i].value, start + begins[i], sizes[i], rows[i].dtype) for i in order]
         del begins, stored
 
-        position = {row.key: i for i, row in enumerate(rows)}
-
         def count(item: Placed) -> None:
-            report.add(Stored(item.key, item.key, item.dtype, item.dtype, tuple(rows[position[item.key]].shape)),
-                       item.size)
+            report.tensors += 1
+            report.bytes += item.size
             if progress is not None:
                 progress(report.bytes, report.tensors)
 
@@ -107,9 +105,13 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 write_placed(out, items, CHUNK, count,
                              then=(lambda: _verify(temp, output, header, length, items, report, jobs))
                              if verify else None)
-    report.contents = sorted(report.contents, key=lambda stored: position[stored.key])  # in the order given, as
-    # the header lists them
+    report.contents = StoredRows(rows, _stored)  # in the order given, as the header lists them; made when asked for
     return report
+
+
+def _stored(row: Row) -> Stored:
+    """The report's line of a row written (its key, dtype and shape, each stored as it is)."""
+    return Stored(row.key, row.key, row.dtype, row.dtype, tuple(row.shape))
 
 
 def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
