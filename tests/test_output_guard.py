@@ -173,3 +173,32 @@ def test_extract_to_a_directory_is_all_or_nothing(run_cli, tmp_path: Path) -> No
     assert sorted(str(p.relative_to(existing)) for p in existing.rglob("*")) == ["keep.txt"]
     assert run_cli("extract", src, "-o", f"{existing}/", "--allow-pickle").exit_code == 0
     assert sorted(str(p.relative_to(existing)) for p in existing.rglob("*")) == ["a", "a/x.npy", "b.npy", "keep.txt"]
+
+
+class _Lent(TensorEntry):
+    """A source that lends the very tuple of its files, as a bundle's tensors of one data file do."""
+
+    def __init__(self, key: str, files: tuple[str, ...]) -> None:
+        super().__init__(key, (1,), "float32", 4)
+        self._files = files
+
+    @property
+    def files(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self._files
+
+
+def test_sources_lending_one_tuple_of_files_are_checked_once_and_another_still_refused(tmp_path):
+    """The guard looks up a run of sources that lend the same tuple of files once; a source after them reading an
+    output file is refused all the same, naming it."""
+    from formats.io.writing import OutputGuard
+
+    out = str(tmp_path / "out.npz")
+    shared = (str(tmp_path / "in.index"), str(tmp_path / "in.data-00000-of-00001"))
+    guard = OutputGuard(out, [out])
+    looked: list[tuple[str, ...]] = []
+    check = guard.check_files
+    guard.check_files = lambda files: (looked.append(tuple(files)), check(files))[1]  # type: ignore[method-assign]
+    guard.check_sources([_Lent(f"k{i}", shared) for i in range(1000)])
+    assert looked == [shared]
+    with pytest.raises(OutputIsInputError, match="out.npz"):
+        guard.check_sources([*(_Lent(f"k{i}", shared) for i in range(10)), _Lent("bad", (out,))])
