@@ -207,17 +207,16 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
     yes, no = _framed(has_tag, _int(t["value"], True)), _framed(has_tag, b"")
     local_names: dict[str, bytes] = {}  # name -> its whole field: names repeat across a graph
     attr_names: dict[str, bytes] = {}
-    out: list[bytes] = []
+    out = bytearray()  # every node's field joined straight into it (no bytes object a node: 50 MB at 10^5 nodes)
     for node in nodes:
-        body: list[bytes] = []
-        add = body.append
+        body = bytearray()
         for c in node.children:
             n, local = c.node_id, c.local_name
             name = local_names.get(local)
             if name is None:
                 name = local_names[local] = _text(t["local_name"], local)
             item = (id_tag + (v[n] if 0 <= n < small else _varint(n)) if n else b"") + name
-            add(child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item))
+            body += child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item)
         for a in node.attributes:
             local = a.name
             name = attr_names.get(local)
@@ -226,24 +225,26 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
             item = name + _utf8_field(full_tag, a.full_name) + _utf8_field(key_tag, a.checkpoint_key)
             if a.optional_restore:
                 item += _int(restore_tag, a.optional_restore)
-            add(attr_tag + v[len(item)] + item if len(item) < small else _framed(attr_tag, item))
+            body += attr_tag + v[len(item)] + item if len(item) < small else _framed(attr_tag, item)
         for s in node.slot_variables:
-            add(_framed(slot_tag, _int(t["original_variable_node_id"], s.original_variable_node_id)
-                        + _text(t["slot_name"], s.slot_name)
-                        + _int(t["slot_variable_node_id"], s.slot_variable_node_id)))
+            body += _framed(slot_tag, _int(t["original_variable_node_id"], s.original_variable_node_id)
+                            + _text(t["slot_name"], s.slot_name)
+                            + _int(t["slot_variable_node_id"], s.slot_variable_node_id))
         saver = node.registered_saver
         if saver is not None:
-            add(_framed(t["registered_saver"], _text(t["name"], saver.name) + _text(t["object_name"], saver.object_name)))
+            body += _framed(t["registered_saver"], _text(t["name"], saver.name)
+                            + _text(t["object_name"], saver.object_name))
         has_values = node.has_checkpoint_values if valued is None else node.id in valued
         if has_values is True:
-            add(yes)
+            body += yes
         elif has_values is False:
-            add(no)
+            body += no
         elif has_values is not None:
-            add(_framed(has_tag, _int(t["value"], has_values)))
-        item = b"".join(body)
-        out.append(node_tag + v[len(item)] + item if len(item) < small else _framed(node_tag, item))
-    return b"".join(out)
+            body += _framed(has_tag, _int(t["value"], has_values))
+        out += node_tag
+        out += v[len(body)] if len(body) < small else encode_varint(len(body))
+        out += body
+    return bytes(out)
 
 
 def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
