@@ -244,6 +244,21 @@ class ObjectGraph:
         """Node 0."""
         return self.nodes[0]
 
+    @property
+    def table(self) -> Any:
+        """The graph's arrays (:class:`~formats.concepts.object_graph_columns.GraphColumns` for a graph decoded into
+        columns, else a :class:`~formats.concepts.object_graph_table.NodeTable` of its nodes)."""
+        return self._table
+
+    @property
+    def traversal(self) -> Any:
+        """TensorFlow's breadth-first traversal of the graph (:class:`~formats.concepts.object_graph_table.Walk`)."""
+        return self._walk
+
+    def primary_edges(self) -> tuple[Any, Any, list[str]]:
+        """Per node the parent and the edge that gave it its path (-1: none), and every edge's escaped name."""
+        return self._lists()
+
     def _lists(self) -> tuple[Any, Any, list[str]]:
         """The first parent and edge of every node and every edge's escaped name (built once)."""
         if self._parent is None or self._edge is None or self._names is None:

@@ -23,7 +23,7 @@ from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Container, Sequence
     from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "BYTES_PER_ITEM",
@@ -185,18 +185,23 @@ def _checkpointed_nodes(nodes: Sequence[ObjectNode]) -> set[int]:
     return marked
 
 
-def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = True) -> bytes:
+def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = True,
+                        valued: Container[int] | None = None) -> bytes:
     """Serialize ``nodes`` (node i must have id i) as a ``TrackableObjectGraph``, byte for byte as
     TensorFlow's ``_fill_object_graph_proto`` does. With ``fill_has_values`` every node's
     ``has_checkpoint_values`` is set from :func:`checkpointed_nodes`; otherwise as the nodes hold it.
 
     Written field by field with the tags of :mod:`formats.concepts.proto.messages` (what its generic
     ``encode`` would write), a node at a time in one loop: small varints from a table, the names that
-    repeat (local names, attribute and slot names) encoded once each, every node's pieces joined once."""
-    for index, node in enumerate(nodes):
-        if node.id != index:
-            raise ValueError(f"node {index} has id {node.id}")
-    valued = checkpointed_nodes(nodes) if fill_has_values else None
+    repeat (local names, attribute and slot names) encoded once each, every node's pieces joined once.
+
+    ``valued``: the ids of the nodes that have checkpoint values, when the caller knows them - then ``nodes`` is
+    walked once (a sequence that makes each node as it is reached, for instance), their ids taken as given."""
+    if valued is None:
+        for index, node in enumerate(nodes):
+            if node.id != index:
+                raise ValueError(f"node {index} has id {node.id}")
+        valued = checkpointed_nodes(nodes) if fill_has_values else None
     t = _tags()
     v = _varints(len(nodes))
     small = len(v)

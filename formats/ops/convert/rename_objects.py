@@ -9,11 +9,19 @@ from __future__ import annotations
 from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
 
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, Attribute, ChildRef,
-                                           ObjectGraph, ObjectNode, attribute_key, escape_local_name, slot_variable_key, unescape_local_name)
+                                           ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, escape_local_name,
+                                           slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.rules import RuleSet
+
+from _collections_abc import Sequence  # collections.abc's, without the collections package
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["ObjectRename"]
 
@@ -27,9 +35,7 @@ class ObjectRename:
         self.source, self.plan, self.options = source, plan, options
         self.rules: RuleSet = options.rules
         self.graph: ObjectGraph = source.object_graph
-        self.nodes = self.graph.node_copies()  # the graph's own nodes are not built (a graph in columns)
-        for node in self.nodes:
-            node.children = []
+        self.nodes: list[ObjectNode] = []  # the rebuilt graph (see run)
         self.new_paths: dict[int, str] = {0: ""}
         self.by_path: dict[str, int] = {"": 0}
         self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
@@ -37,7 +43,13 @@ class ObjectRename:
         self.moved = False  # whether an edge leaves its parent (for an object made, too): see _check_paths
 
     def run(self) -> None:
-        """Rename edges, rebuild the graph, check it, and add one row per key."""
+        """Rename edges, rebuild the graph, check it, and add one row per key: in place (:class:`_InPlace`) when
+        every edge renamed keeps its parent and nothing is amiss, else by rebuilding every node."""
+        if _InPlace(self).run():
+            return
+        self.nodes = self.graph.node_copies()  # the graph's own nodes are not built (a graph in columns)
+        for node in self.nodes:
+            node.children = []
         edges = self._edges()
         renamed = [self._rename(e) for e in edges]  # each edge's new path, in the edges' order (None: unchanged)
         if self.broken:
@@ -193,6 +205,208 @@ class ObjectRename:
             new_attr = next(a for a in self.nodes[node_id].attributes if a.name == attr.name)
             new = new_attr.checkpoint_key + key[len(attr.checkpoint_key):]
             self.plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
+
+
+class _InPlace:
+    """The usual rename, done on the graph's columns: every edge a rule renames keeps its parent (``--map
+    model=net``, ``--map net/l1=net/dense``), so the graph keeps its shape - the same nodes, edges and order - and
+    only local names change, with the paths below them, the ``checkpoint_key`` s they give and the keys. Each node
+    is made when it is encoded and let go (no copy of every node, edge and attribute held while the graph is
+    rebuilt: at 10^5 objects, about 150 MB), byte for byte what rebuilding every node writes. Anything else - an
+    edge moved or an object made, a path that is not one, two edges of one parent under one name, a graph not
+    decoded into columns, a key of an object no path reaches - is left to :class:`ObjectRename`'s rebuilding,
+    which says what is wrong: :meth:`run` then returns False having changed nothing."""
+
+    def __init__(self, rename: ObjectRename) -> None:
+        self.rename, self.graph, self.rules = rename, rename.graph, rename.rules
+        self.new_local: dict[int, str] = {}  # edge -> its new local name (unescaped), for the edges renamed
+        self.paths: dict[int, str] = {0: ""}  # node -> its new path, as asked for
+
+    def run(self) -> bool:
+        """Plan the rename in place; False (the plan untouched) when it is not one."""
+        from formats.concepts.object_graph_columns import GraphColumns
+
+        table = self.graph.table
+        if not isinstance(table, GraphColumns) or not self._rename_edges(table) or not self._distinct(table):
+            return False
+        encoded = encode_object_graph(_RenamedNodes(self, table), valued=_valued(self.graph))
+        source, plan = self.rename.source, self.rename.plan
+        keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
+        mapping = self.graph.map_keys(keys)
+        for key in keys:
+            hit = mapping.get(key)
+            if hit is None or self.node_path(hit[0]) is None:
+                return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
+                # says what becomes of it)
+        plan.object_graph = encoded
+        for key in keys:  # as ObjectRename._rows plans them
+            node_id, attr = mapping[key]
+            entry = source[key]
+            new = attribute_key(self.path_of(node_id), attr.name) + key[len(attr.checkpoint_key):]
+            plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
+        return True
+
+    def _rename_edges(self, table: Any) -> bool:
+        """Each edge's new local name where a rule renames its path to another last segment; False when a renamed
+        edge would leave its parent, its new path is not one, or an edge leaves an object no path reaches. The
+        edges are taken a level of the traversal at a time, so that the new path of each one's parent is known."""
+        import numpy as np
+
+        graph, apply = self.graph, self.rules.apply
+        walk = graph.traversal
+        if not bool(np.asarray(walk.reached)[np.asarray(walk.owner)].all()):
+            return False  # (the rebuilding leaves such edges out)
+        _, _, names = graph.primary_edges()
+        stored = table.child_names()
+        ptr = table.child_ptr
+        for level in [[0], *walk.levels]:
+            for owner in map(int, level):
+                lo, hi = int(ptr[owner]), int(ptr[owner + 1])
+                if lo == hi:
+                    continue
+                prefix, here = graph.path(owner), self.path(owner)
+                for e in range(lo, hi):
+                    old = f"{prefix}/{names[e]}" if prefix else names[e]
+                    new = apply(old)
+                    if new == old:
+                        continue  # (it follows its parent, renamed or not)
+                    if _path_problem(new) is not None:
+                        return False
+                    head, _, last = new.rpartition("/")
+                    if head != here:
+                        return False  # the edge would leave its parent
+                    local = unescape_local_name(last)
+                    if escape_local_name(local) != last:
+                        return False
+                    if local != stored[e]:
+                        self.new_local[e] = local
+        graph.forget_paths()  # (the old paths: a string an object, not needed again)
+        return True
+
+    def _distinct(self, table: Any) -> bool:
+        """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses
+        two of one name)."""
+        ptr = table.child_ptr.tolist()
+        names, new_local = table.child_names(), self.new_local
+        for node in range(len(ptr) - 1):
+            lo, hi = ptr[node], ptr[node + 1]
+            if hi - lo > 1:
+                here = [new_local.get(e, names[e]) for e in range(lo, hi)] if new_local else names[lo:hi]
+                if len(set(here)) != hi - lo:
+                    return False
+        return True
+
+    def path(self, node: int) -> str:
+        """The node's new path (the root's: ""), from the edges that gave it and its parents their paths."""
+        paths = self.paths
+        known = paths.get(node)
+        if known is not None:
+            return known
+        parent, edge, names = self.graph.primary_edges()
+        chain = []
+        current = node
+        while current not in paths:
+            chain.append(current)
+            current = int(parent[current])
+        prefix = paths[current]
+        new_local = self.new_local
+        for current in reversed(chain):
+            e = int(edge[current])
+            local = new_local.get(e)
+            segment = names[e] if local is None else escape_local_name(local)
+            prefix = paths[current] = f"{prefix}/{segment}" if prefix else segment
+        return prefix
+
+    def node_path(self, node: int) -> str | None:
+        """The new path of a node a path reaches, or of a slot variable of such a variable and optimizer."""
+        if self.graph.traversal.reached[node]:
+            return self.path(node)
+        slot = self.graph.slot_of(node)
+        if slot is None:
+            return None
+        owner, ref = slot
+        if not self.graph.traversal.reached[ref.original_variable_node_id] or not self.graph.traversal.reached[owner]:
+            return None
+        return slot_variable_key(self.path(ref.original_variable_node_id), self.path(owner), ref.slot_name)
+
+    def path_of(self, node: int) -> str:
+        """:meth:`node_path` of a node known to have one."""
+        path = self.node_path(node)
+        assert path is not None
+        return path
+
+
+class _RenamedNodes(Sequence[ObjectNode]):
+    """The renamed graph's nodes, each made as it is reached (for :func:`encode_object_graph`, which walks them once):
+    its children under their new local names, its attributes under the keys of its new path (their ``full_name``
+    renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as they were."""
+
+    def __init__(self, in_place: _InPlace, table: Any) -> None:
+        self.in_place, self.table = in_place, table
+
+    def __len__(self) -> int:
+        return int(self.table.count)
+
+    def __getitem__(self, i: Any) -> Any:  # (not asked for by ckpt: a walk from the first node)
+        return list(self)[i]
+
+    def __iter__(self) -> Iterator[ObjectNode]:
+        t, in_place = self.table, self.in_place
+        apply = in_place.rules.apply if in_place.rename.options.rename_full_names else None
+        child_ptr, attr_ptr, slot_ptr = _ints(t.child_ptr), _ints(t.attr_ptr), _ints(t.slot_ptr)
+        child_ids, names, new_local = _ints(t.child_id), t.child_names(), in_place.new_local
+        attributes = t.attributes()
+        slot_names = t.slot_names()
+        slot_original, slot_id = _ints(t.slot_original), _ints(t.slot_id)
+        for i in range(t.count):
+            lo, hi = child_ptr[i], child_ptr[i + 1]
+            children = [ChildRef(child_ids[e], new_local.get(e, names[e])) for e in range(lo, hi)]
+            lo, hi = attr_ptr[i], attr_ptr[i + 1]
+            mine = attributes[lo:hi]
+            if mine:
+                path = in_place.node_path(i)
+                if path is not None:
+                    mine = [Attribute(a.name, apply(a.full_name) if apply is not None and a.full_name else a.full_name,
+                                      attribute_key(path, a.name), a.optional_restore) for a in mine]
+            lo, hi = slot_ptr[i], slot_ptr[i + 1]
+            slots = [SlotVariableRef(slot_original[k], slot_names[k], slot_id[k]) for k in range(lo, hi)]
+            yield ObjectNode(i, children, mine, slots)  # (has_checkpoint_values: the encoder's, from _valued)
+
+
+def _ints(values: Any) -> Any:
+    """A numpy column as 64-bit ints read one at a time (a view, not a list of int objects)."""
+    import numpy as np
+
+    return memoryview(np.ascontiguousarray(values, dtype=np.int64))  # type: ignore[arg-type]  # (numpy: a buffer)
+
+
+class _Marked:
+    """Node ids marked in a byte each (``id in marked``): a set of ints held no int a node."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, marks: bytes) -> None:
+        self._marks = marks
+
+    def __contains__(self, node: object) -> bool:
+        return isinstance(node, int) and 0 <= node < len(self._marks) and self._marks[node] == 1
+
+
+def _valued(graph: ObjectGraph) -> _Marked:
+    """:func:`~formats.concepts.object_graph_codec.checkpointed_nodes` of a graph in columns (a renaming in place
+    keeps its shape): the nodes with attributes or slot variables, and every node above one by any edge."""
+    import numpy as np
+
+    t = graph.table
+    marked = (np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0)
+    owner, child = np.asarray(graph.traversal.owner), np.asarray(t.child_id)
+    while True:
+        up = owner[marked[child]]
+        fresh = up[~marked[up]]
+        if not len(fresh):
+            break
+        marked[fresh] = True
+    return _Marked(marked.astype(np.uint8).tobytes())
 
 
 def _path_problem(path: str) -> str | None:

@@ -1,0 +1,96 @@
+"""An object-based rename whose renamed edges keep their parents is planned on the graph's columns
+(``rename_objects._InPlace``), each node made as it is encoded: the plan - the graph's bytes, every row and problem -
+must be the one rebuilding every node gives (``ObjectRename``'s own path, the one TensorFlow's loads are tested on),
+for every object-based checkpoint of the corpus and rules of every kind; what it cannot do it leaves to that path."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from formats import open_checkpoint
+from formats.ops.convert import rename_objects
+from formats.ops.convert.conversion_source import is_object_based
+from formats.ops.convert.plan import ConvertOptions
+from formats.ops.convert.rename import plan_rename
+from formats.ops.rules import build_rules
+
+from tests.conftest import CORPUS
+
+
+def _object_based() -> list[str]:
+    found = []
+    for index in sorted(CORPUS.rglob("*.index")):
+        prefix = str(index)[: -len(".index")]
+        with open_checkpoint(prefix) as ckpt:
+            if is_object_based(ckpt) and ckpt.object_graph is not None:
+                found.append(prefix)
+    return found
+
+
+OBJECT_BASED = _object_based()
+
+
+def _plan(prefix: str, options: ConvertOptions, in_place: bool, monkeypatch) -> tuple:
+    with monkeypatch.context() as m:
+        if not in_place:
+            m.setattr(rename_objects._InPlace, "run", lambda self: False)
+        with open_checkpoint(prefix) as ckpt:
+            plan = plan_rename(ckpt, options)
+            return (plan.object_graph, [(r.source, r.key, r.note, r.dtype, tuple(r.shape)) for r in plan.rows],
+                    [(p.kind, p.key, p.message, p.severity) for p in plan.problems])
+
+
+def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
+    with open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        top = [local for _, local in graph.children(0)]
+        nested = [(graph.path(child) or "") for node, _ in graph.children(0) for child, _ in graph.children(node)]
+    sets = [("add-prefix (moves every edge)", ConvertOptions(rules=build_rules(add_prefix="top")))]
+    if top:
+        sets.append(("a top edge", ConvertOptions(rules=build_rules([f"{top[0]}={top[0]}_x"]))))
+        sets.append(("a top edge alone, its children following it", ConvertOptions(
+            rules=build_rules(regexes=[f"^{re.escape(top[0])}$=renamed"]))))
+        sets.append(("a top edge, full names too", ConvertOptions(rules=build_rules([f"{top[0]}={top[0]}_x"]),
+                                                                   rename_full_names=True)))
+    if len(top) > 1:
+        sets.append(("two edges to one name", ConvertOptions(rules=build_rules([f"{top[0]}={top[1]}"]))))
+    if nested:
+        path = nested[-1]
+        head, _, last = path.rpartition("/")
+        sets.append(("a nested edge", ConvertOptions(rules=build_rules([f"{path}={head}/{last}.Sv2"]))))
+        sets.append(("a nested edge moved", ConvertOptions(rules=build_rules([f"{path}={last}_up"]))))
+    sets.append(("a regex on every segment", ConvertOptions(rules=build_rules(regexes=[r"(^|/)([a-z])=\1\2\2"]))))
+    sets.append(("a regex on every segment, full names too", ConvertOptions(
+        rules=build_rules(regexes=[r"(^|/)([a-z])=\1\2\2"]), rename_full_names=True)))
+    return sets
+
+
+@pytest.fixture
+def in_columns(monkeypatch):
+    """Every graph decoded into columns, as a large one is (a small one's nodes are built as it is read)."""
+    from formats.concepts import object_graph_codec
+
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)
+
+
+@pytest.mark.parametrize("prefix", OBJECT_BASED, ids=lambda p: p.split("corpus/")[-1])
+def test_a_rename_in_place_plans_what_rebuilding_every_node_plans(prefix, monkeypatch, in_columns):
+    taken = []
+    run = rename_objects._InPlace.run
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        done = run(self)
+        taken.append(done)
+        return done
+
+    for label, options in _rule_sets(prefix):
+        monkeypatch.setattr(rename_objects._InPlace, "run", counted)
+        fast = _plan(prefix, options, True, monkeypatch)
+        monkeypatch.setattr(rename_objects._InPlace, "run", run)
+        assert fast == _plan(prefix, options, False, monkeypatch), label
+    assert True in taken  # (the in-place path is the one being compared at least once per checkpoint)
+
+
+def test_the_corpus_has_object_based_checkpoints_to_compare():
+    assert len(OBJECT_BASED) >= 8
