@@ -94,3 +94,19 @@ def test_a_rename_in_place_plans_what_rebuilding_every_node_plans(prefix, monkey
 
 def test_the_corpus_has_object_based_checkpoints_to_compare():
     assert len(OBJECT_BASED) >= 8
+
+
+@pytest.mark.parametrize("prefix", OBJECT_BASED, ids=lambda p: p.split("corpus/")[-1])
+def test_the_nodes_with_values_are_marked_as_the_general_walk_finds_them(prefix, in_columns):
+    """``checkpointed_nodes`` gives a byte a node (NodeMarks), the in-place rename its own from the columns: both
+    say what the walk over node ids says."""
+    from formats.concepts.object_graph_codec import NodeMarks, _checkpointed_nodes, checkpointed_nodes
+
+    with open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        nodes = graph.node_copies()
+        expected = _checkpointed_nodes(nodes)
+        marks = checkpointed_nodes(nodes)
+        assert isinstance(marks, NodeMarks) and set(marks) == expected and len(marks) == len(expected)
+        assert all((i in marks) == (i in expected) for i in range(-1, len(nodes) + 1)) and "0" not in marks
+        assert set(rename_objects._valued(graph)) == expected

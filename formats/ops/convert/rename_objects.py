@@ -12,6 +12,7 @@ from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZ
                                            ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, escape_local_name,
                                            slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
+from formats.concepts.object_graph_codec import NodeMarks
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.rules import RuleSet
@@ -380,19 +381,7 @@ def _ints(values: Any) -> Any:
     return memoryview(np.ascontiguousarray(values, dtype=np.int64))  # type: ignore[arg-type]  # (numpy: a buffer)
 
 
-class _Marked:
-    """Node ids marked in a byte each (``id in marked``): a set of ints held no int a node."""
-
-    __slots__ = ("_marks",)
-
-    def __init__(self, marks: bytes) -> None:
-        self._marks = marks
-
-    def __contains__(self, node: object) -> bool:
-        return isinstance(node, int) and 0 <= node < len(self._marks) and self._marks[node] == 1
-
-
-def _valued(graph: ObjectGraph) -> _Marked:
+def _valued(graph: ObjectGraph) -> NodeMarks:
     """:func:`~formats.concepts.object_graph_codec.checkpointed_nodes` of a graph in columns (a renaming in place
     keeps its shape): the nodes with attributes or slot variables, and every node above one by any edge."""
     import numpy as np
@@ -406,7 +395,7 @@ def _valued(graph: ObjectGraph) -> _Marked:
         if not len(fresh):
             break
         marked[fresh] = True
-    return _Marked(marked.astype(np.uint8).tobytes())
+    return NodeMarks(marked.astype(np.uint8).tobytes())
 
 
 def _path_problem(path: str) -> str | None:

@@ -19,6 +19,7 @@ from formats.ops.convert.plan import ERROR, Problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Container
     from typing import Any
 
 __all__ = ["prune_graph"]
@@ -73,7 +74,7 @@ def _keep_only(nodes: list[ObjectNode], keep_attr: set[tuple[int, str]]) -> None
                                    and ref.original_variable_node_id in valued]
 
 
-def _staying(graph: ObjectGraph, nodes: list[ObjectNode], before: set[int]) -> set[int]:
+def _staying(graph: ObjectGraph, nodes: list[ObjectNode], before: Container[int]) -> set[int]:
     """The root, nodes keeping values and the objects on their paths, and nodes that never had values
     (``before``: the nodes that had) whose first parent stays. (Values reached only through a second path - an
     alias - keep nothing.)"""
