@@ -88,7 +88,7 @@ class _Pair:
 class _Copied:
     """An input data file not taken over whole, some of whose tensors were copied as they lie (:class:`_Run`, or a
     kernel copy of a larger one): where each went, by its row in the input's index - its offset in the output
-    (eight bytes a row of the index, -1 for one not copied) and the output's data file. A tensor in one is written
+    (eight bytes a row of the index) and the output's data file. A tensor in one is written
     as the row given for it, like one taken over (:class:`_Taken`), its entry made from its source and its place as
     the index is written: an edit copying a million of the input's tensors holds 8 MB, not a :class:`_Record` a
     tensor (at a million, 250 MB). A row copied a second time is not placed here (it gets a record of its own)."""
@@ -97,7 +97,7 @@ class _Copied:
     how = COPIED
 
     def __init__(self, rows: int) -> None:
-        self.offsets = memoryview(bytearray(b"\xff" * (8 * rows))).cast("q")  # (no array module: no collections)
+        self.offsets = memoryview(bytearray(8 * rows)).cast("q")  # each offset + 1 (0: not copied; no array module)
         self.shard = -1  # the output's data file of every tensor placed, while they share one
         self.shards: Any = None  # else each row's (four bytes a row of the index)
 
@@ -105,9 +105,9 @@ class _Copied:
         """Row ``row`` of the input's index is copied to ``offset`` of data file ``shard``; False when it was
         already."""
         offsets = self.offsets
-        if offsets[row] >= 0:
+        if offsets[row]:
             return False
-        offsets[row] = offset
+        offsets[row] = offset + 1
         if shard != self.shard and self.shards is None:
             if self.shard < 0:
                 self.shard = shard
@@ -122,7 +122,7 @@ class _Copied:
         """The entry of the input's tensor ``source`` where it was copied."""
         columns, row = source.bundle.entries, source.row
         dtype, shape, _, size = columns.kinds[columns.kind[row]]
-        return encode_entry(dtype, shape, self.offsets[row], size, columns.crc[row],
+        return encode_entry(dtype, shape, self.offsets[row] - 1, size, columns.crc[row],
                             self.shard if self.shards is None else self.shards[row])
 
 
