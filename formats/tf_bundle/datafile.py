@@ -78,12 +78,17 @@ class RemoteFile:
 def read_index_bytes(path: str) -> bytes:
     try:
         return storage.read_bytes(path)
-    except FileNotFoundError:
-        raise CheckpointNotFoundError(path, "no such file") from None
-    except IsADirectoryError:
-        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
     except OSError as exc:
-        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: str, exc: OSError) -> CheckpointNotFoundError:
+    """The error of an index that cannot be opened or read (``exc``)."""
+    if isinstance(exc, FileNotFoundError):
+        return CheckpointNotFoundError(path, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return CheckpointNotFoundError(path, "is a directory, not an index file")
+    return CheckpointNotFoundError(path, f"cannot read ({exc.strerror})")
 
 
 STREAMED_INDEX = 1 << 22
@@ -98,20 +103,11 @@ def open_index(path: str) -> bytes | IndexFile:
         return read_index_bytes(path)
     try:
         f = storage.open_regular(path)
-    except FileNotFoundError:
-        raise CheckpointNotFoundError(path, "no such file") from None
-    except IsADirectoryError:
-        raise CheckpointNotFoundError(path, "is a directory, not an index file") from None
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            return f.read(size) if size <= STREAMED_INDEX else IndexFile(os.dup(f.fileno()), size)
     except OSError as exc:
-        raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if size <= STREAMED_INDEX:
-            try:
-                return f.read(size)
-            except OSError as exc:
-                raise CheckpointNotFoundError(path, f"cannot read ({exc.strerror})") from None
-        return IndexFile(os.dup(f.fileno()), size)
+        raise _unreadable(path, exc) from None
 
 
 class IndexFile(RangeReader):
