@@ -7,6 +7,7 @@ See :mod:`formats.ops.convert.rename` for what the rules do to edges, keys, slot
 from __future__ import annotations
 
 from _collections import deque  # type: ignore[import-not-found]  # collections' C class, without the package
+from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, Attribute, ChildRef,
                                            ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, escape_local_name,
@@ -16,8 +17,6 @@ from formats.concepts.object_graph_codec import NodeMarks
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.rules import RuleSet
-
-from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
