@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formats.api import open_checkpoint
 from formats.core.errors import NothingSelectedError, TensorNotFoundError
@@ -158,3 +160,43 @@ def test_diff_filter_matching_nothing_is_1_not_a_difference(run_cli):
         f"ckpt: error: {CORPUS / EST200}, {CORPUS / EST200}: no name matches 'zz*'",
         "  hint: patterns are exact names or globs on the whole name"]
     assert run_cli("-q", "diff", "-f", "dnn/*", CORPUS / EST200, CORPUS / EST200).exit_code == 0
+
+
+def _select_keys_one_by_one(keys, patterns):
+    """What select_keys said when it matched each key against each pattern in turn (its definition, kept here as
+    the oracle of the version that filters every key through each pattern's compiled glob)."""
+    import fnmatch
+    import re
+
+    from formats.core.selection import is_glob
+
+    if not patterns:
+        return list(keys), []
+    matchers = []
+    for p in dict.fromkeys(patterns):
+        if is_glob(p):
+            glob = re.compile(fnmatch.translate(p)).match
+            matchers.append((p, lambda key, p=p, glob=glob: key == p or glob(key) is not None))
+        else:
+            matchers.append((p, p.__eq__))
+    used, selected = set(), []
+    for key in keys:
+        hits = [p for p, match in matchers if match(key)]
+        if hits:
+            selected.append(key)
+            used.update(hits)
+    return selected, [p for p, _ in matchers if p not in used]
+
+
+_KEY_TEXT = st.text(alphabet="ab/*?[]!._0", max_size=6)
+
+
+@given(st.lists(_KEY_TEXT, max_size=12), st.lists(_KEY_TEXT, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_select_keys_filters_as_matching_each_key_in_turn_did(keys, patterns):
+    """Keys in the order given (a key given twice, twice), a glob that is also a key matching it as it is, a
+    pattern given twice once, the patterns that match nothing in order."""
+    from formats.core.selection import select_keys
+
+    assert select_keys(keys, patterns) == _select_keys_one_by_one(keys, patterns)
+    assert select_keys(iter(keys), patterns) == _select_keys_one_by_one(keys, patterns)

@@ -13,6 +13,7 @@ from formats.core.errors import NothingSelectedError
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any
 
     from formats.core.model import Checkpoint, TensorEntry
 
@@ -26,30 +27,35 @@ def is_glob(pattern: str) -> bool:
     return not _GLOB_CHARS.isdisjoint(pattern)
 
 
-def _matcher(pattern: str) -> Callable[[str], bool]:
-    if not is_glob(pattern):
-        return pattern.__eq__
+def _glob(pattern: str) -> Callable[[str], Any]:
+    """The compiled glob's ``match`` (a key's whole text; not None: it matches)."""
     import fnmatch  # only for a glob pattern (start-up)
     import re
 
-    glob = re.compile(fnmatch.translate(pattern)).match
-    return lambda key: key == pattern or glob(key) is not None
+    return re.compile(fnmatch.translate(pattern)).match
 
 
 def select_keys(keys: Iterable[str], patterns: Sequence[str]) -> tuple[list[str], list[str]]:
     """The keys (in the order given) that equal or glob-match any of ``patterns`` - every key when there
-    are none - and the patterns that match no key (in the order given)."""
+    are none - and the patterns that match no key (in the order given). Each pattern is matched against every
+    key by ``filter`` over its compiled glob (no Python call a key)."""
     if not patterns:
         return list(keys), []
-    matchers = [(p, _matcher(p)) for p in dict.fromkeys(patterns)]
-    used: set[str] = set()
-    selected = []
-    for key in keys:
-        hits = [p for p, match in matchers if match(key)]
+    keys = keys if isinstance(keys, list) else list(keys)
+    every: set[str] | None = None  # the keys, made for the first pattern that is a key or may be one
+    found: set[str] = set()
+    unmatched = []
+    for pattern in dict.fromkeys(patterns):
+        hits: set[str] = set(filter(_glob(pattern), keys)) if is_glob(pattern) else set()
+        if every is None:
+            every = set(keys)
+        if pattern in every:  # (a glob that is also a key, as it is)
+            hits.add(pattern)
         if hits:
-            selected.append(key)
-            used.update(hits)
-    return selected, [p for p, _ in matchers if p not in used]
+            found |= hits
+        else:
+            unmatched.append(pattern)
+    return list(filter(found.__contains__, keys)), unmatched
 
 
 def select(ckpt: Checkpoint, patterns: Sequence[str]) -> list[TensorEntry]:

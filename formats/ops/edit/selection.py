@@ -40,7 +40,7 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
     """Decide, for every tensor of ``ckpt`` but the object graph, whether an edit keeps it."""
     entries = {k: e for k, e in ckpt.items() if k != OBJECT_GRAPH_KEY}  # each looked up once, in stored order
     keys = sorted(entries)
-    subject = {k: str(entries[k].name) for k in keys} if by == "name" else {k: k for k in keys}
+    subject = {k: str(entries[k].name) for k in keys} if by == "name" else None  # (None: each key's own)
     out = Selection()
     chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else set(keys)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
@@ -60,16 +60,17 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
     return out
 
 
-def _matching(out: Selection, path: str, keys: list[str], subject: dict[str, str], patterns: Sequence[str],
+def _matching(out: Selection, path: str, keys: list[str], subject: dict[str, str] | None, patterns: Sequence[str],
               by: str) -> set[str]:
-    """The keys whose subject (key or name) matches one of ``patterns``; a problem per pattern that matches none."""
-    subjects = sorted(set(subject.values()))
+    """The keys whose subject (key or name; ``subject`` None: the key itself) matches one of ``patterns``; a
+    problem per pattern that matches none."""
+    subjects = keys if subject is None else sorted(set(subject.values()))  # (the keys: sorted, each once)
     hits, unmatched = select_keys(subjects, list(patterns))
     if unmatched:
         error = nothing_selected(path, unmatched, by, among=subjects)
         out.problems.append(Problem("selection", ", ".join(unmatched), f"{error.message} ({error.hint})", ERROR))
     wanted = set(hits)
-    return {k for k in keys if subject[k] in wanted}
+    return wanted if subject is None else {k for k in keys if subject[k] in wanted}
 
 
 def _orphaned_slots(entries: Mapping[str, TensorEntry], keys: list[str], out: Selection) -> None:
