@@ -376,3 +376,18 @@ def test_the_actions_are_made_as_they_are_read_one_per_input_key(tmp_path):
     assert keys[-1] == "global_step" and actions[-1] == KeyAction("global_step", "drop", detail="optimizer state")
     assert actions == list(actions) and result.plan.counts() == {"keep": len(kept), "drop": 21 - len(kept)}
     assert result.plan.to_json()["keys"] == [a.to_json() for a in list(actions)]
+
+
+@pytest.mark.parametrize("source, options", [(TF1_ADAM, {"drop_optimizer": True}), (SLOTS, {"drop_optimizer": True}),
+                                             (SLOTS, {"exclude": ["net/*"]})])
+def test_the_actions_are_counted_without_making_them_as_they_are_made(tmp_path, source, options):
+    """``counts()`` (what the summary and --json say) counts the actions as it decides them, no action made a key:
+    the same as counting the actions made, the object graph's included."""
+    from collections import Counter
+
+    result = edit(source, tmp_path / "out" / "ckpt", dry_run=True, **options)
+    actions = list(result.plan.actions)
+    assert result.plan.counts() == dict(Counter(a.action for a in actions)) == result.plan.actions.counts()
+    if source == SLOTS:
+        graph = next(a for a in actions if a.key == "_CHECKPOINTABLE_OBJECT_GRAPH")
+        assert (graph.action, graph.output, graph.dtype) == ("keep", "_CHECKPOINTABLE_OBJECT_GRAPH", "string")

@@ -228,26 +228,43 @@ class KeyActions(Sequence[KeyAction]):
         return list(self)[i]
 
     def __iter__(self) -> Iterator[KeyAction]:
+        for key, action, found, detail in self._decided():
+            if found is None:
+                yield KeyAction(key, action, detail=detail)
+            elif key == OBJECT_GRAPH_KEY:
+                yield KeyAction(key, action, key, "string", detail)
+            else:
+                yield KeyAction(key, action, found.key, found.dtype, found.note)
+
+    def counts(self) -> dict[str, int]:
+        """How many input keys each action applies to (no action made a key)."""
+        out: dict[str, int] = {}
+        for _, action, _, _ in self._decided():
+            out[action] = out.get(action, 0) + 1
+        return out
+
+    def _decided(self) -> Iterator[tuple[str, str, Any, str]]:
+        """``(key, action, the row written or None, detail)`` of every input key in key order (the object graph's
+        row: the plan itself, when it writes a graph that is not empty)."""
         plan, dropped = self._plan, self._dropped
         written: dict[str, PlanRow] = {}
         for row in plan.conversion.rows:
             if row.source is not None:
                 written.setdefault(row.source, row)
         planned = bool(plan.conversion.rows)
+        operation = plan.operation
         for key in sorted(self._source):
             found = written.get(key)
             if key == OBJECT_GRAPH_KEY:
                 graph = plan.conversion.object_graph
-                yield KeyAction(key, "keep" if graph is not None else "drop", key if graph else None,
-                                "string" if graph else "", "object graph, cut down to the tensors kept"
-                                if graph is not None else "not written by the output format")
+                yield (key, "keep", plan if graph else None, "object graph, cut down to the tensors kept") \
+                    if graph is not None else (key, "drop", None, "not written by the output format")
             elif key in dropped:
-                yield KeyAction(key, "drop", detail=dropped[key])
+                yield key, "drop", None, dropped[key]
             elif found is None:
-                yield KeyAction(key, "drop", detail="not written by the output format" if planned else
-                                "nothing is written")
+                yield key, "drop", None, "not written by the output format" if planned else "nothing is written"
             else:
-                yield KeyAction(key, _action(found, plan.operation), found.key, found.dtype, found.note)
+                yield key, _action(found, operation), found, ""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, (list, KeyActions)) and list(self) == list(other)

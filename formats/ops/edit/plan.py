@@ -132,6 +132,9 @@ class EditPlan:
 
     def counts(self) -> dict[str, int]:
         """How many input keys each action applies to."""
+        counted = getattr(self.actions, "counts", None)  # (actions made as read: counted without making them)
+        if counted is not None:
+            return counted()
         out: dict[str, int] = {}
         for action in self.actions:
             out[action.action] = out.get(action.action, 0) + 1
