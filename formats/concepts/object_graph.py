@@ -34,11 +34,11 @@ from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
-           "split_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
+           "split_path", "chain_path", "attribute_key", "slot_variable_key", "ChildRef", "Attribute", "SlotVariableRef",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "label_keys", "MAX_NESTING",
            "MAX_PATH_BYTES", "keras3_optimizer"]
 
@@ -76,6 +76,21 @@ def unescape_local_name(segment: str) -> str:
             raise ValueError(f"bad escape at {i} in path segment {segment!r}")
         i += 2
     return "".join(out)
+
+
+def chain_path(node: int, paths: dict[int, str], parent: Any, edge: Any, segment: Callable[[int], str]) -> str:
+    """The path of ``node``, which a path reaches: its first parent's (``parent[node]``, up to one in ``paths``) and
+    ``segment(e)`` of the edge that reached it (``edge[node]``), each path made on the way added to ``paths``."""
+    chain = []
+    current = node
+    while current not in paths:
+        chain.append(current)
+        current = parent[current]
+    prefix = paths[current]
+    for current in reversed(chain):
+        name = segment(edge[current])
+        prefix = paths[current] = f"{prefix}/{name}" if prefix else name
+    return prefix
 
 
 def split_path(path: str) -> list[str]:
@@ -279,17 +294,7 @@ class ObjectGraph:
         if not isinstance(node_id, int) or not 0 <= node_id < len(self.nodes) or not self._reached[node_id]:
             return self._slot_paths.get(node_id)
         parent, edge, names = self._lists()
-        paths = self._paths
-        chain = []
-        current = node_id
-        while current not in paths:
-            chain.append(current)
-            current = parent[current]
-        prefix = paths[current]
-        for current in reversed(chain):
-            name = names[edge[current]]
-            prefix = paths[current] = f"{prefix}/{name}" if prefix else name
-        return prefix
+        return chain_path(node_id, self._paths, parent, edge, names.__getitem__)
 
     def forget_paths(self) -> None:
         """Let go of the paths :meth:`path` has built (a string per node asked about: 34 MB at 100k objects); they

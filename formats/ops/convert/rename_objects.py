@@ -10,8 +10,8 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, Attribute, ChildRef,
-                                           ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, escape_local_name,
-                                           slot_variable_key, unescape_local_name)
+                                           ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, chain_path,
+                                           escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph_codec import NodeMarks
 from formats.ops.convert.graph_build import encode_object_graph
@@ -298,24 +298,17 @@ class _InPlace:
 
     def path(self, node: int) -> str:
         """The node's new path (the root's: ""), from the edges that gave it and its parents their paths."""
-        paths = self.paths
-        known = paths.get(node)
+        known = self.paths.get(node)
         if known is not None:
             return known
         parent, edge, names = self.graph.primary_edges()
-        chain = []
-        current = node
-        while current not in paths:
-            chain.append(current)
-            current = int(parent[current])
-        prefix = paths[current]
         new_local = self.new_local
-        for current in reversed(chain):
-            e = int(edge[current])
+
+        def segment(e: int) -> str:
             local = new_local.get(e)
-            segment = names[e] if local is None else escape_local_name(local)
-            prefix = paths[current] = f"{prefix}/{segment}" if prefix else segment
-        return prefix
+            return names[e] if local is None else escape_local_name(local)
+
+        return chain_path(node, self.paths, parent, edge, segment)
 
     def node_path(self, node: int) -> str | None:
         """The new path of a node a path reaches, or of a slot variable of such a variable and optimizer."""
