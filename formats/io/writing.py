@@ -365,10 +365,8 @@ class OutputGuard:
 
     def check_source(self, source: Source) -> None:
         """Refuse a source read from an output file (checked once per distinct set of files)."""
-        files = tuple(source.files) if isinstance(source, TensorEntry) else ()
-        if files and files not in self._seen:
-            self._seen.add(files)
-            self.check_files(files)
+        if isinstance(source, TensorEntry):
+            self._check_once(source.files)
 
     def check_sources(self, sources: Iterable[Source]) -> None:
         """:meth:`check_source` of each of ``sources``; one whose files are the very tuple the one before lent (a
@@ -377,10 +375,16 @@ class OutputGuard:
         for source in sources:
             if isinstance(source, TensorEntry):
                 files = source.files
-                if files is last:
-                    continue
-                last = files
-            self.check_source(source)
+                if files is not last:
+                    last = files
+                    self._check_once(files)
+
+    def _check_once(self, files: Iterable[str]) -> None:
+        """:meth:`check_files` of a source's files, once per distinct set of them."""
+        files = tuple(files)
+        if files and files not in self._seen:
+            self._seen.add(files)
+            self.check_files(files)
 
 
 def guard_output(output: str, files: Iterable[str] | None = None, *,
