@@ -448,13 +448,10 @@ class ObjectGraph:
         return int(self._table.child_ptr[node_id + 1] - self._table.child_ptr[node_id])
 
     def map_keys(self, keys: list[str]) -> dict[str, tuple[int, Attribute]]:
-        """Stored key -> ``(node id, attribute)`` for every key some attribute accounts for.
-
-        A key equals an attribute's ``checkpoint_key``, or extends it: objects saved through
-        ``_serialize_to_tensors`` append the escaped tensor name (``.../ITERATOR`` is stored as
-        ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
-        """
+        """Stored key -> ``(node id, attribute)`` for every key some attribute accounts for (see
+        :meth:`key_attributes`)."""
         t = self._table
+        found, attributes = self.key_attributes(keys)
         ptr = t.attr_ptr
         if isinstance(ptr, list):  # a small table's, without numpy
             owners = edge_owners(ptr, t.count)
@@ -462,6 +459,17 @@ class ObjectGraph:
             import numpy as np
 
             owners = _compact(np.repeat(np.arange(t.count), np.diff(ptr)))
+        return {key: (owners[k], attributes[k]) for key, k in found.items()}
+
+    def key_attributes(self, keys: list[str]) -> tuple[dict[str, int], list[Attribute]]:
+        """Stored key -> the position of the attribute that accounts for it (among every node's attributes, in
+        order), for every key some attribute accounts for, in the order of ``keys``; and those attributes.
+
+        A key equals an attribute's ``checkpoint_key``, or extends it: objects saved through
+        ``_serialize_to_tensors`` append the escaped tensor name (``.../ITERATOR`` is stored as
+        ``.../ITERATOR_STATE``). The longest matching ``checkpoint_key`` wins.
+        """
+        t = self._table
         all_keys = t.attr_keys()
         by_key = {ck: k for k, ck in enumerate(all_keys)}  # the last attribute of a key wins, as before
         found: dict[str, int] = {}
@@ -488,8 +496,7 @@ class ObjectGraph:
                 if hit is not None:
                     found[key] = hit
             found = {key: found[key] for key in keys if key in found}  # in the order of ``keys``, as before
-        attributes = t.attributes(all_keys)
-        return {key: (owners[k], attributes[k]) for key, k in found.items()}
+        return found, t.attributes(all_keys)
 
     def is_optimizer(self, node_id: int) -> bool:
         """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`)."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Container, Iterator, Sequence
     from typing import Any
 
-__all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "NodeMarks",
+__all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "checkpointed_columns", "NodeMarks",
            "BYTES_PER_ITEM", "FREE_ITEMS", "SMALL_GRAPH_BYTES"]
 
 BYTES_PER_ITEM = 4
@@ -152,6 +152,11 @@ class NodeMarks:
     def __len__(self) -> int:
         return self._marks.count(1)
 
+    @property
+    def marks(self) -> bytes:
+        """A byte a node: 1 marked, 0 not."""
+        return self._marks
+
 
 def checkpointed_nodes(nodes: Sequence[ObjectNode]) -> NodeMarks | set[int]:
     """Ids of nodes that have checkpoint values themselves (attributes, slot variables, a registered
@@ -186,6 +191,22 @@ def checkpointed_nodes(nodes: Sequence[ObjectNode]) -> NodeMarks | set[int]:
                 marked[up] = 1
                 todo.append(up)
     return NodeMarks(bytes(marked))
+
+
+def checkpointed_columns(own: Any, owner: Any, child: Any) -> NodeMarks:
+    """:func:`checkpointed_nodes` of a graph as arrays: ``own`` per node whether it has checkpoint values itself,
+    ``owner`` and ``child`` the two ends of every edge; the nodes marked and every node above one by any edge."""
+    import numpy as np
+
+    marked = np.array(own, dtype=bool)
+    owner, child = np.asarray(owner), np.asarray(child)
+    while True:
+        up = owner[marked[child]]
+        fresh = up[~marked[up]]
+        if not len(fresh):
+            break
+        marked[fresh] = True
+    return NodeMarks(marked.astype(np.uint8).tobytes())
 
 
 def _checkpointed_nodes(nodes: Sequence[ObjectNode]) -> set[int]:

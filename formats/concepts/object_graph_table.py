@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
 # this module none of the graph's (no cycle among the siblings).
 
-__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "nodes_with", "ints", "node_copies", "SMALL_NODES"]
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "nodes_with", "ints", "int_view", "node_copies", "SMALL_NODES"]
 
 SMALL_NODES = 4096
 """A table of at most this many nodes is ``small`` (see the module doc)."""
@@ -99,6 +99,14 @@ def _ptr(counts: list[int]) -> list[int]:
 def ints(values: Any) -> list[int]:
     """A table's integer array (or a slice of it), small (a list) or not (numpy), as a list of ints."""
     return values if isinstance(values, list) else values.tolist()
+
+
+def int_view(values: Any) -> Any:
+    """A numpy column as 64-bit ints read one at a time (a view, not a list of int objects: 8 bytes an item, not
+    36)."""
+    import numpy as np
+
+    return memoryview(np.ascontiguousarray(values, dtype=np.int64))  # type: ignore[arg-type]  # (numpy: a buffer)
 
 
 def edge_owners(ptr: Any, count: int) -> list[int]:

@@ -13,7 +13,8 @@ from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZ
                                            ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, chain_path,
                                            escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
-from formats.concepts.object_graph_codec import NodeMarks
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
+from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.rules import RuleSet
@@ -346,11 +347,11 @@ class _RenamedNodes(Sequence[ObjectNode]):
     def __iter__(self) -> Iterator[ObjectNode]:
         t, in_place = self.table, self.in_place
         apply = in_place.rules.apply if in_place.rename.options.rename_full_names else None
-        child_ptr, attr_ptr, slot_ptr = _ints(t.child_ptr), _ints(t.attr_ptr), _ints(t.slot_ptr)
-        child_ids, names, new_local = _ints(t.child_id), t.child_names(), in_place.new_local
+        child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
+        child_ids, names, new_local = int_view(t.child_id), t.child_names(), in_place.new_local
         attributes = t.attributes()
         slot_names = t.slot_names()
-        slot_original, slot_id = _ints(t.slot_original), _ints(t.slot_id)
+        slot_original, slot_id = int_view(t.slot_original), int_view(t.slot_id)
         for i in range(t.count):
             lo, hi = child_ptr[i], child_ptr[i + 1]
             children = [ChildRef(child_ids[e], new_local.get(e, names[e])) for e in range(lo, hi)]
@@ -366,28 +367,14 @@ class _RenamedNodes(Sequence[ObjectNode]):
             yield ObjectNode(i, children, mine, slots)  # (has_checkpoint_values: the encoder's, from _valued)
 
 
-def _ints(values: Any) -> Any:
-    """A numpy column as 64-bit ints read one at a time (a view, not a list of int objects)."""
-    import numpy as np
-
-    return memoryview(np.ascontiguousarray(values, dtype=np.int64))  # type: ignore[arg-type]  # (numpy: a buffer)
-
-
 def _valued(graph: ObjectGraph) -> NodeMarks:
     """:func:`~formats.concepts.object_graph_codec.checkpointed_nodes` of a graph in columns (a renaming in place
     keeps its shape): the nodes with attributes or slot variables, and every node above one by any edge."""
     import numpy as np
 
     t = graph.table
-    marked = (np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0)
-    owner, child = np.asarray(graph.traversal.owner), np.asarray(t.child_id)
-    while True:
-        up = owner[marked[child]]
-        fresh = up[~marked[up]]
-        if not len(fresh):
-            break
-        marked[fresh] = True
-    return NodeMarks(marked.astype(np.uint8).tobytes())
+    return checkpointed_columns((np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0), graph.traversal.owner,
+                                t.child_id)
 
 
 def _path_problem(path: str) -> str | None:

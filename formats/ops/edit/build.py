@@ -100,9 +100,9 @@ def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan) -> Ke
     graph = source.object_graph if is_object_based(source) else None
     if graph is None:
         return KeptView(source, kept)
-    pruned, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
+    pruned, data, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
     conversion.problems += problems
-    return KeptView(source, kept, pruned) if pruned is not None else None
+    return KeptView(source, kept, pruned, data) if pruned is not None else None
 
 
 def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditOptions,

@@ -37,15 +37,19 @@ class GraphEntry(TensorEntry):
 
 
 class KeptView(Checkpoint):
-    """``source`` with only the tensors ``kept``; an object-based source's graph replaced by ``graph``."""
+    """``source`` with only the tensors ``kept``; an object-based source's graph replaced by ``graph``, serialized
+    as ``data`` (when not given, encoded here)."""
 
-    def __init__(self, source: Checkpoint, kept: list[str], graph: ObjectGraph | None = None) -> None:
+    def __init__(self, source: Checkpoint, kept: list[str], graph: ObjectGraph | None = None,
+                 data: bytes | None = None) -> None:
         entries = {k: source[k] for k in kept}
         self.graph = graph
         if graph is not None:
-            from formats.ops.convert.graph_build import encode_object_graph
+            if data is None:
+                from formats.ops.convert.graph_build import encode_object_graph
 
-            entries[OBJECT_GRAPH_KEY] = GraphEntry(encode_object_graph(graph.nodes))
+                data = encode_object_graph(graph.nodes)
+            entries[OBJECT_GRAPH_KEY] = GraphEntry(data)
         super().__init__(source.path, source.format, entries)
         self.source = source
 

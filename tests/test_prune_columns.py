@@ -1,0 +1,162 @@
+"""An object-based edit prunes a graph decoded into columns on its arrays (``prune._ColumnPrune``), each staying node
+made as it is encoded: the graph's bytes and the problems must be what pruning node by node gives (the path
+TensorFlow's loads of edits are tested on), for every object-based checkpoint of the corpus and many selections;
+what it does not take it leaves to that path."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from formats import open_checkpoint
+from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode
+from formats.concepts.object_graph_codec import decode_object_graph, encode_object_graph
+from formats.core.model import OBJECT_GRAPH_KEY
+from formats.ops.edit import prune
+
+from tests.test_rename_in_place import OBJECT_BASED
+
+V = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+@pytest.fixture
+def in_columns(monkeypatch):
+    """Every graph decoded into columns, as a large one is (a small one's nodes are built as it is read)."""
+    from formats.concepts import object_graph_codec
+
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)
+
+
+def _selections(keys: list[str]) -> list[tuple[str, set[str]]]:
+    rng = random.Random(len(keys))
+    sets = [("all", set(keys)), ("none", set()), ("all but the first", set(keys[1:])),
+            ("the first alone", set(keys[:1])),
+            ("no optimizer state", {k for k in keys if "optimizer" not in k.lower() and "OPTIMIZER_SLOT" not in k}),
+            ("no slots", {k for k in keys if "OPTIMIZER_SLOT" not in k}),
+            ("slots alone", {k for k in keys if "OPTIMIZER_SLOT" in k})]
+    sets += [(f"random half {i}", {k for k in keys if rng.random() < 0.5}) for i in range(4)]
+    return sets
+
+
+def _both(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[tuple, tuple]:
+    columns = prune._ColumnPrune(graph).run(keys, kept)
+    assert columns is not None, "not pruned on the columns"
+    pruned, problems = prune._prune_nodes(graph, keys, kept)
+    nodes = (encode_object_graph(pruned.nodes) if pruned is not None else None,
+             [(p.kind, p.key, p.message, p.severity) for p in problems])
+    return (columns[1], [(p.kind, p.key, p.message, p.severity) for p in columns[2]]), nodes
+
+
+@pytest.mark.parametrize("prefix", OBJECT_BASED, ids=lambda p: p.split("corpus/")[-1])
+def test_pruning_on_columns_writes_what_pruning_node_by_node_writes(prefix, in_columns):
+    with open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+        assert type(graph.table).__name__ == "GraphColumns"
+        for what, kept in _selections(keys):
+            on_columns, node_by_node = _both(graph, keys, kept)
+            assert on_columns == node_by_node, what
+            if on_columns[0] is not None:  # (the graph given with the bytes is theirs)
+                pruned, data, _ = prune.prune_graph(graph, keys, kept)
+                assert data == on_columns[0] and encode_object_graph(list(pruned.nodes)) == data, what
+
+
+def _graph_bytes(nodes: list[ObjectNode]) -> bytes:
+    return encode_object_graph(nodes)
+
+
+def _tricky() -> list[ObjectNode]:
+    """A model with an alias, a layer without weights, a nested layer whose variable goes (its path would change if
+    its first parent went), an unreachable node, a slot, and a variable stored as two keys (partitioned)."""
+    return [
+        ObjectNode(0, [ChildRef(1, "model"), ChildRef(6, "optimizer"), ChildRef(8, "save_counter")]),
+        ObjectNode(1, [ChildRef(2, "dense"), ChildRef(3, "dropout"), ChildRef(4, "block"), ChildRef(2, "alias")]),
+        ObjectNode(2, [ChildRef(5, "kernel")]),
+        ObjectNode(3),
+        ObjectNode(4, [ChildRef(9, "inner"), ChildRef(10, "w")]),
+        ObjectNode(5, attributes=[Attribute("VARIABLE_VALUE", "dense/kernel", "model/dense/kernel" + V)]),
+        ObjectNode(6, [ChildRef(7, "iter")], slot_variables=[
+            __import__("formats.concepts.object_graph", fromlist=["x"]).SlotVariableRef(5, "m", 11)]),
+        ObjectNode(7, attributes=[Attribute("VARIABLE_VALUE", "iter", "optimizer/iter" + V)]),
+        ObjectNode(8, attributes=[Attribute("VARIABLE_VALUE", "save_counter", "save_counter" + V)]),
+        ObjectNode(9, [ChildRef(10, "w")]),
+        ObjectNode(10, attributes=[Attribute("VARIABLE_VALUE", "w", "model/block/w" + V)]),
+        ObjectNode(11, attributes=[Attribute("VARIABLE_VALUE", "kernel/m",
+                                             "model/dense/kernel/.OPTIMIZER_SLOT/optimizer/m" + V)]),
+        ObjectNode(12, attributes=[Attribute("VARIABLE_VALUE", "lost", "lost" + V)]),
+    ]
+
+
+def test_pruning_on_columns_of_aliases_moves_and_slots(in_columns):
+    graph = decode_object_graph(_graph_bytes(_tricky()))
+    keys = sorted(["model/dense/kernel" + V, "optimizer/iter" + V, "save_counter" + V, "model/block/w" + V,
+                   "model/dense/kernel/.OPTIMIZER_SLOT/optimizer/m" + V, "lost" + V,
+                   "model/block/w" + V + "/part_0", "model/block/w" + V + "/part_1"])
+    checked = 0
+    for size in range(len(keys) + 1):  # every subset of a random order's prefixes, and each key alone left out
+        for kept in [set(keys[:size]), set(keys) - set(keys[size:size + 1])]:
+            on_columns, node_by_node = _both(graph, keys, kept)
+            assert on_columns == node_by_node, sorted(kept)
+            checked += 1
+    assert checked == 2 * (len(keys) + 1)
+
+
+def test_a_problem_is_found_on_columns_as_node_by_node(in_columns):
+    graph = decode_object_graph(_graph_bytes(_tricky()))
+    keys = sorted(["model/dense/kernel" + V, "model/block/w" + V, "optimizer/iter" + V])
+    (data, problems), expected = _both(graph, keys, {"model/block/w" + V})
+    assert (data, problems) == expected
+    assert data is not None  # block/w keeps its path: its first parent, block, stays on the way to it
+
+
+def test_a_node_with_two_attributes_of_one_name_is_pruned_node_by_node(in_columns):
+    nodes = [ObjectNode(0, [ChildRef(1, "v")]),
+             ObjectNode(1, attributes=[Attribute("VALUE", "a", "v/.ATTRIBUTES/VALUE"),
+                                       Attribute("VALUE", "b", "v/.ATTRIBUTES/VALUE_2")])]
+    graph = decode_object_graph(_graph_bytes(nodes))
+    keys = ["v/.ATTRIBUTES/VALUE", "v/.ATTRIBUTES/VALUE_2"]
+    assert prune._ColumnPrune(graph).run(keys, {keys[0]}) is None
+    pruned, data, problems = prune.prune_graph(graph, keys, {keys[0]})
+    assert (pruned, data) == (None, None)
+    assert [p.message for p in problems] == ["attribute 'VALUE' is stored as several tensors, and only some of them "
+                                             "would be kept"]  # (its name is the node's, not the tensor's)
+    pruned, data, problems = prune.prune_graph(graph, [*keys, "other"], set(keys))
+    assert problems == [] and data == encode_object_graph(pruned.nodes)
+    assert [a.checkpoint_key for a in pruned.nodes[1].attributes] == keys
+
+
+def _layered(n: int) -> tuple[ObjectGraph, list[str]]:
+    nodes = [ObjectNode(0, [ChildRef(1 + i, f"layer_{i}") for i in range(n)])]
+    nodes += [ObjectNode(1 + i, [ChildRef(1 + n + i, "w")]) for i in range(n)]
+    nodes += [ObjectNode(1 + n + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}", f"layer_{i}/w" + V)])
+              for i in range(n)]
+    return decode_object_graph(_graph_bytes(nodes)), [f"layer_{i}/w" + V for i in range(n)]
+
+
+def test_pruning_on_columns_holds_no_node_a_node(monkeypatch):
+    """At 20k objects in columns, pruning builds no node of the graph (each pruned one is made as it is encoded)
+    and its peak is some 300 bytes an object, the pruned graph decoded into columns included (node by node: 477)."""
+    import tracemalloc
+
+    from formats.concepts.object_graph_columns import GraphColumns
+
+    n = 20_000
+    graph, keys = _layered(n)
+    assert type(graph.table).__name__ == "GraphColumns"
+    graph.map_keys(keys)  # what the graph keeps once asked (decoded names, attributes) is not the pruning's
+    graph.table.child_names()
+    monkeypatch.setattr(GraphColumns, "all_nodes", lambda self: pytest.fail("every node built"))
+    monkeypatch.setattr(GraphColumns, "node", lambda self, i: pytest.fail(f"node {i} built"))
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        pruned, data, problems = prune.prune_graph(graph, keys, set(keys[1:]))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert problems == [] and len(pruned) == 1 + 2 * (n - 1)
+    monkeypatch.undo()
+    assert [pruned.path(i) for i in (1, n, n + 1)] == ["layer_1", "layer_1/w", "layer_2/w"]
+    assert decode_object_graph(data, "x").table.count == len(pruned)
+    per_object = (peak - base) / (3 * n)
+    assert per_object < 360, per_object
