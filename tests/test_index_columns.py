@@ -56,7 +56,8 @@ def test_every_corpus_index_reads_as_protobuf_decodes_it():
     assert count > 250
 
 
-_offsets = st.one_of(st.integers(0, 127), st.integers(128, 2 ** 21), st.integers(0, 2 ** 63 - 1))
+_offsets = st.one_of(st.integers(0, 127), st.integers(128, 2 ** 21), st.integers(2 ** 21 - 2, 2 ** 28 + 2),
+                   st.integers(0, 2 ** 63 - 1))
 
 
 @st.composite

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import formats
 from formats.io import atomic as atomic_module
@@ -428,3 +430,27 @@ def test_progress_counts_on_after_data_taken_over(tmp_path, link):
                             progress=lambda done, n: seen.append((done, n)))
     assert len(seen) == 2 and seen[0] < seen[1], seen
     assert seen[-1][1] == result.written.tensors
+
+
+_boundaries = [0, 1, 0x7F, 0x80, 0x3FFF, 0x4000, 0x1FFFFF, 0x200000, 0xFFFFFFF, 0x10000000, (1 << 63) - 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=st.integers(0, 30), shape=st.lists(st.integers(0, 1 << 40), max_size=4),
+       offset=st.one_of(st.sampled_from(_boundaries), st.integers(0, (1 << 63) - 1),
+                        st.integers(0x200000 - 3, 0x10000000 + 3)),
+       size=st.integers(0, 1 << 40), crc=st.integers(0, (1 << 32) - 1), shard=st.integers(0, 300))
+def test_an_entry_is_what_protobuf_serializes(dtype, shape, offset, size, crc, shard):
+    """Each offset's varint, of every length (a data file's first 2 MiB, 256 MiB, past them), and the fields
+    around it, byte for byte as the protobuf runtime writes a BundleEntryProto (TensorFlow's own encoding)."""
+    from formats.tf_bundle.encode import entry_parts, join_entry
+
+    from .proto_oracle import oracle
+
+    e = oracle("BundleEntryProto")(dtype=dtype, shard_id=shard, offset=offset, size=size, crc32c=crc)
+    e.shape.SetInParent()
+    for d in shape:
+        e.shape.dim.add(size=d)
+    expected = e.SerializeToString(deterministic=True)
+    assert encode_entry(dtype, shape, offset, size, crc, shard) == expected
+    assert join_entry(entry_parts(dtype, shape, shard, size), offset, crc) == expected

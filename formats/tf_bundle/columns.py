@@ -140,6 +140,9 @@ class IndexColumns:
                     at, o = (b & 0x7F) | (value[hl + 1] << 7), hl + 2
                 elif hl + 2 < n and value[hl + 2] < 0x80:
                     at, o = (b & 0x7F) | ((value[hl + 1] & 0x7F) << 7) | (value[hl + 2] << 14), hl + 3
+                elif hl + 3 < n and value[hl + 3] < 0x80:  # (up to 256 MiB into a data file: no call a row)
+                    at, o = (b & 0x7F) | ((value[hl + 1] & 0x7F) << 7) | ((value[hl + 2] & 0x7F) << 14) | \
+                        (value[hl + 3] << 21), hl + 4
                 else:
                     at, o = _offset(value, hl, n)
                 if o <= n and value[n] == 0x35:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HEADER", "encode_header", "encode_entry", "string_layout", "variant_layout"]
+__all__ = ["HEADER", "encode_header", "encode_entry", "entry_parts", "join_entry", "string_layout", "variant_layout"]
 
 _UINT32_MAX = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
@@ -57,11 +57,23 @@ def encode_entry(dtype: int, shape: Sequence[int], offset: int, size: int, maske
         parts = _kind_parts(*kind)
         if len(_KINDS) < 4096:  # a checkpoint's tensors are of a few kinds: each encoded once
             _KINDS[kind] = parts
+    return join_entry(parts, offset, masked_crc)
+
+
+def entry_parts(dtype: int, shape: Sequence[int], shard_id: int, size: int) -> tuple[bytes, bytes]:
+    """The fields of an entry of this kind before its offset and between it and its CRC, for :func:`join_entry`
+    (a caller making many entries of a few kinds keeps them by kind)."""
+    return _kind_parts(dtype, tuple(shape), shard_id, size)
+
+
+def join_entry(parts: tuple[bytes, bytes], offset: int, masked_crc: int) -> bytes:
+    """The entry of a kind's ``parts`` (:func:`entry_parts`) at ``offset`` with ``masked_crc``."""
     head, tail = parts
     if 0 < offset < 0x4000:  # the one- and two-byte varints of the offsets of most small tensors, without a call
         head += b"\x20" + _ONE_BYTE[offset] if offset < 0x80 else bytes((0x20, offset & 0x7F | 0x80, offset >> 7))
-    elif 0 < offset < 0x200000:  # three bytes (the offsets of a data file's first 2 MiB)
-        head += bytes((0x20, offset & 0x7F | 0x80, offset >> 7 & 0x7F | 0x80, offset >> 14))
+    elif 0 < offset < 0x10000000:  # three or four bytes (the offsets of a data file's first 2 or 256 MiB)
+        head += bytes((0x20, offset & 0x7F | 0x80, offset >> 7 & 0x7F | 0x80, offset >> 14)) if offset < 0x200000 \
+            else bytes((0x20, offset & 0x7F | 0x80, offset >> 7 & 0x7F | 0x80, offset >> 14 & 0x7F | 0x80, offset >> 21))
     elif offset:
         head += b"\x20" + encode_varint(offset & _MASK64)
     return head + tail + _PACK_CRC(0x35, masked_crc) if masked_crc else head + tail

@@ -42,7 +42,8 @@ from formats.io.writing import (OutputGuard, RowPairs, Stored, StoredRows, Write
                                 sources_of)
 from formats.io.zerocopy import copy_range, try_link
 from formats.tf_bundle.checkpoint import BundleTensor
-from formats.tf_bundle.encode import encode_entry, encode_header, string_layout, variant_layout
+from formats.tf_bundle.encode import (encode_entry, encode_header, entry_parts, join_entry, string_layout,
+                                      variant_layout)
 from formats.tf_bundle.files import BundleFiles
 from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED, by_key, key_bytes_of, record_key
@@ -63,16 +64,21 @@ class _Placement:
     (``how``: copied, or the file linked). Their entries are the input's, offset by ``base``: each encoded as the
     index is written (:meth:`entry`), not held a tensor at a time through the write (at a million tensors, 50 MB)."""
 
-    __slots__ = ("base", "shard", "how")
+    __slots__ = ("base", "shard", "how", "_parts")
 
     def __init__(self, base: int, shard: int, how: str) -> None:
         self.base, self.shard, self.how = base, shard, how
+        self._parts: dict[int, tuple[bytes, bytes]] = {}  # the input's kind -> its entries' fields here
 
     def entry(self, source: BundleTensor) -> bytes:
         """The entry of the input's tensor ``source`` where it now lies."""
         columns, row = source.bundle.entries, source.row
-        dtype, shape, _, size = columns.kinds[columns.kind[row]]
-        return encode_entry(dtype, shape, self.base + columns.offset[row], size, columns.crc[row], self.shard)
+        kind = columns.kind[row]
+        parts = self._parts.get(kind)
+        if parts is None:
+            dtype, shape, _, size = columns.kinds[kind]
+            parts = self._parts[kind] = entry_parts(dtype, shape, self.shard, size)
+        return join_entry(parts, self.base + columns.offset[row], columns.crc[row])
 
 
 class _Pair:
@@ -93,13 +99,14 @@ class _Copied:
     the index is written: an edit copying a million of the input's tensors holds 8 MB, not a :class:`_Record` a
     tensor (at a million, 250 MB). A row copied a second time is not placed here (it gets a record of its own)."""
 
-    __slots__ = ("offsets", "shard", "shards")
+    __slots__ = ("offsets", "shard", "shards", "_parts")
     how = COPIED
 
     def __init__(self, rows: int) -> None:
         self.offsets = memoryview(bytearray(8 * rows)).cast("q")  # each offset + 1 (0: not copied; no array module)
         self.shard = -1  # the output's data file of every tensor placed, while they share one
         self.shards: Any = None  # else each row's (four bytes a row of the index)
+        self._parts: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (the input's kind, shard) -> entry fields
 
     def place(self, row: int, offset: int, shard: int) -> bool:
         """Row ``row`` of the input's index is copied to ``offset`` of data file ``shard``; False when it was
@@ -121,9 +128,12 @@ class _Copied:
     def entry(self, source: BundleTensor) -> bytes:
         """The entry of the input's tensor ``source`` where it was copied."""
         columns, row = source.bundle.entries, source.row
-        dtype, shape, _, size = columns.kinds[columns.kind[row]]
-        return encode_entry(dtype, shape, self.offsets[row] - 1, size, columns.crc[row],
-                            self.shard if self.shards is None else self.shards[row])
+        kind = (columns.kind[row], self.shard if self.shards is None else self.shards[row])
+        parts = self._parts.get(kind)
+        if parts is None:
+            dtype, shape, _, size = columns.kinds[kind[0]]
+            parts = self._parts[kind] = entry_parts(dtype, shape, kind[1], size)
+        return join_entry(parts, self.offsets[row] - 1, columns.crc[row])
 
 
 class _Taken:
