@@ -12,6 +12,7 @@ would otherwise cost a few hundred bytes of memory.
 """
 from __future__ import annotations
 
+from _io import BytesIO  # io's, without the io package's Python half
 from itertools import compress
 
 from formats.core.names import safe_text
@@ -252,7 +253,8 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
     yes, no = _framed(has_tag, _int(t["value"], True)), _framed(has_tag, b"")
     local_names: dict[str, bytes] = {}  # name -> its whole field: names repeat across a graph
     attr_names: dict[str, bytes] = {}
-    out = bytearray()  # every node's field joined straight into it (no bytes object a node: 50 MB at 10^5 nodes)
+    out = BytesIO()  # every node's field written straight into it (no bytes object a node: 50 MB at 10^5 nodes)
+    write = out.write
     for node in nodes:
         body = bytearray()
         for c in node.children:
@@ -286,10 +288,8 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
             body += no
         elif has_values is not None:
             body += _framed(has_tag, _int(t["value"], has_values))
-        out += node_tag
-        out += v[len(body)] if len(body) < small else encode_varint(len(body))
-        out += body
-    return bytes(out)
+        write(node_tag + (v[len(body)] if len(body) < small else encode_varint(len(body))) + body)
+    return out.getvalue()  # (the buffer itself: no copy of the graph)
 
 
 def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
@@ -311,7 +311,8 @@ def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
     yes, no = _framed(has_tag, _int(t["value"], True)), _framed(has_tag, b"")
     local_tag, name_tag, slot_tag = t["local_name"], t["name"], t["slot_variables"]
     names: dict[str, bytes] = {}  # local or attribute name -> its whole field: names repeat across a graph
-    out = bytearray()
+    out = BytesIO()
+    write = out.write
     for i, refs in enumerate(kids):
         body = b""
         if refs:
@@ -344,10 +345,8 @@ def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
                 body += _framed(slot_tag, _int(t["original_variable_node_id"], original)
                                 + _text(t["slot_name"], slot_name) + _int(t["slot_variable_node_id"], slot))
         body += yes if valued[i] else no
-        out += node_tag
-        out += v[len(body)] if len(body) < small else encode_varint(len(body))
-        out += body
-    return bytes(out)
+        write(node_tag + (v[len(body)] if len(body) < small else encode_varint(len(body))) + body)
+    return out.getvalue()  # (the buffer itself: no copy of the graph)
 
 
 def _valued_columns(kids: Sequence[Sequence[tuple[int, str]] | None], attributes: dict[int, Any],

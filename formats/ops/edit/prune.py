@@ -101,15 +101,15 @@ class _ColumnPrune:
 
     def run(self, keys: list[str], kept: set[str]) -> tuple[ObjectGraph | None, bytes | None, list[Problem]] | None:
         """The pruned graph, its bytes and the problems (as :func:`prune_graph`); None when not taken."""
-        import numpy as np
-
-        from formats.concepts.object_graph_codec import decode_object_graph
         from formats.concepts.object_graph_columns import GraphColumns
 
         graph = self.graph
         t = graph.table
         if not isinstance(t, GraphColumns):
-            return None
+            return None  # (a small graph: decoded node by node, pruned so, with no numpy)
+        import numpy as np
+
+        from formats.concepts.object_graph_codec import decode_object_graph
         found, attributes = graph.key_attributes(keys)
         attr_ptr = _ints_of(np, t.attr_ptr)
         if not _distinct_names(attr_ptr, attributes):
