@@ -60,6 +60,23 @@ def test_the_graph_as_columns_encodes_as_the_object_graph_does(names, moved, slo
     assert encode_object_graph(columns.to_nodes()) == objects.encode()
     assert children == expected_children and optimizer == expected_optimizer
     assert columns.paths == [objects.paths.get(i) for i in range(len(objects.nodes))]
+    assert [columns.path(i) for i in range(len(columns))] == [objects.path(i) for i in range(len(objects.nodes))]
+
+
+@pytest.mark.parametrize("names, moved, slots", [
+    (["optimizer/a", "optimizer/z", "b/c", "b"], ["beta1_power", "a", "x.y"], [(0, "m"), (2, "v"), (3, "m")]),
+    (["/".join(f"s{i}" for i in range(3000)), "x"], ["beta2_power"], [(0, "m")]),  # deeper than the recursion limit
+    (["a.b/c.d", "a.b/e", "save_counter/x"], [], [(1, "accumulator")]),
+    ([f"layer_{i}/unit_{j}/w" for i in range(60) for j in range(90)], ["beta1_power"], [(7, "m"), (5000, "v")]),
+])  # (the last: more paths than are kept made)
+def test_children_added_after_the_grown_ones_and_deep_paths_encode_as_the_object_graph_does(names, moved, slots):
+    columns, children, optimizer = _build(GraphColumns, names, moved, slots)
+    objects, expected_children, expected_optimizer = _build(GraphBuilder, names, moved, slots)
+    assert columns.encode() == objects.encode()
+    assert children == expected_children and optimizer == expected_optimizer
+    assert [columns.path(i) for i in range(len(columns))] == [objects.path(i) for i in range(len(objects.nodes))]
+    assert [columns.child_ids(i) for i in range(len(columns))] == \
+        [objects.child_ids(i) for i in range(len(objects.nodes))]
 
 
 def test_grow_refuses_a_graph_that_has_nodes_already():

@@ -24,7 +24,7 @@ from formats.io.protowire import encode_varint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator, Sequence
+    from collections.abc import Container, Iterable, Iterator, Sequence
     from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "checkpointed_columns", "NodeMarks",
@@ -292,17 +292,16 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
     return out.getvalue()  # (the buffer itself: no copy of the graph)
 
 
-def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
-                         attributes: dict[int, list[tuple[str, str, str]]],
-                         slot_variables: dict[int, list[tuple[int, str, int]]]) -> bytes:
-    """:func:`encode_object_graph` of a graph held as columns (:class:`~formats.ops.convert.graph_columns.GraphColumns`):
-    node i's children ``kids[i]`` (``(node, local name)`` pairs, valid UTF-8, or None), its attributes
-    (``(name, full_name, checkpoint_key)``) and slot variables (``(variable, slot name, slot node)``), every
-    node's ``has_checkpoint_values`` set as TensorFlow sets it; a node that has a parent has only one. No object
-    per node: each node's fields are joined straight into one buffer, node ids of up to three bytes written
-    without a call."""
-    count = len(kids)
-    valued = _valued_columns(kids, attributes, slot_variables)
+def encode_graph_columns(count: int, kids: Iterable[Sequence[tuple[int, str]] | None],
+                         attributes: Iterable[Sequence[tuple[str, str, str]] | None],
+                         slot_variables: dict[int, list[tuple[int, str, int]]], valued: Sequence[int]) -> bytes:
+    """:func:`encode_object_graph` of a graph of ``count`` nodes held as columns
+    (:class:`~formats.ops.convert.graph_columns.GraphColumns`): node i's children, the i-th of ``kids``
+    (``(node, local name)`` pairs, valid UTF-8, or None), its attributes, the i-th of ``attributes``
+    (``(name, full_name, checkpoint_key)``, or None), its slot variables (``(variable, slot name, slot node)``),
+    ``has_checkpoint_values`` where ``valued[i]`` (as TensorFlow sets it: the node or one below it has values).
+    No object per node: each node's fields are joined straight into one buffer, node ids of up to three bytes
+    written without a call."""
     t = _tags()
     v = _varints(count)
     small = len(v)
@@ -313,7 +312,7 @@ def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
     names: dict[str, bytes] = {}  # local or attribute name -> its whole field: names repeat across a graph
     out = BytesIO()
     write = out.write
-    for i, refs in enumerate(kids):
+    for i, (refs, mine) in enumerate(zip(kids, attributes)):
         body = b""
         if refs:
             for n, local in refs:
@@ -329,8 +328,8 @@ def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
                 else:
                     item = id_tag + _varint(n) + name
                 body += child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item)
-        if i in attributes:
-            for attribute, full_name, key in attributes[i]:
+        if mine:
+            for attribute, full_name, key in mine:
                 name = names.get("\0" + attribute)
                 if name is None:
                     name = names["\0" + attribute] = _text(name_tag, attribute)
@@ -347,24 +346,6 @@ def encode_graph_columns(kids: Sequence[Sequence[tuple[int, str]] | None],
         body += yes if valued[i] else no
         write(node_tag + (v[len(body)] if len(body) < small else encode_varint(len(body))) + body)
     return out.getvalue()  # (the buffer itself: no copy of the graph)
-
-
-def _valued_columns(kids: Sequence[Sequence[tuple[int, str]] | None], attributes: dict[int, Any],
-                    slot_variables: dict[int, Any]) -> bytearray:
-    """:func:`checkpointed_nodes` of a graph held as columns (a node has at most one parent): 1 for a node with
-    checkpoint values of its own or through a descendant."""
-    count = len(kids)
-    parent = [-1] * count
-    for i, refs in enumerate(kids):
-        for child, _ in refs or ():
-            parent[child] = i
-    marked = bytearray(count)
-    for todo in (attributes, slot_variables):
-        for node in todo:
-            while node >= 0 and not marked[node]:
-                marked[node] = 1
-                node = parent[node]
-    return marked
 
 
 def _tags() -> dict[str, bytes]:

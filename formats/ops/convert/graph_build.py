@@ -94,6 +94,14 @@ class GraphBuilder:
         """The children of ``node``, in order."""
         return [c.node_id for c in self.nodes[node].children]
 
+    def path(self, node: int) -> str:
+        """The node's escaped path (a slot variable's: its key's prefix)."""
+        return self.paths[node]
+
+    def has_children(self, node: int) -> bool:
+        """Whether ``node`` has a child."""
+        return bool(self.nodes[node].children)
+
     def variable(self, node: int, full_name: str, attribute: str = VARIABLE_VALUE) -> str:
         """Give ``node`` an attribute (a variable's value); returns its checkpoint key."""
         key = f"{self.paths[node]}/{ATTRIBUTES}/{escape_local_name(attribute)}"

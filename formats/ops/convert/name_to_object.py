@@ -197,7 +197,6 @@ def _note(t: SourceTensor) -> str:
 
 
 def _note_children(plan: ConversionPlan, builder: Builder, node: int, t: SourceTensor) -> None:
-    children = builder.child_ids(node)
-    if children:
-        names = ", ".join(split_path(builder.paths[c])[-1] for c in children)
+    if builder.has_children(node):
+        names = ", ".join(split_path(builder.path(c))[-1] for c in builder.child_ids(node))
         plan.add("fallback", t.key, f"variable {t.name!r} is also a scope (children: {names})", WARNING)
