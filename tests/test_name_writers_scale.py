@@ -28,15 +28,19 @@ def _build(cls, names, moved, slots):  # type: ignore[no-untyped-def]
     """The steps of ``convert --to tf-object``: a tree grown from the root, an optimizer found by name, variables,
     optimizer state moved under it, slot variables, and the save counter found by its path."""
     builder = cls()
-    tree: dict = {}
-    ends = []
-    for name in names + ["\0optimizer", "\0save_counter"]:
-        node = tree
-        for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
-            node = node.setdefault(segment, {})
-        ends.append(node)
-    placed = builder.grow(tree)
-    nodes = [placed[id(end)] for end in ends]
+    everything = names + ["\0optimizer", "\0save_counter"]
+    if cls is GraphColumns:
+        nodes = builder.grow(everything)
+    else:
+        tree: dict = {}
+        ends = []
+        for name in everything:
+            node = tree
+            for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
+                node = node.setdefault(segment, {})
+            ends.append(node)
+        placed = builder.grow(tree)
+        nodes = [placed[id(end)] for end in ends]
     optimizer = builder.object(["optimizer"])
     for name, node in zip(names, nodes):
         builder.variable(node, name)
@@ -67,6 +71,7 @@ def test_the_graph_as_columns_encodes_as_the_object_graph_does(names, moved, slo
     (["optimizer/a", "optimizer/z", "b/c", "b"], ["beta1_power", "a", "x.y"], [(0, "m"), (2, "v"), (3, "m")]),
     (["/".join(f"s{i}" for i in range(3000)), "x"], ["beta2_power"], [(0, "m")]),  # deeper than the recursion limit
     (["a.b/c.d", "a.b/e", "save_counter/x"], [], [(1, "accumulator")]),
+    (["a\0b/c", "a/c", "a\0/d", "a", "a/\0"], [], [(0, "m")]),  # NUL inside a name: sorted as segments still
     ([f"layer_{i}/unit_{j}/w" for i in range(60) for j in range(90)], ["beta1_power"], [(7, "m"), (5000, "v")]),
 ])  # (the last: more paths than are kept made)
 def test_children_added_after_the_grown_ones_and_deep_paths_encode_as_the_object_graph_does(names, moved, slots):
@@ -83,7 +88,7 @@ def test_grow_refuses_a_graph_that_has_nodes_already():
     builder = GraphColumns()
     builder.child(0, "a")
     with pytest.raises(ValueError, match="from its root"):
-        builder.grow({"b": {}})
+        builder.grow(["b"])
 
 
 @pytest.fixture(scope="module")

@@ -71,16 +71,26 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         return plan
     names = [t.name for t in plain] + [f"\0{optimizers[o]}" for o in optimizers]
     counter = SAVE_COUNTER not in {n.split("/", 1)[0] for n in names}
-    tree, ends = _tree(names + ([f"\0{SAVE_COUNTER}"] if counter else []))
-    builder: Builder = GraphColumns() if _utf8(names) else GraphBuilder()  # names shown as their safe text
-    placed = builder.grow(tree)
-    nodes = {t.name: placed[id(end)] for t, end in zip(plain, ends)}
-    del tree, ends, placed  # a dict per object: not kept while the rest is planned and written
+    if counter:
+        names.append(f"\0{SAVE_COUNTER}")
+    builder: Builder
+    if _utf8(names):
+        builder = GraphColumns()
+        ends = builder.grow(names)
+    else:  # names shown as their safe text
+        builder = GraphBuilder()
+        tree, leaves = _tree(names)
+        placed = builder.grow(tree)
+        ends = [placed[id(leaf)] for leaf in leaves]
+        del tree, leaves, placed  # a dict per object: not kept while the rest is planned and written
+    del names, ends[len(plain):]
     opt_nodes = {o: builder.object([n]) for o, n in optimizers.items()}
-    for t in plain:
-        key = builder.variable(nodes[t.name], t.name)
-        _note_children(plan, builder, nodes[t.name], t)
+    for t, node in zip(plain, ends):
+        key = builder.variable(node, t.name)
+        _note_children(plan, builder, node, t)
         plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, _note(t))
+    nodes = dict(zip((t.name for t in plain), ends)) if slots else {}  # (a variable's node, for its slots)
+    del ends
     for t in moved:
         node = builder.child(opt_nodes[t.optimizer or ""], t.name)
         key = builder.variable(node, t.name)
