@@ -123,7 +123,7 @@ class _Labels:
         decoded = self._owner._decoded_graph()
         if decoded is None:
             return fallback
-        labels = label_keys(decoded.graph, list(stored))
+        labels = dict(label_keys(decoded.graph, list(stored)))
         for key in decoded.metrics & labels.keys():  # a Keras metric's total/count: state, not a weight
             labels[key] = replace(labels[key], role=str(Role.OTHER))
         # keys the SavedModel's graph does not account for keep what the bundle itself says

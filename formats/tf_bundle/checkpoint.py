@@ -14,7 +14,7 @@ from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, d
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from concurrent.futures import Executor
     from typing import Any
 
@@ -72,7 +72,7 @@ class BundleTensor(TensorEntry):
         """The TF1-style name: the attribute's ``full_name`` when the graph has one, else the key."""
         if not self._labels.object_based:
             return self.key  # what a name-based bundle's label says, without classifying every key
-        return self.label.name
+        return self._labels.name(self.key)
 
     @property
     def role(self) -> str:  # type: ignore[override]
@@ -287,8 +287,9 @@ class _Labels:
         self._reader = reader
         self.object_based = object_based
         self._graph: ObjectGraph | None = None
-        self._labels: dict[str, EntryLabel] | None = None
+        self._labels: Mapping[str, EntryLabel] | None = None
         self._variable: EntryLabel | None = None  # the label of every plain variable of a name-based bundle
+        self._facts: Any = None  # the labels' way to answer facts() (set with them)
 
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
@@ -306,11 +307,20 @@ class _Labels:
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
         found = self.facts(key)
+        if self._graph is not None and self._labels is not None:  # (KeyLabels: a model variable's made now)
+            return self._labels[key]
         if found is self._variable:  # a name-based variable: its label made now, none is kept
             from formats.concepts.object_graph import EntryLabel
 
             return EntryLabel(key, str(Role.VARIABLE))
         return found
+
+    def name(self, key: str) -> str:
+        """The ``name`` of one key's label."""
+        if self._labels is None:
+            self.facts(key)
+        name_of = getattr(self._labels, "name_of", None)  # (KeyLabels': no label made)
+        return name_of(key) if name_of is not None else self.get(key).name
 
     def facts(self, key: str) -> EntryLabel:
         """The label of one key but for its ``name``, which may be another key's (a name-based variable's is one
@@ -318,14 +328,15 @@ class _Labels:
         if self._labels is None:
             with paused_gc():  # a label per key of an object-based bundle
                 self._labels = self._compute()
-        found = self._labels.get(key)
+            self._facts = getattr(self._labels, "facts", self._labels.get)  # (KeyLabels': no label made)
+        found = self._facts(key)
         if found is None:
             if self._variable is None:
                 raise KeyError(key)
             return self._variable
         return found
 
-    def _compute(self) -> dict[str, EntryLabel]:
+    def _compute(self) -> Mapping[str, EntryLabel]:
         """Every key's label (object-based); a name-based bundle's but its plain variables' (:attr:`_variable`)."""
         from formats.concepts.object_graph import EntryLabel, label_keys
         from formats.concepts.roles import classify_names

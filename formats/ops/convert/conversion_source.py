@@ -16,6 +16,8 @@ from formats.ops.rules import RuleSet
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from formats.concepts.object_graph import EntryLabel
 
 __all__ = ["SourceTensor", "source_tensors", "is_object_based", "LABELLED_FORMATS", "shared_variable_names"]
@@ -76,7 +78,7 @@ def _renamed(key: str | None, renamed: dict[str, str]) -> str | None:
     return renamed.get(key, key) if key is not None else None
 
 
-def shared_variable_names(labels: dict[str, EntryLabel]) -> set[str]:
+def shared_variable_names(labels: Mapping[str, EntryLabel]) -> set[str]:
     """The full names several model variables of an object-based checkpoint share (Keras 3 names every
     ``Dense`` kernel of a model ``<model>/kernel``): such variables are known by their object path
     (``net/l1/_kernel``) instead, the one thing that tells them apart."""

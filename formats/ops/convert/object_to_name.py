@@ -31,7 +31,10 @@ from formats.ops.convert.conversion_source import is_object_based, source_tensor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+    from formats.concepts.object_graph import EntryLabel
 
 __all__ = ["plan_tf_name", "object_path_name"]
 
@@ -191,10 +194,10 @@ def _dtype(value: Any) -> str:
     return describe(value)[0].name
 
 
-def _name(key: str, labels: dict, slot_names: str) -> tuple[str, str]:
+def _name(key: str, labels: Mapping[str, EntryLabel], slot_names: str) -> tuple[str, str]:
     """The output name of one key and a note."""
     label = labels[key]
-    if label.role == "slot" and label.slot_of in labels and label.slot_name:
+    if label.role == "slot" and label.slot_of is not None and label.slot_of in labels and label.slot_name:
         var = labels[label.slot_of].name
         if slot_names == "tf1":
             own = classify_name(label.name)

@@ -17,6 +17,7 @@ left unused and rules that matched nothing (warnings).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 
 from formats.discover.resolve import open_checkpoint
 from formats.core.errors import UnsupportedError
@@ -98,7 +99,7 @@ def _optimizer_state(plan: ConversionPlan, source: Checkpoint, tensors: list[Sou
     return used, {t.key for t in targets}
 
 
-def _match(label: EntryLabel, labels: dict[str, EntryLabel], by_name: dict[str, SourceTensor],
+def _match(label: EntryLabel, labels: Mapping[str, EntryLabel], by_name: dict[str, SourceTensor],
            by_slot: dict[tuple[str | None, str | None], SourceTensor]) -> SourceTensor | None:
     if label.role == "slot":
         var = labels.get(label.slot_of or "")
@@ -132,7 +133,7 @@ def _same_kind(label: EntryLabel, tensors: list[SourceTensor]) -> list[SourceTen
     return [t for t in tensors if (t.role == "slot") == (label.role == "slot")]
 
 
-def _wanted(label: EntryLabel, labels: dict[str, EntryLabel]) -> str:
+def _wanted(label: EntryLabel, labels: Mapping[str, EntryLabel]) -> str:
     if label.role == "slot":
         var = labels.get(label.slot_of or "")
         return f"slot {label.slot_name} of {var.name if var is not None else label.slot_of}"

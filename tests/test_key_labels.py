@@ -1,0 +1,69 @@
+"""``label_keys`` gives a :class:`~formats.concepts.object_graph.KeyLabels`: a model variable's label made when asked
+for from its node and attribute, the others held. It must read as the dictionary of every key's label did - the
+labels ``_label`` gives key by key (tests/test_graph_paths_unbuilt.py holds the corpus to that) - whatever the
+order of the keys, and hold a few bytes a key."""
+from __future__ import annotations
+
+import random
+
+from formats.concepts import object_graph
+from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
+
+V = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _graph(n: int) -> tuple[ObjectGraph, list[str]]:
+    """A model of ``n`` variables (one with no full name), an optimizer with a slot, the save counter."""
+    nodes = [ObjectNode(0, [ChildRef(1, "model"), ChildRef(2, "optimizer"), ChildRef(3, "save_counter")]),
+             ObjectNode(1, [ChildRef(5 + i, f"layer_{i}") for i in range(n)]),
+             ObjectNode(2, [ChildRef(4, "iter")], slot_variables=[SlotVariableRef(5 + n, "m", 5 + 2 * n)]),
+             ObjectNode(3, attributes=[Attribute("VARIABLE_VALUE", "save_counter", "save_counter" + V)]),
+             ObjectNode(4, attributes=[Attribute("VARIABLE_VALUE", "iter", "optimizer/iter" + V)])]
+    nodes += [ObjectNode(5 + i, [ChildRef(5 + n + i, "w")]) for i in range(n)]
+    nodes += [ObjectNode(5 + n + i, attributes=[Attribute("VARIABLE_VALUE", f"w{i}" if i else "",
+                                                          f"model/layer_{i}/w" + V)]) for i in range(n)]
+    slot = "model/layer_0/w/.OPTIMIZER_SLOT/optimizer/m" + V
+    nodes += [ObjectNode(5 + 2 * n, attributes=[Attribute("VARIABLE_VALUE", "w0/m", slot)])]
+    keys = ["save_counter" + V, "optimizer/iter" + V, slot, "not/in/the/graph"]
+    keys += [f"model/layer_{i}/w" + V for i in range(n)]
+    return ObjectGraph(nodes), keys
+
+
+def _expected(graph: ObjectGraph, keys: list[str]) -> dict:
+    mapping = graph.map_keys(keys)
+    var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
+    slots = object_graph._keras_slots(graph, mapping)
+    return {k: object_graph._label(graph, k, mapping.get(k), var_keys, slots) for k in keys}
+
+
+def test_labels_read_as_the_dictionary_of_every_keys_label_in_any_order():
+    graph, keys = _graph(50)
+    for order in (sorted(keys), keys, random.Random(7).sample(keys, len(keys))):
+        labels = object_graph.label_keys(graph, order)
+        expected = _expected(graph, order)
+        assert labels == expected and dict(labels) == expected
+        assert list(labels) == order and len(labels) == len(order)
+        assert all(k in labels for k in order)
+        for absent in ("", "model", "model/layer_0/w", "zzz", 3, None):
+            assert absent not in labels and labels.get(absent) is None
+        assert labels["model/layer_0/w" + V] == object_graph.EntryLabel("model/layer_0/w" + V, "variable",
+                                                                        5 + 50, "VARIABLE_VALUE")  # (no full name)
+        assert labels["model/layer_7/w" + V].name == "w7"
+        assert [labels[k].role for k in keys[:4]] == ["save_counter", "optimizer", "slot", "other"]
+        assert len(labels.special) == 4  # the counter, the optimizer's iteration, the slot, the unknown key
+
+
+def test_labels_hold_a_few_bytes_a_model_variable():
+    import tracemalloc
+
+    graph, keys = _graph(20_000)
+    keys.sort()
+    object_graph.label_keys(graph, keys)  # (what the graph keeps once asked is not the labels')
+    tracemalloc.start()
+    try:
+        labels = object_graph.label_keys(graph, keys)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(labels) == len(keys)
+    assert held / len(keys) < 40, held / len(keys)  # (a label and a dictionary entry a key: some 170)
