@@ -221,7 +221,8 @@ class _InPlace:
     def __init__(self, rename: ObjectRename) -> None:
         self.rename, self.graph, self.rules = rename, rename.graph, rename.rules
         self.new_local: dict[int, str] = {}  # edge -> its new local name (unescaped), for the edges renamed
-        self.paths: dict[int, str] = {0: ""}  # node -> its new path, as asked for
+        self.paths: dict[int, str] = {0: ""}  # node -> its new path, as asked for (a node with children)
+        self._parents: bytes | None = None  # per node: 1 when it has children
 
     def run(self) -> bool:
         """Plan the rename in place; False (the plan untouched) when it is not one."""
@@ -230,16 +231,15 @@ class _InPlace:
         table = self.graph.table
         if not isinstance(table, GraphColumns) or not self._rename_edges(table) or not self._distinct(table):
             return False
-        encoded = encode_object_graph(_RenamedNodes(self, table), valued=_valued(self.graph))
         source, plan = self.rename.source, self.rename.plan
         keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
-        mapping = self.graph.map_keys(keys)
+        mapping = self.graph.map_keys(keys)  # (first: the graph's attributes then hold these keys, not copies)
         for key in keys:
             hit = mapping.get(key)
             if hit is None or self.node_path(hit[0]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
-        plan.object_graph = encoded
+        plan.object_graph = encode_object_graph(_RenamedNodes(self, table), valued=_valued(self.graph))
         for key in keys:  # as ObjectRename._rows plans them
             node_id, attr = mapping[key]
             entry = source[key]
@@ -309,7 +309,19 @@ class _InPlace:
             local = new_local.get(e)
             return names[e] if local is None else escape_local_name(local)
 
+        if not self._has_children(node):  # a leaf's path (a variable's) is made, not kept: 17 MB at 10^5
+            prefix = self.path(parent[node])  # (the root's is known: every other reached node has a parent)
+            name = segment(edge[node])
+            return f"{prefix}/{name}" if prefix else name
         return chain_path(node, self.paths, parent, edge, segment)
+
+    def _has_children(self, node: int) -> int:
+        """Whether the node has a child (a byte a node, made once)."""
+        if self._parents is None:
+            import numpy as np
+
+            self._parents = (np.diff(self.graph.table.child_ptr) > 0).tobytes()
+        return self._parents[node]
 
     def node_path(self, node: int) -> str | None:
         """The new path of a node a path reaches, or of a slot variable of such a variable and optimizer."""
