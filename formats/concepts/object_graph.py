@@ -654,8 +654,9 @@ class KeyLabels(Mapping[str, EntryLabel]):
         self._attrs: list[Attribute | None] = [None] * len(keys)  # a model variable's attribute, by position
         self._nodes = memoryview(bytearray(8 * len(keys))).cast("q")  # ... and its node
         self.special: dict[str, EntryLabel] = {}
-        ordered = all(map(str.__lt__, keys, keys[1:]))
+        ordered = all(map(str.__lt__, keys, keys[1:])) and len(keys) > 0
         self._at: dict[str, int] | None = None if ordered else {k: i for i, k in enumerate(keys)}
+        self._last = 0  # the position found last
 
     def plain(self, position: int, node_id: int, attribute: Attribute) -> None:
         """The key at ``position`` is a model variable: ``attribute`` of node ``node_id``."""
@@ -665,9 +666,17 @@ class KeyLabels(Mapping[str, EntryLabel]):
     def _position(self, key: str) -> int:
         if self._at is not None:
             return self._at.get(key, -1)
-        keys = self._keys
+        keys, last = self._keys, self._last
+        if keys[last] == key:  # (a key's questions come together, and keys in order: no bisection)
+            return last
+        if last + 1 < len(keys) and keys[last + 1] == key:
+            self._last = last + 1
+            return last + 1
         at = bisect_left(keys, key)
-        return at if at < len(keys) and keys[at] == key else -1
+        if at < len(keys) and keys[at] == key:
+            self._last = at
+            return at
+        return -1
 
     def __getitem__(self, key: str) -> EntryLabel:
         found = self.special.get(key)
