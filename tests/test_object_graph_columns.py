@@ -352,3 +352,22 @@ def test_a_string_that_is_not_utf8_gives_the_generic_decoders_words(monkeypatch,
         damaged = data.replace(b"ZZZZ", bad)
         words = _generic(damaged, monkeypatch)
         assert isinstance(words, str) and _columns(damaged) == words
+
+
+def test_shared_texts_of_more_spans_than_are_made_ints_at_once_are_every_spans_text(monkeypatch):
+    """Each span's string, in order, equal strings one object, across runs of spans (here of 7)."""
+    import numpy as np
+
+    from formats.concepts import object_graph_columns
+    from formats.concepts.object_graph_columns import GraphColumns
+
+    monkeypatch.setattr(object_graph_columns, "_SPANS_AT_ONCE", 7)
+    words = [f"unit_{i % 5}" if i % 3 else f"layer_{i}" for i in range(50)] + ["é", ""]
+    data = "".join(words).encode()
+    ends = np.cumsum([len(w.encode()) for w in words])
+    spans = np.stack([ends - [len(w.encode()) for w in words], ends])
+    columns = GraphColumns.__new__(GraphColumns)
+    columns.data = data
+    got = columns.shared_texts(spans)
+    assert got == words
+    assert len({id(t) for t in got}) == len(set(words))
