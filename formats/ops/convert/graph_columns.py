@@ -3,12 +3,12 @@
 :class:`~formats.ops.convert.graph_build.GraphBuilder` holds a :class:`~formats.concepts.object_graph.ObjectNode`
 per object, with a :class:`~formats.concepts.object_graph.ChildRef` per edge and an
 :class:`~formats.concepts.object_graph.Attribute` per variable: at 100,000 tensors 200,000 nodes made by
-400,000 calls before a byte is encoded. Here a node is its position in a few lists: its children as
-``(node, local name)`` pairs, its path, and (in dictionaries, for the nodes that have them) its attributes and
-slot variables; :meth:`GraphColumns.encode` writes the graph from them with
-:func:`~formats.concepts.object_graph_codec.encode_graph_columns`, byte for byte what
-:func:`~formats.concepts.object_graph_codec.encode_object_graph` writes of the same nodes
-(:meth:`GraphColumns.to_nodes` makes them, for that comparison and any caller that wants objects).
+400,000 calls before a byte is encoded. Here a node is its position in two lists (its local name and its
+parent), an attribute its position in four, and slot variables are kept by optimizer;
+:meth:`GraphColumns.encode` writes the graph from them with
+:func:`~formats.concepts.object_graph_codec.encode_graph_columns`, each node's children and attributes made as
+it is written, byte for byte what :func:`~formats.concepts.object_graph_codec.encode_object_graph` writes of the
+same nodes (:meth:`GraphColumns.to_nodes` makes them, for that comparison and any caller that wants objects).
 
 The methods are :class:`GraphBuilder`'s, with its numbering (breadth-first, children in name order, then the
 nodes made later in the order they are asked for); :meth:`GraphColumns.grow` takes names that are all valid
@@ -31,13 +31,14 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphColumns"]
 
+
 class GraphColumns:
-    """Grows an object graph held as columns: :meth:`grow` a tree of names, :meth:`object` by path,
+    """Grows an object graph held as columns: :meth:`grow` from names, :meth:`object` by path,
     :meth:`child`, :meth:`variable`, :meth:`slot` on an optimizer, :meth:`encode`.
 
     A node is a position in two lists - its local name (the edge's to it; ``""`` for the root and slot variables,
     the names shared: ``unit_0`` once however many layers have one) and its parent (-1: none) - and each attribute
-    a position in four; paths are made when asked for (a few cached: :data:`_PATHS_KEPT`), children found from the
+    a position in four; paths are made when asked for (a few kept: :data:`_PATHS_KEPT`), children found from the
     parents: the nodes :meth:`grow` makes, breadth-first, are numbered in their parents' order, so a node's children
     are a run of them (found by bisection), then those :meth:`child` added later, in order. At 10^5 variables this
     holds some 8 MB where a path, a child list and an attribute tuple a node held 57 MB."""
@@ -224,7 +225,8 @@ class GraphColumns:
 
     def encode(self) -> bytes:
         """The serialized graph (``has_checkpoint_values`` set as TensorFlow sets it)."""
-        return encode_graph_columns(len(self), _Kids(self), _attributes_by_node(self), self.slot_variables, self._valued())
+        return encode_graph_columns(len(self), _children_by_node(self), _attributes_by_node(self), self.slot_variables,
+                                    self._valued())
 
     def _valued(self) -> bytearray:
         """1 for a node with checkpoint values of its own or through a descendant (each node has one parent)."""
@@ -244,39 +246,30 @@ class GraphColumns:
         return [ObjectNode(i, [ChildRef(c, name) for c, name in kids or ()],
                            [Attribute(*a) for a in attributes or ()],
                            [SlotVariableRef(*s) for s in self.slot_variables.get(i, ())])
-                for i, (kids, attributes) in enumerate(zip(_Kids(self), _attributes_by_node(self)))]
+                for i, (kids, attributes) in enumerate(zip(_children_by_node(self), _attributes_by_node(self)))]
 
 
 _PATHS_KEPT = 4096
 """At most this many paths are kept made (those of a run of siblings' parents, as variables come in key order)."""
 
 
-class _Kids:
-    """Each node's children as ``(node, local name)`` pairs (None for none), made as the encoder walks them."""
-
-    def __init__(self, graph: GraphColumns) -> None:
-        self.graph = graph
-
-    def __len__(self) -> int:
-        return len(self.graph)
-
-    def __iter__(self) -> Iterator[list[tuple[int, str]] | None]:
-        graph = self.graph
-        names, parent, grown, later = graph.names, graph.parent, graph._grown, graph._later
-        lo = 1  # the grown nodes' runs follow one another in their parents' order
-        for node in range(len(parent)):
-            hi = lo
-            while hi < grown and parent[hi] == node:
-                hi += 1
-            more = later.get(node)
-            if hi == lo and not more:
-                yield None
-                continue
-            kids = list(zip(range(lo, hi), names[lo:hi]))
-            if more:
-                kids += [(c, names[c]) for c in more]
-            lo = hi
-            yield kids
+def _children_by_node(graph: GraphColumns) -> Iterator[list[tuple[int, str]] | None]:
+    """Each node's children as ``(node, local name)`` pairs (None for none), made as the encoder walks the nodes."""
+    names, parent, grown, later = graph.names, graph.parent, graph._grown, graph._later
+    lo = 1  # the grown nodes' runs follow one another in their parents' order
+    for node in range(len(parent)):
+        hi = lo
+        while hi < grown and parent[hi] == node:
+            hi += 1
+        more = later.get(node)
+        if hi == lo and not more:
+            yield None
+            continue
+        kids = list(zip(range(lo, hi), names[lo:hi]))
+        if more:
+            kids += [(c, names[c]) for c in more]
+        lo = hi
+        yield kids
 
 
 def _attributes_by_node(graph: GraphColumns) -> Iterator[list[tuple[str, str, str]] | None]:

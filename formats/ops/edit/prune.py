@@ -16,7 +16,7 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package (start-up)
 
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
-from formats.concepts.object_graph_codec import checkpointed_columns
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import checkpointed_nodes, encode_object_graph
 from formats.ops.convert.plan import ERROR, Problem
@@ -66,7 +66,7 @@ def _prune_nodes(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[O
     if problems:
         return None, problems
     pruned = ObjectGraph(nodes, graph.source)
-    problems = _moved(pruned, graph, sorted(staying))  # pruned node i is graph node kept_ids[i]
+    problems = _moved(pruned, graph, sorted(staying))  # (pruned node i is the i-th staying one)
     return (None if problems else pruned), problems
 
 
@@ -104,14 +104,31 @@ class _ColumnPrune:
         from formats.concepts.object_graph_columns import GraphColumns
 
         graph = self.graph
-        t = graph.table
-        if not isinstance(t, GraphColumns):
+        if not isinstance(graph.table, GraphColumns):
             return None  # (a small graph: decoded node by node, pruned so, with no numpy)
+        from formats.concepts.object_graph_codec import decode_object_graph
+
+        found, attributes = graph.key_attributes(keys)
+        chosen = self._attributes_kept(found, attributes, kept)
+        if chosen is None or isinstance(chosen, list):
+            return None if chosen is None else (None, None, chosen)
+        del found
+        self.keep_attr = chosen
+        valued = self._plan()
+        data = encode_object_graph(_PrunedNodes(self, attributes), valued=valued)
+        del self.keep_attr, self.keep_edge, self.keep_slot, self.new_id
+        pruned = decode_object_graph(data, graph.source)
+        problems = _moved(pruned, graph, self.order)
+        return (None, None, problems) if problems else (pruned, data, problems)
+
+    def _attributes_kept(self, found: dict[str, int], attributes: list[Attribute], kept: set[str]) -> Any:
+        """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
+        problems when an attribute would keep some of its keys and not others; None when two attributes of a node
+        share a name (pruning node by node keeps or drops them together)."""
         import numpy as np
 
-        from formats.concepts.object_graph_codec import decode_object_graph
-        found, attributes = graph.key_attributes(keys)
-        attr_ptr = _ints_of(np, t.attr_ptr)
+        graph = self.graph
+        attr_ptr = _ints_of(np, graph.table.attr_ptr)
         if not _distinct_names(attr_ptr, attributes):
             return None
         at = np.fromiter(found.values(), np.int64, len(found))
@@ -122,16 +139,22 @@ class _ColumnPrune:
         dropped[at[~taken]] = True
         split = keep_attr & dropped
         if split.any():  # in the order their first keys come
-            owner = np.repeat(np.arange(t.count), np.diff(attr_ptr))
+            owner = np.repeat(np.arange(graph.table.count), np.diff(attr_ptr))
             first = dict.fromkeys(k for k in at.tolist() if split[k])
-            return None, None, [_split_attribute(graph, int(owner[k]), attributes[k].name) for k in first]
-        del found, at, taken, dropped, split
+            return [_split_attribute(graph, int(owner[k]), attributes[k].name) for k in first]
+        return keep_attr
+
+    def _plan(self) -> NodeMarks:
+        """What stays (:attr:`order`: the staying nodes; :attr:`new_id`, :attr:`keep_edge`, :attr:`keep_slot`),
+        from the attributes kept; the pruned graph's nodes that have values."""
+        import numpy as np
+
+        graph, t = self.graph, self.graph.table
         n = t.count
-        self.keep_attr = keep_attr
-        running = np.concatenate(([0], np.cumsum(keep_attr)))
+        attr_ptr, slot_ptr = _ints_of(np, t.attr_ptr), _ints_of(np, t.slot_ptr)
+        running = np.concatenate(([0], np.cumsum(self.keep_attr)))
         has_attr = running[attr_ptr[1:]] > running[attr_ptr[:-1]]
         del running
-        slot_ptr = _ints_of(np, t.slot_ptr)
         slot_original, slot_id = _ints_of(np, t.slot_original), _ints_of(np, t.slot_id)
         keep_slot = has_attr[slot_original] & has_attr[slot_id]
         slot_owner = np.repeat(np.arange(n), np.diff(slot_ptr))
@@ -148,14 +171,8 @@ class _ColumnPrune:
         keep_edge = staying[edge_owner] & staying[child_id]
         keep_slot &= staying[slot_original] & staying[slot_id]
         kept_edges = np.flatnonzero(keep_edge)
-        valued = checkpointed_columns(own[order], new_id[edge_owner[kept_edges]], new_id[child_id[kept_edges]])
-        del kept_edges
         self.order, self.new_id, self.keep_edge, self.keep_slot = order, new_id, keep_edge, keep_slot
-        data = encode_object_graph(_PrunedNodes(self, attributes), valued=valued)
-        del self.keep_attr, self.keep_edge, self.keep_slot, self.new_id
-        pruned = decode_object_graph(data, graph.source)
-        problems = _moved(pruned, graph, order)
-        return (None, None, problems) if problems else (pruned, data, problems)
+        return checkpointed_columns(own[order], new_id[edge_owner[kept_edges]], new_id[child_id[kept_edges]])
 
     def _staying(self, own: Any, before: Any) -> Any:
         """Per node whether it stays (see :func:`_staying`): the root, the nodes ``own`` marks (keeping values) and
