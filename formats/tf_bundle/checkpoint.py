@@ -323,8 +323,8 @@ class _Labels:
         return name_of(key) if name_of is not None else self.get(key).name
 
     def facts(self, key: str) -> EntryLabel:
-        """The label of one key but for its ``name``, which may be another key's (a name-based variable's is one
-        label shared by them all)."""
+        """The label of one key but for its ``name`` (and an object-based one's ``node_id``), which may be another
+        key's: a plain variable's is one label shared by them all, name- or object-based."""
         if self._labels is None:
             with paused_gc():  # a label per key of an object-based bundle
                 self._labels = self._compute()
