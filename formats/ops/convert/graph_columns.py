@@ -96,13 +96,10 @@ class GraphColumns:
         if len(self.parent) != 1:
             raise ValueError("grow() builds a graph from its root only")
 
-        def segments(name: str) -> list[str]:
-            return [name[1:]] if name[:1] == "\0" else name.split("/")
-
         if any("\0" in name[1:] for name in names):  # (a name with NUL inside: its segments compared as tuples)
-            keys: list[Any] = [tuple(segments(name)) for name in names]
+            keys: list[Any] = [(name[1:],) if name[:1] == "\0" else tuple(name.split("/")) for name in names]
         else:  # NUL below every character: the same order as the segments', one string a name
-            keys = ["\0".join(segments(name)) for name in names]
+            keys = [name[1:] if name[:1] == "\0" else name.replace("/", "\0") for name in names]
         order = sorted(range(len(names)), key=keys.__getitem__)
         del keys
         share = self._share.setdefault
@@ -110,23 +107,25 @@ class GraphColumns:
         current: list[int] = []  # per depth: the position of the object the last name passed through
         depth_of, position_of = [0] * len(names), [0] * len(names)
         last: list[str] = []
-        for i in order:
-            mine = segments(names[i])
-            same, most = 0, min(len(mine), len(last))
+        deepest = last_size = 0
+        for i in order:  # (a few calls a name: a million names)
+            name = names[i]
+            mine = [name[1:]] if name[:1] == "\0" else name.split("/")
+            size = len(mine)
+            same, most = 0, size if size < last_size else last_size
             while same < most and mine[same] == last[same]:
                 same += 1
-            for depth in range(same, len(mine)):
-                if depth == len(by_depth):
+            for depth in range(same, size):
+                if depth == deepest:
                     by_depth.append(([], []))
+                    current.append(0)
+                    deepest += 1
                 objects, parents = by_depth[depth]
                 parents.append(current[depth - 1] if depth else 0)
+                current[depth] = len(objects)
                 objects.append(share(mine[depth], mine[depth]))
-                if depth < len(current):
-                    current[depth] = len(objects) - 1
-                else:
-                    current.append(len(objects) - 1)
-            depth_of[i], position_of[i] = len(mine) - 1, current[len(mine) - 1]
-            last = mine
+            depth_of[i], position_of[i] = size - 1, current[size - 1]
+            last, last_size = mine, size
         start = [1]  # the first node of each depth
         for objects, parents in by_depth:
             start.append(start[-1] + len(objects))
