@@ -678,36 +678,40 @@ class KeyLabels(Mapping[str, EntryLabel]):
             return at
         return -1
 
-    def __getitem__(self, key: str) -> EntryLabel:
+    def _variable(self, key: object) -> tuple[int, Attribute] | None:
+        """The position and attribute of ``key`` when it is a model variable's (its label made when asked for)."""
+        at = self._position(key) if type(key) is str else -1
+        attr = self._attrs[at] if at >= 0 else None
+        return None if attr is None else (at, attr)
+
+    def _made(self, key: str) -> EntryLabel | None:
+        """The key's label (a model variable's made now), None for a key not labelled."""
         found = self.special.get(key)
         if found is not None:
             return found
-        at = self._position(key) if type(key) is str else -1
-        attr = self._attrs[at] if at >= 0 else None
-        if attr is None:
+        hit = self._variable(key)
+        return None if hit is None else EntryLabel(hit[1].full_name or key, Role.VARIABLE, self._nodes[hit[0]],
+                                                   VARIABLE_VALUE)
+
+    def __getitem__(self, key: str) -> EntryLabel:
+        found = self._made(key)
+        if found is None:
             raise KeyError(key)
-        return EntryLabel(attr.full_name or key, Role.VARIABLE, self._nodes[at], VARIABLE_VALUE)
+        return found
 
     def get(self, key: str, default: Any = None) -> Any:  # (Mapping's, without its frame and exception)
-        found = self.special.get(key)
-        if found is not None:
-            return found
-        at = self._position(key) if type(key) is str else -1
-        attr = self._attrs[at] if at >= 0 else None
-        if attr is None:
-            return default
-        return EntryLabel(attr.full_name or key, Role.VARIABLE, self._nodes[at], VARIABLE_VALUE)
+        found = self._made(key)
+        return default if found is None else found
 
     def name_of(self, key: str) -> str:
         """The key's label's ``name`` (a model variable's made with no label): KeyError for a key not labelled."""
         found = self.special.get(key)
         if found is not None:
             return found.name
-        at = self._position(key) if type(key) is str else -1
-        attr = self._attrs[at] if at >= 0 else None
-        if attr is None:
+        hit = self._variable(key)
+        if hit is None:
             raise KeyError(key)
-        return attr.full_name or key
+        return hit[1].full_name or key
 
     def facts(self, key: str) -> EntryLabel | None:
         """The key's label but for its ``name``, ``node_id`` and ``attribute``, which are not all its own: a model
@@ -716,8 +720,7 @@ class KeyLabels(Mapping[str, EntryLabel]):
         found = self.special.get(key)
         if found is not None:
             return found
-        at = self._position(key) if type(key) is str else -1
-        return _PLAIN if at >= 0 and self._attrs[at] is not None else None
+        return _PLAIN if self._variable(key) is not None else None
 
     def __contains__(self, key: object) -> bool:
         return key in self.special or type(key) is str and self._position(key) >= 0
