@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from _bisect import bisect_left, bisect_right  # bisect's C half, without its module
 
-from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, escape_local_name
+from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, chain_path, escape_local_name
 from formats.concepts.object_graph_codec import encode_graph_columns
 from formats.core.names import safe_text
 
@@ -176,22 +176,16 @@ class GraphColumns:
             return known
         if self.parent[node] < 0:
             variable, optimizer, slot_name = self._slot(node)
-            made = f"{self.path(variable)}/.OPTIMIZER_SLOT/{self.path(optimizer)}/{escape_local_name(slot_name)}"
-        else:
-            up, chain = node, []  # the nodes up to the first whose path is known (the root's is)
-            while up not in paths:
-                chain.append(up)
-                up = self.parent[up]
-            made = paths[up]
-            for below in reversed(chain):
-                name = self.names[below]
-                escaped = escape_local_name(name) if "." in name or "/" in name else name
-                made = f"{made}/{escaped}" if made else escaped
-                if len(paths) >= _PATHS_KEPT:
-                    paths.clear()
-                    paths[0] = ""
-                paths[below] = made
-        return made
+            return f"{self.path(variable)}/.OPTIMIZER_SLOT/{self.path(optimizer)}/{escape_local_name(slot_name)}"
+        if len(paths) >= _PATHS_KEPT:
+            paths.clear()
+            paths[0] = ""
+        return chain_path(node, paths, self.parent, range(len(self.parent)), self._segment)  # (a node's edge: itself)
+
+    def _segment(self, node: int) -> str:
+        """The escaped local name of the edge to ``node``."""
+        name = self.names[node]
+        return escape_local_name(name) if "." in name or "/" in name else name
 
     def _slot(self, node: int) -> tuple[int, int, str]:
         if self._slots is None or node not in self._slots:
