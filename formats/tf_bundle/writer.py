@@ -68,17 +68,12 @@ class _Placement:
 
     def __init__(self, base: int, shard: int, how: str) -> None:
         self.base, self.shard, self.how = base, shard, how
-        self._parts: dict[int, tuple[bytes, bytes]] = {}  # the input's kind -> its entries' fields here
+        self._parts: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (the input's kind, shard) -> entry fields
 
     def entry(self, source: BundleTensor) -> bytes:
         """The entry of the input's tensor ``source`` where it now lies."""
         columns, row = source.bundle.entries, source.row
-        kind = columns.kind[row]
-        parts = self._parts.get(kind)
-        if parts is None:
-            dtype, shape, _, size = columns.kinds[kind]
-            parts = self._parts[kind] = entry_parts(dtype, shape, self.shard, size)
-        return join_entry(parts, self.base + columns.offset[row], columns.crc[row])
+        return _entry(self._parts, columns, row, self.shard, self.base + columns.offset[row])
 
 
 class _Pair:
@@ -128,12 +123,19 @@ class _Copied:
     def entry(self, source: BundleTensor) -> bytes:
         """The entry of the input's tensor ``source`` where it was copied."""
         columns, row = source.bundle.entries, source.row
-        kind = (columns.kind[row], self.shard if self.shards is None else self.shards[row])
-        parts = self._parts.get(kind)
-        if parts is None:
-            dtype, shape, _, size = columns.kinds[kind[0]]
-            parts = self._parts[kind] = entry_parts(dtype, shape, kind[1], size)
-        return join_entry(parts, self.offsets[row] - 1, columns.crc[row])
+        return _entry(self._parts, columns, row, self.shard if self.shards is None else self.shards[row],
+                      self.offsets[row] - 1)
+
+
+def _entry(parts: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, row: int, shard: int, offset: int) -> bytes:
+    """The entry of row ``row`` of an input's index ``columns`` at ``offset`` of the output's data file ``shard``, the
+    fields of each (kind, data file) made once and kept in ``parts`` (no kind tuple hashed a tensor)."""
+    kind = (columns.kind[row], shard)
+    found = parts.get(kind)
+    if found is None:
+        dtype, shape, _, size = columns.kinds[kind[0]]
+        found = parts[kind] = entry_parts(dtype, shape, shard, size)
+    return join_entry(found, offset, columns.crc[row])
 
 
 class _Taken:
