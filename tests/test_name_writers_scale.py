@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from formats.concepts.object_graph_codec import encode_object_graph
 from formats.ops.convert.graph_build import GraphBuilder
 from formats.ops.convert.graph_columns import GraphColumns
+from formats.ops.convert.name_to_object import _tree
 
 from tests.call_counts import python_calls
 from tests.scale_bundles import name_based
@@ -31,14 +32,8 @@ def _build(cls, names, moved, slots):  # type: ignore[no-untyped-def]
     everything = names + ["\0optimizer", "\0save_counter"]
     if cls is GraphColumns:
         nodes = builder.grow(everything)
-    else:
-        tree: dict = {}
-        ends = []
-        for name in everything:
-            node = tree
-            for segment in [name[1:]] if name.startswith("\0") else name.split("/"):
-                node = node.setdefault(segment, {})
-            ends.append(node)
+    else:  # (the tree of names GraphBuilder grows, as the conversion makes it for names that are not UTF-8)
+        tree, ends = _tree(everything)
         placed = builder.grow(tree)
         nodes = [placed[id(end)] for end in ends]
     optimizer = builder.object(["optimizer"])
