@@ -143,6 +143,10 @@ def _compare(a: Source, b: Source | Digest, chunk: int, chunk_elements: int, che
         if same_stored is not None and isinstance(a, TensorEntry) and isinstance(b, TensorEntry) and \
                 same_stored(a, b):  # (only "the same" is taken: unequal stored bytes may hold equal strings)
             return Comparison(None, dts, shapes)
+        if size == 1 and isinstance(a, TensorEntry) and not isinstance(b, TensorEntry):  # (a written object graph)
+            same = a.element_equals(elements(b)[0])
+            if same is not None:
+                return Comparison(None, dts, shapes) if same else differ(0)
         left, right = elements(a), elements(b)
         for i, (x, y) in enumerate(zip(left, right)):
             if x != y:

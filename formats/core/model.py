@@ -256,6 +256,12 @@ class TensorEntry:
         equal elements); else None."""
         return None
 
+    def element_equals(self, expected: bytes) -> bool | None:
+        """Whether this tensor of one byte string holds ``expected``, compared as its stored bytes are read (checked
+        as :meth:`elements` checks them, no copy of the string made), where the format can; else None, and the
+        caller compares :meth:`elements`."""
+        return None
+
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """``value[index]`` (the whole value when ``index`` is None)."""
         from formats.core.arrays import apply_index

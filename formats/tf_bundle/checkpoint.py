@@ -165,6 +165,10 @@ class BundleTensor(TensorEntry):
         """Where a string tensor's stored bytes lie, checked (see :meth:`BundleReader.string_range`)."""
         return self._reader.string_range(self.raw)
 
+    def element_equals(self, expected: bytes) -> bool | None:
+        """Whether this one string holds ``expected``, compared as read (see :meth:`BundleReader.string_equals`)."""
+        return self._reader.string_equals(self.raw, expected)
+
     @staticmethod
     def small_ranges(tensors: Sequence[BundleTensor], most: int) -> list[tuple[int, int, int, int] | None]:
         """:func:`formats.io.spans.small_range` of each of ``tensors`` (of this class), asked of their bundle's reader

@@ -480,6 +480,60 @@ class BundleReader:
         n = math.prod(e.shape)
         if e.size == 0 and n == 0:
             return []
+        data, lengths, pos, crc = self._string_lengths(e, n)
+        # one string is read, not mapped (no page of the file joins the process), or with keep False only checked
+        # a buffer at a time (crc32c_range: no copy either)
+        one = self._pread(e, pos) if n == 1 and keep else None
+        fd = self._fds.get(e.shard_id) if n == 1 and not keep else None
+        whole = crc32c(one, crc) if one is not None else \
+            crc32c_range(fd, e.offset + pos, e.size - pos, crc) if fd is not None else None
+        if whole != unmask(e.crc32c):  # (read where it is mapped, as before: a descriptor closed under us)
+            one, whole = None, crc32c(memoryview(data)[pos:], crc)
+        if whole != unmask(e.crc32c):
+            raise self.checksum_error(e, whole)
+        if not keep:
+            return []
+        if n == 1:
+            return [bytes(data[pos:]) if one is None else one]
+        assert isinstance(data, bytes)  # (n > 1: one copy, sliced)
+        values = []
+        for length in lengths:
+            values.append(data[pos:pos + length])
+            pos += length
+        return values
+
+    def string_equals(self, e: RawEntry, expected: bytes | memoryview) -> bool | None:
+        """Whether the string entry ``e`` of one element holds ``expected``, its stored bytes read a buffer at a time
+        with ``pread`` and compared on the way, checked as :meth:`elements` checks them (a ChecksumError when they
+        do not match their CRC32C): the read-back of an object graph (130 MB at 10^6 objects) holds no copy of it.
+        None for another entry, or one not in an open local file (the caller reads the elements)."""
+        dt = dtypes.by_enum(e.dtype)
+        if e.slices or dt is None or not _is_string(dt) or math.prod(e.shape) != 1:
+            return None
+        self.check_array(e)
+        data, lengths, pos, crc = self._string_lengths(e, 1)
+        fd = self._fds.get(e.shard_id)
+        if fd is None:
+            return None
+        from formats.core.memcmp import same_bytes
+
+        want = memoryview(expected).cast("B")
+        equal = [lengths[0] == len(want)]
+
+        def compare(piece: memoryview, at: int) -> None:
+            if equal[0] and not same_bytes(piece, want[at:at + len(piece)]):
+                equal[0] = False
+
+        whole = crc32c_range(fd, e.offset + pos, e.size - pos, crc, compare)
+        if whole is None:  # the file ends first (cut under us): the mapped bytes say what is wrong
+            return None
+        if whole != unmask(e.crc32c):
+            raise self.checksum_error(e, whole)
+        return equal[0]
+
+    def _string_lengths(self, e: RawEntry, n: int) -> tuple[bytes | memoryview, list[int], int, int]:
+        """The stored bytes of the string entry ``e`` of ``n`` elements (mapped for one, else copied), the elements'
+        lengths, where the first element starts and the CRC32C up to there, the lengths' checksum checked."""
         if n + 4 > e.size:
             raise CorruptCheckpointError(
                 self.index_path, f"tensor {e.name!r}: {n} strings cannot fit in {e.size} stored bytes")
@@ -508,26 +562,7 @@ class BundleReader:
         if pos + sum(lengths) != len(data):
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string lengths "
                                          f"add up to {sum(lengths)} bytes, {len(data) - pos} are stored")
-        # one string is read, not mapped (no page of the file joins the process), or with keep False only checked
-        # a buffer at a time (crc32c_range: no copy either)
-        one = self._pread(e, pos) if n == 1 and keep else None
-        fd = self._fds.get(e.shard_id) if n == 1 and not keep else None
-        whole = crc32c(one, crc) if one is not None else \
-            crc32c_range(fd, e.offset + pos, e.size - pos, crc) if fd is not None else None
-        if whole != unmask(e.crc32c):  # (read where it is mapped, as before: a descriptor closed under us)
-            one, whole = None, crc32c(memoryview(data)[pos:], crc)
-        if whole != unmask(e.crc32c):
-            raise self.checksum_error(e, whole)
-        if not keep:
-            return []
-        if n == 1:
-            return [bytes(data[pos:]) if one is None else one]
-        assert isinstance(data, bytes)  # (n > 1: one copy, sliced)
-        values = []
-        for length in lengths:
-            values.append(data[pos:pos + length])
-            pos += length
-        return values
+        return data, lengths, pos, crc
 
     def _pread(self, e: RawEntry, start: int) -> bytes | None:
         """The stored bytes of the local entry ``e`` from ``start`` on, read with ``pread`` (one copy; the file's map
