@@ -67,13 +67,21 @@ class _Hows:
         return self._all if self._each is None else self._each[i]
 
     def rows(self, *ways: str) -> Sequence[int]:
-        """The places of the records that got there one of ``ways``: a range when they all did (no int a row)."""
+        """The places of the records that got there one of ``ways``: a range when they all did, else an array (no int
+        a row)."""
         each = self._each
         if each is None:
             return range(self._count) if self._all in ways else ()
         if all(map(ways.__contains__, each)):
             return range(len(each))
-        return [i for i, how in enumerate(each) if how in ways]
+        from itertools import compress
+
+        rows = compress(range(len(each)), map(ways.__contains__, each))
+        if len(each) < _SMALL:  # (array imports collections: not for a small bundle)
+            return list(rows)
+        from array import array
+
+        return array("q", rows)  # 8 bytes a row, no int held
 
 
 def _by_row(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: str, chunk: int,
@@ -128,6 +136,9 @@ def _by_key(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: s
     report.tensors += len(taken)
     return report
 
+
+_SMALL = 4096
+"""Fewer records than this: the places of some of them are a list (more: an array)."""
 
 BATCH_BYTES = 1 << 20
 """Copied tensors are checked on the threads in batches of about this many bytes (a tensor as large alone):
