@@ -60,7 +60,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         return plan
     tensors = source_tensors(source, options.rules)
     slots = [t for t in tensors if t.role == "slot"]
-    by_name = {t.name: t for t in tensors}
+    by_name = {t.name: t for t in tensors} if slots else {}  # (a dict a tensor: only for slots' variables)
     optimizers = _optimizer_names(slots, {t.name.split("/", 1)[0] for t in tensors})
     moved = [t for t in tensors if optimizers and _is_optimizer_scalar(t, optimizers)]
     plain = [t for t in tensors if t.role != "slot" and t not in moved]

@@ -13,6 +13,9 @@ directory's ``checkpoint`` state file.
 from __future__ import annotations
 
 import os
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
+from itertools import islice
 
 from formats.core.records import field, record
 from formats.ops.rules import RuleSet
@@ -189,8 +192,16 @@ class ConversionPlan:
 
     def check_collisions(self) -> None:
         """An error for every output key that two rows would write, that is empty, or that is reserved."""
+        rows = self.rows
+        keys = list(map(_key, rows))
+        # keys strictly ascending (a name-based rename, most conversions): none twice, none empty; no dict a key
+        if keys and keys[0] and all(map(str.__lt__, keys, islice(keys, 1, None))):
+            at = bisect_left(keys, RESERVED_KEY)
+            if at == len(keys) or keys[at] != RESERVED_KEY or rows[at].source in (None, RESERVED_KEY):
+                return
+        del keys
         seen: dict[str, PlanRow] = {}
-        for row in self.rows:
+        for row in rows:
             if not row.key:
                 self.add("collision", row.source or "", f"{row.source!r} would be written under the empty key, "
                          "which is reserved for the bundle header")
@@ -233,6 +244,7 @@ def _shape(shape: Iterable[int]) -> tuple[int, ...]:
 
 
 _SHAPES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_key = attrgetter("key")
 
 
 @record
