@@ -92,7 +92,13 @@ def _same_as_reference(graph: ObjectGraph, nodes: list[ObjectNode]) -> None:
         assert graph.optimizer_of(i) == up, i
     keys = [a.checkpoint_key for n in nodes for a in n.attributes]
     by_key = {a.checkpoint_key: (n.id, a) for n in nodes for a in n.attributes}
-    assert graph.map_keys(keys) == {k: by_key[k] for k in keys}
+    mapping = graph.map_keys([*keys, "not/a/key"])
+    assert mapping == {k: by_key[k] for k in keys} and len(mapping) == len(keys)
+    assert list(mapping.items()) == [(k, by_key[k]) for k in keys] and list(mapping) == keys  # in the keys' order
+    assert list(mapping.values()) == [by_key[k] for k in keys] and all(mapping.get(k) == by_key[k] for k in keys)
+    assert "not/a/key" not in mapping and mapping.get("not/a/key", 7) == 7 and all(k in mapping for k in keys)
+    with pytest.raises(KeyError):
+        mapping["not/a/key"]
     assert graph.slot_owners() == [n.id for n in nodes if n.slot_variables]
 
 

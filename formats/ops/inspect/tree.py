@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
     from formats.core.model import Checkpoint, TensorEntry
-    from formats.concepts.object_graph import ObjectGraph
+    from formats.concepts.object_graph import KeyMap, ObjectGraph
 
 __all__ = ["TreeNode", "CheckpointTree", "build_tree", "OPTIMIZER_ROLES", "MAX_TREE_DEPTH"]
 
@@ -368,7 +368,7 @@ def _optimizer_kinds(entries: Mapping[str, TensorEntry], keys: list[str]) -> dic
     return {path: names.pop() for path, names in seen.items() if len(names) == 1}
 
 
-def _slot_homes(entries: Mapping[str, TensorEntry], mapping: dict) -> dict[int, list[tuple[str, int]]]:
+def _slot_homes(entries: Mapping[str, TensorEntry], mapping: KeyMap) -> dict[int, list[tuple[str, int]]]:
     """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles."""
     homes: dict[int, list[tuple[str, int]]] = {}
     seen: set[int] = set()
@@ -377,7 +377,7 @@ def _slot_homes(entries: Mapping[str, TensorEntry], mapping: dict) -> dict[int, 
         if entry.role != Role.SLOT:
             continue
         slot_of = entry.slot_of
-        if node_id in seen or slot_of not in mapping:
+        if node_id in seen or slot_of is None or slot_of not in mapping:
             continue
         seen.add(node_id)
         homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
