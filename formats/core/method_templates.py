@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-__all__ = ["MOST", "shaped", "renamable"]
+__all__ = ["MOST", "shaped", "shaped_fields", "renamable"]
 
 MOST = 13
 """The most fields a written-out method has."""
@@ -37,7 +37,29 @@ def shaped(kind: str, names: Sequence[str], defaults: tuple[Any, ...], qualname:
     """The ``kind`` method (``new``: a value tuple's ``__new__``; ``init``, ``frozen_init``: a record's
     ``__init__`` setting its fields as attributes, or through ``object.__setattr__``) for fields ``names``
     (:func:`renamable`), with ``defaults`` for the last of them."""
-    template = _TEMPLATES[kind][len(names)]
+    return _renamed(_TEMPLATES[kind][len(names)], names, defaults, qualname, None)
+
+
+def shaped_fields(kind: str, shape: str, names: Sequence[str], defaults: tuple[Any, ...], qualname: str,
+                  namespace: dict[str, Any]) -> Any:
+    """A record's ``__init__`` (``kind``: ``init`` or ``frozen_init``) whose fields ``names`` (:func:`renamable`) are,
+    letter by letter of ``shape``: ``p`` a parameter, ``f`` a parameter made by a factory when not given, ``x`` not a
+    parameter (its default), ``y`` not a parameter (made by a factory); ``defaults`` those of the last parameters (a
+    factory's: ``namespace["_MISSING"]``). The template's names ``_MISSING``, ``_d<i>``, ``_f<i>`` (field ``i``'s
+    default and factory) and ``_set`` are looked up in ``namespace``, as in the source :mod:`formats.core.records`
+    compiles. The templates are those of the shapes ckpt's own records have, in
+    :mod:`formats.core.field_templates` (imported here: a command that makes no such record does not load them);
+    None for another shape (the caller compiles)."""
+    from formats.core.field_templates import FIELDS
+
+    template = FIELDS.get(f"{kind}_{shape}")
+    return None if template is None else _renamed(template, names, defaults, qualname, namespace)
+
+
+def _renamed(template: Any, names: Sequence[str], defaults: tuple[Any, ...], qualname: str,
+             namespace: dict[str, Any] | None) -> Any:
+    """``template`` with its placeholder fields ``_a0``, ``_a1``... renamed to ``names``, ``defaults`` for its last
+    parameters, its globals ``namespace`` (None: its own module's)."""
     code = template.__code__
     rename = {f"_a{i}": name for i, name in enumerate(names)}.get
     named: dict[str, Any] = {"co_qualname": qualname} if hasattr(code, "co_qualname") else {}  # Python 3.11 on
@@ -45,7 +67,8 @@ def shaped(kind: str, names: Sequence[str], defaults: tuple[Any, ...], qualname:
                         co_names=tuple(rename(n, n) for n in code.co_names),
                         co_consts=tuple(rename(c, c) if type(c) is str else c for c in code.co_consts),
                         co_name=qualname.rpartition(".")[2], **named)
-    function = _FUNCTION(code, template.__globals__, code.co_name, defaults or None)
+    function = _FUNCTION(code, template.__globals__ if namespace is None else namespace, code.co_name,
+                         defaults or None)
     function.__qualname__ = qualname
     return function
 

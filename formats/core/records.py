@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from _operator import attrgetter  # operator's C half, without operator.py (start-up)
 
-from formats.core.method_templates import renamable, shaped
+from formats.core.method_templates import renamable, shaped, shaped_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,12 +159,25 @@ def _init_function(qualname: str, names: list[str], specs: dict[str, _Field], fr
                    namespace: dict[str, Any]) -> Any:
     """The generated ``__init__``: written out in :mod:`formats.core.method_templates` for fields that are all
     parameters, without factories (their defaults last), else compiled from :func:`_init_source`."""
-    defaults = [specs[n].default for n in names if specs[n].default is not _MISSING]
-    plain = all(specs[n].init and specs[n].factory is None for n in names)
-    if plain and renamable(names) and all(specs[n].default is not _MISSING for n in names[len(names) - len(defaults):]):
-        return shaped("frozen_init" if frozen else "init", names, tuple(defaults), f"{qualname}.__init__")
+    kind, plain = "frozen_init" if frozen else "init", all(specs[n].init and specs[n].factory is None for n in names)
+    params = [n for n in names if specs[n].init]
+    defaults = [_MISSING if specs[n].factory is not None else specs[n].default for n in params
+                if specs[n].factory is not None or specs[n].default is not _MISSING]
+    if renamable(names) and all(specs[n].factory is not None or specs[n].default is not _MISSING
+                                for n in params[len(params) - len(defaults):]):  # (else compiling says what is wrong)
+        if plain:
+            return shaped(kind, names, tuple(defaults), f"{qualname}.__init__")
+        made = shaped_fields(kind, "".join(map(_letter, map(specs.__getitem__, names))), names, tuple(defaults),
+                             f"{qualname}.__init__", namespace)
+        if made is not None:
+            return made
     exec(_init_source(names, specs, frozen), namespace)  # noqa: S102 - code built from field names
     return namespace["__init__"]
+
+
+def _letter(spec: _Field) -> str:
+    """A field's letter in :func:`~formats.core.method_templates.shaped_fields`' shape."""
+    return ("f" if spec.factory is not None else "p") if spec.init else ("y" if spec.factory is not None else "x")
 
 
 def _init_source(names: list[str], specs: dict[str, _Field], frozen: bool) -> str:
