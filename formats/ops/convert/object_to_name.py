@@ -17,6 +17,8 @@ bundle with the same keys (after rename rules), what a TF1 ``Saver`` writing V2 
 """
 from __future__ import annotations
 
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
+
 from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, FormatName
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, label_keys
@@ -31,10 +33,9 @@ from formats.ops.convert.conversion_source import is_object_based, source_tensor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
-    from formats.concepts.object_graph import EntryLabel
+    from formats.concepts.object_graph import KeyLabels
 
 __all__ = ["plan_tf_name", "object_path_name"]
 
@@ -63,23 +64,25 @@ def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         return plan
     keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
     labels = label_keys(source.object_graph, keys)
-    names: dict[str, tuple[str, str]] = {}
-    for key in keys:
-        names[key] = _name(key, labels, options.slot_names)
+    names: list[str] = []  # each key's output name, by position (a dict of pairs was 120 bytes a key)
+    notes: dict[int, str] = {}  # ... and its note, where it has one
+    for i, key in enumerate(keys):
+        name, note = _name(key, labels, options.slot_names)
+        names.append(name)
+        if note:
+            notes[i] = note
     moved = _tf1_state(plan, source, options) if options.slot_names == "tf1" else Tf1State()
     for key, (name, note, _, _) in moved.slots.items():
-        names[key] = (name, note)
-    counts: dict[str, list[str]] = {}
-    for key, (name, _) in names.items():
-        counts.setdefault(name, []).append(key)
-    for name, holders in counts.items():
-        if len(holders) > 1:
-            plan.add("duplicate-name", name, f"full name {name!r} is shared by {len(holders)} tensors; "
-                     "their object paths are used instead", WARNING, holders)
-            for key in holders:
-                names[key] = (object_path_name(key), f"object path (full name {name!r} is not unique)")
-    for key in keys:
-        name, note = names[key]
+        i = bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:  # (a source tensor's: always)
+            names[i], notes[i] = name, note
+    for name, holders in _shared(names).items():
+        plan.add("duplicate-name", name, f"full name {name!r} is shared by {len(holders)} tensors; "
+                 "their object paths are used instead", WARNING, [keys[i] for i in holders])
+        for i in holders:
+            names[i], notes[i] = object_path_name(keys[i]), f"object path (full name {name!r} is not unique)"
+    for i, key in enumerate(keys):
+        name, note = names[i], notes.get(i, "")
         new = options.rules.apply(name) if options.rules else name
         if new != name:
             note = "; ".join(n for n in (note, f"renamed from {name}") if n)
@@ -100,6 +103,24 @@ def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
     plan.check_collisions()
     plan.report_unused_rules(options.rules)
     return plan
+
+
+def _shared(names: list[str]) -> dict[str, list[int]]:
+    """Each name that several of ``names`` are -> their positions, in the order the names first come."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        if name in seen:
+            twice.add(name)
+        else:
+            seen.add(name)
+    del seen
+    holders: dict[str, list[int]] = {}
+    if twice:
+        for i, name in enumerate(names):
+            if name in twice:
+                holders.setdefault(name, []).append(i)
+    return holders
 
 
 def _plan_migration(source: Checkpoint, options: ConvertOptions, plan: ConversionPlan) -> ConversionPlan:
@@ -194,11 +215,17 @@ def _dtype(value: Any) -> str:
     return describe(value)[0].name
 
 
-def _name(key: str, labels: Mapping[str, EntryLabel], slot_names: str) -> tuple[str, str]:
+def _name(key: str, labels: KeyLabels, slot_names: str) -> tuple[str, str]:
     """The output name of one key and a note."""
+    facts = labels.facts(key)  # (a model variable's: one label shared, none made)
+    if facts is None:
+        raise KeyError(key)
+    if facts.role != "slot":
+        name = labels.name_of(key)
+        return (object_path_name(key), "object path (no full name)") if name == key or not name else (name, "")
     label = labels[key]
-    if label.role == "slot" and label.slot_of is not None and label.slot_of in labels and label.slot_name:
-        var = labels[label.slot_of].name
+    if label.slot_of is not None and label.slot_of in labels and label.slot_name:
+        var = labels.name_of(label.slot_of)
         if slot_names == "tf1":
             own = classify_name(label.name)
             if own.role == "slot" and own.slot_of == var:
