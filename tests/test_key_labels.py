@@ -67,3 +67,41 @@ def test_labels_hold_a_few_bytes_a_model_variable():
         tracemalloc.stop()
     assert len(labels) == len(keys)
     assert held / len(keys) < 40, held / len(keys)  # (a label and a dictionary entry a key: some 170)
+
+
+def _in_columns(graph: ObjectGraph) -> ObjectGraph:
+    """The graph as a checkpoint stores it, decoded again: into columns."""
+    from formats.concepts.object_graph_codec import decode_object_graph, encode_object_graph
+    from formats.concepts.object_graph_columns import GraphColumns
+
+    decoded = decode_object_graph(encode_object_graph(graph.nodes), "ckpt.index")
+    assert isinstance(decoded.table, GraphColumns)
+    return decoded
+
+
+def test_a_graph_in_columns_labels_its_keys_without_an_attribute_a_key():
+    """Decoded into columns, the graph's attributes are made when asked for (AttributeRows): the labels and the key
+    map read as those of the graph made of nodes, and labelling makes no attribute a key, nor keeps a full name."""
+    import tracemalloc
+
+    from formats.concepts.object_graph_columns import AttributeRows
+
+    nodes, keys = _graph(20_000)
+    graph = _in_columns(nodes)
+    mapping = graph.map_keys(keys)
+    assert isinstance(mapping._attributes, AttributeRows)
+    assert dict(mapping.items()) == dict(nodes.map_keys(keys).items())
+    rows = mapping._attributes
+    assert rows[5:8] == [rows[5], rows[6], rows[7]] and rows[-1] == rows[len(rows) - 1]
+    assert [rows.full_name(k) for k in range(len(rows))] == [a.full_name for a in nodes.table.attributes()]
+    keys.sort()
+    object_graph.label_keys(graph, keys)  # (what the graph keeps once asked is not the labels')
+    tracemalloc.start()
+    try:
+        labels = object_graph.label_keys(graph, keys)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert graph.table._attributes is None  # no attribute made for every key
+    assert labels == object_graph.label_keys(nodes, keys)
+    assert held / len(keys) < 40, held / len(keys)  # (an attribute and its full name a key were 140 and 70 more)

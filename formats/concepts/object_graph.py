@@ -37,7 +37,7 @@ from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT", "escape_local_name", "unescape_local_name",
@@ -464,9 +464,10 @@ class ObjectGraph:
             owners = _compact(np.repeat(np.arange(t.count), np.diff(ptr)))
         return KeyMap(found, owners, attributes)
 
-    def key_attributes(self, keys: list[str]) -> tuple[dict[str, int], list[Attribute]]:
+    def key_attributes(self, keys: list[str]) -> tuple[dict[str, int], Sequence[Attribute]]:
         """Stored key -> the position of the attribute that accounts for it (among every node's attributes, in
-        order), for every key some attribute accounts for, in the order of ``keys``; and those attributes.
+        order), for every key some attribute accounts for, in the order of ``keys``; and those attributes (of a
+        graph in columns, each made when asked for: :class:`~formats.concepts.object_graph_columns.AttributeRows`).
 
         A key equals an attribute's ``checkpoint_key``, or extends it: objects saved through
         ``_serialize_to_tensors`` append the escaped tensor name (``.../ITERATOR`` is stored as
@@ -499,7 +500,7 @@ class ObjectGraph:
                 if hit is not None:
                     found[key] = hit
             found = {key: found[key] for key in keys if key in found}  # in the order of ``keys``, as before
-        return found, t.attributes(all_keys)
+        return found, t.attribute_rows(all_keys)
 
     def is_optimizer(self, node_id: int) -> bool:
         """Whether the node looks like an optimizer (see :func:`_looks_like_optimizer`)."""
@@ -619,47 +620,65 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
     from formats.concepts.roles import may_not_be_variable
 
     mapping = graph.map_keys(keys)
-    var_keys = {n: k for k, (n, a) in mapping.items() if a.name == VARIABLE_VALUE}
     keras_slots = _keras_slots(graph, mapping)
     # Most keys are a model's variables: those are labelled here, without _label's questions one by one (the
     # same answer: no slot, not under an optimizer, not the save counter, no telling full name).
     graph.optimizer_of(0)  # the optimizer of every node, found at once
     under_optimizer, slots = graph._optimizer_of, graph._slots
+    owners, position, name_of, full_of = mapping.owners, mapping.position, mapping.name, mapping.full_name
+    var_keys = {owners[k]: key for key, k in mapping.positions() if name_of(k) == VARIABLE_VALUE} \
+        if slots or keras_slots else {}  # (a slot's variable's key: none to find without slots)
     counters = {child for child, name in graph.first_children(0) if name == "save_counter"}
     value = VARIABLE_VALUE
-    out = KeyLabels(keys)
+    out = KeyLabels(keys, full_of)
     plain, special = out.plain, out.special
     for i, key in enumerate(keys):
-        hit = mapping.get(key)
-        if hit is not None:
-            node_id, attr = hit
-            full = attr.full_name
-            if attr.name == value and under_optimizer[node_id] < 0 and node_id not in slots and \
-                    node_id not in keras_slots and node_id not in counters and \
-                    (not full or not may_not_be_variable(full)) and key != OBJECT_GRAPH_KEY:
-                plain(i, node_id, attr)
-                continue
-        special[key] = _label(graph, key, hit, var_keys, keras_slots)
+        k = position(key)
+        if k is not None:
+            node_id = owners[k]
+            if name_of(k) == value and under_optimizer[node_id] < 0 and node_id not in slots and \
+                    node_id not in keras_slots and node_id not in counters and key != OBJECT_GRAPH_KEY:
+                full = full_of(k)
+                if not full or not may_not_be_variable(full):
+                    plain(i, node_id, k)
+                    continue
+        special[key] = _label(graph, key, None if k is None else mapping[key], var_keys, keras_slots)
     return out
 
 
 class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
     """:meth:`ObjectGraph.map_keys`: stored key -> ``(node id, attribute)``, each pair made when asked for from the
-    attribute's position (a dictionary of pairs held 120 bytes a key: 12 MB at 10^5 keys)."""
+    attribute's position (a dictionary of pairs held 120 bytes a key: 12 MB at 10^5 keys). ``position(key)``,
+    ``owners`` (each attribute's node), :meth:`name` and :meth:`full_name` answer by position, no attribute made."""
 
-    __slots__ = ("_found", "_owners", "_attributes")
+    __slots__ = ("_found", "owners", "_attributes", "name", "full_name")
 
-    def __init__(self, found: dict[str, int], owners: Sequence[int], attributes: list[Attribute]) -> None:
+    def __init__(self, found: dict[str, int], owners: Sequence[int], attributes: Sequence[Attribute]) -> None:
         """``found``: key -> its attribute's position; ``owners``: each attribute's node; ``attributes``: them all."""
-        self._found, self._owners, self._attributes = found, owners, attributes
+        self._found, self.owners, self._attributes = found, owners, attributes
+        self.name: Callable[[int], str]  # the attribute's name, by position
+        self.full_name: Callable[[int], str]  # its full name
+        rows_full = getattr(attributes, "full_name", None)  # (AttributeRows: made from the columns)
+        if rows_full is not None:
+            self.name, self.full_name = attributes.names.__getitem__, rows_full  # type: ignore[attr-defined]
+        else:
+            self.name, self.full_name = (lambda k: attributes[k].name), (lambda k: attributes[k].full_name)
+
+    def position(self, key: str) -> int | None:
+        """The position of the attribute that accounts for ``key``; None for a key none does."""
+        return self._found.get(key)
+
+    def positions(self) -> Iterable[tuple[str, int]]:
+        """``(key, its attribute's position)`` in the order of the keys."""
+        return self._found.items()
 
     def __getitem__(self, key: str) -> tuple[int, Attribute]:
         k = self._found[key]
-        return self._owners[k], self._attributes[k]
+        return self.owners[k], self._attributes[k]
 
     def get(self, key: str, default: Any = None) -> Any:  # (Mapping's, without its frame and exception)
         k = self._found.get(key)
-        return default if k is None else (self._owners[k], self._attributes[k])
+        return default if k is None else (self.owners[k], self._attributes[k])
 
     def __contains__(self, key: object) -> bool:
         return key in self._found
@@ -672,32 +691,37 @@ class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
 
     def items(self) -> Iterator[tuple[str, tuple[int, Attribute]]]:  # type: ignore[override]
         """``(key, (node id, attribute))`` in the order of the keys, made as they go."""
-        owners, attributes = self._owners, self._attributes
+        owners, attributes = self.owners, self._attributes
         return ((key, (owners[k], attributes[k])) for key, k in self._found.items())
 
     def values(self) -> Iterator[tuple[int, Attribute]]:  # type: ignore[override]
         """``(node id, attribute)`` in the order of the keys, made as they go."""
-        owners, attributes = self._owners, self._attributes
+        owners, attributes = self.owners, self._attributes
         return ((owners[k], attributes[k]) for k in self._found.values())
 
 
 class KeyLabels(Mapping[str, EntryLabel]):
     """Every key's :class:`EntryLabel`: a model variable's - most keys' - made when asked for from its node and
-    attribute, held a pointer and eight bytes a key (an :class:`EntryLabel` a key and a dictionary of them held
-    some 170 bytes: 17 MB at 10^5 keys); the others' (:attr:`special`) held. Keys are found by bisection when
+    its attribute's full name (read by the attribute's position), held as sixteen bytes a key (an
+    :class:`EntryLabel` a key and a dictionary of them held some 170 bytes: 17 MB at 10^5 keys; an attribute and its
+    full name 210 more); the others' (:attr:`special`) held. Keys are found by bisection when
     given in order, else by a dictionary."""
 
-    def __init__(self, keys: list[str]) -> None:
-        self._keys = keys
-        self._attrs: list[Attribute | None] = [None] * len(keys)  # a model variable's attribute, by position
-        self._nodes = memoryview(bytearray(8 * len(keys))).cast("q")  # ... and its node
+    def __init__(self, keys: list[str], full_name: Callable[[int], str]) -> None:
+        """``full_name``: an attribute's full name by its position (:meth:`KeyMap.full_name`)."""
+        self._keys, self._full = keys, full_name
+        # by the key's position: a model variable's attribute's position (-1: none) and its node
+        self._attrs = memoryview(bytearray(b"\xff" * (8 * len(keys)))).cast("q")
+        self._nodes = memoryview(bytearray(8 * len(keys))).cast("q")
+        self._plain = 0  # how many keys are model variables
         self.special: dict[str, EntryLabel] = {}
         ordered = all(map(str.__lt__, keys, keys[1:])) and len(keys) > 0
         self._at: dict[str, int] | None = None if ordered else {k: i for i, k in enumerate(keys)}
         self._last = 0  # the position found last
 
-    def plain(self, position: int, node_id: int, attribute: Attribute) -> None:
-        """The key at ``position`` is a model variable: ``attribute`` of node ``node_id``."""
+    def plain(self, position: int, node_id: int, attribute: int) -> None:
+        """The key at ``position`` is a model variable: the attribute at ``attribute`` of node ``node_id``."""
+        self._plain += self._attrs[position] < 0
         self._attrs[position] = attribute
         self._nodes[position] = node_id
 
@@ -716,11 +740,12 @@ class KeyLabels(Mapping[str, EntryLabel]):
             return at
         return -1
 
-    def _variable(self, key: object) -> tuple[int, Attribute] | None:
-        """The position and attribute of ``key`` when it is a model variable's (its label made when asked for)."""
+    def _variable(self, key: object) -> tuple[int, int] | None:
+        """The position of ``key`` and of its attribute when it is a model variable's (its label made when asked
+        for)."""
         at = self._position(key) if type(key) is str else -1
-        attr = self._attrs[at] if at >= 0 else None
-        return None if attr is None else (at, attr)
+        attr = self._attrs[at] if at >= 0 else -1
+        return None if attr < 0 else (at, attr)
 
     def _made(self, key: str) -> EntryLabel | None:
         """The key's label (a model variable's made now), None for a key not labelled."""
@@ -728,7 +753,7 @@ class KeyLabels(Mapping[str, EntryLabel]):
         if found is not None:
             return found
         hit = self._variable(key)
-        return None if hit is None else EntryLabel(hit[1].full_name or key, Role.VARIABLE, self._nodes[hit[0]],
+        return None if hit is None else EntryLabel(self._full(hit[1]) or key, Role.VARIABLE, self._nodes[hit[0]],
                                                    VARIABLE_VALUE)
 
     def __getitem__(self, key: str) -> EntryLabel:
@@ -749,7 +774,7 @@ class KeyLabels(Mapping[str, EntryLabel]):
         hit = self._variable(key)
         if hit is None:
             raise KeyError(key)
-        return hit[1].full_name or key
+        return self._full(hit[1]) or key
 
     def facts(self, key: str) -> EntryLabel | None:
         """The key's label but for its ``name``, ``node_id`` and ``attribute``, which are not all its own: a model
@@ -765,10 +790,10 @@ class KeyLabels(Mapping[str, EntryLabel]):
 
     def __iter__(self) -> Iterator[str]:
         special = self.special
-        return (k for k, a in zip(self._keys, self._attrs) if a is not None or k in special)
+        return (k for k, a in zip(self._keys, self._attrs) if a >= 0 or k in special)
 
     def __len__(self) -> int:
-        return len(self.special) + len(self._attrs) - self._attrs.count(None)
+        return len(self.special) + self._plain
 
 
 _PLAIN = EntryLabel("", Role.VARIABLE, None, VARIABLE_VALUE)
@@ -876,15 +901,16 @@ def _keras_slots(graph: ObjectGraph, mapping: KeyMap) -> dict[int, tuple[int, st
     outside ``apply_gradients`` names its slots ``m/dense/kernel``).
     """
     structural = _keras3_structural_slots(graph)
+    owners, name_of, full_of = mapping.owners, mapping.name, mapping.full_name
+    variables = [k for _, k in mapping.positions() if name_of(k) == VARIABLE_VALUE and
+                 graph.slot_of(owners[k]) is None and owners[k] not in structural]
+    candidates = [(owners[k], full_of(k)) for k in variables if graph.optimizer_of(owners[k]) is not None]
+    if not candidates:  # (no optimizer's variable: no model variable's full name to index)
+        return structural
     model: dict[str, list[int]] = {}
-    candidates: list[tuple[int, str]] = []
-    for node_id, attr in mapping.values():
-        if attr.name != VARIABLE_VALUE or graph.slot_of(node_id) is not None or node_id in structural:
-            continue
-        if graph.optimizer_of(node_id) is None:
-            model.setdefault(attr.full_name, []).append(node_id)
-        else:
-            candidates.append((node_id, attr.full_name))
+    for k in variables:
+        if graph.optimizer_of(owners[k]) is None:
+            model.setdefault(full_of(k), []).append(owners[k])
     out: dict[int, tuple[int, str]] = {}
     for node_id, full_name in candidates:
         parts = full_name.split("/", 2)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Nodes, attributes and the columns are typed Any here: formats.concepts.object_graph imports this module, and
 # this module none of the graph's (no cycle among the siblings).
 
-__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "nodes_with", "ints", "int_view", "node_copies", "SMALL_NODES"]
+__all__ = ["NodeTable", "LazyNodes", "Walk", "walk", "first_bad_reference", "edge_owners", "nodes_with", "ints", "int_view", "item_view", "node_copies", "SMALL_NODES"]
 
 SMALL_NODES = 4096
 """A table of at most this many nodes is ``small`` (see the module doc)."""
@@ -81,6 +81,9 @@ class NodeTable:
     def attributes(self, keys: list[str] | None = None) -> list[Any]:
         return [a for n in self.nodes for a in n.attributes]
 
+    def attribute_rows(self, keys: list[str]) -> list[Any]:
+        return self.attributes(keys)
+
     def has_notes(self) -> bool:
         return any(n.note for n in self.nodes)
 
@@ -107,6 +110,13 @@ def int_view(values: Any) -> Any:
     import numpy as np
 
     return memoryview(np.ascontiguousarray(values, dtype=np.int64))  # type: ignore[arg-type]  # (numpy: a buffer)
+
+
+def item_view(values: Any) -> Any:
+    """A numpy column read one item at a time as it is stored (a view of its own array when contiguous: no copy)."""
+    import numpy as np
+
+    return memoryview(np.ascontiguousarray(values))  # type: ignore[arg-type]  # (numpy: a buffer)
 
 
 def edge_owners(ptr: Any, count: int) -> list[int]:

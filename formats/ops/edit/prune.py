@@ -121,7 +121,7 @@ class _ColumnPrune:
         problems = _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
 
-    def _attributes_kept(self, found: dict[str, int], attributes: list[Attribute], kept: set[str]) -> Any:
+    def _attributes_kept(self, found: dict[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
         """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
         problems when an attribute would keep some of its keys and not others; None when two attributes of a node
         share a name (pruning node by node keeps or drops them together)."""
@@ -201,7 +201,7 @@ class _PrunedNodes(Sequence):  # of ObjectNode
     once): a staying node renumbered, with its kept attributes, its edges to staying nodes and its slot references
     whose variable and slot stay."""
 
-    def __init__(self, prune: _ColumnPrune, attributes: list[Attribute]) -> None:
+    def __init__(self, prune: _ColumnPrune, attributes: Sequence[Attribute]) -> None:
         self.prune, self.attributes = prune, attributes
 
     def __len__(self) -> int:
@@ -234,7 +234,7 @@ def _ints_of(np: Any, values: Any) -> Any:
     return np.asarray(values, dtype=np.int64)
 
 
-def _distinct_names(attr_ptr: Any, attributes: list[Attribute]) -> bool:
+def _distinct_names(attr_ptr: Any, attributes: Sequence[Attribute]) -> bool:
     """Whether no node has two attributes of one name (pruning node by node keeps or drops them together)."""
     import numpy as np
 
