@@ -48,6 +48,7 @@ from formats.ops.rules import Rule, RuleSet, specific_first
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = ["DOCTOR_MATCHES", "Suggestion", "DoctorReport", "diagnose", "is_optimizer_state", "KNOWN_RENAMES", "duplicate_names"]
@@ -153,12 +154,31 @@ def duplicate_names(ckpt: Checkpoint) -> dict[str, list[str]]:
     ``<model>/kernel``). Only object-based checkpoints can hold them; name-based keys are the names."""
     if ckpt.object_graph is None or OBJECT_GRAPH_KEY not in ckpt:
         return {}
-    keys: dict[str, list[str]] = defaultdict(list)
-    for key in sorted(ckpt):
-        entry = ckpt[key]
-        if key != OBJECT_GRAPH_KEY and entry.name and entry.name != key:
-            keys[str(entry.name)].append(key)
-    return {name: found for name, found in sorted(keys.items()) if len(found) > 1}
+    keys = sorted(ckpt)
+    seen: set[int] = set()  # the names' hashes (the names themselves, made when asked for, are not all held)
+    twice: set[int] = set()
+    for _, name in _full_names(ckpt, keys):
+        h = hash(name)
+        if h in seen:
+            twice.add(h)
+        else:
+            seen.add(h)
+    del seen
+    found: dict[str, list[str]] = defaultdict(list)
+    if twice:  # the names of those hashes (a hash two names share: each has one key, and is left out below)
+        for key, name in _full_names(ckpt, keys):
+            if hash(name) in twice:
+                found[name].append(key)
+    return {name: held for name, held in sorted(found.items()) if len(held) > 1}
+
+
+def _full_names(ckpt: Checkpoint, keys: list[str]) -> Iterator[tuple[str, str]]:
+    """``(key, its full name)`` for each of ``keys`` whose name is not the key itself (the graph's excepted)."""
+    for key in keys:
+        if key != OBJECT_GRAPH_KEY:
+            name = ckpt[key].name
+            if name and name != key:
+                yield key, str(name)
 
 
 def _object_based(ckpt: Checkpoint) -> bool:

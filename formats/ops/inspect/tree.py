@@ -339,14 +339,16 @@ def _graph_tree(entries: Mapping[str, TensorEntry], graph: ObjectGraph, keys: li
                 everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
     own: dict[int, str | list[str]] = {}  # node -> its key, or its keys when it has several (no list per node)
+    owners, position = mapping.owners, mapping.position  # (a key's node by its attribute's position: none made)
     for key in keys:
-        found = mapping.get(key)
-        if found is not None:
-            before = own.setdefault(found[0], key)
+        k = position(key)
+        if k is not None:
+            node = owners[k]
+            before = own.setdefault(node, key)
             if isinstance(before, list):
                 before.append(key)
             elif before is not key:
-                own[found[0]] = [before, key]
+                own[node] = [before, key]
     slots = _slot_homes(entries, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
     builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(entries, keys), everything)
@@ -372,7 +374,9 @@ def _slot_homes(entries: Mapping[str, TensorEntry], mapping: KeyMap) -> dict[int
     """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles."""
     homes: dict[int, list[tuple[str, int]]] = {}
     seen: set[int] = set()
-    for key, (node_id, _) in mapping.items():
+    owners = mapping.owners
+    for key, k in mapping.positions():
+        node_id = owners[k]
         entry = entries[key]
         if entry.role != Role.SLOT:
             continue
