@@ -99,6 +99,11 @@ def _same_as_reference(graph: ObjectGraph, nodes: list[ObjectNode]) -> None:
     assert "not/a/key" not in mapping and mapping.get("not/a/key", 7) == 7 and all(k in mapping for k in keys)
     with pytest.raises(KeyError):
         mapping["not/a/key"]
+    with pytest.raises(KeyError):
+        mapping.index("not/a/key")
+    assert all(mapping.index(k) == mapping.position(k) and (mapping.owners[mapping.index(k)], mapping.name(
+        mapping.index(k)), mapping.full_name(mapping.index(k))) == (by_key[k][0], by_key[k][1].name,
+                                                                    by_key[k][1].full_name) for k in keys)
     assert graph.slot_owners() == [n.id for n in nodes if n.slot_variables]
 
 

@@ -668,6 +668,10 @@ class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
         """The position of the attribute that accounts for ``key``; None for a key none does."""
         return self._found.get(key)
 
+    def index(self, key: str) -> int:
+        """The position of the attribute that accounts for ``key``: KeyError for a key none does."""
+        return self._found[key]
+
     def positions(self) -> Iterable[tuple[str, int]]:
         """``(key, its attribute's position)`` in the order of the keys."""
         return self._found.items()

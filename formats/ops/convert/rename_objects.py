@@ -234,14 +234,18 @@ class _InPlace:
         source, plan = self.rename.source, self.rename.plan
         keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
         mapping = self.graph.map_keys(keys)  # (first: the graph's attributes then hold these keys, not copies)
+        position, owners = mapping.position, mapping.owners
         for key in keys:
-            hit = mapping.get(key)
-            if hit is None or self.node_path(hit[0]) is None:
+            k = position(key)
+            if k is None or self.node_path(owners[k]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
+        attributes = table.attributes()  # (all made once: the renamed nodes are made of them too)
         plan.object_graph = encode_object_graph(_RenamedNodes(self, table), valued=_valued(self.graph))
+        index = mapping.index
         for key in keys:  # as ObjectRename._rows plans them
-            node_id, attr = mapping[key]
+            k = index(key)
+            node_id, attr = owners[k], attributes[k]
             entry = source[key]
             new = attribute_key(self.path_of(node_id), attr.name) + key[len(attr.checkpoint_key):]
             plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
