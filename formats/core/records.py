@@ -159,18 +159,21 @@ def _init_function(qualname: str, names: list[str], specs: dict[str, _Field], fr
                    namespace: dict[str, Any]) -> Any:
     """The generated ``__init__``: written out in :mod:`formats.core.method_templates` for fields that are all
     parameters, without factories (their defaults last), else compiled from :func:`_init_source`."""
-    kind, plain = "frozen_init" if frozen else "init", all(specs[n].init and specs[n].factory is None for n in names)
-    params = [n for n in names if specs[n].init]
-    defaults = [_MISSING if specs[n].factory is not None else specs[n].default for n in params
-                if specs[n].factory is not None or specs[n].default is not _MISSING]
-    if renamable(names) and all(specs[n].factory is not None or specs[n].default is not _MISSING
-                                for n in params[len(params) - len(defaults):]):  # (else compiling says what is wrong)
-        if plain:
+    kind = "frozen_init" if frozen else "init"
+    if all(specs[n].init and specs[n].factory is None for n in names):  # (most records)
+        defaults = [specs[n].default for n in names if specs[n].default is not _MISSING]
+        if renamable(names) and all(specs[n].default is not _MISSING for n in names[len(names) - len(defaults):]):
             return shaped(kind, names, tuple(defaults), f"{qualname}.__init__")
-        made = shaped_fields(kind, "".join(map(_letter, map(specs.__getitem__, names))), names, tuple(defaults),
-                             f"{qualname}.__init__", namespace)
-        if made is not None:
-            return made
+    elif renamable(names):
+        params = [n for n in names if specs[n].init]
+        defaults = [_MISSING if specs[n].factory is not None else specs[n].default for n in params
+                    if specs[n].factory is not None or specs[n].default is not _MISSING]
+        if all(specs[n].factory is not None or specs[n].default is not _MISSING
+               for n in params[len(params) - len(defaults):]):  # (else compiling says what is wrong)
+            made = shaped_fields(kind, "".join(map(_letter, map(specs.__getitem__, names))), names, tuple(defaults),
+                                 f"{qualname}.__init__", namespace)
+            if made is not None:
+                return made
     exec(_init_source(names, specs, frozen), namespace)  # noqa: S102 - code built from field names
     return namespace["__init__"]
 
