@@ -35,7 +35,7 @@ class _EnumerationType(type):
         for attr, value in namespace.items():
             if base is not None and attr.isupper() and not attr.startswith("_") and type(value) is base:
                 member = base.__new__(cls, value)  # type: ignore[call-overload]  # int.__new__ or str.__new__
-                member.name = attr
+                member.name, member._value = attr, value  # (the plain value itself: str() of it makes no copy)
                 setattr(cls, attr, member)
                 members.append(member)
         cls._members = members
@@ -65,12 +65,13 @@ class _Member:
     ``str()`` and ``format()`` of the plain value, pickling and copying as itself."""
 
     name: str
-    _plain: Any  # int.__int__ or str.__str__: the member's own value as the plain builtin
+    _value: Any  # the plain int or str the class body gave (one object: a role's text, asked for a row a tensor,
+    # was a new string each time - 54 MB at 10^6 tensors)
 
     @property
     def value(self) -> Any:
         """The plain ``int`` or ``str``."""
-        return self._plain()
+        return self._value
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}.{self.name}: {self.value!r}>"
@@ -103,9 +104,5 @@ else:
     class IntEnumeration(_Member, int, metaclass=_EnumerationType):
         """Members are ``int``\\ s (see the module's docstring)."""
 
-        _plain = int.__int__
-
     class StrEnumeration(_Member, str, metaclass=_EnumerationType):
         """Members are ``str``\\ s (see the module's docstring)."""
-
-        _plain = str.__str__
