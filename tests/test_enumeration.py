@@ -86,3 +86,10 @@ def test_only_upper_case_attributes_of_the_builtin_type_become_members() -> None
 
     assert list(Size) == [Size.SMALL, Size.LARGE] and Size.limit == 3 and type(Size.LABEL) is str
     assert list(Colour) == [Colour.RED] and Colour.COUNT == 2 and Colour("red") is Colour.RED
+
+
+def test_str_of_a_member_is_its_one_plain_value() -> None:
+    """A role's text is asked for a row a tensor: str() gives the class body's own string each time, not a copy."""
+    first, again = str(Role.VARIABLE), str(Role.VARIABLE)
+    assert type(first) is str and first == "variable" and first is again is Role.VARIABLE.value
+    assert type(ExitCode(0).value) is int and str(ExitCode(0)) == "0"
