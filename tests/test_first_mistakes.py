@@ -261,6 +261,23 @@ def test_natural_order() -> None:
                                                "v1", "v9", "v10", "x9z", "x999999999", "x1234567890"]
 
 
+def test_sort_naturally_is_sorting_by_natural_order() -> None:
+    """In place, one rewritten key an item: the order of ``sorted(key=natural_order)`` from any order (keys equal but
+    for leading zeros in text order), whether the keys come in text order or not, as items' keys."""
+    import random
+
+    from formats.core.natural import natural_order, sort_naturally
+
+    rng = random.Random(3)
+    parts = ["v", "v0", "v00", "v1", "v01", "v001", "v10", "v010", "/", "_", "a", "9", "09", "123", "x", "é"]
+    for _ in range(300):
+        keys = list({"".join(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 40))})
+        for start in (sorted(keys), rng.sample(keys, len(keys))):
+            items = [(k, i) for i, k in enumerate(start)]
+            sort_naturally(items, lambda item: item[0])
+            assert [k for k, _ in items] == sorted(keys, key=natural_order)
+
+
 def test_a_refused_plan_puts_its_errors_on_stderr_and_its_warnings_on_stdout(tmp_path, run_cli):
     """A plan that cannot be written is an error as any other of ckpt's: its error lines and the closing "nothing
     written" on stderr (a script's `2>` sees why), the warnings - part of the report - on stdout (issue 37)."""

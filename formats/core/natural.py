@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from re import Pattern
     from typing import Any
 
-__all__ = ["natural_order", "natural_orders", "needs_natural_order", "key_order", "natural_sorted"]
+__all__ = ["natural_order", "natural_text", "sort_naturally", "natural_orders", "needs_natural_order", "key_order", "natural_sorted"]
 
 _runs: Pattern[str] | None = None  # compiled (and re imported) when first needed: start-up
 
@@ -27,6 +27,12 @@ _NUMBERS: dict[str, str] = {}
 
 def natural_order(key: str) -> tuple[str, str]:
     """Sort key of ``key``: numbers in it compared by value (see the module's docstring)."""
+    return natural_text(key), key
+
+
+def natural_text(key: str) -> str:
+    """:func:`natural_order`'s first part: ``key`` with every digit run rewritten (``key`` itself when it has none);
+    keys in text order, stably sorted by it, are in natural order (what ties it the text order keeps)."""
     global _runs
     if _runs is None:
         import re
@@ -34,7 +40,7 @@ def natural_order(key: str) -> tuple[str, str]:
         _runs = re.compile(r"(\d+)")
     parts = _runs.split(key)  # text, digits, text, ...: one call, no callback per run
     if len(parts) == 1:
-        return key, key
+        return key
     for i in range(1, len(parts), 2):
         run = parts[i]
         found = _NUMBERS.get(run)
@@ -43,7 +49,18 @@ def natural_order(key: str) -> tuple[str, str]:
             if len(_NUMBERS) < 1 << 16:
                 _NUMBERS[run] = found
         parts[i] = found
-    return "".join(parts), key
+    return "".join(parts)
+
+
+def sort_naturally(items: list[Any], key: Callable[[Any], str]) -> None:
+    """Sort ``items`` in place as ``items.sort(key=lambda item: natural_order(key(item)))`` does, holding one rewritten
+    key an item and no pair (56 MB at 10^6 rows): stably by :func:`natural_text`, from text order (sorted into it
+    first unless the keys ascend already), which keeps keys that are equal but for leading zeros in text order."""
+    from itertools import islice
+
+    if not all(map(str.__lt__, map(key, items), map(key, islice(items, 1, None)))):
+        items.sort(key=key)
+    items.sort(key=lambda item: natural_text(key(item)))
 
 
 def _number(run: str) -> str:

@@ -1,11 +1,13 @@
 """``ls`` as data: the rows and totals of one checkpoint, filtered and sorted."""
 from __future__ import annotations
 
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+
 from formats.core.gc_pause import paused_gc
 from formats.core.compact_listing import CompactListing, count_data_files, count_parameters
 from formats.core.model import Checkpoint, TensorEntry
 from formats.core.model import Role
-from formats.core.natural import key_order
+from formats.core.natural import key_order, natural_order, sort_naturally
 from formats.core.selection import select_keys
 from formats.core.value_tuples import ValueTuple
 
@@ -73,6 +75,8 @@ class CheckpointSummary:
         return {"path": self.path, "format": self.format, "tensors": [r.to_json() for r in self.rows]}
 
 
+_key = attrgetter("key")
+
 def names_and_roles(ckpt: Checkpoint, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
     """``key -> (name, role)`` for each of ``keys`` that ``ckpt`` holds: what ``ls --names`` shows beside a key
     (``optimizer/_variables/1/...`` -> ``("Adam/m/net/dense/kernel", "slot")``). May decode the object graph."""
@@ -106,6 +110,8 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
     order = key_order(r.key for r in rows)  # numbers by value: optimizer/vars/2 before optimizer/vars/10
     if sort == "size":
         rows.sort(key=lambda r: (-r.nbytes, order(r.key)))
+    elif order is natural_order:
+        sort_naturally(rows, _key)
     else:
         rows.sort(key=lambda r: order(r.key))
     return CheckpointSummary(ckpt.path, ckpt.format, rows, len(ckpt), count_data_files(ckpt.files), unmatched)
