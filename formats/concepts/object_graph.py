@@ -33,6 +33,7 @@ from formats.core.errors import CorruptCheckpointError
 from formats.concepts.optimizers import parse_keras_slot
 from formats.concepts.object_graph_table import edge_owners, ints, nodes_with
 from formats.core.model import OBJECT_GRAPH_KEY, Role
+from formats.core.natural import ascending
 from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
 
 TYPE_CHECKING = False
@@ -719,7 +720,7 @@ class KeyLabels(Mapping[str, EntryLabel]):
         self._nodes = memoryview(bytearray(8 * len(keys))).cast("q")
         self._plain = 0  # how many keys are model variables
         self.special: dict[str, EntryLabel] = {}
-        ordered = all(map(str.__lt__, keys, keys[1:])) and len(keys) > 0
+        ordered = ascending(keys) and len(keys) > 0
         self._at: dict[str, int] | None = None if ordered else {k: i for i, k in enumerate(keys)}
         self._last = 0  # the position found last
 

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 from _operator import attrgetter  # operator's C half (the module itself is more to import)
-from itertools import islice
+
+from formats.core.natural import ascending
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ def by_key(records: list[Any]) -> list[Any]:
     """``records`` in the index's order: the list itself when they are in it already, each key before the next
     (a rename or an edit keeps the input's order: no second list of a million), else a sorted copy
     (:func:`sort_by_key`)."""
-    if all(map(str.__lt__, map(record_key, records), map(record_key, islice(records, 1, None)))) and \
-            _text_order(records):
+    if ascending(records, record_key) and _text_order(records):
         return records
     ordered = list(records)
     sort_by_key(ordered)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 from _operator import attrgetter  # operator's C half, without operator.py (start-up)
 from _bisect import bisect_left  # bisect's C half, without its module (start-up)
-from itertools import islice
 
 from formats.core.records import field, record
 from formats.ops.rules import RuleSet
 from formats.core.errors import UsageError
 from formats.core.model import OBJECT_GRAPH_KEY
+from formats.core.natural import ascending
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class ConversionPlan:
         rows = self.rows
         keys = list(map(_key, rows))
         # keys strictly ascending (a name-based rename, most conversions): none twice, none empty; no dict a key
-        if keys and keys[0] and all(map(str.__lt__, keys, islice(keys, 1, None))):
+        if keys and keys[0] and ascending(keys):
             at = bisect_left(keys, RESERVED_KEY)
             if at == len(keys) or keys[at] != RESERVED_KEY or rows[at].source in (None, RESERVED_KEY):
                 return
