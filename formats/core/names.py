@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "terminal_text", "all_printable", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "unused_name"]
+__all__ = ["safe_text", "terminal_text", "all_printable", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "repeated", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -160,6 +160,19 @@ def quoted_text(value: Any, limit: int = 200, as_bytes: bool = False) -> str:
     else:
         shown = repr(str(value))
     return shown if len(shown) <= limit else shown[:limit] + f"... ({len(shown)} chars)"
+
+
+def repeated(values: Iterable[Any]) -> set[Any]:
+    """The values that come more than once among ``values`` (names several tensors share; or their hashes, for a
+    caller that holds no name), found in one pass with each value held once."""
+    seen: set[Any] = set()
+    twice: set[Any] = set()
+    for value in values:
+        if value in seen:
+            twice.add(value)
+        else:
+            seen.add(value)
+    return twice
 
 
 def unused_name(base: str, taken: set[str]) -> str:

@@ -21,6 +21,7 @@ from _bisect import bisect_left  # bisect's C half, without its module (start-up
 
 from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, FormatName
+from formats.core.names import repeated
 from formats.concepts.object_graph import ATTRIBUTES, OBJECT_GRAPH_KEY, label_keys
 from formats.concepts.optimizers import TF1, Family, family_of_class
 from formats.concepts.roles import classify_name, slot_key
@@ -107,14 +108,7 @@ def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
 
 def _shared(names: list[str]) -> dict[str, list[int]]:
     """Each name that several of ``names`` are -> their positions, in the order the names first come."""
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for name in names:
-        if name in seen:
-            twice.add(name)
-        else:
-            seen.add(name)
-    del seen
+    twice = repeated(names)
     holders: dict[str, list[int]] = {}
     if twice:
         for i, name in enumerate(names):

@@ -41,6 +41,7 @@ from collections import defaultdict
 from formats.concepts.optimizers import TF1_SCALARS, TRAINING_SHADOWS
 from formats.concepts.roles import SLOT_SUFFIXES
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.core.names import repeated
 from formats.core.object_keys import object_path
 from formats.core.records import field, record
 from formats.ops.inspect.pairing import KNOWN_RENAMES, layer_order, pair_names
@@ -155,15 +156,8 @@ def duplicate_names(ckpt: Checkpoint) -> dict[str, list[str]]:
     if ckpt.object_graph is None or OBJECT_GRAPH_KEY not in ckpt:
         return {}
     keys = sorted(ckpt)
-    seen: set[int] = set()  # the names' hashes (the names themselves, made when asked for, are not all held)
-    twice: set[int] = set()
-    for _, name in _full_names(ckpt, keys):
-        h = hash(name)
-        if h in seen:
-            twice.add(h)
-        else:
-            seen.add(h)
-    del seen
+    # by the names' hashes first (the names themselves, made when asked for, are not all held)
+    twice = repeated(hash(name) for _, name in _full_names(ckpt, keys))
     found: dict[str, list[str]] = defaultdict(list)
     if twice:  # the names of those hashes (a hash two names share: each has one key, and is left out below)
         for key, name in _full_names(ckpt, keys):
