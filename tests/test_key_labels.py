@@ -53,18 +53,25 @@ def test_labels_read_as_the_dictionary_of_every_keys_label_in_any_order():
         assert len(labels.special) == 4  # the counter, the optimizer's iteration, the slot, the unknown key
 
 
-def test_labels_hold_a_few_bytes_a_model_variable():
+def _labelled(graph: ObjectGraph, keys: list[str]) -> tuple[object_graph.KeyLabels, int]:
+    """The keys' labels and the bytes they hold (labelled once before: what the graph keeps once asked is not the
+    labels')."""
     import tracemalloc
 
-    graph, keys = _graph(20_000)
-    keys.sort()
-    object_graph.label_keys(graph, keys)  # (what the graph keeps once asked is not the labels')
+    object_graph.label_keys(graph, keys)
     tracemalloc.start()
     try:
         labels = object_graph.label_keys(graph, keys)
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return labels, held
+
+
+def test_labels_hold_a_few_bytes_a_model_variable():
+    graph, keys = _graph(20_000)
+    keys.sort()
+    labels, held = _labelled(graph, keys)
     assert len(labels) == len(keys)
     assert held / len(keys) < 40, held / len(keys)  # (a label and a dictionary entry a key: some 170)
 
@@ -82,8 +89,6 @@ def _in_columns(graph: ObjectGraph) -> ObjectGraph:
 def test_a_graph_in_columns_labels_its_keys_without_an_attribute_a_key():
     """Decoded into columns, the graph's attributes are made when asked for (AttributeRows): the labels and the key
     map read as those of the graph made of nodes, and labelling makes no attribute a key, nor keeps a full name."""
-    import tracemalloc
-
     from formats.concepts.object_graph_columns import AttributeRows
 
     nodes, keys = _graph(20_000)
@@ -95,13 +100,7 @@ def test_a_graph_in_columns_labels_its_keys_without_an_attribute_a_key():
     assert rows[5:8] == [rows[5], rows[6], rows[7]] and rows[-1] == rows[len(rows) - 1]
     assert [rows.full_name(k) for k in range(len(rows))] == [a.full_name for a in nodes.table.attributes()]
     keys.sort()
-    object_graph.label_keys(graph, keys)  # (what the graph keeps once asked is not the labels')
-    tracemalloc.start()
-    try:
-        labels = object_graph.label_keys(graph, keys)
-        held, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    labels, held = _labelled(graph, keys)
     assert graph.table._attributes is None  # no attribute made for every key
     assert labels == object_graph.label_keys(nodes, keys)
     assert held / len(keys) < 40, held / len(keys)  # (an attribute and its full name a key were 140 and 70 more)
