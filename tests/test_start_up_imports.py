@@ -162,6 +162,27 @@ def test_json_writer_refuses_a_circular_container(options) -> None:
         json_writer.dumps(loop, **options)
 
 
+@pytest.mark.parametrize("options", [{"indent": 2, "ensure_ascii": False}, {"indent": "\t"}], ids=repr)
+def test_an_indented_encoder_writes_each_part_as_json_dumps_writes_it_nested(options) -> None:
+    """One encoder, made once, writes values one after another as json.dumps writes each ``level`` containers deep
+    (a large document written a part at a time); a value it refuses leaves it writing the next ones right."""
+    encode = json_writer.indented_encoder(options["indent"], options.get("ensure_ascii", True))
+    step = options["indent"] if isinstance(options["indent"], str) else " " * options["indent"]
+    for level in (0, 1, 3):
+        for value in VALUES:
+            assert encode(value, level) == json.dumps(value, **options).replace("\n", "\n" + step * level)
+        loop: list[dict[str, object]] = []
+        loop.append({"again": loop})
+        odd: list[object] = [1, [{"a": object()}]]
+        for refused, error in [(loop, ValueError), (odd, TypeError)]:
+            with pytest.raises(error):
+                encode(refused, level)
+        loop[0]["again"] = []  # the very containers, now writable: none is still taken for open
+        odd[1][0]["a"] = 2  # type: ignore[index]
+        for value in (loop, odd):
+            assert encode(value, level) == json.dumps(value, **options).replace("\n", "\n" + step * level)
+
+
 # -- the end of the process: no interpreter teardown after a command (ckpt_cli.fast.end_process) --------------
 def _cleanup_lines(stderr: str) -> list[str]:
     """What ``python -v`` prints as the interpreter tears itself down (one line per module it frees)."""

@@ -169,6 +169,49 @@ def test_tree_json(run_cli) -> None:
     assert [c["label"] for c in kernel["children"]] == ["m", "v"]
 
 
+def _whole_json(paths: list[Path], **options) -> str:
+    """What ``ls --tree --json`` printed when it made each tree's whole document, then dumped it with json."""
+    docs = []
+    for path in paths:
+        with open_checkpoint(path) as ckpt:
+            docs.append(build_tree(ckpt, **options).to_json())
+    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("rels", [[SEED], ["tf1_adam/model.ckpt-200"], ["saved_models/module"],
+                                  [SEED, "tf1_adam/model.ckpt-200", "saved_models/module"]],
+                         ids=["object", "name", "saved-model", "several"])
+@pytest.mark.parametrize("flags", [(), ("--no-optimizer",), ("--filter", "nothing*")],
+                         ids=["all", "no-optimizer", "no-rows"])
+def test_tree_json_written_a_row_at_a_time_is_the_whole_documents_json(run_cli, rels, flags) -> None:
+    """The tree is written row by row (its documents at 10^5 tensors held 400 MB): the text is json.dumps' of the
+    whole document, one tree or a list of them, rows nested or none."""
+    paths = [CORPUS / rel for rel in rels]
+    result = run_cli("ls", "--tree", "--json", *flags, *paths)
+    assert result.exit_code == 0, result.output
+    options = {"include_optimizer": "--no-optimizer" not in flags, "patterns": list(flags[1:]) or None}
+    assert result.stdout == _whole_json(paths, **options)
+    if "--filter" in flags:
+        assert all(doc["tree"] == [] for doc in (lambda d: d if isinstance(d, list) else [d])(json.loads(result.stdout)))
+
+
+def test_tree_json_of_an_undecodable_key_escapes_its_bytes(tmp_path, run_cli) -> None:
+    """A key that is not UTF-8 is written as ``\\xNN`` in its row, as the whole document's JSON escaped it."""
+    from formats.tf_bundle.encode import encode_entry
+
+    from .bundle_index import make_entries, write_bundle
+
+    prefix = write_bundle(tmp_path / "odd" / "ckpt-1", sorted(make_entries(30) + [(b"model/\xff\xfe",
+                                                                                    encode_entry(1, (2,), 8, 8, 5))]))
+    result = run_cli("ls", "--tree", "--json", prefix)
+    assert result.exit_code == 0, result.output
+    from formats.core.names import safe_data
+
+    with open_checkpoint(prefix) as ckpt:
+        whole = json.dumps(safe_data(build_tree(ckpt).to_json()), indent=2, ensure_ascii=False) + "\n"
+    assert result.stdout == whole and "\\\\xff\\\\xfe" in result.stdout
+
+
 def test_names_column_and_json_fields(run_cli) -> None:
     lines = run_cli("ls", "--names", CORPUS / SEED).stdout.splitlines()
     assert lines[0].split() == ["key", "name", "role", "dtype", "shape", "size"]

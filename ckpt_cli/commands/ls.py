@@ -223,8 +223,9 @@ def _render(outputs: list[tuple[str, str, Any]], as_json: bool) -> None:
     from ..render.common import print_json
 
     if as_json:
-        docs = [value if kind == "compact" else _json_of(kind, path, value) for kind, path, value in outputs]
-        if any(kind == "compact" for kind, _, _ in outputs):
+        streamed = ("compact", "tree")  # written a part at a time, not made into one document first
+        docs = [value if kind in streamed else _json_of(kind, path, value) for kind, path, value in outputs]
+        if any(kind in streamed for kind, _, _ in outputs):
             from ..render.listing import print_listing_json
 
             print_listing_json(docs)

@@ -86,7 +86,8 @@ def _shown_block(text: str) -> str:
 def print_listing_json(docs: list[Any]) -> None:
     """:func:`~ckpt_cli.render.common.print_json` of ``docs`` (one alone, else the list of them), a
     :class:`~formats.core.compact_listing.CompactListing` among them written a block of rows at a time as
-    ``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``."""
+    ``{"path", "format", "tensors": [{"key", "dtype", "shape", "nbytes"}, ...]}``, and a tree
+    (:class:`~formats.ops.inspect.tree.CheckpointTree`) a row at a time as its ``to_json()``."""
     from formats.core.compact_listing import CompactListing
 
     one = len(docs) == 1
@@ -99,6 +100,10 @@ def print_listing_json(docs: list[Any]) -> None:
             out.write(",\n")
         if isinstance(doc, CompactListing):
             _write_compact_json(doc, indent)
+        elif not isinstance(doc, (dict, list)):  # a tree (formats.ops.inspect.tree.CheckpointTree)
+            from .tree import write_tree_json
+
+            write_tree_json(doc, len(indent) // 2)
         else:
             out.write(indent + json_text(doc).replace("\n", "\n" + indent))
     out.write("\n" if one else "\n]\n")

@@ -19,6 +19,56 @@ if TYPE_CHECKING:
 BRANCH, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
 
 
+def write_tree_json(tree: Any, level: int = 0) -> None:
+    """Write ``tree.to_json()`` as :func:`~.common.json_text` writes it, nested ``level`` containers deep (each
+    line after the first indented two spaces a level), without making it: each row's document is made, written
+    and let go as the rows are walked (the documents of a 100,000-tensor tree and their text held some 400 MB).
+    No newline after it."""
+    import sys
+
+    from formats.core.json_writer import indented_encoder
+    from formats.core.names import safe_data
+
+    write, encoded = sys.stdout.write, indented_encoder(2, ensure_ascii=False)
+
+    def text(doc: dict[str, object], level: int) -> str:  # (as json_text: undecodable key bytes as \xNN)
+        out = encoded(doc, level)
+        if not out.isascii():
+            try:
+                out.encode("utf-8")
+            except UnicodeEncodeError:
+                out = encoded(safe_data(doc), level)
+        return out
+
+    head, indent = text(tree.head_json(), level), "  " * level
+    write(f'{indent}{head[:-len(indent) - 2]},\n{indent}  "tree": ')  # (its closing line left off)
+    rows = tree.root.children
+    if not rows:
+        write(f"[]\n{indent}}}")
+        return
+    parts: list[str] = ["[\n"]
+    stack: list[tuple[Any, int, int]] = [(rows, 0, level + 2)]  # (rows, the next one, their level)
+    while stack:
+        rows, i, at = stack.pop()
+        if i == len(rows):  # the list, and the document it is the last field of
+            parts.append(f"\n{'  ' * (at - 1)}]\n{'  ' * (at - 2)}}}")
+            continue
+        if i:
+            parts.append(",\n")
+        stack.append((rows, i + 1, at))
+        node = rows[i]
+        row = text(node.own_json(), at)
+        if node.children:  # its fields, then its rows
+            parts.append(f'{"  " * at}{row[:-2 * at - 2]},\n{"  " * (at + 1)}"children": [\n')
+            stack.append((node.children, 0, at + 2))
+        else:
+            parts.append("  " * at + row)
+        if len(parts) >= 4096:
+            write("".join(parts))
+            parts.clear()
+    write("".join(parts))
+
+
 def tree_prefix(flags: tuple[bool, ...]) -> str:
     """The drawing before a row at depth ``len(flags) - 1`` (top-level rows have none)."""
     if len(flags) <= 1:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["dumps", "encode_basestring", "encode_basestring_ascii"]
+__all__ = ["dumps", "encode_basestring", "encode_basestring_ascii", "indented_encoder"]
 
 _INFINITY = float("inf")
 
@@ -52,6 +52,31 @@ def dumps(obj: Any, *, indent: int | str | None = None, ensure_ascii: bool = Tru
 
         return json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii, separators=separators)
     return "".join(out)
+
+
+def indented_encoder(indent: int | str, ensure_ascii: bool = True) -> Callable[[Any, int], str]:
+    """A function ``(obj, level) -> text``: ``dumps(obj, indent=indent, ensure_ascii=ensure_ascii)`` as it reads
+    nested ``level`` containers deep in a larger document (each line after its first indented ``level`` times
+    more). Made once for the parts of a document written a part at a time: each :func:`dumps` makes its encoder's
+    functions anew, a reference cycle (left to the collector, which a command may hold off)."""
+    if not isinstance(indent, str):
+        indent = " " * indent
+    out: list[str] = []
+    strings = encode_basestring_ascii if ensure_ascii else encode_basestring
+    value = _indented(strings, indent, ",", ": ", out)
+
+    def encode(obj: Any, level: int) -> str:
+        nonlocal value
+        try:
+            value(obj, level)
+            return "".join(out)
+        except BaseException:  # a value refused: its containers may still be marked open; a fresh encoder next
+            value = _indented(strings, indent, ",", ": ", out)
+            raise
+        finally:
+            out.clear()
+
+    return encode
 
 
 def _default(obj: Any) -> Any:

@@ -28,7 +28,7 @@ from formats.core.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Iterator, Sequence
     from formats.core.model import Checkpoint, TensorEntry
     from formats.concepts.object_graph import KeyMap, ObjectGraph
 
@@ -49,7 +49,7 @@ _NOTHING: Sums = (0, 0, 0)
 class TreeNode:
     """One row: ``label``, its own tensor (``key`` etc., or None), a ``note``, other paths, children. A row
     without other paths or children holds the empty tuple, not a list of its own (most rows are leaves: two
-    empty lists each were 20 MB at 100k rows); a row given children gets a list.
+    empty lists each were 20 MB at 100k rows); a row given one child holds a tuple of it, one given more a list.
 
     What a row says of its own tensor (``dtype``, ``shape``, ``role``, ``own_nbytes``, ``own_parameters``) is one
     tuple, ``own``, and its subtree's totals (``nbytes``, ``parameters``, ``tensors``) another, ``sums``: tuples
@@ -135,16 +135,17 @@ class TreeNode:
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready nested dict."""
-        top = self._own_json()
+        top = self.own_json()
         docs = {id(self): top}
         for _, _, node in self.walk():  # parents come before their children
-            docs[id(node)] = node._own_json()
+            docs[id(node)] = node.own_json()
         for node in [self, *(n for _, _, n in self.walk())]:
             if node.children:
                 docs[id(node)]["children"] = [docs[id(c)] for c in node.children]
         return top
 
-    def _own_json(self) -> dict[str, object]:
+    def own_json(self) -> dict[str, object]:
+        """The row's document but for its ``children``."""
         doc: dict[str, object] = {"label": self.label}
         if self.key is not None:
             doc.update(key=self.key, dtype=self.dtype, shape=list(self.shape or ()), role=self.role)
@@ -168,9 +169,12 @@ class CheckpointTree:
 
     def to_json(self) -> dict[str, object]:
         """``{"path", "format", "tensors", "nbytes", "parameters", "hidden", "tree": [...]}``."""
+        return {**self.head_json(), "tree": [c.to_json() for c in self.root.children]}
+
+    def head_json(self) -> dict[str, object]:
+        """:meth:`to_json` but for its last field, ``tree`` (the rows)."""
         return {"path": self.path, "format": self.format, "tensors": self.root.tensors,
-                "nbytes": self.root.nbytes, "parameters": self.root.parameters, "hidden": self.hidden,
-                "tree": [c.to_json() for c in self.root.children]}
+                "nbytes": self.root.nbytes, "parameters": self.root.parameters, "hidden": self.hidden}
 
 
 @gc_paused
@@ -200,13 +204,9 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
             batch = held[start:start + _BATCH]
             for node, entry in zip(batch, ckpt.entries_of([node.key for node in batch])):  # type: ignore[misc]
                 _fill(node, entry, describe_variants)
-    else:
-        entries = dict(zip(selected, ckpt.entries_of(selected)))  # each key looked up once (a bundle's: bisection)
-        keep = [k for k in selected if include_optimizer or entries[k].role not in OPTIMIZER_ROLES]
-        root = _graph_tree(entries, graph, keep, everything)
-        for node in root.nodes():
-            if node.key is not None:
-                _fill(node, entries[node.key], describe_variants)
+    else:  # each key's entry made once, a batch at a time (none held for the whole tree)
+        keep, facts, slot_facts, kinds = _graph_facts(ckpt, selected, include_optimizer, describe_variants)
+        root = _graph_tree(graph, keep, facts, slot_facts, kinds, everything)
     if everything:
         root.children = [*root.children, *_signature_nodes(ckpt.metadata.get("signatures") or [])]
     root.total()
@@ -238,21 +238,33 @@ _BATCH = 4096
 
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
+    own, notes = _facts(entry, describe_variants)
+    node.own = own
+    if notes is not None:
+        _add_notes(node, notes)
+
+
+def _facts(entry: TensorEntry, describe_variants: bool) -> tuple[Own, list[str] | None]:
+    """What a row says of its tensor: its ``own`` (a shared tuple), and the notes the tensor gives the row (None
+    for a plain variable's: most rows)."""
     dtype, role = entry.dtype, entry.role
     own = (dtype, entry.shape, role, entry.nbytes, 0 if dtype in NON_PARAMETER else entry.size)
     try:
-        node.own = _SHARED.get(own) or _shared(own)  # (_shared, its usual case inline: no call)
+        own = _SHARED.get(own) or _shared(own)  # (_shared, its usual case inline: no call)
     except TypeError:  # (a shape given as a list: not shared)
-        node.own = own
+        pass
     if role == Role.VARIABLE and dtype != "variant":  # no note of its own (most rows)
-        return
+        return own, None
     role_note = _role_note(entry)
     notes = [role_note] if role_note else []
-    if entry.dtype == "variant" and describe_variants:
+    if dtype == "variant" and describe_variants:
         notes.append(_variant_note(entry))
-    if node.note:
-        notes.append(node.note)
-    node.note = "; ".join(notes)
+    return own, notes
+
+
+def _add_notes(node: TreeNode, notes: list[str]) -> None:
+    """The row's note: its tensor's ``notes``, then what the row said already."""
+    node.note = "; ".join([*notes, node.note] if node.note else notes)
 
 
 def _role_note(entry: TensorEntry) -> str:
@@ -335,56 +347,130 @@ def _signature_nodes(signatures: list[dict[str, object]]) -> list[TreeNode]:
     return [TreeNode("signatures", children=rows)]
 
 
-def _graph_tree(entries: Mapping[str, TensorEntry], graph: ObjectGraph, keys: list[str],
+class _Facts:
+    """What the rows of the keys shown say of their tensors, by the key's position: ``own`` (shared tuples) and
+    the notes of the few that have any."""
+
+    __slots__ = ("own", "notes")
+
+    def __init__(self) -> None:
+        self.own: list[Own] = []
+        self.notes: dict[int, list[str]] = {}
+
+    def fill(self, node: TreeNode, at: int) -> None:
+        """Give ``node`` the facts of the key at position ``at``."""
+        node.own = self.own[at]
+        notes = self.notes.get(at)
+        if notes is not None:
+            _add_notes(node, notes)
+
+
+def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, describe_variants: bool
+                 ) -> tuple[list[str], _Facts, dict[str, tuple[str | None, str | None]], dict[str, str]]:
+    """What the object tree needs of the tensors of ``keys``, each key's entry made once, a batch at a time: the
+    keys shown (optimizer state left out unless ``include_optimizer``), their rows' facts, each slot's
+    ``(slot_of, slot_name)`` by key, and each optimizer's class name by its path (when all its ``Adam/...``-style
+    full names agree on one)."""
+    keep: list[str] = []
+    facts = _Facts()
+    owns = facts.own
+    slots: dict[str, tuple[str | None, str | None]] = {}
+    seen: dict[str, set[str]] = {}  # optimizer path -> the first segments of its state's full names
+    for start in range(0, len(keys), _BATCH):
+        batch = keys[start:start + _BATCH]
+        for key, entry in zip(batch, ckpt.entries_of(batch)):
+            role = entry.role
+            if role in OPTIMIZER_ROLES:
+                if not include_optimizer:
+                    continue
+                optimizer, name = entry.optimizer, entry.name
+                if optimizer is not None and "/" in name:
+                    seen.setdefault(optimizer, set()).add(name.split("/", 1)[0])
+                if role == Role.SLOT:
+                    slots[key] = (entry.slot_of, entry.slot_name)
+            own, notes = _facts(entry, describe_variants)
+            if notes is not None:
+                facts.notes[len(keep)] = notes
+            owns.append(own)
+            keep.append(key)
+    return keep, facts, slots, {path: names.pop() for path, names in seen.items() if len(names) == 1}
+
+
+def _graph_tree(graph: ObjectGraph, keys: list[str], facts: _Facts,
+                slot_facts: dict[str, tuple[str | None, str | None]], kinds: dict[str, str],
                 everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
-    own: dict[int, str | list[str]] = {}  # node -> its key, or its keys when it has several (no list per node)
     owners, position = mapping.owners, mapping.position  # (a key's node by its attribute's position: none made)
-    for key in keys:
+    first = memoryview(bytearray(8 * len(graph))).cast("q")  # node -> 1 + the position of its key in keys; 0: none
+    several: dict[int, list[int]] = {}  # node -> its keys' positions, for a node with more than one
+    outside: list[int] = []  # the positions of keys no attribute accounts for
+    for i, key in enumerate(keys):
         k = position(key)
-        if k is not None:
-            node = owners[k]
-            before = own.setdefault(node, key)
-            if isinstance(before, list):
-                before.append(key)
-            elif before is not key:
-                own[node] = [before, key]
-    slots = _slot_homes(entries, mapping)
+        if k is None:
+            outside.append(i)
+            continue
+        node = owners[k]
+        at = first[node]
+        if not at:
+            first[node] = i + 1
+        else:
+            several.setdefault(node, [at - 1]).append(i)
+    slots = _slot_homes(slot_facts, mapping)
     placed = {slot_id for entries in slots.values() for _, slot_id in entries}
-    builder = _GraphBuilder(graph, own, slots, placed, _optimizer_kinds(entries, keys), everything)
+    builder = _GraphBuilder(graph, _NodeKeys(keys, facts, first, several), slots, placed, kinds, everything)
     root = builder.build()
-    root.children = [*root.children, *(TreeNode(k, key=k) for k in keys if k not in mapping)]
+    rest = [TreeNode(keys[i], key=keys[i]) for i in outside]
+    for row, i in zip(rest, outside):
+        facts.fill(row, i)
+    root.children = [*root.children, *rest]
     return root
 
 
-def _optimizer_kinds(entries: Mapping[str, TensorEntry], keys: list[str]) -> dict[str, str]:
-    """Optimizer path -> its class name, when all its ``Adam/...``-style full names agree on one."""
-    seen: dict[str, set[str]] = {}
-    for key in keys:
-        entry = entries[key]
-        if entry.role not in OPTIMIZER_ROLES:  # first: a variable's role is all there is to ask
-            continue
-        optimizer = entry.optimizer
-        if optimizer is not None and "/" in entry.name:
-            seen.setdefault(optimizer, set()).add(entry.name.split("/", 1)[0])
-    return {path: names.pop() for path, names in seen.items() if len(names) == 1}
+class _NodeKeys:
+    """The keys of the graph's nodes: a key's position a node (eight bytes, where a dictionary of the nodes with
+    keys held some 80), a list of positions for a node with several."""
+
+    __slots__ = ("_keys", "_facts", "_first", "_several")
+
+    def __init__(self, keys: list[str], facts: _Facts, first: Sequence[int], several: dict[int, list[int]]) -> None:
+        self._keys, self._facts, self._first, self._several = keys, facts, first, several
+
+    def place(self, row: TreeNode, node_id: int) -> list[TreeNode]:
+        """Give ``row`` the tensor of node ``node_id`` when it has one; the rows of its tensors when it has several
+        (else [])."""
+        several = self._several.get(node_id)
+        keys, fill = self._keys, self._facts.fill
+        if several is not None:
+            rows = [TreeNode(_attribute_label(keys[i]), key=keys[i]) for i in several]
+            for kid, i in zip(rows, several):
+                fill(kid, i)
+            return rows
+        at = self._first[node_id]
+        if at:
+            row.key = keys[at - 1]
+            fill(row, at - 1)
+        return []
 
 
-def _slot_homes(entries: Mapping[str, TensorEntry], mapping: KeyMap) -> dict[int, list[tuple[str, int]]]:
-    """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles."""
+def _slot_homes(slot_facts: dict[str, tuple[str | None, str | None]], mapping: KeyMap
+                ) -> dict[int, list[tuple[str, int]]]:
+    """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles (``slot_facts``: each
+    slot's ``(slot_of, slot_name)`` by key)."""
     homes: dict[int, list[tuple[str, int]]] = {}
+    if not slot_facts:
+        return homes
     seen: set[int] = set()
     owners = mapping.owners
     for key, k in mapping.positions():
-        node_id = owners[k]
-        entry = entries[key]
-        if entry.role != Role.SLOT:
+        fact = slot_facts.get(key)
+        if fact is None:
             continue
-        slot_of = entry.slot_of
+        node_id = owners[k]
+        slot_of, slot_name = fact
         if node_id in seen or slot_of is None or slot_of not in mapping:
             continue
         seen.add(node_id)
-        homes.setdefault(mapping[slot_of][0], []).append((entry.slot_name or "slot", node_id))
+        homes.setdefault(mapping[slot_of][0], []).append((slot_name or "slot", node_id))
     return {var: sorted(slots, key=lambda s: s[1]) for var, slots in homes.items()}
 
 
@@ -392,9 +478,9 @@ class _GraphBuilder:
     """Builds the object tree: each node once, at its first path (slots under their variable); with
     ``everything``, objects the graph describes with a note (a SavedModel's functions) even without tensors."""
 
-    def __init__(self, graph: ObjectGraph, own: dict[int, str | list[str]], slots: dict[int, list[tuple[str, int]]],
+    def __init__(self, graph: ObjectGraph, own: _NodeKeys, slots: dict[int, list[tuple[str, int]]],
                  placed: set[int], kinds: dict[str, str], everything: bool = False) -> None:
-        """``own``: node -> its key, or its keys (a list) when it has several."""
+        """``own``: the keys of the nodes, which places each on its row."""
         self.graph, self.own, self.slots, self.placed, self.kinds = graph, own, slots, placed, kinds
         self.everything = everything
         self.noted: set[int] = set()
@@ -403,36 +489,33 @@ class _GraphBuilder:
         """The tree under the root object: rows made top-down, then finished bottom-up (a row is kept
         when it holds a tensor, a kept row, or a note), without recursion."""
         root = self._row(0, "")
-        made: list[tuple[TreeNode, int, list[TreeNode]]] = []  # the rows with children or several keys
+        made: list[TreeNode] = []  # the rows given children (a node's several keys' rows among them)
         todo = [(root, 0, 0)]
-        seen = {0}
+        seen = bytearray(len(self.graph))  # (a byte a node: a set of them held an int and a slot each)
+        seen[0] = 1
+        place, noted = self.own.place, self.noted
         while todo:
             row, node_id, depth = todo.pop()
             kids: list[TreeNode] = []
             for child_id, label in self._kids(node_id):
-                if child_id in seen:  # slots of slots may loop: each object once
+                if seen[child_id]:  # slots of slots may loop: each object once
                     continue
                 if depth + 1 > MAX_TREE_DEPTH:
                     raise CorruptCheckpointError(self.graph.source, f"the object graph nests objects more than "
                                                  f"{MAX_TREE_DEPTH} deep (slot variables of slot variables?)")
-                seen.add(child_id)
+                seen[child_id] = 1
                 kid = self._row(child_id, label)
                 kids.append(kid)
                 todo.append((kid, child_id, depth + 1))
-            keys = self.own.get(node_id)
-            if not kids and not isinstance(keys, list):  # a row without children (most): finished now
-                row.key = keys
-                continue
-            made.append((row, node_id, kids))
-        for row, node_id, kids in reversed(made):  # every row's children are finished before it
-            kept = [k for k in kids if k.key is not None or k.children or id(k) in self.noted]
-            keys = self.own.get(node_id)
-            if isinstance(keys, str):
-                row.key = keys
-            elif keys:
-                kept[:0] = [TreeNode(_attribute_label(k), key=k) for k in keys]
-            if kept:
-                row.children = kept
+            several = place(row, node_id)
+            if several:
+                kids[:0] = several
+            if kids:
+                row.children = kids
+                made.append(row)
+        for row in reversed(made):  # every row's children are finished before it: those left empty dropped
+            kept = [k for k in row.children if k.key is not None or k.children or id(k) in noted]
+            row.children = (kept[0],) if len(kept) == 1 else kept if kept else ()  # (one: a tuple, as _key_tree's)
         return root
 
     def _row(self, node_id: int, label: str) -> TreeNode:
