@@ -183,6 +183,23 @@ def test_an_indented_encoder_writes_each_part_as_json_dumps_writes_it_nested(opt
             assert encode(value, level) == json.dumps(value, **options).replace("\n", "\n" + step * level)
 
 
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("value", [*VALUES, [{"key": f"k{i}", "shape": [i, 2], "name": "\u00e9"} for i in range(200)],
+                                   {"path": "p", "tensors": [{"key": f"k{i}", "nested": [list(range(i % 70))]}
+                                                             for i in range(150)], "more": {str(i): i for i in range(90)}},
+                                   [{"tensors": [[j] * 3 for j in range(100)], "x": {"y": ["\udcff"] * 80}}] * 2,
+                                   {"odd \udcfe key": [{"\udcff": 1}] * 70, "b": {"c": 2}}],
+                         ids=lambda v: repr(v)[:40])
+def test_json_written_a_part_at_a_time_is_json_text(value, level, capsys) -> None:
+    """ckpt's --json text made whole (json_text) and written a part at a time (write_json, every print_json) is
+    the same text: large containers an item at a time, undecodable bytes escaped as the whole document's were."""
+    from ckpt_cli.render.common import json_text, write_json
+
+    write_json(value, level)
+    whole = json_text(value).replace("\n", "\n" + "  " * level)
+    assert capsys.readouterr().out == whole
+
+
 # -- the end of the process: no interpreter teardown after a command (ckpt_cli.fast.end_process) --------------
 def _cleanup_lines(stderr: str) -> list[str]:
     """What ``python -v`` prints as the interpreter tears itself down (one line per module it frees)."""

@@ -11,6 +11,7 @@ from formats.core.names import safe_data, terminal_text
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -58,8 +59,79 @@ def json_text(data: Any) -> str:
 
 
 def print_json(data: Any) -> None:
-    """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``)."""
-    sys.stdout.write(json_text(data) + "\n")
+    """Machine output: JSON on stdout, nothing else (undecodable key bytes escaped as ``\\xNN``): the text of
+    :func:`json_text`, written a part at a time (:func:`write_json`)."""
+    write_json(data)
+    sys.stdout.write("\n")
+
+
+def part_encoder() -> Callable[[Any, int], str]:
+    """A function ``(value, level) -> text``: :func:`json_text` of ``value`` as it reads nested ``level``
+    containers deep in a document (each line after its first indented two spaces a level), by one encoder for
+    all the parts of a document (:func:`formats.core.json_writer.indented_encoder`)."""
+    from formats.core.json_writer import indented_encoder
+
+    encoded = indented_encoder(2, ensure_ascii=False)
+
+    def text(value: Any, level: int) -> str:
+        out = encoded(value, level)
+        if not out.isascii():
+            try:
+                out.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable key bytes, as json_text writes them
+                out = encoded(safe_data(value), level)
+        return out
+
+    return text
+
+
+STREAMED = 64
+"""A container of more items than this, or one at the top of a document or just below it, is written an item
+at a time by :func:`write_json`; any other as one part."""
+
+
+def write_json(data: Any, level: int = 0) -> None:
+    """Write :func:`json_text` of ``data`` on stdout, nested ``level`` containers deep (each line after the first
+    indented two spaces a level; no newline after it), a part at a time: the document's top containers, and any
+    of more than :data:`STREAMED` items, an item at a time; the rest (a tensor's row...) each one part. The text
+    of a document of 10^5 rows is never held whole, nor its pieces all at once (json's indented encoder keeps a
+    string a value and joins them)."""
+    write, text = sys.stdout.write, part_encoder()
+    parts: list[str] = []
+    stack: list[list[Any]] = []  # open containers: [their items, closing bracket, level, depth, none written yet]
+
+    def put(value: Any, level: int, depth: int) -> None:
+        if isinstance(value, (list, tuple)):
+            streamed, opening, items = True, "[]", iter(value)
+        elif isinstance(value, dict) and all(type(k) is str for k in value):  # (other keys: json's conversions)
+            streamed, opening, items = True, "{}", iter(value.items())
+        else:
+            streamed = False
+        if not streamed or not value or (depth > 1 and len(value) <= STREAMED):
+            parts.append(text(value, level))
+            return
+        parts.append(opening[0])
+        stack.append([items, opening[1], level, depth, True])
+
+    put(data, level, 0)
+    while stack:
+        frame = stack[-1]
+        items, closing, at, depth, first = frame
+        item = next(items, parts)  # (parts: none is an item)
+        if item is parts:
+            stack.pop()
+            parts.append(f"\n{'  ' * at}{closing}")
+            continue
+        parts.append(("\n" if first else ",\n") + "  " * (at + 1))
+        frame[4] = False
+        if closing == "}":
+            key, item = item
+            parts.append(text(key, 0) + ": ")
+        put(item, at + 1, depth + 1)
+        if len(parts) >= 4096:
+            write("".join(parts))
+            parts.clear()
+    write("".join(parts))
 
 
 def with_names(docs: list[dict[str, Any]], names: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:

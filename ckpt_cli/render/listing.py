@@ -6,7 +6,7 @@ import os
 import sys
 from itertools import repeat
 
-from .common import human_bytes, json_text, shape_text, shown
+from .common import human_bytes, json_text, shape_text, shown, write_json
 from .table import Segment, TextTable, emit, emit_rows
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -105,7 +105,8 @@ def print_listing_json(docs: list[Any]) -> None:
 
             write_tree_json(doc, len(indent) // 2)
         else:
-            out.write(indent + json_text(doc).replace("\n", "\n" + indent))
+            out.write(indent)
+            write_json(doc, len(indent) // 2)
     out.write("\n" if one else "\n]\n")
 
 

@@ -26,19 +26,9 @@ def write_tree_json(tree: Any, level: int = 0) -> None:
     No newline after it."""
     import sys
 
-    from formats.core.json_writer import indented_encoder
-    from formats.core.names import safe_data
+    from .common import part_encoder
 
-    write, encoded = sys.stdout.write, indented_encoder(2, ensure_ascii=False)
-
-    def text(doc: dict[str, object], level: int) -> str:  # (as json_text: undecodable key bytes as \xNN)
-        out = encoded(doc, level)
-        if not out.isascii():
-            try:
-                out.encode("utf-8")
-            except UnicodeEncodeError:
-                out = encoded(safe_data(doc), level)
-        return out
+    write, text = sys.stdout.write, part_encoder()
 
     head, indent = text(tree.head_json(), level), "  " * level
     write(f'{indent}{head[:-len(indent) - 2]},\n{indent}  "tree": ')  # (its closing line left off)
