@@ -305,6 +305,10 @@ def test_json_writer_writes_nesting_deeper_than_its_recursion_as_json_dumps() ->
         node["c"] = {"name": f"n{i}"}
         node = node["c"]
     assert json_writer.dumps(deep, indent=2, ensure_ascii=False) == json.dumps(deep, indent=2, ensure_ascii=False)
+    encode = json_writer.indented_encoder(2, ensure_ascii=False)  # (and a part of a document written in parts)
+    for level in (0, 3):
+        assert encode(deep, level) == json.dumps(deep, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * level)
+    assert encode({"a": [1]}, 1) == '{\n    "a": [\n      1\n    ]\n  }'  # (and it goes on as before)
 
 
 def test_an_object_graph_is_encoded_as_protobuf_whatever_its_varint_table_holds() -> None:

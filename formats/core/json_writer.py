@@ -70,11 +70,15 @@ def indented_encoder(indent: int | str, ensure_ascii: bool = True) -> Callable[[
         try:
             value(obj, level)
             return "".join(out)
-        except BaseException:  # a value refused: its containers may still be marked open; a fresh encoder next
+        except BaseException as e:  # a value refused: its containers may still be marked open; a fresh encoder next
             value = _indented(strings, indent, ",", ": ", out)
-            raise
+            if not isinstance(e, RecursionError):
+                raise
         finally:
             out.clear()
+        import json  # nesting deeper than this writer's recursion (two frames a level) goes: json's goes on (dumps)
+
+        return json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii).replace("\n", "\n" + indent * level)
 
     return encode
 
