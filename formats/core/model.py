@@ -45,7 +45,7 @@ from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Sequence
     from concurrent.futures import Executor
     from typing import Any
 
@@ -363,6 +363,12 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """The entries of ``keys``, in that order (TensorNotFoundError for a key it does not hold): a unit of work's
         tensors. A format that makes its entries on demand may make these for the caller alone (not kept)."""
         return [self[key] for key in keys]
+
+    def entries_by_batch(self, keys: Sequence[str], batch: int = 4096) -> Iterator[TensorEntry]:
+        """The entries of ``keys``, in that order, made by :meth:`entries_of` ``batch`` keys at a time: a format
+        that makes its entries on demand holds a batch of them at once, not one a key for the whole walk."""
+        for start in range(0, len(keys), batch):
+            yield from self.entries_of(keys[start:start + batch])
 
     @property
     def files(self) -> list[str]:

@@ -168,9 +168,9 @@ def duplicate_names(ckpt: Checkpoint) -> dict[str, list[str]]:
 
 def _full_names(ckpt: Checkpoint, keys: list[str]) -> Iterator[tuple[str, str]]:
     """``(key, its full name)`` for each of ``keys`` whose name is not the key itself (the graph's excepted)."""
-    for key in keys:
+    for key, entry in zip(keys, ckpt.entries_by_batch(keys)):  # (entries a batch at a time: none kept a key)
         if key != OBJECT_GRAPH_KEY:
-            name = ckpt[key].name
+            name = entry.name
             if name and name != key:
                 yield key, str(name)
 

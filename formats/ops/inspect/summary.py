@@ -101,11 +101,11 @@ def summarise(ckpt: Checkpoint, patterns: list[str] | None = None, sort: str = "
     """
     unmatched: list[str] = []
     with paused_gc():
-        if not patterns and include_optimizer and not names:
-            rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.values()]
+        if not patterns and include_optimizer and not names:  # (entries a batch at a time: none kept a key)
+            rows = [TensorRow(e.key, e.dtype, e.shape, e.nbytes) for e in ckpt.entries_by_batch(list(ckpt))]
         else:
             keys, unmatched = select_keys(ckpt, patterns or ())
-            rows = [_row(e, names) for e in map(ckpt.__getitem__, keys)
+            rows = [_row(e, names) for e in ckpt.entries_by_batch(keys)
                     if include_optimizer or e.role not in (Role.SLOT, Role.OPTIMIZER)]
     order = key_order(r.key for r in rows)  # numbers by value: optimizer/vars/2 before optimizer/vars/10
     if sort == "size":

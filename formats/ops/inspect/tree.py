@@ -195,15 +195,11 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
     everything = not patterns  # objects without tensors (functions) only when nothing is filtered
     if graph is None:  # the keys' entries a batch at a time (none held for the whole tree)
         keep = selected if include_optimizer else [
-            key for start in range(0, len(selected), _BATCH) for key, entry in
-            zip(selected[start:start + _BATCH], ckpt.entries_of(selected[start:start + _BATCH]))
-            if entry.role not in OPTIMIZER_ROLES]
+            key for key, entry in zip(selected, ckpt.entries_by_batch(selected)) if entry.role not in OPTIMIZER_ROLES]
         held: list[TreeNode] = []  # the rows of the keys, as _key_tree makes them (no walk of the tree to find them)
         root = _key_tree(keep, held)
-        for start in range(0, len(held), _BATCH):
-            batch = held[start:start + _BATCH]
-            for node, entry in zip(batch, ckpt.entries_of([node.key for node in batch])):  # type: ignore[misc]
-                _fill(node, entry, describe_variants)
+        for node, entry in zip(held, ckpt.entries_by_batch([node.key for node in held])):  # type: ignore[misc]
+            _fill(node, entry, describe_variants)
     else:  # each key's entry made once, a batch at a time (none held for the whole tree)
         keep, facts, slot_facts, kinds = _graph_facts(ckpt, selected, include_optimizer, describe_variants)
         root = _graph_tree(graph, keep, facts, slot_facts, kinds, everything)
@@ -231,10 +227,6 @@ def _shared(facts: tuple) -> tuple:
 _SHARED: dict[tuple, tuple] = {}
 _SHARED_FACTS = 1 << 16
 """Distinct facts rows share a tuple of (more: each row its own); the pool is cleared by every :func:`build_tree`."""
-
-
-_BATCH = 4096
-"""Keys whose entries a name-based tree asks for at a time."""
 
 
 def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
@@ -367,7 +359,7 @@ class _Facts:
 
 def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, describe_variants: bool
                  ) -> tuple[list[str], _Facts, dict[str, tuple[str | None, str | None]], dict[str, str]]:
-    """What the object tree needs of the tensors of ``keys``, each key's entry made once, a batch at a time: the
+    """What the object tree needs of the tensors of ``keys``, each key's entry made once (a batch at a time): the
     keys shown (optimizer state left out unless ``include_optimizer``), their rows' facts, each slot's
     ``(slot_of, slot_name)`` by key, and each optimizer's class name by its path (when all its ``Adam/...``-style
     full names agree on one)."""
@@ -376,23 +368,21 @@ def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, des
     owns = facts.own
     slots: dict[str, tuple[str | None, str | None]] = {}
     seen: dict[str, set[str]] = {}  # optimizer path -> the first segments of its state's full names
-    for start in range(0, len(keys), _BATCH):
-        batch = keys[start:start + _BATCH]
-        for key, entry in zip(batch, ckpt.entries_of(batch)):
-            role = entry.role
-            if role in OPTIMIZER_ROLES:
-                if not include_optimizer:
-                    continue
-                optimizer, name = entry.optimizer, entry.name
-                if optimizer is not None and "/" in name:
-                    seen.setdefault(optimizer, set()).add(name.split("/", 1)[0])
-                if role == Role.SLOT:
-                    slots[key] = (entry.slot_of, entry.slot_name)
-            own, notes = _facts(entry, describe_variants)
-            if notes is not None:
-                facts.notes[len(keep)] = notes
-            owns.append(own)
-            keep.append(key)
+    for key, entry in zip(keys, ckpt.entries_by_batch(keys)):
+        role = entry.role
+        if role in OPTIMIZER_ROLES:
+            if not include_optimizer:
+                continue
+            optimizer, name = entry.optimizer, entry.name
+            if optimizer is not None and "/" in name:
+                seen.setdefault(optimizer, set()).add(name.split("/", 1)[0])
+            if role == Role.SLOT:
+                slots[key] = (entry.slot_of, entry.slot_name)
+        own, notes = _facts(entry, describe_variants)
+        if notes is not None:
+            facts.notes[len(keep)] = notes
+        owns.append(own)
+        keep.append(key)
     return keep, facts, slots, {path: names.pop() for path, names in seen.items() if len(names) == 1}
 
 
