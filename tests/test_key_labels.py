@@ -104,3 +104,48 @@ def test_a_graph_in_columns_labels_its_keys_without_an_attribute_a_key():
     assert graph.table._attributes is None  # no attribute made for every key
     assert labels == object_graph.label_keys(nodes, keys)
     assert held / len(keys) < 40, held / len(keys)  # (an attribute and its full name a key were 140 and 70 more)
+
+
+def test_a_key_map_reads_as_the_dictionary_of_positions_in_any_order():
+    """The key map holds each key's attribute's position by the key's position (KeyPositions), found by bisection
+    for keys in order, by a dictionary otherwise: it reads as a dictionary key -> (node, attribute) in the order
+    of the keys given, a key extending an attribute's own (``.../ITERATOR_STATE``) included."""
+    made, keys = _graph(20_000)
+    made.nodes.append(ObjectNode(len(made.nodes), attributes=[Attribute("ITERATOR", "", "it/.ATTRIBUTES/ITERATOR")]))
+    made.nodes[0].children.append(ChildRef(len(made.nodes) - 1, "it"))
+    nodes = ObjectGraph(made.nodes)
+    keys.append("it/.ATTRIBUTES/ITERATOR_STATE")
+    by_key = {a.checkpoint_key: (n, a) for n, node in enumerate(nodes.nodes) for a in node.attributes}
+    by_key["it/.ATTRIBUTES/ITERATOR_STATE"] = by_key["it/.ATTRIBUTES/ITERATOR"]
+    for graph, order in [(g, o) for g in (nodes, _in_columns(nodes))
+                         for o in (sorted(keys), keys, random.Random(3).sample(keys, len(keys)))]:
+        attributes = graph.table.attributes()
+        mapping = graph.map_keys(order)
+        expected = {k: by_key[k] for k in order if k in by_key}
+        assert list(mapping) == list(expected) and len(mapping) == len(expected) == len(order) - 1
+        assert {k: (n, a.checkpoint_key) for k, (n, a) in mapping.items()} == \
+            {k: (n, a.checkpoint_key) for k, (n, a) in expected.items()}
+        assert [(k, attributes[p].checkpoint_key) for k, p in mapping.positions()] == \
+            [(k, a.checkpoint_key) for k, (_, a) in expected.items()]
+        for key, p in zip(order, mapping.by_position, strict=True):
+            assert (p >= 0) == (key in expected) and mapping.position(key) == (p if p >= 0 else None)
+        for absent in ("", "not/in/the/graph", "zzz", "model", 3, None):
+            assert absent not in mapping and mapping.get(absent) is None and mapping.position(absent) is None
+
+
+def test_a_key_map_holds_a_few_bytes_a_key():
+    """No dictionary of every key (some 70 bytes a key: 70 MB at 10^6 keys) when the keys ascend."""
+    import tracemalloc
+
+    nodes, keys = _graph(20_000)
+    graph = _in_columns(nodes)
+    keys.sort()
+    graph.map_keys(keys)
+    tracemalloc.start()
+    try:
+        mapping = graph.map_keys(keys)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(mapping) == len(keys) - 1
+    assert held / len(keys) < 40, held / len(keys)  # (74 with a dictionary key -> position)

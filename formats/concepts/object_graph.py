@@ -465,7 +465,7 @@ class ObjectGraph:
             owners = _compact(np.repeat(np.arange(t.count), np.diff(ptr)))
         return KeyMap(found, owners, attributes)
 
-    def key_attributes(self, keys: list[str]) -> tuple[dict[str, int], Sequence[Attribute]]:
+    def key_attributes(self, keys: list[str]) -> tuple[KeyPositions, Sequence[Attribute]]:
         """Stored key -> the position of the attribute that accounts for it (among every node's attributes, in
         order), for every key some attribute accounts for, in the order of ``keys``; and those attributes (of a
         graph in columns, each made when asked for: :class:`~formats.concepts.object_graph_columns.AttributeRows`).
@@ -477,15 +477,18 @@ class ObjectGraph:
         t = self._table
         all_keys = t.attr_keys()
         by_key = {ck: k for k, ck in enumerate(all_keys)}  # the last attribute of a key wins, as before
-        found: dict[str, int] = {}
+        found = KeyPositions(keys)
+        at = found.at
         rest = []
-        for key in keys:
+        n = 0  # the keys found
+        for i, key in enumerate(keys):
             hit = by_key.get(key)
             if hit is not None:
-                found[key] = hit
+                at[i] = hit
+                n += 1
                 all_keys[hit] = key  # the attribute keeps the caller's string, not a copy (10 MB at 100k keys)
             elif _MARKER in key:
-                rest.append(key)
+                rest.append(i)
         if rest:  # keys extending some attribute's own (objects saved through _serialize_to_tensors)
             lengths: dict[str, list[int]] = {}  # "<path>/.ATTRIBUTES/" -> lengths of the checkpoint keys under it
             for ck in by_key:
@@ -494,13 +497,16 @@ class ObjectGraph:
                     lengths.setdefault(ck[:marker + len(_MARKER)], []).append(len(ck))
             for base, sizes in lengths.items():
                 lengths[base] = sorted(set(sizes), reverse=True)
-            for key in rest:  # only the lengths some checkpoint key has are tried: linear in the key
+            for i in rest:  # only the lengths some checkpoint key has are tried: linear in the key
+                key = keys[i]
                 marker = key.find(_MARKER)
                 candidates = lengths.get(key[:marker + len(_MARKER)], ())
                 hit = next((by_key[key[:n]] for n in candidates if n < len(key) and key[:n] in by_key), None)
                 if hit is not None:
-                    found[key] = hit
-            found = {key: found[key] for key in keys if key in found}  # in the order of ``keys``, as before
+                    at[i] = hit
+                    n += 1
+        del by_key
+        found.found = n
         return found, t.attribute_rows(all_keys)
 
     def is_optimizer(self, node_id: int) -> bool:
@@ -626,16 +632,15 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
     # same answer: no slot, not under an optimizer, not the save counter, no telling full name).
     graph.optimizer_of(0)  # the optimizer of every node, found at once
     under_optimizer, slots = graph._optimizer_of, graph._slots
-    owners, position, name_of, full_of = mapping.owners, mapping.position, mapping.name, mapping.full_name
+    owners, name_of, full_of = mapping.owners, mapping.name, mapping.full_name
     var_keys = {owners[k]: key for key, k in mapping.positions() if name_of(k) == VARIABLE_VALUE} \
         if slots or keras_slots else {}  # (a slot's variable's key: none to find without slots)
     counters = {child for child, name in graph.first_children(0) if name == "save_counter"}
     value = VARIABLE_VALUE
-    out = KeyLabels(keys, full_of)
+    out = KeyLabels(keys, full_of, mapping.key_index)
     plain, special = out.plain, out.special
-    for i, key in enumerate(keys):
-        k = position(key)
-        if k is not None:
+    for i, (key, k) in enumerate(zip(keys, mapping.by_position)):
+        if k >= 0:  # (-1: no attribute accounts for the key)
             node_id = owners[k]
             if name_of(k) == value and under_optimizer[node_id] < 0 and node_id not in slots and \
                     node_id not in keras_slots and node_id not in counters and key != OBJECT_GRAPH_KEY:
@@ -643,8 +648,80 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
                 if not full or not may_not_be_variable(full):
                     plain(i, node_id, k)
                     continue
-        special[key] = _label(graph, key, None if k is None else mapping[key], var_keys, keras_slots)
+        special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
     return out
+
+
+class KeyIndex:
+    """The position of each of ``keys`` (strings, each once): by bisection when they ascend - the key found last,
+    and the one after it, tried first (a key's questions come together, and keys in order) - else by a
+    dictionary."""
+
+    __slots__ = ("keys", "_at", "_last")
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self._at: dict[str, int] | None = None if keys and ascending(keys) else {k: i for i, k in enumerate(keys)}
+        self._last = 0  # the position found last
+
+    def find(self, key: str) -> int:
+        """The position of ``key`` (a string) in :attr:`keys`, or -1."""
+        if self._at is not None:
+            return self._at.get(key, -1)
+        keys, last = self.keys, self._last
+        if keys[last] == key:
+            return last
+        if last + 1 < len(keys) and keys[last + 1] == key:
+            self._last = last + 1
+            return last + 1
+        at = bisect_left(keys, key)
+        if at < len(keys) and keys[at] == key:
+            self._last = at
+            return at
+        return -1
+
+
+class KeyPositions(Mapping[str, int]):
+    """:meth:`ObjectGraph.key_attributes`' key -> the position of its attribute, for the keys an attribute
+    accounts for, in the order of the keys: an attribute's position a key (:attr:`at`, -1 for none) found by the
+    key's position (:class:`KeyIndex`), where a dictionary of them held some 70 bytes a key (70 MB at 10^6 keys)."""
+
+    __slots__ = ("index", "at", "found")
+
+    def __init__(self, keys: list[str]) -> None:
+        self.index = KeyIndex(keys)
+        self.at = memoryview(bytearray(b"\xff" * (8 * len(keys)))).cast("q")  # by the key's position
+        self.found = 0  # how many keys have an attribute (set by the one who fills at)
+
+    def get(self, key: object, default: Any = None) -> Any:  # (Mapping's, without its frame and exception)
+        i = self.index.find(key) if type(key) is str else -1
+        if i < 0:
+            return default
+        k = self.at[i]
+        return default if k < 0 else k
+
+    def __getitem__(self, key: str) -> int:
+        k = self.get(key)
+        if k is None:
+            raise KeyError(key)
+        return k
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        return self.found
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, k in zip(self.index.keys, self.at) if k >= 0)
+
+    def items(self) -> Iterator[tuple[str, int]]:  # type: ignore[override]
+        """``(key, its attribute's position)`` in the order of the keys."""
+        return ((key, k) for key, k in zip(self.index.keys, self.at) if k >= 0)
+
+    def values(self) -> Iterator[int]:  # type: ignore[override]
+        """Each key's attribute's position, in the order of the keys."""
+        return (k for k in self.at if k >= 0)
 
 
 class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
@@ -654,7 +731,7 @@ class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
 
     __slots__ = ("_found", "owners", "_attributes", "name", "full_name")
 
-    def __init__(self, found: dict[str, int], owners: Sequence[int], attributes: Sequence[Attribute]) -> None:
+    def __init__(self, found: KeyPositions, owners: Sequence[int], attributes: Sequence[Attribute]) -> None:
         """``found``: key -> its attribute's position; ``owners``: each attribute's node; ``attributes``: them all."""
         self._found, self.owners, self._attributes = found, owners, attributes
         self.name: Callable[[int], str]  # the attribute's name, by position
@@ -668,6 +745,17 @@ class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
     def position(self, key: str) -> int | None:
         """The position of the attribute that accounts for ``key``; None for a key none does."""
         return self._found.get(key)
+
+    @property
+    def by_position(self) -> Sequence[int]:
+        """By the position of each of the keys mapped, the position of the attribute that accounts for it; -1 for
+        a key none does (read in the keys' order: no key looked up)."""
+        return self._found.at
+
+    @property
+    def key_index(self) -> KeyIndex:
+        """The positions of the keys mapped."""
+        return self._found.index
 
     def index(self, key: str) -> int:
         """The position of the attribute that accounts for ``key``: KeyError for a key none does."""
@@ -712,38 +800,23 @@ class KeyLabels(Mapping[str, EntryLabel]):
     full name 210 more); the others' (:attr:`special`) held. Keys are found by bisection when
     given in order, else by a dictionary."""
 
-    def __init__(self, keys: list[str], full_name: Callable[[int], str]) -> None:
-        """``full_name``: an attribute's full name by its position (:meth:`KeyMap.full_name`)."""
+    def __init__(self, keys: list[str], full_name: Callable[[int], str], index: KeyIndex | None = None) -> None:
+        """``full_name``: an attribute's full name by its position (:meth:`KeyMap.full_name`); ``index``: the
+        positions of ``keys`` when found already (:attr:`KeyMap.key_index`)."""
         self._keys, self._full = keys, full_name
         # by the key's position: a model variable's attribute's position (-1: none) and its node
         self._attrs = memoryview(bytearray(b"\xff" * (8 * len(keys)))).cast("q")
         self._nodes = memoryview(bytearray(8 * len(keys))).cast("q")
         self._plain = 0  # how many keys are model variables
         self.special: dict[str, EntryLabel] = {}
-        ordered = ascending(keys) and len(keys) > 0
-        self._at: dict[str, int] | None = None if ordered else {k: i for i, k in enumerate(keys)}
-        self._last = 0  # the position found last
+        index = KeyIndex(keys) if index is None or index.keys is not keys else index
+        self._position: Callable[[str], int] = index.find  # a key's position, or -1
 
     def plain(self, position: int, node_id: int, attribute: int) -> None:
         """The key at ``position`` is a model variable: the attribute at ``attribute`` of node ``node_id``."""
         self._plain += self._attrs[position] < 0
         self._attrs[position] = attribute
         self._nodes[position] = node_id
-
-    def _position(self, key: str) -> int:
-        if self._at is not None:
-            return self._at.get(key, -1)
-        keys, last = self._keys, self._last
-        if keys[last] == key:  # (a key's questions come together, and keys in order: no bisection)
-            return last
-        if last + 1 < len(keys) and keys[last + 1] == key:
-            self._last = last + 1
-            return last + 1
-        at = bisect_left(keys, key)
-        if at < len(keys) and keys[at] == key:
-            self._last = at
-            return at
-        return -1
 
     def _variable(self, key: object) -> tuple[int, int] | None:
         """The position of ``key`` and of its attribute when it is a model variable's (its label made when asked

@@ -23,7 +23,7 @@ from formats.ops.convert.plan import ERROR, Problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator
+    from collections.abc import Container, Iterator, Mapping
     from typing import Any
 
 __all__ = ["prune_graph"]
@@ -121,7 +121,7 @@ class _ColumnPrune:
         problems = _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
 
-    def _attributes_kept(self, found: dict[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
+    def _attributes_kept(self, found: Mapping[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
         """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
         problems when an attribute would keep some of its keys and not others; None when two attributes of a node
         share a name (pruning node by node keeps or drops them together)."""

@@ -390,13 +390,12 @@ def _graph_tree(graph: ObjectGraph, keys: list[str], facts: _Facts,
                 slot_facts: dict[str, tuple[str | None, str | None]], kinds: dict[str, str],
                 everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
-    owners, position = mapping.owners, mapping.position  # (a key's node by its attribute's position: none made)
+    owners = mapping.owners  # (a key's node by its attribute's position)
     first = memoryview(bytearray(8 * len(graph))).cast("q")  # node -> 1 + the position of its key in keys; 0: none
     several: dict[int, list[int]] = {}  # node -> its keys' positions, for a node with more than one
     outside: list[int] = []  # the positions of keys no attribute accounts for
-    for i, key in enumerate(keys):
-        k = position(key)
-        if k is None:
+    for i, k in enumerate(mapping.by_position):
+        if k < 0:
             outside.append(i)
             continue
         node = owners[k]
