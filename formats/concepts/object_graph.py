@@ -727,20 +727,29 @@ class KeyPositions(Mapping[str, int]):
 class KeyMap(Mapping[str, "tuple[int, Attribute]"]):
     """:meth:`ObjectGraph.map_keys`: stored key -> ``(node id, attribute)``, each pair made when asked for from the
     attribute's position (a dictionary of pairs held 120 bytes a key: 12 MB at 10^5 keys). ``position(key)``,
-    ``owners`` (each attribute's node), :meth:`name` and :meth:`full_name` answer by position, no attribute made."""
+    ``owners`` (each attribute's node), :meth:`name`, :meth:`full_name` and :meth:`checkpoint_key` answer by
+    position, no attribute made."""
 
-    __slots__ = ("_found", "owners", "_attributes", "name", "full_name")
+    __slots__ = ("_found", "owners", "_attributes", "name", "full_name", "checkpoint_key")
 
     def __init__(self, found: KeyPositions, owners: Sequence[int], attributes: Sequence[Attribute]) -> None:
         """``found``: key -> its attribute's position; ``owners``: each attribute's node; ``attributes``: them all."""
         self._found, self.owners, self._attributes = found, owners, attributes
         self.name: Callable[[int], str]  # the attribute's name, by position
         self.full_name: Callable[[int], str]  # its full name
+        self.checkpoint_key: Callable[[int], str]  # its checkpoint key
         rows_full = getattr(attributes, "full_name", None)  # (AttributeRows: made from the columns)
         if rows_full is not None:
             self.name, self.full_name = attributes.names.__getitem__, rows_full  # type: ignore[attr-defined]
+            self.checkpoint_key = attributes.keys.__getitem__  # type: ignore[attr-defined]
         else:
             self.name, self.full_name = (lambda k: attributes[k].name), (lambda k: attributes[k].full_name)
+            self.checkpoint_key = lambda k: attributes[k].checkpoint_key
+
+    @property
+    def attributes(self) -> Sequence[Attribute]:
+        """Every attribute of the graph by position (of a graph in columns, each made when asked for)."""
+        return self._attributes
 
     def position(self, key: str) -> int | None:
         """The position of the attribute that accounts for ``key``; None for a key none does."""

@@ -234,20 +234,18 @@ class _InPlace:
         source, plan = self.rename.source, self.rename.plan
         keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
         mapping = self.graph.map_keys(keys)  # (first: the graph's attributes then hold these keys, not copies)
-        position, owners = mapping.position, mapping.owners
-        for key in keys:
-            k = position(key)
-            if k is None or self.node_path(owners[k]) is None:
+        owners = mapping.owners
+        for k in mapping.by_position:
+            if k < 0 or self.node_path(owners[k]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
-        attributes = table.attributes()  # (all made once: the renamed nodes are made of them too)
-        plan.object_graph = encode_object_graph(_RenamedNodes(self, table), valued=_valued(self.graph))
-        index = mapping.index
-        for key in keys:  # as ObjectRename._rows plans them
-            k = index(key)
-            node_id, attr = owners[k], attributes[k]
+        # each node's attributes made as it is encoded, and let go (all of them held: 15 MB at 10^5 keys)
+        plan.object_graph = encode_object_graph(_RenamedNodes(self, table, mapping.attributes),
+                                                valued=_valued(self.graph))
+        name, checkpoint_key = mapping.name, mapping.checkpoint_key
+        for key, k in zip(keys, mapping.by_position):  # as ObjectRename._rows plans them (every k found above)
             entry = source[key]
-            new = attribute_key(self.path_of(node_id), attr.name) + key[len(attr.checkpoint_key):]
+            new = attribute_key(self.path_of(owners[k]), name(k)) + key[len(checkpoint_key(k)):]
             plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
         return True
 
@@ -351,8 +349,9 @@ class _RenamedNodes(Sequence[ObjectNode]):
     its children under their new local names, its attributes under the keys of its new path (their ``full_name``
     renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as they were."""
 
-    def __init__(self, in_place: _InPlace, table: Any) -> None:
-        self.in_place, self.table = in_place, table
+    def __init__(self, in_place: _InPlace, table: Any, attributes: Sequence[Attribute]) -> None:
+        """``attributes``: every attribute of the graph by position (:attr:`KeyMap.attributes`)."""
+        self.in_place, self.table, self.attributes = in_place, table, attributes
 
     def __len__(self) -> int:
         return int(self.table.count)
@@ -365,7 +364,7 @@ class _RenamedNodes(Sequence[ObjectNode]):
         apply = in_place.rules.apply if in_place.rename.options.rename_full_names else None
         child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
         child_ids, names, new_local = int_view(t.child_id), t.child_names(), in_place.new_local
-        attributes = t.attributes()
+        attributes: Any = self.attributes  # (a slice of it is a list of attributes made for it)
         slot_names = t.slot_names()
         slot_original, slot_id = int_view(t.slot_original), int_view(t.slot_id)
         for i in range(t.count):
