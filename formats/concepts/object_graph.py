@@ -381,9 +381,26 @@ class ObjectGraph:
 
     def note(self, node_id: int) -> str:
         """What the node is, when the graph knows more than its tensors (:attr:`ObjectNode.note`)."""
+        return self.nodes[node_id].note if self.has_notes() else ""
+
+    def has_notes(self) -> bool:
+        """Whether some node has a :meth:`note`."""
         if self._has_notes is None:
             self._has_notes = self._table.has_notes()
-        return self.nodes[node_id].note if self._has_notes else ""
+        return self._has_notes
+
+    def aliased_or_optimizer(self) -> set[int]:
+        """The nodes with other paths (:meth:`aliases`) or that look like optimizers (:meth:`is_optimizer`): found
+        at once, for a walk that asks of every node."""
+        self.aliases(0)  # (every node's other paths found at once)
+        assert self._aliases is not None
+        flags = self._optimizers()
+        found = {node for node, edges in self._aliases.items() if edges}
+        if isinstance(flags, list):  # (a small table's)
+            found.update(node for node, flag in enumerate(flags) if flag)
+        else:
+            found.update(flags.nonzero()[0].tolist())
+        return found
 
     def first_children(self, node_id: int) -> list[tuple[int, str]]:
         """``(child id, local name)`` of the node's edges that give the child its path: each an edge whose

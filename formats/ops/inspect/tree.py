@@ -473,6 +473,10 @@ class _GraphBuilder:
         self.graph, self.own, self.slots, self.placed, self.kinds = graph, own, slots, placed, kinds
         self.everything = everything
         self.noted: set[int] = set()
+        # the nodes whose rows say more than their label (most rows are plain: made without a question);
+        # None: any may (notes to ask for)
+        self.notable: set[int] | None = None if everything and graph.has_notes() else \
+            graph.aliased_or_optimizer() | placed
 
     def build(self) -> TreeNode:
         """The tree under the root object: rows made top-down, then finished bottom-up (a row is kept
@@ -482,18 +486,24 @@ class _GraphBuilder:
         todo = [(root, 0, 0)]
         seen = bytearray(len(self.graph))  # (a byte a node: a set of them held an int and a slot each)
         seen[0] = 1
-        place, noted = self.own.place, self.noted
+        place, noted, notable, row_of = self.own.place, self.noted, self.notable, self._row
+        first_children, placed, slots = self.graph.first_children, self.placed, self.slots
         while todo:
             row, node_id, depth = todo.pop()
             kids: list[TreeNode] = []
-            for child_id, label in self._kids(node_id):
+            shown = first_children(node_id)  # its children at their first path, then its slots
+            if placed:
+                shown = [(child, name) for child, name in shown if child not in placed]
+            if node_id in slots:
+                shown += [(slot_id, slot_name) for slot_name, slot_id in slots[node_id]]
+            for child_id, label in shown:
                 if seen[child_id]:  # slots of slots may loop: each object once
                     continue
                 if depth + 1 > MAX_TREE_DEPTH:
                     raise CorruptCheckpointError(self.graph.source, f"the object graph nests objects more than "
                                                  f"{MAX_TREE_DEPTH} deep (slot variables of slot variables?)")
                 seen[child_id] = 1
-                kid = self._row(child_id, label)
+                kid = TreeNode(label) if notable is not None and child_id not in notable else row_of(child_id, label)
                 kids.append(kid)
                 todo.append((kid, child_id, depth + 1))
             several = place(row, node_id)
@@ -517,11 +527,6 @@ class _GraphBuilder:
             node.note = "; ".join(filter(None, [node.note, note]))
             self.noted.add(id(node))
         return node
-
-    def _kids(self, node_id: int) -> list[tuple[int, str]]:
-        """The objects shown under ``node_id``: its children at their first path, then its slots."""
-        kids = [(child, name) for child, name in self.graph.first_children(node_id) if child not in self.placed]
-        return kids + [(slot_id, slot_name) for slot_name, slot_id in self.slots.get(node_id, [])]
 
     def _aliases(self, node_id: int) -> list[str]:
         if node_id in self.placed and self.graph.parent(node_id) is not None:
