@@ -101,17 +101,16 @@ def write_json(data: Any, level: int = 0) -> None:
     stack: list[list[Any]] = []  # open containers: [their items, closing bracket, level, depth, none written yet]
 
     def put(value: Any, level: int, depth: int) -> None:
-        if isinstance(value, (list, tuple)):
-            streamed, opening, items = True, "[]", iter(value)
-        elif isinstance(value, dict) and all(type(k) is str for k in value):  # (other keys: json's conversions)
-            streamed, opening, items = True, "{}", iter(value.items())
-        else:
-            streamed = False
-        if not streamed or not value or (depth > 1 and len(value) <= STREAMED):
-            parts.append(text(value, level))
+        if not value or not isinstance(value, (list, tuple, dict)) or (depth > 1 and len(value) <= STREAMED) or \
+                isinstance(value, dict) and not all(type(k) is str for k in value):  # (other keys: json's conversions)
+            parts.append(text(value, level))  # (a row: one part, its keys not looked at twice)
             return
-        parts.append(opening[0])
-        stack.append([items, opening[1], level, depth, True])
+        if isinstance(value, dict):
+            parts.append("{")
+            stack.append([iter(value.items()), "}", level, depth, True])
+        else:
+            parts.append("[")
+            stack.append([iter(value), "]", level, depth, True])
 
     put(data, level, 0)
     while stack:
