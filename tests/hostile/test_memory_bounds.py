@@ -17,7 +17,8 @@ MEMBER = 300 * MiB
 
 @pytest.fixture(scope="module")
 def big_npz(tmp_path_factory):
-    """An uncompressed .npz with one float32 member of 300 MiB of zeros, written a block at a time."""
+    """An uncompressed .npz with one float32 member of 300 MiB of zeros, written a block at a time; removed after
+    the module's tests."""
     path = tmp_path_factory.mktemp("big") / "big.npz"
     header = np.lib.format.header_data_from_array_1_0(np.zeros(0, dtype="<f4"))
     header["shape"] = (MEMBER // 4,)
@@ -26,7 +27,8 @@ def big_npz(tmp_path_factory):
         block = bytes(4 * MiB)
         for _ in range(MEMBER // len(block)):
             f.write(block)
-    return path
+    yield path
+    path.unlink(missing_ok=True)
 
 
 def test_npz_read_back_streams(big_npz, tmp_path):

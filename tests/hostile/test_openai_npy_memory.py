@@ -4,6 +4,8 @@ never assembled whole when read a piece at a time. Runs in a child process under
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +35,9 @@ def _write_shard(path: Path, values: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def big_release(tmp_path_factory) -> Path:
+def big_release(tmp_path_factory) -> Iterator[Path]:
     """One block of GPT-1 at its real width with a 300 MiB token table, zeros, split into two shards (the reader takes
-    any number; OpenAI's has ten)."""
+    any number; OpenAI's has ten); removed after the module's tests."""
     folder = tmp_path_factory.mktemp("gpt1") / "model"
     folder.mkdir()
     shapes = [[16, EMBD], [TOKENS, EMBD], *BLOCK]
@@ -44,7 +46,8 @@ def big_release(tmp_path_factory) -> Path:
     sizes = [total // 2, total - total // 2]  # two shards: the table straddles their boundary
     for n, values in enumerate(sizes):
         _write_shard(folder / f"params_{n}.npy", values)
-    return folder
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_large_release_converts_in_bounded_memory(big_release: Path, tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -110,9 +112,10 @@ def _ckpt(*args: str) -> object:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """Every model saved by tf-keras, converted by ckpt, loaded and run by Keras 3: ``{"dir", "converted":
-    {model: ckpt's result}, "keras3": {model: "ok" or Keras 3's error}}``."""
+    {model: ckpt's result}, "keras3": {model: "ok" or Keras 3's error}}``. Its files (1.4 GB) are removed after
+    the module's tests."""
     out = tmp_path_factory.mktemp("keras_legacy")
     subprocess.run([sys.executable, "-c", KERAS2, str(out), json.dumps(APPLICATIONS), *MODELS, "custom"], check=True,
                    env=_env(legacy=True), capture_output=True)
@@ -121,7 +124,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     done = [name for name in MODELS if converted[name].exit_code == 0]  # type: ignore[attr-defined]
     run = subprocess.run([sys.executable, "-c", KERAS3, str(out), *done], check=True, env=_env(legacy=False),
                          capture_output=True, text=True)
-    return {"dir": out, "converted": converted, "keras3": json.loads(run.stdout.strip().splitlines()[-1])}
+    yield {"dir": out, "converted": converted, "keras3": json.loads(run.stdout.strip().splitlines()[-1])}
+    shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -21,8 +21,15 @@ Each mode reports per model or per job as soon as it is done, a JSON line flushe
   "n_variables", "rel_err", "seconds"}`` goes to OUT: ``error`` the exception's first line (or null),
   ``unloaded`` the paths of variables still holding the sentinel, ``rel_err`` ``max|pred - k2 pred| /
   max|k2 pred|`` (null when there is no prediction or it is not finite).
-- ``python keras_zoo.py keras3+load DIR JOBS OUT [MODEL...]`` (Keras 3): keras3, then load in the same process,
-  each job loaded into the model whose templates were saved (the sentinels make it as good as a fresh one).
+- ``python keras_zoo.py keras3+load DIR JOBS OUT [MODEL...]`` (Keras 3): keras3 and load in the same process,
+  a job loaded as soon as it comes and the next model built while none is waiting; each job is loaded into the
+  model whose templates were saved (the sentinels make it as good as a fresh one), kept until the jobs move on to
+  the next model.
+
+The builders build model *i* (counting from 0 in the order given) only once ``DIR/allowed`` (a number the harness
+writes, replaced whole) is above *i*: the harness lets them run a few models ahead of the loads and removes a
+model's files once they are loaded, so the zoo's disk stays at a few models' worth (all of it is 7.8 GB). With no
+``DIR/allowed`` they build every model at once.
 
 Every model leaves layer names automatic except where keras.applications names them; ``keras.backend.
 clear_session()`` before each build gives each model the automatic names a fresh process would.
@@ -36,7 +43,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -323,25 +330,49 @@ def _save_keras3(keras: Any, name: str, out: str) -> Any:
     return model
 
 
-def build(keras: Any, mode: str, root: str, models: list[str], keep: bool = False) -> dict[str, Any]:
-    """keras2 or keras3 mode: each model's files, and a line in ``DIR/MODE.jsonl`` as soon as they are written;
-    the models built, when ``keep``."""
+class Gate:
+    """Whether the harness lets a builder build the model at a position yet: ``DIR/allowed`` holds how many it may
+    have built; no such file, every model."""
+
+    def __init__(self, root: str) -> None:
+        self.path = os.path.join(root, "allowed")
+
+    def allows(self, position: int) -> bool:
+        try:
+            with open(self.path) as f:
+                text = f.read()
+        except FileNotFoundError:
+            return True
+        return not text.strip().isdigit() or position < int(text)
+
+    def wait(self, position: int) -> None:
+        while not self.allows(position):
+            time.sleep(0.05)
+
+
+def build_one(keras: Any, mode: str, root: str, name: str, status: Any) -> Any:
+    """One model's files (keras2 or keras3 mode) and its line in the status file; the model, or None."""
     save, sub = (_save_keras2, "k2") if mode == "keras2" else (_save_keras3, "k3")
-    kept = {}
+    start = time.perf_counter()
+    model, error = None, None
+    try:
+        model = save(keras, name, os.path.join(root, name, sub))
+    except Exception as exc:  # one model's failure is reported, the others still run
+        traceback.print_exc()
+        error = _first_line(exc)
+    status.write(json.dumps({"model": name, "error": error, "seconds": time.perf_counter() - start}) + "\n")
+    status.flush()
+    return model
+
+
+def build(keras: Any, mode: str, root: str, models: list[str]) -> None:
+    """keras2 or keras3 mode: each model's files, and a line in ``DIR/MODE.jsonl`` as soon as they are written,
+    each model once the harness allows it (``Gate``)."""
+    gate = Gate(root)
     with open(os.path.join(root, f"{mode}.jsonl"), "w") as status:
-        for name in models:
-            start = time.perf_counter()
-            error = None
-            try:
-                model = save(keras, name, os.path.join(root, name, sub))
-                if keep:
-                    kept[name] = model
-            except Exception as exc:  # one model's failure is reported, the others still run
-                traceback.print_exc()
-                error = _first_line(exc)
-            status.write(json.dumps({"model": name, "error": error, "seconds": time.perf_counter() - start}) + "\n")
-            status.flush()
-    return kept
+        for position, name in enumerate(models):
+            gate.wait(position)
+            build_one(keras, mode, root, name, status)
 
 
 def _fill_sentinel(model: Any) -> None:
@@ -360,20 +391,27 @@ def _unloaded(model: Any) -> list[str]:
     return out
 
 
-def follow(path: str) -> Iterator[dict[str, str]]:
-    """The JSON lines of a file another process is still appending to, until a ``null`` line."""
-    with open(path) as f:
-        pending = ""
-        while True:
-            pending += f.readline()
-            if not pending.endswith("\n"):
-                time.sleep(0.05)
-                continue
-            job = json.loads(pending)
-            pending = ""
-            if job is None:
-                return
-            yield job
+WAITING = object()  # what ``Jobs.next`` gives while no new job has come
+
+
+class Jobs:
+    """The JSON lines of a file another process is still appending to, one at a time as they come; ``None``
+    for its closing ``null`` line."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path)  # noqa: SIM115 - read as the other process writes, closed by close()
+        self.pending = ""
+
+    def next(self) -> Any:
+        """The next job, ``None`` at the end, or ``WAITING`` when the line has not come yet."""
+        self.pending += self.file.readline()
+        if not self.pending.endswith("\n"):
+            return WAITING
+        job, self.pending = json.loads(self.pending), ""
+        return job
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def load_one(keras: Any, root: str, model: Any, name: str, weights: str) -> dict[str, Any]:
@@ -395,28 +433,51 @@ def load_one(keras: Any, root: str, model: Any, name: str, weights: str) -> dict
     return result
 
 
-def load(keras: Any, root: str, jobs_path: str, results_path: str, built: dict[str, Any] | None = None) -> None:
-    """load mode: each job of JOBS (followed as it grows) loaded, its result a line of OUT at once. A model
-    of ``built`` serves all jobs of its architecture; others are built when their first job comes (and kept
-    only while their jobs last: jobs come grouped by model)."""
-    built = built or {}
-    last: dict[str, Any] = {}
-    with open(results_path, "w") as out:
-        for job in follow(jobs_path):
-            start = time.perf_counter()
-            name = job["model"]
-            try:
-                if name not in built and name not in last:
-                    last.clear()
-                    last[name] = _build(keras, name)
-                model = built[name] if name in built else last[name]
-                result = load_one(keras, root, model, name, job["weights"])
-            except Exception as exc:
-                result = {"error": f"building the model: {_first_line(exc)}", "warnings": [], "unloaded": [],
-                          "n_variables": None, "rel_err": None}
-            result.update(id=job["id"], seconds=time.perf_counter() - start)
-            out.write(json.dumps(result) + "\n")
-            out.flush()
+def load(keras: Any, root: str, jobs_path: str, results_path: str, builds: list[str] | None = None) -> None:
+    """load mode: each job of JOBS loaded as it comes, its result a line of OUT at once. With ``builds``
+    (keras3+load mode), those models are built too (``DIR/keras3.jsonl``), one at a time whenever no job is
+    waiting and the harness allows it, and each serves the jobs of its architecture; others are built when their
+    first job comes. A model is kept only while its jobs last: jobs come grouped by model."""
+    builds = list(builds or [])
+    gate = Gate(root)
+    built: dict[str, Any] = {}
+    jobs = Jobs(jobs_path)
+    status = open(os.path.join(root, "keras3.jsonl"), "w") if builds else None  # noqa: SIM115 - closed below
+    try:
+        with open(results_path, "w") as out:
+            position, previous = 0, ""
+            while True:
+                job = jobs.next()
+                if job is WAITING:
+                    if status is not None and position < len(builds) and gate.allows(position):
+                        model = build_one(keras, "keras3", root, builds[position], status)
+                        if model is not None:
+                            built[builds[position]] = model
+                        position += 1
+                    else:
+                        time.sleep(0.05)
+                    continue
+                if job is None:
+                    return
+                start = time.perf_counter()
+                name = job["model"]
+                if previous != name:
+                    built.pop(previous, None)  # its jobs are over: they come grouped by model
+                    previous = name
+                try:
+                    if name not in built:
+                        built[name] = _build(keras, name)
+                    result = load_one(keras, root, built[name], name, job["weights"])
+                except Exception as exc:
+                    result = {"error": f"building the model: {_first_line(exc)}", "warnings": [], "unloaded": [],
+                              "n_variables": None, "rel_err": None}
+                result.update(id=job["id"], seconds=time.perf_counter() - start)
+                out.write(json.dumps(result) + "\n")
+                out.flush()
+    finally:
+        jobs.close()
+        if status is not None:
+            status.close()
 
 
 def main(argv: list[str]) -> None:
@@ -425,7 +486,7 @@ def main(argv: list[str]) -> None:
     if mode == "load":
         load(keras, root, argv[2], argv[3])
     elif mode == "keras3+load":
-        load(keras, root, argv[2], argv[3], build(keras, "keras3", root, argv[4:] or list(ZOO), keep=True))
+        load(keras, root, argv[2], argv[3], argv[4:] or list(ZOO))
     else:
         build(keras, mode, root, argv[2:] or list(ZOO))
 

@@ -10,13 +10,18 @@ save_weights in TF format, ``full``: model.save .h5) and each Keras 3 template (
 the Keras 2 model's. It also records Keras 3's own legacy loader on the Keras 2 ``.h5`` files
 (``model.load_weights("w.h5")``): the floor ckpt must match or beat.
 
-Two Python processes ask Keras, side by side: tf-keras builds and saves the models, and Keras 3 saves the
-templates and then loads everything. A model's conversions start (two at a time, one per core) as soon as both
-have saved it, and its loads as soon as those are done, while the builders go on with the next models.
+    python tests/interop/programs/zoo_report.py --keep DIR [MODEL...]
 
-Everything stays in DIR: ``MODEL/k2``, ``MODEL/k3``, ``MODEL/out/SRC-TEMPLATE.weights.h5`` with ckpt's output
-beside it (``.log``), the processes' logs and JSON-lines reports, ``report.json`` and ``report.txt`` (the table
-printed). Expected values come only from Keras. Exit status 0 when every combination passes, 1 otherwise.
+Two Python processes ask Keras, side by side: tf-keras builds and saves the models, and Keras 3 saves the
+templates and loads. A model's conversions start (two at a time, one per core) as soon as both have saved it, and
+its loads as soon as those are done, while the builders go on with the next models, at most ``AHEAD`` models
+ahead of the loads (``DIR/allowed``, see keras_zoo.py).
+
+In DIR: ``MODEL/k2``, ``MODEL/k3``, ``MODEL/out/SRC-TEMPLATE.weights.h5`` with ckpt's output beside it (``.log``),
+the processes' logs and JSON-lines reports, ``report.json`` and ``report.txt`` (the table printed). A model's
+weight files (``MODEL_FILES``: 11 copies of its weights, 1.4 GB for VGG16, 7.8 GB for the whole zoo) are removed
+as soon as its loads are done, unless ``--keep``; its inputs, predictions and logs stay. Expected values come only
+from Keras. Exit status 0 when every combination passes, 1 otherwise.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import concurrent.futures
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -35,6 +41,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 TOLERANCE = 1e-5  # max|a - b| / max|b| between the Keras 3 predictions and the Keras 2 ones
+AHEAD = 2  # models the builders may have built beyond those whose loads are done
+MODEL_FILES = ("k2/w.h5", "k2/full.h5", "k2/tf", "k3", "out/*.weights.h5")  # a model's weights, under DIR/MODEL
 
 
 def _load_zoo() -> Any:
@@ -137,10 +145,14 @@ class _Pipeline:
     builders have reported it (``keras2.jsonl``, ``keras3.jsonl``), and its loads are handed to the Keras 3
     process (``load_jobs.jsonl``, which it follows once its templates are saved) as soon as they are done."""
 
-    def __init__(self, root: Path, models: list[str], workers: int) -> None:
-        self.root, self.models = root, models
+    def __init__(self, root: Path, models: list[str], workers: int, keep: bool = False) -> None:
+        self.root, self.models, self.keep = root, models, keep
         for name in ("keras2.jsonl", "keras3.jsonl", "load_results.jsonl"):
             (root / name).unlink(missing_ok=True)
+        self.loading: dict[str, set[str]] = {}  # model -> its load jobs not answered yet
+        self.finished = 0
+        self.disk = {"peak": 0, "models": {}}  # bytes under DIR as each model finished, and each model's own
+        self._allow(AHEAD)
         self.jobs = open(root / "load_jobs.jsonl", "w")  # closed by close()
         self.procs = {"keras2": _keras("keras2", root, models),
                       "keras3": _keras("keras3+load", root, [str(root / "load_jobs.jsonl"),
@@ -169,16 +181,44 @@ class _Pipeline:
                 started.add(model)
                 if why:
                     self.broken[model] = why
+                    self._finish(model)
                 else:
                     pending[model] = [(c, self.pool.submit(convert, self.root, *c)) for c in case_ids([model])]
             for model, futures in list(pending.items()):
                 if all(future.done() for _, future in futures):
                     del pending[model]
                     self._hand_over(model, {c: future.result() for c, future in futures})
+            self._collect_loads()
             time.sleep(0.1)
         self.jobs.write("null\n")
         self.jobs.flush()
         self.loader_exit = self.procs["keras3"].wait(timeout=max(deadline - time.monotonic(), 1))
+        self._collect_loads()
+
+    def _allow(self, count: int) -> None:
+        """Lets the builders build the first ``count`` models (``DIR/allowed``, replaced whole)."""
+        (self.root / "allowed.tmp").write_text(str(count))
+        os.replace(self.root / "allowed.tmp", self.root / "allowed")
+
+    def _collect_loads(self) -> None:
+        """Finishes each model whose loads are all answered (or whose loader has exited)."""
+        if not self.loading:
+            return
+        answered = {r["id"] for r in _lines(self.root / "load_results.jsonl")}
+        loader_gone = self.procs["keras3"].poll() is not None
+        for model, ids in list(self.loading.items()):
+            if loader_gone or ids <= answered:
+                del self.loading[model]
+                self._finish(model)
+
+    def _finish(self, model: str) -> None:
+        """A model is done with: its weight files go (unless ``keep``), and the builders may build one more."""
+        self.disk["peak"] = max(self.disk["peak"], bytes_under(self.root))
+        self.disk["models"][model] = bytes_under(self.root / model)
+        if not self.keep:
+            remove_weights(self.root, model)
+        self.finished += 1
+        self._allow(self.finished + AHEAD)
 
     def _why_not_built(self, model: str, reported: dict[str, dict[str, Any]]) -> str | None:
         """Why a model will have no files (a builder's error, or its exit before the model), or None."""
@@ -202,6 +242,10 @@ class _Pipeline:
                              "weights": str(source_path(self.root, model, source))})
         self.jobs.write("".join(json.dumps(job) + "\n" for job in jobs))
         self.jobs.flush()
+        if jobs:
+            self.loading[model] = {job["id"] for job in jobs}
+        else:
+            self._finish(model)
 
     def close(self) -> None:
         """Ends what is left (after an error): the processes this pipeline started, its pool, its file."""
@@ -211,6 +255,21 @@ class _Pipeline:
                 proc.wait()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.jobs.close()
+
+
+def bytes_under(folder: Path) -> int:
+    """The bytes of the files under a folder (0 when it is not there)."""
+    return sum(os.path.getsize(os.path.join(top, name)) for top, _, names in os.walk(folder) for name in names)
+
+
+def remove_weights(root: Path, model: str) -> None:
+    """A model's weight files (``MODEL_FILES``); its inputs, predictions and logs stay."""
+    for pattern in MODEL_FILES:
+        for path in (root / model).glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def input_effect_of(root: Path, model: str) -> float | None:
@@ -224,15 +283,16 @@ def input_effect_of(root: Path, model: str) -> float | None:
 
 
 def run(root: Path, models: list[str] | None = None, workers: int | None = None,
-        timeout: float = 1800) -> dict[str, Any]:
-    """Build, convert and load everything; ``report.json`` (and the returned dict): ``cases`` maps
-    ``model:source:template`` to ``{exit, first_error, warnings, seconds, load, passed, status}``, ``floor`` maps
-    ``model:source`` to Keras 3's legacy loader on the Keras 2 .h5 file, ``built`` each builder's report,
-    ``input_effect`` each model's ``input_effect_of``."""
+        timeout: float = 1800, keep: bool = False) -> dict[str, Any]:
+    """Build, convert and load everything (each model's weight files removed once loaded, unless ``keep``);
+    ``report.json`` (and the returned dict): ``cases`` maps ``model:source:template`` to ``{exit, first_error,
+    warnings, seconds, load, passed, status}``, ``floor`` maps ``model:source`` to Keras 3's legacy loader on the
+    Keras 2 .h5 file, ``built`` each builder's report, ``input_effect`` each model's ``input_effect_of``, ``disk``
+    the bytes under DIR (``peak``, as each model finished) and each model's (``models``, as it finished)."""
     models = models or list(zoo.ZOO)
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    pipeline = _Pipeline(root, models, workers or os.cpu_count() or 2)
+    pipeline = _Pipeline(root, models, workers or os.cpu_count() or 2, keep)
     try:
         pipeline.run(timeout)
     finally:
@@ -264,7 +324,7 @@ def run(root: Path, models: list[str] | None = None, workers: int | None = None,
                "ckpt convert (sum)": sum(r["seconds"] for r in cases.values()),
                "keras3 loads (sum)": sum(r["seconds"] for r in loaded.values())}
     report = {"models": models, "tolerance": TOLERANCE, "built": built, "skipped": zoo.NO_FULL_H5,
-              "cases": cases, "floor": floor, "input_effect": input_effect, "seconds": seconds}
+              "cases": cases, "floor": floor, "input_effect": input_effect, "seconds": seconds, "disk": pipeline.disk}
     (root / "report.json").write_text(json.dumps(report, indent=1))
     (root / "report.txt").write_text(table(report))
     return report
@@ -312,12 +372,17 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    keep = argv[0] == "--keep"
+    argv = argv[1:] if keep else argv
+    if not argv:
+        print(__doc__)
+        return 2
     root = Path(argv[0]).resolve()
     unknown = [m for m in argv[1:] if m not in zoo.ZOO]
     if unknown:
         print(f"unknown model(s): {', '.join(unknown)}; the zoo: {', '.join(zoo.ZOO)}", file=sys.stderr)
         return 2
-    report = run(root, argv[1:] or None)
+    report = run(root, argv[1:] or None, keep=keep)
     print(table(report), end="")
     return 0 if all(r["passed"] for r in report["cases"].values()) else 1
 
