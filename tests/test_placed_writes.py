@@ -37,7 +37,7 @@ def _corrupting(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     buggy copy would), before the read-back."""
     real = placed.write_placed
 
-    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None, then=None):  # type: ignore[no-untyped-def]
+    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None, then=None, streamed=None):  # type: ignore[no-untyped-def]
         def damage_then_read_back() -> None:
             item = next(i for i in items if i.key == key)
             with open(out.name, "r+b") as f:
@@ -48,7 +48,7 @@ def _corrupting(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
             if then is not None:
                 then()
 
-        real(out, items, chunk, progress, then=damage_then_read_back)
+        real(out, items, chunk, progress, then=damage_then_read_back, streamed=streamed)
 
     monkeypatch.setattr(st_writer, "write_placed", write_then_damage)
 
@@ -256,3 +256,23 @@ def test_a_whole_bundle_in_any_order_is_one_page_aligned_kernel_copy(tmp_path: P
     assert [s.key for s in report.contents] == [r.key for r in rows]
     loaded = load_file(str(out))
     assert all(loaded[k].dtype == v.dtype and np.array_equal(loaded[k], v) for k, v in VALUES.items())
+
+
+def test_a_safetensors_export_asks_where_a_tensor_lies_twice_at_most(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a tensor's stored bytes lie is asked once to order the file and once to copy them, not a third time to
+    size the stream (``write_placed``'s ``streamed``, which the writer knows): 3 -> 2 calls a tensor, 3,072M ->
+    2,971M instructions for 10^4 object-based tensors."""
+    asked: dict[str, int] = {}
+    real = placed.stored_unchanged
+
+    def counting(source, dtype, size):  # type: ignore[no-untyped-def]
+        asked[source.key] = asked.get(source.key, 0) + 1
+        return real(source, dtype, size)
+
+    monkeypatch.setattr(placed, "stored_unchanged", counting)
+    monkeypatch.setattr(st_writer, "stored_unchanged", counting)
+    with formats.open_checkpoint(_bundle(tmp_path)) as ckpt:
+        report = st_writer.write(str(tmp_path / "out.safetensors"), _rows(ckpt))
+    assert report.verified
+    assert asked == {key: 2 for key in VALUES}

@@ -77,16 +77,19 @@ BUFFERS = 3
 
 
 def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
-                 progress: Callable[[Placed], None] | None = None, then: Callable[[], None] | None = None) -> None:
+                 progress: Callable[[Placed], None] | None = None, then: Callable[[], None] | None = None,
+                 streamed: int | None = None) -> None:
     """Write ``items`` to ``out`` (a file opened for writing, positioned at the first item's offset; the items
     follow one another without gaps), filling in each one's ``crc`` and ``copied``; ``progress(item)`` after
     each. Sources are read on the calling thread, one after the other; where there is enough to stream, the
     bytes are checksummed and written on a second thread meanwhile (one chunk handed over at a time). Once the
     last byte is written, ``then()`` runs (the read-back: :func:`check_placed`) while the bytes not yet on disk
     are flushed, and this returns when both are done. Raises the source's own error (a ``ChecksumError`` of a
-    damaged input) or ``CorruptCheckpointError`` when a source gives another number of bytes than planned."""
-    streamed = sum(item.size for item in items
-                   if stored_unchanged(item.source, item.dtype, item.size) is None)
+    damaged input) or ``CorruptCheckpointError`` when a source gives another number of bytes than planned.
+    ``streamed``: the bytes of the items whose source is not :func:`stored_unchanged`, where the caller has asked
+    already (else asked here: a call a tensor)."""
+    if streamed is None:
+        streamed = sum(item.size for item in items if stored_unchanged(item.source, item.dtype, item.size) is None)
     threaded = streamed >= PIPELINE_BYTES
     buffers = ChunkBuffers(BUFFERS if threaded else 1, chunk) if streamed else None
     with BackgroundSync(out.fileno()) as syncer:

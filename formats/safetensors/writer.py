@@ -69,6 +69,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     stored = [stored_unchanged(row.value, row.dtype, size) for row, size in zip(rows, sizes)]
     order = _data_order(stored)
+    streamed = sum(size for size, where in zip(sizes, stored) if where is None)  # write_placed need not ask again
     begins = [0] * len(rows)
     offset = 0
     for i in order:
@@ -104,7 +105,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 # read back while the last pieces are flushed (the file still open, so the flush has its descriptor)
                 write_placed(out, items, CHUNK, count,
                              then=(lambda: _verify(temp, output, header, length, items, report, jobs))
-                             if verify else None)
+                             if verify else None, streamed=streamed)
     report.contents = StoredRows(rows, _stored)  # in the order given, as the header lists them; made when asked for
     return report
 
