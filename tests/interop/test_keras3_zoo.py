@@ -58,8 +58,9 @@ def _selected_models(request: pytest.FixtureRequest) -> list[str]:
 
 @pytest.fixture(scope="session")
 def zoo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Build, convert and load every selected model once; ``zoo_report.run``'s report. The models' files are
-    removed afterwards (several GB); ``report.json`` and ``report.txt`` stay in the session's tmp dir."""
+    """Build, convert and load every selected model once; ``zoo_report.run``'s report. A model's weight files go as
+    soon as it is loaded, the rest of its folder afterwards; ``report.json`` and ``report.txt`` stay in the
+    session's tmp dir (kept when a test fails)."""
     missing = _missing_framework()
     if missing:
         pytest.skip(missing)
