@@ -27,10 +27,11 @@ from formats.core.errors import CheckpointError, InvalidOutputError, OutputWrite
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["temp_name", "is_temp_name", "sweep_temporaries", "remove_tree", "fsync_file", "fsync_dir", "ensure_space",
-           "atomic_output", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created",
+           "atomic_output", "refuse_overstated", "refuse_url", "write_error", "WRITE_ERRNOS", "make_parents", "remove_created",
            "publish_file", "publish_dir", "publish_into_dir", "publishing", "exists_error", "new_generation", "GENERATION_KEY"]
 
 MARGIN = 1 << 20  # metadata, headers and index beyond the tensor bytes
@@ -182,17 +183,32 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def ensure_space(directory: str, needed: int) -> None:
+def ensure_space(directory: str, needed: int, sources: Iterable[Any] = ()) -> None:
     """Raise :class:`OutputWriteError` (errno ``ENOSPC``) when ``directory``'s file system has less than
-    ``needed`` bytes free."""
+    ``needed`` bytes free - unless one of ``sources`` (what ``needed`` was summed from, their declared shapes)
+    cannot hold what it declares: then its own error (:func:`refuse_overstated`)."""
     try:
         st = os.statvfs(directory)
     except (OSError, AttributeError):  # pragma: no cover - no statvfs: let the write itself fail
         return
     free = st.f_bavail * st.f_frsize
     if needed + MARGIN > free:
+        refuse_overstated(sources)
         raise OutputWriteError("", f"No space left on device ({needed + MARGIN:,} bytes needed, "
                                f"{free:,} free in {directory})", errno=errno.ENOSPC)
+
+
+def refuse_overstated(sources: Iterable[Any]) -> None:
+    """Raise the format's own error (a ``CorruptCheckpointError``: exit 3) of the first of ``sources`` whose stored
+    bytes cannot hold what its metadata declares (a tensor's :meth:`~formats.core.model.TensorEntry.problem`, its
+    :meth:`~formats.core.model.TensorEntry.check` raising it before a byte is read), if any. Asked only where an
+    output sized from the sources' declared shapes would not fit: a bundle entry that declares 4 TiB and stores 4
+    bytes is a corrupt input, not a full disk (a write that fits reads the source, which says so then)."""
+    from formats.core.model import TensorEntry
+
+    for source in sources:
+        if isinstance(source, TensorEntry) and source.problem() is not None:
+            source.check()
 
 
 def write_error(exc: OSError, out: str) -> OutputWriteError:
@@ -234,13 +250,15 @@ class atomic_output:  # noqa: N801 - a context manager used as a function; no co
     """``with atomic_output(out) as temp``: a temporary path beside ``out`` to write (and verify) one file; on
     leaving the block it is flushed and put in place as ``out`` (:func:`publish_file`: replacing an existing
     one with ``replace``, else only where none is there then); on any error it is removed, with the
-    directories created for it. ``needed`` bytes are checked first. (A class, not ``contextlib.contextmanager``:
-    contextlib imports collections and functools, more than a small write's own CPU.)"""
+    directories created for it. ``needed`` bytes are checked first (``sources``: see :func:`ensure_space`). (A
+    class, not ``contextlib.contextmanager``: contextlib imports collections and functools, more than a small
+    write's own CPU.)"""
 
-    __slots__ = ("out", "needed", "replace", "what", "directory", "created", "temp")
+    __slots__ = ("out", "needed", "replace", "what", "directory", "created", "temp", "sources")
 
-    def __init__(self, out: str, needed: int = 0, *, replace: bool = True, what: str = "output file") -> None:
-        self.out, self.needed, self.replace, self.what = out, needed, replace, what
+    def __init__(self, out: str, needed: int = 0, *, replace: bool = True, what: str = "output file",
+                 sources: Iterable[Any] = ()) -> None:
+        self.out, self.needed, self.replace, self.what, self.sources = out, needed, replace, what, sources
         self.directory, self.temp = "", ""
         self.created: list[str] = []
 
@@ -255,7 +273,7 @@ class atomic_output:  # noqa: N801 - a context manager used as a function; no co
         sweep_temporaries(out)
         self.temp = temp_name(out)
         try:
-            ensure_space(self.directory, self.needed)
+            ensure_space(self.directory, self.needed, self.sources)
         except BaseException as exc:
             self._clean_up(exc)
             raise

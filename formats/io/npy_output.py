@@ -435,7 +435,7 @@ def write_npy(path: str | os.PathLike[str], key: str, source: Source, *, inputs:
     refuse_url(out)
     guard_output(out, inputs=inputs, sources=[source], force=force)
     report = WriteReport(out, "npy", [out])
-    with atomic_output(out, planned_bytes([source]), replace=force) as temp:
+    with atomic_output(out, planned_bytes([source]), replace=force, sources=[source]) as temp:
         with open(temp, "xb") as f:
             stored = write_member(f, key, source, allow_pickle, chunk)
         count_member(report, key, os.path.basename(out), source, stored, None)

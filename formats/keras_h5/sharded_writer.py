@@ -152,7 +152,7 @@ def write_keras3_sharded(path: str | os.PathLike[str], groups: Sequence[Keras3Gr
     generation = new_generation()
     temp = temp_name(out)
     try:
-        ensure_space(directory, plan.total)
+        ensure_space(directory, plan.total, expected.values())
         os.mkdir(temp)
         report = _write_all(temp, out, names, plan, expected, verify, chunk, generation)
         _publish(temp, out, names, plan, generation, force)

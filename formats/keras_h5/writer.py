@@ -184,7 +184,7 @@ def write_keras3_zip(path: str | os.PathLike[str], groups: Sequence[Keras3Group]
     refuse_url(out)
     guard_output(out, inputs=inputs, sources=expected.values(), force=force)
     report = _report(out, "keras-zip", expected)
-    with atomic_output(out, 2 * report.bytes, replace=force) as temp:
+    with atomic_output(out, 2 * report.bytes, replace=force, sources=expected.values()) as temp:
         weights = f"{temp}.weights.h5"
         try:
             with h5py.File(weights, "w") as h5:
@@ -272,7 +272,7 @@ def _write(out: str, layout: str, fill: Any, expected: dict[str, Source], force:
     refuse_url(out)
     guard_output(out, inputs=inputs, sources=expected.values(), force=force)
     report = _report(out, layout, expected)
-    with atomic_output(out, report.bytes, replace=force) as temp:
+    with atomic_output(out, report.bytes, replace=force, sources=expected.values()) as temp:
         with h5py.File(temp, "w") as h5:
             fill(h5)
         if verify:

@@ -82,7 +82,7 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     described = [alike.setdefault(d, d) for d in map(describe, sources)]  # one tuple a dtype and shape
     del alike
     planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
-    with atomic_output(out, planned, replace=force) as temp:
+    with atomic_output(out, planned, replace=force, sources=sources) as temp:
         with open(temp, "xb", buffering=_BUFFER) as f:
             archive = StoredZip(f)
             for (key, source), (dt, shape) in zip(items, described):

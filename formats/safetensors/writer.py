@@ -97,7 +97,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
             if progress is not None:
                 progress(report.bytes, report.tensors)
 
-        with atomic_output(output, offset, replace=force) as temp:
+        with atomic_output(output, offset, replace=force, sources=(row.value for row in rows)) as temp:
             with open(temp, "xb") as out:
                 out.write(struct.pack("<Q", length))
                 for chunk in header.chunks(_READ):

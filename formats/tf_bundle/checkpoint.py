@@ -121,8 +121,9 @@ class BundleTensor(TensorEntry):
         return reference_dtype_problem(self._reader.entries.kind_of(self.row)[0])
 
     def problem(self) -> str | None:
-        """What :attr:`unreadable` says, found without reading the value."""
-        return self.unreadable
+        """What :attr:`unreadable` says, or stored bytes that cannot hold the declared shape, found without reading
+        the value (:meth:`BundleReader.row_problem`)."""
+        return self._reader.row_problem(self.row)
 
     def read(self) -> np.ndarray:
         """The value as a numpy array; raises ChecksumError/CorruptCheckpointError on bad data."""

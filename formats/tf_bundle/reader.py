@@ -88,6 +88,7 @@ class BundleReader:
         self._lock = _thread.allocate_lock()  # maps are opened on first use, maybe by several threads at once
         self.remote_sizes: dict[str, int | None] = {}  # a URL's data files, as found when opened
         self._missing: dict[int, str] | None = None
+        self._kind_problems: dict[int, tuple[str | None, int | None]] = {}  # see row_problem
         if not storage.is_url(prefix):  # a URL's data files are looked up when first needed (see shard_missing)
             self._missing = self._missing_files()
 
@@ -427,6 +428,35 @@ class BundleReader:
         if unfit is not None:
             raise UnsupportedError(self.index_path, f"tensor {e.name!r} has {unfit}")
         return dt
+
+    def row_problem(self, row: int) -> str | None:
+        """Why the entry in ``row`` of :attr:`entries` cannot be what its metadata declares, found without reading
+        it: a reference dtype (TensorFlow's reader refuses it), or, stored whole, a fixed-width dtype whose stored
+        bytes are not what its shape needs (:meth:`check_fixed_size`'s message); else None. What a kind decides is
+        worked out once a kind (a dictionary look-up a row), no entry made."""
+        columns = self.entries
+        kind = columns.kind[row]
+        found = self._kind_problems.get(kind)
+        if found is None:
+            found = self._kind_problems[kind] = self._kind_problem(columns.kinds[kind])
+        refused, needs = found
+        if refused is not None or needs is None or row in columns.slices:
+            return refused
+        e = columns.row(row)  # (a rare entry: made to be named as check_fixed_size names it)
+        return (f"tensor {e.name!r}: {e.size} bytes stored, but shape {list(e.shape)} of "
+                f"{self.dtype_of(e).name} needs {needs}")
+
+    @staticmethod
+    def _kind_problem(kind: tuple[int, tuple[int, ...], int, int]) -> tuple[str | None, int | None]:
+        """``(refusal, bytes needed)`` of a kind ``(dtype, shape, shard, size)``: :func:`reference_dtype_problem`,
+        and the bytes its shape needs where a fixed-width dtype stored whole would need other than ``size``."""
+        dtype, shape, _, size = kind
+        refused = reference_dtype_problem(dtype)
+        dt = dtypes.by_enum(dtype)
+        if dt is None or not dt.fixed_width:
+            return refused, None
+        needs = math.prod(shape) * dt.itemsize
+        return refused, None if needs == size else needs
 
     def check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
         """Raise unless a fixed-width entry stores exactly the bytes its shape needs."""

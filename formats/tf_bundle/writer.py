@@ -265,7 +265,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     try:
         with out:
             fresh_bytes = _planned_bytes(sources, layout.placed.others(len(sources)))
-            ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()))
+            ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()), sources)
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
                             guarded=bool(sources))
             out.publish(replace=force)

@@ -1,6 +1,7 @@
 """Crafted hostile bundles and state files: each is a clean CheckpointError (or a listed problem)."""
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -46,6 +47,59 @@ def test_absurd_shapes_with_tiny_data(tmp_path, shape):
         assert ckpt["w"].shape == tuple(shape) and ckpt["w"].nbytes == 16
         with pytest.raises(CorruptCheckpointError, match="16 bytes stored, but shape"):
             ckpt["w"].read()
+
+
+def test_verify_names_stored_bytes_that_cannot_hold_the_shape(tmp_path):
+    data = b"\x00" * 16
+    prefix = bundle(tmp_path, "c", [(b"w", entry(FLOAT, [10 ** 12], 0, 16, data))], data)
+    assert _problems(prefix) == [("w", "tensor 'w': 16 bytes stored, but shape [1000000000000] of float32 needs "
+                                       "4000000000000")]
+    with formats.open_checkpoint(prefix) as ckpt:
+        assert ckpt["w"].problem() == "tensor 'w': 16 bytes stored, but shape [1000000000000] of float32 needs " \
+                                      "4000000000000"
+
+
+OVERSTATED = [["convert", "-o", "out.safetensors", "--to", "safetensors"], ["convert", "-o", "out.npz", "--to", "npz"],
+              ["convert", "-o", "out/ckpt", "--to", "tf-object"], ["extract", "-o", "out.npz"],
+              ["extract", "-o", "out"], ["extract", "w", "-o", "out.npy"]]
+
+
+def _overstated_bundle(directory):
+    data = b"\x00" * 8
+    prefix = bundle(directory, "c", [(b"w", entry(FLOAT, [1 << 50], 0, 4, data[:4])),
+                                     (b"v", entry(FLOAT, [1], 4, 4, data[4:]))], data)
+    return prefix, (f"{prefix}.index: tensor 'w': 4 bytes stored, but shape [{1 << 50}] of float32 needs "
+                    f"{4 << 50}")
+
+
+def _overstated_npz(directory):
+    import io
+    import zipfile
+
+    path = directory / "c.npz"
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (1 << 50,)})
+    value = io.BytesIO()
+    np.save(value, np.zeros(1, "<f4"))
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("w.npy", header.getvalue() + b"\x00" * 4)
+        archive.writestr("v.npy", value.getvalue())
+    return path, f"{path}: w: w.npy declares shape [{1 << 50}] of float32 ({4 << 50:,} bytes) but stores 4 bytes"
+
+
+@pytest.mark.parametrize("craft", [_overstated_bundle, _overstated_npz], ids=["bundle", "npz"])
+@pytest.mark.parametrize("command", OVERSTATED, ids=[" ".join(c[i] for i in (0, -1)) for c in OVERSTATED])
+def test_a_write_sized_from_an_overstated_shape_names_the_corrupt_input(tmp_path, run_cli, monkeypatch, command,
+                                                                       craft):
+    """An entry declaring 4 PiB in 4 stored bytes: the writers size their output from the declared shapes, which
+    no disk holds; the error is the corrupt entry (exit 3), as ``verify`` says, not a full disk (exit 4)."""
+    source, message = craft(tmp_path)
+    out = tmp_path / "o"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    result = run_cli(command[0], source, *command[1:])
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "", f"ckpt: error: {message}\n")
+    assert os.listdir(out) == []
 
 
 def test_huge_string_tensor_with_tiny_data(tmp_path):

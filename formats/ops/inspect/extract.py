@@ -258,7 +258,7 @@ def _write_dir(entries: list[TensorEntry], labels: list[str], root: str, ckpt: C
     inside = exists and not _can_stage_beside(final)  # a mount point, or a parent we cannot write: file by file
     stage = temp_name(os.path.join(final, "ckpt-extract") if inside else final)  # beside: one rename or exchange
     try:
-        ensure_space(final if inside else os.path.dirname(final), sum(e.nbytes for e in entries))
+        ensure_space(final if inside else os.path.dirname(final), sum(e.nbytes for e in entries), entries)
         _stage(entries, rels, stage, report, allow_pickle, verify, progress)
         if not exists:
             publish_dir(stage, final, replace=False)
