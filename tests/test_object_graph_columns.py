@@ -90,6 +90,11 @@ def _same_as_reference(graph: ObjectGraph, nodes: list[ObjectNode]) -> None:
         while up is not None and not _optimizer(nodes, nodes[up]):
             up = ref["parents"].get(up, (None,))[0]  # type: ignore[attr-defined]
         assert graph.optimizer_of(i) == up, i
+    first_children = graph.first_children_reader()  # (the tree's walk: views made once)
+    for i, node in enumerate(nodes):  # the edges that give a child its path: its parent's, by that name
+        want = [(c.node_id, c.local_name) for c in node.children
+                if c.node_id and ref["parents"].get(c.node_id) == (i, c.local_name)]  # type: ignore[attr-defined]
+        assert graph.first_children(i) == first_children(i) == want, i
     keys = [a.checkpoint_key for n in nodes for a in n.attributes]
     by_key = {a.checkpoint_key: (n.id, a) for n in nodes for a in n.attributes}
     mapping = graph.map_keys([*keys, "not/a/key"])

@@ -236,10 +236,13 @@ def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
         _add_notes(node, notes)
 
 
-def _facts(entry: TensorEntry, describe_variants: bool) -> tuple[Own, list[str] | None]:
+def _facts(entry: TensorEntry, describe_variants: bool, role: str | None = None) -> tuple[Own, list[str] | None]:
     """What a row says of its tensor: its ``own`` (a shared tuple), and the notes the tensor gives the row (None
-    for a plain variable's: most rows)."""
-    dtype, role = entry.dtype, entry.role
+    for a plain variable's: most rows). ``role``: the entry's, where the caller has asked already (a look-up of
+    the key's label a call)."""
+    dtype = entry.dtype
+    if role is None:
+        role = entry.role
     own = (dtype, entry.shape, role, entry.nbytes, 0 if dtype in NON_PARAMETER else entry.size)
     try:
         own = _SHARED.get(own) or _shared(own)  # (_shared, its usual case inline: no call)
@@ -378,7 +381,7 @@ def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, des
                 seen.setdefault(optimizer, set()).add(name.split("/", 1)[0])
             if role == Role.SLOT:
                 slots[key] = (entry.slot_of, entry.slot_name)
-        own, notes = _facts(entry, describe_variants)
+        own, notes = _facts(entry, describe_variants, role)
         if notes is not None:
             facts.notes[len(keep)] = notes
         owns.append(own)
@@ -487,7 +490,7 @@ class _GraphBuilder:
         seen = bytearray(len(self.graph))  # (a byte a node: a set of them held an int and a slot each)
         seen[0] = 1
         place, noted, notable, row_of = self.own.place, self.noted, self.notable, self._row
-        first_children, placed, slots = self.graph.first_children, self.placed, self.slots
+        first_children, placed, slots = self.graph.first_children_reader(), self.placed, self.slots
         while todo:
             row, node_id, depth = todo.pop()
             kids: list[TreeNode] = []
