@@ -8,7 +8,6 @@ literal ``{'descr': ..., 'fortran_order': bool, 'shape': tuple}`` padded with sp
 """
 from __future__ import annotations
 
-import ast
 import math
 import struct
 
@@ -19,7 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["NpyHeader", "read_npy_header", "npy_header_of", "NpyError", "MAX_HEADER_BYTES"]
+__all__ = ["NpyHeader", "NpyFields", "read_npy_header", "npy_header_of", "npy_fields_of", "NpyError",
+           "MAX_HEADER_BYTES"]
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 65536
@@ -55,6 +55,8 @@ def _exact(read: Callable[[int], bytes], n: int, what: str) -> bytes:
 
 
 def _literal(text: str) -> Any:
+    import ast  # (a header of numpy's own form is read without it: :func:`_plain_fields`)
+
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
@@ -136,13 +138,95 @@ def _parsed(raw: bytes, major: int) -> tuple[Any, tuple[int, ...], bool]:
     found = _PARSED.get((raw, major))
     if found is not None:
         return found
+    descr, shape, fortran = _fields(raw, major)
+    found = _dtype(descr), shape, fortran
+    if len(_PARSED) < _MAX_PARSED:
+        _PARSED[raw, major] = found
+    return found
+
+
+def _fields(raw: bytes, major: int) -> tuple[Any, tuple[int, ...], bool]:
+    """``(descr, shape, fortran_order)`` of the header text ``raw`` (a .npy of version ``major``), checked as a
+    reader checks them but for the descr, which is as written (a string, or a list for a structured dtype)."""
     text = raw.decode("utf-8" if major == 3 else "latin-1", "replace")
+    plain = _plain_fields(text)
+    if plain is not None:
+        return plain
     header = _literal(text)
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
         raise NpyError("the .npy header is not a dict of descr, fortran_order and shape")
     if not isinstance(header["fortran_order"], bool):
         raise NpyError("the .npy header's fortran_order is not True or False")
-    found = _dtype(header["descr"]), _shape(header["shape"]), header["fortran_order"]
-    if len(_PARSED) < _MAX_PARSED:
-        _PARSED[raw, major] = found
+    return header["descr"], _shape(header["shape"]), header["fortran_order"]
+
+
+_DESCR_CHARS = frozenset("<>|=abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_DIGITS = frozenset("0123456789")
+
+
+def _plain_fields(text: str) -> tuple[str, tuple[int, ...], bool] | None:
+    """``(descr, shape, fortran_order)`` of a header in the one form numpy writes for a plain dtype
+    (``{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }``, then spaces and a newline), read without
+    :mod:`ast` (whose import is a tenth of a small write's); None for any other text (:func:`_literal` reads it)."""
+    head = "{'descr': '"
+    body = text.rstrip(" \n")
+    if not body.startswith(head) or not body.endswith("), }"):
+        return None
+    end = body.find("'", len(head))
+    descr = body[len(head):end]
+    if end < 0 or not descr or not _DESCR_CHARS.issuperset(descr):
+        return None
+    rest = body[end:-4]  # from the descr's closing quote to the shape's closing parenthesis
+    for fortran in (False, True):
+        middle = f"', 'fortran_order': {fortran}, 'shape': ("
+        if rest.startswith(middle):
+            break
+    else:
+        return None
+    inner = rest[len(middle):]
+    parts = [] if not inner else [inner[:-1]] if inner.endswith(",") else inner.split(", ")
+    if (len(parts) == 1) != inner.endswith(",") or not all(
+            p and _DIGITS.issuperset(p) and (p[0] != "0" or p == "0") for p in parts):  # (05: not a Python int)
+        return None
+    return descr, _shape(tuple(map(int, parts))), fortran
+
+
+@record(frozen=True)
+class NpyFields:
+    """A header's fields as written, read without numpy (a writer's read-back): ``descr`` (``'<f4'``, ``'|S5'``;
+    a list for a structured dtype), ``shape``, ``fortran_order``, and the header's total size in bytes."""
+
+    descr: Any
+    shape: tuple[int, ...]
+    fortran_order: bool
+    size: int
+
+
+_FIELDS: dict[bytes, NpyFields] = {}
+"""Headers whose fields were read already (a member of an npz of many tensors of one shape: one record for all)."""
+
+
+def npy_fields_of(data: bytes | memoryview) -> NpyFields:
+    """The header's fields at the start of ``data`` (a member read back whole), parsed as :func:`read_npy_header`
+    parses them (magic, version, a bounded dict literal) without making a numpy dtype: numpy is not imported."""
+    view = memoryview(data)
+    if len(view) < 10 or bytes(view[:6]) != MAGIC:
+        raise NpyError("not a .npy array (no \\x93NUMPY magic)")
+    major = view[6]
+    if major == 1:
+        (length,), prefix = struct.unpack_from("<H", view, 8), 10
+    elif major in (2, 3) and len(view) >= 12:
+        (length,), prefix = struct.unpack_from("<I", view, 8), 12
+    else:
+        raise NpyError(f"unknown .npy format version {major}.{view[7]}")
+    if length > MAX_HEADER_BYTES:
+        raise NpyError(f"the .npy header claims {length:,} bytes (at most {MAX_HEADER_BYTES:,} accepted)")
+    if len(view) < prefix + length:
+        raise NpyError("truncated .npy header")
+    raw = bytes(view[:prefix + length])
+    found = _FIELDS.get(raw)
+    if found is None:
+        found = NpyFields(*_fields(raw[prefix:], major), prefix + length)
+        if len(_FIELDS) < _MAX_PARSED:
+            _FIELDS[raw] = found
     return found

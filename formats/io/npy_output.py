@@ -24,7 +24,6 @@ here, payloads streamed, nothing unpickled) and compared with its source.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 
@@ -61,14 +60,28 @@ _MAX_NAME = 0xFFFF  # a zip member name's length field
 
 
 # -- the policy -----------------------------------------------------------------------------------------
-_STORED: dict[str, tuple[np.dtype, bool, str]] = {}
-"""dtype name -> (stored dtype, stored as its raw bits, the stored dtype's name), worked out once per dtype (once
-per tensor costs more than writing a tiny tensor; numpy's ``dtype.name`` alone takes microseconds)."""
+DESCRS = {"bool": "|b1", "int8": "|i1", "uint8": "|u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4",
+          "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+          "complex64": "<c8", "complex128": "<c16"}
+"""numpy's own fixed-width dtypes by name, each with the ``descr`` its ``.npy`` header gives it (little-endian):
+the policy is worked out from these names without importing numpy (a third of a small ``convert --to npz``)."""
+_DESCR_NAMES = {descr: name for name, descr in DESCRS.items()}
+_STORED: dict[str, tuple[str, bool, str]] = {}
+"""dtype name -> (the stored dtype's descr, stored as its raw bits, the stored dtype's name), worked out once per
+dtype (once per tensor costs more than writing a tiny tensor)."""
 
 
 def stored_dtype(dtype: str) -> np.dtype:
     """The numpy dtype a fixed-width TensorFlow dtype is stored as (see the module doc)."""
-    return _policy(dtype)[0]
+    import numpy as np
+
+    return np.dtype(_policy(dtype)[0])
+
+
+def stored_name(dtype: str) -> str:
+    """The name of the numpy dtype a fixed-width TensorFlow dtype is stored as (``float32``; ``uint16`` for
+    ``bfloat16``'s bits)."""
+    return _policy(dtype)[2]
 
 
 def stores_bits(dtype: str) -> bool:
@@ -80,13 +93,27 @@ def stores_bits(dtype: str) -> bool:
     return dt.fixed_width and dt.numpy_name is not None and _policy(dtype)[1]
 
 
-def _policy(dtype: str) -> tuple[np.dtype, bool, str]:
+def _policy(dtype: str) -> tuple[str, bool, str]:
+    """``(descr, stored as its bits, stored name)`` of a fixed-width dtype: a dtype numpy has as itself (a
+    quantized one as the integer it holds: its ``numpy_name``), another (``ml_dtypes``') as the unsigned integer of
+    its width."""
     found = _STORED.get(dtype)
     if found is None:
-        stored = _stored_dtype(dtype)
-        found = _STORED[dtype] = (stored, stored.name != by_name(dtype.removesuffix("_ref")).numpy().name,
-                                  stored.name)
+        dt = by_name(dtype.removesuffix("_ref"))
+        if not dt.fixed_width or dt.numpy_name is None:
+            raise UnsupportedError("", f"{dtype} is not a fixed-width dtype")
+        name = dt.numpy_name if dt.numpy_name in DESCRS else f"uint{8 * dt.itemsize}"
+        found = _STORED[dtype] = (DESCRS[name], name != dt.numpy_name, name)
     return found
+
+
+def descr_itemsize(descr: Any) -> int | None:
+    """Bytes an element of the ``.npy`` ``descr`` takes (``'<f4'``: 4, ``'|S5'``: 5, ``'<U3'``: 12), for the plain
+    descrs this module writes; None for any other."""
+    if not isinstance(descr, str) or len(descr) < 3 or descr[0] not in "<|" or not descr[2:].isdigit():
+        return None
+    kind, count = descr[1], int(descr[2:])
+    return count if kind in "biufcS" else 4 * count if kind == "U" else None
 
 
 _NAMES: dict[Any, str] = {}
@@ -102,21 +129,9 @@ def _stored_name(stored: np.dtype) -> str:
     return found
 
 
-def _stored_dtype(dtype: str) -> np.dtype:
-    import numpy as np
-
-    dt = by_name(dtype.removesuffix("_ref"))
-    if not dt.fixed_width or dt.numpy_name is None:
-        raise UnsupportedError("", f"{dtype} is not a fixed-width dtype")
-    native = dt.numpy()
-    if native.type.__module__.startswith("numpy"):
-        return native
-    return np.dtype(f"<u{dt.itemsize}")
-
-
 def bits_note(key: str, dtype: str) -> str:
     """The note a report carries for a tensor stored as its raw bits."""
-    return f"{key}: {dtype} stored as {stored_dtype(dtype).name} bits (the record keeps {dtype})"
+    return f"{key}: {dtype} stored as {stored_name(dtype)} bits (the record keeps {dtype})"
 
 
 @record(frozen=True)
@@ -131,32 +146,43 @@ class Written:
 
 
 # -- writing one .npy -----------------------------------------------------------------------------------
-_HEADERS: dict[tuple[np.dtype, tuple[int, ...]], bytes] = {}
-"""(dtype, shape) -> the header numpy writes for it, made once (many tensors share a few shapes)."""
+_HEADERS: dict[tuple[str, tuple[int, ...]], bytes] = {}
+"""(descr, shape) -> the header numpy writes for it, made once (many tensors share a few shapes)."""
+_ALIGN = 64
+"""numpy's ``ARRAY_ALIGN``: the magic, the length and the header together take a multiple of this many bytes."""
+_GROWTH_DIGITS = 21
+"""numpy's ``GROWTH_AXIS_MAX_DIGITS``: spaces for the first axis to grow to this many digits in place."""
 
 
-def npy_header(dt: np.dtype, shape: tuple[int, ...]) -> bytes:
-    """The ``.npy`` header numpy writes for an array of ``dt`` and ``shape`` (version 1.0, else 2.0)."""
-    found = _HEADERS.get((dt, shape))
+def npy_header(descr: str, shape: tuple[int, ...]) -> bytes:
+    """The ``.npy`` header ``numpy.lib.format.write_array_header_1_0`` writes for a C-order array of the plain
+    ``descr`` (``'<f4'``, ``'|S5'``, ``'<U9'``) and ``shape`` (its ``_write_array_header`` and ``_wrap_header``:
+    the dict's text, room for the first axis to grow, spaces and a newline to a multiple of 64 bytes; version 2.0
+    where 1.0's 2-byte length cannot hold it, as ``write_array_header_2_0``), made without numpy."""
+    shape = tuple(shape)
+    found = _HEADERS.get((descr, shape))
     if found is None:
-        import io
+        import struct
 
-        import numpy as np
-
-        header = {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": tuple(shape)}
-        made = io.BytesIO()
-        try:
-            np.lib.format.write_array_header_1_0(made, header)
-        except ValueError:  # too long for version 1.0
-            np.lib.format.write_array_header_2_0(made, header)
-        found = made.getvalue()
+        text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {shape!r}, }}"
+        if shape:
+            text += " " * (_GROWTH_DIGITS - len(repr(shape[0])))
+        raw = text.encode("latin1")
+        length = len(raw) + 1
+        pad = _ALIGN - (10 + length) % _ALIGN
+        if length + pad <= 0xFFFF:
+            prefix = b"\x93NUMPY\x01\x00" + struct.pack("<H", length + pad)
+        else:
+            pad = _ALIGN - (12 + length) % _ALIGN
+            prefix = b"\x93NUMPY\x02\x00" + struct.pack("<I", length + pad)
+        found = prefix + raw + b" " * pad + b"\n"
         if len(_HEADERS) < 4096:
-            _HEADERS[dt, tuple(shape)] = found
+            _HEADERS[descr, shape] = found
     return found
 
 
-def _header(f: IO[bytes], dt: np.dtype, shape: tuple[int, ...]) -> None:
-    f.write(npy_header(dt, tuple(shape)))
+def _header(f: IO[bytes], descr: str, shape: tuple[int, ...]) -> None:
+    f.write(npy_header(descr, tuple(shape)))
 
 
 def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
@@ -189,7 +215,7 @@ def _write_bytes(f: IO[bytes], key: str, dtype: str, source: Source, allow_pickl
         np.lib.format.write_array(hashing, value.reshape(shape), allow_pickle=True)
         return Written("object", sum(len(x) for x in flat), hashing.h.hexdigest())
     stored = np.dtype(f"S{max((len(x) for x in flat), default=1) or 1}")
-    _header(f, stored, shape)
+    _header(f, stored.str, shape)
     step = max(1, chunk // stored.itemsize)
     for start in range(0, len(flat), step):
         f.write(np.array(flat[start:start + step], dtype=stored).tobytes())
@@ -210,14 +236,14 @@ def write_member(f: IO[bytes], key: str, source: Source, allow_pickle: bool = Fa
     _check_fits(key, source, dt, shape)
     if not dt.fixed_width:
         return _write_bytes(f, key, dt.name, source, allow_pickle, chunk)
-    stored = stored_dtype(dt.name)
-    _header(f, stored, shape)
+    descr, _, name = _policy(dt.name)
+    _header(f, descr, shape)
     size = 0
     for piece in fixed_chunks(source, chunk):
         f.write(piece)
         size += len(piece)
     _check_size(key, source, dt, shape, size)
-    return Written(stored.name, size)
+    return Written(name, size)
 
 
 def _check_fits(key: str, source: Source, dt: Any, shape: tuple[int, ...]) -> None:
@@ -239,8 +265,8 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
     one ``pread`` and checked against its stored CRC32C (its own ``check`` names a damaged input)."""
     if 0 in shape or len(shape) > MAX_RANK:  # else its size (under SPOOL) says it fits
         _check_fits(key, source, dt, shape)
-    stored, _, stored_name = _policy(dt.name)
-    header = npy_header(stored, shape)
+    descr, _, stored_name = _policy(dt.name)
+    header = npy_header(descr, shape)
     where = source.stored_range() if isinstance(source, TensorEntry) and source.dtype == dt.name else None
     data: Any
     if where is not None:
@@ -267,21 +293,26 @@ _WRITTEN: dict[tuple[str, int], Written] = {}
 
 
 def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:
-    """What is wrong with a member's ``.npy`` ``header`` read back (an :class:`~formats.io.npy_header.NpyHeader`)
-    given what :func:`write_member` wrote (``written``, with ``shape``) and the member's size: ``(kind, problem)``
-    pairs, kind ``"dtype"``, ``"shape"`` or ``"value"``."""
-    stored = header.dtype
+    """What is wrong with a member's ``.npy`` header read back (its fields, an
+    :class:`~formats.io.npy_header.NpyFields`: read without numpy) given what :func:`write_member` wrote
+    (``written``, with ``shape``) and the member's size: ``(kind, problem)`` pairs, kind ``"dtype"``, ``"shape"``
+    or ``"value"``."""
+    descr = header.descr
     if header.fortran_order:
         return [("value", "member is stored in Fortran order")]
-    if stored.hasobject and written.digest is None:
+    pickled = descr == "|O"
+    if pickled and written.digest is None:
         return [("value", "member is pickled")]
-    got = _stored_name(stored)
+    got = "object" if pickled else _DESCR_NAMES.get(descr) or str(descr)  # (as _stored_name names numpy's dtypes)
     if got != written.stored:
         return [("dtype", f"stored as {got}, expected {written.stored}")]
     if tuple(header.shape) != tuple(shape):
         return [("shape", f"stored with shape {list(header.shape)}, expected {list(shape)}")]
-    if not stored.hasobject and header.size + header.nbytes != member_size:
-        return [("value", f"the member holds {member_size:,} bytes, its header declares {header.size + header.nbytes:,}")]
+    itemsize = descr_itemsize(descr)
+    declared = None if itemsize is None else header.size + math.prod(header.shape) * itemsize
+    if not pickled and declared != member_size:
+        return [("value", f"the member holds {member_size:,} bytes, its header declares "
+                          f"{'an unknown number' if declared is None else format(declared, ',')}")]
     return []
 
 
@@ -365,6 +396,8 @@ def _headers(out: str, expected: dict[str, tuple[str, Source]], written: dict[st
 
 
 def _sha256(open_member: Callable[[], Any]) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open_member() as f:
         for piece in iter(lambda: f.read(CHUNK), b""):
@@ -376,6 +409,8 @@ class _Hashing:
     """A write-only file that hashes what goes through it (a pickled member's bytes)."""
 
     def __init__(self, f: IO[bytes]) -> None:
+        import hashlib
+
         self.f, self.h = f, hashlib.sha256()
 
     def write(self, data: Any) -> int:

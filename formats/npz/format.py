@@ -69,10 +69,10 @@ class NpzFormat:
 
     def storage_note(self, entry: TensorEntry) -> str:
         """How ``entry`` is stored when not as itself (a dtype numpy lacks, stored as its bits)."""
-        from formats.io.npy_output import stored_dtype, stores_bits
+        from formats.io.npy_output import stored_name, stores_bits
 
         if stores_bits(entry.dtype):  # fixed-width ones only
-            return f"stored as {stored_dtype(entry.dtype).name} bits"
+            return f"stored as {stored_name(entry.dtype)} bits"
         return ""
 
     def key_problem(self, key: str) -> str | None:

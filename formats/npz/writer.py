@@ -162,15 +162,13 @@ def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
     (:func:`~formats.core.provenance.record_pieces`): the text, ASCII (``json.dumps`` escapes every other
     character), is spooled until its length, which the header names, is known, then written a piece at a time
     (never the whole text, nor a dict per tensor, in memory at once)."""
-    import numpy as np
-
     from formats.io.spool import Spool
 
     with Spool(_SPOOL_CHARS) as spool:
         for piece in record_pieces(provenance):
             spool.write(piece.encode("ascii"))
         length = spool.size
-        header = npy_header(np.dtype(f"<U{length}"), ())
+        header = npy_header(f"<U{length}", ())
         member = archive.member(PROVENANCE_MEMBER + ".npy", zip64=len(header) + 4 * length > ZIP64_LIMIT)
         member.write(header)
         for chunk in spool.chunks(_RECORD_CHARS):
@@ -184,9 +182,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     member's local header and bytes against the CRC32C taken as they were written (the sources are not read
     again), each tensor's ``.npy`` header against what was written (dtype, shape, size; a pickled member's
     sha256) and the provenance record's header (a 0-d unicode array)."""
-    import hashlib
-
-    from formats.io.npy_header import NpyError, npy_header_of
+    from formats.io.npy_header import NpyError, npy_fields_of
     from formats.io.npy_output import header_problems
 
     found = RoundTripReport(out, "sources")
@@ -196,12 +192,12 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
 
     def visit(i: int, view: memoryview, whole: bool) -> None:
         try:
-            header = npy_header_of(view)
+            header = npy_fields_of(view)  # (without numpy: it is not imported to write an npz)
         except NpyError as exc:
             found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
             return
         if i == len(items):
-            if header.dtype.kind != "U" or header.shape != ():
+            if not (isinstance(header.descr, str) and header.descr.startswith("<U")) or header.shape != ():
                 found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
                                                                               "back as a 0-d unicode array"))
             return
@@ -211,6 +207,8 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
         found.bytes += written[i].nbytes
         digest = written[i].digest
         if digest is not None and not problems:
+            import hashlib  # (a pickled member's only: not imported for the rest)
+
             stored = view if whole else _member_bytes(temp, archive.starts[i], archive.sizes[i])
             if hashlib.sha256(stored).hexdigest() != digest:
                 found.mismatches.append(Mismatch(items[i][0], "value", "the pickled member does not read back as "
