@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from formats.core.dtypes import by_name
 from formats.io import npy_header as reader
-from formats.io.npy_output import DESCRS, descr_itemsize, npy_header, stored_dtype, stored_name, stores_bits
+from formats.io.npy_header import DESCRS, plain_descr, read_npy_header
+from formats.io.npy_output import npy_header, stored_dtype, stored_name, stores_bits
 
 FIXED = [name for name in ("float32", "float64", "int32", "uint8", "int16", "int8", "complex64", "int64", "bool",
                            "qint8", "quint8", "qint32", "bfloat16", "qint16", "quint16", "uint16", "complex128",
@@ -59,14 +60,38 @@ def test_the_policy_from_names_is_numpys(dtype: str) -> None:
     want = native if type(native.type).__module__ == "builtins" and native.type.__module__ == "numpy" \
         else np.dtype(f"<u{dt.itemsize}")
     assert stored_dtype(dtype) == want and stored_name(dtype) == want.name
-    assert DESCRS[want.name] == np.lib.format.dtype_to_descr(want) and descr_itemsize(DESCRS[want.name]) == \
-        want.itemsize
+    assert DESCRS[want.name] == np.lib.format.dtype_to_descr(want)
     assert stores_bits(dtype) == (want.name != native.name)
 
 
-def test_descr_itemsizes() -> None:
-    assert [descr_itemsize(d) for d in ("<f4", "|S5", "<U3", "|b1", "<c16", "|O", "<M8[s]", [("a", "<f4")], "")] == \
-        [4, 5, 12, 1, 16, None, None, None, None]
+PLAIN = [*DESCRS.values(), "|S1", "|S5", "|S300", "<U1", "<U7"]
+OTHER = [">f4", "=f4", "f4", "<i", "|S0", "<U0", "|S05", ">U3", "|O", "<M8[s]", "|V4", "S5", [("a", "<f4")],
+         [("a", "<f4"), ("b", "|O")]]
+
+
+@pytest.mark.parametrize("descr", PLAIN + OTHER, ids=[str(d) for d in PLAIN + OTHER])
+def test_a_plain_descrs_facts_are_numpys(descr) -> None:
+    """What a header of a plain descr says without numpy - its kind, item size, byte order, objects, and the
+    TensorFlow dtype the npz reader gives it - is what numpy's dtype of it says; any other descr is numpy's to read."""
+    from formats.core.dtypes import from_numpy
+    from formats.npz.reader import _Skipped, _tf_dtype
+
+    text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': (2, 3), }}"
+    raw = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin-1")
+    header = read_npy_header(io.BytesIO(raw).read)
+    dt = np.dtype(descr) if isinstance(descr, str) else np.lib.format.descr_to_dtype(descr)
+    assert (plain_descr(descr) is not None) == (descr in PLAIN)
+    assert header.dtype == dt and (header.kind, header.nbytes, header.big_endian, header.pickled) == \
+        (dt.kind, 6 * dt.itemsize, dt.byteorder == ">", dt.hasobject)
+    try:
+        want = from_numpy(dt.newbyteorder("<") if dt.byteorder == ">" else dt).name
+    except (ValueError, TypeError):
+        want = None
+    try:
+        got = _tf_dtype(header, None)[0]
+    except _Skipped:
+        got = None
+    assert got == (None if dt.names is not None or dt.subdtype is not None or dt.hasobject else want)
 
 
 def _ast_fields(text: str) -> tuple | None:

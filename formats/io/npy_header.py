@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["NpyHeader", "NpyFields", "read_npy_header", "npy_header_of", "npy_fields_of", "NpyError",
-           "MAX_HEADER_BYTES"]
+__all__ = ["NpyHeader", "read_npy_header", "npy_header_of", "NpyError", "MAX_HEADER_BYTES", "DESCRS", "DESCR_NAMES",
+           "plain_descr"]
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 65536
@@ -30,21 +30,64 @@ class NpyError(ValueError):
     """The bytes are not a ``.npy`` header this reader accepts (the message says why)."""
 
 
+DESCRS = {"bool": "|b1", "int8": "|i1", "uint8": "|u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4",
+          "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+          "complex64": "<c8", "complex128": "<c16"}
+"""numpy's own fixed-width dtypes by name, each with the ``descr`` its ``.npy`` header gives it (little-endian):
+what a header of one of these (or of bytes ``|S<n>``, text ``<U<n>``) says is known without importing numpy."""
+DESCR_NAMES = {descr: name for name, descr in DESCRS.items()}
+"""The name of the numpy dtype of each descr of :data:`DESCRS`."""
+
+
+def plain_descr(descr: Any) -> tuple[str, int] | None:
+    """``(kind, itemsize)`` of a plain descr - one of :data:`DESCRS`, ``|S<n>`` or ``<U<n>`` (``n`` from 1, as numpy
+    writes it) - as numpy's dtype has them (``'f'``, 4; ``'S'``, 5; ``'U'``, 4n); None for any other (numpy reads
+    it)."""
+    if type(descr) is not str:
+        return None
+    name = DESCR_NAMES.get(descr)
+    if name is not None:
+        return descr[1], int(descr[2:])
+    if descr[:2] in ("|S", "<U") and descr[2:].isdigit() and descr.isascii() and descr[2] != "0":
+        count = int(descr[2:])
+        return descr[1], count if descr[1] == "S" else 4 * count
+    return None
+
+
 @record(frozen=True)
 class NpyHeader:
-    """A parsed header: numpy dtype, shape, Fortran order, the header's total size in bytes, and
-    whether the dtype holds pickled Python objects."""
+    """A parsed header: its ``descr`` as written, shape, Fortran order, the header's total size in bytes, and
+    whether the dtype holds pickled Python objects. Its numpy :attr:`dtype` is made when asked for: a plain descr
+    (:func:`plain_descr`) says its kind and item size without numpy (``ls`` of an npz: a third of the
+    instructions); any other descr was checked to be a dtype as the header was read."""
 
-    dtype: Any
+    descr: Any
     shape: tuple[int, ...]
     fortran_order: bool
     size: int
     pickled: bool
 
     @property
+    def dtype(self) -> Any:
+        """The numpy dtype (numpy imported here)."""
+        return _dtype(self.descr)
+
+    @property
+    def kind(self) -> str:
+        """The dtype's kind (``'f'``, ``'S'``, ``'U'``, ``'O'``...)."""
+        plain = plain_descr(self.descr)
+        return plain[0] if plain is not None else self.dtype.kind
+
+    @property
+    def big_endian(self) -> bool:
+        """Whether the values are stored big-endian."""
+        return plain_descr(self.descr) is None and self.dtype.byteorder == ">"
+
+    @property
     def nbytes(self) -> int:
         """Bytes of data that follow the header."""
-        return math.prod(self.shape) * self.dtype.itemsize
+        plain = plain_descr(self.descr)
+        return math.prod(self.shape) * (plain[1] if plain is not None else self.dtype.itemsize)
 
 
 def _exact(read: Callable[[int], bytes], n: int, what: str) -> bytes:
@@ -71,15 +114,23 @@ def _shape(value: Any) -> tuple[int, ...]:
     return value
 
 
+_DTYPES: dict[str, Any] = {}
+"""descr -> its numpy dtype, made once (a string descr; a structured one's list is made each time)."""
+
+
 def _dtype(descr: Any) -> Any:
+    found = _DTYPES.get(descr) if type(descr) is str else None
+    if found is not None:
+        return found
     import numpy as np
 
     try:
-        if isinstance(descr, str):
-            return np.dtype(descr)
-        return np.lib.format.descr_to_dtype(descr)
+        found = np.dtype(descr) if isinstance(descr, str) else np.lib.format.descr_to_dtype(descr)
     except (TypeError, ValueError, KeyError, IndexError, RecursionError) as exc:
         raise NpyError(f"the .npy header's descr {str(descr)[:80]!r} is not a dtype ({exc})") from None
+    if type(descr) is str and len(_DTYPES) < _MAX_PARSED:
+        _DTYPES[descr] = found
+    return found
 
 
 def read_npy_header(read: Callable[[int], bytes]) -> NpyHeader:
@@ -99,8 +150,9 @@ def read_npy_header(read: Callable[[int], bytes]) -> NpyHeader:
     raw = _exact(read, length, "header")
     found = _HEADERS.get((raw, major))
     if found is None:
-        dtype, shape, fortran = _parsed(raw, major)
-        found = NpyHeader(dtype, shape, fortran, prefix + length, bool(dtype.hasobject))
+        descr, shape, fortran = _fields(raw, major)
+        pickled = plain_descr(descr) is None and bool(_dtype(descr).hasobject)  # (any other descr checked here)
+        found = NpyHeader(descr, shape, fortran, prefix + length, pickled)
         if len(_HEADERS) < _MAX_PARSED:
             _HEADERS[raw, major] = found
     return found
@@ -128,21 +180,8 @@ def npy_header_of(data: bytes | memoryview) -> NpyHeader:
 
     return read_npy_header(read)
 
-_PARSED: dict[tuple[bytes, int], tuple[Any, tuple[int, ...], bool]] = {}
-"""Headers already parsed (an npz of many tensors of one shape repeats one header: parsed once)."""
 _MAX_PARSED = 4096
-
-
-def _parsed(raw: bytes, major: int) -> tuple[Any, tuple[int, ...], bool]:
-    """``(dtype, shape, fortran_order)`` of the header text ``raw`` (a .npy of version ``major``)."""
-    found = _PARSED.get((raw, major))
-    if found is not None:
-        return found
-    descr, shape, fortran = _fields(raw, major)
-    found = _dtype(descr), shape, fortran
-    if len(_PARSED) < _MAX_PARSED:
-        _PARSED[raw, major] = found
-    return found
+"""Headers (and dtypes) kept once read."""
 
 
 def _fields(raw: bytes, major: int) -> tuple[Any, tuple[int, ...], bool]:
@@ -189,44 +228,3 @@ def _plain_fields(text: str) -> tuple[str, tuple[int, ...], bool] | None:
             p and _DIGITS.issuperset(p) and (p[0] != "0" or p == "0") for p in parts):  # (05: not a Python int)
         return None
     return descr, _shape(tuple(map(int, parts))), fortran
-
-
-@record(frozen=True)
-class NpyFields:
-    """A header's fields as written, read without numpy (a writer's read-back): ``descr`` (``'<f4'``, ``'|S5'``;
-    a list for a structured dtype), ``shape``, ``fortran_order``, and the header's total size in bytes."""
-
-    descr: Any
-    shape: tuple[int, ...]
-    fortran_order: bool
-    size: int
-
-
-_FIELDS: dict[bytes, NpyFields] = {}
-"""Headers whose fields were read already (a member of an npz of many tensors of one shape: one record for all)."""
-
-
-def npy_fields_of(data: bytes | memoryview) -> NpyFields:
-    """The header's fields at the start of ``data`` (a member read back whole), parsed as :func:`read_npy_header`
-    parses them (magic, version, a bounded dict literal) without making a numpy dtype: numpy is not imported."""
-    view = memoryview(data)
-    if len(view) < 10 or bytes(view[:6]) != MAGIC:
-        raise NpyError("not a .npy array (no \\x93NUMPY magic)")
-    major = view[6]
-    if major == 1:
-        (length,), prefix = struct.unpack_from("<H", view, 8), 10
-    elif major in (2, 3) and len(view) >= 12:
-        (length,), prefix = struct.unpack_from("<I", view, 8), 12
-    else:
-        raise NpyError(f"unknown .npy format version {major}.{view[7]}")
-    if length > MAX_HEADER_BYTES:
-        raise NpyError(f"the .npy header claims {length:,} bytes (at most {MAX_HEADER_BYTES:,} accepted)")
-    if len(view) < prefix + length:
-        raise NpyError("truncated .npy header")
-    raw = bytes(view[:prefix + length])
-    found = _FIELDS.get(raw)
-    if found is None:
-        found = NpyFields(*_fields(raw[prefix:], major), prefix + length)
-        if len(_FIELDS) < _MAX_PARSED:
-            _FIELDS[raw] = found
-    return found

@@ -37,6 +37,7 @@ from formats.core.roundtrip import Mismatch, RoundTripReport, compare_checkpoint
 from formats.core.sources import CHUNK, Source, describe, elements, fixed_chunks
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.crc import crc32c
+from formats.io.npy_header import DESCR_NAMES, DESCRS, plain_descr
 from formats.io.writing import Stored, StoredBytes, WriteReport, guard_output, planned_bytes
 
 TYPE_CHECKING = False
@@ -60,12 +61,6 @@ _MAX_NAME = 0xFFFF  # a zip member name's length field
 
 
 # -- the policy -----------------------------------------------------------------------------------------
-DESCRS = {"bool": "|b1", "int8": "|i1", "uint8": "|u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4",
-          "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
-          "complex64": "<c8", "complex128": "<c16"}
-"""numpy's own fixed-width dtypes by name, each with the ``descr`` its ``.npy`` header gives it (little-endian):
-the policy is worked out from these names without importing numpy (a third of a small ``convert --to npz``)."""
-_DESCR_NAMES = {descr: name for name, descr in DESCRS.items()}
 _STORED: dict[str, tuple[str, bool, str]] = {}
 """dtype name -> (the stored dtype's descr, stored as its raw bits, the stored dtype's name), worked out once per
 dtype (once per tensor costs more than writing a tiny tensor)."""
@@ -96,7 +91,8 @@ def stores_bits(dtype: str) -> bool:
 def _policy(dtype: str) -> tuple[str, bool, str]:
     """``(descr, stored as its bits, stored name)`` of a fixed-width dtype: a dtype numpy has as itself (a
     quantized one as the integer it holds: its ``numpy_name``), another (``ml_dtypes``') as the unsigned integer of
-    its width."""
+    its width; worked out from names (:data:`~formats.io.npy_header.DESCRS`), numpy not imported (it was a third
+    of a small ``convert --to npz``)."""
     found = _STORED.get(dtype)
     if found is None:
         dt = by_name(dtype.removesuffix("_ref"))
@@ -105,15 +101,6 @@ def _policy(dtype: str) -> tuple[str, bool, str]:
         name = dt.numpy_name if dt.numpy_name in DESCRS else f"uint{8 * dt.itemsize}"
         found = _STORED[dtype] = (DESCRS[name], name != dt.numpy_name, name)
     return found
-
-
-def descr_itemsize(descr: Any) -> int | None:
-    """Bytes an element of the ``.npy`` ``descr`` takes (``'<f4'``: 4, ``'|S5'``: 5, ``'<U3'``: 12), for the plain
-    descrs this module writes; None for any other."""
-    if not isinstance(descr, str) or len(descr) < 3 or descr[0] not in "<|" or not descr[2:].isdigit():
-        return None
-    kind, count = descr[1], int(descr[2:])
-    return count if kind in "biufcS" else 4 * count if kind == "U" else None
 
 
 _NAMES: dict[Any, str] = {}
@@ -293,26 +280,22 @@ _WRITTEN: dict[tuple[str, int], Written] = {}
 
 
 def header_problems(header: Any, written: Written, shape: tuple[int, ...], member_size: int) -> list[tuple[str, str]]:
-    """What is wrong with a member's ``.npy`` header read back (its fields, an
-    :class:`~formats.io.npy_header.NpyFields`: read without numpy) given what :func:`write_member` wrote
-    (``written``, with ``shape``) and the member's size: ``(kind, problem)`` pairs, kind ``"dtype"``, ``"shape"``
-    or ``"value"``."""
+    """What is wrong with a member's ``.npy`` ``header`` read back (an :class:`~formats.io.npy_header.NpyHeader`:
+    numpy not imported for a plain descr) given what :func:`write_member` wrote (``written``, with ``shape``) and the
+    member's size: ``(kind, problem)`` pairs, kind ``"dtype"``, ``"shape"`` or ``"value"``."""
     descr = header.descr
     if header.fortran_order:
         return [("value", "member is stored in Fortran order")]
-    pickled = descr == "|O"
-    if pickled and written.digest is None:
+    if header.pickled and written.digest is None:
         return [("value", "member is pickled")]
-    got = "object" if pickled else _DESCR_NAMES.get(descr) or str(descr)  # (as _stored_name names numpy's dtypes)
+    # named as _stored_name names numpy's dtypes (a plain descr without numpy)
+    got = DESCR_NAMES.get(descr) or (descr if plain_descr(descr) else _stored_name(header.dtype))
     if got != written.stored:
         return [("dtype", f"stored as {got}, expected {written.stored}")]
     if tuple(header.shape) != tuple(shape):
         return [("shape", f"stored with shape {list(header.shape)}, expected {list(shape)}")]
-    itemsize = descr_itemsize(descr)
-    declared = None if itemsize is None else header.size + math.prod(header.shape) * itemsize
-    if not pickled and declared != member_size:
-        return [("value", f"the member holds {member_size:,} bytes, its header declares "
-                          f"{'an unknown number' if declared is None else format(declared, ',')}")]
+    if not header.pickled and header.size + header.nbytes != member_size:
+        return [("value", f"the member holds {member_size:,} bytes, its header declares {header.size + header.nbytes:,}")]
     return []
 
 

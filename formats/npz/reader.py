@@ -22,7 +22,7 @@ from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatNa
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
 from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
-from formats.io.npy_header import MAX_HEADER_BYTES, NpyError, NpyHeader, read_npy_header
+from formats.io.npy_header import DESCR_NAMES, MAX_HEADER_BYTES, NpyError, NpyHeader, plain_descr, read_npy_header
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -193,9 +193,9 @@ class NpzTensor(TensorEntry):
     def byte_chunks(self, chunk: int = CHUNK_BYTES, check: bool = True) -> Iterator[memoryview]:
         """Canonical bytes streamed from the member, at most ``chunk`` at a time (CRC-32 checked at the end),
         when it stores them as they are (C order, little-endian, fixed width); else from the whole value."""
-        dtype = self._header.dtype
-        if self._header.fortran_order or self.dtype == "string" or dtype.hasobject or dtype.byteorder == ">" or \
-                (dtype.byteorder == "=" and sys.byteorder == "big"):
+        header = self._header  # (a plain descr's facts without numpy: little-endian, no objects)
+        if header.fortran_order or self.dtype == "string" or header.pickled or header.big_endian or \
+                (plain_descr(header.descr) is None and header.dtype.byteorder == "=" and sys.byteorder == "big"):
             yield from super().byte_chunks(chunk, check)
             return
         for piece in self._blocks(max(1, chunk)):
@@ -254,9 +254,9 @@ def _read_provenance(archive: _Archive, info: Any) -> Provenance:
     """The record: a 0-d unicode array (UTF-32 code units) holding JSON."""
     try:
         header = _header(archive, info)
-        if header.dtype.kind != "U" or header.shape != () or header.nbytes > 4 * MAX_RECORD_BYTES:
+        if header.kind != "U" or header.shape != () or header.nbytes > 4 * MAX_RECORD_BYTES:
             return Provenance(problems=[f"{info.filename} is not a provenance record (a 0-d unicode array); ignored"])
-        codec = "utf-32-be" if header.dtype.byteorder == ">" else "utf-32-le"
+        codec = "utf-32-be" if header.big_endian else "utf-32-le"
         parts, left = [], header.nbytes
         with archive.stream(info) as member:  # decoded a piece at a time: never the UTF-32 bytes whole
             member.read(header.size)
@@ -282,10 +282,18 @@ _TF_NAMES: dict[Any, str] = {}
 
 
 def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any, str | None]:
-    """``(TF dtype, numpy dtype to view as or None, problem)``; :class:`_Skipped` for a member without one."""
-    dt = header.dtype
+    """``(TF dtype, numpy dtype to view as or None, problem)``; :class:`_Skipped` for a member without one. A plain
+    descr's (:func:`~formats.io.npy_header.plain_descr`) is known without numpy, as :func:`from_numpy` names it."""
     if header.pickled:
         raise _Skipped("holds pickled Python objects (dtype object): not read; ckpt never unpickles")
+    plain = plain_descr(header.descr)
+    if plain is not None:
+        if plain[0] in "SU":
+            return "string", None, None
+        name = DESCR_NAMES[header.descr]
+        restored, problem = restored_dtype(name, header.shape, record)
+        return restored, (by_name(restored).numpy() if restored != name else None), problem
+    dt = header.dtype
     if dt.names is not None or dt.subdtype is not None:
         raise _Skipped(f"is a structured array ({dt}): not a tensor")
     stored = _TF_NAMES.get(dt)

@@ -182,7 +182,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     member's local header and bytes against the CRC32C taken as they were written (the sources are not read
     again), each tensor's ``.npy`` header against what was written (dtype, shape, size; a pickled member's
     sha256) and the provenance record's header (a 0-d unicode array)."""
-    from formats.io.npy_header import NpyError, npy_fields_of
+    from formats.io.npy_header import NpyError, npy_header_of
     from formats.io.npy_output import header_problems
 
     found = RoundTripReport(out, "sources")
@@ -192,12 +192,12 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
 
     def visit(i: int, view: memoryview, whole: bool) -> None:
         try:
-            header = npy_fields_of(view)  # (without numpy: it is not imported to write an npz)
+            header = npy_header_of(view)  # (a plain descr read without numpy: it is not imported to write an npz)
         except NpyError as exc:
             found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
             return
         if i == len(items):
-            if not (isinstance(header.descr, str) and header.descr.startswith("<U")) or header.shape != ():
+            if header.kind != "U" or header.shape != ():
                 found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
                                                                               "back as a 0-d unicode array"))
             return
