@@ -356,12 +356,17 @@ def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, 
     size, differ, acc.max_abs, sum_abs, sq_diff, sq_a, sq_b, dot = sums
     acc.differ += differ
     acc.size += size
-    acc.finite += size
-    acc.sum_abs += sum_abs
-    acc.sq_diff += sq_diff
-    acc.sq_a += sq_a
-    acc.sq_b += sq_b
-    acc.dot += dot
+    if all(map(math.isfinite, (sq_diff, sq_a, sq_b, dot))):
+        acc.finite += size
+        acc.sum_abs += sum_abs
+        acc.sq_diff += sq_diff
+        acc.sq_a += sq_a
+        acc.sq_b += sq_b
+        acc.dot += dot
+    else:  # squares past float64's range: the pair (a small one) folded in as the per-pair path folds it, scaled
+        from formats.core.values import as_float
+
+        acc.add(as_float(ea.read()).reshape(-1), as_float(eb.read()).reshape(-1))
     return _with_stats(Change(pair[0], "value", side_a, side_b), acc.result(True), True)
 
 
@@ -503,6 +508,26 @@ def _value_stats(ea: TensorEntry, eb: TensorEntry, tol: Tolerance, numeric: bool
     return acc.result(numeric)
 
 
+def _magnitudes(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
+    """``|fa - fb|`` in float64 (real magnitudes of complex differences)."""
+    import numpy as np
+
+    d = np.subtract(fa, fb, dtype=np.complex128 if fa.dtype.kind == "c" else np.float64)
+    return np.abs(d, out=d) if d.dtype.kind == "f" else np.abs(d)  # in place but for complex
+
+
+def _sums(fa: np.ndarray, fb: np.ndarray, d: np.ndarray) -> tuple[float, float, float, float]:
+    """``(sum d*d, sum fa*fa, sum fb*fb, sum fa*fb)`` by :func:`_dot`'s products and sums; for real values each
+    product written over ``d`` (no other temporary: ``d`` is spent)."""
+    import numpy as np
+
+    if fa.dtype.kind == "c":
+        return _dot(d, d), _dot(fa, fa), _dot(fb, fb), _dot(fa, fb)
+    return (float(np.multiply(d, d, out=d).sum()), float(np.multiply(fa, fa, out=d, dtype=np.float64).sum()),
+            float(np.multiply(fb, fb, out=d, dtype=np.float64).sum()),
+            float(np.multiply(fa, fb, out=d, dtype=np.float64).sum()))
+
+
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
     """``vdot(x, y).real`` summed by numpy's pairwise summation: the same bits whatever the thread count of the
     BLAS library (``np.dot``'s differ between a process with one BLAS thread, as a Dask worker has, and one
@@ -521,11 +546,19 @@ def _nonfinite(values: np.ndarray, finite: np.ndarray) -> tuple[int, int]:
     return nan, values.size - count - nan
 
 
+_SCALE_BITS = 480
+"""Values scaled to below ``2**480`` (squares below ``2**960``) where their squares would pass float64's range."""
+
+
 class _Accumulator:
-    """Running sums for the statistics of a changed pair (float64, finite pairs only)."""
+    """Running sums for the statistics of a changed pair (float64, finite pairs only). The four sums of squares
+    and products are held times ``2**(-2 * scale)``: ``scale`` is 0 (the sums as they are, the same bits as ever)
+    until a chunk's would pass float64's range (values past about 1e154); from then on every chunk's values are
+    taken times ``2**-scale`` (exact: a power of two), so the relative L2 and the cosine, ratios in which the scale
+    cancels, stay what they are, not ``inf / inf``."""
 
     def __init__(self) -> None:
-        self.size = self.differ = self.finite = 0
+        self.size = self.differ = self.finite = self.scale = 0
         self.nan_a = self.nan_b = self.inf_a = self.inf_b = 0
         self.sum_abs = self.max_abs = self.sq_diff = self.sq_a = self.sq_b = self.dot = 0.0
 
@@ -543,23 +576,38 @@ class _Accumulator:
         del fin_a, fin_b
         fa, fb = (a, b) if both.all() else (a[both], b[both])  # no copies when every pair is finite
         del both
-        d = np.subtract(fa, fb, dtype=np.complex128 if fa.dtype.kind == "c" else np.float64)
-        d = np.abs(d, out=d) if d.dtype.kind == "f" else np.abs(d)  # in place but for complex (real magnitudes)
-        self.finite += int(fa.size)
-        if d.size:
-            self.max_abs = max(self.max_abs, float(d.max()))
-        self.sum_abs += float(d.sum())
-        if fa.dtype.kind == "c":
-            self.sq_diff += _dot(d, d)
-            self.sq_a += _dot(fa, fa)
-            self.sq_b += _dot(fb, fb)
-            self.dot += _dot(fa, fb)
-            return
-        # real: :func:`_dot`'s products and sums, each product written over ``d`` (no other temporary)
-        self.sq_diff += float(np.multiply(d, d, out=d).sum())
-        self.sq_a += float(np.multiply(fa, fa, out=d, dtype=np.float64).sum())
-        self.sq_b += float(np.multiply(fb, fb, out=d, dtype=np.float64).sum())
-        self.dot += float(np.multiply(fa, fb, out=d, dtype=np.float64).sum())
+        with np.errstate(over="ignore", invalid="ignore"):  # |a - b| past float64's range is inf, as numpy says
+            d = _magnitudes(fa, fb)
+            self.finite += int(fa.size)
+            if d.size:
+                self.max_abs = max(self.max_abs, float(d.max()))
+            self.sum_abs += float(d.sum())
+            sums: tuple[float, ...] = _sums(fa, fb, d)
+        if not all(map(math.isfinite, sums)):  # squares past float64's range: the values scaled down
+            sums = self._scaled_sums(fa, fb)
+        elif self.scale:
+            sums = tuple(math.ldexp(x, -2 * self.scale) for x in sums)
+        self.sq_diff += sums[0]
+        self.sq_a += sums[1]
+        self.sq_b += sums[2]
+        self.dot += sums[3]
+
+    def _scaled_sums(self, fa: np.ndarray, fb: np.ndarray) -> tuple[float, float, float, float]:
+        """:func:`_sums` of ``fa`` and ``fb`` times ``2**-scale``, the scale raised (and the sums so far brought to
+        it) so that their largest value is below ``2**_SCALE_BITS``."""
+        import numpy as np
+
+        top = max(float(np.abs(fa).max(initial=0.0)), float(np.abs(fb).max(initial=0.0)))
+        scale = max(self.scale, math.frexp(top)[1] - _SCALE_BITS)
+        if scale > self.scale:
+            shift = -2 * (scale - self.scale)
+            self.sq_diff, self.sq_a, self.sq_b, self.dot = (math.ldexp(x, shift) for x in (
+                self.sq_diff, self.sq_a, self.sq_b, self.dot))
+            self.scale = scale
+        wide = np.complex128 if fa.dtype.kind == "c" or fb.dtype.kind == "c" else np.float64
+        factor = math.ldexp(1.0, -scale)
+        sa, sb = np.multiply(fa, factor, dtype=wide), np.multiply(fb, factor, dtype=wide)
+        return _sums(sa, sb, _magnitudes(sa, sb))
 
     def result(self, numeric: bool) -> dict[str, Any]:
         """The JSON statistics (``None`` where undefined)."""
