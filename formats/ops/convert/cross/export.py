@@ -76,6 +76,17 @@ def _storable(fmt: Any, entry: TensorEntry) -> str | None:
     return None if unstorable is None else unstorable(entry)
 
 
+_KINDS = 4096
+"""Dtype and shape pairs whose answers :func:`plan_export` keeps (more: asked each time)."""
+
+
+def _fixed_width(dtype: str) -> bool:
+    try:
+        return by_name(dtype).fixed_width
+    except ValueError:
+        return False
+
+
 def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> ConversionPlan:
     """Plan writing every tensor of ``source`` the format writing ``target`` can store, under its key
     (rename rules applied), with the provenance record."""
@@ -85,18 +96,28 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
         plan.add("unsupported", options.template, f"--to {target} takes no --template")
     records = _Records(source)
     note_for = getattr(fmt, "storage_note", None)
+    # a readable fixed-width tensor's answers, asked once a dtype and shape (see formats.core.format): 100k tensors
+    # of a few kinds asked the format a few times, not 100k
+    asked: dict[tuple[str, tuple[int, ...]], tuple[str | None, str]] = {}
     for key in source:
         entry = source[key]
         if key == OBJECT_GRAPH_KEY:
             plan.add("unused", key, "the object graph is not a tensor; left out", WARNING)
             continue
-        why = _storable(fmt, entry)
+        kind = (entry.dtype, entry.shape) if type(entry.shape) is tuple and entry.unreadable is None else None
+        found = None if kind is None else asked.get(kind)
+        if found is None:
+            why = _storable(fmt, entry)
+            found = (why, note_for(entry) if why is None and note_for is not None else "")
+            if kind is not None and _fixed_width(entry.dtype) and len(asked) < _KINDS:
+                asked[kind] = found
+        why, note = found
         if why is not None:
             plan.leave_out(key, why)
             continue
         out = options.rules.apply(key) if options.rules else key
-        notes = [f"renamed from {key}" if out != key else "", note_for(entry) if note_for is not None else ""]
-        plan.add_row(key, out, entry, entry.shape, entry.dtype, "; ".join(n for n in notes if n))
+        notes = "; ".join(n for n in (f"renamed from {key}" if out != key else "", note) if n)
+        plan.add_row(key, out, entry, entry.shape, entry.dtype, notes)
         records.add(key, out, entry)
     key_problem = getattr(fmt, "key_problem", None)
     if key_problem is not None:
