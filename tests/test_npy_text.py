@@ -64,7 +64,7 @@ def test_the_policy_from_names_is_numpys(dtype: str) -> None:
     assert stores_bits(dtype) == (want.name != native.name)
 
 
-PLAIN = [*DESCRS.values(), "|S1", "|S5", "|S300", "<U1", "<U7"]
+PLAIN = [*DESCRS.values(), "|S1", "|S5", "|S300", "<U1", "<U7", "|S2147483647", "<U536870911"]
 OTHER = [">f4", "=f4", "f4", "<i", "|S0", "<U0", "|S05", ">U3", "|O", "<M8[s]", "|V4", "S5", [("a", "<f4")],
          [("a", "<f4"), ("b", "|O")]]
 
@@ -166,3 +166,14 @@ def test_an_npz_of_bits_strings_and_objects_loads_in_numpy(tmp_path) -> None:
         assert np.array_equal(loaded["w"], items[0][1])
         assert loaded["b"].dtype == np.uint16 and np.array_equal(loaded["b"].view(ml_dtypes.bfloat16), bf16)
         assert loaded["s"].tolist() == [b"ab", b"c"] and loaded["z"].tolist() == [b"x\x00"]
+
+
+@pytest.mark.parametrize("descr", ["|S2147483648", "<U536870912", "|S1000000000000", "<U" + "9" * 30])
+def test_a_descr_numpy_refuses_is_refused_as_the_header_is_read(descr: str) -> None:
+    """Bytes or text too wide for numpy (an item size past a C int) are not plain: numpy is asked, and refuses."""
+    text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': (2,), }}"
+    raw = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin-1")
+    assert plain_descr(descr) is None
+    with pytest.raises(reader.NpyError, match="is not a dtype"):
+        read_npy_header(io.BytesIO(raw).read)
+

@@ -48,9 +48,9 @@ def plain_descr(descr: Any) -> tuple[str, int] | None:
     name = DESCR_NAMES.get(descr)
     if name is not None:
         return descr[1], int(descr[2:])
-    if descr[:2] in ("|S", "<U") and descr[2:].isdigit() and descr.isascii() and descr[2] != "0":
-        count = int(descr[2:])
-        return descr[1], count if descr[1] == "S" else 4 * count
+    if descr[:2] in ("|S", "<U") and descr[2:].isdigit() and descr.isascii() and descr[2] != "0" and len(descr) < 14:
+        itemsize = int(descr[2:]) * (1 if descr[1] == "S" else 4)
+        return (descr[1], itemsize) if itemsize < 1 << 31 else None  # (numpy's item sizes are C ints)
     return None
 
 
