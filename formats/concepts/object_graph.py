@@ -404,16 +404,9 @@ class ObjectGraph:
 
     def first_children(self, node_id: int) -> list[tuple[int, str]]:
         """``(child id, local name)`` of the node's edges that give the child its path: each an edge whose
-        parent and name are those of :meth:`parent` for the child."""
-        t = self._table
-        lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
-        if hi == lo:
-            return []
-        parent, edge, _ = self._lists()
-        names = self._child_names()
-        ids = ints(t.child_id[lo:hi])
-        return [(c, names[e]) for e, c in zip(range(lo, hi), ids)
-                if c and parent[c] == node_id and names[edge[c]] == names[e]]
+        parent and name are those of :meth:`parent` for the child (for a walk over many nodes:
+        :meth:`first_children_reader`)."""
+        return self.first_children_reader()(node_id)
 
     def first_children_reader(self) -> Callable[[int], list[tuple[int, str]]]:
         """:meth:`first_children` as a function that reads the table's child columns through views made once (a
