@@ -4,6 +4,7 @@ must be the one rebuilding every node gives (``ObjectRename``'s own path, the on
 for every object-based checkpoint of the corpus and rules of every kind; what it cannot do it leaves to that path."""
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
@@ -32,13 +33,14 @@ OBJECT_BASED = _object_based()
 
 
 def _plan(prefix: str, options: ConvertOptions, in_place: bool, monkeypatch) -> tuple:
+    options = copy.deepcopy(options)  # (its rules remember which matched: each plan its own)
     with monkeypatch.context() as m:
         if not in_place:
             m.setattr(rename_objects._InPlace, "run", lambda self: False)
         with open_checkpoint(prefix) as ckpt:
             plan = plan_rename(ckpt, options)
             return (plan.object_graph, [(r.source, r.key, r.note, r.dtype, tuple(r.shape)) for r in plan.rows],
-                    [(p.kind, p.key, p.message, p.severity) for p in plan.problems])
+                    [(p.kind, p.key, p.message, p.severity) for p in plan.problems], options.rules.unused())
 
 
 def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
@@ -60,6 +62,24 @@ def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
         head, _, last = path.rpartition("/")
         sets.append(("a nested edge", ConvertOptions(rules=build_rules([f"{path}={head}/{last}.Sv2"]))))
         sets.append(("a nested edge moved", ConvertOptions(rules=build_rules([f"{path}={last}_up"]))))
+        # --map rules only: just the edges at a rule's OLD are asked about (_InPlace._ruled_edges)
+        sets.append(("a nested edge and its parent, the nested rule first", ConvertOptions(
+            rules=build_rules([f"{path}={head}/{last}_2", f"{head}={head}_x"]))))
+        sets.append(("a nested edge's rule after its parent's (matching nothing first)", ConvertOptions(
+            rules=build_rules([f"{head}={head}_x", f"{path}={head}/{last}_2"]))))
+        sets.append(("a nested edge moved by a rule before its parent's", ConvertOptions(
+            rules=build_rules([f"{path}={head}_x/{last}", f"{head}={head}_x"]))))
+        sets.append(("a nested edge given its sibling's name", ConvertOptions(rules=build_rules(
+            [f"{path}={head}/{nested[0].rpartition('/')[2]}"] if nested[0] != path and
+            nested[0].rpartition("/")[0] == head else [f"{path}={path}"]))))
+        sets.append(("slashes around a nested rule, and rules matching nothing", ConvertOptions(
+            rules=build_rules([f"/{path}/=/{head}/{last}_3/", "no/such/object=x", f"{path}/nothing=y"]))))
+    if top:
+        sets.append(("a top edge renamed to a reserved name", ConvertOptions(
+            rules=build_rules([f"{top[0]}=.ATTRIBUTES"]))))
+        sets.append(("a top edge renamed to an empty segment", ConvertOptions(
+            rules=build_rules([f"{top[0]}={top[0]}//x"]))))
+        sets.append(("a top edge renamed to an escaped dot", ConvertOptions(rules=build_rules([f"{top[0]}=a..b"]))))
     sets.append(("a regex on every segment", ConvertOptions(rules=build_rules(regexes=[r"(^|/)([a-z])=\1\2\2"]))))
     sets.append(("a regex on every segment, full names too", ConvertOptions(
         rules=build_rules(regexes=[r"(^|/)([a-z])=\1\2\2"]), rename_full_names=True)))
@@ -110,3 +130,32 @@ def test_the_nodes_with_values_are_marked_as_the_general_walk_finds_them(prefix,
         assert isinstance(marks, NodeMarks) and set(marks) == expected and len(marks) == len(expected)
         assert all((i in marks) == (i in expected) for i in range(-1, len(nodes) + 1)) and "0" not in marks
         assert set(rename_objects._valued(graph)) == expected
+
+
+@pytest.mark.parametrize(("rules", "asked", "unused"), [
+    (dict(maps=["model=net"]), 1, []),  # the one edge whose path is the rule's
+    # (model/layer_2 is model=net's before its own rule's: that rule matches nothing first, as nothing=x)
+    (dict(maps=["model/layer_1=net/first", "model=net", "model/layer_2=net/second", "nothing=x"]), 3, [2, 3]),
+    (dict(regexes=["^model$=net"]), None, []),  # a regex: every edge's path is asked about
+])
+def test_map_rules_ask_only_about_the_edges_at_their_paths(rules, asked, unused, tmp_path, monkeypatch, in_columns):
+    """``--map`` rules rename an edge only where its path is a rule's OLD; every other edge follows its parent, so
+    an in-place rename asks the rules about those edges alone (it asked about all 2N + 1 of them), and plans what
+    the rebuilding plans."""
+    from formats.ops.rules import RuleSet, build_rules
+    from tests.scale_bundles import name_based, object_based
+
+    prefix = object_based(name_based(tmp_path, 300))
+    with open_checkpoint(prefix) as ckpt:
+        edges = len(ckpt.object_graph.table.child_id)
+    assert edges == 605  # the root's model and save counter, 3 layers, 300 units, their 300 variables
+    paths: list[str] = []
+    apply = RuleSet.apply
+    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
+    fast = _plan(prefix, ConvertOptions(rules=build_rules(**rules)), True, monkeypatch)
+    assert len(paths) == (asked if asked is not None else edges), paths[:5]
+    assert fast == _plan(prefix, ConvertOptions(rules=build_rules(**rules)), False, monkeypatch)
+    made = build_rules(**rules).rules
+    assert fast[3] == [made[i] for i in unused]
+    assert sum(key.startswith("net/") for _, key, *_ in fast[1]) == 300
+    assert sum(key.startswith("net/first/") for _, key, *_ in fast[1]) == (100 if unused else 0)

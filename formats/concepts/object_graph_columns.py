@@ -364,7 +364,7 @@ class AttributeRows(Sequence[Attribute]):
     the attribute), its checkpoint key from the keys given. Attributes made all at once and held were 140 bytes
     each, their full names 70 more: 21 MB at 10^5 variables."""
 
-    __slots__ = ("_columns", "names", "keys", "_starts", "_stops", "_optional")
+    __slots__ = ("_columns", "names", "keys", "_starts", "_stops", "optional")
 
     def __init__(self, columns: GraphColumns, keys: list[str]) -> None:
         from formats.concepts.object_graph_table import item_view
@@ -373,7 +373,7 @@ class AttributeRows(Sequence[Attribute]):
         self.names = columns.shared_texts(columns.attr_name)
         spans = columns.attr_full  # (views of the columns' own arrays: no copy)
         self._starts, self._stops = item_view(spans[0]), item_view(spans[1])
-        self._optional = item_view(columns.attr_optional)
+        self.optional = item_view(columns.attr_optional)  # (each attribute's optional_restore, as stored)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -381,7 +381,7 @@ class AttributeRows(Sequence[Attribute]):
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        return Attribute(self.names[k], self.full_name(k), self.keys[k], bool(self._optional[k]))
+        return Attribute(self.names[k], self.full_name(k), self.keys[k], bool(self.optional[k]))
 
     def full_name(self, k: int) -> str:
         """The full name of the attribute at ``k``."""

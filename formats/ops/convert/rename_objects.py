@@ -10,10 +10,11 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZER_SLOT, Attribute, ChildRef,
-                                           ObjectGraph, ObjectNode, SlotVariableRef, attribute_key, chain_path,
+                                           ObjectGraph, ObjectNode, attribute_key, chain_path,
                                            escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
-from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns, encode_graph_columns
+from formats.concepts.object_graph_columns import AttributeRows
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -234,57 +235,145 @@ class _InPlace:
         source, plan = self.rename.source, self.rename.plan
         keys = sorted(k for k in source if k != OBJECT_GRAPH_KEY)
         mapping = self.graph.map_keys(keys)  # (first: the graph's attributes then hold these keys, not copies)
-        owners = mapping.owners
+        owners, reached = mapping.owners, self.graph.traversal.reached
         for k in mapping.by_position:
-            if k < 0 or self.node_path(owners[k]) is None:
+            if k < 0 or not reached[owners[k]] and self.node_path(owners[k]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
         # each node's attributes made as it is encoded, and let go (all of them held: 15 MB at 10^5 keys)
-        plan.object_graph = encode_object_graph(_RenamedNodes(self, table, mapping.attributes),
-                                                valued=_valued(self.graph))
-        name, checkpoint_key = mapping.name, mapping.checkpoint_key
+        new_keys: list[str | None] = [None] * len(mapping.attributes)
+        plan.object_graph = self._encode(table, mapping.attributes, new_keys)
+        checkpoint_key = mapping.checkpoint_key
         for key, k in zip(keys, mapping.by_position):  # as ObjectRename._rows plans them (every k found above)
             entry = source[key]
-            new = attribute_key(self.path_of(owners[k]), name(k)) + key[len(checkpoint_key(k)):]
+            new = new_keys[k]  # (the string the graph was written with: the row holds it, not a copy)
+            assert new is not None
+            suffix = key[len(checkpoint_key(k)):]
+            if suffix:
+                new += suffix
             plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
         return True
 
     def _rename_edges(self, table: Any) -> bool:
         """Each edge's new local name where a rule renames its path to another last segment; False when a renamed
         edge would leave its parent, its new path is not one, or an edge leaves an object no path reaches. The
-        edges are taken a level of the traversal at a time, so that the new path of each one's parent is known."""
+        edges are taken a level of the traversal at a time, so that the new path of each one's parent is known;
+        with ``--map`` rules only, just the edges whose path is a rule's (:meth:`_ruled_edges`)."""
         import numpy as np
 
         graph, apply = self.graph, self.rules.apply
         walk = graph.traversal
         if not bool(np.asarray(walk.reached)[np.asarray(walk.owner)].all()):
             return False  # (the rebuilding leaves such edges out)
-        _, _, names = graph.primary_edges()
+        _, primary, names = graph.primary_edges()
         stored = table.child_names()
-        ptr = table.child_ptr
-        for level in [[0], *walk.levels]:
-            for owner in map(int, level):
-                lo, hi = int(ptr[owner]), int(ptr[owner + 1])
-                if lo == hi:
-                    continue
-                prefix, here = graph.path(owner), self.path(owner)
-                for e in range(lo, hi):
-                    old = f"{prefix}/{names[e]}" if prefix else names[e]
-                    new = apply(old)
-                    if new == old:
-                        continue  # (it follows its parent, renamed or not)
-                    if _path_problem(new) is not None:
-                        return False
-                    head, _, last = new.rpartition("/")
-                    if head != here:
-                        return False  # the edge would leave its parent
-                    local = unescape_local_name(last)
-                    if escape_local_name(local) != last:
-                        return False
-                    if local != stored[e]:
-                        self.new_local[e] = local
+        ruled = self._ruled_edges(table, primary, names)
+        if ruled is not None:
+            for old, owner, e in ruled:
+                new = apply(old)
+                if new != old and not self._renamed(e, new, self.path(owner), stored):
+                    return False
+        else:
+            ptr = table.child_ptr
+            for level in [[0], *walk.levels]:
+                for owner in map(int, level):
+                    lo, hi = int(ptr[owner]), int(ptr[owner + 1])
+                    if lo == hi:
+                        continue
+                    prefix, here = graph.path(owner), self.path(owner)
+                    for e in range(lo, hi):
+                        old = f"{prefix}/{names[e]}" if prefix else names[e]
+                        new = apply(old)
+                        if new != old and not self._renamed(e, new, here, stored):
+                            return False  # (an edge whose path stays follows its parent, renamed or not)
         graph.forget_paths()  # (the old paths: a string an object, not needed again)
         return True
+
+    def _renamed(self, e: int, new: str, here: str, stored: list[str]) -> bool:
+        """Note edge ``e``'s new local name where its new path ``new`` (not its old one) gives it another; False when
+        ``new`` is not a path or not one under its parent's new path ``here``."""
+        if _path_problem(new) is not None:
+            return False
+        head, _, last = new.rpartition("/")
+        if head != here:
+            return False  # the edge would leave its parent
+        local = unescape_local_name(last)
+        if escape_local_name(local) != last:
+            return False
+        if local != stored[e]:
+            self.new_local[e] = local
+        return True
+
+    def _ruled_edges(self, table: Any, primary: Any, names: list[str]) -> list[tuple[str, int, int]] | None:
+        """With ``--map`` rules only (none of the root, no edge of an empty name), the edges whose path is some
+        rule's OLD, as ``(path, owner, edge)``, shallowest first; None otherwise (every edge's path is then asked).
+
+        Every other edge follows its parent: a rule that matches a path but not its parent's path has that path as
+        its OLD, so the first rule that matches an edge's path is the one that matched its parent's (which moves
+        both alike) unless the path is a rule's OLD; and the rules that match some path first are those that match
+        some rule's OLD first (:meth:`RuleSet.unused` says the same). A path under a renamed one keeps its escaped
+        segments, each a valid one but for an empty name, so nothing below a renamed edge can be refused."""
+        olds = []
+        for rule in self.rules.rules:
+            old = rule.old.strip("/")
+            if rule.kind != "map" or not old:
+                return None
+            olds.append(old)
+        if "" in names:
+            return None
+        ptr, child = int_view(table.child_ptr), int_view(table.child_id)
+        found = []
+        for old in sorted(set(olds), key=lambda p: p.count("/")):
+            *heads, last = old.split("/")
+            owners = [0]  # the nodes whose path is the segments so far (two, where two edges of a node share a name)
+            for segment in heads:
+                owners = [child[e] for o in owners for e in range(ptr[o], ptr[o + 1])
+                          if names[e] == segment and primary[child[e]] == e]
+            found += [(old, o, e) for o in owners for e in range(ptr[o], ptr[o + 1]) if names[e] == last]
+        return found
+
+    def _encode(self, table: Any, attributes: Sequence[Attribute], new_keys: list[str | None]) -> bytes:
+        """The renamed graph's bytes, byte for byte what :func:`encode_object_graph` writes of the renamed nodes:
+        each node's children under their new local names, its attributes under the keys of its new path (their
+        ``full_name`` renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as
+        they were, written from the columns a node at a time (:func:`encode_graph_columns`: a tuple an item, no
+        node, reference or attribute object). ``attributes``: every attribute by position
+        (:attr:`KeyMap.attributes`); ``new_keys``: each one's new key is put there, where its object has a path."""
+        t, node_path = table, self.node_path
+        apply = self.rules.apply if self.rename.options.rename_full_names else None
+        child_ptr, attr_ptr = int_view(t.child_ptr), int_view(t.attr_ptr)
+        child_ids, names, new_local = int_view(t.child_id), t.child_names(), self.new_local
+        if isinstance(attributes, AttributeRows):
+            attr_names, keys, full_name = attributes.names, attributes.keys, attributes.full_name
+            optional = attributes.optional
+        else:  # (every attribute made already: a graph whose nodes were asked for)
+            attr_names, keys = [a.name for a in attributes], [a.checkpoint_key for a in attributes]
+            fulls, optional = [a.full_name for a in attributes], [a.optional_restore for a in attributes]
+            full_name = fulls.__getitem__  # type: ignore[assignment]  # (the int overload)
+
+        def kids() -> Iterator[list[tuple[int, str]] | None]:
+            for i in range(t.count):
+                lo, hi = child_ptr[i], child_ptr[i + 1]
+                yield [(child_ids[e], new_local.get(e, names[e])) for e in range(lo, hi)] if lo < hi else None
+
+        def attrs() -> Iterator[list[tuple[str, str, str, bool]] | None]:
+            for i in range(t.count):
+                lo, hi = attr_ptr[i], attr_ptr[i + 1]
+                if lo == hi:
+                    yield None
+                    continue
+                path = node_path(i)
+                if path is None:  # (an attribute of an object no path reaches, as it was)
+                    yield [(attr_names[k], full_name(k), keys[k], bool(optional[k])) for k in range(lo, hi)]
+                    continue
+                mine = []
+                for k in range(lo, hi):
+                    name, full = attr_names[k], full_name(k)
+                    new_keys[k] = key = attribute_key(path, name)
+                    mine.append((name, apply(full) if apply is not None and full else full, key, bool(optional[k])))
+                yield mine
+
+        return encode_graph_columns(int(t.count), kids(), attrs(), _SlotColumns(t), _valued(self.graph).marks)
 
     def _distinct(self, table: Any) -> bool:
         """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses
@@ -337,49 +426,21 @@ class _InPlace:
             return None
         return slot_variable_key(self.path(ref.original_variable_node_id), self.path(owner), ref.slot_name)
 
-    def path_of(self, node: int) -> str:
-        """:meth:`node_path` of a node known to have one."""
-        path = self.node_path(node)
-        assert path is not None
-        return path
 
+class _SlotColumns:
+    """Each node's slot variable references, ``(variable, slot name, slot node)``, read from a graph's columns as
+    :func:`encode_graph_columns` asks (``i in slots``, ``slots[i]``)."""
 
-class _RenamedNodes(Sequence[ObjectNode]):
-    """The renamed graph's nodes, each made as it is reached (for :func:`encode_object_graph`, which walks them once):
-    its children under their new local names, its attributes under the keys of its new path (their ``full_name``
-    renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as they were."""
+    def __init__(self, table: Any) -> None:
+        self.ptr, self.original, self.slot = int_view(table.slot_ptr), int_view(table.slot_original), \
+            int_view(table.slot_id)
+        self.names = table.slot_names()
 
-    def __init__(self, in_place: _InPlace, table: Any, attributes: Sequence[Attribute]) -> None:
-        """``attributes``: every attribute of the graph by position (:attr:`KeyMap.attributes`)."""
-        self.in_place, self.table, self.attributes = in_place, table, attributes
+    def __contains__(self, node: int) -> bool:
+        return self.ptr[node] < self.ptr[node + 1]
 
-    def __len__(self) -> int:
-        return int(self.table.count)
-
-    def __getitem__(self, i: Any) -> Any:  # (not asked for by ckpt: a walk from the first node)
-        return list(self)[i]
-
-    def __iter__(self) -> Iterator[ObjectNode]:
-        t, in_place = self.table, self.in_place
-        apply = in_place.rules.apply if in_place.rename.options.rename_full_names else None
-        child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
-        child_ids, names, new_local = int_view(t.child_id), t.child_names(), in_place.new_local
-        attributes: Any = self.attributes  # (a slice of it is a list of attributes made for it)
-        slot_names = t.slot_names()
-        slot_original, slot_id = int_view(t.slot_original), int_view(t.slot_id)
-        for i in range(t.count):
-            lo, hi = child_ptr[i], child_ptr[i + 1]
-            children = [ChildRef(child_ids[e], new_local.get(e, names[e])) for e in range(lo, hi)]
-            lo, hi = attr_ptr[i], attr_ptr[i + 1]
-            mine = attributes[lo:hi]
-            if mine:
-                path = in_place.node_path(i)
-                if path is not None:
-                    mine = [Attribute(a.name, apply(a.full_name) if apply is not None and a.full_name else a.full_name,
-                                      attribute_key(path, a.name), a.optional_restore) for a in mine]
-            lo, hi = slot_ptr[i], slot_ptr[i + 1]
-            slots = [SlotVariableRef(slot_original[k], slot_names[k], slot_id[k]) for k in range(lo, hi)]
-            yield ObjectNode(i, children, mine, slots)  # (has_checkpoint_values: the encoder's, from _valued)
+    def __getitem__(self, node: int) -> list[tuple[int, str, int]]:
+        return [(self.original[k], self.names[k], self.slot[k]) for k in range(self.ptr[node], self.ptr[node + 1])]
 
 
 def _valued(graph: ObjectGraph) -> NodeMarks:
