@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GraphColumns", "AttributeRows", "decode_columns"]
+__all__ = ["GraphColumns", "AttributeRows", "attribute_fields", "decode_columns"]
 
 _TAGS = (0x0A, 0x12, 0x1A, 0x2A)
 """The one-byte tags of a node's fields this decodes (children, attributes, slot variables, has_checkpoint_values,
@@ -386,6 +386,17 @@ class AttributeRows(Sequence[Attribute]):
     def full_name(self, k: int) -> str:
         """The full name of the attribute at ``k``."""
         return self._columns.data[self._starts[k]:self._stops[k]].decode("utf-8")
+
+
+def attribute_fields(attributes: Sequence[Attribute]) -> tuple[Sequence[str], Sequence[str], Any, Sequence[Any]]:
+    """Every attribute's name, checkpoint key, full name (a function of its position) and ``optional_restore``, by
+    position, read from :class:`AttributeRows` without making an attribute (from the attributes themselves when they
+    are made already)."""
+    if isinstance(attributes, AttributeRows):
+        return attributes.names, attributes.keys, attributes.full_name, attributes.optional
+    fulls = [a.full_name for a in attributes]
+    return ([a.name for a in attributes], [a.checkpoint_key for a in attributes], fulls.__getitem__,
+            [a.optional_restore for a in attributes])
 
 
 def decode_columns(data: bytes) -> GraphColumns | None:

@@ -14,7 +14,7 @@ from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZ
                                            escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
 from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns, encode_graph_columns
-from formats.concepts.object_graph_columns import AttributeRows
+from formats.concepts.object_graph_columns import attribute_fields
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import encode_object_graph
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
@@ -343,13 +343,7 @@ class _InPlace:
         apply = self.rules.apply if self.rename.options.rename_full_names else None
         child_ptr, attr_ptr = int_view(t.child_ptr), int_view(t.attr_ptr)
         child_ids, names, new_local = int_view(t.child_id), t.child_names(), self.new_local
-        if isinstance(attributes, AttributeRows):
-            attr_names, keys, full_name = attributes.names, attributes.keys, attributes.full_name
-            optional = attributes.optional
-        else:  # (every attribute made already: a graph whose nodes were asked for)
-            attr_names, keys = [a.name for a in attributes], [a.checkpoint_key for a in attributes]
-            fulls, optional = [a.full_name for a in attributes], [a.optional_restore for a in attributes]
-            full_name = fulls.__getitem__  # type: ignore[assignment]  # (the int overload)
+        attr_names, keys, full_name, optional = attribute_fields(attributes)
 
         def kids() -> Iterator[list[tuple[int, str]] | None]:
             for i in range(t.count):

@@ -16,7 +16,8 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package (start-up)
 
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
-from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns, encode_graph_columns
+from formats.concepts.object_graph_columns import attribute_fields
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import checkpointed_nodes, encode_object_graph
 from formats.ops.convert.plan import ERROR, Problem
@@ -115,11 +116,47 @@ class _ColumnPrune:
         del found
         self.keep_attr = chosen
         valued = self._plan()
-        data = encode_object_graph(_PrunedNodes(self, attributes), valued=valued)
+        data = self._encode(attributes, valued)
         del self.keep_attr, self.keep_edge, self.keep_slot, self.new_id
         pruned = decode_object_graph(data, graph.source)
         problems = _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
+
+    def _encode(self, attributes: Sequence[Attribute], valued: NodeMarks) -> bytes:
+        """The pruned graph's bytes, byte for byte what :func:`encode_object_graph` writes of the pruned nodes: each
+        staying node renumbered, with its kept attributes as they were, its edges to staying nodes and its slot
+        references whose variable and slot stay, written from the columns a node at a time
+        (:func:`encode_graph_columns`: a tuple an item, no node, reference or attribute object)."""
+        t = self.graph.table
+        child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
+        new_id, child_ids, names = int_view(self.new_id), int_view(t.child_id), t.child_names()
+        keep_edge, keep_attr, keep_slot = self.keep_edge.tobytes(), self.keep_attr.tobytes(), self.keep_slot.tobytes()
+        attr_names, keys, full_name, optional = attribute_fields(attributes)
+        order = int_view(self.order)
+
+        def kids() -> Iterator[list[tuple[int, str]] | None]:
+            for old in order:
+                lo, hi = child_ptr[old], child_ptr[old + 1]
+                yield [(new_id[child_ids[e]], names[e]) for e in range(lo, hi) if keep_edge[e]] if lo < hi else None
+
+        def attrs() -> Iterator[list[tuple[str, str, str, bool]] | None]:
+            for old in order:
+                lo, hi = attr_ptr[old], attr_ptr[old + 1]
+                yield [(attr_names[k], full_name(k), keys[k], bool(optional[k])) for k in range(lo, hi)
+                       if keep_attr[k]] if lo < hi else None
+
+        class Slots:  # each staying node's slot references that stay, by its new id
+            def __contains__(self, new: int) -> bool:
+                old = order[new]
+                return slot_ptr[old] < slot_ptr[old + 1]
+
+            def __getitem__(self, new: int) -> list[tuple[int, str, int]]:
+                old = order[new]
+                return [(new_id[slot_original[k]], slot_names[k], new_id[slot_id[k]])
+                        for k in range(slot_ptr[old], slot_ptr[old + 1]) if keep_slot[k]]
+
+        slot_names, slot_original, slot_id = t.slot_names(), int_view(t.slot_original), int_view(t.slot_id)
+        return encode_graph_columns(len(order), kids(), attrs(), Slots(), valued.marks)
 
     def _attributes_kept(self, found: Mapping[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
         """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
@@ -194,39 +231,6 @@ class _ColumnPrune:
             level = np.asarray(level, dtype=np.int64)
             staying[level[~before[level] & staying[parent[level]]]] = True
         return staying
-
-
-class _PrunedNodes(Sequence):  # of ObjectNode
-    """The pruned graph's nodes, each made as it is reached (for :func:`encode_object_graph`, which walks them
-    once): a staying node renumbered, with its kept attributes, its edges to staying nodes and its slot references
-    whose variable and slot stay."""
-
-    def __init__(self, prune: _ColumnPrune, attributes: Sequence[Attribute]) -> None:
-        self.prune, self.attributes = prune, attributes
-
-    def __len__(self) -> int:
-        return len(self.prune.order)
-
-    def __getitem__(self, i: Any) -> Any:  # (not asked for by ckpt: a walk from the first node)
-        return list(self)[i]
-
-    def __iter__(self) -> Iterator[ObjectNode]:
-        p = self.prune
-        t = p.graph.table
-        child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
-        new_id, child_ids, names = int_view(p.new_id), int_view(t.child_id), t.child_names()
-        keep_edge, keep_attr, keep_slot = (p.keep_edge.tobytes(), p.keep_attr.tobytes(), p.keep_slot.tobytes())
-        attributes, slot_names = self.attributes, t.slot_names()
-        slot_original, slot_id = int_view(t.slot_original), int_view(t.slot_id)
-        for new, old in enumerate(int_view(p.order)):
-            lo, hi = child_ptr[old], child_ptr[old + 1]
-            children = [ChildRef(new_id[child_ids[e]], names[e]) for e in range(lo, hi) if keep_edge[e]]
-            lo, hi = attr_ptr[old], attr_ptr[old + 1]
-            mine = [attributes[k] for k in range(lo, hi) if keep_attr[k]]
-            lo, hi = slot_ptr[old], slot_ptr[old + 1]
-            slots = [SlotVariableRef(new_id[slot_original[k]], slot_names[k], new_id[slot_id[k]])
-                     for k in range(lo, hi) if keep_slot[k]]
-            yield ObjectNode(new, children, mine, slots)  # (has_checkpoint_values: the encoder's, from valued)
 
 
 def _ints_of(np: Any, values: Any) -> Any:
