@@ -554,3 +554,23 @@ def test_an_attribute_keeps_the_key_it_was_mapped_with(bundles, monkeypatch):
     mapping = graph.map_keys(keys)
     assert len(mapping) == len(keys) == 301  # 300 variables and the save counter
     assert all(attr.checkpoint_key is key for key, (_, attr) in mapping.items())
+
+
+def test_keys_of_a_graph_without_an_optimizer_are_not_asked_about_keras_slots(bundles, monkeypatch):
+    """A Keras slot is a node under an optimizer: where no node is, labelling the keys asks no variable whether it
+    is a slot's (it asked each of them, and found every one's optimizer, which is none)."""
+    from formats.concepts import object_graph
+
+    asked = []
+    slot_of = object_graph.ObjectGraph.slot_of
+    monkeypatch.setattr(object_graph.ObjectGraph, "slot_of", lambda self, node: asked.append(node) or
+                        slot_of(self, node))
+    with open_checkpoint(bundles["object"]) as ckpt:
+        graph = ckpt.object_graph
+        keys = sorted(ckpt)
+        asked.clear()
+        labels = object_graph.label_keys(graph, keys)
+        assert object_graph._keras_slots(graph, graph.map_keys(keys)) == {}
+    assert len(asked) < 3, len(asked)  # (the keys left to the label one by one: the save counter's; it was 603, 301 a call)
+    roles = [str(labels[k].role) for k in keys]
+    assert roles.count("variable") == 300 and roles.count("save_counter") == 1

@@ -1016,6 +1016,9 @@ def _keras_slots(graph: ObjectGraph, mapping: KeyMap) -> dict[int, tuple[int, st
     outside ``apply_gradients`` names its slots ``m/dense/kernel``).
     """
     structural = _keras3_structural_slots(graph)
+    graph.optimizer_of(0)  # (every node's optimizer, found at once)
+    if max(graph._optimizer_of, default=-1) < 0:
+        return structural  # no node under an optimizer: no candidate (without asking about every variable)
     owners, name_of, full_of = mapping.owners, mapping.name, mapping.full_name
     variables = [k for _, k in mapping.positions() if name_of(k) == VARIABLE_VALUE and
                  graph.slot_of(owners[k]) is None and owners[k] not in structural]
