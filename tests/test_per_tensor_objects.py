@@ -574,3 +574,46 @@ def test_keys_of_a_graph_without_an_optimizer_are_not_asked_about_keras_slots(bu
     assert len(asked) < 3, len(asked)  # (the keys left to the label one by one: the save counter's; it was 603, 301 a call)
     roles = [str(labels[k].role) for k in keys]
     assert roles.count("variable") == 300 and roles.count("save_counter") == 1
+
+
+def test_the_owners_of_edges_of_a_name_are_those_a_walk_over_every_node_finds(in_corpus_graphs):
+    """``ObjectGraph.owners_named`` (the nodes a Keras optimizer or its lists may be, found with no Python step an
+    edge) against each node's own children, on every object graph of the corpus, small (nodes) and in columns."""
+    for graph in in_corpus_graphs:
+        names = {name for node in range(len(graph)) for _, name in graph.children(node)}
+        for name in sorted(names | {"_trainable_variables", "iter", "no such name"}):
+            expected = [node for node in range(len(graph)) if any(n == name for _, n in graph.children(node))]
+            assert graph.owners_named(name) == expected, name
+
+
+def test_no_node_s_children_are_gathered_to_find_a_keras_3_optimizer(bundles, monkeypatch):
+    """A Keras 3 optimizer has a child ``_trainable_variables``: its structural slots are looked for under the owners
+    of such edges only (every node with three children or more was asked for its children by name: each layer)."""
+    from formats.concepts import object_graph
+
+    asked = []
+    children_of = object_graph.ObjectGraph.children_of
+    monkeypatch.setattr(object_graph.ObjectGraph, "children_of", lambda self, node: asked.append(node) or
+                        children_of(self, node))
+    with open_checkpoint(bundles["object"]) as ckpt:
+        graph = ckpt.object_graph
+        assert object_graph._keras3_structural_slots(graph) == {}
+    assert asked == []  # (it was 4: the model and its 3 layers)
+
+
+@pytest.fixture
+def in_corpus_graphs(monkeypatch):
+    """Every object graph of the corpus twice: decoded node by node and into columns."""
+    from formats.concepts import object_graph_codec
+    from tests.conftest import CORPUS
+
+    graphs = []
+    for small in (True, False):
+        monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 1 << 30 if small else 0)
+        for index in sorted(CORPUS.rglob("*.index")):
+            with open_checkpoint(str(index)[: -len(".index")]) as ckpt:
+                graph = getattr(ckpt, "object_graph", None)
+                if graph is not None:
+                    graphs.append(graph)
+    assert len(graphs) >= 16
+    return graphs
