@@ -13,7 +13,8 @@ from formats.concepts.object_graph import (ATTRIBUTES, OBJECT_GRAPH_KEY, OPTIMIZ
                                            ObjectGraph, ObjectNode, attribute_key, chain_path,
                                            escape_local_name, slot_variable_key, unescape_local_name)
 from formats.core.model import Checkpoint
-from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns, encode_graph_columns
+from formats.concepts.object_graph_arrays import GraphArrays, TextColumn, encode_graph_arrays
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
 from formats.concepts.object_graph_columns import attribute_fields
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import encode_object_graph
@@ -22,7 +23,6 @@ from formats.ops.rules import RuleSet
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any
 
 __all__ = ["ObjectRename"]
@@ -240,14 +240,15 @@ class _InPlace:
             if k < 0 or not reached[owners[k]] and self.node_path(owners[k]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
-        # each node's attributes made as it is encoded, and let go (all of them held: 15 MB at 10^5 keys)
-        new_keys: list[str | None] = [None] * len(mapping.attributes)
-        plan.object_graph = self._encode(table, mapping.attributes, new_keys)
+        new_keys = list(attribute_fields(mapping.attributes)[1])  # (each attribute's key: its new one where it has one)
+        graph_bytes = self._encode(table, mapping.attributes, new_keys)
+        if graph_bytes is None:
+            return False
+        plan.object_graph = graph_bytes
         checkpoint_key = mapping.checkpoint_key
         for key, k in zip(keys, mapping.by_position):  # as ObjectRename._rows plans them (every k found above)
             entry = source[key]
             new = new_keys[k]  # (the string the graph was written with: the row holds it, not a copy)
-            assert new is not None
             suffix = key[len(checkpoint_key(k)):]
             if suffix:
                 new += suffix
@@ -332,42 +333,44 @@ class _InPlace:
             found += [(old, o, e) for o in owners for e in range(ptr[o], ptr[o + 1]) if names[e] == last]
         return found
 
-    def _encode(self, table: Any, attributes: Sequence[Attribute], new_keys: list[str | None]) -> bytes:
+    def _encode(self, table: Any, attributes: Sequence[Attribute], new_keys: list[str]) -> bytes | None:
         """The renamed graph's bytes, byte for byte what :func:`encode_object_graph` writes of the renamed nodes:
         each node's children under their new local names, its attributes under the keys of its new path (their
         ``full_name`` renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as
-        they were, written from the columns a node at a time (:func:`encode_graph_columns`: a tuple an item, no
-        node, reference or attribute object). ``attributes``: every attribute by position
-        (:attr:`KeyMap.attributes`); ``new_keys``: each one's new key is put there, where its object has a path."""
+        they were; written from the columns with numpy (:func:`encode_graph_arrays`), the strings that stay taken
+        from the graph's own bytes. ``attributes``: every attribute by position (:attr:`KeyMap.attributes`);
+        ``new_keys`` (one a attribute) is given each one's key in the renamed graph. None when a new string cannot be
+        written as UTF-8 (the rebuilding then says what becomes of it)."""
+        import numpy as np
+
         t, node_path = table, self.node_path
         apply = self.rules.apply if self.rename.options.rename_full_names else None
-        child_ptr, attr_ptr = int_view(t.child_ptr), int_view(t.attr_ptr)
-        child_ids, names, new_local = int_view(t.child_id), t.child_names(), self.new_local
-        attr_names, keys, full_name, optional = attribute_fields(attributes)
-
-        def kids() -> Iterator[list[tuple[int, str]] | None]:
-            for i in range(t.count):
-                lo, hi = child_ptr[i], child_ptr[i + 1]
-                yield [(child_ids[e], new_local.get(e, names[e])) for e in range(lo, hi)] if lo < hi else None
-
-        def attrs() -> Iterator[list[tuple[str, str, str, bool]] | None]:
-            for i in range(t.count):
-                lo, hi = attr_ptr[i], attr_ptr[i + 1]
-                if lo == hi:
-                    yield None
-                    continue
-                path = node_path(i)
-                if path is None:  # (an attribute of an object no path reaches, as it was)
-                    yield [(attr_names[k], full_name(k), keys[k], bool(optional[k])) for k in range(lo, hi)]
-                    continue
-                mine = []
-                for k in range(lo, hi):
-                    name, full = attr_names[k], full_name(k)
-                    new_keys[k] = key = attribute_key(path, name)
-                    mine.append((name, apply(full) if apply is not None and full else full, key, bool(optional[k])))
-                yield mine
-
-        return encode_graph_columns(int(t.count), kids(), attrs(), _SlotColumns(t), _valued(self.graph).marks)
+        attr_ptr = int_view(t.attr_ptr)
+        attr_names, keys, full_name, _ = attribute_fields(attributes)
+        fulls: list[str] | None = [] if apply is not None else None
+        for i in np.flatnonzero(np.diff(t.attr_ptr) > 0).tolist():
+            path = node_path(i)
+            if path is None:  # (an attribute of an object no path reaches, as it was)
+                if fulls is not None:
+                    fulls += map(full_name, range(attr_ptr[i], attr_ptr[i + 1]))
+                continue
+            for k in range(attr_ptr[i], attr_ptr[i + 1]):
+                new_keys[k] = attribute_key(path, attr_names[k])
+                if fulls is not None and apply is not None:
+                    full = full_name(k)
+                    fulls.append(apply(full) if full else full)
+        try:
+            extra = {e: local.encode("utf-8") for e, local in self.new_local.items()}
+        except UnicodeEncodeError:
+            return None
+        key_texts = TextColumn.of_strings(new_keys)
+        full_texts = TextColumn.of_spans(t.data, t.attr_full) if fulls is None else TextColumn.of_strings(fulls)
+        if key_texts is None or full_texts is None:
+            return None
+        return encode_graph_arrays(GraphArrays(
+            t.child_ptr, t.child_id, TextColumn.of_spans(t.data, t.child_name, extra=extra), t.attr_ptr,
+            TextColumn.of_spans(t.data, t.attr_name), full_texts, key_texts, t.attr_optional, t.slot_ptr,
+            t.slot_original, TextColumn.of_spans(t.data, t.slot_name), t.slot_id, _valued(self.graph).marks))
 
     def _distinct(self, table: Any) -> bool:
         """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses
@@ -419,22 +422,6 @@ class _InPlace:
         if not self.graph.traversal.reached[ref.original_variable_node_id] or not self.graph.traversal.reached[owner]:
             return None
         return slot_variable_key(self.path(ref.original_variable_node_id), self.path(owner), ref.slot_name)
-
-
-class _SlotColumns:
-    """Each node's slot variable references, ``(variable, slot name, slot node)``, read from a graph's columns as
-    :func:`encode_graph_columns` asks (``i in slots``, ``slots[i]``)."""
-
-    def __init__(self, table: Any) -> None:
-        self.ptr, self.original, self.slot = int_view(table.slot_ptr), int_view(table.slot_original), \
-            int_view(table.slot_id)
-        self.names = table.slot_names()
-
-    def __contains__(self, node: int) -> bool:
-        return self.ptr[node] < self.ptr[node + 1]
-
-    def __getitem__(self, node: int) -> list[tuple[int, str, int]]:
-        return [(self.original[k], self.names[k], self.slot[k]) for k in range(self.ptr[node], self.ptr[node + 1])]
 
 
 def _valued(graph: ObjectGraph) -> NodeMarks:
