@@ -16,15 +16,15 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package (start-up)
 
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
-from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns, encode_graph_columns
+from formats.concepts.object_graph_arrays import GraphArrays, TextColumn, encode_graph_arrays
+from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
 from formats.concepts.object_graph_columns import attribute_fields
-from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import checkpointed_nodes, encode_object_graph
 from formats.ops.convert.plan import ERROR, Problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator, Mapping
+    from collections.abc import Container, Mapping
     from typing import Any
 
 __all__ = ["prune_graph"]
@@ -117,46 +117,42 @@ class _ColumnPrune:
         self.keep_attr = chosen
         valued = self._plan()
         data = self._encode(attributes, valued)
+        if data is None:
+            return None  # (pruned node by node)
         del self.keep_attr, self.keep_edge, self.keep_slot, self.new_id
         pruned = decode_object_graph(data, graph.source)
         problems = _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
 
-    def _encode(self, attributes: Sequence[Attribute], valued: NodeMarks) -> bytes:
+    def _encode(self, attributes: Sequence[Attribute], valued: NodeMarks) -> bytes | None:
         """The pruned graph's bytes, byte for byte what :func:`encode_object_graph` writes of the pruned nodes: each
         staying node renumbered, with its kept attributes as they were, its edges to staying nodes and its slot
-        references whose variable and slot stay, written from the columns a node at a time
-        (:func:`encode_graph_columns`: a tuple an item, no node, reference or attribute object)."""
+        references whose variable and slot stay; written from the columns with numpy (:func:`encode_graph_arrays`),
+        the items kept taken in their order (a staying node's are its own, and the nodes keep theirs), their strings
+        from the graph's own bytes but the keys, which are the attributes' (None: a key not UTF-8)."""
+        import numpy as np
+
         t = self.graph.table
-        child_ptr, attr_ptr, slot_ptr = int_view(t.child_ptr), int_view(t.attr_ptr), int_view(t.slot_ptr)
-        new_id, child_ids, names = int_view(self.new_id), int_view(t.child_id), t.child_names()
-        keep_edge, keep_attr, keep_slot = self.keep_edge.tobytes(), self.keep_attr.tobytes(), self.keep_slot.tobytes()
-        attr_names, keys, full_name, optional = attribute_fields(attributes)
-        order = int_view(self.order)
+        _, keys, _, _ = attribute_fields(attributes)
+        kept_edges, kept_attrs, kept_slots = (np.flatnonzero(keep) for keep in (self.keep_edge, self.keep_attr,
+                                                                                 self.keep_slot))
+        key_texts = TextColumn.of_strings([keys[k] for k in kept_attrs.tolist()])
+        if key_texts is None:
+            return None
+        order, new_id = self.order, self.new_id
 
-        def kids() -> Iterator[list[tuple[int, str]] | None]:
-            for old in order:
-                lo, hi = child_ptr[old], child_ptr[old + 1]
-                yield [(new_id[child_ids[e]], names[e]) for e in range(lo, hi) if keep_edge[e]] if lo < hi else None
+        def ptr(items_ptr: Any, kept: Any) -> Any:  # CSR of the kept items over the staying nodes
+            owner = np.repeat(np.arange(t.count), np.diff(items_ptr))
+            return np.concatenate(([0], np.cumsum(np.bincount(owner[kept], minlength=t.count)[order])))
 
-        def attrs() -> Iterator[list[tuple[str, str, str, bool]] | None]:
-            for old in order:
-                lo, hi = attr_ptr[old], attr_ptr[old + 1]
-                yield [(attr_names[k], full_name(k), keys[k], bool(optional[k])) for k in range(lo, hi)
-                       if keep_attr[k]] if lo < hi else None
-
-        class Slots:  # each staying node's slot references that stay, by its new id
-            def __contains__(self, new: int) -> bool:
-                old = order[new]
-                return slot_ptr[old] < slot_ptr[old + 1]
-
-            def __getitem__(self, new: int) -> list[tuple[int, str, int]]:
-                old = order[new]
-                return [(new_id[slot_original[k]], slot_names[k], new_id[slot_id[k]])
-                        for k in range(slot_ptr[old], slot_ptr[old + 1]) if keep_slot[k]]
-
-        slot_names, slot_original, slot_id = t.slot_names(), int_view(t.slot_original), int_view(t.slot_id)
-        return encode_graph_columns(len(order), kids(), attrs(), Slots(), valued.marks)
+        return encode_graph_arrays(GraphArrays(
+            ptr(t.child_ptr, kept_edges), new_id[np.asarray(t.child_id, np.int64)[kept_edges]],
+            TextColumn.of_spans(t.data, t.child_name, kept_edges), ptr(t.attr_ptr, kept_attrs),
+            TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
+            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], ptr(t.slot_ptr, kept_slots),
+            new_id[np.asarray(t.slot_original, np.int64)[kept_slots]], TextColumn.of_spans(t.data, t.slot_name,
+                                                                                             kept_slots),
+            new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
 
     def _attributes_kept(self, found: Mapping[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
         """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
