@@ -95,8 +95,11 @@ def test_an_id_past_five_varint_bytes_or_negative_is_left_to_the_node_by_node_en
 
 def test_strings_not_utf8_are_not_joined():
     assert TextColumn.of_strings(["ok", "\udcff"]) is None
-    column = TextColumn.of_strings(["", "é", "abc"])
-    assert column is not None and column.lengths.tolist() == [0, 2, 3] and column.starts.tolist() == [0, 0, 2]
+    column = TextColumn.of_strings(["", "é", "abc", "d"])
+    assert column is not None and column.lengths.tolist() == [0, 2, 3, 1]
+    part = column.part(1, 4)  # (a part's strings encoded into a buffer of their own)
+    assert part.buffer.tobytes() == "éabcd".encode() and part.starts.tolist() == [0, 2, 5]
+    assert part.lengths.tolist() == [2, 3, 1] and column.part(2, 2).buffer.tobytes() == b""
 
 
 def test_every_varint_is_protobufs():

@@ -34,12 +34,15 @@ _MAX_ID = 1 << 35
 @record
 class TextColumn:
     """Strings as spans of one buffer: string ``i`` is ``buffer[starts[i]:starts[i] + lengths[i]]`` (valid UTF-8),
-    but where ``extra`` holds another (``i -> bytes``: a few strings not in the buffer, such as renamed edges)."""
+    but where ``extra`` holds another (``i -> bytes``: a few strings not in the buffer, such as renamed edges). Of
+    Python strings (:meth:`of_strings`), the buffer is made a part at a time (:meth:`part`): ``strings`` holds them,
+    ``buffer`` and ``starts`` are None."""
 
     buffer: Any  # numpy uint8 array
     starts: Any  # int64 arrays
     lengths: Any
     extra: dict[int, bytes]
+    strings: Sequence[str] | None = None
 
     @classmethod
     def of_spans(cls, data: bytes, spans: Any, index: Any = None, extra: dict[int, bytes] | None = None) -> TextColumn:
@@ -57,32 +60,30 @@ class TextColumn:
             lengths[list(extra)] = [len(b) for b in extra.values()]
         return cls(np.frombuffer(data, np.uint8) if data else np.zeros(0, np.uint8), starts, lengths, extra)
 
-    def part(self, lo: int, hi: int) -> TextColumn:
-        """Strings ``lo:hi`` (numbered from 0)."""
-        extra = {i - lo: raw for i, raw in self.extra.items() if lo <= i < hi}
-        return TextColumn(self.buffer, self.starts[lo:hi], self.lengths[lo:hi], extra)
-
     @classmethod
     def of_strings(cls, strings: Sequence[str]) -> TextColumn | None:
-        """The strings joined (None when one cannot be written as UTF-8: a lone surrogate)."""
+        """The strings, each encoded when its part is asked for (their UTF-8 lengths now); None when one cannot be
+        written as UTF-8 (a lone surrogate)."""
         import numpy as np
 
-        joined = "".join(strings)
-        try:
-            if joined.isascii():
-                raw = joined.encode("ascii")
-                del joined  # (the text let go before the lengths are made: 50 MB at 10^6 keys)
-                lengths = np.fromiter(map(len, strings), np.int64, len(strings))
-            else:
-                pieces = [s.encode("utf-8") for s in strings]
-                raw = b"".join(pieces)
-                lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        try:  # (each string's bytes let go as soon as they are counted)
+            lengths = np.fromiter(map(len, map(str.encode, strings)), np.int64, len(strings))
         except UnicodeEncodeError:
             return None
-        starts = np.zeros(len(strings), np.int64)
-        if len(strings) > 1:
-            np.cumsum(lengths[:-1], out=starts[1:])
-        return cls(np.frombuffer(raw, np.uint8) if raw else np.zeros(0, np.uint8), starts, lengths, {})
+        return cls(None, None, lengths, {}, strings)
+
+    def part(self, lo: int, hi: int) -> TextColumn:
+        """Strings ``lo:hi`` (numbered from 0), with a buffer of their own."""
+        import numpy as np
+
+        if self.strings is None:
+            extra = {i - lo: raw for i, raw in self.extra.items() if lo <= i < hi}
+            return TextColumn(self.buffer, self.starts[lo:hi], self.lengths[lo:hi], extra)
+        raw = b"".join(map(str.encode, self.strings[lo:hi]))
+        lengths = self.lengths[lo:hi]
+        starts = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return TextColumn(np.frombuffer(raw, np.uint8), starts, lengths, {})
 
 
 @record
