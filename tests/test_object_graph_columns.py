@@ -21,7 +21,7 @@ from collections import deque
 
 import pytest
 
-from formats.concepts import object_graph, object_graph_codec, object_graph_table
+from formats.concepts import object_graph, object_graph_codec, object_graph_columns, object_graph_table
 from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef,
                                            escape_local_name)
 from formats.concepts.object_graph_codec import encode_object_graph
@@ -387,3 +387,39 @@ def test_shared_texts_of_more_spans_than_are_made_ints_at_once_are_every_spans_t
     got = columns.shared_texts(spans)
     assert got == words
     assert len({id(t) for t in got}) == len(set(words))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_strings_are_checked_as_decoding_each_of_them_would(seed, monkeypatch) -> None:
+    """``_utf8`` finds the bytes beyond ASCII inside strings a chunk at a time, from the strings' ends: whatever the
+    chunk size (strings crossing one or several chunks, ending at a chunk's edge, empty), bytes beyond ASCII
+    outside every string (a varint's) and groups of spans taking turns, its answer is that of decoding every
+    string."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(seed)
+    pieces = [b"A", b"\xc3\xa9", b"\xe6\x97\xa5", b"\xff", b"\xc3", b"\x80", b"zz"]
+    data, groups = bytearray(), [([], []) for _ in range(rng.randrange(1, 6))]
+    for _ in range(rng.randrange(0, 60)):
+        data += bytes(rng.choice([0x08, 0x80, 0xff, 0x12]) for _ in range(rng.randrange(0, 4)))  # outside strings
+        start = len(data)
+        data += b"".join(rng.choice(pieces[:3] if rng.random() < 0.8 else pieces) for _ in range(rng.randrange(5)))
+        starts, stops = rng.choice(groups)
+        starts.append(start)
+        stops.append(len(data))
+    spans = [np.array([starts, stops], dtype=np.int64).reshape(2, len(starts)) for starts, stops in groups]
+
+    def valid(raw: bytes) -> bool:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    expected = all(valid(bytes(data[a:b])) for starts, stops in groups for a, b in zip(starts, stops))
+    for chunk in (1, 2, 3, 7, 64, 1 << 20):
+        monkeypatch.setattr(object_graph_columns, "_CHUNK", chunk)
+        raw = bytes(data)
+        assert object_graph_columns._utf8(np, object_graph_columns._Bytes(np, raw), raw, spans) == expected, chunk
