@@ -994,7 +994,7 @@ def _keras3_structural_slots(graph: ObjectGraph) -> dict[int, tuple[int, str]]:
     ``_trainable_variables``. Certain where names are not (Keras 3 names every ``Dense`` kernel of a
     model ``<model>/kernel``)."""
     out: dict[int, tuple[int, str]] = {}
-    for index in graph.owners_named("_trainable_variables"):  # (not each node's children asked: 10^5 at 10^5)
+    for index in graph.owners_named("_trainable_variables"):  # (not every node of three children or more: each layer)
         if not keras3_optimizer(graph, index):
             continue
         node = graph.nodes[index]

@@ -25,14 +25,7 @@ from formats.io.protowire import encode_varint
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator, Sequence
-    from typing import Any, Protocol
-
-    class SlotsByNode(Protocol):
-        """Each node's slot variable references, ``(variable, slot name, slot node)``, where it has some."""
-
-        def __contains__(self, node: int, /) -> bool: ...
-
-        def __getitem__(self, node: int, /) -> Sequence[tuple[int, str, int]]: ...
+    from typing import Any
 
 __all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "checkpointed_columns", "NodeMarks",
            "BYTES_PER_ITEM", "FREE_ITEMS", "SMALL_GRAPH_BYTES"]
@@ -300,15 +293,15 @@ def encode_object_graph(nodes: Sequence[ObjectNode], fill_has_values: bool = Tru
 
 
 def encode_graph_columns(count: int, kids: Iterable[Sequence[tuple[int, str]] | None],
-                         attributes: Iterable[Sequence[tuple[str, str, str, bool]] | None],
-                         slot_variables: SlotsByNode, valued: Sequence[int]) -> bytes:
+                         attributes: Iterable[Sequence[tuple[str, str, str]] | None],
+                         slot_variables: dict[int, list[tuple[int, str, int]]], valued: Sequence[int]) -> bytes:
     """:func:`encode_object_graph` of a graph of ``count`` nodes held as columns
-    (:class:`~formats.ops.convert.graph_columns.GraphColumns`, or a graph decoded into columns and changed): node
-    i's children, the i-th of ``kids`` (``(node, local name)`` pairs, valid UTF-8, or None), its attributes, the
-    i-th of ``attributes`` (``(name, full_name, checkpoint_key, optional_restore)``, or None), its slot variables
-    (``(variable, slot name, slot node)``, where ``i in slot_variables``), ``has_checkpoint_values`` where
-    ``valued[i]`` (as TensorFlow sets it: the node or one below it has values). No object per node: each node's
-    fields are joined straight into one buffer, node ids of up to three bytes written without a call."""
+    (:class:`~formats.ops.convert.graph_columns.GraphColumns`): node i's children, the i-th of ``kids``
+    (``(node, local name)`` pairs, valid UTF-8, or None), its attributes, the i-th of ``attributes``
+    (``(name, full_name, checkpoint_key)``, or None), its slot variables (``(variable, slot name, slot node)``),
+    ``has_checkpoint_values`` where ``valued[i]`` (as TensorFlow sets it: the node or one below it has values).
+    No object per node: each node's fields are joined straight into one buffer, node ids of up to three bytes
+    written without a call."""
     t = _tags()
     v = _varints(count)
     small = len(v)
@@ -316,7 +309,6 @@ def encode_graph_columns(count: int, kids: Iterable[Sequence[tuple[int, str]] | 
     full_tag, key_tag, has_tag = t["full_name"], t["checkpoint_key"], t["has_checkpoint_values"]
     yes, no = _framed(has_tag, _int(t["value"], True)), _framed(has_tag, b"")
     local_tag, name_tag, slot_tag = t["local_name"], t["name"], t["slot_variables"]
-    restore = _int(t["optional_restore"], True)
     names: dict[str, bytes] = {}  # local or attribute name -> its whole field: names repeat across a graph
     out = BytesIO()
     write = out.write
@@ -337,7 +329,7 @@ def encode_graph_columns(count: int, kids: Iterable[Sequence[tuple[int, str]] | 
                     item = id_tag + _varint(n) + name
                 body += child_tag + v[len(item)] + item if len(item) < small else _framed(child_tag, item)
         if mine:
-            for attribute, full_name, key, optional in mine:
+            for attribute, full_name, key in mine:
                 name = names.get("\0" + attribute)
                 if name is None:
                     name = names["\0" + attribute] = _text(name_tag, attribute)
@@ -346,8 +338,6 @@ def encode_graph_columns(count: int, kids: Iterable[Sequence[tuple[int, str]] | 
                             + key.encode())
                 else:
                     item = name + _utf8_field(full_tag, full_name) + _utf8_field(key_tag, key)
-                if optional:
-                    item += restore
                 body += attr_tag + v[len(item)] + item if len(item) < small else _framed(attr_tag, item)
         if i in slot_variables:
             for original, slot_name, slot in slot_variables[i]:

@@ -364,7 +364,7 @@ class AttributeRows(Sequence[Attribute]):
     the attribute), its checkpoint key from the keys given. Attributes made all at once and held were 140 bytes
     each, their full names 70 more: 21 MB at 10^5 variables."""
 
-    __slots__ = ("_columns", "names", "keys", "_starts", "_stops", "optional")
+    __slots__ = ("_columns", "names", "keys", "_starts", "_stops", "_optional")
 
     def __init__(self, columns: GraphColumns, keys: list[str]) -> None:
         from formats.concepts.object_graph_table import item_view
@@ -373,7 +373,7 @@ class AttributeRows(Sequence[Attribute]):
         self.names = columns.shared_texts(columns.attr_name)
         spans = columns.attr_full  # (views of the columns' own arrays: no copy)
         self._starts, self._stops = item_view(spans[0]), item_view(spans[1])
-        self.optional = item_view(columns.attr_optional)  # (each attribute's optional_restore, as stored)
+        self._optional = item_view(columns.attr_optional)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -381,22 +381,21 @@ class AttributeRows(Sequence[Attribute]):
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        return Attribute(self.names[k], self.full_name(k), self.keys[k], bool(self.optional[k]))
+        return Attribute(self.names[k], self.full_name(k), self.keys[k], bool(self._optional[k]))
 
     def full_name(self, k: int) -> str:
         """The full name of the attribute at ``k``."""
         return self._columns.data[self._starts[k]:self._stops[k]].decode("utf-8")
 
 
-def attribute_fields(attributes: Sequence[Attribute]) -> tuple[Sequence[str], Sequence[str], Any, Sequence[Any]]:
-    """Every attribute's name, checkpoint key, full name (a function of its position) and ``optional_restore``, by
-    position, read from :class:`AttributeRows` without making an attribute (from the attributes themselves when they
-    are made already)."""
+def attribute_fields(attributes: Sequence[Attribute]) -> tuple[Sequence[str], Sequence[str], Any]:
+    """Every attribute's name, checkpoint key and full name (a function of its position), by position, read from
+    :class:`AttributeRows` without making an attribute (from the attributes themselves when they are made
+    already)."""
     if isinstance(attributes, AttributeRows):
-        return attributes.names, attributes.keys, attributes.full_name, attributes.optional
+        return attributes.names, attributes.keys, attributes.full_name
     fulls = [a.full_name for a in attributes]
-    return ([a.name for a in attributes], [a.checkpoint_key for a in attributes], fulls.__getitem__,
-            [a.optional_restore for a in attributes])
+    return [a.name for a in attributes], [a.checkpoint_key for a in attributes], fulls.__getitem__
 
 
 def decode_columns(data: bytes) -> GraphColumns | None:

@@ -265,8 +265,8 @@ def _children_by_node(graph: GraphColumns) -> Iterator[list[tuple[int, str]] | N
         yield kids
 
 
-def _attributes_by_node(graph: GraphColumns) -> Iterator[list[tuple[str, str, str, bool]] | None]:
-    """Each node's attributes, ``(name, full_name, checkpoint_key, optional_restore)`` in the order given (None for none), made as
+def _attributes_by_node(graph: GraphColumns) -> Iterator[list[tuple[str, str, str]] | None]:
+    """Each node's attributes, ``(name, full_name, checkpoint_key)`` in the order given (None for none), made as
     the encoder walks the nodes."""
     nodes = graph.attr_node
     order = sorted(range(len(nodes)), key=nodes.__getitem__)  # (stable: a node's in the order given)
@@ -280,7 +280,7 @@ def _attributes_by_node(graph: GraphColumns) -> Iterator[list[tuple[str, str, st
         mine = []
         while at < count and nodes[order[at]] == node:
             k = order[at]
-            mine.append((names[k], fulls[k], keys[k], False))
+            mine.append((names[k], fulls[k], keys[k]))
             at += 1
         following = nodes[order[at]] if at < count else -1
         yield mine

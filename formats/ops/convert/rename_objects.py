@@ -339,14 +339,14 @@ class _InPlace:
         ``full_name`` renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as
         they were; written from the columns with numpy (:func:`encode_graph_arrays`), the strings that stay taken
         from the graph's own bytes. ``attributes``: every attribute by position (:attr:`KeyMap.attributes`);
-        ``new_keys`` (one a attribute) is given each one's key in the renamed graph. None when a new string cannot be
+        ``new_keys`` (one an attribute) is given each one's key in the renamed graph. None when a new string cannot be
         written as UTF-8 (the rebuilding then says what becomes of it)."""
         import numpy as np
 
         t, node_path = table, self.node_path
         apply = self.rules.apply if self.rename.options.rename_full_names else None
         attr_ptr = int_view(t.attr_ptr)
-        attr_names, keys, full_name, _ = attribute_fields(attributes)
+        attr_names, _, full_name = attribute_fields(attributes)
         fulls: list[str] | None = [] if apply is not None else None
         for i in np.flatnonzero(np.diff(t.attr_ptr) > 0).tolist():
             path = node_path(i)

@@ -133,7 +133,7 @@ class _ColumnPrune:
         import numpy as np
 
         t = self.graph.table
-        _, keys, _, _ = attribute_fields(attributes)
+        _, keys, _ = attribute_fields(attributes)
         kept_edges, kept_attrs, kept_slots = (np.flatnonzero(keep) for keep in (self.keep_edge, self.keep_attr,
                                                                                  self.keep_slot))
         key_texts = TextColumn.of_strings([keys[k] for k in kept_attrs.tolist()])
