@@ -220,3 +220,22 @@ def test_dry_run_lists_the_renamed_tensors_and_all_with_all(tmp_path):
     lines = dry_run("--all")
     assert len(lines) == 1 + (total - 1) + 1 and lines[-1].startswith("dry run: ")  # the object graph is no row
     assert not (tmp_path / "o").exists()
+
+
+def test_a_refused_path_is_reported_once_for_the_objects_that_follow_it(run_cli, tmp_path):
+    """A rule giving an object a path that cannot be one is reported at that object, counting those under it that
+    follow it (a model of 10^5 variables printed a line for each of its 2 * 10^5 objects); an object under it that
+    a rule sends elsewhere is reported on its own."""
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net=.ATTRIBUTES")
+    assert result.exit_code == 1
+    assert result.stderr == ("error: graph: net: 'net' -> '.ATTRIBUTES': .ATTRIBUTES is reserved (and 3 objects "
+                             "under it)\n1 error, 0 warnings; nothing written\n")
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=net/.ATTRIBUTES", "--json")
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["key"], p["message"]) for p in problems] == [
+        ("net/l1", "'net/l1' -> 'net/.ATTRIBUTES': .ATTRIBUTES is reserved (and 2 objects under it)")]
+    result = run_cli("rename", SLOTS, "-o", tmp_path / "o", "--map", "net/l1=.ATTRIBUTES/x", "--map", "net=.ATTRIBUTES")
+    assert result.exit_code == 1 and result.stderr.splitlines()[:2] == [
+        "error: graph: net: 'net' -> '.ATTRIBUTES': .ATTRIBUTES is reserved",
+        "error: graph: net/l1: 'net/l1' -> '.ATTRIBUTES/x': .ATTRIBUTES is reserved (and 2 objects under it)"]
+    assert not (tmp_path / "o").exists()

@@ -18,7 +18,7 @@ from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
 from formats.concepts.object_graph_columns import attribute_fields
 from formats.concepts.object_graph_table import int_view
 from formats.ops.convert.graph_build import encode_object_graph
-from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
+from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, Problem
 from formats.ops.rules import RuleSet
 
 TYPE_CHECKING = False
@@ -43,6 +43,8 @@ class ObjectRename:
         self.named: dict[tuple[int, str], int] = {}  # (parent, local name) -> child of the rebuilt graph
         self.broken = False
         self.moved = False  # whether an edge leaves its parent (for an object made, too): see _check_paths
+        self._refused: dict[str, tuple[str, Problem]] = {}  # old path refused -> its new path, the problem saying so
+        self._below: dict[int, int] = {}  # id of such a problem -> the objects below it, following it
 
     def run(self) -> None:
         """Rename edges, rebuild the graph, check it, and add one row per key: in place (:class:`_InPlace`) when
@@ -54,6 +56,7 @@ class ObjectRename:
             node.children = []
         edges = self._edges()
         renamed = [self._rename(e) for e in edges]  # each edge's new path, in the edges' order (None: unchanged)
+        self._count_refused()
         if self.broken:
             return
         self._assign_paths(edges, renamed)
@@ -93,16 +96,35 @@ class ObjectRename:
         return f"{parent}/{segment}" if parent else segment
 
     def _rename(self, edge: Edge) -> str | None:
-        """The edge's new path, None when no rule changes it; a problem when it is not a valid path."""
+        """The edge's new path, None when no rule changes it; a problem when it is not a valid path. An object
+        below one whose new path is refused, following it (``net/l1`` -> ``.ATTRIBUTES/l1`` under ``net`` ->
+        ``.ATTRIBUTES``), is counted in that one's problem rather than given its own (a renamed model of 10^5
+        variables printed 2 * 10^5 lines saying the same)."""
         old = self._old_path(edge)
         new = self.rules.apply(old)
         if new == old:
             return None
         problem = _path_problem(new)
         if problem:
-            self.plan.add("graph", old, f"{old!r} -> {new!r}: {problem}")
+            head, _, last = old.rpartition("/")
+            above = self._refused.get(head) if head else None
+            if above is not None and new == f"{above[0]}/{last}":
+                self._refused[old] = (new, above[1])
+                self._below[id(above[1])] += 1
+            else:
+                found = self.plan.add("graph", old, f"{old!r} -> {new!r}: {problem}")
+                self._refused[old] = (new, found)
+                self._below[id(found)] = 0
             self.broken = True
         return new
+
+    def _count_refused(self) -> None:
+        """Say in each refused path's problem how many objects below it follow it (see :meth:`_rename`)."""
+        for problem in {id(p): p for _, p in self._refused.values()}.values():
+            below = self._below[id(problem)]
+            if below:
+                problem.message += f" (and {below} object{'s' if below > 1 else ''} under it)"
+        self._refused, self._below = {}, {}
 
     def _assign_paths(self, edges: list[Edge], renamed: list[str | None]) -> None:
         """Each node's new path, from the edge that gave it its path (its primary edge)."""
