@@ -479,43 +479,38 @@ def _has_values(np: Any, b: _Bytes, node: Any, start: Any, stop: Any, count: int
 
 def _utf8(np: Any, b: _Bytes, data: bytes, spans: list[Any]) -> bool:
     """Whether every string is valid UTF-8: the strings holding a byte beyond ASCII are decoded to see. Each of
-    ``spans`` is in the order of the bytes already (a group's items are), so none is merged or sorted. The bytes are
-    scanned a chunk at a time; which of a chunk's bytes lie in a string is marked from the strings' ends (a running
-    sum), so that the bytes beyond ASCII outside every string - most of a large graph's, its varints' - are not
-    looked up among the strings (at 10^6 variables, millions of them in five groups of spans each)."""
-    d = b.d if len(data) else np.zeros(0, np.uint8)
-    groups = [(np.asarray(s[0]), np.asarray(s[1])) for s in spans if len(s[0])]
+    ``spans`` is in the order of the bytes already (a group's items are), so none is merged or sorted."""
+    for group, holding in zip(spans, _spans_holding(np, data, [(s[0], s[1]) for s in spans], lambda c: c >= 0x80)):
+        starts, stops = group
+        for i in holding.tolist():
+            try:
+                data[starts[i]:stops[i]].decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+    return True
+
+
+def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: Any) -> list[Any]:
+    """For each ``(starts, stops)`` of ``groups`` (spans disjoint and sorted by start, no span of one group
+    overlapping another's), the indices of its spans holding a byte ``chosen`` selects; the bytes scanned once, a
+    chunk at a time (a few arrays of a chunk's size at most). Which bytes of a chunk lie in some span is marked
+    from the spans' ends (a running sum), so that the chosen bytes outside every span - most of a large graph's
+    bytes beyond ASCII, its varints' - are not looked up among the spans (at 10^6 variables, millions of them)."""
+    d = np.frombuffer(data, dtype=np.uint8)
+    groups = [(np.asarray(starts), np.asarray(stops)) for starts, stops in groups]
+    found: list[list[Any]] = [[] for _ in groups]
     for i in range(0, len(d), _CHUNK):
         chunk = d[i:i + _CHUNK]
-        high = np.flatnonzero(chunk >= 0x80)
-        if not len(high):
+        at = np.flatnonzero(chosen(chunk))
+        if not len(at):
             continue
-        edges = np.zeros(len(chunk) + 1, np.int8)  # +1 where a string starts, -1 where it stops (disjoint: 0 or 1)
+        edges = np.zeros(len(chunk) + 1, np.int8)  # +1 where a span starts, -1 where it stops (disjoint: 0 or 1)
         for starts, stops in groups:
             lo, hi = int(np.searchsorted(stops, i, "right")), int(np.searchsorted(starts, i + len(chunk)))
             if lo < hi:  # (a group's spans are disjoint: no two of them start, or stop, at one byte)
                 edges[np.maximum(starts[lo:hi] - i, 0)] += 1
                 edges[np.minimum(stops[lo:hi] - i, len(chunk))] -= 1
-        inside = high[np.cumsum(edges[:-1], dtype=np.int8)[high] > 0] + i
-        for starts, stops in groups if len(inside) else ():
-            held = np.searchsorted(starts, inside, "right") - 1
-            held = np.unique(held[(held >= 0) & (inside < stops[np.maximum(held, 0)])])
-            for k in held.tolist():
-                try:
-                    data[int(starts[k]):int(stops[k])].decode("utf-8")
-                except UnicodeDecodeError:
-                    return False
-    return True
-
-
-def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: Any) -> list[Any]:
-    """For each ``(starts, stops)`` of ``groups`` (spans disjoint and sorted by start), the indices of its spans
-    holding a byte ``chosen`` selects; the bytes scanned once, a chunk at a time (a few arrays of a chunk's size
-    at most)."""
-    d = np.frombuffer(data, dtype=np.uint8)
-    found: list[list[Any]] = [[] for _ in groups]
-    for i in range(0, len(d), _CHUNK):
-        at = np.flatnonzero(chosen(d[i:i + _CHUNK])) + i
+        at = at[np.cumsum(edges[:-1], dtype=np.int8)[at] > 0] + i
         if not len(at):
             continue
         for (starts, stops), into in zip(groups, found):
