@@ -127,7 +127,6 @@ def encode_graph_arrays(graph: GraphArrays) -> bytes | None:
             return None
     count = len(ptrs[0]) - 1
     optional = np.asarray(graph.attr_optional, bool)
-    valued = np.frombuffer(graph.valued, np.uint8)[:count].astype(bool) if count else np.zeros(0, bool)
     out = BytesIO()
     for a in range(0, count, NODES_AT_ONCE):
         b = min(count, a + NODES_AT_ONCE)
@@ -135,8 +134,9 @@ def encode_graph_arrays(graph: GraphArrays) -> bytes | None:
         part = GraphArrays(ptrs[0][a:b + 1] - c_lo, ids[0][c_lo:c_hi], graph.child_name.part(c_lo, c_hi),
                            ptrs[1][a:b + 1] - a_lo, graph.attr_name.part(a_lo, a_hi), graph.attr_full.part(a_lo, a_hi),
                            graph.attr_key.part(a_lo, a_hi), optional[a_lo:a_hi], ptrs[2][a:b + 1] - s_lo,
-                           ids[1][s_lo:s_hi], graph.slot_name.part(s_lo, s_hi), ids[2][s_lo:s_hi], b"")
-        out.write(_encode_part(np, tags, part, valued[a:b]))
+                           ids[1][s_lo:s_hi], graph.slot_name.part(s_lo, s_hi), ids[2][s_lo:s_hi],
+                           graph.valued[a:b])
+        out.write(_encode_part(np, tags, part))
     return out.getvalue()
 
 
@@ -144,11 +144,12 @@ NODES_AT_ONCE = 1 << 14
 """Nodes written a batch at a time."""
 
 
-def _encode_part(np: Any, t: dict[str, int], graph: GraphArrays, valued: Any) -> bytes:
+def _encode_part(np: Any, t: dict[str, int], graph: GraphArrays) -> bytes:
     """:func:`encode_graph_arrays` of a batch of nodes (every column given as int64 arrays from 0)."""
     child_ptr, child_id, attr_ptr, slot_ptr = graph.child_ptr, graph.child_id, graph.attr_ptr, graph.slot_ptr
     slot_original, slot_id, optional = graph.slot_original, graph.slot_id, graph.attr_optional
     count = len(child_ptr) - 1
+    valued = np.frombuffer(graph.valued, np.uint8).astype(bool)
     # every item's size, then every node's
     c_item = _int_size(np, child_id) + _text_size(np, graph.child_name.lengths)
     a_item = (_text_size(np, graph.attr_name.lengths) + _text_size(np, graph.attr_full.lengths)

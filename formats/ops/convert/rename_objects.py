@@ -44,7 +44,6 @@ class ObjectRename:
         self.broken = False
         self.moved = False  # whether an edge leaves its parent (for an object made, too): see _check_paths
         self._refused: dict[str, tuple[str, Problem]] = {}  # old path refused -> its new path, the problem saying so
-        self._below: dict[int, int] = {}  # id of such a problem -> the objects below it, following it
 
     def run(self) -> None:
         """Rename edges, rebuild the graph, check it, and add one row per key: in place (:class:`_InPlace`) when
@@ -110,21 +109,20 @@ class ObjectRename:
             above = self._refused.get(head) if head else None
             if above is not None and new == f"{above[0]}/{last}":
                 self._refused[old] = (new, above[1])
-                self._below[id(above[1])] += 1
             else:
-                found = self.plan.add("graph", old, f"{old!r} -> {new!r}: {problem}")
-                self._refused[old] = (new, found)
-                self._below[id(found)] = 0
+                self._refused[old] = (new, self.plan.add("graph", old, f"{old!r} -> {new!r}: {problem}"))
             self.broken = True
         return new
 
     def _count_refused(self) -> None:
         """Say in each refused path's problem how many objects below it follow it (see :meth:`_rename`)."""
-        for problem in {id(p): p for _, p in self._refused.values()}.values():
-            below = self._below[id(problem)]
-            if below:
-                problem.message += f" (and {below} object{'s' if below > 1 else ''} under it)"
-        self._refused, self._below = {}, {}
+        paths: dict[int, list[Any]] = {}  # each problem -> [it, the refused paths it stands for]
+        for _, problem in self._refused.values():
+            paths.setdefault(id(problem), [problem, 0])[1] += 1
+        for problem, count in paths.values():
+            if count > 1:
+                problem.message += f" (and {count - 1} object{'s' if count > 2 else ''} under it)"
+        self._refused = {}
 
     def _assign_paths(self, edges: list[Edge], renamed: list[str | None]) -> None:
         """Each node's new path, from the edge that gave it its path (its primary edge)."""
@@ -262,11 +260,10 @@ class _InPlace:
             if k < 0 or not reached[owners[k]] and self.node_path(owners[k]) is None:
                 return False  # (a key no attribute accounts for, or of an object no path reaches: the rebuilding
                 # says what becomes of it)
-        new_keys = list(attribute_fields(mapping.attributes)[1])  # (each attribute's key: its new one where it has one)
-        graph_bytes = self._encode(table, mapping.attributes, new_keys)
-        if graph_bytes is None:
+        encoded = self._encode(table, mapping.attributes)
+        if encoded is None:
             return False
-        plan.object_graph = graph_bytes
+        plan.object_graph, new_keys = encoded
         checkpoint_key = mapping.checkpoint_key
         for key, k in zip(keys, mapping.by_position):  # as ObjectRename._rows plans them (every k found above)
             entry = source[key]
@@ -355,44 +352,44 @@ class _InPlace:
             found += [(old, o, e) for o in owners for e in range(ptr[o], ptr[o + 1]) if names[e] == last]
         return found
 
-    def _encode(self, table: Any, attributes: Sequence[Attribute], new_keys: list[str]) -> bytes | None:
+    def _encode(self, table: Any, attributes: Sequence[Attribute]) -> tuple[bytes, list[str]] | None:
         """The renamed graph's bytes, byte for byte what :func:`encode_object_graph` writes of the renamed nodes:
         each node's children under their new local names, its attributes under the keys of its new path (their
         ``full_name`` renamed too with ``rename_full_names``), its slot variables and ``has_checkpoint_values`` as
         they were; written from the columns with numpy (:func:`encode_graph_arrays`), the strings that stay taken
-        from the graph's own bytes. ``attributes``: every attribute by position (:attr:`KeyMap.attributes`);
-        ``new_keys`` (one an attribute) is given each one's key in the renamed graph. None when a new string cannot be
+        from the graph's own bytes. ``attributes``: every attribute by position (:attr:`KeyMap.attributes`). With
+        the bytes, each attribute's key in the renamed graph (the rows' new keys). None when a new string cannot be
         written as UTF-8 (the rebuilding then says what becomes of it)."""
         import numpy as np
 
         t, node_path = table, self.node_path
         apply = self.rules.apply if self.rename.options.rename_full_names else None
         attr_ptr = int_view(t.attr_ptr)
-        attr_names, _, full_name = attribute_fields(attributes)
-        fulls: list[str] | None = [] if apply is not None else None
+        attr_names, keys, full_name = attribute_fields(attributes)
+        new_keys = list(keys)  # (an attribute of an object no path reaches keeps its key, and its full name)
+        fulls: list[str] = []  # with rename_full_names: every attribute's full name, renamed where it has a path
         for i in np.flatnonzero(np.diff(t.attr_ptr) > 0).tolist():
+            lo, hi = attr_ptr[i], attr_ptr[i + 1]
             path = node_path(i)
-            if path is None:  # (an attribute of an object no path reaches, as it was)
-                if fulls is not None:
-                    fulls += map(full_name, range(attr_ptr[i], attr_ptr[i + 1]))
-                continue
-            for k in range(attr_ptr[i], attr_ptr[i + 1]):
-                new_keys[k] = attribute_key(path, attr_names[k])
-                if fulls is not None and apply is not None:
-                    full = full_name(k)
-                    fulls.append(apply(full) if full else full)
+            if path is not None:
+                for k in range(lo, hi):
+                    new_keys[k] = attribute_key(path, attr_names[k])
+            if apply is not None:
+                fulls += (map(full_name, range(lo, hi)) if path is None else
+                          (apply(full) if full else full for full in map(full_name, range(lo, hi))))
         try:
             extra = {e: local.encode("utf-8") for e, local in self.new_local.items()}
         except UnicodeEncodeError:
             return None
         key_texts = TextColumn.of_strings(new_keys)
-        full_texts = TextColumn.of_spans(t.data, t.attr_full) if fulls is None else TextColumn.of_strings(fulls)
+        full_texts = TextColumn.of_spans(t.data, t.attr_full) if apply is None else TextColumn.of_strings(fulls)
         if key_texts is None or full_texts is None:
             return None
-        return encode_graph_arrays(GraphArrays(
+        data = encode_graph_arrays(GraphArrays(
             t.child_ptr, t.child_id, TextColumn.of_spans(t.data, t.child_name, extra=extra), t.attr_ptr,
             TextColumn.of_spans(t.data, t.attr_name), full_texts, key_texts, t.attr_optional, t.slot_ptr,
             t.slot_original, TextColumn.of_spans(t.data, t.slot_name), t.slot_id, _valued(self.graph).marks))
+        return None if data is None else (data, new_keys)
 
     def _distinct(self, table: Any) -> bool:
         """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses

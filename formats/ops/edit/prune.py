@@ -141,15 +141,15 @@ class _ColumnPrune:
             return None
         order, new_id = self.order, self.new_id
 
-        def ptr(items_ptr: Any, kept: Any) -> Any:  # CSR of the kept items over the staying nodes
-            owner = np.repeat(np.arange(t.count), np.diff(items_ptr))
-            return np.concatenate(([0], np.cumsum(np.bincount(owner[kept], minlength=t.count)[order])))
+        def ptr(items_ptr: Any, keep: Any) -> Any:  # CSR of the kept items over the staying nodes (a node that goes
+            running = np.concatenate(([0], np.cumsum(keep)))  # keeps none: the kept items before a staying node's
+            return np.append(running[np.asarray(items_ptr)[order]], running[-1])  # first are those of the ones before)
 
         return encode_graph_arrays(GraphArrays(
-            ptr(t.child_ptr, kept_edges), new_id[np.asarray(t.child_id, np.int64)[kept_edges]],
-            TextColumn.of_spans(t.data, t.child_name, kept_edges), ptr(t.attr_ptr, kept_attrs),
+            ptr(t.child_ptr, self.keep_edge), new_id[np.asarray(t.child_id, np.int64)[kept_edges]],
+            TextColumn.of_spans(t.data, t.child_name, kept_edges), ptr(t.attr_ptr, self.keep_attr),
             TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
-            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], ptr(t.slot_ptr, kept_slots),
+            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], ptr(t.slot_ptr, self.keep_slot),
             new_id[np.asarray(t.slot_original, np.int64)[kept_slots]], TextColumn.of_spans(t.data, t.slot_name,
                                                                                              kept_slots),
             new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
