@@ -554,27 +554,19 @@ class ObjectGraph:
         """Per node whether it looks like an optimizer, all at once: the nodes that own slot variables or have
         both children ``_iterations`` and ``_variables``, and those of the nodes with a child ``iter`` that
         :func:`_looks_like_optimizer` says are."""
-        if self._optimizer_flags is None and isinstance(self._table.slot_ptr, list):  # a small table's: no numpy
-            flags = [False] * self._table.count
-            for node in nodes_with(self._table.slot_ptr):
-                flags[node] = True
+        if self._optimizer_flags is None:
+            t = self._table
+            flags: Any
+            if isinstance(t.slot_ptr, list):  # a small table's: a list, no numpy
+                flags = [False] * t.count
+                for node in nodes_with(t.slot_ptr):
+                    flags[node] = True
+            else:
+                import numpy as np
+
+                flags = np.diff(t.slot_ptr) > 0
             for node in set(self.owners_named("_iterations")).intersection(self.owners_named("_variables")):
                 flags[node] = True
-            for node in self.owners_named("iter"):
-                flags[node] = flags[node] or _looks_like_optimizer(self, node)
-            self._optimizer_flags = flags
-        if self._optimizer_flags is None:
-            import numpy as np
-
-            t = self._table
-            flags = np.diff(t.slot_ptr) > 0
-            for wanted in ("_iterations", "_variables"):
-                has = np.zeros(t.count, dtype=bool)
-                has[self.owners_named(wanted)] = True
-                if wanted == "_iterations":
-                    both = has
-                else:
-                    flags |= both & has
             for node in self.owners_named("iter"):
                 flags[node] = flags[node] or _looks_like_optimizer(self, node)
             self._optimizer_flags = flags
