@@ -89,6 +89,25 @@ def test_a_rename_dry_run_imports_neither_the_convert_command_nor_the_graph_mode
     assert modules & unneeded == set()
 
 
+GRAPH_MODULES = {"formats.concepts.object_graph", "formats.concepts.object_graph_codec",
+                 "formats.concepts.object_graph_table", "formats.ops.edit.prune"}
+"""The object graph's model, codec and pruning: about 6M instructions of imports (a sixteenth of an ``edit``)."""
+
+
+@pytest.mark.parametrize("argv", [["edit", "{prefix}", "-o", "{out}/ckpt", "--drop-optimizer", "--dry-run"],
+                                  ["edit", "{prefix}", "-o", "{out}/ckpt", "--drop-optimizer"],
+                                  ["ls", "--tree", "{prefix}"], ["report", "{prefix}", "-o", "{out}/r.html"]],
+                         ids=["edit --dry-run", "edit", "ls --tree", "report"])
+def test_a_name_based_checkpoint_is_labelled_edited_and_drawn_without_the_object_graph(tmp_path, argv) -> None:
+    """A name-based bundle's labels (:class:`~formats.concepts.entry_label.EntryLabel`), edit, tree and report need
+    none of the object graph's modules; an object-based one's import them (what is asked is what it costs)."""
+    for prefix, graph in ((NAME_BASED, False), (OBJECT_BASED, True)):
+        out = tmp_path / prefix.parent.name
+        modules = _imported([a.format(prefix=prefix, out=out) for a in argv])
+        assert "formats.concepts.entry_label" in modules or argv[0] == "ls", argv
+        assert (modules & GRAPH_MODULES == set()) is not graph, (prefix, sorted(modules & GRAPH_MODULES))
+
+
 @pytest.mark.parametrize("argv", [["verify", str(NAME_BASED)], ["diff", str(NAME_BASED), str(NAME_BASED)]],
                          ids=["verify", "diff"])
 def test_opening_a_prefix_reads_no_state_file_model(argv) -> None:

@@ -30,11 +30,12 @@ from _collections_abc import Mapping  # collections.abc's, without the collectio
 
 from formats.core.records import field, record
 from formats.core.errors import CorruptCheckpointError
+from formats.concepts.entry_label import EntryLabel
 from formats.concepts.optimizers import parse_keras_slot
 from formats.concepts.object_graph_table import edge_owners, ints, item_view, nodes_with
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.core.natural import ascending
-from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE
+from formats.core.object_keys import ATTRIBUTES, MAX_NESTING, VARIABLE_VALUE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT",
 
 OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 _MARKER = f"/{ATTRIBUTES}/"
-MAX_NESTING = 256
-"""Objects deeper than this below the root are refused (real graphs are a few dozen deep)."""
 MAX_PATH_BYTES = 64 << 20
 """The object paths of a graph (one per edge, as every command builds them) may not exceed this many bytes."""
 
@@ -620,20 +619,6 @@ def _looks_like_optimizer(graph: ObjectGraph, node_id: int) -> bool:
 
 def _join(prefix: str, segment: str) -> str:
     return f"{prefix}/{segment}" if prefix else segment
-
-
-@record(frozen=True, slots=True)  # one per tensor
-class EntryLabel:
-    """What the graph says about one stored key: its TF1 ``name``, ``role`` and, for a slot, the
-    variable's key (``slot_of``), the optimizer's path (``optimizer``) and ``slot_name``."""
-
-    name: str
-    role: str
-    node_id: int | None = None
-    attribute: str | None = None
-    slot_of: str | None = None
-    optimizer: str | None = None
-    slot_name: str | None = None
 
 
 def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:

@@ -1,11 +1,12 @@
-"""How an object-based (TF2) checkpoint names a variable's tensor: ``<object path>/.ATTRIBUTES/VARIABLE_VALUE``.
+"""How an object-based (TF2) checkpoint names a variable's tensor: ``<object path>/.ATTRIBUTES/VARIABLE_VALUE``,
+and how deep its objects may nest.
 
 The one definition of these names: the object graph (:mod:`formats.concepts.object_graph`), the formats
 that build one, key lookup and the tables that shorten keys all use them from here.
 """
 from __future__ import annotations
 
-__all__ = ["ATTRIBUTES", "VARIABLE_VALUE", "VALUE_SUFFIX", "object_path"]
+__all__ = ["ATTRIBUTES", "VARIABLE_VALUE", "VALUE_SUFFIX", "MAX_NESTING", "object_path"]
 
 ATTRIBUTES = ".ATTRIBUTES"
 """The path segment before an object's attribute names in its keys."""
@@ -13,6 +14,8 @@ VARIABLE_VALUE = "VARIABLE_VALUE"
 """The attribute a variable's value is saved under."""
 VALUE_SUFFIX = f"/{ATTRIBUTES}/{VARIABLE_VALUE}"
 """The suffix every variable's key ends with in an object-based checkpoint."""
+MAX_NESTING = 256
+"""Objects deeper than this below the root are refused (real graphs are a few dozen deep)."""
 
 
 def object_path(key: str) -> str:

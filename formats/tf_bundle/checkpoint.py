@@ -315,7 +315,7 @@ class _Labels:
         if self._graph is not None and self._labels is not None:  # (KeyLabels: a model variable's made now)
             return self._labels[key]
         if found is self._variable:  # a name-based variable: its label made now, none is kept
-            from formats.concepts.object_graph import EntryLabel
+            from formats.concepts.entry_label import EntryLabel
 
             return EntryLabel(key, str(Role.VARIABLE))
         return found
@@ -343,12 +343,14 @@ class _Labels:
 
     def _compute(self) -> Mapping[str, EntryLabel]:
         """Every key's label (object-based); a name-based bundle's but its plain variables' (:attr:`_variable`)."""
-        from formats.concepts.object_graph import EntryLabel, label_keys
+        from formats.concepts.entry_label import EntryLabel
         from formats.concepts.roles import classify_names
 
         keys = self._reader.visible_texts()
         graph = self.graph()
         if graph is not None:
+            from formats.concepts.object_graph import label_keys
+
             return label_keys(graph, keys)
         self._variable = EntryLabel("", str(Role.VARIABLE))
         return {k: EntryLabel(k, str(r.role), slot_of=r.slot_of, optimizer=r.optimizer, slot_name=r.slot_name)

@@ -24,7 +24,6 @@ from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions, Pl
 from formats.ops.convert.conversion_source import is_object_based
 from formats.ops.convert.targets import planner
 from formats.ops.edit.plan import EditOptions, EditPlan, KeyAction
-from formats.ops.edit.prune import prune_graph
 from formats.ops.edit.selection import choose_tensors
 from formats.tf_bundle.sharding import assign_shards, planned_size
 from formats.ops.edit.values import CastStats, CastTensor, MeanTensor, is_lossless
@@ -100,6 +99,8 @@ def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan) -> Ke
     graph = source.object_graph if is_object_based(source) else None
     if graph is None:
         return KeptView(source, kept)
+    from formats.ops.edit.prune import prune_graph  # (the object graph's modules: not for a name-based edit)
+
     pruned, data, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
     conversion.problems += problems
     return KeptView(source, kept, pruned, data) if pruned is not None else None

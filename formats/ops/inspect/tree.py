@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from formats.core.gc_pause import gc_paused
 
-from formats.concepts.object_graph import MAX_NESTING
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.core.compact_listing import NON_PARAMETER
 from formats.core.model import OPTIMIZER_ROLES, Role
 from formats.core.natural import natural_sorted
-from formats.core.object_keys import ATTRIBUTES
+from formats.core.object_keys import ATTRIBUTES, MAX_NESTING
 from formats.core.records import field, record
 
 TYPE_CHECKING = False
