@@ -4,10 +4,19 @@ labels ``_label`` gives key by key (tests/test_graph_paths_unbuilt.py holds the 
 order of the keys, and hold a few bytes a key."""
 from __future__ import annotations
 
+import fnmatch
+from pathlib import Path
 import random
 
+import pytest
+
+import formats
 from formats.concepts import object_graph
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
+from formats.core.model import OBJECT_GRAPH_KEY, OPTIMIZER_ROLES, Checkpoint, Role
+from formats.ops.edit.selection import choose_tensors
+
+from .conftest import CORPUS
 
 V = "/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -149,3 +158,55 @@ def test_a_key_map_holds_a_few_bytes_a_key():
         tracemalloc.stop()
     assert len(mapping) == len(keys) - 1
     assert held / len(keys) < 40, held / len(keys)  # (74 with a dictionary key -> position)
+
+
+CORPUS_BUNDLES = sorted(str(p)[:-len(".index")] for p in CORPUS.rglob("*.index"))
+
+
+@pytest.mark.parametrize("prefix", CORPUS_BUNDLES, ids=lambda p: str(Path(p).relative_to(CORPUS)))
+def test_the_tensors_maybe_not_variables_hold_every_tensor_whose_role_is_another(prefix):
+    """A bundle's ``items_maybe_not_variables`` (its labels' special keys) holds every tensor whose role is not
+    ``variable``, each the checkpoint's own entry; the generic answer is every tensor."""
+    with formats.open_checkpoint(prefix) as ckpt:
+        others = {k for k, e in ckpt.items() if str(e.role) != Role.VARIABLE}
+        special = dict(ckpt.items_maybe_not_variables())
+        assert others <= set(special) <= set(ckpt)
+        assert all(ckpt[k] is e for k, e in special.items())
+        assert len(special) < len(ckpt) or not any(str(e.role) == Role.VARIABLE for e in ckpt.values())
+        assert [k for k, _ in Checkpoint.items_maybe_not_variables(ckpt)] == list(ckpt)
+
+
+def _chosen_one_by_one(ckpt, select, exclude, drop_optimizer):
+    """What an edit keeps, every tensor's role asked (the rule of formats.ops.edit.selection, written out)."""
+    keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+    role = {k: str(ckpt[k].role) for k in keys}
+    chosen = {k for k in keys if not select or any(fnmatch.fnmatchcase(k, p) for p in select)}
+    dropped = {}
+    for k in keys:
+        if k not in chosen and role[k] != Role.SAVE_COUNTER:
+            dropped[k] = "not selected"
+        elif any(fnmatch.fnmatchcase(k, p) for p in exclude):
+            dropped[k] = "excluded"
+        elif drop_optimizer and role[k] in OPTIMIZER_ROLES:
+            dropped[k] = "optimizer slot" if role[k] == Role.SLOT else "optimizer state"
+    for k in keys:
+        if k not in dropped and role[k] == Role.SLOT and ckpt[k].slot_of in dropped:
+            dropped[k] = f"slot of {ckpt[k].slot_of}, which is left out"
+    return [k for k in keys if k not in dropped], dropped
+
+
+@pytest.mark.parametrize("prefix", CORPUS_BUNDLES, ids=lambda p: str(Path(p).relative_to(CORPUS)))
+def test_an_edits_selection_is_what_asking_every_tensors_role_gives(prefix):
+    """``choose_tensors`` asks only the tensors maybe not variables about roles and slots: what it keeps and why it
+    leaves each other out is what asking every tensor gives, a variable with slots left out taking them along."""
+    with formats.open_checkpoint(prefix) as ckpt:
+        slotted = sorted({str(e.slot_of) for e in ckpt.values() if str(e.role) == Role.SLOT and e.slot_of})
+        keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+        cases = [((), (keys[len(keys) // 2],), False), ((), (), True), ((keys[0],), (), False), ((), ("*kernel*",), True)]
+        cases += [((), (v,), False) for v in slotted[:3]] + [(("*bias*",), (), False)]
+        for select, exclude, drop in cases:
+            got = choose_tensors(ckpt, select, exclude, drop_optimizer=drop)
+            kept, dropped = _chosen_one_by_one(ckpt, select, exclude, drop)
+            assert (got.kept, got.dropped) == (kept, dropped), (select, exclude, drop)
+            if slotted and exclude == (slotted[0],):
+                assert any(why.startswith("slot of ") for why in got.dropped.values())

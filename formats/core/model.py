@@ -350,6 +350,12 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """``(key, entry)`` pairs (straight from the dict)."""
         return self._entries.items()
 
+    def items_maybe_not_variables(self) -> Iterable[tuple[str, TensorEntry]]:
+        """``(key, entry)`` of every tensor whose role may be other than ``variable``: here every tensor; a format
+        that labels its tensors all at once gives only those its labels set apart (slots, optimizer state, the save
+        counter...), so a question about them is not asked of each of a million model variables."""
+        return self.items()
+
     def nbytes_of(self, keys: Iterable[str]) -> list[int]:
         """The stored bytes of each of ``keys`` (TensorNotFoundError for a key it does not hold); a format holding
         its index as columns answers without making an entry per key."""

@@ -331,15 +331,26 @@ class _Labels:
         """The label of one key but for its ``name`` (and an object-based one's ``node_id``), which may be another
         key's: a plain variable's is one label shared by them all, name- or object-based."""
         if self._labels is None:
-            with paused_gc():  # a label per key of an object-based bundle
-                self._labels = self._compute()
-            self._facts = getattr(self._labels, "facts", self._labels.get)  # (KeyLabels': no label made)
+            self._made()
         found = self._facts(key)
         if found is None:
             if self._variable is None:
                 raise KeyError(key)
             return self._variable
         return found
+
+    def special_keys(self) -> list[str]:
+        """The keys whose labels are held one by one (see :meth:`facts`): every other is a plain variable's."""
+        labels = self._made()
+        return list(getattr(labels, "special", labels))  # (KeyLabels: its special ones)
+
+    def _made(self) -> Mapping[str, EntryLabel]:
+        """The labels, computed on first use."""
+        if self._labels is None:
+            with paused_gc():  # a label per key of an object-based bundle
+                self._labels = self._compute()
+            self._facts = getattr(self._labels, "facts", self._labels.get)  # (KeyLabels': no label made)
+        return self._labels
 
     def _compute(self) -> Mapping[str, EntryLabel]:
         """Every key's label (object-based); a name-based bundle's but its plain variables' (:attr:`_variable`)."""
@@ -566,6 +577,12 @@ class BundleCheckpoint(Checkpoint):
         except KeyError as e:
             self[e.args[0]]  # the usual TensorNotFoundError
             raise
+
+    def items_maybe_not_variables(self) -> Iterator[tuple[str, TensorEntry]]:
+        """``(key, entry)`` of the tensors the labels hold one by one (every other is a plain variable), in the
+        labels' order."""
+        entries = self._entries
+        return ((key, entries[key]) for key in self._labels.special_keys())
 
     @property
     def object_graph(self) -> ObjectGraph | None:

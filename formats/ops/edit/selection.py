@@ -38,22 +38,26 @@ class Selection:
 def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequence[str] = (), by: str = "key",
                    drop_optimizer: bool = False) -> Selection:
     """Decide, for every tensor of ``ckpt`` but the object graph, whether an edit keeps it."""
-    entries = {k: e for k, e in ckpt.items() if k != OBJECT_GRAPH_KEY}  # each looked up once, in stored order
-    keys = sorted(entries)
-    subject = {k: str(entries[k].name) for k in keys} if by == "name" else None  # (None: each key's own)
+    keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+    subject = {k: str(ckpt[k].name) for k in keys} if by == "name" else None  # (None: each key's own)
+    special = {k: e for k, e in ckpt.items_maybe_not_variables() if k != OBJECT_GRAPH_KEY}  # (any other: a variable)
+    roles = {k: str(e.role) for k, e in special.items()}
     out = Selection()
-    chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else set(keys)
+    chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else None  # (None: every key)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
-    for key in keys:  # a tensor's role looked up only where it decides
-        if key not in chosen and str(entries[key].role) != Role.SAVE_COUNTER:
-            out.dropped[key] = "not selected"
-        elif key in excluded:
-            out.dropped[key] = "excluded"
-        elif drop_optimizer and (role := str(entries[key].role)) in OPTIMIZER_ROLES:
-            out.dropped[key] = "optimizer slot" if role == Role.SLOT else "optimizer state"
+    if chosen is not None or excluded or drop_optimizer:
+        variable = str(Role.VARIABLE)
+        for key in keys:
+            if chosen is not None and key not in chosen and roles.get(key) != Role.SAVE_COUNTER:
+                out.dropped[key] = "not selected"
+            elif key in excluded:
+                out.dropped[key] = "excluded"
+            elif drop_optimizer and (role := roles.get(key, variable)) in OPTIMIZER_ROLES:
+                out.dropped[key] = "optimizer slot" if role == Role.SLOT else "optimizer state"
     if drop_optimizer and not any(r.startswith("optimizer") for r in out.dropped.values()):
         out.problems.append(Problem("optimizer", ckpt.path, "there is no optimizer state to leave out", WARNING))
-    _orphaned_slots(entries, keys, out)
+    if out.dropped:
+        _orphaned_slots(special, roles, out)
     out.kept = [k for k in keys if k not in out.dropped]
     if not out.kept:
         out.problems.append(Problem("selection", ckpt.path, "nothing would be left to write", ERROR))
@@ -73,15 +77,16 @@ def _matching(out: Selection, path: str, keys: list[str], subject: dict[str, str
     return wanted if subject is None else {k for k in keys if subject[k] in wanted}
 
 
-def _orphaned_slots(entries: Mapping[str, TensorEntry], keys: list[str], out: Selection) -> None:
-    """Leave out every kept slot whose variable is left out (one warning per variable)."""
+def _orphaned_slots(special: Mapping[str, TensorEntry], roles: Mapping[str, str], out: Selection) -> None:
+    """Leave out every kept slot (among the ``special`` tensors: a variable is none) whose variable is left out (one
+    warning per variable)."""
     orphans: dict[str, list[str]] = {}
-    for key in keys:
-        entry = entries[key]
-        if key in out.dropped or str(entry.role) != Role.SLOT or not entry.slot_of:
+    for key in sorted(special):  # (in key order, as the warnings are given)
+        if key in out.dropped or roles[key] != Role.SLOT:
             continue
-        if entry.slot_of in out.dropped:
-            orphans.setdefault(entry.slot_of, []).append(key)
+        slot_of = special[key].slot_of
+        if slot_of and slot_of in out.dropped:
+            orphans.setdefault(slot_of, []).append(key)
     for variable, slots in orphans.items():
         for key in slots:
             out.dropped[key] = f"slot of {variable}, which is left out"
