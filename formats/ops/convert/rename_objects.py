@@ -244,6 +244,7 @@ class _InPlace:
         self.new_local: dict[int, str] = {}  # edge -> its new local name (unescaped), for the edges renamed
         self.paths: dict[int, str] = {0: ""}  # node -> its new path, as asked for (a node with children)
         self._parents: bytes | None = None  # per node: 1 when it has children
+        self._edges: tuple[Any, Any, list[str]] | None = None  # the graph's primary edges, once asked for
 
     def run(self) -> bool:
         """Plan the rename in place; False (the plan untouched) when it is not one."""
@@ -362,7 +363,7 @@ class _InPlace:
         written as UTF-8 (the rebuilding then says what becomes of it)."""
         import numpy as np
 
-        t, node_path = table, self.node_path
+        t, node_path, path_of, reached = table, self.node_path, self.path, self.graph.traversal.reached
         apply = self.rules.apply if self.rename.options.rename_full_names else None
         attr_ptr = int_view(t.attr_ptr)
         attr_names, keys, full_name = attribute_fields(attributes)
@@ -370,7 +371,7 @@ class _InPlace:
         fulls: list[str] = []  # with rename_full_names: every attribute's full name, renamed where it has a path
         for i in np.flatnonzero(np.diff(t.attr_ptr) > 0).tolist():
             lo, hi = attr_ptr[i], attr_ptr[i + 1]
-            path = node_path(i)
+            path = path_of(i) if reached[i] else node_path(i)
             if path is not None:
                 for k in range(lo, hi):
                     new_keys[k] = attribute_key(path, attr_names[k])
@@ -406,29 +407,36 @@ class _InPlace:
 
     def path(self, node: int) -> str:
         """The node's new path (the root's: ""), from the edges that gave it and its parents their paths."""
-        known = self.paths.get(node)
+        paths = self.paths
+        known = paths.get(node)
         if known is not None:
             return known
-        parent, edge, names = self.graph.primary_edges()
-        new_local = self.new_local
-
-        def segment(e: int) -> str:
-            local = new_local.get(e)
-            return names[e] if local is None else escape_local_name(local)
-
-        if not self._has_children(node):  # a leaf's path (a variable's) is made, not kept: 17 MB at 10^5
-            prefix = self.path(parent[node])  # (the root's is known: every other reached node has a parent)
-            name = segment(edge[node])
+        edges = self._edges
+        if edges is None:
+            edges = self._edges = self.graph.primary_edges()
+        parent, edge, names = edges
+        if not (self._parents or self._has_children())[node]:  # a leaf's path (a variable's) is made, not kept
+            up = parent[node]  # (the root's path is known: every other reached node has a parent)
+            prefix = paths.get(up)
+            if prefix is None:
+                prefix = self.path(up)
+            e = edge[node]
+            local = self.new_local.get(e)
+            name = names[e] if local is None else escape_local_name(local)
             return f"{prefix}/{name}" if prefix else name
-        return chain_path(node, self.paths, parent, edge, segment)
+        return chain_path(node, paths, parent, edge, self._segment)
 
-    def _has_children(self, node: int) -> int:
-        """Whether the node has a child (a byte a node, made once)."""
-        if self._parents is None:
-            import numpy as np
+    def _segment(self, e: int) -> str:
+        """Edge ``e``'s new local name, escaped."""
+        local = self.new_local.get(e)
+        return self.graph.primary_edges()[2][e] if local is None else escape_local_name(local)
 
-            self._parents = (np.diff(self.graph.table.child_ptr) > 0).tobytes()
-        return self._parents[node]
+    def _has_children(self) -> bytes:
+        """Per node whether it has a child (a byte a node, made once)."""
+        import numpy as np
+
+        self._parents = (np.diff(self.graph.table.child_ptr) > 0).tobytes()
+        return self._parents
 
     def node_path(self, node: int) -> str | None:
         """The new path of a node a path reaches, or of a slot variable of such a variable and optimizer."""
