@@ -27,8 +27,8 @@ A writable format has one writer signature, :meth:`Format.write`; every layout-s
 planner made (the object graph, data files, a provenance record, Keras groups) travels in ``options``.
 A writable format may also offer ``unstorable(entry) -> str | None`` (why a tensor cannot be written,
 None when it can), ``storage_note(entry) -> str`` (how a tensor is stored, for the plan) and
-``key_problem(key) -> str | None`` (why an output key is not allowed), which the generic export planner
-asks; formats without a dedicated planner in :mod:`formats.ops.convert.targets` are planned that way. Of a
+``key_problems(keys) -> dict[str, str]`` (the output keys not allowed, each with why), which the generic
+export planner asks; formats without a dedicated planner in :mod:`formats.ops.convert.targets` are planned that way. Of a
 readable fixed-width tensor the planner asks ``unstorable`` and ``storage_note`` once a dtype and shape: their
 answers for one must depend on nothing else.
 

@@ -75,16 +75,18 @@ class NpzFormat:
             return f"stored as {stored_name(entry.dtype)} bits"
         return ""
 
-    def key_problem(self, key: str) -> str | None:
-        """Why ``key`` cannot name an npz member (None when it can)."""
+    def key_problems(self, keys: Sequence[str]) -> dict[str, str]:
+        """The ``keys`` that cannot name an npz member, each with why (in the order given)."""
         from formats.core.errors import InvalidOutputError
         from formats.io.npy_output import member_name
 
-        try:
-            member_name(key)
-        except InvalidOutputError as exc:
-            return exc.message
-        return None
+        problems = {}
+        for key in keys:
+            try:
+                member_name(key)
+            except InvalidOutputError as exc:
+                problems[key] = exc.message
+        return problems
 
 
 FORMAT = NpzFormat()

@@ -67,9 +67,10 @@ class SafetensorsFormat:
 
         return None if entry.dtype in DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
 
-    def key_problem(self, key: str) -> str | None:
-        """Why ``key`` cannot name a tensor (None when it can): ``__metadata__`` is the header's own."""
-        return "__metadata__ names the safetensors header's metadata, not a tensor" if key == "__metadata__" else None
+    def key_problems(self, keys: Sequence[str]) -> dict[str, str]:
+        """The ``keys`` that cannot name a tensor, each with why: ``__metadata__`` is the header's own."""
+        return {key: "__metadata__ names the safetensors header's metadata, not a tensor" for key in keys
+                if key == "__metadata__"}
 
 
 FORMAT = SafetensorsFormat()

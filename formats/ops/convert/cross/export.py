@@ -3,7 +3,7 @@ the original keys.
 
 :func:`plan_export` plans any layout a registered format writes and that has no dedicated planner in
 :mod:`formats.ops.convert.targets`: the format says which tensors it cannot store (``unstorable``), how
-it stores one (``storage_note``) and which keys it refuses (``key_problem``), see :mod:`formats.core.format`;
+it stores one (``storage_note``) and which keys it refuses (``key_problems``), see :mod:`formats.core.format`;
 its ``write`` gets the provenance record as ``options["provenance"]`` (its ``"tensors"`` made an item at a time
 as the writer reaches them where the format ``streams_records``, else a list).
 
@@ -119,12 +119,10 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
         notes = "; ".join(n for n in (f"renamed from {key}" if out != key else "", note) if n)
         plan.add_row(key, out, entry, entry.shape, entry.dtype, notes)
         records.add(key, out, entry)
-    key_problem = getattr(fmt, "key_problem", None)
-    if key_problem is not None:
-        for row in plan.rows:
-            problem = key_problem(row.key)
-            if problem is not None:
-                plan.add("unsupported", row.key, problem)
+    key_problems = getattr(fmt, "key_problems", None)
+    if key_problems is not None:
+        for key, problem in key_problems([row.key for row in plan.rows]).items():
+            plan.add("unsupported", key, problem)
     plan.report_unused_rules(options.rules)
     plan.check_collisions()
     plan.write_options = {"provenance": {"source": source.path, "format": source.format,
