@@ -116,7 +116,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
             plan.leave_out(key, why)
             continue
         out = options.rules.apply(key) if options.rules else key
-        notes = "; ".join(n for n in (f"renamed from {key}" if out != key else "", note) if n)
+        notes = note if out == key else f"renamed from {key}; {note}" if note else f"renamed from {key}"
         plan.add_row(key, out, entry, entry.shape, entry.dtype, notes)
         records.add(key, out, entry)
     key_problems = getattr(fmt, "key_problems", None)
