@@ -108,6 +108,20 @@ def test_a_name_based_checkpoint_is_labelled_edited_and_drawn_without_the_object
         assert (modules & GRAPH_MODULES == set()) is not graph, (prefix, sorted(modules & GRAPH_MODULES))
 
 
+@pytest.mark.parametrize("argv", [["ls", "--tree"], ["ls", "--tree", "--json"], ["verify"], ["diff", "{prefix}"],
+                                  ["rename", "-o", "{out}", "--map", "net=model"], ["edit", "-o", "{out}", "--drop-optimizer"]],
+                         ids=["ls --tree", "ls --tree --json", "verify", "diff", "rename", "edit"])
+def test_a_small_object_based_checkpoint_is_drawn_and_written_without_numpy(tmp_path, argv) -> None:
+    """A small graph is held as nodes: its other paths are found, its iterator's variant state described (read as
+    bytes) and the checkpoint checked and written without numpy (a tree of 15 tensors: 428M instructions, 95M
+    without it)."""
+    words = [a.format(prefix=OBJECT_BASED, out=tmp_path / "out" / "ckpt") for a in argv]
+    modules = _imported([*words[:2], str(OBJECT_BASED), *words[2:]] if argv[0] == "ls" else
+                        [words[0], str(OBJECT_BASED), *words[1:]])
+    assert "formats.concepts.object_graph" in modules and "formats.concepts.variant" in modules or argv[0] != "ls"
+    assert "numpy" not in modules
+
+
 @pytest.mark.parametrize("argv", [["verify", str(NAME_BASED)], ["diff", str(NAME_BASED), str(NAME_BASED)]],
                          ids=["verify", "diff"])
 def test_opening_a_prefix_reads_no_state_file_model(argv) -> None:

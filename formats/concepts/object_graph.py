@@ -351,12 +351,15 @@ class ObjectGraph:
     def aliases(self, node_id: int) -> list[str]:
         """Other paths reaching the node (one per further edge into it, in breadth-first order)."""
         if self._aliases is None:
-            import numpy as np
-
             self._aliases = {}
-            walked = self._walk
-            ids = np.asarray(self._table.child_id, dtype=np.int64)[np.asarray(walked.aliases, dtype=np.int64)]
-            for e, child in zip(ints(walked.aliases), ids.tolist()):
+            walked, child_id = self._walk, self._table.child_id
+            if isinstance(child_id, list):  # a small table's, without numpy
+                ids = [child_id[e] for e in ints(walked.aliases)]
+            else:
+                import numpy as np
+
+                ids = np.asarray(child_id, dtype=np.int64)[np.asarray(walked.aliases, dtype=np.int64)].tolist()
+            for e, child in zip(ints(walked.aliases), ids):
                 self._aliases.setdefault(child, []).append(e)
         edges = self._aliases.get(node_id)
         if not edges:
