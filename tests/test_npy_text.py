@@ -182,3 +182,25 @@ def test_a_descr_too_wide_to_be_plain_is_numpys_to_read(descr: str) -> None:
             read_npy_header(io.BytesIO(raw).read)
         return
     assert read_npy_header(io.BytesIO(raw).read).dtype == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=40).filter(lambda b: not b.endswith(b"\x00")), max_size=60),
+       st.sampled_from(["string", "variant"]), st.integers(1, 64))
+def test_a_string_member_is_numpys_fixed_width_array(values: list[bytes], dtype: str, chunk: int) -> None:
+    """A string or variant tensor held as fixed-width bytes is, byte for byte, what numpy writes of the ``S<n>``
+    array of its elements (each padded with NUL bytes to the longest), whatever the chunk it is written by."""
+    from formats.core.model import TensorEntry
+    from formats.io.npy_output import _write_bytes
+
+    class Strings(TensorEntry):
+        def elements(self) -> list[bytes]:
+            return list(values)
+
+    out = io.BytesIO()
+    written = _write_bytes(out, "k", dtype, Strings("k", (len(values),), dtype, 0), False, chunk)
+    width = max((len(v) for v in values), default=1) or 1
+    expected = io.BytesIO()
+    np.lib.format.write_array(expected, np.array(values, dtype=f"S{width}").reshape(len(values)))
+    assert out.getvalue() == expected.getvalue()
+    assert (written.stored, written.nbytes) == (f"|S{width}", width * len(values))

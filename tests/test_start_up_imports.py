@@ -55,14 +55,17 @@ def test_a_safetensors_export_imports_no_json_contextlib_or_object_graph_planner
     assert modules & unneeded == set()
 
 
-@pytest.mark.parametrize("argv", [["convert", "--to", "npz"], ["extract"]], ids=["convert --to npz", "extract"])
-def test_an_npz_export_imports_no_numpy_ast_or_hashlib(tmp_path, argv) -> None:
+@pytest.mark.parametrize("argv, prefix", [(["convert", "--to", "npz"], NAME_BASED), (["extract"], NAME_BASED),
+                                          (["extract"], OBJECT_BASED)],
+                         ids=["convert --to npz", "extract", "extract (strings and variants)"])
+def test_an_npz_export_imports_no_numpy_ast_or_hashlib(tmp_path, argv, prefix) -> None:
     """An npz of fixed-width tensors is written and read back without numpy (its import was two thirds of a small
     ``convert --to npz``: 477M instructions against 161M), :mod:`ast` (a header of numpy's own form is read without
     it) or :mod:`hashlib` (a pickled member's only); the file is the one numpy's own headers made (compared byte for
-    byte in tests/test_npy_text.py)."""
+    byte in tests/test_npy_text.py). String and variant tensors (the object graph, an iterator's state) are written
+    as numpy's fixed-width bytes (``|S<n>``) without it too (469M instructions against 145M)."""
     out = tmp_path / "x.npz"
-    modules = _imported([argv[0], str(NAME_BASED), "-o", str(out), *argv[1:]])
+    modules = _imported([argv[0], str(prefix), "-o", str(out), *argv[1:]])
     assert out.exists() and "formats.npz.writer" in modules and "formats.io.npy_header" in modules
     assert modules & {"numpy", "ast", "hashlib", "ml_dtypes"} == set()
 

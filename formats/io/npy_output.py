@@ -186,9 +186,7 @@ def fixed_width_problem(dtype: str, values: Sequence[bytes]) -> str | None:
 
 def _write_bytes(f: IO[bytes], key: str, dtype: str, source: Source, allow_pickle: bool, chunk: int) -> Written:
     """A string or variant tensor as fixed-width ``S<n>`` written a chunk of elements at a time, or (with
-    ``allow_pickle``, when fixed width cannot hold it) as an object array."""
-    import numpy as np
-
+    ``allow_pickle``, when fixed width cannot hold it) as an object array (the one written with numpy)."""
     _, shape = describe(source)
     flat = elements(source)
     problem = fixed_width_problem(dtype, flat)
@@ -196,17 +194,20 @@ def _write_bytes(f: IO[bytes], key: str, dtype: str, source: Source, allow_pickl
         if not allow_pickle:
             raise PickleRequiredError(_origin(key, source), f"tensor {key!r}: {problem}",
                                       hint="pass allow_pickle=True to write an object array instead")
+        import numpy as np
+
         value = np.empty(len(flat), dtype=object)
         value[:] = flat
         hashing = _Hashing(f)
         np.lib.format.write_array(hashing, value.reshape(shape), allow_pickle=True)
         return Written("object", sum(len(x) for x in flat), hashing.h.hexdigest())
-    stored = np.dtype(f"S{max((len(x) for x in flat), default=1) or 1}")
-    _header(f, stored.str, shape)
-    step = max(1, chunk // stored.itemsize)
+    width = max((len(x) for x in flat), default=1) or 1
+    descr = f"|S{width}"  # (numpy's S<width>: each element padded with NUL bytes, none of which ends one)
+    _header(f, descr, shape)
+    step = max(1, chunk // width)
     for start in range(0, len(flat), step):
-        f.write(np.array(flat[start:start + step], dtype=stored).tobytes())
-    return Written(stored.str, len(flat) * stored.itemsize)
+        f.write(b"".join([x.ljust(width, b"\x00") for x in flat[start:start + step]]))
+    return Written(descr, len(flat) * width)
 
 
 def _origin(key: str, source: Source) -> str:
