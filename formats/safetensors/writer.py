@@ -130,13 +130,11 @@ def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows
         yield '"' + ("," + rest[1:] if len(rest) > 2 else "}")
     else:
         yield '{"' + METADATA + '":' + dumps(metadata, separators=separators)
-    for first in range(0, len(rows), _AT_ONCE):
-        run = {}
-        for i in range(first, min(first + _AT_ONCE, len(rows))):
-            row = rows[i]
-            run[row.key] = {"dtype": DTYPES[row.dtype], "shape": list(row.shape),
-                            "data_offsets": [begins[i], begins[i] + sizes[i]]}
-        yield "," + dumps(run, separators=separators)[1:-1]
+    for first in range(0, len(rows), _AT_ONCE):  # (each entry as dumps writes it: keys unique, checked before)
+        yield "," + ",".join([f'{encode_basestring_ascii(row.key)}:{{"dtype":"{DTYPES[row.dtype]}","shape":['
+                              f'{",".join(map(str, row.shape))}],"data_offsets":[{begin},{begin + size}]}}'
+                              for begin, size, row in zip(begins[first:first + _AT_ONCE], sizes[first:first + _AT_ONCE],
+                                                          map(rows.__getitem__, range(first, len(rows))))])
     yield "}"
 
 
