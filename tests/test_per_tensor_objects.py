@@ -556,15 +556,20 @@ def test_an_attribute_keeps_the_key_it_was_mapped_with(bundles, monkeypatch):
     assert all(attr.checkpoint_key is key for key, (_, attr) in mapping.items())
 
 
+def _nodes_asked(monkeypatch, cls, method: str) -> list[int]:
+    """The nodes ``cls.method(node)`` is asked about from now on, in order (it still answers)."""
+    asked: list[int] = []
+    original = getattr(cls, method)
+    monkeypatch.setattr(cls, method, lambda self, node: asked.append(node) or original(self, node))
+    return asked
+
+
 def test_keys_of_a_graph_without_an_optimizer_are_not_asked_about_keras_slots(bundles, monkeypatch):
     """A Keras slot is a node under an optimizer: where no node is, labelling the keys asks no variable whether it
     is a slot's (it asked each of them, and found every one's optimizer, which is none)."""
     from formats.concepts import object_graph
 
-    asked = []
-    slot_of = object_graph.ObjectGraph.slot_of
-    monkeypatch.setattr(object_graph.ObjectGraph, "slot_of", lambda self, node: asked.append(node) or
-                        slot_of(self, node))
+    asked = _nodes_asked(monkeypatch, object_graph.ObjectGraph, "slot_of")
     with open_checkpoint(bundles["object"]) as ckpt:
         graph = ckpt.object_graph
         keys = sorted(ckpt)
@@ -591,10 +596,7 @@ def test_no_node_s_children_are_gathered_to_find_a_keras_3_optimizer(bundles, mo
     of such edges only (every node with three children or more was asked for its children by name: each layer)."""
     from formats.concepts import object_graph
 
-    asked = []
-    children_of = object_graph.ObjectGraph.children_of
-    monkeypatch.setattr(object_graph.ObjectGraph, "children_of", lambda self, node: asked.append(node) or
-                        children_of(self, node))
+    asked = _nodes_asked(monkeypatch, object_graph.ObjectGraph, "children_of")
     with open_checkpoint(bundles["object"]) as ckpt:
         graph = ckpt.object_graph
         assert object_graph._keras3_structural_slots(graph) == {}

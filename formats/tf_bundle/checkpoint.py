@@ -322,9 +322,7 @@ class _Labels:
 
     def name(self, key: str) -> str:
         """The ``name`` of one key's label."""
-        if self._labels is None:
-            self.facts(key)
-        name_of = getattr(self._labels, "name_of", None)  # (KeyLabels': no label made)
+        name_of = getattr(self._made(), "name_of", None)  # (KeyLabels': no label made)
         return name_of(key) if name_of is not None else self.get(key).name
 
     def facts(self, key: str) -> EntryLabel:

@@ -414,22 +414,20 @@ class _InPlace:
         edges = self._edges
         if edges is None:
             edges = self._edges = self.graph.primary_edges()
-        parent, edge, names = edges
+        parent, edge, _ = edges
         if not (self._parents or self._has_children())[node]:  # a leaf's path (a variable's) is made, not kept
             up = parent[node]  # (the root's path is known: every other reached node has a parent)
             prefix = paths.get(up)
             if prefix is None:
                 prefix = self.path(up)
-            e = edge[node]
-            local = self.new_local.get(e)
-            name = names[e] if local is None else escape_local_name(local)
+            name = self._segment(edge[node])
             return f"{prefix}/{name}" if prefix else name
         return chain_path(node, paths, parent, edge, self._segment)
 
     def _segment(self, e: int) -> str:
-        """Edge ``e``'s new local name, escaped."""
+        """Edge ``e``'s new local name, escaped (:meth:`path` has asked for the graph's edges first)."""
         local = self.new_local.get(e)
-        return self.graph.primary_edges()[2][e] if local is None else escape_local_name(local)
+        return self._edges[2][e] if local is None else escape_local_name(local)  # type: ignore[index]
 
     def _has_children(self) -> bytes:
         """Per node whether it has a child (a byte a node, made once)."""

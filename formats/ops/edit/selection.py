@@ -46,13 +46,12 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
     chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else None  # (None: every key)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
     if chosen is not None or excluded or drop_optimizer:
-        variable = str(Role.VARIABLE)
         for key in keys:
             if chosen is not None and key not in chosen and roles.get(key) != Role.SAVE_COUNTER:
                 out.dropped[key] = "not selected"
             elif key in excluded:
                 out.dropped[key] = "excluded"
-            elif drop_optimizer and (role := roles.get(key, variable)) in OPTIMIZER_ROLES:
+            elif drop_optimizer and (role := roles.get(key)) in OPTIMIZER_ROLES:  # (none: a variable)
                 out.dropped[key] = "optimizer slot" if role == Role.SLOT else "optimizer state"
     if drop_optimizer and not any(r.startswith("optimizer") for r in out.dropped.values()):
         out.problems.append(Problem("optimizer", ckpt.path, "there is no optimizer state to leave out", WARNING))
