@@ -244,3 +244,23 @@ def test_pickled_members_with_allow_pickle_are_zipfiles_bytes_and_checked_by_dig
             np.lib.format.write_array(member, np.arange(3, dtype=np.int16))
     assert (tmp_path / "fast.npz").read_bytes() == (tmp_path / "oracle.npz").read_bytes()
     assert np.load(tmp_path / "fast.npz", allow_pickle=True)["words"].tolist() == words
+
+
+def test_the_central_directory_is_compared_a_piece_at_a_time(tmp_path: Path) -> None:
+    """The written central directory against the file, a MiB at a time: the same bytes match; one byte changed past
+    the first MiB, or a file cut short inside the last piece, do not."""
+    written = bytearray(np.random.default_rng(7).integers(0, 256, (3 << 20) + 17, dtype=np.uint8).tobytes())
+    path = tmp_path / "archive"
+    path.write_bytes(b"12345" + written)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        assert zip_stored._reads_back(fd, written, 5)
+        assert not zip_stored._reads_back(fd, written, 4)
+        os.pwrite(fd, bytes([written[(2 << 20) + 3] ^ 1]), 5 + (2 << 20) + 3)
+        assert not zip_stored._reads_back(fd, written, 5)
+        os.pwrite(fd, bytes([written[(2 << 20) + 3]]), 5 + (2 << 20) + 3)
+        assert zip_stored._reads_back(fd, written, 5)
+        os.ftruncate(fd, 5 + len(written) - 1)
+        assert not zip_stored._reads_back(fd, written, 5)
+    finally:
+        os.close(fd)
