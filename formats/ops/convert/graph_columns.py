@@ -17,6 +17,7 @@ UTF-8 (a caller with others uses :class:`GraphBuilder`, which shows them as thei
 from __future__ import annotations
 
 from _bisect import bisect_left, bisect_right  # bisect's C half, without its module
+from itertools import islice
 
 from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, chain_path, escape_local_name
 from formats.concepts.object_graph_codec import encode_graph_columns
@@ -24,7 +25,7 @@ from formats.core.names import safe_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
     from formats.concepts.object_graph import ObjectNode
@@ -269,7 +270,9 @@ def _attributes_by_node(graph: GraphColumns) -> Iterator[list[tuple[str, str, st
     """Each node's attributes, ``(name, full_name, checkpoint_key)`` in the order given (None for none), made as
     the encoder walks the nodes."""
     nodes = graph.attr_node
-    order = sorted(range(len(nodes)), key=nodes.__getitem__)  # (stable: a node's in the order given)
+    order: Sequence[int] = range(len(nodes))  # given in their nodes' order (variables in key order): no list
+    if not all(map(int.__le__, nodes, islice(nodes, 1, None))):
+        order = sorted(order, key=nodes.__getitem__)  # (stable: a node's in the order given)
     names, fulls, keys = graph.attr_name, graph.attr_full, graph.attr_key
     at, count = 0, len(order)
     following = nodes[order[0]] if count else -1  # the next node that has attributes

@@ -102,8 +102,10 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         key = builder.slot(opt_nodes[t.optimizer or ""], nodes[t.slot_of], t.slot_name or "", t.name)
         plan.add_row(t.key, key, t.entry, t.entry.shape, t.entry.dtype, f"slot {t.slot_name} of {t.slot_of}")
     _warn_partitioned(plan, plain + moved + slots)
+    del tensors, plain, moved, slots, by_name, nodes  # (an object a tensor: not held while the graph is encoded)
     _save_counter(plan, builder, counter)
     plan.object_graph = builder.encode()
+    del builder  # (its columns: not held while the keys are checked)
     for name in optimizers.values():
         if name != OPTIMIZER_NODE:
             plan.add("fallback", name, f"optimizer node named {name!r}", WARNING)

@@ -199,6 +199,10 @@ class ConversionPlan:
             at = bisect_left(keys, RESERVED_KEY)
             if at == len(keys) or keys[at] != RESERVED_KEY or rows[at].source in (None, RESERVED_KEY):
                 return
+        elif keys:  # else sorted (a list, where a dict of the keys was about 5 MB at 10^5 rows): none twice, none empty
+            keys.sort()
+            if keys[0] and ascending(keys) and _absent(keys, RESERVED_KEY):
+                return
         del keys
         seen: dict[str, PlanRow] = {}
         for row in rows:
@@ -231,6 +235,12 @@ class ConversionPlan:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _absent(keys: list[str], key: str) -> bool:
+    """Whether ``key`` is not among the sorted ``keys``."""
+    at = bisect_left(keys, key)
+    return at == len(keys) or keys[at] != key
 
 
 def _shape(shape: Iterable[int]) -> tuple[int, ...]:
