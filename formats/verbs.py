@@ -216,9 +216,12 @@ def _write(plan: Any, output: str | os.PathLike[str], ckpt: Checkpoint, job: tup
            executor: str | Executor | None = None, **how: Any) -> ConversionResult:
     """Write ``plan`` of ``ckpt`` here, or on the cluster ``executor`` names, where ``job`` - (options, target;
     "" for a rename) - plans it again."""
-    from formats.core.executors import is_local
+    local = bool(how.get("dry_run"))  # (a dry run plans here: its executor is not looked up, nor its module imported)
+    if not local:
+        from formats.core.executors import is_local
 
-    if is_local(executor) or how.get("dry_run"):
+        local = is_local(executor)
+    if local:
         from formats.ops.convert.plan import execute_plan
 
         return execute_plan(plan, str(output), inputs=[*inputs, ckpt], **how)

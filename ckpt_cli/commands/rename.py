@@ -9,6 +9,11 @@ from ..spec import CHECKPOINT, WRITER_EXIT_STATUS, Arg, Command, Opt
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from formats.core.model import Checkpoint
+    from formats.ops.convert.plan import ConversionResult
+
     from ..environment import Environment
     from ..spec import Params
 
@@ -76,13 +81,22 @@ def run_rename(src: str, out: str, *, maps: tuple[str, ...] = (), regexes: tuple
     from formats.api import open_checkpoint
     from formats.ops.rules import build_rules
 
-    from ..render.progress import progress_for
     from ..render.conversion import render_result
 
     rules = build_rules(maps, regexes, rules_file, add_prefix=add_prefix, strip_prefix=strip_prefix)
-    with open_checkpoint(src) as source, progress_for(source, "writing", total=0 if dry_run else None) as progress:
-        result = verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
-                              verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
-                              executor=executor, skip_unreadable=skip_unreadable)
+
+    def rename(source: Checkpoint, progress: Callable[[int, int], None] | None) -> ConversionResult:
+        return verbs.rename(source, out, rules, rename_full_names=rename_full_names, dry_run=dry_run, force=force,
+                            verify=not no_verify, update_state=update_state, link=link, jobs=jobs, progress=progress,
+                            executor=executor, skip_unreadable=skip_unreadable)
+
+    with open_checkpoint(src) as source:
+        if dry_run:  # (nothing written: no bar, and its module not imported)
+            result = rename(source, None)
+        else:
+            from ..render.progress import progress_for
+
+            with progress_for(source, "writing") as progress:
+                result = rename(source, progress)
         keep_until_exit(result)  # (it lives until the end)
     return render_result(result, as_json, changed_only=not all_rows, verbose=verbose)

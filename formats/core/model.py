@@ -35,12 +35,12 @@ Nothing here imports numpy at module level.
 """
 from __future__ import annotations
 
-import math
 from _collections_abc import Mapping  # collections.abc's classes without the collections package (start-up)
 
 from formats.core.enumeration import StrEnumeration
 from formats.core.errors import TensorNotFoundError, UnsupportedError
 from formats.core.shapes import MAX_RANK, OBJECT_GRAPH_KEY, array_problem, shape_text
+from formats.core.shapes import elements as _elements  # (TensorEntry has an elements() of its own)
 from formats.core.value_tuples import ValueTuple
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["KERAS3_LAYOUTS", "TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
-           "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key"]
+           "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key", "is_object_based"]
 
 CHUNK_ELEMENTS = 1 << 20
 """Default number of elements per chunk for :meth:`TensorEntry.iter_chunks`."""
@@ -185,7 +185,7 @@ class TensorEntry:
     @property
     def size(self) -> int:
         """Number of elements (product of the shape; 1 for a scalar)."""
-        return math.prod(self.shape)
+        return _elements(self.shape)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -422,3 +422,8 @@ class Checkpoint(Mapping[str, TensorEntry]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r} format={self.format} tensors={len(self)}>"
+
+
+def is_object_based(ckpt: Checkpoint) -> bool:
+    """True when the checkpoint stores an object graph."""
+    return ckpt.format == FormatName.TF_OBJECT or OBJECT_GRAPH_KEY in ckpt

@@ -17,7 +17,6 @@ no message ckpt reads and are skipped like any unknown field, as protobuf does.
 """
 from __future__ import annotations
 
-import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,11 +90,11 @@ def iter_fields(data: Buffer, start: int = 0, end: int | None = None) -> Iterato
         elif wire == FIXED32:
             if pos + 4 > end:
                 raise WireError("truncated fixed32")
-            (value,), pos = struct.unpack_from("<I", data, pos), pos + 4
+            value, pos = int.from_bytes(data[pos:pos + 4], "little"), pos + 4
         elif wire == FIXED64:
             if pos + 8 > end:
                 raise WireError("truncated fixed64")
-            (value,), pos = struct.unpack_from("<Q", data, pos), pos + 8
+            value, pos = int.from_bytes(data[pos:pos + 8], "little"), pos + 8
         elif wire == START_GROUP:
             pos = _skip_group(data, pos, end, number)
             continue  # groups are unknown to every message ckpt reads: skipped, as protobuf keeps them unknown
@@ -293,4 +292,4 @@ def fixed32_field(number: int, value: int) -> bytes:
     """A ``fixed32`` field, omitted when 0 (proto3)."""
     if value == 0:
         return b""
-    return tag(number, FIXED32) + struct.pack("<I", value)
+    return tag(number, FIXED32) + value.to_bytes(4, "little")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import struct
 
 from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
@@ -678,7 +677,7 @@ def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int
     except WireError:
         return False
     stored = head[pos:pos + 4]
-    packed = struct.pack("<I", length) if length <= 0xFFFFFFFF else struct.pack("<Q", length)
+    packed = length.to_bytes(4 if length <= 0xFFFFFFFF else 8, "little")
     return (len(stored) == 4 and start + pos + 4 + length == size
             and unmask(int.from_bytes(stored, "little")) == crc32c(packed))
 

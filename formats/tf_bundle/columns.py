@@ -20,7 +20,7 @@ for a self-diff's two opens).
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 
 from formats.core.errors import CheckpointError, CorruptCheckpointError
 from formats.io.protowire import WireError, parse_fields, read_varint

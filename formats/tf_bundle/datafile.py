@@ -3,8 +3,8 @@ memory-mapped (local) or read by byte range (URLs), and the madvise calls that k
 memory bounded."""
 from __future__ import annotations
 
-import mmap
 import os
+import sys
 
 from formats.io import storage
 from formats.io.sstable.block import RangeReader
@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["open_data_file", "RemoteFile", "advise", "MADV_POPULATE_READ", "read_index_bytes", "open_index", "IndexFile",
+__all__ = ["open_data_file", "RemoteFile", "advise", "is_map", "read_index_bytes", "open_index", "IndexFile",
            "STREAMED_INDEX"]
 
 
@@ -36,26 +36,33 @@ def open_data_file(path: str, size: int | None = None) -> tuple[Any, int | None]
             if size <= SMALL_FILE:  # read whole: no descriptor stays behind a map that arrays may outlive
                 m = f.read()
             else:
+                import mmap  # (a shared library: not loaded until a file is mapped, which a small one never is)
+
                 m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             return m, os.dup(f.fileno())
     except OSError as exc:
         raise CheckpointNotFoundError(path, f"cannot open data file ({exc.strerror})") from None
 
 
-MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-_PAGE = mmap.PAGESIZE
+def is_map(m: object) -> bool:
+    """Whether ``m`` is a memory map (none is before :mod:`mmap` is imported: a file is mapped first)."""
+    mapping = sys.modules.get("mmap")
+    return mapping is not None and isinstance(m, mapping.mmap)
 
 
-def advise(m: Any, start: int, stop: int, option: int) -> None:
-    """``madvise`` a byte range of a data file's map (page-aligned); a no-op where unsupported.
+def advise(m: Any, start: int, stop: int, option: str) -> None:
+    """``madvise`` a byte range of a data file's map (page-aligned) with :mod:`mmap`'s constant ``option``
+    (``"MADV_DONTNEED"``); a no-op for bytes read whole, and where unsupported.
 
     Dropping streamed pages (MADV_DONTNEED on a read-only file map) loses nothing: they stay in
     the page cache and are mapped again on the next access."""
-    if not isinstance(m, mmap.mmap):
+    if not is_map(m):
         return
-    aligned = start - start % _PAGE
+    import mmap
+
+    aligned = start - start % mmap.PAGESIZE
     try:
-        m.madvise(option, aligned, stop - aligned)
+        m.madvise(getattr(mmap, option), aligned, stop - aligned)
     except (OSError, ValueError, AttributeError):
         pass
 

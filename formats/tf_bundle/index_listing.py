@@ -18,9 +18,8 @@ its keys.
 """
 from __future__ import annotations
 
-import struct
 from array import array
-from bisect import bisect_left
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 
 from formats.core.gc_pause import paused_gc
 from formats.core.dtypes import name_of as dtype_name
@@ -66,7 +65,7 @@ def compact_listing(prefix: str, patterns: Sequence[str] = ()) -> CompactListing
         data = read_index_bytes(index)
         with paused_gc():
             return _Lister(data, index, list(patterns)).run(prefix)
-    except (_Decline, CheckpointError, ValueError, IndexError, struct.error):  # WireError, TableError, Unicode*
+    except (_Decline, CheckpointError, ValueError, IndexError):  # WireError, TableError, Unicode*
         return None
 
 
@@ -116,7 +115,7 @@ class _Lister:
         n = len(block)
         if n < 4:
             raise _Decline
-        (restarts,) = struct.unpack_from("<I", block, n - 4)
+        restarts = int.from_bytes(block[n - 4:], "little")
         if restarts > (n - 4) // 4:
             raise _Decline
         limit = n - 4 - 4 * restarts

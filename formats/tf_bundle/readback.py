@@ -14,7 +14,7 @@ its input: a damaged input is reported as such (not as a failed write).
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
+from _bisect import bisect_right  # bisect's C half, without its module (start-up)
 from itertools import repeat
 
 from formats.core.errors import CheckpointError

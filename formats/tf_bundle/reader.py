@@ -8,19 +8,16 @@ the entry's CRC32C. See ``tensorflow/core/util/tensor_bundle/tensor_bundle.cc``.
 from __future__ import annotations
 
 import _thread  # the lock primitive without importing threading (start-up)
-import math
-import mmap
 import os
-import struct
 
-from formats.core import dtypes
+from formats.core import dtypes, shapes
 from formats.core.dtypes import name_of as dtype_name
 
 from formats.io import storage
 from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
-from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, open_data_file, open_index
+from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, is_map, open_data_file, open_index
 from formats.io.sstable.table import Table
 from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.entry_wire import BundleHeader, RawEntry, parse_entry, parse_header
@@ -29,7 +26,7 @@ from formats.core.shapes import OBJECT_GRAPH_KEY, array_problem
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
-    from typing import Any
+    from typing import Any, Literal
 
     from formats.concepts.slice_key import Extent
 
@@ -261,12 +258,12 @@ class BundleReader:
         for start in range(e.offset, e.offset + e.size, size):
             stop = min(start + size, e.offset + e.size)
             yield view[start:stop]  # pages fault in as they are read (without the GIL, in crc32c or numpy)
-            advise(m, start, stop, mmap.MADV_DONTNEED)  # keep resident memory to about one chunk
+            advise(m, start, stop, "MADV_DONTNEED")  # keep resident memory to about one chunk
 
     def close(self) -> None:
         """Unmap every data file."""
         for m in self._maps.values():
-            if isinstance(m, mmap.mmap):
+            if is_map(m):
                 try:
                     m.close()
                 except BufferError:  # an array still views it; the OS frees it with the last view
@@ -385,7 +382,7 @@ class BundleReader:
             dt = dtypes.by_enum(dtype)
             itemsize = _RANGE_ITEMSIZE[dtype] = dt.itemsize if dt is not None and dt.numpy_name is not None \
                 and dt.fixed_width and reference_dtype_problem(dtype) is None else None
-        if itemsize is None or size != math.prod(shape) * itemsize:
+        if itemsize is None or size != shapes.elements(shape) * itemsize:
             return None
         m = self._maps.get(shard) if len(self._maps) == 1 else None  # else _map keeps the most recently used last
         if m is None:
@@ -455,12 +452,12 @@ class BundleReader:
         dt = dtypes.by_enum(dtype)
         if dt is None or not dt.fixed_width:
             return refused, None
-        needs = math.prod(shape) * dt.itemsize
+        needs = shapes.elements(shape) * dt.itemsize
         return refused, None if needs == size else needs
 
     def check_fixed_size(self, e: RawEntry, dt: dtypes.DType) -> None:
         """Raise unless a fixed-width entry stores exactly the bytes its shape needs."""
-        expected = math.prod(e.shape) * dt.itemsize
+        expected = shapes.elements(e.shape) * dt.itemsize
         if e.size != expected:
             raise CorruptCheckpointError(
                 self.index_path, f"tensor {e.name!r}: {e.size} bytes stored, but shape {list(e.shape)} "
@@ -507,7 +504,7 @@ class BundleReader:
     def _read_strings(self, e: RawEntry, keep: bool = True) -> list[bytes]:
         """The elements of a string entry, checked (lengths, their checksum, the CRC32C of it all); with ``keep``
         False only checked (nothing returned)."""
-        n = math.prod(e.shape)
+        n = shapes.prod(e.shape)
         if e.size == 0 and n == 0:
             return []
         data, lengths, pos, crc = self._string_lengths(e, n)
@@ -538,7 +535,7 @@ class BundleReader:
         do not match their CRC32C): the read-back of an object graph (130 MB at 10^6 objects) holds no copy of it.
         None for another entry, or one not in an open local file (the caller reads the elements)."""
         dt = dtypes.by_enum(e.dtype)
-        if e.slices or dt is None or not _is_string(dt) or math.prod(e.shape) != 1:
+        if e.slices or dt is None or not _is_string(dt) or shapes.prod(e.shape) != 1:
             return None
         self.check_array(e)
         data, lengths, pos, crc = self._string_lengths(e, 1)
@@ -570,20 +567,20 @@ class BundleReader:
         # one string (an object graph: megabytes at 10^5 objects) is copied once, from the map; many small ones are
         # sliced from one copy (a slice of bytes is quicker than of a memoryview)
         data: bytes | memoryview = self.region(e) if n == 1 else bytes(self.region(e))
-        order = ">" if self.header.big_endian else "<"
+        order: Literal["big", "little"] = "big" if self.header.big_endian else "little"
         lengths, packed, pos = [], bytearray(), 0
         try:
             for _ in range(n):
                 length, pos = read_varint(data, pos, len(data))
                 lengths.append(length)
-                packed += struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
+                packed += length.to_bytes(4 if length <= 0xFFFFFFFF else 8, order)
         except WireError:
             raise CorruptCheckpointError(self.data_paths[e.shard_id],
                                          f"tensor {e.name!r}: string lengths run past the tensor") from None
         crc = crc32c(packed)
         if pos + 4 > len(data):
             raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: no length checksum")
-        (stored,) = struct.unpack_from(order + "I", data, pos)
+        stored = int.from_bytes(data[pos:pos + 4], order)
         if unmask(stored) != crc:
             raise ChecksumError(self.data_paths[e.shard_id], f"tensor {e.name!r}: string length checksum "
                                 f"mismatch (stored {unmask(stored):#010x}, lengths give {crc:#010x})")
@@ -608,7 +605,7 @@ class BundleReader:
         return found if len(found) == e.size - start else None
 
     def _read_variants(self, e: RawEntry) -> list[bytes]:
-        n = math.prod(e.shape)
+        n = shapes.prod(e.shape)
         if e.size == 0:
             if n:
                 raise CorruptCheckpointError(self.index_path, f"tensor {e.name!r}: {n} variants, no bytes")
@@ -626,11 +623,11 @@ class BundleReader:
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} length is corrupt") from None
             if pos + length + 4 > len(data):
                 raise CorruptCheckpointError(where, f"tensor {e.name!r}: variant {i} runs past the tensor")
-            crc = crc32c(struct.pack("<Q", length), crc)
+            crc = crc32c(length.to_bytes(8, "little"), crc)
             crc = crc32c(memoryview(data)[pos:pos + length], crc)
             values.append(data[pos:pos + length])
             pos += length
-            (stored,) = struct.unpack_from("<I", data, pos)
+            stored = int.from_bytes(data[pos:pos + 4], "little")
             if unmask(stored) != crc:
                 raise ChecksumError(where, f"tensor {e.name!r}: checksum after variant {i} does not match "
                                     f"(stored {unmask(stored):#010x}, computed {crc:#010x})")
@@ -667,7 +664,7 @@ class BundleReader:
     def _plausible(self, e: RawEntry) -> bool:
         """Whether the entry's stored size can hold its shape and lies inside its data file."""
         dt = dtypes.by_enum(e.dtype)
-        n = math.prod(e.shape)
+        n = shapes.prod(e.shape)
         if dt is None:
             return False
         if dt.fixed_width:

@@ -8,7 +8,6 @@ Every structural field is bounds-checked; any inconsistency raises :class:`Table
 """
 from __future__ import annotations
 
-import struct
 
 from formats.io.crc import crc32c, unmask
 from formats.io.protowire import WireError, read_varint
@@ -21,7 +20,7 @@ __all__ = ["MAGIC", "FOOTER_SIZE", "TRAILER_SIZE", "TableError", "BlockChecksumE
            "block_handle", "RangeReader"]
 
 MAGIC = 0xDB4775248B80FB57
-MAGIC_BYTES = struct.pack("<Q", MAGIC)
+MAGIC_BYTES = MAGIC.to_bytes(8, "little")
 FOOTER_SIZE = 48
 TRAILER_SIZE = 5
 NO_COMPRESSION = 0
@@ -72,7 +71,7 @@ def read_block(data: bytes | memoryview | mmap | RangeReader, offset: int, size:
         data, offset, end = piece, 0, size
     block = data[offset:end]
     kind = data[end]
-    (stored,) = struct.unpack_from("<I", data, end + 1)
+    stored = int.from_bytes(data[end + 1:end + 5], "little")
     actual = crc32c(memoryview(data)[offset:end + 1])
     if unmask(stored) != actual:
         raise BlockChecksumError(f"{what} block at offset {offset}: checksum mismatch "
@@ -94,7 +93,7 @@ def parse_block(block: bytes | memoryview) -> list[tuple[bytes, bytes | memoryvi
     n = len(block)
     if n < 4:
         raise TableError("block shorter than its restart count")
-    (num_restarts,) = struct.unpack_from("<I", block, n - 4)
+    num_restarts = int.from_bytes(block[n - 4:], "little")
     if num_restarts > (n - 4) // 4:
         raise TableError(f"block claims {num_restarts} restart points in {n} bytes")
     limit = n - 4 - 4 * num_restarts

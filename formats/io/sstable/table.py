@@ -7,7 +7,7 @@ the map, so a large value is never copied before its consumer decodes it.
 from __future__ import annotations
 
 from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
-from bisect import bisect_left
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.core.value_tuples import ValueTuple

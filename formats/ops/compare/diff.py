@@ -21,7 +21,6 @@ numbers, come out as the per-pair comparison gives them; any other pair is compa
 """
 from __future__ import annotations
 
-import math
 import os
 from _collections_abc import Callable  # for the Progress alias: collections.abc's, without the collections package
 
@@ -109,7 +108,7 @@ class Change:
     def magnitude(self) -> tuple[Any, ...]:
         """Sort key, biggest change first: shape, then dtype, then by relative L2 change and max |a-b|."""
         rel = self.stats.get("rel_l2")
-        rel = math.inf if rel is None and self.stats.get("differ") else (rel or 0.0)
+        rel = _INF if rel is None and self.stats.get("differ") else (rel or 0.0)
         return ({"shape": 0, "dtype": 1}.get(self.kind, 2), -rel, -(self.stats.get("max_abs_diff") or 0.0), self.key)
 
 
@@ -342,6 +341,9 @@ def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[str | tuple[str, 
             else next(found) for i, p in enumerate(triples)]
 
 
+_INF = float("inf")
+
+
 def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, sums: tuple[Any, ...] | None,
                   stats: bool) -> Change | None:
     """What :func:`compare_entries` gives for a small pair :func:`same_small` compared: None when the same, else
@@ -352,6 +354,8 @@ def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, 
     side_a, side_b = Side(ea.key, ea.shape, ea.dtype), Side(eb.key, eb.shape, eb.dtype)
     if not stats:
         return Change(pair[0], "value", side_a, side_b)
+    import math  # (not imported until values differ: an equal pair, asked for in the thousands, returned above)
+
     acc = _Accumulator()
     size, differ, acc.max_abs, sum_abs, sq_diff, sq_a, sq_b, dot = sums
     acc.differ += differ
@@ -565,6 +569,8 @@ class _Accumulator:
     def add(self, a: np.ndarray, b: np.ndarray) -> None:
         """Fold one pair of chunks in: float64 or complex128 (:func:`~formats.core.values.as_float`), or real
         floating chunks as stored, each widened to float64 by the operations themselves."""
+        import math  # (math: not imported until values are compared)
+
         import numpy as np
 
         fin_a, fin_b = np.isfinite(a), np.isfinite(b)
@@ -595,6 +601,8 @@ class _Accumulator:
     def _scaled_sums(self, fa: np.ndarray, fb: np.ndarray) -> tuple[float, float, float, float]:
         """:func:`_sums` of ``fa`` and ``fb`` times ``2**-scale``, the scale raised (and the sums so far brought to
         it) so that their largest value is below ``2**_SCALE_BITS``."""
+        import math  # (math: not imported until values are compared)
+
         import numpy as np
 
         top = max(float(np.abs(fa).max(initial=0.0)), float(np.abs(fb).max(initial=0.0)))
@@ -611,6 +619,8 @@ class _Accumulator:
 
     def result(self, numeric: bool) -> dict[str, Any]:
         """The JSON statistics (``None`` where undefined)."""
+        import math  # (math: not imported until values are compared)
+
         out: dict[str, Any] = {"size": self.size, "differ": self.differ,
                                "frac_differ": self.differ / self.size if self.size else 0.0}
         if not numeric:

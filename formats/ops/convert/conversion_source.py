@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from formats.core.records import record
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, is_object_based
 from formats.core.object_keys import VARIABLE_VALUE, object_path
 from formats.ops.rules import RuleSet
 
@@ -40,11 +40,6 @@ class SourceTensor:
     slot_of: str | None = None
     optimizer: str | None = None
     slot_name: str | None = None
-
-
-def is_object_based(ckpt: Checkpoint) -> bool:
-    """True when the checkpoint stores an object graph."""
-    return ckpt.format == FormatName.TF_OBJECT or OBJECT_GRAPH_KEY in ckpt
 
 
 def source_tensors(ckpt: Checkpoint, rules: RuleSet | None) -> list[SourceTensor]:

@@ -16,9 +16,8 @@ before anything is written.
 from __future__ import annotations
 
 from formats.core.gc_pause import gc_paused
-from formats.core.model import Checkpoint, FormatName
+from formats.core.model import Checkpoint, FormatName, is_object_based
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
-from formats.ops.convert.conversion_source import is_object_based
 
 __all__ = ["plan_rename"]
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from bisect import bisect_left
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 from collections.abc import Callable, Sequence
 
 from formats.core.names import writable_name

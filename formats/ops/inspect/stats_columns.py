@@ -186,7 +186,7 @@ class StatsRows(Sequence[TensorStats]):
         return self._len
 
     def _slice(self, start: int, stop: int) -> list[TensorStats]:
-        from bisect import bisect_right
+        from _bisect import bisect_right  # bisect's C half
 
         out: list[TensorStats] = []
         at = max(bisect_right(self._starts, start) - 1, 0)
