@@ -332,6 +332,47 @@ def test_a_provenance_item_already_true_is_stored_as_it_is():
     assert items[1]["dtype"] == "float32" and kept[3] == {"key": "new", "dtype": "int8", "shape": []}
 
 
+def _as_written_by_dict(items, rows):  # type: ignore[no-untyped-def]
+    """What ``as_written``'s items were, every row in a dict first (the reference)."""
+    written = {r.key: r for r in rows}
+    for item in items:
+        row = written.pop(item.get("key"), None) if isinstance(item, dict) else None
+        if row is not None and (item.get("dtype") != row.dtype or item.get("shape") != list(row.shape)):
+            item = {**item, "dtype": row.dtype, "shape": list(row.shape)}
+        yield item
+    for r in written.values():
+        yield {"key": r.key, "dtype": r.dtype, "shape": list(r.shape)}
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_provenance_items_following_the_rows_are_matched_without_a_dict(seed):
+    """Items in the rows' order (a conversion's record: no dict of the rows is made), then out of it, missing rows,
+    items no row has, items that are not dicts or have no key: the same items, the same objects kept, as matching
+    through a dict of every row gives."""
+    import random
+    from types import SimpleNamespace
+
+    from formats.core.provenance import as_written
+
+    rng = random.Random(seed)
+    rows = [SimpleNamespace(key=f"k{i}", dtype=rng.choice(["float32", "int8"]), shape=(i % 3,))
+            for i in range(rng.randrange(0, 12))]
+    items: list[object] = [{"key": r.key, "dtype": rng.choice(["float32", "int8"]), "shape": [r.shape[0]]}
+                           for r in rows if rng.random() < 0.8]
+    if rng.random() < 0.4 and len(items) > 1:  # out of the rows' order from somewhere on
+        at = rng.randrange(len(items))
+        tail = items[at:]
+        rng.shuffle(tail)
+        items[at:] = tail
+    for _ in range(rng.randrange(0, 3)):
+        items.insert(rng.randrange(len(items) + 1), rng.choice([{"key": "other"}, {"dtype": "int8"}, "text", 7]))
+    found = list(as_written({"tensors": items}, rows)["tensors"])  # type: ignore[index]
+    expected = list(_as_written_by_dict(items, rows))
+    assert found == expected
+    assert [id(a) for a in found if any(a is i for i in items)] == [id(b) for b in expected
+                                                                    if any(b is i for i in items)]
+
+
 def test_patterns_found_by_shape_are_those_found_key_by_key():
     """``group_rows`` splits a key of a shape seen before (its digits aside, the same text) without the regular
     expression: the patterns and numbers are those :func:`_split` finds for each key, whatever the digits and the
