@@ -92,3 +92,39 @@ def test_the_roles_beyond_plain_variables_are_those_of_every_key(keys) -> None:
     expected = {k: r for k, r in every.items() if r != plain}
     assert classify_names(keys, every=False) == expected
     assert list(classify_names(reversed(keys), every=False)) == sorted(expected)  # in key order, however given
+
+
+def _by_every_key(keys: list[str]) -> dict[str, NameRole]:
+    """The roles with every key in a set, each slot's variable looked up in it (the reference)."""
+    from formats.concepts import roles
+
+    keyset = set(keys)
+    out = {k: roles.classify_name(k, keyset) for k in keyset if roles.may_not_be_variable(k)}
+    for k, r in out.items():
+        if r.role is Role.SLOT and k.endswith("/RMSProp_1") and f"{r.slot_of}/RMSProp_2" in keyset:
+            out[k] = NameRole(Role.SLOT, slot_of=r.slot_of, optimizer="RMSProp", slot_name="mg")
+    roles._keras_state(out, sorted(keyset))
+    return {k: out.get(k, NameRole(Role.VARIABLE)) for k in sorted(keyset)}
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_slots_are_told_by_the_keys_asked_about_as_by_every_key(seed: int) -> None:
+    """Slots whose variable is present or not, centered RMSProp (its second slot present or not), optimizer
+    scalars, tf-keras state, keys given twice, in any order: the roles found by looking up only the keys asked about
+    (a slot's variable, a second RMSProp slot) are those found with every key in a set."""
+    import random
+
+    rng = random.Random(seed)
+    names = ["w", "v", "a/b", "dense/kernel", "", "Adam"]
+    lasts = ["", "/Adam", "/Adam_1", "/RMSProp", "/RMSProp_1", "/RMSProp_2", "/Momentum", "/ITERATOR_STATE",
+             "/beta1_power", "/m"]
+    extras = ["global_step", "save_counter", "beta1_power", "iteration", "learning_rate", "Adam/iter", "Adam/net/k/m",
+              "m/dense/kernel", "_CHECKPOINTABLE_OBJECT_GRAPH", "RMSProp_1", "/Adam"]
+    keys = [n + last for n in rng.sample(names, rng.randrange(1, len(names) + 1)) for last in lasts
+            if rng.random() < 0.5 and (n + last)]
+    keys += rng.sample(extras, rng.randrange(0, 4))
+    keys += rng.sample(keys, min(len(keys), rng.randrange(0, 2)))  # a key given twice
+    rng.shuffle(keys)
+    assert classify_names(keys) == _by_every_key(keys)
+    assert classify_names(iter(keys), every=False) == {k: r for k, r in _by_every_key(keys).items()
+                                                       if r != NameRole(Role.VARIABLE)}

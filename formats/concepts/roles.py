@@ -34,7 +34,7 @@ from formats.concepts.optimizers import (COUNTERS, FAMILIES, KERAS_LEGACY, TF1, 
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 __all__ = ["Role", "NameRole", "SLOT_SUFFIXES", "OPTIMIZER_SCALARS", "classify_name", "classify_names",
            "slot_suffixes", "slot_key", "keras_scalar", "may_not_be_variable"]
@@ -128,18 +128,22 @@ def classify_names(keys: Iterable[str], every: bool = True) -> dict[str, NameRol
     """Roles for every key of a name-based checkpoint (slots only for variables that are present), in key order;
     without ``every``, only the keys whose role is more than a plain variable (a dictionary of a million-key
     bundle's variables took 44 MB at once)."""
-    keyset = set(keys)
+    listed = keys if isinstance(keys, (list, tuple)) else list(keys)
     telling = _TELLING_LASTS
-    out = {k: classify_name(k, keyset) for k in keyset
-           if k.rpartition("/")[2] in telling or k in _TELLING_KEYS}  # as may_not_be_variable, inline
+    candidates = [k for k in listed if k.rpartition("/")[2] in telling or k in _TELLING_KEYS]  # may_not_be_variable
+    # the keys asked about - a slot's variable, found among the keys, and the candidates themselves (a centered
+    # RMSProp's second slot is one) - rather than a set of every key (32 MB at 10^6: the peak of an extract)
+    known = {k.rpartition("/")[0] for k in candidates}.intersection(listed)
+    known.update(candidates)
+    out = {k: classify_name(k, known) for k in candidates}
     for k, r in out.items():
         if (r.role is Role.SLOT and k.endswith("/RMSProp_1") and r.slot_of is not None
-                and f"{r.slot_of}/RMSProp_2" in keyset):
+                and f"{r.slot_of}/RMSProp_2" in known):
             out[k] = NameRole(Role.SLOT, slot_of=r.slot_of, optimizer=_CENTERED_MG[0], slot_name=_CENTERED_MG[1])
-    _keras_state(out, keyset)
+    _keras_state(out, listed)
     if every:
         variable = NameRole(Role.VARIABLE)  # frozen: one for every key whose last segment no convention names
-        return {k: out.get(k, variable) for k in sorted(keyset)}
+        return {k: out.get(k, variable) for k in sorted(listed)}
     return {k: r for k in sorted(out) if (r := out[k]).role is not Role.VARIABLE or r.slot_of or r.optimizer
             or r.slot_name}
 
@@ -158,19 +162,20 @@ def keras_scalar(name: str) -> str | None:
     return head if last in own else None
 
 
-def _keras_state(out: dict[str, NameRole], keys: set[str]) -> None:
+def _keras_state(out: dict[str, NameRole], listed: Sequence[str]) -> None:
     """Re-label, in place, the variables that are tf-keras optimizer state (see the module doc): ``out`` holds the
-    roles found so far of some of ``keys``, the others are variables."""
+    roles found so far of some of the keys ``listed``, the others are variables."""
     counter = COUNTERS[TF_KERAS]
 
     def variable(key: str) -> bool:
         role = out.get(key)
         return role is None or role.role is Role.VARIABLE
 
-    scalars = {k: opt for k in keys if (k == counter or k.count("/") == 1) and variable(k)
+    scalars = {k: opt for k in listed if (k == counter or k.count("/") == 1) and variable(k)
                and (opt := keras_scalar(k)) is not None}  # keras_scalar: the counter, or one "/" (a C call first)
     if not scalars:
         return
+    keys = set(listed)  # (tf-keras optimizer state found: its slots are looked for among every key)
     for key, opt in scalars.items():
         out[key] = NameRole(Role.OPTIMIZER, optimizer=opt or None)
     if "learning_rate" in keys and variable("learning_rate") and COUNTERS[TF_KERAS] in scalars:
