@@ -27,9 +27,9 @@ def _first_prod(values: Iterable[int]) -> int:
 
 
 prod: Callable[[Iterable[int]], int] = _first_prod
-"""``math.prod``, math imported when it is first called (a shared library: loading it is 1.5 million instructions, 4%
-of a command's start-up, which a small checkpoint's ``ls``, ``verify`` or ``diff`` need not pay). It then is
-``math.prod`` itself: call it as ``shapes.prod``, not bound by ``from ... import``."""
+"""``math.prod``, math imported when it is first called (a shared library: loading it is half a million instructions
+or more, which a small checkpoint's ``ls``, ``verify`` or ``diff`` need not pay). It then is ``math.prod`` itself:
+call it as ``shapes.prod``, not bound by ``from ... import``."""
 
 
 def elements(shape: tuple[int, ...]) -> int:

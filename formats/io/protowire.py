@@ -17,7 +17,6 @@ no message ckpt reads and are skipped like any unknown field, as protobuf does.
 """
 from __future__ import annotations
 
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -8,7 +8,6 @@ Every structural field is bounds-checked; any inconsistency raises :class:`Table
 """
 from __future__ import annotations
 
-
 from formats.io.crc import crc32c, unmask
 from formats.io.protowire import WireError, read_varint
 

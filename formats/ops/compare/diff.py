@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Tolerance", "Side", "Change", "DiffResult", "diff_checkpoints", "diff_unit", "compare_entries"]
 
+_INF = float("inf")  # (math.inf, without importing math: a shared library)
+
 BYTE_CHUNK = 1 << 20
 """Bytes compared at a time when values are compared bytewise (small enough to stay in the CPU's cache
 between its checksum and the comparison)."""
@@ -339,9 +341,6 @@ def diff_unit(ref_a: SourceRef, ref_b: SourceRef, pairs: tuple[str | tuple[str, 
                                                               chunk_elements, stats), rest))
     return [(None if small[i] is None else _small_change(p, side_a[i], side_b[i], small[i], stats)) if i in small
             else next(found) for i, p in enumerate(triples)]
-
-
-_INF = float("inf")
 
 
 def _small_change(pair: tuple[str, str, str], ea: TensorEntry, eb: TensorEntry, sums: tuple[Any, ...] | None,
