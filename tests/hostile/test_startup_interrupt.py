@@ -34,8 +34,10 @@ def pythons_own(err: str) -> bool:
     entered, at its "line 0", before its first statement): a traceback with no line of ckpt's code. Or no
     traceback at all, a bare ``KeyboardInterrupt``: the signal came while the interpreter read and compiled the
     launcher script, before any frame of it existed (seen since start-up got shorter: 20 ms now falls there). Or
-    the interpreter's fatal error for an interrupt while it imported ``site`` before any frame existed (``Fatal
-    Python error: init_import_site``; seen in CI, 2026-11-26, for ``python -m ckpt_cli diff``)."""
+    the interpreter's fatal error for an interrupt in any step of its initialization, before any frame of ckpt
+    existed (``Fatal Python error: init_import_site``, seen in CI, 2026-11-26, for ``python -m ckpt_cli diff``;
+    ``init_sys_streams`` while ``<frozen io>`` was imported, "core initialized", a ``TypeError`` for the
+    interrupt, seen in CI 2026-11-27 at 5 ms)."""
     import re
 
     frames = re.findall(r'File "([^"]*)", line (\d+)', err)
@@ -43,7 +45,7 @@ def pythons_own(err: str) -> bool:
             line != "0"]
     if err.strip() == "KeyboardInterrupt":
         return True
-    if err.startswith("Fatal Python error: init_import_site:") and "KeyboardInterrupt" in err and not ours:
+    if err.startswith("Fatal Python error: init_") and not ours:
         return True
     return "KeyboardInterrupt" in err and bool(frames) and not ours
 
@@ -185,4 +187,9 @@ def test_the_interpreters_own_reports_are_told_from_ckpts() -> None:
     assert pythons_own(site) and pythons_own("KeyboardInterrupt\n")
     ours = 'Traceback (most recent call last):\n  File "/x/site-packages/ckpt_cli/main.py", line 3, in <module>\n' \
            "KeyboardInterrupt\n"
-    assert not pythons_own(ours) and not pythons_own(site.replace("KeyboardInterrupt", "MemoryError"))
+    streams = ("Fatal Python error: init_sys_streams: can't initialize sys standard streams\nPython runtime state: "
+               "core initialized\nTraceback (most recent call last):\n  File \"<frozen io>\", line 111, in <module>\n"
+               "TypeError: expected a message argument\n")
+    assert pythons_own(streams) and pythons_own(site.replace("KeyboardInterrupt", "TypeError"))  # (no ckpt frame)
+    assert not pythons_own(ours) and not pythons_own(streams.replace('"<frozen io>", line 111',
+                                                                     '"/x/site-packages/formats/core/errors.py", line 2'))
