@@ -151,6 +151,11 @@ def _items_as_written(items: Any, rows: Any) -> Iterator[Any]:
     pending = iter(rows)  # the rows not met yet, in order, while the items follow them (no dict a row: 29 MB at 10^6)
     ahead = next(pending, None)
     written: dict[str, Any] | None = None  # the rows not met yet, by key, once an item does not follow them
+
+    def unmet() -> Iterator[Any]:
+        """The rows not met yet, in order (before ``written`` is made)."""
+        return itertools.chain(() if ahead is None else (ahead,), pending)
+
     for item in items:
         key = item.get("key") if isinstance(item, dict) else None
         if written is None and ahead is not None and key == ahead.key:
@@ -159,15 +164,14 @@ def _items_as_written(items: Any, rows: Any) -> Iterator[Any]:
             row = None
         else:
             if written is None:
-                written = {r.key: r for r in itertools.chain(() if ahead is None else (ahead,), pending)}
+                written = {r.key: r for r in unmet()}
             row = written.pop(key, None)
         if row is not None:
             shape = list(row.shape)
             if item.get("dtype") != row.dtype or item.get("shape") != shape:  # else the item says it already: kept,
                 item = {**item, "dtype": row.dtype, "shape": shape}  # not copied (a dict a tensor: 26 MB at 100k)
         yield item
-    rest = written.values() if written is not None else itertools.chain(() if ahead is None else (ahead,), pending)
-    for r in rest:
+    for r in written.values() if written is not None else unmet():
         yield {"key": r.key, "dtype": r.dtype, "shape": list(r.shape)}
 
 
