@@ -489,16 +489,20 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                  guarded: bool = False) -> _Fresh:
     """Write every tensor not taken over, in the order given (``taken_rows``: the rows of those taken over), to the
     fresh data file - or, with ``shards``, to the data file of its number, one file after the other. A bundle
-    tensor stored whole is copied as it lies and written as its row, its run's place kept in ``taken``."""
+    tensor stored whole is copied as it lies and written as its row, its run's place kept in ``taken``. A key
+    written twice is refused as the index is written (:func:`_write_index`: neighbours once sorted), not looked up
+    in a set of every key here."""
     fresh = _Fresh()
     if out.fresh_shard is None:
-        return fresh  # (keys written twice among those taken over: found in the index's order, _write_index)
-    seen: set[str] | None = None  # the keys written: a set of them made at the first tensor written fresh
+        return fresh
     rows, ways = fresh.rows, fresh.ways
     plan_rows = pairs.rows if type(pairs) is RowPairs else []
-    groups = itertools.groupby(_numbered(out, pairs, shards), key=lambda item: item[0])
+    given = len(plan_rows)
+    output = guard.output
+    count = len(taken_rows)  # the tensors written so far (for ``progress``)
+    groups = _numbered(out, pairs, shards)
     group = next(groups, None)
-    before = sum(f.size for f in out.layout.files)  # the bytes and tensors (``seen``) _take_over reported
+    before = sum(f.size for f in out.layout.files)  # the bytes and tensors _take_over reported
     done = before
     for shard in range(out.fresh_shard, out.shards):
         data = out.data if shard == out.fresh_shard and out.data is not None else out.open_data(shard)
@@ -506,24 +510,20 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
         items = group[1] if group is not None and group[0] == shard else ()
         whole = WholeCheck()
         run = _Run(data, taken)
+        take = run.take
         with _BackgroundSync(data.fileno()) as syncer:
-            for _, position, key, source in items:
-                if seen is None:  # (a key twice among those taken over: refused as the index is written)
-                    seen = {r.key for r in taken_rows}
-                text = _key_text(key, guard.output)
-                if text in seen:
-                    raise InvalidOutputError(guard.output, f"duplicate key {text!r}")
-                seen.add(text)
+            for position, key, source in items:
+                text = key if type(key) is str and key and key.isascii() else _key_text(key, output)  # (ASCII: valid)
                 if not guarded:  # a source met here first (a one-shot iterator's)
                     guard.check_source(source)
                 size = -1  # (copied as it lies: its bytes)
                 if type(source) is BundleTensor:
-                    size = run.take(source, offset, shard, whole)
+                    size = take(source, offset, shard, whole)
                     if size < 0:
                         run.flush()
                         size = _copy_alone(data, source, offset, shard, whole, taken)
-                if size >= 0:
-                    rows.append(_row_of(plan_rows, position, key, text, source))
+                if size >= 0:  # (the plan's row itself where its key is its text: _row_of, inline)
+                    rows.append(plan_rows[position] if position < given and text is key else _Pair(text, source))
                 else:
                     run.flush()
                     record = _write_tensor(data, text, source, offset, chunk, verify, keep, shard, whole=whole)
@@ -532,9 +532,10 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
                     rows.append(record)
                 offset += size
                 done += size
+                count += 1
                 syncer.wrote(size)
                 if progress is not None:
-                    progress(done, len(seen))
+                    progress(done, count)
             run.flush()
             data.flush()
             syncer.close()
@@ -546,17 +547,44 @@ def _write_fresh(out: BundleFiles, pairs: Iterable[tuple[Any, Source]], guard: O
 
 
 def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
-              shards: Sequence[int] | None) -> Iterator[tuple[int, int, Any, Source]]:
-    """``(shard, position, key, source)`` for every tensor not taken over: the shard numbers given (never
-    decreasing, one per tensor, the object graph included), else the fresh data file's."""
-    placed = out.layout.placed
-    fresh = ((position, *pairs[position]) for position in placed.others(len(pairs))) if isinstance(pairs, _INDEXED) \
-        else ((position, key, source) for position, (key, source) in enumerate(pairs) if position not in placed)
+              shards: Sequence[int] | None) -> Iterator[tuple[int, Iterator[tuple[int, Any, Source]]]]:
+    """``(shard, its tensors)`` for each data file written to, in order, its tensors ``(position, key, source)``
+    among those not taken over: by the shard numbers given (never decreasing, one per tensor, the object graph
+    included), else all of them in the fresh data file."""
     if shards is None:
-        yield from ((out.fresh_shard, *item) for item in fresh)
+        yield out.fresh_shard, _not_placed(out, pairs)  # type: ignore[misc]
         return
+    yield from ((shard, (item[1:] for item in items))
+                for shard, items in itertools.groupby(_shard_numbered(out, pairs, shards), key=_first))
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]
+
+
+def _not_placed(out: BundleFiles, pairs: Iterable[tuple[Any, Source]]) -> Iterator[tuple[int, Any, Source]]:
+    """``(position, key, source)`` of every tensor not taken over, in order (a plan's rows read as they are: no pair
+    made for one)."""
+    placed = out.layout.placed
+    if type(pairs) is RowPairs:
+        plan_rows, given = pairs.rows, len(pairs.rows)
+        for position in placed.others(len(pairs)):
+            if position < given:
+                row = plan_rows[position]
+                yield position, row.key, row.value
+            else:
+                yield (position, *pairs[position])
+    elif isinstance(pairs, _INDEXED):
+        yield from ((position, *pairs[position]) for position in placed.others(len(pairs)))
+    else:
+        yield from ((position, key, source) for position, (key, source) in enumerate(pairs) if position not in placed)
+
+
+def _shard_numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
+                    shards: Sequence[int]) -> Iterator[tuple[int, int, Any, Source]]:
+    """``(shard, position, key, source)`` for every tensor not taken over, by the shard numbers given."""
     numbers, previous = iter(shards), 0
-    for item in fresh:
+    for item in _not_placed(out, pairs):
         shard = next(numbers, None)
         if shard is None or shard < previous:
             raise InvalidOutputError(out.prefix, "shards must give a never-decreasing data file number for every "

@@ -15,6 +15,8 @@ target, then put computed values (casts, means) in the rows and give each its da
 from __future__ import annotations
 
 from _collections_abc import Callable, Sequence  # collections.abc's classes, without the collections package
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+from itertools import repeat
 
 from formats.core.format import capability
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, Role, TensorEntry
@@ -112,9 +114,9 @@ def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditO
     convert = ConvertOptions(max_shard_size=options.max_shard_size if _sharded_by_size(target) else None)
     if has_data_files(target) and target == own_target(source):
         plan = ConversionPlan(source.path, target)
-        for key in sorted(k for k in view if k != OBJECT_GRAPH_KEY):
-            entry = view[key]
-            plan.add_row(key, key, entry, entry.shape, entry.dtype)
+        add_row = plan.add_row
+        for key, entry in view.kept_items():
+            add_row(key, key, entry, entry.shape, entry.dtype)
         plan.object_graph = view.graph_bytes if is_object_layout(target) else None
         return plan
     if target == FormatName.KERAS3_H5 and source.format in KERAS3_LAYOUTS:  # its layout comes from the file itself
@@ -240,11 +242,27 @@ class KeyActions(Sequence[KeyAction]):
                 yield KeyAction(key, action, found.key, found.dtype, found.note)
 
     def counts(self) -> dict[str, int]:
-        """How many input keys each action applies to (no action made a key)."""
-        out: dict[str, int] = {}
-        for _, action, _, _ in self._decided():
-            out[action] = out.get(action, 0) + 1
-        return out
+        """How many input keys each action applies to, in the order each is first met (no action made a key). When
+        every row copies its tensor as it is (no cast, no mean: an action is "keep" or "drop"), counted by C
+        functions over the keys (at 10^5 keys, a twentieth of an edit's CPU walked key by key)."""
+        plan = self._plan
+        rows = plan.conversion.rows
+        if plan.operation == "average" or any(map(isinstance, map(_value, rows), repeat((CastTensor, MeanTensor)))):
+            out: dict[str, int] = {}
+            for _, action, _, _ in self._decided():
+                out[action] = out.get(action, 0) + 1
+            return out
+        if not self._source:
+            return {}
+        kept = set(map(_source, rows))  # the keys a row is written from, as _decided finds them
+        kept.difference_update(self._dropped)
+        kept.discard(OBJECT_GRAPH_KEY)
+        if plan.conversion.object_graph is not None:
+            kept.add(OBJECT_GRAPH_KEY)  # (written by the plan itself)
+        keep = sum(map(kept.__contains__, self._source))
+        counted = {"keep": keep, "drop": len(self._source) - keep}
+        order = ("keep", "drop") if min(self._source) in kept else ("drop", "keep")  # (the first key's action first)
+        return {action: counted[action] for action in order if counted[action]}
 
     def _decided(self) -> Iterator[tuple[str, str, Any, str]]:
         """``(key, action, the row written or None, detail)`` of every input key in key order (the object graph's
@@ -273,6 +291,9 @@ class KeyActions(Sequence[KeyAction]):
         return isinstance(other, (list, KeyActions)) and list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+_value, _source = attrgetter("value"), attrgetter("source")
 
 
 def _action(row: PlanRow, operation: str) -> str:

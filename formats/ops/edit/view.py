@@ -8,10 +8,14 @@ source's files), its ``_CHECKPOINTABLE_OBJECT_GRAPH`` holds the pruned graph, an
 from __future__ import annotations
 
 
+from _bisect import bisect_left  # bisect's C half, without its module (start-up)
+
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, CheckpointProblem, Role, TensorEntry
+from formats.core.natural import ascending
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
     import numpy as np
 
@@ -42,7 +46,8 @@ class KeptView(Checkpoint):
 
     def __init__(self, source: Checkpoint, kept: list[str], graph: ObjectGraph | None = None,
                  data: bytes | None = None) -> None:
-        entries = {k: source[k] for k in kept}
+        entries = dict(zip(kept, map(source.__getitem__, kept)))
+        self._kept = kept
         self.graph = graph
         if graph is not None:
             if data is None:
@@ -52,6 +57,14 @@ class KeptView(Checkpoint):
             entries[OBJECT_GRAPH_KEY] = GraphEntry(data)
         super().__init__(source.path, source.format, entries)
         self.source = source
+
+    def kept_items(self) -> Iterator[tuple[str, TensorEntry]]:
+        """``(key, entry)`` of every tensor kept (the object graph's aside), in key order."""
+        kept = self._kept if ascending(self._kept) else sorted(set(self._kept))
+        at = bisect_left(kept, OBJECT_GRAPH_KEY)
+        if at < len(kept) and kept[at] == OBJECT_GRAPH_KEY:
+            kept = kept[:at] + kept[at + 1:]
+        return zip(kept, map(self._entries.__getitem__, kept))
 
     @property
     def graph_bytes(self) -> bytes | None:
