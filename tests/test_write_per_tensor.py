@@ -532,9 +532,18 @@ def test_the_bytes_planned_for_copied_tensors_are_read_from_the_columns(bundles)
     :func:`planned_bytes` would say of it (no description made a tensor), anything else described."""
     from formats.io.writing import planned_bytes
     from formats.tf_bundle import writer
+    from formats.tf_bundle.checkpoint import BundleTensor
+    from formats.tf_bundle.layout import Placed
 
     with open_checkpoint(bundles[0]) as source:
         tensors = list(source.values())
         mixed = [*tensors[:50], np.zeros((3, 5), np.float64), *tensors[50:100]]
-        assert writer._planned_bytes(mixed, range(len(mixed))) == planned_bytes(mixed) == 100 * 16 + 120
-        assert writer._planned_bytes(mixed, [0, 50, 99]) == 16 + 120 + 16
+        none = Placed(len(mixed))
+        assert BundleTensor.rows_of_one(mixed) is None
+        assert writer._planned_bytes(mixed, none, None) == planned_bytes(mixed) == 100 * 16 + 120
+        others = Placed(len(mixed), [p for p in range(len(mixed)) if p not in (0, 50, 99)])
+        assert writer._planned_bytes(mixed, others, None) == 16 + 120 + 16
+        one = BundleTensor.rows_of_one(tensors[:100])  # every tensor of one bundle: summed over its columns
+        assert one is not None and one[1] == [t.row for t in tensors[:100]]
+        assert writer._planned_bytes(tensors[:100], Placed(100), one) == planned_bytes(tensors[:100]) == 100 * 16
+        assert writer._planned_bytes(tensors[:100], Placed(100, range(3, 100)), one) == 3 * 16

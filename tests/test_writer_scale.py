@@ -81,6 +81,22 @@ def test_the_tensors_not_taken_over_are_found_from_the_mask():
     assert list(placed.others(4)) == [3]
     assert list(Placed().others(3)) == [0, 1, 2]
     assert len(placed) == 5 and 5 in placed and 6 not in placed and 10 not in placed and -1 not in placed
+    assert placed.unplaced(10) == bytes([0, 0, 0, 1, 1, 0, 1, 1, 1, 0])
+    assert placed.unplaced(12) == bytes([0, 0, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1]) and placed.unplaced(2) == b"\0\0"
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_tensors_not_taken_over_are_those_not_in_placed(seed):
+    """Runs of the mask at a time (``others``) and a byte a position (``unplaced``): the positions ``in`` says."""
+    import random
+
+    rng = random.Random(seed)
+    size = rng.randrange(0, 40)
+    placed = Placed(size, [p for p in range(size) if rng.random() < rng.random()])
+    for count in (0, size, size + rng.randrange(5), rng.randrange(size + 1)):
+        expected = [p for p in range(count) if p not in placed]
+        assert list(placed.others(count)) == expected
+        assert placed.unplaced(count) == bytes(p not in placed for p in range(count))
 
 
 def test_a_key_lost_from_the_index_is_named_by_the_read_back_and_nothing_is_written(bundles, tmp_path, monkeypatch):

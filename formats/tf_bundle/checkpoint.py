@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+from _operator import attrgetter, is_  # operator's C half, without operator.py (start-up)
+from itertools import repeat
 
 from formats.core.gc_pause import paused_gc
 from formats.core import dtypes
@@ -26,6 +28,7 @@ __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
 
 _DTYPE_NAMES: dict[int, str] = {}
+_READER, _ROW = attrgetter("_reader"), attrgetter("row")
 """DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
 (all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
 
@@ -179,6 +182,18 @@ class BundleTensor(TensorEntry):
         if all(t._reader is reader for t in tensors):
             return reader.rows_ranges([t.row for t in tensors], most)
         return [t._reader.rows_ranges([t.row], most)[0] for t in tensors]
+
+    @staticmethod
+    def rows_of_one(tensors: Sequence[Any]) -> tuple[BundleReader, list[int]] | None:
+        """``(reader, rows)`` when ``tensors`` (at least one) are all of this class and of one bundle (their rows in
+        its index, in order), else None: found by C functions over them (no frame a tensor)."""
+        if not tensors or type(tensors[0]) is not BundleTensor:
+            return None
+        reader = tensors[0]._reader
+        if not all(map(is_, map(type, tensors), repeat(BundleTensor))) or \
+                not all(map(is_, map(_READER, tensors), repeat(reader))):
+            return None
+        return reader, list(map(_ROW, tensors))
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""

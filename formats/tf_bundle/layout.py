@@ -74,8 +74,20 @@ class Placed:
             if found < 0:
                 yield from range(max(i, len(mask)), count)
                 return
-            yield found
-            i = found + 1
+            end = mask.find(1, found, count)  # (past the mask, none is taken over)
+            yield from range(found, count if end < 0 else end)
+            if end < 0:
+                return
+            i = end
+
+    def unplaced(self, count: int) -> bytes:
+        """A byte for each position below ``count``: 1 where it is not taken over (for ``itertools.compress``)."""
+        mask = bytes(self._mask[:count]).translate(_FLIPPED)
+        return mask + b"\x01" * (count - len(mask))
+
+
+_FLIPPED = bytes([1, 0, *bytes(254)])
+"""``bytes.translate``'s table turning a mask's 0 into 1 and 1 into 0."""
 
 
 class Layout:
@@ -90,10 +102,13 @@ class Layout:
         return sum(f.size for f in self.files)
 
 
-def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
+def plan_layout(sources: Sequence[Any], link: bool = False, one: tuple[BundleReader, list[int]] | None = None) -> Layout:
     """The input data files that ``sources`` (in writing order) use whole and unchanged; with ``link``, files
     whose object graph is not among them too (see the module doc). Read from the index's columns: no entry is
-    made per tensor."""
+    made per tensor. ``one``: the reader and rows of the bundle tensors among ``sources`` when they are all of one
+    bundle (:meth:`BundleTensor.rows_of_one`)."""
+    if one is not None and _too_few(*one):
+        return Layout([])
     groups: dict[tuple[int, int], _Run] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
@@ -132,6 +147,17 @@ def plan_layout(sources: Sequence[Any], link: bool = False) -> Layout:
             files.append(reused)
     files.sort(key=lambda f: f.positions[0])
     return Layout(files, Placed(len(sources), (p for reused in files for p in reused.positions)))
+
+
+def _too_few(reader: BundleReader, rows: list[int]) -> bool:
+    """Whether the tensors in ``rows`` of a bundle of one data file are too few to be every tensor stored in it but
+    the object graph (an edit's selection: no file is taken over, found without a look at each tensor). Its stored
+    tensors are at least those of a size, less its partitioned variables."""
+    if len(reader.data_paths) != 1:
+        return False
+    columns = reader.entries
+    sized = [1 if size else 0 for _, _, _, size in columns.kinds]
+    return len(rows) + 1 < sum(map(sized.__getitem__, columns.kind)) - len(columns.slices)
 
 
 def _tiles(columns: Any, stored: Sequence[int], size: int) -> bool:

@@ -45,9 +45,9 @@ from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.encode import (encode_entry, encode_header, entry_parts, join_entry, string_layout,
                                       variant_layout)
 from formats.tf_bundle.files import BundleFiles
-from formats.tf_bundle.layout import Layout, WholeCheck, plan_layout
+from formats.tf_bundle.layout import Layout, Placed, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED, by_key, key_bytes_of, record_key
-from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, data_file_name
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, data_file_name
 from formats.io.sstable.writer import TableWriter
 
 TYPE_CHECKING = False
@@ -253,18 +253,20 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
             force=force)
     pairs: Iterable[tuple[Any, Source]] = _pairs(tensors, object_graph)
     layout = Layout([])
+    one = BundleTensor.rows_of_one(sources)  # tensors of one bundle: what is asked of each, asked of its columns
     if sources and shards is None:  # every source known up front: input data files may be taken over whole
         pairs = tensors.and_graph(_graph_pair(object_graph)) if isinstance(tensors, RowPairs) else list(pairs)
-        layout = plan_layout(sources if len(sources) == len(pairs) else [source for _, source in pairs], link)
+        layout = plan_layout(sources if len(sources) == len(pairs) else [source for _, source in pairs], link, one)
     fresh = object_graph is not None or not isinstance(pairs, _INDEXED) or len(pairs) > len(layout.placed)
     out = BundleFiles(prefix, layout, link, fresh, None if shards is None else _shard_count(prefix, shards))
-    guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=sources, force=force,
-                         what="output checkpoint", marker=out.final_index, renamed=True)  # publish(): renames only
+    guard = guard_output(prefix, [out.final_index, *out.finals], inputs=inputs, sources=_by_files(sources, one),
+                         force=force, what="output checkpoint", marker=out.final_index,
+                         renamed=True)  # publish(): renames only
     sweep_temporaries(prefix)  # what killed writes of this prefix left
     created = make_parents(prefix)
     try:
         with out:
-            fresh_bytes = _planned_bytes(sources, layout.placed.others(len(sources)))
+            fresh_bytes = _planned_bytes(sources, layout.placed, one)
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()), sources)
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
                             guarded=bool(sources))
@@ -275,12 +277,28 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     return report
 
 
-def _planned_bytes(sources: Sequence[Source], positions: Iterable[int]) -> int:
-    """:func:`~formats.io.writing.planned_bytes` of the sources at ``positions``: a bundle tensor stored whole, its
-    stored size read from its index's columns (at 10^5 tensors, a tenth of an edit's CPU when each was described)."""
+def _by_files(sources: Sequence[Source], one: tuple[BundleReader, list[int]] | None) -> Sequence[Source]:
+    """The sources an output is guarded against (:func:`~formats.io.writing.guard_output` checks the files each is
+    read from): ``sources``, or when they are the tensors of one bundle with no partitioned variable (``one``: its
+    reader and their rows, :meth:`BundleTensor.rows_of_one`), one of each kind (dtype, shape, data file, size: the
+    tensors of a kind are read from the same files), found by C functions over the rows (no frame a tensor)."""
+    if one is None or one[0].entries.slices:
+        return sources
+    last = dict(zip(map(one[0].entries.kind.__getitem__, one[1]), range(len(one[1]))))  # kind -> its last position
+    return [sources[position] for position in sorted(last.values())]
+
+
+def _planned_bytes(sources: Sequence[Source], placed: Placed, one: tuple[BundleReader, list[int]] | None) -> int:
+    """:func:`~formats.io.writing.planned_bytes` of the sources not ``placed``: a bundle tensor stored whole, its
+    stored size read from its index's columns (at 10^5 tensors, a tenth of an edit's CPU when each was described);
+    when none is placed and they are the tensors of one bundle with no partitioned variable (``one``), summed by C
+    functions over the columns (no frame a tensor)."""
+    if one is not None and not placed and not one[0].entries.slices:
+        columns = one[0].entries
+        sizes = [size for _, _, _, size in columns.kinds]
+        return sum(map(sizes.__getitem__, map(columns.kind.__getitem__, one[1])))
     total, others = 0, []
-    for position in positions:
-        source = sources[position]
+    for source in itertools.compress(sources, placed.unplaced(len(sources))):
         if type(source) is BundleTensor:
             columns, row = source.bundle.entries, source.row
             if row not in columns.slices:

@@ -1,0 +1,75 @@
+"""What a bundle write asks of the tensors of one bundle at once (``BundleTensor.rows_of_one``) is what it asks of each:
+the data files taken over whole, the sources the output is guarded against, the bytes planned."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from formats import open_checkpoint
+from formats.core.errors import OutputIsInputError
+from formats.io.writing import guard_output, planned_bytes
+from formats.tf_bundle import writer
+from formats.tf_bundle.checkpoint import BundleTensor
+from formats.tf_bundle.layout import Placed, plan_layout
+from formats.tf_bundle.reader import OBJECT_GRAPH_KEY
+
+from .conftest import CORPUS
+
+BUNDLES = sorted(str(p)[:-len(".index")] for p in CORPUS.rglob("*.index"))
+
+
+def _subsets(keys: list[str], rng: random.Random) -> list[list[str]]:
+    """Every key; every key but the object graph; every key but one other; random selections (in key order)."""
+    others = [k for k in keys if k != OBJECT_GRAPH_KEY]
+    picks = [keys, others, *(others[:i] + others[i + 1:] for i in [rng.randrange(len(others))] if others)]
+    picks += [[k for k in keys if rng.random() < p] for p in (0.2, 0.9, 0.99)]
+    return [p for p in picks if p]
+
+
+def _files(layout) -> list[tuple]:
+    return [(f.path, f.size, f.shard, list(f.positions), list(f.rows)) for f in layout.files]
+
+
+@pytest.mark.parametrize("prefix", BUNDLES, ids=lambda p: p.split("corpus/")[-1])
+def test_the_files_taken_over_are_those_found_tensor_by_tensor(prefix):
+    rng = random.Random(prefix)
+    with open_checkpoint(prefix) as ckpt:
+        for keys in _subsets(sorted(ckpt), rng):
+            sources = [ckpt[k] for k in keys]
+            one = BundleTensor.rows_of_one(sources)
+            assert one is not None and one[0] is sources[0].bundle and one[1] == [s.row for s in sources]
+            for link in (False, True):
+                fast, slow = plan_layout(sources, link, one), plan_layout(sources, link)
+                assert _files(fast) == _files(slow), (prefix, len(keys), link)
+                assert [p in fast.placed for p in range(len(sources))] == [p in slow.placed for p in range(len(sources))]
+            placed = plan_layout(sources, False, one).placed
+            unplaced = [s for p, s in enumerate(sources) if p not in placed]
+            assert writer._planned_bytes(sources, placed, one) == writer._planned_bytes(sources, placed, None) == \
+                sum(s.nbytes if s.partitions == 0 else planned_bytes([s]) for s in unplaced)
+            # the sources guarded: one of each set of files read
+            assert {s.files for s in writer._by_files(sources, one)} == {s.files for s in sources}
+
+
+def test_tensors_of_two_bundles_or_other_values_are_asked_one_by_one():
+    a, b = CORPUS / "tf1_adam" / "model.ckpt-200", CORPUS / "tf1_adam" / "model.ckpt-1"
+    with open_checkpoint(str(a)) as first, open_checkpoint(str(b)) as second:
+        mixed = [*first.values(), *second.values()]
+        assert BundleTensor.rows_of_one(mixed) is None
+        assert BundleTensor.rows_of_one([*first.values(), np.zeros(3)]) is None
+        assert BundleTensor.rows_of_one([np.zeros(3), *first.values()]) is None
+        assert BundleTensor.rows_of_one([]) is None
+        assert writer._by_files(mixed, None) is mixed
+
+
+def test_an_output_over_the_data_file_of_its_sources_is_refused_without_inputs_named(tmp_path):
+    """The guard against the sources' files holds with one source a kind: the input's data file is refused."""
+    prefix = str(CORPUS / "tf1_adam" / "model.ckpt-200")
+    with open_checkpoint(prefix) as ckpt:
+        sources = [ckpt[k] for k in sorted(ckpt)][1:]
+        one = BundleTensor.rows_of_one(sources)
+        guarded = writer._by_files(sources, one)
+        assert len(guarded) < len(sources)
+        with pytest.raises(OutputIsInputError, match="being read"):
+            guard_output(str(tmp_path / "x"), [prefix + ".data-00000-of-00001"], sources=guarded, force=True)
