@@ -267,6 +267,7 @@ def write_checkpoint(prefix: str | os.PathLike[str], tensors: Mapping[str, Sourc
     try:
         with out:
             fresh_bytes = _planned_bytes(sources, layout.placed, one)
+            del one  # (a row a tensor: not held through the write)
             ensure_space(out.directory, fresh_bytes + (0 if link else layout.reused_bytes()), sources)
             report = _write(out, pairs, guard, chunk, verify, isinstance(tensors, Mapping), progress, jobs, shards,
                             guarded=bool(sources))
