@@ -1,5 +1,6 @@
-"""What a bundle write asks of the tensors of one bundle at once (``BundleTensor.rows_of_one``) is what it asks of each:
-the data files taken over whole, the sources the output is guarded against, the bytes planned."""
+"""What a write asks of the tensors of one bundle at once (``BundleTensor.rows_of_one``) is what it asks of each: the
+data files taken over whole, the sources the output is guarded against, the bytes planned, where each tensor's stored
+bytes lie (``stored_unchanged_all``)."""
 from __future__ import annotations
 
 import random
@@ -9,6 +10,7 @@ import pytest
 
 from formats import open_checkpoint
 from formats.core.errors import OutputIsInputError
+from formats.io.placed import stored_unchanged, stored_unchanged_all
 from formats.io.writing import guard_output, planned_bytes
 from formats.tf_bundle import writer
 from formats.tf_bundle.checkpoint import BundleTensor
@@ -73,3 +75,30 @@ def test_an_output_over_the_data_file_of_its_sources_is_refused_without_inputs_n
         assert len(guarded) < len(sources)
         with pytest.raises(OutputIsInputError, match="being read"):
             guard_output(str(tmp_path / "x"), [prefix + ".data-00000-of-00001"], sources=guarded, force=True)
+
+
+@pytest.mark.parametrize("prefix", BUNDLES, ids=lambda p: p.split("corpus/")[-1])
+def test_where_the_stored_bytes_lie_is_found_at_once_as_one_by_one(prefix):
+    """Every tensor as it is, then asked for another dtype or size now and then (not stored so: None)."""
+    rng = random.Random(prefix)
+    with open_checkpoint(prefix) as ckpt:
+        sources = [ckpt[k] for k in sorted(ckpt)]
+        for changed in (0.0, 0.3):
+            dtypes = [s.dtype if rng.random() >= changed else rng.choice(["float32", "int64", "uint8"])
+                      for s in sources]
+            sizes = [s.nbytes + (0 if rng.random() >= changed else rng.choice([-4, 4])) for s in sources]
+            expected = list(map(stored_unchanged, sources, dtypes, sizes))
+            assert stored_unchanged_all(sources, dtypes, sizes) == expected
+            assert BundleTensor.stored_ranges(sources) == [s.stored_range() for s in sources]
+            if not changed:
+                assert any(where is not None for where in expected)
+
+
+def test_where_values_of_other_kinds_lie_is_asked_one_by_one():
+    prefix = str(CORPUS / "tf1_adam" / "model.ckpt-200")
+    with open_checkpoint(prefix) as ckpt:
+        sources = [np.zeros(3, np.float32), *ckpt.values()]
+        dtypes, sizes = ["float32"] + [s.dtype for s in sources[1:]], [12] + [s.nbytes for s in sources[1:]]
+        assert stored_unchanged_all(sources, dtypes, sizes) == list(map(stored_unchanged, sources, dtypes, sizes))
+        assert stored_unchanged_all([], [], []) == []
+        assert BundleTensor.stored_ranges([*ckpt.values(), np.zeros(3)]) is None

@@ -249,6 +249,12 @@ class TensorEntry:
         open) with that (unmasked) CRC32C; else None, and the bytes are read through :meth:`byte_chunks`."""
         return None
 
+    @staticmethod
+    def stored_ranges(tensors: Sequence[Any]) -> list[tuple[int, int, int, int] | None] | None:
+        """:meth:`stored_range` of each of ``tensors`` (the first of this class), where the class finds them all at
+        once (a bundle's from its index's columns); else None, and each is asked."""
+        return None
+
     def checked_bytes_range(self) -> tuple[int, int, int] | None:
         """``(fd, offset, size)`` when this tensor of byte strings is stored whole at ``[offset, offset + size)`` of
         an open local file (``fd``, owned by the checkpoint), its stored bytes checked now (a buffer at a time):

@@ -46,19 +46,32 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
-__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "ThreadedSink", "PIPELINE_BYTES"]
+__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "stored_unchanged_all", "NOT_STORED",
+           "ThreadedSink", "PIPELINE_BYTES"]
 
 
 class Placed:
     """One tensor of an output file: its ``key``, its ``source``, where its bytes go (``offset``, ``size``), and,
-    once written, the CRC32C they must have (``crc``) and whether they were ``copied`` by the kernel."""
+    once written, the CRC32C they must have (``crc``) and whether they were ``copied`` by the kernel. ``stored``:
+    :func:`stored_unchanged` of it, when the writer has asked already (else asked as it is written)."""
 
-    __slots__ = ("key", "source", "offset", "size", "crc", "copied", "dtype")
+    __slots__ = ("key", "source", "offset", "size", "crc", "copied", "dtype", "stored")
 
-    def __init__(self, key: str, source: Any, offset: int, size: int, dtype: str) -> None:
+    def __init__(self, key: str, source: Any, offset: int, size: int, dtype: str, stored: Any = None) -> None:
         self.key, self.source, self.offset, self.size, self.dtype = key, source, offset, size, dtype
+        self.stored = _ASK if stored is None else stored
         self.crc: int | None = None
         self.copied = False
+
+    def stored_unchanged(self) -> tuple[int, int, int, int] | None:
+        """:func:`stored_unchanged` of its source."""
+        stored: Any = self.stored
+        return stored_unchanged(self.source, self.dtype, self.size) if stored is _ASK else stored or None
+
+
+_ASK = object()
+NOT_STORED = False
+"""``Placed(stored=NOT_STORED)``: its source was asked, and its bytes are not stored unchanged."""
 
 
 def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int, int] | None:
@@ -68,6 +81,19 @@ def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int,
         return None
     where = source.stored_range()
     return where if where is not None and where[2] == size else None
+
+
+def stored_unchanged_all(sources: Sequence[Any], dtypes: Sequence[str],
+                         sizes: Sequence[int]) -> list[tuple[int, int, int, int] | None]:
+    """:func:`stored_unchanged` of each of ``sources`` (as ``dtypes`` and of ``sizes``): their stored ranges asked of
+    their class at once where it finds them so (:meth:`~formats.core.model.TensorEntry.stored_ranges`: a bundle's
+    tensors, from its index's columns), else one by one."""
+    first = sources[0] if len(sources) else None
+    ranges = type(first).stored_ranges(sources) if isinstance(first, TensorEntry) else None
+    if ranges is None:
+        return list(map(stored_unchanged, sources, dtypes, sizes))
+    return [where if where is not None and where[2] == size and source.dtype == dtype else None
+            for where, source, dtype, size in zip(ranges, sources, dtypes, sizes)]
 
 
 PIPELINE_BYTES = 16 << 20
@@ -89,7 +115,7 @@ def write_placed(out: BinaryIO, items: Sequence[Placed], chunk: int = CHUNK,
     ``streamed``: the bytes of the items whose source is not :func:`stored_unchanged`, where the caller has asked
     already (else asked here: a call a tensor)."""
     if streamed is None:
-        streamed = sum(item.size for item in items if stored_unchanged(item.source, item.dtype, item.size) is None)
+        streamed = sum(item.size for item in items if item.stored_unchanged() is None)
     threaded = streamed >= PIPELINE_BYTES
     buffers = ChunkBuffers(BUFFERS if threaded else 1, chunk) if streamed else None
     with BackgroundSync(out.fileno()) as syncer:
@@ -118,7 +144,7 @@ def _produce(items: Sequence[Placed], chunk: int, sink: _Sink, progress: Callabl
     i = 0
     while i < len(items):
         item = items[i]
-        where = stored_unchanged(item.source, item.dtype, item.size)
+        where = item.stored_unchanged()
         if where is not None:
             run = _adjacent_run(items, i, where)
             sink.copy(where[0], where[1], item.offset, sum(x.size for x in run))
@@ -296,7 +322,7 @@ def _adjacent_run(items: Sequence[Placed], i: int, first: tuple[int, int, int, i
     run = [items[i]]
     for j in range(i + 1, len(items)):  # not items[i + 1:]: a copy of the rest per run was quadratic in runs of one
         item = items[j]
-        where = stored_unchanged(item.source, item.dtype, item.size)
+        where = item.stored_unchanged()
         if where is None or where[0] != fd or where[1] != offset + size:
             break
         item.crc = where[3]

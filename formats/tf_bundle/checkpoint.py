@@ -29,6 +29,8 @@ __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
 _DTYPE_NAMES: dict[int, str] = {}
 _READER, _ROW = attrgetter("_reader"), attrgetter("row")
+_ANY_SIZE = 1 << 62
+"""A size no stored tensor reaches (:meth:`BundleReader.rows_ranges` of any of them)."""
 """DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
 (all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
 
@@ -182,6 +184,13 @@ class BundleTensor(TensorEntry):
         if all(t._reader is reader for t in tensors):
             return reader.rows_ranges([t.row for t in tensors], most)
         return [t._reader.rows_ranges([t.row], most)[0] for t in tensors]
+
+    @staticmethod
+    def stored_ranges(tensors: Sequence[Any]) -> list[tuple[int, int, int, int] | None] | None:
+        """:meth:`stored_range` of each of ``tensors`` when they are all tensors of one bundle: found a data layout at
+        a time from its index's columns (:meth:`BundleReader.rows_ranges`), else None."""
+        one = BundleTensor.rows_of_one(tensors)
+        return None if one is None else one[0].rows_ranges(one[1], _ANY_SIZE)
 
     @staticmethod
     def rows_of_one(tensors: Sequence[Any]) -> tuple[BundleReader, list[int]] | None:
