@@ -288,3 +288,50 @@ def test_a_safetensors_export_asks_where_a_bundles_tensors_lie_once(tmp_path: Pa
     assert report.verified
     assert asked == {} and batches == [len(VALUES)]
     assert all(where is not None for where in expected)  # every one copied as it lies, as asked one by one
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_read_back_of_runs_of_small_items_finds_what_each_read_alone_finds(tmp_path: Path, seed: int) -> None:
+    """``check_placed`` reads adjacent small items a block at a time: the problems are those of reading each item
+    alone (``_problem``), for a file as written, with bytes changed, and cut short."""
+    import random
+
+    from formats.io.crc import crc32c
+
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, 1, 4, 16, 300, 70_000, 1 << 16]) for _ in range(rng.randrange(1, 300))]
+    data = bytes(rng.getrandbits(8) for _ in range(sum(sizes)))
+    items, offset = [], 0
+    for i, size in enumerate(sizes):
+        item = placed.Placed(f"k{i}", None, offset, size, "uint8")
+        item.crc = crc32c(data[offset:offset + size])
+        items.append(item)
+        offset += size
+    path = tmp_path / "out.bin"
+    written = bytearray(data)
+    for _ in range(rng.randrange(3)):  # bytes changed on the way
+        if written:
+            written[rng.randrange(len(written))] ^= 1 << rng.randrange(8)
+    if rng.random() < 0.3:  # the file cut short
+        del written[rng.randrange(len(written) + 1):]
+    path.write_bytes(bytes(written))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        alone = [(item.key, p) for item in items if (p := placed._problem(fd, item)) is not None]
+    finally:
+        os.close(fd)
+    assert placed.check_placed(str(path), items) == alone
+    assert placed.check_placed(str(path), items, jobs=2) == alone
+
+
+def test_small_items_are_read_back_in_runs_of_neighbours() -> None:
+    def item(key: str, offset: int, size: int, source: object = None) -> placed.Placed:
+        return placed.Placed(key, source, offset, size, "uint8")
+
+    spotted = SimpleNamespace(spot_check=lambda: None)
+    items = [item("a", 0, 4), item("b", 4, 4), item("c", 8, 4), item("big", 12, 70_000), item("d", 70_012, 4),
+             item("e", 70_016, 4), item("gap", 70_100, 4), item("spot", 70_104, 4, spotted), item("f", 70_108, 0)]
+    assert [[i.key for i in unit] for unit in placed._units(items)] == \
+        [["a", "b", "c"], ["big"], ["d", "e"], ["gap"], ["spot"], ["f"]]
+    many = [item(f"k{i}", i * 1024, 1024) for i in range(2048)]  # 2 MiB: two blocks
+    assert [len(unit) for unit in placed._units(many)] == [1024, 1024]

@@ -252,7 +252,8 @@ class TensorEntry:
     @staticmethod
     def stored_ranges(tensors: Sequence[Any]) -> list[tuple[int, int, int, int] | None] | None:
         """:meth:`stored_range` of each of ``tensors`` (the first of this class), where the class finds them all at
-        once (a bundle's from its index's columns); else None, and each is asked."""
+        once (a bundle's from its index's columns) and they stay true while the checkpoint is open (each file's
+        descriptor kept); else None, and each is asked as it is read."""
         return None
 
     def checked_bytes_range(self) -> tuple[int, int, int] | None:

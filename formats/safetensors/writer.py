@@ -20,7 +20,7 @@ from formats.core.model import FormatName
 from formats.core.provenance import PROVENANCE_KEY, as_written, record_pieces
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
-from formats.io.placed import NOT_STORED, Placed, check_placed, stored_unchanged_all, write_placed
+from formats.io.placed import NOT_STORED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
 from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
 from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES
 
@@ -67,7 +67,9 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
-    stored = stored_unchanged_all([row.value for row in rows], [row.dtype for row in rows], sizes)
+    lasting = stored_unchanged_all([row.value for row in rows], [row.dtype for row in rows], sizes)  # (or None)
+    stored = lasting if lasting is not None else [stored_unchanged(row.value, row.dtype, size)
+                                                  for row, size in zip(rows, sizes)]
     order = _data_order(stored)
     streamed = sum(size for size, where in zip(sizes, stored) if where is None)  # write_placed need not ask again
     begins = [0] * len(rows)
@@ -89,7 +91,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
         start = 8 + length
         items = [Placed(rows[i].key, rows[i].value, start + begins[i], sizes[i], rows[i].dtype,
-                        NOT_STORED if stored[i] is None else stored[i]) for i in order]
+                        None if lasting is None else stored[i] or NOT_STORED) for i in order]  # (None: asked again)
+        del lasting
         del begins, stored
 
         def count(item: Placed) -> None:

@@ -11,7 +11,8 @@ from formats.core.errors import CheckpointError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, Role, TensorEntry
 from formats.io.crc import crc32c, unmask
 from formats.io.protowire import WireError, read_varint
-from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry, dtype_name, reference_dtype_problem
+from formats.tf_bundle.reader import (OBJECT_GRAPH_KEY, OPEN_DATA_FILES, BundleReader, RawEntry, dtype_name,
+                                      reference_dtype_problem)
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
@@ -187,10 +188,14 @@ class BundleTensor(TensorEntry):
 
     @staticmethod
     def stored_ranges(tensors: Sequence[Any]) -> list[tuple[int, int, int, int] | None] | None:
-        """:meth:`stored_range` of each of ``tensors`` when they are all tensors of one bundle: found a data layout at
-        a time from its index's columns (:meth:`BundleReader.rows_ranges`), else None."""
+        """:meth:`stored_range` of each of ``tensors`` when they are all tensors of one bundle whose data files its
+        reader keeps open together (:data:`~formats.tf_bundle.reader.OPEN_DATA_FILES`: beyond, a descriptor is closed
+        for another, and its number may come back for another file), found a data layout at a time from its index's
+        columns (:meth:`BundleReader.rows_ranges`); else None."""
         one = BundleTensor.rows_of_one(tensors)
-        return None if one is None else one[0].rows_ranges(one[1], _ANY_SIZE)
+        if one is None or len(one[0].data_paths) > OPEN_DATA_FILES:
+            return None
+        return one[0].rows_ranges(one[1], _ANY_SIZE)
 
     @staticmethod
     def rows_of_one(tensors: Sequence[Any]) -> tuple[BundleReader, list[int]] | None:
