@@ -98,8 +98,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         start = 8 + length
         items = [Placed(rows[i].key, rows[i].value, start + begins[i], sizes[i], rows[i].dtype,
                         None if lasting is None else stored[i] or NOT_STORED) for i in order]  # (None: asked again)
-        del lasting
-        del begins, stored
+        del begins, stored, lasting
 
         def count(item: Placed) -> None:
             report.tensors += 1

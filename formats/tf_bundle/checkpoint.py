@@ -29,11 +29,11 @@ __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 
 
 _DTYPE_NAMES: dict[int, str] = {}
+"""DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
+(all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
 _READER, _ROW = attrgetter("_reader"), attrgetter("row")
 _ANY_SIZE = 1 << 62
 """A size no stored tensor reaches (:meth:`BundleReader.rows_ranges` of any of them)."""
-"""DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
-(all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
 
 
 def _named_dtype(enum: int) -> str:

@@ -26,6 +26,7 @@ import itertools
 import math
 import os
 import sys
+from _operator import itemgetter  # operator's C half, without operator.py (start-up)
 
 from formats.core.gc_pause import gc_paused
 from formats.core.names import name_bytes
@@ -574,11 +575,10 @@ def _numbered(out: BundleFiles, pairs: Iterable[tuple[Any, Source]],
         yield out.fresh_shard, _not_placed(out, pairs)  # type: ignore[misc]
         return
     yield from ((shard, (item[1:] for item in items))
-                for shard, items in itertools.groupby(_shard_numbered(out, pairs, shards), key=_first))
+                for shard, items in itertools.groupby(_shard_numbered(out, pairs, shards), key=_FIRST))
 
 
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
+_FIRST = itemgetter(0)
 
 
 def _not_placed(out: BundleFiles, pairs: Iterable[tuple[Any, Source]]) -> Iterator[tuple[int, Any, Source]]:
