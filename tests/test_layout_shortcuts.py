@@ -14,7 +14,7 @@ from formats.io.placed import stored_unchanged, stored_unchanged_all
 from formats.io.writing import guard_output, planned_bytes
 from formats.tf_bundle import writer
 from formats.tf_bundle.checkpoint import BundleTensor
-from formats.tf_bundle.layout import Placed, plan_layout
+from formats.tf_bundle.layout import plan_layout
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY
 
 from .conftest import CORPUS
