@@ -139,12 +139,24 @@ def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows
         yield '"' + ("," + rest[1:] if len(rest) > 2 else "}")
     else:
         yield '{"' + METADATA + '":' + dumps(metadata, separators=separators)
+    kinds: dict[tuple[str, tuple[int, ...]], str] = {}  # (dtype, shape) -> the entry's text between key and offsets
     for first in range(0, len(rows), _AT_ONCE):  # (each entry as dumps writes it: keys unique, checked before)
-        yield "," + ",".join([f'{encode_basestring_ascii(row.key)}:{{"dtype":"{DTYPES[row.dtype]}","shape":['
-                              f'{",".join(map(str, row.shape))}],"data_offsets":[{begin},{begin + size}]}}'
-                              for begin, size, row in zip(begins[first:first + _AT_ONCE], sizes[first:first + _AT_ONCE],
-                                                          map(rows.__getitem__, range(first, len(rows))))])
+        texts = []
+        for begin, size, row in zip(begins[first:first + _AT_ONCE], sizes[first:first + _AT_ONCE],
+                                    map(rows.__getitem__, range(first, len(rows)))):
+            shape = row.shape if type(row.shape) is tuple else tuple(row.shape)
+            kind = kinds.get((row.dtype, shape))
+            if kind is None:
+                kind = f':{{"dtype":"{DTYPES[row.dtype]}","shape":[{",".join(map(str, shape))}],"data_offsets":['
+                if len(kinds) < _KINDS:
+                    kinds[(row.dtype, shape)] = kind
+            texts.append(f"{encode_basestring_ascii(row.key)}{kind}{begin},{begin + size}]}}")
+        yield "," + ",".join(texts)
     yield "}"
+
+
+_KINDS = 4096
+"""(dtype, shape) pairs whose header text :func:`_header_pieces` keeps (more: made each time)."""
 
 
 def _data_order(stored: list[tuple[int, int, int, int] | None]) -> Sequence[int]:
