@@ -46,32 +46,30 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, BinaryIO
 
-__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "stored_unchanged_all", "NOT_STORED",
+__all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "stored_unchanged_all", "UNASKED",
            "ThreadedSink", "PIPELINE_BYTES"]
+
+UNASKED: Any = object()
+"""``Placed(stored=UNASKED)``, the default: where its source's bytes lie is asked as it is written."""
 
 
 class Placed:
     """One tensor of an output file: its ``key``, its ``source``, where its bytes go (``offset``, ``size``), and,
     once written, the CRC32C they must have (``crc``) and whether they were ``copied`` by the kernel. ``stored``:
-    :func:`stored_unchanged` of it, when the writer has asked already (else asked as it is written)."""
+    :func:`stored_unchanged` of it where the writer has asked already (a range, or None), else :data:`UNASKED`."""
 
     __slots__ = ("key", "source", "offset", "size", "crc", "copied", "dtype", "stored")
 
-    def __init__(self, key: str, source: Any, offset: int, size: int, dtype: str, stored: Any = None) -> None:
+    def __init__(self, key: str, source: Any, offset: int, size: int, dtype: str, stored: Any = UNASKED) -> None:
         self.key, self.source, self.offset, self.size, self.dtype = key, source, offset, size, dtype
-        self.stored = _ASK if stored is None else stored
+        self.stored: tuple[int, int, int, int] | None = stored
         self.crc: int | None = None
         self.copied = False
 
     def stored_unchanged(self) -> tuple[int, int, int, int] | None:
         """:func:`stored_unchanged` of its source."""
-        stored: Any = self.stored
-        return stored_unchanged(self.source, self.dtype, self.size) if stored is _ASK else stored or None
-
-
-_ASK = object()
-NOT_STORED = False
-"""``Placed(stored=NOT_STORED)``: its source was asked, and its bytes are not stored unchanged."""
+        stored = self.stored
+        return stored_unchanged(self.source, self.dtype, self.size) if stored is UNASKED else stored
 
 
 def stored_unchanged(source: Any, dtype: str, size: int) -> tuple[int, int, int, int] | None:

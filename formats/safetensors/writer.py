@@ -22,7 +22,7 @@ from formats.core.model import FormatName
 from formats.core.provenance import PROVENANCE_KEY, as_written, record_pieces
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
-from formats.io.placed import NOT_STORED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
+from formats.io.placed import UNASKED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
 from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
 from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES
 
@@ -69,9 +69,9 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
-    lasting = stored_unchanged_all([row.value for row in rows], [row.dtype for row in rows], sizes)  # (or None)
-    stored = lasting if lasting is not None else [stored_unchanged(row.value, row.dtype, size)
-                                                  for row, size in zip(rows, sizes)]
+    values, dtypes = [row.value for row in rows], [row.dtype for row in rows]
+    lasting = stored_unchanged_all(values, dtypes, sizes)  # (None: not found at once, and asked again as copied)
+    stored = lasting if lasting is not None else list(map(stored_unchanged, values, dtypes, sizes))
     order = _data_order(stored)
     streamed = sum(size for size, where in zip(sizes, stored) if where is None)  # write_placed need not ask again
     if type(order) is range:  # (the bytes in the order given: each begins where the ones before end)
@@ -93,12 +93,12 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                                              f"tensors; safetensors readers accept at most {MAX_HEADER_BYTES:,}",
                                      "write fewer tensors a file (a selection of them), or an npz file, which "
                                      "has no such limit")
-        guard_output(output, inputs=list(inputs), sources=[r.value for r in rows], force=force)
+        guard_output(output, inputs=list(inputs), sources=values, force=force)
         report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
         start = 8 + length
-        items = [Placed(rows[i].key, rows[i].value, start + begins[i], sizes[i], rows[i].dtype,
-                        None if lasting is None else stored[i] or NOT_STORED) for i in order]  # (None: asked again)
-        del begins, stored, lasting
+        items = [Placed(rows[i].key, values[i], start + begins[i], sizes[i], dtypes[i],
+                        UNASKED if lasting is None else stored[i]) for i in order]
+        del begins, stored, lasting, values, dtypes
 
         def count(item: Placed) -> None:
             report.tensors += 1

@@ -179,11 +179,9 @@ class BundleTensor(TensorEntry):
     def small_ranges(tensors: Sequence[BundleTensor], most: int) -> list[tuple[int, int, int, int] | None]:
         """:func:`formats.io.spans.small_range` of each of ``tensors`` (of this class), asked of their bundle's reader
         for all the rows of one bundle at once (:meth:`BundleReader.rows_ranges`)."""
-        if not tensors:
-            return []
-        reader = tensors[0]._reader
-        if all(t._reader is reader for t in tensors):
-            return reader.rows_ranges([t.row for t in tensors], most)
+        one = BundleTensor.rows_of_one(tensors)
+        if one is not None:
+            return one[0].rows_ranges(one[1], most)
         return [t._reader.rows_ranges([t.row], most)[0] for t in tensors]
 
     @staticmethod
