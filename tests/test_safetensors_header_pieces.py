@@ -208,3 +208,28 @@ def test_runs_of_one_copied_tensor_are_found_without_copying_the_rest(tmp_path, 
     assert sorted(written) == sorted(keys)
     with open_checkpoint(prefix) as ckpt:
         assert all(written[k].tobytes() == ckpt[k].read().tobytes() for k in keys)
+
+
+def test_a_key_that_is_not_utf8_is_refused_before_writing(tmp_path, run_cli):
+    """A bundle key of bytes that are not UTF-8 (kept as ``surrogateescape`` keeps them) written into the JSON header
+    as escaped lone surrogates made a file safetensors' own reader refuses ("lone leading surrogate"): ``convert``
+    names the key and writes nothing (exit 1), and the writer itself refuses such a row."""
+    from formats import write_checkpoint
+    from formats.safetensors.writer import write
+
+    bad = b"bad\xff\xfe".decode("utf-8", "surrogateescape")
+    with pytest.raises(ValueError, match=r"key b'bad\\xff\\xfe' is not valid UTF-8, which a safetensors header \(JSON text\) must be$"):
+        write(str(tmp_path / "x.safetensors"), [Row(bad, np.zeros(2, np.float32)), Row("w", np.ones(2, np.float32))])
+    assert not (tmp_path / "x.safetensors").exists()
+    prefix = tmp_path / "in" / "ckpt-1"
+    write_checkpoint(str(prefix), {bad: np.zeros(2, np.float32), "é": np.ones(2, np.float32)})
+    out = tmp_path / "out.safetensors"
+    result = run_cli("convert", prefix, "--to", "safetensors", "-o", out)
+    assert result.exit_code == 1, result.output
+    assert "is not valid UTF-8, which a safetensors header (JSON text) must be" in result.output
+    assert not out.exists()
+    renamed = run_cli("convert", prefix, "--to", "safetensors", "-o", out, "--map", f"{bad}=good")
+    assert renamed.exit_code == 0, renamed.output
+    from safetensors.numpy import load_file
+
+    assert sorted(load_file(str(out))) == ["good", "é"]

@@ -68,9 +68,11 @@ class SafetensorsFormat:
         return None if entry.dtype in DTYPES else f"{entry.dtype} tensors cannot be stored in safetensors"
 
     def key_problems(self, keys: Sequence[str]) -> dict[str, str]:
-        """The ``keys`` that cannot name a tensor, each with why: ``__metadata__`` is the header's own."""
-        return {key: "__metadata__ names the safetensors header's metadata, not a tensor" for key in keys
-                if key == "__metadata__"}
+        """The ``keys`` that cannot name a tensor, each with why (:func:`~formats.safetensors.header.key_problem`:
+        ``__metadata__``, the header's own, or a key that is not valid UTF-8)."""
+        from formats.safetensors.header import key_problem
+
+        return {key: problem for key in keys if (problem := key_problem(key)) is not None}
 
 
 FORMAT = SafetensorsFormat()

@@ -60,6 +60,26 @@ class Header:
     """Keys the header names more than once, and how many times (the last one is read)."""
 
 
+METADATA = "__metadata__"
+"""The header's own key: its metadata, never a tensor."""
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` cannot name a tensor in a safetensors header (None when it can): ``__metadata__`` is the header's
+    own, and a key that is not valid UTF-8 (an index's bytes kept as ``surrogateescape`` keeps them) cannot be JSON
+    text - written as an escaped lone surrogate, safetensors' own reader refuses the whole header."""
+    if key == METADATA:
+        return f"{METADATA} names the safetensors header's metadata, not a tensor"
+    if not key.isascii():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            from formats.core.names import quoted_text
+
+            return f"key {quoted_text(key, 120)} is not valid UTF-8, which a safetensors header (JSON text) must be"
+    return None
+
+
 def looks_like_safetensors(head: bytes, size: int) -> bool:
     """Whether the first 9 bytes of a ``size``-byte file start a safetensors header."""
     if len(head) < 9:
@@ -112,9 +132,9 @@ def read_header(path: str) -> Header:
                      object_pairs_hook=counted)
     if not isinstance(data, dict):
         raise CorruptCheckpointError(path, "the safetensors header is not a JSON object")
-    header = Header(length, 8 + length, size - 8 - length, metadata=_metadata(data.get("__metadata__"), path),
+    header = Header(length, 8 + length, size - 8 - length, metadata=_metadata(data.get(METADATA), path),
                     duplicates=counted.duplicates)
-    header.tensors = [_spec(key, value, path) for key, value in data.items() if key != "__metadata__"]
+    header.tensors = [_spec(key, value, path) for key, value in data.items() if key != METADATA]
     return header
 
 

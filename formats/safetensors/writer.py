@@ -24,7 +24,7 @@ from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
 from formats.io.placed import UNASKED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
 from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
-from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES
+from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES, METADATA, key_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,8 +44,6 @@ _SPOOL_BYTES = 8 << 20
 """A header longer than this waits for its length, which the file starts with, on disk (a temporary file)."""
 _READ = 1 << 20
 """Bytes of the header copied to the output, or compared with what was written, at a time."""
-METADATA = "__metadata__"
-"""The header's key that is no tensor."""
 _RECORD = object()
 """Holds the provenance record's place in ``__metadata__`` (first) until its text is written."""
 
@@ -65,6 +63,10 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     keys = {row.key for row in rows}
     if len(keys) != len(rows) or METADATA in keys:
         raise InvalidOutputError(output, f"a safetensors header names each tensor once, and none {METADATA}")
+    if not all(map(str.isascii, keys)):  # (ASCII is UTF-8: only the others are asked)
+        problem = next(filter(None, map(key_problem, sorted(keys))), None)
+        if problem is not None:
+            raise InvalidOutputError(output, problem)
     del keys
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
