@@ -52,3 +52,48 @@ def legacy_runtime() -> bool:
     import google.protobuf
 
     return int(google.protobuf.__version__.split(".")[0]) < 4
+
+
+def overlong_tag(data: bytes, depth: int = 0) -> bool:
+    """Whether ``data``, read as protobuf fields (and each length-delimited payload as fields again, while it reads
+    so), has a tag written in more bytes than it needs (a last varint byte of 0). protobuf 3.x's pure-Python parser
+    looks a field up by its tag's bytes, so takes such a field for an unknown one and skips it; upb and C++ protobuf
+    (TensorFlow's) decode the tag's number, as ckpt does. (A payload that is a string may be taken for fields: this
+    only ever excuses a difference under the 3.x runtime.)"""
+    pos, end = 0, len(data)
+
+    def varint() -> int | None:
+        nonlocal pos
+        value = shift = 0
+        while pos < end and shift < 70:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+        return None
+
+    while pos < end:
+        start = pos
+        tag = varint()
+        if tag is None:
+            return False
+        if pos - start > 1 and data[pos - 1] == 0:
+            return True
+        wire = tag & 7
+        if wire == 0:
+            if varint() is None:
+                return False
+        elif wire == 1 or wire == 5:
+            pos += 8 if wire == 1 else 4
+        elif wire == 2:
+            size = varint()
+            if size is None or pos + size > end:
+                return False
+            if depth < 8 and overlong_tag(data[pos:pos + size], depth + 1):
+                return True
+            pos += size
+        elif wire not in (3, 4):
+            return False
+    return False
