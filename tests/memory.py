@@ -24,25 +24,20 @@ def traced(call: Callable[[], T]) -> tuple[T, int, int]:
     return result, held - base, peak - base
 
 
-def record_items_alive(monkeypatch: Any, at_once: int = 16) -> list[int]:
-    """Count the provenance record's items (:func:`formats.ops.convert.cross.export.provenance_entry`'s dicts)
-    alive at once while a command writes them ``at_once`` a run; the list given back holds, once the command has
-    run, the most that were."""
+def record_items_at_once(monkeypatch: Any, at_once: int = 16) -> list[int]:
+    """Count the provenance record's items made at once (:class:`formats.core.provenance.RecordColumns`' fields of a
+    run, as dicts or as text) while a command writes them ``at_once`` a run; the list given back holds, once the
+    command has run, the most that were (0: none made that way)."""
     from formats.core import provenance
-    from formats.ops.convert.cross import export
 
     monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", at_once)
-    alive, most = [0], [0]
+    most = [0]
+    columns = provenance.RecordColumns._columns
 
-    class Item(dict):  # type: ignore[type-arg]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            alive[0] += 1
-            most[0] = max(most[0], alive[0])
+    def counted(self: Any, first: int, stop: int) -> list[list[Any]]:
+        made = columns(self, first, stop)
+        most[0] = max(most[0], len(made[0]))
+        return made
 
-        def __del__(self) -> None:
-            alive[0] -= 1
-
-    made = export.provenance_entry
-    monkeypatch.setattr(export, "provenance_entry", lambda *a, **k: Item(made(*a, **k)))
+    monkeypatch.setattr(provenance.RecordColumns, "_columns", counted)
     return most

@@ -9,7 +9,7 @@ import pytest
 
 from formats import open_checkpoint
 from formats.ops.inspect.tree import build_tree
-from tests.memory import record_items_alive, traced
+from tests.memory import record_items_at_once, traced
 from tests.scale_bundles import name_based, object_based
 
 
@@ -565,11 +565,11 @@ def test_extract_to_npz_makes_each_record_item_as_it_writes_it(bundles, tmp_path
 
     if spool is not None:
         monkeypatch.setattr(writer, "_SPOOL_CHARS", spool)
-    most = record_items_alive(monkeypatch, 16)
+    most = record_items_at_once(monkeypatch, 16)
     out = tmp_path / "all.npz"
     result = run_cli("extract", bundles["name"], "-o", out)
     assert result.exit_code == 0, result.output
-    assert most[0] <= 17, most[0]  # a run of 16 encoded at once (300 before)
+    assert most[0] == 16, most[0]  # a run of 16 made and encoded at once (300 before)
     with np.load(out) as npz:
         record = json.loads(str(npz["__ckpt_provenance__"]))
         assert npz["__ckpt_provenance__"].dtype == np.dtype(f"<U{len(json.dumps(record))}")

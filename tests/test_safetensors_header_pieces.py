@@ -15,7 +15,7 @@ from formats import open_checkpoint
 from formats.core.provenance import PROVENANCE_KEY
 
 from .conftest import CORPUS
-from .memory import record_items_alive
+from .memory import record_items_at_once
 from .scale_bundles import name_based
 
 ROWS = [("a/w", np.arange(6, dtype=np.float32).reshape(2, 3)), ('quote"d\\/é\n', np.arange(2, dtype=np.int64)),
@@ -128,11 +128,11 @@ def test_convert_makes_each_record_item_as_it_writes_it(tmp_path, monkeypatch, r
     them until written; now each is made when the writer reaches it, a run at a time, and the record read back is
     the same."""
     prefix = name_based(tmp_path / "in", 300)
-    most = record_items_alive(monkeypatch, 16)
+    most = record_items_at_once(monkeypatch, 16)
     out = tmp_path / f"all.{to}"
     result = run_cli("convert", prefix, "--to", to, "-o", out)
     assert result.exit_code == 0, result.output
-    assert most[0] <= 17, most[0]  # a run of 16 encoded at once (300 before)
+    assert most[0] == 16, most[0]  # a run of 16 made and encoded at once (300 before)
     if to == "npz":
         with np.load(out) as npz:
             record = json.loads(str(npz["__ckpt_provenance__"]))

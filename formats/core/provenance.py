@@ -10,6 +10,7 @@ reported and ignored (the file's own keys and dtypes stand).
 from __future__ import annotations
 
 import itertools
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
 
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
@@ -18,12 +19,12 @@ from formats.core.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
 
-__all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "Provenance", "parse_provenance",
+__all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
            "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
@@ -47,6 +48,84 @@ class TensorRecord:
     role: str
     dtype: str
     shape: tuple[int, ...]
+
+
+_FIELDS = ("key", "source_key", "object_path", "full_name", "role", "dtype", "shape")
+"""An item's fields, in the order its JSON text names them."""
+_ITEM = "{{" + ", ".join(f'"{field}": {{}}' for field in _FIELDS) + "}}"
+"""An item's text as ``json.dumps`` writes it, a ``str.format`` template of its fields' texts."""
+_TEXTS_KEPT = 4096
+"""Texts of the values of a column of few values (roles, dtypes, object paths, shapes) kept from one run to the
+next (more: made again in each run that has them)."""
+
+
+class RecordColumns:
+    """The items of the tensors a writer is to write (an export's, an extraction's): their output keys and their
+    entries, two lists, no dict a tensor. Each item's ``source_key``, ``full_name``, ``role``, ``dtype`` and
+    ``shape`` are its entry's (``str`` of its name and role), its ``object_path`` ``object_path(source_key)`` (all
+    ``""`` when None). Iterating gives each item's dict, made as it is reached; :meth:`texts` gives their JSON text
+    a run at a time, made from the columns (each key escaped by the C encoder, each value of a column of few values
+    once a run)."""
+
+    __slots__ = ("keys", "entries", "object_path")
+
+    def __init__(self, object_path: Callable[[str], str] | None = None, keys: list[str] | None = None,
+                 entries: list[Any] | None = None) -> None:
+        self.keys: list[str] = [] if keys is None else keys
+        self.entries: list[Any] = [] if entries is None else entries
+        self.object_path = object_path
+
+    def add(self, key: str, entry: Any) -> None:
+        """Add the item of ``entry``, written as ``key``."""
+        self.keys.append(key)
+        self.entries.append(entry)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _columns(self, first: int, stop: int) -> list[list[Any]]:
+        """The items' fields from ``first`` to ``stop``, a list a field in :data:`_FIELDS`' order (shapes tuples)."""
+        entries = self.entries[first:stop]
+        source_keys = list(map(_KEY, entries))
+        paths = [""] * len(entries) if self.object_path is None else list(map(self.object_path, source_keys))
+        return [self.keys[first:stop], source_keys, paths, list(map(str, map(_NAME, entries))),
+                list(map(str, map(_ROLE, entries))), list(map(_DTYPE, entries)), list(map(tuple, map(_SHAPE, entries)))]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for first in range(0, len(self.keys), _ITEMS_AT_ONCE):
+            for key, source_key, path, name, role, dtype, shape in zip(*self._columns(first, first + _ITEMS_AT_ONCE)):
+                yield {"key": key, "source_key": source_key, "object_path": path, "full_name": name, "role": role,
+                       "dtype": dtype, "shape": list(shape)}
+
+    def written_as(self, rows: Any) -> bool:
+        """Whether ``rows`` (each with ``key``, ``dtype``, ``shape``) are the items', in their order, each written
+        with its entry's dtype and shape."""
+        return (len(rows) == len(self.keys) and list(map(_KEY, rows)) == self.keys
+                and list(map(_DTYPE, rows)) == list(map(_DTYPE, self.entries))
+                and list(map(_SHAPE, rows)) == list(map(_SHAPE, self.entries)))
+
+    def texts(self, at_once: int) -> Iterator[str]:
+        """``json.dumps(list(self))`` without its brackets, ``at_once`` items a piece (pieces to be joined by
+        ``", "``)."""
+        from formats.core.json_writer import dumps, encode_basestring_ascii as encode
+
+        kept: list[dict[Any, str]] = [{}, {}, {}, {}]
+        for first in range(0, len(self.keys), at_once):
+            runs = self._columns(first, first + at_once)
+            for at, made in zip((2, 4, 5, 6), kept):  # object paths, roles, dtypes, shapes: few values
+                found = {value: made.get(value) for value in set(runs[at])}
+                for value, text in found.items():
+                    if text is None:
+                        found[value] = text = encode(value) if at < 6 else dumps(list(value))
+                        if len(made) < _TEXTS_KEPT:
+                            made[value] = text
+                runs[at] = list(map(found.__getitem__, runs[at]))
+            for at in (0, 1, 3):
+                runs[at] = list(map(encode, runs[at]))
+            yield ", ".join(map(_ITEM.format, *runs))
+
+
+_KEY, _NAME, _ROLE, _DTYPE, _SHAPE = map(attrgetter, ("key", "name", "role", "dtype", "shape"))
 
 
 @record
@@ -135,12 +214,16 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     """The record to store beside ``rows`` (each with ``key``, ``dtype``, ``shape``): ``record``'s items with the
     dtype and shape each row is written with (an edit that casts keeps the record true), plus an item for each
     row it does not list; None when there is no ``record`` and none is ``needed`` (a dtype the file cannot
-    name, which only the record restores). Its ``"tensors"`` is a generator, made an item at a time as a writer
-    reaches it (:func:`record_pieces`) and consumed once: neither the items nor their list are held."""
+    name, which only the record restores). Its ``"tensors"`` is ``record``'s own :class:`RecordColumns` where
+    ``rows`` are its items as they are (an export's, an extraction's: their text made from the columns), else a
+    generator, made an item at a time as a writer reaches it (:func:`record_pieces`) and consumed once: neither
+    the items nor their list are held."""
     if record is None and not needed:
         return None
     record = dict(record or {})
-    record["tensors"] = _items_as_written(record.get("tensors") or (), rows)
+    items = record.get("tensors")
+    if not (isinstance(items, RecordColumns) and items.written_as(rows)):  # (else the record says it already)
+        record["tensors"] = _items_as_written(items or (), rows)
     return record
 
 
@@ -182,9 +265,9 @@ _ITEMS_AT_ONCE = 1024
 
 def record_pieces(record: dict[str, Any]) -> Iterator[str]:
     """``json.dumps(record)`` a piece at a time, its ``"tensors"`` :data:`_ITEMS_AT_ONCE` items at a time: the
-    items may be any iterable (a generator making each dict as it is reached is consumed once), so neither the
-    whole text nor a dict per tensor is held (a record of 100,000 tensors was 24 MB of text and 50 MB of dicts and
-    chunks). A list's items are separated by ``", "`` as the record's are, so a run of items is their list's
+    items may be :class:`RecordColumns` (encoded from the columns) or any iterable (a generator making each dict as
+    it is reached is consumed once), so neither the whole text nor a dict per tensor is held (a record of 100,000
+    tensors was 24 MB of text and 50 MB of dicts and chunks). A list's items are separated by ``", "`` as the record's are, so a run of items is their list's
     text without its brackets."""
     from formats.core.json_writer import dumps
 
@@ -197,12 +280,21 @@ def record_pieces(record: dict[str, Any]) -> Iterator[str]:
     before = dumps({name: record[name] for name in names[:at]})[:-1]  # "{...", without its "}"
     after = dumps({name: record[name] for name in names[at + 1:]})[1:]  # "...}", without its "{"
     yield before + (", " if at else "") + '"tensors": ['
-    separator, run = "", []
+    separator = ""
+    for text in items.texts(_ITEMS_AT_ONCE) if isinstance(items, RecordColumns) else _runs(items, dumps):
+        yield separator + text
+        separator = ", "
+    yield "]" + (", " + after if at + 1 < len(names) else "}")
+
+
+def _runs(items: Any, dumps: Any) -> Iterator[str]:
+    """The text of ``items`` (any iterable, reached once), :data:`_ITEMS_AT_ONCE` a run, each its list's text
+    without its brackets."""
+    run = []
     for item in items:
         run.append(item)
         if len(run) >= _ITEMS_AT_ONCE:
-            yield separator + dumps(run)[1:-1]
-            separator, run = ", ", []
+            yield dumps(run)[1:-1]
+            run = []
     if run:
-        yield separator + dumps(run)[1:-1]
-    yield "]" + (", " + after if at + 1 < len(names) else "}")
+        yield dumps(run)[1:-1]

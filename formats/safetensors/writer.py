@@ -172,6 +172,7 @@ def _data_order(stored: list[tuple[int, int, int, int] | None]) -> Sequence[int]
         offsets = list(map(_OFFSET, ranges))
         if all(map(int.__lt__, offsets, itertools.islice(offsets, 1, None))):
             return range(len(stored))
+        return sorted(range(len(offsets)), key=offsets.__getitem__)  # (one file: by offset alone, a C key)
     rank: dict[int, int] = {}
     for i, where in enumerate(stored):
         if where is not None:

@@ -134,10 +134,10 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
             progress(report.bytes, report.tensors)
         return report
     if mode == NPZ:
-        from formats.ops.convert.cross.export import provenance_entry
+        from formats.ops.convert.cross.export import record_columns
 
-        record = {"source": ckpt.path, "format": ckpt.format,  # each tensor's item made as it is written out
-                  "tensors": (provenance_entry(ckpt, e.key, e, label) for e, label in zip(entries, labels))}
+        record = {"source": ckpt.path, "format": ckpt.format,  # its text made a run at a time as it is written
+                  "tensors": record_columns(ckpt, labels, entries)}
         return write_npz(path, ZippedPairs(labels, entries), provenance=record, progress=progress,
                          **options)  # type: ignore[arg-type]
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)

@@ -4,8 +4,8 @@ the original keys.
 :func:`plan_export` plans any layout a registered format writes and that has no dedicated planner in
 :mod:`formats.ops.convert.targets`: the format says which tensors it cannot store (``unstorable``), how
 it stores one (``storage_note``) and which keys it refuses (``key_problems``), see :mod:`formats.core.format`;
-its ``write`` gets the provenance record as ``options["provenance"]`` (its ``"tensors"`` made an item at a time
-as the writer reaches them where the format ``streams_records``, else a list).
+its ``write`` gets the provenance record as ``options["provenance"]`` (its ``"tensors"`` held as columns,
+:class:`~formats.core.provenance.RecordColumns`, where the format ``streams_records``, else a list of dicts).
 
 Every fixed-width tensor is written under its key (rename rules apply to keys), streamed in
 bounded chunks, and a provenance record goes with the file: for each tensor its output key,
@@ -32,33 +32,35 @@ from formats.core.dtypes import by_name
 from formats.core.format import capability
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
 from formats.core.object_keys import ATTRIBUTES
-from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER
+from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, RecordColumns
 from formats.core.registry import writer_of
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import is_object_based
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "provenance_entry",
+__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
            "exporter"]
 
 
-def _object_path(source: Checkpoint, key: str) -> str:
+def record_columns(source: Checkpoint, keys: list[str] | None = None,
+                   entries: list[TensorEntry] | None = None) -> RecordColumns:
+    """The provenance items of ``entries`` of ``source`` written as ``keys`` (more added by
+    ``RecordColumns.add(out, entry)``): each one's object path the part of its key before ``/.ATTRIBUTES/`` in an
+    object-based checkpoint, before ``/vars/`` in a Keras 3 one, else ``""``."""
     marker = f"/{ATTRIBUTES}/"
-    if marker in key and is_object_based(source):
-        return key.split(marker, 1)[0]
-    if "/vars/" in key and source.format in KERAS3_LAYOUTS:
-        return key.rsplit("/vars/", 1)[0]
-    return ""
+    object_based, keras3 = is_object_based(source), source.format in KERAS3_LAYOUTS
 
+    def object_path(key: str) -> str:
+        if marker in key and object_based:
+            return key.split(marker, 1)[0]
+        if "/vars/" in key and keras3:
+            return key.rsplit("/vars/", 1)[0]
+        return ""
 
-def provenance_entry(source: Checkpoint, key: str, entry: TensorEntry, out: str | None = None) -> dict[str, Any]:
-    """One tensor's provenance record: output key, source key, object path, full name, role, dtype, shape."""
-    return {"key": key if out is None else out, "source_key": key, "object_path": _object_path(source, key),
-            "full_name": str(entry.name), "role": str(entry.role), "dtype": entry.dtype, "shape": list(entry.shape)}
+    return RecordColumns(object_path if object_based or keras3 else None, keys, entries)
 
 
 def _storable(fmt: Any, entry: TensorEntry) -> str | None:
@@ -94,7 +96,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     plan = ConversionPlan(source.path, target, options.template)
     if options.template:
         plan.add("unsupported", options.template, f"--to {target} takes no --template")
-    records = _Records(source)
+    records = record_columns(source)
     note_for = getattr(fmt, "storage_note", None)
     # a readable fixed-width tensor's answers, asked once a dtype and shape (see formats.core.format): 100k tensors
     # of a few kinds asked the format a few times, not 100k
@@ -118,7 +120,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
         out = options.rules.apply(key) if options.rules else key
         notes = note if out == key else f"renamed from {key}; {note}" if note else f"renamed from {key}"
         plan.add_row(key, out, entry, entry.shape, entry.dtype, notes)
-        records.add(key, out, entry)
+        records.add(out, entry)
     key_problems = getattr(fmt, "key_problems", None)
     if key_problems is not None:
         for key, problem in key_problems([row.key for row in plan.rows]).items():
@@ -129,33 +131,6 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
                                          "tensors": records if capability(fmt, "streams_records") else list(records)}}
     return plan
 
-
-class _Records:
-    """A conversion's provenance items (:func:`provenance_entry`), each made when a writer reaches it, again on
-    each pass (a writer's record is written, not kept: a dict a tensor was 19 MB at 100k): the source's key, the
-    output key and the entry of each tensor, in the order planned."""
-
-    __slots__ = ("source", "keys", "outs", "entries")
-
-    def __init__(self, source: Checkpoint) -> None:
-        self.source = source
-        self.keys: list[str] = []
-        self.outs: list[str] = []
-        self.entries: list[TensorEntry] = []
-
-    def add(self, key: str, out: str, entry: TensorEntry) -> None:
-        """Plan the item of ``entry``, read as ``key`` and written as ``out``."""
-        self.keys.append(key)
-        self.outs.append(out)
-        self.entries.append(entry)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        source = self.source
-        for key, out, entry in zip(self.keys, self.outs, self.entries):
-            yield provenance_entry(source, key, entry, out)
 
 
 def exporter(target: str) -> Any:

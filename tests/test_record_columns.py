@@ -1,0 +1,165 @@
+"""An export's provenance record held as columns (``RecordColumns``: output keys and entries, no dict a tensor) is
+the record each tensor's dict made: its text is ``json.dumps`` of the items, made a run at a time from the
+columns; where a writer's rows are not the items as they are (a cast, a row left out or added, another order),
+the record is written with each row's dtype and shape as before."""
+from __future__ import annotations
+
+import json
+import random
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from formats import open_checkpoint
+from formats.core import provenance
+from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY
+from formats.core.provenance import PROVENANCE_KEY, RecordColumns, as_written, record_pieces
+from formats.ops.convert.cross.export import plan_export
+from formats.ops.convert.plan import ConvertOptions
+from formats.ops.rules import build_rules
+
+from .conftest import CORPUS
+from .scale_bundles import name_based, object_based
+
+SOURCES = sorted([str(p)[:-len(".index")] for p in CORPUS.rglob("*.index")]
+                 + [str(p) for p in CORPUS.rglob("*.h5")] + [str(p) for p in CORPUS.rglob("*.keras")])
+
+
+def _item(ckpt, key: str, out: str) -> dict:
+    """A tensor's item as the record defines it (the module doc of ``formats.core.provenance``), found here from
+    the checkpoint's entry and its key."""
+    entry = ckpt[key]
+    marker = "/.ATTRIBUTES/"
+    if marker in key and (ckpt.format == "tf-object" or OBJECT_GRAPH_KEY in ckpt):
+        path = key.split(marker, 1)[0]
+    elif "/vars/" in key and ckpt.format in KERAS3_LAYOUTS:
+        path = key.rsplit("/vars/", 1)[0]
+    else:
+        path = ""
+    return {"key": out, "source_key": key, "object_path": path, "full_name": str(entry.name), "role": str(entry.role),
+            "dtype": entry.dtype, "shape": list(entry.shape)}
+
+
+@pytest.mark.parametrize("to", ["safetensors", "npz"])
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.split("corpus/")[-1])
+def test_an_exports_record_is_each_tensors_item(source, to):
+    with open_checkpoint(source) as ckpt:  # then every key renamed: the item's key is the output's
+        for options in (ConvertOptions(), ConvertOptions(rules=build_rules(add_prefix="renamed"))):
+            plan = plan_export(ckpt, options, to)
+            record = plan.write_options["provenance"]
+            items = record["tensors"]
+            assert isinstance(items, RecordColumns)
+            want = [_item(ckpt, row.source, row.key) for row in plan.rows]
+            assert len(want) == len(items) > 0
+            assert all(w["key"] != w["source_key"] for w in want) == bool(options.rules)
+            assert list(items) == want
+            assert "".join(record_pieces(record)) == json.dumps({**record, "tensors": want})
+            written = as_written(record, plan.rows)
+            assert written["tensors"] is items  # the rows are the items as they are: the columns are written
+            for at_once in (1, 3):
+                provenance._ITEMS_AT_ONCE, was = at_once, provenance._ITEMS_AT_ONCE
+                try:
+                    assert "".join(record_pieces(written)) == json.dumps({**record, "tensors": want})
+                finally:
+                    provenance._ITEMS_AT_ONCE = was
+
+
+_TEXTS = ["", "a", "model/dense/kernel", "caf\u00e9", 'say "hi"', "back\\slash", "tab\there", "\x00\x1f\x7f",
+          "\u2603/snow", "\ud800lone", "\U0001f600", "<b>html</b>", "x/.ATTRIBUTES/VARIABLE_VALUE", "layer/vars/0"]
+
+
+def _entries(rng: random.Random, n: int) -> list[SimpleNamespace]:
+    shapes = [(), (0,), (1,), (3, 4), [2, 2], (2**40, 1), (7,) * 8]
+    return [SimpleNamespace(key=rng.choice(_TEXTS) + str(i) if rng.random() < 0.7 else rng.choice(_TEXTS),
+                            name=rng.choice([None, rng.choice(_TEXTS)]), role=rng.choice(["variable", "slot", "optimizer"]),
+                            dtype=rng.choice(["float32", "bfloat16", "int64", "string"]), shape=rng.choice(shapes))
+            for i in range(n)]
+
+
+def _dicts(keys, entries, object_path) -> list[dict]:
+    return [{"key": k, "source_key": e.key, "object_path": object_path(e.key) if object_path else "",
+             "full_name": str(e.name), "role": str(e.role), "dtype": e.dtype, "shape": list(e.shape)}
+            for k, e in zip(keys, entries)]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_columns_text_is_json_dumps_of_their_items(seed, monkeypatch):
+    rng = random.Random(seed)
+    entries = _entries(rng, rng.choice([0, 1, 2, 5, 40, 300]))
+    keys = [rng.choice(_TEXTS) + f"/{i}" for i in range(len(entries))]
+    object_path = rng.choice([None, lambda key: key[:3], lambda key: key.split("/")[0]])
+    monkeypatch.setattr(provenance, "_TEXTS_KEPT", rng.choice([0, 1, 2, 4096]))
+    columns = RecordColumns(object_path, keys, entries)
+    want = _dicts(keys, entries, object_path)
+    assert list(columns) == want
+    at_once = rng.choice([1, 2, 7, 1024])
+    assert ", ".join(columns.texts(at_once)) == json.dumps(want)[1:-1]
+    record = {"source": rng.choice(_TEXTS), "tensors": columns, "format": "tf-name"}
+    monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", at_once)
+    assert "".join(record_pieces(record)) == json.dumps({**record, "tensors": want})
+
+
+def _row(key: str, dtype: str, shape) -> SimpleNamespace:
+    return SimpleNamespace(key=key, dtype=dtype, shape=tuple(shape))
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_rows_other_than_the_items_are_written_as_they_are(seed):
+    """A row cast, a row moved, left out or added: the columns are not the rows, and the record written is the
+    items each with its row's dtype and shape, an item made for a row they lack, in the rows' order where the
+    items follow them (as :func:`as_written` wrote every record)."""
+    rng = random.Random(seed)
+    entries = [e for e in _entries(rng, 30) if isinstance(e.shape, tuple)]
+    keys = [f"t{i}" for i in range(len(entries))]
+    rows = [_row(k, e.dtype, e.shape) for k, e in zip(keys, entries)]
+    columns = RecordColumns(None, keys, entries)
+    assert as_written({"tensors": columns}, rows)["tensors"] is columns
+    change = rng.choice(["cast", "reshape", "drop", "add", "swap"])
+    i = rng.randrange(len(rows) - 1)
+    if change == "cast":
+        rows[i] = _row(rows[i].key, "float16" if rows[i].dtype != "float16" else "float64", rows[i].shape)
+    elif change == "reshape":
+        rows[i] = _row(rows[i].key, rows[i].dtype, (*rows[i].shape, 1))
+    elif change == "drop":
+        del rows[i]
+    elif change == "add":
+        rows.insert(i, _row("new", "int8", (2,)))
+    else:
+        rows[i], rows[i + 1] = rows[i + 1], rows[i]
+    written = as_written({"tensors": columns}, rows)
+    assert written["tensors"] is not columns
+    by_key = {r.key: r for r in rows}
+    want = [{**d, "dtype": by_key[d["key"]].dtype, "shape": list(by_key[d["key"]].shape)} if d["key"] in by_key else d
+            for d in _dicts(keys, entries, None)]
+    want += [{"key": r.key, "dtype": r.dtype, "shape": list(r.shape)} for r in rows if r.key not in keys]
+    assert json.loads("".join(record_pieces(written))) == {"tensors": want}
+
+
+@pytest.mark.parametrize("layout", ["name", "object"])
+@pytest.mark.parametrize("command", [("convert", "--to", "safetensors"), ("convert", "--to", "npz"), ("extract",)])
+def test_a_command_writes_the_record_without_a_dict_a_tensor(tmp_path, monkeypatch, run_cli, layout, command):
+    """``convert --to safetensors|npz`` and ``extract`` to ``.npz`` write the record from its columns: its items'
+    dicts are never made (iterating the columns is refused here), and the record read back is each tensor's."""
+    prefix = name_based(tmp_path / "in", 300)
+    if layout == "object":
+        prefix = object_based(prefix)
+
+    def refused(self):
+        raise AssertionError("a dict made for each item")
+
+    monkeypatch.setattr(RecordColumns, "__iter__", refused)
+    out = tmp_path / ("out.safetensors" if "safetensors" in command else "out.npz")
+    result = run_cli(*command, prefix, "-o", out)
+    assert result.exit_code == 0, result.output
+    if out.suffix == ".npz":
+        with np.load(out) as npz:
+            record = json.loads(str(npz["__ckpt_provenance__"]))
+    else:
+        raw = out.read_bytes()
+        record = json.loads(json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"][PROVENANCE_KEY])
+    with open_checkpoint(prefix) as ckpt:
+        want = [_item(ckpt, k, k) for k in ckpt if k != OBJECT_GRAPH_KEY]
+    assert record["tensors"] == want
+    assert {item["object_path"] != "" for item in want} == {layout == "object"}
