@@ -264,3 +264,64 @@ def test_the_central_directory_is_compared_a_piece_at_a_time(tmp_path: Path) -> 
         assert not zip_stored._reads_back(fd, written, 5)
     finally:
         os.close(fd)
+
+
+def _runs_one_member_at_a_time(archive: zip_stored.StoredZip, block: int) -> list[tuple[int, int]]:
+    """The runs of members read back together as the reader found them before, a member at a time (the oracle)."""
+    runs, first = [], 0
+    while first < archive.count:
+        start, last = archive.check_at[first], first
+        while last < archive.count and first not in archive.rewritten and last not in archive.rewritten and \
+                archive.check_at[last] + archive.check_size[last] - start <= block:
+            last += 1
+        runs.append((first, max(last, first + 1)))
+        first = max(last, first + 1)
+    return runs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_read_back_runs_are_the_members_that_fit_a_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             seed: int) -> None:
+    """The members read back with one ``pread`` are found by bisection: the runs are those found a member at a
+    time (members of random sizes, some written in pieces past the spool and their headers rewritten, blocks from
+    one byte up), each member is seen once, and a byte flipped in any member names that member alone."""
+    import random
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(zip_stored, "SPOOL", 3000)
+    block = rng.choice([1, 200, 700, 5000, 1 << 20])
+    monkeypatch.setattr(zip_stored, "BLOCK", block)
+    path = tmp_path / "a.zip"
+    with open(path, "wb") as f:
+        archive = zip_stored.StoredZip(f)
+        for i in range(rng.randrange(1, 60)):
+            data = rng.randbytes(rng.choice([0, 1, 50, 300, 2000, 4000]))
+            if rng.random() < 0.3:
+                member = archive.member(f"m{i}")
+                for at in range(0, len(data), 1000):
+                    member.write(data[at:at + 1000])
+                member.close()
+            else:
+                archive.add(f"m{i}", b"h" * rng.randrange(5), data)
+        archive.close()
+    runs: list[tuple[int, int]] = []
+    check_run = zip_stored.StoredZip._check_run
+
+    def recorded(self, fd, first, *args):  # type: ignore[no-untyped-def]
+        last = check_run(self, fd, first, *args)
+        runs.append((first, last))
+        return last
+
+    monkeypatch.setattr(zip_stored.StoredZip, "_check_run", recorded)
+    seen: list[int] = []
+    assert archive.problems(str(path), lambda i, view, whole: seen.append(i)) == []
+    assert runs == _runs_one_member_at_a_time(archive, block)
+    assert sorted(seen) == list(range(archive.count))
+    assert any(last - first > 1 for first, last in runs) or block < 700 or archive.count < 3 or archive.rewritten
+    damaged = rng.randrange(archive.count)
+    at = archive.starts[damaged] - 1  # the last byte of its local header (or of the data before it, a name's)
+    fd = os.open(path, os.O_RDWR)
+    os.pwrite(fd, bytes([os.pread(fd, 1, at)[0] ^ 1]), at)
+    os.close(fd)
+    found = archive.problems(str(path), lambda i, view, whole: None)
+    assert [i for i, _ in found] == [damaged], (found, damaged, archive.rewritten)

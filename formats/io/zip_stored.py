@@ -28,6 +28,7 @@ import struct
 import sys
 import zlib
 from array import array
+from bisect import bisect_right
 
 from formats.io.crc import crc32c
 
@@ -103,12 +104,9 @@ class StoredZip:
         crc = zlib.crc32(data, zlib.crc32(header))
         encoded, flags = encode_name(name)
         local = local_header(encoded, flags, crc, size, zip64)
-        write = self.f.write
-        write(local)
-        write(header)
-        write(data)
-        return self._record(encoded, flags, crc, size, zip64, len(local),
-                            crc32c(data, crc32c(header, crc32c(local))), None)
+        member = b"".join((local, header, data))  # (one write and one checksum: a member is small)
+        self.f.write(member)
+        return self._record(encoded, flags, crc, size, zip64, len(local), crc32c(member), None)
 
     def member(self, name: str, zip64: bool = True) -> ZipMember:
         """A member written in pieces (``write``, then ``close``)."""
@@ -120,21 +118,25 @@ class StoredZip:
         central directory and the columns; ``rewritten``: its final local header (the data alone is checked by
         ``check``)."""
         offset = self.offset
-        extra: list[int] = []
-        stored = size
-        if size > ZIP64_LIMIT:
-            extra += [size, size]
-            stored = 0xFFFFFFFF
-        at = offset
-        if offset > ZIP64_LIMIT:
-            extra.append(offset)
-            at = 0xFFFFFFFF
-        fields = struct.pack(f"<HH{len(extra)}Q", 1, 8 * len(extra), *extra) if extra else b""
-        version = 45 if zip64 or extra else 20
-        self.central += _CENTRAL.pack(b"PK\x01\x02", version, _SYSTEM, version, 0, flags, 0, _DOSTIME, _DOSDATE,
-                                      crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
-        self.central += name
-        self.central += fields
+        if size <= ZIP64_LIMIT and offset <= ZIP64_LIMIT:  # (no ZIP64 field: most members)
+            version = 45 if zip64 else 20
+            self.central += _CENTRAL.pack(b"PK\x01\x02", version, _SYSTEM, version, 0, flags, 0, _DOSTIME,
+                                          _DOSDATE, crc, size, size, len(name), 0, 0, 0, 0, _ATTRIBUTES, offset) + name
+        else:
+            extra: list[int] = []
+            stored = size
+            if size > ZIP64_LIMIT:
+                extra += [size, size]
+                stored = 0xFFFFFFFF
+            at = offset
+            if offset > ZIP64_LIMIT:
+                extra.append(offset)
+                at = 0xFFFFFFFF
+            fields = struct.pack(f"<HH{len(extra)}Q", 1, 8 * len(extra), *extra)
+            self.central += _CENTRAL.pack(b"PK\x01\x02", 45, _SYSTEM, 45, 0, flags, 0, _DOSTIME, _DOSDATE,
+                                          crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
+            self.central += name
+            self.central += fields
         index = len(self.starts)
         self.starts.append(offset + header)
         self.sizes.append(size)
@@ -178,8 +180,9 @@ class StoredZip:
             if os.fstat(fd).st_size != end or not _reads_back(fd, self.tail, self.offset):
                 found.append((-1, "the central directory does not read back as written"))
             i = 0
+            barriers = sorted(self.rewritten)  # (a run of small members ends before each)
             while i < self.count:
-                i = self._check_run(fd, i, found, large, visit)
+                i = self._check_run(fd, i, found, large, visit, barriers)
         finally:
             os.close(fd)
         for item in large:
@@ -191,15 +194,19 @@ class StoredZip:
         return sorted(found)
 
     def _check_run(self, fd: int, first: int, found: list[tuple[int, str]], large: list[Any],
-                   visit: Callable[[int, memoryview, bool], None]) -> int:
-        """Check the members from ``first`` whose ranges fit in one block; the next member to check."""
+                   visit: Callable[[int, memoryview, bool], None], barriers: list[int]) -> int:
+        """Check the members from ``first`` whose ranges fit in one block (none of ``barriers``, the members whose
+        local header was rewritten, in ascending order); the next member to check."""
         from formats.io.placed import Placed
 
-        start = self.check_at[first]
+        check_at, check_size = self.check_at, self.check_size
+        start = check_at[first]
         last = first
-        while last < self.count and first not in self.rewritten and last not in self.rewritten and \
-                self.check_at[last] + self.check_size[last] - start <= BLOCK:
-            last += 1
+        if first not in self.rewritten:  # the members up to the next rewritten one lie one after another: the
+            stop = barriers[bisect_right(barriers, first)] if barriers and barriers[-1] > first else self.count
+            last = bisect_right(check_at, start + BLOCK, first, stop)  # first to begin beyond the block, by bisection
+            while last > first and check_at[last - 1] + check_size[last - 1] - start > BLOCK:
+                last -= 1  # (the one ending beyond it)
         if last == first:  # a large member: its data on every core, its .npy header here
             item = Placed(str(first), None, self.check_at[first], self.check_size[first], "")
             item.crc = self.check_crc[first]
@@ -207,13 +214,14 @@ class StoredZip:
             data_at = self.starts[first]
             visit(first, memoryview(os.pread(fd, min(self.sizes[first], 1 << 17), data_at)), False)
             return first + 1
-        block = memoryview(os.pread(fd, self.check_at[last - 1] + self.check_size[last - 1] - start, start))
+        block = memoryview(os.pread(fd, check_at[last - 1] + check_size[last - 1] - start, start))
+        starts, sizes, crcs = self.starts, self.sizes, self.check_crc
         for i in range(first, last):
-            at = self.check_at[i] - start
-            if crc32c(block[at:at + self.check_size[i]]) != self.check_crc[i]:
+            at = check_at[i] - start
+            if crc32c(block[at:at + check_size[i]]) != crcs[i]:
                 found.append((i, "the bytes read back differ from the bytes written (CRC32C)"))
-            data = self.starts[i] - start
-            visit(i, block[data:data + self.sizes[i]], True)
+            data = starts[i] - start
+            visit(i, block[data:data + sizes[i]], True)
         return last
 
 
