@@ -101,8 +101,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     # a readable fixed-width tensor's answers, asked once a dtype and shape (see formats.core.format): 100k tensors
     # of a few kinds asked the format a few times, not 100k
     asked: dict[tuple[str, tuple[int, ...]], tuple[str | None, str]] = {}
-    for key in source:
-        entry = source[key]
+    for key, entry in source.items():  # (every entry in order: none looked up by its key)
         if key == OBJECT_GRAPH_KEY:
             plan.add("unused", key, "the object graph is not a tensor; left out", WARNING)
             continue
