@@ -73,7 +73,8 @@ _TEXTS = ["", "a", "model/dense/kernel", "caf\u00e9", 'say "hi"', "back\\slash",
 def _entries(rng: random.Random, n: int) -> list[SimpleNamespace]:
     shapes = [(), (0,), (1,), (3, 4), [2, 2], (2**40, 1), (7,) * 8]
     return [SimpleNamespace(key=rng.choice(_TEXTS) + str(i) if rng.random() < 0.7 else rng.choice(_TEXTS),
-                            name=rng.choice([None, rng.choice(_TEXTS)]), role=rng.choice(["variable", "slot", "optimizer"]),
+                            name=rng.choice([None, rng.choice(_TEXTS)]),
+                            role=rng.choice(["variable", "slot", "optimizer"]),
                             dtype=rng.choice(["float32", "bfloat16", "int64", "string"]), shape=rng.choice(shapes))
             for i in range(n)]
 

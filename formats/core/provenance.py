@@ -267,8 +267,8 @@ def record_pieces(record: dict[str, Any]) -> Iterator[str]:
     """``json.dumps(record)`` a piece at a time, its ``"tensors"`` :data:`_ITEMS_AT_ONCE` items at a time: the
     items may be :class:`RecordColumns` (encoded from the columns) or any iterable (a generator making each dict as
     it is reached is consumed once), so neither the whole text nor a dict per tensor is held (a record of 100,000
-    tensors was 24 MB of text and 50 MB of dicts and chunks). A list's items are separated by ``", "`` as the record's are, so a run of items is their list's
-    text without its brackets."""
+    tensors was 24 MB of text and 50 MB of dicts and chunks). A list's items are separated by ``", "`` as the
+    record's are, so a run of items is their list's text without its brackets."""
     from formats.core.json_writer import dumps
 
     items = record.get("tensors")
