@@ -325,3 +325,36 @@ def test_the_read_back_runs_are_the_members_that_fit_a_block(tmp_path: Path, mon
     os.close(fd)
     found = archive.problems(str(path), lambda i, view, whole: None)
     assert [i for i, _ in found] == [damaged], (found, damaged, archive.rewritten)
+
+
+def test_each_kind_of_member_is_checked_once_and_a_wrong_one_named(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-back asks what is wrong with a member's ``.npy`` header once a kind (the header read back, what was
+    written, its shape and size): 300 tiny members of three kinds, three questions. A member of a kind already
+    checked whose written record says otherwise (here ``int32`` where ``float32`` was stored) is named alone."""
+    from formats.io import npy_output
+
+    items = [(f"t{i:03d}", np.full((i % 3 + 1,), i, np.float32)) for i in range(300)]
+    asked = []
+    problems = npy_output.header_problems
+
+    def counted(header, written, shape, size):  # type: ignore[no-untyped-def]
+        asked.append(shape)
+        return problems(header, written, shape, size)
+
+    monkeypatch.setattr(npy_output, "header_problems", counted)
+    report = write_npz(tmp_path / "ok.npz", items)
+    assert report.tensors == 300 and sorted(asked) == [(1,), (2,), (3,)]
+
+    made = npy_output.fixed_member
+
+    def wrong_for_t150(key, *args):  # type: ignore[no-untyped-def]
+        header, data, written = made(key, *args)
+        return header, data, npy_output.Written("int32", written.nbytes) if key == "t150" else written
+
+    monkeypatch.setattr(npz_writer, "fixed_member", wrong_for_t150)
+    with pytest.raises(VerificationError) as info:
+        write_npz(tmp_path / "wrong.npz", items)
+    assert "'t150'" in str(info.value) and "stored as float32, expected int32" in str(info.value)
+    assert "t149" not in str(info.value) and "t151" not in str(info.value)
+    assert not (tmp_path / "wrong.npz").exists()
