@@ -358,3 +358,47 @@ def test_each_kind_of_member_is_checked_once_and_a_wrong_one_named(tmp_path: Pat
     assert "'t150'" in str(info.value) and "stored as float32, expected int32" in str(info.value)
     assert "t149" not in str(info.value) and "t151" not in str(info.value)
     assert not (tmp_path / "wrong.npz").exists()
+
+
+@pytest.mark.parametrize("held", [None, 0, 300])
+def test_a_central_directory_held_on_disk_is_the_same_bytes_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                         held: int | None) -> None:
+    """The central directory waits in a temporary file past ``CENTRAL_HELD`` (10^6 members' is 76 MB), moved there
+    a piece at a time: the archive is zipfile's, byte for byte, however much is held, and a byte changed anywhere
+    in the directory on disk, or the file cut short inside it, fails the read-back."""
+    import random
+
+    spilled = []
+    if held is not None:
+        monkeypatch.setattr(zip_stored, "CENTRAL_HELD", held)
+        monkeypatch.setattr(zip_stored, "_CENTRAL_PIECE", 64)
+        spill = zip_stored.StoredZip._spill_central
+
+        def counted(self):  # type: ignore[no-untyped-def]
+            spilled.append(len(self.central))
+            spill(self)
+
+        monkeypatch.setattr(zip_stored.StoredZip, "_spill_central", counted)
+    items = _items() + [(f"tiny/{i}", np.full(3, i, np.int16)) for i in range(40)]
+    write_npz(tmp_path / "fast.npz", items, provenance=RECORD)
+    assert (tmp_path / "fast.npz").read_bytes() == _zipfile_archive(tmp_path / "oracle.npz", items, RECORD)
+    assert (len(spilled) > 10 and min(spilled) >= 64) if held is not None else spilled == []
+
+    path = tmp_path / "a.zip"
+    with open(path, "wb") as f:
+        archive = zip_stored.StoredZip(f)
+        for i in range(60):
+            archive.add(f"m{i}", b"h", bytes(i))
+        archive.close()
+    assert archive.problems(str(path), lambda *a: None) == []
+    rng = random.Random(held)
+    for at in [archive.offset, archive.offset + archive.central_size - 1,
+               *(archive.offset + rng.randrange(archive.central_size) for _ in range(5))]:
+        fd = os.open(path, os.O_RDWR)
+        os.pwrite(fd, bytes([os.pread(fd, 1, at)[0] ^ 1]), at)
+        found = archive.problems(str(path), lambda *a: None)
+        os.pwrite(fd, bytes([os.pread(fd, 1, at)[0] ^ 1]), at)
+        os.close(fd)
+        assert found == [(-1, "the central directory does not read back as written")], at
+    os.truncate(path, archive.offset + archive.central_size // 2)
+    assert (-1, "the central directory does not read back as written") in archive.problems(str(path), lambda *a: None)

@@ -40,15 +40,28 @@ class Spool:
         return len(data)
 
     def chunks(self, size: int) -> Iterator[bytes]:
-        """What was written, from the start, in chunks of at most ``size`` bytes."""
+        """What was written, from the start, in chunks of ``size`` bytes (the last of at most ``size``); pieces held
+        in memory are joined a chunk at a time, not all at once (a second copy of what is held was the peak of an
+        npz's close)."""
         if self._file is None:
-            data = b"".join(self._pieces)
-            for at in range(0, len(data), size):
-                yield data[at:at + size]
+            chunk: list[memoryview] = []
+            held = 0
+            for piece in self._pieces:
+                view = memoryview(piece)
+                while view:
+                    part = view[:size - held]
+                    chunk.append(part)
+                    held += len(part)
+                    view = view[len(part):]
+                    if held == size:
+                        yield b"".join(chunk)
+                        chunk, held = [], 0
+            if chunk:
+                yield b"".join(chunk)
             return
         self._file.seek(0)
-        while chunk := self._file.read(size):
-            yield chunk
+        while data := self._file.read(size):
+            yield data
 
     def close(self) -> None:
         """Let go of the bytes (the temporary file is deleted)."""

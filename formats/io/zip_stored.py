@@ -14,15 +14,18 @@ A member whose bytes are in memory (:meth:`StoredZip.add`: a small tensor, its `
 written in one go with its CRC-32 known; a member written in pieces (:meth:`StoredZip.member`) is kept in
 memory up to :data:`SPOOL` bytes and written the same way, or beyond that its local header is written first
 with a CRC of 0 and rewritten in place at the end (as zipfile does). The writer keeps, per member, only
-numbers in arrays (where it lies, and the CRC32C of what it wrote) and the central directory as bytes.
+numbers in arrays (where it lies, and the CRC32C of what it wrote) and the central directory as bytes (past
+:data:`CENTRAL_HELD` in a temporary file until it is written).
 
-:meth:`StoredZip.problems` reads the file back: the central directory and end records as bytes, each run of
+:meth:`StoredZip.problems` reads the file back: the central directory against the CRC32C taken as it was
+written, the end records as bytes, each run of
 small members with one ``pread`` of up to :data:`BLOCK` bytes (their local headers, ``.npy`` headers and
 data checked against the CRC32C taken as they were written), each large member by
 :func:`~formats.io.placed.check_placed` on every core.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import sys
@@ -30,12 +33,14 @@ import zlib
 from array import array
 from bisect import bisect_right
 
-from formats.io.crc import crc32c
+from formats.io.crc import crc32c, crc32c_range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any, BinaryIO
+
+    from formats.io.spool import Spool
 
 __all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "ZIP64_LIMIT"]
 
@@ -45,6 +50,10 @@ SPOOL = 1 << 20
 """A member written in pieces stays in memory up to this many bytes (its CRC-32 then known before its header)."""
 BLOCK = 8 << 20
 """Bytes read back at once (a run of small members)."""
+CENTRAL_HELD = 8 << 20
+"""Bytes of the central directory kept in memory until :meth:`StoredZip.close` writes it; past that they wait in a
+temporary file (:class:`~formats.io.spool.Spool`), a MiB at a time (10^6 members' directory is about 76 MB)."""
+_CENTRAL_PIECE = 1 << 20
 _FILECOUNT_LIMIT = 0xFFFF
 _LOCAL = struct.Struct("<4s2B4HL2L2H")
 _LOCAL_ZIP64 = struct.Struct("<HHQQ")
@@ -91,7 +100,10 @@ class StoredZip:
         self.check_crc = array("L")
         self.crcs = array("L")  # each member's CRC-32
         self.rewritten: dict[int, tuple[int, bytes]] = {}  # member -> (offset, local header) rewritten in place
-        self.tail = bytearray()
+        self.central_spool: Spool | None = None  # the directory's earlier pieces, once there are over a MiB
+        self.central_size = 0  # once written (close): its bytes and their CRC32C, checked on read-back
+        self.central_crc = 0
+        self.tail = bytearray()  # the end records
 
     @property
     def count(self) -> int:
@@ -137,6 +149,8 @@ class StoredZip:
                                           crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
             self.central += name
             self.central += fields
+        if len(self.central) >= _CENTRAL_PIECE:
+            self._spill_central()
         index = len(self.starts)
         self.starts.append(offset + header)
         self.sizes.append(size)
@@ -152,10 +166,35 @@ class StoredZip:
         self.offset = offset + header + size
         return index
 
+    def _spill_central(self) -> None:
+        """Move the central directory's bytes held so far to :attr:`central_spool` (a file past
+        :data:`CENTRAL_HELD`)."""
+        if self.central_spool is None:
+            from formats.io.spool import Spool
+
+            self.central_spool = Spool(CENTRAL_HELD)
+        self.central_spool.write(bytes(self.central))
+        self.central = bytearray()
+
     def close(self) -> None:
         """Write the central directory and the end records (ZIP64 ones where needed) and flush."""
-        count, at, size = self.count, self.offset, len(self.central)
-        tail, self.central = self.central, bytearray()  # (kept once: written, then compared on read-back)
+        count, at = self.count, self.offset
+        size, crc = 0, 0
+        pieces: Iterable[bytes | bytearray] = (self.central,)
+        spool, self.central_spool = self.central_spool, None
+        if spool is not None:
+            pieces = itertools.chain(spool.chunks(_CENTRAL_PIECE), pieces)
+        try:
+            for piece in pieces:
+                self.f.write(piece)
+                crc = crc32c(piece, crc)
+                size += len(piece)
+        finally:
+            if spool is not None:
+                spool.close()
+        self.central = bytearray()
+        self.central_size, self.central_crc = size, crc
+        tail = bytearray()  # (kept: written, then compared on read-back)
         if count > _FILECOUNT_LIMIT or at > ZIP64_LIMIT or size > ZIP64_LIMIT:
             tail += _END64.pack(b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, at)
             tail += _LOCATOR.pack(b"PK\x06\x07", 0, at + size, 1)
@@ -176,8 +215,9 @@ class StoredZip:
         large: list[Placed] = []
         fd = os.open(path, os.O_RDONLY)
         try:
-            end = self.offset + len(self.tail)
-            if os.fstat(fd).st_size != end or not _reads_back(fd, self.tail, self.offset):
+            directory = self.offset + self.central_size
+            if os.fstat(fd).st_size != directory + len(self.tail) or not _reads_back(fd, self.tail, directory) or \
+                    crc32c_range(fd, self.offset, self.central_size) != self.central_crc:
                 found.append((-1, "the central directory does not read back as written"))
             i = 0
             barriers = sorted(self.rewritten)  # (a run of small members ends before each)
@@ -226,8 +266,7 @@ class StoredZip:
 
 
 def _reads_back(fd: int, written: bytearray, offset: int) -> bool:
-    """Whether the file ``fd`` holds ``written`` at ``offset``, compared a MiB at a time (a central directory of
-    10^6 members is about 76 MB: read whole beside the one held, it was a seventh of ``extract``'s peak)."""
+    """Whether the file ``fd`` holds ``written`` (the end records) at ``offset``, compared a MiB at a time."""
     step = 1 << 20
     for at in range(0, len(written), step):
         piece = written[at:at + step]
