@@ -54,6 +54,10 @@ _FIELDS = ("key", "source_key", "object_path", "full_name", "role", "dtype", "sh
 """An item's fields, in the order its JSON text names them."""
 _ITEM = "{{" + ", ".join(f'"{field}": {{}}' for field in _FIELDS) + "}}"
 """An item's text as ``json.dumps`` writes it, a ``str.format`` template of its fields' texts."""
+_EACH = tuple(map(_FIELDS.index, ("key", "source_key", "full_name")))
+"""The fields of a text a tensor, each escaped as it is met."""
+_FEW = tuple(map(_FIELDS.index, ("object_path", "role", "dtype", "shape")))
+"""The fields of few values, each value's text made once a run (the last, the shape, a list of numbers)."""
 _TEXTS_KEPT = 4096
 """Texts of the values of a column of few values (roles, dtypes, object paths, shapes) kept from one run to the
 next (more: made again in each run that has them)."""
@@ -112,15 +116,15 @@ class RecordColumns:
         kept: list[dict[Any, str]] = [{}, {}, {}, {}]
         for first in range(0, len(self.keys), at_once):
             runs = self._columns(first, first + at_once)
-            for at, made in zip((2, 4, 5, 6), kept):  # object paths, roles, dtypes, shapes: few values
+            for at, made in zip(_FEW, kept):
                 found = {value: made.get(value) for value in set(runs[at])}
                 for value, text in found.items():
                     if text is None:
-                        found[value] = text = encode(value) if at < 6 else dumps(list(value))
+                        found[value] = text = encode(value) if at != _FEW[-1] else dumps(list(value))
                         if len(made) < _TEXTS_KEPT:
                             made[value] = text
                 runs[at] = list(map(found.__getitem__, runs[at]))
-            for at in (0, 1, 3):
+            for at in _EACH:
                 runs[at] = list(map(encode, runs[at]))
             yield ", ".join(map(_ITEM.format, *runs))
 

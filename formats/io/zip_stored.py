@@ -130,25 +130,20 @@ class StoredZip:
         central directory and the columns; ``rewritten``: its final local header (the data alone is checked by
         ``check``)."""
         offset = self.offset
-        if size <= ZIP64_LIMIT and offset <= ZIP64_LIMIT:  # (no ZIP64 field: most members)
-            version = 45 if zip64 else 20
-            self.central += _CENTRAL.pack(b"PK\x01\x02", version, _SYSTEM, version, 0, flags, 0, _DOSTIME,
-                                          _DOSDATE, crc, size, size, len(name), 0, 0, 0, 0, _ATTRIBUTES, offset) + name
-        else:
+        stored, at, fields = size, offset, b""
+        if size > ZIP64_LIMIT or offset > ZIP64_LIMIT:  # (a ZIP64 field: rare, so not built for the others)
             extra: list[int] = []
-            stored = size
             if size > ZIP64_LIMIT:
                 extra += [size, size]
                 stored = 0xFFFFFFFF
-            at = offset
             if offset > ZIP64_LIMIT:
                 extra.append(offset)
                 at = 0xFFFFFFFF
             fields = struct.pack(f"<HH{len(extra)}Q", 1, 8 * len(extra), *extra)
-            self.central += _CENTRAL.pack(b"PK\x01\x02", 45, _SYSTEM, 45, 0, flags, 0, _DOSTIME, _DOSDATE,
-                                          crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
-            self.central += name
-            self.central += fields
+        version = 45 if zip64 or fields else 20
+        self.central += _CENTRAL.pack(b"PK\x01\x02", version, _SYSTEM, version, 0, flags, 0, _DOSTIME, _DOSDATE,
+                                      crc, stored, stored, len(name), len(fields), 0, 0, 0, _ATTRIBUTES, at)
+        self.central += name + fields
         if len(self.central) >= _CENTRAL_PIECE:
             self._spill_central()
         index = len(self.starts)
@@ -248,7 +243,7 @@ class StoredZip:
             while last > first and check_at[last - 1] + check_size[last - 1] - start > BLOCK:
                 last -= 1  # (the one ending beyond it)
         if last == first:  # a large member: its data on every core, its .npy header here
-            item = Placed(str(first), None, self.check_at[first], self.check_size[first], "")
+            item = Placed(str(first), None, start, check_size[first], "")
             item.crc = self.check_crc[first]
             large.append(item)
             data_at = self.starts[first]
