@@ -483,6 +483,8 @@ HEAVY_STDLIB = JSON_STACK | {"typing", "contextlib", "threading", "ctypes", "typ
 OTHER_FORMATS = {"formats.tf_v1.format", "formats.keras_h5.format", "formats.npz.format", "formats.orbax.format",
                  "formats.openai_npy.format"}
 """The formats after the bundle's in the registry's order: asked only about a path no earlier format claims."""
+GRAPH_MODEL = {"formats.concepts.object_graph", "formats.ops.convert.graph_build"}
+"""The object graph's model (nodes as objects): a name-based checkpoint's new graph is planned and encoded as columns."""
 SAVED_MODEL = {"formats.saved_model", "formats.saved_model.names", "formats.saved_model.format"}
 """The format before the bundle's, which claims a file only by its name (``registry.BUILTIN_FILE_NAMES``)."""
 
@@ -496,10 +498,11 @@ SAVED_MODEL = {"formats.saved_model", "formats.saved_model.names", "formats.save
     (["rename", "{src}", "-o", "{out}", "--map", "global_step=step", "--dry-run"], {"formats.ops.convert.rename"},
      {"formats.tf_bundle.writer", "formats.core.sources"}),
     (["convert", "{src}", "-o", "{out}", "--to", "tf-object", "--dry-run"], {"formats.ops.convert.name_to_object"},
-     {"formats.tf_bundle.writer"}),
-    (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, set()),
+     {"formats.tf_bundle.writer", *GRAPH_MODEL, "math", "formats.core.executors"}),
+    (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, GRAPH_MODEL),
     (["edit", "{src}", "-o", "{out}", "--drop-optimizer", "--dry-run"], {"formats.ops.edit.build"},
-     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format", "formats.ops.edit.average",
+      "formats.core.executors", "formats.core.values", "math"}),
     (["edit", "{src}", "-o", "{out}", "--drop-optimizer"], {"formats.tf_bundle.writer"},
      {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
 ], ids=["verify", "diff", "rename", "rename-dry-run", "convert-dry-run", "convert", "edit-dry-run", "edit"])
@@ -598,3 +601,25 @@ def test_ls_of_a_small_safetensors_file_imports_neither_numpy_nor_glob(tmp_path)
     modules = _imported(["ls", str(tmp_path / "a.safetensors")])
     assert "formats.safetensors.reader" in modules
     assert modules & {"numpy", "glob", "concurrent.futures", "logging"} == set()
+
+
+def test_the_edit_package_gives_each_public_name_from_its_module_on_first_use() -> None:
+    """``formats.ops.edit`` imports its modules as a name is asked of it (an edit's plan needs neither the averaging
+    of checkpoints nor the values it reads): each name of ``__all__`` is its module's own object, the name of no
+    public object is AttributeError, and a submodule is imported as one."""
+    import importlib
+
+    import formats.ops.edit as package
+
+    homes = {"average": ("average", "newest", "plan_average"), "edit": ("edit", "plan_edit"),
+             "plan": ("EditOptions", "EditPlan", "EditResult", "KeyAction", "execute_edit", "parse_casts")}
+    assert sorted(n for names in homes.values() for n in names) == sorted(package.__all__)
+    for module, names in homes.items():
+        for name in names:
+            assert getattr(package, name) is getattr(importlib.import_module(f"formats.ops.edit.{module}"), name)
+    assert set(package.__all__) <= set(dir(package))
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        package.nothing  # noqa: B018
+    from formats.ops.edit import prune
+
+    assert prune is importlib.import_module("formats.ops.edit.prune")

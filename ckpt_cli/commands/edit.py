@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def run(env: Environment, p: Params) -> int:
     """``ckpt edit SRC -o OUT``: the exit status (0 written or planned, 1 problems found)."""
     from formats.api import open_checkpoint
-    from formats.core.executors import is_local
-    from formats.ops.edit import EditOptions, plan_edit
+    from formats.ops.edit.edit import plan_edit
+    from formats.ops.edit.plan import EditOptions
 
     from ..render.progress import progress_for
 
@@ -34,7 +34,7 @@ def run(env: Environment, p: Params) -> int:
         with progress_for(source, "writing", total=total) as progress:
             how = {"dry_run": p.dry_run, "force": p.force, "verify": not p.no_verify, "update_state": p.update_state,
                    "progress": progress, "jobs": p.jobs, "inputs": [p.src, source]}
-            if p.dry_run or is_local(p.executor):  # (the cluster's machinery is imported for a cluster only)
+            if p.dry_run or _local(p.executor):  # (the cluster's machinery is imported for a cluster only)
                 from formats.ops.edit.plan import execute_edit
 
                 result = execute_edit(plan, p.out, **how)
@@ -47,10 +47,17 @@ def run(env: Environment, p: Params) -> int:
     return int(ExitCode.OK if result.ok else ExitCode.PROBLEMS)
 
 
+def _local(executor: str | None) -> bool:
+    """Whether ``executor`` names this process's threads (asked of a write only: a dry run writes nowhere)."""
+    from formats.core.executors import is_local
+
+    return is_local(executor)
+
+
 def parse_casts(values: tuple[str, ...]) -> dict[str, str]:
     """``--cast`` values as a FROM -> TO table; a bad one is a :class:`ParameterError` naming the option."""
     from formats.core.errors import UsageError
-    from formats.ops.edit import parse_casts as parse
+    from formats.ops.edit.plan import parse_casts as parse
 
     try:
         return parse(values)

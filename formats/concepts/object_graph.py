@@ -35,7 +35,8 @@ from formats.concepts.optimizers import parse_keras_slot
 from formats.concepts.object_graph_table import edge_owners, ints, item_view, nodes_with
 from formats.core.model import OBJECT_GRAPH_KEY, Role
 from formats.core.natural import ascending
-from formats.core.object_keys import ATTRIBUTES, MAX_NESTING, VARIABLE_VALUE
+from formats.core.object_keys import (ATTRIBUTES, MAX_NESTING, OPTIMIZER_SLOT, VARIABLE_VALUE, attribute_key, chain_path,
+                                      escape_local_name, slot_variable_key, split_path, unescape_local_name)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,70 +48,9 @@ __all__ = ["OBJECT_GRAPH_KEY", "ATTRIBUTES", "VARIABLE_VALUE", "OPTIMIZER_SLOT",
            "RegisteredSaver", "ObjectNode", "ObjectGraph", "EntryLabel", "KeyMap", "KeyLabels", "label_keys", "MAX_NESTING",
            "MAX_PATH_BYTES", "keras3_optimizer"]
 
-OPTIMIZER_SLOT = ".OPTIMIZER_SLOT"
 _MARKER = f"/{ATTRIBUTES}/"
 MAX_PATH_BYTES = 64 << 20
 """The object paths of a graph (one per edge, as every command builds them) may not exceed this many bytes."""
-
-
-def escape_local_name(name: str) -> str:
-    """One path segment as TensorFlow writes it: ``.`` -> ``..`` first, then ``/`` -> ``.S``."""
-    return name.replace(".", "..").replace("/", ".S")
-
-
-def unescape_local_name(segment: str) -> str:
-    """Undo :func:`escape_local_name`; ValueError for a ``.`` not followed by ``.`` or ``S``."""
-    if "." not in segment:
-        return segment  # nothing escaped: most names
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        ch = segment[i]
-        if ch != ".":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = segment[i + 1:i + 2]
-        if nxt == ".":
-            out.append(".")
-        elif nxt == "S":
-            out.append("/")
-        else:
-            raise ValueError(f"bad escape at {i} in path segment {segment!r}")
-        i += 2
-    return "".join(out)
-
-
-def chain_path(node: int, paths: dict[int, str], parent: Any, edge: Any, segment: Callable[[int], str]) -> str:
-    """The path of ``node``, which a path reaches: its first parent's (``parent[node]``, up to one in ``paths``) and
-    ``segment(e)`` of the edge that reached it (``edge[node]``), each path made on the way added to ``paths``."""
-    chain = []
-    current = node
-    while current not in paths:
-        chain.append(current)
-        current = parent[current]
-    prefix = paths[current]
-    for current in reversed(chain):
-        name = segment(edge[current])
-        prefix = paths[current] = f"{prefix}/{name}" if prefix else name
-    return prefix
-
-
-def split_path(path: str) -> list[str]:
-    """``"nested/a.Sb"`` -> ``["nested", "a/b"]`` (the unescaped local names; ``""`` is the root)."""
-    if not path:
-        return []
-    return path.split("/") if "." not in path else [unescape_local_name(s) for s in path.split("/")]
-
-
-def attribute_key(path: str, attribute: str) -> str:
-    """``<path>/.ATTRIBUTES/<escaped attribute>``, TensorFlow's ``checkpoint_key``."""
-    return f"{path}/{ATTRIBUTES}/{escape_local_name(attribute)}"
-
-
-def slot_variable_key(variable_path: str, optimizer_path: str, slot_name: str) -> str:
-    """The object path of a slot variable: ``<var>/.OPTIMIZER_SLOT/<optimizer>/<escaped slot>``."""
-    return f"{variable_path}/{OPTIMIZER_SLOT}/{optimizer_path}/{escape_local_name(slot_name)}"
 
 
 @record(frozen=True, slots=True)

@@ -16,8 +16,6 @@ from _io import BytesIO  # io's, without the io package's Python half
 from itertools import compress
 
 from formats.core.names import safe_text
-from formats.concepts.object_graph import (Attribute, ChildRef, ObjectGraph, ObjectNode, RegisteredSaver,
-                                           SlotVariableRef)
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import OBJECT_GRAPH_KEY
 from formats.io.protowire import encode_varint
@@ -26,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator, Sequence
     from typing import Any
+
+    from formats.concepts.object_graph import ObjectGraph, ObjectNode
 
 __all__ = ["decode_object_graph", "encode_object_graph", "encode_graph_columns", "checkpointed_nodes", "checkpointed_columns", "NodeMarks",
            "BYTES_PER_ITEM", "FREE_ITEMS", "SMALL_GRAPH_BYTES"]
@@ -43,6 +43,7 @@ SMALL_GRAPH_BYTES = 1 << 16
 def decode_object_graph(data: bytes | memoryview, source: str = "") -> ObjectGraph:
     """Parse a serialized ``TrackableObjectGraph``; CorruptCheckpointError naming ``source`` if it is not
     one, or if it holds more objects than its size justifies (see the module doc)."""
+    from formats.concepts.object_graph import ObjectGraph  # (the graph's model: not for encoding one)
     from formats.concepts.proto.messages import TRACKABLE_OBJECT, decode
     from formats.io.protowire import LEN, WireError, iter_fields
 
@@ -67,6 +68,7 @@ def _columns_graph(view: memoryview, source: str) -> ObjectGraph | None:
     """The graph decoded into columns (:func:`~formats.concepts.object_graph_columns.decode_columns`), its
     nodes built on demand; None when it needs a slower decoder, or when its nodes and their items outnumber
     what the bytes justify (:func:`_check_size`'s bound), which the generic decoder then refuses in its own words."""
+    from formats.concepts.object_graph import ObjectGraph
     from formats.concepts.object_graph_columns import decode_columns
 
     data = view.obj if isinstance(view.obj, bytes) and view.nbytes == len(view.obj) else view.tobytes()
@@ -84,6 +86,7 @@ def _fast_graph(view: memoryview, source: str) -> ObjectGraph | None:
     any node needs the generic decoder - or when the nodes and their items outnumber what the bytes justify
     (:func:`_check_size`'s bound, checked after each node: at most one node's worth is built beyond it), which
     the generic decoder then refuses in its own words."""
+    from formats.concepts.object_graph import ObjectGraph
     from formats.concepts.object_graph_wire import fast_node, node_spans
 
     spans = node_spans(view)
@@ -120,6 +123,8 @@ def _check_size(view: memoryview, source: str) -> None:
 
 
 def _node(index: int, p: dict[str, Any]) -> ObjectNode:
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode, RegisteredSaver, SlotVariableRef
+
     node = ObjectNode(
         id=index,
         children=[ChildRef(c["node_id"], c["local_name"]) for c in p["children"]],

@@ -97,7 +97,7 @@ class GraphColumns:
         """Every edge's escaped local name's length in characters, as a path holds it."""
         import numpy as np
 
-        from formats.concepts.object_graph import escape_local_name
+        from formats.core.object_keys import escape_local_name
 
         lengths = self.child_name[1] - self.child_name[0]
         for e in _special_spans(np, self.data, self.child_name).tolist():

@@ -36,8 +36,6 @@ Keras 3 ``keras/src/optimizers/*.py``):
 """
 from __future__ import annotations
 
-import math
-
 from formats.core.records import field, record
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -290,7 +288,9 @@ def step_from_power(power: float, beta: float) -> float:
         raise ValueError(f"beta must be in (0, 1), not {beta}")
     if not 0.0 < power <= 1.0:
         raise ValueError(f"a power accumulator must be in (0, 1], not {power}")
-    return math.log(power) / math.log(beta) - 1.0
+    from math import log  # (a conversion's optimizer state only: math is a shared library to load)
+
+    return log(power) / log(beta) - 1.0
 
 
 def power_from_step(beta: float, step: int) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["OBJECT_GRAPH_KEY", "MAX_RANK", "shape_text", "array_problem", "prod", "elements"]
 
@@ -32,7 +32,7 @@ or more, which a small checkpoint's ``ls``, ``verify`` or ``diff`` need not pay)
 call it as ``shapes.prod``, not bound by ``from ... import``."""
 
 
-def elements(shape: tuple[int, ...]) -> int:
+def elements(shape: Sequence[int]) -> int:
     """The number of elements of ``shape`` (1 for a scalar): :data:`prod`'s, as quick as ``math.prod`` for the usual
     ranks (below 3: no math imported for them) and asked once or twice for every tensor a command reads."""
     n = len(shape)

@@ -8,9 +8,8 @@ takes them as ``options["shards"]``).
 """
 from __future__ import annotations
 
-import math
-
 from formats.core.dtypes import by_name
+from formats.core.shapes import elements as shape_elements  # (math.prod, without math for the usual ranks)
 from formats.core.sources import elements
 
 TYPE_CHECKING = False
@@ -25,7 +24,7 @@ def planned_size(value: Any, shape: Sequence[int], dtype: str) -> int:
     """Bytes a tensor takes in a data file (a string tensor's elements plus their lengths and checksum)."""
     dt = by_name(dtype)
     if dt.fixed_width:
-        return math.prod(shape) * dt.itemsize
+        return shape_elements(shape) * dt.itemsize
     data = elements(value)
     return sum(len(x) + _varint_size(len(x)) for x in data) + 4
 

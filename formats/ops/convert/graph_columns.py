@@ -19,7 +19,7 @@ from __future__ import annotations
 from _bisect import bisect_left, bisect_right  # bisect's C half, without its module
 from itertools import islice
 
-from formats.concepts.object_graph import ATTRIBUTES, VARIABLE_VALUE, chain_path, escape_local_name
+from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE, chain_path, escape_local_name
 from formats.concepts.object_graph_codec import encode_graph_columns
 from formats.core.names import safe_text
 

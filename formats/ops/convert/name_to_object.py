@@ -19,9 +19,8 @@ from __future__ import annotations
 from formats.core.gc_pause import gc_paused
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
 from formats.core.names import unused_name
-from formats.concepts.object_graph import split_path
+from formats.core.object_keys import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
-from formats.ops.convert.graph_build import GraphBuilder
 from formats.ops.convert.graph_columns import GraphColumns
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import SourceTensor, is_object_based, source_tensors
@@ -29,6 +28,8 @@ from formats.ops.convert.conversion_source import SourceTensor, is_object_based,
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from formats.ops.convert.graph_build import GraphBuilder
 
     Builder = GraphBuilder | GraphColumns
 
@@ -77,7 +78,9 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     if _utf8(names):
         builder = GraphColumns()
         ends = builder.grow(names)
-    else:  # names shown as their safe text
+    else:  # names shown as their safe text (nodes as objects: the object graph's model)
+        from formats.ops.convert.graph_build import GraphBuilder
+
         builder = GraphBuilder()
         tree, leaves = _tree(names)
         placed = builder.grow(tree)

@@ -14,7 +14,6 @@ from formats.core.dtypes import by_name
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, TensorEntry
 from formats.core.records import record
 from formats.core.sources import Source, array_chunks
-from formats.core.values import as_float
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,6 +131,8 @@ class MeanTensor(_Computed):
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """The mean, at most ``chunk_elements`` (and :data:`STEP_ELEMENTS`) at a time."""
+        from formats.core.values import as_float  # (values are read: not for planning an edit)
+
         step = max(1, min(chunk_elements, STEP_ELEMENTS))
         dtype = by_name(self.dtype).numpy()
         count = len(self.entries)
@@ -187,6 +188,8 @@ class CastTensor(_Computed):
 
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """The cast values, at most ``chunk_elements`` (and :data:`STEP_ELEMENTS`) at a time."""
+        from formats.core.values import as_float
+
         step = max(1, min(chunk_elements, STEP_ELEMENTS))
         dtype = by_name(self.dtype).numpy()
         stats = self.stats if self.stats is not None and not self.stats.done and not self.stats.lossless else None
@@ -205,6 +208,8 @@ class CastTensor(_Computed):
 def _cast_error(wide: np.ndarray, out: np.ndarray) -> tuple[float, int]:
     """(largest |out - wide| where both are finite, how many finite values became infinite)."""
     import numpy as np
+
+    from formats.core.values import as_float
 
     back = as_float(out)
     finite = np.isfinite(wide)
