@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
 from _bisect import bisect_left  # bisect's C half, without its module (start-up)
+from _operator import itemgetter, lt as _lt  # operator's C half, without operator.py (start-up)
+from itertools import islice
 
 from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.core.value_tuples import ValueTuple
@@ -15,6 +17,8 @@ from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, Bl
                                       TableError, block_handle, parse_block, read_block)
 
 __all__ = ["Table", "BlockRef", "read_table"]
+
+_first = itemgetter(0)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,7 +91,11 @@ class Table:
         except TableError as exc:
             raise self._error(exc) from None
         lower = self._separators[i - 1] if i else None
-        for n, (key, _) in enumerate(pairs):
+        if pairs:  # keys strictly increasing, the first above the block before's separator, the last up to its own:
+            keys = list(map(_first, pairs))  # (asked in C: no Python step a key)
+            if (lower is None or keys[0] > lower) and keys[-1] <= ref.separator and all(map(_lt, keys, islice(keys, 1, None))):
+                return pairs
+        for n, (key, _) in enumerate(pairs):  # the first key out of order, named
             if (n and key <= pairs[n - 1][0]) or (lower is not None and key <= lower) or key > ref.separator:
                 raise CorruptCheckpointError(self.path, f"corrupt {self.what}: data block at offset {ref.offset}: "
                                              f"key {n} is out of order")
