@@ -501,8 +501,8 @@ SAVED_MODEL = {"formats.saved_model", "formats.saved_model.names", "formats.save
      {"formats.tf_bundle.writer", *GRAPH_MODEL, "math", "formats.core.executors"}),
     (["convert", "{src}", "-o", "{out}", "--to", "tf-object"], {"formats.tf_bundle.writer"}, GRAPH_MODEL),
     (["edit", "{src}", "-o", "{out}", "--drop-optimizer", "--dry-run"], {"formats.ops.edit.build"},
-     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format", "formats.ops.edit.average",
-      "formats.core.executors", "formats.core.values", "math"}),
+     {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format", "formats.core.executors",
+      "math"}),
     (["edit", "{src}", "-o", "{out}", "--drop-optimizer"], {"formats.tf_bundle.writer"},
      {"formats.ops.edit.on_cluster", "formats.discover.units", "formats.safetensors.format"}),
 ], ids=["verify", "diff", "rename", "rename-dry-run", "convert-dry-run", "convert", "edit-dry-run", "edit"])
@@ -603,23 +603,18 @@ def test_ls_of_a_small_safetensors_file_imports_neither_numpy_nor_glob(tmp_path)
     assert modules & {"numpy", "glob", "concurrent.futures", "logging"} == set()
 
 
-def test_the_edit_package_gives_each_public_name_from_its_module_on_first_use() -> None:
-    """``formats.ops.edit`` imports its modules as a name is asked of it (an edit's plan needs neither the averaging
-    of checkpoints nor the values it reads): each name of ``__all__`` is its module's own object, the name of no
-    public object is AttributeError, and a submodule is imported as one."""
+
+def test_the_edit_packages_functions_are_not_shadowed_by_their_modules() -> None:
+    """``formats.ops.edit.edit`` and ``.average`` are the functions, though modules of the same names are imported
+    (a package imported its names lazily for a while: the import of a submodule then set the package's name to the
+    module, and ``formats.edit`` was a module)."""
     import importlib
 
-    import formats.ops.edit as package
+    import formats
 
-    homes = {"average": ("average", "newest", "plan_average"), "edit": ("edit", "plan_edit"),
-             "plan": ("EditOptions", "EditPlan", "EditResult", "KeyAction", "execute_edit", "parse_casts")}
-    assert sorted(n for names in homes.values() for n in names) == sorted(package.__all__)
-    for module, names in homes.items():
-        for name in names:
-            assert getattr(package, name) is getattr(importlib.import_module(f"formats.ops.edit.{module}"), name)
-    assert set(package.__all__) <= set(dir(package))
-    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
-        package.nothing  # noqa: B018
-    from formats.ops.edit import prune
-
-    assert prune is importlib.import_module("formats.ops.edit.prune")
+    for name in ("edit", "average"):
+        module = importlib.import_module(f"formats.ops.edit.{name}")
+        function = getattr(module, name)
+        assert callable(function) and type(function).__name__ == "function"
+        assert getattr(importlib.import_module("formats.ops.edit"), name) is function
+        assert getattr(formats, name) is function

@@ -12,30 +12,9 @@ with every problem reported, written atomically, read back and compared with wha
 """
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # (imported on first use, below)
-    from formats.ops.edit.average import average, newest, plan_average
-    from formats.ops.edit.edit import edit, plan_edit
-    from formats.ops.edit.plan import EditOptions, EditPlan, EditResult, KeyAction, execute_edit, parse_casts
+from formats.ops.edit.average import average, newest, plan_average
+from formats.ops.edit.edit import edit, plan_edit
+from formats.ops.edit.plan import EditOptions, EditPlan, EditResult, KeyAction, execute_edit, parse_casts
 
 __all__ = ["EditOptions", "EditPlan", "EditResult", "KeyAction", "edit", "plan_edit", "average", "plan_average",
            "newest", "execute_edit", "parse_casts"]
-
-_HOME = {**dict.fromkeys(("average", "newest", "plan_average"), "average"), **dict.fromkeys(("edit", "plan_edit"), "edit"),
-         **dict.fromkeys(("EditOptions", "EditPlan", "EditResult", "KeyAction", "execute_edit", "parse_casts"), "plan")}
-"""Each public name's module: an edit's plan imports neither the averaging of several checkpoints nor the values
-it takes means of (``ckpt edit --dry-run``'s start-up)."""
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (a submodule that is not one: AttributeError, and
-    ``from formats.ops.edit import prune`` imports the submodule as usual)."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(__import__(f"{__name__}.{_HOME[name]}", fromlist=[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
