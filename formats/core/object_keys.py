@@ -1,8 +1,10 @@
 """How an object-based (TF2) checkpoint names a variable's tensor: ``<object path>/.ATTRIBUTES/VARIABLE_VALUE``,
-and how deep its objects may nest.
+how an object path is made of escaped local names (``..`` for ``.``, ``.S`` for ``/``), a slot's path, and how
+deep its objects may nest.
 
-The one definition of these names: the object graph (:mod:`formats.concepts.object_graph`), the formats
-that build one, key lookup and the tables that shorten keys all use them from here.
+The one definition of these names: the object graph (:mod:`formats.concepts.object_graph`, which gives them
+too), the formats that build one, key lookup and the tables that shorten keys all use them from here - a
+name-based checkpoint's new graph is planned with them without importing the graph's model.
 """
 from __future__ import annotations
 
