@@ -91,9 +91,9 @@ class Table:
         except TableError as exc:
             raise self._error(exc) from None
         lower = self._separators[i - 1] if i else None
-        if pairs:  # keys strictly increasing, the first above the block before's separator, the last up to its own:
-            keys = list(map(_first, pairs))  # (asked in C: no Python step a key)
-            if (lower is None or keys[0] > lower) and keys[-1] <= ref.separator and all(map(_lt, keys, islice(keys, 1, None))):
+        if pairs:  # keys strictly increasing, the first above the block before's separator, the last up to its own
+            keys, after = map(_first, pairs), map(_first, islice(pairs, 1, None))  # (in C: no Python step, no list)
+            if (lower is None or pairs[0][0] > lower) and pairs[-1][0] <= ref.separator and all(map(_lt, keys, after)):
                 return pairs
         for n, (key, _) in enumerate(pairs):  # the first key out of order, named
             if (n and key <= pairs[n - 1][0]) or (lower is not None and key <= lower) or key > ref.separator:
