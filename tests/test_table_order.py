@@ -18,23 +18,8 @@ from .installed import LAUNCHER, child_env
 
 def _table(blocks: list[list[tuple[bytes, bytes]]], separators: list[bytes]) -> tuple[bytes, list[int]]:
     """An SSTable of ``blocks`` (each a data block, no prefix compression) under ``separators``, and each data
-    block's offset; built byte by byte, as :func:`craft.table` builds one of one block."""
-    out = bytearray()
-    handles, offsets = [], []
-    for pairs in blocks:
-        raw = craft.block(pairs)
-        offsets.append(len(out))
-        handles.append(craft.varint(len(out)) + craft.varint(len(raw)))
-        out += craft.with_trailer(raw)
-    meta_offset = len(out)
-    meta = craft.block([])
-    out += craft.with_trailer(meta)
-    index_offset = len(out)
-    index = craft.block(list(zip(separators, handles)))
-    out += craft.with_trailer(index)
-    footer = craft.varint(meta_offset) + craft.varint(len(meta)) + craft.varint(index_offset) + craft.varint(len(index))
-    out += footer + bytes(40 - len(footer)) + bytes.fromhex("57fb808b247547db")
-    return bytes(out), offsets
+    block's offset; built byte by byte (:func:`craft.blocks_table`)."""
+    return craft.blocks_table([craft.block(pairs) for pairs in blocks], separators)
 
 
 def _first_out_of_order(blocks: list[list[tuple[bytes, bytes]]], separators: list[bytes]) -> tuple[int, int] | None:

@@ -39,18 +39,27 @@ def with_trailer(data: bytes, kind: int = 0) -> bytes:
 def table(pairs: list[tuple[bytes, bytes]], data_block: bytes | None = None, kind: int = 0) -> bytes:
     """An SSTable holding ``pairs`` in one data block (or ``data_block`` verbatim)."""
     raw = block(pairs) if data_block is None else data_block
-    out = bytearray(with_trailer(raw, kind))
-    data_handle = varint(0) + varint(len(raw))
+    return blocks_table([raw], [pairs[-1][0] if pairs else b""], kind)[0]
+
+
+def blocks_table(raws: list[bytes], separators: list[bytes], kind: int = 0) -> tuple[bytes, list[int]]:
+    """An SSTable of the data blocks ``raws`` (verbatim) under the index keys ``separators``, and each data block's
+    offset."""
+    out = bytearray()
+    handles, offsets = [], []
+    for raw in raws:
+        offsets.append(len(out))
+        handles.append(varint(len(out)) + varint(len(raw)))
+        out += with_trailer(raw, kind)
     meta_offset = len(out)
     meta = block([])
     out += with_trailer(meta)
     index_offset = len(out)
-    last = pairs[-1][0] if pairs else b""
-    index = block([(last, data_handle)])
+    index = block(list(zip(separators, handles)))
     out += with_trailer(index)
     footer = varint(meta_offset) + varint(len(meta)) + varint(index_offset) + varint(len(index))
     out += footer + bytes(40 - len(footer)) + bytes.fromhex("57fb808b247547db")
-    return bytes(out)
+    return bytes(out), offsets
 
 
 def header(num_shards: int = 1, big_endian: bool = False) -> bytes:
