@@ -395,3 +395,57 @@ def test_results_are_kept_to_the_end_only_by_the_program(capsys) -> None:
         kept.KEEPING[0] = False
         del kept._KEPT[before:]
         gc.unfreeze()
+
+
+_AFTER_THE_PROGRAM = """import os, runpy, sys
+sys.argv = ["ckpt", *sys.argv[1:]]
+try:
+    runpy.run_path({launcher!r}, run_name="__main__")
+except SystemExit:
+    pass
+tasks = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
+sys.stderr.write(repr((os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules, tasks)))
+"""
+
+
+def _after_the_program(argv: list[str], **env: str) -> tuple[str | None, bool, int]:
+    """``(OPENBLAS_NUM_THREADS, whether numpy was imported, the process's threads)`` once ``ckpt ARGV`` has run as
+    the program (the installed launcher, in a process of its own)."""
+    import ast
+
+    code = _AFTER_THE_PROGRAM.format(launcher=str(LAUNCHER))
+    base = {k: v for k, v in child_env().items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env={**base, **env}, cwd=ROOT)
+    return ast.literal_eval(done.stderr.strip().splitlines()[-1])
+
+
+def test_the_program_starts_numpy_with_one_blas_thread() -> None:
+    """``ckpt stats`` (numpy imported to read values) run as the program: OpenBLAS, whose threads cost half of
+    ``import numpy``'s CPU and do no work for ckpt, starts none beside the main thread; a value the user set is
+    kept (``ckpt_cli.boundary.one_blas_thread``)."""
+    small = str(NAME_BASED / "model.ckpt-200")
+    setting, imported, tasks = _after_the_program(["stats", small])
+    assert (setting, imported) == ("1", True)
+    if sys.platform.startswith("linux"):
+        assert tasks == 1
+    setting, imported, tasks = _after_the_program(["stats", small], OPENBLAS_NUM_THREADS="2")
+    assert (setting, imported) == ("2", True)
+    if sys.platform.startswith("linux") and (os.cpu_count() or 1) >= 2:
+        assert tasks == 2  # the user's second thread: what the launcher would have started without the setting
+
+
+def test_a_users_script_and_a_caller_keep_their_blas_threads(tmp_path: Path, monkeypatch) -> None:
+    """``ckpt run SCRIPT`` runs the user's code (which may multiply matrices): its environment is the user's. A
+    caller of the command functions (here ``fast.main`` given a command line) keeps its environment too."""
+    script = tmp_path / "script.py"
+    script.write_text("import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    base = {k: v for k, v in child_env().items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, str(LAUNCHER), "run", str(script)], capture_output=True, text=True,
+                          env=base)
+    assert (done.returncode, done.stdout) == (0, "None\n")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        fast.main(["stats", str(NAME_BASED / "model.ckpt-200")])
+    assert ended.value.code == 0 and "OPENBLAS_NUM_THREADS" not in os.environ
