@@ -162,6 +162,70 @@ def test_a_small_graph_labels_its_keys_as_a_large_one_does(name: str, data: byte
     assert labels() == small
 
 
+_FULL_NAMES = ["", "net/w", "net/w/Adam", "a/Adam_1", "beta1_power", "x/beta2_power", "global_step", "w/Momentum",
+               "ünï/RMSProp", "save_counter", "net/save_counter", "layer/counter", "_CHECKPOINTABLE_OBJECT_GRAPH",
+               "x/ITERATOR_STATE", "Adam", "dam", "m", "b/Adam/m", "日本/Ftrl_1", "kernel/", "/Adam"]
+"""Full names: model variables', and ones whose last segment (or whole name) tells another role, or ends in the
+same two bytes as one that does without telling (``layer/counter``, ``dam``, ``b/Adam/m``)."""
+
+
+def _labelled_nodes(rng: random.Random, count: int) -> list[ObjectNode]:
+    """A random graph whose attributes are mostly ``VARIABLE_VALUE`` with full names of :data:`_FULL_NAMES`, some
+    under an optimizer (a node with slot variables), a ``save_counter``, an attribute whose key is the object
+    graph's."""
+    nodes = _random_nodes(rng, count)
+    for node in nodes:
+        for i, a in enumerate(node.attributes):
+            name = "VARIABLE_VALUE" if rng.random() < 0.8 else a.name
+            key = "_CHECKPOINTABLE_OBJECT_GRAPH" if rng.random() < 0.02 else f"k{node.id}/.ATTRIBUTES/{name}"
+            node.attributes[i] = Attribute(name, rng.choice(_FULL_NAMES), key, a.optional_restore)
+    if count > 2:
+        nodes[0].children.append(ChildRef(count - 1, "save_counter"))
+    return nodes
+
+
+def _every_keys_label(data: bytes) -> dict[str, object]:
+    """The label of every attribute's key of the graph ``data``, of the object graph's key and of a key none has."""
+    graph = object_graph_codec.decode_object_graph(data, "x")
+    keys = sorted({a.checkpoint_key for i in range(len(graph.nodes)) for a in graph.nodes[i].attributes}
+                  | {"_CHECKPOINTABLE_OBJECT_GRAPH", "zz/none"})
+    return dict(object_graph.label_keys(graph, keys))
+
+
+def test_a_large_graphs_labels_worked_out_on_arrays_are_the_loops(monkeypatch) -> None:
+    """The labels of a graph in columns, the model's variables found on arrays (``_label_by_columns``: full names
+    decoded only where their last two bytes may tell a role), are those the loop over every key gives for the
+    same graph decoded small - for random graphs whose full names tell roles, or end like names that do, whose
+    nodes are under optimizers or slots, with a key that is the object graph's."""
+    rng = random.Random(3839)
+    taken = []
+    real = object_graph._label_by_columns
+
+    def spy(*args: object) -> object:
+        found = real(*args)  # type: ignore[arg-type]
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(object_graph, "_label_by_columns", spy)
+    roles: set[str] = set()
+    for count in (3, 40, 300, 1500):
+        for _ in range(6):
+            data = encode_object_graph(_labelled_nodes(rng, count), fill_has_values=False)
+            with monkeypatch.context() as m:
+                m.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 1 << 30)
+                m.setattr(object_graph_table, "SMALL_NODES", 1 << 30)
+                small = _every_keys_label(data)
+            assert taken.pop() is False
+            with monkeypatch.context() as m:
+                m.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", -1)
+                m.setattr(object_graph_table, "SMALL_NODES", -1)
+                large = _every_keys_label(data)
+            assert taken.pop() is True
+            assert large == small
+            roles.update(str(label.role) for label in small.values())
+    assert roles >= {"variable", "slot", "optimizer", "save_counter", "object_graph", "other"}
+
+
 @pytest.mark.parametrize("name,data", GRAPHS, ids=[name for name, _ in GRAPHS])
 def test_every_graph_in_the_corpus_decodes_and_walks_the_same(name: str, data: bytes, monkeypatch, walked) -> None:
     from formats.concepts.object_graph_columns import decode_columns

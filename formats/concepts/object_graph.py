@@ -591,6 +591,13 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
     value = VARIABLE_VALUE
     out = KeyLabels(keys, full_of, mapping.key_index)
     plain, special = out.plain, out.special
+    others = _label_by_columns(graph, mapping, out, [*slots, *keras_slots, *counters])
+    if others is not None:  # the model's variables labelled at once; the others one by one, as below
+        for i in others:
+            key = keys[i]
+            k = mapping.by_position[i]
+            special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
+        return out
     for i, (key, k) in enumerate(zip(keys, mapping.by_position)):
         if k >= 0:  # (-1: no attribute accounts for the key)
             node_id = owners[k]
@@ -602,6 +609,53 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
                     continue
         special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
     return out
+
+
+def _label_by_columns(graph: ObjectGraph, mapping: KeyMap, out: KeyLabels, excluded: list[int]) -> list[int] | None:
+    """:func:`label_keys`' loop over the keys for a graph in columns: the keys that are model variables - a
+    ``VARIABLE_VALUE`` attribute of a node that is not under an optimizer, not ``excluded`` (slot variables, Keras
+    slots, save counters), not the object graph's key, whose full name is empty or ends in no segment
+    :func:`~formats.concepts.roles.may_not_be_variable` knows - marked in ``out`` at once on arrays; the positions
+    of the other keys returned (labelled one by one by the caller). None for a graph that is not in columns (a
+    small one's lists: the loop, without numpy).
+
+    A full name may tell another role only when it ends in one of the names the roles know or is one of their
+    keys, each at least two bytes long: only the full names whose last two bytes end one of those are decoded
+    and asked (the loop decoded and asked every one: about a microsecond a key)."""
+    attributes, owners, under = mapping.attributes, mapping.owners, graph._optimizer_of
+    columns = getattr(attributes, "columns", None)  # (AttributeRows': a graph in columns)
+    if columns is None or isinstance(owners, list) or isinstance(under, list) or under is None:
+        return None
+    import numpy as np
+
+    from formats.concepts.roles import may_not_be_variable, telling_names
+
+    rows: Any = attributes
+    starts, stops = (np.asarray(edge, dtype=np.int64) for edge in columns.attr_full)
+    data = np.frombuffer(columns.data, dtype=np.uint8)
+    two = np.zeros(len(stops), dtype=np.int64)  # each full name's last two bytes (0: shorter than two)
+    long = np.flatnonzero(stops - starts >= 2)
+    two[long] = data[stops[long] - 2].astype(np.int64) << 8 | data[stops[long] - 1]
+    ends = sorted({name[-2] << 8 | name[-1] for name in (t.encode() for t in telling_names())})
+    telling = np.zeros(len(stops), dtype=bool)
+    for k in np.flatnonzero(np.isin(two, ends)).tolist():  # (decoded and asked: the few that may tell)
+        telling[k] = may_not_be_variable(rows.full_name(k))
+    is_value = np.fromiter(map(VARIABLE_VALUE.__eq__, rows.names), dtype=bool, count=len(rows.names))
+    node_out = np.asarray(under, dtype=np.int64) >= 0  # under an optimizer
+    if excluded:
+        node_out[np.asarray(excluded, dtype=np.int64)] = True
+    at = np.asarray(mapping.by_position, dtype=np.int64)
+    has = np.flatnonzero(at >= 0)
+    attr = at[has]
+    node = np.asarray(owners, dtype=np.int64)[attr]
+    ok = is_value[attr] & ~node_out[node] & ~telling[attr]
+    graph_key = mapping.key_index.find(OBJECT_GRAPH_KEY)
+    if graph_key >= 0:
+        ok &= has != graph_key
+    out.plain_all(has[ok], attr[ok], node[ok])
+    plain = np.zeros(len(at), dtype=bool)
+    plain[has[ok]] = True
+    return np.flatnonzero(~plain).tolist()
 
 
 class KeyIndex:
@@ -778,6 +832,14 @@ class KeyLabels(Mapping[str, EntryLabel]):
         self._plain += self._attrs[position] < 0
         self._attrs[position] = attribute
         self._nodes[position] = node_id
+
+    def plain_all(self, positions: Any, attributes: Any, nodes: Any) -> None:
+        """:meth:`plain` for every key at ``positions`` (integer arrays, of keys not marked yet), at once."""
+        import numpy as np
+
+        np.asarray(self._attrs)[positions] = attributes
+        np.asarray(self._nodes)[positions] = nodes
+        self._plain += len(positions)
 
     def _variable(self, key: object) -> tuple[int, int] | None:
         """The position of ``key`` and of its attribute when it is a model variable's (its label made when asked

@@ -382,6 +382,11 @@ class AttributeRows(Sequence[Attribute]):
         self._starts, self._stops = item_view(spans[0]), item_view(spans[1])
         self._optional = item_view(columns.attr_optional)
 
+    @property
+    def columns(self) -> GraphColumns:
+        """The graph's columns these rows read (the full names' spans: ``columns.attr_full``)."""
+        return self._columns
+
     def __len__(self) -> int:
         return len(self.keys)
 

@@ -119,6 +119,12 @@ _TELLING_LASTS = frozenset(("ITERATOR_STATE", *OPTIMIZER_SCALARS, *SLOT_SUFFIXES
 """The keys, and the last ``/`` segments, for which :func:`classify_name` may say anything but a variable."""
 
 
+def telling_names() -> frozenset[str]:
+    """The last segments, and the keys, for which :func:`may_not_be_variable` says yes: a key ends in one of them
+    (after a ``/``) or is one."""
+    return _TELLING_LASTS | _TELLING_KEYS
+
+
 def may_not_be_variable(key: str) -> bool:
     """Whether :func:`classify_name` may give ``key`` another role than a variable (else it gives none)."""
     return key.rpartition("/")[2] in _TELLING_LASTS or key in _TELLING_KEYS
