@@ -185,18 +185,21 @@ def _labelled_nodes(rng: random.Random, count: int) -> list[ObjectNode]:
 
 
 def _every_keys_label(data: bytes) -> dict[str, object]:
-    """The label of every attribute's key of the graph ``data``, of the object graph's key and of a key none has."""
+    """The label of every attribute's key of the graph ``data``, of the object graph's key and of keys none has (20
+    of them before the object graph's key: it is not the first)."""
     graph = object_graph_codec.decode_object_graph(data, "x")
     keys = sorted({a.checkpoint_key for i in range(len(graph.nodes)) for a in graph.nodes[i].attributes}
-                  | {"_CHECKPOINTABLE_OBJECT_GRAPH", "zz/none"})
+                  | {"_CHECKPOINTABLE_OBJECT_GRAPH", "zz/none"} | {f"A{i}/none" for i in range(20)})
     return dict(object_graph.label_keys(graph, keys))
 
 
-def test_a_large_graphs_labels_worked_out_on_arrays_are_the_loops(monkeypatch) -> None:
+@pytest.mark.parametrize("run", [None, 7], ids=["one-run", "runs-of-7"])
+def test_a_large_graphs_labels_worked_out_on_arrays_are_the_loops(monkeypatch, run) -> None:
     """The labels of a graph in columns, the model's variables found on arrays (``_label_by_columns``: full names
     decoded only where their last two bytes may tell a role), are those the loop over every key gives for the
     same graph decoded small - for random graphs whose full names tell roles, or end like names that do, whose
-    nodes are under optimizers or slots, with a key that is the object graph's."""
+    nodes are under optimizers or slots, with a key that is the object graph's; the keys in one run, and a few at
+    a time."""
     rng = random.Random(3839)
     taken = []
     real = object_graph._label_by_columns
@@ -207,6 +210,8 @@ def test_a_large_graphs_labels_worked_out_on_arrays_are_the_loops(monkeypatch) -
         return found
 
     monkeypatch.setattr(object_graph, "_label_by_columns", spy)
+    if run is not None:  # the keys a few at a time, the object graph's key in some run but the first
+        monkeypatch.setattr(object_graph, "_LABEL_RUN", run)
     roles: set[str] = set()
     for count in (3, 40, 300, 1500):
         for _ in range(6):

@@ -631,31 +631,41 @@ def _label_by_columns(graph: ObjectGraph, mapping: KeyMap, out: KeyLabels, exclu
     from formats.concepts.roles import may_not_be_variable, telling_names
 
     rows: Any = attributes
-    starts, stops = (np.asarray(edge, dtype=np.int64) for edge in columns.attr_full)
+    stops = np.asarray(columns.attr_full[1])
     data = np.frombuffer(columns.data, dtype=np.uint8)
-    two = np.zeros(len(stops), dtype=np.int64)  # each full name's last two bytes (0: shorter than two)
-    long = np.flatnonzero(stops - starts >= 2)
-    two[long] = data[stops[long] - 2].astype(np.int64) << 8 | data[stops[long] - 1]
+    # each full name's last two bytes (of a shorter one, bytes before it: a candidate is only asked, below)
+    two = data[stops - 2].astype(np.int32) << 8 | data[stops - 1]
     ends = sorted({name[-2] << 8 | name[-1] for name in (t.encode() for t in telling_names())})
     telling = np.zeros(len(stops), dtype=bool)
     for k in np.flatnonzero(np.isin(two, ends)).tolist():  # (decoded and asked: the few that may tell)
         telling[k] = may_not_be_variable(rows.full_name(k))
-    is_value = np.fromiter(map(VARIABLE_VALUE.__eq__, rows.names), dtype=bool, count=len(rows.names))
-    node_out = np.asarray(under, dtype=np.int64) >= 0  # under an optimizer
+    del two
+    plain_attr = np.fromiter(map(VARIABLE_VALUE.__eq__, rows.names), dtype=bool, count=len(rows.names))
+    plain_attr &= ~telling  # by attribute: a VARIABLE_VALUE whose full name tells no other role
+    node_out = np.asarray(under) >= 0  # by node: under an optimizer, or excluded
     if excluded:
         node_out[np.asarray(excluded, dtype=np.int64)] = True
-    at = np.asarray(mapping.by_position, dtype=np.int64)
-    has = np.flatnonzero(at >= 0)
-    attr = at[has]
-    node = np.asarray(owners, dtype=np.int64)[attr]
-    ok = is_value[attr] & ~node_out[node] & ~telling[attr]
+    owner = np.asarray(owners)
+    at_all = np.asarray(mapping.by_position)
     graph_key = mapping.key_index.find(OBJECT_GRAPH_KEY)
-    if graph_key >= 0:
-        ok &= has != graph_key
-    out.plain_all(has[ok], attr[ok], node[ok])
-    plain = np.zeros(len(at), dtype=bool)
-    plain[has[ok]] = True
-    return np.flatnonzero(~plain).tolist()
+    others: list[int] = []
+    for lo in range(0, len(at_all), _LABEL_RUN):  # a run of keys at a time (a few arrays of a run's size at most)
+        at = at_all[lo:lo + _LABEL_RUN]
+        has = np.flatnonzero(at >= 0)
+        attr = at[has]
+        node = owner[attr]
+        ok = plain_attr[attr] & ~node_out[node]
+        if lo <= graph_key < lo + len(at):
+            ok &= has != graph_key - lo
+        out.plain_all(has[ok] + lo, attr[ok], node[ok])
+        plain = np.zeros(len(at), dtype=bool)
+        plain[has[ok]] = True
+        others += (np.flatnonzero(~plain) + lo).tolist()
+    return others
+
+
+_LABEL_RUN = 1 << 16
+"""Keys labelled on arrays at a time (:func:`_label_by_columns`): a few arrays of this many, not of every key."""
 
 
 class KeyIndex:
