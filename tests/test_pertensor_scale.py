@@ -54,7 +54,8 @@ def test_work_grows_linearly_with_the_tensors(bundles, run_cli, tmp_path, monkey
     """Object-based graphs are decoded and walked as small ones are (lists, plain Python) at all three sizes: the
     sizes straddle the line to the large graphs' columns (64 KiB of graph), and the fixed cost of one side, paid at
     4N alone, is not growth (it made the oldest numpy's calls from 2N to 4N 2.2-2.3 times those from N to 2N). The
-    columns' growth is counted from 10^4 to 4 x 10^4 tensors (tests/test_object_graph_columns.py)."""
+    columns' growth is counted from 10^4 to 4 x 10^4 tensors for `verify`, `ls --tree` and `ls --names`
+    (tests/test_object_graph_columns.py)."""
     if (layout, command) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")):
         pytest.skip("the checkpoint is already in that layout")
     if layout == "object":
