@@ -96,10 +96,10 @@ def _shown_column(column: Sequence[str]) -> Sequence[str]:
 
 def plain_table(table: TextTable) -> list[str]:
     """The table as aligned text lines (two spaces between columns, no trailing blanks). Cells are escaped
-    before measuring (columns stay aligned), a column at a time; each line is one ``format`` of its cells
-    (no padded copy of every cell is held)."""
-    fill, header, rows = _plain_layout(table)
-    return [header, *[fill(*row).rstrip() for row in rows]]
+    before measuring (columns stay aligned), a column at a time; the lines are laid out one at a time
+    (:func:`_line_layout`: no padded copy of every cell is held)."""
+    header, rows = _plain_layout(table)
+    return [header, *rows]
 
 
 def plain_chunks(table: TextTable, rows_per_chunk: int = 4096) -> Iterator[str]:
@@ -107,27 +107,39 @@ def plain_chunks(table: TextTable, rows_per_chunk: int = 4096) -> Iterator[str]:
     time (a table of a million rows is written without all its lines held at once)."""
     from itertools import islice
 
-    fill, header, rows = _plain_layout(table)
+    header, rows = _plain_layout(table)
     yield header
     while True:
-        chunk = [fill(*row).rstrip() for row in islice(rows, rows_per_chunk)]
+        chunk = list(islice(rows, rows_per_chunk))  # (a row may be an empty line: counted, not its text)
         if not chunk:
             return
         yield "\n".join(chunk)
 
 
-def _plain_layout(table: TextTable) -> tuple[Callable[..., str], str, Iterator[tuple[str, ...]]]:
-    """The ``format`` of one line of ``table``, its header line, and its rows of escaped cells."""
+def _plain_layout(table: TextTable) -> tuple[str, Iterator[str]]:
+    """The header line of ``table`` and its rows' lines (of escaped cells), made as they are taken."""
     columns = shown_columns(table)
     header = [name for name, _ in table.columns]
     widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(header, columns)]
-    fill = _line_format(table.columns, widths)
-    return fill, fill(*header).rstrip(), zip(*columns)
+    lines = _line_layout(table.columns, widths)
+    return next(lines([[name] for name in header]), ""), lines(columns)
 
 
-def _line_format(columns: Sequence[tuple[str, str]], widths: Sequence[int]) -> Callable[..., str]:
-    """The ``format`` of one line: each cell justified in its width, two spaces between columns."""
-    return "  ".join(f"{{:{'>' if just == 'right' else '<'}{w}}}" for (_, just), w in zip(columns, widths)).format
+def _line_layout(columns: Sequence[tuple[str, str]], widths: Sequence[int]
+                 ) -> Callable[[Sequence[Sequence[str]]], Iterator[str]]:
+    """The lines of rows given a column at a time (``cells``: a sequence of cells per column): each cell justified
+    in its column's width (``str.rjust`` for a right-justified column, else ``str.ljust``), two spaces between
+    columns, no trailing blanks. Made a line at a time as they are taken, and mapped in C: no Python step a line
+    (a format string's ``format`` of each row parsed its string again every row)."""
+    from itertools import repeat
+
+    justify = [(str.rjust if just == "right" else str.ljust, width) for (_, just), width in zip(columns, widths)]
+
+    def lines(cells: Sequence[Sequence[str]]) -> Iterator[str]:
+        padded = [map(how, column, repeat(width)) for column, (how, width) in zip(cells, justify)]
+        return map(str.rstrip, map("  ".join, zip(*padded)))
+
+    return lines
 
 
 def packed_table(columns: Sequence[tuple[str, str]], parts: Iterable[Sequence[Sequence[str]]],
@@ -155,21 +167,14 @@ def packed_table(columns: Sequence[tuple[str, str]], parts: Iterable[Sequence[Se
                 ascii = ascii and text.isascii()
                 kept.append(text)
         packed.append(kept)
-    fill = _line_format(columns, widths)
-    justify = [(str.rjust if just == "right" else str.ljust, width) for (_, just), width in zip(columns, widths)]
+    lines = _line_layout(columns, widths)
 
     def chunks() -> Iterator[str]:
-        from itertools import repeat
-
         while packed:
             part = packed.pop(0)  # let go of each part once written
-            cells = [column.split("\n") if isinstance(column, str) else column for column in part]
-            # each cell justified as fill's format justifies it, and a row's cells joined as fill joins them, row
-            # by row as before but mapped in C (no Python step a row, where fill parsed its format each row)
-            padded = [map(how, column, repeat(width)) for column, (how, width) in zip(cells, justify)]
-            yield "\n".join(map(str.rstrip, map("  ".join, zip(*padded))))
+            yield "\n".join(lines([column.split("\n") if isinstance(column, str) else column for column in part]))
 
-    return fill(*(name for name, _ in columns)).rstrip(), chunks(), ascii
+    return next(lines([[name] for name, _ in columns]), ""), chunks(), ascii
 
 
 def emit(table: TextTable | None = None, lines: list[list[Segment]] | None = None, stderr: bool = False) -> None:
