@@ -590,24 +590,23 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
     counters = {child for child, name in graph.first_children(0) if name == "save_counter"}
     value = VARIABLE_VALUE
     out = KeyLabels(keys, full_of, mapping.key_index)
-    plain, special = out.plain, out.special
+    # the model's variables marked in out (on arrays for a graph in columns, else one by one); the others' positions
     others = _label_by_columns(graph, mapping, out, [*slots, *keras_slots, *counters])
-    if others is not None:  # the model's variables labelled at once; the others one by one, as below
-        for i in others:
-            key = keys[i]
-            k = mapping.by_position[i]
-            special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
-        return out
-    for i, (key, k) in enumerate(zip(keys, mapping.by_position)):
-        if k >= 0:  # (-1: no attribute accounts for the key)
-            node_id = owners[k]
-            if name_of(k) == value and under_optimizer[node_id] < 0 and node_id not in slots and \
-                    node_id not in keras_slots and node_id not in counters and key != OBJECT_GRAPH_KEY:
-                full = full_of(k)
-                if not full or not may_not_be_variable(full):
-                    plain(i, node_id, k)
-                    continue
-        special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
+    if others is None:
+        others, plain = [], out.plain
+        for i, (key, k) in enumerate(zip(keys, mapping.by_position)):
+            if k >= 0:  # (-1: no attribute accounts for the key)
+                node_id = owners[k]
+                if name_of(k) == value and under_optimizer[node_id] < 0 and node_id not in slots and \
+                        node_id not in keras_slots and node_id not in counters and key != OBJECT_GRAPH_KEY:
+                    full = full_of(k)
+                    if not full or not may_not_be_variable(full):
+                        plain(i, node_id, k)
+                        continue
+            others.append(i)
+    for i in others:  # labelled one by one, in the keys' order
+        key, k = keys[i], mapping.by_position[i]
+        out.special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
     return out
 
 
