@@ -52,8 +52,9 @@ class TensorRecord:
 
 _FIELDS = ("key", "source_key", "object_path", "full_name", "role", "dtype", "shape")
 """An item's fields, in the order its JSON text names them."""
-_ITEM = "{{" + ", ".join(f'"{field}": {{}}' for field in _FIELDS) + "}}"
-"""An item's text as ``json.dumps`` writes it, a ``str.format`` template of its fields' texts."""
+_BETWEEN = tuple(f', "{field}": ' for field in _FIELDS[1:]) + ('}, {"key": ',)
+"""The text ``json.dumps`` writes after each field's value of an item (after the last field's: the next item's
+start): an item is ``{"key": `` and its fields' texts each followed by its text here."""
 _EACH = tuple(map(_FIELDS.index, ("key", "source_key", "full_name")))
 """The fields of a text a tensor, each escaped as it is met."""
 _FEW = tuple(map(_FIELDS.index, ("object_path", "role", "dtype", "shape")))
@@ -126,7 +127,9 @@ class RecordColumns:
                 runs[at] = list(map(found.__getitem__, runs[at]))
             for at in _EACH:
                 runs[at] = list(map(encode, runs[at]))
-            yield ", ".join(map(_ITEM.format, *runs))
+            text = "".join(itertools.chain.from_iterable(zip(*itertools.chain.from_iterable(
+                zip(runs, map(itertools.repeat, _BETWEEN))))))  # (each value, then what follows it, joined in C)
+            yield '{"key": ' + text[:-len(_BETWEEN[-1])] + "}"
 
 
 _KEY, _NAME, _ROLE, _DTYPE, _SHAPE = map(attrgetter, ("key", "name", "role", "dtype", "shape"))

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "fixed_member", "npy_header",
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "fixed_member", "small_member", "small_written", "npy_header",
            "header_problems", "write_npy", "count_member",
            "read_back", "check_headers", "bits_note", "fixed_width_problem", "member_name", "WIDENING", "FREE_WIDTH_BYTES"]
 
@@ -268,12 +268,24 @@ def fixed_member(key: str, source: Source, dt: Any, shape: tuple[int, ...],
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     size = memoryview(data).nbytes
     _check_size(key, source, dt, shape, size)
+    return header, data, small_written(stored_name, size)
+
+
+def small_member(dtype: str, shape: tuple[int, ...]) -> tuple[bytes, Written]:
+    """The ``.npy`` header and :class:`Written` of a small tensor of the fixed-width ``dtype`` and ``shape`` written
+    as :func:`fixed_member` writes it, bytes as stored (for many members of one kind at once)."""
+    descr, _, stored_name = _policy(dtype)
+    return npy_header(descr, shape), small_written(stored_name, math.prod(shape) * by_name(dtype).itemsize)
+
+
+def small_written(stored_name: str, size: int) -> Written:
+    """The :class:`Written` of a small member of ``size`` bytes stored as ``stored_name``, shared by its kind."""
     written = _WRITTEN.get((stored_name, size))
     if written is None:
         written = Written(stored_name, size)
         if len(_WRITTEN) < 4096:
             _WRITTEN[stored_name, size] = written
-    return header, data, written
+    return written
 
 
 _WRITTEN: dict[tuple[str, int], Written] = {}

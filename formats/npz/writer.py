@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+from itertools import accumulate, compress, islice
 
 from formats.core.errors import InvalidOutputError
-from formats.core.model import Checkpoint, FormatName
+from formats.core.model import Checkpoint, FormatName, TensorEntry
+from formats.core.shapes import MAX_RANK
 from formats.core.provenance import PROVENANCE_MEMBER, as_written, record_pieces
 from formats.core.sources import CHUNK, Source, describe
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch, RoundTripReport
-from formats.io.npy_output import Written, fixed_member, member_name, npy_header, tally_member, write_member
+from formats.io.npy_output import (Written, bits_note, fixed_member, member_name, npy_header, small_member,
+                                   stores_bits, tally_member, write_member)
+from formats.io.spans import SMALL_BYTES, SPAN_BYTES, read_checked, small_ranges
 from formats.io.writing import RowPairs, Stored, StoredRows, WriteReport, guard_output, sources_of
 from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
 
@@ -80,15 +87,18 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     written: list[Written] = []  # (shared: one a kind of member)
     alike: dict[Any, Any] = {}
     described = [alike.setdefault(d, d) for d in map(describe, sources)]  # one tuple a dtype and shape
-    del alike
+    sizes_of = {id(kind): _small_size(*kind) for kind in alike.values()}
+    small = array("Q", map(sizes_of.__getitem__, map(id, described)))  # each tensor's size if it may go in a run
+    kinds = {id(kind): _Kind(kind) for kind in alike.values() if sizes_of[id(kind)]}
+    del alike, sizes_of
     planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
     with atomic_output(out, planned, replace=force, sources=sources) as temp:
         with open(temp, "xb", buffering=_BUFFER) as f:
             archive = StoredZip(f)
-            for (key, source), (dt, shape) in zip(items, described):
-                member = _write_member(archive, member_name(key, out), key, source, (dt, shape), allow_pickle, chunk)
-                written.append(member)
-                tally_member(report, key, dt, member.nbytes, progress)
+            pairs = zip(items, described)
+            for start, stop in _parts(small):
+                _write_part(archive, out, list(islice(pairs, stop - start)), small[start:stop], kinds, written,
+                            report, allow_pickle, chunk, progress)
             if provenance is not None:
                 _write_record(archive, provenance)
             archive.close()
@@ -97,6 +107,102 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
         if verify:
             _verify_npz(temp, out, archive, items, written, [shape for _, shape in described], report)
     return report
+
+
+RUN = 2048
+"""Members :func:`_write_part` takes at a time (the small ones among them written in runs)..."""
+RUN_BYTES = SPAN_BYTES
+"""...holding at most about this many bytes of small tensors (read by one ``pread``, held until written)."""
+
+
+def _parts(small: array) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive members, :data:`RUN` at a time and no more than :data:`RUN_BYTES` of small
+    tensors (``small``: each member's size where it may go in a run, else 0), found by bisection."""
+    total = array("Q", accumulate(small, initial=0))
+    start, count = 0, len(small)
+    while start < count:
+        stop = max(start + 1, min(start + RUN, count, bisect_right(total, total[start] + RUN_BYTES) - 1))
+        yield start, stop
+        start = stop
+
+
+def _small_size(dt: Any, shape: tuple[int, ...]) -> int:
+    """The bytes of a tensor of ``dt`` and ``shape`` that may be written in a run (fixed-width, none of its
+    dimensions 0, small enough to be read as part of a span), else 0."""
+    if not dt.fixed_width or 0 in shape or len(shape) > MAX_RANK:
+        return 0
+    size = math.prod(shape) * dt.itemsize
+    return size if size <= min(SMALL_BYTES, SPOOL, PIPELINE_BYTES) else 0
+
+
+def _write_part(archive: StoredZip, out: str, part: list[tuple[tuple[str, Source], Any]], small: array,
+                kinds: dict[int, _Kind], written: list[Written], report: WriteReport, allow_pickle: bool, chunk: int,
+                progress: Callable[[int, int], None] | None) -> None:
+    """Write the members of ``part`` in order: runs of small tensors whose bytes lie unchanged in a file, read in
+    spans and checked (:func:`~formats.io.spans.read_checked`), with :meth:`StoredZip.add_many`; any other (or one
+    whose bytes do not read back whole and as stored: it then says what is wrong) by :func:`_write_member`."""
+    at = [j for j in compress(range(len(part)), small) if isinstance(part[j][0][1], TensorEntry)
+          and part[j][0][1].dtype == part[j][1][0].name]
+    pieces: list[Any] = [None] * len(part)
+    if at:  # (the part holds at most RUN_BYTES of them: read together)
+        got: list[Any] = read_checked(small_ranges([part[j][0][1] for j in at]), RUN_BYTES)
+        if len(at) == len(part) and None not in got and list(map(len, got)) == small.tolist():
+            pieces = got  # (the usual case: every one of them read and checked, as it was planned)
+        else:
+            for j, piece in zip(at, got):
+                if piece is not None and len(piece) == small[j]:
+                    pieces[j] = piece
+    j = 0
+    while j < len(part):
+        if pieces[j] is None:
+            (key, source), (dt, shape) = part[j]
+            member = _write_member(archive, member_name(key, out), key, source, (dt, shape), allow_pickle, chunk)
+            written.append(member)
+            tally_member(report, key, dt, member.nbytes, progress)
+            j += 1
+            continue
+        stop = j + 1
+        while stop < len(part) and pieces[stop] is not None:
+            stop += 1
+        _write_run(archive, part[j:stop], pieces[j:stop], kinds, written, report, progress)
+        j = stop
+
+
+class _Kind:
+    """What the members of one small kind (a dtype and shape) of a run share: their ``.npy`` header, their
+    :class:`Written`, and whether they are stored as their bits (a note each)."""
+
+    __slots__ = ("header", "written", "bits")
+
+    def __init__(self, kind: tuple[Any, tuple[int, ...]]) -> None:
+        self.header, self.written = small_member(kind[0].name, kind[1])
+        self.bits = kind[0].name if stores_bits(kind[0].name) else None
+
+
+def _write_run(archive: StoredZip, run: list[tuple[tuple[str, Source], Any]], pieces: list[Any],
+               kinds: dict[int, _Kind], written: list[Written], report: WriteReport,
+               progress: Callable[[int, int], None] | None) -> None:
+    """Write a run of small tensors (``kinds``: theirs, by the ``id`` of each ``describe`` tuple), each of
+    ``pieces`` the bytes of one as stored (checked), as :func:`_write_member` writes each; count them in
+    ``report`` as :func:`~formats.io.npy_output.tally_member` counts each."""
+    keys = [pair[0] for pair, _ in run]
+    made = [kinds[id(kind)] for _, kind in run]
+    archive.add_many([key + ".npy" for key in keys], list(map(_HEADER, made)), pieces)
+    members = list(map(_WRITTEN, made))
+    written += members
+    if any(map(_BITS, made)):
+        report.warnings += [bits_note(key, kind.bits) for key, kind in zip(keys, made) if kind.bits]
+    if progress is None:
+        report.tensors += len(run)
+        report.bytes += sum(map(_NBYTES, members))
+        return
+    for member in members:
+        report.tensors += 1
+        report.bytes += member.nbytes
+        progress(report.bytes, report.tensors)
+
+
+_HEADER, _WRITTEN, _BITS, _NBYTES = map(attrgetter, ("header", "written", "bits", "nbytes"))
 
 
 def _write_member(archive: StoredZip, name: str, key: str, source: Source, described: tuple[Any, tuple[int, ...]],
@@ -191,10 +297,11 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     from formats.io.npy_output import header_problems
 
     found = RoundTripReport(out, "sources")
+    count = len(items)
     checked: dict[tuple[int, int, tuple[int, ...], int], tuple[Any, Written, list[tuple[str, str]]]] = {}
 
     def key_of(i: int) -> str:
-        return items[i][0] if 0 <= i < len(items) else PROVENANCE_MEMBER if i == len(items) else out
+        return items[i][0] if 0 <= i < count else PROVENANCE_MEMBER if i == count else out
 
     def visit(i: int, view: memoryview, whole: bool) -> None:
         try:
@@ -202,7 +309,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
         except NpyError as exc:
             found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
             return
-        if i == len(items):
+        if i == count:
             if header.kind != "U" or header.shape != ():
                 found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
                                                                               "back as a 0-d unicode array"))
