@@ -113,7 +113,7 @@ def test_a_bundles_small_tensors_go_in_runs_and_the_archive_is_zipfiles(tmp_path
     with formats.open_checkpoint(prefix) as ckpt:
         report = write_npz(tmp_path / "out.npz", [(k, ckpt[k]) for k in keys], progress=lambda b, n: seen.append((b, n)))
     monkeypatch.undo()
-    assert report.verified and report.tensors == len(keys)
+    assert report.verified and report.tensors == len(keys) and report.roundtrip.tensors == len(keys)
     runs = {k for k in keys if not isinstance(values[k], TensorValue) and 0 < _stored(values[k]).nbytes <= 65536}
     runs.add("model/layer_3/bf16")  # (bits as stored: bfloat16's bytes are its uint16 bits)
     assert sorted(spy.members) == sorted(runs) and spy.one_by_one == []  # every small tensor in a run, no other
@@ -223,3 +223,44 @@ def test_spans_read_as_each_range_read_alone(tmp_path: Path, monkeypatch: pytest
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_the_read_back_of_a_run_counts_every_member_and_names_a_wrong_record(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-back takes a block's members together (each distinct header parsed once): it counts every tensor
+    and its bytes, and the record among them is still checked as a 0-d unicode array (here written as shape
+    (1,), its bytes as written, so only that check can see it)."""
+    items = [(f"t{i}", np.arange(i % 5 + 1, dtype=np.float32)) for i in range(3000)]
+    report = write_npz(tmp_path / "ok.npz", items, provenance={"source": "s", "tensors": []})
+    assert report.verified and report.roundtrip.tensors == 3000
+    assert report.roundtrip.bytes == sum(v.nbytes for _, v in items)
+    real = npz_writer.npy_header
+    monkeypatch.setattr(npz_writer, "npy_header", lambda descr, shape: real(descr, (1,)))
+    with pytest.raises(formats.VerificationError, match="provenance record does not read back as a 0-d unicode"):
+        write_npz(tmp_path / "bad.npz", items, provenance={"source": "s", "tensors": []})
+    assert not (tmp_path / "bad.npz").exists()
+
+
+def test_a_pickled_member_among_small_ones_is_checked_by_its_digest(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pickled member's bytes are compared by sha256 on read-back, in a block of small members too (its
+    digest replaced here: the bytes are as written, so only that comparison can see it)."""
+    from formats.core.records import replace
+
+    held = np.empty(2, dtype=object)
+    held[:] = [b"ends in nul\x00", b"x"]
+    items = [("a", np.arange(3, dtype=np.int16)), ("words", TensorValue(held, "string")), ("z", np.ones(2))]
+    real = npz_writer.write_member
+    monkeypatch.setattr(npz_writer, "write_member", lambda *a, **k: replace(real(*a, **k), digest="0" * 64))
+    with pytest.raises(formats.VerificationError, match="pickled member does not read back as written"):
+        write_npz(tmp_path / "out.npz", items, allow_pickle=True)
+
+
+def test_only_a_version_1_header_is_taken_a_block_at_a_time() -> None:
+    """Other versions' lengths take four bytes: those headers are read a member at a time."""
+    text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
+    assert npz_writer._v1_length(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little")) == len(text)
+    for version in (b"\x02\x00", b"\x03\x00", b"\x01\x01"):
+        assert npz_writer._v1_length(b"\x93NUMPY" + version + len(text).to_bytes(2, "little")) is None
+    assert npz_writer._v1_length(b"\x93NUMPZ\x01\x00\x10\x00") is None
+    assert npz_writer._v1_length(b"\x93NUMPY\x01\x00\x10") is None

@@ -52,6 +52,8 @@ SPOOL = 1 << 20
 """A member written in pieces stays in memory up to this many bytes (its CRC-32 then known before its header)."""
 BLOCK = 8 << 20
 """Bytes read back at once (a run of small members)."""
+VISITED = 1024
+"""Members of a block checked at a time (their CRC32Cs, then ``visit_many``)."""
 CENTRAL_HELD = 8 << 20
 """Bytes of the central directory kept in memory until :meth:`StoredZip.close` writes it; past that they wait in a
 temporary file (:class:`~formats.io.spool.Spool`), a MiB at a time (10^6 members' directory is about 76 MB)."""
@@ -126,8 +128,9 @@ class StoredZip:
         """Write members holding ``headers[i] + datas[i]`` (``datas``: ``bytes`` or one-dimensional byte
         memoryviews, whose ``len`` is their size) as
         :meth:`add` writes each (``zip64``), the same bytes, with no Python step a member: each field made by a C
-        function mapped over the members, the run joined and written at once, its members' checksums taken from
-        it. A run that would reach past :data:`ZIP64_LIMIT` (its central entries then need ZIP64 fields) goes a
+        function mapped over the members, the pieces handed to the buffered file in one ``writelines`` (not joined:
+        a run's transient bytes kept the heap from shrinking back) and each member's CRC32C chained over its
+        pieces. A run that would reach past :data:`ZIP64_LIMIT` (its central entries then need ZIP64 fields) goes a
         member at a time through :meth:`add`."""
         n = len(names)
         encoded = list(map(str.encode, names))  # (UTF-8: an ASCII name's bytes are its ASCII bytes)
@@ -147,12 +150,11 @@ class StoredZip:
                                            repeat(_DOSTIME), repeat(_DOSDATE), crcs, repeat(0xFFFFFFFF),
                                            repeat(0xFFFFFFFF), name_sizes, repeat(_LOCAL_ZIP64.size)))
         extras = starmap(_LOCAL_ZIP64.pack, zip(repeat(1), repeat(16), sizes, sizes))
-        run = b"".join(itertools.chain.from_iterable(zip(locals_, encoded, extras, headers, datas)))
-        self.f.write(run)
-        view = memoryview(run)
-        relative = list(accumulate(member_sizes, initial=0))
-        checks = list(map(crc32c, map(view.__getitem__, map(slice, relative, relative[1:]))))
-        del view
+        fixed = list(locals_)
+        extra = list(extras)
+        self.f.writelines(itertools.chain.from_iterable(zip(fixed, encoded, extra, headers, datas)))
+        checks = list(map(crc32c, datas, map(crc32c, headers, map(crc32c, extra, map(crc32c, encoded, map(
+            crc32c, fixed))))))  # (each member's pieces in order: its CRC32C as if joined)
         starts = offsets[:-1]
         self.central += b"".join(itertools.chain.from_iterable(zip(starmap(_CENTRAL.pack, zip(
             repeat(b"PK\x01\x02"), repeat(45), repeat(_SYSTEM), repeat(45), repeat(0), iter(flags), repeat(0),
@@ -247,11 +249,13 @@ class StoredZip:
         self.f.write(tail)
         self.f.flush()
 
-    def problems(self, path: str, visit: Callable[[int, memoryview, bool], None],
-                 jobs: int | None = None) -> list[tuple[int, str]]:
+    def problems(self, path: str, visit: Callable[[int, memoryview, bool], None], jobs: int | None = None,
+                 visit_many: Callable[[int, list[memoryview]], None] | None = None) -> list[tuple[int, str]]:
         """Read the archive at ``path`` back (see the module doc): ``(member, problem)`` for each member whose
         bytes differ from those written, ``(-1, problem)`` for the central directory. ``visit(member, bytes,
-        whole)`` sees each member's stored bytes as read back (``whole``: all of them; else the first 128 KiB)."""
+        whole)`` sees each member's stored bytes as read back (``whole``: all of them; else the first 128 KiB);
+        ``visit_many(first, views)``, where given, those of each run of members read back whole at once (the
+        members ``first``, ``first + 1``, ...)."""
         from formats.io.placed import Placed, check_placed
 
         found: list[tuple[int, str]] = []
@@ -265,7 +269,7 @@ class StoredZip:
             i = 0
             barriers = sorted(self.rewritten)  # (a run of small members ends before each)
             while i < self.count:
-                i = self._check_run(fd, i, found, large, visit, barriers)
+                i = self._check_run(fd, i, found, large, visit, barriers, visit_many)
         finally:
             os.close(fd)
         for item in large:
@@ -277,7 +281,8 @@ class StoredZip:
         return sorted(found)
 
     def _check_run(self, fd: int, first: int, found: list[tuple[int, str]], large: list[Any],
-                   visit: Callable[[int, memoryview, bool], None], barriers: list[int]) -> int:
+                   visit: Callable[[int, memoryview, bool], None], barriers: list[int],
+                   visit_many: Callable[[int, list[memoryview]], None] | None = None) -> int:
         """Check the members from ``first`` whose ranges fit in one block (none of ``barriers``, the members whose
         local header was rewritten, in ascending order); the next member to check."""
         from formats.io.placed import Placed
@@ -299,14 +304,20 @@ class StoredZip:
             return first + 1
         block = memoryview(os.pread(fd, check_at[last - 1] + check_size[last - 1] - start, start))
         starts, sizes, crcs = self.starts, self.sizes, self.check_crc
-        at = list(map(sub, check_at[first:last], repeat(start)))
-        got = list(map(crc32c, map(block.__getitem__, map(slice, at, map(add, at, check_size[first:last])))))
-        if got != crcs[first:last].tolist():  # (checked in C; named a member at a time where one differs)
-            found += [(i, "the bytes read back differ from the bytes written (CRC32C)")
-                      for i, crc, want in zip(range(first, last), got, crcs[first:last]) if crc != want]
-        for i in range(first, last):
-            data = starts[i] - start
-            visit(i, block[data:data + sizes[i]], True)
+        for part in range(first, last, VISITED):  # (a block may hold 40,000 tiny members: VISITED at a time)
+            stop = min(part + VISITED, last)
+            at = list(map(sub, check_at[part:stop], repeat(start)))
+            got = list(map(crc32c, map(block.__getitem__, map(slice, at, map(add, at, check_size[part:stop])))))
+            if got != crcs[part:stop].tolist():  # (checked in C; named a member at a time where one differs)
+                found += [(i, "the bytes read back differ from the bytes written (CRC32C)")
+                          for i, crc, want in zip(range(part, stop), got, crcs[part:stop]) if crc != want]
+            data = list(map(sub, starts[part:stop], repeat(start)))
+            views = list(map(block.__getitem__, map(slice, data, map(add, data, sizes[part:stop]))))
+            if visit_many is not None:
+                visit_many(part, views)
+            else:
+                for i, view in enumerate(views, part):
+                    visit(i, view, True)
         return last
 
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import math
 import os
-from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from _operator import attrgetter  # operator's C half, without operator.py (start-up)
-from itertools import accumulate, compress, islice
+from _operator import add, attrgetter, itemgetter  # operator's C half, without operator.py (start-up)
+from itertools import accumulate, compress, islice, repeat
 
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
@@ -87,18 +86,17 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     written: list[Written] = []  # (shared: one a kind of member)
     alike: dict[Any, Any] = {}
     described = [alike.setdefault(d, d) for d in map(describe, sources)]  # one tuple a dtype and shape
-    sizes_of = {id(kind): _small_size(*kind) for kind in alike.values()}
-    small = array("Q", map(sizes_of.__getitem__, map(id, described)))  # each tensor's size if it may go in a run
+    sizes_of = {id(kind): _small_size(*kind) for kind in alike.values()}  # (by kind: they may go in runs if not 0)
     kinds = {id(kind): _Kind(kind) for kind in alike.values() if sizes_of[id(kind)]}
-    del alike, sizes_of
+    del alike
     planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
     with atomic_output(out, planned, replace=force, sources=sources) as temp:
         with open(temp, "xb", buffering=_BUFFER) as f:
             archive = StoredZip(f)
             pairs = zip(items, described)
-            for start, stop in _parts(small):
-                _write_part(archive, out, list(islice(pairs, stop - start)), small[start:stop], kinds, written,
-                            report, allow_pickle, chunk, progress)
+            for small in _parts(described, sizes_of):
+                _write_part(archive, out, list(islice(pairs, len(small))), small, kinds, written, report,
+                            allow_pickle, chunk, progress)
             if provenance is not None:
                 _write_record(archive, provenance)
             archive.close()
@@ -115,15 +113,16 @@ RUN_BYTES = SPAN_BYTES
 """...holding at most about this many bytes of small tensors (read by one ``pread``, held until written)."""
 
 
-def _parts(small: array) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` of consecutive members, :data:`RUN` at a time and no more than :data:`RUN_BYTES` of small
-    tensors (``small``: each member's size where it may go in a run, else 0), found by bisection."""
-    total = array("Q", accumulate(small, initial=0))
-    start, count = 0, len(small)
+def _parts(described: list[Any], sizes_of: dict[int, int]) -> Iterator[list[int]]:
+    """Consecutive members, :data:`RUN` at a time and no more than :data:`RUN_BYTES` of small tensors: of each
+    part, each member's size where it may go in a run, else 0 (``sizes_of``: by the ``id`` of its ``described``
+    tuple), the part's end found by bisection."""
+    start, count = 0, len(described)
     while start < count:
-        stop = max(start + 1, min(start + RUN, count, bisect_right(total, total[start] + RUN_BYTES) - 1))
-        yield start, stop
-        start = stop
+        sizes = list(map(sizes_of.__getitem__, map(id, described[start:start + RUN])))
+        stop = max(1, bisect_right(list(accumulate(sizes)), RUN_BYTES))
+        yield sizes[:stop]
+        start += stop
 
 
 def _small_size(dt: Any, shape: tuple[int, ...]) -> int:
@@ -135,7 +134,7 @@ def _small_size(dt: Any, shape: tuple[int, ...]) -> int:
     return size if size <= min(SMALL_BYTES, SPOOL, PIPELINE_BYTES) else 0
 
 
-def _write_part(archive: StoredZip, out: str, part: list[tuple[tuple[str, Source], Any]], small: array,
+def _write_part(archive: StoredZip, out: str, part: list[tuple[tuple[str, Source], Any]], small: list[int],
                 kinds: dict[int, _Kind], written: list[Written], report: WriteReport, allow_pickle: bool, chunk: int,
                 progress: Callable[[int, int], None] | None) -> None:
     """Write the members of ``part`` in order: runs of small tensors whose bytes lie unchanged in a file, read in
@@ -146,7 +145,7 @@ def _write_part(archive: StoredZip, out: str, part: list[tuple[tuple[str, Source
     pieces: list[Any] = [None] * len(part)
     if at:  # (the part holds at most RUN_BYTES of them: read together)
         got: list[Any] = read_checked(small_ranges([part[j][0][1] for j in at]), RUN_BYTES)
-        if len(at) == len(part) and None not in got and list(map(len, got)) == small.tolist():
+        if len(at) == len(part) and None not in got and list(map(len, got)) == small:
             pieces = got  # (the usual case: every one of them read and checked, as it was planned)
         else:
             for j, piece in zip(at, got):
@@ -336,9 +335,61 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
                 found.mismatches.append(Mismatch(items[i][0], "value", "the pickled member does not read back as "
                                                                        "written"))
 
-    for i, problem in archive.problems(temp, visit):
+    def visit_many(first: int, views: list[memoryview]) -> None:
+        """:func:`visit` of each of ``views`` (the members ``first``, ``first + 1``, ...; the record too, where it
+        is among them), each distinct ``.npy`` header read back parsed once and each distinct question of it asked
+        once, with no Python step a member; a run :func:`visit` alone can answer for (a header not of version 1.0
+        or that does not parse, a pickled member) goes a member at a time."""
+        tensors = views[:count - first]
+        members = written[first:first + len(tensors)]
+        heads = list(map(bytes, map(_HEAD, tensors)))
+        lengths = {head: _v1_length(head) for head in set(heads)}
+        parsed: dict[tuple[bytes, bytes], Any] = {}
+        if None not in lengths.values() and not any(map(_DIGEST, members)):
+            texts = list(map(bytes, map(memoryview.__getitem__, tensors, map(
+                slice, repeat(_V1), map(add, map(lengths.__getitem__, heads), repeat(_V1))))))
+            for head, text in set(zip(heads, texts)):
+                try:
+                    parsed[head, text] = npy_header_of(head + text)
+                except NpyError:
+                    parsed.clear()
+                    break
+        if not parsed:
+            for i, view in enumerate(views, first):
+                visit(i, view, True)
+            return
+        by_id = {id(value): value for value in parsed.values()}
+        by_id.update(zip(map(id, members), members))
+        asked = list(zip(map(id, map(parsed.__getitem__, zip(heads, texts))), map(id, members),
+                         shapes[first:first + len(tensors)], archive.sizes[first:first + len(tensors)]))
+        answers = {question: header_problems(by_id[question[0]], by_id[question[1]], question[2], question[3])
+                   for question in set(asked)}
+        if any(answers.values()):
+            for i, question in enumerate(asked, first):
+                found.mismatches += [Mismatch(items[i][0], kind, problem) for kind, problem in answers[question]]
+        found.tensors += len(tensors)
+        found.bytes += sum(map(_NBYTES, members))
+        if len(views) > len(tensors):  # (the record)
+            visit(count, views[len(tensors)], True)
+
+    for i, problem in archive.problems(temp, visit, visit_many=visit_many):
         found.mismatches.append(Mismatch(key_of(i), "value", problem))
     report.accept(found)
+
+
+_V1 = 10
+"""Bytes of a version 1.0 ``.npy`` header before its text: the magic, the version, the text's length."""
+_HEAD, _DIGEST = itemgetter(slice(0, _V1)), attrgetter("digest")
+
+
+def _v1_length(head: bytes) -> int | None:
+    """The length of the header text after ``head`` (a member's first :data:`_V1` bytes) when it starts a version
+    1.0 ``.npy``, else None."""
+    from formats.io.npy_header import MAGIC
+
+    if len(head) == _V1 and head[:6] == MAGIC and head[6:8] == b"\x01\x00":
+        return int.from_bytes(head[8:], "little")
+    return None
 
 
 def _member_bytes(path: str, offset: int, size: int) -> bytes:
