@@ -4,12 +4,16 @@ atomically, and read back: the central directory, each member's local header, ``
 and bytes against the CRC32C taken as they were written (the sources are not read again), the provenance
 record's bytes likewise. :func:`write` is the one signature of :mod:`formats.core.format`.
 
-The archive is written by :class:`~formats.io.zip_stored.StoredZip`, byte for byte what :mod:`zipfile` writes:
-a small fixed-width tensor (under :data:`~formats.io.zip_stored.SPOOL` bytes) is one ``.npy`` in memory
-(read from its checkpoint with one ``pread`` where its bytes lie unchanged) written with its CRC-32 known; any
-other streams in bounded chunks, through a second thread from :data:`~formats.io.placed.PIPELINE_BYTES`
-(reading the next chunk while one is written and checksummed). The archive is read back in blocks of many
-members at once (large members on every core).
+The archive is written by :class:`~formats.io.zip_stored.StoredZip`, byte for byte what :mod:`zipfile` writes,
+:data:`RUN` members at a time: the small fixed-width tensors among them whose bytes lie unchanged in a local
+file (a bundle's) are read together, a span at a time, each checked against its CRC32C
+(:func:`~formats.io.spans.read_checked`), and each run of them goes in at once
+(:meth:`~formats.io.zip_stored.StoredZip.add_many`: no Python step a member); any other small tensor (under
+:data:`~formats.io.zip_stored.SPOOL` bytes) is one ``.npy`` in memory written with its CRC-32 known, in its
+place; a larger one streams in bounded chunks, through a second thread from
+:data:`~formats.io.placed.PIPELINE_BYTES` (reading the next chunk while one is written and checksummed). The
+archive is read back in blocks of many members at once (each distinct ``.npy`` header parsed once a block;
+large members on every core).
 """
 from __future__ import annotations
 
