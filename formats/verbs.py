@@ -12,6 +12,7 @@ arguments to these calls and renders what they return (``ckpt_cli``); nothing he
 """
 from __future__ import annotations
 
+from formats.core.gc_pause import paused_gc
 from formats.core.model import Checkpoint
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -185,7 +186,7 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
                              model_map=model_map, hf_task=hf_task, skip_unreadable=skip_unreadable)
     from formats.ops.convert.targets import ConvertJob, plan_job
 
-    with _Opened(source) as ckpt:
+    with _Opened(source) as ckpt, paused_gc():  # (planned and written: objects per tensor, none in a cycle)
         plan = plan_job([ckpt], ConvertJob(options, to))
         return _write(plan, output, ckpt, (options, to), [source] + ([template] if template else []),
                       dry_run=dry_run, force=force, verify=verify, update_state=update_state, link=link, jobs=jobs,

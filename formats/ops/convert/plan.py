@@ -16,6 +16,7 @@ import os
 from _operator import attrgetter  # operator's C half, without operator.py (start-up)
 from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 
+from formats.core.gc_pause import gc_paused
 from formats.core.records import field, record
 from formats.ops.rules import RuleSet
 from formats.core.errors import UsageError
@@ -281,6 +282,7 @@ class ConversionResult:
         return data
 
 
+@gc_paused  # a writer's objects per tensor, none in a cycle
 def write_plan(plan: ConversionPlan, output: str, *, force: bool = False, verify: bool = True,
                inputs: Iterable[Any] = (), progress: Callable[[int, int], None] | None = None,
                link: bool = False, jobs: int | None = None) -> Any:

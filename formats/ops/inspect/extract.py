@@ -42,6 +42,7 @@ import re
 from _bisect import bisect_left  # bisect's C half, without its module (start-up)
 from collections.abc import Callable, Sequence
 
+from formats.core.gc_pause import gc_paused
 from formats.core.names import writable_name
 from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
@@ -95,6 +96,7 @@ def _choose_mode(out: str, mode: str, count: int) -> tuple[str, str]:
     return out, mode
 
 
+@gc_paused  # an entry, a pair and a member per tensor, none in a cycle
 def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[str], mode: str = "auto",
             force: bool = False, allow_pickle: bool = False, progress: Progress | None = None,
             verify: bool = True, by: str = "auto", include_graph: bool = False) -> WriteReport:

@@ -30,6 +30,7 @@ from _functools import partial  # type: ignore[import-not-found]  # functools' C
 
 from formats.core.dtypes import by_name
 from formats.core.format import capability
+from formats.core.gc_pause import gc_paused
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
 from formats.core.object_keys import ATTRIBUTES
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, RecordColumns
@@ -89,6 +90,7 @@ def _fixed_width(dtype: str) -> bool:
         return False
 
 
+@gc_paused  # a row per tensor, none in a cycle
 def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> ConversionPlan:
     """Plan writing every tensor of ``source`` the format writing ``target`` can store, under its key
     (rename rules applied), with the provenance record."""
