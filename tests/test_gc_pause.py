@@ -1,4 +1,4 @@
-"""Issue 38: exports of many tensors run with Python's cyclic garbage collector paused.
+"""Issue 38: exports, verify and report of many tensors run with Python's cyclic garbage collector paused.
 
 ``extract`` and a conversion's planning and writing make objects by the hundred thousand (an entry, a pair, a
 member, a row per tensor), none in a reference cycle; the collector's passes over them (each full one over every
@@ -49,6 +49,18 @@ def _export(ckpt: formats.Checkpoint, out: Path, command: str):
     if command == "extract":
         return formats.extract(ckpt, [], out / "all.npz")
     return formats.convert(ckpt, out / ("out" if command == "tf-object" else f"out.{command}"), command).written
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+def test_a_verify_or_report_of_many_tensors_runs_no_collection(bundle: str, command: str) -> None:
+    with formats.open_checkpoint(bundle) as ckpt:
+        def work() -> object:
+            return formats.verify(ckpt) if command == "verify" else formats.report(ckpt, page="summary")
+
+        work()  # (imports)
+        done: list[object] = []
+        assert _collections(lambda: done.append(work())) == []
+    assert done[0].ok if command == "verify" else done[0].to_json()["kind"] == "checkpoint"
 
 
 @pytest.mark.parametrize("command", ["extract", "npz", "safetensors", "tf-object"])

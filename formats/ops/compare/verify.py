@@ -5,6 +5,7 @@ from _collections_abc import Callable  # collections.abc's classes, without the 
 import os
 
 from formats.core.errors import CheckpointError
+from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, CheckpointProblem, TensorEntry
 from formats.discover.units import SourceRef, each_in_unit, opened
 from formats.io.spans import small_pieces
@@ -61,6 +62,7 @@ def total_bytes(ckpt: Checkpoint) -> int:
     return sum(e.nbytes for e in ckpt.values())
 
 
+@gc_paused  # a problem and an entry per tensor, none in a cycle
 def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: int | None = 1, *,
                       allow_loader_refusals: bool = False, executor: str | Executor | None = None) -> VerifyReport:
     """Check ``ckpt`` thoroughly through the contract: the checkpoint's structure problems, then every

@@ -22,6 +22,7 @@ import os
 
 from formats.core.errors import UsageError
 from formats.core.executors import Executor, executor_for
+from formats.core.gc_pause import gc_paused
 from formats.core.model import OPTIMIZER_ROLES, Checkpoint, TensorEntry
 from formats.core.selection import select
 from formats.core.values import CHUNK_ELEMENTS
@@ -68,6 +69,7 @@ def report_kind(paths: Sequence[str]) -> str:
     return "run" if len(find_checkpoints(path)) > 1 else "checkpoint"
 
 
+@gc_paused  # a summary per tensor, none in a cycle
 def build_report(paths: Sequence[str | os.PathLike[str] | Checkpoint], *, kind: str | None = None,
                  bins: int = DEFAULT_BINS, scales: Sequence[str] = (LINEAR,), patterns: Sequence[str] = (),
                  jobs: int | None = 1, progress: Progress | None = None,
