@@ -12,8 +12,6 @@ wrong in the usual words. Memory is bounded by the bytes the caller asks for at 
 from __future__ import annotations
 
 import os
-from _operator import add, le, sub  # operator's C half, without operator.py (start-up)
-from itertools import repeat
 
 from formats.io.crc import crc32c
 
@@ -139,10 +137,6 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
     bytes of one file and checked against their CRC32C; None for a range that is None, that a read did not
     return whole, or whose checksum does not match."""
     out: list[memoryview | None] = [None] * len(ranges)
-    one = _one_span(ranges, budget, gap)
-    if one is not None:  # (the usual case: a run of tensors of one file one after another, as a bundle lays them)
-        _read_span(*one, list(range(len(ranges))), ranges, out)
-        return out
     # by file, then offset
     order = sorted((i for i, r in enumerate(ranges) if r is not None), key=ranges.__getitem__)  # type: ignore[arg-type]
     members: list[int] = []
@@ -164,21 +158,6 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
     return out
 
 
-def _one_span(ranges: Sequence[Range | None], budget: int, gap: int) -> tuple[int, int, int] | None:
-    """``(fd, start, end)`` when :func:`read_checked` reads all of ``ranges`` in one span (of one file, in
-    ascending order, none more than ``gap`` bytes past the last's end, within ``budget``), found by C functions
-    over them (no Python step a range); else None."""
-    if not ranges or None in ranges:
-        return None
-    fds, offsets, sizes, _ = zip(*ranges)
-    ends = list(map(add, offsets, sizes))
-    if fds.count(fds[0]) != len(fds) or ends[-1] - offsets[0] > budget or \
-            not all(map(le, offsets, offsets[1:])) or not all(map(le, ends, ends[1:])) or \
-            not all(map(le, offsets[1:], map(add, ends, repeat(gap)))):
-        return None
-    return fds[0], offsets[0], ends[-1]
-
-
 def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequence[Range | None],
                out: list[memoryview | None]) -> None:
     """Read ``[start, end)`` of ``fd`` once; each member whose slice is whole and matches its CRC32C gets it."""
@@ -187,16 +166,8 @@ def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequen
     except OSError:  # the file was closed under us (or cannot be read): the usual path says why
         return
     view = memoryview(data)
-    _, offsets, sizes, crcs = zip(*map(ranges.__getitem__, members))  # (a column each, made in C)
-    at = list(map(sub, offsets, repeat(start)))
-    pieces = list(map(view.__getitem__, map(slice, at, map(add, at, sizes))))
-    if list(map(len, pieces)) == list(sizes) and list(map(crc32c, pieces)) == list(crcs):  # (the usual case)
-        if members == list(range(members[0], members[0] + len(members))):  # (one after another)
-            out[members[0]:members[-1] + 1] = pieces
-        else:
-            for i, piece in zip(members, pieces):
-                out[i] = piece
-        return
-    for i, piece, size, crc in zip(members, pieces, sizes, crcs):
+    for i in members:
+        _, offset, size, crc = ranges[i]  # type: ignore[misc]
+        piece = view[offset - start:offset - start + size]
         if len(piece) == size and crc32c(piece) == crc:
             out[i] = piece
