@@ -167,10 +167,10 @@ def test_a_damaged_tensor_in_a_run_is_the_inputs_error(tmp_path: Path, bundle, r
 
 
 def test_spans_read_as_each_range_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """read_checked (one span where the ranges are one file's, in order, close together; else grouped) gives
-    each range the bytes a ``pread`` of it alone gives when they match its CRC32C, else None: on 400 random sets
-    of ranges over two files (in order, shuffled, overlapping, far apart, past the end, wrong checksums). Each
-    span read is one file's, within the budget (or one range), holding its ranges with no hole over the gap."""
+    """read_checked (the runs' reader: ranges grouped by file and offset into spans) gives each range the bytes a
+    ``pread`` of it alone gives when they match its CRC32C, else None: on 400 random sets of ranges over two files
+    (in order, shuffled, overlapping, far apart, past the end, wrong checksums) and three made to trip a shortcut.
+    Each span read is one file's, within the budget (or one range), holding its ranges with no hole over the gap."""
     rng = random.Random(38)
     read: list[tuple[int, int, int, list]] = []
     real = spans._read_span
