@@ -101,13 +101,16 @@ class _Spy:
         monkeypatch.setattr(zip_stored.StoredZip, "add", add)
 
 
+@pytest.mark.parametrize("joined", [None, 1, 700], ids=["joined-64k", "joined-one-by-one", "joined-few"])
 @pytest.mark.parametrize("cut", [None, (7, 300)], ids=["as-they-come", "cut-short"])
 def test_a_bundles_small_tensors_go_in_runs_and_the_archive_is_zipfiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                        bundle, cut) -> None:
+                                                                        bundle, cut, joined) -> None:
     prefix, values, keys = bundle
     if cut is not None:
         monkeypatch.setattr(npz_writer, "RUN", cut[0])
         monkeypatch.setattr(npz_writer, "RUN_BYTES", cut[1])
+    if joined is not None:  # (a run's members joined this many bytes at a time, each alone past it)
+        monkeypatch.setattr(zip_stored, "_JOINED", joined)
     spy = _Spy(monkeypatch)
     seen: list[tuple[int, int]] = []
     with formats.open_checkpoint(prefix) as ckpt:
@@ -264,3 +267,38 @@ def test_only_a_version_1_header_is_taken_a_block_at_a_time() -> None:
         assert npz_writer._v1_length(b"\x93NUMPY" + version + len(text).to_bytes(2, "little")) is None
     assert npz_writer._v1_length(b"\x93NUMPZ\x01\x00\x10\x00") is None
     assert npz_writer._v1_length(b"\x93NUMPY\x01\x00\x10") is None
+
+
+@pytest.mark.parametrize("budget", [1, 300, 700, 5000])
+def test_a_runs_members_are_joined_within_the_budget_each_crc_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     budget: int) -> None:
+    """:meth:`StoredZip.add_many` writes a run's members joined at most ``_JOINED`` bytes at a time (one member alone
+    where it is larger), the bytes zipfile writes, and takes each member's CRC32C over the member alone."""
+    monkeypatch.setattr(zip_stored, "_JOINED", budget)
+    rng = random.Random(budget)
+    names = [f"m{i}/{'x' * rng.randrange(40)}.npy" for i in range(57)]
+    headers = [b"H" * rng.choice([64, 128]) for _ in names]
+    datas = [memoryview(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 900)))) for _ in names]
+    writes: list[int] = []
+
+    class _File(io.BytesIO):
+        def write(self, data) -> int:  # type: ignore[override]
+            writes.append(len(data))
+            return super().write(data)
+
+    f = _File()
+    archive = zip_stored.StoredZip(f)
+    archive.add_many(names[:20], headers[:20], datas[:20])
+    archive.add_many(names[20:], headers[20:], datas[20:])
+    assert len(writes) >= 2
+    members = [30 + len(n.encode()) + 20 + len(h) + len(d) for n, h, d in zip(names, headers, datas)]
+    assert sum(writes) == sum(members)
+    for size in writes:  # (each write: whole members, within the budget unless one member alone)
+        assert size <= budget or size in members
+    starts = [0, *np.cumsum(members)]
+    written = f.getvalue()
+    assert list(archive.check_crc) == [crc32c(written[a:b]) for a, b in zip(starts, starts[1:])]
+    archive.close()
+    with zipfile.ZipFile(io.BytesIO(f.getvalue())) as zf:
+        assert zf.testzip() is None
+        assert [zf.read(n) for n in names] == [h + bytes(d) for h, d in zip(headers, datas)]

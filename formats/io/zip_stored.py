@@ -58,6 +58,11 @@ CENTRAL_HELD = 8 << 20
 """Bytes of the central directory kept in memory until :meth:`StoredZip.close` writes it; past that they wait in a
 temporary file (:class:`~formats.io.spool.Spool`), a MiB at a time (10^6 members' directory is about 76 MB)."""
 _CENTRAL_PIECE = 1 << 20
+_JOINED = 64 << 10
+"""Bytes of a run's members :meth:`StoredZip.add_many` joins at a time (each joined piece is written and each
+member's CRC32C taken from it by one call: five pieces a member handed to the file one by one and a CRC32C chained
+over them cost twice as much; a piece under glibc's threshold for mapping is taken from and given back to the heap,
+so that RSS stays where it was)."""
 _FILECOUNT_LIMIT = 0xFFFF
 _LOCAL = struct.Struct("<4s2B4HL2L2H")
 _LOCAL_ZIP64 = struct.Struct("<HHQQ")
@@ -128,10 +133,10 @@ class StoredZip:
         """Write members holding ``headers[i] + datas[i]`` (``datas``: ``bytes`` or one-dimensional byte
         memoryviews, whose ``len`` is their size) as
         :meth:`add` writes each (``zip64``), the same bytes, with no Python step a member: each field made by a C
-        function mapped over the members, the pieces handed to the buffered file in one ``writelines`` (not joined:
-        a run's transient bytes kept the heap from shrinking back) and each member's CRC32C chained over its
-        pieces. A run that would reach past :data:`ZIP64_LIMIT` (its central entries then need ZIP64 fields) goes a
-        member at a time through :meth:`add`."""
+        function mapped over the members, the pieces joined :data:`_JOINED` bytes at a time (a whole run's
+        transient bytes kept the heap from shrinking back) and each member's CRC32C taken from them. A run that
+        would reach past :data:`ZIP64_LIMIT` (its central entries then need ZIP64 fields) goes a member at a time
+        through :meth:`add`."""
         n = len(names)
         encoded = list(map(str.encode, names))  # (UTF-8: an ASCII name's bytes are its ASCII bytes)
         name_sizes = list(map(len, encoded))
@@ -150,11 +155,16 @@ class StoredZip:
                                            repeat(_DOSTIME), repeat(_DOSDATE), crcs, repeat(0xFFFFFFFF),
                                            repeat(0xFFFFFFFF), name_sizes, repeat(_LOCAL_ZIP64.size)))
         extras = starmap(_LOCAL_ZIP64.pack, zip(repeat(1), repeat(16), sizes, sizes))
-        fixed = list(locals_)
-        extra = list(extras)
-        self.f.writelines(itertools.chain.from_iterable(zip(fixed, encoded, extra, headers, datas)))
-        checks = list(map(crc32c, datas, map(crc32c, headers, map(crc32c, extra, map(crc32c, encoded, map(
-            crc32c, fixed))))))  # (each member's pieces in order: its CRC32C as if joined)
+        pieces = itertools.chain.from_iterable(zip(locals_, encoded, extras, headers, datas))
+        checks: list[int] = []
+        write, first = self.f.write, 0
+        while first < n:  # members joined up to _JOINED bytes at a time, written, and each one's CRC32C taken
+            stop = max(first + 1, bisect_right(offsets, offsets[first] + _JOINED, first + 1, n + 1) - 1)
+            joined = b"".join(itertools.islice(pieces, 5 * (stop - first)))
+            write(joined)
+            at = list(map(sub, offsets[first:stop + 1], repeat(offsets[first])))
+            checks += map(crc32c, map(memoryview(joined).__getitem__, map(slice, at, at[1:])))
+            first = stop
         starts = offsets[:-1]
         self.central += b"".join(itertools.chain.from_iterable(zip(starmap(_CENTRAL.pack, zip(
             repeat(b"PK\x01\x02"), repeat(45), repeat(_SYSTEM), repeat(45), repeat(0), iter(flags), repeat(0),
