@@ -90,6 +90,12 @@ def test_the_columns_text_is_json_dumps_of_their_items(seed, monkeypatch):
     rng = random.Random(seed)
     entries = _entries(rng, rng.choice([0, 1, 2, 5, 40, 300]))
     keys = [rng.choice(_TEXTS) + f"/{i}" for i in range(len(entries))]
+    if rng.random() < 0.5:  # a name-based export's: the output keys the source keys, most full names the keys
+        keys = [e.key for e in entries]
+        if keys and rng.random() < 0.2:
+            keys[-1] = "another/last"
+        for e in entries:
+            e.name = e.key if rng.random() < 0.9 else e.name
     object_path = rng.choice([None, lambda key: key[:3], lambda key: key.split("/")[0]])
     monkeypatch.setattr(provenance, "_TEXTS_KEPT", rng.choice([0, 1, 2, 4096]))
     columns = RecordColumns(object_path, keys, entries)

@@ -93,8 +93,11 @@ class RecordColumns:
         entries = self.entries[first:stop]
         source_keys = list(map(_KEY, entries))
         paths = [""] * len(entries) if self.object_path is None else list(map(self.object_path, source_keys))
-        return [self.keys[first:stop], source_keys, paths, list(map(str, map(_NAME, entries))),
-                list(map(str, map(_ROLE, entries))), list(map(_DTYPE, entries)), list(map(tuple, map(_SHAPE, entries)))]
+        many = getattr(type(entries[0]), "labels_of", None) if entries else None  # (a bundle's: all at once)
+        labels = many(entries) if many is not None else None
+        names, roles = labels if labels is not None else (map(_NAME, entries), map(_ROLE, entries))
+        return [self.keys[first:stop], source_keys, paths, list(map(str, names)), list(map(str, roles)),
+                list(map(_DTYPE, entries)), list(map(tuple, map(_SHAPE, entries)))]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for first in range(0, len(self.keys), _ITEMS_AT_ONCE):
@@ -125,8 +128,13 @@ class RecordColumns:
                         if len(made) < _TEXTS_KEPT:
                             made[value] = text
                 runs[at] = list(map(found.__getitem__, runs[at]))
-            for at in _EACH:
-                runs[at] = list(map(encode, runs[at]))
+            escaped: list[tuple[list[str], list[str]]] = []
+            for at in _EACH:  # (a name-based bundle's keys, source keys and full names are one column: escaped once)
+                texts = next((text for raw, text in escaped if raw == runs[at]), None)
+                if texts is None:
+                    texts = list(map(encode, runs[at]))
+                    escaped.append((runs[at], texts))
+                runs[at] = texts
             text = "".join(itertools.chain.from_iterable(zip(*itertools.chain.from_iterable(
                 zip(runs, map(itertools.repeat, _BETWEEN))))))  # (each value, then what follows it, joined in C)
             yield '{"key": ' + text[:-len(_BETWEEN[-1])] + "}"

@@ -19,12 +19,12 @@ from formats.core.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
     import numpy as np
 
-__all__ = ["TensorValue", "Source", "CHUNK", "describe", "fixed_chunks", "elements", "element_bytes", "array_chunks",
+__all__ = ["TensorValue", "Source", "CHUNK", "describe", "describe_all", "fixed_chunks", "elements", "element_bytes", "array_chunks",
            "apply_index"]
 
 CHUNK = CHUNK_BYTES
@@ -61,6 +61,29 @@ def describe(source: Source) -> tuple[dtypes.DType, tuple[int, ...]]:
         return raw, ()
     arr, dt = _as_array(source)
     return dt, tuple(arr.shape)
+
+
+def describe_all(sources: Sequence[Source]) -> list[tuple[dtypes.DType, tuple[int, ...]]]:
+    """:func:`describe` of each of ``sources``, one tuple shared by those described alike. Where they are all
+    checkpoint entries ckpt can read, each distinct dtype and shape is described once (100,000 tensors of a few kinds:
+    a few calls, the pairs found by C functions over them); else, or where one of those raises, a source at a time
+    (so that the first source that cannot be written is the one named)."""
+    from _operator import attrgetter
+    from itertools import repeat
+
+    values = list(sources)  # (one pass of the caller's sequence, which may make each as it is asked for)
+    if values and all(map(isinstance, values, repeat(TensorEntry))) and \
+            not any(map(attrgetter("unreadable"), values)):
+        pairs = list(zip(map(attrgetter("dtype"), values), map(tuple, map(attrgetter("shape"), values))))
+        first = dict(zip(reversed(pairs), reversed(values)))  # (each pair's first source: the last one set)
+        try:  # (an entry's description is its dtype's and its shape's)
+            described = {pair: (_entry_dtype(source), pair[1]) for pair, source in first.items()}
+        except UnsupportedError:
+            pass
+        else:
+            return list(map(described.__getitem__, pairs))
+    alike: dict[Any, Any] = {}
+    return [alike.setdefault(d, d) for d in map(describe, values)]
 
 
 def _raw_scalar(source: Source) -> dtypes.DType | None:

@@ -78,8 +78,10 @@ class NpzFormat:
     def key_problems(self, keys: Sequence[str]) -> dict[str, str]:
         """The ``keys`` that cannot name an npz member, each with why (in the order given)."""
         from formats.core.errors import InvalidOutputError
-        from formats.io.npy_output import member_name
+        from formats.io.npy_output import member_name, member_names_fine
 
+        if member_names_fine(keys):
+            return {}
         problems = {}
         for key in keys:
             try:

@@ -24,16 +24,15 @@ from collections.abc import Callable, Iterator, Sequence
 from _operator import add, attrgetter, itemgetter  # operator's C half, without operator.py (start-up)
 from itertools import accumulate, compress, islice, repeat
 
-from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.shapes import MAX_RANK
 from formats.core.provenance import PROVENANCE_MEMBER, as_written, record_pieces
-from formats.core.sources import CHUNK, Source, describe
+from formats.core.sources import CHUNK, Source, describe_all
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch, RoundTripReport
-from formats.io.npy_output import (Written, bits_note, fixed_member, member_name, npy_header, small_member,
-                                   stores_bits, tally_member, write_member)
+from formats.io.npy_output import (Written, bits_note, check_member_names, fixed_member, member_name, npy_header,
+                                   small_member, stores_bits, tally_member, write_member)
 from formats.io.spans import SMALL_BYTES, SPAN_BYTES, read_checked, small_ranges
 from formats.io.writing import RowPairs, Stored, StoredRows, WriteReport, guard_output, sources_of
 from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
@@ -77,21 +76,15 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     provenance record when given), guarded, atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
-    keys: set[str] = set()
-    for key, _ in items:  # every key a member's name (checked; each name made again as it is written, not held)
-        member_name(key, out)
-        keys.add(key)
-    if len(keys) != len(items):  # (a member's name is its key's, and ".npy")
-        raise InvalidOutputError(out, "two tensors would be stored under the same member name")
-    del keys
+    check_member_names([key for key, _ in items], out)  # (each name made again as it is written, not held)
     sources = sources_of(items)
     guard_output(out, inputs=inputs, sources=sources, force=force)
     report = WriteReport(out, FormatName.NPZ.value, [out])
     written: list[Written] = []  # (shared: one a kind of member)
-    alike: dict[Any, Any] = {}
-    described = [alike.setdefault(d, d) for d in map(describe, sources)]  # one tuple a dtype and shape
-    sizes_of = {id(kind): _small_size(*kind) for kind in alike.values()}  # (by kind: they may go in runs if not 0)
-    kinds = {id(kind): _Kind(kind) for kind in alike.values() if sizes_of[id(kind)]}
+    described = describe_all(sources)  # one tuple a dtype and shape
+    alike = dict(zip(map(id, described), described))
+    sizes_of = {at: _small_size(*kind) for at, kind in alike.items()}  # (by kind: they may go in runs if not 0)
+    kinds = {at: _Kind(kind) for at, kind in alike.items() if sizes_of[at]}
     del alike
     planned = sum(math.prod(shape) * dt.itemsize for dt, shape in described if dt.fixed_width)
     with atomic_output(out, planned, replace=force, sources=sources) as temp:

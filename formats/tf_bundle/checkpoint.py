@@ -31,7 +31,7 @@ __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
 _DTYPE_NAMES: dict[int, str] = {}
 """DataType number -> name, looked up once per tensor of an index (a million, for some); filled as numbers are met
 (all 256 named at import cost a small checkpoint's command 0.9 million instructions)."""
-_READER, _ROW = attrgetter("_reader"), attrgetter("row")
+_READER, _ROW, _LABELS, _KEY, _ROLE = map(attrgetter, ("_reader", "row", "_labels", "key", "role"))
 _ANY_SIZE = 1 << 62
 """A size no stored tensor reaches (:meth:`BundleReader.rows_ranges` of any of them)."""
 
@@ -123,6 +123,8 @@ class BundleTensor(TensorEntry):
     @property
     def unreadable(self) -> str | None:  # type: ignore[override]
         """Why TensorFlow's reader refuses this entry (a reference dtype), and so ckpt too; else None."""
+        if not self.dtype.endswith("_ref"):  # (a known reference dtype's name, and only its, ends so: asked of
+            return None                      # every tensor by every export, more than once)
         return reference_dtype_problem(self._reader.entries.kind_of(self.row)[0])
 
     def problem(self) -> str | None:
@@ -206,6 +208,19 @@ class BundleTensor(TensorEntry):
                 not all(map(is_, map(_READER, tensors), repeat(reader))):
             return None
         return reader, list(map(_ROW, tensors))
+
+    @staticmethod
+    def labels_of(tensors: Sequence[Any]) -> tuple[list[str], list[str]] | None:
+        """``(names, roles)``: the :attr:`name` and :attr:`role` of each of ``tensors`` when they are all of this
+        class and of one bundle, asked of its labels for all at once (:meth:`_Labels.names`, :meth:`_Labels.roles`);
+        else None."""
+        if BundleTensor.rows_of_one(tensors) is None:
+            return None
+        labels = tensors[0]._labels
+        if not all(map(is_, map(_LABELS, tensors), repeat(labels))):
+            return None
+        keys = list(map(_KEY, tensors))
+        return labels.names(keys), labels.roles(keys)
 
     def read_slice(self, index: tuple[Any, ...] | None) -> np.ndarray:
         """The CRC is checked chunk by chunk, then only ``value[index]`` is copied out of the mmap."""
@@ -362,6 +377,18 @@ class _Labels:
                 raise KeyError(key)
             return self._variable
         return found
+
+    def names(self, keys: list[str]) -> list[str]:
+        """The ``name`` of each of ``keys`` (:meth:`BundleTensor.name`'s): a name-based bundle's are its keys."""
+        return keys if not self.object_based else list(map(self.name, keys))
+
+    def roles(self, keys: list[str]) -> list[str]:
+        """The ``role`` of each of ``keys`` (:meth:`facts`' of each): a name-based bundle's looked up by a C function
+        (its plain variables' shared label the default)."""
+        labels = self._made()
+        if type(labels) is dict and self._variable is not None:
+            return list(map(_ROLE, map(labels.get, keys, repeat(self._variable))))
+        return list(map(_ROLE, map(self.facts, keys)))
 
     def special_keys(self) -> list[str]:
         """The keys whose labels are held one by one (see :meth:`facts`): every other is a plain variable's."""

@@ -103,6 +103,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     # a readable fixed-width tensor's answers, asked once a dtype and shape (see formats.core.format): 100k tensors
     # of a few kinds asked the format a few times, not 100k
     asked: dict[tuple[str, tuple[int, ...]], tuple[str | None, str]] = {}
+    add_row, record_key, record_entry = plan.add_row, records.keys.append, records.entries.append
     for key, entry in source.items():  # (every entry in order: none looked up by its key)
         if key == OBJECT_GRAPH_KEY:
             plan.add("unused", key, "the object graph is not a tensor; left out", WARNING)
@@ -120,8 +121,9 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
             continue
         out = options.rules.apply(key) if options.rules else key
         notes = note if out == key else f"renamed from {key}; {note}" if note else f"renamed from {key}"
-        plan.add_row(key, out, entry, entry.shape, entry.dtype, notes)
-        records.add(out, entry)
+        add_row(key, out, entry, entry.shape, entry.dtype, notes, readable=kind is not None)
+        record_key(out)  # (records.add's two steps)
+        record_entry(entry)
     key_problems = getattr(fmt, "key_problems", None)
     if key_problems is not None:
         for key, problem in key_problems([row.key for row in plan.rows]).items():
