@@ -143,6 +143,12 @@ def test_a_bundles_names_and_roles_asked_at_once_are_each_tensors(source):
         other = list(again.values())[:1]
         assert BundleTensor.labels_of(tensors[:2] + other) is None  # (two bundles' labels: asked a tensor at a time)
         assert BundleTensor.labels_of([]) is None
+        kinds = BundleTensor.kinds_of(tensors)
+        assert len(kinds) == len(tensors) and BundleTensor.kinds_of(tensors[:2] + other) is None
+        alike: dict[int, tuple] = {}
+        for kind, t in zip(kinds, tensors):  # (one kind: one dtype, shape, data file and size)
+            assert alike.setdefault(kind, (t.dtype, t.shape, t.files, t.nbytes)) == (t.dtype, t.shape, t.files,
+                                                                                       t.nbytes)
 
 
 def test_a_plan_counts_its_transformed_rows():

@@ -65,24 +65,29 @@ def describe(source: Source) -> tuple[dtypes.DType, tuple[int, ...]]:
 
 def describe_all(sources: Sequence[Source]) -> list[tuple[dtypes.DType, tuple[int, ...]]]:
     """:func:`describe` of each of ``sources``, one tuple shared by those described alike. Where they are all
-    checkpoint entries ckpt can read, each distinct dtype and shape is described once (100,000 tensors of a few kinds:
-    a few calls, the pairs found by C functions over them); else, or where one of those raises, a source at a time
-    (so that the first source that cannot be written is the one named)."""
+    checkpoint entries ckpt can read, or all entries of a class whose ``kinds_of`` finds their kinds (a bundle's, from
+    its index's columns: a kind decides whether it can be read), each distinct kind is described once (100,000
+    tensors of a few kinds: a few calls, the kinds found by C functions over them); else, or where one of those
+    raises, a source at a time (so that the first source that cannot be written is the one named)."""
     from _operator import attrgetter
     from itertools import repeat
 
     values = list(sources)  # (one pass of the caller's sequence, which may make each as it is asked for)
-    if values and all(map(isinstance, values, repeat(TensorEntry))) and \
-            not any(map(attrgetter("unreadable"), values)):
-        pairs = list(zip(map(attrgetter("dtype"), values), map(tuple, map(attrgetter("shape"), values))))
-        first = dict(zip(reversed(pairs), reversed(values)))  # (each pair's first source: the last one set)
-        try:  # (an entry's description is its dtype's and its shape's)
-            described = {pair: (_entry_dtype(source), pair[1]) for pair, source in first.items()}
+    kinds_of = getattr(type(values[0]), "kinds_of", None) if values else None
+    kinds: list[Any] | None = kinds_of(values) if kinds_of is not None else None  # (a bundle's: from its columns)
+    if kinds is None and values and all(map(isinstance, values, repeat(TensorEntry))) and \
+            not any(map(attrgetter("unreadable"), values)):  # (an entry's description is its dtype's and shape's)
+        kinds = list(zip(map(attrgetter("dtype"), values), map(tuple, map(attrgetter("shape"), values))))
+    if kinds is not None:
+        first = dict(zip(reversed(kinds), reversed(values)))  # (each kind's first source: the last one set)
+        alike: dict[Any, Any] = {}  # (kinds of other shards are described alike)
+        try:
+            described = {kind: alike.setdefault(d, d) for kind, d in zip(first, map(describe, first.values()))}
         except UnsupportedError:
             pass
         else:
-            return list(map(described.__getitem__, pairs))
-    alike: dict[Any, Any] = {}
+            return list(map(described.__getitem__, kinds))
+    alike = {}
     return [alike.setdefault(d, d) for d in map(describe, values)]
 
 

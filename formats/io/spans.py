@@ -12,6 +12,8 @@ wrong in the usual words. Memory is bounded by the bytes the caller asks for at 
 from __future__ import annotations
 
 import os
+from _operator import is_  # operator's C half, without operator.py (start-up)
+from itertools import repeat
 
 from formats.io.crc import crc32c
 
@@ -46,6 +48,10 @@ def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
 def small_ranges(entries: Sequence[TensorEntry], most: int = SMALL_BYTES) -> list[Range | None]:
     """:func:`small_range` of each of ``entries``. Entries of a class that finds many at once (a ``small_ranges``
     static method: a bundle's tensors, from its index's columns) are asked together, a class at a time."""
+    kind = type(entries[0]) if entries else None
+    if kind is not None and all(map(is_, map(type, entries), repeat(kind))):  # (the usual case: found in C)
+        many = getattr(kind, "small_ranges", None)
+        return many(entries, most) if many is not None else [small_range(e, most) for e in entries]
     classes: dict[type, list[int]] = {}
     for i, entry in enumerate(entries):
         found = classes.get(type(entry))

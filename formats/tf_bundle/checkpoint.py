@@ -210,6 +210,13 @@ class BundleTensor(TensorEntry):
         return reader, list(map(_ROW, tensors))
 
     @staticmethod
+    def kinds_of(tensors: Sequence[Any]) -> list[int] | None:
+        """The kind (in its index's columns: dtype, shape, shard and size) of each of ``tensors`` when they are all of
+        this class and of one bundle (tensors of one kind are alike but for their key and bytes), else None."""
+        one = BundleTensor.rows_of_one(tensors)
+        return None if one is None else list(map(one[0].entries.kind.__getitem__, one[1]))
+
+    @staticmethod
     def labels_of(tensors: Sequence[Any]) -> tuple[list[str], list[str]] | None:
         """``(names, roles)``: the :attr:`name` and :attr:`role` of each of ``tensors`` when they are all of this
         class and of one bundle, asked of its labels for all at once (:meth:`_Labels.names`, :meth:`_Labels.roles`);
