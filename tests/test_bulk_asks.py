@@ -163,3 +163,78 @@ def test_a_plan_counts_its_transformed_rows():
 def test_key_problems_of_an_empty_plan_and_of_fine_keys():
     assert NPZ.key_problems([]) == {}
     assert NPZ.key_problems(["a", "b/c"]) == {}
+
+
+def _plan(source: str, to: str, at_once: bool, monkeypatch) -> tuple:
+    from formats.ops.convert.cross import export
+    from formats.ops.convert.plan import ConvertOptions
+
+    taken: list[bool] = []
+    real = export._rows_at_once
+
+    def spy(*args):
+        taken.append(at_once and real(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(export, "_rows_at_once", spy)
+    with formats.open_checkpoint(source) as ckpt:
+        plan = export.plan_export(ckpt, ConvertOptions(), to)
+        records = plan.write_options["provenance"]["tensors"]
+        try:
+            items = list(records) if to == "npz" else None
+        except formats.CheckpointError as exc:  # (a graph that is not one: refused when the record is made)
+            items = [exc.message]
+        made = ([row.to_json() for row in plan.rows], [row.value is ckpt[row.source] for row in plan.rows],
+                [p.to_json() for p in plan.problems], items)
+    monkeypatch.undo()
+    return made, taken
+
+
+def _made(kind: str, tmp_path) -> str:
+    """A bundle of ``kind``: fixed-width tensors alone (among them a bfloat16, stored as its bits, and a complex64,
+    which safetensors cannot store), strings (one that an npz cannot hold faithfully), reference dtypes, or an object
+    graph stored as a float."""
+    import ml_dtypes
+
+    prefix = str(tmp_path / "ckpt-1")
+    if kind == "fixed-width":
+        formats.write_checkpoint(prefix, {f"m/{i}": np.full((i % 3,), i, ["float32", "int64"][i % 2]) for i in range(50)}
+                                 | {"global_step": np.int64(3), "m/c": np.ones(2, np.complex64),
+                                    "m/h": TensorValue(np.ones(2, ml_dtypes.bfloat16), "bfloat16")})
+    elif kind == "strings":
+        formats.write_checkpoint(prefix, {"a": TensorValue([b"x\x00"], "string"), "b": TensorValue([b"y"], "string"),
+                                          "c": np.float32(1)})
+    elif kind == "reference":
+        return str(_reference_bundle(tmp_path))
+    else:
+        f32 = np.arange(2, dtype="<f4").tobytes()
+        return str(bundle(tmp_path, "g", [(b"_CHECKPOINTABLE_OBJECT_GRAPH", entry(1, [2], 0, 8, data=f32)),
+                                          (b"w", entry(1, [2], 0, 8, data=f32))], f32))
+    return prefix
+
+
+@pytest.mark.parametrize("to", ["npz", "safetensors"])
+@pytest.mark.parametrize("source", BUNDLES + ["fixed-width", "strings", "reference", "graph-as-float"],
+                         ids=lambda p: p.split("corpus/")[-1])
+def test_an_export_planned_at_once_is_the_one_planned_a_tensor_at_a_time(source, to, monkeypatch, tmp_path):
+    if "/" not in source:  # (made here: planned at once only where every tensor is fixed-width and readable)
+        source = _made(source, tmp_path)
+    at_once, taken = _plan(source, to, True, monkeypatch)
+    one_by_one, _ = _plan(source, to, False, monkeypatch)
+    assert at_once == one_by_one
+    from formats.core.registry import writer_of
+    from formats.ops.convert.cross.export import _storable
+
+    with formats.open_checkpoint(source) as ckpt:
+        fit = all(by_fixed(e.dtype) and e.unreadable is None and _storable(writer_of(to), e) is None
+                  for e in ckpt.values())
+        assert taken == [fit and "_CHECKPOINTABLE_OBJECT_GRAPH" not in ckpt]
+    if "fixed" in str(tmp_path) and to == "npz":
+        assert taken == [True]
+
+
+def by_fixed(dtype: str) -> bool:
+    try:
+        return dtypes.by_name(dtype).fixed_width
+    except ValueError:
+        return False

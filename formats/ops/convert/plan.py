@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from formats.core.sources import Source  # a row's value (annotations only: sources imports numpy's helpers)
 
 __all__ = ["ConvertOptions", "PlanRow", "Problem", "ConversionPlan", "ConversionResult", "execute_plan",
-           "write_plan", "ERROR", "WARNING", "UNREADABLE_HINT"]
+           "write_plan", "planned_shape", "ERROR", "WARNING", "UNREADABLE_HINT"]
 
 ERROR = "error"
 RESERVED_KEY = OBJECT_GRAPH_KEY
@@ -161,7 +161,7 @@ class ConversionPlan:
         is an error naming it (the output would lack it), which :meth:`leave_out_unreadable` turns into a warning
         saying it is left out (``--skip-unreadable``). ``readable``: the caller found ``value.unreadable`` None
         already (not asked again)."""
-        row = PlanRow(source, key, _shape(shape), str(dtype), note, value, transform)
+        row = PlanRow(source, key, planned_shape(shape), str(dtype), note, value, transform)
         why = None if readable else getattr(value, "unreadable", None)
         if why:
             self.leave_out(source or key, why)
@@ -246,7 +246,7 @@ def _absent(keys: list[str], key: str) -> bool:
     return at == len(keys) or keys[at] != key
 
 
-def _shape(shape: Iterable[int]) -> tuple[int, ...]:
+def planned_shape(shape: Iterable[int]) -> tuple[int, ...]:
     """``shape`` as a tuple of ints, one tuple per distinct shape (the rows of a plan share a few)."""
     found = _SHAPES.get(shape) if type(shape) is tuple else None
     if found is None:

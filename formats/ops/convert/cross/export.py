@@ -26,6 +26,7 @@ with their sources, and reported as a :class:`~formats.io.writing.WriteReport`.
 """
 from __future__ import annotations
 
+from _operator import itemgetter  # operator's C half, without operator.py (start-up)
 from _functools import partial  # type: ignore[import-not-found]  # functools' C class, without functools (which imports collections)
 
 from formats.core.dtypes import by_name
@@ -83,6 +84,39 @@ _KINDS = 4096
 """Dtype and shape pairs whose answers :func:`plan_export` keeps (more: asked each time)."""
 
 
+def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: RecordColumns) -> bool:
+    """Plan every tensor of ``source`` as :func:`plan_export`'s loop plans each when no rule renames them, all at
+    once, where they are all entries of a class whose ``kinds_of`` finds their kinds (a bundle's, from its index's
+    columns) and every kind is fixed-width, readable and storable (nothing then to leave out): each kind asked once,
+    the rows made by a C function over the columns. False (nothing planned) otherwise: the loop plans them."""
+    from _operator import attrgetter
+
+    from formats.ops.convert.plan import PlanRow, planned_shape
+
+    entries = list(source.values())
+    kinds_of = getattr(type(entries[0]), "kinds_of", None) if entries else None
+    kinds = kinds_of(entries) if kinds_of is not None else None
+    if kinds is None:
+        return False
+    keys = list(map(attrgetter("key"), entries))  # (a bundle's keys are its tensors')
+    if OBJECT_GRAPH_KEY in keys:
+        return False
+    note_for = getattr(fmt, "storage_note", None)
+    planned = {}
+    for kind, entry in dict(zip(reversed(kinds), reversed(entries))).items():
+        if type(entry.shape) is not tuple or not _fixed_width(entry.dtype) or _storable(fmt, entry) is not None:
+            return False
+        planned[kind] = (planned_shape(entry.shape), str(entry.dtype), note_for(entry) if note_for is not None else "")
+    rows = list(map(planned.__getitem__, kinds))
+    plan.rows += map(PlanRow, keys, keys, map(_FIRST, rows), map(_SECOND, rows), map(_THIRD, rows), entries)
+    records.keys += keys
+    records.entries += entries
+    return True
+
+
+_FIRST, _SECOND, _THIRD = (itemgetter(i) for i in range(3))
+
+
 def _fixed_width(dtype: str) -> bool:
     try:
         return by_name(dtype).fixed_width
@@ -104,7 +138,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     # of a few kinds asked the format a few times, not 100k
     asked: dict[tuple[str, tuple[int, ...]], tuple[str | None, str]] = {}
     add_row, record_key, record_entry = plan.add_row, records.keys.append, records.entries.append
-    for key, entry in source.items():  # (every entry in order: none looked up by its key)
+    for key, entry in () if not options.rules and _rows_at_once(plan, source, fmt, records) else source.items():  # (every entry in order: none looked up by its key)
         if key == OBJECT_GRAPH_KEY:
             plan.add("unused", key, "the object graph is not a tensor; left out", WARNING)
             continue
