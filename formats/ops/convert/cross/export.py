@@ -87,8 +87,9 @@ _KINDS = 4096
 def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: RecordColumns) -> bool:
     """Plan every tensor of ``source`` as :func:`plan_export`'s loop plans each when no rule renames them, all at
     once, where they are all entries of a class whose ``kinds_of`` finds their kinds (a bundle's, from its index's
-    columns) and every kind is fixed-width, readable and storable (nothing then to leave out): each kind asked once,
-    the rows made by a C function over the columns. False (nothing planned) otherwise: the loop plans them."""
+    columns) and every kind is fixed-width, readable and storable (nothing then to leave out but the object graph,
+    with its warning): each kind asked once, the rows made by a C function over the columns. False (nothing planned)
+    otherwise: the loop plans them."""
     from _operator import attrgetter
 
     from formats.ops.convert.plan import PlanRow, planned_shape
@@ -99,8 +100,9 @@ def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: R
     if kinds is None:
         return False
     keys = list(map(attrgetter("key"), entries))  # (a bundle's keys are its tensors')
-    if OBJECT_GRAPH_KEY in keys:
-        return False
+    graph = keys.index(OBJECT_GRAPH_KEY) if OBJECT_GRAPH_KEY in keys else -1
+    if graph >= 0:  # (left out, as the loop leaves it out: the one warning the plan then has)
+        del keys[graph], entries[graph], kinds[graph]
     note_for = getattr(fmt, "storage_note", None)
     planned = {}
     for kind, entry in dict(zip(reversed(kinds), reversed(entries))).items():
@@ -111,10 +113,13 @@ def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: R
     plan.rows += map(PlanRow, keys, keys, map(_FIRST, rows), map(_SECOND, rows), map(_THIRD, rows), entries)
     records.keys += keys
     records.entries += entries
+    if graph >= 0:
+        plan.add("unused", OBJECT_GRAPH_KEY, _GRAPH_LEFT_OUT, WARNING)
     return True
 
 
 _FIRST, _SECOND, _THIRD = (itemgetter(i) for i in range(3))
+_GRAPH_LEFT_OUT = "the object graph is not a tensor; left out"
 
 
 def _fixed_width(dtype: str) -> bool:
@@ -140,7 +145,7 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     add_row, record_key, record_entry = plan.add_row, records.keys.append, records.entries.append
     for key, entry in () if not options.rules and _rows_at_once(plan, source, fmt, records) else source.items():  # (every entry in order: none looked up by its key)
         if key == OBJECT_GRAPH_KEY:
-            plan.add("unused", key, "the object graph is not a tensor; left out", WARNING)
+            plan.add("unused", key, _GRAPH_LEFT_OUT, WARNING)
             continue
         kind = (entry.dtype, entry.shape) if type(entry.shape) is tuple and entry.unreadable is None else None
         found = None if kind is None else asked.get(kind)
