@@ -302,3 +302,30 @@ def test_a_runs_members_are_joined_within_the_budget_each_crc_its_own(tmp_path: 
     with zipfile.ZipFile(io.BytesIO(f.getvalue())) as zf:
         assert zf.testzip() is None
         assert [zf.read(n) for n in names] == [h + bytes(d) for h, d in zip(headers, datas)]
+
+
+@pytest.mark.parametrize("blocks", ["one-kind", "mixed"])
+def test_a_block_read_back_names_each_member_whose_header_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 blocks: str) -> None:
+    """A block of members read back is asked its questions once a distinct header, member, shape and size - once
+    in all where the block is of one kind - and each member whose header says another shape is named, in order,
+    none other: here the float32 tensors' headers are written saying shape (2, 2) (their bytes as written, so only
+    the header's question can see it), among them, when mixed, int8 tensors and float64 ones with 20 dimensions
+    (a longer header)."""
+    values = {f"a{i:04d}": np.full((4,), i, np.float32) for i in range(300)}
+    if blocks == "mixed":
+        values |= {f"a{i:04d}x": np.arange(3, dtype=np.int8) for i in range(0, 300, 7)}
+        values |= {f"a{i:04d}y": np.zeros((1,) * 20) for i in range(0, 300, 11)}
+    prefix = str(tmp_path / "ckpt-1")
+    formats.write_checkpoint(prefix, values)
+    with formats.open_checkpoint(prefix) as ckpt:
+        assert write_npz(tmp_path / "ok.npz", list(ckpt.items())).roundtrip.tensors == len(values)
+        real = npz_writer.small_member
+        monkeypatch.setattr(npz_writer, "small_member",
+                            lambda dtype, shape: real(dtype, (2, 2) if dtype == "float32" else shape))
+        with pytest.raises(formats.VerificationError) as caught:
+            write_npz(tmp_path / "bad.npz", list(ckpt.items()))
+    wrong = sorted(k for k, v in values.items() if v.dtype == np.float32)
+    assert [(m.key, m.kind, m.message) for m in caught.value.report.mismatches] == [
+        (k, "shape", "stored with shape [2, 2], expected [4]") for k in wrong]
+    assert caught.value.report.tensors == len(values)

@@ -338,36 +338,39 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
         once, with no Python step a member; a run :func:`visit` alone can answer for (a header not of version 1.0
         or that does not parse, a pickled member) goes a member at a time."""
         tensors = views[:count - first]
-        members = written[first:first + len(tensors)]
-        heads = list(map(bytes, map(_HEAD, tensors)))
-        lengths = {head: _v1_length(head) for head in set(heads)}
-        parsed: dict[tuple[bytes, bytes], Any] = {}
-        if None not in lengths.values() and not any(map(_DIGEST, members)):
-            texts = list(map(bytes, map(memoryview.__getitem__, tensors, map(
-                slice, repeat(_V1), map(add, map(lengths.__getitem__, heads), repeat(_V1))))))
-            for head, text in set(zip(heads, texts)):
-                try:
-                    parsed[head, text] = npy_header_of(head + text)
-                except NpyError:
-                    parsed.clear()
-                    break
-        if not parsed:
+        n = len(tensors)
+        members = written[first:first + n]
+        headers = None if any(map(_DIGEST, members)) else _headers(tensors)
+        parsed: dict[bytes, Any] = {}
+        for header in set(headers or ()):
+            try:
+                parsed[header] = npy_header_of(header)
+            except NpyError:
+                parsed.clear()
+                break
+        if not parsed or headers is None:
             for i, view in enumerate(views, first):
                 visit(i, view, True)
             return
+        shapes_here, sizes = shapes[first:first + n], archive.sizes[first:first + n]
+        if headers.count(headers[0]) == n and members.count(members[0]) == n and \
+                shapes_here.count(shapes_here[0]) == n and sizes.count(sizes[0]) == n:  # (a block of one kind)
+            problems = header_problems(parsed[headers[0]], members[0], shapes_here[0], sizes[0])
+            for key, _ in items[first:first + n] if problems else ():
+                found.mismatches += [Mismatch(key, kind, problem) for kind, problem in problems]
+            _counted(found, n, members, views, count, visit)
+            return
         by_id = {id(value): value for value in parsed.values()}
         by_id.update(zip(map(id, members), members))
-        asked = list(zip(map(id, map(parsed.__getitem__, zip(heads, texts))), map(id, members),
-                         shapes[first:first + len(tensors)], archive.sizes[first:first + len(tensors)]))
-        answers = {question: header_problems(by_id[question[0]], by_id[question[1]], question[2], question[3])
+        by_id.update(zip(map(id, shapes_here), shapes_here))
+        asked = list(zip(map(id, map(parsed.__getitem__, headers)), map(id, members), map(id, shapes_here),
+                         sizes))  # (by the objects' ids: no tuple hashed a member)
+        answers = {question: header_problems(by_id[question[0]], by_id[question[1]], by_id[question[2]], question[3])
                    for question in set(asked)}
         if any(answers.values()):
             for i, question in enumerate(asked, first):
                 found.mismatches += [Mismatch(items[i][0], kind, problem) for kind, problem in answers[question]]
-        found.tensors += len(tensors)
-        found.bytes += sum(map(_NBYTES, members))
-        if len(views) > len(tensors):  # (the record)
-            visit(count, views[len(tensors)], True)
+        _counted(found, n, members, views, count, visit)
 
     for i, problem in archive.problems(temp, visit, visit_many=visit_many):
         found.mismatches.append(Mismatch(key_of(i), "value", problem))
@@ -377,6 +380,35 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
 _V1 = 10
 """Bytes of a version 1.0 ``.npy`` header before its text: the magic, the version, the text's length."""
 _HEAD, _DIGEST = itemgetter(slice(0, _V1)), attrgetter("digest")
+
+
+def _counted(found: RoundTripReport, n: int, members: list[Written], views: list[memoryview], count: int,
+             visit: Callable[[int, memoryview, bool], None]) -> None:
+    """Count a block's ``n`` tensors read back in ``found``; the record, where it is the block's last member,
+    visited."""
+    found.tensors += n
+    found.bytes += sum(map(_NBYTES, members))
+    if len(views) > n:
+        visit(count, views[n], True)
+
+
+def _headers(views: list[memoryview]) -> list[bytes] | None:
+    """The version 1.0 ``.npy`` header (magic, version, length and text) at the start of each of ``views``, as
+    their own lengths say; None where one does not start so. The usual block, members of one header length, takes
+    one slice a member: the first member's length tried for all, each distinct header found checked to say it."""
+    if not views:
+        return []
+    length = _v1_length(bytes(views[0][:_V1]))
+    if length is not None:
+        found = list(map(bytes, map(itemgetter(slice(0, _V1 + length)), views)))
+        if all(_v1_length(header[:_V1]) == length for header in set(found)):
+            return found
+    heads = list(map(bytes, map(_HEAD, views)))  # (of several lengths: each one's own)
+    lengths = {head: _v1_length(head) for head in set(heads)}
+    if None in lengths.values():
+        return None
+    return list(map(bytes, map(memoryview.__getitem__, views, map(slice, repeat(0), map(add, map(
+        lengths.__getitem__, heads), repeat(_V1))))))
 
 
 def _v1_length(head: bytes) -> int | None:
