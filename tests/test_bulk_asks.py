@@ -238,3 +238,18 @@ def by_fixed(dtype: str) -> bool:
         return dtypes.by_name(dtype).fixed_width
     except ValueError:
         return False
+
+
+@pytest.mark.parametrize("source", BUNDLES[:6], ids=lambda p: p.split("corpus/")[-1])
+def test_small_ranges_of_entries_of_several_classes_are_each_ones(source, tmp_path):
+    from formats.io.spans import small_range, small_ranges
+
+    prefix = str(tmp_path / "ckpt-1")
+    formats.write_checkpoint(prefix, {f"w{i}": np.full((i % 3 + 1,), i, np.float32) for i in range(5)})
+    with formats.open_checkpoint(source) as ckpt, formats.open_checkpoint(prefix) as other:
+        entries = list(ckpt.values())
+        mixed = entries[:2] + [_Entry("k", (4,), "int32", 16)] + entries[2:] + [_Entry("j", (), "int64", 8)]
+        mixed += list(other.values())  # (two bundles' tensors: one class, asked of each bundle's columns)
+        for most in (4, 1 << 20):
+            assert small_ranges(mixed, most) == [small_range(e, most) for e in mixed]
+        assert None not in small_ranges(list(other.values()), 1 << 20)  # (the oracle finds ranges: not all None)

@@ -50,8 +50,7 @@ def small_ranges(entries: Sequence[TensorEntry], most: int = SMALL_BYTES) -> lis
     static method: a bundle's tensors, from its index's columns) are asked together, a class at a time."""
     kind = type(entries[0]) if entries else None
     if kind is not None and all(map(is_, map(type, entries), repeat(kind))):  # (the usual case: found in C)
-        many = getattr(kind, "small_ranges", None)
-        return many(entries, most) if many is not None else [small_range(e, most) for e in entries]
+        return _of_class(kind, entries, most)
     classes: dict[type, list[int]] = {}
     for i, entry in enumerate(entries):
         found = classes.get(type(entry))
@@ -59,18 +58,17 @@ def small_ranges(entries: Sequence[TensorEntry], most: int = SMALL_BYTES) -> lis
             classes[type(entry)] = [i]
         else:
             found.append(i)
-    if len(classes) == 1:
-        ((cls, _),) = classes.items()
-        many = getattr(cls, "small_ranges", None)
-        return many(entries, most) if many is not None else [small_range(e, most) for e in entries]
     out: list[Range | None] = [None] * len(entries)
     for cls, positions in classes.items():
-        these = [entries[i] for i in positions]
-        many = getattr(cls, "small_ranges", None)
-        for i, where in zip(positions, many(these, most) if many is not None else [small_range(e, most)
-                                                                                  for e in these]):
+        for i, where in zip(positions, _of_class(cls, [entries[i] for i in positions], most)):
             out[i] = where
     return out
+
+
+def _of_class(cls: type, entries: Sequence[TensorEntry], most: int) -> list[Range | None]:
+    """:func:`small_range` of each of ``entries``, all of class ``cls``: by its ``small_ranges`` where it has one."""
+    many = getattr(cls, "small_ranges", None)
+    return many(entries, most) if many is not None else [small_range(e, most) for e in entries]
 
 
 def small_pieces(entries: Sequence[TensorEntry], want: Callable[[TensorEntry], bool] | None = None,
