@@ -143,7 +143,8 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     # of a few kinds asked the format a few times, not 100k
     asked: dict[tuple[str, tuple[int, ...]], tuple[str | None, str]] = {}
     add_row, record_key, record_entry = plan.add_row, records.keys.append, records.entries.append
-    for key, entry in () if not options.rules and _rows_at_once(plan, source, fmt, records) else source.items():  # (every entry in order: none looked up by its key)
+    planned = not options.rules and _rows_at_once(plan, source, fmt, records)
+    for key, entry in () if planned else source.items():  # (every entry in order: none looked up by its key)
         if key == OBJECT_GRAPH_KEY:
             plan.add("unused", key, _GRAPH_LEFT_OUT, WARNING)
             continue
