@@ -239,3 +239,18 @@ def test_a_refused_path_is_reported_once_for_the_objects_that_follow_it(run_cli,
         "error: graph: net: 'net' -> '.ATTRIBUTES': .ATTRIBUTES is reserved",
         "error: graph: net/l1: 'net/l1' -> '.ATTRIBUTES/x': .ATTRIBUTES is reserved (and 2 objects under it)"]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_checkpoint_whose_keys_are_not_in_order_is_planned_in_key_order():
+    """A bundle's keys come in order (planned as they come, no list of pairs made); any other checkpoint's are
+    sorted first, as before."""
+    from formats.core.model import Checkpoint, TensorEntry
+    from formats.ops.convert.plan import ConvertOptions
+    from formats.ops.convert.rename import plan_rename
+    from formats.ops.rules import build_rules
+
+    keys = ["b/x", "a/y", "c/z", "a/b"]
+    source = Checkpoint("mem", "tf-name", {k: TensorEntry(k, (2,), "float32", 8) for k in keys})
+    plan = plan_rename(source, ConvertOptions(rules=build_rules(["a=q"])))
+    assert [(row.source, row.key) for row in plan.rows] == [("a/b", "q/b"), ("a/y", "q/y"), ("b/x", "b/x"),
+                                                            ("c/z", "c/z")]

@@ -30,6 +30,8 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, MutableSequence
 
+    from formats.io.sstable.scan import ScannedBlock
+
 __all__ = ["IndexColumns", "KeyBytes", "value_layout"]
 
 _MAX_LEARNED = 1 << 18
@@ -78,9 +80,12 @@ class IndexColumns:
     ``compact``: the columns are arrays (for a large index); else lists."""
 
     def __init__(self, pairs: Iterable[tuple[bytes, bytes]], path: str, num_shards: int,
-                 compact: bool = True, like: Iterator[str] | None = None) -> None:
+                 compact: bool = True, like: Iterator[str] | None = None,
+                 blocks: Iterable[list[tuple[bytes, bytes]] | ScannedBlock] | None = None) -> None:
         """``like``: the texts the keys are expected to have, in order (a writer's read-back): a key that has the
-        next one is held as that very string, not a second copy of it (at a million keys, 70 MB)."""
+        next one is held as that very string, not a second copy of it (at a million keys, 70 MB). ``blocks``,
+        instead of ``pairs``: the entries a block at a time, each its pairs or a
+        :class:`~formats.io.sstable.scan.ScannedBlock` (whose values are walked with arrays; ``compact`` only)."""
         self.path = path
         self.texts: list[str] = []  # each key, decoded (see the module's docstring)
         self.keys = KeyBytes(self.texts)
@@ -103,12 +108,20 @@ class IndexColumns:
         self._num_shards = num_shards
         self._outside: int | None = None  # the first row stored in an undeclared data file
         self._next = 0  # the row find tries first
-        self._decode(pairs, like)
+        self._signatures: dict[bytes, int] = {}  # a usual value's bytes but its offset and CRC32C -> kind
+        if blocks is None:
+            self._decode(pairs, like)
+        else:
+            for block in blocks:
+                if isinstance(block, list):
+                    self._decode(block, like)
+                else:
+                    self._decode_scanned(block, like)
         if self._outside is not None:
             e = self.row(self._outside)
             raise CorruptCheckpointError(path, f"corrupt index: {e.name!r} is in data file {e.shard_id}, "
                                          f"but the header declares {num_shards}")
-        del self._learned, self._kind_ids, self._head_lengths
+        del self._learned, self._kind_ids, self._head_lengths, self._signatures
 
     # -- decoding ----------------------------------------------------------------------------------
     def _decode(self, pairs: Iterable[tuple[bytes, bytes]], like: Iterator[str] | None = None) -> None:
@@ -157,22 +170,26 @@ class IndexColumns:
             if head is not None:
                 hl = len(head)
 
+    def _parsed(self, key: bytes, value: bytes, row: int) -> tuple[RawEntry, int]:
+        """Decode the value of ``key`` (row ``row``) in full, the reader's checks applied: the entry and its kind
+        (its slices, if any, and whether it is outside the declared data files noted)."""
+        e = parse_entry(key, value, self.path)
+        if e.slices:
+            self.slices[row] = list(e.slices)
+        if not e.in_shards(self._num_shards) and self._outside is None:
+            self._outside = row
+        return e, self._kind((e.dtype, e.shape, e.shard_id, e.size))
+
     def _full(self, key: bytes, text: str, value: bytes) -> bytes | None:
         """Decode one value (of ``key``, whose text is ``text``) in full (the reader's checks applied) into the
         columns; when its layout is the usual
         one, learn it: its bytes up to and with its offset field's tag (the head, returned) -> the bytes between
         that field and the crc32c field -> the kind."""
-        e = parse_entry(key, value, self.path)
-        row = len(self.texts)
-        if e.slices:
-            self.slices[row] = list(e.slices)
-        kind = self._kind((e.dtype, e.shape, e.shard_id, e.size))
+        e, kind = self._parsed(key, value, len(self.texts))
         self.texts.append(text)
         self.kind.append(kind)
         self.offset.append(e.offset)
         self.crc.append(e.crc32c)
-        if not e.in_shards(self._num_shards) and self._outside is None:
-            self._outside = row
         if e.slices:
             return None
         layout = value_layout(value)
@@ -198,6 +215,56 @@ class IndexColumns:
             known[rest] = kind
             self._n_learned += 1
         return head
+
+    def _decode_scanned(self, part: ScannedBlock, like: Iterator[str] | None) -> None:
+        """One scanned block's entries into the columns: each value's fields found with arrays
+        (:func:`~formats.tf_bundle.entry_arrays.value_fields`); a usual value whose signature is known read as its
+        offset and CRC32C, every other one (the first of each signature) decoded in full, in order."""
+        import numpy as np
+
+        from formats.tf_bundle.entry_arrays import value_fields
+
+        block, keys, starts = part.block, part.keys, part.starts
+        fields = value_fields(np, np.frombuffer(block, np.uint8), starts, part.stops)
+        try:
+            texts = list(map(bytes.decode, keys))
+        except UnicodeDecodeError:  # kept as surrogateescape keeps them; then bisected as bytes
+            texts = [_text(key) for key in keys]
+            self._text_order = False
+        if like is not None:
+            texts = [same if (same := next(like, None)) == text else text for text in texts]
+        usual = fields.usual
+        cuts = zip(starts.tolist(), fields.cut_starts.tolist(), fields.cut_stops.tolist(),
+                   fields.crc_starts.tolist())
+        signatures: list[bytes | None] = [block[a:b] + block[c:e] for a, b, c, e in cuts]
+        if not usual.all():
+            for i in np.flatnonzero(~usual).tolist():
+                signatures[i] = None
+        known = self._signatures
+        kinds: list[int | None] = list(map(known.get, signatures))  # type: ignore[arg-type]
+        offsets, crcs = fields.offsets, fields.crcs
+        row = len(self.texts)
+        stops = part.stops
+        i = 0
+        while True:  # each value whose signature was not known, in order (the first of each): found in C
+            try:
+                i = kinds.index(None, i)
+            except ValueError:
+                break
+            signature = signatures[i]
+            if signature is not None:
+                kind = known.get(signature)
+                if kind is not None:
+                    kinds[i] = kind
+                    continue
+            e, kind = self._parsed(keys[i], block[int(starts[i]):int(stops[i])], row + i)
+            kinds[i], offsets[i], crcs[i] = kind, e.offset, e.crc32c
+            if signature is not None and len(known) < _MAX_LEARNED:  # (a usual value has no slices)
+                known[signature] = kind
+        self.texts += texts
+        self.kind.fromlist(kinds)  # type: ignore[attr-defined]
+        self.offset.frombytes(offsets.tobytes())  # type: ignore[attr-defined]
+        self.crc.frombytes(crcs.tobytes())  # type: ignore[attr-defined]
 
     def _kind(self, kind: tuple[int, tuple[int, ...], int, int]) -> int:
         found = self._kind_ids.get(kind)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import _thread  # the lock primitive without importing threading (start-up)
 import os
+import sys
+from itertools import chain
 
 from formats.core import dtypes, shapes
 from formats.core.dtypes import name_of as dtype_name
@@ -18,6 +20,7 @@ from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, is_map, open_data_file, open_index
+from formats.io.sstable.scan import SCANNED_INDEX
 from formats.io.sstable.table import Table
 from formats.io.protowire import WireError, read_varint
 from formats.tf_bundle.entry_wire import BundleHeader, RawEntry, parse_entry, parse_header
@@ -27,6 +30,8 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from typing import Any, Literal
+
+    from formats.io.sstable.scan import ScannedBlock
 
     from formats.concepts.slice_key import Extent
 
@@ -47,12 +52,31 @@ def data_file_name(prefix: str, shard: int, num_shards: int) -> str:
     return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
 
 
-def _index_pairs(data: bytes | IndexFile, path: str) -> Iterator[tuple[bytes, bytes]]:
-    """The ``(key, value)`` pairs of an index, a block at a time, checked as :func:`~formats.io.sstable.table.read_table`
-    checks them (only one block's pairs are held at once; values are ``bytes``, sliced from ``data``'s blocks)."""
+def _index_blocks(data: bytes | IndexFile, path: str) -> Iterator[list[tuple[bytes, bytes]] | ScannedBlock]:
+    """The index's entries a block at a time, checked as :func:`~formats.io.sstable.table.read_table` checks them
+    (one block's held at once; values are ``bytes``, sliced from ``data``'s blocks): each block's pairs, or
+    for a large index (at least :data:`~formats.io.sstable.scan.SCANNED_INDEX` bytes, or any once numpy is
+    imported) each large block found with arrays (:meth:`~formats.io.sstable.table.Table.scanned`)."""
     table = Table(data, path, "index")
-    for i in range(len(table.blocks)):
-        yield from table.entries(i)  # type: ignore[misc]
+    if len(data) >= COMPACT_INDEX and (len(data) >= SCANNED_INDEX or "numpy" in sys.modules):
+        import numpy as np
+
+        for i in range(len(table.blocks)):
+            yield table.scanned(i, np)  # type: ignore[misc]
+    else:
+        for i in range(len(table.blocks)):
+            yield table.entries(i)  # type: ignore[misc]
+
+
+def _first_entry(blocks: Iterator[list[tuple[bytes, bytes]] | ScannedBlock]) -> tuple[
+        tuple[bytes, bytes] | None, Iterator[list[tuple[bytes, bytes]] | ScannedBlock]]:
+    """The first entry of ``blocks`` (None when they hold none), and the blocks holding the entries after it."""
+    for block in blocks:
+        if len(block):
+            if isinstance(block, list):
+                return block[0], chain((block[1:],), blocks)
+            return block.pair(0), chain((block.after_first(),), blocks)
+    return None, blocks
 
 
 class BundleReader:
@@ -66,13 +90,12 @@ class BundleReader:
 
         data = open_index(self.index_path)  # (a large local one read a block at a time)
         try:
-            pairs = _index_pairs(data, self.index_path)
-            first = next(pairs, None)
+            first, blocks = _first_entry(_index_blocks(data, self.index_path))
             if first is None or first[0] != b"":
                 raise CorruptCheckpointError(self.index_path, "corrupt index: no bundle header entry")
             self.header = parse_header(first[1], self.index_path)
-            self.entries = IndexColumns(pairs, self.index_path, self.header.num_shards,
-                                        compact=len(data) > COMPACT_INDEX, like=like)
+            self.entries = IndexColumns((), self.index_path, self.header.num_shards,
+                                        compact=len(data) > COMPACT_INDEX, like=like, blocks=blocks)
         finally:
             if isinstance(data, IndexFile):
                 data.close()

@@ -15,6 +15,7 @@ from formats.core.errors import ChecksumError, CorruptCheckpointError
 from formats.core.value_tuples import ValueTuple
 from formats.io.sstable.block import (FOOTER_SIZE, MAGIC_BYTES, TRAILER_SIZE, BlockChecksumError, RangeReader,
                                       TableError, block_handle, parse_block, read_block)
+from formats.io.sstable.scan import MIN_SCANNED, ScannedBlock, scan_block
 
 __all__ = ["Table", "BlockRef", "read_table"]
 
@@ -23,6 +24,7 @@ _first = itemgetter(0)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mmap import mmap
+    from typing import Any
 
 Buffer = bytes | memoryview
 _CACHED_BLOCKS = 4
@@ -85,9 +87,38 @@ class Table:
 
     def entries(self, i: int) -> list[tuple[bytes, Buffer]]:
         """The ``(key, value)`` pairs of data block ``i``, its checksum and key order checked."""
+        return self._pairs(i, self._read(i))
+
+    def scanned(self, i: int, np: Any) -> ScannedBlock | list[tuple[bytes, Buffer]]:
+        """Data block ``i``'s entries as a :class:`~formats.io.sstable.scan.ScannedBlock` when
+        :func:`~formats.io.sstable.scan.scan_block` finds them (a block of at least
+        :data:`~formats.io.sstable.scan.MIN_SCANNED` bytes laid out as TensorFlow lays one out), else as
+        :meth:`entries` gives them; checked as :meth:`entries` checks them."""
+        block = self._read(i)
+        if len(block) >= MIN_SCANNED:
+            found = scan_block(np, bytes(block))
+            if found is not None and self._in_order(i, found.keys):
+                return found
+        return self._pairs(i, block)
+
+    def _read(self, i: int) -> Buffer:
         ref = self.blocks[i]
         try:
-            pairs = parse_block(read_block(self._data, ref.offset, ref.size, "data"))
+            return read_block(self._data, ref.offset, ref.size, "data")
+        except TableError as exc:
+            raise self._error(exc) from None
+
+    def _in_order(self, i: int, keys: list[bytes]) -> bool:
+        """Whether ``keys`` (block ``i``'s, scanned) are strictly increasing, the first above the block before's
+        separator, the last up to its own (as :meth:`entries` checks its pairs' keys)."""
+        lower = self._separators[i - 1] if i else None
+        return bool(keys) and (lower is None or keys[0] > lower) and keys[-1] <= self._separators[i] and \
+            all(map(_lt, keys, islice(keys, 1, None)))
+
+    def _pairs(self, i: int, block: Buffer) -> list[tuple[bytes, Buffer]]:
+        ref = self.blocks[i]
+        try:
+            pairs = parse_block(block)
         except TableError as exc:
             raise self._error(exc) from None
         lower = self._separators[i - 1] if i else None
