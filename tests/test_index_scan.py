@@ -195,15 +195,20 @@ def test_scanned_blocks_give_the_columns_and_refusals_pairs_give(seed, count, tw
                                 value[:-5] + b"\x20" + b"\xff" * 9 + b"\x01" + value[-5:]])
         pairs.append((key, value))
     outcomes = []
-    for scanned in (False, True):
+    listed = scan.LISTED
+    for scanned, at_once in ((False, listed), (True, listed), (True, 7)):  # (7: a block's entries listed in parts)
+        scan.LISTED = at_once
         try:
             outcomes.append(_columns(pairs, 4, scanned))
         except CorruptCheckpointError as exc:
             outcomes.append(exc.message)
+        finally:
+            scan.LISTED = listed
     if isinstance(outcomes[0], str):
-        assert outcomes[1] == outcomes[0]
+        assert outcomes[1] == outcomes[2] == outcomes[0]
     else:
         _same(outcomes[0], outcomes[1])
+        _same(outcomes[0], outcomes[2])
 
 
 def test_the_first_value_of_each_signature_is_decoded_in_full_once(monkeypatch):

@@ -222,6 +222,7 @@ class IndexColumns:
         offset and CRC32C, every other one (the first of each signature) decoded in full, in order."""
         import numpy as np
 
+        from formats.io.sstable.scan import LISTED
         from formats.tf_bundle.entry_arrays import value_fields
 
         block, keys, starts = part.block, part.keys, part.starts
@@ -233,34 +234,38 @@ class IndexColumns:
             self._text_order = False
         if like is not None:
             texts = [same if (same := next(like, None)) == text else text for text in texts]
-        usual = fields.usual
-        cuts = zip(starts.tolist(), fields.cut_starts.tolist(), fields.cut_stops.tolist(),
-                   fields.crc_starts.tolist())
-        signatures: list[bytes | None] = [block[a:b] + block[c:e] for a, b, c, e in cuts]
-        if not usual.all():
-            for i in np.flatnonzero(~usual).tolist():
-                signatures[i] = None
         known = self._signatures
-        kinds: list[int | None] = list(map(known.get, signatures))  # type: ignore[arg-type]
-        offsets, crcs = fields.offsets, fields.crcs
+        offsets, crcs, stops = fields.offsets, fields.crcs, part.stops
         row = len(self.texts)
-        stops = part.stops
-        i = 0
-        while True:  # each value whose signature was not known, in order (the first of each): found in C
-            try:
-                i = kinds.index(None, i)
-            except ValueError:
-                break
-            signature = signatures[i]
-            if signature is not None:
-                kind = known.get(signature)
-                if kind is not None:
-                    kinds[i] = kind
-                    continue
-            e, kind = self._parsed(keys[i], block[int(starts[i]):int(stops[i])], row + i)
-            kinds[i], offsets[i], crcs[i] = kind, e.offset, e.crc32c
-            if signature is not None and len(known) < _MAX_LEARNED:  # (a usual value has no slices)
-                known[signature] = kind
+        kinds: list[int | None] = []
+        for at in range(0, len(keys), LISTED):  # (a thousand signatures at a time)
+            cut = slice(at, at + LISTED)
+            cuts = zip(starts[cut].tolist(), fields.cut_starts[cut].tolist(), fields.cut_stops[cut].tolist(),
+                       fields.crc_starts[cut].tolist())
+            signatures: list[bytes | None] = [block[a:b] + block[c:e] for a, b, c, e in cuts]
+            usual = fields.usual[cut]
+            if not usual.all():
+                for i in np.flatnonzero(~usual).tolist():
+                    signatures[i] = None
+            found: list[int | None] = list(map(known.get, signatures))  # type: ignore[arg-type]
+            i = 0
+            while True:  # each value whose signature was not known, in order (the first of each): found in C
+                try:
+                    i = found.index(None, i)
+                except ValueError:
+                    break
+                signature = signatures[i]
+                if signature is not None:
+                    kind = known.get(signature)
+                    if kind is not None:
+                        found[i] = kind
+                        continue
+                j = at + i
+                e, kind = self._parsed(keys[j], block[int(starts[j]):int(stops[j])], row + j)
+                found[i], offsets[j], crcs[j] = kind, e.offset, e.crc32c
+                if signature is not None and len(known) < _MAX_LEARNED:  # (a usual value has no slices)
+                    known[signature] = kind
+            kinds += found
         self.texts += texts
         self.kind.fromlist(kinds)  # type: ignore[attr-defined]
         self.offset.frombytes(offsets.tobytes())  # type: ignore[attr-defined]

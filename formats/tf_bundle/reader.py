@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import _thread  # the lock primitive without importing threading (start-up)
 import os
-import sys
 from itertools import chain
 
 from formats.core import dtypes, shapes
 from formats.core.dtypes import name_of as dtype_name
+from formats.core.imported import imported_numpy
 
 from formats.io import storage
 from formats.io.crc import crc32c, crc32c_range, unmask
@@ -58,7 +58,7 @@ def _index_blocks(data: bytes | IndexFile, path: str) -> Iterator[list[tuple[byt
     for a large index (at least :data:`~formats.io.sstable.scan.SCANNED_INDEX` bytes, or any once numpy is
     imported) each large block found with arrays (:meth:`~formats.io.sstable.table.Table.scanned`)."""
     table = Table(data, path, "index")
-    if len(data) >= COMPACT_INDEX and (len(data) >= SCANNED_INDEX or "numpy" in sys.modules):
+    if len(data) >= COMPACT_INDEX and (len(data) >= SCANNED_INDEX or imported_numpy() is not None):
         import numpy as np
 
         for i in range(len(table.blocks)):

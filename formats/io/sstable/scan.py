@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ScannedBlock", "scan_block", "varints", "MAX_RUN", "MIN_SCANNED", "SCANNED_INDEX"]
+__all__ = ["ScannedBlock", "scan_block", "varints", "LISTED", "MAX_RUN", "MIN_SCANNED", "SCANNED_INDEX"]
 
 MAX_RUN = 64
 """Entries between two restart points scanned at most (TensorFlow writes 16); a block with longer runs is parsed
@@ -30,6 +30,9 @@ entry by entry (each step of a scan is a few array operations: a run of thousand
 MIN_SCANNED = 1 << 15
 """Blocks smaller than this (bytes) are parsed entry by entry (TensorFlow's are 256 KiB; arrays' fixed cost
 repays itself over a few hundred entries)."""
+
+LISTED = 1024
+"""Entries whose numbers are made Python lists at a time (a block's 8,000 at once held a megabyte of ints)."""
 
 SCANNED_INDEX = 6 << 20
 """An index at least this large (bytes, about 200,000 tensors) has its blocks scanned even when numpy is not
@@ -138,7 +141,10 @@ def scan_block(np: Any, block: bytes) -> ScannedBlock | None:
     keys: list[bytes] = []
     add = keys.append
     key = b""
-    for share, start, stop in zip(shared_all.tolist(), key_starts.tolist(), key_stops.tolist()):
-        key = key[:share] + block[start:stop] if share else block[start:stop]
-        add(key)
+    for at in range(0, total, LISTED):  # (a thousand entries' numbers as Python ints at a time)
+        cut = slice(at, at + LISTED)
+        for share, start, stop in zip(shared_all[cut].tolist(), key_starts[cut].tolist(), key_stops[cut].tolist()):
+            key = key[:share] + block[start:stop] if share else block[start:stop]
+            add(key)
+    del shared_all, key_starts, steps
     return ScannedBlock(block, keys, key_stops, value_stops)
