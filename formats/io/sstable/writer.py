@@ -11,7 +11,10 @@ increasing unsigned bytewise order.
 from __future__ import annotations
 
 import struct
+from _operator import itemgetter
+from itertools import islice
 
+from formats.core.imported import imported_numpy
 from formats.io.crc import crc32c, mask
 from formats.io.sstable.block import FOOTER_SIZE, MAGIC_BYTES, NO_COMPRESSION
 from formats.io.protowire import encode_varint
@@ -26,6 +29,9 @@ __all__ = ["TableWriter", "BLOCK_SIZE", "RESTART_INTERVAL", "shortest_separator"
 BLOCK_SIZE = 256 * 1024
 RESTART_INTERVAL = 16
 _OVERLY_LARGE_RATIO = 2
+_ARRAYS_FROM = 256
+"""Runs of fewer entries than this are added one at a time (arrays' fixed cost)."""
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def shortest_separator(start: bytes, limit: bytes) -> bytes:
@@ -139,9 +145,25 @@ class TableWriter:
 
     def add_all(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
         """:meth:`add` each pair in turn (the same bytes, the same errors), in one loop: an index of a million
-        entries without three calls per entry."""
+        entries without three calls per entry; once numpy is imported, runs of entries laid with arrays
+        (:func:`~formats.io.sstable.write_arrays.lay_run`)."""
         if self.closed:
             raise ValueError("table already finished")
+        np = imported_numpy()
+        if np is None:
+            self._add_each(pairs)
+            return
+        from formats.io.sstable.write_arrays import RUN, lay_run
+
+        pairs = iter(pairs)
+        while True:
+            run = list(islice(pairs, RUN))
+            if len(run) < _ARRAYS_FROM or not lay_run(np, self, list(map(_first, run)), list(map(_second, run))):
+                self._add_each(run)
+            if len(run) < RUN:
+                return
+
+    def _add_each(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
         data = self.data
         interval, block_size = data.interval, self.block_size
         large = _OVERLY_LARGE_RATIO * block_size
@@ -189,6 +211,11 @@ class TableWriter:
         self.out.write(footer)
         self.offset += len(footer)
         return self.offset
+
+    def _index_before(self, key: bytes) -> None:
+        """The index entry of the block written last, separating its last key from ``key``, the next."""
+        assert self.last_key is not None
+        self._add_index(shortest_separator(self.last_key, key))
 
     def _add_index(self, key: bytes) -> None:
         assert self.pending is not None
