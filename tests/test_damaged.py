@@ -170,3 +170,23 @@ def test_corrupt_entry_protos_and_shard_ids_are_errors(corpus_copy):
         IndexColumns([(b"k", b"\x08")], "x.index", 1)  # varint cut short
     with pytest.raises(CorruptCheckpointError, match="negative dimension"):
         IndexColumns([(b"k", b"\x12\x0d\x12\x0b\x08" + b"\xff" * 9 + b"\x01")], "x.index", 1)  # dim -1
+
+
+def test_a_damaged_block_of_an_index_read_a_block_at_a_time_is_named_by_its_offset(tmp_path, run_cli, monkeypatch):
+    """A large index is read a block at a time (each block and its trailer one piece): the message names the block's
+    offset in the file, not its offset in the piece (it said 0 for every block)."""
+    from formats.io.sstable.table import Table
+    from formats.tf_bundle import datafile
+
+    from tests.scale_bundles import name_based
+
+    prefix = name_based(tmp_path, 30_000)
+    index = Path(f"{prefix}.index")
+    blocks = Table(index.read_bytes(), str(index)).blocks
+    assert len(blocks) > 2
+    _flip(index, blocks[2].offset + 100)
+    monkeypatch.setattr(datafile, "STREAMED_INDEX", 0)
+    result = run_cli("verify", prefix)
+    assert result.exit_code == 3
+    assert _one_line(result).startswith(f"ckpt: error: {index}: corrupt index: data block at offset "
+                                        f"{blocks[2].offset}: checksum mismatch")

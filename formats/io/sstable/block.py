@@ -63,6 +63,7 @@ def read_block(data: bytes | memoryview | mmap | RangeReader, offset: int, size:
     end = offset + size
     if end + TRAILER_SIZE > len(data) - FOOTER_SIZE:
         raise TableError(f"{what} block [{offset}, {end}) runs past the end of the table")
+    where = offset  # (the block's offset in the file, for messages)
     if isinstance(data, RangeReader):  # the block and its trailer, read in one piece
         piece = data[offset:end + TRAILER_SIZE]
         if len(piece) != size + TRAILER_SIZE:
@@ -73,7 +74,7 @@ def read_block(data: bytes | memoryview | mmap | RangeReader, offset: int, size:
     stored = int.from_bytes(data[end + 1:end + 5], "little")
     actual = crc32c(memoryview(data)[offset:end + 1])
     if unmask(stored) != actual:
-        raise BlockChecksumError(f"{what} block at offset {offset}: checksum mismatch "
+        raise BlockChecksumError(f"{what} block at offset {where}: checksum mismatch "
                                  f"(stored {unmask(stored):#010x}, computed {actual:#010x})")
     if kind == NO_COMPRESSION:
         return block
@@ -83,8 +84,8 @@ def read_block(data: bytes | memoryview | mmap | RangeReader, offset: int, size:
         try:
             return snappy.decompress(block)
         except snappy.SnappyError as exc:
-            raise TableError(f"{what} block at offset {offset}: bad Snappy data ({exc})") from None
-    raise TableError(f"{what} block at offset {offset}: unknown compression type {kind}")
+            raise TableError(f"{what} block at offset {where}: bad Snappy data ({exc})") from None
+    raise TableError(f"{what} block at offset {where}: unknown compression type {kind}")
 
 
 def parse_block(block: bytes | memoryview) -> list[tuple[bytes, bytes | memoryview]]:
