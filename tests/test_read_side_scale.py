@@ -143,6 +143,29 @@ def test_natural_sorted_is_the_natural_order_of_any_keys():
             assert natural_sorted(keys) == sorted(keys, key=cmp_to_key(_natural_compare))
 
 
+def test_natural_orders_rewrite_each_piece_once_and_past_the_bound_each_time(monkeypatch):
+    """A listing's keys are rewritten a ``/``-piece at a time, each distinct piece once (remembered up to a bound):
+    the texts are natural_text's of each whole key, whatever the bound (0, 2, the default) and whatever is
+    remembered from before."""
+    from formats.core import natural
+
+    rng = random.Random(17)
+    calls = []
+    real = natural.natural_text
+    monkeypatch.setattr(natural, "natural_text", lambda text: calls.append(text) or real(text))
+    keys = [f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(20_000)]
+    monkeypatch.setattr(natural, "_PIECES_DONE", {})
+    assert natural.natural_orders("\n".join(keys)) == [real(k) for k in keys]
+    assert len(calls) == 200 + 100 + 3  # layer_*, unit_*, "model" (the first key), "w\nmodel" (between keys), "w"
+    for bound in (0, 2, 1 << 16):
+        monkeypatch.setattr(natural, "_PIECES", bound)
+        monkeypatch.setattr(natural, "_PIECES_DONE", {})
+        for _ in range(50):
+            some = ["".join(rng.choice("ab1090/_") for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(1, 30))]
+            assert natural.natural_orders("\n".join(some)) == [real(k) for k in some]
+            assert len(natural._PIECES_DONE) <= bound
+
+
 def test_blocks_in_natural_order_are_the_keys_sorted_by_natural_order():
     """A listing's blocks (keys in text order, as an index holds them) put in natural order: the order
     ``natural_order``'s (text, key) pairs give, leading zeros and keys without numbers included, in blocks of the

@@ -10,6 +10,8 @@ tells, cheaply, whether a sorted listing must be sorted again).
 """
 from __future__ import annotations
 
+from itertools import islice
+
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -109,9 +111,11 @@ def natural_sorted(keys: list[str]) -> list[str]:
     orders: list[str] = []
     for start in range(0, len(keys), _ORDERS_AT_ONCE):  # the split's parts (five strings a key) a chunk at a time
         orders += natural_orders("\n".join(keys[start:start + _ORDERS_AT_ONCE]))
-    if len(set(orders)) != len(orders):  # keys equal but for leading zeros: their text order decides
+    order = sorted(range(len(keys)), key=orders.__getitem__)
+    ranked = list(map(orders.__getitem__, order))
+    if any(map(str.__eq__, ranked, islice(ranked, 1, None))):  # keys equal but for leading zeros: text order decides
         return [key for _, key in sorted(zip(orders, keys))]
-    return [keys[i] for i in sorted(range(len(keys)), key=orders.__getitem__)]
+    return list(map(keys.__getitem__, order))
 
 
 _ORDERS_AT_ONCE = 4096
@@ -120,19 +124,28 @@ _ORDERS_AT_ONCE = 4096
 
 def natural_orders(joined: str) -> list[str]:
     """The text of :func:`natural_order` (its first item) of each of the keys ``joined`` by newlines (no key
-    holding one): the digit runs of them all rewritten at once (one regex split, a dictionary look-up per run),
-    no tuple per key."""
-    global _runs
-    if _runs is None:
-        import re
-
-        _runs = re.compile(r"(\d+)")
-    parts = _runs.split(joined)
-    numbers = _NUMBERS
-    runs = parts[1::2]
-    for run in set(runs).difference(numbers):
-        if len(numbers) >= 1 << 16:
+    holding one), no tuple per key: the keys' ``/``-separated pieces rewritten each once (a checkpoint's keys repeat
+    a few thousand pieces - ``layer_12``, ``unit_3``, ``kernel`` - a million times: each piece's text remembered,
+    up to :data:`_PIECES` of them), then joined again (a digit run never holds a ``/``)."""
+    pieces = joined.split("/")
+    known = _PIECES_DONE
+    found = list(map(known.get, pieces))
+    i = 0
+    while True:  # each piece not rewritten before (found in C)
+        try:
+            i = found.index(None, i)
+        except ValueError:
             break
-        numbers[run] = _number(run)
-    parts[1::2] = [numbers.get(run) or _number(run) for run in runs]
-    return "".join(parts).split("\n")
+        piece = pieces[i]
+        text = known.get(piece)
+        if text is None:
+            text = natural_text(piece)
+            if len(known) < _PIECES:
+                known[piece] = text
+        found[i] = text
+    return "/".join(found).split("\n")  # type: ignore[arg-type]
+
+
+_PIECES_DONE: dict[str, str] = {}
+_PIECES = 1 << 16
+"""Key pieces whose rewritten text is remembered (the pieces of a listing's keys: at most a few MB)."""
