@@ -169,6 +169,16 @@ def _columns(pairs: list[tuple[bytes, bytes]], num_shards: int, scanned: bool) -
     return IndexColumns((), "x.index", num_shards, blocks=blocks)
 
 
+def test_scanned_blocks_fill_list_columns_too():
+    """A small index's columns are lists (a large one's arrays): scanned blocks fill either."""
+    pairs = [(b"t%05d" % i, _value(offset=64 * i, crc=i + 1)) for i in range(500)]
+    found = scan_block(np, _built(pairs))
+    assert found is not None
+    lists = IndexColumns((), "x.index", 1, compact=False, blocks=[found])
+    assert isinstance(lists.offset, list) and isinstance(lists.kind, list)
+    _same(lists, IndexColumns(pairs, "x.index", 1))
+
+
 def _same(a: IndexColumns, b: IndexColumns) -> None:
     assert a.texts == b.texts and a.kinds == b.kinds and a.slices == b.slices
     assert (list(a.kind), list(a.offset), list(a.crc), a._text_order) == (list(b.kind), list(b.offset),

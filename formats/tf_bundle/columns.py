@@ -267,9 +267,13 @@ class IndexColumns:
                     known[signature] = kind
             kinds += found
         self.texts += texts
-        self.kind.fromlist(kinds)  # type: ignore[attr-defined]
-        self.offset.frombytes(offsets.tobytes())  # type: ignore[attr-defined]
-        self.crc.frombytes(crcs.tobytes())  # type: ignore[attr-defined]
+        self.kind.extend(kinds)  # type: ignore[arg-type]
+        if isinstance(self.offset, list):  # (columns of a small index: lists)
+            self.offset += offsets.tolist()
+            self.crc += crcs.tolist()
+        else:
+            self.offset.frombytes(offsets.tobytes())  # type: ignore[attr-defined]
+            self.crc.frombytes(crcs.tobytes())  # type: ignore[attr-defined]
 
     def _kind(self, kind: tuple[int, tuple[int, ...], int, int]) -> int:
         found = self._kind_ids.get(kind)

@@ -58,7 +58,7 @@ def _index_blocks(data: bytes | IndexFile, path: str) -> Iterator[list[tuple[byt
     for a large index (at least :data:`~formats.io.sstable.scan.SCANNED_INDEX` bytes, or any once numpy is
     imported) each large block found with arrays (:meth:`~formats.io.sstable.table.Table.scanned`)."""
     table = Table(data, path, "index")
-    if len(data) >= COMPACT_INDEX and (len(data) >= SCANNED_INDEX or imported_numpy() is not None):
+    if len(data) > COMPACT_INDEX and (len(data) >= SCANNED_INDEX or imported_numpy() is not None):  # (compact)
         import numpy as np
 
         for i in range(len(table.blocks)):
