@@ -15,11 +15,9 @@ before anything is written.
 """
 from __future__ import annotations
 
-from _operator import lt as _lt  # operator's C half, without operator.py (start-up)
-from itertools import islice
-
 from formats.core.gc_pause import gc_paused
 from formats.core.model import Checkpoint, FormatName, is_object_based
+from formats.core.natural import ascending
 from formats.ops.convert.plan import ConversionPlan, ConvertOptions
 
 __all__ = ["plan_rename"]
@@ -40,9 +38,7 @@ def plan_rename(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
         ObjectRename(source, options, plan).run()
     else:
         apply = options.rules.apply
-        keys = list(source)
-        ordered = all(map(_lt, keys, islice(keys, 1, None)))  # (a bundle's are, in index order: no list of pairs)
-        del keys
+        ordered = ascending(list(source))  # (a bundle's keys are, in index order: no list of pairs then)
         for key, entry in source.items() if ordered else sorted(source.items(), key=_first):
             new = apply(key)
             plan.add_row(key, new, entry, entry.shape, entry.dtype, "" if new != key else "unchanged")
