@@ -109,8 +109,8 @@ class Table:
             raise self._error(exc) from None
 
     def _in_order(self, i: int, keys: list[bytes]) -> bool:
-        """Whether ``keys`` (block ``i``'s, scanned) are strictly increasing, the first above the block before's
-        separator, the last up to its own (as :meth:`entries` checks its pairs' keys)."""
+        """Whether ``keys`` (block ``i``'s) are strictly increasing, the first above the block before's separator,
+        the last up to its own (compared in C, no Python step a key)."""
         lower = self._separators[i - 1] if i else None
         return bool(keys) and (lower is None or keys[0] > lower) and keys[-1] <= self._separators[i] and \
             all(map(_lt, keys, islice(keys, 1, None)))
@@ -121,11 +121,9 @@ class Table:
             pairs = parse_block(block)
         except TableError as exc:
             raise self._error(exc) from None
+        if self._in_order(i, list(map(_first, pairs))):
+            return pairs
         lower = self._separators[i - 1] if i else None
-        if pairs:  # keys strictly increasing, the first above the block before's separator, the last up to its own
-            keys, after = map(_first, pairs), map(_first, islice(pairs, 1, None))  # (in C: no Python step, no list)
-            if (lower is None or pairs[0][0] > lower) and pairs[-1][0] <= ref.separator and all(map(_lt, keys, after)):
-                return pairs
         for n, (key, _) in enumerate(pairs):  # the first key out of order, named
             if (n and key <= pairs[n - 1][0]) or (lower is not None and key <= lower) or key > ref.separator:
                 raise CorruptCheckpointError(self.path, f"corrupt {self.what}: data block at offset {ref.offset}: "
