@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from array import array
     from collections.abc import Callable
 
-_MASK_DELTA = 0xA282EAD8
+MASK_DELTA = 0xA282EAD8
+"""What TensorFlow/LevelDB add to a rotated CRC to mask it."""
 _BUFFER = 1 << 20
 _buffers = _local()
 
@@ -55,12 +56,12 @@ crc32c: Callable[..., int] = _load()
 
 def mask(crc: int) -> int:
     """TensorFlow/LevelDB's masked form of a CRC, as stored in files."""
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
 
 
 def unmask(masked: int) -> int:
     """Inverse of :func:`mask`."""
-    rot = (masked - _MASK_DELTA) & 0xFFFFFFFF
+    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
     return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
@@ -79,7 +80,7 @@ def mask_all(crcs: list[int]) -> array:
     packed = int.from_bytes(array("Q", crcs).tobytes(), "little")
     rotated = (packed >> 15) & low17 | (packed << 17) & (low32 ^ low17)
     out = array("Q")
-    out.frombytes(((rotated + lanes(_MASK_DELTA)) & low32).to_bytes(8 * n, "little"))
+    out.frombytes(((rotated + lanes(MASK_DELTA)) & low32).to_bytes(8 * n, "little"))
     return out
 
 

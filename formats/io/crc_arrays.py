@@ -8,6 +8,8 @@ C function (its hardware CRC is far faster per byte). numpy is the caller's: use
 """
 from __future__ import annotations
 
+from formats.io.crc import MASK_DELTA
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -18,7 +20,6 @@ PIECE_BYTES = 64
 """Pieces at most this long are checked with arrays (beyond, a piece at a time by the C function is cheaper)."""
 
 _POLY = 0x82F63B78
-_MASK_DELTA = 0xA282EAD8
 _tables: dict[int, Any] = {}
 
 
@@ -47,4 +48,4 @@ def crc32c_pieces(np: Any, data: Any, starts: Any, size: int) -> Any:
 def mask_array(np: Any, crcs: Any) -> Any:
     """:func:`~formats.io.crc.mask` of each of ``crcs`` (uint32), as uint32."""
     crcs = crcs.astype(np.uint32)
-    return ((crcs >> 15) | (crcs << 17)) + np.uint32(_MASK_DELTA)
+    return ((crcs >> 15) | (crcs << 17)) + np.uint32(MASK_DELTA)
