@@ -146,5 +146,4 @@ def scan_block(np: Any, block: bytes) -> ScannedBlock | None:
         for share, start, stop in zip(shared_all[cut].tolist(), key_starts[cut].tolist(), key_stops[cut].tolist()):
             key = key[:share] + block[start:stop] if share else block[start:stop]
             add(key)
-    del shared_all, key_starts, steps
     return ScannedBlock(block, keys, key_stops, value_stops)

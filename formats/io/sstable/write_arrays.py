@@ -76,6 +76,10 @@ def lay_run(np: Any, writer: Any, keys: list[bytes], values: list[bytes]) -> boo
     shared = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
     key_starts = np.cumsum(key_lengths) - key_lengths
     value_starts = np.cumsum(value_lengths) - value_lengths
+    # each entry's bytes at a restart point (sharing nothing) and elsewhere: its three varints, key bytes, value
+    value_bytes = _varint_len(np, value_lengths) + value_lengths
+    at_restart = 1 + _varint_len(np, key_lengths) + key_lengths + value_bytes
+    sharing = _varint_len(np, shared) + _varint_len(np, key_lengths - shared) + key_lengths - shared + value_bytes
     interval, block_size = data.interval, writer.block_size
     at = 0
     if writer.pending is not None:
@@ -84,17 +88,16 @@ def lay_run(np: Any, writer: Any, keys: list[bytes], values: list[bytes]) -> boo
         in_block = interval * (len(data.restarts) - 1) + data.counter  # entries in the block so far
         j = in_block + np.arange(n - at)
         restart = j % interval == 0
-        own = np.where(restart, 0, shared[at:])
-        rest = key_lengths[at:] - own
-        sizes = (_varint_len(np, own) + _varint_len(np, rest) + _varint_len(np, value_lengths[at:]) + rest
-                 + value_lengths[at:])
+        sizes = np.where(restart, at_restart[at:], sharing[at:])
         filled = len(data.buffer) + np.cumsum(sizes)
         count = len(data.restarts) + np.cumsum(restart & (j > 0))
         full = filled + 4 * count + 4 >= block_size
         stop = int(full.argmax()) + 1 if full.any() else n - at  # entries of this block in the run
-        _emit(np, data, joined_keys, joined_values, key_starts[at:at + stop], own[:stop], rest[:stop],
-              value_starts[at:at + stop], value_lengths[at:at + stop], restart[:stop], j[:stop] > 0,
-              filled[:stop] - sizes[:stop])
+        restart, sizes = restart[:stop], sizes[:stop]
+        own = np.where(restart, 0, shared[at:at + stop])
+        data.restarts += (filled[:stop] - sizes)[restart & (j[:stop] > 0)].tolist()  # (the block's first: listed)
+        _emit(np, data, joined_keys, joined_values, key_starts[at:at + stop], own, key_lengths[at:at + stop] - own,
+              value_starts[at:at + stop], value_lengths[at:at + stop], sizes)
         data.last_key = keys[at + stop - 1]
         done = in_block + stop
         data.counter = (done - 1) % interval + 1
@@ -113,15 +116,12 @@ def _varint_len(np: Any, values: Any) -> Any:
 
 
 def _emit(np: Any, data: Any, joined_keys: bytes, joined_values: bytes, key_starts: Any, own: Any, rest: Any,
-          value_starts: Any, value_lengths: Any, restart: Any, counted: Any, before: Any) -> None:
-    """Append entries to the block ``data``: each its three varints, its key but the shared bytes, its value;
-    restart points where ``restart`` and ``counted`` (the block's first is listed already)."""
+          value_starts: Any, value_lengths: Any, sizes: Any) -> None:
+    """Append entries (``sizes`` bytes each) to the block ``data``: each its three varints, its key but the ``own``
+    bytes it shares, its value."""
     heads = [_varints(np, own), _varints(np, rest), _varints(np, value_lengths)]
-    head_lengths = heads[0][1] + heads[1][1] + heads[2][1]
-    sizes = head_lengths + rest + value_lengths
-    starts = np.cumsum(sizes) - sizes  # (within what is appended)
     out = np.empty(int(sizes.sum()), np.uint8)
-    at = starts.copy()
+    at = np.cumsum(sizes) - sizes  # (within what is appended)
     for rows, lengths in heads:
         for i in range(5):
             has = lengths > i
@@ -135,5 +135,4 @@ def _emit(np: Any, data: Any, joined_keys: bytes, joined_values: bytes, key_star
     if len(joined_values):
         out[_ranges(np, at, value_lengths)] = np.frombuffer(joined_values, np.uint8)[_ranges(np, value_starts,
                                                                                              value_lengths)]
-    data.restarts += (before[restart & counted]).tolist()
     data.buffer += out.tobytes()
