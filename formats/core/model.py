@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["KERAS3_LAYOUTS", "TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
+__all__ = ["KERAS3_LAYOUTS", "kinds_of", "TensorEntry", "UnreadableEntry", "Checkpoint", "CheckpointProblem", "Role", "OPTIMIZER_ROLES", "FormatName", "shape_text", "array_problem",
            "CHUNK_ELEMENTS", "CHUNK_BYTES", "OBJECT_GRAPH_KEY", "MAX_RANK", "natural_key", "is_object_based"]
 
 CHUNK_ELEMENTS = 1 << 20
@@ -429,6 +429,14 @@ class Checkpoint(Mapping[str, TensorEntry]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r} format={self.format} tensors={len(self)}>"
+
+
+def kinds_of(entries: Sequence[Any]) -> list[Any] | None:
+    """The kind of each of ``entries`` as their class finds them all at once (its ``kinds_of``: a bundle's tensors,
+    from its index's columns; entries of one kind are alike but for their key and bytes), or None where the first
+    entry's class has no such method or it finds none (entries of several classes or bundles)."""
+    many = getattr(type(entries[0]), "kinds_of", None) if entries else None
+    return many(entries) if many is not None else None
 
 
 def is_object_based(ckpt: Checkpoint) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from formats.core import dtypes
 from formats.core.arrays import apply_index, array_chunks, element_bytes
 from formats.core.errors import UnsupportedError
-from formats.core.model import CHUNK_BYTES, TensorEntry
+from formats.core.model import CHUNK_BYTES, TensorEntry, kinds_of
 from formats.core.records import record
 
 TYPE_CHECKING = False
@@ -73,8 +73,7 @@ def describe_all(sources: Sequence[Source]) -> list[tuple[dtypes.DType, tuple[in
     from itertools import repeat
 
     values = list(sources)  # (one pass of the caller's sequence, which may make each as it is asked for)
-    kinds_of = getattr(type(values[0]), "kinds_of", None) if values else None
-    kinds: list[Any] | None = kinds_of(values) if kinds_of is not None else None  # (a bundle's: from its columns)
+    kinds = kinds_of(values)  # (a bundle's: from its index's columns)
     if kinds is None and values and all(map(isinstance, values, repeat(TensorEntry))) and \
             not any(map(attrgetter("unreadable"), values)):  # (an entry's description is its dtype's and shape's)
         kinds = list(zip(map(attrgetter("dtype"), values), map(tuple, map(attrgetter("shape"), values))))

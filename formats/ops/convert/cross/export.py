@@ -32,7 +32,8 @@ from _functools import partial  # type: ignore[import-not-found]  # functools' C
 from formats.core.dtypes import by_name
 from formats.core.format import capability
 from formats.core.gc_pause import gc_paused
-from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem
+from formats.core.model import (KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem,
+                                 kinds_of)
 from formats.core.object_keys import ATTRIBUTES
 from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, RecordColumns
 from formats.core.registry import writer_of
@@ -95,8 +96,7 @@ def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: R
     from formats.ops.convert.plan import PlanRow, planned_shape
 
     entries = list(source.values())
-    kinds_of = getattr(type(entries[0]), "kinds_of", None) if entries else None
-    kinds = kinds_of(entries) if kinds_of is not None else None
+    kinds = kinds_of(entries)
     if kinds is None:
         return False
     keys = list(map(attrgetter("key"), entries))  # (a bundle's keys are its tensors')
