@@ -99,3 +99,64 @@ def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tm
     assert result.output.count("copied bytes do not match") == 1
     way, taken = crc_way
     assert (sum(taken) > 0) == (way == "arrays")
+
+
+def test_a_copied_checksum_that_does_not_match_beside_linked_files_is_named(tmp_path, monkeypatch, crc_way):
+    """A write with ``link`` whose second data file is linked whole and whose first is copied (a tensor of it left
+    out): the copied rows are checked by batch, the linked ones by entry, and a copied tensor whose checksum does
+    not match is named - the only one named, once."""
+    import numpy as np
+
+    from formats.core.errors import CheckpointError
+    from formats.tf_bundle import readback
+    from formats.tf_bundle.checkpoint import BundleCheckpoint
+    from formats.tf_bundle.origins import COPIED, LINKED
+    from formats.tf_bundle.writer import write_checkpoint
+
+    src = str(tmp_path / "src" / "ckpt-1")
+    write_checkpoint(src, ((f"model/layer_{i // 100}/unit_{i % 100}/w", np.full((4,), i, np.float32))
+                           for i in range(300)), verify=False, shards=[0] * 150 + [1] * 150)
+    hows, batches = [], []
+    real, rows = readback._by_row, readback._copied_rows
+
+    def damaged(written, records, how, *rest):  # type: ignore[no-untyped-def]
+        hows.extend(how[i] for i in range(len(records)))
+        columns = written.reader.entries
+        columns.crc[columns.find_text("model/layer_0/unit_77/w")] ^= 1
+        return real(written, records, how, *rest)
+
+    monkeypatch.setattr(readback, "_by_row", damaged)
+    monkeypatch.setattr(readback, "_copied_rows", lambda *a: batches.append(rows(*a)) or batches[-1])
+    source = BundleCheckpoint(src)
+    with pytest.raises(CheckpointError) as raised:
+        write_checkpoint(tmp_path / "out" / "ckpt-1", [(k, v) for k, v in source.items()
+                                                       if k != "model/layer_0/unit_5/w"], link=True)
+    assert hows.count(COPIED) == 149 and hows.count(LINKED) == 150
+    message = str(raised.value)
+    assert "'model/layer_0/unit_77/w': copied bytes do not match their checksum" in message
+    assert message.count("do not match") == 1
+    copied = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(150) if i != 5)  # in the index's order
+    assert [None if batch is None else [i for i, p in enumerate(batch) if p is not None] for batch in batches] == \
+        [[copied.index("model/layer_0/unit_77/w")]]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("shapes", [[(4,)], [(4,), (3,)]], ids=["one layout", "two"])
+def test_a_sound_batch_holds_no_list(tmp_path, monkeypatch, crc_way, shapes):
+    """Every copied tensor matching, each batch's result is None, not a list of as many Nones (a 10^6 rename held
+    245 lists of 4,096 through its read-back): a batch of one layout checked at once, or of two one by one."""
+    import numpy as np
+
+    import formats
+    from formats.tf_bundle import readback
+    from formats.tf_bundle.writer import write_checkpoint
+
+    src = str(tmp_path / "src" / "ckpt-1")
+    write_checkpoint(src, ((f"model/t{i:04}", np.full(shapes[i % len(shapes)], i, np.float32)) for i in range(500)),
+                     verify=False)
+    batches, sound = [], []
+    rows, run = readback._copied_rows, readback._sound_run
+    monkeypatch.setattr(readback, "_copied_rows", lambda *a: batches.append(rows(*a)) or batches[-1])
+    monkeypatch.setattr(readback, "_sound_run", lambda *a: sound.append(run(*a)) or sound[-1])
+    formats.rename(src, tmp_path / "out" / "ckpt-1", ["model/=net/"], jobs=2)
+    assert batches == [None] and sound == [len(shapes) == 1]

@@ -99,16 +99,15 @@ def _by_row(written: BundleCheckpoint, records: list[Any], how: _Hows, prefix: s
     batches = _batches(copied, list(columns.sizes_of(copied)))
     checked = map_ordered(lambda batch: _copied_rows(written, batch[0], records), batches, jobs,
                           weight=lambda batch: batch[1])
-    problems = (problem for batch in checked for problem in batch)  # one per copied row, in order
-    if len(copied) == len(taken):  # every tensor copied (none linked): no lookup per row, no list
-        report.mismatches += [Mismatch(records[row].key, "value", problem)
-                              for row, problem in zip(copied, problems) if problem is not None]
+    found = {row: problem for (rows, _), problems in zip(batches, checked) if problems is not None
+             for row, problem in zip(rows, problems) if problem is not None}  # the copied rows that do not match
+    if len(copied) == len(taken):  # every tensor copied (none linked): no step a row
+        report.mismatches += [Mismatch(records[row].key, "value", problem) for row, problem in found.items()]
     else:
-        found = dict(zip(copied, problems))
         inodes = _Inodes()
         for row in taken:  # linked: entries and inodes compared, no byte read
             record = records[row]
-            problem = found[row] if row in found else _linked_row(written, row, record.value, inodes)
+            problem = _linked_row(written, row, record.value, inodes) if how[row] == LINKED else found.get(row)
             if problem is not None:
                 report.mismatches.append(Mismatch(record.key, "value", problem))
     report.tensors += len(taken)
@@ -162,16 +161,15 @@ def _batches(keys: Sequence[int], sizes: list[int]) -> list[tuple[Sequence[int],
     return out
 
 
-def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[Any]) -> list[str | None]:
-    """:func:`_copied_problem` of the tensor in each of ``rows`` (``records[row]`` wrote it): the fixed-width
-    tensors lying end to end in a data file read with one ``pread`` (of at most :data:`BATCH_BYTES`) and their
-    CRC32Cs taken over it, from the index's columns; any other tensor, and one whose bytes do not match, checked
-    alone."""
+def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[Any]) -> list[str | None] | None:
+    """:func:`_copied_problem` of the tensor in each of ``rows`` (``records[row]`` wrote it), or None when every one
+    matches its checksum (no list a batch held to the end of the read-back): the fixed-width tensors lying end to
+    end in a data file read with one ``pread`` (of at most :data:`BATCH_BYTES`) and their CRC32Cs taken over it,
+    from the index's columns; any other tensor, and one whose bytes do not match, checked alone."""
     reader = written.reader
     columns = reader.entries
     offsets, crcs, kinds, kind = columns.offset, columns.crc, columns.kinds, columns.kind
     sizes = [size for _, _, _, size in kinds]
-    problems: list[str | None] = [None] * len(rows)
     plain: dict[int, bool] = {}  # kind -> whether its tensors lie as plain byte ranges (bounds: checked by pread)
 
     def whole(row: int) -> bool:
@@ -188,7 +186,8 @@ def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[A
         problems[k] = _copied_problem(written[columns.texts[row]], records[row].value)
 
     if _sound_run(reader, rows, whole):
-        return problems
+        return None
+    problems: list[str | None] = [None] * len(rows)
     i = 0
     while i < len(rows):
         if not whole(rows[i]):
@@ -218,7 +217,7 @@ def _copied_rows(written: BundleCheckpoint, rows: Sequence[int], records: list[A
             if at + size > length or crc32c(view[at:at + size]) != unmask(crcs[row]):
                 alone(k)
         i = j
-    return problems
+    return problems if problems.count(None) != len(problems) else None
 
 
 SOUND_RUN_ROWS = 64
