@@ -6,6 +6,7 @@ names what is wrong (tests/test_graph_writers.py: a byte damaged in the copy). B
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -29,18 +30,24 @@ def test_crcs_of_pieces_with_arrays_are_the_c_functions():
     assert crc32c_pieces(np, data, np.zeros(0, np.int64), 4).tolist() == []
 
 
-@pytest.fixture(params=["arrays", "calls"])
+@pytest.fixture(params=["arrays", "listed", "calls"])
 def crc_way(request, monkeypatch):
     """The read-back's CRC32Cs of tiny tensors with arrays (numpy imported) or a C call each (not), and how many
-    batches took arrays."""
+    tensors took arrays. ``arrays``: a run of rows of a large index is gathered from its columns as arrays too
+    (``_sound_arrays``, whose batches the fixture's third item counts); ``listed``: never (as a small index's)."""
     from formats.tf_bundle import readback
+    from formats.tf_bundle.columns import IndexColumns
 
-    taken = []
+    taken, gathered = [], []
     if request.param == "calls":
         monkeypatch.setattr(readback, "imported_numpy", lambda: None)
+    if request.param == "listed":
+        monkeypatch.setattr(IndexColumns, "arrays_of", lambda *a: None)
     real = readback.crc32c_pieces
     monkeypatch.setattr(readback, "crc32c_pieces", lambda *a: taken.append(len(a[2])) or real(*a))
-    return request.param, taken
+    sound = readback._sound_arrays
+    monkeypatch.setattr(readback, "_sound_arrays", lambda *a: gathered.append(len(a[3])) or sound(*a))
+    return request.param, taken, gathered
 
 
 def test_mask_all_is_mask_of_each():
@@ -75,8 +82,10 @@ def test_copied_tiny_tensors_are_read_back_without_a_step_each(bundle, run_cli, 
     assert result.exit_code == 0, result.output
     assert "), verified" in result.output
     assert calls == [] and len(rows) == (2900 if command[0] == "edit" else 3000)
-    way, taken = crc_way
-    assert sum(taken) == (len(rows) if way == "arrays" else 0)
+    way, taken, gathered = crc_way
+    assert sum(taken) == (0 if way == "calls" else len(rows))
+    listed = command[0] == "convert"  # (its graph written fresh beside them: the copied rows listed, under 4,096)
+    assert sum(gathered) == (len(rows) if way == "arrays" and not listed else 0)
 
 
 def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tmp_path, monkeypatch, crc_way):
@@ -97,8 +106,8 @@ def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tm
     assert result.exit_code == 4, result.output
     assert "'net/layer_17/unit_5/w': copied bytes do not match their checksum" in result.output
     assert result.output.count("copied bytes do not match") == 1
-    way, taken = crc_way
-    assert (sum(taken) > 0) == (way == "arrays")
+    way, taken, gathered = crc_way
+    assert (sum(taken) > 0) == (way != "calls") and (sum(gathered) > 0) == (way == "arrays")
 
 
 def test_a_copied_checksum_that_does_not_match_beside_linked_files_is_named(tmp_path, monkeypatch, crc_way):
@@ -141,10 +150,11 @@ def test_a_copied_checksum_that_does_not_match_beside_linked_files_is_named(tmp_
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-@pytest.mark.parametrize("shapes", [[(4,)], [(4,), (3,)]], ids=["one layout", "two"])
+@pytest.mark.parametrize("shapes", [[(4,)], [(4,), (3,)], [(32,)]], ids=["one layout", "two", "not tiny"])
 def test_a_sound_batch_holds_no_list(tmp_path, monkeypatch, crc_way, shapes):
     """Every copied tensor matching, each batch's result is None, not a list of as many Nones (a 10^6 rename held
-    245 lists of 4,096 through its read-back): a batch of one layout checked at once, or of two one by one."""
+    245 lists of 4,096 through its read-back): a batch of one layout checked at once, or of two one by one. A run
+    of a large index's rows is gathered as arrays only when they are of one layout, and tiny."""
     import numpy as np
 
     import formats
@@ -152,11 +162,71 @@ def test_a_sound_batch_holds_no_list(tmp_path, monkeypatch, crc_way, shapes):
     from formats.tf_bundle.writer import write_checkpoint
 
     src = str(tmp_path / "src" / "ckpt-1")
-    write_checkpoint(src, ((f"model/t{i:04}", np.full(shapes[i % len(shapes)], i, np.float32)) for i in range(500)),
+    write_checkpoint(src, ((f"model/t{i:04}", np.full(shapes[i % len(shapes)], i, np.float32)) for i in range(4000)),
                      verify=False)
     batches, sound = [], []
     rows, run = readback._copied_rows, readback._sound_run
     monkeypatch.setattr(readback, "_copied_rows", lambda *a: batches.append(rows(*a)) or batches[-1])
     monkeypatch.setattr(readback, "_sound_run", lambda *a: sound.append(run(*a)) or sound[-1])
     formats.rename(src, tmp_path / "out" / "ckpt-1", ["model/=net/"], jobs=2)
-    assert batches == [None] and sound == [len(shapes) == 1]
+    assert batches == [None] * len(batches) and sound == [len(shapes) == 1] * len(batches)
+    way, _, gathered = crc_way
+    assert sum(gathered) == (4000 if way == "arrays" and shapes == [(4,)] else 0)
+
+
+def test_windows_read_back_are_at_most_a_batch(bundle, run_cli, tmp_path, monkeypatch, crc_way):
+    """The read-back reads copied tiny tensors in windows of at most BATCH_BYTES (here 2,000: a tensor's 16 bytes
+    never past it)."""
+    from formats.tf_bundle import readback
+
+    monkeypatch.setattr(readback, "BATCH_BYTES", 2000)
+    read = []
+    real = readback.crc32c_pieces
+    monkeypatch.setattr(readback, "crc32c_pieces", lambda *a: read.append(len(a[1])) or real(*a))
+    result = run_cli("rename", bundle, "-o", tmp_path / "out" / "ckpt-1", "--map", "model=net")
+    assert result.exit_code == 0, result.output
+    way = crc_way[0]
+    assert (way == "calls") == (read == []) and all(16 <= n <= 2000 for n in read)
+    assert way == "calls" or max(read) == 2000
+
+
+def test_a_copy_cut_short_is_named(bundle, run_cli, tmp_path, monkeypatch, crc_way):
+    """A data file copied short of its last tensor's end fails the write, naming that tensor (the window read
+    comes back short: the tensors are then checked one by one), with no traceback."""
+    import os
+
+    from formats.tf_bundle import writer
+
+    copy = writer._copy_flushing
+
+    def copy_short(path, dst_fd, size, dst_offset):  # type: ignore[no-untyped-def]
+        copy(path, dst_fd, size, dst_offset)
+        os.ftruncate(dst_fd, dst_offset + size - 3)
+
+    monkeypatch.setattr(writer, "_copy_flushing", copy_short)
+    result = run_cli("rename", bundle, "-o", tmp_path / "out" / "ckpt-1", "--map", "model=net")
+    assert result.exit_code == 4, result.output
+    assert "net/layer_29/unit_99/w" in result.output and "Traceback" not in result.output
+
+
+def test_arrays_of_a_run_of_rows_are_the_columns(bundle):
+    """A run of rows' kind, offset and CRC32C columns as arrays (a range of step 1 or an ``array("q")``) are the
+    columns' own values; any other rows, or a small index's list columns, give None."""
+    from array import array
+
+    import numpy as np
+
+    from formats.tf_bundle.reader import BundleReader
+
+    columns = BundleReader(bundle).entries
+    assert not isinstance(columns.offset, list)
+    for rows in (range(0, 3000), range(17, 2049), range(5, 5), array("q", [2999, 0, 7, 7, 1500]), array("q")):
+        got = columns.arrays_of(np, rows)
+        assert [a.dtype for a in got] == [np.uint32, np.int64, np.uint32]
+        assert [a.tolist() for a in got] == [[column[row] for row in rows]
+                                             for column in (columns.kind, columns.offset, columns.crc)]
+    for rows in (range(0, 10, 2), [0, 1, 2], array("i", [0, 1])):
+        assert columns.arrays_of(np, rows) is None
+    columns.crc.append(0)  # no buffer of a column left exported
+    small = BundleReader(name_based(Path(bundle).parent.parent, 10)).entries
+    assert isinstance(small.offset, list) and small.arrays_of(np, range(0, 10)) is None

@@ -28,7 +28,8 @@ from formats.tf_bundle.entry_wire import RawEntry, parse_entry
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, MutableSequence
+    from collections.abc import Iterable, Iterator, MutableSequence, Sequence
+    from typing import Any
 
     from formats.io.sstable.scan import ScannedBlock
 
@@ -298,6 +299,21 @@ class IndexColumns:
         row, no int held)."""
         sizes = [kind[3] for kind in self.kinds]
         return map(sizes.__getitem__, map(self.kind.__getitem__, rows))
+
+    def arrays_of(self, np: Any, rows: Sequence[int]) -> tuple[Any, Any, Any] | None:
+        """The kind, offset and CRC32C (masked) columns of ``rows`` as numpy arrays (uint32, int64, uint32; copies:
+        no buffer of a column stays exported), when ``rows`` is a range of step 1 or an ``array("q")`` and the
+        columns are arrays (a large index's); else None (the caller asks row by row)."""
+        if isinstance(self.offset, list):
+            return None
+        if type(rows) is range and rows.step == 1:
+            at: Any = slice(rows.start, rows.stop)
+        elif getattr(rows, "typecode", None) == "q":
+            at = np.frombuffer(rows, np.int64) if len(rows) else np.zeros(0, np.int64)
+        else:
+            return None
+        return (np.frombuffer(self.kind, np.uint32)[at].copy(), np.frombuffer(self.offset, np.int64)[at].copy(),
+                np.frombuffer(self.crc, np.uint32)[at].copy())
 
     def find(self, key: bytes) -> int:
         """The row of ``key``, or -1 (:meth:`find_text` of its text)."""

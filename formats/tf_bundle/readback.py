@@ -233,16 +233,29 @@ def _sound_run(reader: Any, rows: Sequence[int], whole: Callable[[int], bool]) -
     (the caller then checks the rows one by one, which names what is wrong)."""
     columns = reader.entries
     n = len(rows)
-    kinds = set(map(columns.kind.__getitem__, rows))
-    if n < SOUND_RUN_ROWS or len(kinds) != 1 or columns.slices and any(map(columns.slices.__contains__, rows)):
+    if n < SOUND_RUN_ROWS or columns.slices and any(map(columns.slices.__contains__, rows)):
         return False
-    _, _, shard, size = columns.kinds[kinds.pop()]
+    np = imported_numpy()
+    found = None if np is None else columns.arrays_of(np, rows)  # (a large index's run of rows: arrays)
+    if found is not None:
+        kind_of, found_offsets, found_crcs = found
+        if (kind_of != kind_of[0]).any():
+            return False
+        kind = int(kind_of[0])
+    else:
+        kinds = set(map(columns.kind.__getitem__, rows))
+        if len(kinds) != 1:
+            return False
+        kind = kinds.pop()
+    _, _, shard, size = columns.kinds[kind]
     if size <= 0 or size > BATCH_BYTES or not whole(rows[0]):
         return False
+    if found is not None and size <= PIECE_BYTES:
+        return _sound_arrays(np, reader.data_paths[shard], size, found_offsets, found_crcs)
     offsets = list(map(columns.offset.__getitem__, rows))
     order = sorted(range(n), key=offsets.__getitem__)
     offsets = list(map(offsets.__getitem__, order))
-    np = imported_numpy() if size <= PIECE_BYTES else None  # tiny tensors: a byte of each a step, with arrays
+    np = np if size <= PIECE_BYTES else None  # tiny tensors: a byte of each a step, with arrays
     got: list[Any] = []
     fd = os.open(reader.data_paths[shard], os.O_RDONLY)
     try:
@@ -267,6 +280,31 @@ def _sound_run(reader: Any, rows: Sequence[int], whole: Callable[[int], bool]) -
     if np is not None:
         return bool((mask_array(np, np.concatenate(got)) == np.frombuffer(stored, np.uint64)).all())
     return mask_all(got) == stored  # masked as TensorFlow stores them
+
+
+def _sound_arrays(np: Any, path: str, size: int, offsets: Any, crcs: Any) -> bool:
+    """:func:`_sound_run` of tiny tensors (``size`` bytes, at most :data:`~formats.io.crc_arrays.PIECE_BYTES`) in
+    the data file at ``path`` whose ``offsets`` and stored ``crcs`` are arrays (:meth:`IndexColumns.arrays_of`):
+    ordered, windowed and compared with arrays, no Python step a tensor."""
+    if not (offsets[1:] >= offsets[:-1]).all():
+        order = np.argsort(offsets, kind="stable")
+        offsets, crcs = offsets[order], crcs[order]
+    got: list[Any] = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        first, n = 0, len(offsets)
+        while first < n:  # a window: the tensors from ``first`` whose bytes end within BATCH_BYTES of its start
+            start = int(offsets[first])
+            last = first + 1 + int(np.searchsorted(offsets[first + 1:], start + BATCH_BYTES - size, "right"))
+            length = int(offsets[last - 1]) + size - start
+            data = os.pread(fd, length, start)
+            if len(data) != length:
+                return False
+            got.append(crc32c_pieces(np, data, offsets[first:last] - start, size))
+            first = last
+    finally:
+        os.close(fd)
+    return bool((mask_array(np, np.concatenate(got)) == crcs).all())
 
 
 def _copied_problem(entry: Any, source: Any) -> str | None:
