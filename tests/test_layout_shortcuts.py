@@ -120,3 +120,68 @@ def test_where_the_tensors_of_a_bundle_of_more_files_than_stay_open_lie_is_asked
         assert len(ckpt.files) == len(values) + 1
         assert BundleTensor.stored_ranges(sources) is None
         assert BundleTensor.stored_ranges(sources[:3]) is None  # (the bundle's files, not those asked about)
+
+
+
+def test_the_files_taken_over_when_every_tensor_of_one_file_is_found_at_once(monkeypatch):
+    """Every tensor of a bundle, each of which can be taken over, from one data file: found by kind and by C
+    functions over the rows (``_one_file``), with no loop over the tensors; the same files and placed positions as
+    one by one, with a value written fresh after them (an object graph) or not. Where it does not apply (tensors
+    of no bytes, partitioned variables, more data files), it says so and the loop decides."""
+    from formats.tf_bundle import layout
+
+    found: list[int] = []
+    real = layout._one_file
+    monkeypatch.setattr(layout, "_one_file", lambda *a: found.append(real(*a)) or found[-1])
+    looped: list[int] = []
+    grouped = layout._grouped
+    monkeypatch.setattr(layout, "_grouped", lambda *a: looped.append(1) or grouped(*a))
+    outcomes: dict[str, int] = {}
+    for prefix in BUNDLES:
+        with open_checkpoint(prefix) as ckpt:
+            sources = list(ckpt.values())
+            one = BundleTensor.rows_of_one(sources)
+            assert one is not None
+            for extra in ([], [np.zeros(3, np.float32)], sources[-1:]):  # (a tensor given twice: not one_of's)
+                for link in (False, True):
+                    given = [*sources, *extra]
+                    del found[:], looped[:]
+                    fast = plan_layout(given, link, one)
+                    if not found:  # (too few stored tensors, or more than ``one``'s: the loop decides)
+                        assert looped == [] or extra[:1] == sources[-1:], prefix
+                    else:
+                        assert len(found) == 1 and looped == ([1] if found[0] < 0 else []), (prefix, found, looped)
+                        outcomes[prefix] = found[0]
+                    slow = plan_layout(given, link)
+                    assert _files(fast) == _files(slow), prefix
+                    assert [p in fast.placed for p in range(len(given))] == \
+                        [p in slow.placed for p in range(len(given))]
+    applied = [p for p, shard in outcomes.items() if shard >= 0]
+    assert len(applied) >= 5 and len(outcomes) - len(applied) >= 2, outcomes
+
+
+@pytest.mark.parametrize("case", ["two files", "no bytes", "truncated", "taken"])
+def test_one_file_says_where_it_does_not_apply(tmp_path, case):
+    """``_one_file`` declines (-1) tensors in two data files, a tensor of no bytes, a tensor past a truncated data
+    file's end; takes an intact one-file bundle; and plan_layout gives what the loop gives, each time."""
+    from formats.tf_bundle import layout
+    from formats.tf_bundle.writer import write_checkpoint
+
+    prefix = str(tmp_path / "ckpt-1")
+    values = [np.full((4,), i, np.float32) for i in range(20)]
+    if case == "no bytes":
+        values[7] = np.zeros((0, 3), np.float32)
+    write_checkpoint(prefix, ((f"v/{i:02}", v) for i, v in enumerate(values)), verify=False,
+                     shards=[i // 10 for i in range(20)] if case == "two files" else None)
+    if case == "truncated":
+        data = tmp_path / "ckpt-1.data-00000-of-00001"
+        data.write_bytes(data.read_bytes()[:-3])
+    with open_checkpoint(prefix) as ckpt:
+        sources = list(ckpt.values())
+        one = BundleTensor.rows_of_one(sources)
+        assert one is not None
+        assert layout._one_file(layout.WholeCheck(), *one) == (0 if case == "taken" else -1)
+        for link in (False, True):
+            fast, slow = plan_layout(sources, link, one), plan_layout(sources, link)
+            assert _files(fast) == _files(slow)
+            assert len(fast.files) == {"two files": 2, "no bytes": 1, "truncated": 0, "taken": 1}[case]

@@ -6,6 +6,8 @@ as ranges, and a tensor of a bundle holds no slot for labels it works out lazily
 two sizes, so what every write holds once (imports, buffers) does not count."""
 from __future__ import annotations
 
+import itertools
+import random
 from functools import partial
 
 import numpy as np
@@ -304,6 +306,64 @@ def test_tensors_out_of_order_tile_a_file_as_a_sort_says(sizes, rnd, damage, by)
     assert layout._tiles_by_marks(columns, rows, size) in (expected, None)
     assert layout._tiles(columns, rows, size) is expected
     assert layout._tiles(columns, list(rows), size) is expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("damage", ["tiled", "moved", "longer", "resized", "first moved", "huge"])
+def test_a_large_run_of_rows_tiles_a_file_as_a_sort_says_with_arrays(seed, shuffled, damage):
+    """A run of 4,096 rows or more of a large index (its columns arrays, numpy imported) is first checked with
+    arrays (each offset the sum of the sizes before it); the answer is the sort's, in order or not, damaged or
+    not, and tensors in order that tile the file take only the arrays (no offset read a row)."""
+    from array import array
+    from unittest.mock import patch
+
+    from formats.tf_bundle import layout
+    from formats.tf_bundle.columns import IndexColumns
+
+    class Counted(array):  # type: ignore[type-arg]
+        reads = 0
+
+        def __getitem__(self, i):  # type: ignore[no-untyped-def]
+            Counted.reads += 1
+            return super().__getitem__(i)
+
+    class Columns(_Columns):
+        arrays_of = IndexColumns.arrays_of
+
+        def __init__(self, offsets: list[int], sizes: list[int]) -> None:
+            super().__init__(offsets, sizes)
+            self.offset = Counted("q", offsets)
+            self.crc = array("I", bytes(4 * len(offsets)))
+
+    rnd = random.Random(seed)
+    n, by = rnd.randrange(4096, 4200), rnd.choice([-3, -2, -1, 1, 2, 3, 4])
+    sizes = [rnd.choice([1, 2, 3, 4, 6, 8, 16]) for _ in range(n)]
+    offsets = [0, *itertools.accumulate(sizes)][:-1]
+    size = sum(sizes)
+    if shuffled:
+        order = list(range(n))
+        rnd.shuffle(order)
+        offsets, sizes = [offsets[i] for i in order], [sizes[i] for i in order]
+    i = rnd.randrange(n)
+    if damage == "moved":
+        offsets[i] += by
+    elif damage == "first moved":
+        offsets[0] += by
+    elif damage == "longer":
+        size += by
+    elif damage == "resized":
+        sizes[i] = max(1, sizes[i] + by)
+    elif damage == "huge":  # a size past int64 (an index may declare one): never taken into the arrays
+        sizes[i] = (1 << 64) - 1
+    columns = Columns(offsets, sizes)
+    expected = _tile_by_sorting(offsets, sizes, size)
+    Counted.reads = 0
+    assert layout._tiles(columns, range(n), size) is expected
+    assert (Counted.reads == 0) == (expected and not shuffled and damage != "huge"), Counted.reads
+    assert layout._tiles(columns, list(range(n)), size) is expected  # (not a run: walked)
+    with patch.object(layout, "imported_numpy", lambda: None):
+        assert layout._tiles(columns, range(n), size) is expected
 
 
 def test_marks_are_not_made_where_they_would_cost_more_than_a_sort():

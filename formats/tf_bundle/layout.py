@@ -23,13 +23,14 @@ import os
 
 from formats.core import dtypes
 from formats.core.errors import CheckpointError
+from formats.core.imported import imported_numpy
 from formats.io import storage
 from formats.tf_bundle.checkpoint import BundleTensor
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, RawEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 __all__ = ["Reused", "Layout", "Placed", "plan_layout", "stored_whole", "WholeCheck"]
@@ -106,14 +107,45 @@ def plan_layout(sources: Sequence[Any], link: bool = False, one: tuple[BundleRea
     """The input data files that ``sources`` (in writing order) use whole and unchanged; with ``link``, files
     whose object graph is not among them too (see the module doc). Read from the index's columns: no entry is
     made per tensor. ``one``: the reader and rows of the bundle tensors among ``sources`` when they are all of one
-    bundle (:meth:`BundleTensor.rows_of_one`)."""
+    bundle (:meth:`BundleTensor.rows_of_one`): the first of ``sources`` (any after them, an object graph written
+    fresh, is not of a bundle)."""
     if one is not None and _too_few(*one):
         return Layout([])
     groups: dict[tuple[int, int], _Run] = {}
     empty: dict[tuple[int, int], list[int]] = {}  # tensors of no bytes: they keep their place in a file taken over
     readers: dict[int, BundleReader] = {}
-    rows = [-1] * len(sources)  # position -> the row of a bundle tensor in its reader's index (a list: 8 bytes a row)
-    where = WholeCheck().where
+    check = WholeCheck()
+    shard = -1 if one is None or any(isinstance(s, BundleTensor) for s in sources[len(one[1]):]) else \
+        _one_file(check, *one)
+    if one is not None and shard >= 0:  # of one bundle, every one of them taken over from one data file: no loop
+        reader, rows = one
+        readers[id(reader)] = reader
+        group = groups[(id(reader), shard)] = _Run()
+        group.start, group.stop = 0, len(rows)
+    else:
+        rows = _grouped(sources, check.where, groups, empty, readers)
+    files = []
+    for (reader_id, shard), group in groups.items():
+        reader = readers[reader_id]
+        reused = _whole_file(reader, shard, group.positions(), rows, link)
+        if reused is not None:
+            offsets = reader.entries.offset
+            kept = [p for p in empty.get((reader_id, shard), []) if offsets[rows[p]] <= reused.size]
+            if kept:
+                reused.positions = _compact(sorted([*reused.positions, *kept]))
+            reused.rows = _compact(list(map(rows.__getitem__, reused.positions)))
+            files.append(reused)
+    files.sort(key=lambda f: f.positions[0])
+    return Layout(files, Placed(len(sources), (p for reused in files for p in reused.positions)))
+
+
+def _grouped(sources: Sequence[Any], where: Callable[[BundleReader, int], int], groups: dict[tuple[int, int], _Run],
+             empty: dict[tuple[int, int], list[int]], readers: dict[int, BundleReader]) -> list[int]:
+    """For :func:`plan_layout`: the position of each of ``sources`` that can be taken over (``where``) added to
+    ``groups`` by its reader and data file, and of each tensor of no bytes to ``empty``; their readers by id in
+    ``readers``. Returns the row of each bundle tensor in its reader's index by position (-1: none; a list, 8 bytes
+    a row)."""
+    rows = [-1] * len(sources)
     for position, source in enumerate(sources):
         if not isinstance(source, BundleTensor):
             continue
@@ -134,19 +166,26 @@ def plan_layout(sources: Sequence[Any], link: bool = False, one: tuple[BundleRea
             _, _, shard, size = columns.kinds[columns.kind[row]]
             if size == 0 and row not in columns.slices:
                 empty.setdefault((id(reader), shard), []).append(position)
-    files = []
-    for (reader_id, shard), group in groups.items():
-        reader = readers[reader_id]
-        reused = _whole_file(reader, shard, group.positions(), rows, link)
-        if reused is not None:
-            offsets = reader.entries.offset
-            kept = [p for p in empty.get((reader_id, shard), []) if offsets[rows[p]] <= reused.size]
-            if kept:
-                reused.positions = _compact(sorted([*reused.positions, *kept]))
-            reused.rows = _compact(list(map(rows.__getitem__, reused.positions)))
-            files.append(reused)
-    files.sort(key=lambda f: f.positions[0])
-    return Layout(files, Placed(len(sources), (p for reused in files for p in reused.positions)))
+    return rows
+
+
+def _one_file(check: WholeCheck, reader: BundleReader, rows: list[int]) -> int:
+    """The data file of the tensors in ``rows`` of ``reader``'s index when each can be taken over
+    (:meth:`WholeCheck.where`) and all lie in that one file, else -1: asked of each kind once, and of each row's
+    offset by ``map`` over C functions (no Python step a tensor)."""
+    columns = reader.entries
+    if columns.slices or not rows:
+        return -1
+    kind_of = columns.kind
+    used = set(map(kind_of.__getitem__, rows))
+    limits = [-1] * len(columns.kinds)
+    for kind in used:
+        limits[kind] = check.limit(reader, kind)
+    shards = {columns.kinds[kind][2] for kind in used}
+    if len(shards) != 1 or min(map(limits.__getitem__, used)) < 0 or not all(map(
+            int.__le__, map(columns.offset.__getitem__, rows), map(limits.__getitem__, map(kind_of.__getitem__, rows)))):
+        return -1
+    return shards.pop()
 
 
 def _too_few(reader: BundleReader, rows: list[int]) -> bool:
@@ -165,6 +204,14 @@ def _tiles(columns: Any, stored: Sequence[int], size: int) -> bool:
     file's start to ``size``, no gap and no overlap. Rows written in the index's order are walked; others are
     checked by :func:`_tiles_by_marks` where its marks cost no more than a sort, else sorted by offset."""
     offsets, kinds, kind_of = columns.offset, columns.kinds, columns.kind
+    np = imported_numpy()
+    if np is not None and len(stored) >= _ARRAYS and (arrays := columns.arrays_of(np, stored)) is not None and \
+            max(size_ for _, _, _, size_ in kinds) * len(stored) < 1 << 62:  # (their sums fit in int64)
+        # a large index's run of rows: each offset the sum of the sizes before it, with arrays
+        ends = np.cumsum(np.array([size_ for _, _, _, size_ in kinds], np.int64)[arrays[0]])
+        starts = arrays[1]
+        if starts[0] == 0 and (starts[1:] == ends[:-1]).all() and ends[-1] == size:
+            return True  # (otherwise the walk below says why not, or finds them tiling out of order)
     if not all(map(int.__le__, map(offsets.__getitem__, stored),
                    map(offsets.__getitem__, itertools.islice(stored, 1, None)))):  # (written out of the index's order)
         found = _tiles_by_marks(columns, stored, size)
@@ -177,6 +224,10 @@ def _tiles(columns: Any, stored: Sequence[int], size: int) -> bool:
             return False  # a gap or an overlap
         end += kinds[kind_of[row]][3]
     return end == size
+
+
+_ARRAYS = 4096
+"""A run of at least this many rows is checked for :func:`_tiles` with arrays (where numpy is imported)."""
 
 
 def _tiles_by_marks(columns: Any, stored: Sequence[int], size: int) -> bool | None:
@@ -272,11 +323,19 @@ class WholeCheck:
         kind = columns.kind[row]
         limit = self._limits.get((id(reader), kind))
         if limit is None:
-            limit = self._limits[(id(reader), kind)] = _last_offset(reader, *columns.kinds[kind])
-            self._readers[id(reader)] = reader
+            limit = self.limit(reader, kind)
         if limit < 0 or columns.offset[row] > limit or row in columns.slices:
             return -1
         return columns.kinds[kind][2]
+
+    def limit(self, reader: BundleReader, kind: int) -> int:
+        """The last offset at which a tensor of ``kind`` (in ``reader``'s index's columns) lies whole in its data
+        file, or -1 when none of that kind can be taken over as stored (:func:`_last_offset`), worked out once."""
+        limit = self._limits.get((id(reader), kind))
+        if limit is None:
+            limit = self._limits[(id(reader), kind)] = _last_offset(reader, *reader.entries.kinds[kind])
+            self._readers[id(reader)] = reader
+        return limit
 
 
 def _last_offset(reader: BundleReader, dtype: int, shape: tuple[int, ...], shard: int, size: int) -> int:
