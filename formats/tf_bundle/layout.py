@@ -201,17 +201,21 @@ def _too_few(reader: BundleReader, rows: list[int]) -> bool:
 
 def _tiles(columns: Any, stored: Sequence[int], size: int) -> bool:
     """Whether the tensors in rows ``stored`` of the index's ``columns`` (none of no bytes) lie end to end from the
-    file's start to ``size``, no gap and no overlap. Rows written in the index's order are walked; others are
-    checked by :func:`_tiles_by_marks` where its marks cost no more than a sort, else sorted by offset."""
+    file's start to ``size``, no gap and no overlap. A large index's run of rows (numpy imported) is checked with
+    arrays; otherwise rows written in the index's order are walked, and others checked by :func:`_tiles_by_marks`
+    where its marks cost no more than a sort, else sorted by offset."""
     offsets, kinds, kind_of = columns.offset, columns.kinds, columns.kind
     np = imported_numpy()
     if np is not None and len(stored) >= _ARRAYS and (arrays := columns.arrays_of(np, stored)) is not None and \
             max(size_ for _, _, _, size_ in kinds) * len(stored) < 1 << 62:  # (their sums fit in int64)
-        # a large index's run of rows: each offset the sum of the sizes before it, with arrays
-        ends = np.cumsum(np.array([size_ for _, _, _, size_ in kinds], np.int64)[arrays[0]])
-        starts = arrays[1]
-        if starts[0] == 0 and (starts[1:] == ends[:-1]).all() and ends[-1] == size:
-            return True  # (otherwise the walk below says why not, or finds them tiling out of order)
+        # a large index's run of rows, with arrays: in order of offset (a stable sort, as below), each offset the
+        # sum of the sizes before it
+        starts, sizes = arrays[1], np.array([size_ for _, _, _, size_ in kinds], np.int64)[arrays[0]]
+        if not (starts[1:] >= starts[:-1]).all():
+            order = np.argsort(starts, kind="stable")
+            starts, sizes = starts[order], sizes[order]
+        ends = np.cumsum(sizes)
+        return bool(starts[0] == 0 and (starts[1:] == ends[:-1]).all() and ends[-1] == size)
     if not all(map(int.__le__, map(offsets.__getitem__, stored),
                    map(offsets.__getitem__, itertools.islice(stored, 1, None)))):  # (written out of the index's order)
         found = _tiles_by_marks(columns, stored, size)
