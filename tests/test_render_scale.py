@@ -125,6 +125,65 @@ def test_stats_written_a_part_at_a_time_is_byte_for_byte_as_before(bundles, run_
     assert f"exit {result.exit_code}\n" + _shown(result.stdout, bundles) == expected
 
 
+@pytest.mark.parametrize("name", ["tree", "tree_object"])
+@pytest.mark.parametrize("rows", [1, 7, 4096])
+def test_a_tree_written_a_part_at_a_time_is_byte_for_byte_as_before(bundles, run_cli, tmp_path, monkeypatch, name,
+                                                                    rows):
+    """On a pipe ``ls --tree`` draws and formats its rows ``ROWS_PER_PART`` at a time (``drawn_parts``): the same
+    bytes as the tree made whole; and the parts are :func:`drawn_rows`' rows, in order."""
+    from ckpt_cli.render import tree as render_tree
+    from formats import open_checkpoint
+    from formats.ops.inspect.tree import build_tree
+
+    monkeypatch.setattr(render_tree, "ROWS_PER_PART", rows)
+    result = run_cli(*argv(COMMANDS[name], bundles, str(tmp_path)))
+    expected = (EXPECTED / f"{name}.txt").read_bytes().decode("utf-8", "surrogateescape")
+    assert f"exit {result.exit_code}\n" + _shown(result.stdout, bundles) == expected
+    with open_checkpoint(bundles["o" if name == "tree_object" else "a"]) as ckpt:
+        root = build_tree(ckpt).root
+    whole = render_tree.drawn_rows(root)
+    parts = list(render_tree.drawn_parts(root, rows))
+    assert all(len(labels) == rows for labels, _, _ in parts[:-1]) and 0 < len(parts[-1][0]) <= rows
+    assert [sum((part[i] for part in parts), []) for i in range(3)] == list(whole)
+    assert render_tree.drawn_rows(type(root)("")) == ([], [], [])
+
+
+def test_tree_cells_of_rows_alike_are_made_once_and_of_unshared_facts_each():
+    """The cells of rows that say the same facts are made once; facts that cannot be looked up (a shape given as a
+    list) are each made as they are: the same cells either way."""
+    from ckpt_cli.render import tree as render_tree
+    from formats.core.shapes import shape_text
+    from formats.core.units import human_bytes
+    from formats.ops.inspect.tree import TreeNode
+
+    def row(label: str, key: str | None, own: tuple, sums: tuple) -> TreeNode:
+        node = TreeNode(label, key=key)
+        node.own, node.sums = own, sums
+        return node
+
+    shared = ("float32", (3, 4), "variable", 48, 12)
+    nodes = [row("a", "a", shared, (48, 12, 1)), row("b", "b", shared, (48, 12, 1)),
+             row("scope", None, (None, None, None, 0, 0), (2048, 1_234_567, 2)),
+             row("c", "c", ("string", None, "other", 5, 0), (5, 0, 1))]
+    listed = [*nodes, row("d", "d", ("int64", [2, 2], "variable", 32, 4), (32, 4, 1))]
+    made = []
+    real = render_tree._texts
+    render_tree._texts = lambda *a: made.append(a) or real(*a)
+    try:
+        for given in (nodes, listed):
+            del made[:]
+            cells = render_tree._cells([n.label for n in given], given)
+            expected_shapes = ["[3, 4]", "[3, 4]", "", "", "[2, 2]"][:len(given)]
+            assert cells[2] == expected_shapes
+            assert cells[3] == [human_bytes(n) for n in (48, 48, 2048, 5, 32)][:len(given)]
+            assert cells[4] == ["12", "12", "1,234,567", "0", "4"][:len(given)]
+            assert cells[1] == ["float32", "float32", "", "string", "int64"][:len(given)]
+            assert len(made) == (3 if given is nodes else 5)  # (alike: once; a list shape: each row its own)
+        assert shape_text((3, 4)) == "[3, 4]"
+    finally:
+        render_tree._texts = real
+
+
 def test_stats_on_a_pipe_holds_no_string_per_cell():
     """Rows of ten statistics: what rendering holds at its peak grows by under 75 bytes a row from 20,000 to 40,000
     rows (the cells of the rows written so far, packed, beside one part's strings, the keys referred to, not copied;

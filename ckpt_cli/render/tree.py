@@ -69,29 +69,34 @@ def tree_prefix(flags: tuple[bool, ...]) -> str:
 def drawn_rows(root: Any) -> tuple[list[str], list[Any], list[str]]:
     """Every row under ``root``, depth first: its label after the tree's drawing (:func:`tree_prefix` of the
     row), its node, and the drawing that continues under it (the lines of its ancestors)."""
+    for part in drawn_parts(root, 0):
+        return part
+    return [], [], []
+
+
+def drawn_parts(root: Any, size: int) -> Iterator[tuple[list[str], list[Any], list[str]]]:
+    """:func:`drawn_rows`' rows ``size`` at a time (0: all at once), each part as its three lists. One string of
+    drawing per row, built from its parent's (the drawing is not rebuilt from the row's depth); only the drawings
+    of the rows still to come, and of the part's, are held."""
+    stack = [("", "", node) for node in reversed(root.children)]
     labels: list[str] = []
     nodes: list[Any] = []
     under: list[str] = []
-    for label, node, indent in iter_drawn(root):
-        labels.append(label)
-        nodes.append(node)
-        under.append(indent)
-    return labels, nodes, under
-
-
-def iter_drawn(root: Any) -> Iterator[tuple[str, Any, str]]:
-    """:func:`drawn_rows`' rows one at a time, ``(label, node, drawing under it)``. One string of drawing per
-    row, built from its parent's (the drawing is not rebuilt from the row's depth); only the drawings of the
-    rows still to come are held."""
-    stack = [("", "", node) for node in reversed(root.children)]
     while stack:
         prefix, indent, node = stack.pop()
-        yield prefix + node.label, node, indent
+        labels.append(prefix + node.label)
+        nodes.append(node)
+        under.append(indent)
         kids = node.children
         if kids:
             stack.append((indent + LAST, indent + SPACE, kids[-1]))
             branch, pipe = indent + BRANCH, indent + PIPE
             stack.extend([(branch, pipe, kid) for kid in reversed(kids[:-1])])
+        if len(labels) == size:
+            yield labels, nodes, under
+            labels, nodes, under = [], [], []
+    if labels:
+        yield labels, nodes, under
 
 
 def tree_table(tree: Any) -> TextTable:
@@ -114,15 +119,30 @@ TREE_COLUMNS = [("object", "left"), ("dtype", "left"), ("shape", "left"), ("size
 
 
 def _cells(labels: list[str], nodes: list[Any]) -> list[list[str]]:
-    """The cells of ``nodes``' rows (:data:`TREE_COLUMNS`), a column at a time."""
+    """The cells of ``nodes``' rows (:data:`TREE_COLUMNS`), a column at a time. Rows say the same facts (shared
+    tuples: :class:`~formats.ops.inspect.tree.TreeNode`), so the texts of each distinct ``(own, facts)`` are made
+    once and looked up for the others."""
     own = [node.key is not None for node in nodes]
     facts = [node.own if mine else node.sums for mine, node in zip(own, nodes)]  # (a row's own, or its totals)
     dtypes = [node.own[0] or "" for node in nodes]
-    shapes = [shape_text(fact[1]) if mine and fact[1] is not None else "" for mine, fact in zip(own, facts)]
-    sizes = list(map(human_bytes, [fact[3] if mine else fact[0] for mine, fact in zip(own, facts)]))
-    params = list(map("{:,}".format, [fact[4] if mine else fact[1] for mine, fact in zip(own, facts)]))
+    pairs = list(zip(own, facts))
+    try:
+        texts = {pair: _texts(*pair) for pair in set(pairs)}
+    except TypeError:  # (a shape given as a list by some reader: each row's own texts)
+        shapes, sizes, params = map(list, zip(*[_texts(*pair) for pair in pairs])) if pairs else ([], [], [])
+    else:
+        shapes, sizes, params = map(list, zip(*map(texts.__getitem__, pairs))) if pairs else ([], [], [])
     notes = [_note(node) if node.aliases else node.note for node in nodes]
     return [labels, dtypes, shapes, sizes, params, notes]
+
+
+def _texts(mine: bool, fact: tuple) -> tuple[str, str, str]:
+    """The shape, size and params cells of a row that shows its own tensor's facts (``mine``) or its subtree's."""
+    if mine:
+        shape = fact[1]
+        text = "" if shape is None else shape_text(shape if type(shape) is tuple else tuple(shape))  # (memo: hashed)
+        return text, human_bytes(fact[3]), f"{fact[4]:,}"
+    return "", human_bytes(fact[0]), f"{fact[1]:,}"
 
 
 ROWS_PER_PART = 4096
@@ -133,20 +153,10 @@ def _emit_packed(root: Any, lines: list[list[Segment]]) -> None:
     """Print the tree under ``root`` and ``lines`` on a pipe as :func:`~.table.emit` prints them, its rows drawn
     and formatted :data:`ROWS_PER_PART` at a time and held packed: no string per row and cell, nor the drawing
     under each row, is held for the whole tree (a 100,000-tensor tree: about 40 MB less)."""
-    from itertools import islice
-
     from .table import emit_rows, packed_table
 
-    rows = iter_drawn(root)
-
-    def parts() -> Iterator[list[list[str]]]:
-        while True:
-            part = list(islice(rows, ROWS_PER_PART))
-            if not part:
-                return
-            yield _cells([label for label, _, _ in part], [node for _, node, _ in part])
-
-    header, chunks, ascii = packed_table(TREE_COLUMNS, parts())
+    parts = (_cells(labels, nodes) for labels, nodes, _ in drawn_parts(root, ROWS_PER_PART))
+    header, chunks, ascii = packed_table(TREE_COLUMNS, parts)
     written = emit_rows(header, chunks, len(header), ascii, lines)
     assert written  # (on a pipe emit_rows writes whatever the rows are)
 
