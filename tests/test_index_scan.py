@@ -331,3 +331,29 @@ def test_a_scanned_block_whose_keys_are_out_of_order_is_refused_as_entries_refus
         if isinstance(expected, str):
             expected = f"corrupt index: data block at offset 0: {expected}"
         assert outcomes == [expected, expected]
+
+
+@pytest.mark.parametrize("n", [10, 3000], ids=["listed", "scanned"])
+def test_keys_met_are_held_as_the_strings_given(tmp_path, n, monkeypatch):
+    """``like`` (a writer's read-back): each key that is the next string given is held as that very string; a key
+    that is not, or past the strings given, as its own decoded text - one string given a key, in order, either way
+    (a small index's pairs, or a large one's scanned blocks)."""
+    from formats.tf_bundle.checkpoint import BundleCheckpoint
+    from tests.scale_bundles import name_based
+
+    scanned = []
+    real = IndexColumns._decode_scanned
+    monkeypatch.setattr(IndexColumns, "_decode_scanned", lambda self, *a: scanned.append(1) or real(self, *a))
+    prefix = name_based(tmp_path, n)
+    plain = list(BundleReader(prefix).entries.texts)
+    given = [("~" + text)[1:] for text in plain]  # equal, not the same objects
+    assert all(a == b and a is not b for a, b in zip(given, plain))
+    del scanned[:]
+    texts = BundleCheckpoint(prefix, like=iter(given)).reader.entries.texts
+    assert texts == plain and all(a is b for a, b in zip(texts, given))
+    assert bool(scanned) == (n == 3000)
+    other = list(given)
+    other[7] = "model/not/a/key"
+    texts = BundleCheckpoint(prefix, like=iter(other[:-5])).reader.entries.texts
+    assert texts == plain
+    assert [a is b for a, b in zip(texts, other)] == [i != 7 and i < n - 5 for i in range(n)]

@@ -221,6 +221,8 @@ class IndexColumns:
         """One scanned block's entries into the columns: each value's fields found with arrays
         (:func:`~formats.tf_bundle.entry_arrays.value_fields`); a usual value whose signature is known read as its
         offset and CRC32C, every other one (the first of each signature) decoded in full, in order."""
+        from itertools import islice, zip_longest
+
         import numpy as np
 
         from formats.io.sstable.scan import LISTED
@@ -234,16 +236,20 @@ class IndexColumns:
             texts = [_text(key) for key in keys]
             self._text_order = False
         if like is not None:
-            texts = [same if (same := next(like, None)) == text else text for text in texts]
+            expected = list(islice(like, len(texts)))
+            texts = expected if expected == texts else \
+                [same if same == text else text for same, text in zip_longest(expected, texts)]  # (a key not met)
         known = self._signatures
+        piece = block.__getitem__
         offsets, crcs, stops = fields.offsets, fields.crcs, part.stops
         row = len(self.texts)
         kinds: list[int | None] = []
         for at in range(0, len(keys), LISTED):  # (a thousand signatures at a time)
             cut = slice(at, at + LISTED)
-            cuts = zip(starts[cut].tolist(), fields.cut_starts[cut].tolist(), fields.cut_stops[cut].tolist(),
-                       fields.crc_starts[cut].tolist())
-            signatures: list[bytes | None] = [block[a:b] + block[c:e] for a, b, c, e in cuts]
+            signatures: list[bytes | None] = list(map(  # (each value's bytes before its offset and between it and
+                bytes.__add__,  # its CRC32C: sliced and joined by C functions)
+                map(piece, map(slice, starts[cut].tolist(), fields.cut_starts[cut].tolist())),
+                map(piece, map(slice, fields.cut_stops[cut].tolist(), fields.crc_starts[cut].tolist()))))
             usual = fields.usual[cut]
             if not usual.all():
                 for i in np.flatnonzero(~usual).tolist():
