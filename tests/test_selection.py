@@ -65,37 +65,6 @@ def test_select_sorts_and_raises_naming_every_unmatched_pattern():
     assert exc.hint == f"{HINT}: try '*kernel*'"
 
 
-@pytest.mark.parametrize("path", sorted({str(p)[:-len(".index")] for p in CORPUS.rglob("*.index")} |
-                                         {str(p) for p in CORPUS.rglob("*.h5")})[:40])
-def test_select_of_every_key_is_every_entry_in_key_order(path):
-    """No pattern: every entry, sorted by key, each the very object ``ckpt[key]`` gives (a checkpoint whose order
-    is its keys' takes its entries at once, ``values()``; another looks each up)."""
-    with open_checkpoint(path) as ckpt:
-        entries = select(ckpt, [])
-        keys = sorted(ckpt)
-        assert [e.key for e in entries] == keys
-        assert all(e is ckpt[k] for e, k in zip(entries, keys))
-        assert [e.key for e in select(ckpt, keys[:1])] == keys[:1]
-
-
-def test_select_of_every_key_takes_the_entries_at_once_only_in_key_order():
-    """The entries are taken at once (``values()``) when the checkpoint's own order is its keys' order; a
-    checkpoint listing its keys in another order is looked up key by key (and still sorted)."""
-    from formats.core.model import Checkpoint
-
-    class Listed(Checkpoint):
-        def values(self):  # type: ignore[no-untyped-def, override]
-            taken.append(1)
-            return [self[k] for k in self]
-
-    taken: list[int] = []
-    for order in (["a", "b", "c"], ["c", "a", "b"]):
-        ckpt = Listed("mem", "test", {k: k.upper() for k in order})  # type: ignore[misc]
-        del taken[:]
-        assert select(ckpt, []) == ["A", "B", "C"]
-        assert taken == ([1] if order == sorted(order) else [])
-
-
 def test_nothing_selected_wording():
     exc = nothing_selected("p", ["w"], "name")
     assert (str(exc), exc.hint) == ("p: no name matches 'w'", "patterns are exact names or globs on the whole "

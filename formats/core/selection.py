@@ -63,10 +63,7 @@ def select(ckpt: Checkpoint, patterns: Sequence[str]) -> list[TensorEntry]:
 
     Raises :class:`~formats.core.errors.NothingSelectedError` naming every pattern that matches no key.
     """
-    keys = selected_keys(ckpt, patterns)
-    if len(keys) == len(ckpt) and keys == list(ckpt):  # every key, in the checkpoint's order: its entries at once
-        return list(ckpt.values())  # (a bundle's made by one loop over its rows, not a look-up a key)
-    return [ckpt[k] for k in keys]
+    return [ckpt[k] for k in selected_keys(ckpt, patterns)]
 
 
 def selected_keys(ckpt: Checkpoint, patterns: Sequence[str]) -> list[str]:
