@@ -240,16 +240,14 @@ class IndexColumns:
             texts = expected if expected == texts else \
                 [same if same == text else text for same, text in zip_longest(expected, texts)]  # (a key not met)
         known = self._signatures
-        piece = block.__getitem__
         offsets, crcs, stops = fields.offsets, fields.crcs, part.stops
         row = len(self.texts)
         kinds: list[int | None] = []
         for at in range(0, len(keys), LISTED):  # (a thousand signatures at a time)
             cut = slice(at, at + LISTED)
-            signatures: list[bytes | None] = list(map(  # (each value's bytes before its offset and between it and
-                bytes.__add__,  # its CRC32C: sliced and joined by C functions)
-                map(piece, map(slice, starts[cut].tolist(), fields.cut_starts[cut].tolist())),
-                map(piece, map(slice, fields.cut_stops[cut].tolist(), fields.crc_starts[cut].tolist()))))
+            cuts = zip(starts[cut].tolist(), fields.cut_starts[cut].tolist(), fields.cut_stops[cut].tolist(),
+                       fields.crc_starts[cut].tolist())
+            signatures: list[bytes | None] = [block[a:b] + block[c:e] for a, b, c, e in cuts]
             usual = fields.usual[cut]
             if not usual.all():
                 for i in np.flatnonzero(~usual).tolist():
