@@ -37,11 +37,13 @@ def _nodes(rng: random.Random, count: int) -> list[ObjectNode]:
     return nodes
 
 
-def _arrays(nodes: list[ObjectNode], valued: bytes, how: str) -> GraphArrays:
+def _arrays(nodes: list[ObjectNode], valued: bytes, how: str, index: type = np.int64) -> GraphArrays:
     """The nodes as arrays, their strings as ``how`` says: ``joined`` (of_strings), ``spans`` (of_spans of a buffer
-    holding them in another order, between other bytes) or ``extra`` (spans, every third string given alone)."""
+    holding them in another order, between other bytes) or ``extra`` (spans, every third string given alone);
+    positions, ids and spans as ``index`` (int32: as a decoded graph's columns hold them, widened a batch at a
+    time)."""
     def ptr(lists: list[list]) -> np.ndarray:
-        return np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
+        return np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(index)
 
     def texts(strings: list[str]) -> TextColumn:
         if how == "joined":
@@ -58,31 +60,32 @@ def _arrays(nodes: list[ObjectNode], valued: bytes, how: str) -> GraphArrays:
             where[i] = len(buffer)
             buffer += stored[i] + b"\xff"
         spans = np.array([[where[i] for i in range(len(raw))], [where[i] + len(stored[i]) for i in range(len(raw))]],
-                         dtype=np.int64).reshape(2, len(raw))
+                         dtype=index).reshape(2, len(raw))
         return TextColumn.of_spans(bytes(buffer), spans, extra=extra)
 
     children = [c for n in nodes for c in n.children]
     attributes = [a for n in nodes for a in n.attributes]
     slots = [s for n in nodes for s in n.slot_variables]
     return GraphArrays(
-        ptr([n.children for n in nodes]), np.array([c.node_id for c in children], np.int64),
+        ptr([n.children for n in nodes]), np.array([c.node_id for c in children], index),
         texts([c.local_name for c in children]), ptr([n.attributes for n in nodes]),
         texts([a.name for a in attributes]), texts([a.full_name for a in attributes]),
         texts([a.checkpoint_key for a in attributes]), np.array([a.optional_restore for a in attributes], bool),
-        ptr([n.slot_variables for n in nodes]), np.array([s.original_variable_node_id for s in slots], np.int64),
-        texts([s.slot_name for s in slots]), np.array([s.slot_variable_node_id for s in slots], np.int64), valued)
+        ptr([n.slot_variables for n in nodes]), np.array([s.original_variable_node_id for s in slots], index),
+        texts([s.slot_name for s in slots]), np.array([s.slot_variable_node_id for s in slots], index), valued)
 
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("how", ["joined", "spans", "extra"])
-def test_a_graph_written_from_arrays_is_the_one_written_node_by_node(seed, how, monkeypatch):
+@pytest.mark.parametrize("index", [np.int64, np.int32], ids=["int64", "int32"])
+def test_a_graph_written_from_arrays_is_the_one_written_node_by_node(seed, how, index, monkeypatch):
     rng = random.Random(seed)
     nodes = _nodes(rng, {0: 0, 1: 20_000}.get(seed, rng.choice([1, 7, 60, 300])))  # (20,000: ids of three bytes)
     valued = bytes(rng.random() < 0.5 for _ in nodes)
     want = encode_object_graph(nodes, valued={i for i, v in enumerate(valued) if v})
     monkeypatch.setattr(object_graph_arrays, "NODES_AT_ONCE", rng.choice([1, 3, 64, 1 << 14]))
     monkeypatch.setattr(object_graph_arrays, "COPY_BYTES", rng.choice([1, 7, 100, 1 << 18]))
-    assert encode_graph_arrays(_arrays(nodes, valued, how)) == want
+    assert encode_graph_arrays(_arrays(nodes, valued, how, index)) == want
 
 
 def test_an_id_past_five_varint_bytes_or_negative_is_left_to_the_node_by_node_encoder():

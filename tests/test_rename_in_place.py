@@ -159,3 +159,77 @@ def test_map_rules_ask_only_about_the_edges_at_their_paths(rules, asked, unused,
     assert fast[3] == [made[i] for i in unused]
     assert sum(key.startswith("net/") for _, key, *_ in fast[1]) == 300
     assert sum(key.startswith("net/first/") for _, key, *_ in fast[1]) == (100 if unused else 0)
+
+
+def test_a_rename_in_place_keeping_few_paths_plans_the_same(tmp_path, monkeypatch, in_columns):
+    """The new paths a rename in place makes are kept a few at a time (``PATHS_KEPT``; a path a parent was 100 MB
+    at 10^6 objects): made again when asked for, the plan is the one keeping them all gives, and the paths held
+    never pass the bound by more than one path's depth."""
+    from tests.scale_bundles import name_based, object_based
+
+    generated = object_based(name_based(tmp_path, 300))
+    most = []
+    path = rename_objects._InPlace.path
+
+    def held(self, node):  # type: ignore[no-untyped-def]
+        found = path(self, node)
+        most.append(len(self.paths))
+        return found
+
+    for prefix in [generated, *OBJECT_BASED[:4]]:
+        for label, options in _rule_sets(prefix):
+            expected = _plan(prefix, options, True, monkeypatch)
+            with monkeypatch.context() as m:
+                m.setattr(rename_objects, "PATHS_KEPT", 3)
+                m.setattr(rename_objects._InPlace, "path", held)
+                assert _plan(prefix, options, True, monkeypatch) == expected, (prefix, label)
+    assert most and max(most) <= 3 + 4  # (the deepest path made: model/layer_2/unit_9/w)
+    assert max(most) > 3  # (the bound was reached, and paths made again past it)
+
+
+def test_a_rename_in_place_lets_go_of_the_old_graph_before_its_rows(tmp_path, monkeypatch, in_columns):
+    """Once the renamed graph is written, an in-place rename holds the old one no more (its bytes, columns and
+    traversal were 190 MB of the peak at 10^6 objects) while it makes a row per key: the checkpoint decodes it again
+    only if asked, to the same graph and labels; planning and writing the rename decode it once."""
+    import formats
+    from formats.concepts import object_graph_codec
+    from formats.ops.convert.plan import ConversionPlan
+    from tests.scale_bundles import name_based, object_based
+
+    prefix = object_based(name_based(tmp_path, 300))
+    decoded = []
+    decode = object_graph_codec.decode_object_graph
+    monkeypatch.setattr(object_graph_codec, "decode_object_graph", lambda *a: decoded.append(1) or decode(*a))
+    held = []
+    add_row = ConversionPlan.add_row
+    with open_checkpoint(prefix) as ckpt:
+        key = "model/layer_1/unit_7/w/.ATTRIBUTES/VARIABLE_VALUE"
+        before = (ckpt[key].name, ckpt[key].role, ckpt.object_graph.table.data)
+        assert len(decoded) == 1
+
+        def row(plan, *args, **kwargs):  # type: ignore[no-untyped-def]
+            held.append(ckpt._labels._graph is not None or ckpt._labels._labels is not None)
+            return add_row(plan, *args, **kwargs)
+
+        monkeypatch.setattr(ConversionPlan, "add_row", row)
+        plan = plan_rename(ckpt, ConvertOptions(rules=build_rules(["model=net"])))
+        monkeypatch.setattr(ConversionPlan, "add_row", add_row)
+        assert len(held) == 300 + 1 and not any(held)  # (the variables and the save counter)
+        assert plan.ok and sum(r.key.startswith("net/") for r in plan.rows) == 300
+        assert len(decoded) == 1
+        assert (ckpt[key].name, ckpt[key].role, ckpt.object_graph.table.data) == before
+        assert len(decoded) == 2  # (asked again: decoded again)
+    decoded.clear()
+    result = formats.rename(prefix, tmp_path / "renamed" / "ckpt", ["model=net"])
+    assert result.ok and len(decoded) == 1
+
+
+def test_a_name_based_checkpoint_keeps_its_labels_when_told_to_forget_a_graph(tmp_path):
+    from tests.scale_bundles import name_based
+
+    with open_checkpoint(name_based(tmp_path, 30)) as ckpt:
+        assert ckpt.object_graph is None
+        assert ckpt["model/layer_0/unit_3/w"].role == "variable"
+        labels = ckpt._labels._labels
+        ckpt.forget_object_graph()
+        assert ckpt._labels._labels is labels and labels is not None

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TextColumn", "GraphArrays", "encode_graph_arrays", "COPY_BYTES"]
 
-COPY_BYTES = 1 << 18
+COPY_BYTES = 1 << 16
 """String bytes copied into the output a batch at a time (a few index arrays of this many items)."""
 
 _MAX_ID = 1 << 35
@@ -39,7 +39,7 @@ class TextColumn:
     ``buffer`` and ``starts`` are None."""
 
     buffer: Any  # numpy uint8 array
-    starts: Any  # int64 arrays
+    starts: Any  # int32 or int64 arrays (a part's: int64)
     lengths: Any
     extra: dict[int, bytes]
     strings: Sequence[str] | None = None
@@ -66,8 +66,8 @@ class TextColumn:
         written as UTF-8 (a lone surrogate)."""
         import numpy as np
 
-        try:  # (each string's bytes let go as soon as they are counted)
-            lengths = np.fromiter(map(len, map(str.encode, strings)), np.int64, len(strings))
+        try:  # (each string's bytes let go as soon as they are counted; int32: a part is made int64)
+            lengths = np.fromiter(map(len, map(str.encode, strings)), np.int32, len(strings))
         except UnicodeEncodeError:
             return None
         return cls(None, None, lengths, {}, strings)
@@ -78,9 +78,10 @@ class TextColumn:
 
         if self.strings is None:
             extra = {i - lo: raw for i, raw in self.extra.items() if lo <= i < hi}
-            return TextColumn(self.buffer, self.starts[lo:hi], self.lengths[lo:hi], extra)
+            return TextColumn(self.buffer, self.starts[lo:hi].astype(np.int64), self.lengths[lo:hi].astype(np.int64),
+                              extra)
         raw = b"".join(map(str.encode, self.strings[lo:hi]))
-        lengths = self.lengths[lo:hi]
+        lengths = self.lengths[lo:hi].astype(np.int64)
         starts = np.zeros(len(lengths), np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         return TextColumn(np.frombuffer(raw, np.uint8), starts, lengths, {})
@@ -120,22 +121,24 @@ def encode_graph_arrays(graph: GraphArrays) -> bytes | None:
     from formats.concepts.object_graph_codec import _tags
 
     tags = {name: tag[0] for name, tag in _tags().items()}
-    ptrs = [np.asarray(a, np.int64) for a in (graph.child_ptr, graph.attr_ptr, graph.slot_ptr)]
-    ids = [np.asarray(a, np.int64) for a in (graph.child_id, graph.slot_original, graph.slot_id)]
+    ptrs = [np.asarray(a) for a in (graph.child_ptr, graph.attr_ptr, graph.slot_ptr)]  # (as given: int32 or int64,
+    ids = [np.asarray(a) for a in (graph.child_id, graph.slot_original, graph.slot_id)]  # made int64 a batch at a time)
     for column in ids:
         if len(column) and (int(column.min()) < 0 or int(column.max()) >= _MAX_ID):
             return None
     count = len(ptrs[0]) - 1
     optional = np.asarray(graph.attr_optional, bool)
+    wide = np.int64
     out = BytesIO()
     for a in range(0, count, NODES_AT_ONCE):
         b = min(count, a + NODES_AT_ONCE)
         (c_lo, c_hi), (a_lo, a_hi), (s_lo, s_hi) = ((int(ptr[a]), int(ptr[b])) for ptr in ptrs)
-        part = GraphArrays(ptrs[0][a:b + 1] - c_lo, ids[0][c_lo:c_hi], graph.child_name.part(c_lo, c_hi),
-                           ptrs[1][a:b + 1] - a_lo, graph.attr_name.part(a_lo, a_hi), graph.attr_full.part(a_lo, a_hi),
-                           graph.attr_key.part(a_lo, a_hi), optional[a_lo:a_hi], ptrs[2][a:b + 1] - s_lo,
-                           ids[1][s_lo:s_hi], graph.slot_name.part(s_lo, s_hi), ids[2][s_lo:s_hi],
-                           graph.valued[a:b])
+        part = GraphArrays(ptrs[0][a:b + 1].astype(wide) - c_lo, ids[0][c_lo:c_hi].astype(wide),
+                           graph.child_name.part(c_lo, c_hi), ptrs[1][a:b + 1].astype(wide) - a_lo,
+                           graph.attr_name.part(a_lo, a_hi), graph.attr_full.part(a_lo, a_hi),
+                           graph.attr_key.part(a_lo, a_hi), optional[a_lo:a_hi], ptrs[2][a:b + 1].astype(wide) - s_lo,
+                           ids[1][s_lo:s_hi].astype(wide), graph.slot_name.part(s_lo, s_hi),
+                           ids[2][s_lo:s_hi].astype(wide), graph.valued[a:b])
         out.write(_encode_part(np, tags, part))
     return out.getvalue()
 

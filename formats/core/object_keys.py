@@ -62,6 +62,11 @@ def unescape_local_name(segment: str) -> str:
     return "".join(out)
 
 
+PATHS_KEPT = 4096
+"""Paths a builder or a rename keeps made at most (those of a run of siblings' parents: nodes are asked about in
+order), cleared past that; a path a node held was 100 MB at 10^6 objects."""
+
+
 def chain_path(node: int, paths: dict[int, str], parent: Any, edge: Any, segment: Callable[[int], str]) -> str:
     """The path of ``node``, which a path reaches: its first parent's (``parent[node]``, up to one in ``paths``) and
     ``segment(e)`` of the edge that reached it (``edge[node]``), each path made on the way added to ``paths``."""

@@ -357,6 +357,13 @@ class _Labels:
             self._graph = decode_object_graph(self._reader.elements(raw)[0], self._reader.index_path)  # no numpy
         return self._graph
 
+    def forget_graph(self) -> None:
+        """Let go of the decoded graph and the labels of an object-based bundle (both made again when asked for);
+        a name-based bundle's labels are kept."""
+        if self.object_based:
+            self._graph = None
+            self._labels = self._facts = None
+
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
         found = self.facts(key)
@@ -646,6 +653,10 @@ class BundleCheckpoint(Checkpoint):
     def object_graph(self) -> ObjectGraph | None:
         """The decoded :class:`~formats.concepts.object_graph.ObjectGraph` (decoded on first use), or None for tf-name."""
         return self._labels.graph()
+
+    def forget_object_graph(self) -> None:
+        """See :meth:`Checkpoint.forget_object_graph`: the graph and the labels made from it."""
+        self._labels.forget_graph()
 
     @property
     def files(self) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from _bisect import bisect_left, bisect_right  # bisect's C half, without its module
 from itertools import islice
 
-from formats.core.object_keys import ATTRIBUTES, VARIABLE_VALUE, chain_path, escape_local_name
+from formats.core.object_keys import ATTRIBUTES, PATHS_KEPT, VARIABLE_VALUE, chain_path, escape_local_name
 from formats.concepts.object_graph_codec import encode_graph_columns
 from formats.core.names import safe_text
 
@@ -39,7 +39,7 @@ class GraphColumns:
 
     A node is a position in two lists - its local name (the edge's to it; ``""`` for the root and slot variables,
     the names shared: ``unit_0`` once however many layers have one) and its parent (-1: none) - and each attribute
-    a position in four; paths are made when asked for (a few kept: :data:`_PATHS_KEPT`), children found from the
+    a position in four; paths are made when asked for (a few kept: :data:`~formats.core.object_keys.PATHS_KEPT`), children found from the
     parents: the nodes :meth:`grow` makes, breadth-first, are numbered in their parents' order, so a node's children
     are a run of them (found by bisection), then those :meth:`child` added later, in order. At 10^5 variables this
     holds some 8 MB where a path, a child list and an attribute tuple a node held 57 MB."""
@@ -56,7 +56,7 @@ class GraphColumns:
         self.slot_variables: dict[int, list[tuple[int, str, int]]] = {}  # optimizer -> (variable, slot name, node)
         self._slots: dict[int, tuple[int, int, str]] | None = None  # slot node -> (variable, optimizer, slot name)
         self._named: dict[int, dict[str, int]] = {}  # parent -> local name -> child, made when child() asks
-        self._paths: dict[int, str] = {0: ""}  # paths made lately (cleared past _PATHS_KEPT)
+        self._paths: dict[int, str] = {0: ""}  # paths made lately (cleared past PATHS_KEPT)
         self._share: dict[str, str] = {}  # each local name to the first string equal to it
 
     def __len__(self) -> int:
@@ -178,7 +178,7 @@ class GraphColumns:
         if self.parent[node] < 0:
             variable, optimizer, slot_name = self._slot(node)
             return f"{self.path(variable)}/.OPTIMIZER_SLOT/{self.path(optimizer)}/{escape_local_name(slot_name)}"
-        if len(paths) >= _PATHS_KEPT:
+        if len(paths) >= PATHS_KEPT:
             paths.clear()
             paths[0] = ""
         return chain_path(node, paths, self.parent, range(len(self.parent)), self._segment)  # (a node's edge: itself)
@@ -241,10 +241,6 @@ class GraphColumns:
                            [Attribute(*a) for a in attributes or ()],
                            [SlotVariableRef(*s) for s in self.slot_variables.get(i, ())])
                 for i, (kids, attributes) in enumerate(zip(_children_by_node(self), _attributes_by_node(self)))]
-
-
-_PATHS_KEPT = 4096
-"""At most this many paths are kept made (those of a run of siblings' parents, as variables come in key order)."""
 
 
 def _children_by_node(graph: GraphColumns) -> Iterator[list[tuple[int, str]] | None]:
