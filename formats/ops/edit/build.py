@@ -85,7 +85,9 @@ def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs
         conversion.add("unsupported", source.path, f"ckpt cannot write a {source.format} checkpoint; choose an "
                        f"output format ({', '.join(write_targets())})")
     elif conversion.ok:
-        view = _view(source, selection.kept, conversion)
+        # (only the pruned graph's bytes are written, its rows copied as stored: nothing asks for a graph again)
+        forget = not options.casts and value_for is None and _copied_as_stored(source, target)
+        view = _view(source, selection.kept, conversion, forget)
         if view is not None:
             plan.conversion = _plan_target(source, view, target, options, selection.kept)
             plan.conversion.problems[:0] = conversion.problems
@@ -97,22 +99,39 @@ def plan_output(source: Checkpoint, options: EditOptions, operation: str, inputs
     return plan
 
 
-def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan) -> KeptView | None:
+def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan, forget: bool = False) -> KeptView | None:
+    """The tensors ``kept`` of ``source``, its object graph pruned to them; None when the graph cannot be.
+    ``forget``: only the pruned graph's bytes are wanted: the decoded graphs are let go before an entry per key is
+    taken (:meth:`~formats.core.model.Checkpoint.forget_object_graph`; at 10^6 objects the source's graph, its
+    labels and the pruned one were 400 MB of an edit's peak)."""
     graph = source.object_graph if is_object_based(source) else None
     if graph is None:
         return KeptView(source, kept)
     from formats.ops.edit.prune import prune_graph  # (the object graph's modules: not for a name-based edit)
 
+    if forget:  # (the labels made from the graph go now; the graph itself once pruned, held here till then)
+        source.forget_object_graph()
     pruned, data, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
+    del graph
     conversion.problems += problems
-    return KeptView(source, kept, pruned, data) if pruned is not None else None
+    if pruned is None:
+        return None
+    if forget:
+        del pruned
+        return KeptView(source, kept, data=data)
+    return KeptView(source, kept, pruned, data)
+
+
+def _copied_as_stored(source: Checkpoint, target: str) -> bool:
+    """Whether ``target`` is the source's own bundle format, written row for row (:func:`_plan_target`)."""
+    return has_data_files(target) and target == own_target(source)
 
 
 def _plan_target(source: Checkpoint, view: KeptView, target: str, options: EditOptions,
                  kept: list[str]) -> ConversionPlan:
     """The rows of the output: the source's own bundle format row for row, else the target's planner."""
     convert = ConvertOptions(max_shard_size=options.max_shard_size if _sharded_by_size(target) else None)
-    if has_data_files(target) and target == own_target(source):
+    if _copied_as_stored(source, target):
         plan = ConversionPlan(source.path, target)
         add_row = plan.add_row
         for key, entry in view.kept_items():

@@ -42,18 +42,18 @@ class GraphEntry(TensorEntry):
 
 class KeptView(Checkpoint):
     """``source`` with only the tensors ``kept``; an object-based source's graph replaced by ``graph``, serialized
-    as ``data`` (when not given, encoded here)."""
+    as ``data`` (when not given, encoded here; given alone: the graph's bytes only, :attr:`object_graph` None)."""
 
     def __init__(self, source: Checkpoint, kept: list[str], graph: ObjectGraph | None = None,
                  data: bytes | None = None) -> None:
         entries = dict(zip(kept, map(source.__getitem__, kept)))
         self._kept = kept
         self.graph = graph
-        if graph is not None:
+        if graph is not None or data is not None:
             if data is None:
                 from formats.ops.convert.graph_build import encode_object_graph
 
-                data = encode_object_graph(graph.nodes)
+                data = encode_object_graph(graph.nodes)  # type: ignore[union-attr]  # (given a graph or its bytes)
             entries[OBJECT_GRAPH_KEY] = GraphEntry(data)
         super().__init__(source.path, source.format, entries)
         self.source = source

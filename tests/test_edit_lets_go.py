@@ -1,0 +1,83 @@
+"""Issue 38: an object-based edit written row for row in its own format needs of the source's graph only its pruned
+bytes, so it lets go of the decoded graphs - the source's labels before pruning, the source's graph and the pruned
+one after - before it takes an entry and a row per key (at 10^6 objects they were 170 MB of its peak). Nothing asks
+for them again: the graph is decoded once, and the output is the one an edit keeping them writes. An edit that
+casts, or converts, still asks for the labels and keeps them."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import formats
+from formats import open_checkpoint
+from formats.concepts import object_graph_codec
+from formats.ops.convert.plan import ConversionPlan
+from formats.ops.edit import build
+
+from tests.scale_bundles import name_based, object_based
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory) -> str:
+    return object_based(name_based(tmp_path_factory.mktemp("edit_lets_go"), 300))
+
+
+def _digest(prefix: Path) -> list[str]:
+    return [hashlib.sha1(p.read_bytes()).hexdigest() for p in sorted(prefix.parent.iterdir())]
+
+
+@pytest.fixture
+def decoded(monkeypatch) -> list[int]:
+    found: list[int] = []
+    decode = object_graph_codec.decode_object_graph
+    monkeypatch.setattr(object_graph_codec, "decode_object_graph", lambda *a: found.append(1) or decode(*a))
+    return found
+
+
+def _graphs_held_at_rows(monkeypatch) -> list[bool]:
+    """Whether the source's bundle held a decoded graph or labels, or the view a pruned graph, as each row was
+    added."""
+    held: list[bool] = []
+    add_row = ConversionPlan.add_row
+    view = build._view
+
+    def seen(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = view(source, *args, **kwargs)
+        labels = source._labels
+
+        def row(plan, *a, **k):  # type: ignore[no-untyped-def]
+            held.append(labels._graph is not None or labels._labels is not None or found.object_graph is not None)
+            return add_row(plan, *a, **k)
+
+        monkeypatch.setattr(ConversionPlan, "add_row", row)
+        return found
+
+    monkeypatch.setattr(build, "_view", seen)
+    return held
+
+
+def test_an_edit_in_its_own_format_lets_go_of_the_graphs_and_writes_the_same(prefix, tmp_path, monkeypatch, decoded):
+    view = build._view
+    with monkeypatch.context() as m:  # (the edit as it was: the graphs kept to the end)
+        m.setattr(build, "_view", lambda source, kept, conversion, forget=False: view(source, kept, conversion))
+        kept = formats.edit(prefix, tmp_path / "kept" / "ckpt", exclude=("model/layer_0/*",))
+    assert kept.ok
+    decoded.clear()
+    held = _graphs_held_at_rows(monkeypatch)
+    result = formats.edit(prefix, tmp_path / "let-go" / "ckpt", exclude=("model/layer_0/*",))
+    assert result.ok and len(decoded) == 1
+    assert len(held) == 200 + 1 and not any(held)  # (the variables of layers 1 and 2, and the save counter)
+    assert _digest(tmp_path / "let-go" / "ckpt") == _digest(tmp_path / "kept" / "ckpt")
+    with open_checkpoint(str(tmp_path / "let-go" / "ckpt")) as out:
+        assert len(out) == 202 and "model/layer_1/unit_0/w/.ATTRIBUTES/VARIABLE_VALUE" in out
+
+
+def test_an_edit_that_casts_keeps_the_labels_it_asks_for(prefix, tmp_path, monkeypatch, decoded):
+    held = _graphs_held_at_rows(monkeypatch)
+    result = formats.edit(prefix, tmp_path / "cast" / "ckpt", exclude=("model/layer_0/*",),
+                          casts={"float32": "float16"})
+    assert result.ok and len(decoded) == 1 and held and all(held)
+    with open_checkpoint(str(tmp_path / "cast" / "ckpt")) as out:
+        assert out["model/layer_1/unit_0/w/.ATTRIBUTES/VARIABLE_VALUE"].dtype == "float16"
