@@ -33,8 +33,9 @@ def test_crcs_of_pieces_with_arrays_are_the_c_functions():
 @pytest.fixture(params=["arrays", "listed", "calls"])
 def crc_way(request, monkeypatch):
     """The read-back's CRC32Cs of tiny tensors with arrays (numpy imported) or a C call each (not), and how many
-    tensors took arrays. ``arrays``: a run of rows of a large index is gathered from its columns as arrays too
-    (``_sound_arrays``, whose batches the fixture's third item counts); ``listed``: never (as a small index's)."""
+    tensors took arrays (``_sound_arrays``, whose batches the fixture's third item counts). ``arrays``: a run of
+    rows of a large index is gathered from its columns as arrays; ``listed``: never (as a small index's), each
+    row's offset and checksum listed into arrays."""
     from formats.tf_bundle import readback
     from formats.tf_bundle.columns import IndexColumns
 
@@ -84,8 +85,7 @@ def test_copied_tiny_tensors_are_read_back_without_a_step_each(bundle, run_cli, 
     assert calls == [] and len(rows) == (2900 if command[0] == "edit" else 3000)
     way, taken, gathered = crc_way
     assert sum(taken) == (0 if way == "calls" else len(rows))
-    listed = command[0] == "convert"  # (its graph written fresh beside them: the copied rows listed, under 4,096)
-    assert sum(gathered) == (len(rows) if way == "arrays" and not listed else 0)
+    assert sum(gathered) == (0 if way == "calls" else len(rows))  # (convert's rows listed, as a small index's)
 
 
 def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tmp_path, monkeypatch, crc_way):
@@ -107,7 +107,7 @@ def test_a_checksum_that_does_not_match_in_a_window_is_named(bundle, run_cli, tm
     assert "'net/layer_17/unit_5/w': copied bytes do not match their checksum" in result.output
     assert result.output.count("copied bytes do not match") == 1
     way, taken, gathered = crc_way
-    assert (sum(taken) > 0) == (way != "calls") and (sum(gathered) > 0) == (way == "arrays")
+    assert (sum(taken) > 0) == (way != "calls") and (sum(gathered) > 0) == (way != "calls")
 
 
 def test_a_copied_checksum_that_does_not_match_beside_linked_files_is_named(tmp_path, monkeypatch, crc_way):
@@ -171,7 +171,7 @@ def test_a_sound_batch_holds_no_list(tmp_path, monkeypatch, crc_way, shapes):
     formats.rename(src, tmp_path / "out" / "ckpt-1", ["model/=net/"], jobs=2)
     assert batches == [None] * len(batches) and sound == [len(shapes) == 1] * len(batches)
     way, _, gathered = crc_way
-    assert sum(gathered) == (4000 if way == "arrays" and shapes == [(4,)] else 0)
+    assert sum(gathered) == (4000 if way != "calls" and shapes == [(4,)] else 0)
 
 
 def test_windows_read_back_are_at_most_a_batch(bundle, run_cli, tmp_path, monkeypatch, crc_way):

@@ -250,13 +250,15 @@ def _sound_run(reader: Any, rows: Sequence[int], whole: Callable[[int], bool]) -
     _, _, shard, size = columns.kinds[kind]
     if size <= 0 or size > BATCH_BYTES or not whole(rows[0]):
         return False
-    if found is not None and size <= PIECE_BYTES:
+    if np is not None and size <= PIECE_BYTES:  # tiny tensors: a byte of each a step, with arrays
+        if found is None:  # (rows listed, or a small index's list columns: their columns gathered into arrays)
+            found_offsets = np.fromiter(map(columns.offset.__getitem__, rows), np.int64, n)
+            found_crcs = np.fromiter(map(columns.crc.__getitem__, rows), np.uint64, n)
         return _sound_arrays(np, reader.data_paths[shard], size, found_offsets, found_crcs)
     offsets = list(map(columns.offset.__getitem__, rows))
     order = sorted(range(n), key=offsets.__getitem__)
     offsets = list(map(offsets.__getitem__, order))
-    np = np if size <= PIECE_BYTES else None  # tiny tensors: a byte of each a step, with arrays
-    got: list[Any] = []
+    got: list[int] = []
     fd = os.open(reader.data_paths[shard], os.O_RDONLY)
     try:
         first = 0
@@ -266,26 +268,20 @@ def _sound_run(reader: Any, rows: Sequence[int], whole: Callable[[int], bool]) -
             data = os.pread(fd, offsets[last - 1] + size - start, start)
             if len(data) != offsets[last - 1] + size - start:
                 return False
-            if np is not None:
-                got.append(crc32c_pieces(np, data, np.array(offsets[first:last], np.int64) - start, size))
-            else:
-                at = list(map(int.__sub__, offsets[first:last], repeat(start)))
-                got += map(crc32c, map(data.__getitem__, map(slice, at, map(int.__add__, at, repeat(size)))))
+            at = list(map(int.__sub__, offsets[first:last], repeat(start)))
+            got += map(crc32c, map(data.__getitem__, map(slice, at, map(int.__add__, at, repeat(size)))))
             first = last
     finally:
         os.close(fd)
     from array import array  # (array imports collections: not for a small bundle)
 
-    stored = array("Q", map(columns.crc.__getitem__, map(rows.__getitem__, order)))
-    if np is not None:
-        return bool((mask_array(np, np.concatenate(got)) == np.frombuffer(stored, np.uint64)).all())
-    return mask_all(got) == stored  # masked as TensorFlow stores them
+    return mask_all(got) == array("Q", map(columns.crc.__getitem__, map(rows.__getitem__, order)))  # (as stored)
 
 
 def _sound_arrays(np: Any, path: str, size: int, offsets: Any, crcs: Any) -> bool:
     """:func:`_sound_run` of tiny tensors (``size`` bytes, at most :data:`~formats.io.crc_arrays.PIECE_BYTES`) in
-    the data file at ``path`` whose ``offsets`` and stored ``crcs`` are arrays (:meth:`IndexColumns.arrays_of`):
-    ordered, windowed and compared with arrays, no Python step a tensor."""
+    the data file at ``path`` whose ``offsets`` and stored ``crcs`` are arrays (:meth:`IndexColumns.arrays_of`, or
+    gathered from listed rows): ordered, windowed and compared with arrays, no Python step a tensor."""
     if not (offsets[1:] >= offsets[:-1]).all():
         order = np.argsort(offsets, kind="stable")
         offsets, crcs = offsets[order], crcs[order]
