@@ -39,10 +39,11 @@ class GraphColumns:
 
     A node is a position in two lists - its local name (the edge's to it; ``""`` for the root and slot variables,
     the names shared: ``unit_0`` once however many layers have one) and its parent (-1: none) - and each attribute
-    a position in four; paths are made when asked for (a few kept: :data:`~formats.core.object_keys.PATHS_KEPT`), children found from the
-    parents: the nodes :meth:`grow` makes, breadth-first, are numbered in their parents' order, so a node's children
-    are a run of them (found by bisection), then those :meth:`child` added later, in order. At 10^5 variables this
-    holds some 8 MB where a path, a child list and an attribute tuple a node held 57 MB."""
+    a position in four; paths are made when asked for (a few kept: :data:`~formats.core.object_keys.PATHS_KEPT`),
+    children found from the parents: the nodes :meth:`grow` makes, breadth-first, are numbered in their parents'
+    order, so a node's children are a run of them (found by bisection), then those :meth:`child` added later, in
+    order. At 10^5 variables this holds some 8 MB where a path, a child list and an attribute tuple a node held
+    57 MB."""
 
     def __init__(self) -> None:
         self.names: list[str] = [""]  # node -> the local name of the edge to it, unescaped
