@@ -67,9 +67,16 @@ PATHS_KEPT = 4096
 order), cleared past that; a path a node held was 100 MB at 10^6 objects."""
 
 
-def chain_path(node: int, paths: dict[int, str], parent: Any, edge: Any, segment: Callable[[int], str]) -> str:
+def chain_path(node: int, paths: dict[int, str], parent: Any, edge: Any, segment: Callable[[int], str],
+               kept: int | None = None) -> str:
     """The path of ``node``, which a path reaches: its first parent's (``parent[node]``, up to one in ``paths``) and
-    ``segment(e)`` of the edge that reached it (``edge[node]``), each path made on the way added to ``paths``."""
+    ``segment(e)`` of the edge that reached it (``edge[node]``), each path made on the way added to ``paths``.
+    ``kept`` (such as :data:`PATHS_KEPT`): once ``paths`` holds that many, all but the root's (node 0) are let go
+    first, made again when asked for."""
+    if kept is not None and len(paths) >= kept:
+        root = paths[0]
+        paths.clear()
+        paths[0] = root
     chain = []
     current = node
     while current not in paths:

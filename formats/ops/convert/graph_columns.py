@@ -179,10 +179,8 @@ class GraphColumns:
         if self.parent[node] < 0:
             variable, optimizer, slot_name = self._slot(node)
             return f"{self.path(variable)}/.OPTIMIZER_SLOT/{self.path(optimizer)}/{escape_local_name(slot_name)}"
-        if len(paths) >= PATHS_KEPT:
-            paths.clear()
-            paths[0] = ""
-        return chain_path(node, paths, self.parent, range(len(self.parent)), self._segment)  # (a node's edge: itself)
+        return chain_path(node, paths, self.parent, range(len(self.parent)), self._segment,  # (a node's edge: itself)
+                          PATHS_KEPT)
 
     def _segment(self, node: int) -> str:
         """The escaped local name of the edge to ``node``."""

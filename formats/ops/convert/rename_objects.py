@@ -434,10 +434,7 @@ class _InPlace:
                 prefix = self.path(up)
             name = self._segment(edge[node])
             return f"{prefix}/{name}" if prefix else name
-        if len(paths) >= PATHS_KEPT:  # (made again when asked for: every parent's was 100 MB at 10^6 objects)
-            paths.clear()
-            paths[0] = ""
-        return chain_path(node, paths, parent, edge, self._segment)
+        return chain_path(node, paths, parent, edge, self._segment, PATHS_KEPT)  # (every parent's: 100 MB at 10^6)
 
     def _segment(self, e: int) -> str:
         """Edge ``e``'s new local name, escaped (:meth:`path` has asked for the graph's edges first)."""
