@@ -82,8 +82,10 @@ def plan_tf_name(source: Checkpoint, options: ConvertOptions) -> ConversionPlan:
                  "their object paths are used instead", WARNING, [keys[i] for i in holders])
         for i in holders:
             names[i], notes[i] = object_path_name(keys[i]), f"object path (full name {name!r} is not unique)"
-    del labels  # every name is known: the graph and its labels go before a row per key is made (at 10^6 keys,
-    source.forget_object_graph()  # the peak 180 MB lower); decoded again if anything asks
+    # every name is known: the graph and its labels go before a row per key is made (at 10^6 keys, the peak 180 MB
+    # lower); decoded again if anything asks
+    del labels
+    source.forget_object_graph()
     for i, key in enumerate(keys):
         name, note = names[i], notes.get(i, "")
         new = options.rules.apply(name) if options.rules else name

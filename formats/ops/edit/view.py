@@ -49,11 +49,11 @@ class KeptView(Checkpoint):
         entries = dict(zip(kept, map(source.__getitem__, kept)))
         self._kept = kept
         self.graph = graph
-        if graph is not None or data is not None:
-            if data is None:
-                from formats.ops.convert.graph_build import encode_object_graph
+        if data is None and graph is not None:
+            from formats.ops.convert.graph_build import encode_object_graph
 
-                data = encode_object_graph(graph.nodes)  # type: ignore[union-attr]  # (given a graph or its bytes)
+            data = encode_object_graph(graph.nodes)
+        if data is not None:
             entries[OBJECT_GRAPH_KEY] = GraphEntry(data)
         super().__init__(source.path, source.format, entries)
         self.source = source
