@@ -110,3 +110,25 @@ def test_a_conversion_to_names_lets_go_of_the_graph_once_the_names_are_made(pref
     assert _digest(tmp_path / "let-go" / "ckpt") == _digest(tmp_path / "kept" / "ckpt")
     with open_checkpoint(str(tmp_path / "let-go" / "ckpt")) as out:
         assert sorted(out)[:2] == ["model/layer_0/unit_0/w", "model/layer_0/unit_1/w"] and len(out) == 301
+
+
+def test_an_edit_of_a_graph_in_columns_does_not_decode_its_pruned_graph(prefix, tmp_path, monkeypatch, decoded):
+    """A large graph (in columns) pruned for an edit in its own format has its paths checked on the arrays: the
+    pruned bytes are written, not decoded again (at 10^6 objects 3 s and 110 MB); an edit that casts asks for the
+    pruned graph, decoded; both write what the edit did when it always decoded it."""
+    from formats.ops.edit import prune
+
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)
+    run = prune._ColumnPrune.run
+    with monkeypatch.context() as m:  # (as it was: the pruned graph decoded and its paths compared)
+        m.setattr(prune._ColumnPrune, "run", lambda self, keys, kept, decoded=True: run(self, keys, kept))
+        m.setattr(prune._ColumnPrune, "_paths_kept", lambda self: False)
+        kept = formats.edit(prefix, tmp_path / "decoded" / "ckpt", exclude=("model/layer_0/*",))
+    assert kept.ok
+    decoded.clear()
+    result = formats.edit(prefix, tmp_path / "bytes" / "ckpt", exclude=("model/layer_0/*",))
+    assert result.ok and len(decoded) == 1  # (the source's graph)
+    assert _digest(tmp_path / "bytes" / "ckpt") == _digest(tmp_path / "decoded" / "ckpt")
+    decoded.clear()
+    cast = formats.edit(prefix, tmp_path / "cast" / "ckpt", exclude=("model/layer_0/*",), casts={"float32": "float16"})
+    assert cast.ok and len(decoded) == 2

@@ -160,3 +160,132 @@ def test_pruning_on_columns_holds_no_node_a_node(monkeypatch):
     assert decode_object_graph(data, "x").table.count == len(pruned)
     per_object = (peak - base) / (3 * n)
     assert per_object < 360, per_object
+
+
+def _checked(monkeypatch) -> list[bool]:
+    """What each column prune's check of the paths on arrays (``_paths_kept``) answered."""
+    answers: list[bool] = []
+    check = prune._ColumnPrune._paths_kept
+    monkeypatch.setattr(prune._ColumnPrune, "_paths_kept", lambda self: answers.append(check(self)) or answers[-1])
+    return answers
+
+
+@pytest.mark.parametrize("prefix", OBJECT_BASED, ids=lambda p: p.split("corpus/")[-1])
+def test_paths_checked_on_the_arrays_are_what_comparing_the_paths_finds(prefix, in_columns, monkeypatch):
+    """The check on arrays says the paths are kept exactly where pruning node by node (which compares every path
+    of the decoded pruned graph) finds no object moved; asked for the bytes alone, a prune it clears decodes
+    nothing and gives the same bytes."""
+    answers = _checked(monkeypatch)
+    with open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+        for what, kept in _selections(keys):
+            answers.clear()
+            pruned, problems = prune._prune_nodes(graph, keys, kept)
+            decoded, data, found = prune._ColumnPrune(graph).run(keys, kept, decoded=False)
+            if not answers:  # (an attribute split: refused before any path is asked about)
+                assert pruned is None and found and all("several tensors" in p.message for p in found), what
+                continue
+            moved = [p for p in problems if "would be found as" in p.message]
+            assert answers == [not moved] and decoded is None and (data is None) == bool(moved), what
+            if data is not None:
+                assert data == encode_object_graph(pruned.nodes) and found == [], what
+
+
+def test_both_answers_of_the_check_are_met_in_the_corpus(in_columns, monkeypatch):
+    """A slot variable whose variable goes moves (seed_slots' optimizer slots kept alone): the check must say so,
+    and says the paths are kept where nothing moves."""
+    answers = _checked(monkeypatch)
+    prefix = next(p for p in OBJECT_BASED if p.endswith("seed_slots/tf_ckpts/ckpt-5"))
+    with open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
+        slots = {k for k in keys if "OPTIMIZER_SLOT" in k}
+        pruned, data, problems = prune.prune_graph(graph, keys, slots, decoded=False)
+        assert (pruned, data) == (None, None) and len(problems) == 4 and answers == [False]
+        assert all(p.message.startswith("the object would be found as ") for p in problems)
+        pruned, data, problems = prune.prune_graph(graph, keys, set(keys) - slots, decoded=False)
+        assert pruned is None and data is not None and problems == [] and answers == [False, True]
+
+
+def test_a_node_reached_by_another_edge_is_a_move_the_arrays_see(in_columns, monkeypatch):
+    """Were the edge that first reaches ``dense`` (``model/dense``) left out, it would be found by its alias: the
+    check on arrays must see the move, and the paths compared report it."""
+    graph = decode_object_graph(_graph_bytes(_tricky()))
+    keys = sorted(["model/dense/kernel" + V, "optimizer/iter" + V, "save_counter" + V])
+    plan = prune._ColumnPrune._plan
+    first = graph.table.child_ptr[1]  # (model's first edge: to dense)
+
+    def without_first_edge(self):  # type: ignore[no-untyped-def]
+        valued = plan(self)
+        self.keep_edge[first] = False
+        return valued
+
+    answers = _checked(monkeypatch)
+    assert prune._ColumnPrune(graph).run(keys, set(keys), decoded=False)[1] is not None and answers == [True]
+    monkeypatch.setattr(prune._ColumnPrune, "_plan", without_first_edge)
+    pruned, data, problems = prune._ColumnPrune(graph).run(keys, set(keys), decoded=False)
+    assert answers == [True, False] and (pruned, data) == (None, None)
+    assert [p.message for p in problems][:1] == ["the object would be found as 'model/alias' once other objects are "
+                                                 "left out; its keys name 'model/dense'"]
+
+
+def _slot_of_slot() -> list[ObjectNode]:
+    """_tricky's graph with a slot of the slot variable (its variable reached by no edge) listed before the slot
+    it is a slot of, and a second reference to that slot."""
+    from formats.concepts.object_graph import SlotVariableRef
+
+    nodes = _tricky()
+    nodes[6].slot_variables = [SlotVariableRef(11, "v", 13), SlotVariableRef(5, "m", 11),
+                               SlotVariableRef(11, "w", 13), SlotVariableRef(10, "m", 14)]
+    nodes += [ObjectNode(13, attributes=[Attribute("VARIABLE_VALUE", "v", "v" + V)]),
+              ObjectNode(14, attributes=[Attribute("VARIABLE_VALUE", "m", "m" + V)])]
+    return nodes
+
+
+def _two_references() -> list[ObjectNode]:
+    """_tricky's graph with its slot variable referenced a second time, from another variable."""
+    from formats.concepts.object_graph import SlotVariableRef
+
+    nodes = _tricky()
+    nodes[6].slot_variables = [SlotVariableRef(5, "m", 11), SlotVariableRef(10, "m", 11)]
+    return nodes
+
+
+@pytest.mark.parametrize("nodes", [_tricky, _slot_of_slot, _two_references])
+def test_the_slot_references_paths_come_from_are_the_graphs_own(nodes, in_columns):
+    """``_slot_path_refs`` names the slot variables with a path and the reference each takes it from, as the decoded
+    graph gives them (its slot paths built independently, by :class:`ObjectGraph`)."""
+    import numpy as np
+
+    from formats.core.object_keys import slot_variable_key
+
+    graph = decode_object_graph(_graph_bytes(nodes()))
+    t = graph.table
+    original, slot = np.asarray(t.slot_original, np.int64), np.asarray(t.slot_id, np.int64)
+    found, refs = prune._slot_path_refs(np, np.asarray(graph.traversal.reached, bool), original, slot)
+    owner = np.repeat(np.arange(t.count), np.diff(np.asarray(t.slot_ptr, np.int64)))
+    names = t.slot_names()
+    expected = {i: graph.path(i) for i in range(len(graph)) if not graph.traversal.reached[i]
+                and graph.path(i) is not None}
+    assert {int(n): slot_variable_key(graph.path(int(original[k])), graph.path(int(owner[k])), names[k])
+            for n, k in zip(found, refs)} == expected
+    assert len(expected) == (3 if nodes is _slot_of_slot else 1)
+
+
+def test_a_slot_reference_held_by_an_unreachable_object_is_left_to_the_paths_compared(in_columns, monkeypatch):
+    """A slot variable's path names its optimizer's: held by an optimizer no edge reaches, the check on arrays
+    cannot tell, and the decoded pruned graph's paths are compared (nothing moves)."""
+    from formats.concepts.object_graph import SlotVariableRef
+
+    nodes = _tricky()
+    nodes[6].slot_variables = []
+    nodes.append(ObjectNode(13, slot_variables=[SlotVariableRef(5, "m", 11)]))
+    graph = decode_object_graph(_graph_bytes(nodes))
+    keys = sorted(["model/dense/kernel" + V, "optimizer/iter" + V, "lost" + V,
+                   "model/dense/kernel/.OPTIMIZER_SLOT/optimizer/m" + V])
+    answers = _checked(monkeypatch)
+    pruned, data, problems = prune.prune_graph(graph, keys, set(keys) - {"lost" + V}, decoded=False)
+    assert answers == [False] and problems == [] and data is not None and pruned is not None
+    slot_path = "model/dense/kernel/.OPTIMIZER_SLOT//m"  # (its optimizer's path: none, "")
+    assert graph.path(11) == slot_path and slot_path in [pruned.path(i) for i in range(len(pruned))]

@@ -111,10 +111,11 @@ def _view(source: Checkpoint, kept: list[str], conversion: ConversionPlan, forge
 
     if forget:  # (the labels made from the graph go now; the graph itself once pruned, held here till then)
         source.forget_object_graph()
-    pruned, data, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept))
+    pruned, data, problems = prune_graph(graph, sorted(k for k in source if k != OBJECT_GRAPH_KEY), set(kept),
+                                         decoded=not forget)
     del graph
     conversion.problems += problems
-    if pruned is None:
+    if data is None:
         return None
     if forget:
         del pruned

@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 __all__ = ["prune_graph"]
 
 
-def prune_graph(graph: ObjectGraph, keys: list[str],
-                kept: set[str]) -> tuple[ObjectGraph | None, bytes | None, list[Problem]]:
+def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str],
+                decoded: bool = True) -> tuple[ObjectGraph | None, bytes | None, list[Problem]]:
     """The graph of ``graph`` holding only the tensors ``kept`` of the stored ``keys`` and its serialized bytes, or
     None, None and the problems that make it impossible. A graph decoded into columns is pruned on them
-    (:class:`_ColumnPrune`); any other, or one it does not take, node by node."""
-    done = _ColumnPrune(graph).run(keys, kept)
+    (:class:`_ColumnPrune`); any other, or one it does not take, node by node. ``decoded=False``: only the bytes
+    are wanted, and the pruned graph may be None beside them (a graph pruned on its columns is not decoded again
+    when its paths are checked on the arrays)."""
+    done = _ColumnPrune(graph).run(keys, kept, decoded)
     if done is not None:
         return done
     pruned, problems = _prune_nodes(graph, keys, kept)
@@ -100,8 +102,11 @@ class _ColumnPrune:
     def __init__(self, graph: ObjectGraph) -> None:
         self.graph = graph
 
-    def run(self, keys: list[str], kept: set[str]) -> tuple[ObjectGraph | None, bytes | None, list[Problem]] | None:
-        """The pruned graph, its bytes and the problems (as :func:`prune_graph`); None when not taken."""
+    def run(self, keys: list[str], kept: set[str],
+            decoded: bool = True) -> tuple[ObjectGraph | None, bytes | None, list[Problem]] | None:
+        """The pruned graph, its bytes and the problems (as :func:`prune_graph`); None when not taken. Every object's
+        path is checked on the arrays (:meth:`_paths_kept`); only where that cannot tell, or the graph is asked for
+        (``decoded``), are the bytes decoded again (at 10^6 objects 3 s and 110 MB of an edit's peak)."""
         from formats.concepts.object_graph_columns import GraphColumns
 
         graph = self.graph
@@ -119,10 +124,65 @@ class _ColumnPrune:
         data = self._encode(attributes, valued)
         if data is None:
             return None  # (pruned node by node)
-        del self.keep_attr, self.keep_edge, self.keep_slot, self.new_id
+        del self.keep_attr
+        paths_kept = self._paths_kept()
+        del self.keep_edge, self.keep_slot, self.new_id
+        if paths_kept and not decoded:
+            return None, data, []
         pruned = decode_object_graph(data, graph.source)
-        problems = _moved(pruned, graph, self.order)
+        problems = [] if paths_kept else _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
+
+    def _edges(self) -> tuple[Any, Any, Any]:
+        """The pruned graph's edges: the graph's edges kept, each staying node's first (CSR over the staying nodes),
+        and the nodes they reach, renumbered."""
+        import numpy as np
+
+        t = self.graph.table
+        kept_edges = np.flatnonzero(self.keep_edge)
+        return kept_edges, _kept_ptr(np, t.child_ptr, self.keep_edge, self.order), \
+            self.new_id[np.asarray(t.child_id, np.int64)[kept_edges]]
+
+    def _paths_kept(self) -> bool:
+        """Whether every staying object keeps its path, decided on the arrays: TensorFlow's traversal of the pruned
+        edges (:func:`~formats.concepts.object_graph_table.walk`) must reach the nodes the graph's reaches, each from
+        its old first parent by the same edge (so under the same name: its path is its parent's and that name in
+        both); and each slot variable reached by no edge must take its path from the same slot reference in both
+        (:func:`_slot_path_refs`), from an owner reached by an edge. False where they differ, or where the check
+        cannot tell: then the pruned graph is decoded and its paths compared (:func:`_moved`)."""
+        import numpy as np
+
+        from formats.concepts.object_graph import MAX_PATH_BYTES
+        from formats.concepts.object_graph_table import walk
+        from formats.core.object_keys import MAX_NESTING
+
+        graph, t, order, new_id = self.graph, self.graph.table, self.order, self.new_id
+        if not len(order) or order[0] != 0:  # (the root stays, as node 0)
+            return False
+        kept_edges, child_ptr, child_id = self._edges()
+        found = walk(_Edges(len(order), child_ptr, child_id), MAX_PATH_BYTES, MAX_NESTING)
+        if isinstance(found, str):
+            return False
+        old = graph.traversal
+        reached, old_reached = np.asarray(found.reached, bool), np.asarray(old.reached, bool)
+        if not np.array_equal(reached, old_reached[order]):
+            return False
+        below = np.flatnonzero(reached)[1:]  # (the root, node 0 in both, has the path "")
+        was = order[below]
+        if not (np.array_equal(np.asarray(found.parent)[below], new_id[np.asarray(old.parent)[was]])
+                and np.array_equal(kept_edges[np.asarray(found.edge)[below]], np.asarray(old.edge)[was])):
+            return False
+        del found, below, was, kept_edges, child_ptr, child_id
+        kept_slots = np.flatnonzero(self.keep_slot)
+        slot_original, slot_id = _ints_of(np, t.slot_original), _ints_of(np, t.slot_id)
+        old_nodes, old_refs = _slot_path_refs(np, old_reached, slot_original, slot_id)
+        new_nodes, new_refs = _slot_path_refs(np, reached, new_id[slot_original[kept_slots]],
+                                              new_id[slot_id[kept_slots]])
+        staying = new_id[old_nodes] >= 0  # (a slot variable that goes has no path to keep)
+        owner = np.repeat(np.arange(t.count), np.diff(_ints_of(np, t.slot_ptr)))
+        return (np.array_equal(new_id[old_nodes[staying]], new_nodes)
+                and np.array_equal(old_refs[staying], kept_slots[new_refs])
+                and bool(old_reached[owner[old_refs[staying]]].all()))
 
     def _encode(self, attributes: Sequence[Attribute], valued: NodeMarks) -> bytes | None:
         """The pruned graph's bytes, byte for byte what :func:`encode_object_graph` writes of the pruned nodes: each
@@ -134,22 +194,17 @@ class _ColumnPrune:
 
         t = self.graph.table
         _, keys, _ = attribute_fields(attributes)
-        kept_edges, kept_attrs, kept_slots = (np.flatnonzero(keep) for keep in (self.keep_edge, self.keep_attr,
-                                                                                 self.keep_slot))
+        kept_attrs, kept_slots = np.flatnonzero(self.keep_attr), np.flatnonzero(self.keep_slot)
         key_texts = TextColumn.of_strings([keys[k] for k in kept_attrs.tolist()])
         if key_texts is None:
             return None
         order, new_id = self.order, self.new_id
-
-        def ptr(items_ptr: Any, keep: Any) -> Any:  # CSR of the kept items over the staying nodes (a node that goes
-            running = np.concatenate(([0], np.cumsum(keep)))  # keeps none: the kept items before a staying node's
-            return np.append(running[np.asarray(items_ptr)[order]], running[-1])  # first are those of the ones before)
-
+        kept_edges, child_ptr, child_id = self._edges()
         return encode_graph_arrays(GraphArrays(
-            ptr(t.child_ptr, self.keep_edge), new_id[np.asarray(t.child_id, np.int64)[kept_edges]],
-            TextColumn.of_spans(t.data, t.child_name, kept_edges), ptr(t.attr_ptr, self.keep_attr),
+            child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, kept_edges),
+            _kept_ptr(np, t.attr_ptr, self.keep_attr, order),
             TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
-            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], ptr(t.slot_ptr, self.keep_slot),
+            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
             new_id[np.asarray(t.slot_original, np.int64)[kept_slots]], TextColumn.of_spans(t.data, t.slot_name,
                                                                                              kept_slots),
             new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
@@ -227,6 +282,47 @@ class _ColumnPrune:
             level = np.asarray(level, dtype=np.int64)
             staying[level[~before[level] & staying[parent[level]]]] = True
         return staying
+
+
+class _Edges:
+    """A pruned graph's edges as :func:`~formats.concepts.object_graph_table.walk` reads a graph's table (its
+    names' lengths zero: a pruned graph's paths are some of the graph's, within its bounds)."""
+
+    small = False
+
+    def __init__(self, count: int, child_ptr: Any, child_id: Any) -> None:
+        self.count, self.child_ptr, self.child_id = count, child_ptr, child_id
+
+    def child_path_lengths(self) -> Any:
+        """Every edge's name's length, zero."""
+        import numpy as np
+
+        return np.zeros(len(self.child_id), np.int32)
+
+
+def _kept_ptr(np: Any, items_ptr: Any, keep: Any, order: Any) -> Any:
+    """The CSR of the items ``keep`` marks over the staying nodes ``order`` (a node that goes keeps none: the kept
+    items before a staying node's first are those of the ones before it)."""
+    running = np.concatenate(([0], np.cumsum(keep)))
+    return np.append(running[np.asarray(items_ptr)[order]], running[-1])
+
+
+def _slot_path_refs(np: Any, reached: Any, original: Any, slot: Any) -> tuple[Any, Any]:
+    """The slot variables reached by no edge that get a path, in increasing order, and for each the slot reference
+    (a position in ``original``/``slot``) it takes it from, as an object graph's ``_slot_map`` gives them: the
+    first, in order, whose variable has a path by then (reached, or a slot variable given its path before)."""
+    if bool(reached[original].all()):  # (every variable reached: the first reference, of those to unreached slots)
+        refs = np.flatnonzero(~reached[slot])
+        nodes, first = np.unique(slot[refs], return_index=True)
+        return nodes, refs[first]
+    has = reached.copy()
+    taken: dict[int, int] = {}
+    for k, (o, s) in enumerate(zip(original.tolist(), slot.tolist())):
+        if not has[s] and has[o]:
+            has[s] = True
+            taken[s] = k
+    nodes = np.array(sorted(taken), np.int64)
+    return nodes, np.array([taken[n] for n in nodes.tolist()], np.int64)
 
 
 def _ints_of(np: Any, values: Any) -> Any:
