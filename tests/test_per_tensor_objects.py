@@ -627,9 +627,27 @@ def test_the_owners_of_edges_of_a_name_are_those_a_walk_over_every_node_finds(in
     edge) against each node's own children, on every object graph of the corpus, small (nodes) and in columns."""
     for graph in in_corpus_graphs:
         names = {name for node in range(len(graph)) for _, name in graph.children(node)}
-        for name in sorted(names | {"_trainable_variables", "iter", "no such name"}):
+        near = {name[:-1] for name in names} | {name + "_" for name in names}  # (the bytes compared to the end)
+        for name in sorted(names | near | {"_trainable_variables", "iter", "no such name"}):
             expected = [node for node in range(len(graph)) if any(n == name for _, n in graph.children(node))]
             assert graph.owners_named(name) == expected, name
+
+
+def test_the_owners_of_edges_of_a_name_beyond_ascii_are_found_in_columns(monkeypatch):
+    """A graph in columns compares a name's UTF-8 bytes with its edges' stored ones: names beyond ASCII, of one
+    length in characters and another in bytes, empty, and a string no UTF-8 holds (a lone surrogate)."""
+    from formats.concepts import object_graph_codec
+    from formats.concepts.object_graph import ChildRef, ObjectNode
+
+    names = ["é", "e", "ée", "日本", "", "xé", "é"]
+    nodes = [ObjectNode(0, [ChildRef(1 + i, name) for i, name in enumerate(names)] + [ChildRef(1, "日")]),
+             *[ObjectNode(1 + i, [ChildRef(0, names[i])] if i % 2 else []) for i in range(len(names))]]
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)
+    graph = object_graph_codec.decode_object_graph(object_graph_codec.encode_object_graph(nodes))
+    assert type(graph.table).__name__ == "GraphColumns"
+    found = {name: graph.owners_named(name) for name in [*names, "日", "本", "\udce9", "ée_"]}
+    assert found == {"é": [0], "e": [0, 2], "ée": [0], "日本": [0, 4], "": [0], "xé": [0, 6], "日": [0],
+                     "本": [], "\udce9": [], "ée_": []}
 
 
 def test_no_node_s_children_are_gathered_to_find_a_keras_3_optimizer(bundles, monkeypatch):
