@@ -395,25 +395,25 @@ class ObjectGraph:
     def owners_named(self, name: str) -> list[int]:
         """The nodes with an edge of local name ``name``, ascending, each once (the names compared in C: no Python
         step an edge)."""
-        spans = getattr(self._table, "child_name", None)
-        if spans is not None and not isinstance(self._walk.owner, list):
-            return self._owners_named_in_columns(name, spans)
+        table: Any = self._table
+        if getattr(table, "child_name", None) is not None and not isinstance(self._walk.owner, list):
+            return self._owners_named_in_columns(name, table)
         from itertools import compress
 
         names = self._child_names()
         owner = self._walk.owner
         return sorted({int(owner[e]) for e in compress(range(len(names)), map(name.__eq__, names))})
 
-    def _owners_named_in_columns(self, name: str, spans: Any) -> list[int]:
+    def _owners_named_in_columns(self, name: str, table: Any) -> list[int]:
         """:meth:`owners_named` of a graph in columns, its names not decoded: the edges' stored bytes (valid
         UTF-8, checked as the graph was decoded) compared with the name's, a byte at a time on the edges still equal
         (at 10^6 objects, decoding every edge's name for this took 0.8 s and tens of MB a command kept)."""
         import numpy as np
 
         want = name.encode("utf-8", "surrogatepass")
-        data = np.frombuffer(self._table.data, np.uint8)
-        start = np.asarray(spans[0], np.int64)
-        edges = np.flatnonzero(np.asarray(spans[1], np.int64) - start == len(want))
+        data = np.frombuffer(table.data, np.uint8)
+        start = np.asarray(table.child_name[0], np.int64)
+        edges = np.flatnonzero(np.asarray(table.child_name[1], np.int64) - start == len(want))
         for at, byte in enumerate(want):
             edges = edges[data[start[edges] + at] == byte]
         return np.unique(np.asarray(self._walk.owner)[edges]).tolist()
