@@ -289,3 +289,64 @@ def test_a_slot_reference_held_by_an_unreachable_object_is_left_to_the_paths_com
     assert answers == [False] and problems == [] and data is not None and pruned is not None
     slot_path = "model/dense/kernel/.OPTIMIZER_SLOT//m"  # (its optimizer's path: none, "")
     assert graph.path(11) == slot_path and slot_path in [pruned.path(i) for i in range(len(pruned))]
+
+
+def _random_graph(rng: random.Random, n: int) -> tuple[list[ObjectNode], list[str]]:
+    """A graph of ``n`` objects with edges to later objects, aliases (second edges, some of a name used twice),
+    edges back up, objects no edge reaches, variables (an attribute each), and slot references from an optimizer
+    (to slot variables reached by no edge, some of them slots of slots)."""
+    from formats.concepts.object_graph import SlotVariableRef
+
+    nodes = [ObjectNode(i) for i in range(n)]
+    for i in range(1, n):  # a first parent before each, most of them
+        if rng.random() < 0.9:
+            nodes[rng.randrange(i)].children.append(ChildRef(i, rng.choice(["a", "b", "c", f"n{i}"])))
+    for _ in range(n // 2):  # aliases, some of them up the graph
+        parent, child = rng.randrange(n), rng.randrange(1, n)
+        nodes[parent].children.append(ChildRef(child, rng.choice(["a", "b", "alias", f"x{child}"])))
+    keys = []
+    for i in range(1, n):
+        if rng.random() < 0.6:
+            key = f"k{i}" + V
+            nodes[i].attributes.append(Attribute("VARIABLE_VALUE", f"v{i}", key))
+            keys.append(key)
+    variables = [i for i in range(n) if nodes[i].attributes]
+    slots = []
+    for j in range(rng.randrange(4)):
+        slot = len(nodes)
+        key = f"slot{j}" + V
+        nodes.append(ObjectNode(slot, attributes=[Attribute("VARIABLE_VALUE", f"s{j}", key)]))
+        keys.append(key)
+        original = rng.choice(variables + slots) if variables else slot
+        nodes[rng.randrange(n)].slot_variables.append(SlotVariableRef(original, rng.choice("mv"), slot))
+        slots.append(slot)
+    return nodes, sorted(keys)
+
+
+def test_the_check_on_arrays_answers_as_the_paths_compared_on_random_graphs(in_columns, monkeypatch):
+    """On 300 random graphs (aliases, edges up, unreachable objects, slots of slots) and random selections, the
+    check on arrays says the paths are kept exactly where the pruned graph's paths, decoded and compared node by
+    node, have not moved - but where a slot reference is held by an object no edge reaches, when it may say it
+    cannot tell (and the paths are compared); and what it clears is written as pruning node by node writes it."""
+    rng = random.Random(38)
+    answers = _checked(monkeypatch)
+    said: dict[tuple[bool, bool], int] = {}
+    for case in range(300):
+        nodes, keys = _random_graph(rng, rng.randrange(2, 40))
+        graph = decode_object_graph(_graph_bytes(nodes))
+        held_unreached = any(n.slot_variables and not graph.traversal.reached[n.id] for n in nodes)
+        for _ in range(3):
+            kept = {k for k in keys if rng.random() < 0.7}
+            answers.clear()
+            pruned, problems = prune._prune_nodes(graph, keys, kept)
+            done = prune._ColumnPrune(graph).run(keys, kept, decoded=False)
+            assert done is not None and answers, case
+            moved = [p for p in problems if "would be found as" in p.message]
+            assert not (answers[0] and moved), (case, sorted(kept))  # (never cleared where an object moves)
+            if not held_unreached:
+                assert answers == [not moved], (case, sorted(kept))
+            assert (done[1] is None) == bool(moved) and done[2] == moved, case
+            if not moved:
+                assert done[1] == encode_object_graph(pruned.nodes), case
+            said[answers[0], bool(moved)] = said.get((answers[0], bool(moved)), 0) + 1
+    assert said[True, False] > 300 and said[False, True] > 20 and said.get((False, False), 0) < 100, said

@@ -18,7 +18,6 @@ from _collections_abc import Sequence  # collections.abc's, without the collecti
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
 from formats.concepts.object_graph_arrays import GraphArrays, TextColumn, encode_graph_arrays
 from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
-from formats.concepts.object_graph_columns import attribute_fields
 from formats.ops.convert.graph_build import checkpointed_nodes, encode_object_graph
 from formats.ops.convert.plan import ERROR, Problem
 
@@ -121,7 +120,7 @@ class _ColumnPrune:
         del found
         self.keep_attr = chosen
         valued = self._plan()
-        data = self._encode(attributes, valued)
+        data = self._encode(valued)
         if data is None:
             return None  # (pruned node by node)
         del self.keep_attr
@@ -144,35 +143,23 @@ class _ColumnPrune:
             self.new_id[np.asarray(t.child_id, np.int64)[kept_edges]]
 
     def _paths_kept(self) -> bool:
-        """Whether every staying object keeps its path, decided on the arrays: TensorFlow's traversal of the pruned
-        edges (:func:`~formats.concepts.object_graph_table.walk`) must reach the nodes the graph's reaches, each from
-        its old first parent by the same edge (so under the same name: its path is its parent's and that name in
-        both); and each slot variable reached by no edge must take its path from the same slot reference in both
+        """Whether every staying object keeps its path, decided on the arrays. The pruned graph keeps, in their
+        order, every edge between staying nodes, so TensorFlow's traversal of it reaches each staying node the
+        graph's reaches by the same first edge, at the same depth and in the same order, exactly when each such
+        node's first edge is kept (a level at a time: the edges into a node from the level above are some of the
+        graph's, in its order, its first among them) - so under the same name, its path its parent's and that name
+        in both. Each slot variable reached by no edge must take its path from the same slot reference in both
         (:func:`_slot_path_refs`), from an owner reached by an edge. False where they differ, or where the check
         cannot tell: then the pruned graph is decoded and its paths compared (:func:`_moved`)."""
         import numpy as np
 
-        from formats.concepts.object_graph import MAX_PATH_BYTES
-        from formats.concepts.object_graph_table import walk
-        from formats.core.object_keys import MAX_NESTING
-
         graph, t, order, new_id = self.graph, self.graph.table, self.order, self.new_id
         if not len(order) or order[0] != 0:  # (the root stays, as node 0)
             return False
-        kept_edges, child_ptr, child_id = self._edges()
-        found = walk(_Edges(len(order), child_ptr, child_id), MAX_PATH_BYTES, MAX_NESTING)
-        if isinstance(found, str):
+        old_reached = np.asarray(graph.traversal.reached, bool)
+        reached = old_reached[order]  # (the pruned graph's, when every first edge below is kept)
+        if not bool(self.keep_edge[np.asarray(graph.traversal.edge)[order[reached][1:]]].all()):
             return False
-        old = graph.traversal
-        reached, old_reached = np.asarray(found.reached, bool), np.asarray(old.reached, bool)
-        if not np.array_equal(reached, old_reached[order]):
-            return False
-        below = np.flatnonzero(reached)[1:]  # (the root, node 0 in both, has the path "")
-        was = order[below]
-        if not (np.array_equal(np.asarray(found.parent)[below], new_id[np.asarray(old.parent)[was]])
-                and np.array_equal(kept_edges[np.asarray(found.edge)[below]], np.asarray(old.edge)[was])):
-            return False
-        del found, below, was, kept_edges, child_ptr, child_id
         kept_slots = np.flatnonzero(self.keep_slot)
         slot_original, slot_id = _ints_of(np, t.slot_original), _ints_of(np, t.slot_id)
         old_nodes, old_refs = _slot_path_refs(np, old_reached, slot_original, slot_id)
@@ -184,27 +171,25 @@ class _ColumnPrune:
                 and np.array_equal(old_refs[staying], kept_slots[new_refs])
                 and bool(old_reached[owner[old_refs[staying]]].all()))
 
-    def _encode(self, attributes: Sequence[Attribute], valued: NodeMarks) -> bytes | None:
+    def _encode(self, valued: NodeMarks) -> bytes | None:
         """The pruned graph's bytes, byte for byte what :func:`encode_object_graph` writes of the pruned nodes: each
         staying node renumbered, with its kept attributes as they were, its edges to staying nodes and its slot
         references whose variable and slot stay; written from the columns with numpy (:func:`encode_graph_arrays`),
         the items kept taken in their order (a staying node's are its own, and the nodes keep theirs), their strings
-        from the graph's own bytes but the keys, which are the attributes' (None: a key not UTF-8)."""
+        from the graph's own bytes: the keys too (a graph in columns holds its attributes' keys as stored, valid
+        UTF-8: a list of them encoded again was 0.5 s and 60 MB of an edit of 10^6). None: an id past what
+        :func:`encode_graph_arrays` writes."""
         import numpy as np
 
         t = self.graph.table
-        _, keys, _ = attribute_fields(attributes)
         kept_attrs, kept_slots = np.flatnonzero(self.keep_attr), np.flatnonzero(self.keep_slot)
-        key_texts = TextColumn.of_strings([keys[k] for k in kept_attrs.tolist()])
-        if key_texts is None:
-            return None
         order, new_id = self.order, self.new_id
         kept_edges, child_ptr, child_id = self._edges()
         return encode_graph_arrays(GraphArrays(
             child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, kept_edges),
             _kept_ptr(np, t.attr_ptr, self.keep_attr, order),
             TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
-            key_texts, np.asarray(t.attr_optional, bool)[kept_attrs], _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
+            TextColumn.of_spans(t.data, t.attr_key, kept_attrs), np.asarray(t.attr_optional, bool)[kept_attrs], _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
             new_id[np.asarray(t.slot_original, np.int64)[kept_slots]], TextColumn.of_spans(t.data, t.slot_name,
                                                                                              kept_slots),
             new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
@@ -282,22 +267,6 @@ class _ColumnPrune:
             level = np.asarray(level, dtype=np.int64)
             staying[level[~before[level] & staying[parent[level]]]] = True
         return staying
-
-
-class _Edges:
-    """A pruned graph's edges as :func:`~formats.concepts.object_graph_table.walk` reads a graph's table (its
-    names' lengths zero: a pruned graph's paths are some of the graph's, within its bounds)."""
-
-    small = False
-
-    def __init__(self, count: int, child_ptr: Any, child_id: Any) -> None:
-        self.count, self.child_ptr, self.child_id = count, child_ptr, child_id
-
-    def child_path_lengths(self) -> Any:
-        """Every edge's name's length, zero."""
-        import numpy as np
-
-        return np.zeros(len(self.child_id), np.int32)
 
 
 def _kept_ptr(np: Any, items_ptr: Any, keep: Any, order: Any) -> Any:
