@@ -703,10 +703,15 @@ class BundleCheckpoint(Checkpoint):
         self.reader.close()
 
 
-def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
-    """Byte ranges that run past their file or overlap, and bytes after the last tensor."""
-    problems: list[CheckpointProblem] = []
+def _layout_problems(reader: BundleReader, arrays: bool = True) -> list[CheckpointProblem]:
+    """Byte ranges that run past their file or overlap, and bytes after the last tensor: for each data file, its
+    ranges in order (start, stop, row), each past the file's end, each starting before the furthest end of those
+    before it (overlapping the first range that reached that end), then the bytes after the furthest end. A large
+    index's ranges are checked with arrays (:func:`_layout_arrays`) unless ``arrays`` is False."""
     columns = reader.entries
+    if arrays and len(columns.kind) >= LAYOUT_ARRAYS and not isinstance(columns.offset, list):
+        return _layout_arrays(reader)
+    problems: list[CheckpointProblem] = []
     stored = [(shard, size) if size and shard >= 0 else None for _, _, shard, size in columns.kinds]
     ranges: dict[int, list[tuple[int, int, int]]] = {}  # shard -> (start, stop, row), in the order of the rows
     for row, (kind, start) in enumerate(zip(columns.kind, columns.offset)):
@@ -727,16 +732,83 @@ def _layout_problems(reader: BundleReader) -> list[CheckpointProblem]:
         spans.sort()  # already in order, as TensorFlow writes them: one pass
         for start, stop, row in spans:
             if stop > size:
-                problems.append(CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) run past the end of "
-                                                  f"{name} ({size} bytes): truncated?"))
+                problems.append(_past_end(columns, row, start, stop, name, size))
             if start < end:
-                problems.append(CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) overlap "
-                                                  f"{columns.texts[last]!r} in {name}"))
+                problems.append(_overlapping(columns, row, start, stop, last, name))
             if stop > end:
                 end, last = stop, row
-        if size > end and not _unreferenced_string(reader, shard, end, size):
-            problems.append(CheckpointProblem(name, f"{size - end} bytes after the last tensor"))
+        problems += _after_last(reader, shard, end, size, name)
     return problems
+
+
+LAYOUT_ARRAYS = 1 << 14
+"""Rows from which an index's byte ranges are checked with arrays (a small one's without importing numpy)."""
+
+
+def _layout_arrays(reader: BundleReader) -> list[CheckpointProblem]:
+    """:func:`_layout_problems` with arrays: every row's range found at once from the index's columns, a data file's
+    sorted (by start, stop and row, as tuples sort) where they are not in order already, the furthest end before
+    each range a running maximum; only the ranges found wrong are looked at one by one. (At 10^6 tensors a tuple
+    a range was 130 MB and 1.5 s of ``verify``.)"""
+    import numpy as np
+
+    columns = reader.entries
+    kinds = columns.kinds
+    kind = np.asarray(columns.kind, np.int64)
+    shard_of = np.array([shard if size and shard >= 0 else -1 for _, _, shard, size in kinds], np.int64)
+    size_of = np.array([size for _, _, _, size in kinds], np.int64)
+    offset = np.asarray(columns.offset, np.int64)
+    if int(offset.max(initial=0)) + int(size_of.max(initial=0)) >= 1 << 62:  # (ends past 64 bits: Python's ints)
+        return _layout_problems(reader, arrays=False)
+    in_shard = shard_of[kind]
+    if columns.slices:
+        in_shard[np.fromiter(columns.slices, np.int64, len(columns.slices))] = -1
+    stored = np.flatnonzero(in_shard >= 0)  # the rows with bytes in a data file, grouped by it (rows in order)
+    by_shard = np.argsort(in_shard[stored], kind="stable")
+    stored = stored[by_shard]
+    bounds = np.searchsorted(in_shard[stored], np.arange(len(reader.data_paths) + 1))
+    del in_shard, by_shard
+    problems: list[CheckpointProblem] = []
+    for shard, path in enumerate(reader.data_paths):
+        if shard in reader.missing:
+            continue
+        size = reader.file_size(shard)
+        name = os.path.basename(path)
+        rows = stored[bounds[shard]:bounds[shard + 1]]
+        starts = offset[rows]
+        stops = starts + size_of[kind[rows]]
+        if len(rows) and not bool((starts[1:] > starts[:-1]).all()):  # (by start, then stop; lexsort is stable and
+            order = np.lexsort((stops, starts))  # the rows ascend, so ties of both stay in the order of the rows)
+            rows, starts, stops = rows[order], starts[order], stops[order]
+        end = np.maximum.accumulate(stops) if len(rows) else stops  # the furthest end up to each range
+        before = np.concatenate(([0], np.maximum(end[:-1], 0)))  # ... before it (0 for the first)
+        past, overlap = stops > size, starts < before
+        if past.any() or overlap.any():
+            reaching = np.maximum.accumulate(np.where(stops > before, np.arange(len(rows)), 0))  # the first to reach it
+            for i in np.flatnonzero(past | overlap).tolist():
+                row, start, stop = int(rows[i]), int(starts[i]), int(stops[i])
+                if past[i]:
+                    problems.append(_past_end(columns, row, start, stop, name, size))
+                if overlap[i]:
+                    problems.append(_overlapping(columns, row, start, stop, int(rows[reaching[i - 1]]), name))
+        problems += _after_last(reader, shard, max(int(end[-1]), 0) if len(rows) else 0, size, name)
+    return problems
+
+
+def _past_end(columns: Any, row: int, start: int, stop: int, name: str, size: int) -> CheckpointProblem:
+    return CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) run past the end of {name} ({size} "
+                             "bytes): truncated?")
+
+
+def _overlapping(columns: Any, row: int, start: int, stop: int, last: int, name: str) -> CheckpointProblem:
+    return CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) overlap {columns.texts[last]!r} in {name}")
+
+
+def _after_last(reader: BundleReader, shard: int, end: int, size: int, name: str) -> list[CheckpointProblem]:
+    """The bytes of a data file after its last tensor's (``end``), but an unreferenced object graph's."""
+    if size > end and not _unreferenced_string(reader, shard, end, size):
+        return [CheckpointProblem(name, f"{size - end} bytes after the last tensor")]
+    return []
 
 
 def _unreferenced_string(reader: BundleReader, shard: int, start: int, size: int) -> bool:
