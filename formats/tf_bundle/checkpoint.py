@@ -803,11 +803,13 @@ def _layout_arrays(reader: BundleReader) -> list[CheckpointProblem]:
 
 
 def _past_end(columns: Any, row: int, start: int, stop: int, name: str, size: int) -> CheckpointProblem:
+    """The problem of the range ``[start, stop)`` of ``row`` running past its data file's ``size``."""
     return CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) run past the end of {name} ({size} "
                              "bytes): truncated?")
 
 
 def _overlapping(columns: Any, row: int, start: int, stop: int, last: int, name: str) -> CheckpointProblem:
+    """The problem of the range ``[start, stop)`` of ``row`` overlapping that of row ``last``."""
     return CheckpointProblem(columns.texts[row], f"bytes [{start}, {stop}) overlap {columns.texts[last]!r} in {name}")
 
 

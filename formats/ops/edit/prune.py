@@ -189,7 +189,8 @@ class _ColumnPrune:
             child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, kept_edges),
             _kept_ptr(np, t.attr_ptr, self.keep_attr, order),
             TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
-            TextColumn.of_spans(t.data, t.attr_key, kept_attrs), np.asarray(t.attr_optional, bool)[kept_attrs], _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
+            TextColumn.of_spans(t.data, t.attr_key, kept_attrs), np.asarray(t.attr_optional, bool)[kept_attrs],
+            _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
             new_id[np.asarray(t.slot_original, np.int64)[kept_slots]], TextColumn.of_spans(t.data, t.slot_name,
                                                                                              kept_slots),
             new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
