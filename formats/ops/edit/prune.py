@@ -132,16 +132,6 @@ class _ColumnPrune:
         problems = [] if paths_kept else _moved(pruned, graph, self.order)
         return (None, None, problems) if problems else (pruned, data, problems)
 
-    def _edges(self) -> tuple[Any, Any, Any]:
-        """The pruned graph's edges: the graph's edges kept, each staying node's first (CSR over the staying nodes),
-        and the nodes they reach, renumbered."""
-        import numpy as np
-
-        t = self.graph.table
-        kept_edges = np.flatnonzero(self.keep_edge)
-        return kept_edges, _kept_ptr(np, t.child_ptr, self.keep_edge, self.order), \
-            self.new_id[np.asarray(t.child_id, np.int64)[kept_edges]]
-
     def _paths_kept(self) -> bool:
         """Whether every staying object keeps its path, decided on the arrays. The pruned graph keeps, in their
         order, every edge between staying nodes, so TensorFlow's traversal of it reaches each staying node the
@@ -182,12 +172,12 @@ class _ColumnPrune:
         import numpy as np
 
         t = self.graph.table
-        kept_attrs, kept_slots = np.flatnonzero(self.keep_attr), np.flatnonzero(self.keep_slot)
+        kept_edges, kept_attrs, kept_slots = (np.flatnonzero(keep) for keep in (self.keep_edge, self.keep_attr,
+                                                                                 self.keep_slot))
         order, new_id = self.order, self.new_id
-        kept_edges, child_ptr, child_id = self._edges()
         return encode_graph_arrays(GraphArrays(
-            child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, kept_edges),
-            _kept_ptr(np, t.attr_ptr, self.keep_attr, order),
+            _kept_ptr(np, t.child_ptr, self.keep_edge, order), new_id[np.asarray(t.child_id, np.int64)[kept_edges]],
+            TextColumn.of_spans(t.data, t.child_name, kept_edges), _kept_ptr(np, t.attr_ptr, self.keep_attr, order),
             TextColumn.of_spans(t.data, t.attr_name, kept_attrs), TextColumn.of_spans(t.data, t.attr_full, kept_attrs),
             TextColumn.of_spans(t.data, t.attr_key, kept_attrs), np.asarray(t.attr_optional, bool)[kept_attrs],
             _kept_ptr(np, t.slot_ptr, self.keep_slot, order),
