@@ -138,8 +138,8 @@ def test_npz_keeps_original_keys_and_provenance(tmp_path: Path) -> None:
         record = json.loads(str(data["__ckpt_provenance__"]))
     assert record["format"] == "tf-object" and record["source"] == str(BUNDLE)
     entry = next(t for t in record["tensors"] if t["key"] == key)
-    assert entry == {"key": key, "source_key": key, "object_path": "layer_with_weights-1/cell/kernel",
-                     "full_name": "lstm/lstm_cell/kernel", "role": "variable", "dtype": "float32", "shape": [8, 64]}
+    assert entry == {"key": key, "object_path": "layer_with_weights-1/cell/kernel",  # (source_key and role: defaults)
+                     "full_name": "lstm/lstm_cell/kernel", "dtype": "float32", "shape": [8, 64]}
     slot = next(t for t in record["tensors"] if t["key"] == "optimizer/_variables/3/.ATTRIBUTES/VARIABLE_VALUE")
     assert (slot["full_name"], slot["role"]) == ("Adam/m/lstm/lstm_cell/kernel", "slot")
 

@@ -575,8 +575,7 @@ def test_extract_to_npz_makes_each_record_item_as_it_writes_it(bundles, tmp_path
         assert npz["__ckpt_provenance__"].dtype == np.dtype(f"<U{len(json.dumps(record))}")
     keys = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(300))
     assert record == {"source": bundles["name"], "format": "tf-name",
-                      "tensors": [{"key": k, "source_key": k, "object_path": "", "full_name": k, "role": "variable",
-                                   "dtype": "float32", "shape": [4]} for k in keys]}
+                      "tensors": [{"key": k, "dtype": "float32", "shape": [4]} for k in keys]}  # (the rest defaults)
 
 
 def test_an_attribute_keeps_the_key_it_was_mapped_with(bundles, monkeypatch):

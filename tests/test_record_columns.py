@@ -15,7 +15,7 @@ import pytest
 from formats import open_checkpoint
 from formats.core import provenance
 from formats.core.model import KERAS3_LAYOUTS, OBJECT_GRAPH_KEY
-from formats.core.provenance import PROVENANCE_KEY, RecordColumns, as_written, record_pieces
+from formats.core.provenance import PROVENANCE_KEY, RecordColumns, as_written, parse_provenance, record_pieces
 from formats.ops.convert.cross.export import plan_export
 from formats.ops.convert.plan import ConvertOptions
 from formats.ops.rules import build_rules
@@ -28,8 +28,13 @@ SOURCES = sorted([str(p)[:-len(".index")] for p in CORPUS.rglob("*.index")]
 
 
 def _item(ckpt, key: str, out: str) -> dict:
-    """A tensor's item as the record defines it (the module doc of ``formats.core.provenance``), found here from
+    """A tensor's item as the record stores it (the module doc of ``formats.core.provenance``), found here from
     the checkpoint's entry and its key."""
+    return _stored(_item_in_full(ckpt, key, out))
+
+
+def _item_in_full(ckpt, key: str, out: str) -> dict:
+    """A tensor's item with every field the record defines."""
     entry = ckpt[key]
     marker = "/.ATTRIBUTES/"
     if marker in key and (ckpt.format == "tf-object" or OBJECT_GRAPH_KEY in ckpt):
@@ -40,6 +45,14 @@ def _item(ckpt, key: str, out: str) -> dict:
         path = ""
     return {"key": out, "source_key": key, "object_path": path, "full_name": str(entry.name), "role": str(entry.role),
             "dtype": entry.dtype, "shape": list(entry.shape)}
+
+
+def _stored(item: dict) -> dict:
+    """An item as the record stores it: each field whose value is what a reader takes for a field left out
+    (``source_key`` and ``full_name``: the key; ``object_path``: ""; ``role``: "variable") left out, the others in
+    their order."""
+    defaults = {"source_key": item["key"], "object_path": "", "full_name": item["key"], "role": "variable"}
+    return {field: value for field, value in item.items() if field not in defaults or value != defaults[field]}
 
 
 @pytest.mark.parametrize("to", ["safetensors", "npz"])
@@ -53,8 +66,12 @@ def test_an_exports_record_is_each_tensors_item(source, to):
             assert isinstance(items, RecordColumns)
             want = [_item(ckpt, row.source, row.key) for row in plan.rows]
             assert len(want) == len(items) > 0
-            assert all(w["key"] != w["source_key"] for w in want) == bool(options.rules)
+            assert all("source_key" in w for w in want) == bool(options.rules)
             assert list(items) == want
+            full = [{**_item_in_full(ckpt, row.source, row.key)} for row in plan.rows]
+            text = "".join(record_pieces(record))
+            assert len(text) <= len(json.dumps({**record, "tensors": full}))
+            assert parse_provenance(text, "p") == parse_provenance(json.dumps({**record, "tensors": full}), "p")
             assert "".join(record_pieces(record)) == json.dumps({**record, "tensors": want})
             written = as_written(record, plan.rows)
             assert written["tensors"] is items  # the rows are the items as they are: the columns are written
@@ -80,8 +97,8 @@ def _entries(rng: random.Random, n: int) -> list[SimpleNamespace]:
 
 
 def _dicts(keys, entries, object_path) -> list[dict]:
-    return [{"key": k, "source_key": e.key, "object_path": object_path(e.key) if object_path else "",
-             "full_name": str(e.name), "role": str(e.role), "dtype": e.dtype, "shape": list(e.shape)}
+    return [_stored({"key": k, "source_key": e.key, "object_path": object_path(e.key) if object_path else "",
+                     "full_name": str(e.name), "role": str(e.role), "dtype": e.dtype, "shape": list(e.shape)})
             for k, e in zip(keys, entries)]
 
 
@@ -169,4 +186,7 @@ def test_a_command_writes_the_record_without_a_dict_a_tensor(tmp_path, monkeypat
     with open_checkpoint(prefix) as ckpt:
         want = [_item(ckpt, k, k) for k in ckpt if k != OBJECT_GRAPH_KEY]
     assert record["tensors"] == want
-    assert {item["object_path"] != "" for item in want} == {layout == "object"}
+    assert {"object_path" in item for item in want} == {layout == "object"}
+    assert {tuple(item) for item in want} == {("key", "dtype", "shape")} if layout == "name" else \
+        {("key", "object_path", "full_name", "dtype", "shape"), ("key", "object_path", "full_name", "role", "dtype",
+                                                                 "shape")}

@@ -141,8 +141,7 @@ def test_convert_makes_each_record_item_as_it_writes_it(tmp_path, monkeypatch, r
         record = json.loads(json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"][PROVENANCE_KEY])
     keys = sorted(f"model/layer_{i // 100}/unit_{i % 100}/w" for i in range(300))
     assert record == {"source": prefix, "format": "tf-name",
-                      "tensors": [{"key": k, "source_key": k, "object_path": "", "full_name": k, "role": "variable",
-                                   "dtype": "float32", "shape": [4]} for k in keys]}
+                      "tensors": [{"key": k, "dtype": "float32", "shape": [4]} for k in keys]}  # (the rest defaults)
 
 
 def test_copied_tensors_lie_in_the_order_of_their_files_first_tensors(tmp_path, run_cli):

@@ -2,7 +2,11 @@
 reading the file back restores what the export could not keep.
 
 The record is JSON: ``{"source": path, "format": name, "tensors": [{"key", "source_key",
-"object_path", "full_name", "role", "dtype", "shape"}, ...]}``. npz files hold it in the member
+"object_path", "full_name", "role", "dtype", "shape"}, ...]}``, an item's fields in that order. A field whose value
+is its default is left out of the item (:data:`DEFAULTS`: ``source_key`` and ``full_name`` the item's ``key``,
+``object_path`` ``""``, ``role`` ``"variable"``), as every reader of the record since its first (:func:`_record`)
+takes it: a name-based export's item is then its key, dtype and shape, a third of its text (the record was most of
+an ``.npz`` of many small tensors, four bytes a character). npz files hold it in the member
 ``__ckpt_provenance__.npy`` (a 0-d unicode array), safetensors files in
 ``__metadata__["ckpt.provenance"]``. A record that is damaged or disagrees with the file is
 reported and ignored (the file's own keys and dtypes stand).
@@ -10,7 +14,8 @@ reported and ignored (the file's own keys and dtypes stand).
 from __future__ import annotations
 
 import itertools
-from _operator import attrgetter  # operator's C half, without operator.py (start-up)
+from itertools import repeat
+from _operator import add, attrgetter  # operator's C half, without operator.py (start-up)
 
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces"]
+           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member name (without ``.npy``) holding the record."""
@@ -52,16 +57,36 @@ class TensorRecord:
 
 _FIELDS = ("key", "source_key", "object_path", "full_name", "role", "dtype", "shape")
 """An item's fields, in the order its JSON text names them."""
-_BETWEEN = tuple(f', "{field}": ' for field in _FIELDS[1:]) + ('}, {"key": ',)
-"""The text ``json.dumps`` writes after each field's value of an item (after the last field's: the next item's
-start): an item is ``{"key": `` and its fields' texts each followed by its text here."""
-_EACH = tuple(map(_FIELDS.index, ("key", "source_key", "full_name")))
-"""The fields of a text a tensor, each escaped as it is met."""
-_FEW = tuple(map(_FIELDS.index, ("object_path", "role", "dtype", "shape")))
+_VARIABLE = Role.VARIABLE.value
+DEFAULTS = {"object_path": "", "role": _VARIABLE}
+"""The value an item's field has when the item leaves it out (and ``source_key``, ``full_name``: the item's key)."""
+_NO_DEFAULT = object()
+_PREFIXES = tuple(f', "{field}": ' for field in _FIELDS)
+"""The text before each field's value in an item (the first's: ``{"key": ``)."""
+_KEY_AT, _SOURCE_AT, _PATH_AT, _NAME_AT, _ROLE_AT, _DTYPE_AT, _SHAPE_AT = range(len(_FIELDS))
+_FEW = (_PATH_AT, _ROLE_AT, _DTYPE_AT, _SHAPE_AT)
 """The fields of few values, each value's text made once a run (the last, the shape, a list of numbers)."""
 _TEXTS_KEPT = 4096
 """Texts of the values of a column of few values (roles, dtypes, object paths, shapes) kept from one run to the
 next (more: made again in each run that has them)."""
+
+
+def item_of(key: str, source_key: str, object_path: str, full_name: str, role: str, dtype: str,
+            shape: Any) -> dict[str, Any]:
+    """A tensor's item: its fields in :data:`_FIELDS`' order, those whose value is their default left out (see the
+    module doc)."""
+    item: dict[str, Any] = {"key": key}
+    if source_key != key:
+        item["source_key"] = source_key
+    if object_path:
+        item["object_path"] = object_path
+    if full_name != key:
+        item["full_name"] = full_name
+    if role != _VARIABLE:
+        item["role"] = role
+    item["dtype"] = dtype
+    item["shape"] = list(shape)
+    return item
 
 
 class RecordColumns:
@@ -101,9 +126,7 @@ class RecordColumns:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for first in range(0, len(self.keys), _ITEMS_AT_ONCE):
-            for key, source_key, path, name, role, dtype, shape in zip(*self._columns(first, first + _ITEMS_AT_ONCE)):
-                yield {"key": key, "source_key": source_key, "object_path": path, "full_name": name, "role": role,
-                       "dtype": dtype, "shape": list(shape)}
+            yield from itertools.starmap(item_of, zip(*self._columns(first, first + _ITEMS_AT_ONCE)))
 
     def written_as(self, rows: Any) -> bool:
         """Whether ``rows`` (each with ``key``, ``dtype``, ``shape``) are the items', in their order, each written
@@ -114,30 +137,35 @@ class RecordColumns:
 
     def texts(self, at_once: int) -> Iterator[str]:
         """``json.dumps(list(self))`` without its brackets, ``at_once`` items a piece (pieces to be joined by
-        ``", "``)."""
+        ``", "``): each field's text (what precedes its value and the value) a column at a time, a field left out
+        where its value is its default (a whole column at once where none differs: a name-based export's source
+        keys, full names, object paths and roles), and an item's texts joined in C."""
         from formats.core.json_writer import dumps, encode_basestring_ascii as encode
 
         kept: list[dict[Any, str]] = [{}, {}, {}, {}]
         for first in range(0, len(self.keys), at_once):
             runs = self._columns(first, first + at_once)
-            for at, made in zip(_FEW, kept):
-                found = {value: made.get(value) for value in set(runs[at])}
-                for value, text in found.items():
-                    if text is None:
-                        found[value] = text = encode(value) if at != _FEW[-1] else dumps(list(value))
-                        if len(made) < _TEXTS_KEPT:
-                            made[value] = text
-                runs[at] = list(map(found.__getitem__, runs[at]))
-            escaped: list[tuple[list[str], list[str]]] = []
-            for at in _EACH:  # (a name-based bundle's keys, source keys and full names are one column: escaped once)
-                texts = next((text for raw, text in escaped if raw == runs[at]), None)
-                if texts is None:
-                    texts = list(map(encode, runs[at]))
-                    escaped.append((runs[at], texts))
-                runs[at] = texts
-            text = "".join(itertools.chain.from_iterable(zip(*itertools.chain.from_iterable(
-                zip(runs, map(itertools.repeat, _BETWEEN))))))  # (each value, then what follows it, joined in C)
-            yield '{"key": ' + text[:-len(_BETWEEN[-1])] + "}"
+            keys = runs[_KEY_AT]
+            key_texts = list(map(encode, keys))
+            parts: list[Any] = [list(map(add, repeat('{"key": '), key_texts))]
+            for at in (_SOURCE_AT, _PATH_AT, _NAME_AT, _ROLE_AT, _DTYPE_AT, _SHAPE_AT):
+                values, prefix = runs[at], _PREFIXES[at]
+                if at in _FEW:
+                    made = kept[_FEW.index(at)]
+                    found = {value: made.get(value) for value in set(values)}
+                    for value, text in found.items():
+                        if text is None:
+                            text = "" if DEFAULTS.get(_FIELDS[at], _NO_DEFAULT) == value else \
+                                prefix + (encode(value) if at != _SHAPE_AT else dumps(list(value)))
+                            found[value] = text
+                            if len(made) < _TEXTS_KEPT:
+                                made[value] = text
+                    if set(found.values()) != {""}:
+                        parts.append(list(map(found.__getitem__, values)))
+                elif values != keys:  # (else every value is the key's: none written)
+                    parts.append(["" if value == key else prefix + encode(value) for value, key in zip(values, keys)])
+            parts.append(repeat("}"))
+            yield ", ".join(map("".join, zip(*parts)))
 
 
 _KEY, _NAME, _ROLE, _DTYPE, _SHAPE = map(attrgetter, ("key", "name", "role", "dtype", "shape"))
