@@ -33,15 +33,25 @@ def _oracle(text: str) -> int:
     return deepest
 
 
+_STRINGS = ['"\\\\\\"["', '"a\\\\"', '"\\u0022["', '"\\\\\\\\"', '"{\\\\\\"}\\\\"', '"\\n]\\t"', '"\\ud800{"', '"\\\\u0022"']
+"""Strings whose escapes a measure must pair as a reader does: a backslash and a quote, a backslash ending the
+string, a quote spelled in hex, two backslashes, brackets between escaped quotes, other escapes."""
+
+
 def _texts() -> list[str]:
     rng = random.Random(38)
     texts = ["", "1", "[]", "{}", '"[[["', '["]", "[", {"a": "\\"[{"}]', "]]][[", "[[[]]]" * 3, "{" * 70 + "}" * 70]
     for _ in range(300):
-        texts.append("".join(rng.choice(['[', ']', '{', '}', '"a"', '"[\\"]"', ', ', '1', '"é"', '"\\\\"'])
+        texts.append("".join(rng.choice(['[', ']', '{', '}', '"a"', '"[\\"]"', ', ', '1', '"é"', '"\\\\"', *_STRINGS])
                              for _ in range(rng.randint(0, 40))))
     value: object = 0
     for i in range(30):
         value = [value, {"k": value}] if i % 2 else {"x": [value]}
+    for _ in range(100):  # valid JSON whose strings hold escapes and brackets
+        nested: object = rng.choice(["[", '"', "\\", 'x"]\\', "\u00e9"])
+        for _ in range(rng.randint(0, 12)):
+            nested = rng.choice([[nested], {rng.choice(['k"', "\\[", "{"]): nested}, [nested, '"]]\\']])
+        texts.append(json.dumps(nested))
     return texts + [json.dumps(value)]
 
 

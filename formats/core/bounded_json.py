@@ -20,8 +20,8 @@ __all__ = ["load_json", "nesting_depth", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
 """Deepest nesting accepted by default (a Keras model config with nested models stays far below)."""
-_STRINGS = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-"""A JSON string (``re.DOTALL``)."""
+_STRINGS = '"[^"]*"'
+"""A JSON string once its escaped backslashes and quotes are taken out (see :func:`nesting_depth`)."""
 _BLOCK = 1 << 20
 
 
@@ -34,10 +34,18 @@ _STEPS = {0x5B: 1, 0x7B: 1, 0x5D: -1, 0x7D: -1}
 
 def nesting_depth(text: str, stop: int | None = None) -> int:
     """The deepest ``[``/``{`` nesting of JSON ``text`` (brackets inside strings do not count);
-    stops counting once ``stop`` is exceeded (a large text, a block at a time)."""
+    stops counting once ``stop`` is exceeded (a large text, a block at a time).
+
+    In JSON a backslash is met only in a string, where it begins an escape: with each escaped backslash and then
+    each escaped quote taken out (left to right, pairing backslashes as a reader does), every quote left begins or
+    ends a string, and a string is a quote, anything but a quote, a quote. (A text that is not JSON may be measured
+    deeper or shallower than a reader would go; :func:`json.loads` then refuses it, or stops at its recursion
+    limit.) The three passes are C's: the general pattern for a string with its escapes took twice as long on a
+    safetensors header of 10^5 tensors."""
     import re
 
-    skeleton = re.sub(_STRINGS, "", text, flags=re.DOTALL).encode("utf-8", "surrogatepass")
+    plain = text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text
+    skeleton = re.sub(_STRINGS, "", plain).encode("utf-8", "surrogatepass")
     if len(skeleton) <= _SMALL:
         from itertools import accumulate
 
