@@ -181,7 +181,6 @@ def test_an_object_tree_keeps_no_work_per_leaf(tmp_path):
                                          ("formats.ops.convert.conversion_source", "SourceTensor"),
                                          ("formats.concepts.object_graph", "EntryLabel"),
                                          ("formats.ops.edit.plan", "KeyAction"),
-                                         ("formats.core.provenance", "TensorRecord"),
                                          ("formats.ops.inspect.tree", "TreeNode")])
 def test_records_made_per_tensor_hold_their_fields_in_slots(where, name):
     """A record a command makes for every tensor (stats, what a writer stored, a plan's row, a label...) keeps its

@@ -190,3 +190,50 @@ def test_a_command_writes_the_record_without_a_dict_a_tensor(tmp_path, monkeypat
     assert {tuple(item) for item in want} == {("key", "dtype", "shape")} if layout == "name" else \
         {("key", "object_path", "full_name", "dtype", "shape"), ("key", "object_path", "full_name", "role", "dtype",
                                                                  "shape")}
+
+
+def _record_oracle(item):
+    """An item's record as the reader took it before it kept the dtypes it had found good (the code of 5bd30d5):
+    every field of every item asked."""
+    from formats.core.dtypes import by_name
+
+    if not isinstance(item, dict):
+        return None
+    key, dtype, shape = item.get("key"), item.get("dtype"), item.get("shape")
+    if not isinstance(key, str) or not isinstance(dtype, str) or not isinstance(shape, list):
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return None
+    try:
+        by_name(dtype)
+    except (KeyError, ValueError):
+        return None
+    role = item.get("role")
+    texts = [item.get(k) for k in ("source_key", "object_path", "full_name")]
+    return (key, texts[0] if isinstance(texts[0], str) else key, texts[1] if isinstance(texts[1], str) else "",
+            texts[2] if isinstance(texts[2], str) else key,
+            role if role in ("variable", "slot", "optimizer", "iterator", "save_counter", "object_graph", "other")
+            else "variable", dtype, tuple(shape))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_items_record_is_what_every_field_checked_gives(seed):
+    """Reading a record, the dtypes found good are kept (each asked once) and a shape's dimensions are checked by
+    their types at once: every item gets the record, or the refusal, it got when every field was asked of it."""
+    rng = random.Random(seed)
+    dims = [0, 1, 4, 2**70, -1, True, False, 4.0, "4", None, [4], float("nan")]
+    values = ["float32", "bfloat16", "int64", "string", "bogus", "", 5, None, "float32 ", "\ud800", ["x"]]
+    fields = ("key", "source_key", "object_path", "full_name", "role", "dtype", "shape")
+    items = []
+    for i in range(400):
+        item = {"key": rng.choice([f"k{i}", f"k{i}", None, 3]), "dtype": rng.choice(values),
+                "shape": rng.choice([[rng.choice(dims) for _ in range(rng.randint(0, 4))], (4,), None, "x"])}
+        for field in fields[1:5]:
+            if rng.random() < 0.5:
+                item[field] = rng.choice(["a/b", "", None, 7, "slot", "variable", "other", "nonsense"])
+        items.append(item if rng.random() < 0.95 else rng.choice([None, 5, ["k"], "k"]))
+    dtypes: set[str] = set()
+    got = [provenance._record(item, dtypes) for item in items]
+    assert [None if r is None else tuple(r) for r in got] == list(map(_record_oracle, items))
+    assert all(r is None or type(r.shape) is tuple for r in got)
+    assert "bogus" not in dtypes and dtypes <= {"float32", "bfloat16", "int64", "string"}
