@@ -269,9 +269,12 @@ def test_sort_naturally_is_sorting_by_natural_order() -> None:
     from formats.core.natural import natural_order, sort_naturally
 
     rng = random.Random(3)
-    parts = ["v", "v0", "v00", "v1", "v01", "v001", "v10", "v010", "/", "_", "a", "9", "09", "123", "x", "é"]
-    for _ in range(300):
-        keys = list({"".join(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 40))})
+    parts = ["v", "v0", "v00", "v1", "v01", "v001", "v10", "v010", "/", "_", "a", "9", "09", "123", "x", "é", "\n", "//"]
+    for n in range(600):  # (a key holding a newline in half of them; keys of one-digit numbers only in some)
+        keys = list({"".join(rng.choice(parts[:-2] if n % 2 else parts) for _ in range(rng.randint(1, 4)))
+                     for _ in range(rng.randint(0, 40))})
+        if n % 5 == 0:
+            keys = [k for k in keys if "00" not in "".join(c if not c.isdigit() else "0" for c in k)]
         for start in (sorted(keys), rng.sample(keys, len(keys))):
             items = [(k, i) for i, k in enumerate(start)]
             sort_naturally(items, lambda item: item[0])
