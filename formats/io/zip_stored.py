@@ -44,8 +44,12 @@ if TYPE_CHECKING:
 
     from formats.io.spool import Spool
 
-__all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "ZIP64_LIMIT"]
+__all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "ZIP64_LIMIT", "MAX_MEMBERS"]
 
+MAX_MEMBERS = 1 << 21
+"""Members ckpt reads of an ``.npz`` (more: refused, their central directory parsed by :mod:`zipfile` a Python object
+a member), and so writes at most: 2,097,152, room for a million tensors and the provenance record (a limit of
+1,000,000 refused the npz ``extract`` writes of 10^6 tensors)."""
 ZIP64_LIMIT = (1 << 31) - 1
 """zipfile's threshold for ZIP64 fields (``zipfile.ZIP64_LIMIT``)."""
 SPOOL = 1 << 20

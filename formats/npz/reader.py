@@ -21,6 +21,7 @@ from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry, UnreadableEntry
 from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
+from formats.io.zip_stored import MAX_MEMBERS
 from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
 from formats.io.npy_header import DESCR_NAMES, MAX_HEADER_BYTES, NpyError, NpyHeader, plain_descr, read_npy_header
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NpzTensor", "NpzCheckpoint", "open_npz", "MAX_MEMBERS"]
 
-MAX_MEMBERS = 1_000_000
 _BLOCK = 8 << 20
 _RECORD_PIECE = 4 << 20  # a multiple of 4: UTF-32 code units are never split
 

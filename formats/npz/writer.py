@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from _operator import add, attrgetter, itemgetter  # operator's C half, without operator.py (start-up)
 from itertools import accumulate, compress, islice, repeat
 
+from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.shapes import MAX_RANK
 from formats.core.provenance import PROVENANCE_MEMBER, as_written, record_pieces
@@ -35,7 +36,7 @@ from formats.io.npy_output import (Written, bits_note, check_member_names, fixed
                                    small_member, stores_bits, tally_member, write_member)
 from formats.io.spans import SMALL_BYTES, SPAN_BYTES, read_checked, small_ranges
 from formats.io.writing import RowPairs, Stored, StoredRows, WriteReport, guard_output, sources_of
-from formats.io.zip_stored import SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
+from formats.io.zip_stored import MAX_MEMBERS, SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,6 +77,10 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     provenance record when given), guarded, atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
+    members = len(items) + (provenance is not None)
+    if members > MAX_MEMBERS:  # (before anything is written: ckpt would not read it back)
+        raise InvalidOutputError(out, f"an npz of {members:,} members; ckpt reads at most {MAX_MEMBERS:,}",
+                                 "write fewer tensors a file (a selection of them)")
     check_member_names([key for key, _ in items], out)  # (each name made again as it is written, not held)
     sources = sources_of(items)
     guard_output(out, inputs=inputs, sources=sources, force=force)
