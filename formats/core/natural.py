@@ -66,26 +66,31 @@ def ascending(items: Sequence[Any], key: Callable[[Any], str] | None = None) -> 
 def sort_naturally(items: list[Any], key: Callable[[Any], str]) -> None:
     """Sort ``items`` in place as ``items.sort(key=lambda item: natural_order(key(item)))`` does, holding one rewritten
     key an item and no pair (56 MB at 10^6 rows): stably by :func:`natural_text`, from text order (sorted into it
-    first unless the keys ascend already), which keeps keys that are equal but for leading zeros in text order.
-    Keys without a number of two digits are in natural order once in text order (:func:`needs_natural_order`); the
-    others are rewritten :data:`_ORDERS_AT_ONCE` at a time by :func:`natural_orders` (each ``/``-separated piece
-    once: a regex call a key was most of sorting an npz's listing of 10^5 tensors)."""
+    first unless the keys ascend already), which keeps keys that are equal but for leading zeros in text order; the
+    texts made as :func:`natural_sorted` makes them (:func:`_natural_texts`: a regex call a key was most of sorting
+    an npz's listing of 10^5 tensors)."""
     if not ascending(items, key):
         items.sort(key=key)
-    keys = list(map(key, items))
+    texts = _natural_texts(list(map(key, items)))
+    if texts is not None:
+        made = iter(texts)  # (list.sort asks each item's key once, in the list's order, before it sorts)
+        items.sort(key=lambda _: next(made))
+
+
+def _natural_texts(keys: list[str]) -> list[str] | None:
+    """:func:`natural_text` of each of ``keys``, rewritten :data:`_ORDERS_AT_ONCE` keys at a time by
+    :func:`natural_orders` (each ``/``-separated piece once; a key at a time where a key holds a newline); None
+    where their text order is their natural order already (no number of two digits: :func:`needs_natural_order`)."""
     joined = "\n".join(keys)
     if not needs_natural_order(joined):
-        return
+        return None
     if joined.count("\n") != len(keys) - 1:  # a key holds the separator: one at a time
-        items.sort(key=lambda item: natural_text(key(item)))
-        return
+        return list(map(natural_text, keys))
     del joined
-    orders: list[str] = []
-    for start in range(0, len(keys), _ORDERS_AT_ONCE):
-        orders += natural_orders("\n".join(keys[start:start + _ORDERS_AT_ONCE]))
-    del keys
-    made = iter(orders)  # (list.sort asks each item's key once, in the list's order, before it sorts)
-    items.sort(key=lambda _: next(made))
+    texts: list[str] = []
+    for start in range(0, len(keys), _ORDERS_AT_ONCE):  # (the split's parts, five strings a key, a chunk at a time)
+        texts += natural_orders("\n".join(keys[start:start + _ORDERS_AT_ONCE]))
+    return texts
 
 
 def _number(run: str) -> str:
@@ -118,15 +123,9 @@ def natural_sorted(keys: list[str]) -> list[str]:
     """``sorted(keys, key=key_order(keys))``, with the digit runs of the keys rewritten :data:`_ORDERS_AT_ONCE`
     keys at a time (one regex split of those keys joined, a dictionary look-up per run) instead of a regex call
     per key."""
-    joined = "\n".join(keys)
-    if not needs_natural_order(joined):
+    orders = _natural_texts(keys)
+    if orders is None:
         return sorted(keys)
-    if joined.count("\n") != len(keys) - 1:  # a key holds the separator: one at a time
-        return sorted(keys, key=natural_order)
-    del joined
-    orders: list[str] = []
-    for start in range(0, len(keys), _ORDERS_AT_ONCE):  # the split's parts (five strings a key) a chunk at a time
-        orders += natural_orders("\n".join(keys[start:start + _ORDERS_AT_ONCE]))
     order = sorted(range(len(keys)), key=orders.__getitem__)
     ranked = list(map(orders.__getitem__, order))
     if any(map(str.__eq__, ranked, islice(ranked, 1, None))):  # keys equal but for leading zeros: text order decides
