@@ -59,9 +59,10 @@ class TensorRecord(ValueTuple):
 _FIELDS = ("key", "source_key", "object_path", "full_name", "role", "dtype", "shape")
 """An item's fields, in the order its JSON text names them."""
 _VARIABLE = Role.VARIABLE.value
-DEFAULTS = {"object_path": "", "role": _VARIABLE}
-"""The value an item's field has when the item leaves it out (and ``source_key``, ``full_name``: the item's key)."""
-_NO_DEFAULT = object()
+_NO_PATH = ""
+DEFAULTS = {"object_path": _NO_PATH, "role": _VARIABLE}
+"""The value an item's field has when the item leaves it out (and ``source_key``, ``full_name``: the item's key):
+what :func:`_record` reads and :func:`item_of` and :meth:`RecordColumns.texts` leave out."""
 _PREFIXES = tuple(f', "{field}": ' for field in _FIELDS)
 """The text before each field's value in an item (the first's: ``{"key": ``)."""
 _KEY_AT, _SOURCE_AT, _PATH_AT, _NAME_AT, _ROLE_AT, _DTYPE_AT, _SHAPE_AT = range(len(_FIELDS))
@@ -79,7 +80,7 @@ def item_of(key: str, source_key: str, object_path: str, full_name: str, role: s
     item: dict[str, Any] = {"key": key}
     if source_key != key:
         item["source_key"] = source_key
-    if object_path:
+    if object_path != _NO_PATH:
         item["object_path"] = object_path
     if full_name != key:
         item["full_name"] = full_name
@@ -143,20 +144,20 @@ class RecordColumns:
         keys, full names, object paths and roles), and an item's texts joined in C."""
         from formats.core.json_writer import dumps, encode_basestring_ascii as encode
 
-        kept: list[dict[Any, str]] = [{}, {}, {}, {}]
+        kept: dict[int, dict[Any, str]] = {at: {} for at in _FEW}  # a column's value -> its text
         for first in range(0, len(self.keys), at_once):
             runs = self._columns(first, first + at_once)
             keys = runs[_KEY_AT]
             key_texts = list(map(encode, keys))
             parts: list[Any] = [list(map(add, repeat('{"key": '), key_texts))]
-            for at in (_SOURCE_AT, _PATH_AT, _NAME_AT, _ROLE_AT, _DTYPE_AT, _SHAPE_AT):
+            for at in range(_SOURCE_AT, len(_FIELDS)):
                 values, prefix = runs[at], _PREFIXES[at]
-                if at in _FEW:
-                    made = kept[_FEW.index(at)]
+                if at in kept:
+                    made = kept[at]
                     found = {value: made.get(value) for value in set(values)}
                     for value, text in found.items():
                         if text is None:
-                            text = "" if DEFAULTS.get(_FIELDS[at], _NO_DEFAULT) == value else \
+                            text = "" if _FIELDS[at] in DEFAULTS and DEFAULTS[_FIELDS[at]] == value else \
                                 prefix + (encode(value) if at != _SHAPE_AT else dumps(list(value)))
                             found[value] = text
                             if len(made) < _TEXTS_KEPT:
@@ -206,7 +207,7 @@ def _record(item: Any, dtypes: set[str]) -> TensorRecord | None:
         dtypes.add(dtype)
     role, source_key, object_path, full_name = get("role"), get("source_key"), get("object_path"), get("full_name")
     return TensorRecord(key, source_key if isinstance(source_key, str) else key,
-                        object_path if isinstance(object_path, str) else "",
+                        object_path if isinstance(object_path, str) else _NO_PATH,
                         full_name if isinstance(full_name, str) else key,
                         role if role in _ROLES else _VARIABLE, dtype, tuple(shape))
 
