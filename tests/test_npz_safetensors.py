@@ -297,3 +297,21 @@ def test_npz_without_a_record_keeps_bfloat16(tmp_path):
     registry.writer_of("npz").write(out, [Row()], layout="npz")
     with formats.open_checkpoint(out) as back:
         assert back["w"].dtype == "bfloat16" and back["w"].read().tobytes() == bits.tobytes()
+
+
+def test_a_variant_exported_to_npz_reads_back_as_a_variant(tmp_path, run_cli):
+    """A variant is stored as fixed-width bytes and the record says it was a variant: read back, it is one again
+    (its serialized elements the source's), so converting the npz back writes a variant, not a string."""
+    source = CORPUS / "seed_slots" / "tf_ckpts" / "ckpt-5"
+    key = "iterator/.ATTRIBUTES/ITERATOR_STATE"
+    out = tmp_path / "x.npz"
+    assert run_cli("convert", source, "-o", out, "--to", "npz").exit_code == 0
+    with np.load(out) as data:
+        assert data[key].dtype.kind == "S"
+        record = {t["key"]: t for t in json.loads(str(data[PROVENANCE_MEMBER]))["tensors"]}
+    assert record[key]["dtype"] == "variant"
+    with formats.open_checkpoint(source) as src, formats.open_checkpoint(out) as back:
+        assert (back[key].dtype, back[key].shape) == ("variant", (5,)) == (src[key].dtype, tuple(src[key].shape))
+        assert back[key].elements() == src[key].elements()
+        plain = next(k for k in back if back[k].dtype != "variant")
+        assert back[plain].dtype == src[plain].dtype

@@ -156,7 +156,7 @@ class NpzTensor(TensorEntry):
             flat = flat.astype(flat.dtype.newbyteorder("<"))
         if self._view is not None:
             return flat.view(self._view)
-        if self.dtype == "string":
+        if self.dtype == "string" or self.dtype == "variant":
             items = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in flat.tolist()]
             return np.array(items + [None], dtype=object)[:-1]
         return flat
@@ -288,8 +288,9 @@ def _tf_dtype(header: NpyHeader, record: TensorRecord | None) -> tuple[str, Any,
         raise _Skipped("holds pickled Python objects (dtype object): not read; ckpt never unpickles")
     plain = plain_descr(header.descr)
     if plain is not None:
-        if plain[0] in "SU":
-            return "string", None, None
+        if plain[0] in "SU":  # (a variant's serialized bytes, as the record says it was: a variant again)
+            return "variant" if plain[0] == "S" and record is not None and record.dtype == "variant" else "string", \
+                None, None
         name = DESCR_NAMES[header.descr]
         restored, problem = restored_dtype(name, header.shape, record)
         return restored, (by_name(restored).numpy() if restored != name else None), problem
