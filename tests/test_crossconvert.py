@@ -134,8 +134,10 @@ def test_npz_keeps_original_keys_and_provenance(tmp_path: Path) -> None:
     assert result.ok and result.written.tensors == 34
     key = "layer_with_weights-1/cell/kernel/.ATTRIBUTES/VARIABLE_VALUE"
     with np.load(out, allow_pickle=False) as data:
-        assert len(data.files) == 35 and key in data.files
+        assert len(data.files) == 36 and key in data.files  # 34 tensors, the record, the object graph
         record = json.loads(str(data["__ckpt_provenance__"]))
+        assert data["__ckpt_object_graph__"].tobytes() == open_checkpoint(BUNDLE)[
+            "_CHECKPOINTABLE_OBJECT_GRAPH"].read().reshape(-1)[0]
     assert record["format"] == "tf-object" and record["source"] == str(BUNDLE)
     entry = next(t for t in record["tensors"] if t["key"] == key)
     assert entry == {"key": key, "object_path": "layer_with_weights-1/cell/kernel",  # (source_key and role: defaults)

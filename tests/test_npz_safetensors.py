@@ -166,8 +166,9 @@ def test_npz_written_by_extract(tmp_path, run_cli):
     out = tmp_path / "all.npz"
     assert run_cli("extract", CORPUS / DTYPES, "-o", out).exit_code == 0
     with formats.open_checkpoint(out) as ckpt, np.load(out, allow_pickle=False) as data:
-        members = [f for f in data.files if f != PROVENANCE_MEMBER]  # extract records provenance too
-        assert sorted(ckpt) == sorted(members)
+        members = [f for f in data.files if f not in (PROVENANCE_MEMBER, "__ckpt_object_graph__")]  # (extract
+        assert sorted(ckpt) == sorted(members)  # records provenance too, and carries the object graph)
+        assert len(data.files) == len(members) + 2
         for key in members:
             stored = data[key]
             if ckpt[key].dtype == "bfloat16":  # stored as its raw bits; the provenance record restores the dtype

@@ -323,8 +323,8 @@ def test_convert_to_tf_name_and_back(tmp_path, run_cli):
 def test_convert_to_npz_and_extract(tmp_path, run_cli):
     out = tmp_path / "m.npz"
     assert run_cli("convert", MODULE, "-o", out, "--to", "npz").exit_code == 0
-    with np.load(out) as npz:  # strings as fixed-width bytes; ckpt adds its provenance record
-        assert sorted(npz.files) == ["__ckpt_provenance__", "dense/b/.ATTRIBUTES/VARIABLE_VALUE",
+    with np.load(out) as npz:  # strings as fixed-width bytes; ckpt adds its provenance record and the object graph
+        assert sorted(npz.files) == ["__ckpt_object_graph__", "__ckpt_provenance__", "dense/b/.ATTRIBUTES/VARIABLE_VALUE",
                                      "dense/w/.ATTRIBUTES/VARIABLE_VALUE", "steps/.ATTRIBUTES/VARIABLE_VALUE",
                                      "vocab/.ATTRIBUTES/VARIABLE_VALUE"]
         assert digest(npz["dense/w/.ATTRIBUTES/VARIABLE_VALUE"]) == \

@@ -137,8 +137,9 @@ def test_extract_and_convert_store_npz_alike(run_cli, tmp_path: Path) -> None:
     assert run_cli("convert", CORPUS / DTYPES, "-o", b, "--to", "npz").exit_code == 0
     tensors = MANIFEST[DTYPES]["tensors"]
     with np.load(a) as x, np.load(b) as y:
-        assert sorted(x.files) == sorted(y.files) == sorted(  # both leave the object graph out
-            [*(k for k in tensors if k != "_CHECKPOINTABLE_OBJECT_GRAPH"), "__ckpt_provenance__"])
+        assert sorted(x.files) == sorted(y.files) == sorted(  # both carry the object graph beside the tensors
+            [*(k for k in tensors if k != "_CHECKPOINTABLE_OBJECT_GRAPH"), "__ckpt_provenance__",
+             "__ckpt_object_graph__"])
         for key in y.files:
             if key != "__ckpt_provenance__":
                 assert (x[key].dtype, x[key].shape, x[key].tobytes()) == (y[key].dtype, y[key].shape,

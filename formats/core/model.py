@@ -407,6 +407,12 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """The decoded object graph of an object-based checkpoint, else None."""
         return None
 
+    def carried_object_graph(self) -> bytes | None:
+        """The serialized object graph an export of an object-based checkpoint carries beside its tensors (npz,
+        safetensors: :data:`~formats.core.provenance.OBJECT_GRAPH_MEMBER`), else None;
+        :class:`~formats.core.errors.CorruptCheckpointError` where it is there but cannot be read."""
+        return None
+
     def forget_object_graph(self) -> None:
         """Let go of the decoded object graph (and whatever was computed from it), decoded again if asked for: for
         a caller done with it that goes on to hold a row per key, such as a rename once its new graph is written

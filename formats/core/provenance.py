@@ -31,13 +31,22 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS"]
+           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS",
+           "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member name (without ``.npy``) holding the record."""
 PROVENANCE_KEY = "ckpt.provenance"
 """The safetensors ``__metadata__`` key holding the record."""
 MAX_RECORD_BYTES = 256 << 20
+OBJECT_GRAPH_MEMBER = "__ckpt_object_graph__"
+"""The npz member name (without ``.npy``) holding an object-based source's serialized object graph (a 1-D
+``uint8`` array of its bytes), written where every tensor went under its own key: ``convert --to tf-object`` of
+the export writes that graph again (:mod:`formats.ops.convert.keys_to_object`)."""
+OBJECT_GRAPH_METADATA = "ckpt.object_graph"
+"""The safetensors ``__metadata__`` key holding that graph (base64: metadata values are strings)."""
+MAX_CARRIED_GRAPH_BYTES = 1 << 30
+"""A carried graph larger than this is not read (a bundle's own graph is one tensor, at most some hundreds of MB)."""
 _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 

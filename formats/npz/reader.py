@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry, UnreadableEntry
-from formats.core.provenance import (MAX_RECORD_BYTES, PROVENANCE_MEMBER, Provenance, TensorRecord,
+from formats.core.provenance import (MAX_CARRIED_GRAPH_BYTES, MAX_RECORD_BYTES, OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, Provenance, TensorRecord,
                                      in_record_order, parse_provenance, restored_dtype)
 from formats.io.zip_stored import MAX_MEMBERS
 from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
@@ -211,12 +211,32 @@ class NpzCheckpoint(Checkpoint):
     """An opened ``.npz``: members as tensors, the provenance record's facts, what was skipped and why."""
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], archive: _Archive, metadata: dict[str, Any],
-                 problems: list[tuple[str, str]]) -> None:
+                 problems: list[tuple[str, str]], graph: Any = None) -> None:
         """``metadata``: member count, the provenance record's source, skipped members; ``problems``: members
-        that could not be listed, duplicates, a damaged provenance record."""
+        that could not be listed, duplicates, a damaged provenance record; ``graph``: the member carrying an
+        object graph, if any."""
         super().__init__(path, FormatName.NPZ, entries, metadata=metadata,
                          problems=[CheckpointProblem(where, message) for where, message in problems])
         self._archive = archive
+        self._graph = graph
+
+    def carried_object_graph(self) -> bytes | None:
+        """The bytes of member ``__ckpt_object_graph__.npy`` (a 1-D ``uint8`` array; its CRC-32 checked), see
+        :meth:`Checkpoint.carried_object_graph`."""
+        info = self._graph
+        if info is None:
+            return None
+        header = _header(self._archive, info)
+        if header.descr != "|u1" or len(header.shape) != 1 or header.size + header.nbytes != info.file_size \
+                or header.nbytes > MAX_CARRIED_GRAPH_BYTES:
+            raise CorruptCheckpointError(self.path, f"{info.filename} is not an object graph (a 1-D uint8 array "
+                                                    f"of at most {MAX_CARRIED_GRAPH_BYTES:,} bytes)")
+        try:
+            with self._archive.stream(info) as member:
+                data = member.read()
+        except zip_errors() as exc:
+            raise _fail(self.path, info, exc) from None
+        return data[header.size:]
 
     def close(self) -> None:
         """Close the archive."""
@@ -342,6 +362,7 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
         provenance = _read_provenance(archive, record_info)
         problems += [(record_info.filename, p) for p in provenance.problems or []]
     records = provenance.tensors or {}
+    graph_info = members.pop(OBJECT_GRAPH_MEMBER + ".npy", None)
     entries: dict[str, TensorEntry] = {}
     skipped: dict[str, str] = {}
     arrays = []
@@ -372,5 +393,7 @@ def _build(path: str, archive: _Archive) -> NpzCheckpoint:
         meta["provenance"] = provenance.to_json()
     if skipped:
         meta["skipped"] = skipped
-    return NpzCheckpoint(path, in_record_order(entries, records), archive, meta, problems)
+    if graph_info is not None:
+        meta["object_graph"] = f"{graph_info.file_size:,} bytes"
+    return NpzCheckpoint(path, in_record_order(entries, records), archive, meta, problems, graph_info)
 

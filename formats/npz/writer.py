@@ -27,7 +27,7 @@ from itertools import accumulate, compress, islice, repeat
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.shapes import MAX_RANK
-from formats.core.provenance import PROVENANCE_MEMBER, as_written, record_pieces
+from formats.core.provenance import OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, as_written, record_pieces
 from formats.core.sources import CHUNK, Source, describe_all
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
@@ -60,7 +60,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.valu
     from formats.io.npy_output import stores_bits
 
     provenance = as_written((options or {}).get("provenance"), rows, any(stores_bits(r.dtype) for r in rows))
-    return write_npz(output, RowPairs(rows), provenance=provenance,
+    return write_npz(output, RowPairs(rows), provenance=provenance, object_graph=(options or {}).get("object_graph"),
                      inputs=list(inputs), force=force, verify=verify, progress=progress)
 
 
@@ -70,14 +70,17 @@ one queued, one written), 12 MiB, which keeps ``extract`` of a 2 GiB tensor unde
 
 
 def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]], *,
-              provenance: dict[str, Any] | None = None, inputs: Sequence[str | Checkpoint] = (),
+              provenance: dict[str, Any] | None = None, object_graph: bytes | None = None,
+              inputs: Sequence[str | Checkpoint] = (),
               force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = MEMBER_CHUNK,
               progress: Callable[[int, int], None] | None = None) -> WriteReport:
     """Write ``(key, source)`` pairs to an uncompressed ZIP64 ``.npz`` (member ``<key>.npy`` each, plus the
-    provenance record when given), guarded, atomically, read back and compared; see the module doc."""
+    provenance record and an object-based source's ``object_graph`` when given), guarded, atomically, read back
+    and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
-    members = len(items) + (provenance is not None)
+    extras = [PROVENANCE_MEMBER] * (provenance is not None) + [OBJECT_GRAPH_MEMBER] * (object_graph is not None)
+    members = len(items) + len(extras)
     if members > MAX_MEMBERS:  # (before anything is written: ckpt would not read it back)
         raise InvalidOutputError(out, f"an npz of {members:,} members; ckpt reads at most {MAX_MEMBERS:,}",
                                  "write fewer tensors a file (a selection of them)")
@@ -101,11 +104,14 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
                             allow_pickle, chunk, progress)
             if provenance is not None:
                 _write_record(archive, provenance)
+            if object_graph is not None:
+                _write_graph(archive, object_graph)
             archive.close()
         report.contents = StoredRows(range(len(written)), lambda i: Stored(
             items[i][0], items[i][0] + ".npy", described[i][0].name, written[i].stored, described[i][1]))
         if verify:
-            _verify_npz(temp, out, archive, items, written, [shape for _, shape in described], report)
+            _verify_npz(temp, out, archive, items, written, [shape for _, shape in described], report, extras,
+                        len(object_graph or b""))
     return report
 
 
@@ -283,17 +289,28 @@ def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
         member.close()
 
 
+def _write_graph(archive: StoredZip, graph: bytes) -> None:
+    """The object graph as ``numpy.save`` writes ``np.frombuffer(graph, np.uint8)``: a 1-D ``|u1`` array."""
+    header = npy_header("|u1", (len(graph),))
+    member = archive.member(OBJECT_GRAPH_MEMBER + ".npy", zip64=len(header) + len(graph) > ZIP64_LIMIT)
+    member.write(header)
+    member.write(graph)
+    member.close()
+
+
 _CHECKED = 4096
 """Kinds of member (the header read back, what was written, the shape and the size) whose problems the read-back
 keeps: 100,000 tiny tensors are a few kinds, each checked once."""
 
 
 def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[str, Source]],
-                written: list[Written], shapes: Sequence[tuple[int, ...]], report: WriteReport) -> None:
+                written: list[Written], shapes: Sequence[tuple[int, ...]], report: WriteReport,
+                extras: Sequence[str] = (PROVENANCE_MEMBER,), graph_bytes: int = 0) -> None:
     """Read the archive back (:meth:`~formats.io.zip_stored.StoredZip.problems`): its central directory, every
     member's local header and bytes against the CRC32C taken as they were written (the sources are not read
     again), each tensor's ``.npy`` header against what was written (dtype, shape, size; a pickled member's
-    sha256) and the provenance record's header (a 0-d unicode array)."""
+    sha256), the provenance record's header (a 0-d unicode array) and the object graph's (``graph_bytes`` of
+    ``uint8``); ``extras``: the names of the members after the tensors, in order."""
     from formats.io.npy_header import NpyError, npy_header_of
     from formats.io.npy_output import header_problems
 
@@ -302,7 +319,7 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
     checked: dict[tuple[int, int, tuple[int, ...], int], tuple[Any, Written, list[tuple[str, str]]]] = {}
 
     def key_of(i: int) -> str:
-        return items[i][0] if 0 <= i < count else PROVENANCE_MEMBER if i == count else out
+        return items[i][0] if 0 <= i < count else extras[i - count] if 0 <= i - count < len(extras) else out
 
     def visit(i: int, view: memoryview, whole: bool) -> None:
         try:
@@ -310,8 +327,12 @@ def _verify_npz(temp: str, out: str, archive: StoredZip, items: Sequence[tuple[s
         except NpyError as exc:
             found.mismatches.append(Mismatch(key_of(i), "value", f"member does not read back: {exc}"))
             return
-        if i == count:
-            if header.kind != "U" or header.shape != ():
+        if i >= count:
+            if key_of(i) == OBJECT_GRAPH_MEMBER:
+                if header.descr != "|u1" or header.shape != (graph_bytes,):
+                    found.mismatches.append(Mismatch(OBJECT_GRAPH_MEMBER, "value", "the object graph does not read "
+                                                                                    "back as a 1-D uint8 array"))
+            elif header.kind != "U" or header.shape != ():
                 found.mismatches.append(Mismatch(PROVENANCE_MEMBER, "value", "the provenance record does not read "
                                                                               "back as a 0-d unicode array"))
             return
@@ -389,12 +410,12 @@ _HEAD, _DIGEST = itemgetter(slice(0, _V1)), attrgetter("digest")
 
 def _counted(found: RoundTripReport, n: int, members: list[Written], views: list[memoryview], count: int,
              visit: Callable[[int, memoryview, bool], None]) -> None:
-    """Count a block's ``n`` tensors read back in ``found``; the record, where it is the block's last member,
-    visited."""
+    """Count a block's ``n`` tensors read back in ``found``; the members after the tensors (the record, the object
+    graph), where they end the block, visited."""
     found.tensors += n
     found.bytes += sum(map(_NBYTES, members))
-    if len(views) > n:
-        visit(count, views[n], True)
+    for i, view in enumerate(views[n:], count):
+        visit(i, view, True)
 
 
 def _headers(views: list[memoryview]) -> list[bytes] | None:

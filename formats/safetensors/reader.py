@@ -10,7 +10,7 @@ from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry,
                                 UnreadableEntry)
-from formats.core.provenance import (PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
+from formats.core.provenance import (OBJECT_GRAPH_METADATA, PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
                                      restored_dtype)
 from formats.safetensors.header import (TF_DTYPES, Header, TensorSpec, loader_refusals, overlaps, read_header,
                                         size_problem)
@@ -118,6 +118,19 @@ class SafetensorsCheckpoint(Checkpoint):
                          problems=[CheckpointProblem(where, message) for where, message in problems],
                          refusals=[CheckpointProblem(where, message) for where, message in refusals])
         self._data = data
+        self._graph: str | None = None  # the carried object graph's base64 text, where there is one
+
+    def carried_object_graph(self) -> bytes | None:
+        """``__metadata__["ckpt.object_graph"]`` decoded from base64 (see :meth:`Checkpoint.carried_object_graph`)."""
+        if self._graph is None:
+            return None
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode(self._graph, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise CorruptCheckpointError(self.path, f"{OBJECT_GRAPH_METADATA} is not base64 ({exc})") from None
 
     def close(self) -> None:
         """Close the file."""
@@ -150,9 +163,14 @@ def open_safetensors(path: str) -> SafetensorsCheckpoint:
     problems += overlaps(header.tensors)
     problems += [(key, f"is named {n} times in the header; the last is read (as the safetensors library does)")
                  for key, n in header.duplicates.items()]
-    meta: dict[str, Any] = {"header_bytes": header.length,
-                            "metadata": {k: v for k, v in header.metadata.items() if k != PROVENANCE_KEY}}
+    graph = header.metadata.get(OBJECT_GRAPH_METADATA)
+    meta: dict[str, Any] = {"header_bytes": header.length, "metadata": {
+        k: v for k, v in header.metadata.items() if k != PROVENANCE_KEY and k != OBJECT_GRAPH_METADATA}}
     if provenance.tensors is not None:
         meta["provenance"] = provenance.to_json()
-    return SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems,
-                                 loader_refusals(header, os.path.basename(path)))
+    if isinstance(graph, str):
+        meta["object_graph"] = f"{len(graph):,} base64 characters"
+    opened = SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems,
+                                   loader_refusals(header, os.path.basename(path)))
+    opened._graph = graph if isinstance(graph, str) else None
+    return opened

@@ -1,6 +1,7 @@
 """The ``safetensors`` format's writer: the documented layout (8-byte header length, JSON header with
 ``__metadata__``, then the data), written without the ``safetensors`` package (which reads it back);
-``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``; ``options["metadata"]`` adds to (or
+``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``, ``options["object_graph"]`` (an object-based
+source's graph) in ``__metadata__["ckpt.object_graph"]`` as base64; ``options["metadata"]`` adds to (or
 replaces) ``__metadata__``'s other fields (``{"format": "pt"}`` for transformers). Guarded, written atomically
 (tensors stored unchanged in an input copied by the kernel, others streamed: :mod:`formats.io.placed`), and
 read back: the header byte for byte, every tensor's bytes against the CRC32C of what was written (taken on
@@ -19,7 +20,7 @@ from formats.core.dtypes import by_name
 from formats.core.errors import InvalidOutputError, VerificationError
 from formats.core.json_writer import dumps, encode_basestring_ascii
 from formats.core.model import FormatName
-from formats.core.provenance import PROVENANCE_KEY, as_written, record_pieces
+from formats.core.provenance import OBJECT_GRAPH_METADATA, PROVENANCE_KEY, as_written, record_pieces
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
 from formats.io.placed import UNASKED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
@@ -70,6 +71,12 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     del keys
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
+    graph = (options or {}).get("object_graph")
+    graph_piece = None
+    if graph is not None:  # (an object-based source's graph: base64, as metadata values are strings)
+        import base64
+
+        graph_piece = f',"{OBJECT_GRAPH_METADATA}":"{base64.b64encode(graph).decode("ascii")}"'
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     values, dtypes = [row.value for row in rows], [row.dtype for row in rows]
     lasting = stored_unchanged_all(values, dtypes, sizes)  # (None: not found at once, and asked again as copied)
@@ -85,11 +92,23 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         for i in order:
             begins[i] = offset
             offset += sizes[i]
+    left_out = ""
     with Spool(_SPOOL_BYTES) as header:
-        length = 0
-        for piece in _header_pieces(metadata, record, rows, begins, sizes):
+        length = graph_at = 0
+        for piece in _header_pieces(metadata, record, rows, begins, sizes, graph_piece):
+            if piece is graph_piece:
+                graph_at = length
             length += header.write(piece.encode("ascii"))  # dumps escapes every other character
-        length += header.write(b" " * _padding(8 + length, stored[order[0]] if order else None))
+        first = stored[order[0]] if order else None
+        cut = length - len(graph_piece or "")
+        if graph_piece is not None and length + _padding(8 + length, first) > MAX_HEADER_BYTES \
+                >= cut + _padding(8 + cut, first):
+            left_out = (f"the object graph is left out: with its {len(graph_piece):,} bytes the safetensors header "
+                        f"would pass {MAX_HEADER_BYTES:,}; convert --to tf-object of this file rebuilds the objects "
+                        "from its keys")
+            header = _cut(header, graph_at, len(graph_piece))
+            length -= len(graph_piece)
+        length += header.write(b" " * _padding(8 + length, first))
         if length > MAX_HEADER_BYTES:  # before anything is written
             raise InvalidOutputError(output, f"the safetensors header would be {length:,} bytes for {len(rows):,} "
                                              f"tensors; safetensors readers accept at most {MAX_HEADER_BYTES:,}",
@@ -97,6 +116,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                                      "has no such limit")
         guard_output(output, inputs=list(inputs), sources=values, force=force)
         report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
+        if left_out:
+            report.warnings.append(left_out)
         start = 8 + length
         items = [Placed(rows[i].key, values[i], start + begins[i], sizes[i], dtypes[i],
                         UNASKED if lasting is None else stored[i]) for i in order]
@@ -126,21 +147,43 @@ def _stored(row: Row) -> Stored:
     return Stored(row.key, row.key, row.dtype, row.dtype, tuple(row.shape))
 
 
+def _cut(spool: Spool, at: int, size: int) -> Spool:
+    """A new spool of what ``spool`` holds without its ``size`` bytes from ``at`` (``spool`` closed)."""
+    from formats.io.spool import Spool
+
+    out = Spool(_SPOOL_BYTES)
+    done = 0
+    with spool:
+        for chunk in spool.chunks(_READ):
+            end = done + len(chunk)
+            if end <= at or done >= at + size:
+                out.write(chunk)
+            else:
+                out.write(chunk[:max(0, at - done)] + chunk[max(0, at + size - done):])
+            done = end
+    return out
+
+
 def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
-                   begins: list[int], sizes: list[int]) -> Iterator[str]:
+                   begins: list[int], sizes: list[int], graph_piece: str | None = None) -> Iterator[str]:
     """``json.dumps({"__metadata__": metadata, row.key: {"dtype", "shape", "data_offsets"}, ...},
     separators=(",", ":"))`` in pieces: ``metadata[PROVENANCE_KEY]``, when it holds :data:`_RECORD`, is the text
-    of ``record`` (:func:`~formats.core.provenance.record_pieces`, an item at a time) as a JSON string, and the
-    tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without its braces."""
+    of ``record`` (:func:`~formats.core.provenance.record_pieces`, an item at a time) as a JSON string,
+    ``graph_piece`` (``,"ckpt.object_graph":"<base64>"``), when given, the metadata's last field and a piece of
+    its own, and the tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without
+    its braces."""
     separators = (",", ":")
     if record is not None and metadata.get(PROVENANCE_KEY) is _RECORD:
         rest = dumps({k: v for k, v in metadata.items() if k != PROVENANCE_KEY}, separators=separators)
         yield '{"' + METADATA + '":{' + encode_basestring_ascii(PROVENANCE_KEY) + ':"'
         for piece in record_pieces(record):  # ASCII: a JSON string of it escapes each character on its own
             yield encode_basestring_ascii(piece)[1:-1]
-        yield '"' + ("," + rest[1:] if len(rest) > 2 else "}")
+        yield '"' + ("," + rest[1:-1] if len(rest) > 2 else "")
     else:
-        yield '{"' + METADATA + '":' + dumps(metadata, separators=separators)
+        yield '{"' + METADATA + '":' + dumps(metadata, separators=separators)[:-1]  # ("format" always in it)
+    if graph_piece is not None:
+        yield graph_piece
+    yield "}"
     kinds: dict[tuple[str, tuple[int, ...]], str] = {}  # (dtype, shape) -> the entry's text between key and offsets
     for first in range(0, len(rows), _AT_ONCE):  # (each entry as dumps writes it: keys unique, checked before)
         texts = []

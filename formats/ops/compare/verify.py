@@ -76,6 +76,10 @@ def verify_checkpoint(ckpt: Checkpoint, progress: Progress | None = None, jobs: 
     report = VerifyReport(ckpt.path, ckpt.format, files=[os.path.basename(f) for f in ckpt.files],
                           loader_refusals=ckpt.loader_refusals(), refusals_allowed=allow_loader_refusals)
     report.problems += ckpt.problems()
+    try:
+        ckpt.carried_object_graph()  # (an export's: its bytes read, an npz member's CRC-32 checked; not decoded)
+    except CheckpointError as exc:
+        report.problems.append(CheckpointProblem("object graph", exc.message))
     broken = {p.where for p in report.problems}
     keys = list(ckpt)
     sizes = ckpt.nbytes_of(keys)  # from the index's columns: no entry made per tensor

@@ -5,7 +5,8 @@ Modes (``mode="auto"`` picks one from ``out``):
 - ``npy``: one tensor -> ``OUT.npy`` (``out`` ending in ``.npy``, or a bare name and one tensor).
 - ``npz``: many tensors -> ``OUT.npz``, one member ``<key>.npy`` per tensor, keys kept verbatim
   (``numpy.load(OUT)[key]``), plus the provenance record ``__ckpt_provenance__.npy`` that
-  ``convert --to npz`` writes too. Uncompressed, ZIP64.
+  ``convert --to npz`` writes too, and, as it does, an object-based checkpoint's graph
+  (``__ckpt_object_graph__.npy``) where every other tensor is written under its key. Uncompressed, ZIP64.
 - ``dir``: a directory (``out`` ending in ``/`` or an existing directory); each key becomes a relative
   path ``<key>.npy``. Key segments are made safe: ``.``/``..``/empty segments, ``%``, backslashes and
   control characters are percent-encoded, so a hostile key such as ``../../x`` or ``/etc/passwd``
@@ -136,12 +137,14 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
             progress(report.bytes, report.tensors)
         return report
     if mode == NPZ:
-        from formats.ops.convert.cross.export import record_columns
+        from formats.ops.convert.cross.export import graph_bytes, record_columns
 
         record = {"source": ckpt.path, "format": ckpt.format,  # its text made a run at a time as it is written
                   "tensors": record_columns(ckpt, labels, entries)}
+        whole = len(entries) == len(ckpt) - 1 and OBJECT_GRAPH_KEY in ckpt and \
+            all(label == entry.key for label, entry in zip(labels, entries))
         return write_npz(path, ZippedPairs(labels, entries), provenance=record, progress=progress,
-                         **options)  # type: ignore[arg-type]
+                         object_graph=graph_bytes(ckpt) if whole else None, **options)  # type: ignore[arg-type]
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
 
 

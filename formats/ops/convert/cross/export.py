@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
-           "exporter"]
+           "exporter", "graph_bytes", "GRAPH_CARRIERS"]
 
 
 def record_columns(source: Checkpoint, keys: list[str] | None = None,
@@ -120,6 +120,7 @@ def _rows_at_once(plan: ConversionPlan, source: Checkpoint, fmt: Any, records: R
 
 _FIRST, _SECOND, _THIRD = (itemgetter(i) for i in range(3))
 _GRAPH_LEFT_OUT = "the object graph is not a tensor; left out"
+"""(Where it cannot go with the tensors: ``convert --to tf-object`` of the file then rebuilds a graph from its keys.)"""
 
 
 def _fixed_width(dtype: str) -> bool:
@@ -172,7 +173,34 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     plan.check_collisions()
     plan.write_options = {"provenance": {"source": source.path, "format": source.format,
                                          "tensors": records if capability(fmt, "streams_records") else list(records)}}
+    _carry_graph(plan, source, target, bool(options.rules))
     return plan
+
+
+GRAPH_CARRIERS = (FormatName.NPZ.value, FormatName.SAFETENSORS.value)
+"""The exports that carry an object-based source's graph (``__ckpt_object_graph__``, ``ckpt.object_graph``)."""
+
+
+def _carry_graph(plan: ConversionPlan, source: Checkpoint, target: str, renamed: bool) -> None:
+    """Hand an object-based source's serialized graph to a writer that carries it (:data:`GRAPH_CARRIERS`) where
+    every other tensor is planned under its own key (the graph's checkpoint keys are then the file's): the
+    warning that it is left out taken back. Left out as before (with the warning) otherwise."""
+    if target not in GRAPH_CARRIERS or renamed or len(plan.rows) != len(source) - 1:
+        return
+    graph = graph_bytes(source)
+    if graph is not None:
+        plan.write_options["object_graph"] = graph
+        plan.problems = [p for p in plan.problems if not (p.key == OBJECT_GRAPH_KEY and p.message == _GRAPH_LEFT_OUT)]
+
+
+def graph_bytes(source: Checkpoint) -> bytes | None:
+    """The serialized object graph of ``source`` (its ``_CHECKPOINTABLE_OBJECT_GRAPH``, a scalar string), else None."""
+    if OBJECT_GRAPH_KEY not in source:
+        return None
+    graph = source[OBJECT_GRAPH_KEY]
+    if graph.dtype != "string" or tuple(graph.shape) != ():
+        return None
+    return graph.elements()[0]  # (a bundle's straight from its data file: no numpy)
 
 
 
