@@ -4,7 +4,8 @@
 attribute ``VARIABLE_VALUE`` whose ``full_name`` is the (renamed) original name, so that a TF1
 ``Saver`` restores the result by name (``Saver`` falls back to ``full_name`` -> ``checkpoint_key``
 for object-based checkpoints) and ``tf.train.Checkpoint`` restores it into objects of the same
-structure. Recognised optimizer slots (``<var>/Adam``, ``<var>/Adam_1``, ``<var>/Adagrad``, ...)
+structure. An export of an object-based checkpoint (npz, safetensors: every key an object-based one) goes back
+under its own keys, its graph rebuilt from them (:mod:`formats.ops.convert.keys_to_object`). Recognised optimizer slots (``<var>/Adam``, ``<var>/Adam_1``, ``<var>/Adagrad``, ...)
 become slot variables of an optimizer node (root child ``optimizer``) linked to their variable,
 as TensorFlow writes them: ``SlotVariableReference``s on the optimizer node, keys
 ``<var path>/.OPTIMIZER_SLOT/optimizer/<slot>/.ATTRIBUTES/VARIABLE_VALUE``. TF1 Adam's unscoped
@@ -59,6 +60,12 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
         plan.add("unsupported", source.path, "the source is already object-based; use --template T to map it "
                  "onto another program's objects, or `ckpt rename` to rename its objects")
         return plan
+    if not options.rules:
+        from formats.ops.convert.keys_to_object import plan_keys_to_object
+
+        rebuilt = plan_keys_to_object(source, plan)
+        if rebuilt is not None:
+            return rebuilt
     tensors = source_tensors(source, options.rules)
     slots = [t for t in tensors if t.role == "slot"]
     by_name = {t.name: t for t in tensors} if slots else {}  # (a dict a tensor: only for slots' variables)
