@@ -302,3 +302,39 @@ def test_a_graph_that_would_pass_the_safetensors_header_limit_is_left_out(tmp_pa
         else:
             assert code == 4, text
             assert "safetensors readers accept at most" in text and not out.exists()
+
+
+def test_the_graph_is_streamed_from_a_bundle_and_checked(tmp_path: Path, monkeypatch) -> None:
+    """The npz writer takes a bundle's graph a block at a time (never whole), its CRC32C checked once read: a graph
+    whose stored bytes are damaged fails the export (exit 3), and nothing is written."""
+    from formats.tf_bundle import reader
+
+    source = str(CORPUS / "keras2_tagger" / "tagger_tf" / "ckpt")
+    blocks: list[int] = []
+    real = reader.BundleReader.string_pieces
+
+    def small_blocks(self, e, block=reader.storage.CHUNK):  # type: ignore[no-untyped-def]
+        size, pieces = real(self, e, 1000)
+        return size, (blocks.append(len(p)) or p for p in pieces)
+
+    monkeypatch.setattr(reader.BundleReader, "string_pieces", small_blocks)
+    out = tmp_path / "x.npz"
+    code, text = _run("convert", source, "--to", "npz", "-o", str(out))
+    assert code == 0, text
+    graph = _graph_of(source)
+    assert _carried(out) == graph and len(graph) > 3000
+    assert max(blocks) == 1000 and sum(blocks) == len(graph)
+    monkeypatch.undo()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in Path(source).parent.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    with open_checkpoint(source) as ckpt:
+        raw = ckpt[GRAPH].raw
+    data = next(copy.glob("ckpt.data-*"))
+    damaged = bytearray(data.read_bytes())
+    damaged[raw.offset + raw.size - 10] ^= 0xFF  # (a byte of the graph, past what its decoder reads to label keys)
+    data.write_bytes(bytes(damaged))
+    code, text = _run("convert", str(copy / "ckpt"), "--to", "npz", "-o", str(tmp_path / "y.npz"))
+    assert code == 3 and not (tmp_path / "y.npz").exists(), text
+    assert "tensor '_CHECKPOINTABLE_OBJECT_GRAPH': checksum mismatch (index says" in text, text

@@ -208,6 +208,12 @@ class TensorEntry:
 
         return [element_bytes(x) for x in self.read().reshape(-1)]
 
+    def string_pieces(self) -> tuple[int, Iterator[bytes]] | None:
+        """A one-element string's length and its bytes a piece at a time, checked as :meth:`elements` checks them
+        (once the last is read), where the format can read it so (a local bundle); None where it cannot (the
+        caller reads :meth:`elements`)."""
+        return None
+
     def problem(self) -> str | None:
         """Why the stored value cannot be what the metadata declares, found without reading it; else None."""
         return None

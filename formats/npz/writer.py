@@ -27,7 +27,7 @@ from itertools import accumulate, compress, islice, repeat
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.shapes import MAX_RANK
-from formats.core.provenance import OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, as_written, record_pieces
+from formats.core.provenance import OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, CarriedGraph, as_written, record_pieces
 from formats.core.sources import CHUNK, Source, describe_all
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
@@ -70,13 +70,14 @@ one queued, one written), 12 MiB, which keeps ``extract`` of a 2 GiB tensor unde
 
 
 def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]], *,
-              provenance: dict[str, Any] | None = None, object_graph: bytes | None = None,
+              provenance: dict[str, Any] | None = None, object_graph: bytes | CarriedGraph | None = None,
               inputs: Sequence[str | Checkpoint] = (),
               force: bool = False, verify: bool = True, allow_pickle: bool = False, chunk: int = MEMBER_CHUNK,
               progress: Callable[[int, int], None] | None = None) -> WriteReport:
     """Write ``(key, source)`` pairs to an uncompressed ZIP64 ``.npz`` (member ``<key>.npy`` each, plus the
-    provenance record and an object-based source's ``object_graph`` when given), guarded, atomically, read back
-    and compared; see the module doc."""
+    provenance record and an object-based source's ``object_graph`` when given: its bytes, or a
+    :class:`~formats.core.provenance.CarriedGraph` read a piece at a time as the member is written), guarded,
+    atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
     extras = [PROVENANCE_MEMBER] * (provenance is not None) + [OBJECT_GRAPH_MEMBER] * (object_graph is not None)
@@ -104,14 +105,15 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
                             allow_pickle, chunk, progress)
             if provenance is not None:
                 _write_record(archive, provenance)
+            graph_size = 0
             if object_graph is not None:
-                _write_graph(archive, object_graph)
+                graph_size = _write_graph(archive, object_graph)
             archive.close()
         report.contents = StoredRows(range(len(written)), lambda i: Stored(
             items[i][0], items[i][0] + ".npy", described[i][0].name, written[i].stored, described[i][1]))
         if verify:
             _verify_npz(temp, out, archive, items, written, [shape for _, shape in described], report, extras,
-                        len(object_graph or b""))
+                        graph_size)
     return report
 
 
@@ -289,13 +291,17 @@ def _write_record(archive: StoredZip, provenance: dict[str, Any]) -> None:
         member.close()
 
 
-def _write_graph(archive: StoredZip, graph: bytes) -> None:
-    """The object graph as ``numpy.save`` writes ``np.frombuffer(graph, np.uint8)``: a 1-D ``|u1`` array."""
-    header = npy_header("|u1", (len(graph),))
-    member = archive.member(OBJECT_GRAPH_MEMBER + ".npy", zip64=len(header) + len(graph) > ZIP64_LIMIT)
+def _write_graph(archive: StoredZip, graph: bytes | CarriedGraph) -> int:
+    """The object graph as ``numpy.save`` writes ``np.frombuffer(graph, np.uint8)``: a 1-D ``|u1`` array (streamed
+    a piece at a time from a :class:`~formats.core.provenance.CarriedGraph`); returns its size."""
+    size, pieces = (len(graph), (graph,)) if isinstance(graph, bytes) else graph.pieces()
+    header = npy_header("|u1", (size,))
+    member = archive.member(OBJECT_GRAPH_MEMBER + ".npy", zip64=len(header) + size > ZIP64_LIMIT)
     member.write(header)
-    member.write(graph)
+    for piece in pieces:
+        member.write(piece)
     member.close()
+    return size
 
 
 _CHECKED = 4096

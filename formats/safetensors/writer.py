@@ -1,7 +1,7 @@
 """The ``safetensors`` format's writer: the documented layout (8-byte header length, JSON header with
 ``__metadata__``, then the data), written without the ``safetensors`` package (which reads it back);
 ``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``, ``options["object_graph"]`` (an object-based
-source's graph) in ``__metadata__["ckpt.object_graph"]`` as base64; ``options["metadata"]`` adds to (or
+source's graph: bytes or a ``CarriedGraph``) in ``__metadata__["ckpt.object_graph"]`` as base64; ``options["metadata"]`` adds to (or
 replaces) ``__metadata__``'s other fields (``{"format": "pt"}`` for transformers). Guarded, written atomically
 (tensors stored unchanged in an input copied by the kernel, others streamed: :mod:`formats.io.placed`), and
 read back: the header byte for byte, every tensor's bytes against the CRC32C of what was written (taken on
@@ -71,12 +71,14 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     del keys
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
-    graph = (options or {}).get("object_graph")
+    graph = (options or {}).get("object_graph")  # (its bytes, or a CarriedGraph that reads them)
     graph_piece = None
     if graph is not None:  # (an object-based source's graph: base64, as metadata values are strings)
         import base64
 
-        graph_piece = f',"{OBJECT_GRAPH_METADATA}":"{base64.b64encode(graph).decode("ascii")}"'
+        graph_piece = b',"' + OBJECT_GRAPH_METADATA.encode() + b'":"' + base64.b64encode(
+            graph if isinstance(graph, bytes) else graph.whole()) + b'"'  # (bytes: one copy)
+    del graph
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     values, dtypes = [row.value for row in rows], [row.dtype for row in rows]
     lasting = stored_unchanged_all(values, dtypes, sizes)  # (None: not found at once, and asked again as copied)
@@ -98,9 +100,11 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         for piece in _header_pieces(metadata, record, rows, begins, sizes, graph_piece):
             if piece is graph_piece:
                 graph_at = length
-            length += header.write(piece.encode("ascii"))  # dumps escapes every other character
+                length += header.write(graph_piece)
+                continue
+            length += header.write(piece.encode("ascii"))  # type: ignore[union-attr]  # dumps escapes every other character
         first = stored[order[0]] if order else None
-        cut = length - len(graph_piece or "")
+        cut = length - len(graph_piece or b"")
         if graph_piece is not None and length + _padding(8 + length, first) > MAX_HEADER_BYTES \
                 >= cut + _padding(8 + cut, first):
             left_out = (f"the object graph is left out: with its {len(graph_piece):,} bytes the safetensors header "
@@ -165,12 +169,12 @@ def _cut(spool: Spool, at: int, size: int) -> Spool:
 
 
 def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
-                   begins: list[int], sizes: list[int], graph_piece: str | None = None) -> Iterator[str]:
+                   begins: list[int], sizes: list[int], graph_piece: bytes | None = None) -> Iterator[str | bytes]:
     """``json.dumps({"__metadata__": metadata, row.key: {"dtype", "shape", "data_offsets"}, ...},
     separators=(",", ":"))`` in pieces: ``metadata[PROVENANCE_KEY]``, when it holds :data:`_RECORD`, is the text
     of ``record`` (:func:`~formats.core.provenance.record_pieces`, an item at a time) as a JSON string,
-    ``graph_piece`` (``,"ckpt.object_graph":"<base64>"``), when given, the metadata's last field and a piece of
-    its own, and the tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without
+    ``graph_piece`` (``,"ckpt.object_graph":"<base64>"``, ASCII bytes), when given, the metadata's last field and
+    a piece of its own, and the tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without
     its braces."""
     separators = (",", ":")
     if record is not None and metadata.get(PROVENANCE_KEY) is _RECORD:

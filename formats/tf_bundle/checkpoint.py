@@ -144,6 +144,10 @@ class BundleTensor(TensorEntry):
             return TensorEntry.elements(self)
         return self._reader.elements(self.raw)
 
+    def string_pieces(self) -> tuple[int, Iterator[bytes]] | None:
+        """A one-element string's bytes read a block at a time (:meth:`BundleReader.string_pieces`)."""
+        return self._reader.string_pieces(self.raw)
+
     def iter_chunks(self, chunk_elements: int = CHUNK_ELEMENTS, pool: Executor | None = None) -> Iterator[np.ndarray]:
         """Fixed-width values stream as views into the memory map with the CRC32C computed on the way
         (on ``pool`` when given); variables partitioned along their first axis stream slice by slice;

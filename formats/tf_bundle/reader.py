@@ -581,6 +581,35 @@ class BundleReader:
             raise self.checksum_error(e, whole)
         return equal[0]
 
+    def string_pieces(self, e: RawEntry, block: int = storage.CHUNK) -> tuple[int, Iterator[bytes]] | None:
+        """The one element of the local string entry ``e`` of one element: its length, and its bytes ``block`` at a
+        time read with ``pread`` (the file's map not touched), their CRC32C checked once the last is read (a
+        ChecksumError then): an object graph a writer carries (130 MB at 10^6 objects) is never held whole. None
+        for another entry, or one not in an open local file (the caller reads the elements)."""
+        dt = dtypes.by_enum(e.dtype)
+        if e.slices or dt is None or not _is_string(dt) or shapes.prod(e.shape) != 1:
+            return None
+        self.check_array(e)
+        _, lengths, pos, crc = self._string_lengths(e, 1)
+        fd = self._fds.get(e.shard_id)
+        if fd is None:
+            return None
+
+        def pieces() -> Iterator[bytes]:
+            found, at = crc, pos
+            while at < e.size:
+                piece = os.pread(fd, min(block, e.size - at), e.offset + at)
+                if not piece:
+                    raise CorruptCheckpointError(self.data_paths[e.shard_id], f"tensor {e.name!r}: the file ends "
+                                                 f"{e.size - at:,} bytes before it")
+                found = crc32c(piece, found)
+                at += len(piece)
+                yield piece
+            if found != unmask(e.crc32c):
+                raise self.checksum_error(e, found)
+
+        return lengths[0], pieces()
+
     def _string_lengths(self, e: RawEntry, n: int) -> tuple[bytes | memoryview, list[int], int, int]:
         """The stored bytes of the string entry ``e`` of ``n`` elements (mapped for one, else copied), the elements'
         lengths, where the first element starts and the CRC32C up to there, the lengths' checksum checked."""

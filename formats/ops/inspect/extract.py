@@ -137,14 +137,14 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
             progress(report.bytes, report.tensors)
         return report
     if mode == NPZ:
-        from formats.ops.convert.cross.export import graph_bytes, record_columns
+        from formats.ops.convert.cross.export import graph_reader, record_columns
 
         record = {"source": ckpt.path, "format": ckpt.format,  # its text made a run at a time as it is written
                   "tensors": record_columns(ckpt, labels, entries)}
         whole = len(entries) == len(ckpt) - 1 and OBJECT_GRAPH_KEY in ckpt and \
             all(label == entry.key for label, entry in zip(labels, entries))
         return write_npz(path, ZippedPairs(labels, entries), provenance=record, progress=progress,
-                         object_graph=graph_bytes(ckpt) if whole else None, **options)  # type: ignore[arg-type]
+                         object_graph=graph_reader(ckpt) if whole else None, **options)  # type: ignore[arg-type]
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
 
 

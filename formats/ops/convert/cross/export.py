@@ -35,7 +35,7 @@ from formats.core.gc_pause import gc_paused
 from formats.core.model import (KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem,
                                  kinds_of)
 from formats.core.object_keys import ATTRIBUTES
-from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, RecordColumns
+from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, CarriedGraph, RecordColumns
 from formats.core.registry import writer_of
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import is_object_based
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
-           "exporter", "graph_bytes", "GRAPH_CARRIERS"]
+           "exporter", "graph_reader", "GRAPH_CARRIERS"]
 
 
 def record_columns(source: Checkpoint, keys: list[str] | None = None,
@@ -187,20 +187,21 @@ def _carry_graph(plan: ConversionPlan, source: Checkpoint, target: str, renamed:
     warning that it is left out taken back. Left out as before (with the warning) otherwise."""
     if target not in GRAPH_CARRIERS or renamed or len(plan.rows) != len(source) - 1:
         return
-    graph = graph_bytes(source)
+    graph = graph_reader(source)
     if graph is not None:
         plan.write_options["object_graph"] = graph
         plan.problems = [p for p in plan.problems if not (p.key == OBJECT_GRAPH_KEY and p.message == _GRAPH_LEFT_OUT)]
 
 
-def graph_bytes(source: Checkpoint) -> bytes | None:
-    """The serialized object graph of ``source`` (its ``_CHECKPOINTABLE_OBJECT_GRAPH``, a scalar string), else None."""
+def graph_reader(source: Checkpoint) -> CarriedGraph | None:
+    """The serialized object graph of ``source`` (its ``_CHECKPOINTABLE_OBJECT_GRAPH``, a scalar string) as a writer
+    carries it, read when it is written (:class:`~formats.core.provenance.CarriedGraph`); None where there is none."""
     if OBJECT_GRAPH_KEY not in source:
         return None
     graph = source[OBJECT_GRAPH_KEY]
     if graph.dtype != "string" or tuple(graph.shape) != ():
         return None
-    return graph.elements()[0]  # (a bundle's straight from its data file: no numpy)
+    return CarriedGraph(graph)
 
 
 
