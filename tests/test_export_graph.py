@@ -338,3 +338,23 @@ def test_the_graph_is_streamed_from_a_bundle_and_checked(tmp_path: Path, monkeyp
     code, text = _run("convert", str(copy / "ckpt"), "--to", "npz", "-o", str(tmp_path / "y.npz"))
     assert code == 3 and not (tmp_path / "y.npz").exists(), text
     assert "tensor '_CHECKPOINTABLE_OBJECT_GRAPH': checksum mismatch (index says" in text, text
+
+
+def test_an_export_exported_again_carries_the_graph_on(exported: tuple[str, Path], tmp_path: Path) -> None:
+    source, out = exported  # (seed_slots: its variant left out of a safetensors file, so the graph with it)
+    prefix = str(CORPUS / "keras2_tagger" / "tagger_tf" / "ckpt")
+    first = tmp_path / "first.npz"
+    assert _run("convert", prefix, "--to", "npz", "-o", str(first))[0] == 0
+    again = tmp_path / "again.safetensors"
+    code, text = _run("convert", str(first), "--to", "safetensors", "-o", str(again))
+    assert code == 0 and "warning" not in text, text
+    assert _carried(again) == _graph_of(prefix)
+    code, text = _run("convert", str(again), "--to", "tf-object", "-o", str(tmp_path / "back" / "ckpt"))
+    assert code == 0 and "warning" not in text, text
+    assert _tensors(str(tmp_path / "back" / "ckpt")) == _tensors(prefix)
+    bad = tmp_path / "bad.npz"  # (a carried graph that does not read: the next export says it is left out)
+    _strip(first, bad, set(), {MEMBER + ".npy": b"not an npy member"})
+    code, text = _run("convert", str(bad), "--to", "npz", "-o", str(tmp_path / "third.npz"))
+    assert code == 0, text
+    assert f"warning: graph: {GRAPH}: the object graph the source carries is left out: " in text
+    assert _carried(tmp_path / "third.npz") is None

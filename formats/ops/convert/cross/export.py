@@ -184,10 +184,20 @@ GRAPH_CARRIERS = (FormatName.NPZ.value, FormatName.SAFETENSORS.value)
 def _carry_graph(plan: ConversionPlan, source: Checkpoint, target: str, renamed: bool) -> None:
     """Hand an object-based source's serialized graph to a writer that carries it (:data:`GRAPH_CARRIERS`) where
     every other tensor is planned under its own key (the graph's checkpoint keys are then the file's): the
-    warning that it is left out taken back. Left out as before (with the warning) otherwise."""
-    if target not in GRAPH_CARRIERS or renamed or len(plan.rows) != len(source) - 1:
+    warning that it is left out taken back. An export's own carried graph goes on to the next (a warning where it
+    cannot be read). Left out as before (with the warning) otherwise."""
+    own = OBJECT_GRAPH_KEY in source
+    if target not in GRAPH_CARRIERS or renamed or len(plan.rows) != len(source) - own:
         return
-    graph = graph_reader(source)
+    graph: bytes | CarriedGraph | None = graph_reader(source)
+    if not own:
+        from formats.core.errors import CheckpointError
+
+        try:
+            graph = source.carried_object_graph()
+        except CheckpointError as exc:
+            plan.add("graph", OBJECT_GRAPH_KEY, f"the object graph the source carries is left out: {exc.message}",
+                     WARNING)
     if graph is not None:
         plan.write_options["object_graph"] = graph
         plan.problems = [p for p in plan.problems if not (p.key == OBJECT_GRAPH_KEY and p.message == _GRAPH_LEFT_OUT)]
