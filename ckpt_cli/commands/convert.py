@@ -85,7 +85,9 @@ SPEC = Command(
 
     Without a template, --to tf-object makes one object per name segment of a
     TF1 name-based checkpoint, each variable's full_name set to its original
-    name; --to tf-name gives every variable its full_name as key. Every problem
+    name; --to tf-name gives every variable its full_name as key. An npz or
+    safetensors export of an object-based checkpoint carries its object graph,
+    and --to tf-object of it writes the source's keys, values and graph again. Every problem
     (missing variables, shape or dtype mismatches, optimizer state with no
     equivalent or a missing hyperparameter, unused tensors, rules that matched
     nothing) is reported before anything is written.
