@@ -358,3 +358,23 @@ def test_an_export_exported_again_carries_the_graph_on(exported: tuple[str, Path
     assert code == 0, text
     assert f"warning: graph: {GRAPH}: the object graph the source carries is left out: " in text
     assert _carried(tmp_path / "third.npz") is None
+
+
+@pytest.mark.parametrize("limit", [10, 1 << 30])
+def test_a_spool_cut_leaves_out_exactly_those_bytes(limit: int) -> None:
+    """``Spool.cut`` (the header without its graph), held in memory or in its file, a cut across the chunks."""
+    import random
+
+    from formats.io.spool import Spool
+
+    rng = random.Random(limit)
+    for _ in range(30):
+        data = rng.randbytes(rng.randrange(0, 3_000_000, 997))
+        at = rng.randrange(len(data) + 1)
+        size = rng.randrange(len(data) - at + 1)
+        with Spool(limit) as spool:
+            for i in range(0, len(data), 65_537):
+                spool.write(data[i:i + 65_537])
+            spool.cut(at, size)
+            assert spool.size == len(data) - size
+            assert b"".join(spool.chunks(1 << 20)) == data[:at] + data[at + size:]

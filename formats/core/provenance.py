@@ -45,6 +45,10 @@ OBJECT_GRAPH_MEMBER = "__ckpt_object_graph__"
 the export writes that graph again (:mod:`formats.ops.convert.keys_to_object`)."""
 OBJECT_GRAPH_METADATA = "ckpt.object_graph"
 """The safetensors ``__metadata__`` key holding that graph (base64: metadata values are strings)."""
+MAX_CARRIED_GRAPH_BYTES = 1 << 30
+"""A carried graph larger than this is not read (a bundle's own graph is one tensor, at most some hundreds of MB)."""
+
+
 class CarriedGraph:
     """An object-based source's serialized graph (``entry``: its ``_CHECKPOINTABLE_OBJECT_GRAPH``) as a writer carries
     it: read when it is written, a piece at a time where the source can (a bundle's, a block at a time with
@@ -68,8 +72,6 @@ class CarriedGraph:
         return b"".join(self.pieces()[1])
 
 
-MAX_CARRIED_GRAPH_BYTES = 1 << 30
-"""A carried graph larger than this is not read (a bundle's own graph is one tensor, at most some hundreds of MB)."""
 _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 

@@ -63,6 +63,20 @@ class Spool:
         while data := self._file.read(size):
             yield data
 
+    def cut(self, at: int, size: int) -> None:
+        """Leave out the ``size`` bytes written from ``at`` on (what was written is copied a chunk at a time)."""
+        rest = Spool(self.limit)
+        done = 0
+        for chunk in self.chunks(1 << 20):
+            end = done + len(chunk)
+            if end <= at or done >= at + size:
+                rest.write(chunk)
+            else:
+                rest.write(chunk[:max(0, at - done)] + chunk[max(0, at + size - done):])
+            done = end
+        self.close()
+        self.size, self._pieces, self._file = rest.size, rest._pieces, rest._file
+
     def close(self) -> None:
         """Let go of the bytes (the temporary file is deleted)."""
         self._pieces = []

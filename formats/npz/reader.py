@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry, UnreadableEntry
-from formats.core.provenance import (MAX_CARRIED_GRAPH_BYTES, MAX_RECORD_BYTES, OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, Provenance, TensorRecord,
-                                     in_record_order, parse_provenance, restored_dtype)
+from formats.core.provenance import (MAX_CARRIED_GRAPH_BYTES, MAX_RECORD_BYTES, OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER,
+                                     Provenance, TensorRecord, in_record_order, parse_provenance, restored_dtype)
 from formats.io.zip_stored import MAX_MEMBERS
 from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
 from formats.io.npy_header import DESCR_NAMES, MAX_HEADER_BYTES, NpyError, NpyHeader, plain_descr, read_npy_header

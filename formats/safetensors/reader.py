@@ -10,8 +10,8 @@ from formats.core.dtypes import by_name
 from formats.core.errors import CorruptCheckpointError
 from formats.core.model import (CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatName, CheckpointProblem, TensorEntry,
                                 UnreadableEntry)
-from formats.core.provenance import (OBJECT_GRAPH_METADATA, PROVENANCE_KEY, Provenance, TensorRecord, in_record_order, parse_provenance,
-                                     restored_dtype)
+from formats.core.provenance import (OBJECT_GRAPH_METADATA, PROVENANCE_KEY, Provenance, TensorRecord, in_record_order,
+                                     parse_provenance, restored_dtype)
 from formats.safetensors.header import (TF_DTYPES, Header, TensorSpec, loader_refusals, overlaps, read_header,
                                         size_problem)
 

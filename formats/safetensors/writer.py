@@ -1,8 +1,9 @@
 """The ``safetensors`` format's writer: the documented layout (8-byte header length, JSON header with
 ``__metadata__``, then the data), written without the ``safetensors`` package (which reads it back);
-``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``, ``options["object_graph"]`` (an object-based
-source's graph: bytes or a ``CarriedGraph``) in ``__metadata__["ckpt.object_graph"]`` as base64; ``options["metadata"]`` adds to (or
-replaces) ``__metadata__``'s other fields (``{"format": "pt"}`` for transformers). Guarded, written atomically
+``options["provenance"]`` goes in ``__metadata__["ckpt.provenance"]``, ``options["object_graph"]`` (an
+object-based source's graph: bytes or a ``CarriedGraph``) in ``__metadata__["ckpt.object_graph"]`` as base64
+(left out, with a warning in the report, where the header would pass its limit with it and not without);
+``options["metadata"]`` adds to (or replaces) ``__metadata__``'s other fields (``{"format": "pt"}`` for transformers). Guarded, written atomically
 (tensors stored unchanged in an input copied by the kernel, others streamed: :mod:`formats.io.placed`), and
 read back: the header byte for byte, every tensor's bytes against the CRC32C of what was written (taken on
 the way out, or the input's own for copied bytes), without reading the sources again. :func:`write` is the
@@ -102,7 +103,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 graph_at = length
                 length += header.write(graph_piece)
                 continue
-            length += header.write(piece.encode("ascii"))  # type: ignore[union-attr]  # dumps escapes every other character
+            length += header.write(piece.encode("ascii"))  # type: ignore[union-attr]  # (dumps escapes the rest)
         first = stored[order[0]] if order else None
         cut = length - len(graph_piece or b"")
         if graph_piece is not None and length + _padding(8 + length, first) > MAX_HEADER_BYTES \
@@ -110,7 +111,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
             left_out = (f"the object graph is left out: with its {len(graph_piece):,} bytes the safetensors header "
                         f"would pass {MAX_HEADER_BYTES:,}; convert --to tf-object of this file rebuilds the objects "
                         "from its keys")
-            header = _cut(header, graph_at, len(graph_piece))
+            header.cut(graph_at, len(graph_piece))
             length -= len(graph_piece)
         length += header.write(b" " * _padding(8 + length, first))
         if length > MAX_HEADER_BYTES:  # before anything is written
@@ -149,23 +150,6 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
 def _stored(row: Row) -> Stored:
     """The report's line of a row written (its key, dtype and shape, each stored as it is)."""
     return Stored(row.key, row.key, row.dtype, row.dtype, tuple(row.shape))
-
-
-def _cut(spool: Spool, at: int, size: int) -> Spool:
-    """A new spool of what ``spool`` holds without its ``size`` bytes from ``at`` (``spool`` closed)."""
-    from formats.io.spool import Spool
-
-    out = Spool(_SPOOL_BYTES)
-    done = 0
-    with spool:
-        for chunk in spool.chunks(_READ):
-            end = done + len(chunk)
-            if end <= at or done >= at + size:
-                out.write(chunk)
-            else:
-                out.write(chunk[:max(0, at - done)] + chunk[max(0, at + size - done):])
-            done = end
-    return out
 
 
 def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
