@@ -156,7 +156,7 @@ def test_without_the_graph_the_objects_are_rebuilt_from_the_keys(exported: tuple
 
 @pytest.mark.parametrize("damage, why", [
     ("garbage", "the object graph the export carries is not written: "),
-    ("float", "is not an object graph (a 1-D uint8 array"),
+    ("float", "is not an object graph as ckpt writes it (a 1-D uint8 array"),
     ("missing tensor", "it names 1 keys the file does not hold"),
 ])
 def test_a_graph_that_does_not_fit_the_file_is_not_written(exported: tuple[str, Path], tmp_path: Path,
@@ -378,3 +378,27 @@ def test_a_spool_cut_leaves_out_exactly_those_bytes(limit: int) -> None:
             spool.cut(at, size)
             assert spool.size == len(data) - size
             assert b"".join(spool.chunks(1 << 20)) == data[:at] + data[at + size:]
+
+
+def test_a_compressed_graph_member_is_not_read(exported: tuple[str, Path], tmp_path: Path) -> None:
+    """ckpt stores the graph uncompressed: a deflated member (200 MB of zeros in 200 KB, a bomb) is refused before
+    a byte of it is inflated, by verify (exit 1) and by going back (a warning, the objects rebuilt)."""
+    import io
+
+    _, out = exported
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(200_000_000, np.uint8))
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(out) as whole, zipfile.ZipFile(bomb, "w") as copy:
+        for info in whole.infolist():
+            if info.filename == MEMBER + ".npy":
+                copy.writestr(info.filename, buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+            else:
+                copy.writestr(info, whole.read(info))
+    assert bomb.stat().st_size < 1_000_000
+    refused = "__ckpt_object_graph__.npy is not an object graph as ckpt writes it (a 1-D uint8 array of at most " \
+              "1,073,741,824 bytes, stored uncompressed)"
+    code, text = _run("verify", str(bomb))
+    assert code == 1 and f"problem object graph: {refused}" in text, text
+    code, text = _run("convert", str(bomb), "--to", "tf-object", "-o", str(tmp_path / "b" / "ckpt"))
+    assert code == 0 and refused in text and REBUILT in text, text

@@ -413,10 +413,11 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """The decoded object graph of an object-based checkpoint, else None."""
         return None
 
-    def carried_object_graph(self) -> bytes | None:
+    def carried_object_graph(self, keep: bool = True) -> bytes | None:
         """The serialized object graph an export of an object-based checkpoint carries beside its tensors (npz,
         safetensors: :data:`~formats.core.provenance.OBJECT_GRAPH_MEMBER`), else None;
-        :class:`~formats.core.errors.CorruptCheckpointError` where it is there but cannot be read."""
+        :class:`~formats.core.errors.CorruptCheckpointError` where it is there but cannot be read. ``keep`` False:
+        only read and checked (``verify``), a piece at a time where the format can, and None returned."""
         return None
 
     def forget_object_graph(self) -> None:

@@ -220,23 +220,34 @@ class NpzCheckpoint(Checkpoint):
         self._archive = archive
         self._graph = graph
 
-    def carried_object_graph(self) -> bytes | None:
-        """The bytes of member ``__ckpt_object_graph__.npy`` (a 1-D ``uint8`` array; its CRC-32 checked), see
+    def carried_object_graph(self, keep: bool = True) -> bytes | None:
+        """The bytes of member ``__ckpt_object_graph__.npy`` (a 1-D ``uint8`` array stored uncompressed, as ckpt
+        writes it: what is read is no more than the file holds; its CRC-32 checked), see
         :meth:`Checkpoint.carried_object_graph`."""
+        import zipfile
+
         info = self._graph
         if info is None:
             return None
         header = _header(self._archive, info)
         if header.descr != "|u1" or len(header.shape) != 1 or header.size + header.nbytes != info.file_size \
+                or info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size \
                 or header.nbytes > MAX_CARRIED_GRAPH_BYTES:
-            raise CorruptCheckpointError(self.path, f"{info.filename} is not an object graph (a 1-D uint8 array "
-                                                    f"of at most {MAX_CARRIED_GRAPH_BYTES:,} bytes)")
+            raise CorruptCheckpointError(self.path, f"{info.filename} is not an object graph as ckpt writes it (a "
+                                                    f"1-D uint8 array of at most {MAX_CARRIED_GRAPH_BYTES:,} bytes, "
+                                                    "stored uncompressed)")
+        data = None
         try:
             with self._archive.stream(info) as member:
-                data = member.read()
+                member.read(header.size)
+                if keep:
+                    data = member.read()
+                else:  # (read a block at a time and let go: the CRC-32 checked at the end)
+                    while member.read(_BLOCK):
+                        pass
         except zip_errors() as exc:
             raise _fail(self.path, info, exc) from None
-        return data[header.size:]
+        return data
 
     def close(self) -> None:
         """Close the archive."""

@@ -120,7 +120,7 @@ class SafetensorsCheckpoint(Checkpoint):
         self._data = data
         self._graph: str | None = None  # the carried object graph's base64 text, where there is one
 
-    def carried_object_graph(self) -> bytes | None:
+    def carried_object_graph(self, keep: bool = True) -> bytes | None:
         """``__metadata__["ckpt.object_graph"]`` decoded from base64 (see :meth:`Checkpoint.carried_object_graph`)."""
         if self._graph is None:
             return None
@@ -128,7 +128,8 @@ class SafetensorsCheckpoint(Checkpoint):
         import binascii
 
         try:
-            return base64.b64decode(self._graph, validate=True)
+            data = base64.b64decode(self._graph, validate=True)
+            return data if keep else None
         except (binascii.Error, ValueError) as exc:
             raise CorruptCheckpointError(self.path, f"{OBJECT_GRAPH_METADATA} is not base64 ({exc})") from None
 
