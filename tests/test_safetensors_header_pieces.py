@@ -232,3 +232,68 @@ def test_a_key_that_is_not_utf8_is_refused_before_writing(tmp_path, run_cli):
     from safetensors.numpy import load_file
 
     assert sorted(load_file(str(out))) == ["good", "é"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_header_is_never_shorter_than_its_floor(tmp_path, seed):
+    """``header_floor`` (the refusal made before a header is built) is a floor: for random rows - keys with quotes,
+    backslashes, controls and characters JSON escapes, every dtype code, shapes of any rank, with a record or
+    without - the header written is never shorter."""
+    import random
+
+    from formats.safetensors import writer
+
+    rng = random.Random(seed)
+    alphabet = "ab/_0\"\\\n\t\u00e9\u2603\U0001f642"
+    dtypes = [np.bool_, np.int8, np.uint8, np.int16, np.float16, np.int32, np.float32, np.int64, np.float64]
+    rows = []
+    for i in range(rng.randrange(1, 40)):
+        key = f"{i}" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        shape = tuple(rng.randrange(0, 3) for _ in range(rng.randrange(0, 4)))
+        rows.append(Row(key, np.zeros(shape, rng.choice(dtypes))))
+    with_record = seed % 2 == 0
+    out = tmp_path / "x.safetensors"
+    options = {"provenance": {"source": "s", "format": "tf-name", "tensors": []}} if with_record else None
+    writer.write(str(out), rows, options=options)
+    raw = out.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert ("ckpt.provenance" in json.loads(raw[8:8 + n])["__metadata__"]) is with_record
+    floor = writer.header_floor(rows, with_record)
+    assert floor <= len(raw[8:8 + n].rstrip(b" "))
+    assert floor >= sum(len(r.key) for r in rows) * (2 if with_record else 1)
+
+
+def test_too_many_tensors_are_refused_before_the_header_is_made(tmp_path, monkeypatch):
+    """Where even the floor passes the readers' limit, the refusal comes before any of the header is made."""
+    from formats.core.errors import InvalidOutputError
+    from formats.safetensors import writer
+
+    rows = [Row(k, v) for k, v in ROWS]
+    floor = writer.header_floor(rows, False)
+    monkeypatch.setattr(writer, "MAX_HEADER_BYTES", floor - 1)
+
+    def made(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the header was made")
+
+    monkeypatch.setattr(writer, "_header_pieces", made)
+    out = tmp_path / "x.safetensors"
+    with pytest.raises(InvalidOutputError) as caught:
+        writer.write(str(out), rows)
+    assert caught.value.message == (f"the safetensors header would be at least {floor:,} bytes for 5 tensors; "
+                                    f"safetensors readers accept at most {floor - 1:,}")
+    assert caught.value.hint == "write fewer tensors a file (a selection of them), or an npz file, which has no " \
+                                "such limit"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_floor_is_the_shortest_entry_and_item():
+    """The floor is tight: a tensor's shortest entry (``,"k":{...}`` with the shortest dtype code, no dimension,
+    one-digit offsets) and a record's shortest item, made here by ``json.dumps``."""
+    from formats.safetensors import writer
+
+    compact = {"separators": (",", ":")}
+    entry = len("," + json.dumps({"k": {"dtype": "I8", "shape": [], "data_offsets": [0, 1]}}, **compact)[1:-1])
+    item = len(json.dumps({"key": "k", "dtype": "bool", "shape": []}, **compact))
+    rows = [Row("k", np.zeros((), np.int8)), Row("k2", np.zeros((), np.int8))]
+    assert writer.header_floor(rows, False) == 2 * entry + 1
+    assert writer.header_floor(rows, True) == 2 * entry + 1 + 2 * item + 1

@@ -15,7 +15,7 @@ import itertools
 import math
 import os
 import struct
-from _operator import itemgetter  # operator's C half, without operator.py (start-up)
+from _operator import attrgetter, itemgetter  # operator's C half, without operator.py (start-up)
 
 from formats.core.dtypes import by_name
 from formats.core.errors import InvalidOutputError, VerificationError
@@ -71,6 +71,11 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
             raise InvalidOutputError(output, problem)
     del keys
     record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
+    floor = header_floor(rows, record is not None)
+    if floor > MAX_HEADER_BYTES:  # (before the header is made: 10^6 tensors were 6 s of work for this answer)
+        raise InvalidOutputError(output, f"the safetensors header would be at least {floor:,} bytes for "
+                                         f"{len(rows):,} tensors; safetensors readers accept at most "
+                                         f"{MAX_HEADER_BYTES:,}", _TOO_MANY)
     metadata = {**({PROVENANCE_KEY: _RECORD} if record else {}), "format": "np", **(options or {}).get("metadata", {})}
     graph = (options or {}).get("object_graph")  # (its bytes, or a CarriedGraph that reads them)
     graph_piece = None
@@ -117,8 +122,7 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         if length > MAX_HEADER_BYTES:  # before anything is written
             raise InvalidOutputError(output, f"the safetensors header would be {length:,} bytes for {len(rows):,} "
                                              f"tensors; safetensors readers accept at most {MAX_HEADER_BYTES:,}",
-                                     "write fewer tensors a file (a selection of them), or an npz file, which "
-                                     "has no such limit")
+                                     _TOO_MANY)
         guard_output(output, inputs=list(inputs), sources=values, force=force)
         report = WriteReport(output, FormatName.SAFETENSORS.value, [output])
         if left_out:
@@ -150,6 +154,25 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
 def _stored(row: Row) -> Stored:
     """The report's line of a row written (its key, dtype and shape, each stored as it is)."""
     return Stored(row.key, row.key, row.dtype, row.dtype, tuple(row.shape))
+
+
+_TOO_MANY = "write fewer tensors a file (a selection of them), or an npz file, which has no such limit"
+_ENTRY_FLOOR = len(',"' + '":{"dtype":"' + "I8" + '","shape":[' + '],"data_offsets":[' + "0,0]}")
+"""The fewest characters a tensor's entry in the header takes beside its key (a comma, the shortest dtype code,
+no dimension, offsets of one digit)."""
+_ITEM_FLOOR = len('{"key":"' + '","dtype":"' + "bool" + '","shape":[]}')
+"""The fewest a provenance record's item takes beside its key (inside the metadata's JSON string its quotes are
+escaped, and it has a comma: more)."""
+
+
+def header_floor(rows: Sequence[Row], record: bool) -> int:
+    """A number of bytes the header of ``rows`` (with a provenance record item each, if ``record``) is never shorter
+    than: each key's characters (escaping only lengthens them) and the fewest each entry and item add."""
+    keys = sum(map(len, map(_KEY, rows)))
+    return keys + len(rows) * _ENTRY_FLOOR + ((keys + len(rows) * _ITEM_FLOOR) if record else 0)
+
+
+_KEY = attrgetter("key")
 
 
 def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows: Sequence[Row],
