@@ -62,3 +62,42 @@ def test_an_npz_ckpt_would_not_read_is_not_written(tmp_path, monkeypatch, run_cl
         assert result.exit_code == 4, result.output
         assert result.stderr.splitlines()[0] == f"ckpt: error: {out}: an npz of 7 members; ckpt reads at most 6"
         assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "in"]
+
+
+def test_a_member_count_past_the_limit_is_refused_before_the_directory_is_parsed(tmp_path, monkeypatch, run_cli):
+    """The end record's count (65,535 here, for a file of three members) is read first: past the limit, the file
+    is refused (exit 3) before zipfile makes a ZipInfo of any member; a count within it goes on to zipfile, which
+    reads the directory there is."""
+    import struct
+    import zipfile
+
+    import numpy as np
+
+    from formats.io.zipped import declared_members
+    from formats.npz import reader
+
+    path = tmp_path / "a.npz"
+    np.savez(path, a=np.zeros(2), b=np.ones(3), c=np.arange(4))
+    assert declared_members(str(path)) == 3
+    raw = bytearray(path.read_bytes())
+    end = raw.rindex(b"PK\x05\x06")
+    raw[end + 8:end + 12] = struct.pack("<HH", 0xFFFF, 0xFFFF)  # (entries on this disk, entries in all)
+    path.write_bytes(bytes(raw))
+    assert declared_members(str(path)) == 0xFFFF
+    monkeypatch.setattr(reader, "MAX_MEMBERS", 1000)
+    real = zipfile.ZipFile
+
+    def never(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the central directory was parsed")
+
+    monkeypatch.setattr(zipfile, "ZipFile", never)
+    refused = run_cli("ls", path)
+    assert refused.exit_code == 3
+    assert refused.stderr.strip() == f"ckpt: error: {path}: holds 65,535 members (at most 1,000 read)"
+    monkeypatch.setattr(zipfile, "ZipFile", real)
+    monkeypatch.setattr(reader, "MAX_MEMBERS", 70_000)
+    parsed = run_cli("ls", path)  # (zipfile reads the directory by its size: the three members)
+    assert parsed.exit_code == 0 and "3 tensors" in parsed.output, parsed.output
+    assert declared_members(str(tmp_path / "missing.npz")) is None
+    (tmp_path / "empty.npz").write_bytes(b"")
+    assert declared_members(str(tmp_path / "empty.npz")) is None

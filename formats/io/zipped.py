@@ -25,8 +25,8 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "check_expansion",
-           "read_member", "member_stream", "member_head", "member_heads", "member_start", "stored_member_start", "crc_problem",
+__all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "declared_members",
+           "check_expansion", "read_member", "member_stream", "member_head", "member_heads", "member_start", "stored_member_start", "crc_problem",
            "is_zip"]
 
 MAX_EXPANSION = 1100
@@ -61,6 +61,20 @@ def open_zip(path: str) -> Any:
         return zipfile.ZipFile(path)
     except zip_errors() as exc:
         raise CorruptCheckpointError(path, f"damaged zip archive ({exc})") from None
+
+
+def declared_members(path: str) -> int | None:
+    """How many members the archive's end records declare (ZIP64's, where it has them), read with zipfile's own
+    end-record reader before anything parses the central directory - a ``ZipInfo`` a member, which a hostile count
+    makes without bound; None where there are none to read (zipfile then says what is wrong)."""
+    import zipfile
+
+    try:
+        with open(path, "rb") as f:
+            end = zipfile._EndRecData(f)  # type: ignore[attr-defined]  # (the reader ZipFile itself uses)
+    except (OSError, *zip_errors()):  # type: ignore[misc]
+        return None
+    return int(end[zipfile._ECD_ENTRIES_TOTAL]) if end else None  # type: ignore[attr-defined]
 
 
 class _Seekable(io.RawIOBase):

@@ -22,7 +22,7 @@ from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatNa
 from formats.core.provenance import (MAX_CARRIED_GRAPH_BYTES, MAX_RECORD_BYTES, OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER,
                                      Provenance, TensorRecord, in_record_order, parse_provenance, restored_dtype)
 from formats.io.zip_stored import MAX_MEMBERS
-from formats.io.zipped import member_head, member_heads, member_stream, open_zip, zip_errors
+from formats.io.zipped import declared_members, member_head, member_heads, member_stream, open_zip, zip_errors
 from formats.io.npy_header import DESCR_NAMES, MAX_HEADER_BYTES, NpyError, NpyHeader, plain_descr, read_npy_header
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -45,6 +45,9 @@ class _Archive:
     def __init__(self, path: str) -> None:
         self.path = path
         self.size = os.path.getsize(path)
+        declared = declared_members(path)
+        if declared is not None and declared > MAX_MEMBERS:  # (refused before zipfile makes a ZipInfo of each)
+            raise CorruptCheckpointError(path, f"holds {declared:,} members (at most {MAX_MEMBERS:,} read)")
         self.zf = open_zip(path)
         try:
             self._fd = os.open(path, os.O_RDONLY)
