@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from re import Match
     from typing import Any
 
-__all__ = ["safe_text", "terminal_text", "all_printable", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "repeated", "unused_name"]
+__all__ = ["all_utf8", "safe_text", "terminal_text", "all_printable", "safe_data", "map_data", "writable_name", "name_bytes", "quoted_text", "repeated", "unused_name"]
 
 _SURROGATE = "[\ud800-\udfff]"
 _BYTELESS = "[\ud800-\udc7f\udd00-\udfff]"  # surrogates that are no surrogate-escaped byte
@@ -36,6 +36,15 @@ def _shown(match: Match[str]) -> str:
 
 def _unicode_escape(match: Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
+
+
+def all_utf8(texts: list[str]) -> bool:
+    """Whether every one of ``texts`` is valid UTF-8 (each its own :func:`safe_text`)."""
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def safe_text(text: str) -> str:

@@ -19,7 +19,7 @@ from _operator import add, attrgetter  # operator's C half, without operator.py 
 
 from formats.core.bounded_json import load_json
 from formats.core.dtypes import by_name
-from formats.core.model import Role
+from formats.core.model import FormatName, Role
 from formats.core.records import record
 from formats.core.value_tuples import ValueTuple
 
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
            "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS",
-           "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph"]
+           "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph",
+           "GRAPH_CARRIERS"]
 
 PROVENANCE_MEMBER = "__ckpt_provenance__"
 """The npz member name (without ``.npy``) holding the record."""
@@ -45,6 +46,8 @@ OBJECT_GRAPH_MEMBER = "__ckpt_object_graph__"
 the export writes that graph again (:mod:`formats.ops.convert.keys_to_object`)."""
 OBJECT_GRAPH_METADATA = "ckpt.object_graph"
 """The safetensors ``__metadata__`` key holding that graph (base64: metadata values are strings)."""
+GRAPH_CARRIERS = (FormatName.NPZ, FormatName.SAFETENSORS)
+"""The exports that carry an object-based source's graph (:data:`OBJECT_GRAPH_MEMBER`, :data:`OBJECT_GRAPH_METADATA`)."""
 MAX_CARRIED_GRAPH_BYTES = 1 << 30
 """A carried graph larger than this is not read (a bundle's own graph is one tensor, at most some hundreds of MB)."""
 

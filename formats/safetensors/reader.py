@@ -109,16 +109,17 @@ class SafetensorsCheckpoint(Checkpoint):
     """An opened safetensors file."""
 
     def __init__(self, path: str, entries: dict[str, TensorEntry], data: _Data, metadata: dict[str, Any],
-                 problems: list[tuple[str, str]], refusals: Iterable[tuple[str, str]] = ()) -> None:
+                 problems: list[tuple[str, str]], refusals: Iterable[tuple[str, str]] = (),
+                 graph: str | None = None) -> None:
         """``metadata``: header size, ``__metadata__`` (the provenance record summarised);
         ``problems``: overlapping tensors, keys named twice, a damaged provenance record, dtypes the record
         disagrees with; ``refusals``: what the safetensors library refuses (gaps, trailing bytes, misplaced
-        empty tensors)."""
+        empty tensors); ``graph``: the base64 text of the object graph the file carries, if any."""
         super().__init__(path, FormatName.SAFETENSORS, entries, metadata=metadata,
                          problems=[CheckpointProblem(where, message) for where, message in problems],
                          refusals=[CheckpointProblem(where, message) for where, message in refusals])
         self._data = data
-        self._graph: str | None = None  # the carried object graph's base64 text, where there is one
+        self._graph = graph
 
     def carried_object_graph(self, keep: bool = True) -> bytes | None:
         """``__metadata__["ckpt.object_graph"]`` decoded from base64 (see :meth:`Checkpoint.carried_object_graph`)."""
@@ -171,7 +172,5 @@ def open_safetensors(path: str) -> SafetensorsCheckpoint:
         meta["provenance"] = provenance.to_json()
     if isinstance(graph, str):
         meta["object_graph"] = f"{len(graph):,} base64 characters"
-    opened = SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems,
-                                   loader_refusals(header, os.path.basename(path)))
-    opened._graph = graph if isinstance(graph, str) else None
-    return opened
+    return SafetensorsCheckpoint(path, in_record_order(entries, records), data, meta, problems,
+                                 loader_refusals(header, os.path.basename(path)), graph if isinstance(graph, str) else None)

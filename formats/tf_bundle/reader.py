@@ -557,18 +557,14 @@ class BundleReader:
         with ``pread`` and compared on the way, checked as :meth:`elements` checks them (a ChecksumError when they
         do not match their CRC32C): the read-back of an object graph (130 MB at 10^6 objects) holds no copy of it.
         None for another entry, or one not in an open local file (the caller reads the elements)."""
-        dt = dtypes.by_enum(e.dtype)
-        if e.slices or dt is None or not _is_string(dt) or shapes.prod(e.shape) != 1:
+        found = self._one_string(e)
+        if found is None:
             return None
-        self.check_array(e)
-        data, lengths, pos, crc = self._string_lengths(e, 1)
-        fd = self._fds.get(e.shard_id)
-        if fd is None:
-            return None
+        length, pos, crc, fd = found
         from formats.core.memcmp import same_bytes
 
         want = memoryview(expected).cast("B")
-        equal = [lengths[0] == len(want)]
+        equal = [length == len(want)]
 
         def compare(piece: memoryview, at: int) -> None:
             if equal[0] and not same_bytes(piece, want[at:at + len(piece)]):
@@ -586,14 +582,10 @@ class BundleReader:
         time read with ``pread`` (the file's map not touched), their CRC32C checked once the last is read (a
         ChecksumError then): an object graph a writer carries (130 MB at 10^6 objects) is never held whole. None
         for another entry, or one not in an open local file (the caller reads the elements)."""
-        dt = dtypes.by_enum(e.dtype)
-        if e.slices or dt is None or not _is_string(dt) or shapes.prod(e.shape) != 1:
+        found = self._one_string(e)
+        if found is None:
             return None
-        self.check_array(e)
-        _, lengths, pos, crc = self._string_lengths(e, 1)
-        fd = self._fds.get(e.shard_id)
-        if fd is None:
-            return None
+        length, pos, crc, fd = found
 
         def pieces() -> Iterator[bytes]:
             found, at = crc, pos
@@ -608,7 +600,18 @@ class BundleReader:
             if found != unmask(e.crc32c):
                 raise self.checksum_error(e, found)
 
-        return lengths[0], pieces()
+        return length, pieces()
+
+    def _one_string(self, e: RawEntry) -> tuple[int, int, int, int] | None:
+        """For a local string entry ``e`` of one element, unsliced: its length, where its bytes start, the CRC32C up to
+        there (the length's checksum checked) and the data file's descriptor; None for any other entry."""
+        dt = dtypes.by_enum(e.dtype)
+        if e.slices or dt is None or not _is_string(dt) or shapes.prod(e.shape) != 1:
+            return None
+        self.check_array(e)
+        _, lengths, pos, crc = self._string_lengths(e, 1)
+        fd = self._fds.get(e.shard_id)
+        return None if fd is None else (lengths[0], pos, crc, fd)
 
     def _string_lengths(self, e: RawEntry, n: int) -> tuple[bytes | memoryview, list[int], int, int]:
         """The stored bytes of the string entry ``e`` of ``n`` elements (mapped for one, else copied), the elements'

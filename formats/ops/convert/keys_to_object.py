@@ -23,18 +23,17 @@ maps the tensors onto a checkpoint of the program with its whole graph.
 """
 from __future__ import annotations
 
-from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
+from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint
+from formats.core.names import all_utf8
 from formats.core.object_keys import ATTRIBUTES, OPTIMIZER_SLOT, VARIABLE_VALUE, split_path, unescape_local_name
+from formats.core.provenance import GRAPH_CARRIERS
 from formats.ops.convert.plan import WARNING, ConversionPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from formats.core.model import TensorEntry
 
-__all__ = ["ObjectKey", "parse_object_key", "plan_keys_to_object", "EXPORTS"]
-
-EXPORTS = (FormatName.NPZ, FormatName.SAFETENSORS)
-"""The formats whose files keep an object-based checkpoint's keys (ckpt's exports)."""
+__all__ = ["ObjectKey", "parse_object_key", "plan_keys_to_object"]
 
 ObjectKey = tuple[str, str, str, str]
 """A parsed key: (object path, attribute, and for a slot variable its optimizer's path and slot name, else "")."""
@@ -70,11 +69,11 @@ def parse_object_key(key: str) -> ObjectKey | None:
 
 
 def plan_keys_to_object(source: Checkpoint, plan: ConversionPlan) -> ConversionPlan | None:
-    """``plan`` with the tensors of ``source`` (an export, :data:`EXPORTS`) under their own keys and the object
+    """``plan`` with the tensors of ``source`` (an export that may carry a graph, :data:`~formats.core.provenance.GRAPH_CARRIERS`) under their own keys and the object
     graph they name; None (nothing planned) where ``source`` is no export or a key is not an object-based one
     (:func:`parse_object_key`) or one the graph would not make again (not valid UTF-8, a control character): the
     caller plans by names then."""
-    if source.format not in EXPORTS:
+    if source.format not in GRAPH_CARRIERS:
         return None
     keys = sorted(source)
     if not keys:
@@ -85,7 +84,7 @@ def plan_keys_to_object(source: Checkpoint, plan: ConversionPlan) -> ConversionP
     if why is not _NONE:
         plan.add("graph", OBJECT_GRAPH_KEY, f"the object graph the export carries is not written: {why}", WARNING)
     parsed = list(map(parse_object_key, keys))
-    if None in parsed or not _utf8(keys):
+    if None in parsed or not all_utf8(keys):
         return None
     from formats.ops.convert.graph_columns import GraphColumns
 
@@ -161,10 +160,3 @@ def _full_name(key: str, entry: TensorEntry) -> str:
     name = entry.name
     return "" if not name or name == key else str(name)
 
-
-def _utf8(keys: list[str]) -> bool:
-    try:
-        "".join(keys).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from formats.core.gc_pause import gc_paused
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName
-from formats.core.names import unused_name
+from formats.core.names import all_utf8, unused_name
 from formats.core.object_keys import split_path
 from formats.concepts.roles import OPTIMIZER_SCALARS
 from formats.ops.convert.graph_columns import GraphColumns
@@ -82,7 +82,7 @@ def plan_name_to_object(source: Checkpoint, options: ConvertOptions) -> Conversi
     if counter:
         names.append(f"\0{SAVE_COUNTER}")
     builder: Builder
-    if _utf8(names):
+    if all_utf8(names):
         builder = GraphColumns()
         ends = builder.grow(names)
     else:  # names shown as their safe text (nodes as objects: the object graph's model)
@@ -183,15 +183,6 @@ def _is_optimizer_scalar(t: SourceTensor, optimizers: dict[str, str]) -> bool:
 def _bad_name(name: str) -> bool:
     """Whether ``name`` has an empty segment (between two slashes, or at either end)."""
     return not name or name[0] == "/" or name[-1] == "/" or "//" in name
-
-
-def _utf8(names: list[str]) -> bool:
-    """Whether every name is valid UTF-8 (its own safe text)."""
-    try:
-        "".join(names).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _tree(names: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

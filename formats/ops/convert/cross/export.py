@@ -35,7 +35,7 @@ from formats.core.gc_pause import gc_paused
 from formats.core.model import (KERAS3_LAYOUTS, OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry, array_problem,
                                  kinds_of)
 from formats.core.object_keys import ATTRIBUTES
-from formats.core.provenance import PROVENANCE_KEY, PROVENANCE_MEMBER, CarriedGraph, RecordColumns
+from formats.core.provenance import GRAPH_CARRIERS, PROVENANCE_KEY, PROVENANCE_MEMBER, CarriedGraph, RecordColumns
 from formats.core.registry import writer_of
 from formats.ops.convert.plan import WARNING, ConversionPlan, ConvertOptions
 from formats.ops.convert.conversion_source import is_object_based
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
-           "exporter", "graph_reader", "GRAPH_CARRIERS"]
+           "exporter", "graph_reader"]
 
 
 def record_columns(source: Checkpoint, keys: list[str] | None = None,
@@ -175,10 +175,6 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
                                          "tensors": records if capability(fmt, "streams_records") else list(records)}}
     _carry_graph(plan, source, target, bool(options.rules))
     return plan
-
-
-GRAPH_CARRIERS = (FormatName.NPZ.value, FormatName.SAFETENSORS.value)
-"""The exports that carry an object-based source's graph (``__ckpt_object_graph__``, ``ckpt.object_graph``)."""
 
 
 def _carry_graph(plan: ConversionPlan, source: Checkpoint, target: str, renamed: bool) -> None:
