@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import ml_dtypes
@@ -71,3 +72,13 @@ def source_order(ckpt: Any) -> list[str]:
         return (raw.shard_id, raw.offset, raw.size > 0, key)
 
     return sorted(ckpt, key=where)
+
+
+def keras_env(legacy: bool) -> dict[str, str]:
+    """The environment of a TensorFlow subprocess: quiet, on the CPU, Keras on TensorFlow; tf-keras where
+    ``legacy`` (``TF_USE_LEGACY_KERAS=1``), else Keras 3 (the variable taken out)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    if legacy:
+        env["TF_USE_LEGACY_KERAS"] = "1"
+    return env

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import importlib.util
 import zipfile
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import keras_env
 
 pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.interop
@@ -31,17 +32,9 @@ PROGRAM = Path(__file__).parent / "programs" / "export_roundtrip.py"
 FRAMEWORKS = ["keras3"] + (["tf-keras"] if importlib.util.find_spec("tf_keras") else [])
 
 
-def _env(framework: str) -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    if framework == "tf-keras":
-        env["TF_USE_LEGACY_KERAS"] = "1"
-    return env
-
-
 def _program(framework: str, *args: str) -> str:
     done = subprocess.run([sys.executable, str(PROGRAM), *args], capture_output=True, text=True,
-                          env=_env(framework), timeout=600)
+                          env=keras_env(framework == "tf-keras"), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import keras_env
 
 pytest.importorskip("tensorflow")
 pytest.importorskip("tf_keras")
@@ -53,14 +54,6 @@ def _keras3() -> bool:
         return importlib.metadata.version("keras").startswith("3")
     except importlib.metadata.PackageNotFoundError:
         return False
-
-
-def _env(legacy: bool) -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    if legacy:
-        env["TF_USE_LEGACY_KERAS"] = "1"
-    return env
 
 
 class Workspace:
@@ -141,7 +134,7 @@ class Workspace:
             spec = self.root / f"{name}.json"
             spec.write_text(json.dumps({"data": str(self.root / "data.npz"), "jobs": jobs}))
             running.append(subprocess.Popen([sys.executable, str(PROGRAM), str(spec)], stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True, env=_env(legacy)))
+                                            stderr=subprocess.PIPE, text=True, env=keras_env(legacy)))
         for proc in running:
             out, err = proc.communicate(timeout=600)
             assert proc.returncode == 0, err[-3000:]

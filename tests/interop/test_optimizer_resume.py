@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import keras_env
 
 pytest.importorskip("tensorflow")
 pytest.importorskip("tf_keras")
@@ -241,7 +242,7 @@ class Workspace:
                         Path(job[key]).parent.mkdir(parents=True, exist_ok=True)
             running.append(subprocess.Popen([sys.executable, str(PROGRAMS / _script(program)), str(spec)],
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            env=_env(program)))
+                                            env=keras_env(program == "tf-keras")))
         for proc in running:
             out, err = proc.communicate(timeout=600)
             assert proc.returncode == 0, err[-3000:]
@@ -254,14 +255,6 @@ def _program(framework: str) -> str:
 
 def _script(program: str) -> str:
     return "tf1_train.py" if program == "tf1" else "keras_train.py"
-
-
-def _env(program: str) -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    if program == "tf-keras":
-        env["TF_USE_LEGACY_KERAS"] = "1"
-    return env
 
 
 @pytest.fixture(scope="module")
