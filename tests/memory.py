@@ -27,9 +27,11 @@ def traced(call: Callable[[], T]) -> tuple[T, int, int]:
 def record_items_at_once(monkeypatch: Any, at_once: int = 16) -> list[int]:
     """Count the provenance record's items made at once (:class:`formats.core.provenance.RecordColumns`' fields of a
     run, as dicts or as text) while a command writes them ``at_once`` a run; the list given back holds, once the
-    command has run, the most that were (0: none made that way)."""
+    command has run, the most that were (0: none made that way). Every item is written, as for a source one of whose
+    items says more than its file (a plain export's record lists none: :func:`~formats.core.provenance.without_plain`)."""
     from formats.core import provenance
 
+    every_item_listed(monkeypatch)
     monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", at_once)
     most = [0]
     columns = provenance.RecordColumns._columns
@@ -41,3 +43,11 @@ def record_items_at_once(monkeypatch: Any, at_once: int = 16) -> list[int]:
 
     monkeypatch.setattr(provenance.RecordColumns, "_columns", counted)
     return most
+
+
+def every_item_listed(monkeypatch: Any) -> None:
+    """Make exports write every item of their provenance record, as for a source one of whose items says more than
+    its file (:meth:`formats.core.provenance.RecordColumns.plain` answers no)."""
+    from formats.core import provenance
+
+    monkeypatch.setattr(provenance.RecordColumns, "plain", lambda self, named: False)

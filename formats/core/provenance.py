@@ -6,7 +6,8 @@ The record is JSON: ``{"source": path, "format": name, "tensors": [{"key", "sour
 is its default is left out of the item (:data:`DEFAULTS`: ``source_key`` and ``full_name`` the item's ``key``,
 ``object_path`` ``""``, ``role`` ``"variable"``), as every reader of the record since its first (:func:`_record`)
 takes it: a name-based export's item is then its key, dtype and shape, a third of its text (the record was most of
-an ``.npz`` of many small tensors, four bytes a character). npz files hold it in the member
+an ``.npz`` of many small tensors, four bytes a character). Where no item says more than the file, the record lists
+none (:func:`without_plain`). npz files hold it in the member
 ``__ckpt_provenance__.npy`` (a 0-d unicode array), safetensors files in
 ``__metadata__["ckpt.provenance"]``. A record that is damaged or disagrees with the file is
 reported and ignored (the file's own keys and dtypes stand).
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "as_written", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS",
+           "restored_dtype", "in_record_order", "as_written", "without_plain", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS",
            "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph",
            "GRAPH_CARRIERS"]
 
@@ -166,6 +167,25 @@ class RecordColumns:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for first in range(0, len(self.keys), _ITEMS_AT_ONCE):
             yield from itertools.starmap(item_of, zip(*self._columns(first, first + _ITEMS_AT_ONCE)))
+
+    def plain(self, named: Callable[[str], bool]) -> bool:
+        """Whether no item says more than the file does without it: each one's fields but its key, dtype and shape
+        at their defaults (:data:`DEFAULTS`; the source key and full name the key) and each dtype one the file names
+        as it is (``named``: a bfloat16 an npz stores as uint16 is not). A reader without the items then finds each
+        tensor as its item says (see :func:`without_plain`). Asked a run of items at a time, and answered at the
+        first that says more (an object-based export's first)."""
+        if self.object_path is not None and any(map(self.object_path, map(_KEY, self.entries))):
+            return False
+        roles = {DEFAULTS["role"]}
+        for first in range(0, len(self.keys), _ITEMS_AT_ONCE):  # (the fields :meth:`_columns` gives, compared
+            keys, entries = self.keys[first:first + _ITEMS_AT_ONCE], self.entries[first:first + _ITEMS_AT_ONCE]
+            many = getattr(type(entries[0]), "labels_of", None)  # as they are: no str made of each)
+            labels = many(entries) if many is not None else None
+            names, kinds = labels if labels is not None else (list(map(_NAME, entries)), map(_ROLE, entries))
+            if list(map(_KEY, entries)) != keys or names != keys or set(kinds) != roles or \
+                    not all(map(named, set(map(_DTYPE, entries)))):
+                return False
+        return True
 
     def written_as(self, rows: Any) -> bool:
         """Whether ``rows`` (each with ``key``, ``dtype``, ``shape``) are the items', in their order, each written
@@ -315,6 +335,19 @@ def as_written(record: dict[str, Any] | None, rows: Any, needed: bool = False) -
     items = record.get("tensors")
     if not (isinstance(items, RecordColumns) and items.written_as(rows)):  # (else the record says it already)
         record["tensors"] = _items_as_written(items or (), rows)
+    return record
+
+
+def without_plain(record: dict[str, Any] | None, named: Callable[[str], bool]) -> dict[str, Any] | None:
+    """``record`` (as :func:`as_written` gives it) with no item where none says more than the file
+    (:meth:`RecordColumns.plain`; ``named``: whether the file names a dtype as it is): ``"tensors": []``. Every
+    reader of the record since its first takes a tensor it does not list as its file has it (its key its name, a
+    variable, the dtype and shape stored) and in the file's order, which is the items' (an npz's members and a
+    safetensors header's entries are written in it): what each item said. A name-based export of 10^5 tiny
+    tensors then has a record of a few dozen bytes, not 40 MB of UTF-32 to write, read back and parse."""
+    items = record.get("tensors") if record is not None else None
+    if isinstance(items, RecordColumns) and items.plain(named):
+        return {**record, "tensors": []}  # type: ignore[dict-item]
     return record
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "write_member", "fixed_member", "small_member",
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "named_as_written", "write_member", "fixed_member", "small_member",
            "small_written", "npy_header", "header_problems", "write_npy", "count_member",
            "read_back", "check_headers", "bits_note", "fixed_width_problem", "member_name",
            "member_names_fine", "check_member_names", "WIDENING", "FREE_WIDTH_BYTES"]
@@ -87,6 +87,19 @@ def stores_bits(dtype: str) -> bool:
         return found[1]
     dt = by_name(dtype.removesuffix("_ref"))
     return dt.fixed_width and dt.numpy_name is not None and _policy(dtype)[1]
+
+
+def named_as_written(dtype: str) -> bool:
+    """Whether a reader without ckpt's provenance record reads a tensor of ``dtype`` back as ``dtype``: a string, or
+    a fixed-width dtype stored as the numpy dtype of its own name (``float32``; not ``bfloat16`` stored as
+    ``uint16``, ``qint8`` as ``int8``, a variant as bytes, nor a ``_ref`` dtype)."""
+    if dtype == "string":
+        return True
+    try:
+        dt = by_name(dtype)
+    except (KeyError, ValueError):
+        return False
+    return dt.fixed_width and dt.numpy_name is not None and stored_name(dtype) == dtype
 
 
 def _policy(dtype: str) -> tuple[str, bool, str]:

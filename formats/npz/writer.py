@@ -27,13 +27,15 @@ from itertools import accumulate, compress, islice, repeat
 from formats.core.errors import InvalidOutputError
 from formats.core.model import Checkpoint, FormatName, TensorEntry
 from formats.core.shapes import MAX_RANK
-from formats.core.provenance import OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, CarriedGraph, as_written, record_pieces
+from formats.core.provenance import (OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER, CarriedGraph, as_written, record_pieces,
+                                     without_plain)
 from formats.core.sources import CHUNK, Source, describe_all
 from formats.io.atomic import atomic_output, refuse_url
 from formats.io.placed import PIPELINE_BYTES, ThreadedSink
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.io.npy_output import (Written, bits_note, check_member_names, fixed_member, member_name, npy_header,
-                                   small_member, stores_bits, tally_member, write_member)
+                                   named_as_written, small_member, stores_bits, tally_member,
+                                   write_member)
 from formats.io.spans import SMALL_BYTES, SPAN_BYTES, read_checked, small_ranges
 from formats.io.writing import RowPairs, Stored, StoredRows, WriteReport, guard_output, sources_of
 from formats.io.zip_stored import MAX_MEMBERS, SPOOL, ZIP64_LIMIT, StoredZip, ZipMember
@@ -57,8 +59,6 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.NPZ.valu
     """Write ``rows`` as an ``.npz`` (``options["provenance"]``: the record to store, with each row's dtype and
     shape as written; one is made when a dtype numpy lacks is stored as its bits); ``jobs`` and ``link`` do not
     apply."""
-    from formats.io.npy_output import stores_bits
-
     provenance = as_written((options or {}).get("provenance"), rows, any(stores_bits(r.dtype) for r in rows))
     return write_npz(output, RowPairs(rows), provenance=provenance, object_graph=(options or {}).get("object_graph"),
                      inputs=list(inputs), force=force, verify=verify, progress=progress)
@@ -80,6 +80,7 @@ def write_npz(path: str | os.PathLike[str], items: Sequence[tuple[str, Source]],
     atomically, read back and compared; see the module doc."""
     out = os.fspath(path)
     refuse_url(out)
+    provenance = without_plain(provenance, named_as_written)  # (no item where none says more than the member)
     extras = [PROVENANCE_MEMBER] * (provenance is not None) + [OBJECT_GRAPH_MEMBER] * (object_graph is not None)
     members = len(items) + len(extras)
     if members > MAX_MEMBERS:  # (before anything is written: ckpt would not read it back)

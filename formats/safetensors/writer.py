@@ -21,12 +21,13 @@ from formats.core.dtypes import by_name
 from formats.core.errors import InvalidOutputError, VerificationError
 from formats.core.json_writer import dumps, encode_basestring_ascii
 from formats.core.model import FormatName
-from formats.core.provenance import OBJECT_GRAPH_METADATA, PROVENANCE_KEY, as_written, record_pieces
+from formats.core.provenance import (OBJECT_GRAPH_METADATA, PROVENANCE_KEY, as_written, record_pieces,
+                                     without_plain)
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
 from formats.io.placed import UNASKED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
 from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
-from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES, METADATA, key_problem
+from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES, METADATA, TF_DTYPES, key_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,8 +71,8 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         if problem is not None:
             raise InvalidOutputError(output, problem)
     del keys
-    record = as_written((options or {}).get("provenance"), rows)  # each row's dtype and shape as written
-    floor = header_floor(rows, record is not None)
+    record = without_plain(as_written((options or {}).get("provenance"), rows), _named_as_written)  # (each row as written)
+    floor = header_floor(rows, record is not None and record["tensors"] != [])
     if floor > MAX_HEADER_BYTES:  # (before the header is made: 10^6 tensors were 6 s of work for this answer)
         raise InvalidOutputError(output, f"the safetensors header would be at least {floor:,} bytes for "
                                          f"{len(rows):,} tensors; safetensors readers accept at most "
@@ -163,6 +164,12 @@ no dimension, offsets of one digit)."""
 _ITEM_FLOOR = len('{"key":"' + '","dtype":"' + "bool" + '","shape":[]}')
 """The fewest a provenance record's item takes beside its key (inside the metadata's JSON string its quotes are
 escaped, and it has a comma: more)."""
+
+
+def _named_as_written(dtype: str) -> bool:
+    """Whether a reader without ckpt's provenance record reads a tensor of ``dtype`` back as ``dtype`` (the header's
+    code for it names it)."""
+    return TF_DTYPES.get(DTYPES.get(dtype, "")) == dtype
 
 
 def header_floor(rows: Sequence[Row], record: bool) -> int:
