@@ -19,6 +19,8 @@ import threading
 import zlib
 from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
 
+from _operator import le  # operator's C half, without operator.py (start-up)
+
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "declared_members",
-           "check_expansion", "read_member", "member_stream", "member_head", "member_heads", "member_start", "stored_member_start", "crc_problem",
+           "check_expansion", "read_member", "member_stream", "member_head", "member_heads", "member_start", "stored_member_start", "local_data_start", "crc_problem",
            "is_zip"]
 
 MAX_EXPANSION = 1100
@@ -380,13 +382,16 @@ def member_heads(zf: Any, infos: list[Any], archive_size: int, path: str, n: int
     starts = [-1] * len(infos)
     stored = []
     for i, info in enumerate(infos):
-        _refuse_encrypted(info, path)
-        check_expansion(info, archive_size, path)
+        if info.flag_bits & 0x1 or info.file_size > _SLACK:  # (asked only of a member they may refuse)
+            _refuse_encrypted(info, path)
+            check_expansion(info, archive_size, path)
         if info.compress_type == zipfile.ZIP_STORED:
             stored.append(i)
         else:
             heads[i] = member_head(zf, info, archive_size, path, n)
-    stored.sort(key=lambda i: infos[i].header_offset)
+    offsets = [infos[i].header_offset for i in stored]
+    if not all(map(le, offsets, offsets[1:])):  # (as written: in order already)
+        stored.sort(key=lambda i: infos[i].header_offset)
     block, block_at, to_end = b"", 0, False
     with open(path, "rb") as f:
         for i in stored:
@@ -408,7 +413,9 @@ def member_heads(zf: Any, infos: list[Any], archive_size: int, path: str, n: int
             start = at + _LOCAL_HEADER.size + name_len + extra_len
             heads[i] = block[start:start + want]
             named = block[at + _LOCAL_HEADER.size:at + _LOCAL_HEADER.size + name_len]
-            if named == _encoded_name(info) and block_at + start + info.compress_size <= archive_size and \
+            name = info.orig_filename
+            if named == (name.encode("ascii") if name.isascii() else _encoded_name(info)) and \
+                    block_at + start + info.compress_size <= archive_size and \
                     info.compress_size == info.file_size:
                 starts[i] = block_at + start
     return heads, starts
@@ -424,6 +431,20 @@ def _encoded_name(info: Any) -> bytes:
         return name.encode("utf-8" if info.flag_bits & 0x800 else "cp437")
     except UnicodeEncodeError:
         return b""
+
+
+def local_data_start(fd: int, info: Any) -> int | None:
+    """Where member ``info``'s bytes begin in the archive open as ``fd``: after its local header, when that header
+    is one and names the member as the central directory does; else None (zipfile says what is wrong)."""
+    head = os.pread(fd, _LOCAL_HEADER.size, info.header_offset)
+    if len(head) != _LOCAL_HEADER.size:
+        return None
+    signature, name_len, extra_len = _LOCAL_HEADER.unpack(head)
+    name = _encoded_name(info)
+    if signature != b"PK\x03\x04" or name_len != len(name) or \
+            os.pread(fd, name_len, info.header_offset + _LOCAL_HEADER.size) != name:
+        return None
+    return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
 
 
 def _data_start(path: str, info: Any) -> int:

@@ -22,7 +22,9 @@ from formats.core.model import CHUNK_BYTES, CHUNK_ELEMENTS, Checkpoint, FormatNa
 from formats.core.provenance import (MAX_CARRIED_GRAPH_BYTES, MAX_RECORD_BYTES, OBJECT_GRAPH_MEMBER, PROVENANCE_MEMBER,
                                      Provenance, TensorRecord, in_record_order, parse_provenance, restored_dtype)
 from formats.io.zip_stored import MAX_MEMBERS
-from formats.io.zipped import declared_members, member_head, member_heads, member_stream, open_zip, zip_errors
+from formats.io.zip_directory import StoredMember, read_directory
+from formats.io.zipped import (declared_members, local_data_start, member_head, member_heads, member_stream, open_zip,
+                               zip_errors)
 from formats.io.npy_header import DESCR_NAMES, MAX_HEADER_BYTES, NpyError, NpyHeader, plain_descr, read_npy_header
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
@@ -39,8 +41,15 @@ _BLOCK = 8 << 20
 _RECORD_PIECE = 4 << 20  # a multiple of 4: UTF-32 code units are never split
 
 
+_ZIPFILE_REFUSES = 0x61
+"""Flag bits of a member zipfile will not read (encrypted, compressed patched data, strong encryption): such a
+member is opened through zipfile, which says so."""
+
+
 class _Archive:
-    """The open zip, its size and path: what every tensor reads through."""
+    """The archive's members, size and path: what every tensor reads through. The members are read from its
+    central directory without a ``ZipInfo`` each where :func:`~formats.io.zip_directory.read_directory` can (a
+    ``zipfile.ZipFile`` is then opened only for a compressed member); else by ``zipfile.ZipFile``."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -48,12 +57,21 @@ class _Archive:
         declared = declared_members(path)
         if declared is not None and declared > MAX_MEMBERS:  # (refused before zipfile makes a ZipInfo of each)
             raise CorruptCheckpointError(path, f"holds {declared:,} members (at most {MAX_MEMBERS:,} read)")
-        self.zf = open_zip(path)
+        entries = read_directory(path)
+        self._zf = open_zip(path) if entries is None else None
+        self.entries: list[Any] = self._zf.infolist() if self._zf is not None else entries  # type: ignore[assignment]
         try:
             self._fd = os.open(path, os.O_RDONLY)
         except OSError:
-            self.zf.close()
+            self.close()
             raise
+
+    @property
+    def zf(self) -> Any:
+        """The archive as a ``zipfile.ZipFile`` (opened when first asked for)."""
+        if self._zf is None:
+            self._zf = open_zip(self.path)
+        return self._zf
 
     def fd(self) -> int:
         """A descriptor of the archive for ``pread`` (closed by :meth:`close`)."""
@@ -61,14 +79,30 @@ class _Archive:
 
     def close(self) -> None:
         """Close the archive."""
-        self.zf.close()
-        if self._fd >= 0:
+        if self._zf is not None:
+            self._zf.close()
+        if getattr(self, "_fd", -1) >= 0:
             os.close(self._fd)
             self._fd = -1
 
+    def open(self, info: Any) -> Any:
+        """A stream of member ``info``, as ``zipfile.ZipFile.open`` gives it: an uncompressed member whose local
+        header names it as the directory does is read in place (:class:`~formats.io.zip_directory.StoredMember`),
+        any other through :attr:`zf`."""
+        import zipfile
+
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size and \
+                not info.flag_bits & _ZIPFILE_REFUSES:
+            start = local_data_start(self._fd, info)
+            if start is not None and start + info.file_size <= self.size:
+                return StoredMember(self._fd, start, info)
+        if not isinstance(info, zipfile.ZipInfo):
+            info = self.zf.getinfo(info.filename)
+        return self.zf.open(info)
+
     def stream(self, info: Any) -> Any:
         """An open stream of member ``info`` (zip-bomb and encryption checks first)."""
-        return member_stream(self.zf, info, self.size, self.path)
+        return member_stream(self, info, self.size, self.path)
 
 
 def _fail(path: str, info: Any, exc: BaseException | str) -> CorruptCheckpointError:
@@ -260,7 +294,7 @@ class NpzCheckpoint(Checkpoint):
 def _header(archive: _Archive, info: Any) -> NpyHeader:
     """A member's ``.npy`` header, read without checking the member's CRC (reading the data does)."""
     try:
-        head = io.BytesIO(member_head(archive.zf, info, archive.size, archive.path, 12 + MAX_HEADER_BYTES))
+        head = io.BytesIO(member_head(archive, info, archive.size, archive.path, 12 + MAX_HEADER_BYTES))
         return read_npy_header(head.read)
     except NpyError as exc:
         raise CorruptCheckpointError(archive.path, f"{info.filename}: {exc}") from None
@@ -272,7 +306,7 @@ def _headers(archive: _Archive, infos: list[Any]) -> tuple[list[NpyHeader], list
     """Each member's ``.npy`` header (:func:`_header` of each, their local headers read in blocks), and where
     each stored member's bytes start (-1: read through zipfile)."""
     try:
-        heads, starts = member_heads(archive.zf, infos, archive.size, archive.path, 12 + MAX_HEADER_BYTES)
+        heads, starts = member_heads(archive, infos, archive.size, archive.path, 12 + MAX_HEADER_BYTES)
     except zip_errors() as exc:
         raise CorruptCheckpointError(archive.path, f"cannot read the archive's members ({exc})") from None
     headers = []
@@ -356,7 +390,7 @@ def open_npz(path: str) -> NpzCheckpoint:
 
 
 def _members(archive: _Archive, problems: list[tuple[str, str]]) -> dict[str, Any]:
-    infos = archive.zf.infolist()
+    infos = archive.entries
     if len(infos) > MAX_MEMBERS:
         raise CorruptCheckpointError(archive.path, f"holds {len(infos):,} members (at most {MAX_MEMBERS:,} read)")
     members: dict[str, Any] = {}
