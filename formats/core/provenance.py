@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
-           "restored_dtype", "in_record_order", "as_written", "without_plain", "MAX_RECORD_BYTES", "record_pieces", "item_of", "DEFAULTS",
+           "restored_dtype", "in_record_order", "as_written", "without_plain", "MAX_RECORD_BYTES", "record_pieces",
+           "item_of", "DEFAULTS",
            "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph",
            "GRAPH_CARRIERS"]
 

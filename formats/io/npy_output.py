@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "named_as_written", "write_member", "fixed_member", "small_member",
-           "small_written", "npy_header", "header_problems", "write_npy", "count_member",
+__all__ = ["PROVENANCE_MEMBER", "stored_dtype", "stores_bits", "named_as_written", "write_member", "fixed_member",
+           "small_member", "small_written", "npy_header", "header_problems", "write_npy", "count_member",
            "read_back", "check_headers", "bits_note", "fixed_width_problem", "member_name",
            "member_names_fine", "check_member_names", "WIDENING", "FREE_WIDTH_BYTES"]
 

@@ -18,7 +18,6 @@ import struct
 import threading
 import zlib
 from _collections import OrderedDict  # type: ignore[import-not-found]  # collections' C class, without the package
-
 from _operator import le  # operator's C half, without operator.py (start-up)
 
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
@@ -28,8 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["MAX_EXPANSION", "ZIP_MAGICS", "zip_errors", "ByteRange", "InflatedMember", "open_zip", "declared_members",
-           "check_expansion", "read_member", "member_stream", "member_head", "member_heads", "member_start", "stored_member_start", "local_data_start", "crc_problem",
-           "is_zip"]
+           "check_expansion", "read_member", "member_stream", "member_head", "member_heads", "member_start",
+           "stored_member_start", "local_data_start", "crc_problem", "is_zip"]
 
 MAX_EXPANSION = 1100
 """No deflate/bzip2/lzma stream legitimately expands by more than ~1032x; refuse claims beyond this."""
