@@ -1,10 +1,12 @@
 """Lazy tensors over the members of an ``.npz`` archive, read without pickle.
 
-Opening reads the zip's central directory and each member's ``.npy`` header (their local headers read in
-blocks of many members through one open file) and ckpt's provenance record, when the file has one; values
-are read only when asked, a member at a time: a small uncompressed member with one ``pread`` of its bytes,
-checked against its CRC-32 before anything is returned, any other through :mod:`zipfile` (which checks the
-CRC-32 when the last byte is read). Members holding
+Opening reads the zip's central directory (without a ``ZipInfo`` a member where
+:func:`~formats.io.zip_directory.read_directory` can; else by :mod:`zipfile`) and each member's ``.npy`` header
+(their local headers read in blocks of many members through one open file) and ckpt's provenance record, when the
+file has one; values are read only when asked, a member at a time: a small uncompressed member with one ``pread``
+of its bytes, checked against its CRC-32 before anything is returned, a larger one streamed in place
+(:class:`~formats.io.zip_directory.StoredMember`), a compressed one through :mod:`zipfile` (each checks the CRC-32
+when the last byte is read). Members holding
 Python objects (``dtype=object``: pickles) and other arrays without a TensorFlow dtype are listed as
 :class:`~formats.core.model.UnreadableEntry` and never read.
 """
