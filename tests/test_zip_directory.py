@@ -16,7 +16,10 @@ import formats
 from formats.io.zip_directory import StoredMember, read_directory
 from formats.io.zip_stored import StoredZip
 
+from .conftest import CORPUS
 from .scale_bundles import name_based, object_based
+
+CORPUS_DTYPES = CORPUS / "tf2_mixed/all_dtypes/ckpt-1"
 
 
 def _zipfile_entries(path) -> list[tuple]:
@@ -170,3 +173,38 @@ def test_an_npz_reads_without_a_zipfile(tmp_path, run_cli, monkeypatch):
     with open_npz(str(archives["concat"][0])) as ckpt:  # (zipfile's reading: bytes before the archive)
         assert ckpt["b"].read().tolist() == [0, 1, 2, 3]
 
+
+
+def test_small_members_are_read_a_span_at_a_time_checked_by_their_crc32(tmp_path, run_cli):
+    """``NpzTensor.small_ranges``: a small uncompressed member storing its tensor's canonical bytes is read with
+    its neighbours (``read_checked``), its CRC-32 checked over its ``.npy`` header and bytes, and gives the bytes
+    ``byte_chunks`` gives; a string, a big-endian or Fortran-order member is read the usual way; a member whose
+    bytes changed gives None, and ``verify`` names it."""
+    from formats.io.spans import read_checked, small_ranges
+
+    out = tmp_path / "dtypes.npz"
+    result = run_cli("extract", CORPUS_DTYPES, "-o", out)
+    assert result.exit_code == 0, result.output
+    np.savez(tmp_path / "layouts.npz", big=np.arange(6, dtype=">i4"), fortran=np.asfortranarray(np.ones((2, 3))),
+             plain=np.arange(5, dtype="<i2"))
+    for path in (out, tmp_path / "layouts.npz"):
+        with formats.open_checkpoint(path) as ckpt:
+            entries = [e for e in ckpt.values() if e.unreadable is None]
+            ranges = small_ranges(entries)
+            pieces = read_checked(ranges)
+            for entry, where, piece in zip(entries, ranges, pieces):
+                plain = entry.dtype not in ("string", "variant") and entry.key not in ("big", "fortran") and \
+                    entry.nbytes > 0
+                assert (where is not None) == plain, entry.key
+                if plain:
+                    assert bytes(piece) == b"".join(bytes(c) for c in entry.byte_chunks()), entry.key
+    with formats.open_checkpoint(out) as ckpt:
+        key = "typed/int32/.ATTRIBUTES/VARIABLE_VALUE"
+        where = small_ranges([ckpt[key]])[0]
+    raw = bytearray(out.read_bytes())
+    raw[where[1] + where[4] + 1] ^= 0x40  # (a byte of the tensor, after its .npy header)
+    out.write_bytes(raw)
+    with formats.open_checkpoint(out) as ckpt:
+        assert read_checked(small_ranges([ckpt[key]])) == [None]
+    result = run_cli("verify", out)
+    assert result.exit_code == 1 and key in result.output, result.output

@@ -5,13 +5,15 @@ checked on its own. Where a tensor's canonical bytes lie unchanged in a local fi
 (:meth:`~formats.core.model.TensorEntry.stored_range`: a bundle tensor) and it is small (:data:`SMALL_BYTES`),
 :func:`read_checked` reads it together with its neighbours in the same file: one ``pread`` per span of at most
 :data:`SPAN_BYTES` (tensors at most :data:`GAP_BYTES` apart go in one span), then one CRC32C per tensor over
-its slice of the span. A tensor whose checksum does not match, or whose bytes the file no longer holds, is
+its slice of the span (a small member of an npz, :meth:`~formats.npz.reader.NpzTensor.small_ranges`: its CRC-32 over
+its ``.npy`` header and bytes). A tensor whose checksum does not match, or whose bytes the file no longer holds, is
 given as None, like one that is not so stored: the caller reads those the usual way, which says what is
 wrong in the usual words. Memory is bounded by the bytes the caller asks for at once (a few spans).
 """
 from __future__ import annotations
 
 import os
+import zlib
 from _operator import is_  # operator's C half, without operator.py (start-up)
 from itertools import repeat
 
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 
     from formats.core.model import Checkpoint, TensorEntry
 
-    Range = tuple[int, int, int, int]
+    Stored = tuple[int, int, int, int]  # (fd, offset, size, crc32c): TensorEntry.stored_range
+    Range = Stored | tuple[int, int, int, int, int]  # or (fd, offset, size, crc32, skip): a small npz member
     Group = tuple[str, tuple[int, ...], list[int], list[memoryview]]
 
 __all__ = ["SMALL_BYTES", "SPAN_BYTES", "GAP_BYTES", "small_range", "small_ranges", "read_checked", "small_pieces",
@@ -37,7 +40,7 @@ GAP_BYTES = 4096
 """Tensors of one file at most this many bytes apart are read in one span (the bytes between read and dropped)."""
 
 
-def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Range | None:
+def small_range(entry: TensorEntry, most: int = SMALL_BYTES) -> Stored | None:
     """``entry.stored_range()`` (``(fd, offset, size, crc32c)``) for a tensor of at most ``most`` stored bytes,
     else None (without asking the format about a bigger one)."""
     if not 0 < entry.nbytes <= most:
@@ -146,7 +149,7 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
     members: list[int] = []
     fd = start = end = -1
     for i in order:
-        fd_i, offset, size, _ = ranges[i]  # type: ignore[misc]
+        fd_i, offset, size = ranges[i][:3]  # type: ignore[index]
         stop = offset + size
         if fd_i == fd and offset <= end + gap and (stop if stop > end else end) - start <= budget:
             members.append(i)
@@ -164,14 +167,22 @@ def read_checked(ranges: Sequence[Range | None], budget: int = SPAN_BYTES,
 
 def _read_span(fd: int, start: int, end: int, members: list[int], ranges: Sequence[Range | None],
                out: list[memoryview | None]) -> None:
-    """Read ``[start, end)`` of ``fd`` once; each member whose slice is whole and matches its CRC32C gets it."""
+    """Read ``[start, end)`` of ``fd`` once; each member whose slice is whole and matches its checksum gets it (a
+    zip member's range, ``(fd, offset, size, crc32, skip)``: its CRC-32 over the slice, and the slice after its
+    first ``skip`` bytes given: the tensor's bytes after its ``.npy`` header)."""
     try:
         data = os.pread(fd, end - start, start)
     except OSError:  # the file was closed under us (or cannot be read): the usual path says why
         return
     view = memoryview(data)
     for i in members:
-        _, offset, size, crc = ranges[i]  # type: ignore[misc]
+        where = ranges[i]
+        offset, size, crc = where[1], where[2], where[3]  # type: ignore[index]
         piece = view[offset - start:offset - start + size]
-        if len(piece) == size and crc32c(piece) == crc:
-            out[i] = piece
+        if len(piece) != size:
+            continue
+        if len(where) == 4:  # type: ignore[arg-type]
+            if crc32c(piece) == crc:
+                out[i] = piece
+        elif zlib.crc32(piece) == crc:
+            out[i] = piece[where[4]:]  # type: ignore[index]

@@ -16,7 +16,7 @@ import io
 import os
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from formats.core.dtypes import by_name, from_numpy
 from formats.core.errors import CorruptCheckpointError, UnsupportedError
@@ -145,6 +145,25 @@ class NpzTensor(TensorEntry):
             return (f"{self._info.filename} declares shape {list(self._header.shape)} of {self._header.dtype} "
                     f"({self._header.nbytes:,} bytes) but stores {max(stored, 0):,} bytes")
         return None
+
+    @staticmethod
+    def small_ranges(tensors: Sequence[NpzTensor], most: int) -> list[tuple[int, int, int, int, int] | None]:
+        """:func:`formats.io.spans.small_range` of each of ``tensors`` (of this class): a small uncompressed member
+        whose local header was checked and that stores its tensor's canonical bytes as they are (C order,
+        little-endian, fixed width), as ``(fd, first byte, its stored size, its CRC-32, its .npy header's size)``
+        (the span reader checks the CRC-32 over the member's bytes and gives those after the header); None for
+        any other (read the usual way)."""
+        out: list[tuple[int, int, int, int, int] | None] = []
+        append = out.append
+        for tensor in tensors:
+            header, info = tensor._header, tensor._info
+            if tensor._start < 0 or not 0 < header.nbytes <= most or header.fortran_order or \
+                    plain_descr(header.descr) is None or tensor.dtype == "string" or tensor.dtype == "variant" or \
+                    info.file_size != header.size + header.nbytes:  # (a plain descr: little-endian, no objects)
+                append(None)
+            else:
+                append((tensor._archive.fd(), tensor._start, info.file_size, info.CRC, header.size))
+        return out
 
     def _raise_problem(self) -> None:
         problem = self.problem()
