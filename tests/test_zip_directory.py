@@ -208,3 +208,35 @@ def test_small_members_are_read_a_span_at_a_time_checked_by_their_crc32(tmp_path
         assert read_checked(small_ranges([ckpt[key]])) == [None]
     result = run_cli("verify", out)
     assert result.exit_code == 1 and key in result.output, result.output
+
+
+def test_diff_of_npz_members_in_spans_is_the_diff_of_each_pair(tmp_path, run_cli, monkeypatch):
+    """``diff`` of two npz files (and of an npz and a bundle) read in spans (``same_small`` with the members'
+    ranges) reports what the pair-by-pair comparison reports: equal, changed (with its statistics), NaN, a dtype
+    and a shape changed."""
+    from formats.npz.reader import NpzTensor
+
+    rng = np.random.default_rng(38)
+    a = {f"w{i}": rng.standard_normal(6).astype(np.float32) for i in range(60)}
+    a.update(i16=np.arange(8, dtype=np.int16), f64=np.linspace(0, 1, 5))
+    b = {k: v.copy() for k, v in a.items()}
+    b["w3"][2] += 0.5
+    b["w7"] *= 2
+    b["w9"][0] = np.nan
+    b["w11"] = b["w11"].astype(np.float64)
+    b["w13"] = b["w13"][:4]
+    b["i16"][1] = -7
+    np.savez(tmp_path / "a.npz", **a)
+    np.savez(tmp_path / "b.npz", **b)
+    prefix = name_based(tmp_path / "in", 30)
+    out = tmp_path / "bundle.npz"
+    result = run_cli("convert", prefix, "--to", "npz", "-o", out)
+    assert result.exit_code == 0, result.output
+    pairs = [(tmp_path / "a.npz", tmp_path / "b.npz"), (prefix, out)]
+    spans = [run_cli("diff", "--json", x, y) for x, y in pairs]
+    monkeypatch.delattr(NpzTensor, "small_ranges")
+    each = [run_cli("diff", "--json", x, y) for x, y in pairs]
+    for fast, slow in zip(spans, each):
+        assert (fast.exit_code, fast.stdout) == (slow.exit_code, slow.stdout)
+    assert spans[0].exit_code == 1 and spans[1].exit_code == 0
+    assert all(k in spans[0].stdout for k in ("w3", "w7", "w9", "w11", "w13", "i16"))

@@ -1,7 +1,7 @@
 """``diff`` of many small tensor pairs at once, found a span at a time.
 
-:func:`same_small` reads the small tensors of a unit's pairs in spans, each side's CRC32C checked
-(:func:`formats.io.spans.read_checked`), and compares each pair's bytes. A pair found the same is what
+:func:`same_small` reads the small tensors of a unit's pairs in spans, each side's CRC32C (an npz member's
+CRC-32) checked (:func:`formats.io.spans.read_checked`), and compares each pair's bytes. A pair found the same is what
 :func:`formats.ops.compare.diff.compare_entries` finds the same bytewise (one dtype, one shape, equal canonical
 bytes, both checksums sound). For a pair of real numbers whose bytes differ, all finite on both sides and read
 in one chunk, it gives the sums ``compare_entries`` accumulates for its statistics, computed for every such
@@ -12,16 +12,18 @@ complex - is left to the per-pair comparison, which gives today's change or erro
 """
 from __future__ import annotations
 
+from itertools import count
+
 from formats.core import dtypes
-from formats.io.spans import SPAN_BYTES, read_checked, small_range
+from formats.io.spans import LOCATE_AT_ONCE, SPAN_BYTES, read_checked, small_ranges
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+    from typing import Any
 
     from formats.core.model import TensorEntry
-
-    Range = tuple[int, int, int, int]
+    from formats.io.spans import Range
     PairSums = tuple[int, int, float, float, float, float, float, float]
 
 __all__ = ["same_small", "pair_sums"]
@@ -40,12 +42,10 @@ def same_small(side_a: Sequence[TensorEntry], side_b: Sequence[TensorEntry], chu
     ranges_a: list[Range | None] = []
     ranges_b: list[Range | None] = []
     total = 0
-    for i, (ea, eb) in enumerate(zip(side_a, side_b)):
+    for i, ea, eb, ra, rb in _located(side_a, side_b):
         if ea.dtype != eb.dtype or ea.shape != eb.shape or ea.nbytes != eb.nbytes:
             continue
-        ra = small_range(ea)
-        rb = small_range(eb) if ra is not None else None
-        if ra is None or rb is None or ra[2] != rb[2]:
+        if ra is None or rb is None or _size(ra) != _size(rb):
             continue
         if batch and total + ra[2] > budget:
             _compare(batch, ranges_a, ranges_b, budget, chunk_elements, found)
@@ -57,6 +57,20 @@ def same_small(side_a: Sequence[TensorEntry], side_b: Sequence[TensorEntry], chu
     if batch:
         _compare(batch, ranges_a, ranges_b, budget, chunk_elements, found)
     return found
+
+
+def _located(side_a: Sequence[TensorEntry], side_b: Sequence[TensorEntry]) -> Iterator[tuple[Any, ...]]:
+    """``(position, a, b, a's small range, b's)`` of each pair, each side's ranges found :data:`LOCATE_AT_ONCE` at a
+    time by its class (:func:`~formats.io.spans.small_ranges`: a bundle's from its index's columns, an npz's
+    members with their CRC-32)."""
+    for first in range(0, len(side_a), LOCATE_AT_ONCE):
+        part_a, part_b = side_a[first:first + LOCATE_AT_ONCE], side_b[first:first + LOCATE_AT_ONCE]
+        yield from zip(count(first), part_a, part_b, small_ranges(part_a), small_ranges(part_b))
+
+
+def _size(where: Range) -> int:
+    """The tensor's bytes in a small range (an npz member's: after its ``.npy`` header)."""
+    return where[2] - (where[4] if len(where) == 5 else 0)
 
 
 def _compare(batch: list[tuple[int, str, int]], ranges_a: list[Range | None], ranges_b: list[Range | None],
