@@ -112,6 +112,14 @@ _TEXTS_KEPT = 4096
 next (more: made again in each run that has them)."""
 
 
+def _labels(entries: list[Any]) -> tuple[list[Any], Iterable[Any]]:
+    """The names and the roles of ``entries``: asked of their class for all at once where it can (a bundle's
+    tensors: ``labels_of``), else of each."""
+    many = getattr(type(entries[0]), "labels_of", None) if entries else None
+    labels = many(entries) if many is not None else None
+    return labels if labels is not None else (list(map(_NAME, entries)), map(_ROLE, entries))
+
+
 def item_of(key: str, source_key: str, object_path: str, full_name: str, role: str, dtype: str,
             shape: Any) -> dict[str, Any]:
     """A tensor's item: its fields in :data:`_FIELDS`' order, those whose value is their default left out (see the
@@ -159,9 +167,7 @@ class RecordColumns:
         entries = self.entries[first:stop]
         source_keys = list(map(_KEY, entries))
         paths = [""] * len(entries) if self.object_path is None else list(map(self.object_path, source_keys))
-        many = getattr(type(entries[0]), "labels_of", None) if entries else None  # (a bundle's: all at once)
-        labels = many(entries) if many is not None else None
-        names, roles = labels if labels is not None else (map(_NAME, entries), map(_ROLE, entries))
+        names, roles = _labels(entries)
         return [self.keys[first:stop], source_keys, paths, list(map(str, names)), list(map(str, roles)),
                 list(map(_DTYPE, entries)), list(map(tuple, map(_SHAPE, entries)))]
 
@@ -180,9 +186,7 @@ class RecordColumns:
         roles = {DEFAULTS["role"]}
         for first in range(0, len(self.keys), _ITEMS_AT_ONCE):  # (the fields :meth:`_columns` gives, compared
             keys, entries = self.keys[first:first + _ITEMS_AT_ONCE], self.entries[first:first + _ITEMS_AT_ONCE]
-            many = getattr(type(entries[0]), "labels_of", None)  # as they are: no str made of each)
-            labels = many(entries) if many is not None else None
-            names, kinds = labels if labels is not None else (list(map(_NAME, entries)), map(_ROLE, entries))
+            names, kinds = _labels(entries)  # as they are: no str made of each)
             if list(map(_KEY, entries)) != keys or names != keys or set(kinds) != roles or \
                     not all(map(named, set(map(_DTYPE, entries)))):
                 return False

@@ -412,9 +412,7 @@ def member_heads(zf: Any, infos: list[Any], archive_size: int, path: str, n: int
             start = at + _LOCAL_HEADER.size + name_len + extra_len
             heads[i] = block[start:start + want]
             named = block[at + _LOCAL_HEADER.size:at + _LOCAL_HEADER.size + name_len]
-            name = info.orig_filename
-            if named == (name.encode("ascii") if name.isascii() else _encoded_name(info)) and \
-                    block_at + start + info.compress_size <= archive_size and \
+            if named == _encoded_name(info) and block_at + start + info.compress_size <= archive_size and \
                     info.compress_size == info.file_size:
                 starts[i] = block_at + start
     return heads, starts
