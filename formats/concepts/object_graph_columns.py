@@ -509,12 +509,12 @@ def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: 
     from the spans' ends (a running sum), so that the chosen bytes outside every span - most of a large graph's
     bytes beyond ASCII, its varints' - are not looked up among the spans (at 10^6 variables, millions of them)."""
     d = np.frombuffer(data, dtype=np.uint8)
-    # every position in one dtype, the spans' own where it holds them all: a value searched for in an array of
-    # another dtype converts the whole array first (a Python int in int32 spans: 2 x 10^6 spans converted twice a
-    # chunk, 137 times, at 10^6 variables)
-    index = np.int32 if len(d) < (1 << 31) - 1 else np.int64
-    groups = [(np.asarray(starts).astype(index, copy=False), np.asarray(stops).astype(index, copy=False))
-              for starts, stops in groups]
+    # every position in one dtype, the spans' own where it holds them all (spans converted only then): a value
+    # searched for in an array of another dtype converts the whole array first (a Python int in int32 spans:
+    # 2 x 10^6 spans converted twice a chunk, 137 times, at 10^6 variables)
+    groups = [(np.asarray(starts), np.asarray(stops)) for starts, stops in groups]
+    index = np.result_type(np.int32 if len(d) < (1 << 31) - 1 else np.int64, *(a.dtype for g in groups for a in g))
+    groups = [(starts.astype(index, copy=False), stops.astype(index, copy=False)) for starts, stops in groups]
     if sum(int(stops.sum(dtype=np.int64) - starts.sum(dtype=np.int64)) for starts, stops in groups) * 3 < len(d):
         return [_gathered_holding(np, d, starts, stops, chosen) for starts, stops in groups]
     found: list[list[Any]] = [[] for _ in groups]
@@ -524,7 +524,7 @@ def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: 
         if not len(at):
             continue
         edges = np.zeros(len(chunk) + 1, np.int8)  # +1 where a span starts, -1 where it stops (disjoint: 0 or 1)
-        first, past = index(i), index(i + len(chunk))
+        first, past = index.type(i), index.type(i + len(chunk))
         for starts, stops in groups:
             lo, hi = int(np.searchsorted(stops, first, "right")), int(np.searchsorted(starts, past))
             if lo < hi:  # (a group's spans are disjoint: no two of them start, or stop, at one byte)
