@@ -50,6 +50,7 @@ from formats.tf_bundle.layout import Layout, Placed, WholeCheck, plan_layout
 from formats.tf_bundle.origins import COPIED, FRESH, LINKED, by_key, key_bytes_of, record_key
 from formats.tf_bundle.reader import OBJECT_GRAPH_KEY, BundleReader, data_file_name
 from formats.io.sstable.writer import TableWriter
+from formats.core.imported import imported_numpy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,6 +76,54 @@ class _Placement:
         """The entry of the input's tensor ``source`` where it now lies."""
         columns, row = source.bundle.entries, source.row
         return _entry(self._parts, columns, row, self.shard, self.base + columns.offset[row])
+
+    def entries(self, np: Any, columns: Any, rows: Any) -> list[bytes] | None:
+        """The entries of the input's rows ``rows`` (an array; ``columns``: the input's index, held in arrays) where
+        they now lie, the same bytes :meth:`entry` makes, made with arrays (a Python call a tensor was a tenth of a
+        bundle writer's time at 10^6 tensors); None for an offset past 2**35 (a varint longer than five bytes)."""
+        from formats.io.sstable.write_arrays import _ranges, _varints
+
+        kinds = np.frombuffer(columns.kind, np.uint32)[rows]
+        offsets = np.frombuffer(columns.offset, np.int64)[rows] + self.base
+        crcs = np.frombuffer(columns.crc, np.uint32)[rows]
+        if len(offsets) and int(offsets.max()) >= 1 << 35:
+            return None
+        used, local = np.unique(kinds, return_inverse=True)
+        parts = [self._parts.get((kind, self.shard)) or _kind_entry(self._parts, columns, kind, self.shard)
+                 for kind in used.tolist()]
+        heads, tails = b"".join(head for head, _ in parts), b"".join(tail for _, tail in parts)
+        head_sizes = np.array([len(head) for head, _ in parts], np.int64)
+        tail_sizes = np.array([len(tail) for _, tail in parts], np.int64)
+        head_at, tail_at = np.cumsum(head_sizes) - head_sizes, np.cumsum(tail_sizes) - tail_sizes
+        has_offset, has_crc = offsets > 0, crcs != 0
+        varints, varint_sizes = _varints(np, offsets[has_offset])
+        offset_sizes = np.zeros(len(rows), np.int64)
+        offset_sizes[has_offset] = 1 + varint_sizes
+        sizes = head_sizes[local] + offset_sizes + tail_sizes[local] + 5 * has_crc
+        ends = np.cumsum(sizes)
+        at = ends - sizes
+        out = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8)
+        out[_ranges(np, at, head_sizes[local])] = np.frombuffer(heads, np.uint8)[_ranges(np, head_at[local],
+                                                                                        head_sizes[local])]
+        at += head_sizes[local]
+        field = at[has_offset]
+        out[field] = 0x20  # (field 4, varint: the offset)
+        for i in range(5):
+            more = varint_sizes > i
+            if not more.any():
+                break
+            out[field[more] + 1 + i] = varints[more, i]
+        at += offset_sizes
+        out[_ranges(np, at, tail_sizes[local])] = np.frombuffer(tails, np.uint8)[_ranges(np, tail_at[local],
+                                                                                        tail_sizes[local])]
+        at += tail_sizes[local]
+        field = at[has_crc]
+        out[field] = 0x35  # (field 6, fixed32: the masked CRC32C, little-endian)
+        crc_bytes = crcs[has_crc].astype("<u4").view(np.uint8).reshape(-1, 4)
+        for i in range(4):
+            out[field + 1 + i] = crc_bytes[:, i]
+        joined = out.tobytes()
+        return list(map(joined.__getitem__, map(slice, (ends - sizes).tolist(), ends.tolist())))
 
 
 class _Pair:
@@ -131,12 +180,17 @@ class _Copied:
 def _entry(parts: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, row: int, shard: int, offset: int) -> bytes:
     """The entry of row ``row`` of an input's index ``columns`` at ``offset`` of the output's data file ``shard``, the
     fields of each (kind, data file) made once and kept in ``parts`` (no kind tuple hashed a tensor)."""
-    kind = (columns.kind[row], shard)
-    found = parts.get(kind)
-    if found is None:
-        dtype, shape, _, size = columns.kinds[kind[0]]
-        found = parts[kind] = entry_parts(dtype, shape, shard, size)
+    kind = columns.kind[row]
+    found = parts.get((kind, shard)) or _kind_entry(parts, columns, kind, shard)
     return join_entry(found, offset, columns.crc[row])
+
+
+def _kind_entry(parts: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, kind: int,
+                shard: int) -> tuple[bytes, bytes]:
+    """The fields of an entry of the input's kind ``kind`` in the output's data file ``shard``, kept in ``parts``."""
+    dtype, shape, _, size = columns.kinds[kind]
+    found = parts[(kind, shard)] = entry_parts(dtype, shape, shard, size)
+    return found
 
 
 class _Taken:
@@ -174,6 +228,11 @@ class _Taken:
             return self._only
         columns = source.bundle.entries
         return self._files[(id(source.bundle), columns.kinds[columns.kind[source.row]][2])]
+
+    @property
+    def only(self) -> _Placement | _Copied | None:
+        """Where the one input data file went, when there is one."""
+        return self._only
 
     @property
     def entry(self) -> Callable[[BundleTensor], bytes]:
@@ -850,7 +909,38 @@ def _write_index(out: BundleFiles, records: list[Any], taken: _Taken) -> bool:
 def _write_table(f: BinaryIO, shards: int, records: list[Any], taken: _Taken) -> None:
     table = TableWriter(f)
     table.add(b"", encode_header(num_shards=shards))
-    entry = taken.entry
-    table.add_all((r.key.encode("utf-8", "surrogateescape"),  # (key_bytes_of, inline)
-                   r.entry if type(r) is _Record else entry(r.value)) for r in records)
+    table.add_all(zip(map(_record_key_bytes, records), _entries(records, taken)))
     table.finish()
+
+
+def _record_key_bytes(record: Any) -> bytes:
+    return record.key.encode("utf-8", "surrogateescape")  # (key_bytes_of, inline)
+
+
+def _entries(records: list[Any], taken: _Taken) -> Iterator[bytes]:
+    """Each record's entry: its own, or made from its source where it was taken over or copied; those of an input
+    data file taken over whole made a run of :data:`ENTRIES_AT_ONCE` with arrays, once numpy is imported (a large
+    index was found with arrays) and the input's index is held in arrays."""
+    entry, only, np = taken.entry, taken.only, imported_numpy()
+    first = next((r for r in records if type(r) is not _Record), None)
+    if np is None or type(only) is not _Placement or first is None or type(first.value.bundle.entries.offset) \
+            is list or len(records) < ENTRIES_AT_ONCE:
+        yield from (r.entry if type(r) is _Record else entry(r.value) for r in records)
+        return
+    columns = first.value.bundle.entries
+    for lo in range(0, len(records), ENTRIES_AT_ONCE):
+        run = records[lo:lo + ENTRIES_AT_ONCE]
+        ours = [type(r) is not _Record for r in run]
+        rows = np.array([r.value.row for r in itertools.compress(run, ours)], np.int64)
+        made = only.entries(np, columns, rows) if len(rows) else []
+        if made is None:
+            yield from (r.entry if type(r) is _Record else entry(r.value) for r in run)
+        elif len(made) == len(run):
+            yield from made
+        else:
+            them = iter(made)
+            yield from (next(them) if mine else r.entry for r, mine in zip(run, ours))
+
+
+ENTRIES_AT_ONCE = 4096
+"""Entries of tensors taken over made at once with arrays (see :func:`_entries`)."""
