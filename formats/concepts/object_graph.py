@@ -134,6 +134,8 @@ class ObjectGraph:
         self._slot_map()
         self._optimizer_flags: Any = None  # per node: is_optimizer
         self._optimizer_of: Any = None  # per node: optimizer_of, -1 for None (_compact)
+        self._keep_map = False  # whether the next map_keys keeps its map for the one after (keep_next_key_map)
+        self._kept_map: tuple[list[str], KeyMap] | None = None
 
     @classmethod
     def from_columns(cls, columns: Any, source: str = "") -> ObjectGraph:
@@ -447,9 +449,24 @@ class ObjectGraph:
         """How many children the node has."""
         return int(self._table.child_ptr[node_id + 1] - self._table.child_ptr[node_id])
 
+    def keep_next_key_map(self, keep: bool = True) -> None:
+        """Keep the map the next :meth:`map_keys` makes for a call after it with the same keys, which takes it
+        (``ls --tree`` maps its keys to label them, then to place them: at 10^6 keys, 1.2 s each); ``keep``
+        False: keep none (and let go of one kept)."""
+        self._keep_map, self._kept_map = keep, None
+
     def map_keys(self, keys: list[str]) -> KeyMap:
         """Stored key -> ``(node id, attribute)`` for every key some attribute accounts for (see
         :meth:`key_attributes`), in the order of ``keys``."""
+        kept, self._kept_map = self._kept_map, None
+        if kept is not None and kept[0] == keys:  # (the same strings: compared by identity first, in C)
+            return kept[1]
+        mapping = self._map_keys(keys)
+        if self._keep_map:
+            self._keep_map, self._kept_map = False, (keys, mapping)
+        return mapping
+
+    def _map_keys(self, keys: list[str]) -> KeyMap:
         t = self._table
         found, attributes = self.key_attributes(keys)
         ptr = t.attr_ptr

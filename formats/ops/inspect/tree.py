@@ -200,8 +200,10 @@ def build_tree(ckpt: Checkpoint, include_optimizer: bool = True, describe_varian
         for node, entry in zip(held, ckpt.entries_by_batch([node.key for node in held])):  # type: ignore[misc]
             _fill(node, entry, describe_variants)
     else:  # each key's entry made once, a batch at a time (none held for the whole tree)
+        graph.keep_next_key_map()  # (the keys are labelled with the map the tree places them by, when they agree)
         keep, facts, slot_facts, kinds = _graph_facts(ckpt, selected, include_optimizer, describe_variants)
         root = _graph_tree(graph, keep, facts, slot_facts, kinds, everything)
+        graph.keep_next_key_map(False)
     if everything:
         root.children = [*root.children, *_signature_nodes(ckpt.metadata.get("signatures") or [])]
     root.total()
