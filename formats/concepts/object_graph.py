@@ -349,8 +349,24 @@ class ObjectGraph:
     def first_children(self, node_id: int) -> list[tuple[int, str]]:
         """``(child id, local name)`` of the node's edges that give the child its path: each an edge whose
         parent and name are those of :meth:`parent` for the child (for a walk over many nodes:
-        :meth:`first_children_reader`)."""
-        return self.first_children_reader()(node_id)
+        :meth:`first_children_reader`). Of a graph in columns whose names are not decoded yet, only the names of
+        this node's edges (and of its children's first edges) are (every command labelling keys asks this of the
+        root: at 10^6 variables, two million names decoded and escaped for a few)."""
+        t: Any = self._table
+        text = getattr(t, "text", None)  # (a graph in columns': a span of its bytes decoded)
+        if self._stored_names is not None or text is None or isinstance(t.child_id, list):
+            return self.first_children_reader()(node_id)
+        lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
+        if hi - lo > _FEW_CHILDREN:  # (a node of many children: every name decoded at once costs less)
+            return self.first_children_reader()(node_id)
+        walk, spans = self._walk, t.child_name
+        found = []
+        for e, c in zip(range(lo, hi), t.child_id[lo:hi].tolist()):
+            if c and int(walk.parent[c]) == node_id:
+                name, first = text(int(spans[0, e]), int(spans[1, e])), int(walk.edge[c])
+                if first == e or text(int(spans[0, first]), int(spans[1, first])) == name:
+                    found.append((c, name))
+        return found
 
     def first_children_reader(self) -> Callable[[int], list[tuple[int, str]]]:
         """:meth:`first_children` as a function that reads the table's child columns through views made once (a
@@ -570,6 +586,10 @@ class ObjectGraph:
             self._optimizer_of = _compact(nearest)
         found = self._optimizer_of[node_id]
         return None if found < 0 else found
+
+
+_FEW_CHILDREN = 1 << 12
+"""Children of a node whose names :meth:`ObjectGraph.first_children` decodes one by one (more: all of them)."""
 
 
 def _compact(values: Any) -> Any:

@@ -1,0 +1,65 @@
+"""Issue 38: every command that labels an object-based checkpoint's keys asks the root for its children (the save
+counter among them). Of a graph in columns, :meth:`ObjectGraph.first_children` of one node decodes that node's
+edge names alone, not every edge's (at 10^6 variables two million names decoded and escaped for a few): the same
+answer as :meth:`first_children_reader`, which decodes them all for a walk over many nodes."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from formats.concepts import object_graph
+from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode
+from formats.concepts.object_graph_codec import encode_object_graph
+from formats.concepts.object_graph_columns import decode_columns
+
+V = "VARIABLE_VALUE"
+
+
+def _in_columns(nodes: list[ObjectNode]) -> ObjectGraph:
+    columns = decode_columns(encode_object_graph(nodes))
+    assert columns is not None
+    return ObjectGraph.from_columns(columns)
+
+
+def _graph(seed: int) -> list[ObjectNode]:
+    """A random graph: a tree of names with dots, slashes and UTF-8, aliases (a second edge to a node, under its
+    own name or the first edge's), edges to the root, and an object no edge reaches."""
+    rng = random.Random(seed)
+    count = rng.randrange(3, 60)
+    kids: list[list[ChildRef]] = [[] for _ in range(count)]
+    names = ["a", "b.c", "d/e", "zé", "save_counter", "x", "x"]
+    for child in range(1, count - 1):
+        kids[rng.randrange(child)].append(ChildRef(child, rng.choice(names) + str(child % 3)))
+    for _ in range(rng.randrange(6)):  # aliases
+        parent, child = rng.randrange(count - 1), rng.randrange(1, count - 1)
+        same = [ref.local_name for refs in kids for ref in refs if ref.node_id == child]
+        kids[parent].append(ChildRef(child, rng.choice([*same, "alias"])))
+    if rng.random() < 0.3:
+        kids[1 if count > 2 else 0].append(ChildRef(0, "up"))
+    return [ObjectNode(i, kids[i], [Attribute(V, f"n{i}", f"k{i}/.ATTRIBUTES/{V}")] if i % 2 else [])
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_nodes_first_children_are_the_readers(seed: int) -> None:
+    nodes = _graph(seed)
+    fresh = _in_columns(nodes)
+    answers = [fresh.first_children(i) for i in range(len(nodes))]
+    assert fresh._stored_names is None  # (no name decoded but the asked nodes')
+    reader = _in_columns(nodes).first_children_reader()
+    assert answers == [reader(i) for i in range(len(nodes))]
+
+
+def test_the_root_of_a_large_graph_is_answered_without_every_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = [ObjectNode(0, [ChildRef(1, "model"), ChildRef(2, "save_counter"), ChildRef(3, "optimizer")]),
+             ObjectNode(1, [ChildRef(4 + i, f"layer.{i}") for i in range(3000)]),
+             ObjectNode(2, attributes=[Attribute(V, "save_counter", f"save_counter/.ATTRIBUTES/{V}")]),
+             ObjectNode(3)] + [ObjectNode(4 + i) for i in range(3000)]
+    graph = _in_columns(nodes)
+    assert graph.first_children(0) == [(1, "model"), (2, "save_counter"), (3, "optimizer")]
+    assert graph._stored_names is None
+    monkeypatch.setattr(object_graph, "_FEW_CHILDREN", 100)  # a node of many children: all names decoded at once
+    assert graph.first_children(1) == [(4 + i, f"layer.{i}") for i in range(3000)]
+    assert graph._stored_names is not None
+    assert graph.first_children(0) == [(1, "model"), (2, "save_counter"), (3, "optimizer")]
