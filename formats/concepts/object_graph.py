@@ -135,6 +135,7 @@ class ObjectGraph:
         self._optimizer_flags: Any = None  # per node: is_optimizer
         self._optimizer_of: Any = None  # per node: optimizer_of, -1 for None (_compact)
         self._keep_map = False  # whether the next map_keys keeps its map for the one after (keep_next_key_map)
+        self._asked_alone = 0  # parent() answered without every name decoded (up to _FEW_ASKED)
         self._kept_map: tuple[list[str], KeyMap] | None = None
 
     @classmethod
@@ -315,9 +316,20 @@ class ObjectGraph:
         return out
 
     def parent(self, node_id: int) -> tuple[int, str] | None:
-        """``(parent id, local name)`` of the edge that gave the node its path (None for root/slots)."""
+        """``(parent id, local name)`` of the edge that gave the node its path (None for root/slots). Of a graph in
+        columns whose names are not decoded yet, the first :data:`_FEW_ASKED` are answered from that edge alone
+        (labelling keys asks it of the save counter: at 10^6 variables, two million names decoded for one)."""
         parent, edge, _ = self._parent, self._edge, self._names
         if parent is None or edge is None:
+            t: Any = self._table
+            text = getattr(t, "text", None)  # (a graph in columns': a span of its bytes decoded)
+            if text is not None and not isinstance(t.child_id, list) and self._asked_alone < _FEW_ASKED:
+                self._asked_alone += 1
+                walk = self._walk
+                if not isinstance(node_id, int) or not 0 < node_id < len(walk.parent) or walk.parent[node_id] < 0:
+                    return None
+                e = int(walk.edge[node_id])
+                return int(walk.parent[node_id]), text(int(t.child_name[0, e]), int(t.child_name[1, e]))
             parent, edge, _ = self._lists()
         if not isinstance(node_id, int) or not 0 < node_id < len(parent) or parent[node_id] < 0:
             return None
@@ -590,6 +602,8 @@ class ObjectGraph:
 
 _FEW_CHILDREN = 1 << 12
 """Children of a node whose names :meth:`ObjectGraph.first_children` decodes one by one (more: all of them)."""
+_FEW_ASKED = 1 << 12
+"""Asks :meth:`ObjectGraph.parent` answers from the node's edge alone before it decodes every name at once."""
 
 
 def _compact(values: Any) -> Any:
