@@ -321,15 +321,13 @@ class ObjectGraph:
         (labelling keys asks it of the save counter: at 10^6 variables, two million names decoded for one)."""
         parent, edge, _ = self._parent, self._edge, self._names
         if parent is None or edge is None:
-            t: Any = self._table
-            text = getattr(t, "text", None)  # (a graph in columns': a span of its bytes decoded)
-            if text is not None and not isinstance(t.child_id, list) and self._asked_alone < _FEW_ASKED:
+            columns = self._names_undecoded()
+            if columns is not None and self._asked_alone < _FEW_ASKED:
                 self._asked_alone += 1
                 walk = self._walk
                 if not isinstance(node_id, int) or not 0 < node_id < len(walk.parent) or walk.parent[node_id] < 0:
                     return None
-                e = int(walk.edge[node_id])
-                return int(walk.parent[node_id]), text(int(t.child_name[0, e]), int(t.child_name[1, e]))
+                return int(walk.parent[node_id]), columns.child_name_of(int(walk.edge[node_id]))
             parent, edge, _ = self._lists()
         if not isinstance(node_id, int) or not 0 < node_id < len(parent) or parent[node_id] < 0:
             return None
@@ -364,21 +362,26 @@ class ObjectGraph:
         :meth:`first_children_reader`). Of a graph in columns whose names are not decoded yet, only the names of
         this node's edges (and of its children's first edges) are (every command labelling keys asks this of the
         root: at 10^6 variables, two million names decoded and escaped for a few)."""
-        t: Any = self._table
-        text = getattr(t, "text", None)  # (a graph in columns': a span of its bytes decoded)
-        if self._stored_names is not None or text is None or isinstance(t.child_id, list):
+        t = self._names_undecoded()
+        lo, hi = (int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])) if t is not None else (0, 0)
+        if t is None or hi - lo > _FEW_CHILDREN:  # (a node of many children: every name decoded at once costs less)
             return self.first_children_reader()(node_id)
-        lo, hi = int(t.child_ptr[node_id]), int(t.child_ptr[node_id + 1])
-        if hi - lo > _FEW_CHILDREN:  # (a node of many children: every name decoded at once costs less)
-            return self.first_children_reader()(node_id)
-        walk, spans = self._walk, t.child_name
+        walk, name_of = self._walk, t.child_name_of
         found = []
         for e, c in zip(range(lo, hi), t.child_id[lo:hi].tolist()):
             if c and int(walk.parent[c]) == node_id:
-                name, first = text(int(spans[0, e]), int(spans[1, e])), int(walk.edge[c])
-                if first == e or text(int(spans[0, first]), int(spans[1, first])) == name:
+                name, first = name_of(e), int(walk.edge[c])
+                if first == e or name_of(first) == name:
                     found.append((c, name))
         return found
+
+    def _names_undecoded(self) -> Any:
+        """The graph's columns (:class:`~formats.concepts.object_graph_columns.GraphColumns`), while its edge names
+        are not decoded yet, for a caller that needs a few (each read alone from the graph's bytes); else None."""
+        t: Any = self._table
+        if self._stored_names is not None or not hasattr(t, "child_name_of") or isinstance(t.child_id, list):
+            return None
+        return t
 
     def first_children_reader(self) -> Callable[[int], list[tuple[int, str]]]:
         """:meth:`first_children` as a function that reads the table's child columns through views made once (a

@@ -87,6 +87,10 @@ class GraphColumns:
             out += map(share, *tee(texts))  # (all in C: no Python call a span)
         return out
 
+    def child_name_of(self, edge: int) -> str:
+        """One edge's local name as stored (decoded alone: :meth:`child_names` decodes every edge's)."""
+        return self.text(int(self.child_name[0, edge]), int(self.child_name[1, edge]))
+
     def child_names(self) -> list[str]:
         """Every edge's local name, in the order of ``child_id`` (decoded once: every caller shares them)."""
         if self._child_names is None:
@@ -101,7 +105,7 @@ class GraphColumns:
 
         lengths = self.child_name[1] - self.child_name[0]
         for e in _special_spans(np, self.data, self.child_name).tolist():
-            lengths[e] = len(escape_local_name(self.text(int(self.child_name[0, e]), int(self.child_name[1, e]))))
+            lengths[e] = len(escape_local_name(self.child_name_of(e)))
         return lengths
 
     def attr_keys(self) -> list[str]:

@@ -89,8 +89,7 @@ class _Placement:
         if len(offsets) and int(offsets.max()) >= 1 << 35:
             return None
         used, local = np.unique(kinds, return_inverse=True)
-        parts = [self._parts.get((kind, self.shard)) or _kind_entry(self._parts, columns, kind, self.shard)
-                 for kind in used.tolist()]
+        parts = [_kind_entry(self._parts, columns, kind, self.shard) for kind in used.tolist()]
         heads, tails = b"".join(head for head, _ in parts), b"".join(tail for _, tail in parts)
         head_sizes = np.array([len(head) for head, _ in parts], np.int64)
         tail_sizes = np.array([len(tail) for _, tail in parts], np.int64)
@@ -101,7 +100,8 @@ class _Placement:
         offset_sizes[has_offset] = 1 + varint_sizes
         sizes = head_sizes[local] + offset_sizes + tail_sizes[local] + 5 * has_crc
         ends = np.cumsum(sizes)
-        at = ends - sizes
+        starts = ends - sizes
+        at = starts.copy()
         out = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8)
         out[_ranges(np, at, head_sizes[local])] = np.frombuffer(heads, np.uint8)[_ranges(np, head_at[local],
                                                                                         head_sizes[local])]
@@ -123,7 +123,7 @@ class _Placement:
         for i in range(4):
             out[field + 1 + i] = crc_bytes[:, i]
         joined = out.tobytes()
-        return list(map(joined.__getitem__, map(slice, (ends - sizes).tolist(), ends.tolist())))
+        return list(map(joined.__getitem__, map(slice, starts.tolist(), ends.tolist())))
 
 
 class _Pair:
@@ -180,16 +180,17 @@ class _Copied:
 def _entry(parts: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, row: int, shard: int, offset: int) -> bytes:
     """The entry of row ``row`` of an input's index ``columns`` at ``offset`` of the output's data file ``shard``, the
     fields of each (kind, data file) made once and kept in ``parts`` (no kind tuple hashed a tensor)."""
-    kind = columns.kind[row]
-    found = parts.get((kind, shard)) or _kind_entry(parts, columns, kind, shard)
-    return join_entry(found, offset, columns.crc[row])
+    return join_entry(_kind_entry(parts, columns, columns.kind[row], shard), offset, columns.crc[row])
 
 
 def _kind_entry(parts: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, kind: int,
                 shard: int) -> tuple[bytes, bytes]:
-    """The fields of an entry of the input's kind ``kind`` in the output's data file ``shard``, kept in ``parts``."""
-    dtype, shape, _, size = columns.kinds[kind]
-    found = parts[(kind, shard)] = entry_parts(dtype, shape, shard, size)
+    """The fields of an entry of the input's kind ``kind`` in the output's data file ``shard``, made once and kept
+    in ``parts``."""
+    found = parts.get((kind, shard))
+    if found is None:
+        dtype, shape, _, size = columns.kinds[kind]
+        found = parts[(kind, shard)] = entry_parts(dtype, shape, shard, size)
     return found
 
 
@@ -922,10 +923,14 @@ def _entries(records: list[Any], taken: _Taken) -> Iterator[bytes]:
     data file taken over whole made a run of :data:`ENTRIES_AT_ONCE` with arrays, once numpy is imported (a large
     index was found with arrays) and the input's index is held in arrays."""
     entry, only, np = taken.entry, taken.only, imported_numpy()
+
+    def one_at_a_time(run: list[Any]) -> Iterator[bytes]:
+        return (r.entry if type(r) is _Record else entry(r.value) for r in run)
+
     first = next((r for r in records if type(r) is not _Record), None)
     if np is None or type(only) is not _Placement or first is None or type(first.value.bundle.entries.offset) \
             is list or len(records) < ENTRIES_AT_ONCE:
-        yield from (r.entry if type(r) is _Record else entry(r.value) for r in records)
+        yield from one_at_a_time(records)
         return
     columns = first.value.bundle.entries
     for lo in range(0, len(records), ENTRIES_AT_ONCE):
@@ -934,7 +939,7 @@ def _entries(records: list[Any], taken: _Taken) -> Iterator[bytes]:
         rows = np.array([r.value.row for r in itertools.compress(run, ours)], np.int64)
         made = only.entries(np, columns, rows) if len(rows) else []
         if made is None:
-            yield from (r.entry if type(r) is _Record else entry(r.value) for r in run)
+            yield from one_at_a_time(run)
         elif len(made) == len(run):
             yield from made
         else:
