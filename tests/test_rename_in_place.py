@@ -48,8 +48,18 @@ def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
         graph = ckpt.object_graph
         top = [local for _, local in graph.children(0)]
         nested = [(graph.path(child) or "") for node, _ in graph.children(0) for child, _ in graph.children(node)]
-    sets = [("add-prefix (moves every edge)", ConvertOptions(rules=build_rules(add_prefix="top")))]
+    sets = [("add-prefix (moves every edge)", ConvertOptions(rules=build_rules(add_prefix="top"))),
+            # a graft (every edge of the root moved under one new path) is planned in place too
+            ("add-prefix of escaped segments: three new objects", ConvertOptions(rules=build_rules(add_prefix="a/b.Sc/d"))),
+            ("add-prefix, full names too", ConvertOptions(rules=build_rules(add_prefix="top"), rename_full_names=True)),
+            ("add-prefix to a reserved name", ConvertOptions(rules=build_rules(add_prefix=".ATTRIBUTES"))),
+            ("add-prefix to an invalid segment", ConvertOptions(rules=build_rules(add_prefix="a.b")))]
     if top:
+        sets.append(("add-prefix naming a top edge", ConvertOptions(rules=build_rules(add_prefix=top[0]))))
+        sets.append(("the root's edges moved under a new path, one renamed", ConvertOptions(rules=build_rules(
+            regexes=[rf"^{re.escape(top[0])}(/|$)=x/{top[0]}_r\1", r"^=x/"]))))
+        sets.append(("the root's edges moved under two new paths", ConvertOptions(rules=build_rules(
+            regexes=[rf"^{re.escape(top[0])}(/|$)=y/{top[0]}\1", r"^=x/"]))))
         sets.append(("a top edge", ConvertOptions(rules=build_rules([f"{top[0]}={top[0]}_x"]))))
         sets.append(("a top edge alone, its children following it", ConvertOptions(
             rules=build_rules(regexes=[f"^{re.escape(top[0])}$=renamed"]))))
@@ -104,12 +114,23 @@ def test_a_rename_in_place_plans_what_rebuilding_every_node_plans(prefix, monkey
         taken.append(done)
         return done
 
+    by_label = {}
     for label, options in _rule_sets(prefix):
         monkeypatch.setattr(rename_objects._InPlace, "run", counted)
         fast = _plan(prefix, options, True, monkeypatch)
+        by_label[label] = taken[-1]
         monkeypatch.setattr(rename_objects._InPlace, "run", run)
         assert fast == _plan(prefix, options, False, monkeypatch), label
     assert True in taken  # (the in-place path is the one being compared at least once per checkpoint)
+    # a graft is planned in place wherever renaming an edge where it is, is; a path that is not one is not
+    grafts = ["add-prefix (moves every edge)", "add-prefix of escaped segments: three new objects",
+              "add-prefix, full names too", "add-prefix naming a top edge",
+              "the root's edges moved under a new path, one renamed"]
+    assert [by_label[g] for g in grafts] == [by_label["a top edge"]] * len(grafts)
+    assert not by_label["add-prefix to a reserved name"] and not by_label["add-prefix to an invalid segment"]
+    with open_checkpoint(prefix) as ckpt:
+        if len(ckpt.object_graph.children(0)) > 1:  # (the root's edges under two paths: made by rebuilding)
+            assert not by_label["the root's edges moved under two new paths"]
 
 
 def test_the_corpus_has_object_based_checkpoints_to_compare():

@@ -115,3 +115,42 @@ def test_tensorflow_restores_a_large_graph_pruned_on_its_columns(saved, run_cli,
     assert result.exit_code == 0, result.output
     assert len(taken) == 1 and taken[0] is not None and taken[0][1] is not None
     _restored(str(out), values, "model", skip=(0,))
+
+
+def test_tensorflow_restores_a_large_graph_moved_under_a_new_object_in_place(saved, run_cli, tmp_path, monkeypatch):
+    """``--add-prefix top/level`` moves every edge of the root under two new objects (a graft), planned on the
+    columns: TensorFlow restores it into a program holding the old root's objects two objects down."""
+    from formats.ops.convert import rename_objects
+
+    prefix, values = saved
+    taken = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    out = tmp_path / "grafted" / "ckpt"
+    result = run_cli("rename", prefix, "-o", out, "--add-prefix", "top/level")
+    assert result.exit_code == 0, result.output
+    assert taken == [True]
+    assert "new object 'top' created as a parent" in result.output
+    assert "new object 'top/level' created as a parent" in result.output
+    model = _model()
+    for var in model.trainable_variables:
+        var.assign(tf.zeros_like(var))
+    opt = keras.optimizers.legacy.Adam(0.1)
+    level = tf.Module()
+    level.model, level.optimizer, level.save_counter = model, opt, tf.Variable(0, dtype=tf.int64)
+    top = tf.Module()
+    top.level = level
+    status = tf.train.Checkpoint(top=top).restore(str(out))
+    opt._create_all_weights(model.trainable_variables)
+    # every object and value of the checkpoint bound (checked first), and of the program's, all but the root's own
+    # save counter: the checkpoint's is the one moved to top/level
+    with pytest.raises(AssertionError, match=r"Found 1 Python objects .*\[<tf.Variable 'save_counter:0'"):
+        status.assert_consumed()
+    assert int(level.save_counter.numpy()) == 1
+    for i in range(LAYERS):
+        for j in range(UNITS):
+            var = getattr(getattr(model, f"layer_{i}"), f"unit_{j}")
+            np.testing.assert_array_equal(var.numpy(), values[(i, j)])
+            np.testing.assert_array_equal(opt.get_slot(var, "m").numpy(), values[(i, j)] * 2)
+    reader = tf.train.load_checkpoint(str(out))
+    assert reader.get_tensor("top/level/save_counter/.ATTRIBUTES/VARIABLE_VALUE") == 1

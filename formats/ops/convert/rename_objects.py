@@ -235,15 +235,25 @@ class _InPlace:
     model=net``, ``--map net/l1=net/dense``), so the graph keeps its shape - the same nodes, edges and order - and
     only local names change, with the paths below them, the ``checkpoint_key`` s they give and the keys. Each node
     is made when it is encoded and let go (no copy of every node, edge and attribute held while the graph is
-    rebuilt: at 10^5 objects, about 150 MB), byte for byte what rebuilding every node writes. Anything else - an
-    edge moved or an object made, a path that is not one, two edges of one parent under one name, a graph not
-    decoded into columns, a key of an object no path reaches - is left to :class:`ObjectRename`'s rebuilding,
-    which says what is wrong: :meth:`run` then returns False having changed nothing."""
+    rebuilt: at 10^5 objects, about 150 MB), byte for byte what rebuilding every node writes.
+
+    One move is done in place too, a graft: every edge of the root moved under the same new path ``P`` (``--add-prefix
+    P``), which the rebuilding does by making an object a segment of ``P`` (ids after the graph's, each the only
+    child of the one before, the first the root's only child) and attaching the root's edges, in their order, to
+    the last; every other edge keeps its parent, and TensorFlow's breadth-first walk reaches every object by the
+    same edge as before, ``P``'s objects first (:meth:`_grafted`).
+
+    Anything else - an edge moved or an object made otherwise, a path that is not one, two edges of one parent
+    under one name, a graph not decoded into columns, a key of an object no path reaches - is left to
+    :class:`ObjectRename`'s rebuilding, which says what is wrong: :meth:`run` then returns False having changed
+    nothing."""
 
     def __init__(self, rename: ObjectRename) -> None:
         self.rename, self.graph, self.rules = rename, rename.graph, rename.rules
         self.new_local: dict[int, str] = {}  # edge -> its new local name (unescaped), for the edges renamed
-        self.paths: dict[int, str] = {0: ""}  # node -> its new path, as lately asked for (a node with children)
+        self.paths: dict[int, str] = {0: ""}  # node -> its new path, as lately asked for (a node with children;
+        # the root's: the graft's path, under which its edges now lie - :meth:`path` gives the root's own, "")
+        self.graft = ""  # the new path of the objects the root's edges lead to (a graft), "" when they stay
         self._parents: bytes | None = None  # per node: 1 when it has children
         self._edges: tuple[Any, Any, list[str]] | None = None  # the graph's primary edges, once asked for
 
@@ -266,6 +276,10 @@ class _InPlace:
         if encoded is None:
             return False
         plan.object_graph, new_keys = encoded
+        made = self.graft.split("/") if self.graft else []
+        for depth in range(1, len(made) + 1):  # (as the rebuilding says so, the shallowest first)
+            path = "/".join(made[:depth])
+            plan.add("new-object", path, f"new object {path!r} created as a parent", WARNING)
         checkpoint_key = mapping.checkpoint_key
         news = []  # each key's new key, as ObjectRename._rows plans them (every k found above)
         for key, k in zip(keys, mapping.by_position):
@@ -308,7 +322,15 @@ class _InPlace:
                     return False
         else:
             ptr = table.child_ptr
-            for level in [[0], *walk.levels]:
+            top = range(int(ptr[0]), int(ptr[1]))  # the root's edges: a path each, its local name
+            news = [apply(names[e]) for e in top]
+            heads = {new.rpartition("/")[0] for new in news}
+            if len(heads) == 1 and "" not in heads and _path_problem(graft := heads.pop()) is None:
+                self.graft = self.paths[0] = graft  # every one moved under one new path
+            for e, new in zip(top, news):
+                if new != names[e] and not self._renamed(e, new, self.graft, stored):
+                    return False
+            for level in walk.levels:
                 for owner in map(int, level):
                     lo, hi = int(ptr[owner]), int(ptr[owner + 1])
                     if lo == hi:
@@ -398,11 +420,52 @@ class _InPlace:
         full_texts = TextColumn.of_spans(t.data, t.attr_full) if apply is None else TextColumn.of_strings(fulls)
         if key_texts is None or full_texts is None:
             return None
+        if self.graft:
+            grafted = self._grafted(t, extra)
+            if grafted is None:
+                return None
+            child_ptr, child_id, child_names, attr_ptr, slot_ptr, valued = grafted
+        else:
+            child_ptr, child_id, attr_ptr, slot_ptr = t.child_ptr, t.child_id, t.attr_ptr, t.slot_ptr
+            child_names, valued = TextColumn.of_spans(t.data, t.child_name, extra=extra), _valued(self.graph).marks
         data = encode_graph_arrays(GraphArrays(
-            t.child_ptr, t.child_id, TextColumn.of_spans(t.data, t.child_name, extra=extra), t.attr_ptr,
-            TextColumn.of_spans(t.data, t.attr_name), full_texts, key_texts, t.attr_optional, t.slot_ptr,
-            t.slot_original, TextColumn.of_spans(t.data, t.slot_name), t.slot_id, _valued(self.graph).marks))
+            child_ptr, child_id, child_names, attr_ptr, TextColumn.of_spans(t.data, t.attr_name), full_texts,
+            key_texts, t.attr_optional, slot_ptr, t.slot_original, TextColumn.of_spans(t.data, t.slot_name), t.slot_id,
+            valued))
         return None if data is None else (data, new_keys)
+
+    def _grafted(self, t: Any, extra: dict[int, bytes]) -> tuple[Any, Any, TextColumn, Any, Any, bytes] | None:
+        """The graph's edges and nodes with the graft made (see the class docstring): the root's one edge, to the
+        first new object; every other node's edges, as they were; each new object's edge to the next; the last one's,
+        the root's old edges in their order. As ``(child_ptr, child_id, child names, attr_ptr, slot_ptr, valued)``,
+        ``extra`` (old edge -> its new local name) placed where its edge now is; None when a new object's name
+        cannot be written as UTF-8."""
+        import numpy as np
+
+        try:
+            made = [unescape_local_name(segment).encode("utf-8") for segment in self.graft.split("/")]
+        except UnicodeEncodeError:
+            return None
+        k, n = len(made), int(t.count)
+        ptr = np.asarray(t.child_ptr, dtype=np.int64)
+        top, edges = int(ptr[1]), int(ptr[-1])  # the root's edges are 0:top
+        last = n + k - 1  # the new object the root's edges now leave
+
+        def place(e: int) -> int:  # an old edge's position in the grafted graph
+            return e - top + 1 if e >= top else edges - top + k + e
+
+        names = {0: made[0], **{edges - top + j: made[j] for j in range(1, k)},
+                 **{place(e): raw for e, raw in extra.items()}}
+        order = np.concatenate([[0], np.arange(top, edges), np.zeros(k - 1, np.int64), np.arange(top)])
+        child_id = np.concatenate([[n], np.asarray(t.child_id)[top:], np.arange(n + 1, n + k), t.child_id[:top]])
+        child_ptr = np.concatenate([[0], ptr[1:] - top + 1, edges - top + 1 + np.arange(1, k), [edges + k]])
+        attr_ptr = np.concatenate([t.attr_ptr, np.full(k, t.attr_ptr[-1])])
+        slot_ptr = np.concatenate([t.slot_ptr, np.full(k, t.slot_ptr[-1])])
+        owner = np.concatenate([[0], np.asarray(self.graph.traversal.owner)[top:], np.arange(n, last),
+                                np.full(top, last)])
+        own = np.concatenate([(np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0), np.zeros(k, bool)])
+        return (child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, order, names), attr_ptr, slot_ptr,
+                checkpointed_columns(own, owner, child_id).marks)
 
     def _distinct(self, table: Any) -> bool:
         """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses
@@ -419,6 +482,8 @@ class _InPlace:
 
     def path(self, node: int) -> str:
         """The node's new path (the root's: ""), from the edges that gave it and its parents their paths."""
+        if not node:
+            return ""  # (``paths`` holds, for the root, the path its edges now lie under)
         paths = self.paths
         known = paths.get(node)
         if known is not None:
