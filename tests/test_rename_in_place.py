@@ -254,3 +254,31 @@ def test_a_name_based_checkpoint_keeps_its_labels_when_told_to_forget_a_graph(tm
         labels = ckpt._labels._labels
         ckpt.forget_object_graph()
         assert ckpt._labels._labels is labels and labels is not None
+
+
+def test_an_added_prefix_is_a_graft_asking_about_no_path(tmp_path, monkeypatch, in_columns):
+    """``--add-prefix P`` first gives every path ``P/<path>``: planned in place as a graft without asking the rules
+    about each edge's path (it asked about all 2N + 1), the same plan the rebuilding makes: one new object, every
+    key under it."""
+    from formats.ops.rules import RuleSet
+    from tests.scale_bundles import name_based, object_based
+
+    prefix = object_based(name_based(tmp_path, 300))
+    paths: list[str] = []
+    apply = RuleSet.apply
+    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
+    taken = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    for rules in [dict(add_prefix="top/a.Sb"), dict(add_prefix="top", maps=["model=net"])]:
+        options = ConvertOptions(rules=build_rules(**rules))
+        paths.clear()
+        fast = _plan(prefix, options, True, monkeypatch)
+        asked = len(paths)
+        assert taken[-1] is (not rules.get("maps"))
+        assert fast == _plan(prefix, options, False, monkeypatch)
+        if "maps" not in rules:
+            assert asked == 1  # (the rule marked used)
+            assert fast[3] == []
+            assert [p[:2] for p in fast[2]] == [("new-object", "top"), ("new-object", "top/a.Sb")]
+            assert len(fast[1]) == 301 and all(key == "top/a.Sb/" + source for source, key, *_ in fast[1])

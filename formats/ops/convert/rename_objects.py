@@ -314,8 +314,11 @@ class _InPlace:
             return False  # (the rebuilding leaves such edges out)
         _, primary, names = graph.primary_edges()
         stored = table.child_names()
-        ruled = self._ruled_edges(table, primary, names)
-        if ruled is not None:
+        prefix = self._added_prefix(table, names)
+        ruled = self._ruled_edges(table, primary, names) if prefix is None else None
+        if prefix is not None:  # every path under one new one: a graft, no edge renamed, no path to ask about
+            self.graft = self.paths[0] = prefix
+        elif ruled is not None:
             for old, owner, e in ruled:
                 new = apply(old)
                 if new != old and not self._renamed(e, new, self.path(owner), stored):
@@ -358,6 +361,17 @@ class _InPlace:
         if local != stored[e]:
             self.new_local[e] = local
         return True
+
+    def _added_prefix(self, table: Any, names: list[str]) -> str | None:
+        """``P`` where the first rule is ``--add-prefix P`` (a path) and the root has edges, none of them of an empty
+        name: that rule then gives every path ``P/<path>``, each a path (an escaped segment is valid but for an
+        empty name), so every edge keeps its name and the root's move under ``P``; None otherwise."""
+        rules = self.rules.rules
+        prefix = rules[0].old.strip("/") if rules and rules[0].kind == "add-prefix" else ""
+        if not prefix or _path_problem(prefix) is not None or int(table.child_ptr[1]) == 0 or "" in names:
+            return None
+        self.rules.apply(names[0])  # (the rule is used, as asking about every path would say)
+        return prefix
 
     def _ruled_edges(self, table: Any, primary: Any, names: list[str]) -> list[tuple[str, int, int]] | None:
         """With ``--map`` rules only (none of the root, no edge of an empty name), the edges whose path is some
