@@ -55,6 +55,15 @@ def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
             ("add-prefix to a reserved name", ConvertOptions(rules=build_rules(add_prefix=".ATTRIBUTES"))),
             ("add-prefix to an invalid segment", ConvertOptions(rules=build_rules(add_prefix="a.b")))]
     if top:
+        # a lift (one object's edges moved to the root) is planned in place where the walk stays the same
+        sets.append(("strip-prefix of a top object", ConvertOptions(rules=build_rules(strip_prefix=top[0]))))
+        sets.append(("strip-prefix of a top object, full names too", ConvertOptions(
+            rules=build_rules(strip_prefix=top[0]), rename_full_names=True)))
+        sets.append(("strip-prefix of no object", ConvertOptions(rules=build_rules(strip_prefix="no/such"))))
+    if nested:
+        sets.append(("strip-prefix of a nested object", ConvertOptions(
+            rules=build_rules(strip_prefix=nested[-1].rpartition("/")[0]))))
+    if top:
         sets.append(("add-prefix naming a top edge", ConvertOptions(rules=build_rules(add_prefix=top[0]))))
         sets.append(("the root's edges moved under a new path, one renamed", ConvertOptions(rules=build_rules(
             regexes=[rf"^{re.escape(top[0])}(/|$)=x/{top[0]}_r\1", r"^=x/"]))))
@@ -282,3 +291,29 @@ def test_an_added_prefix_is_a_graft_asking_about_no_path(tmp_path, monkeypatch, 
             assert fast[3] == []
             assert [p[:2] for p in fast[2]] == [("new-object", "top"), ("new-object", "top/a.Sb")]
             assert len(fast[1]) == 301 and all(key == "top/a.Sb/" + source for source, key, *_ in fast[1])
+
+
+def test_a_stripped_prefix_is_a_lift_asking_about_no_path(tmp_path, monkeypatch, in_columns):
+    """``--strip-prefix P`` alone, ``P`` an object's path: its edges move to the root, planned in place without
+    asking the rules about each edge's path, the plan the rebuilding makes: every key under ``P`` without it, the
+    save counter's as it was."""
+    from formats.ops.rules import RuleSet
+    from tests.scale_bundles import name_based, object_based
+
+    prefix = object_based(name_based(tmp_path, 300))
+    paths: list[str] = []
+    apply = RuleSet.apply
+    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
+    taken = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    options = ConvertOptions(rules=build_rules(strip_prefix="model/"))
+    fast = _plan(prefix, options, True, monkeypatch)
+    assert taken == [True] and len(paths) == 1
+    assert fast == _plan(prefix, options, False, monkeypatch)
+    assert fast[2] == [] and fast[3] == []
+    renamed = {source: key for source, key, *_ in fast[1]}
+    assert len(renamed) == 301
+    assert renamed["save_counter/.ATTRIBUTES/VARIABLE_VALUE"] == "save_counter/.ATTRIBUTES/VARIABLE_VALUE"
+    assert all(key == source.removeprefix("model/") for source, key in renamed.items())
+    assert renamed["model/layer_2/unit_9/w/.ATTRIBUTES/VARIABLE_VALUE"] == "layer_2/unit_9/w/.ATTRIBUTES/VARIABLE_VALUE"

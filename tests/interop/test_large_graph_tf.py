@@ -154,3 +154,32 @@ def test_tensorflow_restores_a_large_graph_moved_under_a_new_object_in_place(sav
             np.testing.assert_array_equal(opt.get_slot(var, "m").numpy(), values[(i, j)] * 2)
     reader = tf.train.load_checkpoint(str(out))
     assert reader.get_tensor("top/level/save_counter/.ATTRIBUTES/VARIABLE_VALUE") == 1
+
+
+def test_tensorflow_restores_a_large_graph_lifted_in_place(saved, run_cli, tmp_path, monkeypatch):
+    """``--strip-prefix model`` moves the model's edges to the root (a lift), planned on the columns: TensorFlow
+    restores it into a program whose root holds the layers and the optimizer, every object and value bound."""
+    from formats.ops.convert import rename_objects
+
+    prefix, values = saved
+    taken = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    out = tmp_path / "lifted" / "ckpt"
+    result = run_cli("rename", prefix, "-o", out, "--strip-prefix", "model")
+    assert result.exit_code == 0, result.output
+    assert taken == [True]
+    model = _model()
+    for var in model.trainable_variables:
+        var.assign(tf.zeros_like(var))
+    opt = keras.optimizers.legacy.Adam(0.1)
+    layers = {f"layer_{i}": getattr(model, f"layer_{i}") for i in range(LAYERS)}
+    status = tf.train.Checkpoint(optimizer=opt, **layers).restore(str(out))
+    opt._create_all_weights(model.trainable_variables)
+    status.assert_consumed()
+    for i in range(LAYERS):
+        for j in range(UNITS):
+            var = getattr(getattr(model, f"layer_{i}"), f"unit_{j}")
+            np.testing.assert_array_equal(var.numpy(), values[(i, j)])
+            np.testing.assert_array_equal(opt.get_slot(var, "v").numpy(), values[(i, j)] * 3)
+    assert tf.train.load_checkpoint(str(out)).get_tensor("layer_29/unit_39/.ATTRIBUTES/VARIABLE_VALUE").shape == (3,)

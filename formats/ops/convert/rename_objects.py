@@ -254,6 +254,7 @@ class _InPlace:
         self.paths: dict[int, str] = {0: ""}  # node -> its new path, as lately asked for (a node with children;
         # the root's: the graft's path, under which its edges now lie - :meth:`path` gives the root's own, "")
         self.graft = ""  # the new path of the objects the root's edges lead to (a graft), "" when they stay
+        self.lifted: tuple[int, Any] | None = None  # a lift: the node whose edges now leave the root, the new edges
         self._parents: bytes | None = None  # per node: 1 when it has children
         self._edges: tuple[Any, Any, list[str]] | None = None  # the graph's primary edges, once asked for
 
@@ -315,9 +316,14 @@ class _InPlace:
         _, primary, names = graph.primary_edges()
         stored = table.child_names()
         prefix = self._added_prefix(table, names)
-        ruled = self._ruled_edges(table, primary, names) if prefix is None else None
+        lift = self._stripped(table, primary, names) if prefix is None else None
+        ruled = self._ruled_edges(table, primary, names) if prefix is None and lift is None else None
         if prefix is not None:  # every path under one new one: a graft, no edge renamed, no path to ask about
             self.graft = self.paths[0] = prefix
+        elif lift is not None:  # every path under one object's lifted to the root: no edge renamed either
+            if not isinstance(lift, tuple):
+                return False
+            self.lifted = lift
         elif ruled is not None:
             for old, owner, e in ruled:
                 new = apply(old)
@@ -372,6 +378,64 @@ class _InPlace:
             return None
         self.rules.apply(names[0])  # (the rule is used, as asking about every path would say)
         return prefix
+
+    def _stripped(self, table: Any, primary: Any, names: list[str]) -> tuple[int, Any] | bool | None:
+        """A lift, where the one rule is ``--strip-prefix S`` and ``S`` is an object's path: every path strictly under
+        ``S`` loses it, so that object's edges (in their order) move to the root, after the root's own, and every
+        other edge stays where it is, named as it was (an escaped segment is valid but for an empty name). As the
+        rebuilding does, planned in place when TensorFlow's breadth-first walk of the lifted graph reaches every
+        object by the same edge as before (:meth:`_lift_arrays`), and no two of the root's edges share a name.
+        ``(the object, the lifted graph's arrays)``; False where the lift is not made in place (the rebuilding
+        says why); None where the rules are not one such rule."""
+        rules = self.rules.rules
+        if len(rules) != 1 or rules[0].kind != "strip-prefix" or "" in names:
+            return None
+        stripped = rules[0].old.strip("/")
+        if not stripped or _path_problem(stripped) is not None:
+            return None
+        ptr, child = int_view(table.child_ptr), int_view(table.child_id)
+        node = 0
+        for segment in stripped.split("/"):  # (the object at that path: by the edges that gave each its path)
+            node = next((child[e] for e in range(ptr[node], ptr[node + 1])
+                         if names[e] == segment and primary[child[e]] == e), -1)
+            if node < 0:
+                return None  # (no object there: the rule matches nothing, and the graph stays as it is)
+        lo, hi = ptr[node], ptr[node + 1]
+        if lo == hi:
+            return None
+        if node == 0 or len({*names[ptr[0]:ptr[1]], *names[lo:hi]}) != ptr[1] - ptr[0] + hi - lo:
+            return False
+        self.rules.apply(f"{stripped}/{names[lo]}")  # (the rule is used, as asking about every path would say)
+        arrays = self._lift_arrays(table, node)
+        return False if arrays is None else (node, arrays)
+
+    def _lift_arrays(self, table: Any, node: int) -> tuple[Any, Any, Any] | None:
+        """``(child_ptr, child_id, order)`` of the graph with ``node``'s edges moved to the end of the root's
+        (``order``: each new edge's old one), where TensorFlow's walk of it reaches every object by the same edge
+        as before (but ``node``'s children, by the same edge from the root); else None."""
+        import numpy as np
+
+        from formats.concepts.object_graph_table import walk
+
+        ptr = np.asarray(table.child_ptr, dtype=np.int64)
+        top, lo, hi, edges = int(ptr[1]), int(ptr[node]), int(ptr[node + 1]), int(ptr[-1])
+        order = np.concatenate([np.arange(top), np.arange(lo, hi), np.arange(top, lo), np.arange(hi, edges)])
+        moved = ptr.copy()
+        moved[1:node + 1] += hi - lo
+        lengths = table.child_path_lengths()
+        lifted = _Edges(table.count, moved, np.asarray(table.child_id)[order], np.asarray(lengths)[order])
+        found = walk(lifted, 1 << 62, 1 << 30)
+        if isinstance(found, str):
+            return None
+        old = self.graph.traversal
+        place = np.empty(edges, np.int64)
+        place[order] = np.arange(edges)
+        reached = np.asarray(old.reached)
+        want = np.where(reached, place[np.maximum(np.asarray(old.edge), 0)], -1)
+        want[0] = -1
+        if not np.array_equal(np.asarray(found.reached), reached) or not np.array_equal(found.edge, want):
+            return None
+        return moved, lifted.child_id, order
 
     def _ruled_edges(self, table: Any, primary: Any, names: list[str]) -> list[tuple[str, int, int]] | None:
         """With ``--map`` rules only (none of the root, no edge of an empty name), the edges whose path is some
@@ -439,6 +503,14 @@ class _InPlace:
             if grafted is None:
                 return None
             child_ptr, child_id, child_names, attr_ptr, slot_ptr, valued = grafted
+        elif self.lifted is not None:
+            import numpy as np
+
+            child_ptr, child_id, order = self.lifted[1]
+            attr_ptr, slot_ptr = t.attr_ptr, t.slot_ptr
+            child_names = TextColumn.of_spans(t.data, t.child_name, order)  # (no edge renamed by a lift)
+            owner = np.repeat(np.arange(t.count), np.diff(child_ptr))
+            valued = checkpointed_columns((np.diff(attr_ptr) > 0) | (np.diff(slot_ptr) > 0), owner, child_id).marks
         else:
             child_ptr, child_id, attr_ptr, slot_ptr = t.child_ptr, t.child_id, t.attr_ptr, t.slot_ptr
             child_names, valued = TextColumn.of_spans(t.data, t.child_name, extra=extra), _valued(self.graph).marks
@@ -504,7 +576,7 @@ class _InPlace:
             return known
         edges = self._edges
         if edges is None:
-            edges = self._edges = self.graph.primary_edges()
+            edges = self._edges = self._primary_edges()
         parent, edge, _ = edges
         if not (self._parents or self._has_children())[node]:  # a leaf's path (a variable's) is made, not kept
             up = parent[node]  # (the root's path is known: every other reached node has a parent)
@@ -514,6 +586,21 @@ class _InPlace:
             name = self._segment(edge[node])
             return f"{prefix}/{name}" if prefix else name
         return chain_path(node, paths, parent, edge, self._segment, PATHS_KEPT)  # (every parent's: 100 MB at 10^6)
+
+    def _primary_edges(self) -> tuple[Any, Any, list[str]]:
+        """The graph's primary edges (:meth:`ObjectGraph.primary_edges`), the children of a lifted node given the
+        root as their parent (their paths lose the stripped prefix)."""
+        parent, edge, names = self.graph.primary_edges()
+        if self.lifted is not None:
+            from array import array
+
+            node, ptr = self.lifted[0], int_view(self.graph.table.child_ptr)
+            parent = array("q", parent)
+            for e in range(ptr[node], ptr[node + 1]):
+                child = int_view(self.graph.table.child_id)[e]
+                if edge[child] == e:
+                    parent[child] = 0
+        return parent, edge, names
 
     def _segment(self, e: int) -> str:
         """Edge ``e``'s new local name, escaped (:meth:`path` has asked for the graph's edges first)."""
@@ -538,6 +625,19 @@ class _InPlace:
         if not self.graph.traversal.reached[ref.original_variable_node_id] or not self.graph.traversal.reached[owner]:
             return None
         return slot_variable_key(self.path(ref.original_variable_node_id), self.path(owner), ref.slot_name)
+
+
+class _Edges:
+    """A graph's edges as :func:`~formats.concepts.object_graph_table.walk` reads them (a lifted graph's, to walk)."""
+
+    small = False
+
+    def __init__(self, count: int, child_ptr: Any, child_id: Any, lengths: Any) -> None:
+        self.count, self.child_ptr, self.child_id, self._lengths = count, child_ptr, child_id, lengths
+
+    def child_path_lengths(self) -> Any:
+        """Each edge's escaped local name's length."""
+        return self._lengths
 
 
 def _valued(graph: ObjectGraph) -> NodeMarks:
