@@ -262,6 +262,13 @@ class TensorEntry:
         descriptor kept); else None, and each is asked as it is read."""
         return None
 
+    @staticmethod
+    def stored_range_columns(tensors: Sequence[Any]) -> tuple[Any, Any, Any, Any] | None:
+        """:meth:`stored_ranges` of ``tensors`` (the first of this class) as four arrays - descriptors, offsets,
+        sizes, CRC32Cs - where the class finds them with arrays (a large bundle index) and every one has a range; else
+        None."""
+        return None
+
     def checked_bytes_range(self) -> tuple[int, int, int] | None:
         """``(fd, offset, size)`` when this tensor of byte strings is stored whole at ``[offset, offset + size)`` of
         an open local file (``fd``, owned by the checkpoint), its stored bytes checked now (a buffer at a time):

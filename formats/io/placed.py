@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 __all__ = ["Placed", "write_placed", "check_placed", "stored_unchanged", "stored_unchanged_all", "UNASKED",
-           "ThreadedSink", "PIPELINE_BYTES"]
+           "ThreadedSink", "PIPELINE_BYTES", "Copied", "write_copied", "check_copied"]
 
 UNASKED: Any = object()
 """``Placed(stored=UNASKED)``, the default: where its source's bytes lie is asked as it is written."""
@@ -448,3 +448,109 @@ class _Spot:
         first = int(positions[wrong[0]]) if len(wrong) else 0
         return (f"the bytes written differ from the source's values at {len(wrong):,} of {len(want):,} bytes "
                 f"checked (first at byte {first:,} of the tensor): the value was computed wrongly")
+
+
+class Copied:
+    """The tensors of an output file when every one's bytes lie unchanged in an input file, as arrays in the order
+    their bytes are written, none an object (a :class:`Placed` and its stored range were about 250 bytes a tensor:
+    250 MB of a safetensors file of 10^6): per tensor the input's descriptor ``fd``, its offset there ``src``, its
+    ``size``, the CRC32C stored with its bytes ``crc`` and its offset in the output ``dst`` (each right after the
+    one before), integer arrays; ``row``, its position among the caller's rows, and ``key(row)`` and
+    ``source(row)``, asked only of a tensor whose bytes do not read back (to say which and check its input)."""
+
+    def __init__(self, fd: Any, src: Any, size: Any, crc: Any, dst: Any, row: Any, key: Callable[[int], str],
+                 source: Callable[[int], Any]) -> None:
+        self.fd, self.src, self.size, self.crc, self.dst, self.row = fd, src, size, crc, dst, row
+        self.key, self.source = key, source
+
+    def __len__(self) -> int:
+        return len(self.size)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of them all."""
+        return int(self.size.sum())
+
+    def placed(self, i: int) -> Placed:
+        """The ``i``-th as a :class:`Placed` written by a kernel copy (for :func:`_problem`)."""
+        row = int(self.row[i])
+        item = Placed(self.key(row), self.source(row), int(self.dst[i]), int(self.size[i]), "",
+                      (int(self.fd[i]), int(self.src[i]), int(self.size[i]), int(self.crc[i])))
+        item.crc, item.copied = int(self.crc[i]), True
+        return item
+
+
+def write_copied(out: BinaryIO, copied: Copied, progress: Callable[[int, int], None] | None = None,
+                 then: Callable[[], None] | None = None) -> None:
+    """:func:`write_placed` of tensors that are all copied (``out`` positioned at the first one's ``dst``): each run
+    of them whose bytes follow one another in one input file one kernel copy (a bundle's data file taken in its
+    order: one run), found with arrays; ``progress(tensors, bytes)`` after each run; ``then()`` (the read-back:
+    :func:`check_copied`) while the last pieces are flushed."""
+    import numpy as np
+
+    fd, src, size, dst = copied.fd, copied.src, copied.size, copied.dst
+    count = len(size)
+    breaks = (np.flatnonzero((fd[1:] != fd[:-1]) | (src[1:] != src[:-1] + size[:-1])) + 1).tolist() if count else []
+    bounds = [0, *breaks, count]
+    with BackgroundSync(out.fileno()) as syncer:
+        sink = _Sink(out, syncer)
+        for lo, hi in zip(bounds, bounds[1:]):
+            if lo == hi:
+                continue
+            nbytes = int(dst[hi - 1] + size[hi - 1] - dst[lo])
+            sink.copy(int(fd[lo]), int(src[lo]), int(dst[lo]), nbytes)
+            if progress is not None:
+                progress(hi - lo, nbytes)
+        out.flush()
+        syncer.flush_rest()  # the last pieces go to disk while ``then`` reads the file back
+        if then is not None:
+            then()
+
+
+def check_copied(path: str, copied: Copied, jobs: int | None = None) -> list[tuple[str, str]]:
+    """:func:`check_placed` of tensors written by :func:`write_copied`: each read back from ``path`` and its CRC32C
+    compared with the one stored with its input's bytes, the small ones a block of about :data:`CHECK_BLOCK` bytes
+    a ``pread`` (blocks found with arrays); ``(key, problem)`` of each that differs, in order (a damaged input
+    raises its own error)."""
+    import numpy as np
+
+    from formats.core.parallel import map_ordered
+
+    size, dst, count = copied.size, copied.dst, len(copied)
+    if not count:
+        return []
+    if copied.nbytes < PIPELINE_BYTES:
+        jobs = 1
+    big = size > SMALL_CHECK
+    block = (dst - dst[0]) // CHECK_BLOCK
+    starts = np.flatnonzero(np.concatenate([[True], (block[1:] != block[:-1]) | big[1:] | big[:-1]])).tolist()
+    units = list(zip(starts, [*starts[1:], count]))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        checked = map_ordered(lambda unit: _copied_problems(fd, copied, *unit), units, jobs,
+                              weight=lambda unit: int(dst[unit[1] - 1] + size[unit[1] - 1] - dst[unit[0]]))
+    finally:
+        os.close(fd)
+    return [problem for unit in checked for problem in unit]
+
+
+def _copied_problems(fd: int, copied: Copied, lo: int, hi: int) -> list[tuple[str, str]]:
+    """``(key, problem)`` of each of the tensors ``lo:hi`` of ``copied`` that does not read back (see
+    :func:`check_copied`): several read with one ``pread``; one that differs asked alone (:func:`_problem`)."""
+    start = int(copied.dst[lo])
+    length = int(copied.dst[hi - 1] + copied.size[hi - 1]) - start
+    data = os.pread(fd, length, start) if hi - lo > 1 else b""
+    if len(data) == length:
+        view = memoryview(data)
+        wrong = [i for i, at, size, crc in zip(range(lo, hi), (copied.dst[lo:hi] - start).tolist(),
+                                               copied.size[lo:hi].tolist(), copied.crc[lo:hi].tolist())
+                 if crc32c(view[at:at + size]) != crc]
+    else:
+        wrong = list(range(lo, hi))
+    found = []
+    for i in wrong:
+        item = copied.placed(i)
+        problem = _problem(fd, item)
+        if problem is not None:
+            found.append((item.key, problem))
+    return found

@@ -15,17 +15,18 @@ import itertools
 import math
 import os
 import struct
-from _operator import attrgetter, itemgetter  # operator's C half, without operator.py (start-up)
+from _operator import attrgetter, itemgetter, ne  # operator's C half, without operator.py (start-up)
 
 from formats.core.dtypes import by_name
 from formats.core.errors import InvalidOutputError, VerificationError
 from formats.core.json_writer import dumps, encode_basestring_ascii
-from formats.core.model import FormatName
+from formats.core.model import FormatName, TensorEntry
 from formats.core.provenance import (OBJECT_GRAPH_METADATA, PROVENANCE_KEY, as_written, record_pieces,
                                      without_plain)
 from formats.core.roundtrip import Mismatch, RoundTripReport
 from formats.core.sources import CHUNK
-from formats.io.placed import UNASKED, Placed, check_placed, stored_unchanged, stored_unchanged_all, write_placed
+from formats.io.placed import (UNASKED, Copied, Placed, check_copied, check_placed, stored_unchanged,
+                               stored_unchanged_all, write_copied, write_placed)
 from formats.io.writing import Stored, StoredRows, WriteReport, guard_output
 from formats.safetensors.header import DTYPES, MAX_HEADER_BYTES, METADATA, TF_DTYPES, key_problem
 
@@ -88,19 +89,28 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
     del graph
     sizes = [math.prod(row.shape) * by_name(row.dtype).itemsize for row in rows]
     values, dtypes = [row.value for row in rows], [row.dtype for row in rows]
-    lasting = stored_unchanged_all(values, dtypes, sizes)  # (None: not found at once, and asked again as copied)
-    stored = lasting if lasting is not None else list(map(stored_unchanged, values, dtypes, sizes))
-    order = _data_order(stored)
-    streamed = sum(size for size, where in zip(sizes, stored) if where is None)  # write_placed need not ask again
-    if type(order) is range:  # (the bytes in the order given: each begins where the ones before end)
-        begins = list(itertools.accumulate(sizes, initial=0))
-        offset = begins.pop()
+    columns = _copied_columns(values, dtypes, sizes)  # (every one copied, found with arrays: a large bundle's)
+    lasting = stored = None
+    begins: Any
+    if columns is not None:
+        order, begins, offset = _column_order(*columns)
+        first: tuple[int, int, int, int] | None = tuple(int(c[order[0]]) for c in columns)  # type: ignore[assignment]
+        streamed = 0
     else:
-        begins = [0] * len(rows)
-        offset = 0
-        for i in order:
-            begins[i] = offset
-            offset += sizes[i]
+        lasting = stored_unchanged_all(values, dtypes, sizes)  # (None: not found at once, and asked again as copied)
+        stored = lasting if lasting is not None else list(map(stored_unchanged, values, dtypes, sizes))
+        order = _data_order(stored)
+        first = stored[order[0]] if order else None
+        streamed = sum(size for size, where in zip(sizes, stored) if where is None)  # write_placed need not ask again
+        if type(order) is range:  # (the bytes in the order given: each begins where the ones before end)
+            begins = list(itertools.accumulate(sizes, initial=0))
+            offset = begins.pop()
+        else:
+            begins = [0] * len(rows)
+            offset = 0
+            for i in order:
+                begins[i] = offset
+                offset += sizes[i]
     left_out = ""
     with Spool(_SPOOL_BYTES) as header:
         length = graph_at = 0
@@ -110,7 +120,6 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 length += header.write(graph_piece)
                 continue
             length += header.write(piece.encode("ascii"))  # type: ignore[union-attr]  # (dumps escapes the rest)
-        first = stored[order[0]] if order else None
         cut = length - len(graph_piece or b"")
         if graph_piece is not None and length + _padding(8 + length, first) > MAX_HEADER_BYTES \
                 >= cut + _padding(8 + cut, first):
@@ -129,13 +138,27 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
         if left_out:
             report.warnings.append(left_out)
         start = 8 + length
-        items = [Placed(rows[i].key, values[i], start + begins[i], sizes[i], dtypes[i],
-                        UNASKED if lasting is None else stored[i]) for i in order]
-        del begins, stored, lasting, values, dtypes
+        copied: Copied | None = None
+        items: list[Placed] = []
+        if columns is not None:  # (in the order given: the columns as they are)
+            fds, offsets, lengths, crcs = columns if type(order) is range else (c[order] for c in columns)
+            begins += start
+            copied = Copied(fds, offsets, lengths, crcs, begins if type(order) is range else begins[order], order,
+                            lambda row: rows[row].key, lambda row: rows[row].value)
+        else:
+            items = [Placed(rows[i].key, values[i], start + begins[i], sizes[i], dtypes[i],
+                            UNASKED if lasting is None else stored[i]) for i in order]  # type: ignore[index]
+        del begins, stored, lasting, values, dtypes, columns
 
         def count(item: Placed) -> None:
             report.tensors += 1
             report.bytes += item.size
+            if progress is not None:
+                progress(report.bytes, report.tensors)
+
+        def count_run(tensors: int, nbytes: int) -> None:
+            report.tensors += tensors
+            report.bytes += nbytes
             if progress is not None:
                 progress(report.bytes, report.tensors)
 
@@ -145,9 +168,13 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                 for chunk in header.chunks(_READ):
                     out.write(chunk)
                 # read back while the last pieces are flushed (the file still open, so the flush has its descriptor)
-                write_placed(out, items, CHUNK, count,
-                             then=(lambda: _verify(temp, output, header, length, items, report, jobs))
-                             if verify else None, streamed=streamed)
+                if copied is not None:
+                    write_copied(out, copied, count_run, then=(lambda: _verify(
+                        temp, output, header, length, copied, report, jobs)) if verify else None)
+                else:
+                    write_placed(out, items, CHUNK, count,
+                                 then=(lambda: _verify(temp, output, header, length, items, report, jobs))
+                                 if verify else None, streamed=streamed)
     report.contents = StoredRows(rows, _stored)  # in the order given, as the header lists them; made when asked for
     return report
 
@@ -205,7 +232,8 @@ def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows
     kinds: dict[tuple[str, tuple[int, ...]], str] = {}  # (dtype, shape) -> the entry's text between key and offsets
     for first in range(0, len(rows), _AT_ONCE):  # (each entry as dumps writes it: keys unique, checked before)
         texts = []
-        for begin, size, row in zip(begins[first:first + _AT_ONCE], sizes[first:first + _AT_ONCE],
+        here: Any = begins[first:first + _AT_ONCE]
+        for begin, size, row in zip(here if type(here) is list else here.tolist(), sizes[first:first + _AT_ONCE],
                                     map(rows.__getitem__, range(first, len(rows)))):
             shape = row.shape if type(row.shape) is tuple else tuple(row.shape)
             kind = kinds.get((row.dtype, shape))
@@ -244,6 +272,48 @@ def _data_order(stored: list[tuple[int, int, int, int] | None]) -> Sequence[int]
 
 
 _FD, _OFFSET = itemgetter(0), itemgetter(1)
+_DTYPE = attrgetter("dtype")
+
+
+def _copied_columns(values: Sequence[Any], dtypes: Sequence[str], sizes: Sequence[int]
+                    ) -> tuple[Any, Any, Any, Any] | None:
+    """Where every value is a tensor whose ``size`` bytes of its ``dtype`` lie unchanged in an input file, found
+    with arrays (:meth:`~formats.core.model.TensorEntry.stored_range_columns`: a large bundle's), their descriptors,
+    offsets, sizes and CRC32Cs as arrays in the order given; else None (each then asked as a tuple)."""
+    first = values[0] if len(values) else None
+    found = type(first).stored_range_columns(values) if isinstance(first, TensorEntry) else None
+    if found is None:
+        return None
+    import numpy as np
+
+    if not np.array_equal(found[2], np.array(sizes, np.int64)) or any(map(ne, map(_DTYPE, values), dtypes)):
+        return None
+    return found
+
+
+def _column_order(fds: Any, offsets: Any, sizes: Any, crcs: Any) -> tuple[Sequence[int], Any, int]:
+    """:func:`_data_order` of tensors stored as ``fds`` and ``offsets`` say (arrays: every one stored), with each
+    one's ``begin`` in the data (an array, in the order given) and their bytes in all."""
+    import numpy as np
+
+    count = len(fds)
+    order: Any
+    if count and bool((fds == fds[0]).all()):
+        order = range(count) if bool((offsets[1:] > offsets[:-1]).all()) else np.argsort(offsets, kind="stable")
+    else:
+        _, firsts, which = np.unique(fds, return_index=True, return_inverse=True)
+        rank = np.empty(len(firsts), np.int64)
+        rank[np.argsort(firsts, kind="stable")] = np.arange(len(firsts))  # (files in the order their first is given)
+        order = np.lexsort((offsets, rank[which]))
+    placed = sizes if type(order) is range else sizes[order]
+    ends = np.cumsum(placed)
+    total = int(ends[-1]) if count else 0
+    ends -= placed  # (each one's begin, in the data's order)
+    if type(order) is range:
+        return order, ends, total
+    begins = np.empty(count, np.int64)
+    begins[order] = ends
+    return order, begins, total
 
 
 def _padding(start: int, first: tuple[int, int, int, int] | None) -> int:
@@ -256,8 +326,8 @@ def _padding(start: int, first: tuple[int, int, int, int] | None) -> int:
     return (first[1] - start) % 4096
 
 
-def _verify(temp: str, output: str, header: Spool, length: int, items: Sequence[Placed], report: WriteReport,
-            jobs: int | None) -> None:
+def _verify(temp: str, output: str, header: Spool, length: int, items: Sequence[Placed] | Copied,
+            report: WriteReport, jobs: int | None) -> None:
     """The header read back byte for byte (against ``header``, the spooled text); every tensor's bytes read back
     and checked against the CRC32C of the bytes written (taken on the way out, or stored with the input's bytes
     the kernel copied)."""
@@ -270,9 +340,11 @@ def _verify(temp: str, output: str, header: Spool, length: int, items: Sequence[
         size = os.fstat(f.fileno()).st_size
     if not same:
         raise VerificationError(output, "verification failed: the safetensors header is not the planned one")
-    planned = 8 + length + sum(item.size for item in items)
+    nbytes = items.nbytes if isinstance(items, Copied) else sum(item.size for item in items)
+    planned = 8 + length + nbytes
     if size != planned:
         raise VerificationError(output, f"verification failed: the file has {size} bytes, {planned} planned")
-    found = RoundTripReport(output, "sources", tensors=len(items), bytes=sum(item.size for item in items))
-    found.mismatches += [Mismatch(key, "value", problem) for key, problem in check_placed(temp, items, jobs)]
+    found = RoundTripReport(output, "sources", tensors=len(items), bytes=nbytes)
+    problems = check_copied(temp, items, jobs) if isinstance(items, Copied) else check_placed(temp, items, jobs)
+    found.mismatches += [Mismatch(key, "value", problem) for key, problem in problems]
     report.accept(found)

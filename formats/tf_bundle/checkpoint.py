@@ -203,6 +203,17 @@ class BundleTensor(TensorEntry):
         return one[0].rows_ranges(one[1], _ANY_SIZE)
 
     @staticmethod
+    def stored_range_columns(tensors: Sequence[Any]) -> tuple[Any, Any, Any, Any] | None:
+        """:meth:`stored_ranges` of ``tensors`` as four arrays (descriptors, offsets, sizes, CRC32Cs) where numpy is
+        imported, the bundle's index is held in arrays and every one of them has a stored range
+        (:meth:`BundleReader.rows_range_columns`); else None."""
+        np = imported_numpy()
+        one = BundleTensor.rows_of_one(tensors) if np is not None else None
+        if np is None or one is None or len(one[0].data_paths) > OPEN_DATA_FILES:
+            return None
+        return one[0].rows_range_columns(np, np.array(one[1], np.int64), _ANY_SIZE)
+
+    @staticmethod
     def rows_of_one(tensors: Sequence[Any]) -> tuple[BundleReader, list[int]] | None:
         """``(reader, rows)`` when ``tensors`` (at least one) are all of this class and of one bundle (their rows in
         its index, in order), else None: found by C functions over them (no frame a tensor)."""

@@ -16,7 +16,7 @@ from formats.core.dtypes import name_of as dtype_name
 from formats.core.imported import imported_numpy
 
 from formats.io import storage
-from formats.io.crc import crc32c, crc32c_range, unmask
+from formats.io.crc import MASK_DELTA, crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, is_map, open_data_file, open_index
@@ -358,6 +358,36 @@ class BundleReader:
         """:meth:`row_range` of each of ``rows`` whose entry holds at most ``most`` bytes (None for a bigger one),
         found a data layout at a time (:meth:`row_locator`)."""
         return list(map(self.row_locator(most), rows))
+
+    def rows_range_columns(self, np: Any, rows: Any, most: int) -> tuple[Any, Any, Any, Any] | None:
+        """:meth:`rows_ranges` of ``rows`` (an int64 array) as four arrays - descriptors (int32), offsets and sizes
+        (int64), CRC32Cs (uint32) - where every row has one and the index is held in arrays (a large one); else None. Each data layout
+        asked once (:meth:`_layout_range`), every row's offset and checksum taken with arrays: no tuple, nor a
+        Python int, a tensor."""
+        columns = self.entries
+        if type(columns.offset) is list or columns.slices and not columns.slices.keys().isdisjoint(rows.tolist()):
+            return None
+        count = len(columns.offset)
+        every = len(rows) == count and (not count or bool((rows[1:] > rows[:-1]).all()))  # (every row, in order)
+        pick = slice(None) if every else rows  # (every row: the columns' own arrays, no copy of them)
+        kinds = np.frombuffer(columns.kind, np.uint32)[pick]
+        used, local = np.unique(kinds, return_inverse=True)
+        del kinds
+        found = [self._layout_range(dtype, shape, shard, size, most)
+                 for dtype, shape, shard, size in map(columns.kinds.__getitem__, used.tolist())]
+        if None in found:
+            return None
+        layouts = np.array(found, np.int64)  # (fd, size, bytes in the file) of each kind
+        offsets = np.frombuffer(columns.offset, np.int64)[pick]
+        if len(offsets) and bool((offsets > (layouts[:, 2] - layouts[:, 1])[local]).any()):
+            return None
+        fds, sizes = layouts[:, 0].astype(np.int32)[local], layouts[:, 1][local]
+        del local
+        rot = np.frombuffer(columns.crc, np.uint32)[pick] - np.uint32(MASK_DELTA)  # unmask's arithmetic, mod 2**32
+        crcs = rot >> np.uint32(17)
+        rot <<= np.uint32(15)
+        crcs |= rot
+        return fds, offsets, sizes, crcs
 
     def row_locator(self, most: int, take: Callable[[int], bool] | None = None
                     ) -> Callable[[int], tuple[int, int, int, int] | None]:
