@@ -256,3 +256,31 @@ def test_small_copied_tensors_are_read_back_a_block_at_a_time(tmp_path: Path, mo
     assert reads == [count * size]
     crcs[4321] ^= 1
     assert placed.check_copied(str(path), copied) == [("4321", "copied bytes do not match their input's checksum")]
+
+
+def test_many_tensors_find_their_ranges_with_arrays_importing_numpy(tmp_path: Path) -> None:
+    """From ``RANGE_COLUMNS_FROM`` tensors numpy is imported to find their ranges with arrays (a tuple and two ints a
+    tensor cost more than the import); below, where it is not imported, it is not imported for this."""
+    import subprocess
+    import sys
+
+    from tests.installed import child_env, site_dirs
+
+    prefix = str(tmp_path / "ckpt")
+    formats.write_checkpoint(prefix, {f"v{i}": np.full(2, i, np.float32) for i in range(40)})
+    program = (
+        "import sys\n"
+        "from formats.tf_bundle import checkpoint, reader\n"
+        "reader.COMPACT_INDEX = -1\n"
+        "checkpoint.RANGE_COLUMNS_FROM = int(sys.argv[2])\n"
+        "import formats\n"
+        "with formats.open_checkpoint(sys.argv[1]) as ckpt:\n"
+        "    tensors = list(ckpt.values())\n"
+        "    assert 'numpy' not in sys.modules\n"
+        "    found = checkpoint.BundleTensor.stored_range_columns(tensors)\n"
+        "    print(found is not None, 'numpy' in sys.modules)\n")
+    env = child_env(PYTHONPATH=os.pathsep.join(site_dirs()))
+    said = [subprocess.run([sys.executable, "-c", program, prefix, str(most)], capture_output=True, text=True,
+                           env=env) for most in (40, 41)]
+    assert [(done.returncode, done.stdout, done.stderr[-500:]) for done in said] == [
+        (0, "True True\n", ""), (0, "False False\n", "")]

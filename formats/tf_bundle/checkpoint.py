@@ -37,6 +37,11 @@ _ANY_SIZE = 1 << 62
 """A size no stored tensor reaches (:meth:`BundleReader.rows_ranges` of any of them)."""
 
 
+RANGE_COLUMNS_FROM = 1 << 16
+"""Tensors from which :meth:`BundleTensor.stored_range_columns` imports numpy to find their ranges with arrays (a
+tuple and two Python ints a tensor cost more than the import)."""
+
+
 def _named_dtype(enum: int) -> str:
     name = dtype_name(enum)
     if 0 <= enum < 256:  # (a damaged index may hold any number: the table stays as small as ever)
@@ -208,6 +213,8 @@ class BundleTensor(TensorEntry):
         imported, the bundle's index is held in arrays and every one of them has a stored range
         (:meth:`BundleReader.rows_range_columns`); else None."""
         np = imported_numpy()
+        if np is None and len(tensors) >= RANGE_COLUMNS_FROM:
+            import numpy as np
         one = BundleTensor.rows_of_one(tensors) if np is not None else None
         if np is None or one is None or len(one[0].data_paths) > OPEN_DATA_FILES:
             return None
