@@ -241,7 +241,10 @@ class _InPlace:
     P``), which the rebuilding does by making an object a segment of ``P`` (ids after the graph's, each the only
     child of the one before, the first the root's only child) and attaching the root's edges, in their order, to
     the last; every other edge keeps its parent, and TensorFlow's breadth-first walk reaches every object by the
-    same edge as before, ``P``'s objects first (:meth:`_grafted`).
+    same edge as before, ``P``'s objects first (:meth:`_grafted`). And its opposite, a lift: every path strictly
+    under an object's ``S`` losing it (``--strip-prefix S``), which moves that object's edges, in their order, to
+    the end of the root's; made in place where TensorFlow's walk of the lifted graph reaches every object by the
+    same edge as before and the root's edges keep distinct names (:meth:`_stripped`).
 
     Anything else - an edge moved or an object made otherwise, a path that is not one, two edges of one parent
     under one name, a graph not decoded into columns, a key of an object no path reaches - is left to
@@ -594,10 +597,11 @@ class _InPlace:
         if self.lifted is not None:
             from array import array
 
-            node, ptr = self.lifted[0], int_view(self.graph.table.child_ptr)
+            table = self.graph.table
+            node, ptr, child_id = self.lifted[0], int_view(table.child_ptr), int_view(table.child_id)
             parent = array("q", parent)
             for e in range(ptr[node], ptr[node + 1]):
-                child = int_view(self.graph.table.child_id)[e]
+                child = child_id[e]
                 if edge[child] == e:
                     parent[child] = 0
         return parent, edge, names
