@@ -105,3 +105,46 @@ def test_a_renamed_bundle_index_is_the_same_either_way(bundle: str, run_cli: Any
 
     renamed = BundleCheckpoint(str(tmp_path / "a" / "ckpt"))
     assert renamed["net/layer_99/unit_99/w"].read().tolist() == [9999.0] * 4
+
+
+def _copied_one_at_a_time(copied: writer._Copied, columns: Any, rows: list[int]) -> list[bytes]:
+    return [copied.entry(SimpleNamespace(bundle=SimpleNamespace(entries=columns), row=row)) for row in rows]
+
+
+@pytest.mark.parametrize("shard", [0, 1, 200])
+def test_entries_of_copied_rows_with_arrays_are_the_entries_made_one_at_a_time(shard: int) -> None:
+    """An input data file some of whose tensors were copied (an edit leaving some out): their entries made with
+    arrays where they went to one output data file, as :meth:`_Copied.entry` makes each."""
+    rng = random.Random(f"copied-{shard}")
+    columns = _columns(rng, 3000)
+    rows = sorted(rng.sample(range(3000), 2000))
+    copied = writer._Copied(3000)
+    at = 0
+    for row in rng.sample(rows, len(rows)):  # (placed in any order, at offsets from 0 to past 2**28)
+        assert copied.place(row, at, shard)
+        at += rng.choice([0, 4, 16, 1 << 20, 1 << 21])  # (up to about 2**31)
+    expected = _copied_one_at_a_time(copied, columns, rows)
+    assert copied.entries(np, columns, np.array(rows, np.int64)) == expected
+    assert len(set(expected)) > 100
+    missing = [r for r in range(3000) if r not in set(rows)][:3]
+    assert copied.entries(np, columns, np.array(rows[:5] + missing, np.int64)) is None  # (a row not copied)
+    copied.place(missing[0], 8, shard + 1)  # (a second output data file: one at a time)
+    assert copied.entries(np, columns, np.array(rows, np.int64)) is None
+
+
+def test_an_edited_bundle_index_is_the_same_either_way(bundle: str, run_cli: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ckpt edit --exclude`` of 10,000 tensors copies the rest: its index, byte for byte, with their entries made
+    with arrays and made one at a time."""
+    made = []
+    entries = writer._Copied.entries
+    monkeypatch.setattr(writer._Copied, "entries", lambda self, *a: made.append(len(a[2])) or entries(self, *a))
+    result = run_cli("edit", bundle, "--exclude", "model/layer_0/*", "-o", str(tmp_path / "a" / "ckpt"))
+    assert result.exit_code == 0, result.output
+    assert sum(made) == 9_900
+    monkeypatch.setattr(writer, "imported_numpy", lambda: None)
+    result = run_cli("edit", bundle, "--exclude", "model/layer_0/*", "-o", str(tmp_path / "b" / "ckpt"))
+    assert result.exit_code == 0, result.output
+    assert sum(made) == 9_900  # (not asked again)
+    assert (tmp_path / "a" / "ckpt.index").read_bytes() == (tmp_path / "b" / "ckpt.index").read_bytes()
+    assert run_cli("verify", str(tmp_path / "a" / "ckpt")).exit_code == 0

@@ -81,49 +81,58 @@ class _Placement:
         """The entries of the input's rows ``rows`` (an array; ``columns``: the input's index, held in arrays) where
         they now lie, the same bytes :meth:`entry` makes, made with arrays (a Python call a tensor was a tenth of a
         bundle writer's time at 10^6 tensors); None for an offset past 2**35 (a varint longer than five bytes)."""
-        from formats.io.sstable.write_arrays import _ranges, _varints
+        return _array_entries(np, self._parts, columns, rows, np.frombuffer(columns.offset, np.int64)[rows] + self.base,
+                              self.shard)
 
-        kinds = np.frombuffer(columns.kind, np.uint32)[rows]
-        offsets = np.frombuffer(columns.offset, np.int64)[rows] + self.base
-        crcs = np.frombuffer(columns.crc, np.uint32)[rows]
-        if len(offsets) and int(offsets.max()) >= 1 << 35:
-            return None
-        used, local = np.unique(kinds, return_inverse=True)
-        parts = [_kind_entry(self._parts, columns, kind, self.shard) for kind in used.tolist()]
-        heads, tails = b"".join(head for head, _ in parts), b"".join(tail for _, tail in parts)
-        head_sizes = np.array([len(head) for head, _ in parts], np.int64)
-        tail_sizes = np.array([len(tail) for _, tail in parts], np.int64)
-        head_at, tail_at = np.cumsum(head_sizes) - head_sizes, np.cumsum(tail_sizes) - tail_sizes
-        has_offset, has_crc = offsets > 0, crcs != 0
-        varints, varint_sizes = _varints(np, offsets[has_offset])
-        offset_sizes = np.zeros(len(rows), np.int64)
-        offset_sizes[has_offset] = 1 + varint_sizes
-        sizes = head_sizes[local] + offset_sizes + tail_sizes[local] + 5 * has_crc
-        ends = np.cumsum(sizes)
-        starts = ends - sizes
-        at = starts.copy()
-        out = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8)
-        out[_ranges(np, at, head_sizes[local])] = np.frombuffer(heads, np.uint8)[_ranges(np, head_at[local],
-                                                                                        head_sizes[local])]
-        at += head_sizes[local]
-        field = at[has_offset]
-        out[field] = 0x20  # (field 4, varint: the offset)
-        for i in range(5):
-            more = varint_sizes > i
-            if not more.any():
-                break
-            out[field[more] + 1 + i] = varints[more, i]
-        at += offset_sizes
-        out[_ranges(np, at, tail_sizes[local])] = np.frombuffer(tails, np.uint8)[_ranges(np, tail_at[local],
-                                                                                        tail_sizes[local])]
-        at += tail_sizes[local]
-        field = at[has_crc]
-        out[field] = 0x35  # (field 6, fixed32: the masked CRC32C, little-endian)
-        crc_bytes = crcs[has_crc].astype("<u4").view(np.uint8).reshape(-1, 4)
-        for i in range(4):
-            out[field + 1 + i] = crc_bytes[:, i]
-        joined = out.tobytes()
-        return list(map(joined.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+
+def _array_entries(np: Any, kept: dict[tuple[int, int], tuple[bytes, bytes]], columns: Any, rows: Any, offsets: Any,
+                   shard: int) -> list[bytes] | None:
+    """The index entries of the input's rows ``rows`` (``columns``: its index, held in arrays) at ``offsets`` of the
+    output's data file ``shard``, the same bytes :func:`_entry` makes of each, made with arrays (``kept``: the fields
+    of each kind, as :func:`_kind_entry` keeps them); None for an offset past 2**35 (a varint longer than five
+    bytes)."""
+    from formats.io.sstable.write_arrays import _ranges, _varints
+
+    if len(offsets) and int(offsets.max()) >= 1 << 35:
+        return None
+    kinds = np.frombuffer(columns.kind, np.uint32)[rows]
+    crcs = np.frombuffer(columns.crc, np.uint32)[rows]
+    used, local = np.unique(kinds, return_inverse=True)
+    parts = [_kind_entry(kept, columns, kind, shard) for kind in used.tolist()]
+    heads, tails = b"".join(head for head, _ in parts), b"".join(tail for _, tail in parts)
+    head_sizes = np.array([len(head) for head, _ in parts], np.int64)
+    tail_sizes = np.array([len(tail) for _, tail in parts], np.int64)
+    head_at, tail_at = np.cumsum(head_sizes) - head_sizes, np.cumsum(tail_sizes) - tail_sizes
+    has_offset, has_crc = offsets > 0, crcs != 0
+    varints, varint_sizes = _varints(np, offsets[has_offset])
+    offset_sizes = np.zeros(len(rows), np.int64)
+    offset_sizes[has_offset] = 1 + varint_sizes
+    sizes = head_sizes[local] + offset_sizes + tail_sizes[local] + 5 * has_crc
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    at = starts.copy()
+    out = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8)
+    out[_ranges(np, at, head_sizes[local])] = np.frombuffer(heads, np.uint8)[_ranges(np, head_at[local],
+                                                                                    head_sizes[local])]
+    at += head_sizes[local]
+    field = at[has_offset]
+    out[field] = 0x20  # (field 4, varint: the offset)
+    for i in range(5):
+        more = varint_sizes > i
+        if not more.any():
+            break
+        out[field[more] + 1 + i] = varints[more, i]
+    at += offset_sizes
+    out[_ranges(np, at, tail_sizes[local])] = np.frombuffer(tails, np.uint8)[_ranges(np, tail_at[local],
+                                                                                    tail_sizes[local])]
+    at += tail_sizes[local]
+    field = at[has_crc]
+    out[field] = 0x35  # (field 6, fixed32: the masked CRC32C, little-endian)
+    crc_bytes = crcs[has_crc].astype("<u4").view(np.uint8).reshape(-1, 4)
+    for i in range(4):
+        out[field + 1 + i] = crc_bytes[:, i]
+    joined = out.tobytes()
+    return list(map(joined.__getitem__, map(slice, starts.tolist(), ends.tolist())))
 
 
 class _Pair:
@@ -169,6 +178,17 @@ class _Copied:
         if self.shards is not None:
             self.shards[row] = shard
         return True
+
+    def entries(self, np: Any, columns: Any, rows: Any) -> list[bytes] | None:
+        """:meth:`entry` of the input's rows ``rows`` (an array, each copied; ``columns``: the input's index, held in
+        arrays), made with arrays (:func:`_array_entries`) where every one went to one output data file; else None
+        (each made one at a time)."""
+        if self.shards is not None:
+            return None
+        offsets = np.frombuffer(self.offsets, np.int64)[rows] - 1
+        if len(offsets) and int(offsets.min()) < 0:
+            return None
+        return _array_entries(np, self._parts, columns, rows, offsets, self.shard)
 
     def entry(self, source: BundleTensor) -> bytes:
         """The entry of the input's tensor ``source`` where it was copied."""
@@ -919,17 +939,17 @@ def _record_key_bytes(record: Any) -> bytes:
 
 
 def _entries(records: list[Any], taken: _Taken) -> Iterator[bytes]:
-    """Each record's entry: its own, or made from its source where it was taken over or copied; those of an input
-    data file taken over whole made a run of :data:`ENTRIES_AT_ONCE` with arrays, once numpy is imported (a large
-    index was found with arrays) and the input's index is held in arrays."""
+    """Each record's entry: its own, or made from its source where it was taken over or copied; those of the one
+    input data file taken over whole or copied from made a run of :data:`ENTRIES_AT_ONCE` with arrays, once numpy is
+    imported (a large index was found with arrays) and the input's index is held in arrays."""
     entry, only, np = taken.entry, taken.only, imported_numpy()
 
     def one_at_a_time(run: list[Any]) -> Iterator[bytes]:
         return (r.entry if type(r) is _Record else entry(r.value) for r in run)
 
     first = next((r for r in records if type(r) is not _Record), None)
-    if np is None or type(only) is not _Placement or first is None or type(first.value.bundle.entries.offset) \
-            is list or len(records) < ENTRIES_AT_ONCE:
+    if np is None or only is None or first is None or type(first.value.bundle.entries.offset) is list or \
+            len(records) < ENTRIES_AT_ONCE:
         yield from one_at_a_time(records)
         return
     columns = first.value.bundle.entries
