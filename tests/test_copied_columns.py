@@ -190,6 +190,8 @@ def test_the_read_back_of_copied_tensors_finds_what_each_read_alone_finds(tmp_pa
     are those of reading each alone (``_problem``), for a file as written, with bytes changed, and cut short."""
     rng = random.Random(seed)
     sizes = [rng.choice([1, 4, 16, 300, 70_000, 1 << 16, 3 << 19]) for _ in range(rng.randrange(1, 300))]
+    if seed % 3 == 0:  # tiny tensors of one size (checksummed together with arrays)
+        sizes = [rng.choice([1, 4, 16, 64])] * len(sizes)
     data = rng.randbytes(sum(sizes))
     dst = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) + 40
     crcs = np.array([crc32c(data[a - 40:a - 40 + s]) for a, s in zip(dst.tolist(), sizes)], np.uint32)

@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PIECE_BYTES", "crc32c_pieces", "mask_array"]
+__all__ = ["PIECE_BYTES", "crc32c_pieces", "mask_array", "unmask_array"]
 
 PIECE_BYTES = 64
 """Pieces at most this long are checked with arrays (beyond, a piece at a time by the C function is cheaper)."""
@@ -49,3 +49,12 @@ def mask_array(np: Any, crcs: Any) -> Any:
     """:func:`~formats.io.crc.mask` of each of ``crcs`` (uint32), as uint32."""
     crcs = crcs.astype(np.uint32)
     return ((crcs >> 15) | (crcs << 17)) + np.uint32(MASK_DELTA)
+
+
+def unmask_array(np: Any, masked: Any) -> Any:
+    """:func:`~formats.io.crc.unmask` of each of ``masked`` (uint32), as uint32 (its arithmetic mod 2**32)."""
+    rot = masked.astype(np.uint32) - np.uint32(MASK_DELTA)
+    crcs = rot >> np.uint32(17)
+    rot <<= np.uint32(15)
+    crcs |= rot
+    return crcs

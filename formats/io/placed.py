@@ -536,15 +536,25 @@ def check_copied(path: str, copied: Copied, jobs: int | None = None) -> list[tup
 
 def _copied_problems(fd: int, copied: Copied, lo: int, hi: int) -> list[tuple[str, str]]:
     """``(key, problem)`` of each of the tensors ``lo:hi`` of ``copied`` that does not read back (see
-    :func:`check_copied`): several read with one ``pread``; one that differs asked alone (:func:`_problem`)."""
+    :func:`check_copied`): several read with one ``pread``, tiny ones of one size checksummed together with arrays
+    (:func:`~formats.io.crc_arrays.crc32c_pieces`, as a bundle's read-back checks them); one that differs asked
+    alone (:func:`_problem`)."""
     start = int(copied.dst[lo])
     length = int(copied.dst[hi - 1] + copied.size[hi - 1]) - start
     data = os.pread(fd, length, start) if hi - lo > 1 else b""
     if len(data) == length:
-        view = memoryview(data)
-        wrong = [i for i, at, size, crc in zip(range(lo, hi), (copied.dst[lo:hi] - start).tolist(),
-                                               copied.size[lo:hi].tolist(), copied.crc[lo:hi].tolist())
-                 if crc32c(view[at:at + size]) != crc]
+        from formats.io.crc_arrays import PIECE_BYTES, crc32c_pieces
+
+        at, sizes = copied.dst[lo:hi] - start, copied.size[lo:hi]
+        size = int(sizes[0])
+        if size <= PIECE_BYTES and bool((sizes == size).all()):
+            import numpy as np
+
+            wrong = (np.flatnonzero(crc32c_pieces(np, data, at, size) != copied.crc[lo:hi]) + lo).tolist()
+        else:
+            view = memoryview(data)
+            wrong = [i for i, a, n, crc in zip(range(lo, hi), at.tolist(), sizes.tolist(), copied.crc[lo:hi].tolist())
+                     if crc32c(view[a:a + n]) != crc]
     else:
         wrong = list(range(lo, hi))
     found = []

@@ -150,17 +150,14 @@ def write(output: str, rows: Sequence[Row], *, layout: str = FormatName.SAFETENS
                             UNASKED if lasting is None else stored[i]) for i in order]  # type: ignore[index]
         del begins, stored, lasting, values, dtypes, columns
 
-        def count(item: Placed) -> None:
-            report.tensors += 1
-            report.bytes += item.size
-            if progress is not None:
-                progress(report.bytes, report.tensors)
-
         def count_run(tensors: int, nbytes: int) -> None:
             report.tensors += tensors
             report.bytes += nbytes
             if progress is not None:
                 progress(report.bytes, report.tensors)
+
+        def count(item: Placed) -> None:
+            count_run(1, item.size)
 
         with atomic_output(output, offset, replace=force, sources=(row.value for row in rows)) as temp:
             with open(temp, "xb") as out:

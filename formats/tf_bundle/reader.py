@@ -16,7 +16,7 @@ from formats.core.dtypes import name_of as dtype_name
 from formats.core.imported import imported_numpy
 
 from formats.io import storage
-from formats.io.crc import MASK_DELTA, crc32c, crc32c_range, unmask
+from formats.io.crc import crc32c, crc32c_range, unmask
 from formats.core.errors import (ChecksumError, CheckpointNotFoundError, CorruptCheckpointError,
                       UnsupportedError)
 from formats.tf_bundle.datafile import IndexFile, RemoteFile, advise, is_map, open_data_file, open_index
@@ -361,9 +361,9 @@ class BundleReader:
 
     def rows_range_columns(self, np: Any, rows: Any, most: int) -> tuple[Any, Any, Any, Any] | None:
         """:meth:`rows_ranges` of ``rows`` (an int64 array) as four arrays - descriptors (int32), offsets and sizes
-        (int64), CRC32Cs (uint32) - where every row has one and the index is held in arrays (a large one); else None. Each data layout
-        asked once (:meth:`_layout_range`), every row's offset and checksum taken with arrays: no tuple, nor a
-        Python int, a tensor."""
+        (int64), CRC32Cs (uint32) - where every row has one and the index is held in arrays (a large one); else
+        None. Each data layout asked once (:meth:`_layout_range`), every row's offset and checksum taken with
+        arrays: no tuple, nor a Python int, a tensor."""
         columns = self.entries
         if type(columns.offset) is list or columns.slices and not columns.slices.keys().isdisjoint(rows.tolist()):
             return None
@@ -383,11 +383,9 @@ class BundleReader:
             return None
         fds, sizes = layouts[:, 0].astype(np.int32)[local], layouts[:, 1][local]
         del local
-        rot = np.frombuffer(columns.crc, np.uint32)[pick] - np.uint32(MASK_DELTA)  # unmask's arithmetic, mod 2**32
-        crcs = rot >> np.uint32(17)
-        rot <<= np.uint32(15)
-        crcs |= rot
-        return fds, offsets, sizes, crcs
+        from formats.io.crc_arrays import unmask_array
+
+        return fds, offsets, sizes, unmask_array(np, np.frombuffer(columns.crc, np.uint32)[pick])
 
     def row_locator(self, most: int, take: Callable[[int], bool] | None = None
                     ) -> Callable[[int], tuple[int, int, int, int] | None]:

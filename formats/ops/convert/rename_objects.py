@@ -412,9 +412,9 @@ class _InPlace:
         arrays = self._lift_arrays(table, node)
         return False if arrays is None else (node, arrays)
 
-    def _lift_arrays(self, table: Any, node: int) -> tuple[Any, Any, Any] | None:
-        """``(child_ptr, child_id, order)`` of the graph with ``node``'s edges moved to the end of the root's
-        (``order``: each new edge's old one), where TensorFlow's walk of it reaches every object by the same edge
+    def _lift_arrays(self, table: Any, node: int) -> tuple[Any, Any, Any, Any] | None:
+        """``(child_ptr, child_id, order, owner)`` of the graph with ``node``'s edges moved to the end of the root's
+        (``order``: each new edge's old one; ``owner``: each new edge's node, as the walk found it), where TensorFlow's walk of it reaches every object by the same edge
         as before (but ``node``'s children, by the same edge from the root); else None."""
         import numpy as np
 
@@ -438,7 +438,7 @@ class _InPlace:
         want[0] = -1
         if not np.array_equal(np.asarray(found.reached), reached) or not np.array_equal(found.edge, want):
             return None
-        return moved, lifted.child_id, order
+        return moved, lifted.child_id, order, found.owner
 
     def _ruled_edges(self, table: Any, primary: Any, names: list[str]) -> list[tuple[str, int, int]] | None:
         """With ``--map`` rules only (none of the root, no edge of an empty name), the edges whose path is some
@@ -507,13 +507,10 @@ class _InPlace:
                 return None
             child_ptr, child_id, child_names, attr_ptr, slot_ptr, valued = grafted
         elif self.lifted is not None:
-            import numpy as np
-
-            child_ptr, child_id, order = self.lifted[1]
+            child_ptr, child_id, order, owner = self.lifted[1]
             attr_ptr, slot_ptr = t.attr_ptr, t.slot_ptr
             child_names = TextColumn.of_spans(t.data, t.child_name, order)  # (no edge renamed by a lift)
-            owner = np.repeat(np.arange(t.count), np.diff(child_ptr))
-            valued = checkpointed_columns((np.diff(attr_ptr) > 0) | (np.diff(slot_ptr) > 0), owner, child_id).marks
+            valued = _marks(attr_ptr, slot_ptr, owner, child_id).marks
         else:
             child_ptr, child_id, attr_ptr, slot_ptr = t.child_ptr, t.child_id, t.attr_ptr, t.slot_ptr
             child_names, valued = TextColumn.of_spans(t.data, t.child_name, extra=extra), _valued(self.graph).marks
@@ -552,9 +549,8 @@ class _InPlace:
         slot_ptr = np.concatenate([t.slot_ptr, np.full(k, t.slot_ptr[-1])])
         owner = np.concatenate([[0], np.asarray(self.graph.traversal.owner)[top:], np.arange(n, last),
                                 np.full(top, last)])
-        own = np.concatenate([(np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0), np.zeros(k, bool)])
         return (child_ptr, child_id, TextColumn.of_spans(t.data, t.child_name, order, names), attr_ptr, slot_ptr,
-                checkpointed_columns(own, owner, child_id).marks)
+                _marks(attr_ptr, slot_ptr, owner, child_id).marks)  # (the new objects: no attribute, no slot)
 
     def _distinct(self, table: Any) -> bool:
         """Whether every node's edges have distinct local names once renamed (the rebuilding merges or refuses
@@ -644,14 +640,20 @@ class _Edges:
         return self._lengths
 
 
+def _marks(attr_ptr: Any, slot_ptr: Any, owner: Any, child_id: Any) -> NodeMarks:
+    """:func:`~formats.concepts.object_graph_codec.checkpointed_columns` of a graph as arrays: the nodes with
+    attributes or slot variables (``attr_ptr``, ``slot_ptr``), and every node above one by any edge (``owner`` and
+    ``child_id``: each edge's two ends)."""
+    import numpy as np
+
+    return checkpointed_columns((np.diff(attr_ptr) > 0) | (np.diff(slot_ptr) > 0), owner, child_id)
+
+
 def _valued(graph: ObjectGraph) -> NodeMarks:
     """:func:`~formats.concepts.object_graph_codec.checkpointed_nodes` of a graph in columns (a renaming in place
     keeps its shape): the nodes with attributes or slot variables, and every node above one by any edge."""
-    import numpy as np
-
     t = graph.table
-    return checkpointed_columns((np.diff(t.attr_ptr) > 0) | (np.diff(t.slot_ptr) > 0), graph.traversal.owner,
-                                t.child_id)
+    return _marks(t.attr_ptr, t.slot_ptr, graph.traversal.owner, t.child_id)
 
 
 def _path_problem(path: str) -> str | None:
