@@ -2,8 +2,8 @@
 (``formats.io.placed.Copied``: no ``Placed`` object nor stored-range tuple a tensor, 250 MB at 10^6 tensors) where the
 bundle's index is held in arrays. The ranges found with arrays must be those found a tensor at a time
 (``BundleTensor.stored_ranges``), the file the one the tensor-at-a-time writer writes, byte for byte, and its
-read-back must find what reading each tensor alone finds: a byte changed on the way, a file cut short, a damaged
-input (the input's fault)."""
+read-back must find what reading each tensor alone finds: a byte changed on the way, a file cut short (a byte
+changed before publishing and a damaged input, with the index in arrays: ``tests/test_placed_writes.py``)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import formats
-from formats.core.errors import ChecksumError, VerificationError
 from formats.io import placed
 from formats.io.crc import crc32c
 from formats.safetensors import writer as st_writer
@@ -122,59 +121,6 @@ def test_a_sharded_bundle_given_out_of_order_is_copied_a_file_at_a_time(tmp_path
         columns, one_at_a_time, used = _write_both_ways(prefix, mixed, tmp_path, monkeypatch)
     assert used and columns == one_at_a_time
     assert len(copies) >= 2
-
-
-def _corrupting(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
-    """After the tensors are written from arrays, change one byte of ``key``'s in the file, before the read-back."""
-    real = placed.write_copied
-
-    def write_then_damage(out, copied, progress=None, then=None):  # type: ignore[no-untyped-def]
-        def damage_then_read_back() -> None:
-            i = next(i for i in range(len(copied)) if copied.key(int(copied.row[i])) == key)
-            with open(out.name, "r+b") as f:
-                f.seek(int(copied.dst[i]))
-                byte = f.read(1)
-                f.seek(int(copied.dst[i]))
-                f.write(bytes([byte[0] ^ 0x01]))
-            if then is not None:
-                then()
-
-        real(out, copied, progress, then=damage_then_read_back)
-
-    monkeypatch.setattr(st_writer, "write_copied", write_then_damage)
-
-
-VALUES = {"a/kernel": np.arange(24, dtype=np.float32).reshape(4, 6), "b/bias": np.arange(6, dtype=np.int64),
-          "c/table": np.linspace(-1, 1, 300, dtype=np.float64).reshape(30, 10)}
-
-
-def test_a_byte_changed_before_publishing_fails_the_write(tmp_path: Path, in_arrays: None,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    prefix = str(tmp_path / "src" / "ckpt-1")
-    formats.write_checkpoint(prefix, VALUES)
-    out = tmp_path / "out.safetensors"
-    _corrupting(monkeypatch, "b/bias")
-    with formats.open_checkpoint(prefix) as ckpt, pytest.raises(VerificationError) as info:
-        st_writer.write(str(out), _rows(ckpt))
-    assert str(info.value) == f"{out}: verification failed: 'b/bias': copied bytes do not match their input's checksum"
-    assert sorted(os.listdir(tmp_path)) == ["src"]  # nothing took the output's name, no temporary left
-
-
-def test_a_damaged_input_is_the_inputs_fault(tmp_path: Path, in_arrays: None) -> None:
-    prefix = str(tmp_path / "src" / "ckpt-1")
-    formats.write_checkpoint(prefix, VALUES)
-    data = prefix + ".data-00000-of-00001"
-    with open(data, "r+b") as f:  # the first tensor's first byte
-        byte = f.read(1)
-        f.seek(0)
-        f.write(bytes([byte[0] ^ 0x01]))
-    out = tmp_path / "out.safetensors"
-    with formats.open_checkpoint(prefix) as ckpt:
-        assert BundleTensor.stored_range_columns(list(ckpt.values())) is not None
-        with pytest.raises(ChecksumError) as info:
-            st_writer.write(str(out), _rows(ckpt))
-    assert data in str(info.value) and "a/kernel" in str(info.value)
-    assert not out.exists() and sorted(os.listdir(tmp_path)) == ["src"]
 
 
 class _Input:

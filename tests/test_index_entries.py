@@ -30,7 +30,7 @@ def _columns(rng: random.Random, rows: int) -> Any:
                            crc=array("I", [rng.choice([0, 1, 0xFFFFFFFF, rng.randrange(1 << 32)]) for _ in range(rows)]))
 
 
-def _one_at_a_time(placement: _Placement, columns: Any, rows: list[int]) -> list[bytes]:
+def _one_at_a_time(placement: _Placement | writer._Copied, columns: Any, rows: list[int]) -> list[bytes]:
     return [placement.entry(SimpleNamespace(bundle=SimpleNamespace(entries=columns), row=row)) for row in rows]
 
 
@@ -84,31 +84,33 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> str:
     return name_based(tmp_path_factory.mktemp("entries"), 10_000)
 
 
+def _index_both_ways(run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made_by: type, count: int,
+                     *argv: str) -> None:
+    """``ckpt ARGV -o OUT`` writes the same index bytes with the entries made with arrays (``made_by.entries``: all
+    ``count`` of them) and made one at a time (numpy taken as not imported); the first output verifies."""
+    made = []
+    entries = made_by.entries
+    monkeypatch.setattr(made_by, "entries", lambda self, *a: made.append(len(a[2])) or entries(self, *a))
+    result = run_cli(*argv, "-o", str(tmp_path / "a" / "ckpt"))
+    assert result.exit_code == 0, result.output
+    assert sum(made) == count
+    monkeypatch.setattr(writer, "imported_numpy", lambda: None)
+    result = run_cli(*argv, "-o", str(tmp_path / "b" / "ckpt"))
+    assert result.exit_code == 0, result.output
+    assert sum(made) == count  # (not asked again)
+    assert (tmp_path / "a" / "ckpt.index").read_bytes() == (tmp_path / "b" / "ckpt.index").read_bytes()
+    assert run_cli("verify", str(tmp_path / "a" / "ckpt")).exit_code == 0
+
+
 def test_a_renamed_bundle_index_is_the_same_either_way(bundle: str, run_cli: Any, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``ckpt rename`` of 10,000 tensors: its index, byte for byte, with the entries made with arrays and made one
     at a time; the arrays' way made every entry (none one at a time)."""
-    made = []
-    entries = _Placement.entries
-    monkeypatch.setattr(_Placement, "entries", lambda self, *a: made.append(len(a[2])) or entries(self, *a))
-    result = run_cli("rename", bundle, "--map", "model=net", "-o", str(tmp_path / "a" / "ckpt"))
-    assert result.exit_code == 0, result.output
-    assert sum(made) == 10_000
-    monkeypatch.setattr(writer, "imported_numpy", lambda: None)
-    result = run_cli("rename", bundle, "--map", "model=net", "-o", str(tmp_path / "b" / "ckpt"))
-    assert result.exit_code == 0, result.output
-    assert sum(made) == 10_000  # (not asked again)
-    index_a = (tmp_path / "a" / "ckpt.index").read_bytes()
-    assert index_a == (tmp_path / "b" / "ckpt.index").read_bytes()
-    assert run_cli("verify", str(tmp_path / "a" / "ckpt")).exit_code == 0
+    _index_both_ways(run_cli, tmp_path, monkeypatch, _Placement, 10_000, "rename", bundle, "--map", "model=net")
     from formats.tf_bundle.checkpoint import BundleCheckpoint
 
     renamed = BundleCheckpoint(str(tmp_path / "a" / "ckpt"))
     assert renamed["net/layer_99/unit_99/w"].read().tolist() == [9999.0] * 4
-
-
-def _copied_one_at_a_time(copied: writer._Copied, columns: Any, rows: list[int]) -> list[bytes]:
-    return [copied.entry(SimpleNamespace(bundle=SimpleNamespace(entries=columns), row=row)) for row in rows]
 
 
 @pytest.mark.parametrize("shard", [0, 1, 200])
@@ -123,7 +125,7 @@ def test_entries_of_copied_rows_with_arrays_are_the_entries_made_one_at_a_time(s
     for row in rng.sample(rows, len(rows)):  # (placed in any order, at offsets from 0 to past 2**28)
         assert copied.place(row, at, shard)
         at += rng.choice([0, 4, 16, 1 << 20, 1 << 21])  # (up to about 2**31)
-    expected = _copied_one_at_a_time(copied, columns, rows)
+    expected = _one_at_a_time(copied, columns, rows)
     assert copied.entries(np, columns, np.array(rows, np.int64)) == expected
     assert len(set(expected)) > 100
     missing = [r for r in range(3000) if r not in set(rows)][:3]
@@ -136,15 +138,5 @@ def test_an_edited_bundle_index_is_the_same_either_way(bundle: str, run_cli: Any
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``ckpt edit --exclude`` of 10,000 tensors copies the rest: its index, byte for byte, with their entries made
     with arrays and made one at a time."""
-    made = []
-    entries = writer._Copied.entries
-    monkeypatch.setattr(writer._Copied, "entries", lambda self, *a: made.append(len(a[2])) or entries(self, *a))
-    result = run_cli("edit", bundle, "--exclude", "model/layer_0/*", "-o", str(tmp_path / "a" / "ckpt"))
-    assert result.exit_code == 0, result.output
-    assert sum(made) == 9_900
-    monkeypatch.setattr(writer, "imported_numpy", lambda: None)
-    result = run_cli("edit", bundle, "--exclude", "model/layer_0/*", "-o", str(tmp_path / "b" / "ckpt"))
-    assert result.exit_code == 0, result.output
-    assert sum(made) == 9_900  # (not asked again)
-    assert (tmp_path / "a" / "ckpt.index").read_bytes() == (tmp_path / "b" / "ckpt.index").read_bytes()
-    assert run_cli("verify", str(tmp_path / "a" / "ckpt")).exit_code == 0
+    _index_both_ways(run_cli, tmp_path, monkeypatch, writer._Copied, 9_900, "edit", bundle, "--exclude",
+                     "model/layer_0/*")

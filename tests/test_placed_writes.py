@@ -33,24 +33,40 @@ def _rows(ckpt: formats.Checkpoint) -> list[SimpleNamespace]:
 
 
 def _corrupting(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
-    """After the tensors are written, change one byte of ``key``'s bytes in the file (as a faulty disk or a
-    buggy copy would), before the read-back."""
-    real = placed.write_placed
+    """After the tensors are written (a tensor at a time, or from arrays: ``placed.Copied``), change one byte of
+    ``key``'s bytes in the file (as a faulty disk or a buggy copy would), before the read-back."""
+    real, real_copied = placed.write_placed, placed.write_copied
 
-    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None, then=None, streamed=None):  # type: ignore[no-untyped-def]
+    def damaging(out, offset: int, then):  # type: ignore[no-untyped-def]
         def damage_then_read_back() -> None:
-            item = next(i for i in items if i.key == key)
             with open(out.name, "r+b") as f:
-                f.seek(item.offset)
+                f.seek(offset)
                 byte = f.read(1)
-                f.seek(item.offset)
+                f.seek(offset)
                 f.write(bytes([byte[0] ^ 0x01]))
             if then is not None:
                 then()
 
-        real(out, items, chunk, progress, then=damage_then_read_back, streamed=streamed)
+        return damage_then_read_back
+
+    def write_then_damage(out, items, chunk=placed.CHUNK, progress=None, then=None, streamed=None):  # type: ignore[no-untyped-def]
+        offset = next(i for i in items if i.key == key).offset
+        real(out, items, chunk, progress, then=damaging(out, offset, then), streamed=streamed)
+
+    def copy_then_damage(out, copied, progress=None, then=None):  # type: ignore[no-untyped-def]
+        offset = int(copied.dst[next(i for i in range(len(copied)) if copied.key(int(copied.row[i])) == key)])
+        real_copied(out, copied, progress, then=damaging(out, offset, then))
 
     monkeypatch.setattr(st_writer, "write_placed", write_then_damage)
+    monkeypatch.setattr(st_writer, "write_copied", copy_then_damage)
+
+
+def _index_in_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every bundle index held in arrays, as a large one is: its tensors then written from arrays
+    (``placed.Copied``)."""
+    from formats.tf_bundle import reader
+
+    monkeypatch.setattr(reader, "COMPACT_INDEX", -1)
 
 
 def test_bundle_tensors_are_copied_and_read_back_as_numpy_wrote_them(tmp_path: Path) -> None:
@@ -80,15 +96,17 @@ def test_arrays_are_streamed_and_read_back(tmp_path: Path) -> None:
     assert all(np.array_equal(loaded[k], v) for k, v in VALUES.items())
 
 
-@pytest.mark.parametrize("source", ["bundle", "arrays"])
+@pytest.mark.parametrize("source", ["bundle", "bundle, index in arrays", "arrays"])
 def test_a_byte_changed_before_publishing_fails_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           source: str) -> None:
     out = tmp_path / "out.safetensors"
     _corrupting(monkeypatch, "b/bias")
-    expected = ("copied bytes do not match their input's checksum" if source == "bundle"
+    if source == "bundle, index in arrays":
+        _index_in_arrays(monkeypatch)
+    expected = ("copied bytes do not match their input's checksum" if source.startswith("bundle")
                 else "the bytes read back differ from the bytes written (CRC32C)")
     with formats.open_checkpoint(_bundle(tmp_path)) as ckpt:
-        rows = _rows(ckpt) if source == "bundle" else \
+        rows = _rows(ckpt) if source.startswith("bundle") else \
             [SimpleNamespace(key=k, value=v, shape=v.shape, dtype=str(v.dtype)) for k, v in VALUES.items()]
         with pytest.raises(VerificationError) as info:
             st_writer.write(str(out), rows)
@@ -96,7 +114,12 @@ def test_a_byte_changed_before_publishing_fails_the_write(tmp_path: Path, monkey
     assert sorted(os.listdir(tmp_path)) == ["src"]  # nothing took the output's name, no temporary left
 
 
-def test_a_damaged_input_is_the_inputs_fault(tmp_path: Path) -> None:
+@pytest.mark.parametrize("index", ["lists", "arrays"])
+def test_a_damaged_input_is_the_inputs_fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str) -> None:
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    if index == "arrays":
+        _index_in_arrays(monkeypatch)
     prefix = _bundle(tmp_path)
     data = prefix + ".data-00000-of-00001"
     with open(data, "r+b") as f:  # the first tensor's first byte
@@ -104,8 +127,10 @@ def test_a_damaged_input_is_the_inputs_fault(tmp_path: Path) -> None:
         f.seek(0)
         f.write(bytes([byte[0] ^ 0x01]))
     out = tmp_path / "out.safetensors"
-    with formats.open_checkpoint(prefix) as ckpt, pytest.raises(ChecksumError) as info:
-        st_writer.write(str(out), _rows(ckpt))
+    with formats.open_checkpoint(prefix) as ckpt:
+        assert (BundleTensor.stored_range_columns(list(ckpt.values())) is not None) == (index == "arrays")
+        with pytest.raises(ChecksumError) as info:
+            st_writer.write(str(out), _rows(ckpt))
     assert data in str(info.value) and "a/kernel" in str(info.value)
     assert not out.exists() and sorted(os.listdir(tmp_path)) == ["src"]
 

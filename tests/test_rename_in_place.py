@@ -105,6 +105,24 @@ def _rule_sets(prefix: str) -> list[tuple[str, ConvertOptions]]:
     return sets
 
 
+def _asked_paths(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every path the rename rules are asked about from now on (``RuleSet.apply`` watched)."""
+    from formats.ops.rules import RuleSet
+
+    paths: list[str] = []
+    apply = RuleSet.apply
+    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
+    return paths
+
+
+def _in_place_runs(monkeypatch) -> list[bool]:  # type: ignore[no-untyped-def]
+    """Whether each rename from now on was planned in place (what each ``_InPlace.run`` returned)."""
+    taken: list[bool] = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    return taken
+
+
 @pytest.fixture
 def in_columns(monkeypatch):
     """Every graph decoded into columns, as a large one is (a small one's nodes are built as it is read)."""
@@ -172,16 +190,14 @@ def test_map_rules_ask_only_about_the_edges_at_their_paths(rules, asked, unused,
     """``--map`` rules rename an edge only where its path is a rule's OLD; every other edge follows its parent, so
     an in-place rename asks the rules about those edges alone (it asked about all 2N + 1 of them), and plans what
     the rebuilding plans."""
-    from formats.ops.rules import RuleSet, build_rules
+    from formats.ops.rules import build_rules
     from tests.scale_bundles import name_based, object_based
 
     prefix = object_based(name_based(tmp_path, 300))
     with open_checkpoint(prefix) as ckpt:
         edges = len(ckpt.object_graph.table.child_id)
     assert edges == 605  # the root's model and save counter, 3 layers, 300 units, their 300 variables
-    paths: list[str] = []
-    apply = RuleSet.apply
-    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
+    paths = _asked_paths(monkeypatch)
     fast = _plan(prefix, ConvertOptions(rules=build_rules(**rules)), True, monkeypatch)
     assert len(paths) == (asked if asked is not None else edges), paths[:5]
     assert fast == _plan(prefix, ConvertOptions(rules=build_rules(**rules)), False, monkeypatch)
@@ -269,16 +285,10 @@ def test_an_added_prefix_is_a_graft_asking_about_no_path(tmp_path, monkeypatch, 
     """``--add-prefix P`` first gives every path ``P/<path>``: planned in place as a graft without asking the rules
     about each edge's path (it asked about all 2N + 1), the same plan the rebuilding makes: one new object, every
     key under it."""
-    from formats.ops.rules import RuleSet
     from tests.scale_bundles import name_based, object_based
 
     prefix = object_based(name_based(tmp_path, 300))
-    paths: list[str] = []
-    apply = RuleSet.apply
-    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
-    taken = []
-    run = rename_objects._InPlace.run
-    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    paths, taken = _asked_paths(monkeypatch), _in_place_runs(monkeypatch)
     for rules in [dict(add_prefix="top/a.Sb"), dict(add_prefix="top", maps=["model=net"])]:
         options = ConvertOptions(rules=build_rules(**rules))
         paths.clear()
@@ -297,16 +307,10 @@ def test_a_stripped_prefix_is_a_lift_asking_about_no_path(tmp_path, monkeypatch,
     """``--strip-prefix P`` alone, ``P`` an object's path: its edges move to the root, planned in place without
     asking the rules about each edge's path, the plan the rebuilding makes: every key under ``P`` without it, the
     save counter's as it was."""
-    from formats.ops.rules import RuleSet
     from tests.scale_bundles import name_based, object_based
 
     prefix = object_based(name_based(tmp_path, 300))
-    paths: list[str] = []
-    apply = RuleSet.apply
-    monkeypatch.setattr(RuleSet, "apply", lambda self, name: paths.append(name) or apply(self, name))
-    taken = []
-    run = rename_objects._InPlace.run
-    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    paths, taken = _asked_paths(monkeypatch), _in_place_runs(monkeypatch)
     options = ConvertOptions(rules=build_rules(strip_prefix="model/"))
     fast = _plan(prefix, options, True, monkeypatch)
     assert taken == [True] and len(paths) == 1

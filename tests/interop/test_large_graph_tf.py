@@ -52,10 +52,28 @@ def saved(tmp_path_factory):
     return prefix, values
 
 
-def _restored(prefix: str, values: dict, name: str, skip: tuple[int, ...] = ()) -> None:
-    model = _model(skip)
+def _zeroed(model: tf.Module) -> tf.Module:
+    """``model`` with every variable set to zero (what a restore must then fill)."""
     for var in model.trainable_variables:
         var.assign(tf.zeros_like(var))
+    return model
+
+
+def _renamed_in_place(run_cli, monkeypatch, prefix: str, out, *rules: str):  # type: ignore[no-untyped-def]
+    """``ckpt rename PREFIX -o OUT RULES``, which must succeed, planned in place (``_InPlace``)."""
+    from formats.ops.convert import rename_objects
+
+    taken = []
+    run = rename_objects._InPlace.run
+    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
+    result = run_cli("rename", prefix, "-o", out, *rules)
+    assert result.exit_code == 0, result.output
+    assert taken == [True]
+    return result
+
+
+def _restored(prefix: str, values: dict, name: str, skip: tuple[int, ...] = ()) -> None:
+    model = _zeroed(_model(skip))
     opt = keras.optimizers.legacy.Adam(0.1)
     status = tf.train.Checkpoint(optimizer=opt, **{name: model}).restore(prefix)
     opt._create_all_weights(model.trainable_variables)  # slots made now, restored from the checkpoint
@@ -77,24 +95,15 @@ def _in_columns(prefix: str) -> bool:
 
 
 def test_tensorflow_restores_a_large_graph_renamed_in_place(saved, run_cli, tmp_path, monkeypatch):
-    from formats.ops.convert import rename_objects
-
     prefix, values = saved
     assert _in_columns(prefix)
-    taken = []
-    run = rename_objects._InPlace.run
-    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
     out = tmp_path / "renamed" / "ckpt"
-    result = run_cli("rename", prefix, "-o", out, "--map", "model/layer_3=net/third", "--map", "model=net")
-    assert result.exit_code == 0, result.output
-    assert taken == [True]
+    _renamed_in_place(run_cli, monkeypatch, prefix, out, "--map", "model/layer_3=net/third", "--map", "model=net")
     with pytest.raises(AssertionError):  # (layer_3 is found as net/third: the program names it so)
         _restored(str(out), values, "net")
-    model = _model()
+    model = _zeroed(_model())
     model.third = model.layer_3
     del model.layer_3
-    for var in model.trainable_variables:
-        var.assign(tf.zeros_like(var))
     opt = keras.optimizers.legacy.Adam(0.1)
     status = tf.train.Checkpoint(optimizer=opt, net=model).restore(str(out))
     opt._create_all_weights(model.trainable_variables)
@@ -120,21 +129,12 @@ def test_tensorflow_restores_a_large_graph_pruned_on_its_columns(saved, run_cli,
 def test_tensorflow_restores_a_large_graph_moved_under_a_new_object_in_place(saved, run_cli, tmp_path, monkeypatch):
     """``--add-prefix top/level`` moves every edge of the root under two new objects (a graft), planned on the
     columns: TensorFlow restores it into a program holding the old root's objects two objects down."""
-    from formats.ops.convert import rename_objects
-
     prefix, values = saved
-    taken = []
-    run = rename_objects._InPlace.run
-    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
     out = tmp_path / "grafted" / "ckpt"
-    result = run_cli("rename", prefix, "-o", out, "--add-prefix", "top/level")
-    assert result.exit_code == 0, result.output
-    assert taken == [True]
+    result = _renamed_in_place(run_cli, monkeypatch, prefix, out, "--add-prefix", "top/level")
     assert "new object 'top' created as a parent" in result.output
     assert "new object 'top/level' created as a parent" in result.output
-    model = _model()
-    for var in model.trainable_variables:
-        var.assign(tf.zeros_like(var))
+    model = _zeroed(_model())
     opt = keras.optimizers.legacy.Adam(0.1)
     level = tf.Module()
     level.model, level.optimizer, level.save_counter = model, opt, tf.Variable(0, dtype=tf.int64)
@@ -159,19 +159,10 @@ def test_tensorflow_restores_a_large_graph_moved_under_a_new_object_in_place(sav
 def test_tensorflow_restores_a_large_graph_lifted_in_place(saved, run_cli, tmp_path, monkeypatch):
     """``--strip-prefix model`` moves the model's edges to the root (a lift), planned on the columns: TensorFlow
     restores it into a program whose root holds the layers and the optimizer, every object and value bound."""
-    from formats.ops.convert import rename_objects
-
     prefix, values = saved
-    taken = []
-    run = rename_objects._InPlace.run
-    monkeypatch.setattr(rename_objects._InPlace, "run", lambda self: taken.append(run(self)) or taken[-1])
     out = tmp_path / "lifted" / "ckpt"
-    result = run_cli("rename", prefix, "-o", out, "--strip-prefix", "model")
-    assert result.exit_code == 0, result.output
-    assert taken == [True]
-    model = _model()
-    for var in model.trainable_variables:
-        var.assign(tf.zeros_like(var))
+    _renamed_in_place(run_cli, monkeypatch, prefix, out, "--strip-prefix", "model")
+    model = _zeroed(_model())
     opt = keras.optimizers.legacy.Adam(0.1)
     layers = {f"layer_{i}": getattr(model, f"layer_{i}") for i in range(LAYERS)}
     status = tf.train.Checkpoint(optimizer=opt, **layers).restore(str(out))
