@@ -43,6 +43,7 @@ def walked(request, monkeypatch) -> str:
 
         monkeypatch.setattr(object_graph_table, "_LEVEL_RUN", 3)
         monkeypatch.setattr(object_graph_columns, "_CHUNK", 5)
+        monkeypatch.setattr(object_graph_columns, "_SPANS_AT_ONCE", 2)  # (keys looked up a run of 2 at a time)
     return request.param
 
 
@@ -492,3 +493,60 @@ def test_strings_are_checked_as_decoding_each_of_them_would(seed, monkeypatch) -
         monkeypatch.setattr(object_graph_columns, "_CHUNK", chunk)
         raw = bytes(data)
         assert object_graph_columns._utf8(np, object_graph_columns._Bytes(np, raw), raw, spans) == expected, chunk
+
+
+def _found_by_reference(attributes: list[Attribute], keys: list[str]) -> dict[str, int]:
+    """Each key's attribute position as TensorFlow's loader finds it: the last attribute whose checkpoint key is the
+    key, else the attribute with the longest checkpoint key under the same ``<path>/.ATTRIBUTES/`` that the key
+    extends (an object saved through ``_serialize_to_tensors``)."""
+    marker = "/.ATTRIBUTES/"
+    out: dict[str, int] = {}
+    for key in keys:
+        exact = [k for k, a in enumerate(attributes) if a.checkpoint_key == key]
+        if exact:
+            out[key] = exact[-1]
+            continue
+        if marker not in key:
+            continue
+        base = key[:key.find(marker) + len(marker)]
+        longer = [(len(a.checkpoint_key), k) for k, a in enumerate(attributes)
+                  if a.checkpoint_key.startswith(base) and len(a.checkpoint_key) < len(key)
+                  and key.startswith(a.checkpoint_key)]
+        if longer:
+            best = max(n for n, _ in longer)
+            out[key] = [k for n, k in longer if n == best][-1]
+    return out
+
+
+def test_keys_are_found_among_attributes_decoded_a_run_at_a_time(walked) -> None:
+    """Stored keys are matched with the attributes' checkpoint keys however these are held (a small graph's
+    strings, a large one's decoded a run at a time, runs of 2 under ``runs``): exact keys, a key two attributes
+    share (the last wins), keys that extend an attribute's (an iterator's ``ITERATOR_STATE``), keys with none; each
+    found key's attribute then holds the caller's very string."""
+    def attr(key: str) -> Attribute:
+        return Attribute("VARIABLE_VALUE", key.split("/.")[0], key)
+
+    nodes = [ObjectNode(0, [ChildRef(i, f"n{i}") for i in range(1, 7)]),
+             ObjectNode(1, attributes=[attr("n1/.ATTRIBUTES/VARIABLE_VALUE")]),
+             ObjectNode(2, attributes=[attr("shared/.ATTRIBUTES/VARIABLE_VALUE")]),
+             ObjectNode(3, attributes=[attr("shared/.ATTRIBUTES/VARIABLE_VALUE"), attr("n3/.ATTRIBUTES/x")]),
+             ObjectNode(4, attributes=[Attribute("ITERATOR", "", "it/.ATTRIBUTES/ITERATOR"),
+                                       Attribute("ITERATOR_STATE", "", "it/.ATTRIBUTES/ITERATOR_STATE")]),
+             ObjectNode(5, attributes=[Attribute("table", "", "tab/.ATTRIBUTES/table")]),
+             ObjectNode(6, attributes=[attr("z/.ATTRIBUTES/VARIABLE_VALUE")])]
+    graph = object_graph_codec.decode_object_graph(encode_object_graph(nodes))
+    assert isinstance(graph.table, object_graph_columns.GraphColumns) == (walked != "small")
+    keys = sorted("".join(parts) for parts in [  # (strings made here: not the graph's)
+        ("n1/.ATTRIBUTES/", "VARIABLE_VALUE"), ("shared/.ATTRIBUTES/", "VARIABLE_VALUE"), ("n3/.ATTRIBUTES/", "x"),
+        ("it/.ATTRIBUTES/", "ITERATOR_STATE_1"), ("it/.ATTRIBUTES/", "ITERATOR_2"), ("tab/.ATTRIBUTES/", "table-keys"),
+        ("z/.ATTRIBUTES/", "VARIABLE_VALUE"), ("no/.ATTRIBUTES/", "VARIABLE_VALUE"), ("n1/", "kernel")])
+    attributes = [a for n in nodes for a in n.attributes]
+    want = _found_by_reference(attributes, keys)
+    assert want["shared/.ATTRIBUTES/VARIABLE_VALUE"] == 2 and want["it/.ATTRIBUTES/ITERATOR_STATE_1"] == 5 \
+        and want["it/.ATTRIBUTES/ITERATOR_2"] == 4  # (the longest it extends)
+    found, rows = graph.key_attributes(keys)
+    assert dict(found.items()) == want and len(found) == len(want) == 7
+    assert [rows[k].checkpoint_key for k in range(len(attributes))] == [a.checkpoint_key for a in attributes]
+    for key, k in want.items():  # a columns graph's attribute of an exact key holds the caller's string (no copy)
+        if attributes[k].checkpoint_key == key and walked != "small":
+            assert rows[k].checkpoint_key is keys[keys.index(key)]

@@ -20,6 +20,7 @@ from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode, SlotV
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from array import array
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = ["GraphColumns", "AttributeRows", "attribute_fields", "decode_columns"]
@@ -116,6 +117,15 @@ class GraphColumns:
         if self._keys_given is not None:
             return list(self._keys_given)
         return self.texts(self.attr_key)
+
+    def attr_key_runs(self) -> Iterator[list[str]] | None:
+        """Every attribute's ``checkpoint_key``, as :meth:`attr_keys` gives them, decoded a run of
+        :data:`_SPANS_AT_ONCE` at a time; None when they are held as strings already (:meth:`attr_keys` gives
+        those)."""
+        if self._attributes is not None or self._keys_given is not None:
+            return None
+        spans = self.attr_key
+        return (self.texts(spans, lo, lo + _SPANS_AT_ONCE) for lo in range(0, spans.shape[1], _SPANS_AT_ONCE))
 
     def attributes(self, keys: list[str] | None = None) -> list[Attribute]:
         """Every attribute (over all nodes, in order), built once: every caller shares them; ``keys`` their
