@@ -521,15 +521,14 @@ class ObjectGraph:
         t = self._table
         found = KeyPositions(keys)
         at = found.at
-        runs = t.attr_key_runs()
-        if runs is None:  # the attributes' keys are held as strings already
-            all_keys = t.attr_keys()
-            n = _find_keys(found, all_keys)
-        else:  # decoded a run at a time, each looked up among the keys (no string an attribute held at once: at
-            all_keys, n = [], 0  # 10^6 attributes, 96 MB of them and a 40 MB dictionary)
-            for run in runs:
-                n += _find_keys(found, run, len(all_keys))
+        all_keys: list[str] = []  # every attribute's key: the caller's string where it is one of ``keys``
+        n = 0  # the keys found
+        for run in t.attr_key_runs():  # (a graph in columns decodes them a run at a time: at 10^6 attributes, no
+            n += _find_keys(found, run, len(all_keys))  # 96 MB of strings and a 40 MB dictionary of them at once)
+            if all_keys:
                 all_keys += run
+            else:
+                all_keys = run  # (the first run's list itself: one run held already is not copied)
         rest = [i for i, key in enumerate(keys) if at[i] < 0 and _MARKER in key] if n < len(keys) else []
         if rest:  # keys extending some attribute's own (objects saved through _serialize_to_tensors)
             by_key = {ck: k for k, ck in enumerate(all_keys)}  # the last attribute of a key wins
@@ -737,12 +736,12 @@ _LABEL_RUN = 1 << 16
 """Keys labelled on arrays at a time (:func:`_label_by_columns`): a few arrays of this many, not of every key."""
 
 
-def _find_keys(found: KeyPositions, keys: list[str], first: int = 0) -> int:
+def _find_keys(found: KeyPositions, keys: list[str], first: int) -> int:
     """Give each key of ``found`` that one of ``keys`` (the checkpoint keys of attributes ``first``,
     ``first + 1``, ...) is equal to the position of the last such attribute, and put the found key's own string in
     its place in ``keys`` (the attribute keeps the caller's string, not a copy: 10 MB at 10^5 keys); return how
     many keys were found that had no attribute before."""
-    find, at = found.index.find, found.at
+    find, at, own = found.index.find, found.at, found.index.keys
     n = 0
     for k, key in enumerate(keys, first):
         i = find(key)
@@ -750,7 +749,7 @@ def _find_keys(found: KeyPositions, keys: list[str], first: int = 0) -> int:
             if at[i] < 0:
                 n += 1
             at[i] = k
-            keys[k - first] = found.index.keys[i]
+            keys[k - first] = own[i]
     return n
 
 

@@ -118,12 +118,11 @@ class GraphColumns:
             return list(self._keys_given)
         return self.texts(self.attr_key)
 
-    def attr_key_runs(self) -> Iterator[list[str]] | None:
-        """Every attribute's ``checkpoint_key``, as :meth:`attr_keys` gives them, decoded a run of
-        :data:`_SPANS_AT_ONCE` at a time; None when they are held as strings already (:meth:`attr_keys` gives
-        those)."""
+    def attr_key_runs(self) -> Iterator[list[str]]:
+        """Every attribute's ``checkpoint_key``, as :meth:`attr_keys` gives them, in runs (each a new list): decoded
+        :data:`_SPANS_AT_ONCE` at a time, or one run where they are held as strings already."""
         if self._attributes is not None or self._keys_given is not None:
-            return None
+            return iter((self.attr_keys(),))
         spans = self.attr_key
         return (self.texts(spans, lo, lo + _SPANS_AT_ONCE) for lo in range(0, spans.shape[1], _SPANS_AT_ONCE))
 

@@ -78,9 +78,9 @@ class NodeTable:
     def attr_keys(self) -> list[str]:
         return [a.checkpoint_key for n in self.nodes for a in n.attributes]
 
-    def attr_key_runs(self) -> None:
-        """None: the attributes' keys are held as strings (:meth:`attr_keys`)."""
-        return None
+    def attr_key_runs(self) -> Iterator[list[str]]:
+        """:meth:`attr_keys`, as one run (their strings are held)."""
+        return iter((self.attr_keys(),))
 
     def attributes(self, keys: list[str] | None = None) -> list[Any]:
         return [a for n in self.nodes for a in n.attributes]
