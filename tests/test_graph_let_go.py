@@ -65,7 +65,7 @@ def _graphs_held_at_rows(monkeypatch) -> list[bool]:
 def test_an_edit_in_its_own_format_lets_go_of_the_graphs_and_writes_the_same(prefix, tmp_path, monkeypatch, decoded):
     view = build._view
     with monkeypatch.context() as m:  # (the edit as it was: the graphs kept to the end)
-        m.setattr(build, "_view", lambda source, kept, conversion, forget=False: view(source, kept, conversion))
+        m.setattr(build, "_view", lambda source, selection, conversion, forget=False: view(source, selection, conversion))
         kept = formats.edit(prefix, tmp_path / "kept" / "ckpt", exclude=("model/layer_0/*",))
     assert kept.ok
     decoded.clear()
@@ -121,7 +121,7 @@ def test_an_edit_of_a_graph_in_columns_does_not_decode_its_pruned_graph(prefix, 
     monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)
     run = prune._ColumnPrune.run
     with monkeypatch.context() as m:  # (as it was: the pruned graph decoded and its paths compared)
-        m.setattr(prune._ColumnPrune, "run", lambda self, keys, kept, decoded=True: run(self, keys, kept))
+        m.setattr(prune._ColumnPrune, "run", lambda self, keys, dropped, decoded=True: run(self, keys, dropped))
         m.setattr(prune._ColumnPrune, "_paths_kept", lambda self: False)
         kept = formats.edit(prefix, tmp_path / "decoded" / "ckpt", exclude=("model/layer_0/*",))
     assert kept.ok

@@ -39,9 +39,10 @@ def _selections(keys: list[str]) -> list[tuple[str, set[str]]]:
 
 
 def _both(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[tuple, tuple]:
-    columns = prune._ColumnPrune(graph).run(keys, kept)
+    dropped = set(keys) - kept  # (pruning is told the keys left out)
+    columns = prune._ColumnPrune(graph).run(keys, dropped)
     assert columns is not None, "not pruned on the columns"
-    pruned, problems = prune._prune_nodes(graph, keys, kept)
+    pruned, problems = prune._prune_nodes(graph, keys, dropped)
     nodes = (encode_object_graph(pruned.nodes) if pruned is not None else None,
              [(p.kind, p.key, p.message, p.severity) for p in problems])
     return (columns[1], [(p.kind, p.key, p.message, p.severity) for p in columns[2]]), nodes
@@ -57,7 +58,7 @@ def test_pruning_on_columns_writes_what_pruning_node_by_node_writes(prefix, in_c
             on_columns, node_by_node = _both(graph, keys, kept)
             assert on_columns == node_by_node, what
             if on_columns[0] is not None:  # (the graph given with the bytes is theirs)
-                pruned, data, _ = prune.prune_graph(graph, keys, kept)
+                pruned, data, _ = prune.prune_graph(graph, keys, set(keys) - kept)
                 assert data == on_columns[0] and encode_object_graph(list(pruned.nodes)) == data, what
 
 
@@ -115,12 +116,12 @@ def test_a_node_with_two_attributes_of_one_name_is_pruned_node_by_node(in_column
                                        Attribute("VALUE", "b", "v/.ATTRIBUTES/VALUE_2")])]
     graph = decode_object_graph(_graph_bytes(nodes))
     keys = ["v/.ATTRIBUTES/VALUE", "v/.ATTRIBUTES/VALUE_2"]
-    assert prune._ColumnPrune(graph).run(keys, {keys[0]}) is None
-    pruned, data, problems = prune.prune_graph(graph, keys, {keys[0]})
+    assert prune._ColumnPrune(graph).run(keys, {keys[1]}) is None
+    pruned, data, problems = prune.prune_graph(graph, keys, {keys[1]})
     assert (pruned, data) == (None, None)
     assert [p.message for p in problems] == ["attribute 'VALUE' is stored as several tensors, and only some of them "
                                              "would be kept"]  # (its name is the node's, not the tensor's)
-    pruned, data, problems = prune.prune_graph(graph, [*keys, "other"], set(keys))
+    pruned, data, problems = prune.prune_graph(graph, [*keys, "other"], {"other"})
     assert problems == [] and data == encode_object_graph(pruned.nodes)
     assert [a.checkpoint_key for a in pruned.nodes[1].attributes] == keys
 
@@ -150,7 +151,7 @@ def test_pruning_on_columns_holds_no_node_a_node(monkeypatch):
     tracemalloc.start()
     try:
         base, _ = tracemalloc.get_traced_memory()
-        pruned, data, problems = prune.prune_graph(graph, keys, set(keys[1:]))
+        pruned, data, problems = prune.prune_graph(graph, keys, set(keys[:1]))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -181,8 +182,8 @@ def test_paths_checked_on_the_arrays_are_what_comparing_the_paths_finds(prefix, 
         keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
         for what, kept in _selections(keys):
             answers.clear()
-            pruned, problems = prune._prune_nodes(graph, keys, kept)
-            decoded, data, found = prune._ColumnPrune(graph).run(keys, kept, decoded=False)
+            pruned, problems = prune._prune_nodes(graph, keys, set(keys) - kept)
+            decoded, data, found = prune._ColumnPrune(graph).run(keys, set(keys) - kept, decoded=False)
             if not answers:  # (an attribute split: refused before any path is asked about)
                 assert pruned is None and found and all("several tensors" in p.message for p in found), what
                 continue
@@ -201,10 +202,10 @@ def test_both_answers_of_the_check_are_met_in_the_corpus(in_columns, monkeypatch
         graph = ckpt.object_graph
         keys = sorted(k for k in ckpt if k != OBJECT_GRAPH_KEY)
         slots = {k for k in keys if "OPTIMIZER_SLOT" in k}
-        pruned, data, problems = prune.prune_graph(graph, keys, slots, decoded=False)
+        pruned, data, problems = prune.prune_graph(graph, keys, set(keys) - slots, decoded=False)
         assert (pruned, data) == (None, None) and len(problems) == 4 and answers == [False]
         assert all(p.message.startswith("the object would be found as ") for p in problems)
-        pruned, data, problems = prune.prune_graph(graph, keys, set(keys) - slots, decoded=False)
+        pruned, data, problems = prune.prune_graph(graph, keys, slots, decoded=False)
         assert pruned is None and data is not None and problems == [] and answers == [False, True]
 
 
@@ -222,9 +223,9 @@ def test_a_node_reached_by_another_edge_is_a_move_the_arrays_see(in_columns, mon
         return valued
 
     answers = _checked(monkeypatch)
-    assert prune._ColumnPrune(graph).run(keys, set(keys), decoded=False)[1] is not None and answers == [True]
+    assert prune._ColumnPrune(graph).run(keys, set(), decoded=False)[1] is not None and answers == [True]
     monkeypatch.setattr(prune._ColumnPrune, "_plan", without_first_edge)
-    pruned, data, problems = prune._ColumnPrune(graph).run(keys, set(keys), decoded=False)
+    pruned, data, problems = prune._ColumnPrune(graph).run(keys, set(), decoded=False)
     assert answers == [True, False] and (pruned, data) == (None, None)
     assert [p.message for p in problems][:1] == ["the object would be found as 'model/alias' once other objects are "
                                                  "left out; its keys name 'model/dense'"]
@@ -285,7 +286,7 @@ def test_a_slot_reference_held_by_an_unreachable_object_is_left_to_the_paths_com
     keys = sorted(["model/dense/kernel" + V, "optimizer/iter" + V, "lost" + V,
                    "model/dense/kernel/.OPTIMIZER_SLOT/optimizer/m" + V])
     answers = _checked(monkeypatch)
-    pruned, data, problems = prune.prune_graph(graph, keys, set(keys) - {"lost" + V}, decoded=False)
+    pruned, data, problems = prune.prune_graph(graph, keys, {"lost" + V}, decoded=False)
     assert answers == [False] and problems == [] and data is not None and pruned is not None
     slot_path = "model/dense/kernel/.OPTIMIZER_SLOT//m"  # (its optimizer's path: none, "")
     assert graph.path(11) == slot_path and slot_path in [pruned.path(i) for i in range(len(pruned))]
@@ -338,8 +339,8 @@ def test_the_check_on_arrays_answers_as_the_paths_compared_on_random_graphs(in_c
         for _ in range(3):
             kept = {k for k in keys if rng.random() < 0.7}
             answers.clear()
-            pruned, problems = prune._prune_nodes(graph, keys, kept)
-            done = prune._ColumnPrune(graph).run(keys, kept, decoded=False)
+            pruned, problems = prune._prune_nodes(graph, keys, set(keys) - kept)
+            done = prune._ColumnPrune(graph).run(keys, set(keys) - kept, decoded=False)
             assert done is not None and answers, case
             moved = [p for p in problems if "would be found as" in p.message]
             assert not (answers[0] and moved), (case, sorted(kept))  # (never cleared where an object moves)

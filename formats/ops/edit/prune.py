@@ -23,35 +23,37 @@ from formats.ops.convert.plan import ERROR, Problem
 
 TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
-    from collections.abc import Container, Mapping
+    from collections.abc import Collection, Container, Mapping
     from typing import Any
 
 __all__ = ["prune_graph"]
 
 
-def prune_graph(graph: ObjectGraph, keys: list[str], kept: set[str],
+def prune_graph(graph: ObjectGraph, keys: list[str], dropped: Collection[str],
                 decoded: bool = True) -> tuple[ObjectGraph | None, bytes | None, list[Problem]]:
-    """The graph of ``graph`` holding only the tensors ``kept`` of the stored ``keys`` and its serialized bytes, or
+    """The graph of ``graph`` holding only the tensors of the stored ``keys`` not ``dropped`` (the keys an edit
+    leaves out: most edits leave out few, and a set of the kept ones was 32 MB at 10^6) and its serialized bytes, or
     None, None and the problems that make it impossible. A graph decoded into columns is pruned on them
     (:class:`_ColumnPrune`); any other, or one it does not take, node by node. ``decoded=False``: only the bytes
     are wanted, and the pruned graph may be None beside them (a graph pruned on its columns is not decoded again
     when its paths are checked on the arrays)."""
-    done = _ColumnPrune(graph).run(keys, kept, decoded)
+    done = _ColumnPrune(graph).run(keys, dropped, decoded)
     if done is not None:
         return done
-    pruned, problems = _prune_nodes(graph, keys, kept)
+    pruned, problems = _prune_nodes(graph, keys, dropped)
     if pruned is None:
         return None, None, problems
     return pruned, encode_object_graph(pruned.nodes), problems
 
 
-def _prune_nodes(graph: ObjectGraph, keys: list[str], kept: set[str]) -> tuple[ObjectGraph | None, list[Problem]]:
+def _prune_nodes(graph: ObjectGraph, keys: list[str], dropped: Collection[str]
+                 ) -> tuple[ObjectGraph | None, list[Problem]]:
     """:func:`prune_graph` node by node: the nodes copied, cut down and renumbered."""
     problems: list[Problem] = []
     mapping = graph.map_keys(keys)
     attributes: dict[tuple[int, str], list[bool]] = {}
     for key, (node_id, attr) in mapping.items():
-        attributes.setdefault((node_id, attr.name), []).append(key in kept)
+        attributes.setdefault((node_id, attr.name), []).append(key not in dropped)
     for (node_id, name), flags in attributes.items():
         if any(flags) and not all(flags):
             problems.append(_split_attribute(graph, node_id, name))
@@ -101,7 +103,7 @@ class _ColumnPrune:
     def __init__(self, graph: ObjectGraph) -> None:
         self.graph = graph
 
-    def run(self, keys: list[str], kept: set[str],
+    def run(self, keys: list[str], dropped: Collection[str],
             decoded: bool = True) -> tuple[ObjectGraph | None, bytes | None, list[Problem]] | None:
         """The pruned graph, its bytes and the problems (as :func:`prune_graph`); None when not taken. Every object's
         path is checked on the arrays (:meth:`_paths_kept`); only where that cannot tell, or the graph is asked for
@@ -114,7 +116,7 @@ class _ColumnPrune:
         from formats.concepts.object_graph_codec import decode_object_graph
 
         found, attributes = graph.key_attributes(keys)
-        chosen = self._attributes_kept(found, attributes, kept)
+        chosen = self._attributes_kept(found, attributes, dropped)
         if chosen is None or isinstance(chosen, list):
             return None if chosen is None else (None, None, chosen)
         del found
@@ -185,10 +187,11 @@ class _ColumnPrune:
                                                                                              kept_slots),
             new_id[np.asarray(t.slot_id, np.int64)[kept_slots]], valued.marks))
 
-    def _attributes_kept(self, found: Mapping[str, int], attributes: Sequence[Attribute], kept: set[str]) -> Any:
-        """Per attribute whether it stays (some key of it is kept: ``found`` gives each key's attribute); the
-        problems when an attribute would keep some of its keys and not others; None when two attributes of a node
-        share a name (pruning node by node keeps or drops them together)."""
+    def _attributes_kept(self, found: Mapping[str, int], attributes: Sequence[Attribute],
+                         dropped: Collection[str]) -> Any:
+        """Per attribute whether it stays (some key of it is not ``dropped``: ``found`` gives each key's
+        attribute); the problems when an attribute would keep some of its keys and not others; None when two
+        attributes of a node share a name (pruning node by node keeps or drops them together)."""
         import numpy as np
 
         graph = self.graph
@@ -196,7 +199,8 @@ class _ColumnPrune:
         if not _distinct_names(attr_ptr, attributes):
             return None
         at = np.fromiter(found.values(), np.int64, len(found))
-        taken = np.fromiter(map(kept.__contains__, found), bool, len(found))
+        taken = ~np.fromiter(map(dropped.__contains__, found), bool, len(found)) if dropped else \
+            np.ones(len(found), bool)
         keep_attr = np.zeros(len(attributes), bool)
         keep_attr[at[taken]] = True
         dropped = np.zeros(len(attributes), bool)

@@ -28,8 +28,10 @@ __all__ = ["Selection", "choose_tensors", "OPTIMIZER_ROLES"]
 
 @record
 class Selection:
-    """The keys kept (in key order), why each other key is left out, and the problems found."""
+    """Every tensor's key but the object graph's (in key order), the keys kept (in key order), why each other key is
+    left out, and the problems found."""
 
+    keys: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -42,7 +44,7 @@ def choose_tensors(ckpt: Checkpoint, select: Sequence[str] = (), exclude: Sequen
     subject = {k: str(ckpt[k].name) for k in keys} if by == "name" else None  # (None: each key's own)
     special = {k: e for k, e in ckpt.items_maybe_not_variables() if k != OBJECT_GRAPH_KEY}  # (any other: a variable)
     roles = {k: str(e.role) for k, e in special.items()}
-    out = Selection()
+    out = Selection(keys)
     chosen = _matching(out, ckpt.path, keys, subject, select, by) if select else None  # (None: every key)
     excluded = _matching(out, ckpt.path, keys, subject, exclude, by) if exclude else set()
     if chosen is not None or excluded or drop_optimizer:
