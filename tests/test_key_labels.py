@@ -115,6 +115,43 @@ def test_a_graph_in_columns_labels_its_keys_without_an_attribute_a_key():
     assert held / len(keys) < 40, held / len(keys)  # (an attribute and its full name a key were 140 and 70 more)
 
 
+def _runs(keys: list[str]) -> list[list[str]]:
+    """Lists of keys a bundle's tensors may ask about at once: the whole run, runs at its ends and in its middle
+    (its own strings, and equal copies), one key, none, and lists that are not a run (reversed, out of order, a
+    key twice)."""
+    middle = keys[3:len(keys) - 2]
+    return [keys, keys[:1], keys[-3:], middle, [k.encode().decode() for k in middle], [], keys[::-1],
+            keys[::2], [keys[0], keys[0]], random.Random(3).sample(keys, len(keys))]
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["nodes", "columns"])
+def test_names_and_facts_of_many_keys_are_each_keys_own(columns, monkeypatch):
+    """``names_of`` and ``facts_of`` (a run of the labels' keys read by position) give what ``name_of`` and
+    ``facts`` give key by key, for runs of model variables alone, runs with keys labelled one by one (the counter,
+    the optimizer's, a slot, a key of no attribute) and lists that are no run; a key not among the labels' is a
+    KeyError naming it for ``names_of``, None for ``facts_of``, as key by key."""
+    from formats.concepts import object_graph_codec
+
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)  # (a graph this small: decoded into columns)
+    nodes, keys = _graph(60)
+    graph = _in_columns(nodes) if columns else nodes
+    keys.sort()
+    labels = object_graph.label_keys(graph, keys)
+    variables = [k for k in keys if k.startswith("model/layer_") and "OPTIMIZER_SLOT" not in k]
+    assert len(labels.special) == 4 and not labels.special.keys() & set(variables)
+    for run in [*_runs(keys), *_runs(variables)]:
+        assert labels.names_of(run) == [labels.name_of(k) for k in run], run
+        assert labels.facts_of(run) == [labels.facts(k) for k in run], run
+    assert labels.names_of(variables[:2]) == ["model/layer_0/w" + V, "w1"]  # (no full name: the key)
+    assert labels.names_of(keys) == [labels[k].name for k in keys]
+    assert [f.role for f in labels.facts_of(keys)] == [labels[k].role for k in keys]
+    assert {"slot", "other", "variable"} <= {f.role for f in labels.facts_of(keys)}
+    for run in ([*keys, "zzz"], ["zzz"], [*variables[:2], "model"]):
+        with pytest.raises(KeyError, match=run[-1]):
+            labels.names_of(run)
+        assert labels.facts_of(run) == [labels.facts(k) for k in run] and labels.facts_of(run)[-1] is None
+
+
 def test_a_key_map_reads_as_the_dictionary_of_positions_in_any_order():
     """The key map holds each key's attribute's position by the key's position (KeyPositions), found by bisection
     for keys in order, by a dictionary otherwise: it reads as a dictionary key -> (node, attribute) in the order
@@ -174,6 +211,24 @@ def test_the_tensors_maybe_not_variables_hold_every_tensor_whose_role_is_another
         assert all(ckpt[k] is e for k, e in special.items())
         assert len(special) < len(ckpt) or not any(str(e.role) == Role.VARIABLE for e in ckpt.values())
         assert [k for k, _ in Checkpoint.items_maybe_not_variables(ckpt)] == list(ckpt)
+
+
+@pytest.mark.parametrize("prefix", CORPUS_BUNDLES, ids=lambda p: str(Path(p).relative_to(CORPUS)))
+def test_a_bundles_names_and_roles_asked_at_once_are_each_tensors_own(prefix):
+    """``BundleTensor.labels_of`` (the names and roles a provenance record asks of a run of tensors at once) gives
+    each tensor's own ``name`` and ``role``, for runs of the bundle's tensors and for lists that are no run."""
+    from formats.tf_bundle.checkpoint import BundleTensor
+
+    with formats.open_checkpoint(prefix) as ckpt:
+        tensors = [ckpt[k] for k in ckpt]
+        if not tensors or type(tensors[0]) is not BundleTensor:
+            pytest.skip("not a bundle's tensors")
+        if BundleTensor.labels_of(tensors) is None:  # (partitioned variables: each asked, not a run)
+            assert any(t.partitions > 1 for t in tensors)
+            pytest.skip("a tensor of several slices")
+        for run in filter(None, (tensors, tensors[1:-1], tensors[-2:], tensors[::-1], tensors[::2])):
+            names, roles = BundleTensor.labels_of(run)
+            assert names == [t.name for t in run] and roles == [t.role for t in run]
 
 
 def _chosen_one_by_one(ckpt, select, exclude, drop_optimizer):

@@ -416,16 +416,29 @@ class _Labels:
         return found
 
     def names(self, keys: list[str]) -> list[str]:
-        """The ``name`` of each of ``keys`` (:meth:`BundleTensor.name`'s): a name-based bundle's are its keys."""
-        return keys if not self.object_based else list(map(self.name, keys))
+        """The ``name`` of each of ``keys`` (:meth:`BundleTensor.name`'s): a name-based bundle's are its keys; an
+        object-based one's asked of its labels for all at once (:meth:`~formats.concepts.object_graph.KeyLabels.names_of`)."""
+        if not self.object_based:
+            return keys
+        many = getattr(self._made(), "names_of", None)
+        return many(keys) if many is not None else list(map(self.name, keys))
 
     def roles(self, keys: list[str]) -> list[str]:
         """The ``role`` of each of ``keys`` (:meth:`facts`' of each): a name-based bundle's looked up by a C function
-        (its plain variables' shared label the default)."""
+        (its plain variables' shared label the default), an object-based one's asked of its labels for all at once
+        (:meth:`~formats.concepts.object_graph.KeyLabels.facts_of`)."""
         labels = self._made()
         if type(labels) is dict and self._variable is not None:
             return list(map(_ROLE, map(labels.get, keys, repeat(self._variable))))
-        return list(map(_ROLE, map(self.facts, keys)))
+        many = getattr(labels, "facts_of", None)
+        if many is None:
+            return list(map(_ROLE, map(self.facts, keys)))
+        found = many(keys)
+        if not all(found):  # a key not labelled: as facts() answers it (the shared label, else KeyError)
+            found = [self._variable if label is None else label for label in found]
+            if self._variable is None:
+                raise KeyError(keys[found.index(None)])
+        return list(map(_ROLE, found))
 
     def special_keys(self) -> list[str]:
         """The keys whose labels are held one by one (see :meth:`facts`): every other is a plain variable's."""
