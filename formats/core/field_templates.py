@@ -59,10 +59,11 @@ def _init_ff(self: Any, _a0: Any, _a1: Any) -> Any:
     self._a1 = _f1() if _a1 is _MISSING else _a1
 
 
-def _init_fff(self: Any, _a0: Any, _a1: Any, _a2: Any) -> Any:
+def _init_ffff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any) -> Any:
     self._a0 = _f0() if _a0 is _MISSING else _a0
     self._a1 = _f1() if _a1 is _MISSING else _a1
     self._a2 = _f2() if _a2 is _MISSING else _a2
+    self._a3 = _f3() if _a3 is _MISSING else _a3
 
 
 def _init_fffff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any) -> Any:
@@ -415,7 +416,7 @@ def _init_pppppppppppff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: 
 FIELDS: dict[str, Callable[..., Any]] = {
     "frozen_init_ppppfpffpp": _frozen_init_ppppfpffpp,
     "init_ff": _init_ff,
-    "init_fff": _init_fff,
+    "init_ffff": _init_ffff,
     "init_fffff": _init_fffff,
     "init_fpppppfpppppp": _init_fpppppfpppppp,
     "init_pf": _init_pf,
