@@ -229,6 +229,11 @@ def test_a_bundles_names_and_roles_asked_at_once_are_each_tensors_own(prefix):
         for run in filter(None, (tensors, tensors[1:-1], tensors[-2:], tensors[::-1], tensors[::2])):
             names, roles = BundleTensor.labels_of(run)
             assert names == [t.name for t in run] and roles == [t.role for t in run]
+        labels = tensors[0]._labels
+        if labels.object_based:  # a key it does not hold: a KeyError, as asking the key alone
+            for ask in (labels.names, labels.roles):
+                with pytest.raises(KeyError, match="zzz"):
+                    ask([tensors[0].key, "zzz"])
 
 
 def _chosen_one_by_one(ckpt, select, exclude, drop_optimizer):

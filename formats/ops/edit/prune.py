@@ -203,9 +203,9 @@ class _ColumnPrune:
             np.ones(len(found), bool)
         keep_attr = np.zeros(len(attributes), bool)
         keep_attr[at[taken]] = True
-        dropped = np.zeros(len(attributes), bool)
-        dropped[at[~taken]] = True
-        split = keep_attr & dropped
+        left_out = np.zeros(len(attributes), bool)  # (per attribute: some key of it dropped)
+        left_out[at[~taken]] = True
+        split = keep_attr & left_out
         if split.any():  # in the order their first keys come
             owner = np.repeat(np.arange(graph.table.count), np.diff(attr_ptr))
             first = dict.fromkeys(k for k in at.tolist() if split[k])
