@@ -152,6 +152,49 @@ def test_names_and_facts_of_many_keys_are_each_keys_own(columns, monkeypatch):
         assert labels.facts_of(run) == [labels.facts(k) for k in run] and labels.facts_of(run)[-1] is None
 
 
+def _optimized(n: int) -> tuple[ObjectGraph, list[str]]:
+    """A model of ``n`` variables, each with an optimizer's two slots (``m``, ``v``): as a checkpoint stores it,
+    decoded into columns."""
+    nodes = [ObjectNode(0, [ChildRef(1, "model"), ChildRef(2, "optimizer")]),
+             ObjectNode(1, [ChildRef(3 + i, f"v{i}") for i in range(n)]),
+             ObjectNode(2, slot_variables=[SlotVariableRef(3 + i, slot, 3 + n + 2 * i + j)
+                                           for i in range(n) for j, slot in enumerate("mv")])]
+    nodes += [ObjectNode(3 + i, attributes=[Attribute("VARIABLE_VALUE", f"v{i}", f"model/v{i}" + V)])
+              for i in range(n)]
+    nodes += [ObjectNode(3 + n + 2 * i + j, attributes=[
+        Attribute("VARIABLE_VALUE", f"v{i}/{slot}", f"model/v{i}/.OPTIMIZER_SLOT/optimizer/{slot}" + V)])
+        for i in range(n) for j, slot in enumerate("mv")]
+    graph = _in_columns(ObjectGraph(nodes))
+    return graph, sorted(a.checkpoint_key for node in nodes for a in node.attributes)
+
+
+def test_labelling_slots_decodes_strings_in_proportion_to_the_graph(monkeypatch):
+    """Each slot variable's label reads its one slot reference: the strings labelling decodes grow with the graph,
+    not with its square (every slot name was decoded again for each slot: 4,000 slots took 18 s)."""
+    from formats.concepts import object_graph_codec
+    from formats.concepts.object_graph_columns import GraphColumns
+
+    monkeypatch.setattr(object_graph_codec, "SMALL_GRAPH_BYTES", 0)  # (in columns, however small)
+    texts = GraphColumns.texts
+    decoded = [0]
+
+    def counted(self, spans, lo=0, hi=None):  # type: ignore[no-untyped-def]
+        out = texts(self, spans, lo, hi)
+        decoded[0] += len(out)
+        return out
+
+    monkeypatch.setattr(GraphColumns, "texts", counted)
+    counts = []
+    for n in (100, 400):
+        graph, keys = _optimized(n)
+        decoded[0] = 0
+        labels = object_graph.label_keys(graph, keys)
+        assert [labels[k].role for k in keys].count("slot") == 2 * n
+        assert labels["model/v7/.OPTIMIZER_SLOT/optimizer/v" + V].slot_name == "v"
+        counts.append(decoded[0])
+    assert counts[1] <= 4.5 * counts[0], counts  # (four times the graph: squared, sixteen)
+
+
 def test_a_key_map_reads_as_the_dictionary_of_positions_in_any_order():
     """The key map holds each key's attribute's position by the key's position (KeyPositions), found by bisection
     for keys in order, by a dictionary otherwise: it reads as a dictionary key -> (node, attribute) in the order

@@ -413,7 +413,8 @@ class ObjectGraph:
         if k is None:
             return None
         t = self._table
-        return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), t.slot_names()[k], int(t.slot_id[k]))
+        return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), t.slot_names(k, k + 1)[0],
+                                                     int(t.slot_id[k]))
 
     def local_name(self, node_id: int) -> str:
         """The unescaped name of the node's first edge (``root`` for node 0, the slot name for slots)."""
@@ -468,7 +469,7 @@ class ObjectGraph:
         """The node's slot variable references (no node built)."""
         t = self._table
         lo, hi = int(t.slot_ptr[node_id]), int(t.slot_ptr[node_id + 1])
-        return [SlotVariableRef(o, n, s) for o, n, s in zip(ints(t.slot_original[lo:hi]), t.slot_names()[lo:hi],
+        return [SlotVariableRef(o, n, s) for o, n, s in zip(ints(t.slot_original[lo:hi]), t.slot_names(lo, hi),
                                                             ints(t.slot_id[lo:hi]))]
 
     def slot_owners(self) -> list[int]:

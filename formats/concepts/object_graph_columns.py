@@ -148,9 +148,10 @@ class GraphColumns:
         """Whether any node has a ``note`` (never, for a graph decoded from bytes)."""
         return False
 
-    def slot_names(self) -> list[str]:
-        """Every slot variable reference's ``slot_name``."""
-        return self.texts(self.slot_name)
+    def slot_names(self, lo: int = 0, hi: int | None = None) -> list[str]:
+        """The ``slot_name`` of every slot variable reference, or of those from ``lo`` to ``hi``: only those decoded
+        (a slot variable's label asks for its one reference's; decoding them all for each was quadratic in slots)."""
+        return self.texts(self.slot_name, lo, hi)
 
     def all_nodes(self) -> list[ObjectNode]:
         """Every node as an :class:`ObjectNode`, built at once (for a caller that walks them all)."""
