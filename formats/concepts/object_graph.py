@@ -983,46 +983,30 @@ class KeyLabels(Mapping[str, EntryLabel]):
         return _PLAIN if self._variable(key) is not None else None
 
     def names_of(self, keys: list[str]) -> list[str]:
-        """:meth:`name_of` of each of ``keys`` (KeyError for one not labelled). A run of this mapping's own keys, in
-        their order - what a bundle's tensors ask, a few thousand at a time - is read by position: no key is looked
-        up (at 10^6 keys, 1 s of an export's provenance record went to finding each key again)."""
-        first = self._run(keys)
-        if first < 0:
+        """:meth:`name_of` of each of ``keys`` (KeyError for one not labelled). A run of this mapping's own keys that
+        are all model variables - what a bundle's tensors ask, a few thousand at a time - is read by position: no key
+        is looked up (at 10^6 keys, 1 s of an export's provenance record went to finding each key again)."""
+        attributes = self._plain_run(keys)
+        if attributes is None:
             return list(map(self.name_of, keys))
-        attributes, full, special = self._attrs[first:first + len(keys)].tolist(), self._full, self.special
-        if not special or special.keys().isdisjoint(keys):  # (model variables' keys, most runs: no label held)
-            if min(attributes, default=0) >= 0:
-                return [name or key for name, key in zip(map(full, attributes), keys)]
-        names = []
-        get = special.get
-        for key, attribute in zip(keys, attributes):
-            found = get(key)
-            if found is not None:
-                names.append(found.name)
-            elif attribute >= 0:
-                names.append(full(attribute) or key)
-            else:
-                raise KeyError(key)
-        return names
+        return [name or key for name, key in zip(map(self._full, attributes), keys)]
 
     def facts_of(self, keys: list[str]) -> list[EntryLabel | None]:
-        """:meth:`facts` of each of ``keys``, a run of this mapping's keys read by position (see :meth:`names_of`)."""
-        first = self._run(keys)
-        if first < 0:
-            return list(map(self.facts, keys))
-        attributes, special = self._attrs[first:first + len(keys)].tolist(), self.special
-        if (not special or special.keys().isdisjoint(keys)) and min(attributes, default=0) >= 0:
-            return [_PLAIN] * len(keys)
-        get = special.get
-        return [get(key) or (_PLAIN if attribute >= 0 else None) for key, attribute in zip(keys, attributes)]
+        """:meth:`facts` of each of ``keys``; a run of model variables' keys (see :meth:`names_of`) shares one
+        label, asked of none."""
+        return [_PLAIN] * len(keys) if self._plain_run(keys) is not None else list(map(self.facts, keys))
 
-    def _run(self, keys: list[str]) -> int:
-        """The position of the first of ``keys`` when they are a run of this mapping's keys in their order (the
-        same strings, or equal ones), else -1."""
+    def _plain_run(self, keys: list[str]) -> list[int] | None:
+        """The attribute of each of ``keys`` when they are a run of this mapping's keys in their order (the same
+        strings, or equal ones) and every one a model variable's (a key labelled one by one, or not at all, has
+        none: -1); else None."""
         if not keys or type(keys[0]) is not str:
-            return -1
+            return None
         first = self._position(keys[0])
-        return first if first >= 0 and self._keys[first:first + len(keys)] == keys else -1
+        if first < 0 or self._keys[first:first + len(keys)] != keys:
+            return None
+        attributes = self._attrs[first:first + len(keys)].tolist()
+        return attributes if min(attributes) >= 0 else None
 
     def __contains__(self, key: object) -> bool:
         return key in self.special or type(key) is str and self._position(key) >= 0

@@ -434,10 +434,8 @@ class _Labels:
         if many is None:
             return list(map(_ROLE, map(self.facts, keys)))
         found = many(keys)
-        if not all(found):  # a key not labelled: as facts() answers it (the shared label, else KeyError)
-            found = [self._variable if label is None else label for label in found]
-            if self._variable is None:
-                raise KeyError(keys[found.index(None)])
+        if not all(found):  # a key not labelled: the KeyError facts() raises (object-based labels share no label)
+            raise KeyError(next(k for k, label in zip(keys, found) if label is None))
         return list(map(_ROLE, found))
 
     def special_keys(self) -> list[str]:
