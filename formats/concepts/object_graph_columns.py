@@ -181,7 +181,7 @@ class GraphColumns:
         lo, hi = int(self.slot_ptr[index]), int(self.slot_ptr[index + 1])
         if hi > lo:
             node.slot_variables = [SlotVariableRef(o, n, s) for o, n, s in zip(
-                self.slot_original[lo:hi].tolist(), self.texts(self.slot_name, lo, hi),
+                self.slot_original[lo:hi].tolist(), self.slot_names(lo, hi),
                 self.slot_id[lo:hi].tolist())]
         flag = int(self.has_values[index])
         if flag >= 0:
