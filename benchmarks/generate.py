@@ -15,13 +15,16 @@
   file, as TensorFlow writes it).
 - ``million``: 1,000,000 small tensors; ``directory``: a run directory of 1,000 small checkpoints.
 - ``scale_name_10k``, ``scale_name_100k``, ``scale_name_1m``: a name-based bundle of N tiny tensors (the per-tensor
-  cost rows, issue 38); ``scale_object_10k`` ... ``scale_object_1m``: the same converted to an object-based bundle.
+  cost rows, issue 38); ``scale_object_10k`` ... ``scale_object_1m``: the same converted to an object-based bundle;
+  ``scale_slots_10k`` ... ``scale_slots_1m``: an object-based bundle of N tiny tensors, a third of them variables and
+  two thirds their Adam slots (slot variables, as a TF1-style or legacy Keras optimizer's are saved).
 
 Values are generated tensor by tensor, so generating stays within bounded memory too.
 """
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,17 +254,45 @@ def huge_tensor(out: Path, later: bool = False) -> str:
     return prefix
 
 
-def scale_object(out: Path, count: int, size: str) -> str:
-    """:func:`scale_name`'s bundle converted by ``ckpt convert --to tf-object`` (one object per layer and unit)."""
+def scale_slots_name(out: Path, count: int) -> str:
+    """A name-based bundle of about ``count`` tiny tensors: ``count // 3`` variables laid out as :func:`scale_name`'s
+    (4 float32 each), each with its Adam slots ``<var>/Adam`` and ``<var>/Adam_1``, and the optimizer's
+    ``global_step``, ``beta1_power`` and ``beta2_power``, as TF1's ``AdamOptimizer`` saves them."""
+    from formats import write_checkpoint
+
+    def pairs() -> Iterator[tuple[str, np.ndarray]]:
+        for i in range(count // 3):
+            name = f"model/layer_{i // 100}/unit_{i % 100}/w"
+            yield name, np.full((4,), i, np.float32)
+            yield name + "/Adam", np.full((4,), i * 0.5, np.float32)
+            yield name + "/Adam_1", np.full((4,), i * 0.25, np.float32)
+        yield "global_step", np.array(1000, np.int64)
+        yield "beta1_power", np.array(0.9 ** 1000, np.float32)
+        yield "beta2_power", np.array(0.999 ** 1000, np.float32)
+
+    prefix = str(out / f"scale-slots-name-{count}" / "ckpt-1")
+    write_checkpoint(prefix, pairs(), force=True, verify=False)
+    return prefix
+
+
+def scale_object(out: Path, count: int, size: str, slots: bool = False) -> str:
+    """:func:`scale_name`'s bundle converted by ``ckpt convert --to tf-object`` (one object per layer and unit);
+    ``slots``: :func:`scale_slots_name`'s (the Adam slots become slot variables of the optimizer's object)."""
     import subprocess
     import sys
 
-    source = generate(out, (f"scale_name_{size}",))[f"scale_name_{size}"]
-    prefix = str(out / f"scale-object-{count}" / "ckpt-1")
+    if slots:
+        source = scale_slots_name(out, count)
+        prefix = str(out / f"scale-slots-{count}" / "ckpt-1")
+    else:
+        source = generate(out, (f"scale_name_{size}",))[f"scale_name_{size}"]
+        prefix = str(out / f"scale-object-{count}" / "ckpt-1")
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, "-m", "ckpt_cli", "convert", source, "-o", prefix, "--to", "tf-object", "--force"],
                    check=True, env=env, stdout=subprocess.DEVNULL)
+    if slots:
+        shutil.rmtree(Path(source).parent)  # only the object-based bundle is measured
     return prefix
 
 
@@ -330,6 +361,7 @@ def generate(out: Path, which: tuple[str, ...] = ("bert", "many", "partitioned",
     for size, count in SCALES.items():
         makers[f"scale_name_{size}"] = lambda o, n=count: scale_name(o, n)
         makers[f"scale_object_{size}"] = lambda o, n=count, s=size: scale_object(o, n, s)
+        makers[f"scale_slots_{size}"] = lambda o, n=count, s=size: scale_object(o, n, s, slots=True)
     done = {}
     for name in which:
         marker = out / f".{name}.done"

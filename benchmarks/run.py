@@ -23,7 +23,7 @@ import hook slows every start of that Python, ``python -c pass`` included. ``pyt
 ``--only`` runs only the rows of the given ckpt commands (``ls``, ``verify``, ``diff``, ``stats``, ``show``, ``extract``,
 ``rename``, ``convert``, ``average``, ``edit``), comma-separated.
 The scale rows (issue 38) run every command on bundles of 10k, 100k and 1M tiny tensors (1M left out by
-``--quick``), name-based and object-based, beside ``cat`` of the same files, once each (twice at 10k); their goal
+``--quick``), name-based, object-based, and object-based with two thirds of them an optimizer's slot variables, beside ``cat`` of the same files, once each (twice at 10k); their goal
 is on CPU time (user + system) and peak RSS. ``--scale`` runs only those with a goal (100k and 1M tensors, and the
 2 GiB tensor's rows) and writes ``benchmarks/scale.md`` (the README's scale table).
 """
@@ -425,6 +425,9 @@ def measure_report(inputs: dict[str, str], work: Path, runs: int, ck: str) -> li
     return rows
 
 
+SCALE_LAYOUTS = {"name": "name-based", "object": "object-based", "slots": "object-based, 2/3 Adam slots"}
+"""The scale inputs' layouts (``scale_<layout>_<size>``) and how their rows name them."""
+
 SCALE_GOALS = {"10k": None, "100k": (1.0, 100), "1m": (10.0, 500)}
 """Issue 38's per-tensor goals: (CPU seconds, MiB of peak RSS) per command, by number of tensors."""
 
@@ -457,23 +460,23 @@ def measure_scale(inputs: dict[str, str], work: Path, ck: str) -> list[Row]:
     rows: list[Row] = []
     out = work / "out-scale"
     for size, count in SCALES.items():
-        for layout in ("name", "object"):
+        for layout, described in SCALE_LAYOUTS.items():
             prefix = inputs.get(f"scale_{layout}_{size}")
             if prefix is None:
                 continue
             goal = SCALE_GOALS[size]
             for label, args in scale_commands(prefix, out):
-                if (layout, label) in (("name", "convert --to tf-name"), ("object", "convert --to tf-object")) or \
+                if label == ("convert --to tf-name" if layout == "name" else "convert --to tf-object") or \
                         not wanted(command_word(f"{ck} {args}")):
                     continue
-                if label == "convert --to safetensors" and layout == "object" and count > SAFETENSORS_MOST:
+                if label == "convert --to safetensors" and layout != "name" and count > SAFETENSORS_MOST:
                     continue  # refused (exit 4): its header would be over what safetensors readers accept
                 cat = f"cat {' '.join(files_of(prefix))} > /dev/null"
                 ours, floor = pair(f"{ck} {args}", cat, 2 if count <= 10_000 else 1, f"rm -rf {out}")
                 if not ours.times:
                     continue
                 met = None if goal is None else ours.cpu_median <= goal[0] and ours.rss <= goal[1] * 1024
-                rows.append(Row(f"{label} ({count:,} tiny tensors, {layout}-based)", ours, "cat", floor,
+                rows.append(Row(f"{label} ({count:,} tiny tensors, {described})", ours, "cat", floor,
                                 "report" if goal is None else f"<= {goal[0]:g} s CPU, <= {goal[1]} MiB", met))
     shutil.rmtree(out, ignore_errors=True)
     return rows
@@ -554,7 +557,7 @@ def run_scale(work: Path, args: argparse.Namespace, out: Path) -> None:
     """``--scale``: the per-tensor rows only, written as :func:`scale_table` to ``out``."""
     from generate import SCALES
 
-    which = tuple(f"scale_{layout}_{size}" for size in SCALES for layout in ("name", "object")
+    which = tuple(f"scale_{layout}_{size}" for size in SCALES for layout in SCALE_LAYOUTS
                   if SCALE_GOALS[size] is not None and (size != "1m" or not args.quick)) + \
         ("huge_tensor", "huge_tensor_later")  # the sizes with a goal (10k, which has none, is in the full run)
     ckpt = install(work, args.python)
@@ -600,7 +603,7 @@ def main() -> None:
         (("bert_object",) if wanted("verify") or wanted("rename") else ())
     from generate import SCALES
 
-    which += tuple(f"scale_{layout}_{size}" for size in SCALES for layout in ("name", "object")
+    which += tuple(f"scale_{layout}_{size}" for size in SCALES for layout in SCALE_LAYOUTS
                    if size != "1m" or not args.quick)
     ckpt = install(work, args.python)
     inputs = generate(work, which)

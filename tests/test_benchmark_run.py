@@ -140,6 +140,31 @@ def test_scale_rows_name_ckpt_commands_and_follow_only(run, tmp_path) -> None:
         run.ONLY.clear()
 
 
+def test_the_scale_rows_include_a_bundle_of_slot_variables(run, tmp_path) -> None:
+    """A scale input whose tensors are two thirds an optimizer's slot variables (labelling them was quadratic and no
+    scale row had any): TF1's ``<var>/Adam``, ``<var>/Adam_1`` converted to slot variables of the optimizer."""
+    import generate
+
+    from formats import open_checkpoint
+
+    assert set(run.SCALE_LAYOUTS) == {"name", "object", "slots"}
+    prefix = generate.scale_object(tmp_path, 30, "30", slots=True)
+    assert prefix == str(tmp_path / "scale-slots-30" / "ckpt-1")
+    assert [p.name for p in tmp_path.iterdir()] == ["scale-slots-30"]  # the name-based source not kept
+    with open_checkpoint(prefix) as ckpt:
+        roles = {k: (t.role, t.slot_of, t.slot_name) for k, t in ckpt.items()}
+    v = "/.ATTRIBUTES/VARIABLE_VALUE"
+    for i in range(10):
+        var = f"model/layer_0/unit_{i}/w"
+        assert roles[var + v] == ("variable", None, None)
+        for slot in ("m", "v"):
+            assert roles[f"{var}/.OPTIMIZER_SLOT/optimizer/{slot}{v}"] == ("slot", var + v, slot)
+    assert {k: role for k, (role, _, _) in roles.items() if role not in ("variable", "slot")} == {
+        "_CHECKPOINTABLE_OBJECT_GRAPH": "object_graph", "global_step" + v: "optimizer",
+        "optimizer/beta1_power" + v: "optimizer", "optimizer/beta2_power" + v: "optimizer",
+        "save_counter" + v: "save_counter"}
+
+
 def test_the_2_gib_tensor_rows_run_every_command_against_the_per_byte_bound(run, tmp_path) -> None:
     """Issue 38's "no regression per byte": every command of the scale rows, and the ones that read both sides of
     a changed tensor (``diff``, ``diff --atol``, ``report A B``), once each on the 2 GiB tensor, goal 60 MiB."""
