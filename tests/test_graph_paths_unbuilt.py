@@ -12,6 +12,11 @@ from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, Obje
 V = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
+def _hit(found: tuple | None) -> tuple | None:
+    """What label_keys hands ``_label`` for a key: its attribute's node, name and full name (None: no attribute)."""
+    return None if found is None else (found[0], found[1].name, found[1].full_name)
+
+
 def _graph() -> ObjectGraph:
     """root -> net -> dense -> kernel, root -> optimizer (a slot of kernel: node 5), root -> extra."""
     return ObjectGraph([ObjectNode(0, [ChildRef(1, "net"), ChildRef(2, "optimizer"), ChildRef(6, "extra")]),
@@ -154,7 +159,7 @@ def test_every_object_based_checkpoint_of_the_corpus_is_labelled_as_key_by_key()
         mapping = graph.map_keys(keys)
         var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
         slots = object_graph._keras_slots(graph, mapping)
-        one_by_one = {k: object_graph._label(graph, k, mapping.get(k), var_keys, slots) for k in keys}
+        one_by_one = {k: object_graph._label(graph, k, _hit(mapping.get(k)), var_keys, slots) for k in keys}
         assert object_graph.label_keys(graph, keys) == one_by_one, prefix
         checked += 1
     assert checked >= 20

@@ -21,6 +21,11 @@ from .conftest import CORPUS
 V = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
+def _hit(found: tuple | None) -> tuple | None:
+    """What label_keys hands ``_label`` for a key: its attribute's node, name and full name (None: no attribute)."""
+    return None if found is None else (found[0], found[1].name, found[1].full_name)
+
+
 def _graph(n: int) -> tuple[ObjectGraph, list[str]]:
     """A model of ``n`` variables (one with no full name), an optimizer with a slot, the save counter."""
     nodes = [ObjectNode(0, [ChildRef(1, "model"), ChildRef(2, "optimizer"), ChildRef(3, "save_counter")]),
@@ -42,7 +47,7 @@ def _expected(graph: ObjectGraph, keys: list[str]) -> dict:
     mapping = graph.map_keys(keys)
     var_keys = {n: k for k, (n, a) in mapping.items() if a.name == "VARIABLE_VALUE"}
     slots = object_graph._keras_slots(graph, mapping)
-    return {k: object_graph._label(graph, k, mapping.get(k), var_keys, slots) for k in keys}
+    return {k: object_graph._label(graph, k, _hit(mapping.get(k)), var_keys, slots) for k in keys}
 
 
 def test_labels_read_as_the_dictionary_of_every_keys_label_in_any_order():

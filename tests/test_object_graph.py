@@ -160,6 +160,22 @@ def test_slot_nodes_get_tensorflows_slot_path() -> None:
         assert g.nodes[0].has_checkpoint_values is True and g.nodes[0].registered_saver is None
 
 
+def test_a_slot_variables_path_is_built_when_asked_for(monkeypatch) -> None:
+    """Decoding a graph builds no slot variable's path (a string per slot was most of decoding a graph of slots);
+    asking for one builds that one, once."""
+    from formats.concepts import object_graph
+
+    built: list[tuple[str, str, str]] = []
+    real = object_graph.slot_variable_key
+    monkeypatch.setattr(object_graph, "slot_variable_key", lambda *a: built.append(a) or real(*a))
+    with open_checkpoint(CORPUS / "seed_slots/tf_ckpts/ckpt-5") as ckpt:
+        g = ckpt.object_graph
+        assert built == [] and len(g.table.slot_id) == 4
+        assert g.path(14) == "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/m"
+        assert g.path(14) == "net/l1/kernel/.OPTIMIZER_SLOT/optimizer/m"
+        assert built == [("net/l1/kernel", "optimizer", "m")]
+
+
 def test_bad_graph_bytes_are_a_corrupt_checkpoint() -> None:
     with pytest.raises(CorruptCheckpointError, match="does not parse"):
         decode_object_graph(b"\x0a\xff\xff", "x.index")

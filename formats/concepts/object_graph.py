@@ -182,20 +182,37 @@ class ObjectGraph:
     def _slot_map(self) -> None:
         t = self._table
         self._slots: dict[int, int] = {}  # slot variable node -> its first reference
-        self._slot_paths: dict[int, str] = {}
+        self._slot_paths: dict[int, str] = {}  # slot variable node -> its path, built here
+        self._slot_path_refs: dict[int, int] = {}  # slot variable node -> the reference its path is built from
+        self._slot_names: list[str] = []
         if not len(t.slot_id):
             return
-        owners = edge_owners(t.slot_ptr, t.count)
-        names = t.slot_names()
+        owners = self._slot_owners = edge_owners(t.slot_ptr, t.count)
+        names = self._slot_names = t.slot_names()  # every reference's slot name, decoded once (equal ones shared)
+        reached = self._reached
         for k, (original, slot, owner) in enumerate(zip(ints(t.slot_original), ints(t.slot_id), owners)):
             self._slots.setdefault(slot, k)
             if not self._has_path(slot) and self._has_path(original):
-                self._slot_paths[slot] = slot_variable_key(self.path(original) or "", self.path(owner) or "",
-                                                           names[k])
-        self._slot_owners = owners
+                if reached[original] and reached[owner]:  # (most: built from two paths when asked for)
+                    self._slot_path_refs[slot] = k
+                else:  # (from another slot's path, or none: built now, in the references' order)
+                    self._slot_paths[slot] = slot_variable_key(self.path(original) or "", self.path(owner) or "",
+                                                               names[k])
 
     def _has_path(self, node_id: int) -> bool:
-        return bool(self._reached[node_id]) or node_id in self._slot_paths
+        return bool(self._reached[node_id]) or node_id in self._slot_path_refs or node_id in self._slot_paths
+
+    def _slot_path(self, node_id: int) -> str | None:
+        """The path of a slot variable (None for another node): built from its variable's and its optimizer's
+        paths, both reachable nodes', when first asked for (a string per slot at once was most of decoding a graph
+        of slots)."""
+        k = self._slot_path_refs.get(node_id)
+        if k is None:
+            return self._slot_paths.get(node_id)
+        found = self._paths[node_id] = slot_variable_key(self.path(int(self._table.slot_original[k])) or "",
+                                                        self.path(int(self._slot_owners[k])) or "",
+                                                        self._slot_names[k])
+        return found
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -238,7 +255,7 @@ class ObjectGraph:
         if known is not None:
             return known
         if not isinstance(node_id, int) or not 0 <= node_id < len(self.nodes) or not self._reached[node_id]:
-            return self._slot_paths.get(node_id)
+            return self._slot_path(node_id)
         parent, edge, names = self._lists()
         return chain_path(node_id, self._paths, parent, edge, names.__getitem__)
 
@@ -413,8 +430,7 @@ class ObjectGraph:
         if k is None:
             return None
         t = self._table
-        return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), t.slot_names(k, k + 1)[0],
-                                                     int(t.slot_id[k]))
+        return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), self._slot_names[k], int(t.slot_id[k]))
 
     def local_name(self, node_id: int) -> str:
         """The unescaped name of the node's first edge (``root`` for node 0, the slot name for slots)."""
@@ -469,7 +485,7 @@ class ObjectGraph:
         """The node's slot variable references (no node built)."""
         t = self._table
         lo, hi = int(t.slot_ptr[node_id]), int(t.slot_ptr[node_id + 1])
-        return [SlotVariableRef(o, n, s) for o, n, s in zip(ints(t.slot_original[lo:hi]), t.slot_names(lo, hi),
+        return [SlotVariableRef(o, n, s) for o, n, s in zip(ints(t.slot_original[lo:hi]), self._slot_names[lo:hi],
                                                             ints(t.slot_id[lo:hi]))]
 
     def slot_owners(self) -> list[int]:
@@ -674,9 +690,10 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
                         plain(i, node_id, k)
                         continue
             others.append(i)
-    for i in others:  # labelled one by one, in the keys' order
+    for i in others:  # labelled one by one, in the keys' order (no Attribute made)
         key, k = keys[i], mapping.by_position[i]
-        out.special[key] = _label(graph, key, None if k < 0 else mapping[key], var_keys, keras_slots)
+        out.special[key] = _label(graph, key, None if k < 0 else (owners[k], name_of(k), full_of(k)), var_keys,
+                                  keras_slots)
     return out
 
 
@@ -1023,14 +1040,16 @@ _PLAIN = EntryLabel("", Role.VARIABLE, None, VARIABLE_VALUE)
 """What :meth:`KeyLabels.facts` gives for every model variable."""
 
 
-def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_keys: dict[int, str],
+def _label(graph: ObjectGraph, key: str, hit: tuple[int, str, str] | None, var_keys: dict[int, str],
            keras_slots: dict[int, tuple[int, str]]) -> EntryLabel:
+    """The label of ``key``; ``hit``: the node, name and full name of the attribute that accounts for it (None:
+    none does)."""
     if key == OBJECT_GRAPH_KEY:
         return EntryLabel(key, Role.OBJECT_GRAPH)
     if hit is None:
         return EntryLabel(key, "other")
-    node_id, attr = hit
-    name, attribute = attr.full_name or key, attr.name
+    node_id, attribute, full_name = hit
+    name = full_name or key
     opt_id: int | None
     slot = graph.slot_of(node_id)
     if slot is not None:
@@ -1053,7 +1072,7 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, Attribute] | None, var_
         return EntryLabel(name, Role.OPTIMIZER, node_id, attribute, optimizer=graph.path(opt_id))
     if attribute != VARIABLE_VALUE:
         return EntryLabel(name, Role.OTHER, node_id, attribute)
-    return EntryLabel(name, _by_name(attr.full_name), node_id, attribute)
+    return EntryLabel(name, _by_name(full_name), node_id, attribute)
 
 
 _ROLES_OF_NAMES: list[Any] = []  # formats.concepts.roles' classify_name and may_not_be_variable, once imported
@@ -1128,8 +1147,9 @@ def _keras_slots(graph: ObjectGraph, mapping: KeyMap) -> dict[int, tuple[int, st
     if max(graph._optimizer_of, default=-1) < 0:
         return structural  # no node under an optimizer: no candidate (without asking about every variable)
     owners, name_of, full_of = mapping.owners, mapping.name, mapping.full_name
+    slots = graph._slots
     variables = [k for _, k in mapping.positions() if name_of(k) == VARIABLE_VALUE and
-                 graph.slot_of(owners[k]) is None and owners[k] not in structural]
+                 owners[k] not in slots and owners[k] not in structural]
     candidates = [(owners[k], full_of(k)) for k in variables if graph.optimizer_of(owners[k]) is not None]
     if not candidates:  # (no optimizer's variable: no model variable's full name to index)
         return structural

@@ -150,8 +150,9 @@ class GraphColumns:
 
     def slot_names(self, lo: int = 0, hi: int | None = None) -> list[str]:
         """The ``slot_name`` of every slot variable reference, or of those from ``lo`` to ``hi``: only those decoded
-        (a slot variable's label asks for its one reference's; decoding them all for each was quadratic in slots)."""
-        return self.texts(self.slot_name, lo, hi)
+        (a slot variable's label asks for its one reference's; decoding them all for each was quadratic in slots);
+        all of them with each distinct name decoded once (most are ``m`` and ``v``)."""
+        return self.shared_texts(self.slot_name) if lo == 0 and hi is None else self.texts(self.slot_name, lo, hi)
 
     def all_nodes(self) -> list[ObjectNode]:
         """Every node as an :class:`ObjectNode`, built at once (for a caller that walks them all)."""
