@@ -278,6 +278,37 @@ def test_random_graphs_decode_and_walk_as_the_oracles_say(monkeypatch, walked) -
             _same_as_reference(ObjectGraph(nodes), nodes)  # nodes given as objects: the same arrays
 
 
+def test_a_node_of_2_mib_or_more_is_decoded_into_columns(monkeypatch) -> None:
+    """A node whose length takes four bytes (2 MiB or more: the optimizer's of a million slot variables) is decoded
+    into columns like any other; it sent the whole graph to the node-by-node decoder (an object per node: 1.7 GB and
+    16 s to verify 10^6 tensors)."""
+    from formats.concepts.object_graph_columns import decode_columns
+
+    count = 20_000
+    nodes = [ObjectNode(0, [ChildRef(1, "model"), ChildRef(2, "optimizer")]), ObjectNode(1, [ChildRef(3, "w")]),
+             ObjectNode(2, slot_variables=[SlotVariableRef(3, f"{'s' * 100}{i}", 4 + i) for i in range(count)]),
+             ObjectNode(3, attributes=[Attribute("VARIABLE_VALUE", "w", "model/w/.ATTRIBUTES/VARIABLE_VALUE")])]
+    nodes += [ObjectNode(4 + i, attributes=[Attribute("VARIABLE_VALUE", f"w/s{i}", f"slot/{i}")]) for i in range(count)]
+    data = encode_object_graph(nodes, fill_has_values=False)
+    assert 2 ** 21 <= _node_length(data, 2) < 2 ** 28
+    assert decode_columns(data) is not None
+    assert _columns(data) == _generic(data, monkeypatch) == [vars_of(n) for n in nodes]
+    graph = object_graph_codec.decode_object_graph(data, "x")
+    last = f"model/w/.OPTIMIZER_SLOT/optimizer/{'s' * 100}{count - 1}"
+    assert type(graph.nodes).__name__ == "LazyNodes" and graph.path(4 + count - 1) == last
+
+
+def _node_length(data: bytes, index: int) -> int:
+    """The length of node ``index`` of a serialized graph (its top-level field's varint)."""
+    from formats.io.protowire import read_varint
+
+    p = 0
+    for _ in range(index):
+        length, p = read_varint(data, p + 1, len(data), 10)
+        p += length
+    return read_varint(data, p + 1, len(data), 10)[0]
+
+
 def test_damaged_graphs_give_the_generic_decoders_nodes_or_words(monkeypatch) -> None:
     rng = random.Random(38)
     sources = [data for _, data in GRAPHS[:6]] + [encode_object_graph(_random_nodes(rng, 60), False)

@@ -191,7 +191,7 @@ class GraphColumns:
 
 
 def _node_tags(data: bytes) -> array[int] | None:
-    """Where each field of the graph starts, taken as nodes with lengths of up to three bytes (the tags are
+    """Where each field of the graph starts, taken as nodes with lengths of up to four bytes (the tags are
     checked by the caller, all at once); None when the lengths do not end at the end of the bytes. An array of C
     ints (of 64-bit ones from 1 GiB of graph on): a list of them held an int object each (72 MB at 2 * 10^6 nodes,
     the peak of opening a graph of 10^6 variables)."""
@@ -213,9 +213,13 @@ def _node_tags(data: bytes) -> array[int] | None:
                     p += (length & 0x7F | b << 7) + 3
                 else:
                     c = data[p + 3]
-                    if c >= 0x80:
-                        return None
-                    p += (length & 0x7F | (b & 0x7F) << 7 | c << 14) + 4
+                    if c < 0x80:
+                        p += (length & 0x7F | (b & 0x7F) << 7 | c << 14) + 4
+                    else:  # (a node of 2 MiB or more: an optimizer's of a million slot variables)
+                        d = data[p + 4]
+                        if d >= 0x80:
+                            return None
+                        p += (length & 0x7F | (b & 0x7F) << 7 | (c & 0x7F) << 14 | d << 21) + 5
     except IndexError:
         return None
     return found if p == n else None
