@@ -432,6 +432,14 @@ class ObjectGraph:
         t = self._table
         return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), self._slot_names[k], int(t.slot_id[k]))
 
+    def slot_refs(self) -> dict[int, tuple[int, int, str]]:
+        """Every slot variable node -> ``(optimizer node id, original variable node id, slot name)`` of its first
+        reference, as :meth:`slot_of` gives them one by one (for a caller asking about every slot)."""
+        if not self._slots:
+            return {}
+        owners, names, originals = self._slot_owners, self._slot_names, ints(self._table.slot_original)
+        return {node: (owners[k], originals[k], names[k]) for node, k in self._slots.items()}
+
     def local_name(self, node_id: int) -> str:
         """The unescaped name of the node's first edge (``root`` for node 0, the slot name for slots)."""
         if node_id == 0:
@@ -690,10 +698,17 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
                         plain(i, node_id, k)
                         continue
             others.append(i)
+    at, special = mapping.by_position, out.special
+    slot_refs = graph.slot_refs() if slots else {}
     for i in others:  # labelled one by one, in the keys' order (no Attribute made)
-        key, k = keys[i], mapping.by_position[i]
-        out.special[key] = _label(graph, key, None if k < 0 else (owners[k], name_of(k), full_of(k)), var_keys,
-                                  keras_slots)
+        key, k = keys[i], at[i]
+        ref = slot_refs.get(owners[k]) if k >= 0 and key != OBJECT_GRAPH_KEY else None
+        if ref is not None:  # (most of them in a graph of slots: the slot's reference known, asked of no node)
+            special[key] = _slot_label(graph, full_of(k) or key, owners[k], name_of(k), ref[0], ref[1], ref[2],
+                                       var_keys)
+            continue
+        special[key] = _label(graph, key, None if k < 0 else (owners[k], name_of(k), full_of(k)), var_keys,
+                              keras_slots)
     return out
 
 
@@ -722,16 +737,17 @@ def _label_by_columns(graph: ObjectGraph, mapping: KeyMap, out: KeyLabels, exclu
     # each full name's last two bytes (of a shorter one, bytes before it: a candidate is only asked, below)
     two = data[stops - 2].astype(np.int32) << 8 | data[stops - 1]
     ends = sorted({name[-2] << 8 | name[-1] for name in (t.encode() for t in telling_names())})
-    telling = np.zeros(len(stops), dtype=bool)
-    for k in np.flatnonzero(np.isin(two, ends)).tolist():  # (decoded and asked: the few that may tell)
-        telling[k] = may_not_be_variable(rows.full_name(k))
-    del two
-    plain_attr = np.fromiter(map(VARIABLE_VALUE.__eq__, rows.names), dtype=bool, count=len(rows.names))
-    plain_attr &= ~telling  # by attribute: a VARIABLE_VALUE whose full name tells no other role
     node_out = np.asarray(under) >= 0  # by node: under an optimizer, or excluded
     if excluded:
         node_out[np.asarray(excluded, dtype=np.int64)] = True
     owner = np.asarray(owners)
+    telling = np.zeros(len(stops), dtype=bool)
+    may_tell = np.isin(two, ends) & ~node_out[owner]  # (a node left out is labelled one by one whatever its name)
+    for k in np.flatnonzero(may_tell).tolist():  # (decoded and asked: the few that may tell)
+        telling[k] = may_not_be_variable(rows.full_name(k))
+    del two, may_tell
+    plain_attr = np.fromiter(map(VARIABLE_VALUE.__eq__, rows.names), dtype=bool, count=len(rows.names))
+    plain_attr &= ~telling  # by attribute: a VARIABLE_VALUE whose full name tells no other role
     at_all = np.asarray(mapping.by_position)
     graph_key = mapping.key_index.find(OBJECT_GRAPH_KEY)
     others: list[int] = []
@@ -1054,16 +1070,12 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, str, str] | None, var_k
     slot = graph.slot_of(node_id)
     if slot is not None:
         opt_id, ref = slot
-        orig = ref.original_variable_node_id
-        variable = var_keys.get(orig)
-        return EntryLabel(name, Role.SLOT, node_id, attribute, graph.path(orig) if variable is None else variable,
-                          graph.path(opt_id), ref.slot_name)
+        return _slot_label(graph, name, node_id, attribute, opt_id, ref.original_variable_node_id, ref.slot_name,
+                           var_keys)
     opt_id = graph.optimizer_of(node_id)
     if node_id in keras_slots:
         orig, slot_name = keras_slots[node_id]
-        variable = var_keys.get(orig)
-        return EntryLabel(name, Role.SLOT, node_id, attribute, graph.path(orig) if variable is None else variable,
-                          graph.path(opt_id) if opt_id is not None else None, slot_name)
+        return _slot_label(graph, name, node_id, attribute, opt_id, orig, slot_name, var_keys)
     if attribute == "ITERATOR":
         return EntryLabel(name, Role.ITERATOR, node_id, attribute)
     if graph.parent(node_id) == (0, "save_counter"):  # its path is "save_counter" (no path built per key)
@@ -1073,6 +1085,14 @@ def _label(graph: ObjectGraph, key: str, hit: tuple[int, str, str] | None, var_k
     if attribute != VARIABLE_VALUE:
         return EntryLabel(name, Role.OTHER, node_id, attribute)
     return EntryLabel(name, _by_name(full_name), node_id, attribute)
+
+
+def _slot_label(graph: ObjectGraph, name: str, node_id: int, attribute: str, opt_id: int | None, orig: int,
+                slot_name: str, var_keys: dict[int, str]) -> EntryLabel:
+    """A slot variable's label: its variable's key (or path, for a variable with no key), its optimizer's path."""
+    variable = var_keys.get(orig)
+    return EntryLabel(name, Role.SLOT, node_id, attribute, graph.path(orig) if variable is None else variable,
+                      graph.path(opt_id) if opt_id is not None else None, slot_name)
 
 
 _ROLES_OF_NAMES: list[Any] = []  # formats.concepts.roles' classify_name and may_not_be_variable, once imported
