@@ -237,7 +237,7 @@ def _fill(node: TreeNode, entry: TensorEntry, describe_variants: bool) -> None:
         _add_notes(node, notes)
 
 
-def _facts(entry: TensorEntry, describe_variants: bool, role: str | None = None) -> tuple[Own, list[str] | None]:
+def _facts(entry: TensorEntry, describe_variants: bool, role: str | None = None) -> tuple[Own, tuple[str, ...] | None]:
     """What a row says of its tensor: its ``own`` (a shared tuple), and the notes the tensor gives the row (None
     for a plain variable's: most rows). ``role``: the entry's, where the caller has asked already (a look-up of
     the key's label a call)."""
@@ -252,13 +252,12 @@ def _facts(entry: TensorEntry, describe_variants: bool, role: str | None = None)
     if role == Role.VARIABLE and dtype != "variant":  # no note of its own (most rows)
         return own, None
     role_note = _role_note(entry)
-    notes = [role_note] if role_note else []
     if dtype == "variant" and describe_variants:
-        notes.append(_variant_note(entry))
-    return own, notes
+        return own, (role_note, _variant_note(entry)) if role_note else (_variant_note(entry),)
+    return own, _shared((role_note,)) if role_note else ()  # (a slot's note: one string for every slot of a name)
 
 
-def _add_notes(node: TreeNode, notes: list[str]) -> None:
+def _add_notes(node: TreeNode, notes: tuple[str, ...]) -> None:
     """The row's note: its tensor's ``notes``, then what the row said already."""
     node.note = "; ".join([*notes, node.note] if node.note else notes)
 
@@ -351,7 +350,7 @@ class _Facts:
 
     def __init__(self) -> None:
         self.own: list[Own] = []
-        self.notes: dict[int, list[str]] = {}
+        self.notes: dict[int, tuple[str, ...]] = {}
 
     def fill(self, node: TreeNode, at: int) -> None:
         """Give ``node`` the facts of the key at position ``at``."""
