@@ -176,6 +176,14 @@ def test_a_slot_variables_path_is_built_when_asked_for(monkeypatch) -> None:
         assert built == [("net/l1/kernel", "optimizer", "m")]
 
 
+def test_reached_among_leaves_out_the_slot_variables_no_edge_reaches() -> None:
+    with open_checkpoint(CORPUS / "seed_slots/tf_ckpts/ckpt-5") as ckpt:
+        g = ckpt.object_graph
+        slots = {s.slot_variable_node_id for s in g.slot_variables(3)}
+        assert len(slots) == 4 and all(g.parent(s) is None for s in slots)
+        assert g.reached_among([*slots, 0, 3]) == {0, 3}
+
+
 def test_bad_graph_bytes_are_a_corrupt_checkpoint() -> None:
     with pytest.raises(CorruptCheckpointError, match="does not parse"):
         decode_object_graph(b"\x0a\xff\xff", "x.index")

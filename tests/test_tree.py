@@ -310,3 +310,30 @@ def test_slot_rows_of_one_slot_name_and_optimizer_share_their_note() -> None:
     assert {note: len(ids) for note, ids in notes.items()} == {"slot m of optimizer": 1, "slot v of optimizer": 1}
     with open_checkpoint(CORPUS / "seed_slots/tf_ckpts/ckpt-5") as ckpt:
         assert sum(1 for _, _, row in build_tree(ckpt).root.walk() if row.note.startswith("slot ")) == 4
+
+
+def test_a_keras_slot_one_edge_reaches_shows_its_stored_path(tmp_path) -> None:
+    """A Keras optimizer's slot that one edge reaches (``optimizer/_variables/1``, no other list holding it) is
+    shown under its variable with its stored path as another path (the tree asks a row's other paths only of the
+    slots an edge reaches)."""
+    import numpy as np
+
+    import formats
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.concepts.object_graph_codec import encode_object_graph
+
+    v = "/.ATTRIBUTES/VARIABLE_VALUE"
+    nodes = [ObjectNode(0, [ChildRef(1, "net"), ChildRef(2, "optimizer")]), ObjectNode(1, [ChildRef(3, "kernel")]),
+             ObjectNode(2, [ChildRef(5, "_iterations"), ChildRef(4, "_variables")]),
+             ObjectNode(3, attributes=[Attribute("VARIABLE_VALUE", "net/kernel", "net/kernel" + v)]),
+             ObjectNode(4, [ChildRef(5, "0"), ChildRef(6, "1")]),
+             ObjectNode(5, attributes=[Attribute("VARIABLE_VALUE", "Adam/iter", "optimizer/_iterations" + v)]),
+             ObjectNode(6, attributes=[Attribute("VARIABLE_VALUE", "Adam/m/net/kernel", "optimizer/_variables/1" + v)])]
+    tensors = {"net/kernel" + v: np.ones((2, 3), np.float32), "optimizer/_iterations" + v: np.array(3, np.int64),
+               "optimizer/_variables/1" + v: np.zeros((2, 3), np.float32)}
+    formats.write_checkpoint(str(tmp_path / "ckpt"), tensors, encode_object_graph(nodes))
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        tree = build_tree(ckpt)
+    kernel = _find(tree.root, "net", "kernel")
+    assert [(c.label, c.key, list(c.aliases), c.note) for c in kernel.children] == [
+        ("m", "optimizer/_variables/1" + v, ["optimizer/_variables/1"], "slot m of optimizer")]

@@ -360,6 +360,12 @@ class ObjectGraph:
             self._has_notes = self._table.has_notes()
         return self._has_notes
 
+    def reached_among(self, nodes: Iterable[int]) -> set[int]:
+        """Those of ``nodes`` that an edge reaches from the root (a slot variable no edge reaches: a path of its
+        own, no parent)."""
+        reached = self._reached
+        return {node for node in nodes if reached[node]}
+
     def aliased_or_optimizer(self) -> set[int]:
         """The nodes with other paths (:meth:`aliases`) or that look like optimizers (:meth:`is_optimizer`): found
         at once, for a walk that asks of every node."""

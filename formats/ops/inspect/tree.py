@@ -479,7 +479,7 @@ class _GraphBuilder:
         # the nodes whose rows say more than their label (most rows are plain: made without a question);
         # None: any may (notes to ask for)
         self.notable: set[int] | None = None if everything and graph.has_notes() else \
-            graph.aliased_or_optimizer() | placed
+            graph.aliased_or_optimizer() | graph.reached_among(placed)  # (a slot an edge reaches: its path an alias)
 
     def build(self) -> TreeNode:
         """The tree under the root object: rows made top-down, then finished bottom-up (a row is kept
