@@ -360,16 +360,28 @@ class _Facts:
             _add_notes(node, notes)
 
 
+class _SlotFacts:
+    """Each slot's row (its position among the keys shown), ``slot_of`` and ``slot_name``, in three lists (a
+    dictionary entry and a tuple a slot held some 150 bytes: 100 MB at 666,000 slots)."""
+
+    __slots__ = ("rows", "of", "names")
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.of: list[str | None] = []
+        self.names: list[str | None] = []
+
+
 def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, describe_variants: bool
-                 ) -> tuple[list[str], _Facts, dict[str, tuple[str | None, str | None]], dict[str, str]]:
+                 ) -> tuple[list[str], _Facts, _SlotFacts, dict[str, str]]:
     """What the object tree needs of the tensors of ``keys``, each key's entry made once (a batch at a time): the
-    keys shown (optimizer state left out unless ``include_optimizer``), their rows' facts, each slot's
-    ``(slot_of, slot_name)`` by key, and each optimizer's class name by its path (when all its ``Adam/...``-style
+    keys shown (optimizer state left out unless ``include_optimizer``), their rows' facts, each slot's row,
+    ``slot_of`` and ``slot_name``, and each optimizer's class name by its path (when all its ``Adam/...``-style
     full names agree on one)."""
     keep: list[str] = []
     facts = _Facts()
     owns = facts.own
-    slots: dict[str, tuple[str | None, str | None]] = {}
+    slots = _SlotFacts()
     seen: dict[str, set[str]] = {}  # optimizer path -> the first segments of its state's full names
     for key, entry in zip(keys, ckpt.entries_by_batch(keys)):
         role = entry.role
@@ -380,7 +392,9 @@ def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, des
             if optimizer is not None and "/" in name:
                 seen.setdefault(optimizer, set()).add(name.split("/", 1)[0])
             if role == Role.SLOT:
-                slots[key] = (entry.slot_of, entry.slot_name)
+                slots.rows.append(len(keep))
+                slots.of.append(entry.slot_of)
+                slots.names.append(entry.slot_name)
         own, notes = _facts(entry, describe_variants, role)
         if notes is not None:
             facts.notes[len(keep)] = notes
@@ -390,7 +404,7 @@ def _graph_facts(ckpt: Checkpoint, keys: list[str], include_optimizer: bool, des
 
 
 def _graph_tree(graph: ObjectGraph, keys: list[str], facts: _Facts,
-                slot_facts: dict[str, tuple[str | None, str | None]], kinds: dict[str, str],
+                slot_facts: _SlotFacts, kinds: dict[str, str],
                 everything: bool = False) -> TreeNode:
     mapping = graph.map_keys(keys)
     owners = mapping.owners  # (a key's node by its attribute's position)
@@ -444,21 +458,19 @@ class _NodeKeys:
         return []
 
 
-def _slot_homes(slot_facts: dict[str, tuple[str | None, str | None]], mapping: KeyMap
-                ) -> dict[int, list[tuple[str, int]]]:
+def _slot_homes(slot_facts: _SlotFacts, mapping: KeyMap) -> dict[int, list[tuple[str, int]]]:
     """Variable node -> [(slot name, slot node)], from slot_variables and from slot roles (``slot_facts``: each
-    slot's ``(slot_of, slot_name)`` by key)."""
+    slot's row among the keys ``mapping`` maps, ``slot_of`` and ``slot_name``)."""
     homes: dict[int, list[tuple[str, int]]] = {}
-    if not slot_facts:
+    if not slot_facts.rows:
         return homes
     seen: set[int] = set()
-    owners = mapping.owners
-    for key, k in mapping.positions():
-        fact = slot_facts.get(key)
-        if fact is None:
+    owners, at = mapping.owners, mapping.by_position
+    for row, slot_of, slot_name in zip(slot_facts.rows, slot_facts.of, slot_facts.names):
+        k = at[row]
+        if k < 0:
             continue
         node_id = owners[k]
-        slot_of, slot_name = fact
         if node_id in seen or slot_of is None or slot_of not in mapping:
             continue
         seen.add(node_id)
