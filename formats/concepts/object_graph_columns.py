@@ -149,9 +149,9 @@ class GraphColumns:
         return False
 
     def slot_names(self, lo: int = 0, hi: int | None = None) -> list[str]:
-        """The ``slot_name`` of every slot variable reference, or of those from ``lo`` to ``hi``: only those decoded
-        (a slot variable's label asks for its one reference's; decoding them all for each was quadratic in slots);
-        all of them with each distinct name decoded once (most are ``m`` and ``v``)."""
+        """The ``slot_name`` of every slot variable reference, each distinct name decoded once (most are ``m`` and
+        ``v``; the graph keeps them: :class:`~formats.concepts.object_graph.ObjectGraph`), or of those from ``lo`` to
+        ``hi`` alone (a node built from the columns: :meth:`node`)."""
         return self.shared_texts(self.slot_name) if lo == 0 and hi is None else self.texts(self.slot_name, lo, hi)
 
     def all_nodes(self) -> list[ObjectNode]:

@@ -91,8 +91,8 @@ class NodeTable:
     def has_notes(self) -> bool:
         return any(n.note for n in self.nodes)
 
-    def slot_names(self, lo: int = 0, hi: int | None = None) -> list[str]:
-        return self._slot_names[lo:hi]
+    def slot_names(self) -> list[str]:
+        return self._slot_names
 
     def node(self, index: int) -> Any:
         return self.nodes[index]
