@@ -23,9 +23,10 @@ import hook slows every start of that Python, ``python -c pass`` included. ``pyt
 ``--only`` runs only the rows of the given ckpt commands (``ls``, ``verify``, ``diff``, ``stats``, ``show``, ``extract``,
 ``rename``, ``convert``, ``average``, ``edit``), comma-separated.
 The scale rows (issue 38) run every command on bundles of 10k, 100k and 1M tiny tensors (1M left out by
-``--quick``), name-based, object-based, and object-based with two thirds of them an optimizer's slot variables, beside ``cat`` of the same files, once each (twice at 10k); their goal
-is on CPU time (user + system) and peak RSS. ``--scale`` runs only those with a goal (100k and 1M tensors, and the
-2 GiB tensor's rows) and writes ``benchmarks/scale.md`` (the README's scale table).
+``--quick``), name-based, object-based, and object-based with two thirds of them an optimizer's slot variables,
+beside ``cat`` of the same files, once each (twice at 10k); their goal is on CPU time (user + system) and peak RSS.
+``--scale`` runs only those with a goal (100k and 1M tensors, and the 2 GiB tensor's rows) and writes
+``benchmarks/scale.md`` (the README's scale table).
 """
 from __future__ import annotations
 
