@@ -337,3 +337,33 @@ def test_a_keras_slot_one_edge_reaches_shows_its_stored_path(tmp_path) -> None:
     kernel = _find(tree.root, "net", "kernel")
     assert [(c.label, c.key, list(c.aliases), c.note) for c in kernel.children] == [
         ("m", "optimizer/_variables/1" + v, ["optimizer/_variables/1"], "slot m of optimizer")]
+
+
+def test_an_object_row_holds_one_child_as_a_tuple_and_drops_an_empty_one(tmp_path) -> None:
+    """In an object-based tree a row with one child holds a tuple of it (not a list held to the end: 9 MB of a
+    100,000-tensor tree), one with several a list, and a row whose one child holds nothing drops it (and is then
+    dropped itself)."""
+    import numpy as np
+
+    import formats
+    from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode
+    from formats.concepts.object_graph_codec import encode_object_graph
+
+    v = "/.ATTRIBUTES/VARIABLE_VALUE"
+    nodes = [ObjectNode(0, [ChildRef(1, "empty"), ChildRef(3, "one"), ChildRef(5, "two")]),
+             ObjectNode(1, [ChildRef(2, "nothing")]), ObjectNode(2),
+             ObjectNode(3, [ChildRef(4, "w")]),
+             ObjectNode(4, attributes=[Attribute("VARIABLE_VALUE", "one/w", "one/w" + v)]),
+             ObjectNode(5, [ChildRef(6, "a"), ChildRef(7, "b")]),
+             ObjectNode(6, attributes=[Attribute("VARIABLE_VALUE", "two/a", "two/a" + v)]),
+             ObjectNode(7, attributes=[Attribute("VARIABLE_VALUE", "two/b", "two/b" + v)])]
+    tensors = {f"{k}{v}": np.ones(2, np.float32) for k in ("one/w", "two/a", "two/b")}
+    formats.write_checkpoint(str(tmp_path / "ckpt"), tensors, encode_object_graph(nodes))
+    with open_checkpoint(tmp_path / "ckpt") as ckpt:
+        tree = build_tree(ckpt, describe_variants=False)
+    assert [c.label for c in tree.root.children] == ["one", "two", "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    one, two = _find(tree.root, "one"), _find(tree.root, "two")
+    assert type(one.children) is tuple and [(c.label, c.key) for c in one.children] == [("w", "one/w" + v)]
+    assert type(two.children) is list and [c.label for c in two.children] == ["a", "b"]
+    assert all(c.children == () for c in [*one.children, *two.children])
+    assert (tree.root.tensors, one.nbytes, two.nbytes) == (4, 8, 16)

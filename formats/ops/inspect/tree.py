@@ -524,12 +524,18 @@ class _GraphBuilder:
             several = place(row, node_id)
             if several:
                 kids[:0] = several
-            if kids:
-                row.children = kids
+            if kids:  # one child (most rows that have any: a variable's object): a tuple of it, as _key_tree's,
+                row.children = (kids[0],) if len(kids) == 1 else kids  # not a list held to the end (9 MB at 10^5)
                 made.append(row)
         for row in reversed(made):  # every row's children are finished before it: those left empty dropped
-            kept = [k for k in row.children if k.key is not None or k.children or id(k) in noted]
-            row.children = (kept[0],) if len(kept) == 1 else kept if kept else ()  # (one: a tuple, as _key_tree's)
+            children = row.children
+            if type(children) is tuple:  # (one: kept as it is, or dropped)
+                kid = children[0]
+                if not (kid.key is not None or kid.children or id(kid) in noted):
+                    row.children = ()
+                continue
+            kept = [k for k in children if k.key is not None or k.children or id(k) in noted]
+            row.children = (kept[0],) if len(kept) == 1 else kept if kept else ()
         return root
 
     def _row(self, node_id: int, label: str) -> TreeNode:
