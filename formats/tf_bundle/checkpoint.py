@@ -356,6 +356,11 @@ def _byteswapped(piece: memoryview, dt: dtypes.DType) -> memoryview:
     return memoryview(arr.astype(dt.numpy())).cast("B")  # type: ignore[arg-type]
 
 
+LARGE_GRAPH = 10_000
+"""Objects of a graph whose memory :meth:`_Labels.forget_graph` gives back to the system (a smaller one's is not worth
+the call)."""
+
+
 class _Labels:
     """Names and roles of a bundle's keys, computed once on first request (the graph decoded then)."""
 
@@ -382,10 +387,16 @@ class _Labels:
 
     def forget_graph(self) -> None:
         """Let go of the decoded graph and the labels of an object-based bundle (both made again when asked for);
-        a name-based bundle's labels are kept."""
+        a name-based bundle's labels are kept. The memory of a graph of :data:`LARGE_GRAPH` objects or more is
+        given back to the system (:func:`~formats.io.c_library.release_freed_memory`)."""
         if self.object_based:
+            large = self._graph is not None and len(self._graph) >= LARGE_GRAPH
             self._graph = None
             self._labels = self._facts = None
+            if large:
+                from formats.io.c_library import release_freed_memory
+
+                release_freed_memory()
 
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
