@@ -170,3 +170,39 @@ def test_freed_memory_is_given_back_where_the_c_library_can():
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert given is True
     assert c_library.c_function("no_such_function_x", "L") is None
+
+
+@pytest.mark.parametrize("how", ["npz", "safetensors", "extract"])
+def test_an_export_labels_its_items_then_lets_go_of_the_graph_before_the_write(prefix, tmp_path, monkeypatch,
+                                                                                 decoded, how):
+    """An export of an object-based bundle (``convert --to npz|safetensors``, ``extract`` to ``.npz``) asks every
+    item's name and role once planned, then lets go of the graph and its labels: the graph is decoded once, not held
+    while the tensors and the record are written (at 10^5 tensors it was decoded there, every row held: 42 MiB more),
+    and the file is the same bytes as with the graph kept."""
+    from formats.npz import writer as npz_writer
+    from formats.safetensors import writer as st_writer
+
+    def export(source, out: Path) -> bool:  # type: ignore[no-untyped-def]
+        if how == "extract":
+            return formats.extract(source, [], out).tensors > 0
+        return formats.convert(source, out, how).ok
+
+    name = "a.safetensors" if how == "safetensors" else "a.npz"
+    with monkeypatch.context() as m:  # (as it was: the graph kept, and asked for while the record is written)
+        m.setattr(BundleCheckpoint, "forget_object_graph", lambda self: None)
+        assert export(prefix, tmp_path / "kept" / name)
+    decoded.clear()
+    held: list[tuple[int, bool]] = []  # (graphs decoded, the graph or labels held) as the record is written
+    module, target = (st_writer, "_header_pieces") if how == "safetensors" else (npz_writer, "_write_record")
+    original = getattr(module, target)
+    with open_checkpoint(prefix) as ckpt:
+        labels = ckpt._labels
+
+        def writing(*a, **k):  # type: ignore[no-untyped-def]
+            held.append((len(decoded), labels._graph is not None or labels._labels is not None))
+            return original(*a, **k)
+
+        monkeypatch.setattr(module, target, writing)
+        assert export(ckpt, tmp_path / "let-go" / name)
+    assert len(decoded) == 1 and held == [(1, False)]  # (decoded before the write, and let go of)
+    assert _digest(tmp_path / "let-go" / name) == _digest(tmp_path / "kept" / name)

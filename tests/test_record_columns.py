@@ -126,6 +126,35 @@ def test_the_columns_text_is_json_dumps_of_their_items(seed, monkeypatch):
     assert "".join(record_pieces(record)) == json.dumps({**record, "tensors": want})
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_items_labelled_at_once_give_the_same_text_and_ask_no_label_again(seed, monkeypatch):
+    """``label_now`` asks every entry's name and role at once (a run at a time) and keeps them: the items, their text
+    and ``plain`` are then what they were, an item added after it is labelled as it is added, and no label is asked
+    again while the record is written (the source's graph may be let go of)."""
+    rng = random.Random(seed)
+    entries = _entries(rng, rng.choice([0, 1, 3, 40, 300]))
+    keys = [e.key for e in entries]
+    object_path = rng.choice([None, lambda key: key.split("/")[0]])
+    at_once = rng.choice([1, 7, 1024])
+    monkeypatch.setattr(provenance, "_ITEMS_AT_ONCE", at_once)
+    want = RecordColumns(object_path, list(keys), list(entries))
+    columns = RecordColumns(object_path, list(keys), list(entries))
+    columns.label_now()
+    extra = _entries(rng, 2)
+    for e in extra:
+        want.add(e.key, e)
+        columns.add(e.key, e)
+    asked: list[int] = []
+    monkeypatch.setattr(provenance, "_labels", lambda found: asked.append(len(found)) or ([], []))
+    assert list(columns) == _dicts(keys + [e.key for e in extra], entries + extra, object_path)
+    assert ", ".join(columns.texts(at_once)) == json.dumps(list(columns))[1:-1]
+    assert columns.plain(lambda dtype: True) == (object_path is None and all(
+        str(e.name) == e.key and str(e.role) == "variable" for e in entries + extra))
+    assert asked == []
+    monkeypatch.undo()
+    assert ", ".join(columns.texts(at_once)) == ", ".join(want.texts(at_once))
+
+
 def _row(key: str, dtype: str, shape) -> SimpleNamespace:
     return SimpleNamespace(key=key, dtype=dtype, shape=tuple(shape))
 

@@ -137,10 +137,11 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
             progress(report.bytes, report.tensors)
         return report
     if mode == NPZ:
-        from formats.ops.convert.cross.export import graph_reader, record_columns
+        from formats.ops.convert.cross.export import graph_reader, let_go_of_labels, record_columns
 
-        record = {"source": ckpt.path, "format": ckpt.format,  # its text made a run at a time as it is written
-                  "tensors": record_columns(ckpt, labels, entries)}
+        items = record_columns(ckpt, labels, entries)
+        let_go_of_labels(ckpt, items)
+        record = {"source": ckpt.path, "format": ckpt.format, "tensors": items}  # (its text made as it is written)
         whole = len(entries) == len(ckpt) - 1 and OBJECT_GRAPH_KEY in ckpt and \
             all(label == entry.key for label, entry in zip(labels, entries))
         return write_npz(path, ZippedPairs(labels, entries), provenance=record, progress=progress,

@@ -44,7 +44,7 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
+__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns", "let_go_of_labels",
            "exporter", "graph_reader"]
 
 
@@ -174,7 +174,18 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     plan.write_options = {"provenance": {"source": source.path, "format": source.format,
                                          "tensors": records if capability(fmt, "streams_records") else list(records)}}
     _carry_graph(plan, source, target, bool(options.rules))
+    let_go_of_labels(source, plan.write_options["provenance"]["tensors"])
     return plan
+
+
+def let_go_of_labels(source: Checkpoint, items: RecordColumns | list[Any]) -> None:
+    """Of an object-based source, the names and roles of the record's ``items`` asked now (:meth:`RecordColumns.label_now`;
+    a list of items has them already) and its decoded graph let go of (its memory given back): nothing else a write
+    asks for needs them, and the graph is then not decoded while the record is written, every row held."""
+    if is_object_based(source) and OBJECT_GRAPH_KEY in source:
+        if isinstance(items, RecordColumns):
+            items.label_now()
+        source.forget_object_graph()
 
 
 def _carry_graph(plan: ConversionPlan, source: Checkpoint, target: str, renamed: bool) -> None:
