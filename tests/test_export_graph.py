@@ -10,6 +10,7 @@ Expected values are found independently: the npz member with ``numpy.load``, the
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import struct
 import zipfile
@@ -338,6 +339,44 @@ def test_the_graph_is_streamed_from_a_bundle_and_checked(tmp_path: Path, monkeyp
     code, text = _run("convert", str(copy / "ckpt"), "--to", "npz", "-o", str(tmp_path / "y.npz"))
     assert code == 3 and not (tmp_path / "y.npz").exists(), text
     assert "tensor '_CHECKPOINTABLE_OBJECT_GRAPH': checksum mismatch (index says" in text, text
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 5, 1000, 3 << 18, (3 << 18) + 1, (6 << 18) + 2])
+@pytest.mark.parametrize("cuts", [(), (1,), (2, 7), (5, 5, 1 << 18)])
+def test_a_safetensors_graph_field_is_written_a_piece_at_a_time(size: int, cuts: tuple[int, ...]) -> None:
+    """The header's ``,"ckpt.object_graph":"<base64>"`` field, from the graph's bytes or from its pieces (cut
+    anywhere, as a bundle's blocks come), is base64's of the whole and the length it says; never encoded whole."""
+    import base64
+    import io
+    import random
+
+    from formats.core.provenance import OBJECT_GRAPH_METADATA, CarriedGraph
+    from formats.safetensors.writer import _GraphPiece
+
+    graph = random.Random(size).randbytes(size)
+    want = b',"' + OBJECT_GRAPH_METADATA.encode() + b'":"' + base64.b64encode(graph) + b'"'
+    bounds = sorted({0, size, *(min(c, size) for c in itertools.accumulate(cuts))})
+    pieces = [graph[a:b] for a, b in zip(bounds, bounds[1:])] or [b""]
+
+    class Entry:  # (a bundle's string entry: its size and its bytes a block at a time)
+        def string_pieces(self):  # type: ignore[no-untyped-def]
+            return size, iter(pieces)
+
+    class Out(io.BytesIO):  # (each write's size kept)
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+            self.sizes.append(len(data))
+            return super().write(data)
+
+    for given in (graph, CarriedGraph(Entry())):
+        field = _GraphPiece(given)
+        out = Out()
+        assert field.write_to(out) == len(field) == len(want)
+        assert out.getvalue() == want
+        assert max(out.sizes) <= 4 * _GraphPiece.PIECE // 3  # (a piece's base64 at most: never the whole's)
 
 
 def test_an_export_exported_again_carries_the_graph_on(exported: tuple[str, Path], tmp_path: Path) -> None:
