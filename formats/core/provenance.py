@@ -72,10 +72,6 @@ class CarriedGraph:
         whole = self.entry.elements()[0]
         return len(whole), (whole,)
 
-    def whole(self) -> bytes:
-        """The graph's bytes."""
-        return b"".join(self.pieces()[1])
-
 
 _ROLES = {r.value for r in Role}
 _UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}

@@ -25,8 +25,8 @@ bytes) -> its argument class."""
 
 def c_function(name: str, arguments: str) -> tuple[Callable[..., int], Callable[[], int]] | None:
     """The C library's function ``name`` taking ``arguments`` (one of ctypes' type codes each: ``i`` an int,
-    ``I`` an unsigned int, ``L`` an unsigned long, ``z`` bytes for a ``char *``) and returning an int, with the getter of the ``errno`` it
-    left; None where the process has no such function or cannot call one."""
+    ``I`` an unsigned int, ``L`` an unsigned long, ``z`` bytes for a ``char *``) and returning an int, with the
+    getter of the ``errno`` it left; None where the process has no such function or cannot call one."""
     try:
         import _ctypes
 

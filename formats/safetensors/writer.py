@@ -208,29 +208,26 @@ class _GraphPiece:
     graph's, its bytes written into the header a piece at a time (:meth:`write_to`). Neither the graph nor its base64
     is held whole (at 10^5 objects they were 31 MB of an export's peak)."""
 
-    __slots__ = ("graph", "size", "_prefix")
+    __slots__ = ("size", "_pieces", "_prefix")
 
     PIECE = 3 << 18
     """Graph bytes encoded at a time (a multiple of three: base64 of each is that of its part of the whole)."""
 
     def __init__(self, graph: bytes | CarriedGraph) -> None:
-        self.graph = graph
         self._prefix = b',"' + OBJECT_GRAPH_METADATA.encode() + b'":"'
-        count = len(graph) if isinstance(graph, bytes) else graph.pieces()[0]  # (its pieces not read: a generator)
-        self.size = len(self._prefix) + 4 * ((count + 2) // 3) + 1
+        count, self._pieces = (len(graph), (graph,)) if isinstance(graph, bytes) else graph.pieces()  # (a bundle's
+        self.size = len(self._prefix) + 4 * ((count + 2) // 3) + 1  # pieces: a generator, read as they are written)
 
     def __len__(self) -> int:
         return self.size
 
     def write_to(self, out: Any) -> int:
-        """Write the field to ``out`` (``write(bytes)``); returns its length."""
+        """Write the field to ``out`` (``write(bytes)``), once; returns its length."""
         from binascii import b2a_base64
 
         out.write(self._prefix)
-        graph = self.graph
-        pieces = (graph,) if isinstance(graph, bytes) else graph.pieces()[1]
         step, carry = self.PIECE, b""
-        for piece in pieces:
+        for piece in self._pieces:
             view = memoryview(carry + piece if carry else piece)
             whole = len(view) - len(view) % 3
             for at in range(0, whole, step):
@@ -248,8 +245,8 @@ def _header_pieces(metadata: dict[str, Any], record: dict[str, Any] | None, rows
     separators=(",", ":"))`` in pieces: ``metadata[PROVENANCE_KEY]``, when it holds :data:`_RECORD`, is the text
     of ``record`` (:func:`~formats.core.provenance.record_pieces`, an item at a time) as a JSON string,
     ``graph_piece`` (``,"ckpt.object_graph":"<base64>"``, :class:`_GraphPiece`: written by the caller), when given,
-    the metadata's last field and a piece of its own, and the tensors' entries are encoded :data:`_AT_ONCE` at a time, each run their object's text without
-    its braces."""
+    the metadata's last field and a piece of its own, and the tensors' entries are encoded :data:`_AT_ONCE` at a
+    time, each run their object's text without its braces."""
     separators = (",", ":")
     if record is not None and metadata.get(PROVENANCE_KEY) is _RECORD:
         rest = dumps({k: v for k, v in metadata.items() if k != PROVENANCE_KEY}, separators=separators)

@@ -44,8 +44,8 @@ TYPE_CHECKING = False  # typing itself stays off the start-up path
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns", "let_go_of_labels",
-           "exporter", "graph_reader"]
+__all__ = ["plan_export", "plan_npz", "plan_safetensors", "PROVENANCE_MEMBER", "PROVENANCE_KEY", "record_columns",
+           "let_go_of_labels", "exporter", "graph_reader"]
 
 
 def record_columns(source: Checkpoint, keys: list[str] | None = None,
@@ -179,9 +179,10 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
 
 
 def let_go_of_labels(source: Checkpoint, items: RecordColumns | list[Any]) -> None:
-    """Of an object-based source, the names and roles of the record's ``items`` asked now (:meth:`RecordColumns.label_now`;
-    a list of items has them already) and its decoded graph let go of (its memory given back): nothing else a write
-    asks for needs them, and the graph is then not decoded while the record is written, every row held."""
+    """Of an object-based source, the names and roles of the record's ``items`` asked now
+    (:meth:`~formats.core.provenance.RecordColumns.label_now`; a list of items has them already) and its decoded graph
+    let go of (its memory given back): nothing else a write asks for needs them, and the graph is then not decoded
+    while the record is written, every row held."""
     if is_object_based(source) and OBJECT_GRAPH_KEY in source:
         if isinstance(items, RecordColumns):
             items.label_now()
