@@ -206,3 +206,6 @@ def test_an_export_labels_its_items_then_lets_go_of_the_graph_before_the_write(p
         assert export(ckpt, tmp_path / "let-go" / name)
     assert len(decoded) == 1 and held == [(1, False)]  # (decoded before the write, and let go of)
     assert _digest(tmp_path / "let-go" / name) == _digest(tmp_path / "kept" / name)
+    if how != "extract":  # (a dry run plans the export alone: no graph decoded)
+        decoded.clear()
+        assert formats.convert(prefix, tmp_path / "dry" / name, how, dry_run=True).ok and decoded == []

@@ -132,6 +132,9 @@ class ConversionPlan:
     details: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     unreadable: list[tuple[Problem, str]] = field(default_factory=list, repr=False, compare=False)
     """The problem of each tensor ckpt cannot read, with its reason (see :meth:`leave_out_unreadable`)."""
+    before_write: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    """Called by :func:`write_plan` before anything is written (not on a dry run): what the planner leaves to the write
+    (an export asks its items' labels then, and lets go of its source's graph)."""
 
     @property
     def errors(self) -> list[Problem]:
@@ -289,9 +292,12 @@ def write_plan(plan: ConversionPlan, output: str, *, force: bool = False, verify
                inputs: Iterable[Any] = (), progress: Callable[[int, int], None] | None = None,
                link: bool = False, jobs: int | None = None) -> Any:
     """Write the plan's rows at ``output`` with the ``write`` of the format that writes its target (the
-    object graph, when there is one, and the ``write_options`` passed on); returns its ``WriteReport``."""
+    object graph, when there is one, and the ``write_options`` passed on), its ``before_write`` called first;
+    returns its ``WriteReport``."""
     from formats.core.registry import writer_of
 
+    if plan.before_write is not None:
+        plan.before_write()
     options = dict(plan.write_options)
     if plan.object_graph is not None:
         options["object_graph"] = plan.object_graph

@@ -174,7 +174,9 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     plan.write_options = {"provenance": {"source": source.path, "format": source.format,
                                          "tensors": records if capability(fmt, "streams_records") else list(records)}}
     _carry_graph(plan, source, target, bool(options.rules))
-    let_go_of_labels(source, plan.write_options["provenance"]["tensors"])
+    # (the items' labels asked and the graph let go of as the plan is written: a dry run decodes no graph, and a
+    # source whose graph cannot be decoded is planned, as before)
+    plan.before_write = partial(let_go_of_labels, source, plan.write_options["provenance"]["tensors"])
     return plan
 
 
