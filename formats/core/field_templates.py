@@ -256,7 +256,7 @@ def _init_pppffpf(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _
     self._a6 = _f6() if _a6 is _MISSING else _a6
 
 
-def _init_pppffpfpfff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any) -> Any:
+def _init_pppffpfpfffp(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any) -> Any:
     self._a0 = _a0
     self._a1 = _a1
     self._a2 = _a2
@@ -268,6 +268,7 @@ def _init_pppffpfpfff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: An
     self._a8 = _f8() if _a8 is _MISSING else _a8
     self._a9 = _f9() if _a9 is _MISSING else _a9
     self._a10 = _f10() if _a10 is _MISSING else _a10
+    self._a11 = _a11
 
 
 def _init_pppfpx(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any) -> Any:
@@ -437,7 +438,7 @@ FIELDS: dict[str, Callable[..., Any]] = {
     "init_pppffff": _init_pppffff,
     "init_pppfffffff": _init_pppfffffff,
     "init_pppffpf": _init_pppffpf,
-    "init_pppffpfpfff": _init_pppffpfpfff,
+    "init_pppffpfpfffp": _init_pppffpfpfffp,
     "init_pppfpx": _init_pppfpx,
     "init_ppppf": _init_ppppf,
     "init_ppppff": _init_ppppff,
