@@ -171,7 +171,7 @@ class RecordColumns:
             roles += kinds
         self._labelled = (names, roles)
 
-    def _labels(self, first: int, stop: int) -> tuple[list[Any], Iterable[Any]]:
+    def _names_roles(self, first: int, stop: int) -> tuple[list[Any], Iterable[Any]]:
         """The names and the roles of the entries from ``first`` to ``stop`` (those kept by :meth:`label_now`, else
         asked now)."""
         if self._labelled is not None:
@@ -186,7 +186,7 @@ class RecordColumns:
         entries = self.entries[first:stop]
         source_keys = list(map(_KEY, entries))
         paths = [""] * len(entries) if self.object_path is None else list(map(self.object_path, source_keys))
-        names, roles = self._labels(first, stop)
+        names, roles = self._names_roles(first, stop)
         return [self.keys[first:stop], source_keys, paths, list(map(str, names)), list(map(str, roles)),
                 list(map(_DTYPE, entries)), list(map(tuple, map(_SHAPE, entries)))]
 
@@ -205,7 +205,7 @@ class RecordColumns:
         roles = {DEFAULTS["role"]}
         for first in range(0, len(self.keys), _ITEMS_AT_ONCE):  # (the fields :meth:`_columns` gives, compared
             keys, entries = self.keys[first:first + _ITEMS_AT_ONCE], self.entries[first:first + _ITEMS_AT_ONCE]
-            names, kinds = self._labels(first, first + _ITEMS_AT_ONCE)  # as they are: no str made of each)
+            names, kinds = self._names_roles(first, first + _ITEMS_AT_ONCE)  # as they are: no str made of each)
             if list(map(_KEY, entries)) != keys or names != keys or set(kinds) != roles or \
                     not all(map(named, set(map(_DTYPE, entries)))):
                 return False
