@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import formats
 from formats.core import json_writer
 from tests.conftest import CORPUS
 from tests.installed import LAUNCHER, child_env, site_dirs
@@ -618,3 +619,40 @@ def test_the_edit_packages_functions_are_not_shadowed_by_their_modules() -> None
         assert callable(function) and type(function).__name__ == "function"
         assert getattr(importlib.import_module("formats.ops.edit"), name) is function
         assert getattr(formats, name) is function
+
+
+@pytest.fixture(scope="module")
+def graph_in_columns(tmp_path_factory) -> str:
+    """An object-based bundle whose graph is decoded into columns (above ``SMALL_GRAPH_BYTES``)."""
+    from formats.concepts.object_graph_codec import SMALL_GRAPH_BYTES
+    from tests.scale_bundles import name_based, object_based
+
+    prefix = object_based(name_based(tmp_path_factory.mktemp("columns"), 2000))
+    with formats.open_checkpoint(prefix) as ckpt:
+        assert ckpt["_CHECKPOINTABLE_OBJECT_GRAPH"].raw.size > SMALL_GRAPH_BYTES
+    return prefix
+
+
+@pytest.mark.parametrize("argv", [["ls", "--tree"], ["extract", "-o", "{out}.npz"],
+                                  ["edit", "-o", "{out}", "--exclude", "model/layer_0/*"],
+                                  ["convert", "-o", "{out}", "--to", "tf-name"]],
+                         ids=["ls --tree", "extract", "edit", "convert --to tf-name"])
+def test_a_graph_in_columns_is_read_without_numpys_masked_arrays(graph_in_columns, tmp_path, argv) -> None:
+    """A graph decoded into columns asks for each value once (``sorted_unique``), not with ``numpy.unique``, which
+    in numpy 2 imports :mod:`numpy.ma` to ask whether the array is masked (1.3 MiB and 8 ms of a command)."""
+    modules = _imported([argv[0], graph_in_columns, *[a.replace("{out}", str(tmp_path / "out")) for a in argv[1:]]])
+    assert "formats.concepts.object_graph_columns" in modules and "numpy" in modules
+    assert "numpy.ma" not in modules
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sorted_unique_is_numpys_unique(seed) -> None:
+    import numpy as np
+
+    from formats.core.arrays import sorted_unique
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-5, int(rng.integers(1, 50)), size=int(rng.integers(0, 60))).astype(
+        rng.choice([np.int32, np.int64, np.intp]))
+    found = sorted_unique(values)
+    assert found.dtype == values.dtype and found.tolist() == np.unique(values).tolist()

@@ -29,6 +29,7 @@ from _bisect import bisect_left  # bisect's C half, without its module
 from _collections_abc import Mapping  # collections.abc's, without the collections package
 
 from formats.core.records import field, record
+from formats.core.arrays import sorted_unique
 from formats.core.errors import CorruptCheckpointError
 from formats.concepts.entry_label import EntryLabel
 from formats.concepts.optimizers import parse_keras_slot
@@ -480,7 +481,7 @@ class ObjectGraph:
         edges = np.flatnonzero(np.asarray(table.child_name[1], np.int64) - start == len(want))
         for at, byte in enumerate(want):
             edges = edges[data[start[edges] + at] == byte]
-        return np.unique(np.asarray(self._walk.owner)[edges]).tolist()
+        return sorted_unique(np.asarray(self._walk.owner)[edges]).tolist()
 
     def children_of(self, node_id: int) -> dict[str, int]:
         """The node's children by local name (the first edge of a name wins... as a dict built from them keeps
@@ -748,7 +749,9 @@ def _label_by_columns(graph: ObjectGraph, mapping: KeyMap, out: KeyLabels, exclu
         node_out[np.asarray(excluded, dtype=np.int64)] = True
     owner = np.asarray(owners)
     telling = np.zeros(len(stops), dtype=bool)
-    may_tell = np.isin(two, ends) & ~node_out[owner]  # (a node left out is labelled one by one whatever its name)
+    ending = np.zeros(1 << 16, dtype=bool)  # (not numpy.isin: for a few values it imports numpy.ma, 1.3 MiB)
+    ending[ends] = True
+    may_tell = ending[two] & ~node_out[owner]  # (a node left out is labelled one by one whatever its name)
     for k in np.flatnonzero(may_tell).tolist():  # (decoded and asked: the few that may tell)
         telling[k] = may_not_be_variable(rows.full_name(k))
     del two, may_tell

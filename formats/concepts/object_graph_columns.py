@@ -16,6 +16,7 @@ from __future__ import annotations
 from _collections_abc import Sequence  # collections.abc's, without the collections package
 
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectNode, SlotVariableRef
+from formats.core.arrays import sorted_unique
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -266,9 +267,11 @@ def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> list[li
     rounds: list[list[Any]] = [[], [], [], []]  # node, tag, start, stop: a field of each node per round
     live = pos < end
     node, pos, end = node[live], pos[live], end[live]
+    is_tag = np.zeros(256, dtype=bool)  # (not numpy.isin: for a few values it imports numpy.ma, 1.3 MiB)
+    is_tag[list(_TAGS)] = True
     while len(node) >= _FEW:
         tag = b.d[np.minimum(pos, b.last)]  # (uint8)
-        if not np.isin(tag, _TAGS).all():
+        if not is_tag[tag].all():
             return None  # a registered saver (0x22), an unknown field or another wire type: the generic decoder
         got = b.varint(pos + 1)
         if got is None:
@@ -282,7 +285,7 @@ def _fields(np: Any, b: _Bytes, data: bytes, starts: Any, stops: Any) -> list[li
         live = stop < end
         node, pos, end = node[live], stop[live], end[live]
     rest = _slow_fields(data, node.tolist(), pos.tolist(), end.tolist())
-    if rest is None or not np.isin(rest[1], _TAGS).all():
+    if rest is None or not set(rest[1]).issubset(_TAGS):
         return None
     for i, (column, found) in enumerate(zip(rounds, rest)):
         column.append(np.asarray(found, dtype=np.uint8 if i == 1 else starts.dtype))
@@ -558,8 +561,8 @@ def _spans_holding(np: Any, data: bytes, groups: list[tuple[Any, Any]], chosen: 
             inside = np.searchsorted(starts, at, side="right") - 1
             inside = inside[(inside >= 0) & (at < stops[np.maximum(inside, 0)])]
             if len(inside):
-                into.append(np.unique(inside))
-    return [np.unique(np.concatenate(f)) if f else np.zeros(0, np.int64) for f in found]
+                into.append(sorted_unique(inside))
+    return [sorted_unique(np.concatenate(f)) if f else np.zeros(0, np.int64) for f in found]
 
 
 def _gathered_holding(np: Any, d: Any, starts: Any, stops: Any, chosen: Any) -> Any:
@@ -581,7 +584,7 @@ def _gathered_holding(np: Any, d: Any, starts: Any, stops: Any, chosen: Any) -> 
             places = np.repeat(starts[first:last] - (run_ends - size), size) + np.arange(run_ends[-1])
             hits = np.flatnonzero(chosen(d[places]))
             if len(hits):
-                found.append(np.unique(np.searchsorted(run_ends, hits, "right")) + first)
+                found.append(sorted_unique(np.searchsorted(run_ends, hits, "right")) + first)
         first = last
     return np.concatenate(found) if found else np.zeros(0, np.int64)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         @property
         def shape(self) -> tuple[int, ...]: ...
 
-__all__ = ["element_bytes", "apply_index", "array_chunks", "array_from_chunks"]
+__all__ = ["element_bytes", "apply_index", "array_chunks", "array_from_chunks", "sorted_unique"]
 
 
 def element_bytes(element: Any) -> bytes:
@@ -47,6 +47,20 @@ def element_bytes(element: Any) -> bytes:
     if isinstance(element, np.bytes_):
         return bytes(element)
     raise ValueError(f"string or variant element of type {type(element).__name__} is not bytes or str")
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``numpy.unique(values)`` of a 1-D array: its values sorted, each once. numpy 2 imports :mod:`numpy.ma` for
+    that (to ask whether the array is masked), 1.3 MiB and 8 ms of a command that needs no masked array."""
+    import numpy as np
+
+    found = np.sort(values)
+    if len(found) > 1:
+        keep = np.empty(len(found), dtype=bool)
+        keep[0] = True
+        np.not_equal(found[1:], found[:-1], out=keep[1:])
+        found = found[keep]
+    return found
 
 
 def apply_index(value: np.ndarray, index: tuple[Any, ...], entry: _Named) -> np.ndarray:

@@ -16,6 +16,7 @@ from _collections import deque  # type: ignore[import-not-found]  # collections'
 from _collections_abc import Sequence  # collections.abc's, without the collections package (start-up)
 
 from formats.concepts.object_graph import Attribute, ChildRef, ObjectGraph, ObjectNode, SlotVariableRef
+from formats.core.arrays import sorted_unique
 from formats.concepts.object_graph_arrays import GraphArrays, TextColumn, encode_graph_arrays
 from formats.concepts.object_graph_codec import NodeMarks, checkpointed_columns
 from formats.ops.convert.graph_build import checkpointed_nodes, encode_object_graph
@@ -256,7 +257,7 @@ class _ColumnPrune:
         while len(frontier):
             up = parent[frontier]
             up = up[up >= 0]
-            frontier = np.unique(up[~staying[up]])
+            frontier = sorted_unique(up[~staying[up]])
             staying[frontier] = True
         for level in walk.levels:
             level = np.asarray(level, dtype=np.int64)
