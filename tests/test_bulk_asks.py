@@ -72,12 +72,15 @@ def test_member_names_are_checked_at_once_as_a_key_at_a_time(seed):
 
 
 def test_each_refusal_of_one_key_among_many_is_found():
-    keys = [f"model/layer_{i}/w" for i in range(1000)]
+    """Wherever the key is: the keys are joined a few thousand at a time (``_JOINED``), the first run or a later."""
+    from formats.io.npy_output import _JOINED
+
+    keys = [f"model/layer_{i}/w" for i in range(2 * _JOINED + 10)]
     for bad in ["", PROVENANCE_MEMBER, "x/", "a\x00b", "caf\u00e9", "\ud800", "x" * 65_532, "x" * 65_531]:
-        for at in (0, 500, 999):
+        for at in (0, 500, _JOINED - 1, _JOINED, 2 * _JOINED + 9):
             given = keys[:at] + [bad] + keys[at + 1:]
             assert member_names_fine(given) == (_refusal(bad) is None and bad.isascii()), (bad[:10], at)
-    assert member_names_fine(keys[:999] + ["x" * 65_531])  # (65,531 + ".npy": 65,535 bytes, the most a name holds)
+    assert member_names_fine(keys[:-1] + ["x" * 65_531])  # (65,531 + ".npy": 65,535 bytes, the most a name holds)
 
 
 def test_a_bundle_tensor_is_unreadable_exactly_when_its_dtype_is_a_reference():
