@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
            "restored_dtype", "in_record_order", "as_written", "without_plain", "MAX_RECORD_BYTES", "record_pieces",
-           "item_of", "DEFAULTS",
+           "item_of", "DEFAULTS", "PackedTexts",
            "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph",
            "GRAPH_CARRIERS"]
 
@@ -134,6 +134,61 @@ def item_of(key: str, source_key: str, object_path: str, full_name: str, role: s
     return item
 
 
+class PackedTexts:
+    """Strings appended one after another and read back a run at a time, held as one ``str`` a run of
+    :data:`PACKED_RUN` joined by NUL (a run holding a NUL stays a list): a name of 25 characters costs 26 bytes, not
+    the 88 of a ``str`` and its place in a list (an export of 10^5 tensors kept 8 MiB of names at its peak)."""
+
+    __slots__ = ("_runs", "_tail", "_count", "_run")
+
+    def __init__(self) -> None:
+        self._run = PACKED_RUN
+        self._runs: list[str | list[str]] = []  # each of self._run strings
+        self._tail: list[str] = []  # the strings after them
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def append(self, text: str) -> None:
+        """Add ``text`` after the others."""
+        self._tail.append(text)
+        self._count += 1
+        if len(self._tail) == self._run:
+            self._pack()
+
+    def extend(self, texts: Iterable[str]) -> None:
+        """Add ``texts`` after the others, in order."""
+        tail, run = self._tail, self._run
+        for text in texts:
+            tail.append(text)
+            if len(tail) == run:
+                self._pack()
+                tail = self._tail
+        self._count = len(self._runs) * run + len(tail)
+
+    def _pack(self) -> None:
+        joined = "\0".join(self._tail)
+        self._runs.append(self._tail if joined.count("\0") != self._run - 1 else joined)
+        self._tail = []
+
+    def slice(self, first: int, stop: int) -> list[str]:
+        """The strings from ``first`` to ``stop`` (as ``list[first:stop]`` gives them)."""
+        first, stop, _ = slice(first, stop).indices(self._count)
+        size = self._run
+        found: list[str] = []
+        for run in range(first // size, -(-stop // size)):
+            base = run * size
+            held = self._runs[run] if run < len(self._runs) else self._tail
+            texts = held.split("\0") if type(held) is str else held
+            found += texts[max(first - base, 0):stop - base]
+        return found
+
+
+PACKED_RUN = 1024
+"""Strings :class:`PackedTexts` joins into one (taken as one is made)."""
+
+
 class RecordColumns:
     """The items of the tensors a writer is to write (an export's, an extraction's): their output keys and their
     entries, two lists, no dict a tensor. Each item's ``source_key``, ``full_name``, ``role``, ``dtype`` and
@@ -149,25 +204,26 @@ class RecordColumns:
         self.keys: list[str] = [] if keys is None else keys
         self.entries: list[Any] = [] if entries is None else entries
         self.object_path = object_path
-        self._labelled: tuple[list[Any], list[Any]] | None = None  # every entry's name and role (label_now)
+        self._labelled: tuple[PackedTexts, list[Any]] | None = None  # every entry's name and role (label_now)
 
     def add(self, key: str, entry: Any) -> None:
         """Add the item of ``entry``, written as ``key``."""
         self.keys.append(key)
         self.entries.append(entry)
         if self._labelled is not None:
-            self._labelled[0].append(entry.name)
+            self._labelled[0].append(str(entry.name))
             self._labelled[1].append(entry.role)
 
     def label_now(self) -> None:
-        """Ask every entry's name and role now, a run at a time, and keep them (two lists): the caller may then let go
-        of what answered them - an object-based source's decoded graph - before the items are written (an export of
-        10^5 tensors decoded the graph while it wrote the record, every row held: 42 MiB more at that point)."""
-        names: list[Any] = []
+        """Ask every entry's name and role now, a run at a time, and keep them (the names' texts packed,
+        :class:`PackedTexts`; the roles, a few shared values, in a list): the caller may then let go of what
+        answered them - an object-based source's decoded graph - before the items are written (an export of 10^5
+        tensors decoded the graph while it wrote the record, every row held: 42 MiB more at that point)."""
+        names = PackedTexts()
         roles: list[Any] = []
         for first in range(0, len(self.entries), _ITEMS_AT_ONCE):
             found, kinds = _labels(self.entries[first:first + _ITEMS_AT_ONCE])
-            names += found
+            names.extend(map(str, found))  # (what :meth:`_columns` makes of each)
             roles += kinds
         self._labelled = (names, roles)
 
@@ -175,7 +231,7 @@ class RecordColumns:
         """The names and the roles of the entries from ``first`` to ``stop`` (those kept by :meth:`label_now`, else
         asked now)."""
         if self._labelled is not None:
-            return self._labelled[0][first:stop], self._labelled[1][first:stop]
+            return self._labelled[0].slice(first, stop), self._labelled[1][first:stop]
         return _labels(self.entries[first:stop])
 
     def __len__(self) -> int:
