@@ -290,7 +290,9 @@ def test_the_read_back_runs_are_the_members_that_fit_a_block(tmp_path: Path, mon
     rng = random.Random(seed)
     monkeypatch.setattr(zip_stored, "SPOOL", 3000)
     block = rng.choice([1, 200, 700, 5000, 1 << 20])
+    run = rng.choice([1, 300, 5000, 1 << 20])  # (members join a run up to the smaller)
     monkeypatch.setattr(zip_stored, "BLOCK", block)
+    monkeypatch.setattr(zip_stored, "RUN_BLOCK", run)
     path = tmp_path / "a.zip"
     with open(path, "wb") as f:
         archive = zip_stored.StoredZip(f)
@@ -313,11 +315,14 @@ def test_the_read_back_runs_are_the_members_that_fit_a_block(tmp_path: Path, mon
         return last
 
     monkeypatch.setattr(zip_stored.StoredZip, "_check_run", recorded)
-    seen: list[int] = []
-    assert archive.problems(str(path), lambda i, view, whole: seen.append(i)) == []
-    assert runs == _runs_one_member_at_a_time(archive, block)
-    assert sorted(seen) == list(range(archive.count))
-    assert any(last - first > 1 for first, last in runs) or block < 700 or archive.count < 3 or archive.rewritten
+    seen: list[tuple[int, bool]] = []
+    assert archive.problems(str(path), lambda i, view, whole: seen.append((i, whole))) == []
+    assert runs == _runs_one_member_at_a_time(archive, min(block, run))
+    assert sorted(i for i, _ in seen) == list(range(archive.count))
+    # (read back here whole: a member of up to BLOCK, alone or in a run; a larger one, or one whose header was
+    # rewritten, on every core, its first bytes seen here)
+    assert all(whole == (i not in archive.rewritten and archive.check_size[i] <= block) for i, whole in seen)
+    assert any(last - first > 1 for first, last in runs) or min(block, run) < 700 or archive.count < 3 or archive.rewritten
     damaged = rng.randrange(archive.count)
     at = archive.starts[damaged] - 1  # the last byte of its local header (or of the data before it, a name's)
     fd = os.open(path, os.O_RDWR)

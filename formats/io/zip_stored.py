@@ -19,8 +19,8 @@ numbers in arrays (where it lies, and the CRC32C of what it wrote) and the centr
 
 :meth:`StoredZip.problems` reads the file back: the central directory against the CRC32C taken as it was
 written, the end records as bytes, each run of
-small members with one ``pread`` of up to :data:`BLOCK` bytes (their local headers, ``.npy`` headers and
-data checked against the CRC32C taken as they were written), each large member by
+small members with one ``pread`` of up to :data:`RUN_BLOCK` bytes (their local headers, ``.npy`` headers and
+data checked against the CRC32C taken as they were written), a member of up to :data:`BLOCK` alone, each larger one by
 :func:`~formats.io.placed.check_placed` on every core.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from formats.io.spool import Spool
 
-__all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "ZIP64_LIMIT", "MAX_MEMBERS"]
+__all__ = ["StoredZip", "ZipMember", "SPOOL", "BLOCK", "RUN_BLOCK", "ZIP64_LIMIT", "MAX_MEMBERS"]
 
 MAX_MEMBERS = 1 << 21
 """Members ckpt reads of an ``.npz`` (more: refused, their central directory parsed by :mod:`zipfile` a Python object
@@ -55,12 +55,16 @@ ZIP64_LIMIT = (1 << 31) - 1
 SPOOL = 1 << 20
 """A member written in pieces stays in memory up to this many bytes (its CRC-32 then known before its header)."""
 BLOCK = 8 << 20
-"""Bytes read back at once (a run of small members)."""
+"""A member of up to this many bytes is read back here with one ``pread``; a larger one on every core."""
+RUN_BLOCK = 1 << 20
+"""Bytes of a run of several small members read back at once (a read of 8 MiB, as :data:`BLOCK` was, left its
+8 MiB with the C library once freed: below the largest block it had freed, which it keeps)."""
 VISITED = 1024
 """Members of a block checked at a time (their CRC32Cs, then ``visit_many``)."""
-CENTRAL_HELD = 8 << 20
+CENTRAL_HELD = 1 << 20
 """Bytes of the central directory kept in memory until :meth:`StoredZip.close` writes it; past that they wait in a
-temporary file (:class:`~formats.io.spool.Spool`), a MiB at a time (10^6 members' directory is about 76 MB)."""
+temporary file (:class:`~formats.io.spool.Spool`), a MiB at a time (10^6 members' directory is about 76 MB; at 10^5
+it is 13 MB, of which 8 MiB were held in memory, with the export's peak after them)."""
 _CENTRAL_PIECE = 1 << 20
 _JOINED = 64 << 10
 """Bytes of a run's members :meth:`StoredZip.add_many` joins at a time (each joined piece is written and each
@@ -306,9 +310,12 @@ class StoredZip:
         last = first
         if first not in self.rewritten:  # the members up to the next rewritten one lie one after another: the
             stop = barriers[bisect_right(barriers, first)] if barriers and barriers[-1] > first else self.count
-            last = bisect_right(check_at, start + BLOCK, first, stop)  # first to begin beyond the block, by bisection
-            while last > first and check_at[last - 1] + check_size[last - 1] - start > BLOCK:
+            limit = min(RUN_BLOCK, BLOCK)
+            last = bisect_right(check_at, start + limit, first, stop)  # first to begin beyond the block, by bisection
+            while last > first and check_at[last - 1] + check_size[last - 1] - start > limit:
                 last -= 1  # (the one ending beyond it)
+            if last == first and check_size[first] <= BLOCK:
+                last = first + 1  # (one member alone)
         if last == first:  # a large member: its data on every core, its .npy header here
             item = Placed(str(first), None, start, check_size[first], "")
             item.crc = self.check_crc[first]
