@@ -183,7 +183,7 @@ def convert(source: Source, output: str | os.PathLike[str], to: str, *, template
     options = ConvertOptions(rules=_rules(rules) or RuleSet(), template=template, allow_missing=allow_missing,
                              slot_names=slot_names, max_shard_size=max_shard_size, hparams=dict(hparams or {}),
                              drop_optimizer=drop_optimizer, family=family, model_config=model_config,
-                             model_map=model_map, hf_task=hf_task, skip_unreadable=skip_unreadable)
+                             model_map=model_map, hf_task=hf_task, skip_unreadable=skip_unreadable, dry_run=dry_run)
     from formats.ops.convert.targets import ConvertJob, plan_job
 
     with _Opened(source) as ckpt, paused_gc():  # (planned and written: objects per tensor, none in a cycle)

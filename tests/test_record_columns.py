@@ -180,6 +180,9 @@ def test_packed_texts_give_back_what_was_added(seed, monkeypatch):
         first, stop = rng.randint(-3, len(texts) + 3), rng.randint(-3, len(texts) + 3)
         assert packed.slice(first, stop) == texts[first:stop]
     assert packed.slice(0, len(texts)) == texts
+    positions = [rng.randrange(len(texts)) for _ in range(rng.choice([0, 1, 40]))] if texts else []
+    assert packed.take(positions) == [texts[p] for p in positions]
+    assert packed.take(range(len(texts))) == texts
 
 
 def test_packed_texts_hold_a_run_as_one_string():

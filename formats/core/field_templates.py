@@ -74,22 +74,6 @@ def _init_fffff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any) -> 
     self._a4 = _f4() if _a4 is _MISSING else _a4
 
 
-def _init_fpppppfpppppp(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any) -> Any:
-    self._a0 = _f0() if _a0 is _MISSING else _a0
-    self._a1 = _a1
-    self._a2 = _a2
-    self._a3 = _a3
-    self._a4 = _a4
-    self._a5 = _a5
-    self._a6 = _f6() if _a6 is _MISSING else _a6
-    self._a7 = _a7
-    self._a8 = _a8
-    self._a9 = _a9
-    self._a10 = _a10
-    self._a11 = _a11
-    self._a12 = _a12
-
-
 def _init_pf(self: Any, _a0: Any, _a1: Any) -> Any:
     self._a0 = _a0
     self._a1 = _f1() if _a1 is _MISSING else _a1
@@ -419,7 +403,6 @@ FIELDS: dict[str, Callable[..., Any]] = {
     "init_ff": _init_ff,
     "init_ffff": _init_ffff,
     "init_fffff": _init_fffff,
-    "init_fpppppfpppppp": _init_fpppppfpppppp,
     "init_pf": _init_pf,
     "init_pff": _init_pff,
     "init_pfff": _init_pfff,

@@ -208,10 +208,10 @@ class TensorEntry:
 
         return [element_bytes(x) for x in self.read().reshape(-1)]
 
-    def string_pieces(self) -> tuple[int, Iterator[bytes]] | None:
+    def string_pieces(self) -> tuple[int, Iterator[bytes | memoryview]] | None:
         """A one-element string's length and its bytes a piece at a time, checked as :meth:`elements` checks them
-        (once the last is read), where the format can read it so (a local bundle); None where it cannot (the
-        caller reads :meth:`elements`)."""
+        (once the last is read), where the format can read it so (a local bundle; each piece may be a view of one
+        buffer, good until the next is asked for); None where it cannot (the caller reads :meth:`elements`)."""
         return None
 
     def problem(self) -> str | None:
@@ -431,6 +431,13 @@ class Checkpoint(Mapping[str, TensorEntry]):
         """Let go of the decoded object graph (and whatever was computed from it), decoded again if asked for: for
         a caller done with it that goes on to hold a row per key, such as a rename once its new graph is written
         (at 10^6 objects the graph and its columns were 160-200 MB of a rename's peak). Nothing to do by default."""
+
+    def keep_names_and_roles(self) -> None:
+        """Ask every key's name and role now, keep them (packed) and let go of the decoded object graph: for a caller
+        that will ask them of its entries (an export's record) once it holds a row per key, so that the graph is
+        not decoded while those rows are held (at 10^5 objects the graph and its labels were 30 MiB on top of
+        them). A source whose graph cannot be decoded keeps nothing: asked later, its error comes then. Nothing
+        to do by default."""
 
     def problems(self) -> list[CheckpointProblem]:
         """Structure and storage problems found without reading tensor values (``verify`` adds each

@@ -64,8 +64,9 @@ class CarriedGraph:
     def __init__(self, entry: Any) -> None:
         self.entry = entry
 
-    def pieces(self) -> tuple[int, Iterable[bytes]]:
-        """The graph's size in bytes and its bytes in pieces."""
+    def pieces(self) -> tuple[int, Iterable[bytes | memoryview]]:
+        """The graph's size in bytes and its bytes in pieces (each written before the next is asked for: a piece
+        may be a view of one buffer)."""
         found = self.entry.string_pieces()
         if found is not None:
             return found
@@ -182,6 +183,22 @@ class PackedTexts:
             held = self._runs[run] if run < len(self._runs) else self._tail
             texts = held.split("\0") if type(held) is str else held
             found += texts[max(first - base, 0):stop - base]
+        return found
+
+    def take(self, positions: Iterable[int]) -> list[str]:
+        """The strings at ``positions`` (each in range), in that order (a run's split once while positions stay in
+        it)."""
+        size, held, texts = self._run, -1, None
+        runs, tail = self._runs, self._tail
+        found: list[str] = []
+        for position in positions:
+            run, at = divmod(position, size)
+            if run != held:
+                texts = runs[run] if run < len(runs) else tail
+                if type(texts) is str:
+                    texts = texts.split("\0")
+                held = run
+            found.append(texts[at])  # type: ignore[index]
         return found
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from formats.concepts.object_graph import EntryLabel, ObjectGraph
+    from formats.core.provenance import PackedTexts
     from formats.io.spans import Group
 
 __all__ = ["BundleTensor", "BundleCheckpoint", "open_bundle"]
@@ -149,7 +150,7 @@ class BundleTensor(TensorEntry):
             return TensorEntry.elements(self)
         return self._reader.elements(self.raw)
 
-    def string_pieces(self) -> tuple[int, Iterator[bytes]] | None:
+    def string_pieces(self) -> tuple[int, Iterator[bytes | memoryview]] | None:
         """A one-element string's bytes read a block at a time (:meth:`BundleReader.string_pieces`)."""
         return self._reader.string_pieces(self.raw)
 
@@ -249,6 +250,9 @@ class BundleTensor(TensorEntry):
         labels = tensors[0]._labels
         if not all(map(is_, map(_LABELS, tensors), repeat(labels))):
             return None
+        kept = labels.kept_of(list(map(_ROW, tensors)))  # (asked before the rows were held, the graph let go of)
+        if kept is not None:
+            return kept
         keys = list(map(_KEY, tensors))
         return labels.names(keys), labels.roles(keys)
 
@@ -371,6 +375,7 @@ class _Labels:
         self._labels: Mapping[str, EntryLabel] | None = None
         self._variable: EntryLabel | None = None  # the label of every plain variable of a name-based bundle
         self._facts: Any = None  # the labels' way to answer facts() (set with them)
+        self._kept: tuple[PackedTexts, list[str]] | None = None  # every row's name and role (keep_names_and_roles)
 
     def graph(self) -> ObjectGraph | None:
         """The decoded object graph (None for a name-based bundle)."""
@@ -392,11 +397,40 @@ class _Labels:
         if self.object_based:
             large = self._graph is not None and len(self._graph) >= LARGE_GRAPH
             self._graph = None
-            self._labels = self._facts = None
+            self._labels = self._facts = self._kept = None
             if large:
                 from formats.io.c_library import release_freed_memory
 
                 release_freed_memory()
+
+    def keep_names_and_roles(self) -> None:
+        """Of an object-based bundle whose keys are its rows (no partitioned variable): every key's name and role
+        asked now, a run at a time, kept by row (:meth:`kept_of` answers them), and the graph let go of. Nothing is
+        kept where the graph cannot be decoded: the error comes when a label is asked for."""
+        from formats.core.provenance import PACKED_RUN, PackedTexts
+
+        if not self.object_based or self._kept is not None or self._reader.entries.slices:
+            return
+        keys = self._reader.entries.texts
+        names, roles = PackedTexts(), []
+        try:
+            for first in range(0, len(keys), PACKED_RUN):
+                part = keys[first:first + PACKED_RUN]
+                names.extend(map(str, self.names(part)))
+                roles += self.roles(part)
+        except CheckpointError:
+            return
+        self.forget_graph()
+        self._kept = (names, roles)
+
+    def kept_of(self, rows: list[int]) -> tuple[list[str], list[str]] | None:
+        """The names and roles of ``rows`` kept by :meth:`keep_names_and_roles` (None when none are)."""
+        if self._kept is None:
+            return None
+        names, roles = self._kept
+        if rows and rows[-1] - rows[0] == len(rows) - 1 and rows == list(range(rows[0], rows[-1] + 1)):
+            return names.slice(rows[0], rows[-1] + 1), roles[rows[0]:rows[-1] + 1]
+        return names.take(rows), list(map(roles.__getitem__, rows))
 
     def get(self, key: str) -> EntryLabel:
         """The label of one key."""
@@ -702,6 +736,10 @@ class BundleCheckpoint(Checkpoint):
     def forget_object_graph(self) -> None:
         """See :meth:`Checkpoint.forget_object_graph`: the graph and the labels made from it."""
         self._labels.forget_graph()
+
+    def keep_names_and_roles(self) -> None:
+        """See :meth:`Checkpoint.keep_names_and_roles` (:meth:`_Labels.keep_names_and_roles`)."""
+        self._labels.keep_names_and_roles()
 
     @property
     def files(self) -> list[str]:

@@ -610,7 +610,7 @@ class BundleReader:
             raise self.checksum_error(e, whole)
         return equal[0]
 
-    def string_pieces(self, e: RawEntry, block: int = GRAPH_PIECE) -> tuple[int, Iterator[memoryview]] | None:
+    def string_pieces(self, e: RawEntry, block: int = GRAPH_PIECE) -> tuple[int, Iterator[bytes | memoryview]] | None:
         """The one element of the local string entry ``e`` of one element: its length, and its bytes ``block`` at a
         time read with ``preadv`` into one buffer (the file's map not touched), their CRC32C checked once the last
         is read (a ChecksumError then): an object graph a writer carries (130 MB at 10^6 objects) is never held
@@ -621,7 +621,7 @@ class BundleReader:
             return None
         length, pos, crc, fd = found
 
-        def pieces() -> Iterator[memoryview]:
+        def pieces() -> Iterator[bytes | memoryview]:
             found, at = crc, pos
             buffer = memoryview(bytearray(min(block, e.size - at)))
             while at < e.size:

@@ -63,6 +63,8 @@ class ConvertOptions:
     hf_task: str | None = None
     skip_unreadable: bool = False
     """Write the rest without the tensors ckpt cannot read (each a warning); else each is an error."""
+    dry_run: bool = False
+    """Planned to be shown, not written: what only a write asks for (an export's labels) is not asked."""
 
 
 @record(slots=True)  # one per tensor

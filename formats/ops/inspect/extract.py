@@ -49,7 +49,7 @@ from formats.core.errors import InvalidOutputError, NothingSelectedError
 from formats.core.model import OBJECT_GRAPH_KEY, Checkpoint, FormatName, TensorEntry
 from formats.core.object_keys import object_path
 from formats.core.roundtrip import RoundTripReport
-from formats.core.selection import select
+from formats.core.selection import selected_keys
 from formats.io.atomic import (ensure_space, fsync_dir, fsync_file, make_parents, publish_dir, publish_into_dir,
                                refuse_url, remove_created, remove_tree, sweep_temporaries, temp_name)
 from formats.io.npy_output import bits_note, read_back, stores_bits, write_member, write_npy
@@ -105,9 +105,12 @@ def extract(ckpt: Checkpoint, patterns: Sequence[str], out: str | os.PathLike[st
 
     ``by`` names the files/members: ``"key"``, ``"name"``, ``"path"`` or ``"auto"``. ``progress(bytes_done,
     tensors_done)`` is called after each tensor is written."""
-    entries = _selected(ckpt, patterns, include_graph)
+    keys = _selected(ckpt, patterns, include_graph)
     refuse_url(os.fspath(out))
-    path, mode = _choose_mode(os.fspath(out), mode, len(entries))
+    path, mode = _choose_mode(os.fspath(out), mode, len(keys))
+    if mode == NPZ:  # (every key's name and role for the record, asked before an entry is held per key)
+        ckpt.keep_names_and_roles()
+    entries = [ckpt[key] for key in keys]
     naming = _naming(ckpt, by, mode)
     shared = _shared_names(entries) if by == "auto" and naming == "name" else {}
     labels = output_names(ckpt, entries, "path" if shared else naming, path)
@@ -149,18 +152,18 @@ def _write(ckpt: Checkpoint, entries: list[TensorEntry], labels: list[str], path
     return _write_dir(entries, labels, path, ckpt, force, allow_pickle, verify, progress)
 
 
-def _selected(ckpt: Checkpoint, patterns: Sequence[str], include_graph: bool) -> list[TensorEntry]:
-    """The selected entries, the object graph left out unless asked for (see the module doc)."""
-    entries = select(ckpt, patterns)
+def _selected(ckpt: Checkpoint, patterns: Sequence[str], include_graph: bool) -> list[str]:
+    """The keys of the selected entries, the object graph left out unless asked for (see the module doc)."""
+    keys = selected_keys(ckpt, patterns)
     if not (include_graph or OBJECT_GRAPH_KEY in patterns):
-        kept = [e for e in entries if e.key != OBJECT_GRAPH_KEY]
-        if entries and not kept:
+        kept = [key for key in keys if key != OBJECT_GRAPH_KEY]
+        if keys and not kept:
             raise NothingSelectedError(ckpt.path, "only the object graph matches, and it is left out",
                                        hint="pass include_graph=True")
-        entries = kept
-    if not entries:
+        keys = kept
+    if not keys:
         raise NothingSelectedError(ckpt.path, "the checkpoint holds no tensors")
-    return entries
+    return keys
 
 
 def _naming(ckpt: Checkpoint, by: str, mode: str) -> str:

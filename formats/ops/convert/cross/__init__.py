@@ -66,7 +66,7 @@ def convert_file(src: str | os.PathLike[str], output: str | os.PathLike[str], to
 
     options = ConvertOptions(rules=rules or RuleSet(), template=template, allow_missing=allow_missing,
                              max_shard_size=max_shard_size, drop_optimizer=drop_optimizer,
-                             skip_unreadable=skip_unreadable)
+                             skip_unreadable=skip_unreadable, dry_run=dry_run)
     with open_checkpoint(os.fspath(src)) as source:
         plan = plan_job([source], ConvertJob(options, to))
         inputs: list[Any] = [os.fspath(src), source] + ([template] if template else [])

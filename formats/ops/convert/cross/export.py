@@ -135,6 +135,8 @@ def plan_export(source: Checkpoint, options: ConvertOptions, target: str) -> Con
     """Plan writing every tensor of ``source`` the format writing ``target`` can store, under its key
     (rename rules applied), with the provenance record."""
     fmt = writer_of(target)
+    if not options.dry_run:  # (every key's name and role for the record, asked before a row is held per key)
+        source.keep_names_and_roles()
     plan = ConversionPlan(source.path, target, options.template)
     if options.template:
         plan.add("unsupported", options.template, f"--to {target} takes no --template")
