@@ -15,7 +15,7 @@ from formats.core.value_tuples import ValueTuple
 
 TEMPLATES = Path(method_templates.__file__)
 
-N = 13
+N = 14
 MARKER = "# -- below: written by tests/test_method_templates.py (python -m tests.test_method_templates) --\n"
 """The line after which the module is generated; what comes before it (the functions using the templates) is
 the module's own text, kept as it is."""

@@ -39,6 +39,8 @@ _d11: Any = None
 _f11: Any = None
 _d12: Any = None
 _f12: Any = None
+_d13: Any = None
+_f13: Any = None
 
 
 def _frozen_init_ppppfpffpp(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any) -> Any:
@@ -72,6 +74,23 @@ def _init_fffff(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any) -> 
     self._a2 = _f2() if _a2 is _MISSING else _a2
     self._a3 = _f3() if _a3 is _MISSING else _a3
     self._a4 = _f4() if _a4 is _MISSING else _a4
+
+
+def _init_fpppppfppppppp(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any, _a13: Any) -> Any:
+    self._a0 = _f0() if _a0 is _MISSING else _a0
+    self._a1 = _a1
+    self._a2 = _a2
+    self._a3 = _a3
+    self._a4 = _a4
+    self._a5 = _a5
+    self._a6 = _f6() if _a6 is _MISSING else _a6
+    self._a7 = _a7
+    self._a8 = _a8
+    self._a9 = _a9
+    self._a10 = _a10
+    self._a11 = _a11
+    self._a12 = _a12
+    self._a13 = _a13
 
 
 def _init_pf(self: Any, _a0: Any, _a1: Any) -> Any:
@@ -403,6 +422,7 @@ FIELDS: dict[str, Callable[..., Any]] = {
     "init_ff": _init_ff,
     "init_ffff": _init_ffff,
     "init_fffff": _init_fffff,
+    "init_fpppppfppppppp": _init_fpppppfppppppp,
     "init_pf": _init_pf,
     "init_pff": _init_pff,
     "init_pfff": _init_pfff,

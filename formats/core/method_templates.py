@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MOST", "shaped", "shaped_fields", "renamable"]
 
-MOST = 13
+MOST = 14
 """The most fields a written-out method has."""
 _FUNCTION: Any = type(lambda: None)
 _tuple_new = tuple.__new__
@@ -130,6 +130,10 @@ def _new12(_cls: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any
 
 def _new13(_cls: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any) -> Any:
     return _tuple_new(_cls, (_a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9, _a10, _a11, _a12, ))
+
+
+def _new14(_cls: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any, _a13: Any) -> Any:
+    return _tuple_new(_cls, (_a0, _a1, _a2, _a3, _a4, _a5, _a6, _a7, _a8, _a9, _a10, _a11, _a12, _a13, ))
 
 
 def _init0(self: Any) -> Any:
@@ -266,6 +270,23 @@ def _init13(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: An
     self._a12 = _a12
 
 
+def _init14(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any, _a13: Any) -> Any:
+    self._a0 = _a0
+    self._a1 = _a1
+    self._a2 = _a2
+    self._a3 = _a3
+    self._a4 = _a4
+    self._a5 = _a5
+    self._a6 = _a6
+    self._a7 = _a7
+    self._a8 = _a8
+    self._a9 = _a9
+    self._a10 = _a10
+    self._a11 = _a11
+    self._a12 = _a12
+    self._a13 = _a13
+
+
 def _frozen_init0(self: Any) -> Any:
     pass
 
@@ -400,9 +421,26 @@ def _frozen_init13(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, 
     _set(self, '_a12', _a12)
 
 
+def _frozen_init14(self: Any, _a0: Any, _a1: Any, _a2: Any, _a3: Any, _a4: Any, _a5: Any, _a6: Any, _a7: Any, _a8: Any, _a9: Any, _a10: Any, _a11: Any, _a12: Any, _a13: Any) -> Any:
+    _set(self, '_a0', _a0)
+    _set(self, '_a1', _a1)
+    _set(self, '_a2', _a2)
+    _set(self, '_a3', _a3)
+    _set(self, '_a4', _a4)
+    _set(self, '_a5', _a5)
+    _set(self, '_a6', _a6)
+    _set(self, '_a7', _a7)
+    _set(self, '_a8', _a8)
+    _set(self, '_a9', _a9)
+    _set(self, '_a10', _a10)
+    _set(self, '_a11', _a11)
+    _set(self, '_a12', _a12)
+    _set(self, '_a13', _a13)
+
+
 _TEMPLATES: dict[str, list[Callable[..., Any]]] = {
-    "new": [_new0, _new1, _new2, _new3, _new4, _new5, _new6, _new7, _new8, _new9, _new10, _new11, _new12, _new13],
-    "init": [_init0, _init1, _init2, _init3, _init4, _init5, _init6, _init7, _init8, _init9, _init10, _init11, _init12, _init13],
-    "frozen_init": [_frozen_init0, _frozen_init1, _frozen_init2, _frozen_init3, _frozen_init4, _frozen_init5, _frozen_init6, _frozen_init7, _frozen_init8, _frozen_init9, _frozen_init10, _frozen_init11, _frozen_init12, _frozen_init13],
+    "new": [_new0, _new1, _new2, _new3, _new4, _new5, _new6, _new7, _new8, _new9, _new10, _new11, _new12, _new13, _new14],
+    "init": [_init0, _init1, _init2, _init3, _init4, _init5, _init6, _init7, _init8, _init9, _init10, _init11, _init12, _init13, _init14],
+    "frozen_init": [_frozen_init0, _frozen_init1, _frozen_init2, _frozen_init3, _frozen_init4, _frozen_init5, _frozen_init6, _frozen_init7, _frozen_init8, _frozen_init9, _frozen_init10, _frozen_init11, _frozen_init12, _frozen_init13, _frozen_init14],
 }
 """Each kind's method, by number of fields."""
