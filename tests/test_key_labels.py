@@ -318,3 +318,24 @@ def test_an_edits_selection_is_what_asking_every_tensors_role_gives(prefix):
             assert (got.kept, got.dropped) == (kept, dropped), (select, exclude, drop)
             if slotted and exclude == (slotted[0],):
                 assert any(why.startswith("slot of ") for why in got.dropped.values())
+
+
+@pytest.mark.parametrize("source", ["seed_slots/tf_ckpts/ckpt-5", "keras2_tagger/tagger_tf/ckpt", "scale slots"])
+def test_the_slot_ref_reader_answers_as_slot_of(source, tmp_path) -> None:
+    """``slot_ref_reader`` (what labelling asks of every slot, with no dictionary a slot) gives each node what
+    ``slot_of`` gives it: its optimizer, its variable and slot name for a slot variable, None for any other (every
+    node of the Keras 2 tagger's graph, whose optimizer's slots are no slot variables of the graph)."""
+    from tests.conftest import CORPUS
+    from tests.scale_bundles import name_based_slots, object_based
+
+    prefix = object_based(name_based_slots(tmp_path, 3000)) if source == "scale slots" else str(CORPUS / source)
+    with formats.open_checkpoint(prefix) as ckpt:
+        graph = ckpt.object_graph
+        read = graph.slot_ref_reader()
+        found = 0
+        for node in range(len(graph)):
+            want = graph.slot_of(node)
+            got = read(node)
+            assert got == (None if want is None else (want[0], want[1].original_variable_node_id, want[1].slot_name))
+            found += want is not None
+        assert (found > 0) == (source != "keras2_tagger/tagger_tf/ckpt")

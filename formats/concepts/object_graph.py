@@ -439,13 +439,20 @@ class ObjectGraph:
         t = self._table
         return self._slot_owners[k], SlotVariableRef(int(t.slot_original[k]), self._slot_names[k], int(t.slot_id[k]))
 
-    def slot_refs(self) -> dict[int, tuple[int, int, str]]:
-        """Every slot variable node -> ``(optimizer node id, original variable node id, slot name)`` of its first
-        reference, as :meth:`slot_of` gives them one by one (for a caller asking about every slot)."""
-        if not self._slots:
-            return {}
-        owners, names, originals = self._slot_owners, self._slot_names, ints(self._table.slot_original)
-        return {node: (owners[k], originals[k], names[k]) for node, k in self._slots.items()}
+    def slot_ref_reader(self) -> Callable[[int], tuple[int, int, str] | None]:
+        """A function giving a slot variable node's ``(optimizer node id, original variable node id, slot name)`` of
+        its first reference, as :meth:`slot_of` gives them (None for another node), read from the columns: for a
+        caller asking about every slot, without a dictionary and a tuple a slot and a list of ints (11 MiB at 10^5
+        slot variables, at the peak of labelling them)."""
+        first, owners, names = self._slots.get, self._slot_owners if self._slots else [], self._slot_names
+        column = self._table.slot_original
+        originals = column if isinstance(column, list) else item_view(column)
+
+        def slot_ref(node_id: int) -> tuple[int, int, str] | None:
+            k = first(node_id)
+            return None if k is None else (owners[k], originals[k], names[k])
+
+        return slot_ref
 
     def local_name(self, node_id: int) -> str:
         """The unescaped name of the node's first edge (``root`` for node 0, the slot name for slots)."""
@@ -706,10 +713,10 @@ def label_keys(graph: ObjectGraph, keys: list[str]) -> KeyLabels:
                         continue
             others.append(i)
     at, special = mapping.by_position, out.special
-    slot_refs = graph.slot_refs() if slots else {}
+    slot_ref = graph.slot_ref_reader() if slots else None
     for i in others:  # labelled one by one, in the keys' order (no Attribute made)
         key, k = keys[i], at[i]
-        ref = slot_refs.get(owners[k]) if k >= 0 and key != OBJECT_GRAPH_KEY else None
+        ref = slot_ref(owners[k]) if slot_ref is not None and k >= 0 and key != OBJECT_GRAPH_KEY else None
         if ref is not None:  # (most of them in a graph of slots: the slot's reference known, asked of no node)
             special[key] = _slot_label(graph, full_of(k) or key, owners[k], name_of(k), ref[0], ref[1], ref[2],
                                        var_keys)
