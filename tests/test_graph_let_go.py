@@ -231,6 +231,9 @@ def test_an_export_asks_its_labels_before_it_holds_an_entry_a_key(prefix, tmp_pa
             return formats.extract(prefix, [], out).tensors > 0
         return formats.convert(prefix, out, how).ok
 
+    from formats.ops.inspect import extract
+
+    monkeypatch.setattr(extract, "KEEP_LABELS", 300)  # (this bundle's 300 tensors: as many as an extraction keeps for)
     name = "a.safetensors" if how == "safetensors" else "a.npz"
     with monkeypatch.context() as m:  # (as it was: asked as the write begins)
         m.setattr(BundleCheckpoint, "keep_names_and_roles", lambda self: None)
@@ -268,3 +271,17 @@ def test_kept_names_and_roles_are_the_labels(source) -> None:
         assert list(zip(names, roles)) == [want[i] for i in order]
         names, roles = type(entries[0]).labels_of(entries)
         assert list(zip(names, roles)) == want and ckpt._labels._graph is None
+
+
+@pytest.mark.parametrize("selected, kept", [(["model/layer_0/*"], False), ([], True)])
+def test_an_extraction_of_a_few_tensors_asks_only_their_labels(prefix, tmp_path, monkeypatch, selected, kept):
+    """An extraction to ``.npz`` of fewer tensors than ``KEEP_LABELS`` asks their labels as they are written, not
+    every key's first (its entries are few); one of as many or more asks every key's first."""
+    from formats.ops.inspect import extract
+
+    monkeypatch.setattr(extract, "KEEP_LABELS", 300)
+    asked: list[int] = []
+    keep = BundleCheckpoint.keep_names_and_roles
+    monkeypatch.setattr(BundleCheckpoint, "keep_names_and_roles", lambda self: asked.append(1) or keep(self))
+    report = formats.extract(prefix, selected, tmp_path / "a.npz")
+    assert report.tensors == (100 if selected else 301) and bool(asked) == kept  # (and the save counter)
