@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROVENANCE_MEMBER", "PROVENANCE_KEY", "TensorRecord", "RecordColumns", "Provenance", "parse_provenance",
            "restored_dtype", "in_record_order", "as_written", "without_plain", "MAX_RECORD_BYTES", "record_pieces",
-           "item_of", "DEFAULTS", "PackedTexts",
+           "item_of", "DEFAULTS", "PackedTexts", "packed_labels",
            "OBJECT_GRAPH_MEMBER", "OBJECT_GRAPH_METADATA", "MAX_CARRIED_GRAPH_BYTES", "CarriedGraph",
            "GRAPH_CARRIERS"]
 
@@ -140,21 +140,19 @@ class PackedTexts:
     :data:`PACKED_RUN` joined by NUL (a run holding a NUL stays a list): a name of 25 characters costs 26 bytes, not
     the 88 of a ``str`` and its place in a list (an export of 10^5 tensors kept 8 MiB of names at its peak)."""
 
-    __slots__ = ("_runs", "_tail", "_count", "_run")
+    __slots__ = ("_runs", "_tail", "_run")
 
     def __init__(self) -> None:
         self._run = PACKED_RUN
         self._runs: list[str | list[str]] = []  # each of self._run strings
         self._tail: list[str] = []  # the strings after them
-        self._count = 0
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._runs) * self._run + len(self._tail)
 
     def append(self, text: str) -> None:
         """Add ``text`` after the others."""
         self._tail.append(text)
-        self._count += 1
         if len(self._tail) == self._run:
             self._pack()
 
@@ -166,40 +164,51 @@ class PackedTexts:
             if len(tail) == run:
                 self._pack()
                 tail = self._tail
-        self._count = len(self._runs) * run + len(tail)
 
     def _pack(self) -> None:
         joined = "\0".join(self._tail)
         self._runs.append(self._tail if joined.count("\0") != self._run - 1 else joined)
         self._tail = []
 
+    def _texts(self, run: int) -> list[str]:
+        """The strings of run ``run`` (the last: those after the packed runs)."""
+        held = self._runs[run] if run < len(self._runs) else self._tail
+        return held.split("\0") if isinstance(held, str) else held
+
     def slice(self, first: int, stop: int) -> list[str]:
         """The strings from ``first`` to ``stop`` (as ``list[first:stop]`` gives them)."""
-        first, stop, _ = slice(first, stop).indices(self._count)
+        first, stop, _ = slice(first, stop).indices(len(self))
         size = self._run
         found: list[str] = []
         for run in range(first // size, -(-stop // size)):
             base = run * size
-            held = self._runs[run] if run < len(self._runs) else self._tail
-            texts = held.split("\0") if type(held) is str else held
-            found += texts[max(first - base, 0):stop - base]
+            found += self._texts(run)[max(first - base, 0):stop - base]
         return found
 
     def take(self, positions: Iterable[int]) -> list[str]:
         """The strings at ``positions`` (each in range), in that order (a run's split once while positions stay in
         it)."""
-        size, held, texts = self._run, -1, None
-        runs, tail = self._runs, self._tail
+        size, held, texts = self._run, -1, []
         found: list[str] = []
         for position in positions:
             run, at = divmod(position, size)
             if run != held:
-                texts = runs[run] if run < len(runs) else tail
-                if type(texts) is str:
-                    texts = texts.split("\0")
-                held = run
-            found.append(texts[at])  # type: ignore[index]
+                texts, held = self._texts(run), run
+            found.append(texts[at])
         return found
+
+
+def packed_labels(items: list[Any], ask: Callable[[list[Any]], tuple[Iterable[Any], Iterable[Any]]]
+                  ) -> tuple[PackedTexts, list[Any]]:
+    """The names (each one's text, packed: :class:`PackedTexts`) and the roles of ``items``, asked of ``ask``
+    (``items`` -> their names and roles) :data:`_ITEMS_AT_ONCE` at a time."""
+    names: PackedTexts = PackedTexts()
+    roles: list[Any] = []
+    for first in range(0, len(items), _ITEMS_AT_ONCE):
+        found, kinds = ask(items[first:first + _ITEMS_AT_ONCE])
+        names.extend(map(str, found))  # (what :meth:`RecordColumns._columns` makes of each)
+        roles += kinds
+    return names, roles
 
 
 PACKED_RUN = 1024
@@ -236,13 +245,7 @@ class RecordColumns:
         :class:`PackedTexts`; the roles, a few shared values, in a list): the caller may then let go of what
         answered them - an object-based source's decoded graph - before the items are written (an export of 10^5
         tensors decoded the graph while it wrote the record, every row held: 42 MiB more at that point)."""
-        names = PackedTexts()
-        roles: list[Any] = []
-        for first in range(0, len(self.entries), _ITEMS_AT_ONCE):
-            found, kinds = _labels(self.entries[first:first + _ITEMS_AT_ONCE])
-            names.extend(map(str, found))  # (what :meth:`_columns` makes of each)
-            roles += kinds
-        self._labelled = (names, roles)
+        self._labelled = packed_labels(self.entries, _labels)
 
     def _names_roles(self, first: int, stop: int) -> tuple[list[Any], Iterable[Any]]:
         """The names and the roles of the entries from ``first`` to ``stop`` (those kept by :meth:`label_now`, else

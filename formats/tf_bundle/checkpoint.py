@@ -407,21 +407,16 @@ class _Labels:
         """Of an object-based bundle whose keys are its rows (no partitioned variable): every key's name and role
         asked now, a run at a time, kept by row (:meth:`kept_of` answers them), and the graph let go of. Nothing is
         kept where the graph cannot be decoded: the error comes when a label is asked for."""
-        from formats.core.provenance import PACKED_RUN, PackedTexts
+        from formats.core.provenance import packed_labels
 
         if not self.object_based or self._kept is not None or self._reader.entries.slices:
             return
-        keys = self._reader.entries.texts
-        names, roles = PackedTexts(), []
         try:
-            for first in range(0, len(keys), PACKED_RUN):
-                part = keys[first:first + PACKED_RUN]
-                names.extend(map(str, self.names(part)))
-                roles += self.roles(part)
+            kept = packed_labels(self._reader.entries.texts, lambda keys: (self.names(keys), self.roles(keys)))
         except CheckpointError:
             return
         self.forget_graph()
-        self._kept = (names, roles)
+        self._kept = kept
 
     def kept_of(self, rows: list[int]) -> tuple[list[str], list[str]] | None:
         """The names and roles of ``rows`` kept by :meth:`keep_names_and_roles` (None when none are)."""
